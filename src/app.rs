@@ -1,0 +1,81 @@
+//! What each subcommand does: wires the library together and prints. Called by `main`, which
+//! maps the outcome to an exit code.
+
+use crate::cli::{ClientArgs, Cli, Command, ServerArgs, ServerConfig};
+use crate::client::{self, ClientConfig};
+use crate::output;
+use crate::result::TestResult;
+use crate::spec::TestSpec;
+use crate::{server, signals};
+use anyhow::Context;
+use socket2::{Domain, Socket, Type};
+use std::net::TcpListener;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Runs one parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Server(a) => serve(&a),
+        Command::Client(a) => run_client(&a),
+    }
+}
+
+/// Binds the server's listener; on `::` it accepts IPv4 too.
+pub fn bind_listener(cfg: &ServerConfig) -> anyhow::Result<TcpListener> {
+    let sock = Socket::new(Domain::for_address(cfg.listen), Type::STREAM, None)?;
+    sock.set_reuse_address(true)?;
+    if cfg.listen.is_ipv6() {
+        let _ = sock.set_only_v6(false);
+    }
+    sock.bind(&cfg.listen.into()).with_context(|| format!("cannot listen on {}", cfg.listen))?;
+    sock.listen(128)?;
+    Ok(sock.into())
+}
+
+fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
+    let cfg = ServerConfig::try_from(a)?;
+    let listener = bind_listener(&cfg)?;
+    let stop = signals::install();
+    eprintln!("netsweep server listening on {} (max {} tests at once)", listener.local_addr()?, cfg.limits.max_tests);
+    let log: server::Log = Arc::new(|line: &str| eprintln!("{line}"));
+    server::run(listener, cfg.limits, stop, log)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_client(a: &ClientArgs) -> anyhow::Result<ExitCode> {
+    let (cfg, spec): (ClientConfig, TestSpec) = a.try_into()?;
+    let stop = signals::install();
+    let json = a.json;
+    if !json {
+        println!("Connecting to host {}, port {}", cfg.server.ip(), cfg.server.port());
+        println!("{}", output::header(&spec));
+    }
+    let mut print_interval = |iv: &crate::result::Interval| {
+        if !json {
+            print!("{}", output::interval_lines(&spec, iv));
+        }
+    };
+    match client::run_test(&cfg, &spec, stop, &mut print_interval) {
+        Ok(result) => {
+            print_result(&result, json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            if let Some(partial) = &e.partial {
+                print_result(partial, json)?;
+            }
+            eprintln!("netsweep: {}", e.message);
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+fn print_result(result: &TestResult, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(result)?);
+    } else {
+        print!("{}", output::summary(result));
+    }
+    Ok(())
+}

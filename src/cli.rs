@@ -1,0 +1,258 @@
+//! Command-line syntax (clap) and its conversion, once, into validated configurations
+//! (`TryFrom`). No other module sees clap types.
+
+use crate::client::{Bind, ClientConfig};
+use crate::spec::{Direction, Protocol, ServerLimits, TestSpec, UDP_DEFAULT_LENGTH, UDP_DEFAULT_RATE};
+use crate::units::{BitRate, Bytes, parse_duration};
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+#[cfg(test)]
+use std::time::Duration;
+
+/// Default port of `netsweep server` (beside iperf3's 5201).
+pub const DEFAULT_PORT: u16 = 5310;
+
+#[derive(Debug, Parser)]
+#[command(name = "netsweep", version, about = "Measure, tune and explain network throughput")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve tests until stopped (Ctrl-C).
+    #[command(after_help = "Examples:\n  netsweep server\n  netsweep server --bind 198.18.0.2 --max-tests 1 --max-rate 1G")]
+    Server(ServerArgs),
+    /// Run one test against a `netsweep server`.
+    #[command(after_help = "Examples:\n  netsweep client 127.0.0.1 -t 10\n  netsweep client 198.18.0.2 -P 4 -w 1M -C cubic --json\n  netsweep client ::1 -6 -u -b 1G -l 1400\n  netsweep client host -R -O 2 -t 30")]
+    Client(ClientArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Address to listen on (default: all IPv6 and IPv4 addresses).
+    #[arg(long, short = 'B')]
+    pub bind: Option<IpAddr>,
+    #[arg(long, short = 'p', default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Tests served at once; a client over the cap is told "busy" at once.
+    #[arg(long, default_value_t = 4)]
+    pub max_tests: usize,
+    /// Longest test accepted (warm-up included).
+    #[arg(long, default_value = "1h")]
+    pub max_duration: String,
+    /// Most streams per direction accepted.
+    #[arg(long, default_value_t = 128)]
+    pub max_streams: u16,
+    /// Highest total rate accepted per direction, e.g. 1G; unlimited tests are refused when set.
+    #[arg(long)]
+    pub max_rate: Option<String>,
+}
+
+/// A validated server configuration.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    pub limits: ServerLimits,
+}
+
+impl TryFrom<&ServerArgs> for ServerConfig {
+    type Error = anyhow::Error;
+
+    fn try_from(a: &ServerArgs) -> anyhow::Result<ServerConfig> {
+        let ip = a.bind.unwrap_or(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
+        if a.max_tests == 0 {
+            bail!("--max-tests must be at least 1");
+        }
+        let max_rate_bps = match &a.max_rate {
+            Some(r) => r.parse::<BitRate>().context("--max-rate")?.bits_per_second(),
+            None => 0.0,
+        };
+        Ok(ServerConfig {
+            listen: SocketAddr::new(ip, a.port),
+            limits: ServerLimits {
+                max_tests: a.max_tests,
+                max_duration: parse_duration(&a.max_duration).context("--max-duration")?,
+                max_streams: a.max_streams,
+                max_rate_bps,
+            },
+        })
+    }
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ClientArgs {
+    /// Server host name or address.
+    pub host: String,
+    #[arg(long, short = 'p', default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Measured time, after the warm-up (10, 2s, 500ms).
+    #[arg(long, short = 't', default_value = "10")]
+    pub time: String,
+    /// Reporting interval.
+    #[arg(long, short = 'i', default_value = "1")]
+    pub interval: String,
+    /// Warm-up excluded from the results.
+    #[arg(long, short = 'O', default_value = "0")]
+    pub omit: String,
+    /// Parallel streams (per direction).
+    #[arg(long, short = 'P', default_value_t = 1)]
+    pub parallel: u16,
+    /// Server sends, client receives.
+    #[arg(long, short = 'R', conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Both directions at once.
+    #[arg(long)]
+    pub bidir: bool,
+    /// Socket buffer size on both ends (SO_SNDBUF/SO_RCVBUF), e.g. 64K, 4M.
+    #[arg(long, short = 'w')]
+    pub window: Option<String>,
+    /// TCP maximum segment size.
+    #[arg(long, short = 'M')]
+    pub mss: Option<u32>,
+    /// TCP congestion control (cubic, bbr, reno, ...).
+    #[arg(long, short = 'C')]
+    pub congestion: Option<String>,
+    /// Write size (TCP, default 1M) or datagram payload (UDP, default 1400).
+    #[arg(long, short = 'l')]
+    pub length: Option<String>,
+    /// Test UDP instead of TCP.
+    #[arg(long, short = 'u')]
+    pub udp: bool,
+    /// Total target rate over all streams of a direction; 0 = unlimited (UDP default 1G).
+    #[arg(long, short = 'b')]
+    pub bitrate: Option<String>,
+    /// Do not use UDP segmentation/receive offload (UDP_SEGMENT/UDP_GRO).
+    #[arg(long)]
+    pub no_udp_offload: bool,
+    /// Use IPv4 only.
+    #[arg(short = '4', conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Use IPv6 only.
+    #[arg(short = '6')]
+    pub ipv6: bool,
+    /// Bind to a local address or network device.
+    #[arg(long, short = 'B')]
+    pub bind: Option<String>,
+    /// Print one JSON document instead of text.
+    #[arg(long, short = 'J')]
+    pub json: bool,
+}
+
+/// Resolves `host:port`, honouring `-4`/`-6`.
+pub fn resolve(host: &str, port: u16, v4: bool, v6: bool) -> anyhow::Result<SocketAddr> {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve {host:?}"))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| (!v4 || a.is_ipv4()) && (!v6 || a.is_ipv6()))
+        .copied()
+        .ok_or_else(|| anyhow::anyhow!("{host:?} has no {} address", if v4 { "IPv4" } else { "IPv6" }))
+}
+
+impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
+    type Error = anyhow::Error;
+
+    fn try_from(a: &ClientArgs) -> anyhow::Result<(ClientConfig, TestSpec)> {
+        let duration = parse_duration(&a.time).context("-t/--time")?;
+        let mut spec = if a.udp { TestSpec::udp(duration) } else { TestSpec::tcp(duration) };
+        spec.interval = parse_duration(&a.interval).context("-i/--interval")?;
+        spec.omit = parse_duration(&a.omit).context("-O/--omit")?;
+        spec.streams = a.parallel;
+        spec.direction = match (a.reverse, a.bidir) {
+            (true, _) => Direction::Reverse,
+            (_, true) => Direction::Bidir,
+            _ => Direction::Forward,
+        };
+        spec.window_bytes = a.window.as_deref().map(|w| w.parse::<Bytes>().map(|b| b.0)).transpose().context("-w/--window")?;
+        spec.mss_bytes = a.mss;
+        spec.congestion = a.congestion.clone();
+        if let Some(l) = &a.length {
+            let b = l.parse::<Bytes>().context("-l/--length")?.0;
+            spec.length_bytes = u32::try_from(b).map_err(|_| anyhow::anyhow!("-l/--length {l} is too large"))?;
+        }
+        if let Some(b) = &a.bitrate {
+            spec.bitrate_bps = b.parse::<BitRate>().context("-b/--bitrate")?.bits_per_second();
+        } else if spec.protocol == Protocol::Udp {
+            spec.bitrate_bps = UDP_DEFAULT_RATE;
+        }
+        if spec.protocol == Protocol::Udp && a.length.is_none() {
+            spec.length_bytes = UDP_DEFAULT_LENGTH;
+        }
+        spec.udp_offload = !a.no_udp_offload;
+        spec.validate()?;
+        let server = resolve(&a.host, a.port, a.ipv4, a.ipv6)?;
+        let mut cfg = ClientConfig::new(server);
+        cfg.bind = a.bind.as_deref().map(|b| match b.parse::<IpAddr>() {
+            Ok(ip) => Bind::Address(ip),
+            Err(_) => Bind::Device(b.to_string()),
+        });
+        if let Some(Bind::Address(ip)) = &cfg.bind
+            && ip.is_ipv4() != server.is_ipv4()
+        {
+            bail!("-B {ip} and server {server} are of different address families");
+        }
+        Ok((cfg, spec))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(args: &[&str]) -> anyhow::Result<(ClientConfig, TestSpec)> {
+        let mut v = vec!["netsweep", "client"];
+        v.extend_from_slice(args);
+        match Cli::try_parse_from(v)?.command {
+            Command::Client(c) => <(ClientConfig, TestSpec)>::try_from(&c),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn iperf3_style_flags_map_to_the_spec() {
+        let (cfg, spec) = client(&["127.0.0.1", "-t", "2", "-P", "3", "-R", "-w", "64K", "-C", "reno", "-O", "1"]).unwrap();
+        assert_eq!(cfg.server.port(), DEFAULT_PORT);
+        assert_eq!(spec.streams, 3);
+        assert_eq!(spec.direction, Direction::Reverse);
+        assert_eq!(spec.window_bytes, Some(65536));
+        assert_eq!(spec.omit, Duration::from_secs(1));
+        assert_eq!(spec.congestion.as_deref(), Some("reno"));
+    }
+
+    #[test]
+    fn udp_defaults_are_1400_bytes_at_1_gbit() {
+        let (_, spec) = client(&["127.0.0.1", "-u"]).unwrap();
+        assert_eq!(spec.length_bytes, 1400);
+        assert_eq!(spec.bitrate_bps, 1e9);
+        let (_, spec) = client(&["127.0.0.1", "-u", "-b", "0", "-l", "8K"]).unwrap();
+        assert_eq!(spec.bitrate_bps, 0.0);
+        assert_eq!(spec.length_bytes, 8192);
+    }
+
+    #[test]
+    fn bad_input_names_the_flag() {
+        for (args, flag) in [
+            (vec!["127.0.0.1", "-w", "0"], "window"),
+            (vec!["127.0.0.1", "-t", "0"], "duration"),
+            (vec!["127.0.0.1", "-w", "lots"], "-w/--window"),
+            (vec!["127.0.0.1", "-b", "fast"], "-b/--bitrate"),
+            (vec!["127.0.0.1", "-t", "10q"], "-t/--time"),
+        ] {
+            let err = format!("{:#}", client(&args).unwrap_err());
+            assert!(err.contains(flag), "{args:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn address_families_are_honoured() {
+        assert!(resolve("::1", 1, false, true).unwrap().is_ipv6());
+        assert!(resolve("127.0.0.1", 1, true, false).unwrap().is_ipv4());
+        assert!(resolve("127.0.0.1", 1, false, true).is_err());
+    }
+}

@@ -1,0 +1,383 @@
+//! `netsweep client`: runs one test against a `netsweep server` and returns a typed
+//! `TestResult`. Interval results are handed to a callback as soon as both ends have reported
+//! them; the command line, the campaign runner and the lab all call `run_test`.
+//!
+//! Faults end the test with a `TestError` that carries whatever was measured until then.
+
+use crate::engine::{EngineEvent, StreamSocket};
+use crate::measure::{Role, StreamReport};
+use crate::protocol::{self, ClientMsg, IO_DEADLINE, ServerMsg, Token, read_exact_by, read_frame, write_frame};
+use crate::result::{self, CpuResult, Interval, StartInfo, StreamPair, TestResult};
+use crate::server::spawn_reader;
+use crate::session::{self, Finished};
+use crate::spec::{Flow, Protocol, TestSpec};
+use crate::timeline::Timeline;
+use socket2::{Domain, SockAddr, Socket, Type};
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Where the client's sockets are bound (`-B`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bind {
+    Address(IpAddr),
+    Device(String),
+}
+
+/// How to reach the server.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub server: SocketAddr,
+    pub bind: Option<Bind>,
+    pub connect_timeout: Duration,
+}
+
+impl ClientConfig {
+    pub fn new(server: SocketAddr) -> ClientConfig {
+        ClientConfig { server, bind: None, connect_timeout: Duration::from_secs(5) }
+    }
+}
+
+/// A test that failed; `partial` holds what was measured before the failure.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct TestError {
+    pub message: String,
+    pub partial: Option<Box<TestResult>>,
+}
+
+impl TestError {
+    fn new(message: impl Into<String>) -> TestError {
+        TestError { message: message.into(), partial: None }
+    }
+}
+
+impl From<protocol::ProtocolError> for TestError {
+    fn from(e: protocol::ProtocolError) -> Self {
+        TestError::new(e.to_string())
+    }
+}
+
+fn new_socket(cfg: &ClientConfig, ty: Type, proto: socket2::Protocol) -> std::io::Result<Socket> {
+    let sock = Socket::new(Domain::for_address(cfg.server), ty, Some(proto))?;
+    match &cfg.bind {
+        Some(Bind::Address(ip)) => sock.bind(&SockAddr::from(SocketAddr::new(*ip, 0)))?,
+        Some(Bind::Device(dev)) => sock.bind_device(Some(dev.as_bytes()))?,
+        None => {}
+    }
+    Ok(sock)
+}
+
+fn connect_tcp(cfg: &ClientConfig, spec: Option<&TestSpec>) -> std::io::Result<TcpStream> {
+    let sock = new_socket(cfg, Type::STREAM, socket2::Protocol::TCP)?;
+    if let Some(spec) = spec {
+        // Before connect: the window scale and the advertised MSS are fixed by the SYN.
+        if let Some(mss) = spec.mss_bytes {
+            sock.set_tcp_mss(mss)?;
+        }
+        let stream: TcpStream = sock.try_clone()?.into();
+        session::prepare_tcp(&stream, spec)?;
+    }
+    sock.connect_timeout(&SockAddr::from(cfg.server), cfg.connect_timeout)?;
+    Ok(sock.into())
+}
+
+/// Runs one test. `stop` ends it early (Ctrl-C); `on_interval` sees each merged interval.
+pub fn run_test(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+) -> Result<TestResult, TestError> {
+    spec.validate().map_err(|e| TestError::new(e.to_string()))?;
+    let server = cfg.server;
+    let mut ctrl = connect_tcp(cfg, None).map_err(|e| TestError::new(connect_advice(server, &e)))?;
+    let _ = ctrl.set_nodelay(true);
+    let t0 = Instant::now();
+    ctrl.write_all(&protocol::control_preamble()).map_err(|e| TestError::new(format!("{server}: {e}")))?;
+    let mut pre = [0u8; 8];
+    read_exact_by(&mut ctrl, &mut pre, Instant::now() + IO_DEADLINE)
+        .map_err(|e| TestError::new(format!("{server} did not answer as a netsweep server: {e}")))?;
+    protocol::check_control_preamble(&pre, true).map_err(|e| TestError::new(format!("server {server}: {e}")))?;
+    let control_rtt = t0.elapsed();
+    write_frame(&mut ctrl, &ClientMsg::Request { spec: spec.clone() })?;
+    let (token, udp_ports) = match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
+        ServerMsg::Accepted { token, udp_ports } => (token, udp_ports),
+        ServerMsg::Refused { refusal } => return Err(TestError::new(format!("{server}: {refusal}"))),
+        ServerMsg::Error { message } => return Err(TestError::new(format!("{server}: {message}"))),
+        other => return Err(TestError::new(format!("{server} answered {other:?} to a test request"))),
+    };
+    let flows = spec.flows();
+    let sockets = open_data(cfg, spec, &flows, &token, &udp_ports)
+        .map_err(|e| TestError::new(format!("opening data connections to {server}: {e}")))?;
+    let server_sockets = match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
+        ServerMsg::Ready { sockets } => sockets,
+        ServerMsg::Error { message } => return Err(TestError::new(format!("{server}: {message}"))),
+        other => return Err(TestError::new(format!("{server}: expected ready, got {other:?}"))),
+    };
+    let client_sockets = sockets.iter().map(|(i, _, s)| session::describe(*i, s, spec)).collect();
+    let timestamp = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    write_frame(&mut ctrl, &ClientMsg::Start)?;
+    let start = Instant::now();
+    let streams = session::start_streams(spec, true, sockets, start, start + control_rtt)
+        .map_err(|e| TestError::new(format!("cannot start stream threads: {e}")))?;
+    let info = StartInfo {
+        timestamp_unix_s: timestamp.as_secs_f64(),
+        server: server.to_string(),
+        control_rtt_us: control_rtt.as_micros() as u64,
+        client_sockets,
+        server_sockets,
+    };
+    let run = drive(&mut ctrl, spec, &streams, stop, on_interval);
+    streams.stop_and_join();
+    let _ = write_frame(&mut ctrl, &ClientMsg::Done);
+    let _ = ctrl.shutdown(std::net::Shutdown::Both);
+    let (local, remote, error) = run;
+    let result = assemble(spec, info, local, remote, start, error.clone());
+    match error {
+        None => Ok(result),
+        Some(message) => Err(TestError { message, partial: Some(Box::new(result)) }),
+    }
+}
+
+fn connect_advice(server: SocketAddr, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => {
+            format!("cannot connect to {server}: connection refused: is `netsweep server` running there?")
+        }
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+            format!("cannot connect to {server}: timed out: check the address and any firewall")
+        }
+        _ => format!("cannot connect to {server}: {e}"),
+    }
+}
+
+/// Opens every data connection (TCP) or UDP socket, in stream-id order.
+fn open_data(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    flows: &[Flow],
+    token: &Token,
+    udp_ports: &[u16],
+) -> std::io::Result<Vec<(u16, Flow, StreamSocket)>> {
+    let mut out = Vec::with_capacity(flows.len());
+    for (i, flow) in flows.iter().enumerate() {
+        let id = i as u16;
+        let socket = match spec.protocol {
+            Protocol::Tcp => {
+                let mut s = connect_tcp(cfg, Some(spec))?;
+                s.write_all(&protocol::data_preamble(token, id))?;
+                StreamSocket::Tcp(s)
+            }
+            Protocol::Udp => {
+                let port = udp_ports.get(i).copied().ok_or_else(|| {
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, "server sent too few UDP ports")
+                })?;
+                StreamSocket::Udp(udp_handshake(cfg, spec, *flow, token, id, port)?)
+            }
+        };
+        out.push((id, *flow, socket));
+    }
+    Ok(out)
+}
+
+/// Opens a UDP socket to the server's port and repeats the hello until the server echoes it.
+fn udp_handshake(cfg: &ClientConfig, spec: &TestSpec, flow: Flow, token: &Token, id: u16, port: u16) -> std::io::Result<UdpSocket> {
+    let sock = new_socket(cfg, Type::DGRAM, socket2::Protocol::UDP)?;
+    if cfg.bind.is_none() || matches!(cfg.bind, Some(Bind::Device(_))) {
+        let any: SocketAddr = if cfg.server.is_ipv4() { "0.0.0.0:0".parse() } else { "[::]:0".parse() }
+            .map_err(|_| std::io::Error::other("address literal"))?;
+        sock.bind(&SockAddr::from(any))?;
+    }
+    let sock: UdpSocket = sock.into();
+    session::prepare_udp(&sock, spec, flow == Flow::ServerToClient)?;
+    sock.connect(SocketAddr::new(cfg.server.ip(), port))?;
+    let hello = protocol::udp_hello(token, id);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut buf = [0u8; 64];
+    sock.set_read_timeout(Some(Duration::from_millis(200)))?;
+    while Instant::now() < deadline {
+        sock.send(&hello)?;
+        if let Ok(n) = sock.recv(&mut buf)
+            && buf[..n] == hello
+        {
+            return Ok(sock);
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        format!("no answer to the UDP hello on port {port}: is UDP blocked on the path?"),
+    ))
+}
+
+/// Pumps local and remote events until both ends are done, the server is gone, or `stop`.
+/// Returns local reports, the server's reports, and the error that ended the test early.
+fn drive(
+    ctrl: &mut TcpStream,
+    spec: &TestSpec,
+    streams: &session::Streams,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+) -> (Finished, Option<Finished>, Option<String>) {
+    let server_rx = match ctrl.try_clone() {
+        Ok(c) => spawn_reader::<ServerMsg>(c),
+        Err(e) => return (Finished::default(), None, Some(format!("control connection: {e}"))),
+    };
+    let mut merger = LiveMerger::new(spec);
+    let mut local = Finished::default();
+    let mut remote: Option<Finished> = None;
+    let give_up = Instant::now() + spec.total_time() + Duration::from_secs(20);
+    let mut error = None;
+    while local.reports.len() < streams.count || remote.is_none() {
+        if stop.load(Ordering::Relaxed) {
+            let _ = write_frame(ctrl, &ClientMsg::Abort { reason: "interrupted".into() });
+            error = Some("interrupted: results cover the intervals measured so far".to_string());
+            break;
+        }
+        if Instant::now() > give_up {
+            error = Some("the server sent no final result 20 s after the test's end".to_string());
+            break;
+        }
+        match server_rx.try_recv() {
+            Ok(Ok(ServerMsg::Interval { report })) => merger.add(report, on_interval),
+            Ok(Ok(ServerMsg::Done { streams: reports, cpu })) => remote = Some(Finished { reports, cpu }),
+            Ok(Ok(ServerMsg::Error { message })) => {
+                error = Some(format!("server error: {message}"));
+                break;
+            }
+            Ok(Ok(other)) => {
+                error = Some(format!("unexpected message from the server: {other:?}"));
+                break;
+            }
+            Ok(Err(e)) => {
+                error = Some(format!("server gone mid-test ({e}): results cover the intervals measured so far"));
+                break;
+            }
+            Err(_) => {}
+        }
+        match streams.events.recv_timeout(Duration::from_millis(20)) {
+            Ok(EngineEvent::Interval(report)) => merger.add(report, on_interval),
+            Ok(EngineEvent::StreamDone(report, cpu)) => local.add(report, cpu),
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+        }
+    }
+    if error.is_some() {
+        streams.stop.store(true, Ordering::Relaxed);
+        // Collect what the stream threads measured before they stop.
+        let until = Instant::now() + Duration::from_secs(2);
+        while local.reports.len() < streams.count && Instant::now() < until {
+            if let Ok(EngineEvent::StreamDone(report, cpu)) = streams.events.recv_timeout(Duration::from_millis(50)) {
+                local.add(report, cpu);
+            }
+        }
+    }
+    (local, remote, error)
+}
+
+/// Pairs each stream's local and remote interval reports and releases whole intervals in order.
+struct LiveMerger {
+    spec: TestSpec,
+    timeline: Timeline,
+    flows: Vec<Flow>,
+    /// (stream, index) -> (sender, receiver)
+    pending: HashMap<(u16, u32), [Option<crate::measure::IntervalReport>; 2]>,
+    next: u32,
+}
+
+impl LiveMerger {
+    fn new(spec: &TestSpec) -> LiveMerger {
+        LiveMerger {
+            spec: spec.clone(),
+            timeline: Timeline::new(spec.omit, spec.interval, spec.duration),
+            flows: spec.flows(),
+            pending: HashMap::new(),
+            next: 0,
+        }
+    }
+
+    fn add(&mut self, report: crate::measure::IntervalReport, out: &mut dyn FnMut(&Interval)) {
+        let side = usize::from(report.role == Role::Receiver);
+        let key = (report.stream, report.index);
+        if usize::from(report.stream) >= self.flows.len() {
+            return;
+        }
+        self.pending.entry(key).or_default()[side] = Some(report);
+        loop {
+            let k = self.next;
+            let Some(slot) = self.timeline.slots().get(k as usize).copied() else { return };
+            let ready = (0..self.flows.len() as u16)
+                .all(|s| self.pending.get(&(s, k)).is_some_and(|p| p[0].is_some() && p[1].is_some()));
+            if !ready {
+                return;
+            }
+            let streams: Vec<_> = (0..self.flows.len())
+                .map(|s| {
+                    let p = self.pending.remove(&(s as u16, k)).unwrap_or_default();
+                    result::merge_interval(self.spec.protocol, self.flows[s], &slot, p[0].as_ref(), p[1].as_ref())
+                })
+                .collect();
+            let secs = (slot.end - slot.start).as_secs_f64();
+            out(&Interval {
+                index: k,
+                start_s: slot.start.as_secs_f64(),
+                end_s: slot.end.as_secs_f64(),
+                omitted: slot.omitted,
+                total: result::total_of(&streams, secs),
+                streams,
+            });
+            self.next += 1;
+        }
+    }
+}
+
+/// Pairs the final reports of both ends and builds the result.
+fn assemble(
+    spec: &TestSpec,
+    info: StartInfo,
+    local: Finished,
+    remote: Option<Finished>,
+    start: Instant,
+    error: Option<String>,
+) -> TestResult {
+    let remote = remote.unwrap_or_default();
+    let find = |reports: &[StreamReport], id: u16| reports.iter().position(|r| r.stream == id);
+    let flows = spec.flows();
+    let empty: Vec<StreamReport> = flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| StreamReport {
+            stream: i as u16,
+            flow: *f,
+            role: Role::Receiver,
+            intervals: Vec::new(),
+            tail_bytes: 0,
+            tcp_total_retransmits: None,
+            rtt_min_us: None,
+            rtt_max_us: None,
+            error: Some("no report".into()),
+        })
+        .collect();
+    let pairs: Vec<StreamPair> = flows
+        .iter()
+        .enumerate()
+        .map(|(i, flow)| {
+            let id = i as u16;
+            let l = find(&local.reports, id).map(|p| &local.reports[p]).unwrap_or(&empty[i]);
+            let r = find(&remote.reports, id).map(|p| &remote.reports[p]).unwrap_or(&empty[i]);
+            let (sender, receiver) = if *flow == Flow::ClientToServer { (l, r) } else { (r, l) };
+            StreamPair { flow: *flow, sender, receiver }
+        })
+        .collect();
+    let mut local_cpu = local.cpu;
+    local_cpu.wall_s = start.elapsed().as_secs_f64();
+    let cpu = CpuResult {
+        local_percent: local_cpu.percent(),
+        remote_percent: remote.cpu.percent(),
+        local: local_cpu,
+        remote: remote.cpu,
+    };
+    result::build(spec, info, &pairs, cpu, error)
+}

@@ -1,0 +1,130 @@
+//! The data plane: one thread per stream that sends or receives on one socket and reports every
+//! interval of the test's `Timeline` into a channel.
+//!
+//! `client` and `server` set up the sockets, then call `spawn_stream` for each; the engine knows
+//! nothing of terminals, JSON or control messages. Stream threads stop at the end of the grid,
+//! when the shared `stop` flag is raised, or on a socket error (reported in the stream's report).
+
+mod pacer;
+mod sequence;
+mod tcp;
+mod udp;
+
+pub use pacer::Pacer;
+pub use sequence::{Arrival, Jitter, SequenceTracker};
+
+use crate::measure::{CpuUsage, IntervalReport, Role, StreamReport};
+use crate::sockopt;
+use crate::spec::Flow;
+use crate::timeline::Timeline;
+use crate::units::BitRate;
+use std::net::{TcpStream, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// What stream threads tell their owner.
+#[derive(Debug)]
+pub enum EngineEvent {
+    /// An interval closed on this end (sent as it happens, for live output).
+    Interval(IntervalReport),
+    /// A stream finished; its full report and the CPU its thread used.
+    StreamDone(StreamReport, CpuUsage),
+}
+
+/// The socket a stream runs on.
+pub enum StreamSocket {
+    Tcp(TcpStream),
+    /// A connected UDP socket.
+    Udp(UdpSocket),
+}
+
+/// Everything a stream thread needs besides its socket.
+#[derive(Clone)]
+pub struct StreamCtx {
+    pub stream: u16,
+    pub flow: Flow,
+    pub role: Role,
+    pub timeline: Arc<Timeline>,
+    /// Time zero of the grid on this end.
+    pub start: Instant,
+    /// Raised by the owner to end the stream early (peer gone, Ctrl-C).
+    pub stop: Arc<AtomicBool>,
+    pub events: Sender<EngineEvent>,
+    /// Target rate of this stream; zero is unlimited.
+    pub rate: BitRate,
+    /// TCP write size or UDP payload size.
+    pub length: usize,
+    /// Use UDP_SEGMENT on send / UDP_GRO on receive where available.
+    pub udp_offload: bool,
+}
+
+/// How often a blocked stream wakes to close intervals and check `stop`.
+pub(crate) const POLL: Duration = Duration::from_millis(20);
+/// How long a UDP receiver waits for stragglers after the grid ends.
+pub(crate) const UDP_LINGER: Duration = Duration::from_millis(500);
+/// How long a TCP receiver drains after the grid ends before giving up on EOF.
+pub(crate) const TCP_DRAIN: Duration = Duration::from_secs(5);
+
+impl StreamCtx {
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn emit(&self, report: &IntervalReport) {
+        // The owner may have gone (client aborted); nothing to do then.
+        let _ = self.events.send(EngineEvent::Interval(report.clone()));
+    }
+
+    pub(crate) fn empty_interval(&self, index: usize) -> IntervalReport {
+        IntervalReport {
+            stream: self.stream,
+            index: u32::try_from(index).unwrap_or(u32::MAX),
+            role: self.role,
+            bytes: 0,
+            packets: 0,
+            tcp: None,
+            udp: None,
+        }
+    }
+
+    pub(crate) fn new_report(&self) -> StreamReport {
+        StreamReport {
+            stream: self.stream,
+            flow: self.flow,
+            role: self.role,
+            intervals: Vec::with_capacity(self.timeline.len()),
+            tail_bytes: 0,
+            tcp_total_retransmits: None,
+            rtt_min_us: None,
+            rtt_max_us: None,
+            error: None,
+        }
+    }
+}
+
+/// Starts the thread of one stream.
+pub fn spawn_stream(ctx: StreamCtx, socket: StreamSocket) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new().name(format!("stream-{}", ctx.stream)).spawn(move || {
+        let cpu_start = sockopt::thread_cpu();
+        let report = match (socket, ctx.role) {
+            (StreamSocket::Tcp(s), Role::Sender) => tcp::send(&ctx, s),
+            (StreamSocket::Tcp(s), Role::Receiver) => tcp::receive(&ctx, s),
+            (StreamSocket::Udp(s), Role::Sender) => udp::send(&ctx, s),
+            (StreamSocket::Udp(s), Role::Receiver) => udp::receive(&ctx, s),
+        };
+        let cpu = sockopt::thread_cpu_since(&cpu_start);
+        let _ = ctx.events.send(EngineEvent::StreamDone(report, cpu));
+    })
+}
+
+/// The fill pattern of data buffers: not all zeroes, so compressing links cannot flatter us.
+pub(crate) fn payload(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect()
+}

@@ -1,0 +1,148 @@
+//! TCP streams: a sender that writes `length`-byte buffers (optionally paced) and samples
+//! TCP_INFO at every interval, and a receiver that counts bytes by arrival time. Bytes that
+//! arrive after the grid ends are drained but only counted as `tail_bytes`, so goodput is the
+//! bytes delivered inside the measured window divided by that window: a rate-limited path can
+//! never appear faster than its rate.
+
+use super::{POLL, Pacer, StreamCtx, TCP_DRAIN, payload};
+use crate::measure::{IntervalReport, StreamReport, TcpSample};
+use crate::sockopt;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream};
+
+/// Tracks TCP_INFO between interval boundaries on the sender.
+struct InfoSampler {
+    last_retrans: u32,
+    rtt_min: Option<u32>,
+    rtt_max: Option<u32>,
+}
+
+impl InfoSampler {
+    fn new(sock: &TcpStream) -> InfoSampler {
+        let base = sockopt::tcp_info(sock).map(|i| i.total_retrans).unwrap_or(0);
+        InfoSampler { last_retrans: base, rtt_min: None, rtt_max: None }
+    }
+
+    fn sample(&mut self, sock: &TcpStream) -> Option<TcpSample> {
+        let info = sockopt::tcp_info(sock).ok()?;
+        let retransmits = u64::from(info.total_retrans.saturating_sub(self.last_retrans));
+        self.last_retrans = info.total_retrans;
+        if info.rtt_us > 0 {
+            self.rtt_min = Some(self.rtt_min.map_or(info.rtt_us, |m| m.min(info.rtt_us)));
+            self.rtt_max = Some(self.rtt_max.map_or(info.rtt_us, |m| m.max(info.rtt_us)));
+        }
+        Some(TcpSample {
+            retransmits,
+            rtt_us: info.rtt_us,
+            rttvar_us: info.rttvar_us,
+            cwnd_bytes: u64::from(info.snd_cwnd) * u64::from(info.snd_mss),
+        })
+    }
+}
+
+pub(super) fn send(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
+    let mut report = ctx.new_report();
+    let buf = payload(ctx.length.max(1));
+    let _ = sock.set_write_timeout(Some(POLL));
+    let mut sampler = InfoSampler::new(&sock);
+    let mut pacer = (!ctx.rate.is_unlimited()).then(|| {
+        sockopt::tighten_timer_slack();
+        Pacer::new(ctx.rate.bits_per_second(), std::time::Duration::ZERO, buf.len())
+    });
+    let slots = ctx.timeline.slots();
+    let mut current = ctx.empty_interval(0);
+    'run: loop {
+        let now = ctx.elapsed();
+        while report.intervals.len() < slots.len() && now >= slots[report.intervals.len()].end {
+            current.tcp = sampler.sample(&sock);
+            ctx.emit(&current);
+            let next = ctx.empty_interval(report.intervals.len() + 1);
+            report.intervals.push(std::mem::replace(&mut current, next));
+        }
+        if report.intervals.len() >= slots.len() || ctx.stopped() {
+            break;
+        }
+        let mut chunk = buf.len();
+        if let Some(p) = pacer.as_mut() {
+            let allowed = p.allowance(now) as usize;
+            if allowed == 0 {
+                let wake = p.next_time(chunk.min(64 * 1024) as u64).min(slots[report.intervals.len()].end);
+                std::thread::sleep(wake.saturating_sub(now).min(POLL));
+                continue;
+            }
+            chunk = chunk.min(allowed);
+        }
+        loop {
+            match sock.write(&buf[..chunk]) {
+                Ok(n) => {
+                    current.bytes += n as u64;
+                    if let Some(p) = pacer.as_mut() {
+                        p.record(n as u64);
+                    }
+                    break;
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    report.error = Some(format!("write failed: {e}"));
+                    break 'run;
+                }
+            }
+        }
+    }
+    // After an early stop or an error the report holds only the intervals that closed.
+    let _ = sock.flush();
+    let _ = sock.shutdown(Shutdown::Write);
+    report.tcp_total_retransmits = sockopt::tcp_info(&sock).ok().map(|i| u64::from(i.total_retrans));
+    report.rtt_min_us = sampler.rtt_min;
+    report.rtt_max_us = sampler.rtt_max;
+    report
+}
+
+pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
+    let mut report = ctx.new_report();
+    let mut buf = vec![0u8; ctx.length.clamp(64 * 1024, 4 << 20)];
+    let _ = sock.set_read_timeout(Some(POLL));
+    let slots = ctx.timeline.slots();
+    let end = ctx.timeline.end();
+    let mut current = ctx.empty_interval(0);
+    let close_due = |report: &mut StreamReport, current: &mut IntervalReport, now| {
+        while report.intervals.len() < slots.len() && now >= slots[report.intervals.len()].end {
+            ctx.emit(current);
+            let next = ctx.empty_interval(report.intervals.len() + 1);
+            report.intervals.push(std::mem::replace(current, next));
+        }
+    };
+    loop {
+        let got = sock.read(&mut buf);
+        let now = ctx.elapsed();
+        close_due(&mut report, &mut current, now);
+        match got {
+            Ok(0) => {
+                // The sender finished (its clock runs slightly ahead): the rest of the grid
+                // saw no more data.
+                close_due(&mut report, &mut current, std::time::Duration::MAX);
+                break;
+            }
+            Ok(n) => {
+                if report.intervals.len() < slots.len() {
+                    current.bytes += n as u64;
+                } else {
+                    report.tail_bytes += n as u64;
+                }
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e) => {
+                if report.intervals.len() < slots.len() {
+                    report.error = Some(format!("read failed: {e}"));
+                }
+                break;
+            }
+        }
+        if ctx.stopped() || now >= end + TCP_DRAIN {
+            break;
+        }
+    }
+    // After an early stop or an error the report holds only the intervals that closed.
+    report
+}

@@ -1,0 +1,226 @@
+//! UDP streams. Every datagram starts with its sequence number and the sender's send time
+//! (nanoseconds since the sender's start, both big-endian u64). The sender paces batches of
+//! datagrams at the target rate, as one UDP_SEGMENT send where the kernel allows; the receiver
+//! reads coalesced batches (UDP_GRO) and attributes every datagram to the interval in which it
+//! was *sent*, so per-interval loss is exact: sent in interval k minus received of interval k.
+
+use super::{POLL, Pacer, StreamCtx, UDP_LINGER, payload};
+use crate::measure::{IntervalReport, StreamReport, UdpReceived};
+use crate::sockopt;
+use crate::spec::UDP_HEADER_BYTES;
+use std::io::ErrorKind;
+use std::net::UdpSocket;
+use std::time::Duration;
+
+use super::{Arrival, Jitter, SequenceTracker};
+
+/// How long after an interval ends the receiver waits for its stragglers before reporting it live.
+const LIVE_GRACE: Duration = Duration::from_millis(100);
+/// Most datagrams in one send.
+const MAX_BATCH: usize = 64;
+/// Largest UDP_SEGMENT super-datagram (the kernel's limit is 64 KiB with headers).
+const MAX_GSO_BYTES: usize = 65_000;
+
+fn write_header(d: &mut [u8], seq: u64, send_ns: u64) {
+    d[..8].copy_from_slice(&seq.to_be_bytes());
+    d[8..16].copy_from_slice(&send_ns.to_be_bytes());
+}
+
+fn read_header(d: &[u8]) -> Option<(u64, u64)> {
+    let seq = u64::from_be_bytes(d.get(..8)?.try_into().ok()?);
+    let ts = u64::from_be_bytes(d.get(8..16)?.try_into().ok()?);
+    Some((seq, ts))
+}
+
+fn batch_size(len: usize, offload: bool) -> usize {
+    if offload { (MAX_GSO_BYTES / len).clamp(1, MAX_BATCH) } else { MAX_BATCH }
+}
+
+pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
+    let mut report = ctx.new_report();
+    let len = ctx.length.max(UDP_HEADER_BYTES as usize);
+    let mut gso = ctx.udp_offload && len <= usize::from(u16::MAX);
+    let mut max_batch = batch_size(len, gso);
+    let mut buf = payload(len * MAX_BATCH);
+    let mut pacer = (!ctx.rate.is_unlimited()).then(|| {
+        sockopt::tighten_timer_slack();
+        Pacer::new(ctx.rate.bits_per_second(), Duration::ZERO, len * max_batch)
+    });
+    let slots = ctx.timeline.slots();
+    let mut current = ctx.empty_interval(0);
+    let mut seq: u64 = 0;
+    loop {
+        let now = ctx.elapsed();
+        while report.intervals.len() < slots.len() && now >= slots[report.intervals.len()].end {
+            ctx.emit(&current);
+            let next = ctx.empty_interval(report.intervals.len() + 1);
+            report.intervals.push(std::mem::replace(&mut current, next));
+        }
+        if report.intervals.len() >= slots.len() || ctx.stopped() {
+            break;
+        }
+        let mut n = max_batch;
+        if let Some(p) = pacer.as_mut() {
+            let allowed = (p.allowance(now) / len as u64) as usize;
+            if allowed == 0 {
+                let wake = p.next_time(len as u64).min(slots[report.intervals.len()].end);
+                std::thread::sleep(wake.saturating_sub(now).min(POLL));
+                continue;
+            }
+            n = n.min(allowed);
+        }
+        let ts = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX);
+        for i in 0..n {
+            write_header(&mut buf[i * len..], seq + i as u64, ts);
+        }
+        let sent = if gso {
+            match sockopt::send_segmented(&sock, &buf[..n * len], len as u16) {
+                Ok(_) => n,
+                Err(e) if transient(&e) => 0,
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                    report.error = Some("the receiver's port is closed (ICMP port unreachable)".into());
+                    break;
+                }
+                Err(_) => {
+                    // No segmentation offload on this path: fall back to one datagram per call.
+                    gso = false;
+                    max_batch = batch_size(len, false);
+                    0
+                }
+            }
+        } else {
+            let mut sent = 0;
+            for i in 0..n {
+                match sock.send(&buf[i * len..(i + 1) * len]) {
+                    Ok(_) => sent += 1,
+                    Err(_) => break,
+                }
+            }
+            sent
+        };
+        seq += sent as u64;
+        current.packets += sent as u64;
+        current.bytes += (sent * len) as u64;
+        if let Some(p) = pacer.as_mut() {
+            p.record((sent * len) as u64);
+        }
+    }
+    report
+}
+
+fn transient(e: &std::io::Error) -> bool {
+    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted | ErrorKind::TimedOut)
+        || e.raw_os_error() == Some(libc::ENOBUFS)
+}
+
+/// Receiver state for one stream.
+struct Receiver<'a> {
+    ctx: &'a StreamCtx,
+    counts: Vec<IntervalReport>,
+    tracker: SequenceTracker,
+    jitter: Jitter,
+    tail_bytes: u64,
+}
+
+impl Receiver<'_> {
+    fn datagram(&mut self, d: &[u8]) {
+        let Some((seq, send_ns)) = read_header(d) else { return };
+        let index = self.ctx.timeline.index_at(Duration::from_nanos(send_ns));
+        let arrival = self.tracker.record(seq);
+        let Some(slot) = index.and_then(|i| self.counts.get_mut(i)) else {
+            if arrival != Arrival::Duplicate {
+                self.tail_bytes += d.len() as u64;
+            }
+            return;
+        };
+        let udp = slot.udp.get_or_insert_with(UdpReceived::default);
+        match arrival {
+            Arrival::Duplicate => {
+                udp.duplicates += 1;
+                return;
+            }
+            Arrival::OutOfOrder => udp.out_of_order += 1,
+            Arrival::InOrder => {}
+        }
+        let arrival_ns = u64::try_from(self.ctx.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.jitter.update(send_ns, arrival_ns);
+        udp.jitter_ms = self.jitter.millis();
+        slot.packets += 1;
+        slot.bytes += d.len() as u64;
+    }
+}
+
+pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
+    let mut report = ctx.new_report();
+    let gro = ctx.udp_offload && sockopt::enable_udp_gro(&sock);
+    let mut buf = vec![0u8; if gro { 1 << 16 } else { ctx.length.max(2048) }];
+    let _ = sock.set_read_timeout(Some(POLL));
+    let slots = ctx.timeline.slots();
+    let mut rx = Receiver {
+        ctx,
+        counts: (0..slots.len()).map(|i| ctx.empty_interval(i)).collect(),
+        tracker: SequenceTracker::default(),
+        jitter: Jitter::default(),
+        tail_bytes: 0,
+    };
+    let stop_at = ctx.timeline.end() + UDP_LINGER;
+    let mut emitted = 0;
+    let mut stopped_early = false;
+    loop {
+        match sockopt::recv_coalesced(&sock, &mut buf) {
+            Ok((n, segment)) => {
+                let segment = segment.unwrap_or(n).max(1);
+                for d in buf[..n].chunks(segment) {
+                    rx.datagram(d);
+                }
+            }
+            Err(e) if transient(&e) || e.kind() == ErrorKind::ConnectionRefused => {}
+            Err(e) => {
+                report.error = Some(format!("receive failed: {e}"));
+                stopped_early = true;
+                break;
+            }
+        }
+        let now = ctx.elapsed();
+        while emitted < slots.len() && now >= slots[emitted].end + LIVE_GRACE {
+            ctx.emit(&rx.counts[emitted]);
+            emitted += 1;
+        }
+        if ctx.stopped() {
+            stopped_early = true;
+            break;
+        }
+        if now >= stop_at {
+            break;
+        }
+    }
+    let mut counts = rx.counts;
+    if stopped_early {
+        let now = ctx.elapsed();
+        counts.truncate(slots.iter().take_while(|s| s.end <= now).count());
+    }
+    report.intervals = counts;
+    report.tail_bytes = rx.tail_bytes;
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_round_trips_and_short_datagrams_are_ignored() {
+        let mut d = vec![0u8; 32];
+        write_header(&mut d, 42, 1_000_000_007);
+        assert_eq!(read_header(&d), Some((42, 1_000_000_007)));
+        assert_eq!(read_header(&d[..15]), None);
+    }
+
+    #[test]
+    fn batches_fit_one_segmented_send() {
+        assert_eq!(batch_size(1400, true), 46);
+        assert!(batch_size(1400, true) * 1400 <= MAX_GSO_BYTES);
+        assert_eq!(batch_size(60_000, true), 1);
+        assert_eq!(batch_size(1400, false), MAX_BATCH);
+    }
+}

@@ -1,0 +1,32 @@
+//! netsweep: measure, tune and explain network throughput.
+//!
+//! # Layout
+//! - `units`: byte counts, bit rates and durations as types, with their parsers.
+//! - `spec`: `TestSpec`, the typed description of one test, and the server's caps.
+//! - `timeline`: the interval grid both ends share.
+//! - `protocol`: control messages, framing with a size cap, preambles, tokens.
+//! - `engine`: per-stream TCP and UDP send/receive loops, pacing, loss and jitter.
+//! - `measure`: what one end measures (interval and stream reports, CPU).
+//! - `result`: merging both ends into a `TestResult` (also the JSON output).
+//! - `session`: socket setup and stream threads shared by both ends.
+//! - `server` / `client`: the two ends of a test.
+//! - `output`: iperf3-style text rendering.
+//! - `sockopt`, `signals`: platform leaves (socket options, TCP_INFO, signals).
+//! - `cli`: command-line syntax, converted once into validated configurations.
+//! - `app`: what each subcommand does, called by `main`.
+
+pub mod app;
+pub mod cli;
+pub mod client;
+pub mod engine;
+pub mod measure;
+pub mod output;
+pub mod protocol;
+pub mod result;
+pub mod server;
+pub mod session;
+pub mod signals;
+pub mod sockopt;
+pub mod spec;
+pub mod timeline;
+pub mod units;

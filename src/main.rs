@@ -1,0 +1,13 @@
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = netsweep::cli::Cli::parse();
+    match netsweep::app::run(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("netsweep: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,111 @@
+//! What one end measures: per-stream interval reports, stream totals, socket facts and CPU use.
+//!
+//! The engine produces these on both ends; the server sends its own to the client, and
+//! `result` merges the two views (receiver bytes with sender TCP_INFO and sender packet counts).
+//! Field names carry units because these types are also the wire format.
+
+use crate::spec::Flow;
+use serde::{Deserialize, Serialize};
+
+/// Which end of a stream a report comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Sender,
+    Receiver,
+}
+
+/// Sender-side TCP state from TCP_INFO, sampled at the end of an interval.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct TcpSample {
+    /// Segments retransmitted during the interval.
+    pub retransmits: u64,
+    /// Smoothed RTT, microseconds.
+    pub rtt_us: u32,
+    /// RTT variance, microseconds.
+    pub rttvar_us: u32,
+    /// Congestion window, bytes (snd_cwnd x MSS).
+    pub cwnd_bytes: u64,
+}
+
+/// Receiver-side UDP quality for one interval.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct UdpReceived {
+    /// RFC 3550 interarrival jitter at the end of the interval, milliseconds.
+    pub jitter_ms: f64,
+    /// Datagrams that arrived after a higher sequence number.
+    pub out_of_order: u64,
+    /// Datagrams seen twice.
+    pub duplicates: u64,
+}
+
+/// One stream's interval on one end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalReport {
+    pub stream: u16,
+    pub index: u32,
+    pub role: Role,
+    /// Bytes written (sender) or read (receiver) in this interval. For UDP, payload bytes of the
+    /// datagrams *sent* in this interval (the receiver attributes by the sender's timestamp).
+    pub bytes: u64,
+    /// UDP datagrams sent (sender) or received once (receiver), attributed as `bytes` is.
+    pub packets: u64,
+    pub tcp: Option<TcpSample>,
+    pub udp: Option<UdpReceived>,
+}
+
+/// Buffer sizes one end asked for and got.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SocketInfo {
+    pub stream: u16,
+    pub local: String,
+    pub remote: String,
+    /// SO_SNDBUF as the kernel reports it after setting (Linux doubles the request).
+    pub sndbuf_bytes: u64,
+    pub rcvbuf_bytes: u64,
+    /// MSS in use (TCP).
+    pub mss_bytes: Option<u32>,
+    /// Congestion control in use (TCP).
+    pub congestion: Option<String>,
+    /// UDP segmentation offload used by the sender, or GRO by the receiver.
+    pub udp_offload: Option<bool>,
+}
+
+/// Everything one end measured on one stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamReport {
+    pub stream: u16,
+    pub flow: Flow,
+    pub role: Role,
+    /// Every interval of the grid, in order (intervals with no traffic have zero bytes).
+    pub intervals: Vec<IntervalReport>,
+    /// Bytes moved after the grid ended (receiver draining the pipe); not in any summary.
+    pub tail_bytes: u64,
+    /// Final TCP_INFO totals on the sender: retransmits over the whole connection.
+    pub tcp_total_retransmits: Option<u64>,
+    /// Smallest and largest smoothed RTT sampled, microseconds.
+    pub rtt_min_us: Option<u32>,
+    pub rtt_max_us: Option<u32>,
+    /// A local fault that ended the stream early.
+    pub error: Option<String>,
+}
+
+/// CPU used by one end's test threads, over the test's wall time.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct CpuUsage {
+    pub user_s: f64,
+    pub system_s: f64,
+    pub wall_s: f64,
+}
+
+impl CpuUsage {
+    /// Percent of one core: 100 means one core fully busy.
+    pub fn percent(&self) -> f64 {
+        if self.wall_s <= 0.0 { 0.0 } else { (self.user_s + self.system_s) / self.wall_s * 100.0 }
+    }
+
+    pub fn add(&mut self, other: &CpuUsage) {
+        self.user_s += other.user_s;
+        self.system_s += other.system_s;
+    }
+}

@@ -1,0 +1,151 @@
+//! Human output of `netsweep client`, in iperf3's layout: one line per stream per interval, a
+//! `[SUM]` line with several streams, then sender and receiver summaries and CPU use. Renders
+//! values from `result`; computes nothing itself.
+
+use crate::result::{Interval, StreamInterval, Summary, TestResult};
+use crate::spec::{Flow, Protocol, TestSpec};
+use crate::units::{BitRate, Bytes};
+use std::fmt::Write;
+
+/// The column header printed before the first interval.
+pub fn header(spec: &TestSpec) -> String {
+    match spec.protocol {
+        Protocol::Tcp => "[ ID] Interval           Transfer     Bitrate           Retr   Cwnd        RTT".to_string(),
+        Protocol::Udp => "[ ID] Interval           Transfer     Bitrate           Jitter     Lost/Total Datagrams".to_string(),
+    }
+}
+
+fn tag(flow: Option<Flow>, bidir: bool) -> &'static str {
+    match (bidir, flow) {
+        (false, _) | (true, None) => "",
+        (true, Some(Flow::ClientToServer)) => "[TX-C]",
+        (true, Some(Flow::ServerToClient)) => "[RX-C]",
+    }
+}
+
+fn line(id: &str, start: f64, end: f64, row: &StreamInterval, proto: Protocol, suffix: &str) -> String {
+    let mut s = format!(
+        "[{id:>3}] {start:6.2}-{end:<6.2} sec  {:>12}  {:>16}",
+        Bytes(row.bytes).to_string(),
+        BitRate(row.bits_per_second).to_string()
+    );
+    match proto {
+        Protocol::Tcp => {
+            if let Some(r) = row.retransmits {
+                let _ = write!(s, "  {r:>5}");
+            }
+            if let Some(c) = row.cwnd_bytes {
+                let _ = write!(s, "  {:>10}", Bytes(c).to_string());
+            }
+            if let Some(rtt) = row.rtt_us {
+                let _ = write!(s, "  {:>6} us", rtt);
+            }
+        }
+        Protocol::Udp => {
+            let _ = write!(
+                s,
+                "  {:>7.3} ms  {}/{} ({:.2}%)",
+                row.jitter_ms.unwrap_or(0.0),
+                row.lost_packets.unwrap_or(0),
+                row.packets.unwrap_or(0),
+                row.lost_percent.unwrap_or(0.0)
+            );
+        }
+    }
+    s.push_str(suffix);
+    s
+}
+
+/// Lines for one interval: each stream, then `[SUM]` lines (one per direction with `--bidir`).
+pub fn interval_lines(spec: &TestSpec, iv: &Interval) -> String {
+    let bidir = spec.direction == crate::spec::Direction::Bidir;
+    let omitted = if iv.omitted { "  (omitted)" } else { "" };
+    let mut out = String::new();
+    for row in &iv.streams {
+        let id = format!("{}", row.stream);
+        out.push_str(&line(&id, iv.start_s, iv.end_s, row, spec.protocol, &format!("{}{omitted}", tag(row.flow, bidir))));
+        out.push('\n');
+    }
+    if iv.streams.len() > 1 {
+        let secs = iv.end_s - iv.start_s;
+        for flow in [Flow::ClientToServer, Flow::ServerToClient] {
+            let rows: Vec<StreamInterval> = iv.streams.iter().filter(|r| r.flow == Some(flow)).cloned().collect();
+            if rows.len() > 1 || (bidir && !rows.is_empty()) {
+                let total = crate::result::total_of(&rows, secs);
+                let tagged = format!("{}{omitted}", tag(Some(flow), bidir));
+                out.push_str(&line("SUM", iv.start_s, iv.end_s, &total, spec.protocol, &tagged));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+fn summary_row(s: &Summary) -> StreamInterval {
+    StreamInterval {
+        bytes: s.bytes,
+        bits_per_second: s.bits_per_second,
+        sent_bytes: s.sent_bytes,
+        retransmits: s.retransmits,
+        packets: s.packets,
+        lost_packets: s.lost_packets,
+        lost_percent: s.lost_percent,
+        jitter_ms: s.jitter_ms,
+        ..StreamInterval::default()
+    }
+}
+
+/// Sender and receiver lines per stream and per direction, then CPU use.
+pub fn summary(result: &TestResult) -> String {
+    let spec = &result.spec;
+    let bidir = spec.direction == crate::spec::Direction::Bidir;
+    let start = spec.omit.as_secs_f64();
+    let end = start + result.summary.seconds;
+    let mut out = String::from("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
+    out.push_str(&header(spec));
+    out.push('\n');
+    for dir in &result.directions {
+        let t = tag(Some(dir.flow), bidir);
+        let mut rows: Vec<(String, &Summary)> = dir.streams.iter().map(|s| (s.stream.to_string(), &s.summary)).collect();
+        if dir.streams.len() > 1 {
+            rows.push(("SUM".to_string(), &dir.summary));
+        }
+        for (id, s) in rows {
+            match spec.protocol {
+                Protocol::Tcp => {
+                    let sender = StreamInterval {
+                        bytes: s.sent_bytes,
+                        bits_per_second: s.sent_bits_per_second,
+                        retransmits: s.retransmits,
+                        ..StreamInterval::default()
+                    };
+                    out.push_str(&line(&id, start, end, &sender, spec.protocol, &format!("  sender{t}\n")));
+                    let receiver = StreamInterval { retransmits: None, ..summary_row(s) };
+                    out.push_str(&line(&id, start, end, &receiver, spec.protocol, &format!("         receiver{t}\n")));
+                }
+                Protocol::Udp => {
+                    out.push_str(&line(&id, start, end, &summary_row(s), spec.protocol, &format!("  receiver{t}\n")));
+                }
+            }
+        }
+    }
+    let c = &result.cpu;
+    let _ = writeln!(
+        out,
+        "CPU: local {:.1}% (user {:.2}s, system {:.2}s), remote {:.1}% (user {:.2}s, system {:.2}s), 100% = one core",
+        c.local_percent, c.local.user_s, c.local.system_s, c.remote_percent, c.remote.user_s, c.remote.system_s
+    );
+    if let Some(s) = result.start.client_sockets.first() {
+        let remote = result.start.server_sockets.first();
+        let _ = writeln!(
+            out,
+            "Buffers granted: client sndbuf {} rcvbuf {}, server sndbuf {} rcvbuf {}{}",
+            Bytes(s.sndbuf_bytes),
+            Bytes(s.rcvbuf_bytes),
+            Bytes(remote.map_or(0, |r| r.sndbuf_bytes)),
+            Bytes(remote.map_or(0, |r| r.rcvbuf_bytes)),
+            s.congestion.as_ref().map(|c| format!(", congestion control {c}")).unwrap_or_default()
+        );
+    }
+    out
+}

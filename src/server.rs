@@ -1,0 +1,306 @@
+//! `netsweep server`: accepts control and data connections on one TCP port, admits up to
+//! `max_tests` tests at once (a client over the cap is told "busy" at once), and runs each test
+//! in its own threads.
+//!
+//! `run` takes a bound listener and a shutdown flag, so tests start it on `127.0.0.1:0` and stop
+//! it. The server never changes kernel settings.
+
+use crate::engine::{EngineEvent, StreamSocket};
+use crate::protocol::{
+    self, ClientMsg, IO_DEADLINE, ProtocolError, Refusal, ServerMsg, Token, read_exact_by,
+    read_frame, write_frame,
+};
+use crate::session::{self, Finished};
+use crate::sockopt;
+use crate::spec::{Flow, Protocol, ServerLimits, TestSpec};
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Where the server writes one line per event (stderr in the binary, a buffer in tests).
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+type Registry = Arc<Mutex<HashMap<Token, Sender<(u16, TcpStream)>>>>;
+
+struct Shared {
+    limits: ServerLimits,
+    running: AtomicUsize,
+    registry: Registry,
+    log: Log,
+}
+
+/// Serves tests on `listener` until `shutdown` is raised.
+pub fn run(listener: TcpListener, limits: ServerLimits, shutdown: &AtomicBool, log: Log) -> std::io::Result<()> {
+    let shared = Arc::new(Shared { limits, running: AtomicUsize::new(0), registry: Registry::default(), log });
+    while !shutdown.load(Ordering::Relaxed) {
+        if !sockopt::wait_readable(&listener, Duration::from_millis(100))? {
+            continue;
+        }
+        let (conn, peer) = match listener.accept() {
+            Ok(c) => c,
+            Err(e) => {
+                (shared.log)(&format!("accept failed: {e}"));
+                continue;
+            }
+        };
+        let conn_shared = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("conn-{peer}"))
+            .spawn(move || handle_connection(conn, peer, &conn_shared));
+        if let Err(e) = spawned {
+            (shared.log)(&format!("cannot start a thread for {peer}: {e}"));
+        }
+    }
+    Ok(())
+}
+
+/// Reads the preamble and dispatches: control session, data connection, or drop.
+fn handle_connection(mut conn: TcpStream, peer: SocketAddr, shared: &Shared) {
+    let deadline = Instant::now() + IO_DEADLINE;
+    let mut pre = [0u8; 8];
+    if let Err(e) = read_exact_by(&mut conn, &mut pre, deadline) {
+        (shared.log)(&format!("{peer}: dropped before its preamble: {e}"));
+        return;
+    }
+    if &pre == protocol::DATA_MAGIC {
+        let mut rest = [0u8; 18];
+        if read_exact_by(&mut conn, &mut rest, deadline).is_err() {
+            return;
+        }
+        let mut t = [0u8; 16];
+        t.copy_from_slice(&rest[..16]);
+        let stream = u16::from_be_bytes([rest[16], rest[17]]);
+        let chan = shared.registry.lock().ok().and_then(|r| r.get(&Token(t)).cloned());
+        match chan {
+            Some(tx) => {
+                let _ = tx.send((stream, conn));
+            }
+            None => (shared.log)(&format!("{peer}: data connection with an unknown token, dropped")),
+        }
+        return;
+    }
+    let _ = conn.write_all(&protocol::control_preamble());
+    if let Err(e) = protocol::check_control_preamble(&pre, false) {
+        (shared.log)(&format!("{peer}: {e}"));
+        return;
+    }
+    let _ = conn.set_nodelay(true);
+    if let Err(e) = control_session(conn, peer, shared) {
+        (shared.log)(&format!("{peer}: test ended with an error: {e:#}"));
+    }
+}
+
+/// Holds one of the `max_tests` slots; freed on drop, whatever happens to the test.
+struct Slot<'a>(&'a AtomicUsize);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn take_slot(shared: &Shared) -> Result<Slot<'_>, usize> {
+    let max = shared.limits.max_tests;
+    shared
+        .running
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1))
+        .map(|_| Slot(&shared.running))
+}
+
+/// Removes the token from the registry on drop.
+struct Registration<'a>(&'a Registry, Token);
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut r) = self.0.lock() {
+            r.remove(&self.1);
+        }
+    }
+}
+
+fn refuse(ctrl: &mut TcpStream, refusal: Refusal) -> anyhow::Result<()> {
+    write_frame(ctrl, &ServerMsg::Refused { refusal: refusal.clone() })?;
+    anyhow::bail!("{refusal}")
+}
+
+fn control_session(mut ctrl: TcpStream, peer: SocketAddr, shared: &Shared) -> anyhow::Result<()> {
+    let spec = match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
+        ClientMsg::Request { spec } => spec,
+        other => anyhow::bail!("expected a test request, got {other:?}"),
+    };
+    if let Err(e) = spec.validate() {
+        return refuse(&mut ctrl, Refusal::Limit { reason: e.to_string() });
+    }
+    if let Some(reason) = shared.limits.refusal(&spec) {
+        return refuse(&mut ctrl, Refusal::Limit { reason });
+    }
+    let _slot = match take_slot(shared) {
+        Ok(s) => s,
+        Err(running) => return refuse(&mut ctrl, Refusal::Busy { running }),
+    };
+    let token = Token::random();
+    let (tx, rx) = mpsc::channel();
+    if let Ok(mut r) = shared.registry.lock() {
+        r.insert(token, tx);
+    }
+    let registration = Registration(&shared.registry, token);
+    let flows = spec.flows();
+    let local_ip = ctrl.local_addr()?.ip();
+    let udp = if spec.protocol == Protocol::Udp { bind_udp(&spec, &flows, local_ip)? } else { Vec::new() };
+    let udp_ports = udp.iter().map(|s| s.local_addr().map(|a| a.port())).collect::<Result<_, _>>()?;
+    write_frame(&mut ctrl, &ServerMsg::Accepted { token, udp_ports })?;
+    let sockets = match spec.protocol {
+        Protocol::Tcp => collect_tcp(&rx, &spec, &flows, peer.ip())?,
+        Protocol::Udp => collect_udp(udp, &token, &flows, peer.ip())?,
+    };
+    drop(registration);
+    let infos = sockets.iter().map(|(i, _, s)| session::describe(*i, s, &spec)).collect();
+    write_frame(&mut ctrl, &ServerMsg::Ready { sockets: infos })?;
+    match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
+        ClientMsg::Start => {}
+        ClientMsg::Abort { reason } => anyhow::bail!("client aborted before the start: {reason}"),
+        other => anyhow::bail!("expected start, got {other:?}"),
+    }
+    let start = Instant::now();
+    (shared.log)(&format!(
+        "{peer}: {:?} {:?} test, {} streams, {:.1}s",
+        spec.protocol,
+        spec.direction,
+        spec.streams,
+        spec.total_time().as_secs_f64()
+    ));
+    let streams = session::start_streams(&spec, false, sockets, start, start)?;
+    let outcome = run_test(&mut ctrl, &spec, &streams);
+    streams.stop_and_join();
+    // Unblocks the control reader thread, whatever the client does.
+    let _ = ctrl.shutdown(std::net::Shutdown::Both);
+    outcome
+}
+
+/// Binds one UDP socket per stream on the control connection's local address.
+fn bind_udp(spec: &TestSpec, flows: &[Flow], ip: IpAddr) -> anyhow::Result<Vec<UdpSocket>> {
+    flows
+        .iter()
+        .map(|flow| {
+            let s = UdpSocket::bind(SocketAddr::new(ip, 0))?;
+            session::prepare_udp(&s, spec, *flow == Flow::ClientToServer)?;
+            Ok(s)
+        })
+        .collect()
+}
+
+/// Waits for every TCP data connection of the test.
+fn collect_tcp(
+    rx: &Receiver<(u16, TcpStream)>,
+    spec: &TestSpec,
+    flows: &[Flow],
+    peer_ip: IpAddr,
+) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
+    let deadline = Instant::now() + IO_DEADLINE;
+    let mut got: Vec<Option<TcpStream>> = (0..flows.len()).map(|_| None).collect();
+    while got.iter().any(Option::is_none) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (id, sock) = rx.recv_timeout(left).map_err(|_| {
+            anyhow::anyhow!("only {} of {} data connections arrived within {IO_DEADLINE:?}", got.iter().flatten().count(), flows.len())
+        })?;
+        // A data connection must come from the control peer and name a stream once.
+        let from_peer = sock.peer_addr().map(|a| a.ip() == peer_ip).unwrap_or(false);
+        let slot = got.get_mut(usize::from(id));
+        if let (true, Some(slot @ None)) = (from_peer, slot) {
+            session::prepare_tcp(&sock, spec)?;
+            *slot = Some(sock);
+        }
+    }
+    Ok(got
+        .into_iter()
+        .zip(flows)
+        .enumerate()
+        .filter_map(|(i, (s, f))| s.map(|s| (i as u16, *f, StreamSocket::Tcp(s))))
+        .collect())
+}
+
+/// Waits for each UDP socket's hello from the control peer, then connects it to the sender.
+fn collect_udp(
+    sockets: Vec<UdpSocket>,
+    token: &Token,
+    flows: &[Flow],
+    peer_ip: IpAddr,
+) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
+    let deadline = Instant::now() + IO_DEADLINE;
+    let mut out = Vec::with_capacity(sockets.len());
+    for (i, (sock, flow)) in sockets.into_iter().zip(flows).enumerate() {
+        let mut buf = [0u8; 64];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                anyhow::bail!("no UDP hello for stream {i} within {IO_DEADLINE:?}: is UDP blocked on the path?");
+            }
+            sock.set_read_timeout(Some(left))?;
+            let Ok((n, from)) = sock.recv_from(&mut buf) else { continue };
+            let hello = protocol::parse_udp_hello(&buf[..n]);
+            if from.ip() == peer_ip && hello == Some((*token, i as u16)) {
+                sock.connect(from)?;
+                // The echo tells the client the path works (and opens NATs for reverse mode).
+                sock.send(&buf[..n])?;
+                break;
+            }
+        }
+        out.push((i as u16, *flow, StreamSocket::Udp(sock)));
+    }
+    Ok(out)
+}
+
+/// Forwards interval reports to the client, then sends the final reports.
+fn run_test(ctrl: &mut TcpStream, spec: &TestSpec, streams: &session::Streams) -> anyhow::Result<()> {
+    let peer_rx = spawn_reader(ctrl.try_clone()?);
+    let start = Instant::now();
+    let give_up = start + spec.total_time() + Duration::from_secs(30);
+    let mut finished = Finished::default();
+    while finished.reports.len() < streams.count {
+        if let Ok(msg) = peer_rx.try_recv() {
+            match msg {
+                Ok(ClientMsg::Abort { reason }) => anyhow::bail!("client aborted: {reason}"),
+                Ok(other) => anyhow::bail!("unexpected message during the test: {other:?}"),
+                Err(e) => anyhow::bail!("client gone mid-test: {e}"),
+            }
+        }
+        if Instant::now() > give_up {
+            anyhow::bail!("streams did not finish 30 s after the test's end");
+        }
+        match streams.events.recv_timeout(Duration::from_millis(50)) {
+            Ok(EngineEvent::Interval(report)) => write_frame(ctrl, &ServerMsg::Interval { report })?,
+            Ok(EngineEvent::StreamDone(report, cpu)) => finished.add(report, cpu),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    finished.reports.sort_by_key(|r| r.stream);
+    let mut cpu = finished.cpu;
+    cpu.wall_s = start.elapsed().as_secs_f64();
+    write_frame(ctrl, &ServerMsg::Done { streams: finished.reports, cpu })?;
+    // Let the client read the result and hang up first.
+    let _ = peer_rx.recv_timeout(IO_DEADLINE);
+    Ok(())
+}
+
+/// Reads client messages on a clone of the control socket into a channel.
+pub(crate) fn spawn_reader<T>(mut sock: TcpStream) -> Receiver<Result<T, ProtocolError>>
+where
+    T: for<'de> serde::Deserialize<'de> + Send + 'static,
+{
+    let (tx, rx) = mpsc::channel();
+    let _ = std::thread::Builder::new().name("control-reader".into()).spawn(move || {
+        loop {
+            let msg = read_frame::<T>(&mut sock, None);
+            let failed = msg.is_err();
+            if tx.send(msg).is_err() || failed {
+                break;
+            }
+        }
+    });
+    rx
+}

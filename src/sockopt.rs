@@ -1,0 +1,218 @@
+//! Platform leaf: socket options and system calls the engine needs beyond `std` and `socket2`:
+//! TCP_INFO, forced buffer sizes, UDP segmentation/receive offload (UDP_SEGMENT/UDP_GRO),
+//! the timer slack that precise pacing needs, and per-thread CPU time.
+//!
+//! Linux only for now; every other module calls these functions and never `libc` directly.
+
+use crate::measure::CpuUsage;
+use socket2::SockRef;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd};
+
+/// The TCP_INFO fields netsweep reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpInfo {
+    pub total_retrans: u32,
+    pub rtt_us: u32,
+    pub rttvar_us: u32,
+    pub snd_cwnd: u32,
+    pub snd_mss: u32,
+}
+
+/// Reads TCP_INFO of a connected TCP socket.
+pub fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<TcpInfo> {
+    // SAFETY: tcp_info is plain old data; the kernel fills at most `len` bytes of it.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(TcpInfo {
+        total_retrans: info.tcpi_total_retrans,
+        rtt_us: info.tcpi_rtt,
+        rttvar_us: info.tcpi_rttvar,
+        snd_cwnd: info.tcpi_snd_cwnd,
+        snd_mss: info.tcpi_snd_mss,
+    })
+}
+
+fn setsockopt_int<S: AsRawFd>(sock: &S, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
+    // SAFETY: passes a pointer to a live c_int and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+}
+
+/// Sets SO_SNDBUF and SO_RCVBUF to `bytes`. As root the `*FORCE` variants lift the
+/// `net.core.{w,r}mem_max` cap; otherwise the kernel clamps silently. Read the granted sizes
+/// back with `buffer_sizes`.
+pub fn set_buffers<S: AsFd + AsRawFd>(sock: &S, bytes: u64) -> io::Result<()> {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    for (force, plain) in [(libc::SO_SNDBUFFORCE, libc::SO_SNDBUF), (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF)] {
+        if setsockopt_int(sock, libc::SOL_SOCKET, force, v).is_err() {
+            setsockopt_int(sock, libc::SOL_SOCKET, plain, v)?;
+        }
+    }
+    Ok(())
+}
+
+/// Raises only the receive buffer (UDP receivers), best effort.
+pub fn raise_rcvbuf<S: AsRawFd>(sock: &S, bytes: u64) {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    if setsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_err() {
+        let _ = setsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVBUF, v);
+    }
+}
+
+/// Granted (SO_SNDBUF, SO_RCVBUF) in bytes.
+pub fn buffer_sizes<S: AsFd>(sock: &S) -> (u64, u64) {
+    let s = SockRef::from(sock);
+    (
+        s.send_buffer_size().map(|v| v as u64).unwrap_or(0),
+        s.recv_buffer_size().map(|v| v as u64).unwrap_or(0),
+    )
+}
+
+/// Sets the congestion control of a TCP socket.
+pub fn set_congestion<S: AsFd>(sock: &S, name: &str) -> io::Result<()> {
+    SockRef::from(sock).set_tcp_congestion(name.as_bytes()).map_err(|e| {
+        io::Error::new(
+            e.kind(),
+            format!(
+                "congestion control {name:?} refused ({e}): see net.ipv4.tcp_available_congestion_control \
+                 and tcp_allowed_congestion_control"
+            ),
+        )
+    })
+}
+
+/// The congestion control a TCP socket uses.
+pub fn congestion<S: AsFd>(sock: &S) -> Option<String> {
+    SockRef::from(sock)
+        .tcp_congestion()
+        .ok()
+        .map(|v| String::from_utf8_lossy(&v).trim_end_matches('\0').to_string())
+}
+
+const SOL_UDP: libc::c_int = 17;
+const UDP_SEGMENT: libc::c_int = 103;
+const UDP_GRO: libc::c_int = 104;
+
+/// Asks the kernel to coalesce received datagrams (UDP_GRO); false when unsupported.
+pub fn enable_udp_gro<S: AsRawFd>(sock: &S) -> bool {
+    setsockopt_int(sock, SOL_UDP, UDP_GRO, 1).is_ok()
+}
+
+/// Sends `buf` as datagrams of `segment` bytes each in one call (UDP_SEGMENT). The last
+/// datagram may be shorter. The socket must be connected.
+pub fn send_segmented<S: AsRawFd>(sock: &S, buf: &[u8], segment: u16) -> io::Result<usize> {
+    let mut iov = libc::iovec { iov_base: buf.as_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    // Room for one cmsg carrying a u16.
+    let mut control = [0u64; 4];
+    // SAFETY: msghdr is plain data; every pointer in it refers to locals that outlive the call,
+    // and CMSG_* compute offsets inside `control`, which is large enough for one u16 cmsg.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) as _;
+        let cmsg = libc::CMSG_FIRSTHDR(&msg);
+        (*cmsg).cmsg_level = SOL_UDP;
+        (*cmsg).cmsg_type = UDP_SEGMENT;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), segment);
+        let rc = libc::sendmsg(sock.as_raw_fd(), &msg, 0);
+        if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(rc as usize) }
+    }
+}
+
+/// Receives into `buf`; returns the byte count and, when the kernel coalesced several
+/// datagrams (UDP_GRO), their segment size.
+pub fn recv_coalesced<S: AsRawFd>(sock: &S, buf: &mut [u8]) -> io::Result<(usize, Option<usize>)> {
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    let mut control = [0u64; 8];
+    // SAFETY: as in `send_segmented`; the kernel writes at most msg_controllen bytes of cmsgs,
+    // which are walked with the CMSG_* macros only within that length.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control) as _;
+        let rc = libc::recvmsg(sock.as_raw_fd(), &mut msg, 0);
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut segment = None;
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == SOL_UDP && (*cmsg).cmsg_type == UDP_GRO {
+                let v = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
+                if v > 0 {
+                    segment = Some(v as usize);
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+        Ok((rc as usize, segment))
+    }
+}
+
+/// Makes this thread's sleeps wake within microseconds instead of the default 50 µs slack.
+pub fn tighten_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and touches only this thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// User and system CPU time of the calling thread so far (`wall_s` left at zero).
+pub fn thread_cpu() -> CpuUsage {
+    // SAFETY: getrusage fills the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    if rc != 0 {
+        return CpuUsage::default();
+    }
+    let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    CpuUsage { user_s: secs(ru.ru_utime), system_s: secs(ru.ru_stime), wall_s: 0.0 }
+}
+
+/// CPU used by the calling thread since `start` (a value from `thread_cpu`).
+pub fn thread_cpu_since(start: &CpuUsage) -> CpuUsage {
+    let now = thread_cpu();
+    CpuUsage { user_s: now.user_s - start.user_s, system_s: now.system_s - start.system_s, wall_s: 0.0 }
+}
+
+/// Waits until `sock` is readable (a listener: a connection is pending) or `timeout` passes.
+pub fn wait_readable<S: AsRawFd>(sock: &S, timeout: std::time::Duration) -> io::Result<bool> {
+    let mut fds = libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: one valid pollfd for the duration of the call.
+    let rc = unsafe { libc::poll(&mut fds, 1, ms) };
+    match rc {
+        n if n > 0 => Ok(true),
+        0 => Ok(false),
+        _ => {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(e) }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! The interval grid of a test: omitted warm-up intervals, then measured intervals, ending at
+//! `omit + duration`. Both ends build the same grid from the same `TestSpec`, so interval `k` on
+//! the client and interval `k` on the server cover the same part of the test.
+
+use std::time::Duration;
+
+/// One cell of the grid, in time since the start of the test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Slot {
+    pub start: Duration,
+    pub end: Duration,
+    /// Part of the warm-up (`-O`), excluded from the summary.
+    pub omitted: bool,
+}
+
+/// The grid. Warm-up slots first; the warm-up always ends on a slot boundary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Timeline {
+    slots: Vec<Slot>,
+}
+
+impl Timeline {
+    /// Builds the grid; `interval` must be non-zero.
+    pub fn new(omit: Duration, interval: Duration, duration: Duration) -> Timeline {
+        let interval = interval.max(Duration::from_millis(1));
+        let mut slots = Vec::new();
+        let mut push_phase = |from: Duration, len: Duration, omitted: bool| {
+            let mut t = Duration::ZERO;
+            while t < len {
+                let end = (t + interval).min(len);
+                slots.push(Slot { start: from + t, end: from + end, omitted });
+                t = end;
+            }
+        };
+        push_phase(Duration::ZERO, omit, true);
+        push_phase(omit, duration, false);
+        Timeline { slots }
+    }
+
+    pub fn slots(&self) -> &[Slot] {
+        &self.slots
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// When the senders stop.
+    pub fn end(&self) -> Duration {
+        self.slots.last().map(|s| s.end).unwrap_or_default()
+    }
+
+    /// The slot containing `elapsed`, or `None` at or after the end.
+    pub fn index_at(&self, elapsed: Duration) -> Option<usize> {
+        if elapsed >= self.end() {
+            return None;
+        }
+        // Slots are sorted and contiguous: binary search on the end times.
+        let i = self.slots.partition_point(|s| s.end <= elapsed);
+        (i < self.slots.len()).then_some(i)
+    }
+
+    /// The measured span (excluding warm-up).
+    pub fn measured(&self) -> Duration {
+        self.slots.iter().filter(|s| !s.omitted).map(|s| s.end - s.start).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    #[test]
+    fn grid_without_warmup() {
+        let t = Timeline::new(Duration::ZERO, ms(1000), ms(2500));
+        let ends: Vec<_> = t.slots().iter().map(|s| s.end).collect();
+        assert_eq!(ends, vec![ms(1000), ms(2000), ms(2500)]);
+        assert!(t.slots().iter().all(|s| !s.omitted));
+        assert_eq!(t.measured(), ms(2500));
+    }
+
+    #[test]
+    fn warmup_ends_on_a_boundary() {
+        let t = Timeline::new(ms(1500), ms(1000), ms(2000));
+        let cells: Vec<_> = t.slots().iter().map(|s| (s.start, s.end, s.omitted)).collect();
+        assert_eq!(
+            cells,
+            vec![
+                (ms(0), ms(1000), true),
+                (ms(1000), ms(1500), true),
+                (ms(1500), ms(2500), false),
+                (ms(2500), ms(3500), false)
+            ]
+        );
+        assert_eq!(t.measured(), ms(2000));
+        assert_eq!(t.end(), ms(3500));
+    }
+
+    #[test]
+    fn index_lookup_covers_every_instant() {
+        let t = Timeline::new(ms(500), ms(1000), ms(2000));
+        assert_eq!(t.index_at(ms(0)), Some(0));
+        assert_eq!(t.index_at(ms(499)), Some(0));
+        assert_eq!(t.index_at(ms(500)), Some(1));
+        assert_eq!(t.index_at(ms(1499)), Some(1));
+        assert_eq!(t.index_at(ms(2499)), Some(2));
+        assert_eq!(t.index_at(ms(2500)), None);
+    }
+}

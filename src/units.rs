@@ -1,0 +1,251 @@
+//! Units as types: byte counts, bit rates and durations, with the parsers for what users type
+//! (`64K`, `1.5M`, `10G`, `500mbit`, `1.6ms`) and the human formatting used in output.
+//!
+//! Sizes use binary multipliers (`64K` = 65,536 bytes, as iperf3 does for `-w` and `-l`);
+//! rates use decimal ones (`500mbit` = 500,000,000 bit/s). Units appear in field names only at
+//! the JSON and database boundary (`bits_per_second`, `duration_us`).
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Why a size, rate or duration given by a user did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{what} {input:?} is not valid: {reason} (examples: {examples})")]
+pub struct ParseError {
+    what: &'static str,
+    input: String,
+    reason: String,
+    examples: &'static str,
+}
+
+impl ParseError {
+    fn new(what: &'static str, input: &str, reason: impl Into<String>, examples: &'static str) -> Self {
+        ParseError { what, input: input.to_string(), reason: reason.into(), examples }
+    }
+}
+
+/// A number of bytes (a buffer size, a write length, a transfer total).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Bytes(pub u64);
+
+/// A bit rate in bits per second. Zero means "unlimited" where a rate is a target.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+pub struct BitRate(pub f64);
+
+/// Splits `"1.5Mbit"` into `(1.5, "mbit")`.
+fn split_number(s: &str) -> Option<(f64, String)> {
+    let s = s.trim();
+    let end = s
+        .char_indices()
+        .find(|(_, c)| !(c.is_ascii_digit() || *c == '.'))
+        .map(|(i, _)| i)
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(end);
+    let value: f64 = num.parse().ok()?;
+    if !value.is_finite() {
+        return None;
+    }
+    Some((value, unit.trim().to_ascii_lowercase()))
+}
+
+const SIZE_EXAMPLES: &str = "1400, 64K, 1.5M, 4MiB, 1G";
+
+impl FromStr for Bytes {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (value, unit) = split_number(s)
+            .ok_or_else(|| ParseError::new("size", s, "expected a number with an optional unit", SIZE_EXAMPLES))?;
+        let mult: f64 = match unit.as_str() {
+            "" | "b" => 1.0,
+            "k" | "kb" | "kib" => 1024.0,
+            "m" | "mb" | "mib" => 1024.0 * 1024.0,
+            "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
+            _ => return Err(ParseError::new("size", s, format!("unknown unit {unit:?}"), SIZE_EXAMPLES)),
+        };
+        let bytes = (value * mult).round();
+        if bytes > u64::MAX as f64 / 2.0 {
+            return Err(ParseError::new("size", s, "too large", SIZE_EXAMPLES));
+        }
+        Ok(Bytes(bytes as u64))
+    }
+}
+
+const RATE_EXAMPLES: &str = "0 (unlimited), 100M, 500mbit, 1.5G, 10gbit";
+
+impl FromStr for BitRate {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (value, unit) = split_number(s)
+            .ok_or_else(|| ParseError::new("rate", s, "expected a number with an optional unit", RATE_EXAMPLES))?;
+        let unit = unit
+            .trim_end_matches("/s")
+            .trim_end_matches("ps")
+            .trim_end_matches("bit")
+            .trim_end_matches("bits");
+        let mult = match unit {
+            "" | "b" => 1.0,
+            "k" => 1e3,
+            "m" => 1e6,
+            "g" => 1e9,
+            "t" => 1e12,
+            _ => return Err(ParseError::new("rate", s, "unknown unit", RATE_EXAMPLES)),
+        };
+        Ok(BitRate(value * mult))
+    }
+}
+
+const DURATION_EXAMPLES: &str = "10 (seconds), 2s, 500ms, 1.6ms, 250us, 1m";
+
+/// Parses a duration; a bare number is seconds, as in iperf3's `-t 10`.
+pub fn parse_duration(s: &str) -> Result<Duration, ParseError> {
+    let (value, unit) = split_number(s)
+        .ok_or_else(|| ParseError::new("duration", s, "expected a number with an optional unit", DURATION_EXAMPLES))?;
+    let secs = match unit.as_str() {
+        "" | "s" | "sec" | "secs" => value,
+        "ms" => value / 1e3,
+        "us" | "µs" => value / 1e6,
+        "ns" => value / 1e9,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => return Err(ParseError::new("duration", s, format!("unknown unit {unit:?}"), DURATION_EXAMPLES)),
+    };
+    if secs > 1e9 {
+        return Err(ParseError::new("duration", s, "too long", DURATION_EXAMPLES));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses a percentage such as `1%`, `0.5` (meaning 0.5%).
+pub fn parse_percent(s: &str) -> Result<f64, ParseError> {
+    let t = s.trim().trim_end_matches('%');
+    match t.parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+        _ => Err(ParseError::new("percentage", s, "expected a number from 0 to 100", "1%, 0.5, 10%")),
+    }
+}
+
+impl BitRate {
+    /// Rate of `bytes` moved in `elapsed`; zero when no time passed.
+    pub fn from_bytes(bytes: u64, elapsed: Duration) -> BitRate {
+        let secs = elapsed.as_secs_f64();
+        if secs <= 0.0 { BitRate(0.0) } else { BitRate(bytes as f64 * 8.0 / secs) }
+    }
+
+    pub fn bits_per_second(self) -> f64 {
+        self.0
+    }
+
+    pub fn is_unlimited(self) -> bool {
+        self.0 <= 0.0
+    }
+}
+
+impl fmt::Display for BitRate {
+    /// iperf3's style: `941 Mbits/sec`, `25.3 Gbits/sec`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        let (scaled, unit) = if v >= 1e9 {
+            (v / 1e9, "Gbits/sec")
+        } else if v >= 1e6 {
+            (v / 1e6, "Mbits/sec")
+        } else if v >= 1e3 {
+            (v / 1e3, "Kbits/sec")
+        } else {
+            (v, "bits/sec")
+        };
+        write!(f, "{} {unit}", three_digits(scaled))
+    }
+}
+
+impl fmt::Display for Bytes {
+    /// iperf3's style: `1.10 GBytes`, `112 MBytes`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0 as f64;
+        let (scaled, unit) = if v >= 1024.0 * 1024.0 * 1024.0 {
+            (v / (1024.0 * 1024.0 * 1024.0), "GBytes")
+        } else if v >= 1024.0 * 1024.0 {
+            (v / (1024.0 * 1024.0), "MBytes")
+        } else if v >= 1024.0 {
+            (v / 1024.0, "KBytes")
+        } else {
+            (v, "Bytes")
+        };
+        write!(f, "{} {unit}", three_digits(scaled))
+    }
+}
+
+/// Three significant digits, as iperf3 prints them.
+fn three_digits(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_use_binary_multipliers() {
+        assert_eq!("64K".parse::<Bytes>().unwrap(), Bytes(65536));
+        assert_eq!("1.5M".parse::<Bytes>().unwrap(), Bytes(1_572_864));
+        assert_eq!("4MiB".parse::<Bytes>().unwrap(), Bytes(4 << 20));
+        assert_eq!("1400".parse::<Bytes>().unwrap(), Bytes(1400));
+        assert_eq!("1g".parse::<Bytes>().unwrap(), Bytes(1 << 30));
+        assert!("".parse::<Bytes>().is_err());
+        assert!("12Q".parse::<Bytes>().is_err());
+        assert!("-5K".parse::<Bytes>().is_err());
+        assert!("K".parse::<Bytes>().is_err());
+        assert!("1e400".parse::<Bytes>().is_err());
+    }
+
+    #[test]
+    fn rates_use_decimal_multipliers() {
+        assert_eq!("500mbit".parse::<BitRate>().unwrap(), BitRate(500e6));
+        assert_eq!("10G".parse::<BitRate>().unwrap(), BitRate(10e9));
+        assert_eq!("1.5M".parse::<BitRate>().unwrap(), BitRate(1.5e6));
+        assert_eq!("100kbps".parse::<BitRate>().unwrap(), BitRate(100e3));
+        assert_eq!("2gbit/s".parse::<BitRate>().unwrap(), BitRate(2e9));
+        assert_eq!("0".parse::<BitRate>().unwrap(), BitRate(0.0));
+        assert!("fast".parse::<BitRate>().is_err());
+        assert!("10X".parse::<BitRate>().is_err());
+    }
+
+    #[test]
+    fn durations_default_to_seconds() {
+        assert_eq!(parse_duration("10").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.6ms").unwrap(), Duration::from_micros(1600));
+        assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
+        assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        let err = parse_duration("10x").unwrap_err().to_string();
+        assert!(err.contains("10x") && err.contains("examples"), "{err}");
+    }
+
+    #[test]
+    fn percentages_are_bounded() {
+        assert_eq!(parse_percent("1%").unwrap(), 1.0);
+        assert_eq!(parse_percent("0.5").unwrap(), 0.5);
+        assert!(parse_percent("101").is_err());
+        assert!(parse_percent("-1").is_err());
+    }
+
+    #[test]
+    fn human_formatting_matches_iperf3_style() {
+        assert_eq!(BitRate(941e6).to_string(), "941 Mbits/sec");
+        assert_eq!(BitRate(25.34e9).to_string(), "25.3 Gbits/sec");
+        assert_eq!(Bytes(1_181_116_006).to_string(), "1.10 GBytes");
+        assert_eq!(BitRate::from_bytes(125_000_000, Duration::from_secs(1)), BitRate(1e9));
+        assert_eq!(BitRate::from_bytes(1, Duration::ZERO), BitRate(0.0));
+    }
+}
