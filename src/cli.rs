@@ -127,6 +127,9 @@ pub struct ClientArgs {
     /// Do not use UDP segmentation/receive offload (UDP_SEGMENT/UDP_GRO).
     #[arg(long)]
     pub no_udp_offload: bool,
+    /// TCP: copy every write instead of sending from memory pages with sendfile(2).
+    #[arg(long)]
+    pub no_zerocopy: bool,
     /// Use IPv4 only.
     #[arg(short = '4', conflicts_with = "ipv6")]
     pub ipv4: bool,
@@ -185,6 +188,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             spec.length_bytes = UDP_DEFAULT_LENGTH;
         }
         spec.udp_offload = !a.no_udp_offload;
+        spec.zerocopy = !a.no_zerocopy;
         spec.validate()?;
         let server = resolve(&a.host, a.port, a.ipv4, a.ipv6)?;
         let mut cfg = ClientConfig::new(server);

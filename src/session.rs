@@ -110,6 +110,7 @@ pub fn start_streams(
             rate: spec.stream_rate(),
             length: spec.length_bytes as usize,
             udp_offload: spec.udp_offload,
+            zerocopy: spec.zerocopy,
         };
         handles.push(engine::spawn_stream(ctx, socket)?);
     }

@@ -65,6 +65,13 @@ pub struct TestSpec {
     pub bitrate_bps: f64,
     /// Allow UDP segmentation/receive offload (UDP_SEGMENT/UDP_GRO) where the kernel has it.
     pub udp_offload: bool,
+    /// TCP senders hand the kernel pages with sendfile(2) instead of copying each write.
+    #[serde(default = "yes")]
+    pub zerocopy: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Smallest UDP payload: sequence number and send timestamp.
@@ -121,6 +128,7 @@ impl TestSpec {
             length_bytes: TCP_DEFAULT_LENGTH,
             bitrate_bps: 0.0,
             udp_offload: true,
+            zerocopy: true,
         }
     }
 

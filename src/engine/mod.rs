@@ -59,6 +59,8 @@ pub struct StreamCtx {
     pub length: usize,
     /// Use UDP_SEGMENT on send / UDP_GRO on receive where available.
     pub udp_offload: bool,
+    /// TCP sender: send from an in-memory file with sendfile(2).
+    pub zerocopy: bool,
 }
 
 /// How often a blocked stream wakes to close intervals and check `stop`.

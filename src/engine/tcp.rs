@@ -43,6 +43,8 @@ impl InfoSampler {
 pub(super) fn send(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
     let mut report = ctx.new_report();
     let buf = payload(ctx.length.max(1));
+    // Zero-copy: the kernel references these pages instead of copying every write.
+    let file = if ctx.zerocopy { sockopt::memfd_with(&buf).ok() } else { None };
     let _ = sock.set_write_timeout(Some(POLL));
     let mut sampler = InfoSampler::new(&sock);
     let mut pacer = (!ctx.rate.is_unlimited()).then(|| {
@@ -73,7 +75,11 @@ pub(super) fn send(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
             chunk = chunk.min(allowed);
         }
         loop {
-            match sock.write(&buf[..chunk]) {
+            let sent = match &file {
+                Some(f) => sockopt::send_file(&sock, f, chunk),
+                None => sock.write(&buf[..chunk]),
+            };
+            match sent {
                 Ok(n) => {
                     current.bytes += n as u64;
                     if let Some(p) = pacer.as_mut() {
