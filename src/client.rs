@@ -5,7 +5,7 @@
 //! Faults end the test with a `TestError` that carries whatever was measured until then.
 
 use crate::engine::{EngineEvent, StreamSocket};
-use crate::measure::{Role, StreamReport};
+use crate::measure::{IntervalReport, Role, StreamReport};
 use crate::protocol::{self, ClientMsg, IO_DEADLINE, ServerMsg, Token, read_exact_by, read_frame, write_frame};
 use crate::result::{self, CpuResult, Interval, StartInfo, StreamPair, TestResult};
 use crate::server::spawn_reader;
@@ -227,6 +227,8 @@ fn drive(
         Err(e) => return (Finished::default(), None, Some(format!("control connection: {e}"))),
     };
     let mut merger = LiveMerger::new(spec);
+    // The server's intervals as they arrived: what we keep if its final report never comes.
+    let mut remote_live: Vec<IntervalReport> = Vec::new();
     let mut local = Finished::default();
     let mut remote: Option<Finished> = None;
     let give_up = Instant::now() + spec.total_time() + Duration::from_secs(20);
@@ -242,7 +244,10 @@ fn drive(
             break;
         }
         match server_rx.try_recv() {
-            Ok(Ok(ServerMsg::Interval { report })) => merger.add(report, on_interval),
+            Ok(Ok(ServerMsg::Interval { report })) => {
+                remote_live.push(report.clone());
+                merger.add(report, on_interval);
+            }
             Ok(Ok(ServerMsg::Done { streams: reports, cpu })) => remote = Some(Finished { reports, cpu }),
             Ok(Ok(ServerMsg::Error { message })) => {
                 error = Some(format!("server error: {message}"));
@@ -274,7 +279,39 @@ fn drive(
             }
         }
     }
+    let remote = remote.or_else(|| (!remote_live.is_empty()).then(|| reports_from_live(spec, remote_live)));
     (local, remote, error)
+}
+
+/// Rebuilds the server's stream reports from the intervals it sent live, up to the first gap.
+fn reports_from_live(spec: &TestSpec, mut live: Vec<IntervalReport>) -> Finished {
+    live.sort_by_key(|r| (r.stream, r.index));
+    let reports = spec
+        .flows()
+        .iter()
+        .enumerate()
+        .map(|(i, flow)| {
+            let intervals: Vec<IntervalReport> = live
+                .iter()
+                .filter(|r| usize::from(r.stream) == i)
+                .enumerate()
+                .take_while(|(k, r)| r.index as usize == *k)
+                .map(|(_, r)| r.clone())
+                .collect();
+            StreamReport {
+                stream: i as u16,
+                flow: *flow,
+                role: session::role(*flow, false),
+                intervals,
+                tail_bytes: 0,
+                tcp_total_retransmits: None,
+                rtt_min_us: None,
+                rtt_max_us: None,
+                error: Some("the server sent no final report".into()),
+            }
+        })
+        .collect();
+    Finished { reports, cpu: Default::default() }
 }
 
 /// Pairs each stream's local and remote interval reports and releases whole intervals in order.
@@ -283,7 +320,7 @@ struct LiveMerger {
     timeline: Timeline,
     flows: Vec<Flow>,
     /// (stream, index) -> (sender, receiver)
-    pending: HashMap<(u16, u32), [Option<crate::measure::IntervalReport>; 2]>,
+    pending: HashMap<(u16, u32), [Option<IntervalReport>; 2]>,
     next: u32,
 }
 
@@ -298,7 +335,7 @@ impl LiveMerger {
         }
     }
 
-    fn add(&mut self, report: crate::measure::IntervalReport, out: &mut dyn FnMut(&Interval)) {
+    fn add(&mut self, report: IntervalReport, out: &mut dyn FnMut(&Interval)) {
         let side = usize::from(report.role == Role::Receiver);
         let key = (report.stream, report.index);
         if usize::from(report.stream) >= self.flows.len() {

@@ -64,6 +64,8 @@ pub struct Summary {
     pub bits_per_second: f64,
     pub sent_bytes: u64,
     pub sent_bits_per_second: f64,
+    /// Bytes delivered after the measured window (the pipe draining); in no rate.
+    pub tail_bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retransmits: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -240,6 +242,7 @@ fn summarize(proto: Protocol, measured: &[(&Slot, &StreamInterval)], pairs: &[&S
         bits_per_second: t.bits_per_second,
         sent_bytes: t.sent_bytes,
         sent_bits_per_second: if seconds > 0.0 { t.sent_bytes as f64 * 8.0 / seconds } else { 0.0 },
+        tail_bytes: pairs.iter().map(|p| p.receiver.tail_bytes).sum(),
         ..Summary::default()
     };
     match proto {

@@ -80,13 +80,10 @@ impl FromStr for BitRate {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let (value, unit) = split_number(s)
             .ok_or_else(|| ParseError::new("rate", s, "expected a number with an optional unit", RATE_EXAMPLES))?;
-        let unit = unit
-            .trim_end_matches("/s")
-            .trim_end_matches("ps")
-            .trim_end_matches("bit")
-            .trim_end_matches("bits");
+        let unit = unit.strip_suffix("/s").or_else(|| unit.strip_suffix("ps")).unwrap_or(&unit);
+        let unit = ["bits", "bit", "b"].iter().find_map(|s| unit.strip_suffix(s)).unwrap_or(unit);
         let mult = match unit {
-            "" | "b" => 1.0,
+            "" => 1.0,
             "k" => 1e3,
             "m" => 1e6,
             "g" => 1e9,
@@ -147,6 +144,8 @@ impl fmt::Display for BitRate {
     /// iperf3's style: `941 Mbits/sec`, `25.3 Gbits/sec`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v = self.0;
+        // Choose the unit after rounding, so 999.9e6 prints as 1.00 Gbits/sec.
+        let v = if v >= 999.5e6 && v < 1e9 { 1e9 } else { v };
         let (scaled, unit) = if v >= 1e9 {
             (v / 1e9, "Gbits/sec")
         } else if v >= 1e6 {

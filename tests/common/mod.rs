@@ -1,0 +1,92 @@
+//! Helpers shared by the integration tests: an in-process server on 127.0.0.1:0 and the
+//! root/CI rules for tests that need namespaces.
+#![allow(dead_code)]
+
+use netsweep::client::{self, ClientConfig, TestError};
+use netsweep::result::{Interval, TestResult};
+use netsweep::server;
+use netsweep::spec::{ServerLimits, TestSpec};
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// A server running in this process; stopped on drop.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub log: Arc<Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl TestServer {
+    pub fn start(limits: ServerLimits) -> TestServer {
+        Self::start_on("127.0.0.1:0", limits)
+    }
+
+    pub fn start_on(bind: &str, limits: ServerLimits) -> TestServer {
+        let listener = TcpListener::bind(bind).expect("bind test listener");
+        let addr = listener.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let sink = log.clone();
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let log: server::Log = Arc::new(move |l: &str| sink.lock().unwrap().push(l.to_string()));
+            server::run(listener, limits, &flag, log).expect("server run");
+        });
+        TestServer { addr, log, stop, handle: Some(handle) }
+    }
+
+    pub fn run(&self, spec: &TestSpec) -> Result<TestResult, TestError> {
+        let stop = AtomicBool::new(false);
+        client::run_test(&ClientConfig::new(self.addr), spec, &stop, &mut |_: &Interval| {})
+    }
+
+    pub fn log_text(&self) -> String {
+        self.log.lock().unwrap().join("\n")
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+pub fn in_ci() -> bool {
+    std::env::var("CI").map(|v| !v.is_empty() && v != "false" && v != "0").unwrap_or(false)
+}
+
+/// True when a root-only test may run. Outside CI a non-root run skips with a message; in CI
+/// the test fails instead, so CI can never pass by running nothing.
+pub fn root_or_skip(test: &str) -> bool {
+    if is_root() {
+        return true;
+    }
+    assert!(!in_ci(), "{test} needs root and CI must run it");
+    eprintln!("SKIPPED {test}: needs root (network namespaces); run the tests as root to include it");
+    false
+}
+
+/// True when `tool` is on PATH. In CI a missing tool fails the test.
+pub fn tool_or_skip(test: &str, tool: &str) -> bool {
+    let found = std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !found {
+        assert!(!in_ci(), "{test} needs {tool}; .ci/run must install it");
+        eprintln!("SKIPPED {test}: {tool} is not installed");
+    }
+    found
+}

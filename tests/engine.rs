@@ -1,0 +1,182 @@
+//! The traffic engine end to end on 127.0.0.1: every mode, the JSON shape, and the invariants
+//! the numbers must keep (interval sums, rates, UDP counts).
+
+mod common;
+
+use common::TestServer;
+use netsweep::result::TestResult;
+use netsweep::spec::{Direction, Flow, ServerLimits, TestSpec};
+use serde_json::Value;
+use std::time::Duration;
+
+fn tcp(secs: f64) -> TestSpec {
+    TestSpec { interval: Duration::from_millis(500), ..TestSpec::tcp(Duration::from_secs_f64(secs)) }
+}
+
+/// Checks the invariants every result must keep.
+fn check_invariants(r: &TestResult) {
+    let measured: u64 = r.intervals.iter().filter(|i| !i.omitted).map(|i| i.total.bytes).sum();
+    assert_eq!(measured, r.summary.bytes, "interval bytes must add up to the summary");
+    let rate = r.summary.bytes as f64 * 8.0 / r.summary.seconds;
+    assert!((rate - r.summary.bits_per_second).abs() <= 1e-6 * rate.max(1.0));
+    for iv in &r.intervals {
+        let streams: u64 = iv.streams.iter().map(|s| s.bytes).sum();
+        assert_eq!(streams, iv.total.bytes);
+    }
+    let dirs: u64 = r.directions.iter().map(|d| d.summary.bytes).sum();
+    assert_eq!(dirs, r.summary.bytes);
+    assert!(r.summary.bytes > 0, "no data moved: {r:?}");
+}
+
+#[test]
+fn tcp_forward_reports_tcp_info_and_consistent_totals() {
+    let server = TestServer::start(ServerLimits::default());
+    let r = server.run(&tcp(1.5)).expect("test");
+    check_invariants(&r);
+    assert_eq!(r.intervals.len(), 3);
+    assert_eq!(r.summary.seconds, 1.5);
+    assert!(r.summary.retransmits.is_some());
+    assert!(r.summary.rtt_mean_us.unwrap_or(0.0) > 0.0, "sender RTT from TCP_INFO");
+    assert!(r.intervals.iter().all(|i| i.total.cwnd_bytes.unwrap_or(0) > 0));
+    // The receiver drains to EOF: it got exactly what the sender wrote, no more, no less.
+    assert_eq!(r.summary.bytes + r.summary.tail_bytes, r.summary.sent_bytes);
+    assert!(r.cpu.local_percent > 0.0 && r.cpu.remote_percent > 0.0);
+}
+
+#[test]
+fn tcp_reverse_brings_the_servers_tcp_info_back() {
+    let server = TestServer::start(ServerLimits::default());
+    let spec = TestSpec { direction: Direction::Reverse, ..tcp(1.0) };
+    let r = server.run(&spec).expect("test");
+    check_invariants(&r);
+    assert_eq!(r.directions.len(), 1);
+    assert_eq!(r.directions[0].flow, Flow::ServerToClient);
+    assert!(r.intervals.iter().all(|i| i.total.rtt_us.unwrap_or(0) > 0), "server-side TCP_INFO");
+}
+
+#[test]
+fn tcp_bidir_and_parallel_run_every_stream() {
+    let server = TestServer::start(ServerLimits::default());
+    let spec = TestSpec { direction: Direction::Bidir, streams: 2, ..tcp(1.0) };
+    let r = server.run(&spec).expect("test");
+    check_invariants(&r);
+    assert_eq!(r.directions.len(), 2);
+    for d in &r.directions {
+        assert_eq!(d.streams.len(), 2);
+        assert!(d.streams.iter().all(|s| s.summary.bytes > 0), "{d:?}");
+    }
+    assert!(r.intervals.iter().all(|i| i.streams.len() == 4));
+}
+
+#[test]
+fn omitted_warmup_is_shown_but_not_summarised() {
+    let server = TestServer::start(ServerLimits::default());
+    let spec = TestSpec { omit: Duration::from_secs(1), ..tcp(1.0) };
+    let r = server.run(&spec).expect("test");
+    check_invariants(&r);
+    assert_eq!(r.intervals.iter().filter(|i| i.omitted).count(), 2);
+    assert_eq!(r.intervals.iter().filter(|i| !i.omitted).count(), 2);
+    assert_eq!(r.summary.seconds, 1.0);
+    let warm: u64 = r.intervals.iter().filter(|i| i.omitted).map(|i| i.total.bytes).sum();
+    assert!(warm > 0);
+}
+
+#[test]
+fn window_is_applied_on_both_ends_and_reported_as_granted() {
+    let server = TestServer::start(ServerLimits::default());
+    let spec = TestSpec { window_bytes: Some(128 * 1024), ..tcp(0.5) };
+    let r = server.run(&spec).expect("test");
+    check_invariants(&r);
+    // Linux doubles the request for bookkeeping; anything else means it was not applied.
+    for s in r.start.client_sockets.iter().chain(&r.start.server_sockets) {
+        assert_eq!(s.sndbuf_bytes, 256 * 1024, "{s:?}");
+        assert_eq!(s.rcvbuf_bytes, 256 * 1024, "{s:?}");
+    }
+}
+
+#[test]
+fn copying_sends_work_as_well_as_zero_copy() {
+    let server = TestServer::start(ServerLimits::default());
+    let spec = TestSpec { zerocopy: false, length_bytes: 128 * 1024, ..tcp(0.5) };
+    check_invariants(&server.run(&spec).expect("test"));
+}
+
+#[test]
+fn paced_tcp_keeps_to_its_rate() {
+    let server = TestServer::start(ServerLimits::default());
+    let spec = TestSpec { bitrate_bps: 200e6, ..tcp(2.0) };
+    let r = server.run(&spec).expect("test");
+    check_invariants(&r);
+    let rate = r.summary.bits_per_second;
+    assert!(rate > 180e6 && rate < 210e6, "paced at 200 Mbit/s, measured {rate}");
+}
+
+#[test]
+fn udp_at_a_moderate_rate_loses_nothing_and_counts_exactly() {
+    let server = TestServer::start(ServerLimits::default());
+    let spec = TestSpec { bitrate_bps: 100e6, interval: Duration::from_millis(500), ..TestSpec::udp(Duration::from_secs(2)) };
+    let r = server.run(&spec).expect("test");
+    check_invariants(&r);
+    let packets = r.summary.packets.unwrap();
+    let expected = 100e6 * 2.0 / 8.0 / 1400.0;
+    assert!((packets as f64 - expected).abs() / expected < 0.01, "sent {packets}, expected about {expected}");
+    assert_eq!(r.summary.lost_packets, Some(0), "{:?}", r.summary);
+    assert_eq!(r.summary.bytes, packets * 1400);
+    assert!((r.summary.bits_per_second - 100e6).abs() / 100e6 < 0.01);
+    assert!(r.summary.jitter_ms.is_some());
+    for iv in &r.intervals {
+        assert_eq!(iv.total.lost_packets, Some(0));
+        assert!(iv.total.packets.unwrap() > 0);
+    }
+}
+
+#[test]
+fn udp_reverse_and_without_offload() {
+    let server = TestServer::start(ServerLimits::default());
+    let spec = TestSpec {
+        bitrate_bps: 50e6,
+        direction: Direction::Reverse,
+        udp_offload: false,
+        streams: 2,
+        ..TestSpec::udp(Duration::from_secs(1))
+    };
+    let r = server.run(&spec).expect("test");
+    check_invariants(&r);
+    // The total rate is split across the streams.
+    for s in &r.directions[0].streams {
+        assert!((s.summary.sent_bits_per_second - 25e6).abs() / 25e6 < 0.02, "{s:?}");
+    }
+}
+
+#[test]
+fn json_has_the_documented_names() {
+    let server = TestServer::start(ServerLimits::default());
+    let r = server.run(&tcp(0.5)).expect("tcp");
+    let v: Value = serde_json::to_value(&r).unwrap();
+    for path in ["/summary/bits_per_second", "/summary/bytes", "/summary/retransmits", "/cpu/local_percent", "/cpu/remote_percent"] {
+        assert!(v.pointer(path).is_some_and(Value::is_number), "missing {path}");
+    }
+    for key in ["start_s", "end_s", "bytes", "bits_per_second", "retransmits", "rtt_us", "cwnd_bytes"] {
+        assert!(v["intervals"][0][key].is_number(), "intervals[0].{key}");
+    }
+    let spec = TestSpec { bitrate_bps: 10e6, ..TestSpec::udp(Duration::from_millis(500)) };
+    let v: Value = serde_json::to_value(server.run(&spec).expect("udp")).unwrap();
+    for path in ["/summary/packets", "/summary/lost_packets", "/summary/lost_percent", "/summary/jitter_ms"] {
+        assert!(v.pointer(path).is_some_and(Value::is_number), "missing {path}");
+    }
+    for key in ["lost_packets", "jitter_ms", "packets"] {
+        assert!(v["intervals"][0][key].is_number(), "intervals[0].{key}");
+    }
+}
+
+#[test]
+fn ipv6_loopback_works_when_present() {
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        eprintln!("SKIPPED ipv6_loopback_works_when_present: no ::1 on this host");
+        return;
+    }
+    let server = TestServer::start_on("[::1]:0", ServerLimits::default());
+    check_invariants(&server.run(&tcp(0.5)).expect("tcp over ipv6"));
+    let spec = TestSpec { bitrate_bps: 10e6, ..TestSpec::udp(Duration::from_millis(500)) };
+    check_invariants(&server.run(&spec).expect("udp over ipv6"));
+}
