@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Side-by-side loopback benchmark of netsweep against iperf3, iperf (2) and nuttcp.
+
+Runs every case of every tool once per round, in a freshly shuffled order each round
+(interleaved, so drift of the shared machine hits all tools alike), then prints medians and
+the ratios the project's performance targets are stated in. Traffic goes to 127.0.0.1 only;
+every run is bounded by --seconds and a timeout.
+
+    python3 bench/peers.py                      # 10 s runs, 3 rounds
+    python3 bench/peers.py --seconds 5 --rounds 5 --cases tcp1,udp1g
+
+Needs: iperf3, iperf, nuttcp on PATH and a release build (cargo build --release).
+"""
+import argparse
+import atexit
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NETSWEEP = os.path.join(ROOT, "target", "release", "netsweep")
+HOST = "127.0.0.1"
+TICKS = os.sysconf("SC_CLK_TCK")
+
+SERVERS = {
+    "netsweep": [NETSWEEP, "server", "--bind", HOST, "--port", "5310"],
+    "iperf3": ["iperf3", "-s", "-B", HOST, "-p", "5201"],
+    "iperf2": ["iperf", "-s", "-B", HOST, "-p", "5002"],
+    "nuttcp": ["nuttcp", "-S", "--nofork", "-P", "5000"],
+}
+
+
+def cases(sec):
+    s = str(sec)
+    ns = [NETSWEEP, "client", HOST, "-t", s, "--json"]
+    i3 = ["iperf3", "-c", HOST, "-p", "5201", "-t", s, "-J"]
+    i2 = ["iperf", "-c", HOST, "-p", "5002", "-t", s, "-y", "C"]
+    nu = ["nuttcp", "-P", "5000", "-fparse", "-T", s]
+    return {
+        "tcp1": {
+            "netsweep": ("netsweep", ns),
+            "netsweep --no-zerocopy": ("netsweep", ns + ["--no-zerocopy"]),
+            "iperf3": ("iperf3", i3),
+            "iperf3 -Z": ("iperf3", i3 + ["-Z"]),
+            "nuttcp": ("nuttcp", nu + [HOST]),
+            "iperf2": ("iperf2", i2),
+        },
+        "tcp2": {
+            "netsweep -P 2": ("netsweep", ns + ["-P", "2"]),
+            "iperf2 -P 2": ("iperf2", i2 + ["-P", "2"]),
+            "iperf3 -P 2": ("iperf3", i3 + ["-P", "2"]),
+        },
+        "udp1g": {
+            "netsweep": ("netsweep", ns + ["-u", "-b", "1G", "-l", "1400"]),
+            "iperf3": ("iperf3", i3 + ["-u", "-b", "1G", "-l", "1400"]),
+            "nuttcp": ("nuttcp", nu + ["-u", "-R1000m", "-l1400", HOST]),
+        },
+        "udpmax": {
+            "netsweep": ("netsweep", ns + ["-u", "-b", "0", "-l", "1400"]),
+            "netsweep --no-udp-offload": ("netsweep", ns + ["-u", "-b", "0", "-l", "1400", "--no-udp-offload"]),
+            "iperf3": ("iperf3", i3 + ["-u", "-b", "0", "-l", "1400"]),
+        },
+    }
+
+
+def proc_cpu(pid):
+    """User+system seconds of a process (all threads) from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def parse(tool, out):
+    """Returns (receiver goodput bit/s, loss percent or None)."""
+    if tool == "netsweep":
+        s = json.loads(out)["summary"]
+        return s["bits_per_second"], s.get("lost_percent")
+    if tool == "iperf3":
+        end = json.loads(out)["end"]
+        loss = end["sum"].get("lost_percent") if "lost_percent" in end.get("sum", {}) else None
+        return end["sum_received"]["bits_per_second"], loss
+    if tool == "nuttcp":
+        kv = dict(p.split("=", 1) for p in out.split() if "=" in p)
+        loss = float(kv["data_loss"]) if "data_loss" in kv else None
+        return float(kv["rate_Mbps"]) * 1e6, loss
+    if tool == "iperf2":
+        total = 0.0
+        for line in out.strip().splitlines():
+            parts = line.split(",")
+            if len(parts) >= 9 and int(parts[5]) > 0:
+                total += float(parts[8])
+        if total == 0:
+            raise RuntimeError(f"no iperf2 result in {out!r}")
+        return total, None
+    raise ValueError(tool)
+
+
+def run_one(tool, argv, server_pid, seconds):
+    before = proc_cpu(server_pid)
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=seconds + 30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        raise RuntimeError(f"{argv} timed out")
+    wall = time.monotonic() - t0
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} failed: {err.strip()[:300]}")
+    time.sleep(0.3)
+    server_cpu = proc_cpu(server_pid) - before
+    bps, loss = parse(tool, out)
+    return {"bps": bps, "loss": loss, "server_cpu_s": server_cpu, "wall_s": wall}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cases", default="tcp1,tcp2,udp1g,udpmax")
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench-results", "peers.json"))
+    a = ap.parse_args()
+    for tool in ["iperf3", "iperf", "nuttcp"]:
+        if not shutil.which(tool):
+            sys.exit(f"{tool} is not installed: apt-get install -y iperf3 iperf nuttcp")
+    if not os.path.exists(NETSWEEP):
+        sys.exit("no release build: run cargo build --release first")
+    servers = {}
+    for name, argv in SERVERS.items():
+        servers[name] = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def stop_servers():
+        for p in servers.values():
+            p.kill()
+            p.wait()
+
+    atexit.register(stop_servers)
+    time.sleep(1.0)
+    table = cases(a.seconds)
+    chosen = [c for c in a.cases.split(",") if c in table]
+    seed = a.seed if a.seed is not None else random.randrange(1 << 30)
+    rng = random.Random(seed)
+    print(f"seed {seed}, {a.rounds} rounds of {a.seconds} s runs, cases {','.join(chosen)}", flush=True)
+    results = {c: {label: [] for label in table[c]} for c in chosen}
+    for rnd in range(a.rounds):
+        order = [(c, label) for c in chosen for label in table[c]]
+        rng.shuffle(order)
+        for c, label in order:
+            tool, argv = table[c][label]
+            usage0 = os.times()
+            r = run_one(tool, argv, servers[tool].pid, a.seconds)
+            usage1 = os.times()
+            r["client_cpu_s"] = (usage1.children_user - usage0.children_user) + (usage1.children_system - usage0.children_system)
+            gb = r["bps"] * a.seconds / 8 / 1e9
+            r["cpu_s_per_gb"] = (r["client_cpu_s"] + r["server_cpu_s"]) / gb if gb > 0 else None
+            results[c][label].append(r)
+            loss = "" if r["loss"] is None else f" loss {r['loss']:.3f}%"
+            print(f"round {rnd + 1} {c:7s} {label:28s} {r['bps'] / 1e9:8.2f} Gbit/s{loss}", flush=True)
+    print()
+    med = {}
+    for c in chosen:
+        print(f"== {c}: medians over {a.rounds} rounds")
+        med[c] = {}
+        for label, runs in results[c].items():
+            bps = statistics.median(r["bps"] for r in runs)
+            losses = [r["loss"] for r in runs if r["loss"] is not None]
+            cpu = [r["cpu_s_per_gb"] for r in runs if r["cpu_s_per_gb"] is not None]
+            med[c][label] = {"bps": bps, "loss": statistics.median(losses) if losses else None,
+                             "cpu_s_per_gb": statistics.median(cpu) if cpu else None}
+            loss = "" if not losses else f"  loss {statistics.median(losses):.3f}%"
+            cpus = "" if not cpu else f"  CPU {statistics.median(cpu):.3f} s/GB"
+            print(f"  {label:28s} {bps / 1e9:8.2f} Gbit/s{loss}{cpus}")
+    print("\n== ratios (targets from issue 2)")
+
+    def ratio(c, a_, b_, target):
+        if c in med and a_ in med[c] and b_ in med[c]:
+            r = med[c][a_]["bps"] / med[c][b_]["bps"]
+            print(f"  {c}: {a_} / {b_} = {r:.2f}x (target >= {target}x) {'OK' if r >= target else 'MISSED'}")
+
+    ratio("tcp1", "netsweep", "iperf3", 1.3)
+    ratio("tcp1", "netsweep", "nuttcp", 1.0)
+    ratio("tcp1", "netsweep", "iperf3 -Z", 1.0)
+    ratio("tcp1", "netsweep --no-zerocopy", "iperf3", 1.0)
+    ratio("tcp2", "netsweep -P 2", "iperf2 -P 2", 1.0)
+    ratio("udpmax", "netsweep", "iperf3", 2.0)
+    if "udp1g" in med:
+        loss = med["udp1g"]["netsweep"]["loss"]
+        print(f"  udp1g: netsweep loss {loss:.3f}% (target <= 0.1%) {'OK' if loss <= 0.1 else 'MISSED'}; "
+              f"iperf3 {med['udp1g']['iperf3']['loss']:.3f}%, nuttcp {med['udp1g']['nuttcp']['loss']:.3f}%")
+    os.makedirs(os.path.dirname(a.out), exist_ok=True)
+    with open(a.out, "w") as f:
+        json.dump({"seed": seed, "seconds": a.seconds, "rounds": a.rounds, "runs": results, "medians": med}, f, indent=1)
+    print(f"\nall runs: {a.out}")
+
+
+if __name__ == "__main__":
+    main()
