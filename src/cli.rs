@@ -3,7 +3,8 @@
 
 use crate::client::{Bind, ClientConfig};
 use crate::spec::{Direction, Protocol, ServerLimits, TestSpec, UDP_DEFAULT_LENGTH, UDP_DEFAULT_RATE};
-use crate::units::{BitRate, Bytes, parse_duration};
+use crate::lab::{EmulatorChoice, PathConfig};
+use crate::units::{BitRate, Bytes, parse_duration, parse_percent};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -28,6 +29,130 @@ pub enum Command {
     /// Run one test against a `netsweep server`.
     #[command(after_help = "Examples:\n  netsweep client 127.0.0.1 -t 10\n  netsweep client 198.18.0.2 -P 4 -w 1M -C cubic --json\n  netsweep client ::1 -6 -u -b 1G -l 1400\n  netsweep client host -R -O 2 -t 30")]
     Client(ClientArgs),
+    /// A two-host network on this machine (root): namespaces, rate, delay, jitter, loss.
+    #[command(subcommand)]
+    Lab(LabCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// Create a lab that stays until `lab down`.
+    #[command(after_help = "Examples:\n  netsweep lab up wan --rate 1G --rtt 20ms\n  netsweep lab up lossy --rate 100M --delay 5ms --loss 1%\n  netsweep lab up jumbo --mtu 9000 --mtu-b 1500")]
+    Up {
+        name: String,
+        #[command(flatten)]
+        path: PathArgs,
+    },
+    /// Remove a lab (also the leftovers of a crashed run).
+    Down { name: String },
+    /// Show labs and leftovers.
+    List,
+    /// Run a command on host a (198.18.0.1) or b (198.18.0.2) of a lab.
+    #[command(after_help = "Example:\n  netsweep lab exec wan a -- ping -c 3 198.18.0.2")]
+    Exec {
+        name: String,
+        /// a or b
+        host: String,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Bring up a temporary lab, test across it with `netsweep client`, tear it down.
+    #[command(after_help = "Examples:\n  netsweep lab test --rate 200M --rtt 20ms -- -t 5\n  netsweep lab test --rtt 20ms --loss 1% -- -u -b 100M --json\n  netsweep lab test --rate 1G --rtt 20ms -- -w 64K -t 10")]
+    Test {
+        #[command(flatten)]
+        path: PathArgs,
+        /// Options for `netsweep client` (the server address is filled in).
+        #[arg(last = true)]
+        client: Vec<String>,
+    },
+    /// (internal) run the delay line of a lab in the foreground.
+    #[command(hide = true)]
+    Relay {
+        name: String,
+        #[arg(long)]
+        state_dir: Option<std::path::PathBuf>,
+    },
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct PathArgs {
+    /// Bottleneck rate per direction (tbf), e.g. 200M, 1G.
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// One-way delay per direction.
+    #[arg(long, conflicts_with = "rtt")]
+    pub delay: Option<String>,
+    /// Round-trip time (twice the one-way delay).
+    #[arg(long)]
+    pub rtt: Option<String>,
+    /// Delay variation per direction, uniform +/- (packets keep their order).
+    #[arg(long)]
+    pub jitter: Option<String>,
+    /// Random loss per direction, e.g. 1%.
+    #[arg(long)]
+    pub loss: Option<String>,
+    /// MTU of both hosts (1500 default, 9000 for jumbo frames).
+    #[arg(long, default_value_t = 1500)]
+    pub mtu: u32,
+    /// MTU of host b only, for mismatch experiments.
+    #[arg(long)]
+    pub mtu_b: Option<u32>,
+    /// Queue of the rate limiter, as time at the rate.
+    #[arg(long, default_value = "50ms")]
+    pub queue: String,
+    /// Delay/loss emulator: auto prefers netem and falls back to netsweep's delay line.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "netem", "userspace"])]
+    pub emulator: String,
+    /// Per-namespace sysctl on host a, KEY=VALUE (repeatable).
+    #[arg(long = "sysctl-a")]
+    pub sysctl_a: Vec<String>,
+    /// Per-namespace sysctl on host b, KEY=VALUE (repeatable).
+    #[arg(long = "sysctl-b")]
+    pub sysctl_b: Vec<String>,
+}
+
+fn key_values(items: &[String], flag: &str) -> anyhow::Result<Vec<(String, String)>> {
+    items
+        .iter()
+        .map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| anyhow::anyhow!("{flag} {kv:?}: expected KEY=VALUE"))
+        })
+        .collect()
+}
+
+impl TryFrom<&PathArgs> for (PathConfig, EmulatorChoice) {
+    type Error = anyhow::Error;
+
+    fn try_from(a: &PathArgs) -> anyhow::Result<(PathConfig, EmulatorChoice)> {
+        let mut p = PathConfig { mtu_a: a.mtu, mtu_b: a.mtu_b.unwrap_or(a.mtu), ..PathConfig::default() };
+        if let Some(r) = &a.rate {
+            p.rate_bps = Some(r.parse::<BitRate>().context("--rate")?.bits_per_second());
+        }
+        if let Some(d) = &a.delay {
+            p.delay = parse_duration(d).context("--delay")?;
+        }
+        if let Some(r) = &a.rtt {
+            p.delay = parse_duration(r).context("--rtt")? / 2;
+        }
+        if let Some(j) = &a.jitter {
+            p.jitter = parse_duration(j).context("--jitter")?;
+        }
+        if let Some(l) = &a.loss {
+            p.loss_percent = parse_percent(l).context("--loss")?;
+        }
+        p.queue = parse_duration(&a.queue).context("--queue")?;
+        p.sysctls_a = key_values(&a.sysctl_a, "--sysctl-a")?;
+        p.sysctls_b = key_values(&a.sysctl_b, "--sysctl-b")?;
+        p.validate().map_err(anyhow::Error::msg)?;
+        let emulator = match a.emulator.as_str() {
+            "netem" => EmulatorChoice::Netem,
+            "userspace" => EmulatorChoice::Userspace,
+            _ => EmulatorChoice::Auto,
+        };
+        Ok((p, emulator))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -251,6 +376,22 @@ mod tests {
             let err = format!("{:#}", client(&args).unwrap_err());
             assert!(err.contains(flag), "{args:?}: {err}");
         }
+    }
+
+    #[test]
+    fn lab_path_flags_map_to_the_path() {
+        let cli = Cli::try_parse_from(["netsweep", "lab", "up", "x", "--rate", "200M", "--rtt", "20ms", "--loss", "1%", "--mtu-b", "9000", "--sysctl-b", "net.ipv4.tcp_sack=0"]).unwrap();
+        let Command::Lab(LabCommand::Up { path, .. }) = cli.command else { panic!() };
+        let (p, e) = <(PathConfig, EmulatorChoice)>::try_from(&path).unwrap();
+        assert_eq!(p.rate_bps, Some(200e6));
+        assert_eq!(p.delay, Duration::from_millis(10));
+        assert_eq!(p.loss_percent, 1.0);
+        assert_eq!((p.mtu_a, p.mtu_b), (1500, 9000));
+        assert_eq!(p.sysctls_b, vec![("net.ipv4.tcp_sack".to_string(), "0".to_string())]);
+        assert_eq!(e, EmulatorChoice::Auto);
+        let bad = PathArgs { sysctl_a: vec!["kernel.panic=1".into()], queue: "50ms".into(), mtu: 1500, ..PathArgs::default() };
+        let err = <(PathConfig, EmulatorChoice)>::try_from(&bad).unwrap_err().to_string();
+        assert!(err.contains("only net.* keys"), "{err}");
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! - `result`: merging both ends into a `TestResult` (also the JSON output).
 //! - `session`: socket setup and stream threads shared by both ends.
 //! - `server` / `client`: the two ends of a test.
+//! - `lab`: two-host networks in namespaces with rate, delay and loss (`netns`: its platform leaf).
 //! - `output`: iperf3-style text rendering.
 //! - `sockopt`, `signals`: platform leaves (socket options, TCP_INFO, signals).
 //! - `cli`: command-line syntax, converted once into validated configurations.
@@ -19,7 +20,9 @@ pub mod app;
 pub mod cli;
 pub mod client;
 pub mod engine;
+pub mod lab;
 pub mod measure;
+pub mod netns;
 pub mod output;
 pub mod protocol;
 pub mod result;

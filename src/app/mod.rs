@@ -1,6 +1,8 @@
 //! What each subcommand does: wires the library together and prints. Called by `main`, which
 //! maps the outcome to an exit code.
 
+mod lab;
+
 use crate::cli::{ClientArgs, Cli, Command, ServerArgs, ServerConfig};
 use crate::client::{self, ClientConfig};
 use crate::output;
@@ -18,6 +20,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Server(a) => serve(&a),
         Command::Client(a) => run_client(&a),
+        Command::Lab(c) => lab::run(c),
     }
 }
 
@@ -45,37 +48,44 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
 
 fn run_client(a: &ClientArgs) -> anyhow::Result<ExitCode> {
     let (cfg, spec): (ClientConfig, TestSpec) = a.try_into()?;
+    Ok(client_and_print(&cfg, &spec, a.json))
+}
+
+/// Runs one test, printing intervals live (text) or one document at the end (`--json`).
+/// Ctrl-C prints what was measured so far.
+pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, json: bool) -> ExitCode {
     let stop = signals::install();
-    let json = a.json;
     if !json {
         println!("Connecting to host {}, port {}", cfg.server.ip(), cfg.server.port());
         println!("{}", output::header(&spec));
     }
     let mut print_interval = |iv: &crate::result::Interval| {
         if !json {
-            print!("{}", output::interval_lines(&spec, iv));
+            print!("{}", output::interval_lines(spec, iv));
         }
     };
-    match client::run_test(&cfg, &spec, stop, &mut print_interval) {
+    match client::run_test(cfg, spec, stop, &mut print_interval) {
         Ok(result) => {
-            print_result(&result, json)?;
-            Ok(ExitCode::SUCCESS)
+            print_result(&result, json);
+            ExitCode::SUCCESS
         }
         Err(e) => {
             if let Some(partial) = &e.partial {
-                print_result(partial, json)?;
+                print_result(partial, json);
             }
             eprintln!("netsweep: {}", e.message);
-            Ok(ExitCode::FAILURE)
+            ExitCode::FAILURE
         }
     }
 }
 
-fn print_result(result: &TestResult, json: bool) -> anyhow::Result<()> {
+fn print_result(result: &TestResult, json: bool) {
     if json {
-        println!("{}", serde_json::to_string_pretty(result)?);
+        match serde_json::to_string_pretty(result) {
+            Ok(text) => println!("{text}"),
+            Err(e) => eprintln!("netsweep: cannot encode the result: {e}"),
+        }
     } else {
         print!("{}", output::summary(result));
     }
-    Ok(())
 }

@@ -1,0 +1,520 @@
+//! `netsweep lab`: two hosts in their own network namespaces (`nsw-NAME-a`, `nsw-NAME-b`,
+//! addressed 198.18.0.1 and 198.18.0.2), joined by a path with a rate (`tbf`), delay, jitter and
+//! loss. Delay and loss come from netem where the kernel has it, otherwise from netsweep's own
+//! delay line between two TUN devices (`delayline`).
+//!
+//! The API is small: `Lab::up`, `Lab::run_in` / `Lab::command` to do something on a host, and
+//! `Lab::down` (also on drop). `down_by_name` and `list` clean and show labs left by other
+//! processes, using the state files in `state_dir`. Used by the `lab` commands, the campaign
+//! runner and the physics tests.
+
+pub mod delayline;
+pub mod topology;
+
+pub use topology::{Emulator, Host, LabNames, PathConfig};
+
+use crate::netns;
+use anyhow::{Context, bail};
+use delayline::{Counters, Impairment, Schedule};
+use serde::{Deserialize, Serialize};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Default directory of lab state files.
+pub const STATE_DIR: &str = "/run/netsweep/labs";
+
+/// Which emulator the user asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EmulatorChoice {
+    /// netem when the kernel has it, else the userspace delay line.
+    Auto,
+    Netem,
+    Userspace,
+}
+
+/// Where the userspace delay line runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RelayMode {
+    /// Threads of this process; the lab lives as long as the `Lab` value.
+    InProcess,
+    /// A detached `EXE lab relay NAME` process, so the lab outlives this one (`lab up`).
+    Daemon(PathBuf),
+}
+
+/// How to bring a lab up.
+#[derive(Debug, Clone)]
+pub struct LabOptions {
+    pub state_dir: PathBuf,
+    pub emulator: EmulatorChoice,
+    pub relay: RelayMode,
+}
+
+impl Default for LabOptions {
+    fn default() -> Self {
+        LabOptions { state_dir: PathBuf::from(STATE_DIR), emulator: EmulatorChoice::Auto, relay: RelayMode::InProcess }
+    }
+}
+
+/// What is recorded about a running lab.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabState {
+    pub name: String,
+    pub path: PathConfig,
+    pub emulator: Emulator,
+    pub relay_pid: Option<u32>,
+    pub created_unix_s: u64,
+}
+
+enum Relay {
+    None,
+    Threads { stop: Arc<AtomicBool>, handles: Vec<std::thread::JoinHandle<()>>, counters: Arc<[Counters; 2]> },
+    Daemon,
+}
+
+/// A running lab. Torn down on drop unless `persist` was called.
+pub struct Lab {
+    names: LabNames,
+    state: LabState,
+    state_dir: PathBuf,
+    relay: Relay,
+    keep: bool,
+}
+
+/// Checks a per-namespace sysctl before anything is written.
+pub fn check_sysctl(key: &str, value: &str) -> Result<(), String> {
+    let key_ok = key.starts_with("net.")
+        && !key.contains("..")
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-');
+    if !key_ok {
+        return Err(format!("sysctl {key:?} is not accepted: only net.* keys can be set on a lab host"));
+    }
+    if value.is_empty() || value.contains(['\n', '\0']) || value.len() > 256 {
+        return Err(format!("sysctl value {value:?} for {key} is not valid"));
+    }
+    Ok(())
+}
+
+fn sysctl_path(key: &str) -> PathBuf {
+    Path::new("/proc/sys").join(key.replace('.', "/"))
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+fn state_file(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.json"))
+}
+
+/// Reads a lab's state file, if any.
+pub fn read_state(dir: &Path, name: &str) -> Option<LabState> {
+    let text = std::fs::read_to_string(state_file(dir, name)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+fn write_state(dir: &Path, state: &LabState) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = state_file(dir, &state.name);
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(state)?)?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(())
+}
+
+/// Whether the kernel can add netem (tried on a dummy device inside `ns`).
+fn netem_available(ns: &str) -> bool {
+    let ok = netns::run("ip", &["-n", ns, "link", "add", "nswprobe", "type", "dummy"]).is_ok()
+        && netns::run("tc", &["-n", ns, "qdisc", "add", "dev", "nswprobe", "root", "netem", "delay", "1ms"]).is_ok();
+    let _ = netns::run("ip", &["-n", ns, "link", "del", "nswprobe"]);
+    ok
+}
+
+impl Lab {
+    /// Builds the lab. On any failure everything created so far is removed again.
+    pub fn up(name: &str, path: PathConfig, opts: &LabOptions) -> anyhow::Result<Lab> {
+        let names = LabNames::new(name).map_err(anyhow::Error::msg)?;
+        path.validate().map_err(anyhow::Error::msg)?;
+        netns::check_privileges()?;
+        for h in [Host::A, Host::B] {
+            if netns::exists(&names.namespace(h)) || read_state(&opts.state_dir, name).is_some() {
+                bail!(
+                    "lab {name} already exists (namespace {} or its state file): remove it with `netsweep lab down {name}`",
+                    names.namespace(h)
+                );
+            }
+        }
+        let mut lab = Lab {
+            state: LabState { name: name.into(), path, emulator: Emulator::None, relay_pid: None, created_unix_s: now_unix() },
+            names,
+            state_dir: opts.state_dir.clone(),
+            relay: Relay::None,
+            keep: false,
+        };
+        // From here on, dropping `lab` removes whatever was made.
+        lab.build(opts)?;
+        Ok(lab)
+    }
+
+    fn build(&mut self, opts: &LabOptions) -> anyhow::Result<()> {
+        let (a, b) = (self.names.namespace(Host::A), self.names.namespace(Host::B));
+        netns::run("ip", &["netns", "add", &a])?;
+        netns::run("ip", &["netns", "add", &b])?;
+        write_state(&self.state_dir, &self.state)?;
+        // An explicit choice is honoured even on an unimpaired path; auto uses no emulator there.
+        self.state.emulator = match (self.state.path.impaired(), opts.emulator) {
+            (false, EmulatorChoice::Auto) => Emulator::None,
+            (_, EmulatorChoice::Userspace) => Emulator::Userspace,
+            (_, choice) => {
+                if netem_available(&a) {
+                    Emulator::Netem
+                } else if choice == EmulatorChoice::Netem {
+                    bail!("this kernel has no sch_netem: use --emulator userspace (or auto)");
+                } else {
+                    Emulator::Userspace
+                }
+            }
+        };
+        let (da, db) = (self.names.device(Host::A), self.names.device(Host::B));
+        if self.state.emulator == Emulator::Userspace {
+            for (ns, dev) in [(&a, &da), (&b, &db)] {
+                netns::run("ip", &["-n", ns, "tuntap", "add", "dev", dev, "mode", "tun"])?;
+                // The delay line may be descheduled for a few ms: a long TUN queue absorbs
+                // that instead of dropping (the default of 500 packets lasts 6 ms at 1 Gbit/s).
+                netns::run("ip", &["-n", ns, "link", "set", "dev", dev, "txqueuelen", "20000"])?;
+            }
+        } else {
+            netns::run("ip", &["link", "add", &da, "netns", &a, "type", "veth", "peer", "name", &db, "netns", &b])?;
+        }
+        for h in [Host::A, Host::B] {
+            self.configure_host(h)?;
+        }
+        if self.state.emulator == Emulator::Userspace {
+            self.start_relay(&opts.relay)?;
+        }
+        write_state(&self.state_dir, &self.state)?;
+        Ok(())
+    }
+
+    fn configure_host(&self, h: Host) -> anyhow::Result<()> {
+        let ns = self.names.namespace(h);
+        let dev = self.names.device(h);
+        let mtu = self.state.path.mtu(h).to_string();
+        netns::run("ip", &["-n", &ns, "link", "set", "lo", "up"])?;
+        netns::run("ip", &["-n", &ns, "link", "set", "dev", &dev, "mtu", &mtu, "up"])?;
+        netns::run("ip", &["-n", &ns, "addr", "add", &format!("{}/24", h.ipv4()), "dev", &dev])?;
+        netns::run("ip", &["-n", &ns, "-6", "addr", "add", &format!("{}/64", h.ipv6()), "dev", &dev, "nodad"])?;
+        for cmd in topology::qdisc_commands(&ns, &dev, &self.state.path, self.state.emulator, self.state.path.mtu(h)) {
+            let args: Vec<&str> = cmd[1..].iter().map(String::as_str).collect();
+            netns::run(&cmd[0], &args)?;
+        }
+        for (k, v) in self.state.path.sysctls(h) {
+            check_sysctl(k, v).map_err(anyhow::Error::msg)?;
+            netns::run_in(&ns, || std::fs::write(sysctl_path(k), v))?
+                .with_context(|| format!("cannot set {k}={v} on host {}", h.letter()))?;
+        }
+        Ok(())
+    }
+
+    fn impairment(&self) -> Impairment {
+        Impairment { delay: self.state.path.delay, jitter: self.state.path.jitter, loss: self.state.path.loss_percent / 100.0 }
+    }
+
+    fn start_relay(&mut self, mode: &RelayMode) -> anyhow::Result<()> {
+        match mode {
+            RelayMode::InProcess => {
+                let (stop, handles, counters) = spawn_delay_line(&self.names, self.impairment())?;
+                self.relay = Relay::Threads { stop, handles, counters };
+                self.state.relay_pid = Some(std::process::id());
+            }
+            RelayMode::Daemon(exe) => {
+                let pid = spawn_relay_daemon(exe, &self.state.name, &self.state_dir)?;
+                self.relay = Relay::Daemon;
+                self.state.relay_pid = Some(pid);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn name(&self) -> &str {
+        &self.state.name
+    }
+
+    pub fn emulator(&self) -> Emulator {
+        self.state.emulator
+    }
+
+    pub fn path(&self) -> &PathConfig {
+        &self.state.path
+    }
+
+    pub fn namespace(&self, h: Host) -> String {
+        self.names.namespace(h)
+    }
+
+    /// Packets the in-process delay line forwarded and dropped, per direction (a->b, b->a).
+    pub fn delay_line_counts(&self) -> Option<[(u64, u64); 2]> {
+        match &self.relay {
+            Relay::Threads { counters, .. } => Some([0, 1].map(|i| {
+                (counters[i].forwarded.load(Ordering::Relaxed), counters[i].dropped_loss.load(Ordering::Relaxed))
+            })),
+            _ => None,
+        }
+    }
+
+    /// Runs `f` on a thread inside host `h`'s namespace.
+    pub fn run_in<T: Send>(&self, h: Host, f: impl FnOnce() -> T + Send) -> anyhow::Result<T> {
+        netns::run_in(&self.names.namespace(h), f)
+    }
+
+    /// A command that runs `program` on host `h` (through `ip netns exec`).
+    pub fn command(&self, h: Host, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.names.namespace(h), program]);
+        c
+    }
+
+    /// Keeps the lab after this value is dropped (`lab up`).
+    pub fn persist(mut self) {
+        self.keep = true;
+    }
+
+    /// Removes the lab; returns what was removed.
+    pub fn down(mut self) -> anyhow::Result<Vec<String>> {
+        self.keep = true;
+        self.teardown()
+    }
+
+    fn teardown(&mut self) -> anyhow::Result<Vec<String>> {
+        if let Relay::Threads { stop, handles, .. } = &mut self.relay {
+            stop.store(true, Ordering::Relaxed);
+            for h in handles.drain(..) {
+                let _ = h.join();
+            }
+        }
+        self.relay = Relay::None;
+        down_by_name(&self.state.name, &self.state_dir)
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if !self.keep
+            && let Err(e) = self.teardown()
+        {
+            eprintln!("netsweep: cleaning up lab {}: {e:#}", self.state.name);
+        }
+    }
+}
+
+/// netsweep's own server running on a lab host; stopped on drop.
+pub struct LabServer {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+    pub addr: std::net::SocketAddr,
+}
+
+impl Drop for LabServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Lab {
+    /// Starts `netsweep server` (in-process) on host `h`, port 5310.
+    pub fn start_server(&self, h: Host, limits: crate::spec::ServerLimits) -> anyhow::Result<LabServer> {
+        let addr = std::net::SocketAddr::new(h.address(), crate::cli::DEFAULT_PORT);
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let handle = netns::spawn_in(&self.names.namespace(h), move || match std::net::TcpListener::bind(addr) {
+            Ok(listener) => {
+                let _ = tx.send(Ok(()));
+                let log: crate::server::Log = Arc::new(|_: &str| {});
+                let _ = crate::server::run(listener, limits, &flag, log);
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e));
+            }
+        })?;
+        rx.recv().context("server thread ended")?.with_context(|| format!("cannot listen on {addr}"))?;
+        Ok(LabServer { stop, handle: Some(handle), addr })
+    }
+}
+
+type DelayLine = (Arc<AtomicBool>, Vec<std::thread::JoinHandle<()>>, Arc<[Counters; 2]>);
+
+/// Attaches to both TUN devices and starts one forwarding thread per direction.
+pub fn spawn_delay_line(names: &LabNames, imp: Impairment) -> anyhow::Result<DelayLine> {
+    let tun_a = netns::run_in(&names.namespace(Host::A), || netns::open_tun(&names.device(Host::A)))??;
+    let tun_b = netns::run_in(&names.namespace(Host::B), || netns::open_tun(&names.device(Host::B)))??;
+    let stop = Arc::new(AtomicBool::new(false));
+    let counters: Arc<[Counters; 2]> = Arc::new([Counters::default(), Counters::default()]);
+    let (a, b) = (Arc::new(tun_a), Arc::new(tun_b));
+    let seed: u64 = rand::random();
+    let mut handles = Vec::new();
+    for (dir, (from, to)) in [(a.clone(), b.clone()), (b, a)].into_iter().enumerate() {
+        let (stop, counters) = (stop.clone(), counters.clone());
+        let schedule = Schedule::new(imp, seed.wrapping_add(dir as u64));
+        handles.push(
+            std::thread::Builder::new()
+                .name(format!("delay-line-{dir}"))
+                .spawn(move || delayline::forward(&from, &to, schedule, &stop, &counters[dir]))?,
+        );
+    }
+    Ok((stop, handles, counters))
+}
+
+/// Runs the delay line of lab `name` in this process until `stop` (the `lab relay` command).
+pub fn run_relay(name: &str, state_dir: &Path, stop: &AtomicBool) -> anyhow::Result<()> {
+    let state = read_state(state_dir, name).with_context(|| format!("no state for lab {name}"))?;
+    let names = LabNames::new(name).map_err(anyhow::Error::msg)?;
+    let imp = Impairment { delay: state.path.delay, jitter: state.path.jitter, loss: state.path.loss_percent / 100.0 };
+    let (line_stop, handles, _) = spawn_delay_line(&names, imp)?;
+    println!("ready");
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    line_stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        let _ = h.join();
+    }
+    Ok(())
+}
+
+fn spawn_relay_daemon(exe: &Path, name: &str, state_dir: &Path) -> anyhow::Result<u32> {
+    use std::os::unix::process::CommandExt;
+    let log = std::fs::File::create(state_dir.join(format!("{name}.log")))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["lab", "relay", name, "--state-dir"])
+        .arg(state_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log);
+    // SAFETY: setsid is async-signal-safe; the relay leaves our session so Ctrl-C here
+    // does not stop a lab that `lab up` created to outlive this process.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().with_context(|| format!("cannot start {}", exe.display()))?;
+    let pid = child.id();
+    let stdout = child.stdout.take().context("relay stdout")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    match rx.recv_timeout(Duration::from_secs(5)) {
+        Ok(line) if line.trim() == "ready" => Ok(pid),
+        _ => {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("the delay line did not start; see {}", state_dir.join(format!("{name}.log")).display())
+        }
+    }
+}
+
+fn is_our_relay(pid: u32, name: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| {
+            let args: Vec<&[u8]> = c.split(|b| *b == 0).collect();
+            args.windows(3).any(|w| w[0] == b"lab" && w[1] == b"relay" && w[2] == name.as_bytes())
+        })
+        .unwrap_or(false)
+}
+
+fn stop_process(pid: u32) {
+    let pid = pid as libc::pid_t;
+    // SAFETY: signalling a process we identified as our relay.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until && Path::new(&format!("/proc/{pid}")).exists() {
+        std::thread::sleep(Duration::from_millis(20));
+        // Reap it if it is our child (lab test); harmless otherwise.
+        // SAFETY: non-blocking waitpid on a pid.
+        unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+    }
+    if Path::new(&format!("/proc/{pid}")).exists() {
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+/// Removes lab `name`: its relay process, both namespaces (with their devices), its state
+/// file. Safe to repeat; returns what was removed.
+pub fn down_by_name(name: &str, state_dir: &Path) -> anyhow::Result<Vec<String>> {
+    let names = LabNames::new(name).map_err(anyhow::Error::msg)?;
+    let mut removed = Vec::new();
+    if let Some(pid) = read_state(state_dir, name).and_then(|s| s.relay_pid)
+        && is_our_relay(pid, name)
+    {
+        stop_process(pid);
+        removed.push(format!("delay line process {pid}"));
+    }
+    let mut errors = Vec::new();
+    for h in [Host::A, Host::B] {
+        let ns = names.namespace(h);
+        if netns::exists(&ns) {
+            match netns::run("ip", &["netns", "del", &ns]) {
+                Ok(()) => removed.push(format!("namespace {ns}")),
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+    }
+    for ext in ["json", "log", "tmp"] {
+        let f = state_dir.join(format!("{name}.{ext}"));
+        if f.exists() && std::fs::remove_file(&f).is_ok() && ext == "json" {
+            removed.push(format!("state file {}", f.display()));
+        }
+    }
+    if !errors.is_empty() {
+        bail!("lab {name} not fully removed: {}", errors.join("; "));
+    }
+    Ok(removed)
+}
+
+/// A lab found on this host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listing {
+    pub name: String,
+    pub state: Option<LabState>,
+    /// Namespaces present without a state file, or a dead relay: left by a crash.
+    pub leftover: bool,
+}
+
+/// Labs with state files, and namespaces of ours without one.
+pub fn list(state_dir: &Path) -> Vec<Listing> {
+    let mut names: Vec<String> = std::fs::read_dir(state_dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_string_lossy().strip_suffix(".json").map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.extend(netns::list().iter().filter_map(|ns| LabNames::owner_of(ns).map(|(n, _)| n)));
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| {
+            let state = read_state(state_dir, &name);
+            let relay_dead = state.as_ref().is_some_and(|s| {
+                s.emulator == Emulator::Userspace
+                    && !s.relay_pid.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists())
+            });
+            let lab_names = LabNames::new(&name);
+            let complete = lab_names.is_ok_and(|n| netns::exists(&n.namespace(Host::A)) && netns::exists(&n.namespace(Host::B)));
+            Listing { leftover: state.is_none() || relay_dead || !complete, name, state }
+        })
+        .collect()
+}

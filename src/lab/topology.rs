@@ -1,0 +1,295 @@
+//! The shape of a lab, as data: names, addresses, and the `ip`/`tc` commands that build it.
+//! Pure; `lab` runs the commands. Tested without root.
+
+use crate::units::BitRate;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
+
+/// One of the two hosts of a lab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Host {
+    A,
+    B,
+}
+
+impl Host {
+    pub fn parse(s: &str) -> Option<Host> {
+        match s {
+            "a" | "A" => Some(Host::A),
+            "b" | "B" => Some(Host::B),
+            _ => None,
+        }
+    }
+
+    pub fn letter(self) -> char {
+        match self {
+            Host::A => 'a',
+            Host::B => 'b',
+        }
+    }
+
+    /// IPv4 address from the benchmarking range 198.18.0.0/15.
+    pub fn ipv4(self) -> Ipv4Addr {
+        match self {
+            Host::A => Ipv4Addr::new(198, 18, 0, 1),
+            Host::B => Ipv4Addr::new(198, 18, 0, 2),
+        }
+    }
+
+    /// IPv6 address from the benchmarking range 2001:2::/48.
+    pub fn ipv6(self) -> Ipv6Addr {
+        match self {
+            Host::A => Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 1),
+            Host::B => Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 2),
+        }
+    }
+
+    pub fn address(self) -> IpAddr {
+        IpAddr::V4(self.ipv4())
+    }
+}
+
+/// Names of a lab's namespaces and devices, from its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabNames {
+    pub name: String,
+}
+
+/// Longest lab name: device names must fit the kernel's 15 characters.
+pub const MAX_NAME: usize = 9;
+
+impl LabNames {
+    pub fn new(name: &str) -> Result<LabNames, String> {
+        let ok = !name.is_empty()
+            && name.len() <= MAX_NAME
+            && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !ok {
+            return Err(format!(
+                "lab name {name:?} is not valid: use 1 to {MAX_NAME} lowercase letters, digits or _"
+            ));
+        }
+        Ok(LabNames { name: name.to_string() })
+    }
+
+    pub fn namespace(&self, h: Host) -> String {
+        format!("nsw-{}-{}", self.name, h.letter())
+    }
+
+    pub fn device(&self, h: Host) -> String {
+        format!("nsw-{}-{}", self.name, h.letter())
+    }
+
+    /// The lab name a namespace belongs to, if it is one of ours.
+    pub fn owner_of(namespace: &str) -> Option<(String, Host)> {
+        let rest = namespace.strip_prefix("nsw-")?;
+        let (name, host) = rest.rsplit_once('-')?;
+        Some((name.to_string(), Host::parse(host)?))
+    }
+}
+
+/// How delay and loss are produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Emulator {
+    /// No delay, jitter or loss asked for: a plain veth pair.
+    None,
+    /// The kernel's `sch_netem` on a veth pair.
+    Netem,
+    /// netsweep's own delay line between two TUN devices.
+    Userspace,
+}
+
+/// The path between the hosts; every setting applies to each direction.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PathConfig {
+    /// Bottleneck rate per direction, bit/s (`tbf`); `None` = unlimited.
+    pub rate_bps: Option<f64>,
+    /// One-way delay per direction.
+    #[serde(with = "crate::spec::micros", rename = "delay_us")]
+    pub delay: Duration,
+    #[serde(with = "crate::spec::micros", rename = "jitter_us")]
+    pub jitter: Duration,
+    /// Random loss per direction, percent.
+    pub loss_percent: f64,
+    pub mtu_a: u32,
+    pub mtu_b: u32,
+    /// Queue of the rate limiter, as time at the rate (`tbf latency`).
+    #[serde(with = "crate::spec::micros", rename = "queue_us")]
+    pub queue: Duration,
+    /// Per-namespace sysctls to set on each host, `key=value`.
+    pub sysctls_a: Vec<(String, String)>,
+    pub sysctls_b: Vec<(String, String)>,
+}
+
+impl Default for PathConfig {
+    fn default() -> Self {
+        PathConfig {
+            rate_bps: None,
+            delay: Duration::ZERO,
+            jitter: Duration::ZERO,
+            loss_percent: 0.0,
+            mtu_a: 1500,
+            mtu_b: 1500,
+            queue: Duration::from_millis(50),
+            sysctls_a: Vec::new(),
+            sysctls_b: Vec::new(),
+        }
+    }
+}
+
+impl PathConfig {
+    /// True when the path needs an emulator (netem or the delay line).
+    pub fn impaired(&self) -> bool {
+        !self.delay.is_zero() || !self.jitter.is_zero() || self.loss_percent > 0.0
+    }
+
+    pub fn rtt(&self) -> Duration {
+        self.delay * 2
+    }
+
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(r) = self.rate_bps
+            && !(r >= 8_000.0 && r.is_finite())
+        {
+            return Err(format!("rate {} is too low: at least 8 kbit/s", BitRate(r)));
+        }
+        if !(0.0..=100.0).contains(&self.loss_percent) {
+            return Err("loss must be between 0% and 100%".into());
+        }
+        if self.jitter > self.delay {
+            return Err("jitter must not exceed the delay".into());
+        }
+        for m in [self.mtu_a, self.mtu_b] {
+            if !(576..=65_000).contains(&m) {
+                return Err(format!("MTU {m} is out of range (576 to 65000)"));
+            }
+        }
+        if self.delay > Duration::from_secs(10) {
+            return Err("delay above 10 s is not supported".into());
+        }
+        for (k, v) in self.sysctls_a.iter().chain(&self.sysctls_b) {
+            crate::lab::check_sysctl(k, v)?;
+        }
+        Ok(())
+    }
+
+    pub fn mtu(&self, h: Host) -> u32 {
+        match h {
+            Host::A => self.mtu_a,
+            Host::B => self.mtu_b,
+        }
+    }
+
+    pub fn sysctls(&self, h: Host) -> &[(String, String)] {
+        match h {
+            Host::A => &self.sysctls_a,
+            Host::B => &self.sysctls_b,
+        }
+    }
+}
+
+/// `tbf` burst for a rate: at least two jumbo frames, and enough for the kernel's timer tick.
+pub fn tbf_burst(rate_bps: f64, mtu: u32) -> u64 {
+    let per_ms = (rate_bps / 8.0 / 1000.0) as u64;
+    per_ms.max(2 * u64::from(mtu)).max(16 * 1024)
+}
+
+/// One command line: program and arguments.
+pub type Argv = Vec<String>;
+
+fn argv(parts: &[&str]) -> Argv {
+    parts.iter().map(|s| s.to_string()).collect()
+}
+
+/// Commands for the qdiscs of one host's egress device.
+pub fn qdisc_commands(ns: &str, dev: &str, path: &PathConfig, emulator: Emulator, mtu: u32) -> Vec<Argv> {
+    let mut out = Vec::new();
+    let tbf = |parent: &[&str]| -> Option<Argv> {
+        let rate = path.rate_bps?;
+        let burst = tbf_burst(rate, mtu);
+        let mut a = argv(&["tc", "-n", ns, "qdisc", "add", "dev", dev]);
+        a.extend(parent.iter().map(|s| s.to_string()));
+        a.extend([
+            "tbf".into(),
+            "rate".into(),
+            format!("{}bit", rate.round() as u64),
+            "burst".into(),
+            burst.to_string(),
+            "latency".into(),
+            format!("{}us", path.queue.as_micros()),
+        ]);
+        Some(a)
+    };
+    if emulator == Emulator::Netem {
+        let mut a = argv(&["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem"]);
+        // netem's default limit of 1000 packets would drop at high bandwidth-delay products.
+        a.extend(["limit".into(), "1000000".into()]);
+        if !path.delay.is_zero() {
+            a.extend(["delay".into(), format!("{}us", path.delay.as_micros())]);
+            if !path.jitter.is_zero() {
+                a.push(format!("{}us", path.jitter.as_micros()));
+            }
+        }
+        if path.loss_percent > 0.0 {
+            a.extend(["loss".into(), format!("{}%", path.loss_percent)]);
+        }
+        out.push(a);
+        out.extend(tbf(&["parent", "1:1", "handle", "10:"]));
+    } else {
+        out.extend(tbf(&["root", "handle", "10:"]));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_fit_the_kernel_limit() {
+        let n = LabNames::new("abcdefghi").unwrap();
+        assert!(n.device(Host::A).len() <= 15);
+        assert_eq!(n.namespace(Host::B), "nsw-abcdefghi-b");
+        assert!(LabNames::new("abcdefghij").is_err());
+        assert!(LabNames::new("Bad").is_err());
+        assert!(LabNames::new("a/b").is_err());
+        assert_eq!(LabNames::owner_of("nsw-x1-a"), Some(("x1".into(), Host::A)));
+        assert_eq!(LabNames::owner_of("other"), None);
+    }
+
+    #[test]
+    fn netem_gets_delay_loss_and_a_tbf_child() {
+        let path = PathConfig {
+            rate_bps: Some(200e6),
+            delay: Duration::from_millis(10),
+            jitter: Duration::from_millis(1),
+            loss_percent: 1.0,
+            ..PathConfig::default()
+        };
+        let cmds = qdisc_commands("ns", "d", &path, Emulator::Netem, 1500);
+        assert_eq!(cmds.len(), 2);
+        let netem = cmds[0].join(" ");
+        assert!(netem.contains("root handle 1: netem limit 1000000 delay 10000us 1000us loss 1%"), "{netem}");
+        let tbf = cmds[1].join(" ");
+        assert!(tbf.contains("parent 1:1 handle 10: tbf rate 200000000bit burst 25000 latency 50000us"), "{tbf}");
+    }
+
+    #[test]
+    fn userspace_and_plain_paths_only_shape_the_rate() {
+        let path = PathConfig { rate_bps: Some(1e9), ..PathConfig::default() };
+        let cmds = qdisc_commands("ns", "d", &path, Emulator::Userspace, 9000);
+        assert_eq!(cmds.len(), 1);
+        assert!(cmds[0].join(" ").contains("root handle 10: tbf rate 1000000000bit burst 125000"));
+        assert!(qdisc_commands("ns", "d", &PathConfig::default(), Emulator::None, 1500).is_empty());
+    }
+
+    #[test]
+    fn validation_names_the_problem() {
+        let bad = PathConfig { jitter: Duration::from_millis(5), ..PathConfig::default() };
+        assert!(bad.validate().unwrap_err().contains("jitter"));
+        let bad = PathConfig { mtu_b: 100, ..PathConfig::default() };
+        assert!(bad.validate().unwrap_err().contains("MTU"));
+        assert!(PathConfig::default().validate().is_ok());
+    }
+}
