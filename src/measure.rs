@@ -26,6 +26,15 @@ pub struct TcpSample {
     pub rttvar_us: u32,
     /// Congestion window, bytes (snd_cwnd x MSS).
     pub cwnd_bytes: u64,
+    /// The receiver's advertised window as the sender saw it, bytes (0 if the kernel is too old).
+    #[serde(default)]
+    pub snd_wnd_bytes: u64,
+    /// Share of the interval the sender was held back by the receiver's window, percent.
+    #[serde(default)]
+    pub rwnd_limited_percent: f64,
+    /// Share of the interval the sender was held back by its own send buffer, percent.
+    #[serde(default)]
+    pub sndbuf_limited_percent: f64,
 }
 
 /// Receiver-side UDP quality for one interval.

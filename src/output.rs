@@ -129,6 +129,15 @@ pub fn summary(result: &TestResult) -> String {
             }
         }
     }
+    if let (Some(rw), Some(sb)) = (result.summary.rwnd_limited_percent, result.summary.sndbuf_limited_percent)
+        && (rw >= 1.0 || sb >= 1.0)
+    {
+        let _ = writeln!(
+            out,
+            "Senders held back by the receiver's window {rw:.0}% and by their send buffer {sb:.0}% of the time (TCP_INFO); largest advertised window {}",
+            Bytes(result.summary.snd_wnd_max_bytes.unwrap_or(0))
+        );
+    }
     let c = &result.cpu;
     let _ = writeln!(
         out,

@@ -28,6 +28,14 @@ pub struct StreamInterval {
     pub rttvar_us: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwnd_bytes: Option<u64>,
+    /// Receiver's advertised window seen by the sender.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snd_wnd_bytes: Option<u64>,
+    /// Share of the interval the sender waited for the receiver's window / its own buffer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rwnd_limited_percent: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sndbuf_limited_percent: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub packets: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -74,6 +82,14 @@ pub struct Summary {
     pub rtt_min_us: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rtt_max_us: Option<u32>,
+    /// Largest advertised window the senders saw, bytes (summed over streams).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snd_wnd_max_bytes: Option<u64>,
+    /// Mean share of time the senders were held back by the receiver's window / send buffer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rwnd_limited_percent: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sndbuf_limited_percent: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub packets: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -174,6 +190,9 @@ pub fn merge_interval(
                 row.rtt_us = Some(t.rtt_us);
                 row.rttvar_us = Some(t.rttvar_us);
                 row.cwnd_bytes = Some(t.cwnd_bytes);
+                row.snd_wnd_bytes = Some(t.snd_wnd_bytes);
+                row.rwnd_limited_percent = Some(t.rwnd_limited_percent);
+                row.sndbuf_limited_percent = Some(t.sndbuf_limited_percent);
             }
         }
         Protocol::Udp => {
@@ -223,6 +242,9 @@ pub fn total_of(rows: &[StreamInterval], secs: f64) -> StreamInterval {
         rtt_us: mean_opt(rows.iter().map(|r| r.rtt_us.map(f64::from))).map(|v| v.round() as u32),
         rttvar_us: mean_opt(rows.iter().map(|r| r.rttvar_us.map(f64::from))).map(|v| v.round() as u32),
         cwnd_bytes: sum_opt(rows.iter().map(|r| r.cwnd_bytes)),
+        snd_wnd_bytes: sum_opt(rows.iter().map(|r| r.snd_wnd_bytes)),
+        rwnd_limited_percent: mean_opt(rows.iter().map(|r| r.rwnd_limited_percent)),
+        sndbuf_limited_percent: mean_opt(rows.iter().map(|r| r.sndbuf_limited_percent)),
         packets,
         lost_packets: lost,
         lost_percent: lost.map(|l| percent(l, packets.unwrap_or(0))),
@@ -251,6 +273,14 @@ fn summarize(proto: Protocol, measured: &[(&Slot, &StreamInterval)], pairs: &[&S
             s.rtt_mean_us = mean_opt(rows.iter().map(|r| r.rtt_us.filter(|v| *v > 0).map(f64::from)));
             s.rtt_min_us = pairs.iter().filter_map(|p| p.sender.rtt_min_us).min();
             s.rtt_max_us = pairs.iter().filter_map(|p| p.sender.rtt_max_us).max();
+            s.snd_wnd_max_bytes = Some(
+                pairs
+                    .iter()
+                    .map(|p| p.sender.intervals.iter().filter_map(|i| i.tcp.map(|t| t.snd_wnd_bytes)).max().unwrap_or(0))
+                    .sum(),
+            );
+            s.rwnd_limited_percent = mean_opt(rows.iter().map(|r| r.rwnd_limited_percent));
+            s.sndbuf_limited_percent = mean_opt(rows.iter().map(|r| r.sndbuf_limited_percent));
         }
         Protocol::Udp => {
             s.packets = t.packets;

@@ -15,21 +15,81 @@ pub struct TcpInfo {
     pub total_retrans: u32,
     pub rtt_us: u32,
     pub rttvar_us: u32,
+    pub min_rtt_us: u32,
     pub snd_cwnd: u32,
     pub snd_mss: u32,
+    /// The peer's advertised receive window, bytes (0 on kernels before 5.4).
+    pub snd_wnd: u32,
+    /// Time the sender was limited by the peer's window / its own send buffer, microseconds.
+    pub rwnd_limited_us: u64,
+    pub sndbuf_limited_us: u64,
+}
+
+/// The kernel's `struct tcp_info` (include/uapi/linux/tcp.h) up to `tcpi_snd_wnd`. Declared
+/// here because libc's copy differs between C libraries; the kernel fills what it has.
+#[repr(C)]
+#[derive(Default)]
+struct KernelTcpInfo {
+    state: [u8; 8],
+    rto: u32,
+    ato: u32,
+    snd_mss: u32,
+    rcv_mss: u32,
+    unacked: u32,
+    sacked: u32,
+    lost: u32,
+    retrans: u32,
+    fackets: u32,
+    last_data_sent: u32,
+    last_ack_sent: u32,
+    last_data_recv: u32,
+    last_ack_recv: u32,
+    pmtu: u32,
+    rcv_ssthresh: u32,
+    rtt: u32,
+    rttvar: u32,
+    snd_ssthresh: u32,
+    snd_cwnd: u32,
+    advmss: u32,
+    reordering: u32,
+    rcv_rtt: u32,
+    rcv_space: u32,
+    total_retrans: u32,
+    pacing_rate: u64,
+    max_pacing_rate: u64,
+    bytes_acked: u64,
+    bytes_received: u64,
+    segs_out: u32,
+    segs_in: u32,
+    notsent_bytes: u32,
+    min_rtt: u32,
+    data_segs_in: u32,
+    data_segs_out: u32,
+    delivery_rate: u64,
+    busy_time: u64,
+    rwnd_limited: u64,
+    sndbuf_limited: u64,
+    delivered: u32,
+    delivered_ce: u32,
+    bytes_sent: u64,
+    bytes_retrans: u64,
+    dsack_dups: u32,
+    reord_seen: u32,
+    rcv_ooopack: u32,
+    snd_wnd: u32,
 }
 
 /// Reads TCP_INFO of a connected TCP socket.
 pub fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<TcpInfo> {
-    // SAFETY: tcp_info is plain old data; the kernel fills at most `len` bytes of it.
-    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    let mut info = KernelTcpInfo::default();
+    let mut len = std::mem::size_of::<KernelTcpInfo>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into our plain-data struct.
     let rc = unsafe {
         libc::getsockopt(
             sock.as_raw_fd(),
             libc::IPPROTO_TCP,
             libc::TCP_INFO,
-            (&mut info as *mut libc::tcp_info).cast(),
+            (&mut info as *mut KernelTcpInfo).cast(),
             &mut len,
         )
     };
@@ -37,11 +97,15 @@ pub fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<TcpInfo> {
         return Err(io::Error::last_os_error());
     }
     Ok(TcpInfo {
-        total_retrans: info.tcpi_total_retrans,
-        rtt_us: info.tcpi_rtt,
-        rttvar_us: info.tcpi_rttvar,
-        snd_cwnd: info.tcpi_snd_cwnd,
-        snd_mss: info.tcpi_snd_mss,
+        total_retrans: info.total_retrans,
+        rtt_us: info.rtt,
+        rttvar_us: info.rttvar,
+        min_rtt_us: info.min_rtt,
+        snd_cwnd: info.snd_cwnd,
+        snd_mss: info.snd_mss,
+        snd_wnd: info.snd_wnd,
+        rwnd_limited_us: info.rwnd_limited,
+        sndbuf_limited_us: info.sndbuf_limited,
     })
 }
 

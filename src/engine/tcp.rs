@@ -12,23 +12,31 @@ use std::net::{Shutdown, TcpStream};
 
 /// Tracks TCP_INFO between interval boundaries on the sender.
 struct InfoSampler {
-    last_retrans: u32,
+    last: sockopt::TcpInfo,
+    last_at: std::time::Instant,
     rtt_min: Option<u32>,
     rtt_max: Option<u32>,
 }
 
 impl InfoSampler {
     fn new(sock: &TcpStream) -> InfoSampler {
-        let base = sockopt::tcp_info(sock).map(|i| i.total_retrans).unwrap_or(0);
-        InfoSampler { last_retrans: base, rtt_min: None, rtt_max: None }
+        let last = sockopt::tcp_info(sock).unwrap_or_default();
+        InfoSampler { last, last_at: std::time::Instant::now(), rtt_min: None, rtt_max: None }
     }
 
     fn sample(&mut self, sock: &TcpStream) -> Option<TcpSample> {
         let info = sockopt::tcp_info(sock).ok()?;
-        let retransmits = u64::from(info.total_retrans.saturating_sub(self.last_retrans));
-        self.last_retrans = info.total_retrans;
+        let now = std::time::Instant::now();
+        let span_us = now.duration_since(self.last_at).as_micros().max(1) as f64;
+        let share = |now: u64, before: u64| (now.saturating_sub(before) as f64 / span_us * 100.0).min(100.0);
+        let retransmits = u64::from(info.total_retrans.saturating_sub(self.last.total_retrans));
+        let rwnd_limited_percent = share(info.rwnd_limited_us, self.last.rwnd_limited_us);
+        let sndbuf_limited_percent = share(info.sndbuf_limited_us, self.last.sndbuf_limited_us);
+        self.last = info;
+        self.last_at = now;
         if info.rtt_us > 0 {
-            self.rtt_min = Some(self.rtt_min.map_or(info.rtt_us, |m| m.min(info.rtt_us)));
+            let low = if info.min_rtt_us > 0 { info.min_rtt_us } else { info.rtt_us };
+            self.rtt_min = Some(self.rtt_min.map_or(low, |m| m.min(low)));
             self.rtt_max = Some(self.rtt_max.map_or(info.rtt_us, |m| m.max(info.rtt_us)));
         }
         Some(TcpSample {
@@ -36,6 +44,9 @@ impl InfoSampler {
             rtt_us: info.rtt_us,
             rttvar_us: info.rttvar_us,
             cwnd_bytes: u64::from(info.snd_cwnd) * u64::from(info.snd_mss),
+            snd_wnd_bytes: u64::from(info.snd_wnd),
+            rwnd_limited_percent,
+            sndbuf_limited_percent,
         })
     }
 }

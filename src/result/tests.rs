@@ -16,7 +16,7 @@ fn report(stream: u16, flow: Flow, role: Role, per_interval: &[(u64, u64)]) -> S
                 role,
                 bytes: *bytes,
                 packets: *packets,
-                tcp: (role == Role::Sender).then_some(TcpSample { retransmits: 1, rtt_us: 100, rttvar_us: 10, cwnd_bytes: 1000 }),
+                tcp: (role == Role::Sender).then_some(TcpSample { retransmits: 1, rtt_us: 100, rttvar_us: 10, cwnd_bytes: 1000, ..TcpSample::default() }),
                 udp: (role == Role::Receiver).then_some(UdpReceived { jitter_ms: 0.5, out_of_order: 0, duplicates: 0 }),
             })
             .collect(),

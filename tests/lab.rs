@@ -1,0 +1,242 @@
+//! Physics of the lab path (root; CI runs these): rate, delay, window/RTT, loss, plus the
+//! cross-check of netsweep's byte counts against the kernel's interface counters, and cleanup
+//! after success, failure and interruption.
+
+mod common;
+
+use netsweep::client::{self, ClientConfig};
+use netsweep::lab::{EmulatorChoice, Host, Lab, LabOptions, PathConfig};
+use netsweep::result::TestResult;
+use netsweep::spec::{ServerLimits, TestSpec};
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// Traffic tests share two cores: run them one at a time so each sees the whole machine.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn name(tag: &str) -> String {
+    format!("{tag}{}", std::process::id() % 100_000)
+}
+
+fn options(dir: &tempfile::TempDir) -> LabOptions {
+    LabOptions { state_dir: dir.path().to_path_buf(), emulator: EmulatorChoice::Userspace, ..LabOptions::default() }
+}
+
+fn run(lab: &Lab, spec: &TestSpec) -> TestResult {
+    let server = lab.start_server(Host::B, ServerLimits::default()).expect("server on b");
+    let cfg = ClientConfig::new(server.addr);
+    lab.run_in(Host::A, || client::run_test(&cfg, spec, &AtomicBool::new(false), &mut |_| {}))
+        .expect("thread in a")
+        .expect("test across the lab")
+}
+
+fn namespaces() -> Vec<String> {
+    let mut v = netsweep::netns::list();
+    v.sort();
+    v
+}
+
+fn tcp(secs: u64, omit: u64) -> TestSpec {
+    TestSpec { omit: Duration::from_secs(omit), ..TestSpec::tcp(Duration::from_secs(secs)) }
+}
+
+#[test]
+fn a_200_mbit_path_carries_90_to_102_percent_of_its_rate() {
+    if !common::root_or_skip("a_200_mbit_path_carries_90_to_102_percent_of_its_rate") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = PathConfig { rate_bps: Some(200e6), delay: Duration::from_millis(1), ..PathConfig::default() };
+    let lab = Lab::up(&name("rt"), path, &options(&dir)).expect("lab up");
+    let r = run(&lab, &tcp(4, 1));
+    let share = r.summary.bits_per_second / 200e6;
+    assert!((0.90..=1.02).contains(&share), "goodput {} = {share:.3} of the rate", r.summary.bits_per_second);
+    // Every interval obeys the rate too, not just the average.
+    for iv in r.intervals.iter().filter(|i| !i.omitted) {
+        assert!(iv.total.bits_per_second <= 200e6 * 1.02, "{iv:?}");
+    }
+}
+
+#[test]
+fn a_20_ms_path_measures_20_ms() {
+    if !common::root_or_skip("a_20_ms_path_measures_20_ms") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = PathConfig { delay: Duration::from_millis(10), ..PathConfig::default() };
+    let lab = Lab::up(&name("rtt"), path, &options(&dir)).expect("lab up");
+    if common::tool_or_skip("a_20_ms_path_measures_20_ms", "ping") {
+        let out = lab.command(Host::A, "ping").args(["-c", "10", "-i", "0.2", "198.18.0.2"]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let avg: f64 = text
+            .lines()
+            .find(|l| l.contains("min/avg/max"))
+            .and_then(|l| l.split('=').nth(1))
+            .and_then(|v| v.trim().split('/').nth(1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no ping summary in {text}"));
+        assert!((avg - 20.0).abs() <= 2.0, "ping average {avg} ms for a 20 ms path");
+    }
+    // A light TCP flow's smallest RTT from TCP_INFO agrees.
+    let r = run(&lab, &TestSpec { bitrate_bps: 10e6, ..tcp(2, 0) });
+    let min = f64::from(r.summary.rtt_min_us.unwrap()) / 1000.0;
+    assert!((min - 20.0).abs() <= 2.0, "TCP_INFO minimum RTT {min} ms");
+}
+
+#[test]
+fn a_window_limits_a_flow_to_window_over_rtt() {
+    if !common::root_or_skip("a_window_limits_a_flow_to_window_over_rtt") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = PathConfig { rate_bps: Some(1e9), delay: Duration::from_millis(10), ..PathConfig::default() };
+    let lab = Lab::up(&name("win"), path, &options(&dir)).expect("lab up");
+    let mut rates = Vec::new();
+    for window in [64u64 << 10, 256 << 10, 1 << 20, 8 << 20] {
+        let r = run(&lab, &TestSpec { window_bytes: Some(window), ..tcp(3, 2) });
+        // Physics: no flow beats the window the receiver actually advertised, per RTT.
+        let wnd = r.summary.snd_wnd_max_bytes.unwrap() as f64;
+        let rtt = f64::from(r.summary.rtt_min_us.unwrap()) / 1e6;
+        assert!(wnd > 0.0, "TCP_INFO carries the advertised window on this kernel");
+        assert!(r.summary.bits_per_second <= wnd * 8.0 / rtt * 1.02, "window {window}: {:?}", r.summary);
+        rates.push((window, r.summary.bits_per_second));
+    }
+    // Linux grants twice the request and advertises part of it (its payload/truesize ratio),
+    // so a 64 KiB window lands near, not exactly at, 64 KiB / 20 ms = 26.2 Mbit/s.
+    let limit_64k = (64u64 << 10) as f64 * 8.0 / 0.020;
+    let (_, r64) = rates[0];
+    assert!(r64 <= limit_64k * 1.3, "64 KiB window at 20 ms: {r64} vs {limit_64k}");
+    assert!(r64 >= limit_64k * 0.7, "64 KiB window at 20 ms: {r64} far below {limit_64k}");
+    for pair in rates.windows(2) {
+        assert!(pair[1].1 > pair[0].1 * 1.2, "larger windows must go faster: {rates:?}");
+    }
+    for (w, r) in &rates {
+        assert!(*r <= 1e9 * 1.02, "window {w}: {r} above the 1 Gbit/s rate");
+        assert!(*r <= *w as f64 * 2.0 * 8.0 / 0.020, "window {w}: {r} above what even the doubled buffer allows");
+    }
+    let (_, big) = rates[3];
+    assert!(big >= 0.7e9, "an 8 MiB window should come near the 1 Gbit/s rate: {rates:?}");
+}
+
+#[test]
+fn one_percent_loss_loses_about_one_percent_of_datagrams() {
+    if !common::root_or_skip("one_percent_loss_loses_about_one_percent_of_datagrams") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = PathConfig { delay: Duration::from_millis(1), loss_percent: 1.0, ..PathConfig::default() };
+    let lab = Lab::up(&name("loss"), path, &options(&dir)).expect("lab up");
+    let r = run(&lab, &TestSpec { bitrate_bps: 50e6, ..TestSpec::udp(Duration::from_secs(5)) });
+    let packets = r.summary.packets.unwrap();
+    assert!(packets >= 20_000, "{packets} datagrams");
+    let loss = r.summary.lost_percent.unwrap();
+    assert!((0.5..=1.5).contains(&loss), "configured 1%, measured {loss}%");
+    // The delay line's own count of random drops matches what the receiver missed.
+    let [(_, dropped), _] = lab.delay_line_counts().unwrap();
+    assert_eq!(dropped, r.summary.lost_packets.unwrap(), "delay-line drops vs measured loss");
+}
+
+/// Receive bytes of `dev` as the kernel counts them in the calling thread's namespace.
+fn rx_bytes(dev: &str) -> u64 {
+    let text = std::fs::read_to_string("/proc/thread-self/net/dev").unwrap();
+    let line = text.lines().find(|l| l.trim_start().starts_with(&format!("{dev}:"))).unwrap();
+    line.split(':').nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn byte_counts_agree_with_the_kernels_interface_counters() {
+    if !common::root_or_skip("byte_counts_agree_with_the_kernels_interface_counters") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let opts = LabOptions { emulator: EmulatorChoice::Auto, ..options(&dir) };
+    let n = name("ctr");
+    let lab = Lab::up(&n, PathConfig { rate_bps: Some(500e6), ..PathConfig::default() }, &opts).expect("lab up");
+    let dev = format!("nsw-{n}-b");
+    let before = lab.run_in(Host::B, || rx_bytes(&dev)).unwrap();
+    let r = run(&lab, &tcp(2, 0));
+    let after = lab.run_in(Host::B, || rx_bytes(&dev)).unwrap();
+    let wire = after - before;
+    let payload = r.summary.bytes + r.summary.tail_bytes;
+    assert_eq!(payload, r.summary.sent_bytes, "receiver got exactly what the sender wrote");
+    // Interface bytes carry the payload plus headers (at most ~6% at MTU 1500) and the
+    // control connection; netsweep can never have received more than the wire carried.
+    assert!(payload <= wire, "netsweep counted {payload} bytes, the interface saw {wire}");
+    assert!((wire as f64) <= payload as f64 * 1.06 + 200_000.0, "interface {wire} vs payload {payload}");
+    // And the rate limit holds on the kernel's own count.
+    assert!(wire as f64 * 8.0 / 2.0 <= 500e6 * 1.25, "wire rate {}", wire as f64 * 4.0);
+}
+
+#[test]
+fn labs_leave_nothing_behind_after_success_failure_and_interruption() {
+    if !common::root_or_skip("labs_leave_nothing_behind_after_success_failure_and_interruption") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let before = namespaces();
+    // Success, then an explicit down.
+    let lab = Lab::up(&name("ok"), PathConfig::default(), &options(&dir)).expect("lab up");
+    assert!(namespaces().len() == before.len() + 2);
+    let removed = lab.down().unwrap();
+    assert!(removed.iter().any(|r| r.starts_with("namespace")));
+    assert_eq!(namespaces(), before);
+    // A failure half way (a sysctl the kernel does not have) removes what was made.
+    let bad = PathConfig { sysctls_b: vec![("net.ipv4.no_such_key".into(), "1".into())], ..PathConfig::default() };
+    let err = Lab::up(&name("bad"), bad, &options(&dir)).err().expect("must fail");
+    assert!(format!("{err:#}").contains("no_such_key"), "{err:#}");
+    assert_eq!(namespaces(), before);
+    // A name that exists is refused with the way out.
+    let lab = Lab::up(&name("dup"), PathConfig::default(), &options(&dir)).unwrap();
+    let err = Lab::up(&name("dup"), PathConfig::default(), &options(&dir)).err().expect("exists");
+    assert!(format!("{err:#}").contains("netsweep lab down"), "{err:#}");
+    drop(lab);
+    assert_eq!(namespaces(), before);
+    // Interrupting `netsweep lab test` mid-test still tears everything down.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["lab", "test", "--rtt", "10ms", "--", "-t", "30"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(namespaces().len(), before.len() + 2, "the lab test should be running");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("receiver"), "partial results printed: {text}");
+    assert_eq!(namespaces(), before, "namespaces left after an interrupted lab test");
+}
+
+#[test]
+fn lab_commands_up_list_exec_down() {
+    if !common::root_or_skip("lab_commands_up_list_exec_down") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let exe = env!("CARGO_BIN_EXE_netsweep");
+    let n = name("cli");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(exe).args(args).output().unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
+    };
+    let (ok, text) = run(&["lab", "up", &n, "--rate", "100M", "--rtt", "4ms", "--emulator", "userspace"]);
+    assert!(ok, "{text}");
+    let (ok, text) = run(&["lab", "up", &n]);
+    assert!(!ok && text.contains("already exists"), "{text}");
+    let (_, text) = run(&["lab", "list"]);
+    assert!(text.contains(&n) && text.contains("Userspace") && !text.contains("LEFTOVER"), "{text}");
+    let (ok, text) = run(&["lab", "exec", &n, "a", "--", "ip", "-4", "addr"]);
+    assert!(ok && text.contains("198.18.0.1"), "{text}");
+    let (ok, text) = run(&["lab", "down", &n]);
+    assert!(ok && text.contains("delay line process"), "{text}");
+    let (ok, text) = run(&["lab", "down", &n]);
+    assert!(ok && text.contains("nothing to remove"), "{text}");
+}
