@@ -8,6 +8,7 @@
 //! - `engine`: per-stream TCP and UDP send/receive loops, pacing, loss and jitter.
 //! - `measure`: what one end measures (interval and stream reports, CPU).
 //! - `result`: merging both ends into a `TestResult` (also the JSON output).
+//! - `stats`: ministat-compatible statistics, Welch, Mann-Whitney, verdicts (pure).
 //! - `session`: socket setup and stream threads shared by both ends.
 //! - `server` / `client`: the two ends of a test.
 //! - `lab`: two-host networks in namespaces with rate, delay and loss (`netns`: its platform leaf).
@@ -31,5 +32,6 @@ pub mod session;
 pub mod signals;
 pub mod sockopt;
 pub mod spec;
+pub mod stats;
 pub mod timeline;
 pub mod units;
