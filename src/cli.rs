@@ -2,8 +2,10 @@
 //! (`TryFrom`). No other module sees clap types.
 
 use crate::client::{Bind, ClientConfig};
-use crate::spec::{Direction, Protocol, ServerLimits, TestSpec, UDP_DEFAULT_LENGTH, UDP_DEFAULT_RATE};
 use crate::lab::{EmulatorChoice, PathConfig};
+use crate::spec::{
+    Direction, Protocol, ServerLimits, TestSpec, UDP_DEFAULT_LENGTH, UDP_DEFAULT_RATE,
+};
 use crate::units::{BitRate, Bytes, parse_duration, parse_percent};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
@@ -15,7 +17,11 @@ use std::time::Duration;
 pub const DEFAULT_PORT: u16 = 5310;
 
 #[derive(Debug, Parser)]
-#[command(name = "netsweep", version, about = "Measure, tune and explain network throughput")]
+#[command(
+    name = "netsweep",
+    version,
+    about = "Measure, tune and explain network throughput"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -24,20 +30,61 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve tests until stopped (Ctrl-C).
-    #[command(after_help = "Examples:\n  netsweep server\n  netsweep server --bind 198.18.0.2 --max-tests 1 --max-rate 1G")]
+    #[command(
+        after_help = "Examples:\n  netsweep server\n  netsweep server --bind 198.18.0.2 --max-tests 1 --max-rate 1G"
+    )]
     Server(ServerArgs),
     /// Run one test against a `netsweep server`.
-    #[command(after_help = "Examples:\n  netsweep client 127.0.0.1 -t 10\n  netsweep client 198.18.0.2 -P 4 -w 1M -C cubic --json\n  netsweep client ::1 -6 -u -b 1G -l 1400\n  netsweep client host -R -O 2 -t 30")]
+    #[command(
+        after_help = "Examples:\n  netsweep client 127.0.0.1 -t 10\n  netsweep client 198.18.0.2 -P 4 -w 1M -C cubic --json\n  netsweep client ::1 -6 -u -b 1G -l 1400\n  netsweep client host -R -O 2 -t 30"
+    )]
     Client(ClientArgs),
+    /// ministat-compatible statistics of number files, with Welch, Mann-Whitney and a verdict.
+    #[command(
+        after_help = "Input: one number per line (or column -C of delimited lines), # comments.\nThe first file is the baseline.\n\nExamples:\n  netsweep stats e1000.txt vtnet.txt\n  netsweep stats -c 99 -C 2 -d , before.csv after.csv\n  netsweep stats --json a b c"
+    )]
+    Stats(StatsArgs),
     /// A two-host network on this machine (root): namespaces, rate, delay, jitter, loss.
     #[command(subcommand)]
     Lab(LabCommand),
 }
 
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Files of numbers (- for standard input; none reads standard input).
+    pub files: Vec<String>,
+    /// Column to read (1-based).
+    #[arg(short = 'C', long, default_value_t = 1)]
+    pub column: usize,
+    /// Field delimiter characters.
+    #[arg(short = 'd', long, default_value = " \t")]
+    pub delimiters: String,
+    /// Confidence level in percent (any value, e.g. 90, 95, 99.5).
+    #[arg(short = 'c', long, default_value_t = 95.0)]
+    pub confidence: f64,
+    /// Plot width in characters.
+    #[arg(short = 'w', long, default_value_t = 74)]
+    pub width: usize,
+    /// Average/median/stddev bars on separate lines.
+    #[arg(short = 's')]
+    pub separate: bool,
+    /// No plot, no comparisons: the table only.
+    #[arg(short = 'n')]
+    pub no_plot: bool,
+    /// Relative change the "runs needed" estimate is for.
+    #[arg(long, default_value = "5%")]
+    pub change: String,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum LabCommand {
     /// Create a lab that stays until `lab down`.
-    #[command(after_help = "Examples:\n  netsweep lab up wan --rate 1G --rtt 20ms\n  netsweep lab up lossy --rate 100M --delay 5ms --loss 1%\n  netsweep lab up jumbo --mtu 9000 --mtu-b 1500")]
+    #[command(
+        after_help = "Examples:\n  netsweep lab up wan --rate 1G --rtt 20ms\n  netsweep lab up lossy --rate 100M --delay 5ms --loss 1%\n  netsweep lab up jumbo --mtu 9000 --mtu-b 1500"
+    )]
     Up {
         name: String,
         #[command(flatten)]
@@ -57,7 +104,9 @@ pub enum LabCommand {
         command: Vec<String>,
     },
     /// Bring up a temporary lab, test across it with `netsweep client`, tear it down.
-    #[command(after_help = "Examples:\n  netsweep lab test --rate 200M --rtt 20ms -- -t 5\n  netsweep lab test --rtt 20ms --loss 1% -- -u -b 100M --json\n  netsweep lab test --rate 1G --rtt 20ms -- -w 64K -t 10")]
+    #[command(
+        after_help = "Examples:\n  netsweep lab test --rate 200M --rtt 20ms -- -t 5\n  netsweep lab test --rtt 20ms --loss 1% -- -u -b 100M --json\n  netsweep lab test --rate 1G --rtt 20ms -- -w 64K -t 10"
+    )]
     Test {
         #[command(flatten)]
         path: PathArgs,
@@ -126,7 +175,11 @@ impl TryFrom<&PathArgs> for (PathConfig, EmulatorChoice) {
     type Error = anyhow::Error;
 
     fn try_from(a: &PathArgs) -> anyhow::Result<(PathConfig, EmulatorChoice)> {
-        let mut p = PathConfig { mtu_a: a.mtu, mtu_b: a.mtu_b.unwrap_or(a.mtu), ..PathConfig::default() };
+        let mut p = PathConfig {
+            mtu_a: a.mtu,
+            mtu_b: a.mtu_b.unwrap_or(a.mtu),
+            ..PathConfig::default()
+        };
         if let Some(r) = &a.rate {
             p.rate_bps = Some(r.parse::<BitRate>().context("--rate")?.bits_per_second());
         }
@@ -187,12 +240,17 @@ impl TryFrom<&ServerArgs> for ServerConfig {
     type Error = anyhow::Error;
 
     fn try_from(a: &ServerArgs) -> anyhow::Result<ServerConfig> {
-        let ip = a.bind.unwrap_or(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
+        let ip = a
+            .bind
+            .unwrap_or(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
         if a.max_tests == 0 {
             bail!("--max-tests must be at least 1");
         }
         let max_rate_bps = match &a.max_rate {
-            Some(r) => r.parse::<BitRate>().context("--max-rate")?.bits_per_second(),
+            Some(r) => r
+                .parse::<BitRate>()
+                .context("--max-rate")?
+                .bits_per_second(),
             None => 0.0,
         };
         Ok(ServerConfig {
@@ -280,7 +338,12 @@ pub fn resolve(host: &str, port: u16, v4: bool, v6: bool) -> anyhow::Result<Sock
         .iter()
         .find(|a| (!v4 || a.is_ipv4()) && (!v6 || a.is_ipv6()))
         .copied()
-        .ok_or_else(|| anyhow::anyhow!("{host:?} has no {} address", if v4 { "IPv4" } else { "IPv6" }))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "{host:?} has no {} address",
+                if v4 { "IPv4" } else { "IPv6" }
+            )
+        })
 }
 
 impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
@@ -288,7 +351,11 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
 
     fn try_from(a: &ClientArgs) -> anyhow::Result<(ClientConfig, TestSpec)> {
         let duration = parse_duration(&a.time).context("-t/--time")?;
-        let mut spec = if a.udp { TestSpec::udp(duration) } else { TestSpec::tcp(duration) };
+        let mut spec = if a.udp {
+            TestSpec::udp(duration)
+        } else {
+            TestSpec::tcp(duration)
+        };
         spec.interval = parse_duration(&a.interval).context("-i/--interval")?;
         spec.omit = parse_duration(&a.omit).context("-O/--omit")?;
         spec.streams = a.parallel;
@@ -297,15 +364,24 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             (_, true) => Direction::Bidir,
             _ => Direction::Forward,
         };
-        spec.window_bytes = a.window.as_deref().map(|w| w.parse::<Bytes>().map(|b| b.0)).transpose().context("-w/--window")?;
+        spec.window_bytes = a
+            .window
+            .as_deref()
+            .map(|w| w.parse::<Bytes>().map(|b| b.0))
+            .transpose()
+            .context("-w/--window")?;
         spec.mss_bytes = a.mss;
         spec.congestion = a.congestion.clone();
         if let Some(l) = &a.length {
             let b = l.parse::<Bytes>().context("-l/--length")?.0;
-            spec.length_bytes = u32::try_from(b).map_err(|_| anyhow::anyhow!("-l/--length {l} is too large"))?;
+            spec.length_bytes =
+                u32::try_from(b).map_err(|_| anyhow::anyhow!("-l/--length {l} is too large"))?;
         }
         if let Some(b) = &a.bitrate {
-            spec.bitrate_bps = b.parse::<BitRate>().context("-b/--bitrate")?.bits_per_second();
+            spec.bitrate_bps = b
+                .parse::<BitRate>()
+                .context("-b/--bitrate")?
+                .bits_per_second();
         } else if spec.protocol == Protocol::Udp {
             spec.bitrate_bps = UDP_DEFAULT_RATE;
         }
@@ -345,7 +421,21 @@ mod tests {
 
     #[test]
     fn iperf3_style_flags_map_to_the_spec() {
-        let (cfg, spec) = client(&["127.0.0.1", "-t", "2", "-P", "3", "-R", "-w", "64K", "-C", "reno", "-O", "1"]).unwrap();
+        let (cfg, spec) = client(&[
+            "127.0.0.1",
+            "-t",
+            "2",
+            "-P",
+            "3",
+            "-R",
+            "-w",
+            "64K",
+            "-C",
+            "reno",
+            "-O",
+            "1",
+        ])
+        .unwrap();
         assert_eq!(cfg.server.port(), DEFAULT_PORT);
         assert_eq!(spec.streams, 3);
         assert_eq!(spec.direction, Direction::Reverse);
@@ -380,17 +470,45 @@ mod tests {
 
     #[test]
     fn lab_path_flags_map_to_the_path() {
-        let cli = Cli::try_parse_from(["netsweep", "lab", "up", "x", "--rate", "200M", "--rtt", "20ms", "--loss", "1%", "--mtu-b", "9000", "--sysctl-b", "net.ipv4.tcp_sack=0"]).unwrap();
-        let Command::Lab(LabCommand::Up { path, .. }) = cli.command else { panic!() };
+        let cli = Cli::try_parse_from([
+            "netsweep",
+            "lab",
+            "up",
+            "x",
+            "--rate",
+            "200M",
+            "--rtt",
+            "20ms",
+            "--loss",
+            "1%",
+            "--mtu-b",
+            "9000",
+            "--sysctl-b",
+            "net.ipv4.tcp_sack=0",
+        ])
+        .unwrap();
+        let Command::Lab(LabCommand::Up { path, .. }) = cli.command else {
+            panic!()
+        };
         let (p, e) = <(PathConfig, EmulatorChoice)>::try_from(&path).unwrap();
         assert_eq!(p.rate_bps, Some(200e6));
         assert_eq!(p.delay, Duration::from_millis(10));
         assert_eq!(p.loss_percent, 1.0);
         assert_eq!((p.mtu_a, p.mtu_b), (1500, 9000));
-        assert_eq!(p.sysctls_b, vec![("net.ipv4.tcp_sack".to_string(), "0".to_string())]);
+        assert_eq!(
+            p.sysctls_b,
+            vec![("net.ipv4.tcp_sack".to_string(), "0".to_string())]
+        );
         assert_eq!(e, EmulatorChoice::Auto);
-        let bad = PathArgs { sysctl_a: vec!["kernel.panic=1".into()], queue: "50ms".into(), mtu: 1500, ..PathArgs::default() };
-        let err = <(PathConfig, EmulatorChoice)>::try_from(&bad).unwrap_err().to_string();
+        let bad = PathArgs {
+            sysctl_a: vec!["kernel.panic=1".into()],
+            queue: "50ms".into(),
+            mtu: 1500,
+            ..PathArgs::default()
+        };
+        let err = <(PathConfig, EmulatorChoice)>::try_from(&bad)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("only net.* keys"), "{err}");
     }
 

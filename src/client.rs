@@ -6,7 +6,9 @@
 
 use crate::engine::{EngineEvent, StreamSocket};
 use crate::measure::{IntervalReport, Role, StreamReport};
-use crate::protocol::{self, ClientMsg, IO_DEADLINE, ServerMsg, Token, read_exact_by, read_frame, write_frame};
+use crate::protocol::{
+    self, ClientMsg, IO_DEADLINE, ServerMsg, Token, read_exact_by, read_frame, write_frame,
+};
 use crate::result::{self, CpuResult, Interval, StartInfo, StreamPair, TestResult};
 use crate::server::spawn_reader;
 use crate::session::{self, Finished};
@@ -37,7 +39,11 @@ pub struct ClientConfig {
 
 impl ClientConfig {
     pub fn new(server: SocketAddr) -> ClientConfig {
-        ClientConfig { server, bind: None, connect_timeout: Duration::from_secs(5) }
+        ClientConfig {
+            server,
+            bind: None,
+            connect_timeout: Duration::from_secs(5),
+        }
     }
 }
 
@@ -51,7 +57,10 @@ pub struct TestError {
 
 impl TestError {
     fn new(message: impl Into<String>) -> TestError {
-        TestError { message: message.into(), partial: None }
+        TestError {
+            message: message.into(),
+            partial: None,
+        }
     }
 }
 
@@ -94,32 +103,57 @@ pub fn run_test(
 ) -> Result<TestResult, TestError> {
     spec.validate().map_err(|e| TestError::new(e.to_string()))?;
     let server = cfg.server;
-    let mut ctrl = connect_tcp(cfg, None).map_err(|e| TestError::new(connect_advice(server, &e)))?;
+    let mut ctrl =
+        connect_tcp(cfg, None).map_err(|e| TestError::new(connect_advice(server, &e)))?;
     let _ = ctrl.set_nodelay(true);
     let t0 = Instant::now();
-    ctrl.write_all(&protocol::control_preamble()).map_err(|e| TestError::new(format!("{server}: {e}")))?;
+    ctrl.write_all(&protocol::control_preamble())
+        .map_err(|e| TestError::new(format!("{server}: {e}")))?;
     let mut pre = [0u8; 8];
-    read_exact_by(&mut ctrl, &mut pre, Instant::now() + IO_DEADLINE)
-        .map_err(|e| TestError::new(format!("{server} did not answer as a netsweep server: {e}")))?;
-    protocol::check_control_preamble(&pre, true).map_err(|e| TestError::new(format!("server {server}: {e}")))?;
+    read_exact_by(&mut ctrl, &mut pre, Instant::now() + IO_DEADLINE).map_err(|e| {
+        TestError::new(format!("{server} did not answer as a netsweep server: {e}"))
+    })?;
+    protocol::check_control_preamble(&pre, true)
+        .map_err(|e| TestError::new(format!("server {server}: {e}")))?;
     let control_rtt = t0.elapsed();
     write_frame(&mut ctrl, &ClientMsg::Request { spec: spec.clone() })?;
-    let (token, udp_ports) = match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
-        ServerMsg::Accepted { token, udp_ports } => (token, udp_ports),
-        ServerMsg::Refused { refusal } => return Err(TestError::new(format!("{server}: {refusal}"))),
-        ServerMsg::Error { message } => return Err(TestError::new(format!("{server}: {message}"))),
-        other => return Err(TestError::new(format!("{server} answered {other:?} to a test request"))),
-    };
+    let (token, udp_ports) =
+        match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
+            ServerMsg::Accepted { token, udp_ports } => (token, udp_ports),
+            ServerMsg::Refused { refusal } => {
+                return Err(TestError::new(format!("{server}: {refusal}")));
+            }
+            ServerMsg::Error { message } => {
+                return Err(TestError::new(format!("{server}: {message}")));
+            }
+            other => {
+                return Err(TestError::new(format!(
+                    "{server} answered {other:?} to a test request"
+                )));
+            }
+        };
     let flows = spec.flows();
     let sockets = open_data(cfg, spec, &flows, &token, &udp_ports)
         .map_err(|e| TestError::new(format!("opening data connections to {server}: {e}")))?;
-    let server_sockets = match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
-        ServerMsg::Ready { sockets } => sockets,
-        ServerMsg::Error { message } => return Err(TestError::new(format!("{server}: {message}"))),
-        other => return Err(TestError::new(format!("{server}: expected ready, got {other:?}"))),
-    };
-    let client_sockets = sockets.iter().map(|(i, _, s)| session::describe(*i, s, spec)).collect();
-    let timestamp = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+    let server_sockets =
+        match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
+            ServerMsg::Ready { sockets } => sockets,
+            ServerMsg::Error { message } => {
+                return Err(TestError::new(format!("{server}: {message}")));
+            }
+            other => {
+                return Err(TestError::new(format!(
+                    "{server}: expected ready, got {other:?}"
+                )));
+            }
+        };
+    let client_sockets = sockets
+        .iter()
+        .map(|(i, _, s)| session::describe(*i, s, spec))
+        .collect();
+    let timestamp = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
     write_frame(&mut ctrl, &ClientMsg::Start)?;
     let start = Instant::now();
     let streams = session::start_streams(spec, true, sockets, start, start + control_rtt)
@@ -139,14 +173,19 @@ pub fn run_test(
     let result = assemble(spec, info, local, remote, start, error.clone());
     match error {
         None => Ok(result),
-        Some(message) => Err(TestError { message, partial: Some(Box::new(result)) }),
+        Some(message) => Err(TestError {
+            message,
+            partial: Some(Box::new(result)),
+        }),
     }
 }
 
 fn connect_advice(server: SocketAddr, e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::ConnectionRefused => {
-            format!("cannot connect to {server}: connection refused: is `netsweep server` running there?")
+            format!(
+                "cannot connect to {server}: connection refused: is `netsweep server` running there?"
+            )
         }
         std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
             format!("cannot connect to {server}: timed out: check the address and any firewall")
@@ -174,7 +213,10 @@ fn open_data(
             }
             Protocol::Udp => {
                 let port = udp_ports.get(i).copied().ok_or_else(|| {
-                    std::io::Error::new(std::io::ErrorKind::InvalidData, "server sent too few UDP ports")
+                    std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        "server sent too few UDP ports",
+                    )
                 })?;
                 StreamSocket::Udp(udp_handshake(cfg, spec, *flow, token, id, port)?)
             }
@@ -185,11 +227,22 @@ fn open_data(
 }
 
 /// Opens a UDP socket to the server's port and repeats the hello until the server echoes it.
-fn udp_handshake(cfg: &ClientConfig, spec: &TestSpec, flow: Flow, token: &Token, id: u16, port: u16) -> std::io::Result<UdpSocket> {
+fn udp_handshake(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    flow: Flow,
+    token: &Token,
+    id: u16,
+    port: u16,
+) -> std::io::Result<UdpSocket> {
     let sock = new_socket(cfg, Type::DGRAM, socket2::Protocol::UDP)?;
     if cfg.bind.is_none() || matches!(cfg.bind, Some(Bind::Device(_))) {
-        let any: SocketAddr = if cfg.server.is_ipv4() { "0.0.0.0:0".parse() } else { "[::]:0".parse() }
-            .map_err(|_| std::io::Error::other("address literal"))?;
+        let any: SocketAddr = if cfg.server.is_ipv4() {
+            "0.0.0.0:0".parse()
+        } else {
+            "[::]:0".parse()
+        }
+        .map_err(|_| std::io::Error::other("address literal"))?;
         sock.bind(&SockAddr::from(any))?;
     }
     let sock: UdpSocket = sock.into();
@@ -224,7 +277,13 @@ fn drive(
 ) -> (Finished, Option<Finished>, Option<String>) {
     let server_rx = match ctrl.try_clone() {
         Ok(c) => spawn_reader::<ServerMsg>(c),
-        Err(e) => return (Finished::default(), None, Some(format!("control connection: {e}"))),
+        Err(e) => {
+            return (
+                Finished::default(),
+                None,
+                Some(format!("control connection: {e}")),
+            );
+        }
     };
     let mut merger = LiveMerger::new(spec);
     // The server's intervals as they arrived: what we keep if its final report never comes.
@@ -235,7 +294,12 @@ fn drive(
     let mut error = None;
     while local.reports.len() < streams.count || remote.is_none() {
         if stop.load(Ordering::Relaxed) {
-            let _ = write_frame(ctrl, &ClientMsg::Abort { reason: "interrupted".into() });
+            let _ = write_frame(
+                ctrl,
+                &ClientMsg::Abort {
+                    reason: "interrupted".into(),
+                },
+            );
             error = Some("interrupted: results cover the intervals measured so far".to_string());
             break;
         }
@@ -248,7 +312,10 @@ fn drive(
                 remote_live.push(report.clone());
                 merger.add(report, on_interval);
             }
-            Ok(Ok(ServerMsg::Done { streams: reports, cpu })) => remote = Some(Finished { reports, cpu }),
+            Ok(Ok(ServerMsg::Done {
+                streams: reports,
+                cpu,
+            })) => remote = Some(Finished { reports, cpu }),
             Ok(Ok(ServerMsg::Error { message })) => {
                 error = Some(format!("server error: {message}"));
                 break;
@@ -258,7 +325,9 @@ fn drive(
                 break;
             }
             Ok(Err(e)) => {
-                error = Some(format!("server gone mid-test ({e}): results cover the intervals measured so far"));
+                error = Some(format!(
+                    "server gone mid-test ({e}): results cover the intervals measured so far"
+                ));
                 break;
             }
             Err(_) => {}
@@ -274,12 +343,15 @@ fn drive(
         // Collect what the stream threads measured before they stop.
         let until = Instant::now() + Duration::from_secs(2);
         while local.reports.len() < streams.count && Instant::now() < until {
-            if let Ok(EngineEvent::StreamDone(report, cpu)) = streams.events.recv_timeout(Duration::from_millis(50)) {
+            if let Ok(EngineEvent::StreamDone(report, cpu)) =
+                streams.events.recv_timeout(Duration::from_millis(50))
+            {
                 local.add(report, cpu);
             }
         }
     }
-    let remote = remote.or_else(|| (!remote_live.is_empty()).then(|| reports_from_live(spec, remote_live)));
+    let remote =
+        remote.or_else(|| (!remote_live.is_empty()).then(|| reports_from_live(spec, remote_live)));
     (local, remote, error)
 }
 
@@ -311,7 +383,10 @@ fn reports_from_live(spec: &TestSpec, mut live: Vec<IntervalReport>) -> Finished
             }
         })
         .collect();
-    Finished { reports, cpu: Default::default() }
+    Finished {
+        reports,
+        cpu: Default::default(),
+    }
 }
 
 /// Pairs each stream's local and remote interval reports and releases whole intervals in order.
@@ -344,16 +419,27 @@ impl LiveMerger {
         self.pending.entry(key).or_default()[side] = Some(report);
         loop {
             let k = self.next;
-            let Some(slot) = self.timeline.slots().get(k as usize).copied() else { return };
-            let ready = (0..self.flows.len() as u16)
-                .all(|s| self.pending.get(&(s, k)).is_some_and(|p| p[0].is_some() && p[1].is_some()));
+            let Some(slot) = self.timeline.slots().get(k as usize).copied() else {
+                return;
+            };
+            let ready = (0..self.flows.len() as u16).all(|s| {
+                self.pending
+                    .get(&(s, k))
+                    .is_some_and(|p| p[0].is_some() && p[1].is_some())
+            });
             if !ready {
                 return;
             }
             let streams: Vec<_> = (0..self.flows.len())
                 .map(|s| {
                     let p = self.pending.remove(&(s as u16, k)).unwrap_or_default();
-                    result::merge_interval(self.spec.protocol, self.flows[s], &slot, p[0].as_ref(), p[1].as_ref())
+                    result::merge_interval(
+                        self.spec.protocol,
+                        self.flows[s],
+                        &slot,
+                        p[0].as_ref(),
+                        p[1].as_ref(),
+                    )
                 })
                 .collect();
             let secs = (slot.end - slot.start).as_secs_f64();
@@ -402,10 +488,22 @@ fn assemble(
         .enumerate()
         .map(|(i, flow)| {
             let id = i as u16;
-            let l = find(&local.reports, id).map(|p| &local.reports[p]).unwrap_or(&empty[i]);
-            let r = find(&remote.reports, id).map(|p| &remote.reports[p]).unwrap_or(&empty[i]);
-            let (sender, receiver) = if *flow == Flow::ClientToServer { (l, r) } else { (r, l) };
-            StreamPair { flow: *flow, sender, receiver }
+            let l = find(&local.reports, id)
+                .map(|p| &local.reports[p])
+                .unwrap_or(&empty[i]);
+            let r = find(&remote.reports, id)
+                .map(|p| &remote.reports[p])
+                .unwrap_or(&empty[i]);
+            let (sender, receiver) = if *flow == Flow::ClientToServer {
+                (l, r)
+            } else {
+                (r, l)
+            };
+            StreamPair {
+                flow: *flow,
+                sender,
+                receiver,
+            }
         })
         .collect();
     let mut local_cpu = local.cpu;

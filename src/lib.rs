@@ -9,6 +9,7 @@
 //! - `measure`: what one end measures (interval and stream reports, CPU).
 //! - `result`: merging both ends into a `TestResult` (also the JSON output).
 //! - `stats`: ministat-compatible statistics, Welch, Mann-Whitney, verdicts (pure).
+//! - `ministat`: ministat-compatible rendering of an analysis, and its input format.
 //! - `session`: socket setup and stream threads shared by both ends.
 //! - `server` / `client`: the two ends of a test.
 //! - `lab`: two-host networks in namespaces with rate, delay and loss (`netns`: its platform leaf).
@@ -23,6 +24,7 @@ pub mod client;
 pub mod engine;
 pub mod lab;
 pub mod measure;
+pub mod ministat;
 pub mod netns;
 pub mod output;
 pub mod protocol;

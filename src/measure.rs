@@ -110,7 +110,11 @@ pub struct CpuUsage {
 impl CpuUsage {
     /// Percent of one core: 100 means one core fully busy.
     pub fn percent(&self) -> f64 {
-        if self.wall_s <= 0.0 { 0.0 } else { (self.user_s + self.system_s) / self.wall_s * 100.0 }
+        if self.wall_s <= 0.0 {
+            0.0
+        } else {
+            (self.user_s + self.system_s) / self.wall_s * 100.0
+        }
     }
 
     pub fn add(&mut self, other: &CpuUsage) {

@@ -34,9 +34,16 @@ pub fn check_privileges() -> anyhow::Result<()> {
 
 /// Runs a command, failing with its stderr.
 pub fn run(program: &str, args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new(program).args(args).output().with_context(|| format!("cannot run {program}"))?;
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .with_context(|| format!("cannot run {program}"))?;
     if !out.status.success() {
-        bail!("`{program} {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+        bail!(
+            "`{program} {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     Ok(())
 }
@@ -48,16 +55,22 @@ pub fn exists(ns: &str) -> bool {
 /// Names of all namespaces `ip netns` knows.
 pub fn list() -> Vec<String> {
     std::fs::read_dir(NETNS_DIR)
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().to_string()).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// Moves the calling thread into namespace `ns`.
 pub fn enter(ns: &str) -> anyhow::Result<()> {
-    let f = File::open(Path::new(NETNS_DIR).join(ns)).with_context(|| format!("no network namespace {ns}"))?;
+    let f = File::open(Path::new(NETNS_DIR).join(ns))
+        .with_context(|| format!("no network namespace {ns}"))?;
     // SAFETY: setns with a namespace file descriptor we hold open.
     if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-        return Err(std::io::Error::last_os_error()).with_context(|| format!("cannot enter namespace {ns}"));
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("cannot enter namespace {ns}"));
     }
     Ok(())
 }
@@ -81,16 +94,20 @@ where
 {
     let ns = ns.to_string();
     let (tx, rx) = std::sync::mpsc::channel();
-    let handle = std::thread::Builder::new().name(format!("in-{ns}")).spawn(move || match enter(&ns) {
-        Ok(()) => {
-            let _ = tx.send(Ok(()));
-            f();
-        }
-        Err(e) => {
-            let _ = tx.send(Err(e));
-        }
-    })?;
-    rx.recv().map_err(|_| anyhow::anyhow!("namespace thread ended early"))??;
+    let handle =
+        std::thread::Builder::new()
+            .name(format!("in-{ns}"))
+            .spawn(move || match enter(&ns) {
+                Ok(()) => {
+                    let _ = tx.send(Ok(()));
+                    f();
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                }
+            })?;
+    rx.recv()
+        .map_err(|_| anyhow::anyhow!("namespace thread ended early"))??;
     Ok(handle)
 }
 
@@ -110,24 +127,39 @@ pub fn open_tun(name: &str) -> anyhow::Result<File> {
         bail!("device name {name:?} is too long");
     }
     // SAFETY: a plain open of a device node; we own the returned descriptor.
-    let fd = unsafe { libc::open(c"/dev/net/tun".as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) };
+    let fd = unsafe {
+        libc::open(
+            c"/dev/net/tun".as_ptr(),
+            libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
     if fd < 0 {
-        return Err(std::io::Error::last_os_error()).context("cannot open /dev/net/tun (is the tun module loaded?)");
+        return Err(std::io::Error::last_os_error())
+            .context("cannot open /dev/net/tun (is the tun module loaded?)");
     }
     // SAFETY: fd is ours.
     let file = unsafe { File::from_raw_fd(fd) };
-    let mut req = IfReq { name: [0; libc::IFNAMSIZ], flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short, _pad: [0; 22] };
+    let mut req = IfReq {
+        name: [0; libc::IFNAMSIZ],
+        flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short,
+        _pad: [0; 22],
+    };
     req.name[..name.len()].copy_from_slice(name.as_bytes());
     // SAFETY: TUNSETIFF reads an ifreq-sized struct we own.
     if unsafe { libc::ioctl(file.as_raw_fd(), TUNSETIFF as _, &mut req) } != 0 {
-        return Err(std::io::Error::last_os_error()).with_context(|| format!("cannot attach to TUN device {name}"));
+        return Err(std::io::Error::last_os_error())
+            .with_context(|| format!("cannot attach to TUN device {name}"));
     }
     Ok(file)
 }
 
 /// Waits until `fd` is readable or `timeout` passes (microsecond precision).
 pub fn wait_readable(fd: &File, timeout: std::time::Duration) -> bool {
-    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
     let ts = libc::timespec {
         tv_sec: timeout.as_secs() as libc::time_t,
         tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),

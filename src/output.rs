@@ -23,7 +23,14 @@ fn tag(flow: Option<Flow>, bidir: bool) -> &'static str {
     }
 }
 
-fn line(id: &str, start: f64, end: f64, row: &StreamInterval, proto: Protocol, suffix: &str) -> String {
+fn line(
+    id: &str,
+    start: f64,
+    end: f64,
+    row: &StreamInterval,
+    proto: Protocol,
+    suffix: &str,
+) -> String {
     let mut s = format!(
         "[{id:>3}] {start:6.2}-{end:<6.2} sec  {:>12}  {:>16}",
         Bytes(row.bytes).to_string(),
@@ -63,17 +70,36 @@ pub fn interval_lines(spec: &TestSpec, iv: &Interval) -> String {
     let mut out = String::new();
     for row in &iv.streams {
         let id = format!("{}", row.stream);
-        out.push_str(&line(&id, iv.start_s, iv.end_s, row, spec.protocol, &format!("{}{omitted}", tag(row.flow, bidir))));
+        out.push_str(&line(
+            &id,
+            iv.start_s,
+            iv.end_s,
+            row,
+            spec.protocol,
+            &format!("{}{omitted}", tag(row.flow, bidir)),
+        ));
         out.push('\n');
     }
     if iv.streams.len() > 1 {
         let secs = iv.end_s - iv.start_s;
         for flow in [Flow::ClientToServer, Flow::ServerToClient] {
-            let rows: Vec<StreamInterval> = iv.streams.iter().filter(|r| r.flow == Some(flow)).cloned().collect();
+            let rows: Vec<StreamInterval> = iv
+                .streams
+                .iter()
+                .filter(|r| r.flow == Some(flow))
+                .cloned()
+                .collect();
             if rows.len() > 1 || (bidir && !rows.is_empty()) {
                 let total = crate::result::total_of(&rows, secs);
                 let tagged = format!("{}{omitted}", tag(Some(flow), bidir));
-                out.push_str(&line("SUM", iv.start_s, iv.end_s, &total, spec.protocol, &tagged));
+                out.push_str(&line(
+                    "SUM",
+                    iv.start_s,
+                    iv.end_s,
+                    &total,
+                    spec.protocol,
+                    &tagged,
+                ));
                 out.push('\n');
             }
         }
@@ -106,7 +132,11 @@ pub fn summary(result: &TestResult) -> String {
     out.push('\n');
     for dir in &result.directions {
         let t = tag(Some(dir.flow), bidir);
-        let mut rows: Vec<(String, &Summary)> = dir.streams.iter().map(|s| (s.stream.to_string(), &s.summary)).collect();
+        let mut rows: Vec<(String, &Summary)> = dir
+            .streams
+            .iter()
+            .map(|s| (s.stream.to_string(), &s.summary))
+            .collect();
         if dir.streams.len() > 1 {
             rows.push(("SUM".to_string(), &dir.summary));
         }
@@ -119,18 +149,44 @@ pub fn summary(result: &TestResult) -> String {
                         retransmits: s.retransmits,
                         ..StreamInterval::default()
                     };
-                    out.push_str(&line(&id, start, end, &sender, spec.protocol, &format!("  sender{t}\n")));
-                    let receiver = StreamInterval { retransmits: None, ..summary_row(s) };
-                    out.push_str(&line(&id, start, end, &receiver, spec.protocol, &format!("         receiver{t}\n")));
+                    out.push_str(&line(
+                        &id,
+                        start,
+                        end,
+                        &sender,
+                        spec.protocol,
+                        &format!("  sender{t}\n"),
+                    ));
+                    let receiver = StreamInterval {
+                        retransmits: None,
+                        ..summary_row(s)
+                    };
+                    out.push_str(&line(
+                        &id,
+                        start,
+                        end,
+                        &receiver,
+                        spec.protocol,
+                        &format!("         receiver{t}\n"),
+                    ));
                 }
                 Protocol::Udp => {
-                    out.push_str(&line(&id, start, end, &summary_row(s), spec.protocol, &format!("  receiver{t}\n")));
+                    out.push_str(&line(
+                        &id,
+                        start,
+                        end,
+                        &summary_row(s),
+                        spec.protocol,
+                        &format!("  receiver{t}\n"),
+                    ));
                 }
             }
         }
     }
-    if let (Some(rw), Some(sb)) = (result.summary.rwnd_limited_percent, result.summary.sndbuf_limited_percent)
-        && (rw >= 1.0 || sb >= 1.0)
+    if let (Some(rw), Some(sb)) = (
+        result.summary.rwnd_limited_percent,
+        result.summary.sndbuf_limited_percent,
+    ) && (rw >= 1.0 || sb >= 1.0)
     {
         let _ = writeln!(
             out,
@@ -142,7 +198,12 @@ pub fn summary(result: &TestResult) -> String {
     let _ = writeln!(
         out,
         "CPU: local {:.1}% (user {:.2}s, system {:.2}s), remote {:.1}% (user {:.2}s, system {:.2}s), 100% = one core",
-        c.local_percent, c.local.user_s, c.local.system_s, c.remote_percent, c.remote.user_s, c.remote.system_s
+        c.local_percent,
+        c.local.user_s,
+        c.local.system_s,
+        c.remote_percent,
+        c.remote.user_s,
+        c.remote.system_s
     );
     if let Some(s) = result.start.client_sockets.first() {
         let remote = result.start.server_sockets.first();
@@ -153,7 +214,10 @@ pub fn summary(result: &TestResult) -> String {
             Bytes(s.rcvbuf_bytes),
             Bytes(remote.map_or(0, |r| r.sndbuf_bytes)),
             Bytes(remote.map_or(0, |r| r.rcvbuf_bytes)),
-            s.congestion.as_ref().map(|c| format!(", congestion control {c}")).unwrap_or_default()
+            s.congestion
+                .as_ref()
+                .map(|c| format!(", congestion control {c}"))
+                .unwrap_or_default()
         );
     }
     out

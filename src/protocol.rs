@@ -53,7 +53,9 @@ pub enum Refusal {
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Refusal::Busy { running } => write!(f, "server busy, {running} tests running: try again later"),
+            Refusal::Busy { running } => {
+                write!(f, "server busy, {running} tests running: try again later")
+            }
             Refusal::Limit { reason } => write!(f, "server refused the test: {reason}"),
         }
     }
@@ -79,16 +81,30 @@ pub enum ClientMsg {
 pub enum ServerMsg {
     /// The test is admitted; data connections must present `token`. For UDP, `udp_ports[i]` is
     /// where stream `i` sends its hello.
-    Accepted { token: Token, udp_ports: Vec<u16> },
-    Refused { refusal: Refusal },
+    Accepted {
+        token: Token,
+        udp_ports: Vec<u16>,
+    },
+    Refused {
+        refusal: Refusal,
+    },
     /// Every data connection arrived; `sockets` are the server's granted buffer sizes.
-    Ready { sockets: Vec<SocketInfo> },
+    Ready {
+        sockets: Vec<SocketInfo>,
+    },
     /// One stream's interval on the server's side, sent as it closes.
-    Interval { report: crate::measure::IntervalReport },
+    Interval {
+        report: crate::measure::IntervalReport,
+    },
     /// The server's streams finished; full reports and the server's CPU use.
-    Done { streams: Vec<StreamReport>, cpu: CpuUsage },
+    Done {
+        streams: Vec<StreamReport>,
+        cpu: CpuUsage,
+    },
     /// Something failed on the server.
-    Error { message: String },
+    Error {
+        message: String,
+    },
 }
 
 /// Errors of the control channel, with what to do about them.
@@ -99,7 +115,11 @@ pub enum ProtocolError {
     #[error("peer is not a netsweep peer (unexpected preamble {0:?})")]
     BadMagic(Vec<u8>),
     #[error("peer speaks netsweep protocol {peer}, this side speaks {ours}: {advice}")]
-    Version { peer: u16, ours: u16, advice: &'static str },
+    Version {
+        peer: u16,
+        ours: u16,
+        advice: &'static str,
+    },
     #[error("peer sent a malformed message: {0}")]
     Malformed(String),
     #[error("peer sent nothing for {0:?}")]
@@ -117,11 +137,18 @@ impl ProtocolError {
 }
 
 fn is_timeout_kind(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 /// Fills `buf` completely or fails once `deadline` has passed.
-pub fn read_exact_by(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> Result<(), ProtocolError> {
+pub fn read_exact_by(
+    stream: &mut TcpStream,
+    buf: &mut [u8],
+    deadline: Instant,
+) -> Result<(), ProtocolError> {
     let mut filled = 0;
     while filled < buf.len() {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -208,7 +235,11 @@ pub fn check_control_preamble(p: &[u8; 8], peer_is_server: bool) -> Result<(), P
             (false, true) => "upgrade the client",
             (false, false) => "upgrade this server",
         };
-        return Err(ProtocolError::Version { peer, ours: VERSION, advice });
+        return Err(ProtocolError::Version {
+            peer,
+            ours: VERSION,
+            advice,
+        });
     }
     Ok(())
 }
@@ -276,9 +307,12 @@ mod tests {
     #[test]
     fn frames_round_trip() {
         let (mut a, mut b) = pair();
-        let msg = ClientMsg::Abort { reason: "test".into() };
+        let msg = ClientMsg::Abort {
+            reason: "test".into(),
+        };
         write_frame(&mut a, &msg).unwrap();
-        let got: ClientMsg = read_frame(&mut b, Some(Instant::now() + Duration::from_secs(1))).unwrap();
+        let got: ClientMsg =
+            read_frame(&mut b, Some(Instant::now() + Duration::from_secs(1))).unwrap();
         assert_eq!(got, msg);
     }
 
@@ -286,8 +320,12 @@ mod tests {
     fn oversized_frame_is_refused_before_allocating() {
         let (mut a, mut b) = pair();
         a.write_all(&(u32::MAX).to_be_bytes()).unwrap();
-        let err = read_frame::<ClientMsg>(&mut b, Some(Instant::now() + Duration::from_secs(1))).unwrap_err();
-        assert!(matches!(err, ProtocolError::FrameTooLarge(u32::MAX)), "{err}");
+        let err = read_frame::<ClientMsg>(&mut b, Some(Instant::now() + Duration::from_secs(1)))
+            .unwrap_err();
+        assert!(
+            matches!(err, ProtocolError::FrameTooLarge(u32::MAX)),
+            "{err}"
+        );
     }
 
     #[test]
@@ -295,7 +333,8 @@ mod tests {
         let (mut a, mut b) = pair();
         a.write_all(&5u32.to_be_bytes()).unwrap();
         a.write_all(b"{{{{{").unwrap();
-        let err = read_frame::<ClientMsg>(&mut b, Some(Instant::now() + Duration::from_secs(1))).unwrap_err();
+        let err = read_frame::<ClientMsg>(&mut b, Some(Instant::now() + Duration::from_secs(1)))
+            .unwrap_err();
         assert!(matches!(err, ProtocolError::Malformed(_)), "{err}");
     }
 
@@ -306,7 +345,10 @@ mod tests {
         let msg = check_control_preamble(&p, true).unwrap_err().to_string();
         assert!(msg.contains("upgrade this client"), "{msg}");
         assert!(check_control_preamble(&control_preamble(), true).is_ok());
-        assert!(matches!(check_control_preamble(b"GET / HT", false), Err(ProtocolError::BadMagic(_))));
+        assert!(matches!(
+            check_control_preamble(b"GET / HT", false),
+            Err(ProtocolError::BadMagic(_))
+        ));
     }
 
     #[test]

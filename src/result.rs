@@ -179,7 +179,11 @@ pub fn merge_interval(
         stream: sender.or(receiver).map_or(0, |r| r.stream),
         flow: Some(flow),
         bytes,
-        bits_per_second: if secs > 0.0 { bytes as f64 * 8.0 / secs } else { 0.0 },
+        bits_per_second: if secs > 0.0 {
+            bytes as f64 * 8.0 / secs
+        } else {
+            0.0
+        },
         sent_bytes: sender.map_or(0, |s| s.bytes),
         ..StreamInterval::default()
     };
@@ -211,7 +215,11 @@ pub fn merge_interval(
 }
 
 fn percent(part: u64, whole: u64) -> f64 {
-    if whole == 0 { 0.0 } else { part as f64 * 100.0 / whole as f64 }
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
 }
 
 fn sum_opt(values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
@@ -236,11 +244,16 @@ pub fn total_of(rows: &[StreamInterval], secs: f64) -> StreamInterval {
         stream: 0,
         flow: None,
         bytes,
-        bits_per_second: if secs > 0.0 { bytes as f64 * 8.0 / secs } else { 0.0 },
+        bits_per_second: if secs > 0.0 {
+            bytes as f64 * 8.0 / secs
+        } else {
+            0.0
+        },
         sent_bytes: rows.iter().map(|r| r.sent_bytes).sum(),
         retransmits: sum_opt(rows.iter().map(|r| r.retransmits)),
         rtt_us: mean_opt(rows.iter().map(|r| r.rtt_us.map(f64::from))).map(|v| v.round() as u32),
-        rttvar_us: mean_opt(rows.iter().map(|r| r.rttvar_us.map(f64::from))).map(|v| v.round() as u32),
+        rttvar_us: mean_opt(rows.iter().map(|r| r.rttvar_us.map(f64::from)))
+            .map(|v| v.round() as u32),
         cwnd_bytes: sum_opt(rows.iter().map(|r| r.cwnd_bytes)),
         snd_wnd_bytes: sum_opt(rows.iter().map(|r| r.snd_wnd_bytes)),
         rwnd_limited_percent: mean_opt(rows.iter().map(|r| r.rwnd_limited_percent)),
@@ -254,8 +267,15 @@ pub fn total_of(rows: &[StreamInterval], secs: f64) -> StreamInterval {
 }
 
 /// Summarises the measured (not omitted) intervals of some rows.
-fn summarize(proto: Protocol, measured: &[(&Slot, &StreamInterval)], pairs: &[&StreamPair]) -> Summary {
-    let seconds: f64 = measured.iter().map(|(s, _)| (s.end - s.start).as_secs_f64()).sum();
+fn summarize(
+    proto: Protocol,
+    measured: &[(&Slot, &StreamInterval)],
+    pairs: &[&StreamPair],
+) -> Summary {
+    let seconds: f64 = measured
+        .iter()
+        .map(|(s, _)| (s.end - s.start).as_secs_f64())
+        .sum();
     let rows: Vec<StreamInterval> = measured.iter().map(|(_, r)| (*r).clone()).collect();
     let t = total_of(&rows, seconds);
     let mut s = Summary {
@@ -263,20 +283,34 @@ fn summarize(proto: Protocol, measured: &[(&Slot, &StreamInterval)], pairs: &[&S
         bytes: t.bytes,
         bits_per_second: t.bits_per_second,
         sent_bytes: t.sent_bytes,
-        sent_bits_per_second: if seconds > 0.0 { t.sent_bytes as f64 * 8.0 / seconds } else { 0.0 },
+        sent_bits_per_second: if seconds > 0.0 {
+            t.sent_bytes as f64 * 8.0 / seconds
+        } else {
+            0.0
+        },
         tail_bytes: pairs.iter().map(|p| p.receiver.tail_bytes).sum(),
         ..Summary::default()
     };
     match proto {
         Protocol::Tcp => {
             s.retransmits = Some(t.retransmits.unwrap_or(0));
-            s.rtt_mean_us = mean_opt(rows.iter().map(|r| r.rtt_us.filter(|v| *v > 0).map(f64::from)));
+            s.rtt_mean_us = mean_opt(
+                rows.iter()
+                    .map(|r| r.rtt_us.filter(|v| *v > 0).map(f64::from)),
+            );
             s.rtt_min_us = pairs.iter().filter_map(|p| p.sender.rtt_min_us).min();
             s.rtt_max_us = pairs.iter().filter_map(|p| p.sender.rtt_max_us).max();
             s.snd_wnd_max_bytes = Some(
                 pairs
                     .iter()
-                    .map(|p| p.sender.intervals.iter().filter_map(|i| i.tcp.map(|t| t.snd_wnd_bytes)).max().unwrap_or(0))
+                    .map(|p| {
+                        p.sender
+                            .intervals
+                            .iter()
+                            .filter_map(|i| i.tcp.map(|t| t.snd_wnd_bytes))
+                            .max()
+                            .unwrap_or(0)
+                    })
                     .sum(),
             );
             s.rwnd_limited_percent = mean_opt(rows.iter().map(|r| r.rwnd_limited_percent));
@@ -288,7 +322,12 @@ fn summarize(proto: Protocol, measured: &[(&Slot, &StreamInterval)], pairs: &[&S
             s.lost_percent = t.lost_percent;
             // The jitter estimate at the end of the last measured interval, averaged over streams.
             let last = measured.iter().map(|(slot, _)| slot.end).max();
-            s.jitter_ms = mean_opt(measured.iter().filter(|(slot, _)| Some(slot.end) == last).map(|(_, r)| r.jitter_ms));
+            s.jitter_ms = mean_opt(
+                measured
+                    .iter()
+                    .filter(|(slot, _)| Some(slot.end) == last)
+                    .map(|(_, r)| r.jitter_ms),
+            );
             s.out_of_order = t.out_of_order;
             s.duplicates = Some(
                 pairs
@@ -304,7 +343,13 @@ fn summarize(proto: Protocol, measured: &[(&Slot, &StreamInterval)], pairs: &[&S
 
 /// Builds the full result from both ends' reports. `pairs` is in stream-id order. Intervals
 /// that only one end reported (a test cut short) are left out.
-pub fn build(spec: &TestSpec, start: StartInfo, pairs: &[StreamPair], cpu: CpuResult, error: Option<String>) -> TestResult {
+pub fn build(
+    spec: &TestSpec,
+    start: StartInfo,
+    pairs: &[StreamPair],
+    cpu: CpuResult,
+    error: Option<String>,
+) -> TestResult {
     let timeline = Timeline::new(spec.omit, spec.interval, spec.duration);
     let complete = pairs
         .iter()
@@ -321,7 +366,13 @@ pub fn build(spec: &TestSpec, start: StartInfo, pairs: &[StreamPair], cpu: CpuRe
                 .iter()
                 .enumerate()
                 .map(|(k, slot)| {
-                    merge_interval(spec.protocol, p.flow, slot, p.sender.intervals.get(k), p.receiver.intervals.get(k))
+                    merge_interval(
+                        spec.protocol,
+                        p.flow,
+                        slot,
+                        p.sender.intervals.get(k),
+                        p.receiver.intervals.get(k),
+                    )
                 })
                 .collect()
         })
@@ -350,11 +401,17 @@ pub fn build(spec: &TestSpec, start: StartInfo, pairs: &[StreamPair], cpu: CpuRe
     let all_pairs: Vec<&StreamPair> = pairs.iter().collect();
     let mut summary = summarize(spec.protocol, &measured_of(&all), &all_pairs);
     // Streams run side by side: the period is the grid's, not the sum over streams.
-    let period = slots.iter().filter(|s| !s.omitted).map(|s| (s.end - s.start).as_secs_f64()).sum::<f64>();
+    let period = slots
+        .iter()
+        .filter(|s| !s.omitted)
+        .map(|s| (s.end - s.start).as_secs_f64())
+        .sum::<f64>();
     rescale(&mut summary, period);
     let mut directions = Vec::new();
     for flow in [Flow::ClientToServer, Flow::ServerToClient] {
-        let idx: Vec<usize> = (0..pairs.len()).filter(|&i| pairs[i].flow == flow).collect();
+        let idx: Vec<usize> = (0..pairs.len())
+            .filter(|&i| pairs[i].flow == flow)
+            .collect();
         if idx.is_empty() {
             continue;
         }
@@ -366,10 +423,18 @@ pub fn build(spec: &TestSpec, start: StartInfo, pairs: &[StreamPair], cpu: CpuRe
             .map(|&i| StreamSummary {
                 stream: pairs[i].sender.stream,
                 summary: summarize(spec.protocol, &measured_of(&[i]), &[&pairs[i]]),
-                error: pairs[i].sender.error.clone().or_else(|| pairs[i].receiver.error.clone()),
+                error: pairs[i]
+                    .sender
+                    .error
+                    .clone()
+                    .or_else(|| pairs[i].receiver.error.clone()),
             })
             .collect();
-        directions.push(DirectionResult { flow, summary: dsum, streams });
+        directions.push(DirectionResult {
+            flow,
+            summary: dsum,
+            streams,
+        });
     }
     TestResult {
         netsweep_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -386,7 +451,13 @@ pub fn build(spec: &TestSpec, start: StartInfo, pairs: &[StreamPair], cpu: CpuRe
 /// Sets a multi-stream summary's period to the wall-clock period and recomputes its rates.
 fn rescale(s: &mut Summary, period: f64) {
     s.seconds = period;
-    let rate = |b: u64| if period > 0.0 { b as f64 * 8.0 / period } else { 0.0 };
+    let rate = |b: u64| {
+        if period > 0.0 {
+            b as f64 * 8.0 / period
+        } else {
+            0.0
+        }
+    };
     s.bits_per_second = rate(s.bytes);
     s.sent_bits_per_second = rate(s.sent_bytes);
 }

@@ -34,8 +34,18 @@ struct Shared {
 }
 
 /// Serves tests on `listener` until `shutdown` is raised.
-pub fn run(listener: TcpListener, limits: ServerLimits, shutdown: &AtomicBool, log: Log) -> std::io::Result<()> {
-    let shared = Arc::new(Shared { limits, running: AtomicUsize::new(0), registry: Registry::default(), log });
+pub fn run(
+    listener: TcpListener,
+    limits: ServerLimits,
+    shutdown: &AtomicBool,
+    log: Log,
+) -> std::io::Result<()> {
+    let shared = Arc::new(Shared {
+        limits,
+        running: AtomicUsize::new(0),
+        registry: Registry::default(),
+        log,
+    });
     while !shutdown.load(Ordering::Relaxed) {
         if !sockopt::wait_readable(&listener, Duration::from_millis(100))? {
             continue;
@@ -74,12 +84,18 @@ fn handle_connection(mut conn: TcpStream, peer: SocketAddr, shared: &Shared) {
         let mut t = [0u8; 16];
         t.copy_from_slice(&rest[..16]);
         let stream = u16::from_be_bytes([rest[16], rest[17]]);
-        let chan = shared.registry.lock().ok().and_then(|r| r.get(&Token(t)).cloned());
+        let chan = shared
+            .registry
+            .lock()
+            .ok()
+            .and_then(|r| r.get(&Token(t)).cloned());
         match chan {
             Some(tx) => {
                 let _ = tx.send((stream, conn));
             }
-            None => (shared.log)(&format!("{peer}: data connection with an unknown token, dropped")),
+            None => (shared.log)(&format!(
+                "{peer}: data connection with an unknown token, dropped"
+            )),
         }
         return;
     }
@@ -107,7 +123,9 @@ fn take_slot(shared: &Shared) -> Result<Slot<'_>, usize> {
     let max = shared.limits.max_tests;
     shared
         .running
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < max).then_some(n + 1))
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < max).then_some(n + 1)
+        })
         .map(|_| Slot(&shared.running))
 }
 
@@ -123,7 +141,12 @@ impl Drop for Registration<'_> {
 }
 
 fn refuse(ctrl: &mut TcpStream, refusal: Refusal) -> anyhow::Result<()> {
-    write_frame(ctrl, &ServerMsg::Refused { refusal: refusal.clone() })?;
+    write_frame(
+        ctrl,
+        &ServerMsg::Refused {
+            refusal: refusal.clone(),
+        },
+    )?;
     anyhow::bail!("{refusal}")
 }
 
@@ -133,7 +156,12 @@ fn control_session(mut ctrl: TcpStream, peer: SocketAddr, shared: &Shared) -> an
         other => anyhow::bail!("expected a test request, got {other:?}"),
     };
     if let Err(e) = spec.validate() {
-        return refuse(&mut ctrl, Refusal::Limit { reason: e.to_string() });
+        return refuse(
+            &mut ctrl,
+            Refusal::Limit {
+                reason: e.to_string(),
+            },
+        );
     }
     if let Some(reason) = shared.limits.refusal(&spec) {
         return refuse(&mut ctrl, Refusal::Limit { reason });
@@ -150,15 +178,25 @@ fn control_session(mut ctrl: TcpStream, peer: SocketAddr, shared: &Shared) -> an
     let registration = Registration(&shared.registry, token);
     let flows = spec.flows();
     let local_ip = ctrl.local_addr()?.ip();
-    let udp = if spec.protocol == Protocol::Udp { bind_udp(&spec, &flows, local_ip)? } else { Vec::new() };
-    let udp_ports = udp.iter().map(|s| s.local_addr().map(|a| a.port())).collect::<Result<_, _>>()?;
+    let udp = if spec.protocol == Protocol::Udp {
+        bind_udp(&spec, &flows, local_ip)?
+    } else {
+        Vec::new()
+    };
+    let udp_ports = udp
+        .iter()
+        .map(|s| s.local_addr().map(|a| a.port()))
+        .collect::<Result<_, _>>()?;
     write_frame(&mut ctrl, &ServerMsg::Accepted { token, udp_ports })?;
     let sockets = match spec.protocol {
         Protocol::Tcp => collect_tcp(&rx, &spec, &flows, peer.ip())?,
         Protocol::Udp => collect_udp(udp, &token, &flows, peer.ip())?,
     };
     drop(registration);
-    let infos = sockets.iter().map(|(i, _, s)| session::describe(*i, s, &spec)).collect();
+    let infos = sockets
+        .iter()
+        .map(|(i, _, s)| session::describe(*i, s, &spec))
+        .collect();
     write_frame(&mut ctrl, &ServerMsg::Ready { sockets: infos })?;
     match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
         ClientMsg::Start => {}
@@ -205,7 +243,11 @@ fn collect_tcp(
     while got.iter().any(Option::is_none) {
         let left = deadline.saturating_duration_since(Instant::now());
         let (id, sock) = rx.recv_timeout(left).map_err(|_| {
-            anyhow::anyhow!("only {} of {} data connections arrived within {IO_DEADLINE:?}", got.iter().flatten().count(), flows.len())
+            anyhow::anyhow!(
+                "only {} of {} data connections arrived within {IO_DEADLINE:?}",
+                got.iter().flatten().count(),
+                flows.len()
+            )
         })?;
         // A data connection must come from the control peer and name a stream once.
         let from_peer = sock.peer_addr().map(|a| a.ip() == peer_ip).unwrap_or(false);
@@ -237,10 +279,14 @@ fn collect_udp(
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
-                anyhow::bail!("no UDP hello for stream {i} within {IO_DEADLINE:?}: is UDP blocked on the path?");
+                anyhow::bail!(
+                    "no UDP hello for stream {i} within {IO_DEADLINE:?}: is UDP blocked on the path?"
+                );
             }
             sock.set_read_timeout(Some(left))?;
-            let Ok((n, from)) = sock.recv_from(&mut buf) else { continue };
+            let Ok((n, from)) = sock.recv_from(&mut buf) else {
+                continue;
+            };
             let hello = protocol::parse_udp_hello(&buf[..n]);
             if from.ip() == peer_ip && hello == Some((*token, i as u16)) {
                 sock.connect(from)?;
@@ -255,7 +301,11 @@ fn collect_udp(
 }
 
 /// Forwards interval reports to the client, then sends the final reports.
-fn run_test(ctrl: &mut TcpStream, spec: &TestSpec, streams: &session::Streams) -> anyhow::Result<()> {
+fn run_test(
+    ctrl: &mut TcpStream,
+    spec: &TestSpec,
+    streams: &session::Streams,
+) -> anyhow::Result<()> {
     let peer_rx = spawn_reader(ctrl.try_clone()?);
     let start = Instant::now();
     let give_up = start + spec.total_time() + Duration::from_secs(30);
@@ -272,7 +322,9 @@ fn run_test(ctrl: &mut TcpStream, spec: &TestSpec, streams: &session::Streams) -
             anyhow::bail!("streams did not finish 30 s after the test's end");
         }
         match streams.events.recv_timeout(Duration::from_millis(50)) {
-            Ok(EngineEvent::Interval(report)) => write_frame(ctrl, &ServerMsg::Interval { report })?,
+            Ok(EngineEvent::Interval(report)) => {
+                write_frame(ctrl, &ServerMsg::Interval { report })?
+            }
             Ok(EngineEvent::StreamDone(report, cpu)) => finished.add(report, cpu),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
@@ -281,7 +333,13 @@ fn run_test(ctrl: &mut TcpStream, spec: &TestSpec, streams: &session::Streams) -
     finished.reports.sort_by_key(|r| r.stream);
     let mut cpu = finished.cpu;
     cpu.wall_s = start.elapsed().as_secs_f64();
-    write_frame(ctrl, &ServerMsg::Done { streams: finished.reports, cpu })?;
+    write_frame(
+        ctrl,
+        &ServerMsg::Done {
+            streams: finished.reports,
+            cpu,
+        },
+    )?;
     // Let the client read the result and hang up first.
     let _ = peer_rx.recv_timeout(IO_DEADLINE);
     Ok(())
@@ -293,14 +351,16 @@ where
     T: for<'de> serde::Deserialize<'de> + Send + 'static,
 {
     let (tx, rx) = mpsc::channel();
-    let _ = std::thread::Builder::new().name("control-reader".into()).spawn(move || {
-        loop {
-            let msg = read_frame::<T>(&mut sock, None);
-            let failed = msg.is_err();
-            if tx.send(msg).is_err() || failed {
-                break;
+    let _ = std::thread::Builder::new()
+        .name("control-reader".into())
+        .spawn(move || {
+            loop {
+                let msg = read_frame::<T>(&mut sock, None);
+                let failed = msg.is_err();
+                if tx.send(msg).is_err() || failed {
+                    break;
+                }
             }
-        }
-    });
+        });
     rx
 }

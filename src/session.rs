@@ -104,7 +104,11 @@ pub fn start_streams(
             flow,
             role,
             timeline: timeline.clone(),
-            start: if role == Role::Sender { sender_start } else { receiver_start },
+            start: if role == Role::Sender {
+                sender_start
+            } else {
+                receiver_start
+            },
             stop: stop.clone(),
             events: tx.clone(),
             rate: spec.stream_rate(),
@@ -114,7 +118,12 @@ pub fn start_streams(
         };
         handles.push(engine::spawn_stream(ctx, socket)?);
     }
-    Ok(Streams { events: rx, count, stop, handles })
+    Ok(Streams {
+        events: rx,
+        count,
+        stop,
+        handles,
+    })
 }
 
 impl Streams {

@@ -109,7 +109,12 @@ pub fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<TcpInfo> {
     })
 }
 
-fn setsockopt_int<S: AsRawFd>(sock: &S, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
+fn setsockopt_int<S: AsRawFd>(
+    sock: &S,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: passes a pointer to a live c_int and its size.
     let rc = unsafe {
         libc::setsockopt(
@@ -120,7 +125,11 @@ fn setsockopt_int<S: AsRawFd>(sock: &S, level: libc::c_int, name: libc::c_int, v
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
-    if rc == 0 { Ok(()) } else { Err(io::Error::last_os_error()) }
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// Sets SO_SNDBUF and SO_RCVBUF to `bytes`. As root the `*FORCE` variants lift the
@@ -128,7 +137,10 @@ fn setsockopt_int<S: AsRawFd>(sock: &S, level: libc::c_int, name: libc::c_int, v
 /// back with `buffer_sizes`.
 pub fn set_buffers<S: AsFd + AsRawFd>(sock: &S, bytes: u64) -> io::Result<()> {
     let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    for (force, plain) in [(libc::SO_SNDBUFFORCE, libc::SO_SNDBUF), (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF)] {
+    for (force, plain) in [
+        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+    ] {
         if setsockopt_int(sock, libc::SOL_SOCKET, force, v).is_err() {
             setsockopt_int(sock, libc::SOL_SOCKET, plain, v)?;
         }
@@ -168,10 +180,11 @@ pub fn set_congestion<S: AsFd>(sock: &S, name: &str) -> io::Result<()> {
 
 /// The congestion control a TCP socket uses.
 pub fn congestion<S: AsFd>(sock: &S) -> Option<String> {
-    SockRef::from(sock)
-        .tcp_congestion()
-        .ok()
-        .map(|v| String::from_utf8_lossy(&v).trim_end_matches('\0').to_string())
+    SockRef::from(sock).tcp_congestion().ok().map(|v| {
+        String::from_utf8_lossy(&v)
+            .trim_end_matches('\0')
+            .to_string()
+    })
 }
 
 const SOL_UDP: libc::c_int = 17;
@@ -186,7 +199,10 @@ pub fn enable_udp_gro<S: AsRawFd>(sock: &S) -> bool {
 /// Sends `buf` as datagrams of `segment` bytes each in one call (UDP_SEGMENT). The last
 /// datagram may be shorter. The socket must be connected.
 pub fn send_segmented<S: AsRawFd>(sock: &S, buf: &[u8], segment: u16) -> io::Result<usize> {
-    let mut iov = libc::iovec { iov_base: buf.as_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    let mut iov = libc::iovec {
+        iov_base: buf.as_ptr() as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
     // Room for one cmsg carrying a u16.
     let mut control = [0u64; 4];
     // SAFETY: msghdr is plain data; every pointer in it refers to locals that outlive the call,
@@ -203,14 +219,21 @@ pub fn send_segmented<S: AsRawFd>(sock: &S, buf: &[u8], segment: u16) -> io::Res
         (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as _;
         std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), segment);
         let rc = libc::sendmsg(sock.as_raw_fd(), &msg, 0);
-        if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(rc as usize) }
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(rc as usize)
+        }
     }
 }
 
 /// Receives into `buf`; returns the byte count and, when the kernel coalesced several
 /// datagrams (UDP_GRO), their segment size.
 pub fn recv_coalesced<S: AsRawFd>(sock: &S, buf: &mut [u8]) -> io::Result<(usize, Option<usize>)> {
-    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
     let mut control = [0u64; 8];
     // SAFETY: as in `send_segmented`; the kernel writes at most msg_controllen bytes of cmsgs,
     // which are walked with the CMSG_* macros only within that length.
@@ -256,18 +279,30 @@ pub fn thread_cpu() -> CpuUsage {
         return CpuUsage::default();
     }
     let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    CpuUsage { user_s: secs(ru.ru_utime), system_s: secs(ru.ru_stime), wall_s: 0.0 }
+    CpuUsage {
+        user_s: secs(ru.ru_utime),
+        system_s: secs(ru.ru_stime),
+        wall_s: 0.0,
+    }
 }
 
 /// CPU used by the calling thread since `start` (a value from `thread_cpu`).
 pub fn thread_cpu_since(start: &CpuUsage) -> CpuUsage {
     let now = thread_cpu();
-    CpuUsage { user_s: now.user_s - start.user_s, system_s: now.system_s - start.system_s, wall_s: 0.0 }
+    CpuUsage {
+        user_s: now.user_s - start.user_s,
+        system_s: now.system_s - start.system_s,
+        wall_s: 0.0,
+    }
 }
 
 /// Waits until `sock` is readable (a listener: a connection is pending) or `timeout` passes.
 pub fn wait_readable<S: AsRawFd>(sock: &S, timeout: std::time::Duration) -> io::Result<bool> {
-    let mut fds = libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let mut fds = libc::pollfd {
+        fd: sock.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
     let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
     // SAFETY: one valid pollfd for the duration of the call.
     let rc = unsafe { libc::poll(&mut fds, 1, ms) };
@@ -276,7 +311,11 @@ pub fn wait_readable<S: AsRawFd>(sock: &S, timeout: std::time::Duration) -> io::
         0 => Ok(false),
         _ => {
             let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted { Ok(false) } else { Err(e) }
+            if e.kind() == io::ErrorKind::Interrupted {
+                Ok(false)
+            } else {
+                Err(e)
+            }
         }
     }
 }
@@ -302,5 +341,9 @@ pub fn send_file<S: AsRawFd, F: AsRawFd>(sock: &S, file: &F, len: usize) -> io::
     let mut offset: libc::off_t = 0;
     // SAFETY: both descriptors are open for the duration of the call; `offset` is a local.
     let rc = unsafe { libc::sendfile(sock.as_raw_fd(), file.as_raw_fd(), &mut offset, len) };
-    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(rc as usize) }
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
 }

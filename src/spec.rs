@@ -103,10 +103,17 @@ pub enum SpecError {
     #[error("MSS must be between 88 and 65535 bytes (-M), got {0}")]
     Mss(u32),
     #[error("length must be between {min} and {max} bytes for {proto} (-l), got {got}")]
-    Length { proto: &'static str, min: u32, max: u32, got: u32 },
+    Length {
+        proto: &'static str,
+        min: u32,
+        max: u32,
+        got: u32,
+    },
     #[error("bitrate must be a finite rate of 0 (unlimited) or more (-b)")]
     Bitrate,
-    #[error("congestion control name {0:?} is not valid: use a name from net.ipv4.tcp_available_congestion_control")]
+    #[error(
+        "congestion control name {0:?} is not valid: use a name from net.ipv4.tcp_available_congestion_control"
+    )]
     Congestion(String),
     #[error("{0} applies to TCP only")]
     TcpOnly(&'static str),
@@ -163,7 +170,12 @@ impl TestSpec {
             Protocol::Udp => ("UDP", UDP_HEADER_BYTES, UDP_MAX_PAYLOAD),
         };
         if self.length_bytes < min || self.length_bytes > max {
-            return Err(SpecError::Length { proto, min, max, got: self.length_bytes });
+            return Err(SpecError::Length {
+                proto,
+                min,
+                max,
+                got: self.length_bytes,
+            });
         }
         if !self.bitrate_bps.is_finite() || self.bitrate_bps < 0.0 {
             return Err(SpecError::Bitrate);
@@ -182,7 +194,9 @@ impl TestSpec {
             return Err(SpecError::Mss(m));
         }
         if let Some(c) = &self.congestion
-            && (c.is_empty() || c.len() > 15 || !c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_'))
+            && (c.is_empty()
+                || c.len() > 15
+                || !c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_'))
         {
             return Err(SpecError::Congestion(c.clone()));
         }
@@ -246,12 +260,21 @@ impl ServerLimits {
             ));
         }
         if spec.streams > self.max_streams {
-            return Some(format!("{} streams exceed this server's --max-streams of {}", spec.streams, self.max_streams));
+            return Some(format!(
+                "{} streams exceed this server's --max-streams of {}",
+                spec.streams, self.max_streams
+            ));
         }
-        if self.max_rate_bps > 0.0 && (spec.bitrate_bps == 0.0 || spec.bitrate_bps > self.max_rate_bps) {
+        if self.max_rate_bps > 0.0
+            && (spec.bitrate_bps == 0.0 || spec.bitrate_bps > self.max_rate_bps)
+        {
             return Some(format!(
                 "rate {} exceeds this server's --max-rate of {}: ask for -b {} or less",
-                if spec.bitrate_bps == 0.0 { "unlimited".to_string() } else { BitRate(spec.bitrate_bps).to_string() },
+                if spec.bitrate_bps == 0.0 {
+                    "unlimited".to_string()
+                } else {
+                    BitRate(spec.bitrate_bps).to_string()
+                },
                 BitRate(self.max_rate_bps),
                 BitRate(self.max_rate_bps)
             ));
@@ -287,40 +310,100 @@ mod tests {
     #[test]
     fn bad_values_are_named() {
         let base = TestSpec::tcp(Duration::from_secs(1));
-        assert_eq!(TestSpec { duration: Duration::ZERO, ..base.clone() }.validate(), Err(SpecError::ZeroDuration));
-        assert_eq!(TestSpec { window_bytes: Some(0), ..base.clone() }.validate(), Err(SpecError::ZeroWindow));
-        assert_eq!(TestSpec { streams: 0, ..base.clone() }.validate(), Err(SpecError::Streams(0)));
+        assert_eq!(
+            TestSpec {
+                duration: Duration::ZERO,
+                ..base.clone()
+            }
+            .validate(),
+            Err(SpecError::ZeroDuration)
+        );
+        assert_eq!(
+            TestSpec {
+                window_bytes: Some(0),
+                ..base.clone()
+            }
+            .validate(),
+            Err(SpecError::ZeroWindow)
+        );
+        assert_eq!(
+            TestSpec {
+                streams: 0,
+                ..base.clone()
+            }
+            .validate(),
+            Err(SpecError::Streams(0))
+        );
         assert!(matches!(
-            TestSpec { length_bytes: 8, ..TestSpec::udp(Duration::from_secs(1)) }.validate(),
+            TestSpec {
+                length_bytes: 8,
+                ..TestSpec::udp(Duration::from_secs(1))
+            }
+            .validate(),
             Err(SpecError::Length { .. })
         ));
-        assert!(TestSpec { congestion: Some("../x".into()), ..base.clone() }.validate().is_err());
-        assert!(TestSpec { mss_bytes: Some(1400), ..TestSpec::udp(Duration::from_secs(1)) }.validate().is_err());
+        assert!(
+            TestSpec {
+                congestion: Some("../x".into()),
+                ..base.clone()
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(
+            TestSpec {
+                mss_bytes: Some(1400),
+                ..TestSpec::udp(Duration::from_secs(1))
+            }
+            .validate()
+            .is_err()
+        );
     }
 
     #[test]
     fn bidir_has_both_flows() {
-        let spec = TestSpec { direction: Direction::Bidir, streams: 2, ..TestSpec::tcp(Duration::from_secs(1)) };
+        let spec = TestSpec {
+            direction: Direction::Bidir,
+            streams: 2,
+            ..TestSpec::tcp(Duration::from_secs(1))
+        };
         assert_eq!(
             spec.flows(),
-            vec![Flow::ClientToServer, Flow::ClientToServer, Flow::ServerToClient, Flow::ServerToClient]
+            vec![
+                Flow::ClientToServer,
+                Flow::ClientToServer,
+                Flow::ServerToClient,
+                Flow::ServerToClient
+            ]
         );
     }
 
     #[test]
     fn limits_refuse_before_traffic() {
-        let limits = ServerLimits { max_rate_bps: 1e9, ..ServerLimits::default() };
+        let limits = ServerLimits {
+            max_rate_bps: 1e9,
+            ..ServerLimits::default()
+        };
         let spec = TestSpec::udp(Duration::from_secs(1));
         assert!(limits.refusal(&spec).is_none());
-        let fast = TestSpec { bitrate_bps: 0.0, ..spec.clone() };
+        let fast = TestSpec {
+            bitrate_bps: 0.0,
+            ..spec.clone()
+        };
         assert!(limits.refusal(&fast).unwrap().contains("--max-rate"));
-        let long = TestSpec { duration: Duration::from_secs(7200), ..spec };
+        let long = TestSpec {
+            duration: Duration::from_secs(7200),
+            ..spec
+        };
         assert!(limits.refusal(&long).unwrap().contains("--max-duration"));
     }
 
     #[test]
     fn spec_round_trips_through_json() {
-        let spec = TestSpec { omit: Duration::from_millis(1500), ..TestSpec::udp(Duration::from_secs(3)) };
+        let spec = TestSpec {
+            omit: Duration::from_millis(1500),
+            ..TestSpec::udp(Duration::from_secs(3))
+        };
         let text = serde_json::to_string(&spec).unwrap();
         assert!(text.contains("\"duration_us\":3000000"), "{text}");
         assert_eq!(serde_json::from_str::<TestSpec>(&text).unwrap(), spec);

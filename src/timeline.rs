@@ -28,7 +28,11 @@ impl Timeline {
             let mut t = Duration::ZERO;
             while t < len {
                 let end = (t + interval).min(len);
-                slots.push(Slot { start: from + t, end: from + end, omitted });
+                slots.push(Slot {
+                    start: from + t,
+                    end: from + end,
+                    omitted,
+                });
                 t = end;
             }
         };
@@ -66,7 +70,11 @@ impl Timeline {
 
     /// The measured span (excluding warm-up).
     pub fn measured(&self) -> Duration {
-        self.slots.iter().filter(|s| !s.omitted).map(|s| s.end - s.start).sum()
+        self.slots
+            .iter()
+            .filter(|s| !s.omitted)
+            .map(|s| s.end - s.start)
+            .sum()
     }
 }
 
@@ -90,7 +98,11 @@ mod tests {
     #[test]
     fn warmup_ends_on_a_boundary() {
         let t = Timeline::new(ms(1500), ms(1000), ms(2000));
-        let cells: Vec<_> = t.slots().iter().map(|s| (s.start, s.end, s.omitted)).collect();
+        let cells: Vec<_> = t
+            .slots()
+            .iter()
+            .map(|s| (s.start, s.end, s.omitted))
+            .collect();
         assert_eq!(
             cells,
             vec![

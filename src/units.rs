@@ -20,8 +20,18 @@ pub struct ParseError {
 }
 
 impl ParseError {
-    fn new(what: &'static str, input: &str, reason: impl Into<String>, examples: &'static str) -> Self {
-        ParseError { what, input: input.to_string(), reason: reason.into(), examples }
+    fn new(
+        what: &'static str,
+        input: &str,
+        reason: impl Into<String>,
+        examples: &'static str,
+    ) -> Self {
+        ParseError {
+            what,
+            input: input.to_string(),
+            reason: reason.into(),
+            examples,
+        }
     }
 }
 
@@ -55,14 +65,27 @@ impl FromStr for Bytes {
     type Err = ParseError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (value, unit) = split_number(s)
-            .ok_or_else(|| ParseError::new("size", s, "expected a number with an optional unit", SIZE_EXAMPLES))?;
+        let (value, unit) = split_number(s).ok_or_else(|| {
+            ParseError::new(
+                "size",
+                s,
+                "expected a number with an optional unit",
+                SIZE_EXAMPLES,
+            )
+        })?;
         let mult: f64 = match unit.as_str() {
             "" | "b" => 1.0,
             "k" | "kb" | "kib" => 1024.0,
             "m" | "mb" | "mib" => 1024.0 * 1024.0,
             "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
-            _ => return Err(ParseError::new("size", s, format!("unknown unit {unit:?}"), SIZE_EXAMPLES)),
+            _ => {
+                return Err(ParseError::new(
+                    "size",
+                    s,
+                    format!("unknown unit {unit:?}"),
+                    SIZE_EXAMPLES,
+                ));
+            }
         };
         let bytes = (value * mult).round();
         if bytes > u64::MAX as f64 / 2.0 {
@@ -78,10 +101,22 @@ impl FromStr for BitRate {
     type Err = ParseError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (value, unit) = split_number(s)
-            .ok_or_else(|| ParseError::new("rate", s, "expected a number with an optional unit", RATE_EXAMPLES))?;
-        let unit = unit.strip_suffix("/s").or_else(|| unit.strip_suffix("ps")).unwrap_or(&unit);
-        let unit = ["bits", "bit", "b"].iter().find_map(|s| unit.strip_suffix(s)).unwrap_or(unit);
+        let (value, unit) = split_number(s).ok_or_else(|| {
+            ParseError::new(
+                "rate",
+                s,
+                "expected a number with an optional unit",
+                RATE_EXAMPLES,
+            )
+        })?;
+        let unit = unit
+            .strip_suffix("/s")
+            .or_else(|| unit.strip_suffix("ps"))
+            .unwrap_or(&unit);
+        let unit = ["bits", "bit", "b"]
+            .iter()
+            .find_map(|s| unit.strip_suffix(s))
+            .unwrap_or(unit);
         let mult = match unit {
             "" => 1.0,
             "k" => 1e3,
@@ -98,8 +133,14 @@ const DURATION_EXAMPLES: &str = "10 (seconds), 2s, 500ms, 1.6ms, 250us, 1m";
 
 /// Parses a duration; a bare number is seconds, as in iperf3's `-t 10`.
 pub fn parse_duration(s: &str) -> Result<Duration, ParseError> {
-    let (value, unit) = split_number(s)
-        .ok_or_else(|| ParseError::new("duration", s, "expected a number with an optional unit", DURATION_EXAMPLES))?;
+    let (value, unit) = split_number(s).ok_or_else(|| {
+        ParseError::new(
+            "duration",
+            s,
+            "expected a number with an optional unit",
+            DURATION_EXAMPLES,
+        )
+    })?;
     let secs = match unit.as_str() {
         "" | "s" | "sec" | "secs" => value,
         "ms" => value / 1e3,
@@ -107,10 +148,22 @@ pub fn parse_duration(s: &str) -> Result<Duration, ParseError> {
         "ns" => value / 1e9,
         "m" | "min" => value * 60.0,
         "h" => value * 3600.0,
-        _ => return Err(ParseError::new("duration", s, format!("unknown unit {unit:?}"), DURATION_EXAMPLES)),
+        _ => {
+            return Err(ParseError::new(
+                "duration",
+                s,
+                format!("unknown unit {unit:?}"),
+                DURATION_EXAMPLES,
+            ));
+        }
     };
     if secs > 1e9 {
-        return Err(ParseError::new("duration", s, "too long", DURATION_EXAMPLES));
+        return Err(ParseError::new(
+            "duration",
+            s,
+            "too long",
+            DURATION_EXAMPLES,
+        ));
     }
     Ok(Duration::from_secs_f64(secs))
 }
@@ -120,7 +173,12 @@ pub fn parse_percent(s: &str) -> Result<f64, ParseError> {
     let t = s.trim().trim_end_matches('%');
     match t.parse::<f64>() {
         Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
-        _ => Err(ParseError::new("percentage", s, "expected a number from 0 to 100", "1%, 0.5, 10%")),
+        _ => Err(ParseError::new(
+            "percentage",
+            s,
+            "expected a number from 0 to 100",
+            "1%, 0.5, 10%",
+        )),
     }
 }
 
@@ -128,7 +186,11 @@ impl BitRate {
     /// Rate of `bytes` moved in `elapsed`; zero when no time passed.
     pub fn from_bytes(bytes: u64, elapsed: Duration) -> BitRate {
         let secs = elapsed.as_secs_f64();
-        if secs <= 0.0 { BitRate(0.0) } else { BitRate(bytes as f64 * 8.0 / secs) }
+        if secs <= 0.0 {
+            BitRate(0.0)
+        } else {
+            BitRate(bytes as f64 * 8.0 / secs)
+        }
     }
 
     pub fn bits_per_second(self) -> f64 {
@@ -145,7 +207,7 @@ impl fmt::Display for BitRate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v = self.0;
         // Choose the unit after rounding, so 999.9e6 prints as 1.00 Gbits/sec.
-        let v = if v >= 999.5e6 && v < 1e9 { 1e9 } else { v };
+        let v = if (999.5e6..1e9).contains(&v) { 1e9 } else { v };
         let (scaled, unit) = if v >= 1e9 {
             (v / 1e9, "Gbits/sec")
         } else if v >= 1e6 {
@@ -222,7 +284,10 @@ mod tests {
         assert_eq!(parse_duration("10").unwrap(), Duration::from_secs(10));
         assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("1.6ms").unwrap(), Duration::from_micros(1600));
+        assert_eq!(
+            parse_duration("1.6ms").unwrap(),
+            Duration::from_micros(1600)
+        );
         assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
         assert_eq!(parse_duration("1m").unwrap(), Duration::from_secs(60));
         assert!(parse_duration("soon").is_err());
@@ -244,7 +309,10 @@ mod tests {
         assert_eq!(BitRate(941e6).to_string(), "941 Mbits/sec");
         assert_eq!(BitRate(25.34e9).to_string(), "25.3 Gbits/sec");
         assert_eq!(Bytes(1_181_116_006).to_string(), "1.10 GBytes");
-        assert_eq!(BitRate::from_bytes(125_000_000, Duration::from_secs(1)), BitRate(1e9));
+        assert_eq!(
+            BitRate::from_bytes(125_000_000, Duration::from_secs(1)),
+            BitRate(1e9)
+        );
         assert_eq!(BitRate::from_bytes(1, Duration::ZERO), BitRate(0.0));
     }
 }

@@ -15,7 +15,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 fn short_tcp(secs: f64) -> TestSpec {
-    TestSpec { interval: Duration::from_millis(250), ..TestSpec::tcp(Duration::from_secs_f64(secs)) }
+    TestSpec {
+        interval: Duration::from_millis(250),
+        ..TestSpec::tcp(Duration::from_secs_f64(secs))
+    }
 }
 
 /// Reads until the server closes; returns how long that took.
@@ -41,35 +44,64 @@ fn control_conn(addr: SocketAddr) -> TcpStream {
 
 #[test]
 fn a_client_over_the_cap_is_told_busy_at_once() {
-    let server = TestServer::start(ServerLimits { max_tests: 1, ..ServerLimits::default() });
+    let server = TestServer::start(ServerLimits {
+        max_tests: 1,
+        ..ServerLimits::default()
+    });
     let addr = server.addr;
     let first = std::thread::spawn(move || {
         let stop = AtomicBool::new(false);
-        client::run_test(&ClientConfig::new(addr), &short_tcp(2.0), &stop, &mut |_| {})
+        client::run_test(
+            &ClientConfig::new(addr),
+            &short_tcp(2.0),
+            &stop,
+            &mut |_| {},
+        )
     });
     std::thread::sleep(Duration::from_millis(500));
     let t0 = Instant::now();
     let err = server.run(&short_tcp(1.0)).unwrap_err();
-    assert!(t0.elapsed() < Duration::from_secs(1), "busy answer took {:?}", t0.elapsed());
-    assert!(err.message.contains("busy, 1 tests running"), "{}", err.message);
+    assert!(
+        t0.elapsed() < Duration::from_secs(1),
+        "busy answer took {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        err.message.contains("busy, 1 tests running"),
+        "{}",
+        err.message
+    );
     first.join().unwrap().expect("the first test is unaffected");
     // The slot is free again.
-    server.run(&short_tcp(0.3)).expect("after the first test ended");
+    server
+        .run(&short_tcp(0.3))
+        .expect("after the first test ended");
 }
 
 #[test]
 fn idle_and_half_frame_clients_are_dropped_without_blocking_others() {
-    let server = TestServer::start(ServerLimits { max_tests: 1, ..ServerLimits::default() });
+    let server = TestServer::start(ServerLimits {
+        max_tests: 1,
+        ..ServerLimits::default()
+    });
     let idle = TcpStream::connect(server.addr).unwrap();
     let mut half = control_conn(server.addr);
     half.write_all(&[0, 0]).unwrap();
     // Meanwhile a real test runs normally.
-    server.run(&short_tcp(0.5)).expect("other tests are not blocked");
+    server
+        .run(&short_tcp(0.5))
+        .expect("other tests are not blocked");
     let idle_t = std::thread::spawn(move || time_until_closed(idle, Duration::from_secs(15)));
     let half_t = time_until_closed(half, Duration::from_secs(15));
     let idle_t = idle_t.join().unwrap();
-    assert!(idle_t < Duration::from_secs(12), "idle client held {idle_t:?}");
-    assert!(half_t < Duration::from_secs(12), "half-frame client held {half_t:?}");
+    assert!(
+        idle_t < Duration::from_secs(12),
+        "idle client held {idle_t:?}"
+    );
+    assert!(
+        half_t < Duration::from_secs(12),
+        "half-frame client held {half_t:?}"
+    );
 }
 
 #[test]
@@ -101,8 +133,18 @@ fn a_server_of_another_version_gets_a_clear_message() {
         s.write_all(&reply).unwrap();
     });
     let stop = AtomicBool::new(false);
-    let err = client::run_test(&ClientConfig::new(addr), &short_tcp(0.3), &stop, &mut |_| {}).unwrap_err();
-    assert!(err.message.contains("upgrade this client"), "{}", err.message);
+    let err = client::run_test(
+        &ClientConfig::new(addr),
+        &short_tcp(0.3),
+        &stop,
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(
+        err.message.contains("upgrade this client"),
+        "{}",
+        err.message
+    );
     fake.join().unwrap();
     // And a server facing a client of another version says so in its log.
     let server = TestServer::start(ServerLimits::default());
@@ -111,14 +153,19 @@ fn a_server_of_another_version_gets_a_clear_message() {
     pre[6..].copy_from_slice(&99u16.to_be_bytes());
     s.write_all(&pre).unwrap();
     time_until_closed(s, Duration::from_secs(5));
-    assert!(server.log_text().contains("speaks netsweep protocol 99"), "{}", server.log_text());
+    assert!(
+        server.log_text().contains("speaks netsweep protocol 99"),
+        "{}",
+        server.log_text()
+    );
 }
 
 #[test]
 fn data_connections_with_unknown_tokens_are_dropped() {
     let server = TestServer::start(ServerLimits::default());
     let mut s = TcpStream::connect(server.addr).unwrap();
-    s.write_all(&protocol::data_preamble(&Token::random(), 0)).unwrap();
+    s.write_all(&protocol::data_preamble(&Token::random(), 0))
+        .unwrap();
     assert!(time_until_closed(s, Duration::from_secs(5)) < Duration::from_secs(2));
     assert!(server.log_text().contains("unknown token"));
 }
@@ -131,28 +178,63 @@ fn caps_are_refused_before_any_data() {
         max_rate_bps: 1e9,
         ..ServerLimits::default()
     });
-    let err = server.run(&TestSpec { streams: 3, ..short_tcp(1.0) }).unwrap_err();
+    let err = server
+        .run(&TestSpec {
+            streams: 3,
+            ..short_tcp(1.0)
+        })
+        .unwrap_err();
     assert!(err.message.contains("--max-streams"), "{}", err.message);
     let err = server.run(&short_tcp(6.0)).unwrap_err();
     assert!(err.message.contains("--max-duration"), "{}", err.message);
     let err = server.run(&short_tcp(1.0)).unwrap_err();
-    assert!(err.message.contains("--max-rate"), "unlimited TCP against a rate cap: {}", err.message);
-    let ok = TestSpec { bitrate_bps: 100e6, ..short_tcp(0.5) };
+    assert!(
+        err.message.contains("--max-rate"),
+        "unlimited TCP against a rate cap: {}",
+        err.message
+    );
+    let ok = TestSpec {
+        bitrate_bps: 100e6,
+        ..short_tcp(0.5)
+    };
     server.run(&ok).expect("within every cap");
 }
 
 #[test]
 fn connection_refused_says_what_to_do() {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let err = client::run_test(&ClientConfig::new(port), &short_tcp(0.3), &AtomicBool::new(false), &mut |_| {}).unwrap_err();
-    assert!(err.message.contains("is `netsweep server` running"), "{}", err.message);
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let err = client::run_test(
+        &ClientConfig::new(port),
+        &short_tcp(0.3),
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(
+        err.message.contains("is `netsweep server` running"),
+        "{}",
+        err.message
+    );
 }
 
 #[test]
 fn a_client_killed_mid_test_frees_its_slot() {
-    let server = TestServer::start(ServerLimits { max_tests: 1, ..ServerLimits::default() });
+    let server = TestServer::start(ServerLimits {
+        max_tests: 1,
+        ..ServerLimits::default()
+    });
     let mut child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args(["client", "127.0.0.1", "-p", &server.addr.port().to_string(), "-t", "30"])
+        .args([
+            "client",
+            "127.0.0.1",
+            "-p",
+            &server.addr.port().to_string(),
+            "-t",
+            "30",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -174,7 +256,11 @@ fn a_client_killed_mid_test_frees_its_slot() {
 
 #[test]
 fn a_server_killed_mid_test_ends_the_client_with_partial_results() {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let mut server = Command::new(env!("CARGO_BIN_EXE_netsweep"))
         .args(["server", "--bind", "127.0.0.1", "--port", &port.to_string()])
         .stderr(Stdio::null())
@@ -183,7 +269,10 @@ fn a_server_killed_mid_test_ends_the_client_with_partial_results() {
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let t0 = Instant::now();
     while TcpStream::connect(addr).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(5), "server did not start");
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "server did not start"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let killer = std::thread::spawn(move || {
@@ -192,13 +281,24 @@ fn a_server_killed_mid_test_ends_the_client_with_partial_results() {
         server.wait().unwrap();
         Instant::now()
     });
-    let err = client::run_test(&ClientConfig::new(addr), &short_tcp(20.0), &AtomicBool::new(false), &mut |_| {})
-        .unwrap_err();
+    let err = client::run_test(
+        &ClientConfig::new(addr),
+        &short_tcp(20.0),
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap_err();
     let killed_at = killer.join().unwrap();
     let took = killed_at.elapsed();
-    assert!(took < Duration::from_secs(4), "client noticed after {took:?}");
+    assert!(
+        took < Duration::from_secs(4),
+        "client noticed after {took:?}"
+    );
     let partial = err.partial.expect("partial results");
-    assert!(!partial.intervals.is_empty(), "intervals measured before the kill are kept");
+    assert!(
+        !partial.intervals.is_empty(),
+        "intervals measured before the kill are kept"
+    );
     assert!(partial.error.is_some());
 }
 
@@ -212,11 +312,21 @@ fn an_interrupted_client_keeps_what_it_measured() {
         flag.store(true, Ordering::Relaxed);
     });
     let t0 = Instant::now();
-    let err = client::run_test(&ClientConfig::new(server.addr), &short_tcp(20.0), &stop, &mut |_| {}).unwrap_err();
+    let err = client::run_test(
+        &ClientConfig::new(server.addr),
+        &short_tcp(20.0),
+        &stop,
+        &mut |_| {},
+    )
+    .unwrap_err();
     assert!(t0.elapsed() < Duration::from_secs(4));
     assert!(err.message.contains("interrupted"));
     let partial = err.partial.expect("partial results");
-    assert!(partial.intervals.len() >= 3, "{} intervals", partial.intervals.len());
+    assert!(
+        partial.intervals.len() >= 3,
+        "{} intervals",
+        partial.intervals.len()
+    );
     assert!(partial.summary.bytes > 0);
     // The server noticed and is ready for the next test.
     server.run(&short_tcp(0.3)).expect("next test");

@@ -10,13 +10,24 @@ use serde_json::Value;
 use std::time::Duration;
 
 fn tcp(secs: f64) -> TestSpec {
-    TestSpec { interval: Duration::from_millis(500), ..TestSpec::tcp(Duration::from_secs_f64(secs)) }
+    TestSpec {
+        interval: Duration::from_millis(500),
+        ..TestSpec::tcp(Duration::from_secs_f64(secs))
+    }
 }
 
 /// Checks the invariants every result must keep.
 fn check_invariants(r: &TestResult) {
-    let measured: u64 = r.intervals.iter().filter(|i| !i.omitted).map(|i| i.total.bytes).sum();
-    assert_eq!(measured, r.summary.bytes, "interval bytes must add up to the summary");
+    let measured: u64 = r
+        .intervals
+        .iter()
+        .filter(|i| !i.omitted)
+        .map(|i| i.total.bytes)
+        .sum();
+    assert_eq!(
+        measured, r.summary.bytes,
+        "interval bytes must add up to the summary"
+    );
     let rate = r.summary.bytes as f64 * 8.0 / r.summary.seconds;
     assert!((rate - r.summary.bits_per_second).abs() <= 1e-6 * rate.max(1.0));
     for iv in &r.intervals {
@@ -36,8 +47,15 @@ fn tcp_forward_reports_tcp_info_and_consistent_totals() {
     assert_eq!(r.intervals.len(), 3);
     assert_eq!(r.summary.seconds, 1.5);
     assert!(r.summary.retransmits.is_some());
-    assert!(r.summary.rtt_mean_us.unwrap_or(0.0) > 0.0, "sender RTT from TCP_INFO");
-    assert!(r.intervals.iter().all(|i| i.total.cwnd_bytes.unwrap_or(0) > 0));
+    assert!(
+        r.summary.rtt_mean_us.unwrap_or(0.0) > 0.0,
+        "sender RTT from TCP_INFO"
+    );
+    assert!(
+        r.intervals
+            .iter()
+            .all(|i| i.total.cwnd_bytes.unwrap_or(0) > 0)
+    );
     // The receiver drains to EOF: it got exactly what the sender wrote, no more, no less.
     assert_eq!(r.summary.bytes + r.summary.tail_bytes, r.summary.sent_bytes);
     assert!(r.cpu.local_percent > 0.0 && r.cpu.remote_percent > 0.0);
@@ -46,18 +64,28 @@ fn tcp_forward_reports_tcp_info_and_consistent_totals() {
 #[test]
 fn tcp_reverse_brings_the_servers_tcp_info_back() {
     let server = TestServer::start(ServerLimits::default());
-    let spec = TestSpec { direction: Direction::Reverse, ..tcp(1.0) };
+    let spec = TestSpec {
+        direction: Direction::Reverse,
+        ..tcp(1.0)
+    };
     let r = server.run(&spec).expect("test");
     check_invariants(&r);
     assert_eq!(r.directions.len(), 1);
     assert_eq!(r.directions[0].flow, Flow::ServerToClient);
-    assert!(r.intervals.iter().all(|i| i.total.rtt_us.unwrap_or(0) > 0), "server-side TCP_INFO");
+    assert!(
+        r.intervals.iter().all(|i| i.total.rtt_us.unwrap_or(0) > 0),
+        "server-side TCP_INFO"
+    );
 }
 
 #[test]
 fn tcp_bidir_and_parallel_run_every_stream() {
     let server = TestServer::start(ServerLimits::default());
-    let spec = TestSpec { direction: Direction::Bidir, streams: 2, ..tcp(1.0) };
+    let spec = TestSpec {
+        direction: Direction::Bidir,
+        streams: 2,
+        ..tcp(1.0)
+    };
     let r = server.run(&spec).expect("test");
     check_invariants(&r);
     assert_eq!(r.directions.len(), 2);
@@ -71,20 +99,31 @@ fn tcp_bidir_and_parallel_run_every_stream() {
 #[test]
 fn omitted_warmup_is_shown_but_not_summarised() {
     let server = TestServer::start(ServerLimits::default());
-    let spec = TestSpec { omit: Duration::from_secs(1), ..tcp(1.0) };
+    let spec = TestSpec {
+        omit: Duration::from_secs(1),
+        ..tcp(1.0)
+    };
     let r = server.run(&spec).expect("test");
     check_invariants(&r);
     assert_eq!(r.intervals.iter().filter(|i| i.omitted).count(), 2);
     assert_eq!(r.intervals.iter().filter(|i| !i.omitted).count(), 2);
     assert_eq!(r.summary.seconds, 1.0);
-    let warm: u64 = r.intervals.iter().filter(|i| i.omitted).map(|i| i.total.bytes).sum();
+    let warm: u64 = r
+        .intervals
+        .iter()
+        .filter(|i| i.omitted)
+        .map(|i| i.total.bytes)
+        .sum();
     assert!(warm > 0);
 }
 
 #[test]
 fn window_is_applied_on_both_ends_and_reported_as_granted() {
     let server = TestServer::start(ServerLimits::default());
-    let spec = TestSpec { window_bytes: Some(128 * 1024), ..tcp(0.5) };
+    let spec = TestSpec {
+        window_bytes: Some(128 * 1024),
+        ..tcp(0.5)
+    };
     let r = server.run(&spec).expect("test");
     check_invariants(&r);
     // Linux doubles the request for bookkeeping; anything else means it was not applied.
@@ -97,29 +136,46 @@ fn window_is_applied_on_both_ends_and_reported_as_granted() {
 #[test]
 fn copying_sends_work_as_well_as_zero_copy() {
     let server = TestServer::start(ServerLimits::default());
-    let spec = TestSpec { zerocopy: false, length_bytes: 128 * 1024, ..tcp(0.5) };
+    let spec = TestSpec {
+        zerocopy: false,
+        length_bytes: 128 * 1024,
+        ..tcp(0.5)
+    };
     check_invariants(&server.run(&spec).expect("test"));
 }
 
 #[test]
 fn paced_tcp_keeps_to_its_rate() {
     let server = TestServer::start(ServerLimits::default());
-    let spec = TestSpec { bitrate_bps: 200e6, ..tcp(2.0) };
+    let spec = TestSpec {
+        bitrate_bps: 200e6,
+        ..tcp(2.0)
+    };
     let r = server.run(&spec).expect("test");
     check_invariants(&r);
     let rate = r.summary.bits_per_second;
-    assert!(rate > 180e6 && rate < 210e6, "paced at 200 Mbit/s, measured {rate}");
+    assert!(
+        rate > 180e6 && rate < 210e6,
+        "paced at 200 Mbit/s, measured {rate}"
+    );
 }
 
 #[test]
 fn udp_at_a_moderate_rate_loses_nothing_and_counts_exactly() {
     let server = TestServer::start(ServerLimits::default());
-    let spec = TestSpec { bitrate_bps: 100e6, interval: Duration::from_millis(500), ..TestSpec::udp(Duration::from_secs(2)) };
+    let spec = TestSpec {
+        bitrate_bps: 100e6,
+        interval: Duration::from_millis(500),
+        ..TestSpec::udp(Duration::from_secs(2))
+    };
     let r = server.run(&spec).expect("test");
     check_invariants(&r);
     let packets = r.summary.packets.unwrap();
     let expected = 100e6 * 2.0 / 8.0 / 1400.0;
-    assert!((packets as f64 - expected).abs() / expected < 0.01, "sent {packets}, expected about {expected}");
+    assert!(
+        (packets as f64 - expected).abs() / expected < 0.01,
+        "sent {packets}, expected about {expected}"
+    );
     assert_eq!(r.summary.lost_packets, Some(0), "{:?}", r.summary);
     assert_eq!(r.summary.bytes, packets * 1400);
     assert!((r.summary.bits_per_second - 100e6).abs() / 100e6 < 0.01);
@@ -144,7 +200,10 @@ fn udp_reverse_and_without_offload() {
     check_invariants(&r);
     // The total rate is split across the streams.
     for s in &r.directions[0].streams {
-        assert!((s.summary.sent_bits_per_second - 25e6).abs() / 25e6 < 0.02, "{s:?}");
+        assert!(
+            (s.summary.sent_bits_per_second - 25e6).abs() / 25e6 < 0.02,
+            "{s:?}"
+        );
     }
 }
 
@@ -153,16 +212,44 @@ fn json_has_the_documented_names() {
     let server = TestServer::start(ServerLimits::default());
     let r = server.run(&tcp(0.5)).expect("tcp");
     let v: Value = serde_json::to_value(&r).unwrap();
-    for path in ["/summary/bits_per_second", "/summary/bytes", "/summary/retransmits", "/cpu/local_percent", "/cpu/remote_percent"] {
-        assert!(v.pointer(path).is_some_and(Value::is_number), "missing {path}");
+    for path in [
+        "/summary/bits_per_second",
+        "/summary/bytes",
+        "/summary/retransmits",
+        "/cpu/local_percent",
+        "/cpu/remote_percent",
+    ] {
+        assert!(
+            v.pointer(path).is_some_and(Value::is_number),
+            "missing {path}"
+        );
     }
-    for key in ["start_s", "end_s", "bytes", "bits_per_second", "retransmits", "rtt_us", "cwnd_bytes"] {
+    for key in [
+        "start_s",
+        "end_s",
+        "bytes",
+        "bits_per_second",
+        "retransmits",
+        "rtt_us",
+        "cwnd_bytes",
+    ] {
         assert!(v["intervals"][0][key].is_number(), "intervals[0].{key}");
     }
-    let spec = TestSpec { bitrate_bps: 10e6, ..TestSpec::udp(Duration::from_millis(500)) };
+    let spec = TestSpec {
+        bitrate_bps: 10e6,
+        ..TestSpec::udp(Duration::from_millis(500))
+    };
     let v: Value = serde_json::to_value(server.run(&spec).expect("udp")).unwrap();
-    for path in ["/summary/packets", "/summary/lost_packets", "/summary/lost_percent", "/summary/jitter_ms"] {
-        assert!(v.pointer(path).is_some_and(Value::is_number), "missing {path}");
+    for path in [
+        "/summary/packets",
+        "/summary/lost_packets",
+        "/summary/lost_percent",
+        "/summary/jitter_ms",
+    ] {
+        assert!(
+            v.pointer(path).is_some_and(Value::is_number),
+            "missing {path}"
+        );
     }
     for key in ["lost_packets", "jitter_ms", "packets"] {
         assert!(v["intervals"][0][key].is_number(), "intervals[0].{key}");
@@ -177,6 +264,9 @@ fn ipv6_loopback_works_when_present() {
     }
     let server = TestServer::start_on("[::1]:0", ServerLimits::default());
     check_invariants(&server.run(&tcp(0.5)).expect("tcp over ipv6"));
-    let spec = TestSpec { bitrate_bps: 10e6, ..TestSpec::udp(Duration::from_millis(500)) };
+    let spec = TestSpec {
+        bitrate_bps: 10e6,
+        ..TestSpec::udp(Duration::from_millis(500))
+    };
     check_invariants(&server.run(&spec).expect("udp over ipv6"));
 }

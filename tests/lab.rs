@@ -20,15 +20,23 @@ fn name(tag: &str) -> String {
 }
 
 fn options(dir: &tempfile::TempDir) -> LabOptions {
-    LabOptions { state_dir: dir.path().to_path_buf(), emulator: EmulatorChoice::Userspace, ..LabOptions::default() }
+    LabOptions {
+        state_dir: dir.path().to_path_buf(),
+        emulator: EmulatorChoice::Userspace,
+        ..LabOptions::default()
+    }
 }
 
 fn run(lab: &Lab, spec: &TestSpec) -> TestResult {
-    let server = lab.start_server(Host::B, ServerLimits::default()).expect("server on b");
+    let server = lab
+        .start_server(Host::B, ServerLimits::default())
+        .expect("server on b");
     let cfg = ClientConfig::new(server.addr);
-    lab.run_in(Host::A, || client::run_test(&cfg, spec, &AtomicBool::new(false), &mut |_| {}))
-        .expect("thread in a")
-        .expect("test across the lab")
+    lab.run_in(Host::A, || {
+        client::run_test(&cfg, spec, &AtomicBool::new(false), &mut |_| {})
+    })
+    .expect("thread in a")
+    .expect("test across the lab")
 }
 
 fn namespaces() -> Vec<String> {
@@ -38,7 +46,10 @@ fn namespaces() -> Vec<String> {
 }
 
 fn tcp(secs: u64, omit: u64) -> TestSpec {
-    TestSpec { omit: Duration::from_secs(omit), ..TestSpec::tcp(Duration::from_secs(secs)) }
+    TestSpec {
+        omit: Duration::from_secs(omit),
+        ..TestSpec::tcp(Duration::from_secs(secs))
+    }
 }
 
 #[test]
@@ -48,11 +59,19 @@ fn a_200_mbit_path_carries_90_to_102_percent_of_its_rate() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let path = PathConfig { rate_bps: Some(200e6), delay: Duration::from_millis(1), ..PathConfig::default() };
+    let path = PathConfig {
+        rate_bps: Some(200e6),
+        delay: Duration::from_millis(1),
+        ..PathConfig::default()
+    };
     let lab = Lab::up(&name("rt"), path, &options(&dir)).expect("lab up");
     let r = run(&lab, &tcp(4, 1));
     let share = r.summary.bits_per_second / 200e6;
-    assert!((0.90..=1.02).contains(&share), "goodput {} = {share:.3} of the rate", r.summary.bits_per_second);
+    assert!(
+        (0.90..=1.02).contains(&share),
+        "goodput {} = {share:.3} of the rate",
+        r.summary.bits_per_second
+    );
     // Every interval obeys the rate too, not just the average.
     for iv in r.intervals.iter().filter(|i| !i.omitted) {
         assert!(iv.total.bits_per_second <= 200e6 * 1.02, "{iv:?}");
@@ -66,10 +85,17 @@ fn a_20_ms_path_measures_20_ms() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let path = PathConfig { delay: Duration::from_millis(10), ..PathConfig::default() };
+    let path = PathConfig {
+        delay: Duration::from_millis(10),
+        ..PathConfig::default()
+    };
     let lab = Lab::up(&name("rtt"), path, &options(&dir)).expect("lab up");
     if common::tool_or_skip("a_20_ms_path_measures_20_ms", "ping") {
-        let out = lab.command(Host::A, "ping").args(["-c", "10", "-i", "0.2", "198.18.0.2"]).output().unwrap();
+        let out = lab
+            .command(Host::A, "ping")
+            .args(["-c", "10", "-i", "0.2", "198.18.0.2"])
+            .output()
+            .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
         let avg: f64 = text
             .lines()
@@ -78,10 +104,19 @@ fn a_20_ms_path_measures_20_ms() {
             .and_then(|v| v.trim().split('/').nth(1))
             .and_then(|v| v.parse().ok())
             .unwrap_or_else(|| panic!("no ping summary in {text}"));
-        assert!((avg - 20.0).abs() <= 2.0, "ping average {avg} ms for a 20 ms path");
+        assert!(
+            (avg - 20.0).abs() <= 2.0,
+            "ping average {avg} ms for a 20 ms path"
+        );
     }
     // A light TCP flow's smallest RTT from TCP_INFO agrees.
-    let r = run(&lab, &TestSpec { bitrate_bps: 10e6, ..tcp(2, 0) });
+    let r = run(
+        &lab,
+        &TestSpec {
+            bitrate_bps: 10e6,
+            ..tcp(2, 0)
+        },
+    );
     let min = f64::from(r.summary.rtt_min_us.unwrap()) / 1000.0;
     assert!((min - 20.0).abs() <= 2.0, "TCP_INFO minimum RTT {min} ms");
 }
@@ -93,33 +128,65 @@ fn a_window_limits_a_flow_to_window_over_rtt() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let path = PathConfig { rate_bps: Some(1e9), delay: Duration::from_millis(10), ..PathConfig::default() };
+    let path = PathConfig {
+        rate_bps: Some(1e9),
+        delay: Duration::from_millis(10),
+        ..PathConfig::default()
+    };
     let lab = Lab::up(&name("win"), path, &options(&dir)).expect("lab up");
     let mut rates = Vec::new();
     for window in [64u64 << 10, 256 << 10, 1 << 20, 8 << 20] {
-        let r = run(&lab, &TestSpec { window_bytes: Some(window), ..tcp(3, 2) });
+        let r = run(
+            &lab,
+            &TestSpec {
+                window_bytes: Some(window),
+                ..tcp(3, 2)
+            },
+        );
         // Physics: no flow beats the window the receiver actually advertised, per RTT.
         let wnd = r.summary.snd_wnd_max_bytes.unwrap() as f64;
         let rtt = f64::from(r.summary.rtt_min_us.unwrap()) / 1e6;
-        assert!(wnd > 0.0, "TCP_INFO carries the advertised window on this kernel");
-        assert!(r.summary.bits_per_second <= wnd * 8.0 / rtt * 1.02, "window {window}: {:?}", r.summary);
+        assert!(
+            wnd > 0.0,
+            "TCP_INFO carries the advertised window on this kernel"
+        );
+        assert!(
+            r.summary.bits_per_second <= wnd * 8.0 / rtt * 1.02,
+            "window {window}: {:?}",
+            r.summary
+        );
         rates.push((window, r.summary.bits_per_second));
     }
     // Linux grants twice the request and advertises part of it (its payload/truesize ratio),
     // so a 64 KiB window lands near, not exactly at, 64 KiB / 20 ms = 26.2 Mbit/s.
     let limit_64k = (64u64 << 10) as f64 * 8.0 / 0.020;
     let (_, r64) = rates[0];
-    assert!(r64 <= limit_64k * 1.3, "64 KiB window at 20 ms: {r64} vs {limit_64k}");
-    assert!(r64 >= limit_64k * 0.7, "64 KiB window at 20 ms: {r64} far below {limit_64k}");
+    assert!(
+        r64 <= limit_64k * 1.3,
+        "64 KiB window at 20 ms: {r64} vs {limit_64k}"
+    );
+    assert!(
+        r64 >= limit_64k * 0.7,
+        "64 KiB window at 20 ms: {r64} far below {limit_64k}"
+    );
     for pair in rates.windows(2) {
-        assert!(pair[1].1 > pair[0].1 * 1.2, "larger windows must go faster: {rates:?}");
+        assert!(
+            pair[1].1 > pair[0].1 * 1.2,
+            "larger windows must go faster: {rates:?}"
+        );
     }
     for (w, r) in &rates {
         assert!(*r <= 1e9 * 1.02, "window {w}: {r} above the 1 Gbit/s rate");
-        assert!(*r <= *w as f64 * 2.0 * 8.0 / 0.020, "window {w}: {r} above what even the doubled buffer allows");
+        assert!(
+            *r <= *w as f64 * 2.0 * 8.0 / 0.020,
+            "window {w}: {r} above what even the doubled buffer allows"
+        );
     }
     let (_, big) = rates[3];
-    assert!(big >= 0.7e9, "an 8 MiB window should come near the 1 Gbit/s rate: {rates:?}");
+    assert!(
+        big >= 0.7e9,
+        "an 8 MiB window should come near the 1 Gbit/s rate: {rates:?}"
+    );
 }
 
 #[test]
@@ -129,23 +196,50 @@ fn one_percent_loss_loses_about_one_percent_of_datagrams() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let path = PathConfig { delay: Duration::from_millis(1), loss_percent: 1.0, ..PathConfig::default() };
+    let path = PathConfig {
+        delay: Duration::from_millis(1),
+        loss_percent: 1.0,
+        ..PathConfig::default()
+    };
     let lab = Lab::up(&name("loss"), path, &options(&dir)).expect("lab up");
-    let r = run(&lab, &TestSpec { bitrate_bps: 50e6, ..TestSpec::udp(Duration::from_secs(5)) });
+    let r = run(
+        &lab,
+        &TestSpec {
+            bitrate_bps: 50e6,
+            ..TestSpec::udp(Duration::from_secs(5))
+        },
+    );
     let packets = r.summary.packets.unwrap();
     assert!(packets >= 20_000, "{packets} datagrams");
     let loss = r.summary.lost_percent.unwrap();
-    assert!((0.5..=1.5).contains(&loss), "configured 1%, measured {loss}%");
+    assert!(
+        (0.5..=1.5).contains(&loss),
+        "configured 1%, measured {loss}%"
+    );
     // The delay line's own count of random drops matches what the receiver missed.
     let [(_, dropped), _] = lab.delay_line_counts().unwrap();
-    assert_eq!(dropped, r.summary.lost_packets.unwrap(), "delay-line drops vs measured loss");
+    assert_eq!(
+        dropped,
+        r.summary.lost_packets.unwrap(),
+        "delay-line drops vs measured loss"
+    );
 }
 
 /// Receive bytes of `dev` as the kernel counts them in the calling thread's namespace.
 fn rx_bytes(dev: &str) -> u64 {
     let text = std::fs::read_to_string("/proc/thread-self/net/dev").unwrap();
-    let line = text.lines().find(|l| l.trim_start().starts_with(&format!("{dev}:"))).unwrap();
-    line.split(':').nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{dev}:")))
+        .unwrap();
+    line.split(':')
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
 #[test]
@@ -155,22 +249,46 @@ fn byte_counts_agree_with_the_kernels_interface_counters() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let opts = LabOptions { emulator: EmulatorChoice::Auto, ..options(&dir) };
+    let opts = LabOptions {
+        emulator: EmulatorChoice::Auto,
+        ..options(&dir)
+    };
     let n = name("ctr");
-    let lab = Lab::up(&n, PathConfig { rate_bps: Some(500e6), ..PathConfig::default() }, &opts).expect("lab up");
+    let lab = Lab::up(
+        &n,
+        PathConfig {
+            rate_bps: Some(500e6),
+            ..PathConfig::default()
+        },
+        &opts,
+    )
+    .expect("lab up");
     let dev = format!("nsw-{n}-b");
     let before = lab.run_in(Host::B, || rx_bytes(&dev)).unwrap();
     let r = run(&lab, &tcp(2, 0));
     let after = lab.run_in(Host::B, || rx_bytes(&dev)).unwrap();
     let wire = after - before;
     let payload = r.summary.bytes + r.summary.tail_bytes;
-    assert_eq!(payload, r.summary.sent_bytes, "receiver got exactly what the sender wrote");
+    assert_eq!(
+        payload, r.summary.sent_bytes,
+        "receiver got exactly what the sender wrote"
+    );
     // Interface bytes carry the payload plus headers (at most ~6% at MTU 1500) and the
     // control connection; netsweep can never have received more than the wire carried.
-    assert!(payload <= wire, "netsweep counted {payload} bytes, the interface saw {wire}");
-    assert!((wire as f64) <= payload as f64 * 1.06 + 200_000.0, "interface {wire} vs payload {payload}");
+    assert!(
+        payload <= wire,
+        "netsweep counted {payload} bytes, the interface saw {wire}"
+    );
+    assert!(
+        (wire as f64) <= payload as f64 * 1.06 + 200_000.0,
+        "interface {wire} vs payload {payload}"
+    );
     // And the rate limit holds on the kernel's own count.
-    assert!(wire as f64 * 8.0 / 2.0 <= 500e6 * 1.25, "wire rate {}", wire as f64 * 4.0);
+    assert!(
+        wire as f64 * 8.0 / 2.0 <= 500e6 * 1.25,
+        "wire rate {}",
+        wire as f64 * 4.0
+    );
 }
 
 #[test]
@@ -188,13 +306,20 @@ fn labs_leave_nothing_behind_after_success_failure_and_interruption() {
     assert!(removed.iter().any(|r| r.starts_with("namespace")));
     assert_eq!(namespaces(), before);
     // A failure half way (a sysctl the kernel does not have) removes what was made.
-    let bad = PathConfig { sysctls_b: vec![("net.ipv4.no_such_key".into(), "1".into())], ..PathConfig::default() };
-    let err = Lab::up(&name("bad"), bad, &options(&dir)).err().expect("must fail");
+    let bad = PathConfig {
+        sysctls_b: vec![("net.ipv4.no_such_key".into(), "1".into())],
+        ..PathConfig::default()
+    };
+    let err = Lab::up(&name("bad"), bad, &options(&dir))
+        .err()
+        .expect("must fail");
     assert!(format!("{err:#}").contains("no_such_key"), "{err:#}");
     assert_eq!(namespaces(), before);
     // A name that exists is refused with the way out.
     let lab = Lab::up(&name("dup"), PathConfig::default(), &options(&dir)).unwrap();
-    let err = Lab::up(&name("dup"), PathConfig::default(), &options(&dir)).err().expect("exists");
+    let err = Lab::up(&name("dup"), PathConfig::default(), &options(&dir))
+        .err()
+        .expect("exists");
     assert!(format!("{err:#}").contains("netsweep lab down"), "{err:#}");
     drop(lab);
     assert_eq!(namespaces(), before);
@@ -206,13 +331,21 @@ fn labs_leave_nothing_behind_after_success_failure_and_interruption() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(2500));
-    assert_eq!(namespaces().len(), before.len() + 2, "the lab test should be running");
+    assert_eq!(
+        namespaces().len(),
+        before.len() + 2,
+        "the lab test should be running"
+    );
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let out = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("receiver"), "partial results printed: {text}");
-    assert_eq!(namespaces(), before, "namespaces left after an interrupted lab test");
+    assert_eq!(
+        namespaces(),
+        before,
+        "namespaces left after an interrupted lab test"
+    );
 }
 
 #[test]
@@ -225,14 +358,31 @@ fn lab_commands_up_list_exec_down() {
     let n = name("cli");
     let run = |args: &[&str]| {
         let out = std::process::Command::new(exe).args(args).output().unwrap();
-        (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
     };
-    let (ok, text) = run(&["lab", "up", &n, "--rate", "100M", "--rtt", "4ms", "--emulator", "userspace"]);
+    let (ok, text) = run(&[
+        "lab",
+        "up",
+        &n,
+        "--rate",
+        "100M",
+        "--rtt",
+        "4ms",
+        "--emulator",
+        "userspace",
+    ]);
     assert!(ok, "{text}");
     let (ok, text) = run(&["lab", "up", &n]);
     assert!(!ok && text.contains("already exists"), "{text}");
     let (_, text) = run(&["lab", "list"]);
-    assert!(text.contains(&n) && text.contains("Userspace") && !text.contains("LEFTOVER"), "{text}");
+    assert!(
+        text.contains(&n) && text.contains("Userspace") && !text.contains("LEFTOVER"),
+        "{text}"
+    );
     let (ok, text) = run(&["lab", "exec", &n, "a", "--", "ip", "-4", "addr"]);
     assert!(ok && text.contains("198.18.0.1"), "{text}");
     let (ok, text) = run(&["lab", "down", &n]);

@@ -1,6 +1,6 @@
 //! The `lab` subcommands.
 
-use crate::cli::{ClientArgs, Cli, Command, LabCommand, PathArgs};
+use crate::cli::{Cli, ClientArgs, Command, LabCommand, PathArgs};
 use crate::client::ClientConfig;
 use crate::lab::{self, EmulatorChoice, Host, Lab, LabOptions, PathConfig, RelayMode};
 use crate::spec::{ServerLimits, TestSpec};
@@ -31,18 +31,29 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
             list(&state_dir);
             Ok(ExitCode::SUCCESS)
         }
-        LabCommand::Exec { name, host, command } => {
-            let h = Host::parse(&host).with_context(|| format!("host must be a or b, not {host:?}"))?;
+        LabCommand::Exec {
+            name,
+            host,
+            command,
+        } => {
+            let h =
+                Host::parse(&host).with_context(|| format!("host must be a or b, not {host:?}"))?;
             let names = lab::LabNames::new(&name).map_err(anyhow::Error::msg)?;
             let ns = names.namespace(h);
             if !netns::exists(&ns) {
                 bail!("no lab {name}: create it with `netsweep lab up {name}`");
             }
-            let err = std::process::Command::new("ip").args(["netns", "exec", &ns]).args(&command).exec();
+            let err = std::process::Command::new("ip")
+                .args(["netns", "exec", &ns])
+                .args(&command)
+                .exec();
             Err(err).context("cannot run ip netns exec")
         }
         LabCommand::Test { path, client } => test(&path, &client),
-        LabCommand::Relay { name, state_dir: dir } => {
+        LabCommand::Relay {
+            name,
+            state_dir: dir,
+        } => {
             let stop = signals::install();
             lab::run_relay(&name, &dir.unwrap_or(state_dir), stop)?;
             Ok(ExitCode::SUCCESS)
@@ -51,7 +62,9 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
 }
 
 fn describe(p: &PathConfig, emulator: lab::Emulator) -> String {
-    let rate = p.rate_bps.map_or("unlimited".to_string(), |r| BitRate(r).to_string());
+    let rate = p
+        .rate_bps
+        .map_or("unlimited".to_string(), |r| BitRate(r).to_string());
     format!(
         "rate {rate}, RTT {:?} (jitter {:?}), loss {}%, MTU {}/{}, emulator {emulator:?}",
         p.rtt(),
@@ -65,12 +78,28 @@ fn describe(p: &PathConfig, emulator: lab::Emulator) -> String {
 fn up(name: &str, path: &PathArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
     let (path, emulator) = <(PathConfig, EmulatorChoice)>::try_from(path)?;
     let exe = std::env::current_exe().context("cannot find the netsweep executable")?;
-    let opts = LabOptions { state_dir, emulator, relay: RelayMode::Daemon(exe) };
+    let opts = LabOptions {
+        state_dir,
+        emulator,
+        relay: RelayMode::Daemon(exe),
+    };
     let lab = Lab::up(name, path, &opts)?;
     println!("lab {name} is up: {}", describe(lab.path(), lab.emulator()));
-    println!("  host a: namespace {} address {} / {}", lab.namespace(Host::A), Host::A.ipv4(), Host::A.ipv6());
-    println!("  host b: namespace {} address {} / {}", lab.namespace(Host::B), Host::B.ipv4(), Host::B.ipv6());
-    println!("try: netsweep lab exec {name} b -- netsweep server &   netsweep lab exec {name} a -- netsweep client 198.18.0.2");
+    println!(
+        "  host a: namespace {} address {} / {}",
+        lab.namespace(Host::A),
+        Host::A.ipv4(),
+        Host::A.ipv6()
+    );
+    println!(
+        "  host b: namespace {} address {} / {}",
+        lab.namespace(Host::B),
+        Host::B.ipv4(),
+        Host::B.ipv6()
+    );
+    println!(
+        "try: netsweep lab exec {name} b -- netsweep server &   netsweep lab exec {name} a -- netsweep client 198.18.0.2"
+    );
     println!("remove it with: netsweep lab down {name}");
     lab.persist();
     Ok(ExitCode::SUCCESS)
@@ -86,28 +115,44 @@ fn list(state_dir: &std::path::Path) {
             Some(s) => describe(&s.path, s.emulator),
             None => "no state file".to_string(),
         };
-        let flag = if l.leftover { "  LEFTOVER: clean with `netsweep lab down NAME`".replace("NAME", &l.name) } else { String::new() };
+        let flag = if l.leftover {
+            "  LEFTOVER: clean with `netsweep lab down NAME`".replace("NAME", &l.name)
+        } else {
+            String::new()
+        };
         println!("{}: {what}{flag}", l.name);
     }
 }
 
 fn test(path: &PathArgs, client_args: &[String]) -> anyhow::Result<ExitCode> {
     let (path, emulator) = <(PathConfig, EmulatorChoice)>::try_from(path)?;
-    let mut argv = vec!["netsweep".to_string(), "client".to_string(), Host::B.ipv4().to_string()];
+    let mut argv = vec![
+        "netsweep".to_string(),
+        "client".to_string(),
+        Host::B.ipv4().to_string(),
+    ];
     argv.extend(client_args.iter().cloned());
-    let args: ClientArgs = match Cli::try_parse_from(&argv).map_err(|e| anyhow::anyhow!("client options: {e}"))?.command {
+    let args: ClientArgs = match Cli::try_parse_from(&argv)
+        .map_err(|e| anyhow::anyhow!("client options: {e}"))?
+        .command
+    {
         Command::Client(a) => a,
         _ => bail!("client options expected after --"),
     };
     let (cfg, spec): (ClientConfig, TestSpec) = (&args).try_into()?;
     let name = format!("t{}", std::process::id() % 100_000_000);
-    let opts = LabOptions { emulator, ..LabOptions::default() };
+    let opts = LabOptions {
+        emulator,
+        ..LabOptions::default()
+    };
     let lab = Lab::up(&name, path, &opts)?;
     if !args.json {
         println!("lab {name}: {}", describe(lab.path(), lab.emulator()));
     }
     let server = lab.start_server(Host::B, ServerLimits::default())?;
-    let code = lab.run_in(Host::A, || crate::app::client_and_print(&cfg, &spec, args.json));
+    let code = lab.run_in(Host::A, || {
+        crate::app::client_and_print(&cfg, &spec, args.json)
+    });
     drop(server);
     lab.down()?;
     code

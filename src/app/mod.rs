@@ -2,8 +2,9 @@
 //! maps the outcome to an exit code.
 
 mod lab;
+mod stats;
 
-use crate::cli::{ClientArgs, Cli, Command, ServerArgs, ServerConfig};
+use crate::cli::{Cli, ClientArgs, Command, ServerArgs, ServerConfig};
 use crate::client::{self, ClientConfig};
 use crate::output;
 use crate::result::TestResult;
@@ -21,6 +22,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Server(a) => serve(&a),
         Command::Client(a) => run_client(&a),
         Command::Lab(c) => lab::run(c),
+        Command::Stats(a) => stats::run(&a),
     }
 }
 
@@ -31,7 +33,8 @@ pub fn bind_listener(cfg: &ServerConfig) -> anyhow::Result<TcpListener> {
     if cfg.listen.is_ipv6() {
         let _ = sock.set_only_v6(false);
     }
-    sock.bind(&cfg.listen.into()).with_context(|| format!("cannot listen on {}", cfg.listen))?;
+    sock.bind(&cfg.listen.into())
+        .with_context(|| format!("cannot listen on {}", cfg.listen))?;
     sock.listen(128)?;
     Ok(sock.into())
 }
@@ -40,7 +43,11 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
     let cfg = ServerConfig::try_from(a)?;
     let listener = bind_listener(&cfg)?;
     let stop = signals::install();
-    eprintln!("netsweep server listening on {} (max {} tests at once)", listener.local_addr()?, cfg.limits.max_tests);
+    eprintln!(
+        "netsweep server listening on {} (max {} tests at once)",
+        listener.local_addr()?,
+        cfg.limits.max_tests
+    );
     let log: server::Log = Arc::new(|line: &str| eprintln!("{line}"));
     server::run(listener, cfg.limits, stop, log)?;
     Ok(ExitCode::SUCCESS)
@@ -56,8 +63,12 @@ fn run_client(a: &ClientArgs) -> anyhow::Result<ExitCode> {
 pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, json: bool) -> ExitCode {
     let stop = signals::install();
     if !json {
-        println!("Connecting to host {}, port {}", cfg.server.ip(), cfg.server.port());
-        println!("{}", output::header(&spec));
+        println!(
+            "Connecting to host {}, port {}",
+            cfg.server.ip(),
+            cfg.server.port()
+        );
+        println!("{}", output::header(spec));
     }
     let mut print_interval = |iv: &crate::result::Interval| {
         if !json {

@@ -113,20 +113,24 @@ impl StreamCtx {
 
 /// Starts the thread of one stream.
 pub fn spawn_stream(ctx: StreamCtx, socket: StreamSocket) -> std::io::Result<JoinHandle<()>> {
-    std::thread::Builder::new().name(format!("stream-{}", ctx.stream)).spawn(move || {
-        let cpu_start = sockopt::thread_cpu();
-        let report = match (socket, ctx.role) {
-            (StreamSocket::Tcp(s), Role::Sender) => tcp::send(&ctx, s),
-            (StreamSocket::Tcp(s), Role::Receiver) => tcp::receive(&ctx, s),
-            (StreamSocket::Udp(s), Role::Sender) => udp::send(&ctx, s),
-            (StreamSocket::Udp(s), Role::Receiver) => udp::receive(&ctx, s),
-        };
-        let cpu = sockopt::thread_cpu_since(&cpu_start);
-        let _ = ctx.events.send(EngineEvent::StreamDone(report, cpu));
-    })
+    std::thread::Builder::new()
+        .name(format!("stream-{}", ctx.stream))
+        .spawn(move || {
+            let cpu_start = sockopt::thread_cpu();
+            let report = match (socket, ctx.role) {
+                (StreamSocket::Tcp(s), Role::Sender) => tcp::send(&ctx, s),
+                (StreamSocket::Tcp(s), Role::Receiver) => tcp::receive(&ctx, s),
+                (StreamSocket::Udp(s), Role::Sender) => udp::send(&ctx, s),
+                (StreamSocket::Udp(s), Role::Receiver) => udp::receive(&ctx, s),
+            };
+            let cpu = sockopt::thread_cpu_since(&cpu_start);
+            let _ = ctx.events.send(EngineEvent::StreamDone(report, cpu));
+        })
 }
 
 /// The fill pattern of data buffers: not all zeroes, so compressing links cannot flatter us.
 pub(crate) fn payload(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect()
+    (0..len)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect()
 }

@@ -21,7 +21,12 @@ impl Pacer {
         let bytes_per_sec = rate_bps / 8.0;
         // Allow catching up 10 ms of traffic, but at least two batches.
         let max_debt_bytes = (bytes_per_sec * 0.010).max(2.0 * batch as f64);
-        Pacer { bytes_per_sec, origin, sent: 0, max_debt_bytes }
+        Pacer {
+            bytes_per_sec,
+            origin,
+            sent: 0,
+            max_debt_bytes,
+        }
     }
 
     /// Bytes that may be sent at `now` (time since the test start).

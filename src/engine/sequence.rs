@@ -24,7 +24,10 @@ pub struct SequenceTracker {
 
 impl Default for SequenceTracker {
     fn default() -> Self {
-        SequenceTracker { highest: None, bits: vec![0; (WINDOW / 64) as usize] }
+        SequenceTracker {
+            highest: None,
+            bits: vec![0; (WINDOW / 64) as usize],
+        }
     }
 }
 

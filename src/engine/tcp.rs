@@ -21,21 +21,32 @@ struct InfoSampler {
 impl InfoSampler {
     fn new(sock: &TcpStream) -> InfoSampler {
         let last = sockopt::tcp_info(sock).unwrap_or_default();
-        InfoSampler { last, last_at: std::time::Instant::now(), rtt_min: None, rtt_max: None }
+        InfoSampler {
+            last,
+            last_at: std::time::Instant::now(),
+            rtt_min: None,
+            rtt_max: None,
+        }
     }
 
     fn sample(&mut self, sock: &TcpStream) -> Option<TcpSample> {
         let info = sockopt::tcp_info(sock).ok()?;
         let now = std::time::Instant::now();
         let span_us = now.duration_since(self.last_at).as_micros().max(1) as f64;
-        let share = |now: u64, before: u64| (now.saturating_sub(before) as f64 / span_us * 100.0).min(100.0);
+        let share = |now: u64, before: u64| {
+            (now.saturating_sub(before) as f64 / span_us * 100.0).min(100.0)
+        };
         let retransmits = u64::from(info.total_retrans.saturating_sub(self.last.total_retrans));
         let rwnd_limited_percent = share(info.rwnd_limited_us, self.last.rwnd_limited_us);
         let sndbuf_limited_percent = share(info.sndbuf_limited_us, self.last.sndbuf_limited_us);
         self.last = info;
         self.last_at = now;
         if info.rtt_us > 0 {
-            let low = if info.min_rtt_us > 0 { info.min_rtt_us } else { info.rtt_us };
+            let low = if info.min_rtt_us > 0 {
+                info.min_rtt_us
+            } else {
+                info.rtt_us
+            };
             self.rtt_min = Some(self.rtt_min.map_or(low, |m| m.min(low)));
             self.rtt_max = Some(self.rtt_max.map_or(info.rtt_us, |m| m.max(info.rtt_us)));
         }
@@ -55,12 +66,20 @@ pub(super) fn send(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
     let mut report = ctx.new_report();
     let buf = payload(ctx.length.max(1));
     // Zero-copy: the kernel references these pages instead of copying every write.
-    let file = if ctx.zerocopy { sockopt::memfd_with(&buf).ok() } else { None };
+    let file = if ctx.zerocopy {
+        sockopt::memfd_with(&buf).ok()
+    } else {
+        None
+    };
     let _ = sock.set_write_timeout(Some(POLL));
     let mut sampler = InfoSampler::new(&sock);
     let mut pacer = (!ctx.rate.is_unlimited()).then(|| {
         sockopt::tighten_timer_slack();
-        Pacer::new(ctx.rate.bits_per_second(), std::time::Duration::ZERO, buf.len())
+        Pacer::new(
+            ctx.rate.bits_per_second(),
+            std::time::Duration::ZERO,
+            buf.len(),
+        )
     });
     let slots = ctx.timeline.slots();
     let mut current = ctx.empty_interval(0);
@@ -79,7 +98,9 @@ pub(super) fn send(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
         if let Some(p) = pacer.as_mut() {
             let allowed = p.allowance(now) as usize;
             if allowed == 0 {
-                let wake = p.next_time(chunk.min(64 * 1024) as u64).min(slots[report.intervals.len()].end);
+                let wake = p
+                    .next_time(chunk.min(64 * 1024) as u64)
+                    .min(slots[report.intervals.len()].end);
                 std::thread::sleep(wake.saturating_sub(now).min(POLL));
                 continue;
             }
@@ -110,7 +131,9 @@ pub(super) fn send(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
     // After an early stop or an error the report holds only the intervals that closed.
     let _ = sock.flush();
     let _ = sock.shutdown(Shutdown::Write);
-    report.tcp_total_retransmits = sockopt::tcp_info(&sock).ok().map(|i| u64::from(i.total_retrans));
+    report.tcp_total_retransmits = sockopt::tcp_info(&sock)
+        .ok()
+        .map(|i| u64::from(i.total_retrans));
     report.rtt_min_us = sampler.rtt_min;
     report.rtt_max_us = sampler.rtt_max;
     report
@@ -148,7 +171,11 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                     report.tail_bytes += n as u64;
                 }
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
             Err(e) => {
                 if report.intervals.len() < slots.len() {
                     report.error = Some(format!("read failed: {e}"));

@@ -35,7 +35,11 @@ fn read_header(d: &[u8]) -> Option<(u64, u64)> {
 }
 
 fn batch_size(len: usize, offload: bool) -> usize {
-    if offload { (MAX_GSO_BYTES / len).clamp(1, MAX_BATCH) } else { MAX_BATCH }
+    if offload {
+        (MAX_GSO_BYTES / len).clamp(1, MAX_BATCH)
+    } else {
+        MAX_BATCH
+    }
 }
 
 pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
@@ -67,8 +71,11 @@ pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
             if allowed == 0 {
                 // Sleep until a batch of about PACING_QUANTUM is due: far fewer wake-ups than
                 // one per datagram, and bursts stay in the tens of microseconds.
-                let quantum = (ctx.rate.bits_per_second() / 8.0 * PACING_QUANTUM.as_secs_f64() / len as f64) as usize;
-                let wake = p.next_time((quantum.clamp(1, max_batch) * len) as u64).min(slots[report.intervals.len()].end);
+                let quantum = (ctx.rate.bits_per_second() / 8.0 * PACING_QUANTUM.as_secs_f64()
+                    / len as f64) as usize;
+                let wake = p
+                    .next_time((quantum.clamp(1, max_batch) * len) as u64)
+                    .min(slots[report.intervals.len()].end);
                 std::thread::sleep(wake.saturating_sub(now).min(POLL));
                 continue;
             }
@@ -83,7 +90,8 @@ pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
                 Ok(_) => n,
                 Err(e) if transient(&e) => 0,
                 Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
-                    report.error = Some("the receiver's port is closed (ICMP port unreachable)".into());
+                    report.error =
+                        Some("the receiver's port is closed (ICMP port unreachable)".into());
                     break;
                 }
                 Err(_) => {
@@ -114,8 +122,10 @@ pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
 }
 
 fn transient(e: &std::io::Error) -> bool {
-    matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted | ErrorKind::TimedOut)
-        || e.raw_os_error() == Some(libc::ENOBUFS)
+    matches!(
+        e.kind(),
+        ErrorKind::WouldBlock | ErrorKind::Interrupted | ErrorKind::TimedOut
+    ) || e.raw_os_error() == Some(libc::ENOBUFS)
 }
 
 /// Receiver state for one stream.
@@ -129,7 +139,9 @@ struct Receiver<'a> {
 
 impl Receiver<'_> {
     fn datagram(&mut self, d: &[u8]) {
-        let Some((seq, send_ns)) = read_header(d) else { return };
+        let Some((seq, send_ns)) = read_header(d) else {
+            return;
+        };
         let index = self.ctx.timeline.index_at(Duration::from_nanos(send_ns));
         let arrival = self.tracker.record(seq);
         let Some(slot) = index.and_then(|i| self.counts.get_mut(i)) else {

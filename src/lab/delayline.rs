@@ -34,7 +34,11 @@ pub struct Schedule {
 
 impl Schedule {
     pub fn new(imp: Impairment, seed: u64) -> Schedule {
-        Schedule { imp, rng: StdRng::seed_from_u64(seed), last_release: None }
+        Schedule {
+            imp,
+            rng: StdRng::seed_from_u64(seed),
+            last_release: None,
+        }
     }
 
     /// When a packet that arrived at `now` leaves, or `None` if it is lost.
@@ -68,7 +72,13 @@ pub struct Counters {
 const MAX_QUEUE: usize = 131_072;
 
 /// Moves packets from `input` to `output` until `stop` is raised.
-pub fn forward(input: &File, output: &File, mut schedule: Schedule, stop: &AtomicBool, counters: &Counters) {
+pub fn forward(
+    input: &File,
+    output: &File,
+    mut schedule: Schedule,
+    stop: &AtomicBool,
+    counters: &Counters,
+) {
     let mut queue: VecDeque<(Instant, Vec<u8>)> = VecDeque::new();
     let mut spare: Vec<Vec<u8>> = Vec::new();
     let mut scratch = vec![0u8; 65_536];
@@ -106,7 +116,9 @@ pub fn forward(input: &File, output: &File, mut schedule: Schedule, stop: &Atomi
             if let Some((_, pkt)) = queue.pop_front() {
                 if writer.write(&pkt).is_ok() {
                     counters.forwarded.fetch_add(1, Ordering::Relaxed);
-                    counters.bytes.fetch_add(pkt.len() as u64, Ordering::Relaxed);
+                    counters
+                        .bytes
+                        .fetch_add(pkt.len() as u64, Ordering::Relaxed);
                 } else {
                     counters.dropped_queue.fetch_add(1, Ordering::Relaxed);
                 }
@@ -131,7 +143,11 @@ mod tests {
     use super::*;
 
     fn imp(delay_ms: u64, jitter_ms: u64, loss: f64) -> Impairment {
-        Impairment { delay: Duration::from_millis(delay_ms), jitter: Duration::from_millis(jitter_ms), loss }
+        Impairment {
+            delay: Duration::from_millis(delay_ms),
+            jitter: Duration::from_millis(jitter_ms),
+            loss,
+        }
     }
 
     #[test]

@@ -55,7 +55,11 @@ pub struct LabOptions {
 
 impl Default for LabOptions {
     fn default() -> Self {
-        LabOptions { state_dir: PathBuf::from(STATE_DIR), emulator: EmulatorChoice::Auto, relay: RelayMode::InProcess }
+        LabOptions {
+            state_dir: PathBuf::from(STATE_DIR),
+            emulator: EmulatorChoice::Auto,
+            relay: RelayMode::InProcess,
+        }
     }
 }
 
@@ -71,7 +75,11 @@ pub struct LabState {
 
 enum Relay {
     None,
-    Threads { stop: Arc<AtomicBool>, handles: Vec<std::thread::JoinHandle<()>>, counters: Arc<[Counters; 2]> },
+    Threads {
+        stop: Arc<AtomicBool>,
+        handles: Vec<std::thread::JoinHandle<()>>,
+        counters: Arc<[Counters; 2]>,
+    },
     Daemon,
 }
 
@@ -88,9 +96,13 @@ pub struct Lab {
 pub fn check_sysctl(key: &str, value: &str) -> Result<(), String> {
     let key_ok = key.starts_with("net.")
         && !key.contains("..")
-        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-');
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_' || c == '-');
     if !key_ok {
-        return Err(format!("sysctl {key:?} is not accepted: only net.* keys can be set on a lab host"));
+        return Err(format!(
+            "sysctl {key:?} is not accepted: only net.* keys can be set on a lab host"
+        ));
     }
     if value.is_empty() || value.contains(['\n', '\0']) || value.len() > 256 {
         return Err(format!("sysctl value {value:?} for {key} is not valid"));
@@ -103,7 +115,10 @@ fn sysctl_path(key: &str) -> PathBuf {
 }
 
 fn now_unix() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 fn state_file(dir: &Path, name: &str) -> PathBuf {
@@ -127,8 +142,18 @@ fn write_state(dir: &Path, state: &LabState) -> anyhow::Result<()> {
 
 /// Whether the kernel can add netem (tried on a dummy device inside `ns`).
 fn netem_available(ns: &str) -> bool {
-    let ok = netns::run("ip", &["-n", ns, "link", "add", "nswprobe", "type", "dummy"]).is_ok()
-        && netns::run("tc", &["-n", ns, "qdisc", "add", "dev", "nswprobe", "root", "netem", "delay", "1ms"]).is_ok();
+    let ok = netns::run(
+        "ip",
+        &["-n", ns, "link", "add", "nswprobe", "type", "dummy"],
+    )
+    .is_ok()
+        && netns::run(
+            "tc",
+            &[
+                "-n", ns, "qdisc", "add", "dev", "nswprobe", "root", "netem", "delay", "1ms",
+            ],
+        )
+        .is_ok();
     let _ = netns::run("ip", &["-n", ns, "link", "del", "nswprobe"]);
     ok
 }
@@ -148,7 +173,13 @@ impl Lab {
             }
         }
         let mut lab = Lab {
-            state: LabState { name: name.into(), path, emulator: Emulator::None, relay_pid: None, created_unix_s: now_unix() },
+            state: LabState {
+                name: name.into(),
+                path,
+                emulator: Emulator::None,
+                relay_pid: None,
+                created_unix_s: now_unix(),
+            },
             names,
             state_dir: opts.state_dir.clone(),
             relay: Relay::None,
@@ -181,13 +212,25 @@ impl Lab {
         let (da, db) = (self.names.device(Host::A), self.names.device(Host::B));
         if self.state.emulator == Emulator::Userspace {
             for (ns, dev) in [(&a, &da), (&b, &db)] {
-                netns::run("ip", &["-n", ns, "tuntap", "add", "dev", dev, "mode", "tun"])?;
+                netns::run(
+                    "ip",
+                    &["-n", ns, "tuntap", "add", "dev", dev, "mode", "tun"],
+                )?;
                 // The delay line may be descheduled for a few ms: a long TUN queue absorbs
                 // that instead of dropping (the default of 500 packets lasts 6 ms at 1 Gbit/s).
-                netns::run("ip", &["-n", ns, "link", "set", "dev", dev, "txqueuelen", "20000"])?;
+                netns::run(
+                    "ip",
+                    &["-n", ns, "link", "set", "dev", dev, "txqueuelen", "20000"],
+                )?;
             }
         } else {
-            netns::run("ip", &["link", "add", &da, "netns", &a, "type", "veth", "peer", "name", &db, "netns", &b])?;
+            netns::run(
+                "ip",
+                &[
+                    "link", "add", &da, "netns", &a, "type", "veth", "peer", "name", &db, "netns",
+                    &b,
+                ],
+            )?;
         }
         for h in [Host::A, Host::B] {
             self.configure_host(h)?;
@@ -204,10 +247,43 @@ impl Lab {
         let dev = self.names.device(h);
         let mtu = self.state.path.mtu(h).to_string();
         netns::run("ip", &["-n", &ns, "link", "set", "lo", "up"])?;
-        netns::run("ip", &["-n", &ns, "link", "set", "dev", &dev, "mtu", &mtu, "up"])?;
-        netns::run("ip", &["-n", &ns, "addr", "add", &format!("{}/24", h.ipv4()), "dev", &dev])?;
-        netns::run("ip", &["-n", &ns, "-6", "addr", "add", &format!("{}/64", h.ipv6()), "dev", &dev, "nodad"])?;
-        for cmd in topology::qdisc_commands(&ns, &dev, &self.state.path, self.state.emulator, self.state.path.mtu(h)) {
+        netns::run(
+            "ip",
+            &["-n", &ns, "link", "set", "dev", &dev, "mtu", &mtu, "up"],
+        )?;
+        netns::run(
+            "ip",
+            &[
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{}/24", h.ipv4()),
+                "dev",
+                &dev,
+            ],
+        )?;
+        netns::run(
+            "ip",
+            &[
+                "-n",
+                &ns,
+                "-6",
+                "addr",
+                "add",
+                &format!("{}/64", h.ipv6()),
+                "dev",
+                &dev,
+                "nodad",
+            ],
+        )?;
+        for cmd in topology::qdisc_commands(
+            &ns,
+            &dev,
+            &self.state.path,
+            self.state.emulator,
+            self.state.path.mtu(h),
+        ) {
             let args: Vec<&str> = cmd[1..].iter().map(String::as_str).collect();
             netns::run(&cmd[0], &args)?;
         }
@@ -220,14 +296,22 @@ impl Lab {
     }
 
     fn impairment(&self) -> Impairment {
-        Impairment { delay: self.state.path.delay, jitter: self.state.path.jitter, loss: self.state.path.loss_percent / 100.0 }
+        Impairment {
+            delay: self.state.path.delay,
+            jitter: self.state.path.jitter,
+            loss: self.state.path.loss_percent / 100.0,
+        }
     }
 
     fn start_relay(&mut self, mode: &RelayMode) -> anyhow::Result<()> {
         match mode {
             RelayMode::InProcess => {
                 let (stop, handles, counters) = spawn_delay_line(&self.names, self.impairment())?;
-                self.relay = Relay::Threads { stop, handles, counters };
+                self.relay = Relay::Threads {
+                    stop,
+                    handles,
+                    counters,
+                };
                 self.state.relay_pid = Some(std::process::id());
             }
             RelayMode::Daemon(exe) => {
@@ -259,7 +343,10 @@ impl Lab {
     pub fn delay_line_counts(&self) -> Option<[(u64, u64); 2]> {
         match &self.relay {
             Relay::Threads { counters, .. } => Some([0, 1].map(|i| {
-                (counters[i].forwarded.load(Ordering::Relaxed), counters[i].dropped_loss.load(Ordering::Relaxed))
+                (
+                    counters[i].forwarded.load(Ordering::Relaxed),
+                    counters[i].dropped_loss.load(Ordering::Relaxed),
+                )
             })),
             _ => None,
         }
@@ -328,32 +415,54 @@ impl Drop for LabServer {
 
 impl Lab {
     /// Starts `netsweep server` (in-process) on host `h`, port 5310.
-    pub fn start_server(&self, h: Host, limits: crate::spec::ServerLimits) -> anyhow::Result<LabServer> {
+    pub fn start_server(
+        &self,
+        h: Host,
+        limits: crate::spec::ServerLimits,
+    ) -> anyhow::Result<LabServer> {
         let addr = std::net::SocketAddr::new(h.address(), crate::cli::DEFAULT_PORT);
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let (tx, rx) = std::sync::mpsc::channel();
-        let handle = netns::spawn_in(&self.names.namespace(h), move || match std::net::TcpListener::bind(addr) {
-            Ok(listener) => {
-                let _ = tx.send(Ok(()));
-                let log: crate::server::Log = Arc::new(|_: &str| {});
-                let _ = crate::server::run(listener, limits, &flag, log);
-            }
-            Err(e) => {
-                let _ = tx.send(Err(e));
-            }
-        })?;
-        rx.recv().context("server thread ended")?.with_context(|| format!("cannot listen on {addr}"))?;
-        Ok(LabServer { stop, handle: Some(handle), addr })
+        let handle =
+            netns::spawn_in(
+                &self.names.namespace(h),
+                move || match std::net::TcpListener::bind(addr) {
+                    Ok(listener) => {
+                        let _ = tx.send(Ok(()));
+                        let log: crate::server::Log = Arc::new(|_: &str| {});
+                        let _ = crate::server::run(listener, limits, &flag, log);
+                    }
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                    }
+                },
+            )?;
+        rx.recv()
+            .context("server thread ended")?
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        Ok(LabServer {
+            stop,
+            handle: Some(handle),
+            addr,
+        })
     }
 }
 
-type DelayLine = (Arc<AtomicBool>, Vec<std::thread::JoinHandle<()>>, Arc<[Counters; 2]>);
+type DelayLine = (
+    Arc<AtomicBool>,
+    Vec<std::thread::JoinHandle<()>>,
+    Arc<[Counters; 2]>,
+);
 
 /// Attaches to both TUN devices and starts one forwarding thread per direction.
 pub fn spawn_delay_line(names: &LabNames, imp: Impairment) -> anyhow::Result<DelayLine> {
-    let tun_a = netns::run_in(&names.namespace(Host::A), || netns::open_tun(&names.device(Host::A)))??;
-    let tun_b = netns::run_in(&names.namespace(Host::B), || netns::open_tun(&names.device(Host::B)))??;
+    let tun_a = netns::run_in(&names.namespace(Host::A), || {
+        netns::open_tun(&names.device(Host::A))
+    })??;
+    let tun_b = netns::run_in(&names.namespace(Host::B), || {
+        netns::open_tun(&names.device(Host::B))
+    })??;
     let stop = Arc::new(AtomicBool::new(false));
     let counters: Arc<[Counters; 2]> = Arc::new([Counters::default(), Counters::default()]);
     let (a, b) = (Arc::new(tun_a), Arc::new(tun_b));
@@ -375,7 +484,11 @@ pub fn spawn_delay_line(names: &LabNames, imp: Impairment) -> anyhow::Result<Del
 pub fn run_relay(name: &str, state_dir: &Path, stop: &AtomicBool) -> anyhow::Result<()> {
     let state = read_state(state_dir, name).with_context(|| format!("no state for lab {name}"))?;
     let names = LabNames::new(name).map_err(anyhow::Error::msg)?;
-    let imp = Impairment { delay: state.path.delay, jitter: state.path.jitter, loss: state.path.loss_percent / 100.0 };
+    let imp = Impairment {
+        delay: state.path.delay,
+        jitter: state.path.jitter,
+        loss: state.path.loss_percent / 100.0,
+    };
     let (line_stop, handles, _) = spawn_delay_line(&names, imp)?;
     println!("ready");
     while !stop.load(Ordering::Relaxed) {
@@ -405,7 +518,9 @@ fn spawn_relay_daemon(exe: &Path, name: &str, state_dir: &Path) -> anyhow::Resul
             Ok(())
         });
     }
-    let mut child = cmd.spawn().with_context(|| format!("cannot start {}", exe.display()))?;
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {}", exe.display()))?;
     let pid = child.id();
     let stdout = child.stdout.take().context("relay stdout")?;
     let (tx, rx) = std::sync::mpsc::channel();
@@ -419,7 +534,10 @@ fn spawn_relay_daemon(exe: &Path, name: &str, state_dir: &Path) -> anyhow::Resul
         _ => {
             let _ = child.kill();
             let _ = child.wait();
-            bail!("the delay line did not start; see {}", state_dir.join(format!("{name}.log")).display())
+            bail!(
+                "the delay line did not start; see {}",
+                state_dir.join(format!("{name}.log")).display()
+            )
         }
     }
 }
@@ -428,7 +546,8 @@ fn is_our_relay(pid: u32, name: &str) -> bool {
     std::fs::read(format!("/proc/{pid}/cmdline"))
         .map(|c| {
             let args: Vec<&[u8]> = c.split(|b| *b == 0).collect();
-            args.windows(3).any(|w| w[0] == b"lab" && w[1] == b"relay" && w[2] == name.as_bytes())
+            args.windows(3)
+                .any(|w| w[0] == b"lab" && w[1] == b"relay" && w[2] == name.as_bytes())
         })
         .unwrap_or(false)
 }
@@ -497,11 +616,20 @@ pub fn list(state_dir: &Path) -> Vec<Listing> {
     let mut names: Vec<String> = std::fs::read_dir(state_dir)
         .map(|d| {
             d.filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().to_string_lossy().strip_suffix(".json").map(String::from))
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .strip_suffix(".json")
+                        .map(String::from)
+                })
                 .collect()
         })
         .unwrap_or_default();
-    names.extend(netns::list().iter().filter_map(|ns| LabNames::owner_of(ns).map(|(n, _)| n)));
+    names.extend(
+        netns::list()
+            .iter()
+            .filter_map(|ns| LabNames::owner_of(ns).map(|(n, _)| n)),
+    );
     names.sort();
     names.dedup();
     names
@@ -510,11 +638,19 @@ pub fn list(state_dir: &Path) -> Vec<Listing> {
             let state = read_state(state_dir, &name);
             let relay_dead = state.as_ref().is_some_and(|s| {
                 s.emulator == Emulator::Userspace
-                    && !s.relay_pid.is_some_and(|p| Path::new(&format!("/proc/{p}")).exists())
+                    && !s
+                        .relay_pid
+                        .is_some_and(|p| Path::new(&format!("/proc/{p}")).exists())
             });
             let lab_names = LabNames::new(&name);
-            let complete = lab_names.is_ok_and(|n| netns::exists(&n.namespace(Host::A)) && netns::exists(&n.namespace(Host::B)));
-            Listing { leftover: state.is_none() || relay_dead || !complete, name, state }
+            let complete = lab_names.is_ok_and(|n| {
+                netns::exists(&n.namespace(Host::A)) && netns::exists(&n.namespace(Host::B))
+            });
+            Listing {
+                leftover: state.is_none() || relay_dead || !complete,
+                name,
+                state,
+            }
         })
         .collect()
 }

@@ -63,13 +63,17 @@ impl LabNames {
     pub fn new(name: &str) -> Result<LabNames, String> {
         let ok = !name.is_empty()
             && name.len() <= MAX_NAME
-            && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
         if !ok {
             return Err(format!(
                 "lab name {name:?} is not valid: use 1 to {MAX_NAME} lowercase letters, digits or _"
             ));
         }
-        Ok(LabNames { name: name.to_string() })
+        Ok(LabNames {
+            name: name.to_string(),
+        })
     }
 
     pub fn namespace(&self, h: Host) -> String {
@@ -203,7 +207,13 @@ fn argv(parts: &[&str]) -> Argv {
 }
 
 /// Commands for the qdiscs of one host's egress device.
-pub fn qdisc_commands(ns: &str, dev: &str, path: &PathConfig, emulator: Emulator, mtu: u32) -> Vec<Argv> {
+pub fn qdisc_commands(
+    ns: &str,
+    dev: &str,
+    path: &PathConfig,
+    emulator: Emulator,
+    mtu: u32,
+) -> Vec<Argv> {
     let mut out = Vec::new();
     let tbf = |parent: &[&str]| -> Option<Argv> {
         let rate = path.rate_bps?;
@@ -222,7 +232,9 @@ pub fn qdisc_commands(ns: &str, dev: &str, path: &PathConfig, emulator: Emulator
         Some(a)
     };
     if emulator == Emulator::Netem {
-        let mut a = argv(&["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem"]);
+        let mut a = argv(&[
+            "tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "handle", "1:", "netem",
+        ]);
         // netem's default limit of 1000 packets would drop at high bandwidth-delay products.
         a.extend(["limit".into(), "1000000".into()]);
         if !path.delay.is_zero() {
@@ -270,25 +282,44 @@ mod tests {
         let cmds = qdisc_commands("ns", "d", &path, Emulator::Netem, 1500);
         assert_eq!(cmds.len(), 2);
         let netem = cmds[0].join(" ");
-        assert!(netem.contains("root handle 1: netem limit 1000000 delay 10000us 1000us loss 1%"), "{netem}");
+        assert!(
+            netem.contains("root handle 1: netem limit 1000000 delay 10000us 1000us loss 1%"),
+            "{netem}"
+        );
         let tbf = cmds[1].join(" ");
-        assert!(tbf.contains("parent 1:1 handle 10: tbf rate 200000000bit burst 25000 latency 50000us"), "{tbf}");
+        assert!(
+            tbf.contains("parent 1:1 handle 10: tbf rate 200000000bit burst 25000 latency 50000us"),
+            "{tbf}"
+        );
     }
 
     #[test]
     fn userspace_and_plain_paths_only_shape_the_rate() {
-        let path = PathConfig { rate_bps: Some(1e9), ..PathConfig::default() };
+        let path = PathConfig {
+            rate_bps: Some(1e9),
+            ..PathConfig::default()
+        };
         let cmds = qdisc_commands("ns", "d", &path, Emulator::Userspace, 9000);
         assert_eq!(cmds.len(), 1);
-        assert!(cmds[0].join(" ").contains("root handle 10: tbf rate 1000000000bit burst 125000"));
+        assert!(
+            cmds[0]
+                .join(" ")
+                .contains("root handle 10: tbf rate 1000000000bit burst 125000")
+        );
         assert!(qdisc_commands("ns", "d", &PathConfig::default(), Emulator::None, 1500).is_empty());
     }
 
     #[test]
     fn validation_names_the_problem() {
-        let bad = PathConfig { jitter: Duration::from_millis(5), ..PathConfig::default() };
+        let bad = PathConfig {
+            jitter: Duration::from_millis(5),
+            ..PathConfig::default()
+        };
         assert!(bad.validate().unwrap_err().contains("jitter"));
-        let bad = PathConfig { mtu_b: 100, ..PathConfig::default() };
+        let bad = PathConfig {
+            mtu_b: 100,
+            ..PathConfig::default()
+        };
         assert!(bad.validate().unwrap_err().contains("MTU"));
         assert!(PathConfig::default().validate().is_ok());
     }

@@ -37,7 +37,11 @@ pub fn median_sorted(v: &[f64]) -> f64 {
     if n == 0 {
         return f64::NAN;
     }
-    if n % 2 == 0 { v[n / 2 - 1] / 2.0 + v[n / 2] / 2.0 } else { v[n / 2] }
+    if n.is_multiple_of(2) {
+        v[n / 2 - 1] / 2.0 + v[n / 2] / 2.0
+    } else {
+        v[n / 2]
+    }
 }
 
 /// Quantile of sorted values by linear interpolation (Hyndman and Fan type 7, R's default).
@@ -55,7 +59,11 @@ pub fn quantile_sorted(v: &[f64], q: f64) -> f64 {
 pub fn mean(values: &[f64]) -> f64 {
     let n = values.len() as f64;
     let sum: f64 = values.iter().sum();
-    if sum.is_finite() { sum / n } else { values.iter().map(|x| x / n).sum() }
+    if sum.is_finite() {
+        sum / n
+    } else {
+        values.iter().map(|x| x / n).sum()
+    }
 }
 
 /// Sample standard deviation in two passes (the mean first, then deviations), scaled by the

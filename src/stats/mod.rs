@@ -30,7 +30,13 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { confidence: 0.95, detect_change: 0.05, power: 0.8, more: "higher".into(), less: "lower".into() }
+        Config {
+            confidence: 0.95,
+            detect_change: 0.05,
+            power: 0.8,
+            more: "higher".into(),
+            less: "lower".into(),
+        }
     }
 }
 
@@ -87,7 +93,7 @@ pub struct Analysis {
 /// Runs per set needed to detect a difference `delta` with standard deviation `sigma`
 /// (two-sided, equal group sizes), by the t-based iteration of the normal formula.
 pub fn runs_needed(sigma: f64, delta: f64, confidence: f64, power: f64) -> Option<usize> {
-    if !(delta.abs() > 0.0) || !sigma.is_finite() {
+    if delta.is_nan() || delta == 0.0 || !sigma.is_finite() {
         return None;
     }
     if sigma == 0.0 {
@@ -130,10 +136,16 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
 
 fn check(name: &str, values: &[f64]) -> Result<(), StatsError> {
     if values.len() < 3 {
-        return Err(StatsError::TooFew { name: name.to_string(), n: values.len() });
+        return Err(StatsError::TooFew {
+            name: name.to_string(),
+            n: values.len(),
+        });
     }
     if let Some(v) = values.iter().find(|v| !v.is_finite()) {
-        return Err(StatsError::NotFinite { name: name.to_string(), value: *v });
+        return Err(StatsError::NotFinite {
+            name: name.to_string(),
+            value: *v,
+        });
     }
     Ok(())
 }
@@ -146,12 +158,24 @@ pub fn analyze(sets: &[(String, Vec<f64>)], cfg: &Config) -> Result<Analysis, St
     for (name, values) in sets {
         check(name, values)?;
     }
-    let summaries: Vec<SetSummary> =
-        sets.iter().map(|(name, v)| SetSummary { name: name.clone(), description: describe(v) }).collect();
+    let summaries: Vec<SetSummary> = sets
+        .iter()
+        .map(|(name, v)| SetSummary {
+            name: name.clone(),
+            description: describe(v),
+        })
+        .collect();
     let Some((base_name, base)) = sets.first() else {
-        return Ok(Analysis { confidence: cfg.confidence, sets: summaries, comparisons: Vec::new() });
+        return Ok(Analysis {
+            confidence: cfg.confidence,
+            sets: summaries,
+            comparisons: Vec::new(),
+        });
     };
-    let mut comparisons: Vec<Comparison> = sets[1..].iter().map(|(name, v)| compare(base_name, base, name, v, cfg)).collect();
+    let mut comparisons: Vec<Comparison> = sets[1..]
+        .iter()
+        .map(|(name, v)| compare(base_name, base, name, v, cfg))
+        .collect();
     let adjusted = holm(&comparisons.iter().map(|c| c.welch.p).collect::<Vec<_>>());
     for (c, p) in comparisons.iter_mut().zip(adjusted) {
         c.welch_p_holm = p;
@@ -161,15 +185,21 @@ pub fn analyze(sets: &[(String, Vec<f64>)], cfg: &Config) -> Result<Analysis, St
     for (i, c) in comparisons.iter_mut().enumerate() {
         c.verdict = verdict(c, &summaries[0], &summaries[i + 1], cfg, several);
     }
-    Ok(Analysis { confidence: cfg.confidence, sets: summaries, comparisons })
+    Ok(Analysis {
+        confidence: cfg.confidence,
+        sets: summaries,
+        comparisons,
+    })
 }
 
 fn compare(base_name: &str, base: &[f64], name: &str, other: &[f64], cfg: &Config) -> Comparison {
     let welch = ttest::welch(base, other, cfg.confidence);
     let percent = ttest::percent_difference(base, other, cfg.confidence, welch.df);
     let (nb, no) = (base.len() as f64, other.len() as f64);
-    let pooled_sd =
-        (((nb - 1.0) * describe::variance(base) + (no - 1.0) * describe::variance(other)) / (nb + no - 2.0)).sqrt();
+    let pooled_sd = (((nb - 1.0) * describe::variance(base)
+        + (no - 1.0) * describe::variance(other))
+        / (nb + no - 2.0))
+        .sqrt();
     let delta = cfg.detect_change * describe::mean(base).abs();
     Comparison {
         baseline: base_name.to_string(),
@@ -190,23 +220,45 @@ fn compare(base_name: &str, base: &[f64], name: &str, other: &[f64], cfg: &Confi
 }
 
 fn p_text(p: f64) -> String {
-    if p < 0.001 { "p < 0.001".into() } else { format!("p = {p:.3}") }
+    if p < 0.001 {
+        "p < 0.001".into()
+    } else {
+        format!("p = {p:.3}")
+    }
 }
 
 fn runs_text(a: usize, b: usize) -> String {
-    if a == b { format!("{a} runs each") } else { format!("{a} and {b} runs") }
+    if a == b {
+        format!("{a} runs each")
+    } else {
+        format!("{a} and {b} runs")
+    }
 }
 
 /// One line in plain words, with warnings about noise, outliers and disagreeing tests.
-fn verdict(c: &Comparison, base: &SetSummary, other: &SetSummary, cfg: &Config, holm_applied: bool) -> String {
+fn verdict(
+    c: &Comparison,
+    base: &SetSummary,
+    other: &SetSummary,
+    cfg: &Config,
+    holm_applied: bool,
+) -> String {
     let conf = cfg.confidence * 100.0;
-    let p = if holm_applied { format!("Welch {} (Holm-adjusted)", p_text(c.welch_p_holm)) } else { format!("Welch {}", p_text(c.welch.p)) };
+    let p = if holm_applied {
+        format!("Holm-adjusted Welch {}", p_text(c.welch_p_holm))
+    } else {
+        format!("Welch {}", p_text(c.welch.p))
+    };
     let ci = match (c.percent_ci_low, c.percent_ci_high) {
         (Some(lo), Some(hi)) => format!(" ({conf:.0}% CI {lo:.1}% to {hi:.1}%)"),
         _ => String::new(),
     };
     let mut line = if c.significant {
-        let word = if c.difference > 0.0 { &cfg.more } else { &cfg.less };
+        let word = if c.difference > 0.0 {
+            &cfg.more
+        } else {
+            &cfg.less
+        };
         format!(
             "{} is {word} than {} by {:.1}%{ci}; {p}; {}",
             c.other,
@@ -226,7 +278,10 @@ fn verdict(c: &Comparison, base: &SetSummary, other: &SetSummary, cfg: &Config, 
                 "no difference shown between {} and {} ({p}); a {change:.0}% change would likely have shown with these runs{ci}",
                 c.other, c.baseline
             ),
-            None => format!("no difference shown between {} and {} ({p})", c.other, c.baseline),
+            None => format!(
+                "no difference shown between {} and {} ({p})",
+                c.other, c.baseline
+            ),
         }
     };
     let mw_significant = c.mann_whitney.p < 1.0 - cfg.confidence;
@@ -241,7 +296,11 @@ fn verdict(c: &Comparison, base: &SetSummary, other: &SetSummary, cfg: &Config, 
             line.push_str(&format!("; {} is noisy (CV {:.1}%)", s.name, cv * 100.0));
         }
         if !s.description.outliers.is_empty() {
-            line.push_str(&format!("; {} has {} outlier(s)", s.name, s.description.outliers.len()));
+            line.push_str(&format!(
+                "; {} has {} outlier(s)",
+                s.name,
+                s.description.outliers.len()
+            ));
         }
     }
     line

@@ -44,7 +44,11 @@ fn std_normal() -> Normal {
 
 /// Average ranks of the combined sample; returns (rank sum of `other`, tie group sizes).
 fn rank_sum(baseline: &[f64], other: &[f64]) -> (f64, Vec<usize>) {
-    let mut all: Vec<(f64, bool)> = baseline.iter().map(|&x| (x, false)).chain(other.iter().map(|&y| (y, true))).collect();
+    let mut all: Vec<(f64, bool)> = baseline
+        .iter()
+        .map(|&x| (x, false))
+        .chain(other.iter().map(|&y| (y, true)))
+        .collect();
     all.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut sum = 0.0;
     let mut ties = Vec::new();
@@ -110,10 +114,15 @@ pub fn mann_whitney(baseline: &[f64], other: &[f64]) -> MannWhitney {
         let k = u.round() as usize;
         let lower = cdf[k];
         let upper = if k == 0 { 1.0 } else { 1.0 - cdf[k - 1] };
-        return MannWhitney { u, p: (2.0 * lower.min(upper)).min(1.0), method: Method::Exact };
+        return MannWhitney {
+            u,
+            p: (2.0 * lower.min(upper)).min(1.0),
+            method: Method::Exact,
+        };
     }
     let big_n = (m + n) as f64;
-    let tie_term: f64 = ties.iter().map(|&t| (t * t * t - t) as f64).sum::<f64>() / (big_n * (big_n - 1.0));
+    let tie_term: f64 =
+        ties.iter().map(|&t| (t * t * t - t) as f64).sum::<f64>() / (big_n * (big_n - 1.0));
     let sigma = (mn / 12.0 * ((big_n + 1.0) - tie_term)).sqrt();
     let p = if sigma > 0.0 {
         let z = ((u - mn / 2.0).abs() - 0.5).max(0.0) / sigma;
@@ -121,7 +130,11 @@ pub fn mann_whitney(baseline: &[f64], other: &[f64]) -> MannWhitney {
     } else {
         1.0
     };
-    MannWhitney { u, p, method: Method::NormalApproximation }
+    MannWhitney {
+        u,
+        p,
+        method: Method::NormalApproximation,
+    }
 }
 
 /// Number of differences other_j - baseline_i that are <= d (both sorted ascending).
@@ -160,12 +173,18 @@ pub fn kth_difference(base: &[f64], other: &[f64], k: usize) -> f64 {
     let total = base.len() * other.len();
     let k = k.clamp(1, total.max(1));
     if total <= PAIRWISE_LIMIT {
-        let mut d: Vec<f64> = other.iter().flat_map(|y| base.iter().map(move |x| y - x)).collect();
+        let mut d: Vec<f64> = other
+            .iter()
+            .flat_map(|y| base.iter().map(move |x| y - x))
+            .collect();
         let (_, v, _) = d.select_nth_unstable_by(k - 1, |a, b| a.total_cmp(b));
         return *v;
     }
     // Bisection on the value, counting in O(m + n) per step (Johnson and Mizoguchi's idea).
-    let (mut lo, mut hi) = (other[0] - base[base.len() - 1], other[other.len() - 1] - base[0]);
+    let (mut lo, mut hi) = (
+        other[0] - base[base.len() - 1],
+        other[other.len() - 1] - base[0],
+    );
     if count_le(base, other, lo) >= k {
         return lo;
     }
@@ -174,7 +193,11 @@ pub fn kth_difference(base: &[f64], other: &[f64], k: usize) -> f64 {
         if mid <= lo || mid >= hi {
             break;
         }
-        if count_le(base, other, mid) >= k { hi = mid } else { lo = mid }
+        if count_le(base, other, mid) >= k {
+            hi = mid
+        } else {
+            lo = mid
+        }
     }
     next_above(base, other, lo).min(hi)
 }
@@ -188,21 +211,31 @@ pub fn hodges_lehmann(baseline: &[f64], other: &[f64], confidence: f64) -> Hodge
     let estimate = if total % 2 == 1 {
         kth_difference(&base, &oth, total / 2 + 1)
     } else {
-        kth_difference(&base, &oth, total / 2) / 2.0 + kth_difference(&base, &oth, total / 2 + 1) / 2.0
+        kth_difference(&base, &oth, total / 2) / 2.0
+            + kth_difference(&base, &oth, total / 2 + 1) / 2.0
     };
     let alpha = 1.0 - confidence;
     // C_alpha: the number of differences cut from each end.
     let c = if total <= EXACT_LIMIT {
         let cdf = cumulative(&u_distribution(m, n));
         // Largest c with P(U <= c - 1) <= alpha / 2.
-        (1..=total).take_while(|&c| cdf[c - 1] <= alpha / 2.0).last().unwrap_or(0)
+        (1..=total)
+            .take_while(|&c| cdf[c - 1] <= alpha / 2.0)
+            .last()
+            .unwrap_or(0)
     } else {
         let z = std_normal().inverse_cdf(1.0 - alpha / 2.0);
         let mnf = total as f64;
-        (mnf / 2.0 - z * (mnf * (m + n + 1) as f64 / 12.0).sqrt()).floor().max(0.0) as usize
+        (mnf / 2.0 - z * (mnf * (m + n + 1) as f64 / 12.0).sqrt())
+            .floor()
+            .max(0.0) as usize
     };
     if c == 0 || c > total {
-        return HodgesLehmann { estimate, ci_low: None, ci_high: None };
+        return HodgesLehmann {
+            estimate,
+            ci_low: None,
+            ci_high: None,
+        };
     }
     HodgesLehmann {
         estimate,
@@ -240,9 +273,17 @@ mod tests {
     #[test]
     fn kth_difference_by_bisection_agrees_with_brute_force() {
         let base: Vec<f64> = (0..300).map(|i| (i as f64 * 0.37).sin() * 10.0).collect();
-        let other: Vec<f64> = (0..200).map(|i| (i as f64 * 0.11).cos() * 7.0 + 1.0).collect();
-        let (b, o) = (crate::stats::describe::sorted(&base), crate::stats::describe::sorted(&other));
-        let mut all: Vec<f64> = o.iter().flat_map(|y| b.iter().map(move |x| y - x)).collect();
+        let other: Vec<f64> = (0..200)
+            .map(|i| (i as f64 * 0.11).cos() * 7.0 + 1.0)
+            .collect();
+        let (b, o) = (
+            crate::stats::describe::sorted(&base),
+            crate::stats::describe::sorted(&other),
+        );
+        let mut all: Vec<f64> = o
+            .iter()
+            .flat_map(|y| b.iter().map(move |x| y - x))
+            .collect();
         all.sort_by(|a, b| a.total_cmp(b));
         for k in [1, 2, 500, 30_000, 59_999, 60_000] {
             let (lo, hi) = (o[0] - b[b.len() - 1], o[o.len() - 1] - b[0]);
@@ -255,7 +296,11 @@ mod tests {
                     if mid <= l || mid >= h {
                         break;
                     }
-                    if count_le(&b, &o, mid) >= k { h = mid } else { l = mid }
+                    if count_le(&b, &o, mid) >= k {
+                        h = mid
+                    } else {
+                        l = mid
+                    }
                 }
                 assert_eq!(next_above(&b, &o, l).min(h), all[k - 1], "k={k}");
             } else {

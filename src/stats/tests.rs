@@ -9,18 +9,19 @@ const A: [f64; 6] = [10.0, 11.0, 12.0, 11.5, 10.5, 11.2];
 const B: [f64; 5] = [12.0, 13.5, 12.8, 14.1, 13.0];
 
 const L1: [f64; 40] = [
-    101.727921, 104.108091, 101.652185, 93.484214, 104.526779, 102.231873, 97.315234, 102.905591, 101.822862,
-    101.470662, 100.142111, 102.733565, 96.31773, 99.18545, 97.589403, 102.994231, 100.198611, 98.537716, 96.090458,
-    98.714039, 100.040711, 98.621985, 106.470319, 105.033622, 86.444188, 90.554934, 99.12614, 97.889048, 101.068215,
-    101.08661, 110.589194, 94.439896, 98.111975, 110.213858, 103.233515, 103.315317, 97.429968, 91.759624, 100.837324,
-    100.54507,
+    101.727921, 104.108091, 101.652185, 93.484214, 104.526779, 102.231873, 97.315234, 102.905591,
+    101.822862, 101.470662, 100.142111, 102.733565, 96.31773, 99.18545, 97.589403, 102.994231,
+    100.198611, 98.537716, 96.090458, 98.714039, 100.040711, 98.621985, 106.470319, 105.033622,
+    86.444188, 90.554934, 99.12614, 97.889048, 101.068215, 101.08661, 110.589194, 94.439896,
+    98.111975, 110.213858, 103.233515, 103.315317, 97.429968, 91.759624, 100.837324, 100.54507,
 ];
 const L2: [f64; 45] = [
-    96.86324, 99.583867, 102.639782, 98.276242, 102.50865, 103.477415, 103.177931, 100.468542, 105.96874, 107.455835,
-    104.604242, 98.908849, 106.658261, 100.4928, 107.395803, 97.641063, 107.572336, 102.899683, 96.756256, 101.430503,
-    103.270511, 104.363957, 98.089059, 97.463135, 103.997923, 100.666252, 104.177528, 106.797598, 94.756063,
-    104.271941, 109.123235, 101.512366, 98.945927, 106.761219, 104.267233, 107.479415, 101.273921, 95.590909,
-    102.449946, 100.770859, 106.876619, 103.968164, 94.845754, 97.024185, 107.418945,
+    96.86324, 99.583867, 102.639782, 98.276242, 102.50865, 103.477415, 103.177931, 100.468542,
+    105.96874, 107.455835, 104.604242, 98.908849, 106.658261, 100.4928, 107.395803, 97.641063,
+    107.572336, 102.899683, 96.756256, 101.430503, 103.270511, 104.363957, 98.089059, 97.463135,
+    103.997923, 100.666252, 104.177528, 106.797598, 94.756063, 104.271941, 109.123235, 101.512366,
+    98.945927, 106.761219, 104.267233, 107.479415, 101.273921, 95.590909, 102.449946, 100.770859,
+    106.876619, 103.968164, 94.845754, 97.024185, 107.418945,
 ];
 
 fn close(a: f64, b: f64, tol: f64) -> bool {
@@ -58,31 +59,53 @@ fn forty_by_forty_five_uses_the_exact_distribution() {
     assert_eq!(r.u, 1157.0);
     assert!(close(r.p, 0.023383612954421314, 1e-9), "{r:?}");
     let w = ttest::welch(&L1, &L2, 0.95);
-    assert!(close(w.t, 2.3577807351180438, 1e-9) && close(w.p, 0.020954959881568657, 1e-8), "{w:?}");
+    assert!(
+        close(w.t, 2.3577807351180438, 1e-9) && close(w.p, 0.020954959881568657, 1e-8),
+        "{w:?}"
+    );
     assert!(close(w.df, 76.10172043245416, 1e-9));
     let hl = rank::hodges_lehmann(&L1, &L2, 0.95);
     assert!(close(hl.estimate, 2.287590999999992, 1e-12), "{hl:?}");
-    assert!(close(hl.ci_low.unwrap(), 0.3258289999999988, 1e-12), "{hl:?}");
-    assert!(close(hl.ci_high.unwrap(), 4.085060999999996, 1e-12), "{hl:?}");
+    assert!(
+        close(hl.ci_low.unwrap(), 0.3258289999999988, 1e-12),
+        "{hl:?}"
+    );
+    assert!(
+        close(hl.ci_high.unwrap(), 4.085060999999996, 1e-12),
+        "{hl:?}"
+    );
 }
 
 #[test]
 fn large_sets_with_ties_use_the_normal_approximation() {
     // The same formulas in Python give identical doubles; references from scipy
     // (mannwhitneyu asymptotic, ttest_ind Welch) and numpy's median of differences.
-    let x: Vec<f64> = (0..120).map(|i| 100.0 + ((i * 7919) % 1000) as f64 / 100.0).collect();
-    let y: Vec<f64> = (0..100).map(|j| 102.0 + ((j * 104_729) % 997) as f64 / 100.0).collect();
+    let x: Vec<f64> = (0..120)
+        .map(|i| 100.0 + ((i * 7919) % 1000) as f64 / 100.0)
+        .collect();
+    let y: Vec<f64> = (0..100)
+        .map(|j| 102.0 + ((j * 104_729) % 997) as f64 / 100.0)
+        .collect();
     let r = rank::mann_whitney(&x, &y);
     assert_eq!(r.method, rank::Method::NormalApproximation);
     assert_eq!(r.u, 7767.0);
     assert!(close(r.p, 0.00017150231006848445, 1e-9), "{r:?}");
     let w = ttest::welch(&x, &y, 0.95);
-    assert!(close(w.t, 4.219544365233068, 1e-9) && close(w.df, 210.08060108351197, 1e-9), "{w:?}");
+    assert!(
+        close(w.t, 4.219544365233068, 1e-9) && close(w.df, 210.08060108351197, 1e-9),
+        "{w:?}"
+    );
     assert!(close(w.p, 3.6411890254670703e-05, 1e-6), "{w:?}");
     let hl = rank::hodges_lehmann(&x, &y, 0.95);
     assert!(close(hl.estimate, 1.6500000000000057, 1e-12), "{hl:?}");
-    assert!(close(hl.ci_low.unwrap(), 0.8200000000000074, 1e-12), "{hl:?}");
-    assert!(close(hl.ci_high.unwrap(), 2.4399999999999977, 1e-12), "{hl:?}");
+    assert!(
+        close(hl.ci_low.unwrap(), 0.8200000000000074, 1e-12),
+        "{hl:?}"
+    );
+    assert!(
+        close(hl.ci_high.unwrap(), 2.4399999999999977, 1e-12),
+        "{hl:?}"
+    );
 }
 
 #[test]
@@ -97,7 +120,10 @@ fn hodges_lehmann_small_exact_interval() {
 fn holm_adjusts_step_down() {
     // Hand-computed: sorted p 0.01, 0.02, 0.04 -> 0.03, 0.04, 0.04 (monotone).
     let adj = holm(&[0.04, 0.01, 0.02]);
-    assert!(close(adj[1], 0.03, 1e-12) && close(adj[2], 0.04, 1e-12) && close(adj[0], 0.04, 1e-12), "{adj:?}");
+    assert!(
+        close(adj[1], 0.03, 1e-12) && close(adj[2], 0.04, 1e-12) && close(adj[0], 0.04, 1e-12),
+        "{adj:?}"
+    );
 }
 
 #[test]
@@ -111,40 +137,75 @@ fn runs_needed_matches_the_textbook_case() {
 
 #[test]
 fn verdict_says_faster_with_interval_and_p() {
-    let cfg = Config { more: "faster".into(), less: "slower".into(), ..Config::default() };
-    let a = analyze(&[("e1000".into(), A.to_vec()), ("vtnet".into(), B.to_vec())], &cfg).unwrap();
+    let cfg = Config {
+        more: "faster".into(),
+        less: "slower".into(),
+        ..Config::default()
+    };
+    let a = analyze(
+        &[("e1000".into(), A.to_vec()), ("vtnet".into(), B.to_vec())],
+        &cfg,
+    )
+    .unwrap();
     let v = &a.comparisons[0].verdict;
     assert!(v.starts_with("vtnet is faster than e1000 by 1"), "{v}");
-    assert!(v.contains("95% CI") && v.contains("Welch p = 0.002") && v.contains("6 and 5 runs"), "{v}");
+    assert!(
+        v.contains("95% CI") && v.contains("Welch p = 0.002") && v.contains("6 and 5 runs"),
+        "{v}"
+    );
 }
 
 #[test]
 fn no_difference_says_how_many_runs_would_settle_it() {
     let a = [100.0, 104.0, 96.0, 101.0];
     let b = [101.0, 97.0, 103.0, 99.0];
-    let r = analyze(&[("a".into(), a.to_vec()), ("b".into(), b.to_vec())], &Config::default()).unwrap();
+    let r = analyze(
+        &[("a".into(), a.to_vec()), ("b".into(), b.to_vec())],
+        &Config::default(),
+    )
+    .unwrap();
     let c = &r.comparisons[0];
     assert!(!c.significant);
-    assert!(c.verdict.starts_with("no difference shown"), "{}", c.verdict);
-    assert!(c.verdict.contains("need about") && c.verdict.contains("5% change"), "{}", c.verdict);
+    assert!(
+        c.verdict.starts_with("no difference shown"),
+        "{}",
+        c.verdict
+    );
+    assert!(
+        c.verdict.contains("need about") && c.verdict.contains("5% change"),
+        "{}",
+        c.verdict
+    );
 }
 
 #[test]
 fn identical_sets_and_bad_input() {
     let s = vec![1.0, 2.0, 3.0];
-    let r = analyze(&[("a".into(), s.clone()), ("b".into(), s.clone())], &Config::default()).unwrap();
+    let r = analyze(
+        &[("a".into(), s.clone()), ("b".into(), s.clone())],
+        &Config::default(),
+    )
+    .unwrap();
     assert!(!r.comparisons[0].significant);
     assert_eq!(r.comparisons[0].difference, 0.0);
     let err = analyze(&[("a".into(), vec![1.0, 2.0])], &Config::default()).unwrap_err();
     assert!(err.to_string().contains("at least 3"));
-    let err = analyze(&[("a".into(), vec![1.0, f64::NAN, 2.0])], &Config::default()).unwrap_err();
+    let err = analyze(
+        &[("a".into(), vec![1.0, f64::NAN, 2.0])],
+        &Config::default(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("not finite"));
 }
 
 #[test]
 fn a_hundred_thousand_values_are_fast() {
-    let a: Vec<f64> = (0..100_000).map(|i| 1000.0 + ((i * 7919) % 1000) as f64 / 10.0).collect();
-    let b: Vec<f64> = (0..100_000).map(|i| 1001.0 + ((i * 104_729) % 1000) as f64 / 10.0).collect();
+    let a: Vec<f64> = (0..100_000)
+        .map(|i| 1000.0 + ((i * 7919) % 1000) as f64 / 10.0)
+        .collect();
+    let b: Vec<f64> = (0..100_000)
+        .map(|i| 1001.0 + ((i * 104_729) % 1000) as f64 / 10.0)
+        .collect();
     let t0 = std::time::Instant::now();
     let r = analyze(&[("a".into(), a), ("b".into(), b)], &Config::default()).unwrap();
     let took = t0.elapsed();

@@ -60,8 +60,21 @@ pub fn student(baseline: &[f64], other: &[f64], confidence: f64) -> Student {
     let s = pooled_s * (1.0 / no + 1.0 / nb).sqrt();
     let d = mean(other) - mean(baseline);
     let ci_half_width = t_critical(confidence, df) * s;
-    let t = if s > 0.0 { d / s } else if d == 0.0 { f64::NAN } else { d.signum() * f64::INFINITY };
-    Student { t, df, p: t_p_value(t, df), ci_half_width, pooled_s, significant: d.abs() > ci_half_width }
+    let t = if s > 0.0 {
+        d / s
+    } else if d == 0.0 {
+        f64::NAN
+    } else {
+        d.signum() * f64::INFINITY
+    };
+    Student {
+        t,
+        df,
+        p: t_p_value(t, df),
+        ci_half_width,
+        pooled_s,
+        significant: d.abs() > ci_half_width,
+    }
 }
 
 pub fn welch(baseline: &[f64], other: &[f64], confidence: f64) -> Welch {
@@ -71,11 +84,28 @@ pub fn welch(baseline: &[f64], other: &[f64], confidence: f64) -> Welch {
     let d = mean(other) - mean(baseline);
     let denom = vb * vb / (nb - 1.0) + vo * vo / (no - 1.0);
     // With no variance at all the Satterthwaite formula is 0/0; fall back to the pooled df.
-    let df = if denom > 0.0 { (vb + vo).powi(2) / denom } else { nb + no - 2.0 };
-    let t = if se > 0.0 { d / se } else if d == 0.0 { f64::NAN } else { d.signum() * f64::INFINITY };
+    let df = if denom > 0.0 {
+        (vb + vo).powi(2) / denom
+    } else {
+        nb + no - 2.0
+    };
+    let t = if se > 0.0 {
+        d / se
+    } else if d == 0.0 {
+        f64::NAN
+    } else {
+        d.signum() * f64::INFINITY
+    };
     let half = t_critical(confidence, df) * se;
     let p = t_p_value(t, df);
-    Welch { t, df, p, ci_low: d - half, ci_high: d + half, significant: p < 1.0 - confidence }
+    Welch {
+        t,
+        df,
+        p,
+        ci_low: d - half,
+        ci_high: d + half,
+        significant: p < 1.0 - confidence,
+    }
 }
 
 /// Percent difference of the means, relative to the baseline mean, with Fieller's interval.
@@ -92,18 +122,30 @@ pub fn percent_difference(baseline: &[f64], other: &[f64], confidence: f64, df: 
     let (mb, mo) = (mean(baseline), mean(other));
     let vb = variance(baseline) / baseline.len() as f64;
     let vo = variance(other) / other.len() as f64;
-    let estimate = if mb != 0.0 { (mo / mb - 1.0) * 100.0 } else { f64::NAN };
+    let estimate = if mb != 0.0 {
+        (mo / mb - 1.0) * 100.0
+    } else {
+        f64::NAN
+    };
     let t = t_critical(confidence, df);
     let a = mb * mb - t * t * vb;
     let b = -2.0 * mo * mb;
     let c = mo * mo - t * t * vo;
     let disc = b * b - 4.0 * a * c;
     if a <= 0.0 || disc < 0.0 || !disc.is_finite() {
-        return Percent { estimate, ci_low: None, ci_high: None };
+        return Percent {
+            estimate,
+            ci_low: None,
+            ci_high: None,
+        };
     }
     let r1 = (-b - disc.sqrt()) / (2.0 * a);
     let r2 = (-b + disc.sqrt()) / (2.0 * a);
-    Percent { estimate, ci_low: Some((r1.min(r2) - 1.0) * 100.0), ci_high: Some((r1.max(r2) - 1.0) * 100.0) }
+    Percent {
+        estimate,
+        ci_low: Some((r1.min(r2) - 1.0) * 100.0),
+        ci_high: Some((r1.max(r2) - 1.0) * 100.0),
+    }
 }
 
 #[cfg(test)]
@@ -156,7 +198,11 @@ mod tests {
         let p = percent_difference(&A, &B, 0.95, 8.255);
         let (lo, hi) = (p.ci_low.unwrap(), p.ci_high.unwrap());
         assert!(lo < p.estimate && p.estimate < hi, "{p:?}");
-        let noisy: Vec<f64> = A.iter().enumerate().map(|(i, x)| if i % 2 == 0 { x * 1.2 } else { x * 0.8 }).collect();
+        let noisy: Vec<f64> = A
+            .iter()
+            .enumerate()
+            .map(|(i, x)| if i % 2 == 0 { x * 1.2 } else { x * 0.8 })
+            .collect();
         let q = percent_difference(&noisy, &B, 0.95, 8.255);
         assert!(q.ci_high.unwrap() - q.ci_low.unwrap() > hi - lo);
         let zero = percent_difference(&[-1.0, 0.0, 1.0], &B, 0.95, 5.0);

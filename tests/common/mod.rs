@@ -32,15 +32,26 @@ impl TestServer {
         let sink = log.clone();
         let flag = stop.clone();
         let handle = std::thread::spawn(move || {
-            let log: server::Log = Arc::new(move |l: &str| sink.lock().unwrap().push(l.to_string()));
+            let log: server::Log =
+                Arc::new(move |l: &str| sink.lock().unwrap().push(l.to_string()));
             server::run(listener, limits, &flag, log).expect("server run");
         });
-        TestServer { addr, log, stop, handle: Some(handle) }
+        TestServer {
+            addr,
+            log,
+            stop,
+            handle: Some(handle),
+        }
     }
 
     pub fn run(&self, spec: &TestSpec) -> Result<TestResult, TestError> {
         let stop = AtomicBool::new(false);
-        client::run_test(&ClientConfig::new(self.addr), spec, &stop, &mut |_: &Interval| {})
+        client::run_test(
+            &ClientConfig::new(self.addr),
+            spec,
+            &stop,
+            &mut |_: &Interval| {},
+        )
     }
 
     pub fn log_text(&self) -> String {
@@ -63,7 +74,9 @@ pub fn is_root() -> bool {
 }
 
 pub fn in_ci() -> bool {
-    std::env::var("CI").map(|v| !v.is_empty() && v != "false" && v != "0").unwrap_or(false)
+    std::env::var("CI")
+        .map(|v| !v.is_empty() && v != "false" && v != "0")
+        .unwrap_or(false)
 }
 
 /// True when a root-only test may run. Outside CI a non-root run skips with a message; in CI
@@ -73,7 +86,9 @@ pub fn root_or_skip(test: &str) -> bool {
         return true;
     }
     assert!(!in_ci(), "{test} needs root and CI must run it");
-    eprintln!("SKIPPED {test}: needs root (network namespaces); run the tests as root to include it");
+    eprintln!(
+        "SKIPPED {test}: needs root (network namespaces); run the tests as root to include it"
+    );
     false
 }
 

@@ -1,0 +1,64 @@
+//! `netsweep stats`: reads number files, analyses them, prints ministat's text or JSON.
+
+use crate::cli::StatsArgs;
+use crate::ministat::{self, PlotOptions};
+use crate::stats::{self, Config};
+use crate::units::parse_percent;
+use anyhow::{Context, bail};
+use std::io::Read;
+use std::process::ExitCode;
+
+pub fn run(a: &StatsArgs) -> anyhow::Result<ExitCode> {
+    if a.column == 0 {
+        bail!("-C: columns start at 1");
+    }
+    if a.delimiters.is_empty() {
+        bail!("-d: the delimiter string must not be empty");
+    }
+    let files = if a.files.is_empty() {
+        vec!["-".to_string()]
+    } else {
+        a.files.clone()
+    };
+    let mut sets = Vec::new();
+    for f in &files {
+        let (name, text) = if f == "-" {
+            let mut s = String::new();
+            std::io::stdin()
+                .read_to_string(&mut s)
+                .context("reading standard input")?;
+            ("<stdin>".to_string(), s)
+        } else {
+            (
+                f.clone(),
+                std::fs::read_to_string(f).with_context(|| format!("cannot read {f}"))?,
+            )
+        };
+        let values = ministat::parse_values(&name, &text, a.column, &a.delimiters)?;
+        sets.push((name, values));
+    }
+    let cfg = Config {
+        confidence: a.confidence / 100.0,
+        detect_change: parse_percent(&a.change).context("--change")? / 100.0,
+        ..Config::default()
+    };
+    let analysis = stats::analyze(&sets, &cfg)?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&analysis)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if a.no_plot {
+        for (i, s) in analysis.sets.iter().enumerate() {
+            println!("{} {}", ministat::symbol(i), s.name);
+        }
+        print!("{}", ministat::table(&analysis));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let values: Vec<Vec<f64>> = sets.into_iter().map(|(_, v)| v).collect();
+    let plot = PlotOptions {
+        width: a.width,
+        separate_bars: a.separate,
+    };
+    print!("{}", ministat::render(&analysis, &values, Some(plot)));
+    Ok(ExitCode::SUCCESS)
+}
