@@ -324,7 +324,7 @@ fn labs_leave_nothing_behind_after_success_failure_and_interruption() {
     drop(lab);
     assert_eq!(namespaces(), before);
     // Interrupting `netsweep lab test` mid-test still tears everything down.
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
         .args(["lab", "test", "--rtt", "10ms", "--", "-t", "30"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
