@@ -1,0 +1,488 @@
+//! Campaign plans (TOML): the target, the base test, the matrix of dimensions, user-defined
+//! dimensions with setup/teardown commands, and repetition. `Plan::parse` validates the whole
+//! file and reports every problem at once with its line. Used by `runner` and `app::run`.
+
+use crate::lab::{EmulatorChoice, PathConfig};
+use crate::spec::{Direction, Protocol, TestSpec, UDP_DEFAULT_LENGTH, UDP_DEFAULT_RATE};
+use crate::units::{BitRate, Bytes, parse_duration, parse_percent};
+use std::time::Duration;
+use toml_edit::{Document, Item, TableLike, Value};
+
+/// Where the tests go.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// A server started by netsweep on 127.0.0.1.
+    Loopback,
+    /// A temporary lab (root).
+    Lab { path: PathConfig, emulator: EmulatorChoice },
+    /// The lab when running as root, loopback otherwise.
+    Auto { path: PathConfig, emulator: EmulatorChoice },
+    /// A running `netsweep server`.
+    Address(String),
+}
+
+/// Run order of a campaign.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Each round runs every configuration once, freshly shuffled.
+    Interleaved,
+    /// All repetitions of one configuration, then the next (the shell-loop order).
+    Sequential,
+}
+
+impl Order {
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Interleaved => "interleaved",
+            Order::Sequential => "sequential",
+        }
+    }
+}
+
+/// One value of a dimension.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DimValue {
+    pub label: String,
+    pub setup: Option<String>,
+    pub teardown: Option<String>,
+}
+
+/// A swept dimension: a client option, or a user-defined one with commands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dimension {
+    pub name: String,
+    /// True for user-defined dimensions (values carry setup/teardown, not options).
+    pub user: bool,
+    pub values: Vec<DimValue>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Repeat {
+    pub count: u32,
+    pub pause: Duration,
+    pub order: Order,
+    pub seed: Option<u64>,
+}
+
+/// A validated plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub name: String,
+    pub source: String,
+    pub target: Target,
+    pub base: TestSpec,
+    pub dimensions: Vec<Dimension>,
+    pub repeat: Repeat,
+}
+
+/// One problem in a plan file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanIssue {
+    pub line: usize,
+    pub message: String,
+}
+
+/// Every problem found in a plan file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", render(.file, .issues))]
+pub struct PlanError {
+    pub file: String,
+    pub issues: Vec<PlanIssue>,
+}
+
+fn render(file: &str, issues: &[PlanIssue]) -> String {
+    let mut s = format!("{} problem(s) in {file}:", issues.len());
+    for i in issues {
+        s.push_str(&format!("\n  {file}:{}: {}", i.line, i.message));
+    }
+    s
+}
+
+/// The client options a plan can set in `[test]` or sweep in `[matrix]`.
+pub const OPTIONS: [&str; 15] = [
+    "protocol", "duration", "interval", "omit", "parallel", "streams", "reverse", "bidir", "direction", "window",
+    "mss", "congestion", "length", "bitrate", "zerocopy",
+];
+
+/// A TOML scalar as the text a user would type on the command line.
+fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.value().clone()),
+        Value::Integer(i) => Some(i.value().to_string()),
+        Value::Float(f) => Some(f.value().to_string()),
+        Value::Boolean(b) => Some(b.value().to_string()),
+        _ => None,
+    }
+}
+
+fn parse_bool(v: &str) -> Result<bool, String> {
+    match v {
+        "true" | "yes" | "1" => Ok(true),
+        "false" | "no" | "0" => Ok(false),
+        _ => Err(format!("{v:?} is not true or false")),
+    }
+}
+
+/// Applies one option to a spec; the error says what is accepted.
+pub fn apply_option(spec: &mut TestSpec, key: &str, v: &str) -> Result<(), String> {
+    let e = |x: crate::units::ParseError| x.to_string();
+    match key {
+        "protocol" => {
+            spec.protocol = match v {
+                "tcp" => Protocol::Tcp,
+                "udp" => {
+                    if spec.protocol != Protocol::Udp {
+                        spec.length_bytes = UDP_DEFAULT_LENGTH;
+                        spec.bitrate_bps = UDP_DEFAULT_RATE;
+                    }
+                    Protocol::Udp
+                }
+                _ => return Err(format!("protocol {v:?} is not tcp or udp")),
+            }
+        }
+        "duration" => spec.duration = parse_duration(v).map_err(e)?,
+        "interval" => spec.interval = parse_duration(v).map_err(e)?,
+        "omit" => spec.omit = parse_duration(v).map_err(e)?,
+        "parallel" | "streams" => spec.streams = v.parse().map_err(|_| format!("{v:?} is not a stream count"))?,
+        "reverse" => {
+            if parse_bool(v)? {
+                spec.direction = Direction::Reverse
+            } else if spec.direction == Direction::Reverse {
+                spec.direction = Direction::Forward
+            }
+        }
+        "bidir" => {
+            if parse_bool(v)? {
+                spec.direction = Direction::Bidir
+            } else if spec.direction == Direction::Bidir {
+                spec.direction = Direction::Forward
+            }
+        }
+        "direction" => {
+            spec.direction = match v {
+                "forward" => Direction::Forward,
+                "reverse" => Direction::Reverse,
+                "bidir" => Direction::Bidir,
+                _ => return Err(format!("direction {v:?} is not forward, reverse or bidir")),
+            }
+        }
+        "window" => spec.window_bytes = Some(v.parse::<Bytes>().map_err(e)?.0),
+        "mss" => spec.mss_bytes = Some(v.parse().map_err(|_| format!("{v:?} is not an MSS in bytes"))?),
+        "congestion" => spec.congestion = Some(v.to_string()),
+        "length" => {
+            spec.length_bytes = u32::try_from(v.parse::<Bytes>().map_err(e)?.0).map_err(|_| format!("length {v} is too large"))?
+        }
+        "bitrate" => spec.bitrate_bps = v.parse::<BitRate>().map_err(e)?.bits_per_second(),
+        "zerocopy" => spec.zerocopy = parse_bool(v)?,
+        _ => return Err(format!("unknown option {key:?}; options are {}", OPTIONS.join(", "))),
+    }
+    Ok(())
+}
+
+struct Reader<'a> {
+    text: &'a str,
+    issues: Vec<PlanIssue>,
+}
+
+impl Reader<'_> {
+    fn line_of(&self, span: Option<std::ops::Range<usize>>) -> usize {
+        span.map(|r| self.text[..r.start.min(self.text.len())].matches('\n').count() + 1).unwrap_or(1)
+    }
+
+    fn issue(&mut self, span: Option<std::ops::Range<usize>>, message: impl Into<String>) {
+        let line = self.line_of(span);
+        self.issues.push(PlanIssue { line, message: message.into() });
+    }
+
+    /// Reports keys of `table` that are not in `allowed`.
+    fn unknown_keys(&mut self, table: &dyn TableLike, section: &str, allowed: &[&str]) {
+        for (k, _) in table.iter() {
+            if !allowed.contains(&k) {
+                let span = table.get_key_value(k).and_then(|(key, _)| key.span());
+                self.issue(span, format!("unknown key {k:?} in [{section}]; expected one of {}", allowed.join(", ")));
+            }
+        }
+    }
+
+    fn string(&mut self, table: &dyn TableLike, key: &str) -> Option<(String, Option<std::ops::Range<usize>>)> {
+        let item = table.get(key)?;
+        match item.as_value().and_then(scalar) {
+            Some(s) => Some((s, item.span())),
+            None => {
+                self.issue(item.span(), format!("{key} must be a string, number or boolean"));
+                None
+            }
+        }
+    }
+}
+
+const TARGET_KEYS: [&str; 11] =
+    ["kind", "host", "rate", "rtt", "delay", "jitter", "loss", "mtu", "mtu_b", "queue", "emulator"];
+
+impl Plan {
+    /// Parses and validates a plan; `file` names it in messages.
+    pub fn parse(file: &str, text: &str) -> Result<Plan, PlanError> {
+        let doc = Document::parse(text.to_string()).map_err(|e| {
+            let line = e.span().map(|r| text[..r.start.min(text.len())].matches('\n').count() + 1).unwrap_or(1);
+            PlanError { file: file.into(), issues: vec![PlanIssue { line, message: e.message().to_string() }] }
+        })?;
+        let mut r = Reader { text, issues: Vec::new() };
+        let root = doc.as_table();
+        r.unknown_keys(root, "top level", &["name", "target", "test", "matrix", "dimensions", "repeat", "profiles"]);
+        let name = r.string(root, "name").map(|(s, _)| s).unwrap_or_else(|| default_name(file));
+        let target = read_target(&mut r, root.get("target"));
+        let base = read_test(&mut r, root.get("test"));
+        let mut dimensions = read_matrix(&mut r, root.get("matrix"), &base);
+        dimensions.extend(read_user_dimensions(&mut r, root.get("dimensions")));
+        if let Some(p) = root.get("profiles") {
+            r.issue(p.span(), "tuning profiles are not supported yet (netsweep tune is a later issue): remove [profiles]");
+        }
+        let repeat = read_repeat(&mut r, root.get("repeat"));
+        if r.issues.is_empty() {
+            // Every configuration must make a valid test.
+            let plan = Plan { name, source: text.to_string(), target, base, dimensions, repeat };
+            for cfg in plan.configurations() {
+                if let Err(msg) = plan.spec_for(&cfg).and_then(|s| s.validate().map_err(|e| e.to_string())) {
+                    r.issues.push(PlanIssue { line: 1, message: format!("configuration {}: {msg}", label(&cfg)) });
+                }
+            }
+            if r.issues.is_empty() {
+                return Ok(plan);
+            }
+        }
+        r.issues.sort_by_key(|i| i.line);
+        Err(PlanError { file: file.into(), issues: r.issues })
+    }
+
+    /// All configurations: the cartesian product of the dimensions, in declared order.
+    pub fn configurations(&self) -> Vec<Vec<(String, String)>> {
+        let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
+        for d in &self.dimensions {
+            out = out
+                .into_iter()
+                .flat_map(|prefix| {
+                    d.values.iter().map(move |v| {
+                        let mut c = prefix.clone();
+                        c.push((d.name.clone(), v.label.clone()));
+                        c
+                    })
+                })
+                .collect();
+        }
+        out
+    }
+
+    /// The test of one configuration.
+    pub fn spec_for(&self, cfg: &[(String, String)]) -> Result<TestSpec, String> {
+        let mut spec = self.base.clone();
+        for (k, v) in cfg {
+            if self.dimensions.iter().any(|d| &d.name == k && !d.user) {
+                apply_option(&mut spec, k, v).map_err(|e| format!("{k} = {v}: {e}"))?;
+            }
+        }
+        Ok(spec)
+    }
+
+    /// The setup/teardown of a user dimension's value.
+    pub fn user_value(&self, dim: &str, label: &str) -> Option<&DimValue> {
+        self.dimensions.iter().find(|d| d.user && d.name == dim)?.values.iter().find(|v| v.label == label)
+    }
+}
+
+/// `dim=value dim=value`, the label of a configuration.
+pub fn label(cfg: &[(String, String)]) -> String {
+    if cfg.is_empty() {
+        return "(base)".into();
+    }
+    cfg.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+}
+
+fn default_name(file: &str) -> String {
+    std::path::Path::new(file).file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "campaign".into())
+}
+
+fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
+    let Some(table) = item.and_then(Item::as_table_like) else {
+        r.issue(item.and_then(Item::span), "[target] is missing: set kind = \"loopback\", \"lab\", \"auto\" or \"address\"");
+        return Target::Loopback;
+    };
+    let span = item.and_then(Item::span);
+    r.unknown_keys(table, "target", &TARGET_KEYS);
+    let kind = r.string(table, "kind").map(|(s, _)| s).unwrap_or_else(|| "loopback".into());
+    let mut path = PathConfig::default();
+    let mut emulator = EmulatorChoice::Auto;
+    for key in ["rate", "rtt", "delay", "jitter", "loss", "mtu", "mtu_b", "queue", "emulator"] {
+        let Some((v, vspan)) = r.string(table, key) else { continue };
+        let res: Result<(), String> = (|| {
+            match key {
+                "rate" => path.rate_bps = Some(v.parse::<BitRate>().map_err(|e| e.to_string())?.bits_per_second()),
+                "rtt" => path.delay = parse_duration(&v).map_err(|e| e.to_string())? / 2,
+                "delay" => path.delay = parse_duration(&v).map_err(|e| e.to_string())?,
+                "jitter" => path.jitter = parse_duration(&v).map_err(|e| e.to_string())?,
+                "loss" => path.loss_percent = parse_percent(&v).map_err(|e| e.to_string())?,
+                "mtu" => {
+                    let m = v.parse().map_err(|_| format!("mtu {v:?} is not a number"))?;
+                    path.mtu_a = m;
+                    path.mtu_b = m;
+                }
+                "mtu_b" => path.mtu_b = v.parse().map_err(|_| format!("mtu_b {v:?} is not a number"))?,
+                "queue" => path.queue = parse_duration(&v).map_err(|e| e.to_string())?,
+                _ => {
+                    emulator = match v.as_str() {
+                        "auto" => EmulatorChoice::Auto,
+                        "netem" => EmulatorChoice::Netem,
+                        "userspace" => EmulatorChoice::Userspace,
+                        _ => return Err(format!("emulator {v:?} is not auto, netem or userspace")),
+                    }
+                }
+            }
+            Ok(())
+        })();
+        if let Err(msg) = res {
+            r.issue(vspan, format!("target {key}: {msg}"));
+        }
+    }
+    if let Err(msg) = path.validate() {
+        r.issue(span.clone(), format!("target path: {msg}"));
+    }
+    match kind.as_str() {
+        "loopback" => Target::Loopback,
+        "lab" => Target::Lab { path, emulator },
+        "auto" => Target::Auto { path, emulator },
+        "address" => match r.string(table, "host") {
+            Some((h, _)) => Target::Address(h),
+            None => {
+                r.issue(span.clone(), "target kind \"address\" needs host = \"HOST:PORT\"");
+                Target::Loopback
+            }
+        },
+        other => {
+            let s = table.get("kind").and_then(Item::span);
+            r.issue(s, format!("target kind {other:?} is not loopback, lab, auto or address"));
+            Target::Loopback
+        }
+    }
+}
+
+fn read_test(r: &mut Reader, item: Option<&Item>) -> TestSpec {
+    let mut spec = TestSpec::tcp(Duration::from_secs(10));
+    let Some(table) = item.and_then(Item::as_table) else { return spec };
+    r.unknown_keys(table, "test", &OPTIONS);
+    // Protocol first: it changes the defaults of length and bitrate.
+    let mut keys: Vec<&str> = table.iter().map(|(k, _)| k).collect();
+    keys.sort_by_key(|k| *k != "protocol");
+    for k in keys.into_iter().filter(|k| OPTIONS.contains(k)) {
+        if let Some((v, span)) = r.string(table, k)
+            && let Err(msg) = apply_option(&mut spec, k, &v)
+        {
+            r.issue(span, format!("test {k}: {msg}"));
+        }
+    }
+    spec
+}
+
+fn read_matrix(r: &mut Reader, item: Option<&Item>, base: &TestSpec) -> Vec<Dimension> {
+    let Some(table) = item.and_then(Item::as_table) else { return Vec::new() };
+    let mut dims = Vec::new();
+    for (k, v) in table.iter() {
+        let kspan = table.get_key_value(k).and_then(|(key, _)| key.span());
+        if k == "profile" {
+            r.issue(kspan, "a profile dimension needs tuning profiles, which are not supported yet (netsweep tune is a later issue)");
+            continue;
+        }
+        if !OPTIONS.contains(&k) {
+            r.issue(kspan, format!("unknown matrix dimension {k:?}: options are {}; use [dimensions.{k}] for your own", OPTIONS.join(", ")));
+            continue;
+        }
+        let Some(arr) = v.as_array() else {
+            r.issue(v.span(), format!("matrix {k} must be a list, e.g. {k} = [\"a\", \"b\"]"));
+            continue;
+        };
+        let mut values = Vec::new();
+        for val in arr.iter() {
+            match scalar(val) {
+                Some(s) => {
+                    let mut probe = base.clone();
+                    if let Err(msg) = apply_option(&mut probe, k, &s) {
+                        r.issue(val.span(), format!("matrix {k}: {msg}"));
+                    }
+                    values.push(DimValue { label: s, setup: None, teardown: None });
+                }
+                None => r.issue(val.span(), format!("matrix {k}: values must be strings, numbers or booleans")),
+            }
+        }
+        if values.is_empty() {
+            r.issue(v.span(), format!("matrix {k} has no values"));
+        }
+        dims.push(Dimension { name: k.to_string(), user: false, values });
+    }
+    dims
+}
+
+fn read_user_dimensions(r: &mut Reader, item: Option<&Item>) -> Vec<Dimension> {
+    let Some(table) = item.and_then(Item::as_table) else { return Vec::new() };
+    let mut dims = Vec::new();
+    for (name, d) in table.iter() {
+        if OPTIONS.contains(&name) {
+            r.issue(d.span(), format!("dimension {name:?} has the name of a client option: sweep it in [matrix]"));
+            continue;
+        }
+        let Some(values_table) = d.as_table_like() else {
+            r.issue(d.span(), format!("[dimensions.{name}] must hold one table per value: VALUE = {{ setup = \"...\", teardown = \"...\" }}"));
+            continue;
+        };
+        let mut values = Vec::new();
+        for (label, v) in values_table.iter() {
+            let Some(vt) = v.as_table_like() else {
+                r.issue(v.span(), format!("dimensions.{name}.{label} must be a table with setup and teardown"));
+                continue;
+            };
+            r.unknown_keys(vt, &format!("dimensions.{name}.{label}"), &["setup", "teardown"]);
+            values.push(DimValue {
+                label: label.to_string(),
+                setup: r.string(vt, "setup").map(|(s, _)| s),
+                teardown: r.string(vt, "teardown").map(|(s, _)| s),
+            });
+        }
+        if values.is_empty() {
+            r.issue(d.span(), format!("dimension {name} has no values"));
+        }
+        dims.push(Dimension { name: name.to_string(), user: true, values });
+    }
+    dims
+}
+
+fn read_repeat(r: &mut Reader, item: Option<&Item>) -> Repeat {
+    let mut rep = Repeat { count: 3, pause: Duration::ZERO, order: Order::Interleaved, seed: None };
+    let Some(table) = item.and_then(Item::as_table) else { return rep };
+    r.unknown_keys(table, "repeat", &["count", "pause", "order", "seed"]);
+    if let Some((v, span)) = r.string(table, "count") {
+        match v.parse::<u32>() {
+            Ok(n) if (1..=100_000).contains(&n) => rep.count = n,
+            _ => r.issue(span, format!("repeat count {v:?} must be a whole number from 1 to 100000")),
+        }
+    }
+    if let Some((v, span)) = r.string(table, "pause") {
+        match parse_duration(&v) {
+            Ok(d) => rep.pause = d,
+            Err(e) => r.issue(span, format!("repeat pause: {e}")),
+        }
+    }
+    if let Some((v, span)) = r.string(table, "order") {
+        match v.as_str() {
+            "interleaved" => rep.order = Order::Interleaved,
+            "sequential" => rep.order = Order::Sequential,
+            _ => r.issue(span, format!("repeat order {v:?} is not interleaved or sequential")),
+        }
+    }
+    if let Some((v, span)) = r.string(table, "seed") {
+        match v.parse::<u64>() {
+            Ok(s) => rep.seed = Some(s),
+            Err(_) => r.issue(span, format!("repeat seed {v:?} is not a whole number")),
+        }
+    }
+    rep
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,111 @@
+use super::*;
+
+/// The plan from the issue, which must be accepted as written.
+pub const ISSUE_PLAN: &str = r#"
+[target]
+kind = "loopback"          # "lab" (with rate, rtt, loss, mtu), or "address" with host = "HOST:PORT"
+
+[test]
+protocol = "tcp"
+duration = "2s"
+interval = "1s"
+omit = "0s"
+
+[matrix]
+window = ["64K", "256K"]
+parallel = [1, 2]
+
+[repeat]
+count = 3
+pause = "0s"
+order = "interleaved"
+seed = 7
+"#;
+
+#[test]
+fn the_issue_plan_is_accepted() {
+    let p = Plan::parse("plan.toml", ISSUE_PLAN).unwrap();
+    assert_eq!(p.target, Target::Loopback);
+    assert_eq!(p.base.duration, Duration::from_secs(2));
+    assert_eq!(p.repeat, Repeat { count: 3, pause: Duration::ZERO, order: Order::Interleaved, seed: Some(7) });
+    let cfgs = p.configurations();
+    assert_eq!(cfgs.len(), 4);
+    assert_eq!(label(&cfgs[0]), "window=64K parallel=1");
+    let spec = p.spec_for(&cfgs[3]).unwrap();
+    assert_eq!((spec.window_bytes, spec.streams), (Some(256 * 1024), 2));
+}
+
+#[test]
+fn the_lab_variant_is_accepted() {
+    let text = ISSUE_PLAN.replace("kind = \"loopback\"", "kind = \"lab\"\nrate = \"1G\"\nrtt = \"20ms\"");
+    let p = Plan::parse("plan.toml", &text).unwrap();
+    let Target::Lab { path, .. } = p.target else { panic!("{:?}", p.target) };
+    assert_eq!(path.rate_bps, Some(1e9));
+    assert_eq!(path.delay, Duration::from_millis(10));
+}
+
+#[test]
+fn every_mistake_is_reported_with_its_line() {
+    let text = r#"
+[target]
+kind = "loopback"
+colour = "red"
+
+[test]
+duration = "2 fortnights"
+protocol = "tcp"
+
+[matrix]
+window = ["64K", "huge"]
+speed = [1, 2]
+
+[repeat]
+count = 0
+order = "random"
+"#;
+    let err = Plan::parse("bad.toml", text).unwrap_err();
+    let lines: Vec<(usize, &str)> = err.issues.iter().map(|i| (i.line, i.message.as_str())).collect();
+    let has = |line: usize, word: &str| lines.iter().any(|(l, m)| *l == line && m.contains(word));
+    assert!(has(4, "colour"), "{lines:?}");
+    assert!(has(7, "duration"), "{lines:?}");
+    assert!(has(11, "huge"), "{lines:?}");
+    assert!(has(12, "speed"), "{lines:?}");
+    assert!(has(15, "count"), "{lines:?}");
+    assert!(has(16, "random"), "{lines:?}");
+    let text = err.to_string();
+    assert!(text.contains("bad.toml:4:") && text.contains("6 problem(s)"), "{text}");
+}
+
+#[test]
+fn toml_syntax_errors_have_a_line_too() {
+    let err = Plan::parse("x.toml", "[target]\nkind = \n").unwrap_err();
+    assert_eq!(err.issues[0].line, 2, "{err}");
+}
+
+#[test]
+fn profiles_are_rejected_until_tuning_exists() {
+    let text = format!("{ISSUE_PLAN}\n[profiles.bigbuf.linux]\n\"net.ipv4.tcp_rmem\" = \"4096 131072 16777216\"\n");
+    let text = text.replace("parallel = [1, 2]", "parallel = [1, 2]\nprofile = [\"default\", \"bigbuf\"]");
+    let err = Plan::parse("p.toml", &text).unwrap_err();
+    assert!(err.issues.iter().any(|i| i.message.contains("profile dimension")), "{err}");
+    assert!(err.issues.iter().any(|i| i.message.contains("[profiles]")), "{err}");
+}
+
+#[test]
+fn user_dimensions_carry_commands() {
+    let text = format!(
+        "{ISSUE_PLAN}\n[dimensions.nic]\nvirtio = {{ setup = \"echo up virtio\", teardown = \"echo down\" }}\ne1000 = {{ setup = \"echo up e1000\" }}\n"
+    );
+    let p = Plan::parse("p.toml", &text).unwrap();
+    assert_eq!(p.configurations().len(), 8);
+    assert_eq!(p.user_value("nic", "e1000").unwrap().setup.as_deref(), Some("echo up e1000"));
+    let spec = p.spec_for(&p.configurations()[0]).unwrap();
+    assert_eq!(spec.window_bytes, Some(65536));
+}
+
+#[test]
+fn invalid_configurations_are_caught_before_traffic() {
+    let text = ISSUE_PLAN.replace("parallel = [1, 2]", "parallel = [0, 2]");
+    let err = Plan::parse("p.toml", &text).unwrap_err();
+    assert!(err.to_string().contains("streams must be"), "{err}");
+}

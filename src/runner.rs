@@ -1,0 +1,222 @@
+//! Runs a campaign: the schedule (rounds of freshly shuffled configurations, or the
+//! sequential shell-loop order), user-dimension setup/teardown, pauses, and storing each run as
+//! soon as it ends. Traffic goes through an `Executor`, so tests drive the runner with a mock
+//! (hyperfine's idea) and `executor` supplies the real loopback, lab and address targets.
+//!
+//! Resuming recomputes the same schedule from the stored seed and skips what is stored.
+
+use crate::plan::{Order, Plan, label};
+use crate::result::TestResult;
+use crate::spec::TestSpec;
+use crate::store::{ConfigRow, NewRun, Store, now_unix};
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// What an executor reports for one test.
+pub struct ExecOutcome {
+    pub result: Result<TestResult, String>,
+    /// Kernel counter deltas of the hosts involved (JSON), when readable.
+    pub counters: Option<serde_json::Value>,
+}
+
+/// Where the traffic of a campaign goes.
+pub trait Executor {
+    /// A one-line description of the target (stored with the campaign).
+    fn describe(&self) -> String;
+    /// Facts about the hosts, collected once per campaign.
+    fn host_facts(&mut self) -> serde_json::Value;
+    /// Runs one test; `stop` interrupts it.
+    fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome;
+    /// Runs a setup or teardown command of a user dimension.
+    fn shell(&mut self, command: &str) -> Result<(), String>;
+}
+
+/// The run order: (configuration position, round), deterministic for a seed.
+pub fn schedule(configs: usize, count: u32, order: Order, seed: u64) -> Vec<(usize, u32)> {
+    match order {
+        Order::Sequential => (0..configs).flat_map(|c| (0..count).map(move |r| (c, r))).collect(),
+        Order::Interleaved => {
+            let mut rng = StdRng::seed_from_u64(seed);
+            let mut out = Vec::with_capacity(configs * count as usize);
+            for r in 0..count {
+                let mut round: Vec<usize> = (0..configs).collect();
+                round.shuffle(&mut rng);
+                out.extend(round.into_iter().map(|c| (c, r)));
+            }
+            out
+        }
+    }
+}
+
+/// Progress as the campaign goes.
+#[derive(Debug, Clone)]
+pub enum Progress {
+    Started { total: usize, already_done: usize },
+    RunFinished {
+        done: usize,
+        total: usize,
+        failures: usize,
+        label: String,
+        round: u32,
+        bits_per_second: Option<f64>,
+        error: Option<String>,
+        eta: Duration,
+        /// Time spent outside the test itself (store, counters, setup), for this run.
+        overhead: Duration,
+    },
+}
+
+/// How a campaign ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub ran: usize,
+    pub failed: usize,
+    pub interrupted: bool,
+}
+
+/// Keeps user dimensions set up as the runs require.
+struct UserState {
+    current: Vec<(String, Option<String>)>,
+}
+
+impl UserState {
+    /// Switches user dimensions to the values of `cfg`; an error names the failed command.
+    fn switch(&mut self, plan: &Plan, cfg: &[(String, String)], exec: &mut dyn Executor) -> Result<(), String> {
+        for (dim, value) in cfg.iter().filter(|(d, _)| plan.dimensions.iter().any(|x| x.user && &x.name == d)) {
+            let slot = match self.current.iter_mut().find(|(d, _)| d == dim) {
+                Some(s) => s,
+                None => {
+                    self.current.push((dim.clone(), None));
+                    self.current.last_mut().ok_or("internal")?
+                }
+            };
+            if slot.1.as_deref() == Some(value.as_str()) {
+                continue;
+            }
+            if let Some(old) = slot.1.take()
+                && let Some(td) = plan.user_value(dim, &old).and_then(|v| v.teardown.clone())
+            {
+                exec.shell(&td).map_err(|e| format!("teardown of {dim}={old} failed: {e}"))?;
+            }
+            if let Some(su) = plan.user_value(dim, value).and_then(|v| v.setup.clone()) {
+                exec.shell(&su).map_err(|e| format!("setup of {dim}={value} failed: {e}"))?;
+            }
+            slot.1 = Some(value.clone());
+        }
+        Ok(())
+    }
+
+    fn teardown_all(&mut self, plan: &Plan, exec: &mut dyn Executor) {
+        for (dim, value) in self.current.drain(..) {
+            if let Some(td) = value.and_then(|v| plan.user_value(&dim, &v).and_then(|x| x.teardown.clone())) {
+                let _ = exec.shell(&td);
+            }
+        }
+    }
+}
+
+/// Runs (or resumes) campaign `campaign` of `plan` with the stored `seed`.
+pub fn run_campaign(
+    plan: &Plan,
+    store: &mut Store,
+    campaign: i64,
+    seed: u64,
+    exec: &mut dyn Executor,
+    stop: &AtomicBool,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> anyhow::Result<Outcome> {
+    let configs: Vec<ConfigRow> = store.configurations(campaign)?;
+    let order = schedule(configs.len(), plan.repeat.count, plan.repeat.order, seed);
+    let done = store.finished_slots(campaign)?;
+    let total = order.len();
+    on_progress(&Progress::Started { total, already_done: done.len() });
+    let mut user = UserState { current: Vec::new() };
+    let mut outcome = Outcome { ran: 0, failed: 0, interrupted: false };
+    let mut finished = done.len();
+    let mut spent = Duration::ZERO;
+    for (sequence, &(pos, round)) in order.iter().enumerate() {
+        if done.contains(&(pos, round)) {
+            continue;
+        }
+        if stop.load(Ordering::Relaxed) {
+            outcome.interrupted = true;
+            break;
+        }
+        let t0 = Instant::now();
+        let cfg = &configs[pos];
+        let started_unix = now_unix();
+        let (result, counters, test_time) = match user.switch(plan, &cfg.dims, exec) {
+            Err(e) => (Err(e), None, Duration::ZERO),
+            Ok(()) => match plan.spec_for(&cfg.dims) {
+                Err(e) => (Err(e), None, Duration::ZERO),
+                Ok(spec) => {
+                    let t = Instant::now();
+                    let o = exec.run_test(&spec, stop);
+                    (o.result, o.counters, t.elapsed())
+                }
+            },
+        };
+        if stop.load(Ordering::Relaxed) {
+            // An interrupted test is not a finished run: --resume runs it again.
+            outcome.interrupted = true;
+            break;
+        }
+        let error = result.as_ref().err().cloned();
+        let bps = result.as_ref().ok().map(|r| r.summary.bits_per_second);
+        store.insert_run(
+            campaign,
+            &NewRun {
+                configuration_id: cfg.id,
+                round,
+                sequence,
+                started_unix,
+                finished_unix: now_unix(),
+                error: error.clone(),
+                result: result.ok(),
+                counters_json: counters.map(|c| c.to_string()),
+                tuning_json: None,
+            },
+        )?;
+        outcome.ran += 1;
+        finished += 1;
+        if error.is_some() {
+            outcome.failed += 1;
+        }
+        let elapsed = t0.elapsed();
+        spent += elapsed + plan.repeat.pause;
+        let remaining = total - finished;
+        let eta = if outcome.ran > 0 { spent / outcome.ran as u32 * remaining as u32 } else { Duration::ZERO };
+        on_progress(&Progress::RunFinished {
+            done: finished,
+            total,
+            failures: outcome.failed,
+            label: label(&cfg.dims),
+            round,
+            bits_per_second: bps,
+            error,
+            eta,
+            overhead: elapsed.saturating_sub(test_time),
+        });
+        if remaining > 0 && !plan.repeat.pause.is_zero() {
+            sleep_unless_stopped(plan.repeat.pause, stop);
+        }
+    }
+    user.teardown_all(plan, exec);
+    if !outcome.interrupted {
+        store.finish_campaign(campaign)?;
+    }
+    Ok(outcome)
+}
+
+fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) {
+    let until = Instant::now() + d;
+    while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(50).min(until.saturating_duration_since(Instant::now())));
+    }
+}
+
+#[cfg(test)]
+mod tests;
