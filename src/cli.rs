@@ -44,9 +44,91 @@ pub enum Command {
         after_help = "Input: one number per line (or column -C of delimited lines), # comments.\nThe first file is the baseline.\n\nExamples:\n  netsweep stats e1000.txt vtnet.txt\n  netsweep stats -c 99 -C 2 -d , before.csv after.csv\n  netsweep stats --json a b c"
     )]
     Stats(StatsArgs),
+    /// Run a campaign plan: sweep, repeat in interleaved order, store every run in SQLite.
+    #[command(after_help = "Examples:\n  netsweep run examples/quickstart.toml\n  netsweep run plan.toml --db results.db\n  netsweep run plan.toml --resume        # after Ctrl-C or a crash")]
+    Run(RunArgs),
+    /// Compare stored runs: one dimension's values within each combination of the others.
+    #[command(after_help = "Examples:\n  netsweep compare --db netsweep.db --by congestion\n  netsweep compare --db netsweep.db --by window --where parallel=1 --metric retransmits")]
+    Compare(CompareArgs),
+    /// Print one row per stored run (CSV or JSON).
+    Export(ExportArgs),
+    /// Read iperf3 -J result files into a campaign, to compare old results with new ones.
+    #[command(after_help = "Example:\n  netsweep import --db old.db --set nic=e1000 e1000-*.json\n  netsweep import --db old.db --campaign 1 --set nic=virtio virtio-*.json")]
+    Import(ImportArgs),
     /// A two-host network on this machine (root): namespaces, rate, delay, jitter, loss.
     #[command(subcommand)]
     Lab(LabCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The plan file (TOML).
+    pub plan: std::path::PathBuf,
+    /// Results database (default: netsweep.db beside the plan).
+    #[arg(long)]
+    pub db: Option<std::path::PathBuf>,
+    /// Continue the unfinished campaign of this plan without repeating finished runs.
+    #[arg(long, conflicts_with = "new")]
+    pub resume: bool,
+    /// Start a new campaign even if an unfinished one of this plan exists.
+    #[arg(long)]
+    pub new: bool,
+    /// Check the plan and the target, then stop before any traffic.
+    #[arg(long)]
+    pub check: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    #[arg(long, default_value = "netsweep.db")]
+    pub db: std::path::PathBuf,
+    /// Campaign id (default: the newest).
+    #[arg(long)]
+    pub campaign: Option<i64>,
+    /// Dimension whose values are compared (default: the last one of the plan).
+    #[arg(long)]
+    pub by: Option<String>,
+    /// Only runs with DIM=VALUE (repeatable).
+    #[arg(long = "where")]
+    pub filters: Vec<String>,
+    /// bits_per_second (default), retransmits, lost_percent, jitter_ms, cpu_local_percent, cpu_remote_percent.
+    #[arg(long, default_value = "bits_per_second")]
+    pub metric: String,
+    /// Confidence level in percent.
+    #[arg(short = 'c', long, default_value_t = 95.0)]
+    pub confidence: f64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[arg(long, default_value = "netsweep.db")]
+    pub db: std::path::PathBuf,
+    #[arg(long)]
+    pub campaign: Option<i64>,
+    #[arg(long, default_value = "csv", value_parser = ["csv", "json"])]
+    pub format: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[arg(long, default_value = "netsweep.db")]
+    pub db: std::path::PathBuf,
+    /// Add to this campaign (default: a new imported campaign).
+    #[arg(long)]
+    pub campaign: Option<i64>,
+    /// Dimension values of these files, DIM=VALUE (repeatable).
+    #[arg(long = "set")]
+    pub set: Vec<String>,
+    /// iperf3 -J output files.
+    #[arg(required = true)]
+    pub files: Vec<std::path::PathBuf>,
+}
+
+/// Parses repeated `KEY=VALUE` options.
+pub fn pairs(items: &[String], flag: &str) -> anyhow::Result<Vec<(String, String)>> {
+    key_values(items, flag)
 }
 
 #[derive(Debug, Args)]

@@ -20,9 +20,12 @@
 
 pub mod app;
 pub mod cli;
+pub mod campaign;
 pub mod client;
 pub mod counters;
 pub mod engine;
+pub mod executor;
+pub mod hostfacts;
 pub mod lab;
 pub mod measure;
 pub mod ministat;

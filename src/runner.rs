@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 /// What an executor reports for one test.
 pub struct ExecOutcome {
     pub result: Result<TestResult, String>,
+    /// Time spent in the test itself (connect to final result); the rest is overhead.
+    pub engine_time: Duration,
     /// Kernel counter deltas of the hosts involved (JSON), when readable.
     pub counters: Option<serde_json::Value>,
 }
@@ -153,9 +155,8 @@ pub fn run_campaign(
             Ok(()) => match plan.spec_for(&cfg.dims) {
                 Err(e) => (Err(e), None, Duration::ZERO),
                 Ok(spec) => {
-                    let t = Instant::now();
                     let o = exec.run_test(&spec, stop);
-                    (o.result, o.counters, t.elapsed())
+                    (o.result, o.counters, o.engine_time)
                 }
             },
         };
@@ -178,6 +179,7 @@ pub fn run_campaign(
                 result: result.ok(),
                 counters_json: counters.map(|c| c.to_string()),
                 tuning_json: None,
+                imported: None,
             },
         )?;
         outcome.ran += 1;

@@ -126,6 +126,20 @@ pub struct NewRun {
     pub result: Option<crate::result::TestResult>,
     pub counters_json: Option<String>,
     pub tuning_json: Option<String>,
+    /// For runs imported from other tools: their numbers and original document.
+    pub imported: Option<Imported>,
+}
+
+/// Numbers of a run measured by another tool (iperf3 -J), kept with its original JSON.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Imported {
+    pub bits_per_second: f64,
+    pub retransmits: Option<i64>,
+    pub lost_percent: Option<f64>,
+    pub jitter_ms: Option<f64>,
+    pub cpu_local_percent: Option<f64>,
+    pub cpu_remote_percent: Option<f64>,
+    pub raw_json: String,
 }
 
 /// A stored run, flattened for comparison and export.
@@ -133,6 +147,8 @@ pub struct NewRun {
 pub struct RunRow {
     pub id: i64,
     pub configuration: String,
+    /// Position of the configuration in the plan.
+    pub config_position: u32,
     pub dims: Vec<(String, String)>,
     pub round: u32,
     pub sequence: u64,
@@ -294,6 +310,7 @@ impl Store {
     pub fn insert_run(&mut self, campaign: i64, run: &NewRun) -> anyhow::Result<i64> {
         let tx = self.conn.transaction()?;
         let s = run.result.as_ref().map(|r| &r.summary);
+        let imp = run.imported.as_ref();
         let status = if run.error.is_none() { "ok" } else { "failed" };
         tx.execute(
             "INSERT INTO run (campaign_id, configuration_id, round, sequence, started_unix, finished_unix, status, error,
@@ -309,13 +326,13 @@ impl Store {
                 run.finished_unix,
                 status,
                 run.error,
-                s.map(|s| s.bits_per_second),
-                s.and_then(|s| s.retransmits).map(|v| v as i64),
-                s.and_then(|s| s.lost_percent),
-                s.and_then(|s| s.jitter_ms),
-                run.result.as_ref().map(|r| r.cpu.local_percent),
-                run.result.as_ref().map(|r| r.cpu.remote_percent),
-                run.result.as_ref().map(serde_json::to_string).transpose()?,
+                s.map(|s| s.bits_per_second).or(imp.map(|i| i.bits_per_second)),
+                s.and_then(|s| s.retransmits).map(|v| v as i64).or(imp.and_then(|i| i.retransmits)),
+                s.and_then(|s| s.lost_percent).or(imp.and_then(|i| i.lost_percent)),
+                s.and_then(|s| s.jitter_ms).or(imp.and_then(|i| i.jitter_ms)),
+                run.result.as_ref().map(|r| r.cpu.local_percent).or(imp.and_then(|i| i.cpu_local_percent)),
+                run.result.as_ref().map(|r| r.cpu.remote_percent).or(imp.and_then(|i| i.cpu_remote_percent)),
+                run.result.as_ref().map(serde_json::to_string).transpose()?.or(imp.map(|i| i.raw_json.clone())),
                 run.counters_json,
                 run.tuning_json,
             ],
@@ -361,7 +378,7 @@ impl Store {
     pub fn runs(&self, campaign: i64) -> anyhow::Result<Vec<RunRow>> {
         let mut st = self.conn.prepare(
             "SELECT r.id, c.label, c.dims_json, r.round, r.sequence, r.status, r.error, r.bits_per_second, r.retransmits,
-                    r.lost_percent, r.jitter_ms, r.cpu_local_percent, r.cpu_remote_percent
+                    r.lost_percent, r.jitter_ms, r.cpu_local_percent, r.cpu_remote_percent, c.position
              FROM run r JOIN configuration c ON c.id = r.configuration_id WHERE r.campaign_id = ?1 ORDER BY r.sequence",
         )?;
         let rows = st.query_map(params![campaign], |r| {
@@ -379,9 +396,58 @@ impl Store {
                 jitter_ms: r.get(10)?,
                 cpu_local_percent: r.get(11)?,
                 cpu_remote_percent: r.get(12)?,
+                config_position: r.get(13)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// A campaign for runs imported from other tools.
+    pub fn create_import_campaign(&mut self, name: &str) -> anyhow::Result<i64> {
+        let text = format!("# runs imported from iperf3 -J files: {name}\n");
+        self.conn.execute(
+            "INSERT INTO campaign (name, plan_toml, plan_hash, target, run_order, seed, repetitions, created_unix, finished_unix)
+             VALUES (?1, ?2, ?3, 'import', 'imported', 0, 0, ?4, ?4)",
+            params![name, text, hash(&text), now_unix()],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The id of the configuration with these dimension values, created if missing.
+    pub fn configuration_for(&mut self, campaign: i64, dims: &[(String, String)]) -> anyhow::Result<i64> {
+        let label = crate::plan::label(dims);
+        let found: Option<i64> = self
+            .conn
+            .query_row("SELECT id FROM configuration WHERE campaign_id = ?1 AND label = ?2", params![campaign, label], |r| r.get(0))
+            .optional()?;
+        if let Some(id) = found {
+            return Ok(id);
+        }
+        let pos: i64 = self.conn.query_row(
+            "SELECT coalesce(max(position) + 1, 0) FROM configuration WHERE campaign_id = ?1",
+            params![campaign],
+            |r| r.get(0),
+        )?;
+        self.conn.execute(
+            "INSERT INTO configuration (campaign_id, position, label, dims_json, spec_json) VALUES (?1, ?2, ?3, ?4, 'null')",
+            params![campaign, pos, label, serde_json::to_string(dims)?],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Next free round of a configuration and next sequence number of a campaign.
+    pub fn next_slot(&self, campaign: i64, configuration: i64) -> anyhow::Result<(u32, usize)> {
+        let round: u32 = self.conn.query_row(
+            "SELECT coalesce(max(round) + 1, 0) FROM run WHERE configuration_id = ?1",
+            params![configuration],
+            |r| r.get(0),
+        )?;
+        let seq: i64 = self.conn.query_row(
+            "SELECT coalesce(max(sequence) + 1, 0) FROM run WHERE campaign_id = ?1",
+            params![campaign],
+            |r| r.get(0),
+        )?;
+        Ok((round, seq as usize))
     }
 
     /// Direct access for importers and tests.

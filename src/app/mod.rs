@@ -1,6 +1,7 @@
 //! What each subcommand does: wires the library together and prints. Called by `main`, which
 //! maps the outcome to an exit code.
 
+mod campaign;
 mod lab;
 mod stats;
 
@@ -23,6 +24,10 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Client(a) => run_client(&a),
         Command::Lab(c) => lab::run(c),
         Command::Stats(a) => stats::run(&a),
+        Command::Run(a) => campaign::run(&a),
+        Command::Compare(a) => campaign::compare(&a),
+        Command::Export(a) => campaign::export(&a),
+        Command::Import(a) => campaign::import(&a),
     }
 }
 

@@ -67,10 +67,10 @@ impl Executor for Mock {
             stop.store(true, Ordering::Relaxed);
         }
         if self.fail_every.is_some_and(|k| n % k == 0) {
-            return ExecOutcome { result: Err(format!("mock failure {n}")), counters: None };
+            return ExecOutcome { result: Err(format!("mock failure {n}")), counters: None, engine_time: Duration::ZERO };
         }
         let bps = spec.window_bytes.unwrap_or(1) * u64::from(spec.streams);
-        ExecOutcome { result: Ok(fake_result(spec, bps)), counters: Some(serde_json::json!({"n": n})) }
+        ExecOutcome { result: Ok(fake_result(spec, bps)), counters: Some(serde_json::json!({"n": n})), engine_time: Duration::ZERO }
     }
     fn shell(&mut self, command: &str) -> Result<(), String> {
         self.shell.push(command.to_string());

@@ -21,6 +21,9 @@ pub struct Description {
     pub outliers: Vec<f64>,
 }
 
+/// Smallest set in which outliers are looked for.
+pub const MIN_FOR_OUTLIERS: usize = 5;
+
 /// A CV above this (5%) makes small differences hard to see; the verdict warns.
 pub const HIGH_CV: f64 = 0.05;
 
@@ -106,7 +109,8 @@ pub fn describe(values: &[f64]) -> Description {
 
 /// Values flagged by either rule, in ascending order.
 fn outliers_sorted(v: &[f64]) -> Vec<f64> {
-    if v.len() < 3 {
+    // Quartiles and the MAD of fewer than five values say nothing about outliers.
+    if v.len() < MIN_FOR_OUTLIERS {
         return Vec::new();
     }
     let q1 = quantile_sorted(v, 0.25);
