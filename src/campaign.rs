@@ -48,7 +48,12 @@ impl Metric {
             Metric::BitsPerSecond => ("faster", "slower"),
             _ => ("higher", "lower"),
         };
-        Config { confidence, more: more.into(), less: less.into(), ..Config::default() }
+        Config {
+            confidence,
+            more: more.into(),
+            less: less.into(),
+            ..Config::default()
+        }
     }
 }
 
@@ -68,7 +73,11 @@ pub fn summary(runs: &[RunRow], order: &[String], metric: Metric) -> Vec<ConfigS
         .iter()
         .map(|label| {
             let mine: Vec<&RunRow> = runs.iter().filter(|r| &r.configuration == label).collect();
-            let values: Vec<f64> = mine.iter().filter(|r| r.status == "ok").filter_map(|r| metric.value(r)).collect();
+            let values: Vec<f64> = mine
+                .iter()
+                .filter(|r| r.status == "ok")
+                .filter_map(|r| metric.value(r))
+                .collect();
             ConfigSummary {
                 label: label.clone(),
                 ok: values.len(),
@@ -102,10 +111,19 @@ pub fn compare(
     let matching: Vec<&RunRow> = runs
         .iter()
         .filter(|r| r.status == "ok")
-        .filter(|r| filters.iter().all(|(k, v)| r.dims.iter().any(|(dk, dv)| dk == k && dv == v)))
+        .filter(|r| {
+            filters
+                .iter()
+                .all(|(k, v)| r.dims.iter().any(|(dk, dv)| dk == k && dv == v))
+        })
         .collect();
     let context_of = |r: &RunRow| -> String {
-        r.dims.iter().filter(|(k, _)| k != by).map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+        r.dims
+            .iter()
+            .filter(|(k, _)| k != by)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
     };
     // Contexts in plan order.
     let mut by_position: Vec<&&RunRow> = matching.iter().collect();
@@ -126,7 +144,10 @@ pub fn compare(
                 .map(|v| {
                     let vals = matching
                         .iter()
-                        .filter(|r| context_of(r) == context && r.dims.iter().any(|(k, dv)| k == by && dv == v))
+                        .filter(|r| {
+                            context_of(r) == context
+                                && r.dims.iter().any(|(k, dv)| k == by && dv == v)
+                        })
                         .filter_map(|r| metric.value(r))
                         .collect();
                     (format!("{by}={v}"), vals)
@@ -135,10 +156,17 @@ pub fn compare(
                 .collect();
             let (analysis, note) = match stats::analyze(&sets, &cfg) {
                 Ok(a) if sets.len() >= 2 => (Some(a), None),
-                Ok(_) => (None, Some(format!("only one value of {by} here: nothing to compare"))),
+                Ok(_) => (
+                    None,
+                    Some(format!("only one value of {by} here: nothing to compare")),
+                ),
                 Err(e) => (None, Some(format!("not enough runs to compare: {e}"))),
             };
-            Group { context, analysis, note }
+            Group {
+                context,
+                analysis,
+                note,
+            }
         })
         .collect()
 }
@@ -148,7 +176,10 @@ mod tests {
     use super::*;
 
     fn row(dims: &[(&str, &str)], bps: f64, ok: bool) -> RunRow {
-        let dims: Vec<(String, String)> = dims.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let dims: Vec<(String, String)> = dims
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         RunRow {
             id: 0,
             config_position: 0,
@@ -173,19 +204,45 @@ mod tests {
         for (i, w) in ["64K", "1M"].iter().enumerate() {
             for k in 0..4 {
                 let base = 100.0 * (i + 1) as f64;
-                runs.push(row(&[("window", w), ("cc", "cubic")], base + k as f64, true));
-                runs.push(row(&[("window", w), ("cc", "bbr")], base * 1.5 + k as f64, true));
+                runs.push(row(
+                    &[("window", w), ("cc", "cubic")],
+                    base + k as f64,
+                    true,
+                ));
+                runs.push(row(
+                    &[("window", w), ("cc", "bbr")],
+                    base * 1.5 + k as f64,
+                    true,
+                ));
             }
         }
         runs.push(row(&[("window", "64K"), ("cc", "bbr")], 1.0, false));
-        let groups = compare(&runs, "cc", &["cubic".into(), "bbr".into()], &[], Metric::BitsPerSecond, 0.95);
+        let groups = compare(
+            &runs,
+            "cc",
+            &["cubic".into(), "bbr".into()],
+            &[],
+            Metric::BitsPerSecond,
+            0.95,
+        );
         assert_eq!(groups.len(), 2);
         assert_eq!(groups[0].context, "window=64K");
         let a = groups[0].analysis.as_ref().unwrap();
         assert_eq!(a.sets[0].name, "cc=cubic");
         assert_eq!(a.sets[1].description.n, 4, "failed runs are left out");
-        assert!(a.comparisons[0].verdict.contains("faster"), "{}", a.comparisons[0].verdict);
-        let filtered = compare(&runs, "cc", &["cubic".into(), "bbr".into()], &[("window".into(), "1M".into())], Metric::BitsPerSecond, 0.95);
+        assert!(
+            a.comparisons[0].verdict.contains("faster"),
+            "{}",
+            a.comparisons[0].verdict
+        );
+        let filtered = compare(
+            &runs,
+            "cc",
+            &["cubic".into(), "bbr".into()],
+            &[("window".into(), "1M".into())],
+            Metric::BitsPerSecond,
+            0.95,
+        );
         assert_eq!(filtered.len(), 1);
         let s = summary(&runs, &["window=64K cc=bbr".into()], Metric::BitsPerSecond);
         assert_eq!((s[0].ok, s[0].failed), (4, 1));

@@ -45,15 +45,21 @@ pub enum Command {
     )]
     Stats(StatsArgs),
     /// Run a campaign plan: sweep, repeat in interleaved order, store every run in SQLite.
-    #[command(after_help = "Examples:\n  netsweep run examples/quickstart.toml\n  netsweep run plan.toml --db results.db\n  netsweep run plan.toml --resume        # after Ctrl-C or a crash")]
+    #[command(
+        after_help = "Examples:\n  netsweep run examples/quickstart.toml\n  netsweep run plan.toml --db results.db\n  netsweep run plan.toml --resume        # after Ctrl-C or a crash"
+    )]
     Run(RunArgs),
     /// Compare stored runs: one dimension's values within each combination of the others.
-    #[command(after_help = "Examples:\n  netsweep compare --db netsweep.db --by congestion\n  netsweep compare --db netsweep.db --by window --where parallel=1 --metric retransmits")]
+    #[command(
+        after_help = "Examples:\n  netsweep compare --db netsweep.db --by congestion\n  netsweep compare --db netsweep.db --by window --where parallel=1 --metric retransmits"
+    )]
     Compare(CompareArgs),
     /// Print one row per stored run (CSV or JSON).
     Export(ExportArgs),
     /// Read iperf3 -J result files into a campaign, to compare old results with new ones.
-    #[command(after_help = "Example:\n  netsweep import --db old.db --set nic=e1000 e1000-*.json\n  netsweep import --db old.db --campaign 1 --set nic=virtio virtio-*.json")]
+    #[command(
+        after_help = "Example:\n  netsweep import --db old.db --set nic=e1000 e1000-*.json\n  netsweep import --db old.db --campaign 1 --set nic=virtio virtio-*.json"
+    )]
     Import(ImportArgs),
     /// A two-host network on this machine (root): namespaces, rate, delay, jitter, loss.
     #[command(subcommand)]

@@ -33,7 +33,9 @@ pub fn parse_pairs(text: &str, into: &mut BTreeMap<String, i64>) {
     let lines: Vec<&str> = text.lines().collect();
     for pair in lines.chunks(2) {
         let [head, vals] = pair else { continue };
-        let (Some((proto, names)), Some((proto2, values))) = (head.split_once(':'), vals.split_once(':')) else {
+        let (Some((proto, names)), Some((proto2, values))) =
+            (head.split_once(':'), vals.split_once(':'))
+        else {
             continue;
         };
         if proto != proto2 {
@@ -51,8 +53,13 @@ pub fn parse_pairs(text: &str, into: &mut BTreeMap<String, i64>) {
 pub fn parse_dev(text: &str) -> BTreeMap<String, DevCounters> {
     let mut out = BTreeMap::new();
     for line in text.lines().skip(2) {
-        let Some((name, rest)) = line.split_once(':') else { continue };
-        let f: Vec<u64> = rest.split_whitespace().filter_map(|v| v.parse().ok()).collect();
+        let Some((name, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let f: Vec<u64> = rest
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect();
         if f.len() < 16 {
             continue;
         }
@@ -75,7 +82,11 @@ pub fn parse_dev(text: &str) -> BTreeMap<String, DevCounters> {
 
 /// Reads a snapshot under `proc_root` (normally `/proc`), in the calling thread's namespace.
 pub fn read(proc_root: &Path) -> Snapshot {
-    let net = if proc_root.join("thread-self/net").exists() { proc_root.join("thread-self/net") } else { proc_root.join("net") };
+    let net = if proc_root.join("thread-self/net").exists() {
+        proc_root.join("thread-self/net")
+    } else {
+        proc_root.join("net")
+    };
     let mut s = Snapshot::default();
     for f in ["snmp", "netstat"] {
         if let Ok(text) = std::fs::read_to_string(net.join(f)) {
@@ -122,7 +133,10 @@ pub fn delta(before: &Snapshot, after: &Snapshot) -> Delta {
             (d != DevCounters::default()).then(|| (k.clone(), d))
         })
         .collect();
-    Delta { protocol, interfaces }
+    Delta {
+        protocol,
+        interfaces,
+    }
 }
 
 /// Counters whose growth signals trouble: retransmissions, drops, errors, overflows.
@@ -137,9 +151,17 @@ pub fn trouble(d: &Delta) -> Vec<(String, i64)> {
         "TcpExt.TCPLostRetransmit",
         "TcpExt.TCPTimeouts",
     ];
-    let mut out: Vec<(String, i64)> = KEYS.iter().filter_map(|k| d.protocol.get(*k).map(|v| (k.to_string(), *v))).collect();
+    let mut out: Vec<(String, i64)> = KEYS
+        .iter()
+        .filter_map(|k| d.protocol.get(*k).map(|v| (k.to_string(), *v)))
+        .collect();
     for (name, c) in &d.interfaces {
-        for (what, v) in [("rx_errors", c.rx_errors), ("rx_dropped", c.rx_dropped), ("tx_errors", c.tx_errors), ("tx_dropped", c.tx_dropped)] {
+        for (what, v) in [
+            ("rx_errors", c.rx_errors),
+            ("rx_dropped", c.rx_dropped),
+            ("tx_errors", c.tx_errors),
+            ("tx_dropped", c.tx_dropped),
+        ] {
             if v > 0 {
                 out.push((format!("{name}.{what}"), v as i64));
             }

@@ -16,9 +16,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// Runs the client, timing only the test itself.
-fn client_run(addr: SocketAddr, spec: &TestSpec, stop: &AtomicBool) -> (Result<crate::result::TestResult, String>, Duration) {
+fn client_run(
+    addr: SocketAddr,
+    spec: &TestSpec,
+    stop: &AtomicBool,
+) -> (Result<crate::result::TestResult, String>, Duration) {
     let t = Instant::now();
-    let r = client::run_test(&ClientConfig::new(addr), spec, stop, &mut |_| {}).map_err(|e| e.message);
+    let r =
+        client::run_test(&ClientConfig::new(addr), spec, stop, &mut |_| {}).map_err(|e| e.message);
     (r, t.elapsed())
 }
 
@@ -28,11 +33,18 @@ fn delta_json(before: &counters::Snapshot, after: &counters::Snapshot) -> serde_
 
 /// Runs a command of a user dimension through `sh -c`.
 fn shell(command: &str) -> Result<(), String> {
-    let out = std::process::Command::new("sh").args(["-c", command]).output().map_err(|e| e.to_string())?;
+    let out = std::process::Command::new("sh")
+        .args(["-c", command])
+        .output()
+        .map_err(|e| e.to_string())?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!("`{command}` exited with {}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()))
+        Err(format!(
+            "`{command}` exited with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
 
@@ -53,7 +65,11 @@ impl LoopbackExecutor {
             let log: server::Log = Arc::new(|_: &str| {});
             let _ = server::run(listener, ServerLimits::default(), &flag, log);
         });
-        Ok(LoopbackExecutor { addr, stop, handle: Some(handle) })
+        Ok(LoopbackExecutor {
+            addr,
+            stop,
+            handle: Some(handle),
+        })
     }
 }
 
@@ -80,7 +96,11 @@ impl Executor for LoopbackExecutor {
         let (result, engine_time) = client_run(self.addr, spec, stop);
         let after = counters::read(Path::new("/proc"));
         // Client and server share this host: one set of counters covers both sides.
-        ExecOutcome { result, engine_time, counters: Some(json!({ "local": delta_json(&before, &after) })) }
+        ExecOutcome {
+            result,
+            engine_time,
+            counters: Some(json!({ "local": delta_json(&before, &after) })),
+        }
     }
 
     fn shell(&mut self, command: &str) -> Result<(), String> {
@@ -98,15 +118,24 @@ impl LabExecutor {
     pub fn start(name: &str, path: PathConfig, opts: &LabOptions) -> anyhow::Result<LabExecutor> {
         let lab = Lab::up(name, path, opts)?;
         let server = lab.start_server(Host::B, ServerLimits::default())?;
-        Ok(LabExecutor { server: Some(server), lab: Some(lab) })
+        Ok(LabExecutor {
+            server: Some(server),
+            lab: Some(lab),
+        })
     }
 
     fn lab(&self) -> &Lab {
-        self.lab.as_ref().unwrap_or_else(|| unreachable!("the lab lives as long as the executor"))
+        self.lab
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("the lab lives as long as the executor"))
     }
 
     fn snapshot(&self) -> (counters::Snapshot, counters::Snapshot) {
-        let read = |h| self.lab().run_in(h, || counters::read(Path::new("/proc"))).unwrap_or_default();
+        let read = |h| {
+            self.lab()
+                .run_in(h, || counters::read(Path::new("/proc")))
+                .unwrap_or_default()
+        };
         (read(Host::A), read(Host::B))
     }
 }
@@ -126,7 +155,8 @@ impl Executor for LabExecutor {
         format!(
             "lab {} (rate {}, RTT {:?}, loss {}%, MTU {}/{}, emulator {:?})",
             lab.name(),
-            p.rate_bps.map_or("unlimited".into(), |r| crate::units::BitRate(r).to_string()),
+            p.rate_bps
+                .map_or("unlimited".into(), |r| crate::units::BitRate(r).to_string()),
             p.rtt(),
             p.loss_percent,
             p.mtu_a,
@@ -136,20 +166,30 @@ impl Executor for LabExecutor {
     }
 
     fn host_facts(&mut self) -> serde_json::Value {
-        let facts = |h| self.lab().run_in(h, || hostfacts::collect(Path::new("/proc"), Path::new("/sys"))).unwrap_or_default();
+        let facts = |h| {
+            self.lab()
+                .run_in(h, || {
+                    hostfacts::collect(Path::new("/proc"), Path::new("/sys"))
+                })
+                .unwrap_or_default()
+        };
         json!({ "a": facts(Host::A), "b": facts(Host::B), "path": serde_json::to_value(self.lab().path()).unwrap_or_default() })
     }
 
     fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {
         let (a0, b0) = self.snapshot();
         let addr = SocketAddr::new(Host::B.address(), crate::cli::DEFAULT_PORT);
-        let (result, engine_time) =
-            self.lab().run_in(Host::A, || client_run(addr, spec, stop)).unwrap_or_else(|e| (Err(e.to_string()), Duration::ZERO));
+        let (result, engine_time) = self
+            .lab()
+            .run_in(Host::A, || client_run(addr, spec, stop))
+            .unwrap_or_else(|e| (Err(e.to_string()), Duration::ZERO));
         let (a1, b1) = self.snapshot();
         ExecOutcome {
             result,
             engine_time,
-            counters: Some(json!({ "client": delta_json(&a0, &a1), "server": delta_json(&b0, &b1) })),
+            counters: Some(
+                json!({ "client": delta_json(&a0, &a1), "server": delta_json(&b0, &b1) }),
+            ),
         }
     }
 
@@ -176,7 +216,11 @@ impl Executor for AddressExecutor {
         let before = counters::read(Path::new("/proc"));
         let (result, engine_time) = client_run(self.addr, spec, stop);
         let after = counters::read(Path::new("/proc"));
-        ExecOutcome { result, engine_time, counters: Some(json!({ "client": delta_json(&before, &after) })) }
+        ExecOutcome {
+            result,
+            engine_time,
+            counters: Some(json!({ "client": delta_json(&before, &after) })),
+        }
     }
 
     fn shell(&mut self, command: &str) -> Result<(), String> {

@@ -25,7 +25,9 @@ pub const SYSCTLS: [&str; 14] = [
 ];
 
 fn read_trim(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p).ok().map(|s| s.trim().to_string())
+    std::fs::read_to_string(p)
+        .ok()
+        .map(|s| s.trim().to_string())
 }
 
 /// Reads one sysctl under `proc_root` (`net.ipv4.tcp_rmem` -> `sys/net/ipv4/tcp_rmem`).
@@ -33,7 +35,8 @@ pub fn sysctl(proc_root: &Path, key: &str) -> Option<String> {
     if key.contains("..") || key.contains('/') {
         return None;
     }
-    read_trim(&proc_root.join("sys").join(key.replace('.', "/"))).map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
+    read_trim(&proc_root.join("sys").join(key.replace('.', "/")))
+        .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 /// Collects the facts of the host (or namespace) the calling thread is in.
@@ -44,7 +47,10 @@ pub fn collect(proc_root: &Path, sys_root: &Path) -> Value {
         .find(|l| l.starts_with("model name"))
         .and_then(|l| l.split_once(':'))
         .map(|(_, v)| v.trim().to_string());
-    let cpus = cpuinfo.lines().filter(|l| l.starts_with("processor")).count();
+    let cpus = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count();
     let mut sysctls = Map::new();
     for k in SYSCTLS {
         if let Some(v) = sysctl(proc_root, k) {
@@ -52,8 +58,15 @@ pub fn collect(proc_root: &Path, sys_root: &Path) -> Value {
         }
     }
     let dev = proc_root.join("thread-self/net/dev");
-    let dev = if dev.exists() { dev } else { proc_root.join("net/dev") };
-    let names: Vec<String> = crate::counters::parse_dev(&std::fs::read_to_string(dev).unwrap_or_default()).into_keys().collect();
+    let dev = if dev.exists() {
+        dev
+    } else {
+        proc_root.join("net/dev")
+    };
+    let names: Vec<String> =
+        crate::counters::parse_dev(&std::fs::read_to_string(dev).unwrap_or_default())
+            .into_keys()
+            .collect();
     let interfaces: Vec<Value> = names
         .iter()
         .map(|n| {
@@ -93,8 +106,16 @@ mod tests {
         std::fs::create_dir_all(s.join("class/net/eth0")).unwrap();
         std::fs::write(p.join("sys/kernel/osrelease"), "6.1.0\n").unwrap();
         std::fs::write(p.join("sys/net/ipv4/tcp_rmem"), "4096\t131072\t6291456\n").unwrap();
-        std::fs::write(p.join("cpuinfo"), "processor\t: 0\nmodel name\t: Test CPU\nprocessor\t: 1\n").unwrap();
-        std::fs::write(p.join("net/dev"), "h1\nh2\n  eth0: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n").unwrap();
+        std::fs::write(
+            p.join("cpuinfo"),
+            "processor\t: 0\nmodel name\t: Test CPU\nprocessor\t: 1\n",
+        )
+        .unwrap();
+        std::fs::write(
+            p.join("net/dev"),
+            "h1\nh2\n  eth0: 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n",
+        )
+        .unwrap();
         std::fs::write(s.join("class/net/eth0/mtu"), "9000\n").unwrap();
         let f = collect(&p, &s);
         assert_eq!(f["kernel"], "6.1.0");

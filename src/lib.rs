@@ -19,8 +19,8 @@
 //! - `app`: what each subcommand does, called by `main`.
 
 pub mod app;
-pub mod cli;
 pub mod campaign;
+pub mod cli;
 pub mod client;
 pub mod counters;
 pub mod engine;

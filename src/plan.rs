@@ -14,9 +14,15 @@ pub enum Target {
     /// A server started by netsweep on 127.0.0.1.
     Loopback,
     /// A temporary lab (root).
-    Lab { path: PathConfig, emulator: EmulatorChoice },
+    Lab {
+        path: PathConfig,
+        emulator: EmulatorChoice,
+    },
     /// The lab when running as root, loopback otherwise.
-    Auto { path: PathConfig, emulator: EmulatorChoice },
+    Auto {
+        path: PathConfig,
+        emulator: EmulatorChoice,
+    },
     /// A running `netsweep server`.
     Address(String),
 }
@@ -100,8 +106,21 @@ fn render(file: &str, issues: &[PlanIssue]) -> String {
 
 /// The client options a plan can set in `[test]` or sweep in `[matrix]`.
 pub const OPTIONS: [&str; 15] = [
-    "protocol", "duration", "interval", "omit", "parallel", "streams", "reverse", "bidir", "direction", "window",
-    "mss", "congestion", "length", "bitrate", "zerocopy",
+    "protocol",
+    "duration",
+    "interval",
+    "omit",
+    "parallel",
+    "streams",
+    "reverse",
+    "bidir",
+    "direction",
+    "window",
+    "mss",
+    "congestion",
+    "length",
+    "bitrate",
+    "zerocopy",
 ];
 
 /// A TOML scalar as the text a user would type on the command line.
@@ -143,7 +162,11 @@ pub fn apply_option(spec: &mut TestSpec, key: &str, v: &str) -> Result<(), Strin
         "duration" => spec.duration = parse_duration(v).map_err(e)?,
         "interval" => spec.interval = parse_duration(v).map_err(e)?,
         "omit" => spec.omit = parse_duration(v).map_err(e)?,
-        "parallel" | "streams" => spec.streams = v.parse().map_err(|_| format!("{v:?} is not a stream count"))?,
+        "parallel" | "streams" => {
+            spec.streams = v
+                .parse()
+                .map_err(|_| format!("{v:?} is not a stream count"))?
+        }
         "reverse" => {
             if parse_bool(v)? {
                 spec.direction = Direction::Reverse
@@ -167,14 +190,25 @@ pub fn apply_option(spec: &mut TestSpec, key: &str, v: &str) -> Result<(), Strin
             }
         }
         "window" => spec.window_bytes = Some(v.parse::<Bytes>().map_err(e)?.0),
-        "mss" => spec.mss_bytes = Some(v.parse().map_err(|_| format!("{v:?} is not an MSS in bytes"))?),
+        "mss" => {
+            spec.mss_bytes = Some(
+                v.parse()
+                    .map_err(|_| format!("{v:?} is not an MSS in bytes"))?,
+            )
+        }
         "congestion" => spec.congestion = Some(v.to_string()),
         "length" => {
-            spec.length_bytes = u32::try_from(v.parse::<Bytes>().map_err(e)?.0).map_err(|_| format!("length {v} is too large"))?
+            spec.length_bytes = u32::try_from(v.parse::<Bytes>().map_err(e)?.0)
+                .map_err(|_| format!("length {v} is too large"))?
         }
         "bitrate" => spec.bitrate_bps = v.parse::<BitRate>().map_err(e)?.bits_per_second(),
         "zerocopy" => spec.zerocopy = parse_bool(v)?,
-        _ => return Err(format!("unknown option {key:?}; options are {}", OPTIONS.join(", "))),
+        _ => {
+            return Err(format!(
+                "unknown option {key:?}; options are {}",
+                OPTIONS.join(", ")
+            ));
+        }
     }
     Ok(())
 }
@@ -186,12 +220,21 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn line_of(&self, span: Option<std::ops::Range<usize>>) -> usize {
-        span.map(|r| self.text[..r.start.min(self.text.len())].matches('\n').count() + 1).unwrap_or(1)
+        span.map(|r| {
+            self.text[..r.start.min(self.text.len())]
+                .matches('\n')
+                .count()
+                + 1
+        })
+        .unwrap_or(1)
     }
 
     fn issue(&mut self, span: Option<std::ops::Range<usize>>, message: impl Into<String>) {
         let line = self.line_of(span);
-        self.issues.push(PlanIssue { line, message: message.into() });
+        self.issues.push(PlanIssue {
+            line,
+            message: message.into(),
+        });
     }
 
     /// Reports keys of `table` that are not in `allowed`.
@@ -199,37 +242,78 @@ impl Reader<'_> {
         for (k, _) in table.iter() {
             if !allowed.contains(&k) {
                 let span = table.get_key_value(k).and_then(|(key, _)| key.span());
-                self.issue(span, format!("unknown key {k:?} in [{section}]; expected one of {}", allowed.join(", ")));
+                self.issue(
+                    span,
+                    format!(
+                        "unknown key {k:?} in [{section}]; expected one of {}",
+                        allowed.join(", ")
+                    ),
+                );
             }
         }
     }
 
-    fn string(&mut self, table: &dyn TableLike, key: &str) -> Option<(String, Option<std::ops::Range<usize>>)> {
+    fn string(
+        &mut self,
+        table: &dyn TableLike,
+        key: &str,
+    ) -> Option<(String, Option<std::ops::Range<usize>>)> {
         let item = table.get(key)?;
         match item.as_value().and_then(scalar) {
             Some(s) => Some((s, item.span())),
             None => {
-                self.issue(item.span(), format!("{key} must be a string, number or boolean"));
+                self.issue(
+                    item.span(),
+                    format!("{key} must be a string, number or boolean"),
+                );
                 None
             }
         }
     }
 }
 
-const TARGET_KEYS: [&str; 11] =
-    ["kind", "host", "rate", "rtt", "delay", "jitter", "loss", "mtu", "mtu_b", "queue", "emulator"];
+const TARGET_KEYS: [&str; 11] = [
+    "kind", "host", "rate", "rtt", "delay", "jitter", "loss", "mtu", "mtu_b", "queue", "emulator",
+];
 
 impl Plan {
     /// Parses and validates a plan; `file` names it in messages.
     pub fn parse(file: &str, text: &str) -> Result<Plan, PlanError> {
         let doc = Document::parse(text.to_string()).map_err(|e| {
-            let line = e.span().map(|r| text[..r.start.min(text.len())].matches('\n').count() + 1).unwrap_or(1);
-            PlanError { file: file.into(), issues: vec![PlanIssue { line, message: e.message().to_string() }] }
+            let line = e
+                .span()
+                .map(|r| text[..r.start.min(text.len())].matches('\n').count() + 1)
+                .unwrap_or(1);
+            PlanError {
+                file: file.into(),
+                issues: vec![PlanIssue {
+                    line,
+                    message: e.message().to_string(),
+                }],
+            }
         })?;
-        let mut r = Reader { text, issues: Vec::new() };
+        let mut r = Reader {
+            text,
+            issues: Vec::new(),
+        };
         let root = doc.as_table();
-        r.unknown_keys(root, "top level", &["name", "target", "test", "matrix", "dimensions", "repeat", "profiles"]);
-        let name = r.string(root, "name").map(|(s, _)| s).unwrap_or_else(|| default_name(file));
+        r.unknown_keys(
+            root,
+            "top level",
+            &[
+                "name",
+                "target",
+                "test",
+                "matrix",
+                "dimensions",
+                "repeat",
+                "profiles",
+            ],
+        );
+        let name = r
+            .string(root, "name")
+            .map(|(s, _)| s)
+            .unwrap_or_else(|| default_name(file));
         let target = read_target(&mut r, root.get("target"));
         let base = read_test(&mut r, root.get("test"));
         let mut dimensions = read_matrix(&mut r, root.get("matrix"), &base);
@@ -240,10 +324,23 @@ impl Plan {
         let repeat = read_repeat(&mut r, root.get("repeat"));
         if r.issues.is_empty() {
             // Every configuration must make a valid test.
-            let plan = Plan { name, source: text.to_string(), target, base, dimensions, repeat };
+            let plan = Plan {
+                name,
+                source: text.to_string(),
+                target,
+                base,
+                dimensions,
+                repeat,
+            };
             for cfg in plan.configurations() {
-                if let Err(msg) = plan.spec_for(&cfg).and_then(|s| s.validate().map_err(|e| e.to_string())) {
-                    r.issues.push(PlanIssue { line: 1, message: format!("configuration {}: {msg}", label(&cfg)) });
+                if let Err(msg) = plan
+                    .spec_for(&cfg)
+                    .and_then(|s| s.validate().map_err(|e| e.to_string()))
+                {
+                    r.issues.push(PlanIssue {
+                        line: 1,
+                        message: format!("configuration {}: {msg}", label(&cfg)),
+                    });
                 }
             }
             if r.issues.is_empty() {
@@ -251,7 +348,10 @@ impl Plan {
             }
         }
         r.issues.sort_by_key(|i| i.line);
-        Err(PlanError { file: file.into(), issues: r.issues })
+        Err(PlanError {
+            file: file.into(),
+            issues: r.issues,
+        })
     }
 
     /// All configurations: the cartesian product of the dimensions, in declared order.
@@ -285,7 +385,12 @@ impl Plan {
 
     /// The setup/teardown of a user dimension's value.
     pub fn user_value(&self, dim: &str, label: &str) -> Option<&DimValue> {
-        self.dimensions.iter().find(|d| d.user && d.name == dim)?.values.iter().find(|v| v.label == label)
+        self.dimensions
+            .iter()
+            .find(|d| d.user && d.name == dim)?
+            .values
+            .iter()
+            .find(|v| v.label == label)
     }
 }
 
@@ -294,38 +399,66 @@ pub fn label(cfg: &[(String, String)]) -> String {
     if cfg.is_empty() {
         return "(base)".into();
     }
-    cfg.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    cfg.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn default_name(file: &str) -> String {
-    std::path::Path::new(file).file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "campaign".into())
+    std::path::Path::new(file)
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_else(|| "campaign".into())
 }
 
 fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
     let Some(table) = item.and_then(Item::as_table_like) else {
-        r.issue(item.and_then(Item::span), "[target] is missing: set kind = \"loopback\", \"lab\", \"auto\" or \"address\"");
+        r.issue(
+            item.and_then(Item::span),
+            "[target] is missing: set kind = \"loopback\", \"lab\", \"auto\" or \"address\"",
+        );
         return Target::Loopback;
     };
     let span = item.and_then(Item::span);
     r.unknown_keys(table, "target", &TARGET_KEYS);
-    let kind = r.string(table, "kind").map(|(s, _)| s).unwrap_or_else(|| "loopback".into());
+    let kind = r
+        .string(table, "kind")
+        .map(|(s, _)| s)
+        .unwrap_or_else(|| "loopback".into());
     let mut path = PathConfig::default();
     let mut emulator = EmulatorChoice::Auto;
-    for key in ["rate", "rtt", "delay", "jitter", "loss", "mtu", "mtu_b", "queue", "emulator"] {
-        let Some((v, vspan)) = r.string(table, key) else { continue };
+    for key in [
+        "rate", "rtt", "delay", "jitter", "loss", "mtu", "mtu_b", "queue", "emulator",
+    ] {
+        let Some((v, vspan)) = r.string(table, key) else {
+            continue;
+        };
         let res: Result<(), String> = (|| {
             match key {
-                "rate" => path.rate_bps = Some(v.parse::<BitRate>().map_err(|e| e.to_string())?.bits_per_second()),
+                "rate" => {
+                    path.rate_bps = Some(
+                        v.parse::<BitRate>()
+                            .map_err(|e| e.to_string())?
+                            .bits_per_second(),
+                    )
+                }
                 "rtt" => path.delay = parse_duration(&v).map_err(|e| e.to_string())? / 2,
                 "delay" => path.delay = parse_duration(&v).map_err(|e| e.to_string())?,
                 "jitter" => path.jitter = parse_duration(&v).map_err(|e| e.to_string())?,
                 "loss" => path.loss_percent = parse_percent(&v).map_err(|e| e.to_string())?,
                 "mtu" => {
-                    let m = v.parse().map_err(|_| format!("mtu {v:?} is not a number"))?;
+                    let m = v
+                        .parse()
+                        .map_err(|_| format!("mtu {v:?} is not a number"))?;
                     path.mtu_a = m;
                     path.mtu_b = m;
                 }
-                "mtu_b" => path.mtu_b = v.parse().map_err(|_| format!("mtu_b {v:?} is not a number"))?,
+                "mtu_b" => {
+                    path.mtu_b = v
+                        .parse()
+                        .map_err(|_| format!("mtu_b {v:?} is not a number"))?
+                }
                 "queue" => path.queue = parse_duration(&v).map_err(|e| e.to_string())?,
                 _ => {
                     emulator = match v.as_str() {
@@ -352,13 +485,19 @@ fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
         "address" => match r.string(table, "host") {
             Some((h, _)) => Target::Address(h),
             None => {
-                r.issue(span.clone(), "target kind \"address\" needs host = \"HOST:PORT\"");
+                r.issue(
+                    span.clone(),
+                    "target kind \"address\" needs host = \"HOST:PORT\"",
+                );
                 Target::Loopback
             }
         },
         other => {
             let s = table.get("kind").and_then(Item::span);
-            r.issue(s, format!("target kind {other:?} is not loopback, lab, auto or address"));
+            r.issue(
+                s,
+                format!("target kind {other:?} is not loopback, lab, auto or address"),
+            );
             Target::Loopback
         }
     }
@@ -366,7 +505,9 @@ fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
 
 fn read_test(r: &mut Reader, item: Option<&Item>) -> TestSpec {
     let mut spec = TestSpec::tcp(Duration::from_secs(10));
-    let Some(table) = item.and_then(Item::as_table) else { return spec };
+    let Some(table) = item.and_then(Item::as_table) else {
+        return spec;
+    };
     r.unknown_keys(table, "test", &OPTIONS);
     // Protocol first: it changes the defaults of length and bitrate.
     let mut keys: Vec<&str> = table.iter().map(|(k, _)| k).collect();
@@ -382,7 +523,9 @@ fn read_test(r: &mut Reader, item: Option<&Item>) -> TestSpec {
 }
 
 fn read_matrix(r: &mut Reader, item: Option<&Item>, base: &TestSpec) -> Vec<Dimension> {
-    let Some(table) = item.and_then(Item::as_table) else { return Vec::new() };
+    let Some(table) = item.and_then(Item::as_table) else {
+        return Vec::new();
+    };
     let mut dims = Vec::new();
     for (k, v) in table.iter() {
         let kspan = table.get_key_value(k).and_then(|(key, _)| key.span());
@@ -395,7 +538,10 @@ fn read_matrix(r: &mut Reader, item: Option<&Item>, base: &TestSpec) -> Vec<Dime
             continue;
         }
         let Some(arr) = v.as_array() else {
-            r.issue(v.span(), format!("matrix {k} must be a list, e.g. {k} = [\"a\", \"b\"]"));
+            r.issue(
+                v.span(),
+                format!("matrix {k} must be a list, e.g. {k} = [\"a\", \"b\"]"),
+            );
             continue;
         };
         let mut values = Vec::new();
@@ -406,25 +552,41 @@ fn read_matrix(r: &mut Reader, item: Option<&Item>, base: &TestSpec) -> Vec<Dime
                     if let Err(msg) = apply_option(&mut probe, k, &s) {
                         r.issue(val.span(), format!("matrix {k}: {msg}"));
                     }
-                    values.push(DimValue { label: s, setup: None, teardown: None });
+                    values.push(DimValue {
+                        label: s,
+                        setup: None,
+                        teardown: None,
+                    });
                 }
-                None => r.issue(val.span(), format!("matrix {k}: values must be strings, numbers or booleans")),
+                None => r.issue(
+                    val.span(),
+                    format!("matrix {k}: values must be strings, numbers or booleans"),
+                ),
             }
         }
         if values.is_empty() {
             r.issue(v.span(), format!("matrix {k} has no values"));
         }
-        dims.push(Dimension { name: k.to_string(), user: false, values });
+        dims.push(Dimension {
+            name: k.to_string(),
+            user: false,
+            values,
+        });
     }
     dims
 }
 
 fn read_user_dimensions(r: &mut Reader, item: Option<&Item>) -> Vec<Dimension> {
-    let Some(table) = item.and_then(Item::as_table) else { return Vec::new() };
+    let Some(table) = item.and_then(Item::as_table) else {
+        return Vec::new();
+    };
     let mut dims = Vec::new();
     for (name, d) in table.iter() {
         if OPTIONS.contains(&name) {
-            r.issue(d.span(), format!("dimension {name:?} has the name of a client option: sweep it in [matrix]"));
+            r.issue(
+                d.span(),
+                format!("dimension {name:?} has the name of a client option: sweep it in [matrix]"),
+            );
             continue;
         }
         let Some(values_table) = d.as_table_like() else {
@@ -434,10 +596,17 @@ fn read_user_dimensions(r: &mut Reader, item: Option<&Item>) -> Vec<Dimension> {
         let mut values = Vec::new();
         for (label, v) in values_table.iter() {
             let Some(vt) = v.as_table_like() else {
-                r.issue(v.span(), format!("dimensions.{name}.{label} must be a table with setup and teardown"));
+                r.issue(
+                    v.span(),
+                    format!("dimensions.{name}.{label} must be a table with setup and teardown"),
+                );
                 continue;
             };
-            r.unknown_keys(vt, &format!("dimensions.{name}.{label}"), &["setup", "teardown"]);
+            r.unknown_keys(
+                vt,
+                &format!("dimensions.{name}.{label}"),
+                &["setup", "teardown"],
+            );
             values.push(DimValue {
                 label: label.to_string(),
                 setup: r.string(vt, "setup").map(|(s, _)| s),
@@ -447,19 +616,33 @@ fn read_user_dimensions(r: &mut Reader, item: Option<&Item>) -> Vec<Dimension> {
         if values.is_empty() {
             r.issue(d.span(), format!("dimension {name} has no values"));
         }
-        dims.push(Dimension { name: name.to_string(), user: true, values });
+        dims.push(Dimension {
+            name: name.to_string(),
+            user: true,
+            values,
+        });
     }
     dims
 }
 
 fn read_repeat(r: &mut Reader, item: Option<&Item>) -> Repeat {
-    let mut rep = Repeat { count: 3, pause: Duration::ZERO, order: Order::Interleaved, seed: None };
-    let Some(table) = item.and_then(Item::as_table) else { return rep };
+    let mut rep = Repeat {
+        count: 3,
+        pause: Duration::ZERO,
+        order: Order::Interleaved,
+        seed: None,
+    };
+    let Some(table) = item.and_then(Item::as_table) else {
+        return rep;
+    };
     r.unknown_keys(table, "repeat", &["count", "pause", "order", "seed"]);
     if let Some((v, span)) = r.string(table, "count") {
         match v.parse::<u32>() {
             Ok(n) if (1..=100_000).contains(&n) => rep.count = n,
-            _ => r.issue(span, format!("repeat count {v:?} must be a whole number from 1 to 100000")),
+            _ => r.issue(
+                span,
+                format!("repeat count {v:?} must be a whole number from 1 to 100000"),
+            ),
         }
     }
     if let Some((v, span)) = r.string(table, "pause") {
@@ -472,7 +655,10 @@ fn read_repeat(r: &mut Reader, item: Option<&Item>) -> Repeat {
         match v.as_str() {
             "interleaved" => rep.order = Order::Interleaved,
             "sequential" => rep.order = Order::Sequential,
-            _ => r.issue(span, format!("repeat order {v:?} is not interleaved or sequential")),
+            _ => r.issue(
+                span,
+                format!("repeat order {v:?} is not interleaved or sequential"),
+            ),
         }
     }
     if let Some((v, span)) = r.string(table, "seed") {

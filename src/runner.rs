@@ -39,7 +39,9 @@ pub trait Executor {
 /// The run order: (configuration position, round), deterministic for a seed.
 pub fn schedule(configs: usize, count: u32, order: Order, seed: u64) -> Vec<(usize, u32)> {
     match order {
-        Order::Sequential => (0..configs).flat_map(|c| (0..count).map(move |r| (c, r))).collect(),
+        Order::Sequential => (0..configs)
+            .flat_map(|c| (0..count).map(move |r| (c, r)))
+            .collect(),
         Order::Interleaved => {
             let mut rng = StdRng::seed_from_u64(seed);
             let mut out = Vec::with_capacity(configs * count as usize);
@@ -56,7 +58,10 @@ pub fn schedule(configs: usize, count: u32, order: Order, seed: u64) -> Vec<(usi
 /// Progress as the campaign goes.
 #[derive(Debug, Clone)]
 pub enum Progress {
-    Started { total: usize, already_done: usize },
+    Started {
+        total: usize,
+        already_done: usize,
+    },
     RunFinished {
         done: usize,
         total: usize,
@@ -86,8 +91,16 @@ struct UserState {
 
 impl UserState {
     /// Switches user dimensions to the values of `cfg`; an error names the failed command.
-    fn switch(&mut self, plan: &Plan, cfg: &[(String, String)], exec: &mut dyn Executor) -> Result<(), String> {
-        for (dim, value) in cfg.iter().filter(|(d, _)| plan.dimensions.iter().any(|x| x.user && &x.name == d)) {
+    fn switch(
+        &mut self,
+        plan: &Plan,
+        cfg: &[(String, String)],
+        exec: &mut dyn Executor,
+    ) -> Result<(), String> {
+        for (dim, value) in cfg
+            .iter()
+            .filter(|(d, _)| plan.dimensions.iter().any(|x| x.user && &x.name == d))
+        {
             let slot = match self.current.iter_mut().find(|(d, _)| d == dim) {
                 Some(s) => s,
                 None => {
@@ -101,10 +114,12 @@ impl UserState {
             if let Some(old) = slot.1.take()
                 && let Some(td) = plan.user_value(dim, &old).and_then(|v| v.teardown.clone())
             {
-                exec.shell(&td).map_err(|e| format!("teardown of {dim}={old} failed: {e}"))?;
+                exec.shell(&td)
+                    .map_err(|e| format!("teardown of {dim}={old} failed: {e}"))?;
             }
             if let Some(su) = plan.user_value(dim, value).and_then(|v| v.setup.clone()) {
-                exec.shell(&su).map_err(|e| format!("setup of {dim}={value} failed: {e}"))?;
+                exec.shell(&su)
+                    .map_err(|e| format!("setup of {dim}={value} failed: {e}"))?;
             }
             slot.1 = Some(value.clone());
         }
@@ -113,7 +128,9 @@ impl UserState {
 
     fn teardown_all(&mut self, plan: &Plan, exec: &mut dyn Executor) {
         for (dim, value) in self.current.drain(..) {
-            if let Some(td) = value.and_then(|v| plan.user_value(&dim, &v).and_then(|x| x.teardown.clone())) {
+            if let Some(td) =
+                value.and_then(|v| plan.user_value(&dim, &v).and_then(|x| x.teardown.clone()))
+            {
                 let _ = exec.shell(&td);
             }
         }
@@ -134,9 +151,18 @@ pub fn run_campaign(
     let order = schedule(configs.len(), plan.repeat.count, plan.repeat.order, seed);
     let done = store.finished_slots(campaign)?;
     let total = order.len();
-    on_progress(&Progress::Started { total, already_done: done.len() });
-    let mut user = UserState { current: Vec::new() };
-    let mut outcome = Outcome { ran: 0, failed: 0, interrupted: false };
+    on_progress(&Progress::Started {
+        total,
+        already_done: done.len(),
+    });
+    let mut user = UserState {
+        current: Vec::new(),
+    };
+    let mut outcome = Outcome {
+        ran: 0,
+        failed: 0,
+        interrupted: false,
+    };
     let mut finished = done.len();
     let mut spent = Duration::ZERO;
     for (sequence, &(pos, round)) in order.iter().enumerate() {
@@ -190,7 +216,11 @@ pub fn run_campaign(
         let elapsed = t0.elapsed();
         spent += elapsed + plan.repeat.pause;
         let remaining = total - finished;
-        let eta = if outcome.ran > 0 { spent / outcome.ran as u32 * remaining as u32 } else { Duration::ZERO };
+        let eta = if outcome.ran > 0 {
+            spent / outcome.ran as u32 * remaining as u32
+        } else {
+            Duration::ZERO
+        };
         on_progress(&Progress::RunFinished {
             done: finished,
             total,
@@ -216,7 +246,9 @@ pub fn run_campaign(
 fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) {
     let until = Instant::now() + d;
     while Instant::now() < until && !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(50).min(until.saturating_duration_since(Instant::now())));
+        std::thread::sleep(
+            Duration::from_millis(50).min(until.saturating_duration_since(Instant::now())),
+        );
     }
 }
 

@@ -175,24 +175,31 @@ fn hash(text: &str) -> String {
 impl Store {
     /// Opens (creating if needed) and migrates to `SCHEMA_VERSION`.
     pub fn open(path: &Path) -> anyhow::Result<Store> {
-        let conn = Connection::open(path).with_context(|| format!("cannot open database {}", path.display()))?;
+        let conn = Connection::open(path)
+            .with_context(|| format!("cannot open database {}", path.display()))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
         let mut store = Store { conn };
-        store.migrate().with_context(|| format!("migrating {}", path.display()))?;
+        store
+            .migrate()
+            .with_context(|| format!("migrating {}", path.display()))?;
         Ok(store)
     }
 
     pub fn schema_version(&self) -> anyhow::Result<u32> {
-        Ok(self.conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
+        Ok(self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))?)
     }
 
     fn migrate(&mut self) -> anyhow::Result<()> {
         let current = self.schema_version()?;
         if current > SCHEMA_VERSION {
-            bail!("database schema version {current} is newer than this netsweep's {SCHEMA_VERSION}: upgrade netsweep");
+            bail!(
+                "database schema version {current} is newer than this netsweep's {SCHEMA_VERSION}: upgrade netsweep"
+            );
         }
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
             let tx = self.conn.transaction()?;
@@ -281,18 +288,30 @@ impl Store {
 
     /// The newest campaign's id.
     pub fn latest_campaign(&self) -> anyhow::Result<Option<i64>> {
-        Ok(self.conn.query_row("SELECT max(id) FROM campaign", [], |r| r.get(0))?)
+        Ok(self
+            .conn
+            .query_row("SELECT max(id) FROM campaign", [], |r| r.get(0))?)
     }
 
     pub fn configurations(&self, campaign: i64) -> anyhow::Result<Vec<ConfigRow>> {
         let mut st = self.conn.prepare("SELECT id, position, label, dims_json FROM configuration WHERE campaign_id = ?1 ORDER BY position")?;
         let rows = st.query_map(params![campaign], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?))
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
         })?;
         let mut out = Vec::new();
         for row in rows {
             let (id, pos, label, dims) = row?;
-            out.push(ConfigRow { id, position: pos as usize, label, dims: serde_json::from_str(&dims)? });
+            out.push(ConfigRow {
+                id,
+                position: pos as usize,
+                label,
+                dims: serde_json::from_str(&dims)?,
+            });
         }
         Ok(out)
     }
@@ -302,7 +321,9 @@ impl Store {
         let mut st = self.conn.prepare(
             "SELECT c.position, r.round FROM run r JOIN configuration c ON c.id = r.configuration_id WHERE r.campaign_id = ?1",
         )?;
-        let rows = st.query_map(params![campaign], |r| Ok((r.get::<_, i64>(0)? as usize, r.get::<_, u32>(1)?)))?;
+        let rows = st.query_map(params![campaign], |r| {
+            Ok((r.get::<_, i64>(0)? as usize, r.get::<_, u32>(1)?))
+        })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -345,7 +366,8 @@ impl Store {
             )?;
             for iv in &result.intervals {
                 // Stream -1 is the total over all streams.
-                let rows = std::iter::once((-1i64, &iv.total)).chain(iv.streams.iter().map(|s| (i64::from(s.stream), s)));
+                let rows = std::iter::once((-1i64, &iv.total))
+                    .chain(iv.streams.iter().map(|s| (i64::from(s.stream), s)));
                 for (stream, row) in rows {
                     st.execute(params![
                         run_id,
@@ -370,7 +392,10 @@ impl Store {
     }
 
     pub fn finish_campaign(&mut self, campaign: i64) -> anyhow::Result<()> {
-        self.conn.execute("UPDATE campaign SET finished_unix = ?1 WHERE id = ?2 AND finished_unix IS NULL", params![now_unix(), campaign])?;
+        self.conn.execute(
+            "UPDATE campaign SET finished_unix = ?1 WHERE id = ?2 AND finished_unix IS NULL",
+            params![now_unix(), campaign],
+        )?;
         Ok(())
     }
 
@@ -414,11 +439,19 @@ impl Store {
     }
 
     /// The id of the configuration with these dimension values, created if missing.
-    pub fn configuration_for(&mut self, campaign: i64, dims: &[(String, String)]) -> anyhow::Result<i64> {
+    pub fn configuration_for(
+        &mut self,
+        campaign: i64,
+        dims: &[(String, String)],
+    ) -> anyhow::Result<i64> {
         let label = crate::plan::label(dims);
         let found: Option<i64> = self
             .conn
-            .query_row("SELECT id FROM configuration WHERE campaign_id = ?1 AND label = ?2", params![campaign, label], |r| r.get(0))
+            .query_row(
+                "SELECT id FROM configuration WHERE campaign_id = ?1 AND label = ?2",
+                params![campaign, label],
+                |r| r.get(0),
+            )
             .optional()?;
         if let Some(id) = found {
             return Ok(id);
@@ -457,7 +490,10 @@ impl Store {
 }
 
 pub fn now_unix() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 /// Exclusive use of a database by one runner, held until dropped (or the process dies).
@@ -477,7 +513,11 @@ impl RunnerLock {
             .with_context(|| format!("cannot create {}", path.display()))?;
         // SAFETY: flock on a descriptor we own; released when it is closed or we die.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            bail!("another netsweep runner is using {} (lock {}): wait for it or use another --db", db.display(), path.display());
+            bail!(
+                "another netsweep runner is using {} (lock {}): wait for it or use another --db",
+                db.display(),
+                path.display()
+            );
         }
         Ok(RunnerLock { _file: file, path })
     }
@@ -494,7 +534,13 @@ mod tests {
         assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
         // Opening again is a no-op.
         drop(s);
-        assert_eq!(Store::open(&dir.path().join("x.db")).unwrap().schema_version().unwrap(), SCHEMA_VERSION);
+        assert_eq!(
+            Store::open(&dir.path().join("x.db"))
+                .unwrap()
+                .schema_version()
+                .unwrap(),
+            SCHEMA_VERSION
+        );
     }
 
     #[test]
@@ -512,7 +558,10 @@ mod tests {
     fn a_newer_schema_is_refused_with_advice() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("x.db");
-        Connection::open(&db).unwrap().pragma_update(None, "user_version", 99).unwrap();
+        Connection::open(&db)
+            .unwrap()
+            .pragma_update(None, "user_version", 99)
+            .unwrap();
         let err = Store::open(&db).err().unwrap();
         assert!(format!("{err:#}").contains("upgrade netsweep"), "{err:#}");
     }

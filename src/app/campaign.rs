@@ -11,7 +11,7 @@ use crate::units::BitRate;
 use crate::{ministat, signals};
 use anyhow::{Context, bail};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 fn is_root() -> bool {
@@ -24,26 +24,42 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
     let lab_name = format!("r{}", std::process::id() % 100_000_000);
     Ok(match &plan.target {
         Target::Loopback => Box::new(LoopbackExecutor::start()?),
-        Target::Auto { path, emulator } if is_root() => {
-            Box::new(LabExecutor::start(&lab_name, path.clone(), &LabOptions { emulator: *emulator, ..LabOptions::default() })?)
-        }
+        Target::Auto { path, emulator } if is_root() => Box::new(LabExecutor::start(
+            &lab_name,
+            path.clone(),
+            &LabOptions {
+                emulator: *emulator,
+                ..LabOptions::default()
+            },
+        )?),
         Target::Auto { .. } => {
-            eprintln!("not root: running on loopback instead of a lab (run as root for the lab's rate and delay)");
+            eprintln!(
+                "not root: running on loopback instead of a lab (run as root for the lab's rate and delay)"
+            );
             Box::new(LoopbackExecutor::start()?)
         }
-        Target::Lab { path, emulator } => {
-            Box::new(LabExecutor::start(&lab_name, path.clone(), &LabOptions { emulator: *emulator, ..LabOptions::default() })?)
-        }
+        Target::Lab { path, emulator } => Box::new(LabExecutor::start(
+            &lab_name,
+            path.clone(),
+            &LabOptions {
+                emulator: *emulator,
+                ..LabOptions::default()
+            },
+        )?),
         Target::Address(host) => {
             let (h, p) = match host.rsplit_once(':') {
-                Some((h, p)) if !h.ends_with(':') || h.starts_with('[') => {
-                    (h.to_string(), p.parse::<u16>().with_context(|| format!("port of {host}"))?)
-                }
+                Some((h, p)) if !h.ends_with(':') || h.starts_with('[') => (
+                    h.to_string(),
+                    p.parse::<u16>()
+                        .with_context(|| format!("port of {host}"))?,
+                ),
                 _ => (host.clone(), crate::cli::DEFAULT_PORT),
             };
             let addr = crate::cli::resolve(&h, p, false, false)?;
             std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(3))
-                .with_context(|| format!("target {addr} is unreachable: is `netsweep server` running there?"))?;
+                .with_context(|| {
+                    format!("target {addr} is unreachable: is `netsweep server` running there?")
+                })?;
             Box::new(AddressExecutor { addr })
         }
     })
@@ -51,17 +67,22 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
 
 fn bar(done: usize, total: usize) -> String {
     let width = 20;
-    let filled = if total == 0 { width } else { done * width / total };
+    let filled = (done * width).checked_div(total).unwrap_or(width);
     format!("[{}{}]", "#".repeat(filled), "-".repeat(width - filled))
 }
 
 fn fmt_eta(d: std::time::Duration) -> String {
     let s = d.as_secs();
-    if s >= 3600 { format!("{}h{:02}m", s / 3600, s / 60 % 60) } else { format!("{}m{:02}s", s / 60, s % 60) }
+    if s >= 3600 {
+        format!("{}h{:02}m", s / 3600, s / 60 % 60)
+    } else {
+        format!("{}m{:02}s", s / 60, s % 60)
+    }
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read_to_string(&a.plan).with_context(|| format!("cannot read plan {}", a.plan.display()))?;
+    let text = std::fs::read_to_string(&a.plan)
+        .with_context(|| format!("cannot read plan {}", a.plan.display()))?;
     let file = a.plan.display().to_string();
     let plan = match Plan::parse(&file, &text) {
         Ok(p) => p,
@@ -70,14 +91,25 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
-    let db = a.db.clone().unwrap_or_else(|| a.plan.parent().unwrap_or(Path::new(".")).join("netsweep.db"));
+    let db = a.db.clone().unwrap_or_else(|| {
+        a.plan
+            .parent()
+            .unwrap_or(Path::new("."))
+            .join("netsweep.db")
+    });
     let _lock = RunnerLock::acquire(&db)?;
     let mut store = Store::open(&db)?;
     let unfinished = store.unfinished_campaign(&plan.source)?;
     if a.resume && unfinished.is_none() {
-        bail!("nothing to resume: {} has no unfinished campaign of this plan", db.display());
+        bail!(
+            "nothing to resume: {} has no unfinished campaign of this plan",
+            db.display()
+        );
     }
-    if !a.resume && !a.new && let Some(c) = &unfinished {
+    if !a.resume
+        && !a.new
+        && let Some(c) = &unfinished
+    {
         bail!(
             "{} has an unfinished campaign {} of this plan: continue it with --resume, or start over with --new",
             db.display(),
@@ -87,7 +119,11 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut exec = executor_for(&plan)?;
     let configs = plan.configurations().len();
     if a.check {
-        println!("plan {file} is valid: {configs} configurations x {} runs on {}", plan.repeat.count, exec.describe());
+        println!(
+            "plan {file} is valid: {configs} configurations x {} runs on {}",
+            plan.repeat.count,
+            exec.describe()
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let (campaign, seed) = match unfinished.filter(|_| a.resume) {
@@ -96,9 +132,15 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             (c.id, c.seed)
         }
         None => {
-            let seed = plan.repeat.seed.unwrap_or_else(|| u64::from(rand::random::<u32>()));
+            let seed = plan
+                .repeat
+                .seed
+                .unwrap_or_else(|| u64::from(rand::random::<u32>()));
             let facts = exec.host_facts();
-            (store.create_campaign(&plan, Some(&file), &exec.describe(), seed, &facts)?, seed)
+            (
+                store.create_campaign(&plan, Some(&file), &exec.describe(), seed, &facts)?,
+                seed,
+            )
         }
     };
     println!(
@@ -110,54 +152,107 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     );
     let stop = signals::install();
     let mut overheads = Vec::new();
-    let outcome = runner::run_campaign(&plan, &mut store, campaign, seed, exec.as_mut(), stop, &mut |p| match p {
-        Progress::Started { total, already_done } if *already_done > 0 => {
-            println!("{already_done} of {total} runs already stored");
-        }
-        Progress::Started { .. } => {}
-        Progress::RunFinished { done, total, failures, label, round, bits_per_second, error, eta, overhead } => {
-            overheads.push(overhead.as_secs_f64());
-            let what = match (bits_per_second, error) {
-                (Some(b), _) => BitRate(*b).to_string(),
-                (_, Some(e)) => format!("FAILED: {e}"),
-                _ => "?".into(),
-            };
-            println!(
-                "{} {done:>4}/{total} {label} (round {}): {what}   failures {failures}, ETA {}",
-                bar(*done, *total),
-                round + 1,
-                fmt_eta(*eta)
-            );
-        }
-    })?;
+    let outcome = runner::run_campaign(
+        &plan,
+        &mut store,
+        campaign,
+        seed,
+        exec.as_mut(),
+        stop,
+        &mut |p| match p {
+            Progress::Started {
+                total,
+                already_done,
+            } if *already_done > 0 => {
+                println!("{already_done} of {total} runs already stored");
+            }
+            Progress::Started { .. } => {}
+            Progress::RunFinished {
+                done,
+                total,
+                failures,
+                label,
+                round,
+                bits_per_second,
+                error,
+                eta,
+                overhead,
+            } => {
+                overheads.push(overhead.as_secs_f64());
+                let what = match (bits_per_second, error) {
+                    (Some(b), _) => BitRate(*b).to_string(),
+                    (_, Some(e)) => format!("FAILED: {e}"),
+                    _ => "?".into(),
+                };
+                println!(
+                    "{} {done:>4}/{total} {label} (round {}): {what}   failures {failures}, ETA {}",
+                    bar(*done, *total),
+                    round + 1,
+                    fmt_eta(*eta)
+                );
+            }
+        },
+    )?;
     drop(exec);
     if !overheads.is_empty() {
         let mean = overheads.iter().sum::<f64>() / overheads.len() as f64;
-        println!("runner overhead per run (store, counters, setup): mean {:.0} ms", mean * 1000.0);
+        println!(
+            "runner overhead per run (store, counters, setup): mean {:.0} ms",
+            mean * 1000.0
+        );
     }
     print_summary(&store, campaign, &plan)?;
     if outcome.interrupted {
-        println!("interrupted: {} runs stored; continue with `netsweep run {} --resume`", outcome.ran, a.plan.display());
+        println!(
+            "interrupted: {} runs stored; continue with `netsweep run {} --resume`",
+            outcome.ran,
+            a.plan.display()
+        );
         return Ok(ExitCode::from(130));
     }
-    println!("compare other ways: netsweep compare --db {} --by DIMENSION", db.display());
+    println!(
+        "compare other ways: netsweep compare --db {} --by DIMENSION",
+        db.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
 /// The summary table per configuration, then the comparison by the last dimension.
 fn print_summary(store: &Store, campaign: i64, plan: &Plan) -> anyhow::Result<()> {
     let runs = store.runs(campaign)?;
-    let labels: Vec<String> = store.configurations(campaign)?.into_iter().map(|c| c.label).collect();
-    print!("{}", summary_table(&campaign::summary(&runs, &labels, Metric::BitsPerSecond)));
+    let labels: Vec<String> = store
+        .configurations(campaign)?
+        .into_iter()
+        .map(|c| c.label)
+        .collect();
+    print!(
+        "{}",
+        summary_table(&campaign::summary(&runs, &labels, Metric::BitsPerSecond))
+    );
     if let Some(d) = plan.dimensions.last().filter(|d| d.values.len() > 1) {
         let values: Vec<String> = d.values.iter().map(|v| v.label.clone()).collect();
-        print!("{}", groups_text(&campaign::compare(&runs, &d.name, &values, &[], Metric::BitsPerSecond, 0.95)));
+        print!(
+            "{}",
+            groups_text(&campaign::compare(
+                &runs,
+                &d.name,
+                &values,
+                &[],
+                Metric::BitsPerSecond,
+                0.95
+            ))
+        );
     }
     Ok(())
 }
 
 fn summary_table(rows: &[campaign::ConfigSummary]) -> String {
-    let width = rows.iter().map(|r| r.label.len()).max().unwrap_or(13).max(13);
+    let width = rows
+        .iter()
+        .map(|r| r.label.len())
+        .max()
+        .unwrap_or(13)
+        .max(13);
     let mut out = format!(
         "\n{:<width$}  {:>3} {:>4}  {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}   (Mbit/s)\n",
         "configuration", "N", "fail", "mean", "median", "min", "max", "stddev", "CV"
@@ -180,7 +275,11 @@ fn summary_table(rows: &[campaign::ConfigSummary]) -> String {
                 );
             }
             None => {
-                let _ = writeln!(out, "{:<width$}  {:>3} {:>4}  (no successful runs)", r.label, 0, r.failed);
+                let _ = writeln!(
+                    out,
+                    "{:<width$}  {:>3} {:>4}  (no successful runs)",
+                    r.label, 0, r.failed
+                );
             }
         }
     }
@@ -190,7 +289,11 @@ fn summary_table(rows: &[campaign::ConfigSummary]) -> String {
 fn groups_text(groups: &[campaign::Group]) -> String {
     let mut out = String::new();
     for g in groups {
-        let ctx = if g.context.is_empty() { "all runs".to_string() } else { g.context.clone() };
+        let ctx = if g.context.is_empty() {
+            "all runs".to_string()
+        } else {
+            g.context.clone()
+        };
         let _ = writeln!(out, "\n== {ctx}");
         match &g.analysis {
             Some(a) => {
@@ -209,13 +312,18 @@ fn groups_text(groups: &[campaign::Group]) -> String {
 fn campaign_id(store: &Store, id: Option<i64>, db: &Path) -> anyhow::Result<i64> {
     match id {
         Some(id) => Ok(id),
-        None => store.latest_campaign()?.with_context(|| format!("{} holds no campaign yet", db.display())),
+        None => store
+            .latest_campaign()?
+            .with_context(|| format!("{} holds no campaign yet", db.display())),
     }
 }
 
-fn open_existing(db: &PathBuf) -> anyhow::Result<Store> {
+fn open_existing(db: &Path) -> anyhow::Result<Store> {
     if !db.exists() {
-        bail!("no database {}: run a plan first (netsweep run PLAN) or pass --db", db.display());
+        bail!(
+            "no database {}: run a plan first (netsweep run PLAN) or pass --db",
+            db.display()
+        );
     }
     Store::open(db)
 }
@@ -223,14 +331,24 @@ fn open_existing(db: &PathBuf) -> anyhow::Result<Store> {
 pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let store = open_existing(&a.db)?;
     let campaign = campaign_id(&store, a.campaign, &a.db)?;
-    let metric = Metric::parse(&a.metric).with_context(|| format!("--metric {} is not known", a.metric))?;
+    let metric =
+        Metric::parse(&a.metric).with_context(|| format!("--metric {} is not known", a.metric))?;
     let filters = pairs(&a.filters, "--where")?;
     let configs = store.configurations(campaign)?;
-    let dims: Vec<String> = configs.first().map(|c| c.dims.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
+    let dims: Vec<String> = configs
+        .first()
+        .map(|c| c.dims.iter().map(|(k, _)| k.clone()).collect())
+        .unwrap_or_default();
     let by = match &a.by {
         Some(b) if dims.contains(b) => b.clone(),
-        Some(b) => bail!("campaign {campaign} has no dimension {b:?}; its dimensions are {}", dims.join(", ")),
-        None => dims.last().cloned().with_context(|| format!("campaign {campaign} has no dimensions to compare"))?,
+        Some(b) => bail!(
+            "campaign {campaign} has no dimension {b:?}; its dimensions are {}",
+            dims.join(", ")
+        ),
+        None => dims
+            .last()
+            .cloned()
+            .with_context(|| format!("campaign {campaign} has no dimensions to compare"))?,
     };
     let mut values: Vec<String> = Vec::new();
     for c in &configs {
@@ -247,7 +365,11 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for g in &groups {
-        let ctx = if g.context.is_empty() { "all runs".to_string() } else { g.context.clone() };
+        let ctx = if g.context.is_empty() {
+            "all runs".to_string()
+        } else {
+            g.context.clone()
+        };
         println!("== {ctx}");
         match &g.analysis {
             Some(an) => {
@@ -256,7 +378,10 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
                     .iter()
                     .map(|s| {
                         runs.iter()
-                            .filter(|r| r.status == "ok" && format!("{by}={}", value_of(&r.dims, &by)) == s.name)
+                            .filter(|r| {
+                                r.status == "ok"
+                                    && format!("{by}={}", value_of(&r.dims, &by)) == s.name
+                            })
                             .filter(|r| ctx == "all runs" || context_of(&r.dims, &by) == g.context)
                             .filter(|r| filters.iter().all(|(k, v)| value_of(&r.dims, k) == *v))
                             .filter_map(|r| metric.value(r))
@@ -272,15 +397,26 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn value_of(dims: &[(String, String)], k: &str) -> String {
-    dims.iter().find(|(d, _)| d == k).map(|(_, v)| v.clone()).unwrap_or_default()
+    dims.iter()
+        .find(|(d, _)| d == k)
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default()
 }
 
 fn context_of(dims: &[(String, String)], by: &str) -> String {
-    dims.iter().filter(|(k, _)| k != by).map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    dims.iter()
+        .filter(|(k, _)| k != by)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
 }
 
 pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
@@ -291,14 +427,32 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&runs)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let dims: Vec<String> = store.configurations(campaign)?.first().map(|c| c.dims.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
+    let dims: Vec<String> = store
+        .configurations(campaign)?
+        .first()
+        .map(|c| c.dims.iter().map(|(k, _)| k.clone()).collect())
+        .unwrap_or_default();
     let mut header: Vec<String> = vec!["run".into(), "sequence".into(), "round".into()];
     header.extend(dims.iter().cloned());
-    header.extend(["status", "bits_per_second", "retransmits", "lost_percent", "jitter_ms", "error"].map(String::from));
+    header.extend(
+        [
+            "status",
+            "bits_per_second",
+            "retransmits",
+            "lost_percent",
+            "jitter_ms",
+            "error",
+        ]
+        .map(String::from),
+    );
     println!("{}", header.join(","));
     let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
     for r in &runs {
-        let mut row = vec![r.id.to_string(), r.sequence.to_string(), (r.round + 1).to_string()];
+        let mut row = vec![
+            r.id.to_string(),
+            r.sequence.to_string(),
+            (r.round + 1).to_string(),
+        ];
         row.extend(dims.iter().map(|d| csv_field(&value_of(&r.dims, d))));
         row.extend([
             r.status.clone(),
@@ -319,7 +473,9 @@ pub fn parse_iperf3(text: &str) -> Result<Imported, String> {
     if let Some(err) = v.get("error").and_then(|e| e.as_str()) {
         return Err(format!("iperf3 reported an error: {err}"));
     }
-    let end = v.get("end").ok_or("no \"end\" section: is this iperf3 -J output?")?;
+    let end = v
+        .get("end")
+        .ok_or("no \"end\" section: is this iperf3 -J output?")?;
     let udp = end.get("sum").and_then(|s| s.get("lost_percent")).is_some();
     let bps = end
         .pointer("/sum_received/bits_per_second")
@@ -328,11 +484,26 @@ pub fn parse_iperf3(text: &str) -> Result<Imported, String> {
         .ok_or("no end.sum_received.bits_per_second")?;
     Ok(Imported {
         bits_per_second: bps,
-        retransmits: end.pointer("/sum_sent/retransmits").and_then(|x| x.as_i64()).filter(|_| !udp),
-        lost_percent: if udp { end.pointer("/sum/lost_percent").and_then(|x| x.as_f64()) } else { None },
-        jitter_ms: if udp { end.pointer("/sum/jitter_ms").and_then(|x| x.as_f64()) } else { None },
-        cpu_local_percent: end.pointer("/cpu_utilization_percent/host_total").and_then(|x| x.as_f64()),
-        cpu_remote_percent: end.pointer("/cpu_utilization_percent/remote_total").and_then(|x| x.as_f64()),
+        retransmits: end
+            .pointer("/sum_sent/retransmits")
+            .and_then(|x| x.as_i64())
+            .filter(|_| !udp),
+        lost_percent: if udp {
+            end.pointer("/sum/lost_percent").and_then(|x| x.as_f64())
+        } else {
+            None
+        },
+        jitter_ms: if udp {
+            end.pointer("/sum/jitter_ms").and_then(|x| x.as_f64())
+        } else {
+            None
+        },
+        cpu_local_percent: end
+            .pointer("/cpu_utilization_percent/host_total")
+            .and_then(|x| x.as_f64()),
+        cpu_remote_percent: end
+            .pointer("/cpu_utilization_percent/remote_total")
+            .and_then(|x| x.as_f64()),
         raw_json: text.to_string(),
     })
 }
@@ -351,16 +522,29 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     let config = store.configuration_for(campaign, &dims)?;
     let mut imported = 0;
     for f in &a.files {
-        let text = std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
         let numbers = parse_iperf3(&text).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
         let (round, sequence) = store.next_slot(campaign, config)?;
         let now = now_unix();
         store.insert_run(
             campaign,
-            &NewRun { configuration_id: config, round, sequence, started_unix: now, finished_unix: now, imported: Some(numbers), ..NewRun::default() },
+            &NewRun {
+                configuration_id: config,
+                round,
+                sequence,
+                started_unix: now,
+                finished_unix: now,
+                imported: Some(numbers),
+                ..NewRun::default()
+            },
         )?;
         imported += 1;
     }
-    println!("imported {imported} runs into campaign {campaign} as {} ({})", crate::plan::label(&dims), a.db.display());
+    println!(
+        "imported {imported} runs into campaign {campaign} as {} ({})",
+        crate::plan::label(&dims),
+        a.db.display()
+    );
     Ok(ExitCode::SUCCESS)
 }

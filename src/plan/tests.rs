@@ -27,7 +27,15 @@ fn the_issue_plan_is_accepted() {
     let p = Plan::parse("plan.toml", ISSUE_PLAN).unwrap();
     assert_eq!(p.target, Target::Loopback);
     assert_eq!(p.base.duration, Duration::from_secs(2));
-    assert_eq!(p.repeat, Repeat { count: 3, pause: Duration::ZERO, order: Order::Interleaved, seed: Some(7) });
+    assert_eq!(
+        p.repeat,
+        Repeat {
+            count: 3,
+            pause: Duration::ZERO,
+            order: Order::Interleaved,
+            seed: Some(7)
+        }
+    );
     let cfgs = p.configurations();
     assert_eq!(cfgs.len(), 4);
     assert_eq!(label(&cfgs[0]), "window=64K parallel=1");
@@ -37,9 +45,14 @@ fn the_issue_plan_is_accepted() {
 
 #[test]
 fn the_lab_variant_is_accepted() {
-    let text = ISSUE_PLAN.replace("kind = \"loopback\"", "kind = \"lab\"\nrate = \"1G\"\nrtt = \"20ms\"");
+    let text = ISSUE_PLAN.replace(
+        "kind = \"loopback\"",
+        "kind = \"lab\"\nrate = \"1G\"\nrtt = \"20ms\"",
+    );
     let p = Plan::parse("plan.toml", &text).unwrap();
-    let Target::Lab { path, .. } = p.target else { panic!("{:?}", p.target) };
+    let Target::Lab { path, .. } = p.target else {
+        panic!("{:?}", p.target)
+    };
     assert_eq!(path.rate_bps, Some(1e9));
     assert_eq!(path.delay, Duration::from_millis(10));
 }
@@ -64,7 +77,11 @@ count = 0
 order = "random"
 "#;
     let err = Plan::parse("bad.toml", text).unwrap_err();
-    let lines: Vec<(usize, &str)> = err.issues.iter().map(|i| (i.line, i.message.as_str())).collect();
+    let lines: Vec<(usize, &str)> = err
+        .issues
+        .iter()
+        .map(|i| (i.line, i.message.as_str()))
+        .collect();
     let has = |line: usize, word: &str| lines.iter().any(|(l, m)| *l == line && m.contains(word));
     assert!(has(4, "colour"), "{lines:?}");
     assert!(has(7, "duration"), "{lines:?}");
@@ -73,7 +90,10 @@ order = "random"
     assert!(has(15, "count"), "{lines:?}");
     assert!(has(16, "random"), "{lines:?}");
     let text = err.to_string();
-    assert!(text.contains("bad.toml:4:") && text.contains("6 problem(s)"), "{text}");
+    assert!(
+        text.contains("bad.toml:4:") && text.contains("6 problem(s)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -84,11 +104,24 @@ fn toml_syntax_errors_have_a_line_too() {
 
 #[test]
 fn profiles_are_rejected_until_tuning_exists() {
-    let text = format!("{ISSUE_PLAN}\n[profiles.bigbuf.linux]\n\"net.ipv4.tcp_rmem\" = \"4096 131072 16777216\"\n");
-    let text = text.replace("parallel = [1, 2]", "parallel = [1, 2]\nprofile = [\"default\", \"bigbuf\"]");
+    let text = format!(
+        "{ISSUE_PLAN}\n[profiles.bigbuf.linux]\n\"net.ipv4.tcp_rmem\" = \"4096 131072 16777216\"\n"
+    );
+    let text = text.replace(
+        "parallel = [1, 2]",
+        "parallel = [1, 2]\nprofile = [\"default\", \"bigbuf\"]",
+    );
     let err = Plan::parse("p.toml", &text).unwrap_err();
-    assert!(err.issues.iter().any(|i| i.message.contains("profile dimension")), "{err}");
-    assert!(err.issues.iter().any(|i| i.message.contains("[profiles]")), "{err}");
+    assert!(
+        err.issues
+            .iter()
+            .any(|i| i.message.contains("profile dimension")),
+        "{err}"
+    );
+    assert!(
+        err.issues.iter().any(|i| i.message.contains("[profiles]")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -98,7 +131,10 @@ fn user_dimensions_carry_commands() {
     );
     let p = Plan::parse("p.toml", &text).unwrap();
     assert_eq!(p.configurations().len(), 8);
-    assert_eq!(p.user_value("nic", "e1000").unwrap().setup.as_deref(), Some("echo up e1000"));
+    assert_eq!(
+        p.user_value("nic", "e1000").unwrap().setup.as_deref(),
+        Some("echo up e1000")
+    );
     let spec = p.spec_for(&p.configurations()[0]).unwrap();
     assert_eq!(spec.window_bytes, Some(65536));
 }

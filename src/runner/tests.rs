@@ -24,16 +24,28 @@ seed = 7
 /// A synthetic result moving `bytes` per second for `spec.duration`.
 pub fn fake_result(spec: &TestSpec, bytes_per_s: u64) -> TestResult {
     let intervals = (0..spec.duration.as_secs().max(1) as u32)
-        .map(|i| IntervalReport { stream: 0, index: i, role: Role::Sender, bytes: bytes_per_s, packets: 0, tcp: None, udp: None })
+        .map(|i| IntervalReport {
+            stream: 0,
+            index: i,
+            role: Role::Sender,
+            bytes: bytes_per_s,
+            packets: 0,
+            tcp: None,
+            udp: None,
+        })
         .collect::<Vec<_>>();
     let report = |role| StreamReport {
         stream: 0,
         flow: Flow::ClientToServer,
         role,
-        intervals: intervals.iter().cloned().map(|mut i| {
-            i.role = role;
-            i
-        }).collect(),
+        intervals: intervals
+            .iter()
+            .cloned()
+            .map(|mut i| {
+                i.role = role;
+                i
+            })
+            .collect(),
         tail_bytes: 0,
         tcp_total_retransmits: None,
         rtt_min_us: None,
@@ -41,8 +53,22 @@ pub fn fake_result(spec: &TestSpec, bytes_per_s: u64) -> TestResult {
         error: None,
     };
     let (s, r) = (report(Role::Sender), report(Role::Receiver));
-    let spec1 = TestSpec { streams: 1, direction: crate::spec::Direction::Forward, ..spec.clone() };
-    crate::result::build(&spec1, StartInfo::default(), &[StreamPair { flow: Flow::ClientToServer, sender: &s, receiver: &r }], CpuResult::default(), None)
+    let spec1 = TestSpec {
+        streams: 1,
+        direction: crate::spec::Direction::Forward,
+        ..spec.clone()
+    };
+    crate::result::build(
+        &spec1,
+        StartInfo::default(),
+        &[StreamPair {
+            flow: Flow::ClientToServer,
+            sender: &s,
+            receiver: &r,
+        }],
+        CpuResult::default(),
+        None,
+    )
 }
 
 #[derive(Default)]
@@ -66,11 +92,19 @@ impl Executor for Mock {
         if self.stop_after == Some(n) {
             stop.store(true, Ordering::Relaxed);
         }
-        if self.fail_every.is_some_and(|k| n % k == 0) {
-            return ExecOutcome { result: Err(format!("mock failure {n}")), counters: None, engine_time: Duration::ZERO };
+        if self.fail_every.is_some_and(|k| n.is_multiple_of(k)) {
+            return ExecOutcome {
+                result: Err(format!("mock failure {n}")),
+                counters: None,
+                engine_time: Duration::ZERO,
+            };
         }
         let bps = spec.window_bytes.unwrap_or(1) * u64::from(spec.streams);
-        ExecOutcome { result: Ok(fake_result(spec, bps)), counters: Some(serde_json::json!({"n": n})), engine_time: Duration::ZERO }
+        ExecOutcome {
+            result: Ok(fake_result(spec, bps)),
+            counters: Some(serde_json::json!({"n": n})),
+            engine_time: Duration::ZERO,
+        }
     }
     fn shell(&mut self, command: &str) -> Result<(), String> {
         self.shell.push(command.to_string());
@@ -81,7 +115,9 @@ impl Executor for Mock {
 fn setup(dir: &tempfile::TempDir) -> (Plan, Store, i64) {
     let plan = Plan::parse("p.toml", PLAN).unwrap();
     let mut store = Store::open(&dir.path().join("c.db")).unwrap();
-    let id = store.create_campaign(&plan, Some("p.toml"), "mock", 7, &serde_json::json!({})).unwrap();
+    let id = store
+        .create_campaign(&plan, Some("p.toml"), "mock", 7, &serde_json::json!({}))
+        .unwrap();
     (plan, store, id)
 }
 
@@ -90,13 +126,26 @@ fn interleaved_rounds_run_every_configuration_once_each() {
     let order = schedule(8, 3, Order::Interleaved, 7);
     assert_eq!(order.len(), 24);
     for r in 0..3 {
-        let mut round: Vec<usize> = order.iter().filter(|(_, x)| *x == r).map(|(c, _)| *c).collect();
-        assert_eq!(order[(r * 8) as usize..((r + 1) * 8) as usize].iter().filter(|(_, x)| *x == r).count(), 8);
+        let mut round: Vec<usize> = order
+            .iter()
+            .filter(|(_, x)| *x == r)
+            .map(|(c, _)| *c)
+            .collect();
+        assert_eq!(
+            order[(r * 8) as usize..((r + 1) * 8) as usize]
+                .iter()
+                .filter(|(_, x)| *x == r)
+                .count(),
+            8
+        );
         round.sort();
         assert_eq!(round, (0..8).collect::<Vec<_>>());
     }
     // Freshly shuffled: rounds differ; the same seed gives the same order, another seed not.
-    assert_ne!(order[0..8].iter().map(|x| x.0).collect::<Vec<_>>(), order[8..16].iter().map(|x| x.0).collect::<Vec<_>>());
+    assert_ne!(
+        order[0..8].iter().map(|x| x.0).collect::<Vec<_>>(),
+        order[8..16].iter().map(|x| x.0).collect::<Vec<_>>()
+    );
     assert_eq!(order, schedule(8, 3, Order::Interleaved, 7));
     assert_ne!(order, schedule(8, 3, Order::Interleaved, 8));
     let seq = schedule(2, 2, Order::Sequential, 7);
@@ -108,20 +157,48 @@ fn every_run_is_stored_with_its_configuration_and_commands_run_on_switches() {
     let dir = tempfile::tempdir().unwrap();
     let (plan, mut store, id) = setup(&dir);
     let mut mock = Mock::default();
-    let out = run_campaign(&plan, &mut store, id, 7, &mut mock, &AtomicBool::new(false), &mut |_| {}).unwrap();
-    assert_eq!(out, Outcome { ran: 24, failed: 0, interrupted: false });
+    let out = run_campaign(
+        &plan,
+        &mut store,
+        id,
+        7,
+        &mut mock,
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap();
+    assert_eq!(
+        out,
+        Outcome {
+            ran: 24,
+            failed: 0,
+            interrupted: false
+        }
+    );
     let runs = store.runs(id).unwrap();
     assert_eq!(runs.len(), 24);
     for r in &runs {
-        let w: u64 = if r.configuration.contains("window=64K") { 65536 } else { 262144 };
-        let p: u64 = if r.configuration.contains("parallel=2") { 2 } else { 1 };
+        let w: u64 = if r.configuration.contains("window=64K") {
+            65536
+        } else {
+            262144
+        };
+        let p: u64 = if r.configuration.contains("parallel=2") {
+            2
+        } else {
+            1
+        };
         assert_eq!(r.bits_per_second, Some((w * p * 8) as f64), "{r:?}");
     }
     // Each setup is followed by its teardown before another value's setup; all torn down at the end.
     let mut active: Option<String> = None;
     for c in &mock.shell {
         if let Some(v) = c.strip_prefix("setup ") {
-            assert!(active.is_none(), "setup while {active:?} is active: {:?}", mock.shell);
+            assert!(
+                active.is_none(),
+                "setup while {active:?} is active: {:?}",
+                mock.shell
+            );
             active = Some(v.into());
         } else if let Some(v) = c.strip_prefix("teardown ") {
             assert_eq!(active.as_deref(), Some(v));
@@ -136,12 +213,35 @@ fn every_run_is_stored_with_its_configuration_and_commands_run_on_switches() {
 fn failures_are_stored_and_the_campaign_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let (plan, mut store, id) = setup(&dir);
-    let mut mock = Mock { fail_every: Some(5), ..Mock::default() };
-    let out = run_campaign(&plan, &mut store, id, 7, &mut mock, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let mut mock = Mock {
+        fail_every: Some(5),
+        ..Mock::default()
+    };
+    let out = run_campaign(
+        &plan,
+        &mut store,
+        id,
+        7,
+        &mut mock,
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap();
     assert_eq!((out.ran, out.failed), (24, 4));
-    let failed: Vec<_> = store.runs(id).unwrap().into_iter().filter(|r| r.status == "failed").collect();
+    let failed: Vec<_> = store
+        .runs(id)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.status == "failed")
+        .collect();
     assert_eq!(failed.len(), 4);
-    assert!(failed[0].error.as_deref().unwrap().starts_with("mock failure"));
+    assert!(
+        failed[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("mock failure")
+    );
 }
 
 #[test]
@@ -149,13 +249,25 @@ fn resume_skips_finished_runs_and_keeps_the_original_order() {
     let dir = tempfile::tempdir().unwrap();
     let (plan, mut store, id) = setup(&dir);
     let stop = AtomicBool::new(false);
-    let mut first = Mock { stop_after: Some(10), ..Mock::default() };
+    let mut first = Mock {
+        stop_after: Some(10),
+        ..Mock::default()
+    };
     let out = run_campaign(&plan, &mut store, id, 7, &mut first, &stop, &mut |_| {}).unwrap();
     assert!(out.interrupted);
     assert_eq!(out.ran, 9, "the interrupted 10th run is not stored");
     assert!(store.campaign(id).unwrap().finished_unix.is_none());
     let mut second = Mock::default();
-    let out = run_campaign(&plan, &mut store, id, 7, &mut second, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    let out = run_campaign(
+        &plan,
+        &mut store,
+        id,
+        7,
+        &mut second,
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap();
     assert_eq!(out.ran, 15);
     let runs = store.runs(id).unwrap();
     assert_eq!(runs.len(), 24);
@@ -170,6 +282,9 @@ fn resume_skips_finished_runs_and_keeps_the_original_order() {
     let expected: Vec<(usize, u32)> = schedule(8, 3, Order::Interleaved, 7);
     let configs = store.configurations(id).unwrap();
     for (r, (pos, round)) in runs.iter().zip(expected) {
-        assert_eq!((r.configuration.as_str(), r.round), (configs[pos].label.as_str(), round));
+        assert_eq!(
+            (r.configuration.as_str(), r.round),
+            (configs[pos].label.as_str(), round)
+        );
     }
 }

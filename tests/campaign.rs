@@ -1,0 +1,347 @@
+//! Campaigns end to end with the real binary on loopback: the issue's plan as written, kill -9
+//! at random moments with --resume, located plan errors, the runner lock, compare/export/import,
+//! and a database of an older schema version.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ISSUE_PLAN: &str = r#"
+[target]
+kind = "loopback"          # "lab" (with rate, rtt, loss, mtu), or "address" with host = "HOST:PORT"
+
+[test]
+protocol = "tcp"
+duration = "2s"
+interval = "1s"
+omit = "0s"
+
+[matrix]
+window = ["64K", "256K"]
+parallel = [1, 2]
+
+[repeat]
+count = 3
+pause = "0s"
+order = "interleaved"
+seed = 7
+"#;
+
+fn netsweep(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr),
+    )
+}
+
+/// (configuration label, round) -> (run id, bits_per_second, sequence) of every stored run.
+fn stored(db: &Path) -> BTreeMap<(String, u32), (i64, Option<f64>, i64)> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut st = conn
+        .prepare("SELECT c.label, r.round, r.id, r.bits_per_second, r.sequence FROM run r JOIN configuration c ON c.id = r.configuration_id")
+        .unwrap();
+    st.query_map([], |r| {
+        Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get(3)?, r.get(4)?)))
+    })
+    .unwrap()
+    .map(|x| x.unwrap())
+    .collect()
+}
+
+#[test]
+fn the_issue_plan_runs_unchanged_on_loopback_and_compares() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, ISSUE_PLAN).unwrap();
+    let (ok, out) = netsweep(&["run", plan.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    let db = dir.path().join("netsweep.db");
+    assert!(db.exists(), "default database beside the plan");
+    let runs = stored(&db);
+    assert_eq!(runs.len(), 12);
+    assert!(
+        runs.values().all(|(_, bps, _)| bps.unwrap_or(0.0) > 1e8),
+        "{runs:?}"
+    );
+    // The summary table has every configuration with N = 3.
+    for label in [
+        "window=64K parallel=1",
+        "window=64K parallel=2",
+        "window=256K parallel=1",
+        "window=256K parallel=2",
+    ] {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(label))
+            .unwrap_or_else(|| panic!("{label} missing:\n{out}"));
+        assert_eq!(line.split_whitespace().nth(2), Some("3"), "{line}");
+    }
+    assert!(
+        out.contains("== window=64K") && out.contains("parallel=2"),
+        "{out}"
+    );
+    // Every run keeps the engine's full result and the kernel counters.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let (json, counters): (String, String) = conn
+        .query_row(
+            "SELECT result_json, counters_json FROM run LIMIT 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(v["intervals"].as_array().unwrap().len() == 2);
+    assert!(counters.contains("Tcp."), "{counters}");
+    let intervals: i64 = conn
+        .query_row("SELECT count(*) FROM interval", [], |r| r.get(0))
+        .unwrap();
+    assert!(intervals >= 12 * 2 * 2, "{intervals}");
+    let facts: String = conn
+        .query_row("SELECT host_facts_json FROM campaign", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        facts.contains("kernel") && facts.contains("net.ipv4.tcp_rmem"),
+        "{facts}"
+    );
+
+    let dbs = db.to_str().unwrap();
+    let (ok, out) = netsweep(&[
+        "compare",
+        "--db",
+        dbs,
+        "--by",
+        "window",
+        "--where",
+        "parallel=1",
+    ]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("x window=64K") && out.contains("+ window=256K") && out.contains("Verdict:"),
+        "{out}"
+    );
+    let (ok, csv) = netsweep(&["export", "--db", dbs, "--format", "csv"]);
+    assert!(ok);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "run,sequence,round,window,parallel,status,bits_per_second,retransmits,lost_percent,jitter_ms,error"
+    );
+    assert_eq!(lines.len(), 13);
+    let (ok, json) = netsweep(&["export", "--db", dbs, "--format", "json"]);
+    assert!(ok);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&json)
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .len(),
+        12
+    );
+    // Running the finished plan again starts a new campaign; a bad dimension name is explained.
+    let (ok, out) = netsweep(&["compare", "--db", dbs, "--by", "colour"]);
+    assert!(!ok && out.contains("no dimension \"colour\""), "{out}");
+}
+
+#[test]
+fn kill_9_at_random_moments_never_loses_or_duplicates_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"loopback\"\n[test]\nduration = \"150ms\"\ninterval = \"50ms\"\n[matrix]\nwindow = [\"64K\", \"1M\"]\nparallel = [1, 2, 3]\n[repeat]\ncount = 20\nseed = 11\n",
+    )
+    .unwrap();
+    let db = dir.path().join("k.db");
+    let args = |resume: bool| {
+        let mut v = vec![
+            "run".to_string(),
+            plan.to_str().unwrap().to_string(),
+            "--db".into(),
+            db.to_str().unwrap().into(),
+        ];
+        if resume {
+            v.push("--resume".into());
+        }
+        v
+    };
+    let mut seen: BTreeMap<(String, u32), (i64, Option<f64>, i64)> = BTreeMap::new();
+    let mut kills = 0;
+    let mut rng = 0x2545_f491_4f6c_dd1du64;
+    let t0 = Instant::now();
+    while kills < 20 && t0.elapsed() < Duration::from_secs(240) {
+        let started = db.exists()
+            && rusqlite::Connection::open(&db)
+                .and_then(|c| {
+                    c.query_row("SELECT count(*) FROM campaign", [], |r| r.get::<_, i64>(0))
+                })
+                .unwrap_or(0)
+                > 0;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(args(started))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        std::thread::sleep(Duration::from_millis(150 + rng % 900));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        kills += 1;
+        let now = stored(&db);
+        for (k, v) in &seen {
+            assert_eq!(
+                now.get(k),
+                Some(v),
+                "run {k:?} lost or rewritten after kill {kills}"
+            );
+        }
+        seen = now;
+    }
+    assert!(kills >= 20, "only {kills} kills in the time budget");
+    let (ok, out) = netsweep(&args(true).iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(ok, "{out}");
+    let fin = stored(&db);
+    assert_eq!(fin.len(), 120, "every (configuration, round) exactly once");
+    for (k, v) in &seen {
+        assert_eq!(fin.get(k), Some(v));
+    }
+    let seqs: HashSet<i64> = fin.values().map(|v| v.2).collect();
+    assert_eq!(
+        seqs,
+        (0..120).collect::<HashSet<i64>>(),
+        "sequence numbers follow the one schedule"
+    );
+}
+
+#[test]
+fn malformed_plans_are_reported_with_lines_before_any_traffic() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("bad.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"moon\"\n[test]\nwindow = \"0\"\n[matrix]\nparallel = [1, \"two\"]\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["run", plan.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.toml:2:") && err.contains("moon"), "{err}");
+    assert!(err.contains("bad.toml:6:") && err.contains("two"), "{err}");
+    assert!(
+        !dir.path().join("netsweep.db").exists()
+            || std::fs::metadata(dir.path().join("netsweep.db"))
+                .unwrap()
+                .len()
+                > 0
+    );
+}
+
+#[test]
+fn an_unfinished_campaign_needs_resume_or_new_and_a_second_runner_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.toml");
+    std::fs::write(&plan, "[target]\nkind = \"loopback\"\n[test]\nduration = \"1s\"\n[matrix]\nwindow = [\"64K\", \"1M\"]\n[repeat]\ncount = 20\n").unwrap();
+    let p = plan.to_str().unwrap();
+    let mut first = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["run", p])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let (ok, out) = netsweep(&["run", p]);
+    assert!(!ok && out.contains("another netsweep runner"), "{out}");
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let (ok, out) = netsweep(&["run", p, "--check"]);
+    assert!(!ok && out.contains("--resume"), "{out}");
+    let (ok, out) = netsweep(&["run", p, "--new", "--check"]);
+    assert!(ok && out.contains("is valid"), "{out}");
+}
+
+#[test]
+fn a_schema_v1_database_opens_migrates_and_compares() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("old.db");
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/schema-v1.db"),
+        &db,
+    )
+    .unwrap();
+    let store = netsweep::store::Store::open(&db).unwrap();
+    assert_eq!(
+        store.schema_version().unwrap(),
+        netsweep::store::SCHEMA_VERSION
+    );
+    let runs = store.runs(1).unwrap();
+    assert_eq!(runs.len(), 6);
+    assert_eq!(runs[0].bits_per_second, Some(941e6));
+    drop(store);
+    let (ok, out) = netsweep(&["compare", "--db", db.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    assert!(out.contains("window=1M is faster than window=64K"), "{out}");
+}
+
+#[test]
+fn iperf3_results_import_and_compare() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = |bps: f64| {
+        format!(
+            r#"{{"start": {{}}, "end": {{"sum_sent": {{"bits_per_second": {bps}, "retransmits": 3}}, "sum_received": {{"bits_per_second": {bps}}}, "cpu_utilization_percent": {{"host_total": 50.0, "remote_total": 40.0}}}}}}"#
+        )
+    };
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    for (i, bps) in [100e6, 101e6, 99e6, 100.5e6].iter().enumerate() {
+        let pa = dir.path().join(format!("e1000-{i}.json"));
+        std::fs::write(&pa, doc(*bps)).unwrap();
+        a.push(pa.to_str().unwrap().to_string());
+        let pb = dir.path().join(format!("virtio-{i}.json"));
+        std::fs::write(&pb, doc(bps * 4.0)).unwrap();
+        b.push(pb.to_str().unwrap().to_string());
+    }
+    let db = dir.path().join("i.db");
+    let dbs = db.to_str().unwrap();
+    let mut args = vec!["import", "--db", dbs, "--set", "nic=e1000"];
+    args.extend(a.iter().map(String::as_str));
+    let (ok, out) = netsweep(&args);
+    assert!(ok && out.contains("campaign 1"), "{out}");
+    let mut args = vec![
+        "import",
+        "--db",
+        dbs,
+        "--campaign",
+        "1",
+        "--set",
+        "nic=virtio",
+    ];
+    args.extend(b.iter().map(String::as_str));
+    assert!(netsweep(&args).0);
+    let (ok, out) = netsweep(&["compare", "--db", dbs, "--by", "nic"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("nic=virtio is faster than nic=e1000 by 300.0%"),
+        "{out}"
+    );
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"error\": \"unable to connect to server\"}").unwrap();
+    let (ok, out) = netsweep(&[
+        "import",
+        "--db",
+        dbs,
+        "--set",
+        "nic=x",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(!ok && out.contains("unable to connect"), "{out}");
+}
