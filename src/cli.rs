@@ -61,6 +61,11 @@ pub enum Command {
         after_help = "Example:\n  netsweep import --db old.db --set nic=e1000 e1000-*.json\n  netsweep import --db old.db --campaign 1 --set nic=virtio virtio-*.json"
     )]
     Import(ImportArgs),
+    /// Write a self-contained HTML report (or Markdown with SVG files) of a campaign.
+    #[command(
+        after_help = "Examples:\n  netsweep report --db netsweep.db\n  netsweep report --db netsweep.db --campaign 3 -o wan.html\n  netsweep report --db netsweep.db --format md -o wan.md"
+    )]
+    Report(ReportArgs),
     /// A two-host network on this machine (root): namespaces, rate, delay, jitter, loss.
     #[command(subcommand)]
     Lab(LabCommand),
@@ -105,6 +110,20 @@ pub struct CompareArgs {
     pub confidence: f64,
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[arg(long, default_value = "netsweep.db")]
+    pub db: std::path::PathBuf,
+    /// Campaign id (default: the newest).
+    #[arg(long)]
+    pub campaign: Option<i64>,
+    /// Output file (default: report.html, or report.md with --format md).
+    #[arg(short = 'o', long)]
+    pub output: Option<std::path::PathBuf>,
+    #[arg(long, default_value = "html", value_parser = ["html", "md"])]
+    pub format: String,
 }
 
 #[derive(Debug, Args)]

@@ -10,6 +10,9 @@
 //! - `result`: merging both ends into a `TestResult` (also the JSON output).
 //! - `stats`: ministat-compatible statistics, Welch, Mann-Whitney, verdicts (pure).
 //! - `ministat`: ministat-compatible rendering of an analysis, and its input format.
+//! - `plan`, `runner`, `executor`, `store`, `campaign`: campaigns, their runs and their statistics.
+//! - `report`: HTML and Markdown reports with SVG charts.
+//! - `counters`, `hostfacts`: kernel counters and host facts (procfs/sysfs readers).
 //! - `session`: socket setup and stream threads shared by both ends.
 //! - `server` / `client`: the two ends of a test.
 //! - `lab`: two-host networks in namespaces with rate, delay and loss (`netns`: its platform leaf).
@@ -33,6 +36,7 @@ pub mod netns;
 pub mod output;
 pub mod plan;
 pub mod protocol;
+pub mod report;
 pub mod result;
 pub mod runner;
 pub mod server;

@@ -483,6 +483,27 @@ impl Store {
         Ok((round, seq as usize))
     }
 
+    /// Per-run totals of every interval: (run id, interval end in s, bit/s, omitted).
+    pub fn interval_totals(&self, campaign: i64) -> anyhow::Result<Vec<(i64, f64, f64, bool)>> {
+        let mut st = self.conn.prepare(
+            "SELECT i.run_id, i.end_s, i.bits_per_second, i.omitted FROM interval i JOIN run r ON r.id = i.run_id
+             WHERE r.campaign_id = ?1 AND i.stream = -1 ORDER BY i.run_id, i.idx",
+        )?;
+        let rows = st.query_map(params![campaign], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The kernel counter deltas stored with each run (JSON), by run id.
+    pub fn run_counters(&self, campaign: i64) -> anyhow::Result<Vec<(i64, Option<String>)>> {
+        let mut st = self.conn.prepare(
+            "SELECT id, counters_json FROM run WHERE campaign_id = ?1 ORDER BY sequence",
+        )?;
+        let rows = st.query_map(params![campaign], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// Direct access for importers and tests.
     pub fn connection(&self) -> &Connection {
         &self.conn

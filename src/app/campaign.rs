@@ -309,6 +309,32 @@ fn groups_text(groups: &[campaign::Group]) -> String {
     out
 }
 
+/// Writes the report of `campaign` as HTML or Markdown.
+pub fn write_report(store: &Store, campaign: i64, path: &Path, format: &str) -> anyhow::Result<()> {
+    let model = crate::report::ReportModel::build(store, campaign)?;
+    if format == "md" {
+        crate::report::markdown::write(&model, path)
+    } else {
+        std::fs::write(path, crate::report::html::render(&model))
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+}
+
+pub fn report(a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
+    let store = open_existing(&a.db)?;
+    let campaign = campaign_id(&store, a.campaign, &a.db)?;
+    let path = a.output.clone().unwrap_or_else(|| {
+        if a.format == "md" {
+            "report.md".into()
+        } else {
+            "report.html".into()
+        }
+    });
+    write_report(&store, campaign, &path, &a.format)?;
+    println!("report: {}", path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
 fn campaign_id(store: &Store, id: Option<i64>, db: &Path) -> anyhow::Result<i64> {
     match id {
         Some(id) => Ok(id),

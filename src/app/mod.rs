@@ -28,6 +28,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Compare(a) => campaign::compare(&a),
         Command::Export(a) => campaign::export(&a),
         Command::Import(a) => campaign::import(&a),
+        Command::Report(a) => campaign::report(&a),
     }
 }
 

@@ -1,0 +1,310 @@
+//! `netsweep report`: one self-contained HTML file (inline SVG charts with tooltips, no network
+//! requests) or Markdown with the charts as SVG files beside it. `model` computes everything
+//! from the database; `svg`, `html` and `markdown` only render.
+
+pub mod html;
+pub mod markdown;
+pub mod model;
+pub mod svg;
+
+pub use model::ReportModel;
+
+/// The charts of a report: (file stem, caption, SVG).
+pub fn charts(m: &ReportModel) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    let labels: Vec<String> = m.configs.iter().map(|c| c.label.clone()).collect();
+    let desc = |c: &model::ConfigView| c.summary.description.clone();
+    // Grouped bars per value of the first dimension (the swept one), one group per other combination.
+    if let Some((first, values)) = m.dims.first() {
+        let others: Vec<String> = {
+            let mut v: Vec<String> = Vec::new();
+            for c in &m.configs {
+                let o = c
+                    .dims
+                    .iter()
+                    .filter(|(k, _)| k != first)
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                if !v.contains(&o) {
+                    v.push(o);
+                }
+            }
+            v
+        };
+        for other in &others {
+            let find = |val: &str| {
+                m.configs.iter().find(|c| {
+                    c.dims.iter().any(|(k, v)| k == first && v == val)
+                        && c.dims
+                            .iter()
+                            .filter(|(k, _)| k != first)
+                            .map(|(k, v)| format!("{k}={v}"))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                            == *other
+                })
+            };
+            let stat = |f: fn(&crate::stats::Description) -> f64| -> Vec<Option<f64>> {
+                values
+                    .iter()
+                    .map(|v| find(v).and_then(desc).map(|d| f(&d)))
+                    .collect()
+            };
+            let series = vec![
+                ("average".to_string(), stat(|d| d.mean)),
+                ("median".to_string(), stat(|d| d.median)),
+                ("minimum".to_string(), stat(|d| d.min)),
+                ("maximum".to_string(), stat(|d| d.max)),
+            ];
+            let limits = if first == "window" {
+                m.window_limits()
+            } else {
+                None
+            };
+            let title = if other.is_empty() {
+                format!("Goodput by {first}")
+            } else {
+                format!("Goodput by {first}, {other}")
+            };
+            let svg = svg::grouped_bars(
+                &title,
+                first,
+                "goodput",
+                "bit/s",
+                values,
+                &series,
+                limits.as_deref(),
+            );
+            out.push((format!("bars-{}", out.len() + 1), title, svg));
+        }
+    }
+    // Axis labels use the values only ("64K cubic"); tooltips and legends keep full labels.
+    let short: Vec<String> = m
+        .configs
+        .iter()
+        .map(|c| {
+            c.dims
+                .iter()
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    let cats: Vec<(String, Vec<f64>)> = m
+        .configs
+        .iter()
+        .zip(&short)
+        .map(|(c, s)| (s.clone(), c.values.clone()))
+        .collect();
+    out.push((
+        "runs".into(),
+        "Every run's goodput over a box plot per configuration".into(),
+        svg::box_points("Goodput of every run", "goodput", "bit/s", &cats),
+    ));
+    let means: Vec<svg::MeanCi> = m
+        .configs
+        .iter()
+        .zip(&short)
+        .filter_map(|(c, s)| desc(c).map(|d| (s.clone(), d.mean, c.mean_ci)))
+        .collect();
+    out.push((
+        "means".into(),
+        "Mean goodput with 95% confidence intervals".into(),
+        svg::means_ci("Mean goodput and 95% CI", "goodput", "bit/s", &means),
+    ));
+    let series: Vec<svg::Line> = m
+        .series
+        .iter()
+        .map(|s| {
+            (
+                format!(
+                    "{} round {}",
+                    labels.get(s.configuration).cloned().unwrap_or_default(),
+                    s.round + 1
+                ),
+                s.configuration,
+                s.points.clone(),
+            )
+        })
+        .collect();
+    out.push((
+        "time".into(),
+        "Per-interval goodput of every run".into(),
+        svg::lines(
+            "Goodput over time, every run",
+            "goodput",
+            "bit/s",
+            &series,
+            &labels,
+        ),
+    ));
+    if m.udp {
+        let loss: Vec<(String, Vec<Option<f64>>)> = vec![(
+            "loss".into(),
+            m.configs.iter().map(|c| c.loss_mean).collect(),
+        )];
+        out.push((
+            "loss".into(),
+            "Mean UDP loss per configuration".into(),
+            svg::grouped_bars(
+                "UDP loss",
+                "configuration",
+                "loss",
+                "%",
+                &short,
+                &loss,
+                None,
+            ),
+        ));
+        let jitter: Vec<(String, Vec<Option<f64>>)> = vec![(
+            "jitter".into(),
+            m.configs.iter().map(|c| c.jitter_mean).collect(),
+        )];
+        out.push((
+            "jitter".into(),
+            "Mean UDP jitter per configuration".into(),
+            svg::grouped_bars(
+                "UDP jitter",
+                "configuration",
+                "jitter",
+                "ms",
+                &short,
+                &jitter,
+                None,
+            ),
+        ));
+    } else {
+        let retr: Vec<(String, Vec<Option<f64>>)> = vec![(
+            "retransmits".into(),
+            m.configs.iter().map(|c| c.retransmits_mean).collect(),
+        )];
+        out.push((
+            "retransmits".into(),
+            "Mean TCP retransmissions per run".into(),
+            svg::grouped_bars(
+                "TCP retransmissions per run",
+                "configuration",
+                "retransmits",
+                "segments",
+                &short,
+                &retr,
+                None,
+            ),
+        ));
+    }
+    out
+}
+
+/// The per-set values of a comparison group, in the order of its analysis's sets.
+pub fn group_values(m: &ReportModel, g: &crate::campaign::Group) -> Vec<Vec<f64>> {
+    let (Some(by), Some(a)) = (&m.compared_by, &g.analysis) else {
+        return Vec::new();
+    };
+    a.sets
+        .iter()
+        .map(|s| {
+            m.configs
+                .iter()
+                .filter(|c| {
+                    let ctx = c
+                        .dims
+                        .iter()
+                        .filter(|(k, _)| k != by)
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    ctx == g.context
+                        && c.dims
+                            .iter()
+                            .any(|(k, v)| k == by && format!("{k}={v}") == s.name)
+                })
+                .flat_map(|c| c.values.iter().copied())
+                .collect()
+        })
+        .collect()
+}
+
+/// A Unix time as `YYYY-MM-DD HH:MM UTC` (civil-from-days, Howard Hinnant's algorithm).
+pub fn utc(ts: f64) -> String {
+    let secs = ts.max(0.0) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem / 60 % 60
+    )
+}
+
+/// The table per configuration as rows of cells (header first).
+pub fn table_rows(m: &ReportModel) -> Vec<Vec<String>> {
+    let mut rows = vec![
+        [
+            "configuration",
+            "N",
+            "failed",
+            "mean",
+            "median",
+            "min",
+            "max",
+            "stddev",
+            "CV",
+            if m.udp { "loss %" } else { "retransmits" },
+            "CPU client/server",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    let r = |v: f64| crate::units::BitRate(v).to_string();
+    for c in &m.configs {
+        let extra = if m.udp {
+            c.loss_mean.map(|v| format!("{v:.3}"))
+        } else {
+            c.retransmits_mean.map(|v| format!("{v:.1}"))
+        };
+        let cpu = match (c.cpu_local_mean, c.cpu_remote_mean) {
+            (Some(a), Some(b)) => format!("{a:.0}% / {b:.0}%"),
+            _ => "-".into(),
+        };
+        match &c.summary.description {
+            Some(d) => rows.push(vec![
+                c.label.clone(),
+                d.n.to_string(),
+                c.summary.failed.to_string(),
+                r(d.mean),
+                r(d.median),
+                r(d.min),
+                r(d.max),
+                r(d.stddev),
+                format!("{:.1}%", d.cv.unwrap_or(0.0) * 100.0),
+                extra.unwrap_or_else(|| "-".into()),
+                cpu,
+            ]),
+            None => {
+                let mut row = vec![c.label.clone(), "0".into(), c.summary.failed.to_string()];
+                row.extend(std::iter::repeat_n("-".to_string(), 8));
+                rows.push(row);
+            }
+        }
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_dates() {
+        assert_eq!(super::utc(0.0), "1970-01-01 00:00 UTC");
+        assert_eq!(super::utc(1_795_320_000.0), "2026-11-22 04:00 UTC");
+        assert_eq!(super::utc(951_782_400.0), "2000-02-29 00:00 UTC");
+    }
+}

@@ -1,0 +1,352 @@
+//! Everything a report shows, computed once from the database: per-configuration statistics,
+//! comparisons and plain-words findings (from `stats` and `campaign`), time series, counters
+//! that moved, failures, and the window/RTT ceiling when it applies. The renderers only format.
+
+use crate::campaign::{self, ConfigSummary, Group, Metric};
+use crate::stats::{describe, ttest};
+use crate::store::{CampaignRow, RunRow, Store};
+use std::collections::BTreeMap;
+
+/// One configuration's numbers.
+#[derive(Debug, Clone)]
+pub struct ConfigView {
+    pub label: String,
+    pub dims: Vec<(String, String)>,
+    pub summary: ConfigSummary,
+    /// Goodput of each successful run, bit/s.
+    pub values: Vec<f64>,
+    /// 95% CI of the mean goodput.
+    pub mean_ci: Option<(f64, f64)>,
+    pub retransmits_mean: Option<f64>,
+    pub loss_mean: Option<f64>,
+    pub jitter_mean: Option<f64>,
+    pub cpu_local_mean: Option<f64>,
+    pub cpu_remote_mean: Option<f64>,
+}
+
+/// A counter that moved during the runs of a configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CounterMove {
+    pub configuration: String,
+    pub counter: String,
+    pub total: i64,
+    pub runs: usize,
+}
+
+/// One run's goodput over time.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub configuration: usize,
+    pub round: u32,
+    pub points: Vec<(f64, f64)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReportModel {
+    pub campaign: CampaignRow,
+    /// Dimensions and their values, in plan order.
+    pub dims: Vec<(String, Vec<String>)>,
+    pub configs: Vec<ConfigView>,
+    pub groups: Vec<Group>,
+    /// The dimension the comparisons are by.
+    pub compared_by: Option<String>,
+    pub findings: Vec<String>,
+    pub failed: Vec<(String, u32, String)>,
+    pub counters: Vec<CounterMove>,
+    pub series: Vec<Series>,
+    pub udp: bool,
+    /// Round-trip time of the path when known (lab targets), seconds.
+    pub rtt_s: Option<f64>,
+    pub total_runs: usize,
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| describe::mean(v))
+}
+
+fn mean_ci(v: &[f64]) -> Option<(f64, f64)> {
+    if v.len() < 2 {
+        return None;
+    }
+    let m = describe::mean(v);
+    let half = ttest::t_critical(0.95, (v.len() - 1) as f64) * describe::stddev(v)
+        / (v.len() as f64).sqrt();
+    Some((m - half, m + half))
+}
+
+/// Parses a window label such as `64K` to bytes.
+fn window_bytes(label: &str) -> Option<f64> {
+    label
+        .parse::<crate::units::Bytes>()
+        .ok()
+        .map(|b| b.0 as f64)
+}
+
+/// The path RTT of a campaign, from the lab description stored in its host facts.
+fn rtt_of(c: &CampaignRow) -> Option<f64> {
+    let facts: serde_json::Value = serde_json::from_str(c.host_facts_json.as_deref()?).ok()?;
+    let delay_us = facts.pointer("/path/delay_us")?.as_f64()?;
+    (delay_us > 0.0).then_some(2.0 * delay_us / 1e6)
+}
+
+impl ReportModel {
+    pub fn build(store: &Store, campaign: i64) -> anyhow::Result<ReportModel> {
+        let c = store.campaign(campaign)?;
+        let configs_rows = store.configurations(campaign)?;
+        let runs = store.runs(campaign)?;
+        let mut dims: Vec<(String, Vec<String>)> = Vec::new();
+        for cfg in &configs_rows {
+            for (k, v) in &cfg.dims {
+                match dims.iter_mut().find(|(d, _)| d == k) {
+                    Some((_, vals)) if !vals.contains(v) => vals.push(v.clone()),
+                    Some(_) => {}
+                    None => dims.push((k.clone(), vec![v.clone()])),
+                }
+            }
+        }
+        let labels: Vec<String> = configs_rows.iter().map(|r| r.label.clone()).collect();
+        let summaries = campaign::summary(&runs, &labels, Metric::BitsPerSecond);
+        let configs: Vec<ConfigView> = configs_rows
+            .iter()
+            .zip(summaries)
+            .map(|(row, summary)| {
+                let ok: Vec<&RunRow> = runs
+                    .iter()
+                    .filter(|r| r.configuration == row.label && r.status == "ok")
+                    .collect();
+                let pick = |f: &dyn Fn(&RunRow) -> Option<f64>| {
+                    mean(&ok.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
+                };
+                let values: Vec<f64> = ok.iter().filter_map(|r| r.bits_per_second).collect();
+                ConfigView {
+                    label: row.label.clone(),
+                    dims: row.dims.clone(),
+                    mean_ci: mean_ci(&values),
+                    values,
+                    summary,
+                    retransmits_mean: pick(&|r| r.retransmits.map(|v| v as f64)),
+                    loss_mean: pick(&|r| r.lost_percent),
+                    jitter_mean: pick(&|r| r.jitter_ms),
+                    cpu_local_mean: pick(&|r| r.cpu_local_percent),
+                    cpu_remote_mean: pick(&|r| r.cpu_remote_percent),
+                }
+            })
+            .collect();
+        let compared_by = dims
+            .iter()
+            .rev()
+            .find(|(_, v)| v.len() > 1)
+            .map(|(d, _)| d.clone());
+        let groups = match &compared_by {
+            Some(by) => {
+                let values = dims
+                    .iter()
+                    .find(|(d, _)| d == by)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default();
+                campaign::compare(&runs, by, &values, &[], Metric::BitsPerSecond, 0.95)
+            }
+            None => Vec::new(),
+        };
+        let failed = runs
+            .iter()
+            .filter(|r| r.status != "ok")
+            .map(|r| {
+                (
+                    r.configuration.clone(),
+                    r.round,
+                    r.error.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let counters = counter_moves(store, campaign, &runs)?;
+        let label_pos: BTreeMap<&str, usize> = configs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.label.as_str(), i))
+            .collect();
+        let mut by_run: BTreeMap<i64, Vec<(f64, f64)>> = BTreeMap::new();
+        for (run, end, bps, omitted) in store.interval_totals(campaign)? {
+            if !omitted {
+                by_run.entry(run).or_default().push((end, bps));
+            }
+        }
+        let series = runs
+            .iter()
+            .filter_map(|r| {
+                Some(Series {
+                    configuration: *label_pos.get(r.configuration.as_str())?,
+                    round: r.round,
+                    points: by_run.remove(&r.id)?,
+                })
+            })
+            .collect();
+        let udp = runs.iter().any(|r| r.lost_percent.is_some());
+        let mut model = ReportModel {
+            rtt_s: rtt_of(&c),
+            campaign: c,
+            dims,
+            configs,
+            groups,
+            compared_by,
+            findings: Vec::new(),
+            failed,
+            counters,
+            series,
+            udp,
+            total_runs: runs.len(),
+        };
+        model.findings = findings(&model);
+        Ok(model)
+    }
+
+    /// The window/RTT ceiling per value of a `window` dimension, bit/s.
+    pub fn window_limits(&self) -> Option<Vec<f64>> {
+        let rtt = self.rtt_s?;
+        let (_, values) = self.dims.iter().find(|(d, _)| d == "window")?;
+        values
+            .iter()
+            .map(|v| window_bytes(v).map(|b| b * 8.0 / rtt))
+            .collect()
+    }
+}
+
+fn counter_moves(
+    store: &Store,
+    campaign: i64,
+    runs: &[RunRow],
+) -> anyhow::Result<Vec<CounterMove>> {
+    let label_of: BTreeMap<i64, &str> = runs
+        .iter()
+        .map(|r| (r.id, r.configuration.as_str()))
+        .collect();
+    let mut totals: BTreeMap<(String, String), (i64, usize)> = BTreeMap::new();
+    for (run, json) in store.run_counters(campaign)? {
+        let Some(v) = json.and_then(|j| serde_json::from_str::<serde_json::Value>(&j).ok()) else {
+            continue;
+        };
+        let Some(obj) = v.as_object() else { continue };
+        for (side, delta) in obj {
+            let Ok(d) = serde_json::from_value::<crate::counters::Delta>(delta.clone()) else {
+                continue;
+            };
+            for (name, value) in crate::counters::trouble(&d) {
+                let key = (
+                    label_of.get(&run).copied().unwrap_or("?").to_string(),
+                    format!("{side}: {name}"),
+                );
+                let e = totals.entry(key).or_insert((0, 0));
+                e.0 += value;
+                e.1 += 1;
+            }
+        }
+    }
+    Ok(totals
+        .into_iter()
+        .map(|((configuration, counter), (total, runs))| CounterMove {
+            configuration,
+            counter,
+            total,
+            runs,
+        })
+        .collect())
+}
+
+fn mbit(v: f64) -> String {
+    crate::units::BitRate(v).to_string()
+}
+
+/// The headline findings, in words.
+fn findings(m: &ReportModel) -> Vec<String> {
+    let mut out = Vec::new();
+    let ok_configs: Vec<&ConfigView> = m
+        .configs
+        .iter()
+        .filter(|c| c.summary.description.is_some())
+        .collect();
+    if ok_configs.is_empty() {
+        out.push(format!(
+            "No run succeeded ({} runs stored): see the failures below.",
+            m.total_runs
+        ));
+        return out;
+    }
+    let mean_of = |c: &ConfigView| c.summary.description.as_ref().map_or(0.0, |d| d.mean);
+    if let Some(best) = ok_configs
+        .iter()
+        .max_by(|a, b| mean_of(a).total_cmp(&mean_of(b)))
+    {
+        let mean_v = mean_of(best);
+        let ci = best
+            .mean_ci
+            .map(|(lo, hi)| format!(" (95% CI {} to {})", mbit(lo), mbit(hi)))
+            .unwrap_or_default();
+        out.push(format!(
+            "Fastest configuration: {} at {} mean goodput{ci}, {} runs.",
+            best.label,
+            mbit(mean_v),
+            best.values.len()
+        ));
+    }
+    if ok_configs.len() == 1 {
+        out.push("A single configuration: nothing to compare. Add a [matrix] dimension to compare settings.".into());
+    }
+    for g in &m.groups {
+        let ctx = if g.context.is_empty() {
+            String::new()
+        } else {
+            format!("At {}: ", g.context)
+        };
+        match &g.analysis {
+            Some(a) => out.extend(a.comparisons.iter().map(|c| format!("{ctx}{}.", c.verdict))),
+            None => out.push(format!("{ctx}{}.", g.note.clone().unwrap_or_default())),
+        }
+    }
+    for c in &ok_configs {
+        if let Some(d) = &c.summary.description {
+            if c.values.len() == 1 {
+                out.push(format!(
+                    "{}: a single run; repeat it to see its spread.",
+                    c.label
+                ));
+            }
+            if d.cv.is_some_and(|cv| cv > describe::HIGH_CV) {
+                out.push(format!(
+                    "{} is noisy: CV {:.1}% over {} runs.",
+                    c.label,
+                    d.cv.unwrap_or(0.0) * 100.0,
+                    d.n
+                ));
+            }
+            if !d.outliers.is_empty() {
+                out.push(format!(
+                    "{} has {} outlier run(s), kept in every number: {}.",
+                    c.label,
+                    d.outliers.len(),
+                    d.outliers
+                        .iter()
+                        .map(|v| mbit(*v))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+    }
+    if !m.failed.is_empty() {
+        out.push(format!(
+            "{} of {} runs failed; they are listed at the end and left out of the statistics.",
+            m.failed.len(),
+            m.total_runs
+        ));
+    }
+    let moved: i64 = m
+        .counters
+        .iter()
+        .filter(|c| c.counter.contains("Retrans"))
+        .map(|c| c.total)
+        .sum();
+    if moved > 0 {
+        out.push(format!("The kernel counted {moved} TCP retransmissions during the runs (see the counters that moved)."));
+    }
+    out
+}
