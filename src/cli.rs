@@ -66,6 +66,11 @@ pub enum Command {
         after_help = "Examples:\n  netsweep report --db netsweep.db\n  netsweep report --db netsweep.db --campaign 3 -o wan.html\n  netsweep report --db netsweep.db --format md -o wan.md"
     )]
     Report(ReportArgs),
+    /// Explain what limits throughput on this host and path, and how to fix it.
+    #[command(
+        after_help = "Examples:\n  netsweep doctor\n  netsweep doctor --peer 198.18.0.2 --rate 10G\n  netsweep doctor --watch 10 --json\n  virsh dumpxml vm1 | netsweep doctor --libvirt-xml -\n  netsweep doctor --root /path/to/fixture   # proc/ and sys/ of another host"
+    )]
+    Doctor(DoctorArgs),
     /// A two-host network on this machine (root): namespaces, rate, delay, jitter, loss.
     #[command(subcommand)]
     Lab(LabCommand),
@@ -108,6 +113,33 @@ pub struct CompareArgs {
     /// Confidence level in percent.
     #[arg(short = 'c', long, default_value_t = 95.0)]
     pub confidence: f64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// A running `netsweep server` to check the path to (RTT, path MTU, both directions).
+    #[arg(long)]
+    pub peer: Option<String>,
+    /// Bottleneck rate of the path, e.g. 10G (default: the fastest link speed).
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Round-trip time of the path (default: measured to --peer).
+    #[arg(long)]
+    pub rtt: Option<String>,
+    /// Watch counters for this many seconds and report what grows.
+    #[arg(long)]
+    pub watch: Option<f64>,
+    /// Read proc/ and sys/ below this directory instead of the live system.
+    #[arg(long)]
+    pub root: Option<std::path::PathBuf>,
+    /// Check a libvirt domain definition (file, or - for standard input) instead of this host.
+    #[arg(long)]
+    pub libvirt_xml: Option<String>,
+    /// With --peer: skip the short throughput tests.
+    #[arg(long)]
+    pub no_tests: bool,
     #[arg(long)]
     pub json: bool,
 }

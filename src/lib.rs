@@ -12,6 +12,7 @@
 //! - `ministat`: ministat-compatible rendering of an analysis, and its input format.
 //! - `plan`, `runner`, `executor`, `store`, `campaign`: campaigns, their runs and their statistics.
 //! - `report`: HTML and Markdown reports with SVG charts.
+//! - `doctor`: host, path and libvirt diagnostics with fixes.
 //! - `counters`, `hostfacts`: kernel counters and host facts (procfs/sysfs readers).
 //! - `session`: socket setup and stream threads shared by both ends.
 //! - `server` / `client`: the two ends of a test.
@@ -26,6 +27,7 @@ pub mod campaign;
 pub mod cli;
 pub mod client;
 pub mod counters;
+pub mod doctor;
 pub mod engine;
 pub mod executor;
 pub mod hostfacts;

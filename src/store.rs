@@ -504,6 +504,24 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// Stores the doctor's findings for a campaign (JSON).
+    pub fn set_doctor(&mut self, campaign: i64, json: &str) -> anyhow::Result<()> {
+        self.conn.execute(
+            "UPDATE campaign SET doctor_json = ?1 WHERE id = ?2",
+            params![json, campaign],
+        )?;
+        Ok(())
+    }
+
+    /// The doctor's findings stored with a campaign.
+    pub fn doctor(&self, campaign: i64) -> anyhow::Result<Option<String>> {
+        Ok(self.conn.query_row(
+            "SELECT doctor_json FROM campaign WHERE id = ?1",
+            params![campaign],
+            |r| r.get(0),
+        )?)
+    }
+
     /// Direct access for importers and tests.
     pub fn connection(&self) -> &Connection {
         &self.conn

@@ -137,10 +137,10 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                 .seed
                 .unwrap_or_else(|| u64::from(rand::random::<u32>()));
             let facts = exec.host_facts();
-            (
-                store.create_campaign(&plan, Some(&file), &exec.describe(), seed, &facts)?,
-                seed,
-            )
+            let id = store.create_campaign(&plan, Some(&file), &exec.describe(), seed, &facts)?;
+            // The doctor's view of this host, kept next to the numbers.
+            store.set_doctor(id, &serde_json::to_string(&super::doctor::host_only())?)?;
+            (id, seed)
         }
     };
     println!(
@@ -210,10 +210,17 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(130));
     }
+    let stem = db
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let report = db.with_file_name(format!("{stem}-campaign{campaign}.html"));
+    write_report(&store, campaign, &report, "html")?;
     println!(
         "compare other ways: netsweep compare --db {} --by DIMENSION",
         db.display()
     );
+    println!("report: {}", report.display());
     Ok(ExitCode::SUCCESS)
 }
 

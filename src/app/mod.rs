@@ -2,6 +2,7 @@
 //! maps the outcome to an exit code.
 
 mod campaign;
+mod doctor;
 mod lab;
 mod stats;
 
@@ -29,6 +30,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Export(a) => campaign::export(&a),
         Command::Import(a) => campaign::import(&a),
         Command::Report(a) => campaign::report(&a),
+        Command::Doctor(a) => doctor::run(&a),
     }
 }
 

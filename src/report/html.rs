@@ -131,6 +131,21 @@ pub fn render(m: &ReportModel) -> String {
         s.push_str(&table(&rows));
     }
     s.push_str("</section>");
+    if !m.doctor.is_empty() {
+        let mut rows = vec![vec!["severity".to_string(), "finding".into(), "fix".into()]];
+        rows.extend(m.doctor.iter().map(|f| {
+            vec![
+                format!("{:?}", f.severity).to_lowercase(),
+                f.title.clone(),
+                f.fix.clone().unwrap_or_default(),
+            ]
+        }));
+        let _ = write!(
+            s,
+            "<section id=\"doctor\"><h2>Host diagnostics (netsweep doctor)</h2>{}</section>",
+            table(&rows)
+        );
+    }
     if !m.failed.is_empty() {
         let mut rows = vec![vec![
             "configuration".to_string(),

@@ -58,6 +58,8 @@ pub struct ReportModel {
     /// Round-trip time of the path when known (lab targets), seconds.
     pub rtt_s: Option<f64>,
     pub total_runs: usize,
+    /// The doctor's warnings and problems recorded with the campaign.
+    pub doctor: Vec<crate::doctor::Finding>,
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -195,6 +197,16 @@ impl ReportModel {
             series,
             udp,
             total_runs: runs.len(),
+            doctor: store
+                .doctor(campaign)?
+                .and_then(|j| serde_json::from_str::<crate::doctor::Diagnosis>(&j).ok())
+                .map(|d| {
+                    d.findings
+                        .into_iter()
+                        .filter(|f| f.severity >= crate::doctor::Severity::Warning)
+                        .collect()
+                })
+                .unwrap_or_default(),
         };
         model.findings = findings(&model);
         Ok(model)

@@ -1,0 +1,161 @@
+//! Reads a libvirt domain definition (`virsh dumpxml DOMAIN`) and flags network interfaces
+//! whose model is emulated (`rtl8139`, `e1000`, `e1000e`) or missing (libvirt's default can be
+//! rtl8139), with the corrected XML and the `virsh` commands that apply it.
+
+use super::{Finding, Severity};
+
+/// Findings for every `<interface>` of the domain.
+pub fn check(xml: &str) -> Result<Vec<Finding>, String> {
+    let doc = roxmltree::Document::parse(xml).map_err(|e| format!("not valid XML: {e}"))?;
+    let root = doc.root_element();
+    if root.tag_name().name() != "domain" {
+        return Err(format!(
+            "expected a libvirt <domain>, found <{}>",
+            root.tag_name().name()
+        ));
+    }
+    let domain = root
+        .children()
+        .find(|n| n.has_tag_name("name"))
+        .and_then(|n| n.text())
+        .unwrap_or("DOMAIN")
+        .to_string();
+    let mut out = Vec::new();
+    let ifaces = root.descendants().filter(|n| {
+        n.has_tag_name("interface") && n.parent().is_some_and(|p| p.has_tag_name("devices"))
+    });
+    for (i, iface) in ifaces.enumerate() {
+        let kind = iface.attribute("type").unwrap_or("?");
+        let mac = iface
+            .children()
+            .find(|n| n.has_tag_name("mac"))
+            .and_then(|n| n.attribute("address"))
+            .map(String::from);
+        let model = iface
+            .children()
+            .find(|n| n.has_tag_name("model"))
+            .and_then(|n| n.attribute("type"))
+            .map(String::from);
+        let source = iface
+            .children()
+            .find(|n| n.has_tag_name("source"))
+            .and_then(|n| {
+                n.attribute("network")
+                    .or(n.attribute("bridge"))
+                    .or(n.attribute("dev"))
+            })
+            .unwrap_or("default")
+            .to_string();
+        let who = mac
+            .clone()
+            .map_or(format!("interface {}", i + 1), |m| format!("interface {m}"));
+        let id = format!(
+            "libvirt.nic.{}",
+            mac.clone().unwrap_or_else(|| (i + 1).to_string())
+        );
+        let (sev, what) = match model.as_deref() {
+            Some("virtio") => (Severity::Ok, format!("{who} uses virtio")),
+            Some(m @ "rtl8139") => (
+                Severity::Problem,
+                format!("{who} uses the emulated {m}: expect a small fraction of line rate"),
+            ),
+            Some(m @ ("e1000" | "e1000e")) => (
+                Severity::Problem,
+                format!("{who} uses the emulated {m}: far slower than virtio"),
+            ),
+            Some(m) => (Severity::Info, format!("{who} uses model {m}")),
+            None => (
+                Severity::Problem,
+                format!(
+                    "{who} has no <model>: libvirt and QEMU may default to an emulated rtl8139 or e1000"
+                ),
+            ),
+        };
+        let mut f = Finding::new(id, sev, what)
+            .evidence("type", kind)
+            .evidence("model", model.clone().unwrap_or_else(|| "(none)".into()))
+            .evidence("source", &source);
+        if sev == Severity::Problem {
+            let mac_line = mac
+                .as_ref()
+                .map(|m| format!("\n  <mac address='{m}'/>"))
+                .unwrap_or_default();
+            let src_attr = if kind == "bridge" {
+                "bridge"
+            } else {
+                "network"
+            };
+            let mac_arg = mac
+                .as_ref()
+                .map(|m| format!(" --mac {m}"))
+                .unwrap_or_default();
+            f = f.fix(format!(
+                "use this interface XML (virsh edit {domain}):\n<interface type='{kind}'>{mac_line}\n  <source {src_attr}='{source}'/>\n  <model type='virtio'/>\n</interface>\nor: virsh detach-interface {domain} {kind}{mac_arg} --config && virsh attach-interface {domain} {kind} {source} --model virtio{mac_arg} --config, then restart the guest; inside it the driver becomes virtio_net"
+            ));
+        }
+        out.push(f);
+    }
+    if out.is_empty() {
+        out.push(Finding::new(
+            "libvirt.no_interfaces",
+            Severity::Info,
+            format!("domain {domain} has no network interface"),
+        ));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn domain(ifaces: &str) -> String {
+        format!("<domain type='kvm'><name>vm1</name><devices>{ifaces}</devices></domain>")
+    }
+
+    #[test]
+    fn emulated_and_missing_models_are_problems_with_a_fix() {
+        let xml = domain(
+            "<interface type='network'><mac address='52:54:00:aa:bb:01'/><source network='default'/><model type='rtl8139'/></interface>\
+             <interface type='bridge'><mac address='52:54:00:aa:bb:02'/><source bridge='br0'/><model type='e1000'/></interface>\
+             <interface type='network'><mac address='52:54:00:aa:bb:03'/><source network='default'/><model type='virtio'/></interface>\
+             <interface type='network'><source network='lan'/></interface>",
+        );
+        let f = check(&xml).unwrap();
+        assert_eq!(f.len(), 4);
+        assert_eq!(f[0].id, "libvirt.nic.52:54:00:aa:bb:01");
+        assert_eq!(f[0].severity, Severity::Problem);
+        let fix = f[0].fix.as_deref().unwrap();
+        assert!(
+            fix.contains("<model type='virtio'/>")
+                && fix.contains("virsh edit vm1")
+                && fix.contains("--model virtio"),
+            "{fix}"
+        );
+        assert!(
+            f[1].fix
+                .as_deref()
+                .unwrap()
+                .contains("<source bridge='br0'/>")
+        );
+        assert_eq!(f[2].severity, Severity::Ok);
+        assert_eq!(
+            (f[3].id.as_str(), f[3].severity),
+            ("libvirt.nic.4", Severity::Problem)
+        );
+    }
+
+    #[test]
+    fn bad_xml_and_other_documents_are_refused() {
+        assert!(check("<domain>").unwrap_err().contains("not valid XML"));
+        assert!(
+            check("<network/>")
+                .unwrap_err()
+                .contains("expected a libvirt <domain>")
+        );
+        assert_eq!(
+            check(&domain("")).unwrap()[0].id.as_str(),
+            "libvirt.no_interfaces"
+        );
+    }
+}

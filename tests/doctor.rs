@@ -1,0 +1,353 @@
+//! `netsweep doctor` on fixture trees (a good virtio guest, rtl8139 and e1000 guests, growing
+//! drops, buffers below the BDP, jumbo MTU on one side), libvirt XML through the command line,
+//! stable JSON ids, and the live path-MTU probe across a lab with mismatched MTUs (root).
+
+mod common;
+
+use netsweep::doctor::{Diagnosis, HostView, PathHints, Severity, host};
+use std::os::unix::fs::symlink;
+use std::time::Duration;
+
+/// Writes a host tree: interfaces (name, driver, mtu, master), sysctls, and /proc/net files.
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new(vm: bool) -> Fixture {
+        let f = Fixture {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        f.file(
+            "proc/cpuinfo",
+            if vm {
+                "processor\t: 0\nflags\t\t: fpu sse2 hypervisor\n"
+            } else {
+                "processor\t: 0\nflags\t\t: fpu sse2\n"
+            },
+        );
+        if vm {
+            f.file("sys/class/dmi/id/sys_vendor", "QEMU\n");
+        }
+        for (k, v) in [
+            ("net.ipv4.tcp_rmem", "4096\t131072\t33554432"),
+            ("net.ipv4.tcp_wmem", "4096\t16384\t33554432"),
+            ("net.core.rmem_max", "33554432"),
+            ("net.core.wmem_max", "33554432"),
+            ("net.ipv4.tcp_sack", "1"),
+            ("net.ipv4.tcp_timestamps", "1"),
+            ("net.ipv4.tcp_window_scaling", "1"),
+            ("net.ipv4.tcp_congestion_control", "cubic"),
+            ("kernel.osrelease", "6.1.0-fixture"),
+        ] {
+            f.sysctl(k, v);
+        }
+        f.file(
+            "proc/net/snmp",
+            "Tcp: RetransSegs OutSegs\nTcp: 10 100000\n",
+        );
+        f.file("proc/net/softnet_stat", "00001000 00000000 00000000\n");
+        f.dev(&[("eth0", 0)]);
+        f
+    }
+
+    fn file(&self, rel: &str, text: &str) {
+        let p = self.dir.path().join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    fn sysctl(&self, key: &str, v: &str) {
+        self.file(
+            &format!("proc/sys/{}", key.replace('.', "/")),
+            &format!("{v}\n"),
+        );
+    }
+
+    fn iface(&self, name: &str, driver: Option<&str>, mtu: u32, master: Option<&str>) {
+        let base = format!("sys/class/net/{name}");
+        self.file(&format!("{base}/mtu"), &format!("{mtu}\n"));
+        self.file(&format!("{base}/tx_queue_len"), "1000\n");
+        if let Some(d) = driver {
+            let dev = self.dir.path().join(&base).join("device");
+            std::fs::create_dir_all(&dev).unwrap();
+            symlink(format!("../../../../bus/drivers/{d}"), dev.join("driver")).unwrap();
+            if d == "virtio_net" {
+                self.file(
+                    &format!("{base}/device/features"),
+                    "1100010000000001111111000000000000000000000000000000000000000000\n",
+                );
+            }
+        }
+        if let Some(m) = master {
+            symlink(
+                format!("../{m}"),
+                self.dir.path().join(&base).join("master"),
+            )
+            .unwrap();
+        }
+    }
+
+    fn dev(&self, drops: &[(&str, u64)]) {
+        let mut text = String::from(
+            "Inter-| Receive | Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes packets errs drop fifo colls carrier compressed\n",
+        );
+        for (n, d) in drops {
+            text.push_str(&format!(
+                "  {n}: 1000 10 0 {d} 0 0 0 0 2000 20 0 0 0 0 0 0\n"
+            ));
+        }
+        self.file("proc/net/dev", &text);
+    }
+
+    fn view(&self) -> HostView {
+        HostView::fixture(self.dir.path())
+    }
+
+    fn diagnose(&self, hints: &PathHints) -> Diagnosis {
+        Diagnosis {
+            findings: host::check(&self.view(), hints),
+        }
+    }
+}
+
+fn gig_1ms() -> PathHints {
+    PathHints {
+        rate_bps: Some(1e9),
+        rtt: Some(Duration::from_millis(1)),
+    }
+}
+
+#[test]
+fn a_good_virtio_guest_has_no_warnings() {
+    let f = Fixture::new(true);
+    f.iface("eth0", Some("virtio_net"), 1500, None);
+    let d = f.diagnose(&gig_1ms());
+    assert!(
+        d.worst() <= Severity::Info,
+        "{}",
+        netsweep::doctor::render(&d)
+    );
+    assert_eq!(d.get("nic.driver.eth0").unwrap().severity, Severity::Ok);
+    assert_eq!(d.get("buffers.tcp_rmem").unwrap().severity, Severity::Ok);
+}
+
+#[test]
+fn an_rtl8139_guest_is_a_problem_with_the_virtio_fix() {
+    let f = Fixture::new(true);
+    f.iface("eth0", Some("8139too"), 1500, None);
+    let d = f.diagnose(&gig_1ms());
+    let x = d.get("nic.emulated.eth0").expect("flagged");
+    assert_eq!(x.severity, Severity::Problem);
+    assert!(x.fix.as_deref().unwrap().contains("virtio"));
+}
+
+#[test]
+fn an_e1000_guest_is_warned_but_e1000_on_metal_is_not() {
+    let f = Fixture::new(true);
+    f.iface("eth0", Some("e1000"), 1500, None);
+    assert_eq!(
+        f.diagnose(&gig_1ms())
+            .get("nic.emulated.eth0")
+            .unwrap()
+            .severity,
+        Severity::Warning
+    );
+    let metal = Fixture::new(false);
+    metal.iface("eth0", Some("e1000e"), 1500, None);
+    let d = metal.diagnose(&gig_1ms());
+    assert!(d.get("nic.emulated.eth0").is_none());
+    assert_eq!(d.get("nic.driver.eth0").unwrap().severity, Severity::Info);
+}
+
+#[test]
+fn growing_drops_are_a_problem() {
+    let f = Fixture::new(true);
+    f.iface("eth0", Some("virtio_net"), 1500, None);
+    let before = host::sample(&f.view());
+    f.dev(&[("eth0", 250)]);
+    f.file("proc/net/softnet_stat", "00002000 00000010 00000000\n");
+    let after = host::sample(&f.view());
+    let found = host::change_checks(&before, &after, 10.0, 100.0);
+    let g = found
+        .iter()
+        .find(|x| x.id == "counters.growing.eth0")
+        .expect("growing drops");
+    assert_eq!(g.severity, Severity::Problem);
+    assert!(
+        g.evidence
+            .contains(&("rx_dropped".to_string(), "250".to_string()))
+    );
+    assert!(found.iter().any(|x| x.id == "softnet.drops_growing"));
+    // And the static check sees drops since boot.
+    assert_eq!(
+        f.diagnose(&gig_1ms())
+            .get("counters.drops.eth0")
+            .unwrap()
+            .severity,
+        Severity::Warning
+    );
+}
+
+#[test]
+fn buffers_far_below_the_bdp_are_a_problem_with_the_sysctl() {
+    let f = Fixture::new(false);
+    f.iface("eth0", Some("ixgbe"), 1500, None);
+    f.sysctl("net.ipv4.tcp_rmem", "4096\t131072\t212992");
+    f.sysctl("net.core.rmem_max", "212992");
+    f.sysctl("net.ipv4.tcp_wmem", "4096\t16384\t67108864");
+    let d = f.diagnose(&PathHints {
+        rate_bps: Some(10e9),
+        rtt: Some(Duration::from_millis(20)),
+    });
+    let r = d.get("buffers.tcp_rmem").unwrap();
+    assert_eq!(r.severity, Severity::Problem);
+    // 10 Gbit/s x 20 ms = 25 MB; twice that is what autotuning needs.
+    assert!(
+        r.fix
+            .as_deref()
+            .unwrap()
+            .contains("net.ipv4.tcp_rmem='4096 131072 50000000'"),
+        "{:?}",
+        r.fix
+    );
+    assert_eq!(
+        d.get("buffers.rmem_max").unwrap().severity,
+        Severity::Warning
+    );
+    assert_eq!(d.get("buffers.tcp_wmem").unwrap().severity, Severity::Ok);
+    // Without a rate and RTT the doctor says what it needs.
+    assert!(
+        f.diagnose(&PathHints::default())
+            .get("buffers.bdp_unknown")
+            .is_some()
+    );
+}
+
+#[test]
+fn jumbo_mtu_on_one_side_only_is_flagged() {
+    let f = Fixture::new(false);
+    f.iface("br0", None, 1500, None);
+    f.iface("eth0", Some("ixgbe"), 9000, Some("br0"));
+    let d = f.diagnose(&gig_1ms());
+    let m = d.get("nic.mtu_mismatch.eth0").expect("mismatch flagged");
+    assert_eq!(m.severity, Severity::Warning);
+    assert!(m.title.contains("9000") && m.title.contains("1500"));
+}
+
+#[test]
+fn json_ids_are_stable_and_libvirt_xml_reads_from_a_file_or_stdin() {
+    let f = Fixture::new(true);
+    f.iface("eth0", Some("8139too"), 1500, None);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["doctor", "--json", "--rate", "1G", "--rtt", "1ms", "--root"])
+        .arg(f.dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d: Diagnosis = serde_json::from_slice(&out.stdout).unwrap();
+    let ids: Vec<&str> = d.findings.iter().map(|x| x.id.as_str()).collect();
+    for id in [
+        "nic.emulated.eth0",
+        "nic.link.eth0",
+        "buffers.tcp_rmem",
+        "tcp.congestion",
+        "kernel.version",
+        "nic.offload.skipped",
+    ] {
+        assert!(ids.contains(&id), "{id} missing from {ids:?}");
+    }
+    let xml = "<domain><name>vm1</name><devices><interface type='network'><source network='default'/></interface></devices></domain>";
+    let file = f.dir.path().join("vm1.xml");
+    std::fs::write(&file, xml).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["doctor", "--libvirt-xml"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("PROBLEM") && text.contains("no <model>") && text.contains("virsh"),
+        "{text}"
+    );
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["doctor", "--json", "--libvirt-xml", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            xml.replace("<source", "<model type='rtl8139'/><source")
+                .as_bytes(),
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let d: Diagnosis = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d.findings[0].id, "libvirt.nic.1");
+    assert_eq!(d.findings[0].severity, Severity::Problem);
+}
+
+#[test]
+fn the_path_mtu_probe_flags_a_lab_with_jumbo_frames_on_one_side() {
+    if !common::root_or_skip("the_path_mtu_probe_flags_a_lab_with_jumbo_frames_on_one_side")
+        || !common::tool_or_skip(
+            "the_path_mtu_probe_flags_a_lab_with_jumbo_frames_on_one_side",
+            "ping",
+        )
+    {
+        return;
+    }
+    use netsweep::lab::{Host, Lab, LabOptions, PathConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let opts = LabOptions {
+        state_dir: dir.path().to_path_buf(),
+        ..LabOptions::default()
+    };
+    let name = format!("mtu{}", std::process::id() % 100_000);
+    let lab = Lab::up(
+        &name,
+        PathConfig {
+            mtu_a: 9000,
+            mtu_b: 1500,
+            ..PathConfig::default()
+        },
+        &opts,
+    )
+    .unwrap();
+    let server = lab
+        .start_server(Host::B, netsweep::spec::ServerLimits::default())
+        .unwrap();
+    let (found, rtt) = lab
+        .run_in(Host::A, || {
+            netsweep::doctor::peer::check(server.addr, false)
+        })
+        .unwrap();
+    assert!(rtt.is_some());
+    let p = found.iter().find(|f| f.id == "peer.pmtu").expect("probed");
+    assert_eq!(p.severity, Severity::Problem, "{p:?}");
+    // veth accepts 4 bytes over the MTU (room for a VLAN tag), so 1504 passes and 1505 does not.
+    let pmtu: u32 = p
+        .evidence
+        .iter()
+        .find(|(k, _)| k == "path_mtu")
+        .unwrap()
+        .1
+        .parse()
+        .unwrap();
+    assert!((1500..=1504).contains(&pmtu), "{p:?}");
+    assert!(
+        p.evidence
+            .contains(&("interface_mtu".to_string(), "9000".to_string())),
+        "{p:?}"
+    );
+    drop(server);
+}
