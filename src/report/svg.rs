@@ -414,7 +414,7 @@ mod tests {
         let a = Axis::new(965e6, "bit/s");
         assert_eq!((a.unit.as_str(), a.step, a.max), ("Mbit/s", 200.0, 1000.0));
         let a = Axis::new(3.2e10, "bit/s");
-        assert_eq!((a.unit.as_str(), a.max), ("Gbit/s", 35.0));
+        assert_eq!((a.unit.as_str(), a.max), ("Gbit/s", 40.0));
         assert_eq!(Axis::new(7.0, "%").max, 8.0);
     }
 
