@@ -71,6 +71,9 @@ pub enum Command {
         after_help = "Examples:\n  netsweep doctor\n  netsweep doctor --peer 198.18.0.2 --rate 10G\n  netsweep doctor --watch 10 --json\n  virsh dumpxml vm1 | netsweep doctor --libvirt-xml -\n  netsweep doctor --root /path/to/fixture   # proc/ and sys/ of another host"
     )]
     Doctor(DoctorArgs),
+    /// Sysctl tuning profiles on a host, namespace, lab host or ssh target, always restored.
+    #[command(subcommand)]
+    Tune(TuneCommand),
     /// A two-host network on this machine (root): namespaces, rate, delay, jitter, loss.
     #[command(subcommand)]
     Lab(LabCommand),
@@ -115,6 +118,65 @@ pub struct CompareArgs {
     pub confidence: f64,
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TuneCommand {
+    /// The bandwidth-delay product and the buffer settings it implies, against this kernel.
+    #[command(after_help = "Example:\n  netsweep tune bdp --rate 10G --rtt 1.6ms")]
+    Bdp {
+        #[arg(long)]
+        rate: String,
+        #[arg(long)]
+        rtt: String,
+    },
+    /// Show the built-in profiles, or one profile with what each setting does.
+    Show {
+        profile: Option<String>,
+        #[command(flatten)]
+        common: TuneCommon,
+    },
+    /// Apply a profile; it stays until `tune restore` (or until Ctrl-C with --hold).
+    #[command(
+        after_help = "Examples:\n  netsweep tune apply large-buffers\n  netsweep tune apply high-bdp --rate 10G --rtt 20ms --target lab:wan:a\n  netsweep tune apply bigbuf --profiles profiles.toml --target netns:NAME\n  netsweep tune apply bigbuf --profiles profiles.toml --hold   # restored on Ctrl-C"
+    )]
+    Apply {
+        profile: String,
+        #[command(flatten)]
+        common: TuneCommon,
+        /// Change host-wide keys even on a namespace target.
+        #[arg(long)]
+        allow_host_wide: bool,
+        /// Stay in the foreground and restore on Ctrl-C, SIGTERM or SIGHUP.
+        #[arg(long)]
+        hold: bool,
+    },
+    /// Put back the values saved before `tune apply` (safe to repeat).
+    Restore {
+        #[command(flatten)]
+        common: TuneCommon,
+    },
+    /// What is applied on a target, with the original and current values.
+    Status {
+        #[command(flatten)]
+        common: TuneCommon,
+    },
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct TuneCommon {
+    /// local, netns:NAME, lab:NAME:a|b, or ssh:USER@HOST.
+    #[arg(long, default_value = "local")]
+    pub target: String,
+    /// A TOML file with [profiles.NAME.linux] / [profiles.NAME.freebsd] tables.
+    #[arg(long)]
+    pub profiles: Option<std::path::PathBuf>,
+    /// Path rate for the high-bdp profile.
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Path RTT for the high-bdp profile.
+    #[arg(long)]
+    pub rtt: Option<String>,
 }
 
 #[derive(Debug, Args)]

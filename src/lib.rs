@@ -13,6 +13,7 @@
 //! - `plan`, `runner`, `executor`, `store`, `campaign`: campaigns, their runs and their statistics.
 //! - `report`: HTML and Markdown reports with SVG charts.
 //! - `doctor`: host, path and libvirt diagnostics with fixes.
+//! - `tuning`: sysctl profiles applied with a journal and always restored.
 //! - `counters`, `hostfacts`: kernel counters and host facts (procfs/sysfs readers).
 //! - `session`: socket setup and stream threads shared by both ends.
 //! - `server` / `client`: the two ends of a test.
@@ -49,4 +50,5 @@ pub mod spec;
 pub mod stats;
 pub mod store;
 pub mod timeline;
+pub mod tuning;
 pub mod units;

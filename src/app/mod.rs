@@ -5,6 +5,7 @@ mod campaign;
 mod doctor;
 mod lab;
 mod stats;
+mod tune;
 
 use crate::cli::{Cli, ClientArgs, Command, ServerArgs, ServerConfig};
 use crate::client::{self, ClientConfig};
@@ -31,6 +32,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Import(a) => campaign::import(&a),
         Command::Report(a) => campaign::report(&a),
         Command::Doctor(a) => doctor::run(&a),
+        Command::Tune(c) => tune::run(c),
     }
 }
 

@@ -1,0 +1,215 @@
+//! `netsweep tune`.
+
+use crate::cli::{TuneCommand, TuneCommon};
+use crate::signals;
+use crate::tuning::{self, ApplyOptions, Target, profile};
+use crate::units::{BitRate, parse_duration};
+use anyhow::{Context, bail};
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+
+fn rate_rtt(c: &TuneCommon) -> anyhow::Result<Option<(f64, f64)>> {
+    match (&c.rate, &c.rtt) {
+        (Some(r), Some(t)) => Ok(Some((
+            r.parse::<BitRate>().context("--rate")?.bits_per_second(),
+            parse_duration(t).context("--rtt")?.as_secs_f64(),
+        ))),
+        (None, None) => Ok(None),
+        _ => bail!("--rate and --rtt go together"),
+    }
+}
+
+/// A profile by name: from --profiles first, then the built-ins.
+fn load(name: &str, c: &TuneCommon) -> anyhow::Result<profile::Profile> {
+    if let Some(f) = &c.profiles {
+        let text =
+            std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
+        let found =
+            profile::parse_file(&text).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        if let Some(p) = found.into_iter().find(|p| p.name == name) {
+            return Ok(p);
+        }
+    }
+    profile::builtin(name, rate_rtt(c)?).map_err(anyhow::Error::msg)
+}
+
+/// Runs the same command on the remote host through OpenSSH, with `--target local`.
+fn over_ssh(dest: &str) -> anyhow::Result<ExitCode> {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(i) = args.iter().position(|a| a == "--target") {
+        args[i + 1] = "local".into();
+    }
+    if let Some(i) = args.iter().position(|a| a.starts_with("--target=")) {
+        args[i] = "--target=local".into();
+    }
+    let status = std::process::Command::new("ssh")
+        .args(["-o", "BatchMode=yes", "--", dest, "netsweep"])
+        .args(&args)
+        .status()
+        .context("cannot run ssh (install openssh-client)")?;
+    Ok(if status.success() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// Restores a journal left by a crashed owner, saying so.
+fn recover_first(t: &Target) -> anyhow::Result<()> {
+    if let Some(r) = tuning::recover(t)? {
+        eprintln!(
+            "netsweep: restored {} setting(s) of profile {} on {} left by process {} that ended without restoring them",
+            r.entries.len(),
+            r.profile,
+            t.id(),
+            r.crashed_owner.unwrap_or(0)
+        );
+    }
+    Ok(())
+}
+
+pub fn run(cmd: TuneCommand) -> anyhow::Result<ExitCode> {
+    match cmd {
+        TuneCommand::Bdp { rate, rtt } => {
+            let r = rate.parse::<BitRate>().context("--rate")?.bits_per_second();
+            let t = parse_duration(&rtt).context("--rtt")?.as_secs_f64();
+            print!(
+                "{}",
+                tuning::bdp_text(r, t, &|k| crate::hostfacts::sysctl(
+                    std::path::Path::new("/proc"),
+                    k
+                ))
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        TuneCommand::Show {
+            profile: name,
+            common,
+        } => {
+            let names: Vec<String> = match name {
+                Some(n) => vec![n],
+                None => vec!["default".into(), "high-bdp".into(), "large-buffers".into()],
+            };
+            for n in names {
+                match load(&n, &common) {
+                    Ok(p) => {
+                        println!("{}: {}", p.name, p.description);
+                        for (k, (v, why)) in &p.linux {
+                            println!(
+                                "  {k} = \"{v}\"{}",
+                                if why.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!("   # {why}")
+                                }
+                            );
+                        }
+                        for (k, v) in &p.freebsd {
+                            let linux = profile::FREEBSD
+                                .iter()
+                                .find(|(f, _)| f == k)
+                                .map(|(_, l)| l.join(", "))
+                                .unwrap_or_default();
+                            println!(
+                                "  (FreeBSD) {k} = \"{v}\"   # means {linux} on Linux; applied on FreeBSD only"
+                            );
+                        }
+                    }
+                    Err(e) => println!("{n}: {e:#}"),
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        TuneCommand::Apply {
+            profile: name,
+            common,
+            allow_host_wide,
+            hold,
+        } => {
+            let t = Target::parse(&common.target).map_err(anyhow::Error::msg)?;
+            if let Target::Ssh(dest) = &t {
+                return over_ssh(dest);
+            }
+            recover_first(&t)?;
+            let p = load(&name, &common)?;
+            let stop = signals::install();
+            let opts = ApplyOptions {
+                allow_host_wide,
+                owner_pid: hold.then(std::process::id),
+            };
+            let entries = tuning::apply(&t, &p, &opts)?;
+            println!(
+                "applied profile {} on {} ({} settings; originals saved in {}):",
+                p.name,
+                t.id(),
+                entries.len(),
+                tuning::journal_dir().display()
+            );
+            for e in &entries {
+                println!("  {} = \"{}\" (was \"{}\")", e.key, e.applied, e.original);
+            }
+            if !hold {
+                println!(
+                    "restore with: netsweep tune restore --target {}",
+                    tuning::target_arg(&t)
+                );
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!("holding until Ctrl-C, SIGTERM or SIGHUP");
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            let r = tuning::restore(&t)?;
+            println!(
+                "restored {} setting(s) on {}",
+                r.map_or(0, |r| r.entries.len()),
+                t.id()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        TuneCommand::Restore { common } => {
+            let t = Target::parse(&common.target).map_err(anyhow::Error::msg)?;
+            if let Target::Ssh(dest) = &t {
+                return over_ssh(dest);
+            }
+            match tuning::restore(&t)? {
+                Some(r) => {
+                    println!("restored profile {} on {}:", r.profile, t.id());
+                    for e in &r.entries {
+                        println!("  {} = \"{}\"", e.key, e.original);
+                    }
+                }
+                None => println!("nothing to restore on {}", t.id()),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        TuneCommand::Status { common } => {
+            let t = Target::parse(&common.target).map_err(anyhow::Error::msg)?;
+            if let Target::Ssh(dest) = &t {
+                return over_ssh(dest);
+            }
+            recover_first(&t)?;
+            match tuning::read_journal(&t) {
+                Some(j) => {
+                    let owner = j
+                        .owner_pid
+                        .map_or("kept until `tune restore`".to_string(), |p| {
+                            format!("held by process {p}")
+                        });
+                    println!("{}: profile {} applied ({owner})", t.id(), j.profile);
+                    for e in &j.entries {
+                        let now = t
+                            .read(&e.key)
+                            .unwrap_or_else(|e| format!("unreadable: {e:#}"));
+                        println!(
+                            "  {} = \"{now}\" (applied \"{}\", original \"{}\")",
+                            e.key, e.applied, e.original
+                        );
+                    }
+                }
+                None => println!("{}: not tuned by netsweep", t.id()),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

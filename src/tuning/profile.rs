@@ -1,0 +1,336 @@
+//! Tuning profiles: named sets of sysctls per operating system. Built-ins (`default`,
+//! `high-bdp` sized from a rate and an RTT, `large-buffers` from the classic host-tuning
+//! guides), profile files in TOML, the allowlist of network sysctls, and the FreeBSD names
+//! understood (mapped to their Linux meaning).
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Where a sysctl takes effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    /// Each network namespace has its own value.
+    Namespace,
+    /// One value for the whole host (refused on a lab host unless asked).
+    HostWide,
+}
+
+/// Network sysctls netsweep may change, with their scope (measured on Linux 6.x; see
+/// shared/KERNEL-FACTS.md) and whether the value is text (a name) rather than numbers.
+const ALLOWED: [(&str, Scope, bool); 24] = [
+    ("net.core.rmem_max", Scope::HostWide, false),
+    ("net.core.wmem_max", Scope::HostWide, false),
+    ("net.core.rmem_default", Scope::HostWide, false),
+    ("net.core.wmem_default", Scope::HostWide, false),
+    ("net.core.netdev_max_backlog", Scope::HostWide, false),
+    ("net.core.netdev_budget", Scope::HostWide, false),
+    ("net.core.netdev_budget_usecs", Scope::HostWide, false),
+    ("net.core.default_qdisc", Scope::HostWide, true),
+    ("net.core.somaxconn", Scope::Namespace, false),
+    ("net.ipv4.tcp_rmem", Scope::Namespace, false),
+    ("net.ipv4.tcp_wmem", Scope::Namespace, false),
+    ("net.ipv4.tcp_mem", Scope::HostWide, false),
+    ("net.ipv4.udp_mem", Scope::HostWide, false),
+    ("net.ipv4.udp_rmem_min", Scope::Namespace, false),
+    ("net.ipv4.tcp_congestion_control", Scope::Namespace, true),
+    ("net.ipv4.tcp_timestamps", Scope::Namespace, false),
+    ("net.ipv4.tcp_sack", Scope::Namespace, false),
+    ("net.ipv4.tcp_window_scaling", Scope::Namespace, false),
+    ("net.ipv4.tcp_mtu_probing", Scope::Namespace, false),
+    ("net.ipv4.tcp_no_metrics_save", Scope::Namespace, false),
+    (
+        "net.ipv4.tcp_slow_start_after_idle",
+        Scope::Namespace,
+        false,
+    ),
+    ("net.ipv4.tcp_notsent_lowat", Scope::Namespace, false),
+    ("net.ipv4.tcp_adv_win_scale", Scope::Namespace, false),
+    ("net.ipv4.tcp_moderate_rcvbuf", Scope::Namespace, false),
+];
+
+/// The scope of an allowed key; `None` for keys not on the allowlist.
+pub fn scope(key: &str) -> Option<Scope> {
+    ALLOWED
+        .iter()
+        .find(|(k, _, _)| *k == key)
+        .map(|(_, s, _)| *s)
+}
+
+/// Checks a key and value before anything is written; the error says why.
+pub fn check(key: &str, value: &str) -> Result<(), String> {
+    if key.contains("..") || key.contains('/') || key.contains(['\n', '\0']) {
+        return Err(format!(
+            "sysctl name {key:?} is not accepted (no '..', '/' or newlines)"
+        ));
+    }
+    if value.contains(['\n', '\r', '\0']) {
+        return Err(format!("value for {key} contains a line break or NUL"));
+    }
+    let Some((_, _, text)) = ALLOWED.iter().find(|(k, _, _)| *k == key) else {
+        return Err(format!(
+            "{key} is not on netsweep's allowlist of network sysctls"
+        ));
+    };
+    let ok = if *text {
+        !value.is_empty()
+            && value.len() <= 32
+            && value.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    } else {
+        let parts: Vec<&str> = value.split_whitespace().collect();
+        !parts.is_empty() && parts.len() <= 3 && parts.iter().all(|p| p.parse::<u64>().is_ok())
+    };
+    if !ok {
+        return Err(format!(
+            "value {value:?} for {key} does not parse (expected {})",
+            if *text {
+                "a name"
+            } else {
+                "one to three whole numbers"
+            }
+        ));
+    }
+    Ok(())
+}
+
+/// FreeBSD names and the Linux keys they mean. Values carry over unchanged except where
+/// noted (`kern.ipc.maxsockbuf` bounds both directions; buffer maxima become the third field
+/// of tcp_rmem/tcp_wmem).
+pub const FREEBSD: [(&str, &[&str]); 6] = [
+    (
+        "kern.ipc.maxsockbuf",
+        &["net.core.rmem_max", "net.core.wmem_max"],
+    ),
+    ("net.inet.tcp.sendbuf_max", &["net.ipv4.tcp_wmem"]),
+    ("net.inet.tcp.recvbuf_max", &["net.ipv4.tcp_rmem"]),
+    (
+        "net.inet.tcp.cc.algorithm",
+        &["net.ipv4.tcp_congestion_control"],
+    ),
+    ("net.inet.tcp.sack.enable", &["net.ipv4.tcp_sack"]),
+    (
+        "net.inet.tcp.rfc1323",
+        &["net.ipv4.tcp_timestamps", "net.ipv4.tcp_window_scaling"],
+    ),
+];
+
+/// A named profile.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Profile {
+    pub name: String,
+    pub description: String,
+    /// Linux key -> (value, what it does).
+    pub linux: BTreeMap<String, (String, String)>,
+    /// FreeBSD names as written, with their values.
+    pub freebsd: BTreeMap<String, String>,
+}
+
+/// The built-in profiles; `high-bdp` needs the path's rate (bit/s) and RTT (s).
+pub fn builtin(name: &str, rate_rtt: Option<(f64, f64)>) -> Result<Profile, String> {
+    let mut linux = BTreeMap::new();
+    let mut set = |k: &str, v: String, why: &str| {
+        linux.insert(k.to_string(), (v, why.to_string()));
+    };
+    let description = match name {
+        "default" => "change nothing; the values in force are recorded".to_string(),
+        "high-bdp" => {
+            let (rate, rtt) = rate_rtt.ok_or("the high-bdp profile needs --rate and --rtt")?;
+            let bdp = (rate / 8.0 * rtt).ceil() as u64;
+            let max = (2 * bdp).max(4 << 20);
+            set(
+                "net.core.rmem_max",
+                max.to_string(),
+                "largest receive buffer a program may ask for (iperf -w, netsweep -w)",
+            );
+            set(
+                "net.core.wmem_max",
+                max.to_string(),
+                "largest send buffer a program may ask for",
+            );
+            set(
+                "net.ipv4.tcp_rmem",
+                format!("4096 131072 {max}"),
+                "min, default and autotuning maximum of TCP receive buffers: 2 x BDP keeps a window of one BDP",
+            );
+            set(
+                "net.ipv4.tcp_wmem",
+                format!("4096 16384 {max}"),
+                "min, default and autotuning maximum of TCP send buffers",
+            );
+            set(
+                "net.ipv4.tcp_no_metrics_save",
+                "1".into(),
+                "do not start new connections from a previous connection's (possibly bad) metrics",
+            );
+            format!(
+                "buffers sized for {} at {:.1} ms RTT (BDP {} bytes, buffers 2 x BDP)",
+                crate::units::BitRate(rate),
+                rtt * 1e3,
+                bdp
+            )
+        }
+        "large-buffers" => {
+            // ESnet host tuning for 10 Gbit/s paths up to about 100 ms.
+            set(
+                "net.core.rmem_max",
+                "67108864".into(),
+                "64 MiB: largest receive buffer a program may ask for",
+            );
+            set(
+                "net.core.wmem_max",
+                "67108864".into(),
+                "64 MiB: largest send buffer a program may ask for",
+            );
+            set(
+                "net.ipv4.tcp_rmem",
+                "4096 87380 33554432".into(),
+                "TCP receive autotuning up to 32 MiB",
+            );
+            set(
+                "net.ipv4.tcp_wmem",
+                "4096 65536 33554432".into(),
+                "TCP send autotuning up to 32 MiB",
+            );
+            set(
+                "net.ipv4.tcp_mtu_probing",
+                "1".into(),
+                "probe the path MTU when ICMP is blocked (black holes)",
+            );
+            set(
+                "net.core.netdev_max_backlog",
+                "30000".into(),
+                "longer per-CPU input queue for bursts at 10 Gbit/s",
+            );
+            "the classic large-buffer set of host-tuning guides (ESnet, 10 Gbit/s up to ~100 ms)"
+                .to_string()
+        }
+        other => {
+            return Err(format!(
+                "no built-in profile {other:?}: built-ins are default, high-bdp, large-buffers"
+            ));
+        }
+    };
+    Ok(Profile {
+        name: name.to_string(),
+        description,
+        linux,
+        freebsd: BTreeMap::new(),
+    })
+}
+
+/// Reads `[profiles.NAME.linux]` / `[profiles.NAME.freebsd]` tables (a profile file or a plan).
+pub fn parse_file(text: &str) -> Result<Vec<Profile>, String> {
+    let doc: toml_edit::Document<String> =
+        toml_edit::Document::parse(text.to_string()).map_err(|e| e.to_string())?;
+    let Some(profiles) = doc
+        .as_table()
+        .get("profiles")
+        .and_then(|p| p.as_table_like())
+    else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for (name, body) in profiles.iter() {
+        let table = body
+            .as_table_like()
+            .ok_or(format!("profiles.{name} must be a table"))?;
+        let mut p = Profile {
+            name: name.to_string(),
+            description: "from a profile file".into(),
+            linux: BTreeMap::new(),
+            freebsd: BTreeMap::new(),
+        };
+        for (os, kv) in table.iter() {
+            let kv = kv
+                .as_table_like()
+                .ok_or(format!("profiles.{name}.{os} must be a table of sysctls"))?;
+            for (k, v) in kv.iter() {
+                let v = v
+                    .as_str()
+                    .map(String::from)
+                    .or_else(|| v.as_integer().map(|i| i.to_string()))
+                    .ok_or(format!(
+                        "profiles.{name}.{os}.{k}: value must be a string or integer"
+                    ))?;
+                match os {
+                    "linux" => {
+                        check(k, &v).map_err(|e| format!("profiles.{name}.linux: {e}"))?;
+                        p.linux.insert(k.to_string(), (v, String::new()));
+                    }
+                    "freebsd" => {
+                        if !FREEBSD.iter().any(|(f, _)| *f == k) {
+                            return Err(format!(
+                                "profiles.{name}.freebsd: {k} is not a FreeBSD name netsweep knows"
+                            ));
+                        }
+                        p.freebsd.insert(k.to_string(), v);
+                    }
+                    other => {
+                        return Err(format!(
+                            "profiles.{name}: unknown operating system {other:?} (linux or freebsd)"
+                        ));
+                    }
+                }
+            }
+        }
+        out.push(p);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_issue_profile_file_is_accepted() {
+        let text = r#"
+[profiles.bigbuf.linux]
+"net.ipv4.tcp_rmem" = "4096 131072 16777216"
+"net.ipv4.tcp_wmem" = "4096 16384 16777216"
+
+[profiles.bigbuf.freebsd]
+"kern.ipc.maxsockbuf" = "16777216"
+"net.inet.tcp.sendbuf_max" = "16777216"
+"net.inet.tcp.recvbuf_max" = "16777216"
+"#;
+        let p = parse_file(text).unwrap();
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].linux["net.ipv4.tcp_rmem"].0, "4096 131072 16777216");
+        assert_eq!(p[0].freebsd.len(), 3);
+    }
+
+    #[test]
+    fn dangerous_keys_and_values_are_refused() {
+        assert!(check("net.ipv4.tcp_rmem", "4096 131072 16777216").is_ok());
+        assert!(
+            check("net/../kernel/panic", "1")
+                .unwrap_err()
+                .contains("not accepted")
+        );
+        assert!(
+            check("kernel.panic", "1")
+                .unwrap_err()
+                .contains("allowlist")
+        );
+        assert!(
+            check("net.ipv4.tcp_rmem", "lots")
+                .unwrap_err()
+                .contains("does not parse")
+        );
+        assert!(check("net.ipv4.tcp_rmem", "1\n2").is_err());
+        assert!(check("net.ipv4.tcp_congestion_control", "bbr; rm -rf /").is_err());
+        assert!(parse_file("[profiles.x.linux]\n\"kernel.panic\" = \"1\"\n").is_err());
+    }
+
+    #[test]
+    fn high_bdp_is_sized_from_rate_and_rtt() {
+        let p = builtin("high-bdp", Some((10e9, 0.0016))).unwrap();
+        // 10 Gbit/s x 1.6 ms = 2,000,000 bytes; buffers 2 x BDP but at least 4 MiB.
+        assert_eq!(p.linux["net.ipv4.tcp_rmem"].0, "4096 131072 4194304");
+        let p = builtin("high-bdp", Some((10e9, 0.1))).unwrap();
+        assert_eq!(p.linux["net.core.rmem_max"].0, "250000000");
+        assert!(builtin("high-bdp", None).is_err());
+        assert!(builtin("default", None).unwrap().linux.is_empty());
+    }
+}

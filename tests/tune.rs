@@ -1,0 +1,271 @@
+//! `netsweep tune` against a network namespace this test creates (root; CI runs it): apply,
+//! status and restore; kill -9 of a holding process and recovery by the next command; signals;
+//! and rejected profiles writing nothing.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A namespace of our own, deleted on drop.
+struct Ns(String);
+
+impl Ns {
+    fn new(tag: &str) -> Ns {
+        let name = format!("nswt-{tag}-{}", std::process::id());
+        assert!(
+            Command::new("ip")
+                .args(["netns", "add", &name])
+                .status()
+                .unwrap()
+                .success()
+        );
+        Ns(name)
+    }
+
+    fn read(&self, key: &str) -> String {
+        let out = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &self.0,
+                "cat",
+                &format!("/proc/sys/{}", key.replace('.', "/")),
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn target(&self) -> String {
+        format!("netns:{}", self.0)
+    }
+}
+
+impl Drop for Ns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+const KEYS: [&str; 6] = [
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_sack",
+    "net.ipv4.tcp_timestamps",
+    "net.ipv4.tcp_no_metrics_save",
+    "net.core.somaxconn",
+];
+
+fn snapshot(ns: &Ns) -> Vec<String> {
+    KEYS.iter().map(|k| ns.read(k)).collect()
+}
+
+fn tune(runtime: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .env("NETSWEEP_RUNTIME_DIR", runtime)
+        .arg("tune")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
+}
+
+fn profile_file(dir: &Path, body: &str) -> String {
+    let p = dir.join("profiles.toml");
+    std::fs::write(&p, body).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+const BIGBUF: &str = "[profiles.bigbuf.linux]\n\"net.ipv4.tcp_rmem\" = \"4096 131072 16777216\"\n\"net.ipv4.tcp_wmem\" = \"4096 16384 16777216\"\n\"net.ipv4.tcp_no_metrics_save\" = \"1\"\n\n[profiles.bigbuf.freebsd]\n\"kern.ipc.maxsockbuf\" = \"16777216\"\n\"net.inet.tcp.sendbuf_max\" = \"16777216\"\n\"net.inet.tcp.recvbuf_max\" = \"16777216\"\n";
+
+#[test]
+fn apply_status_restore_in_a_namespace() {
+    if !common::root_or_skip("apply_status_restore_in_a_namespace") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ns = Ns::new("a");
+    let before = snapshot(&ns);
+    let file = profile_file(dir.path(), BIGBUF);
+    let t = ns.target();
+    let o = tune(
+        dir.path(),
+        &["apply", "bigbuf", "--profiles", &file, "--target", &t],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(ns.read("net.ipv4.tcp_rmem"), "4096 131072 16777216");
+    assert_eq!(ns.read("net.ipv4.tcp_no_metrics_save"), "1");
+    let o = tune(dir.path(), &["status", "--target", &t]);
+    assert!(text(&o).contains("profile bigbuf applied"), "{}", text(&o));
+    // A second profile on a tuned target is refused.
+    let o = tune(
+        dir.path(),
+        &["apply", "bigbuf", "--profiles", &file, "--target", &t],
+    );
+    assert!(
+        !o.status.success() && text(&o).contains("already tuned"),
+        "{}",
+        text(&o)
+    );
+    let o = tune(dir.path(), &["restore", "--target", &t]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(snapshot(&ns), before);
+    let o = tune(dir.path(), &["restore", "--target", &t]);
+    assert!(
+        text(&o).contains("nothing to restore"),
+        "restore is idempotent"
+    );
+    // FreeBSD names are understood and shown with their Linux meaning.
+    let o = tune(dir.path(), &["show", "bigbuf", "--profiles", &file]);
+    assert!(
+        text(&o).contains("kern.ipc.maxsockbuf") && text(&o).contains("net.core.rmem_max"),
+        "{}",
+        text(&o)
+    );
+}
+
+fn wait_for_journal(runtime: &Path) {
+    let t0 = Instant::now();
+    while std::fs::read_dir(runtime.join("tuning"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+        == 0
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no journal appeared"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+}
+
+#[test]
+fn kill_9_of_a_holder_is_restored_by_the_next_command() {
+    if !common::root_or_skip("kill_9_of_a_holder_is_restored_by_the_next_command") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ns = Ns::new("k");
+    let before = snapshot(&ns);
+    let file = profile_file(dir.path(), BIGBUF);
+    let mut holder = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .env("NETSWEEP_RUNTIME_DIR", dir.path())
+        .args([
+            "tune",
+            "apply",
+            "bigbuf",
+            "--profiles",
+            &file,
+            "--target",
+            &ns.target(),
+            "--hold",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_journal(dir.path());
+    assert_eq!(ns.read("net.ipv4.tcp_rmem"), "4096 131072 16777216");
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    assert_ne!(snapshot(&ns), before, "a kill -9 cannot restore by itself");
+    let o = tune(dir.path(), &["status", "--target", &ns.target()]);
+    assert!(text(&o).contains("ended without restoring"), "{}", text(&o));
+    assert_eq!(snapshot(&ns), before);
+}
+
+#[test]
+fn sigint_sigterm_and_sighup_restore_a_holder() {
+    if !common::root_or_skip("sigint_sigterm_and_sighup_restore_a_holder") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ns = Ns::new("s");
+    let before = snapshot(&ns);
+    let file = profile_file(dir.path(), BIGBUF);
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let holder = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .env("NETSWEEP_RUNTIME_DIR", dir.path())
+            .args([
+                "tune",
+                "apply",
+                "bigbuf",
+                "--profiles",
+                &file,
+                "--target",
+                &ns.target(),
+                "--hold",
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_for_journal(dir.path());
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(holder.id() as i32, sig) };
+        let out = holder.wait_with_output().unwrap();
+        assert!(out.status.success(), "signal {sig}");
+        assert_eq!(snapshot(&ns), before, "after signal {sig}");
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("tuning"))
+                .unwrap()
+                .count(),
+            0,
+            "journal removed"
+        );
+    }
+}
+
+#[test]
+fn rejected_keys_and_values_write_nothing() {
+    if !common::root_or_skip("rejected_keys_and_values_write_nothing") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ns = Ns::new("r");
+    let before = snapshot(&ns);
+    let t = ns.target();
+    for (body, why) in [
+        // A good key with a host-wide one: refused as a whole on a namespace.
+        (
+            "[profiles.p.linux]\n\"net.ipv4.tcp_sack\" = \"0\"\n\"net.core.rmem_max\" = \"9999999\"\n",
+            "host-wide",
+        ),
+        // A value that does not parse.
+        (
+            "[profiles.p.linux]\n\"net.ipv4.tcp_sack\" = \"0\"\n\"net.ipv4.tcp_rmem\" = \"lots\"\n",
+            "does not parse",
+        ),
+        // A key off the allowlist, and path tricks.
+        (
+            "[profiles.p.linux]\n\"net.ipv4.tcp_sack\" = \"0\"\n\"kernel.panic\" = \"1\"\n",
+            "allowlist",
+        ),
+        (
+            "[profiles.p.linux]\n\"net.ipv4.tcp_sack\" = \"0\"\n\"net/../kernel.panic\" = \"1\"\n",
+            "not accepted",
+        ),
+    ] {
+        let file = profile_file(dir.path(), body);
+        let o = tune(
+            dir.path(),
+            &["apply", "p", "--profiles", &file, "--target", &t],
+        );
+        assert!(!o.status.success(), "{body}");
+        assert!(text(&o).contains(why), "{why}: {}", text(&o));
+        assert_eq!(snapshot(&ns), before, "nothing written for {why}");
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("tuning"))
+                .map(|d| d.count())
+                .unwrap_or(0),
+            0
+        );
+    }
+}
