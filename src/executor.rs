@@ -176,6 +176,13 @@ impl Executor for LabExecutor {
         json!({ "a": facts(Host::A), "b": facts(Host::B), "path": serde_json::to_value(self.lab().path()).unwrap_or_default() })
     }
 
+    fn tuning_targets(&self) -> Vec<crate::tuning::Target> {
+        [Host::A, Host::B]
+            .into_iter()
+            .map(|h| crate::tuning::Target::Netns(self.lab().namespace(h)))
+            .collect()
+    }
+
     fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {
         let (a0, b0) = self.snapshot();
         let addr = SocketAddr::new(Host::B.address(), crate::cli::DEFAULT_PORT);

@@ -68,6 +68,8 @@ pub struct Repeat {
     pub pause: Duration,
     pub order: Order,
     pub seed: Option<u64>,
+    /// Keep each round's configurations of one tuning profile together (fewer switches).
+    pub group_profiles: bool,
 }
 
 /// A validated plan.
@@ -79,7 +81,12 @@ pub struct Plan {
     pub base: TestSpec,
     pub dimensions: Vec<Dimension>,
     pub repeat: Repeat,
+    /// The tuning profiles the `profile` dimension names, resolved.
+    pub profiles: Vec<crate::tuning::profile::Profile>,
 }
+
+/// The dimension whose values are tuning profiles.
+pub const PROFILE_DIMENSION: &str = "profile";
 
 /// One problem in a plan file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -318,9 +325,14 @@ impl Plan {
         let base = read_test(&mut r, root.get("test"));
         let mut dimensions = read_matrix(&mut r, root.get("matrix"), &base);
         dimensions.extend(read_user_dimensions(&mut r, root.get("dimensions")));
-        if let Some(p) = root.get("profiles") {
-            r.issue(p.span(), "tuning profiles are not supported yet (netsweep tune is a later issue): remove [profiles]");
-        }
+        let file_profiles = match crate::tuning::profile::parse_file(text) {
+            Ok(p) => p,
+            Err(e) => {
+                r.issue(root.get("profiles").and_then(Item::span), e);
+                Vec::new()
+            }
+        };
+        let profiles = resolve_profiles(&mut r, root.get("matrix"), &target, file_profiles);
         let repeat = read_repeat(&mut r, root.get("repeat"));
         if r.issues.is_empty() {
             // Every configuration must make a valid test.
@@ -331,6 +343,7 @@ impl Plan {
                 base,
                 dimensions,
                 repeat,
+                profiles,
             };
             for cfg in plan.configurations() {
                 if let Err(msg) = plan
@@ -529,8 +542,26 @@ fn read_matrix(r: &mut Reader, item: Option<&Item>, base: &TestSpec) -> Vec<Dime
     let mut dims = Vec::new();
     for (k, v) in table.iter() {
         let kspan = table.get_key_value(k).and_then(|(key, _)| key.span());
-        if k == "profile" {
-            r.issue(kspan, "a profile dimension needs tuning profiles, which are not supported yet (netsweep tune is a later issue)");
+        if k == PROFILE_DIMENSION {
+            // Values are checked by `resolve_profiles`; here they only make configurations.
+            let values = v
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(scalar)
+                        .map(|label| DimValue {
+                            label,
+                            setup: None,
+                            teardown: None,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            dims.push(Dimension {
+                name: k.to_string(),
+                user: true,
+                values,
+            });
             continue;
         }
         if !OPTIONS.contains(&k) {
@@ -582,10 +613,10 @@ fn read_user_dimensions(r: &mut Reader, item: Option<&Item>) -> Vec<Dimension> {
     };
     let mut dims = Vec::new();
     for (name, d) in table.iter() {
-        if OPTIONS.contains(&name) {
+        if OPTIONS.contains(&name) || name == PROFILE_DIMENSION {
             r.issue(
                 d.span(),
-                format!("dimension {name:?} has the name of a client option: sweep it in [matrix]"),
+                format!("dimension {name:?} has the name of a client option or of the tuning profiles: sweep it in [matrix]"),
             );
             continue;
         }
@@ -625,17 +656,69 @@ fn read_user_dimensions(r: &mut Reader, item: Option<&Item>) -> Vec<Dimension> {
     dims
 }
 
+/// Finds every profile the matrix names: in the plan's `[profiles]`, else a built-in
+/// (`high-bdp` is sized from the lab target's rate and RTT).
+fn resolve_profiles(
+    r: &mut Reader,
+    matrix: Option<&Item>,
+    target: &Target,
+    from_file: Vec<crate::tuning::profile::Profile>,
+) -> Vec<crate::tuning::profile::Profile> {
+    let Some(arr) = matrix
+        .and_then(Item::as_table)
+        .and_then(|t| t.get(PROFILE_DIMENSION))
+    else {
+        return Vec::new();
+    };
+    let Some(arr) = arr.as_array() else {
+        r.issue(arr.span(), "matrix profile must be a list of profile names");
+        return Vec::new();
+    };
+    let rate_rtt = match target {
+        Target::Lab { path, .. } | Target::Auto { path, .. } => path
+            .rate_bps
+            .zip((!path.delay.is_zero()).then(|| path.rtt().as_secs_f64())),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for v in arr.iter() {
+        let Some(name) = scalar(v) else { continue };
+        match from_file.iter().find(|p| p.name == name) {
+            Some(p) => out.push(p.clone()),
+            None => match crate::tuning::profile::builtin(&name, rate_rtt) {
+                Ok(p) => out.push(p),
+                Err(e) => r.issue(
+                    v.span(),
+                    format!("profile {name:?}: {e}; define it in [profiles.{name}.linux]"),
+                ),
+            },
+        }
+    }
+    out
+}
+
 fn read_repeat(r: &mut Reader, item: Option<&Item>) -> Repeat {
     let mut rep = Repeat {
         count: 3,
         pause: Duration::ZERO,
         order: Order::Interleaved,
         seed: None,
+        group_profiles: false,
     };
     let Some(table) = item.and_then(Item::as_table) else {
         return rep;
     };
-    r.unknown_keys(table, "repeat", &["count", "pause", "order", "seed"]);
+    r.unknown_keys(
+        table,
+        "repeat",
+        &["count", "pause", "order", "seed", "group_profiles"],
+    );
+    if let Some((v, span)) = r.string(table, "group_profiles") {
+        match parse_bool(&v) {
+            Ok(b) => rep.group_profiles = b,
+            Err(e) => r.issue(span, format!("repeat group_profiles: {e}")),
+        }
+    }
     if let Some((v, span)) = r.string(table, "count") {
         match v.parse::<u32>() {
             Ok(n) if (1..=100_000).contains(&n) => rep.count = n,

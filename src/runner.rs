@@ -5,7 +5,7 @@
 //!
 //! Resuming recomputes the same schedule from the stored seed and skips what is stored.
 
-use crate::plan::{Order, Plan, label};
+use crate::plan::{Order, PROFILE_DIMENSION, Plan, label};
 use crate::result::TestResult;
 use crate::spec::TestSpec;
 use crate::store::{ConfigRow, NewRun, Store, now_unix};
@@ -34,10 +34,22 @@ pub trait Executor {
     fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome;
     /// Runs a setup or teardown command of a user dimension.
     fn shell(&mut self, command: &str) -> Result<(), String>;
+    /// Where tuning profiles are applied (client and, when reachable, server side).
+    fn tuning_targets(&self) -> Vec<crate::tuning::Target> {
+        vec![crate::tuning::Target::Local]
+    }
 }
 
-/// The run order: (configuration position, round), deterministic for a seed.
-pub fn schedule(configs: usize, count: u32, order: Order, seed: u64) -> Vec<(usize, u32)> {
+/// The run order: (configuration position, round), deterministic for a seed. With `groups`
+/// (a group number per configuration, e.g. its tuning profile), each interleaved round keeps a
+/// group's configurations together, the groups in shuffled order.
+pub fn schedule(
+    configs: usize,
+    count: u32,
+    order: Order,
+    seed: u64,
+    groups: Option<&[usize]>,
+) -> Vec<(usize, u32)> {
     match order {
         Order::Sequential => (0..configs)
             .flat_map(|c| (0..count).map(move |r| (c, r)))
@@ -48,6 +60,20 @@ pub fn schedule(configs: usize, count: u32, order: Order, seed: u64) -> Vec<(usi
             for r in 0..count {
                 let mut round: Vec<usize> = (0..configs).collect();
                 round.shuffle(&mut rng);
+                if let Some(g) = groups {
+                    let mut first_seen: Vec<usize> = Vec::new();
+                    for c in &round {
+                        let grp = g.get(*c).copied().unwrap_or(0);
+                        if !first_seen.contains(&grp) {
+                            first_seen.push(grp);
+                        }
+                    }
+                    round.sort_by_key(|c| {
+                        first_seen
+                            .iter()
+                            .position(|x| *x == g.get(*c).copied().unwrap_or(0))
+                    });
+                }
                 out.extend(round.into_iter().map(|c| (c, r)));
             }
             out
@@ -62,6 +88,8 @@ pub enum Progress {
         total: usize,
         already_done: usize,
     },
+    /// Something the user should know (e.g. tuning restored after a crash).
+    Note(String),
     RunFinished {
         done: usize,
         total: usize,
@@ -148,7 +176,36 @@ pub fn run_campaign(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> anyhow::Result<Outcome> {
     let configs: Vec<ConfigRow> = store.configurations(campaign)?;
-    let order = schedule(configs.len(), plan.repeat.count, plan.repeat.order, seed);
+    let profile_of = |c: &ConfigRow| {
+        c.dims
+            .iter()
+            .find(|(k, _)| k == PROFILE_DIMENSION)
+            .map(|(_, v)| v.clone())
+    };
+    let groups: Option<Vec<usize>> = plan.repeat.group_profiles.then(|| {
+        let values: Vec<String> = plan.profiles.iter().map(|p| p.name.clone()).collect();
+        configs
+            .iter()
+            .map(|c| {
+                profile_of(c)
+                    .and_then(|p| values.iter().position(|v| *v == p))
+                    .unwrap_or(0)
+            })
+            .collect()
+    });
+    let order = schedule(
+        configs.len(),
+        plan.repeat.count,
+        plan.repeat.order,
+        seed,
+        groups.as_deref(),
+    );
+    let mut tuner = (!plan.profiles.is_empty()).then(|| Tuner::new(plan, exec.tuning_targets()));
+    if let Some(t) = &tuner {
+        for note in t.recover() {
+            on_progress(&Progress::Note(note));
+        }
+    }
     let done = store.finished_slots(campaign)?;
     let total = order.len();
     on_progress(&Progress::Started {
@@ -176,16 +233,22 @@ pub fn run_campaign(
         let t0 = Instant::now();
         let cfg = &configs[pos];
         let started_unix = now_unix();
-        let (result, counters, test_time) = match user.switch(plan, &cfg.dims, exec) {
-            Err(e) => (Err(e), None, Duration::ZERO),
-            Ok(()) => match plan.spec_for(&cfg.dims) {
-                Err(e) => (Err(e), None, Duration::ZERO),
-                Ok(spec) => {
-                    let o = exec.run_test(&spec, stop);
-                    (o.result, o.counters, o.engine_time)
-                }
-            },
+        let tuned = match (&mut tuner, profile_of(cfg)) {
+            (Some(t), Some(p)) => t.switch(&p),
+            _ => Ok(()),
         };
+        let tuning_json = tuner.as_ref().map(|t| t.values().to_string());
+        let (result, counters, test_time) =
+            match tuned.and_then(|_| user.switch(plan, &cfg.dims, exec)) {
+                Err(e) => (Err(e), None, Duration::ZERO),
+                Ok(()) => match plan.spec_for(&cfg.dims) {
+                    Err(e) => (Err(e), None, Duration::ZERO),
+                    Ok(spec) => {
+                        let o = exec.run_test(&spec, stop);
+                        (o.result, o.counters, o.engine_time)
+                    }
+                },
+            };
         if stop.load(Ordering::Relaxed) {
             // An interrupted test is not a finished run: --resume runs it again.
             outcome.interrupted = true;
@@ -204,7 +267,7 @@ pub fn run_campaign(
                 error: error.clone(),
                 result: result.ok(),
                 counters_json: counters.map(|c| c.to_string()),
-                tuning_json: None,
+                tuning_json,
                 imported: None,
             },
         )?;
@@ -237,10 +300,132 @@ pub fn run_campaign(
         }
     }
     user.teardown_all(plan, exec);
+    if let Some(mut t) = tuner.take() {
+        for note in t.restore_all() {
+            on_progress(&Progress::Note(note));
+        }
+    }
     if !outcome.interrupted {
         store.finish_campaign(campaign)?;
     }
     Ok(outcome)
+}
+
+/// Applies the tuning profile each run needs on every target, and puts everything back at
+/// the end, on error (drop) and after a crash (the journal, via `recover`).
+struct Tuner {
+    targets: Vec<crate::tuning::Target>,
+    profiles: Vec<crate::tuning::profile::Profile>,
+    current: Option<String>,
+    /// Keys recorded with every run: those of every profile of the plan.
+    keys: Vec<String>,
+}
+
+impl Tuner {
+    fn new(plan: &Plan, targets: Vec<crate::tuning::Target>) -> Tuner {
+        let mut keys: Vec<String> = plan
+            .profiles
+            .iter()
+            .flat_map(|p| p.linux.keys().cloned())
+            .collect();
+        keys.sort();
+        keys.dedup();
+        Tuner {
+            targets,
+            profiles: plan.profiles.clone(),
+            current: None,
+            keys,
+        }
+    }
+
+    fn recover(&self) -> Vec<String> {
+        self.targets
+            .iter()
+            .filter_map(|t| match crate::tuning::recover(t) {
+                Ok(Some(r)) => Some(format!(
+                    "restored {} setting(s) of profile {} on {} left by process {} that ended without restoring them",
+                    r.entries.len(),
+                    r.profile,
+                    t.id(),
+                    r.crashed_owner.unwrap_or(0)
+                )),
+                Ok(None) => None,
+                Err(e) => Some(format!("could not restore the tuning journal of {}: {e:#}", t.id())),
+            })
+            .collect()
+    }
+
+    fn switch(&mut self, name: &str) -> Result<(), String> {
+        if self.current.as_deref() == Some(name) {
+            return Ok(());
+        }
+        for t in &self.targets {
+            crate::tuning::restore(t)
+                .map_err(|e| format!("restoring tuning on {}: {e:#}", t.id()))?;
+        }
+        self.current = None;
+        let p = self
+            .profiles
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or(format!("no profile {name}"))?;
+        let opts = crate::tuning::ApplyOptions {
+            allow_host_wide: false,
+            owner_pid: Some(std::process::id()),
+        };
+        for t in &self.targets {
+            if let Err(e) = crate::tuning::apply(t, p, &opts) {
+                for u in &self.targets {
+                    let _ = crate::tuning::restore(u);
+                }
+                return Err(format!("applying profile {name} on {}: {e:#}", t.id()));
+            }
+        }
+        self.current = Some(name.to_string());
+        Ok(())
+    }
+
+    /// The values in force on every target.
+    fn values(&self) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        out.insert(
+            "profile".into(),
+            serde_json::Value::from(self.current.clone()),
+        );
+        for t in &self.targets {
+            let vals: serde_json::Map<String, serde_json::Value> = self
+                .keys
+                .iter()
+                .filter_map(|k| {
+                    t.read(k)
+                        .ok()
+                        .map(|v| (k.clone(), serde_json::Value::from(v)))
+                })
+                .collect();
+            out.insert(t.id(), serde_json::Value::Object(vals));
+        }
+        serde_json::Value::Object(out)
+    }
+
+    fn restore_all(&mut self) -> Vec<String> {
+        self.current = None;
+        self.targets
+            .iter()
+            .filter_map(|t| {
+                crate::tuning::restore(t)
+                    .err()
+                    .map(|e| format!("restoring {}: {e:#}", t.id()))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Tuner {
+    fn drop(&mut self) {
+        for e in self.restore_all() {
+            eprintln!("netsweep: {e}");
+        }
+    }
 }
 
 fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) {

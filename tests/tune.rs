@@ -269,3 +269,99 @@ fn rejected_keys_and_values_write_nothing() {
         );
     }
 }
+
+/// A tuned campaign run inside a lab host: SIGINT at 50 random moments (and one kill -9)
+/// always leaves every touched key at its original value, and every run records the values
+/// in force.
+#[test]
+fn sigint_at_50_random_moments_of_a_tuned_campaign_restores_everything() {
+    if !common::root_or_skip("sigint_at_50_random_moments_of_a_tuned_campaign_restores_everything")
+    {
+        return;
+    }
+    use netsweep::lab::{Host, Lab, LabOptions, PathConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let lab_opts = LabOptions {
+        state_dir: dir.path().join("labs"),
+        ..LabOptions::default()
+    };
+    let lab = Lab::up(
+        &format!("tq{}", std::process::id() % 100_000),
+        PathConfig::default(),
+        &lab_opts,
+    )
+    .unwrap();
+    let _server = lab
+        .start_server(Host::B, netsweep::spec::ServerLimits::default())
+        .unwrap();
+    let ns = Ns(lab.namespace(Host::A));
+    let before = snapshot(&ns);
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[target]\nkind = \"address\"\nhost = \"198.18.0.2:5310\"\n[test]\nduration = \"300ms\"\ninterval = \"100ms\"\n\
+             [matrix]\nwindow = [\"64K\", \"256K\"]\nprofile = [\"default\", \"bigbuf\"]\n[repeat]\ncount = 40\nseed = 5\n\n{BIGBUF}"
+        ),
+    )
+    .unwrap();
+    let db = dir.path().join("t.db");
+    let runtime = dir.path().join("rt");
+    let runner = |resume: bool| {
+        let mut c = Command::new("ip");
+        c.args([
+            "netns",
+            "exec",
+            &ns.0,
+            env!("CARGO_BIN_EXE_netsweep"),
+            "run",
+        ])
+        .arg(&plan)
+        .arg("--db")
+        .arg(&db)
+        .env("NETSWEEP_RUNTIME_DIR", &runtime)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        if resume {
+            c.arg("--resume");
+        }
+        c
+    };
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    for i in 0..50 {
+        let started = db.exists();
+        let child = runner(started).spawn().unwrap();
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        std::thread::sleep(Duration::from_millis(150 + rng % 1200));
+        // `ip netns exec` execs netsweep, so the pid is netsweep's own.
+        let sig = if i == 25 { libc::SIGKILL } else { libc::SIGINT };
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let out = child.wait_with_output().unwrap();
+        if sig == libc::SIGKILL {
+            // The next tuning command (here: the next runner) restores from the journal.
+            continue;
+        }
+        let _ = out;
+        assert_eq!(
+            snapshot(&ns),
+            before,
+            "a key was left changed after SIGINT number {i}"
+        );
+    }
+    let o = runner(true).status().unwrap();
+    assert!(o.success() || o.code() == Some(2), "final run");
+    assert_eq!(snapshot(&ns), before, "after the campaign");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let (n, tuned): (i64, i64) = conn
+        .query_row(
+            "SELECT count(*), sum(tuning_json LIKE '%\"profile\":\"bigbuf\"%' AND tuning_json LIKE '%16777216%') FROM run",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(n, 160, "every run stored once");
+    assert_eq!(tuned, 80, "bigbuf runs record the values in force");
+}

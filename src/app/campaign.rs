@@ -167,6 +167,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
                 println!("{already_done} of {total} runs already stored");
             }
             Progress::Started { .. } => {}
+            Progress::Note(n) => println!("note: {n}"),
             Progress::RunFinished {
                 done,
                 total,

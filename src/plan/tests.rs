@@ -33,7 +33,8 @@ fn the_issue_plan_is_accepted() {
             count: 3,
             pause: Duration::ZERO,
             order: Order::Interleaved,
-            seed: Some(7)
+            seed: Some(7),
+            group_profiles: false,
         }
     );
     let cfgs = p.configurations();
@@ -103,7 +104,7 @@ fn toml_syntax_errors_have_a_line_too() {
 }
 
 #[test]
-fn profiles_are_rejected_until_tuning_exists() {
+fn profiles_from_the_plan_and_built_ins_make_a_dimension() {
     let text = format!(
         "{ISSUE_PLAN}\n[profiles.bigbuf.linux]\n\"net.ipv4.tcp_rmem\" = \"4096 131072 16777216\"\n"
     );
@@ -111,16 +112,29 @@ fn profiles_are_rejected_until_tuning_exists() {
         "parallel = [1, 2]",
         "parallel = [1, 2]\nprofile = [\"default\", \"bigbuf\"]",
     );
-    let err = Plan::parse("p.toml", &text).unwrap_err();
-    assert!(
-        err.issues
-            .iter()
-            .any(|i| i.message.contains("profile dimension")),
-        "{err}"
+    let p = Plan::parse("p.toml", &text).unwrap();
+    assert_eq!(p.configurations().len(), 8);
+    assert_eq!(p.profiles.len(), 2);
+    assert_eq!(
+        p.profiles[1].linux["net.ipv4.tcp_rmem"].0,
+        "4096 131072 16777216"
     );
+    // Profiles do not change the test itself.
+    let cfg = p
+        .configurations()
+        .into_iter()
+        .find(|c| c.iter().any(|(k, v)| k == "profile" && v == "bigbuf"))
+        .unwrap();
+    assert_eq!(p.spec_for(&cfg).unwrap().window_bytes, Some(65536));
+    let bad = text.replace("\"default\", \"bigbuf\"", "\"default\", \"hugebuf\"");
+    let err = Plan::parse("p.toml", &bad).unwrap_err();
+    assert!(err.to_string().contains("hugebuf"), "{err}");
+    let bad = text.replace("4096 131072 16777216", "lots");
     assert!(
-        err.issues.iter().any(|i| i.message.contains("[profiles]")),
-        "{err}"
+        Plan::parse("p.toml", &bad)
+            .unwrap_err()
+            .to_string()
+            .contains("does not parse")
     );
 }
 

@@ -123,7 +123,7 @@ fn setup(dir: &tempfile::TempDir) -> (Plan, Store, i64) {
 
 #[test]
 fn interleaved_rounds_run_every_configuration_once_each() {
-    let order = schedule(8, 3, Order::Interleaved, 7);
+    let order = schedule(8, 3, Order::Interleaved, 7, None);
     assert_eq!(order.len(), 24);
     for r in 0..3 {
         let mut round: Vec<usize> = order
@@ -146,9 +146,18 @@ fn interleaved_rounds_run_every_configuration_once_each() {
         order[0..8].iter().map(|x| x.0).collect::<Vec<_>>(),
         order[8..16].iter().map(|x| x.0).collect::<Vec<_>>()
     );
-    assert_eq!(order, schedule(8, 3, Order::Interleaved, 7));
-    assert_ne!(order, schedule(8, 3, Order::Interleaved, 8));
-    let seq = schedule(2, 2, Order::Sequential, 7);
+    assert_eq!(order, schedule(8, 3, Order::Interleaved, 7, None));
+    assert_ne!(order, schedule(8, 3, Order::Interleaved, 8, None));
+    let seq = schedule(2, 2, Order::Sequential, 7, None);
+    // Grouping keeps each group's configurations together within a round.
+    let grouped = schedule(6, 4, Order::Interleaved, 3, Some(&[0, 1, 0, 1, 0, 1]));
+    for round in grouped.chunks(6) {
+        let g: Vec<usize> = round.iter().map(|(c, _)| c % 2).collect();
+        assert!(
+            g[..3].iter().all(|x| *x == g[0]) && g[3..].iter().all(|x| *x != g[0]),
+            "{round:?}"
+        );
+    }
     assert_eq!(seq, vec![(0, 0), (0, 1), (1, 0), (1, 1)]);
 }
 
@@ -279,7 +288,7 @@ fn resume_skips_finished_runs_and_keeps_the_original_order() {
         *seen.entry((r.configuration.clone(), r.round)).or_insert(0) += 1;
     }
     assert!(seen.values().all(|&n| n == 1));
-    let expected: Vec<(usize, u32)> = schedule(8, 3, Order::Interleaved, 7);
+    let expected: Vec<(usize, u32)> = schedule(8, 3, Order::Interleaved, 7, None);
     let configs = store.configurations(id).unwrap();
     for (r, (pos, round)) in runs.iter().zip(expected) {
         assert_eq!(
