@@ -177,6 +177,12 @@ pub struct TuneCommon {
     /// Path RTT for the high-bdp profile.
     #[arg(long)]
     pub rtt: Option<String>,
+    /// ssh targets: an OpenSSH option passed as `-o OPTION` (repeatable), e.g. Port=2222.
+    #[arg(long = "ssh-option")]
+    pub ssh_options: Vec<String>,
+    /// ssh targets: the netsweep command on the remote host.
+    #[arg(long, default_value = "netsweep")]
+    pub remote_netsweep: String,
 }
 
 #[derive(Debug, Args)]

@@ -365,3 +365,124 @@ fn sigint_at_50_random_moments_of_a_tuned_campaign_restores_everything() {
     assert_eq!(n, 160, "every run stored once");
     assert_eq!(tuned, 80, "bigbuf runs record the values in force");
 }
+
+/// The ssh target end to end: a throwaway OpenSSH server inside a lab host, a throwaway key,
+/// and `netsweep tune ... --target ssh:root@198.18.0.2` from the other host.
+#[test]
+fn the_ssh_target_tunes_and_restores_a_remote_host() {
+    if !common::root_or_skip("the_ssh_target_tunes_and_restores_a_remote_host")
+        || !common::tool_or_skip(
+            "the_ssh_target_tunes_and_restores_a_remote_host",
+            "ssh-keygen",
+        )
+        || !common::tool_or_skip(
+            "the_ssh_target_tunes_and_restores_a_remote_host",
+            "/usr/sbin/sshd",
+        )
+    {
+        return;
+    }
+    use netsweep::lab::{Host, Lab, LabOptions, PathConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lab = Lab::up(
+        &format!("ts{}", std::process::id() % 100_000),
+        PathConfig::default(),
+        &LabOptions {
+            state_dir: d.join("labs"),
+            ..LabOptions::default()
+        },
+    )
+    .unwrap();
+    let nb = Ns(lab.namespace(Host::B));
+    let before = snapshot(&nb);
+    for (file, kind) in [("host_key", "ed25519"), ("client_key", "ed25519")] {
+        assert!(
+            Command::new("ssh-keygen")
+                .args(["-q", "-t", kind, "-N", "", "-f"])
+                .arg(d.join(file))
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+    std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
+    std::fs::create_dir_all("/run/sshd").unwrap();
+    let config = d.join("sshd_config");
+    std::fs::write(
+        &config,
+        format!(
+            "Port 2222\nListenAddress 198.18.0.2\nHostKey {}\nPidFile none\nAuthorizedKeysFile {}\nPermitRootLogin prohibit-password\n\
+             PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n",
+            d.join("host_key").display(),
+            d.join("authorized_keys").display()
+        ),
+    )
+    .unwrap();
+    let mut sshd = Command::new("ip")
+        .args(["netns", "exec", &nb.0, "/usr/sbin/sshd", "-D", "-e", "-f"])
+        .arg(&config)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr: std::net::SocketAddr = "198.18.0.2:2222".parse().unwrap();
+    let t0 = Instant::now();
+    while !lab
+        .run_in(Host::A, || {
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
+        })
+        .unwrap()
+    {
+        assert!(t0.elapsed() < Duration::from_secs(10), "sshd did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let file = profile_file(d, BIGBUF);
+    let key = d.join("client_key");
+    let ssh_tune = |args: &[&str]| -> Output {
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &lab.namespace(Host::A),
+                env!("CARGO_BIN_EXE_netsweep"),
+                "tune",
+            ])
+            .args(args)
+            .args([
+                "--target",
+                "ssh:root@198.18.0.2",
+                "--remote-netsweep",
+                env!("CARGO_BIN_EXE_netsweep"),
+            ])
+            .args([
+                "--ssh-option",
+                "Port=2222",
+                "--ssh-option",
+                "StrictHostKeyChecking=no",
+                "--ssh-option",
+                "UserKnownHostsFile=/dev/null",
+            ])
+            .args([
+                "--ssh-option",
+                &format!("IdentityFile={}", key.display()),
+                "--ssh-option",
+                "LogLevel=ERROR",
+            ])
+            .output()
+            .unwrap()
+    };
+    let o = ssh_tune(&["apply", "bigbuf", "--profiles", &file]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(
+        nb.read("net.ipv4.tcp_rmem"),
+        "4096 131072 16777216",
+        "applied on the remote host (host b)"
+    );
+    let o = ssh_tune(&["status"]);
+    assert!(text(&o).contains("profile bigbuf applied"), "{}", text(&o));
+    let o = ssh_tune(&["restore"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(snapshot(&nb), before);
+    let _ = sshd.kill();
+    let _ = sshd.wait();
+}

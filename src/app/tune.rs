@@ -33,17 +33,32 @@ fn load(name: &str, c: &TuneCommon) -> anyhow::Result<profile::Profile> {
     profile::builtin(name, rate_rtt(c)?).map_err(anyhow::Error::msg)
 }
 
-/// Runs the same command on the remote host through OpenSSH, with `--target local`.
-fn over_ssh(dest: &str) -> anyhow::Result<ExitCode> {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    if let Some(i) = args.iter().position(|a| a == "--target") {
-        args[i + 1] = "local".into();
+/// Runs the same command on the remote host through OpenSSH, with `--target local`: the
+/// remote netsweep journals and restores its own settings.
+fn over_ssh(dest: &str, c: &TuneCommon) -> anyhow::Result<ExitCode> {
+    let mut args: Vec<String> = Vec::new();
+    let mut it = std::env::args().skip(1).peekable();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--target" => {
+                it.next();
+                args.extend(["--target".into(), "local".into()]);
+            }
+            "--ssh-option" | "--remote-netsweep" => {
+                it.next();
+            }
+            _ if a.starts_with("--target=") => args.push("--target=local".into()),
+            _ if a.starts_with("--ssh-option=") || a.starts_with("--remote-netsweep=") => {}
+            _ => args.push(a),
+        }
     }
-    if let Some(i) = args.iter().position(|a| a.starts_with("--target=")) {
-        args[i] = "--target=local".into();
+    let mut cmd = std::process::Command::new("ssh");
+    cmd.args(["-o", "BatchMode=yes"]);
+    for o in &c.ssh_options {
+        cmd.args(["-o", o]);
     }
-    let status = std::process::Command::new("ssh")
-        .args(["-o", "BatchMode=yes", "--", dest, "netsweep"])
+    let status = cmd
+        .args(["--", dest, &c.remote_netsweep])
         .args(&args)
         .status()
         .context("cannot run ssh (install openssh-client)")?;
@@ -128,7 +143,7 @@ pub fn run(cmd: TuneCommand) -> anyhow::Result<ExitCode> {
         } => {
             let t = Target::parse(&common.target).map_err(anyhow::Error::msg)?;
             if let Target::Ssh(dest) = &t {
-                return over_ssh(dest);
+                return over_ssh(dest, &common);
             }
             recover_first(&t)?;
             let p = load(&name, &common)?;
@@ -170,7 +185,7 @@ pub fn run(cmd: TuneCommand) -> anyhow::Result<ExitCode> {
         TuneCommand::Restore { common } => {
             let t = Target::parse(&common.target).map_err(anyhow::Error::msg)?;
             if let Target::Ssh(dest) = &t {
-                return over_ssh(dest);
+                return over_ssh(dest, &common);
             }
             match tuning::restore(&t)? {
                 Some(r) => {
@@ -186,7 +201,7 @@ pub fn run(cmd: TuneCommand) -> anyhow::Result<ExitCode> {
         TuneCommand::Status { common } => {
             let t = Target::parse(&common.target).map_err(anyhow::Error::msg)?;
             if let Target::Ssh(dest) = &t {
-                return over_ssh(dest);
+                return over_ssh(dest, &common);
             }
             recover_first(&t)?;
             match tuning::read_journal(&t) {

@@ -60,7 +60,14 @@ impl Target {
     /// A file-name-safe identity for the journal.
     pub fn id(&self) -> String {
         match self {
-            Target::Local => "local".into(),
+            // The namespace's inode: `local` inside two namespaces is two different targets.
+            Target::Local => {
+                let ns = std::fs::read_link("/proc/thread-self/ns/net")
+                    .map(|l| l.to_string_lossy().to_string())
+                    .unwrap_or_default();
+                let inode: String = ns.chars().filter(|c| c.is_ascii_digit()).collect();
+                format!("local-net{inode}")
+            }
             Target::Netns(n) => format!("netns-{n}"),
             Target::Ssh(d) => format!("ssh-{}", d.replace(['/', '@', ':'], "_")),
         }
