@@ -31,6 +31,18 @@ fn delta_json(before: &counters::Snapshot, after: &counters::Snapshot) -> serde_
     serde_json::to_value(counters::delta(before, after)).unwrap_or_default()
 }
 
+/// Runs a test from this host, with this host's counters around it under `side`.
+fn run_here(addr: SocketAddr, spec: &TestSpec, stop: &AtomicBool, side: &str) -> ExecOutcome {
+    let before = counters::read(Path::new("/proc"));
+    let (result, engine_time) = client_run(addr, spec, stop);
+    let after = counters::read(Path::new("/proc"));
+    ExecOutcome {
+        result,
+        engine_time,
+        counters: Some(json!({ side: delta_json(&before, &after) })),
+    }
+}
+
 /// Runs a command of a user dimension through `sh -c`.
 fn shell(command: &str) -> Result<(), String> {
     let out = std::process::Command::new("sh")
@@ -92,15 +104,8 @@ impl Executor for LoopbackExecutor {
     }
 
     fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {
-        let before = counters::read(Path::new("/proc"));
-        let (result, engine_time) = client_run(self.addr, spec, stop);
-        let after = counters::read(Path::new("/proc"));
         // Client and server share this host: one set of counters covers both sides.
-        ExecOutcome {
-            result,
-            engine_time,
-            counters: Some(json!({ "local": delta_json(&before, &after) })),
-        }
+        run_here(self.addr, spec, stop, "local")
     }
 
     fn shell(&mut self, command: &str) -> Result<(), String> {
@@ -220,14 +225,7 @@ impl Executor for AddressExecutor {
     }
 
     fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {
-        let before = counters::read(Path::new("/proc"));
-        let (result, engine_time) = client_run(self.addr, spec, stop);
-        let after = counters::read(Path::new("/proc"));
-        ExecOutcome {
-            result,
-            engine_time,
-            counters: Some(json!({ "client": delta_json(&before, &after) })),
-        }
+        run_here(self.addr, spec, stop, "client")
     }
 
     fn shell(&mut self, command: &str) -> Result<(), String> {

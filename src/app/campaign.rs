@@ -22,30 +22,27 @@ fn is_root() -> bool {
 /// Builds the executor of a plan's target; this is also the reachability check.
 fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
     let lab_name = format!("r{}", std::process::id() % 100_000_000);
-    Ok(match &plan.target {
-        Target::Loopback => Box::new(LoopbackExecutor::start()?),
-        Target::Auto { path, emulator } if is_root() => Box::new(LabExecutor::start(
+    let lab = |path: &crate::lab::PathConfig, emulator| -> anyhow::Result<Box<dyn Executor>> {
+        let opts = LabOptions {
+            emulator,
+            ..LabOptions::default()
+        };
+        Ok(Box::new(LabExecutor::start(
             &lab_name,
             path.clone(),
-            &LabOptions {
-                emulator: *emulator,
-                ..LabOptions::default()
-            },
-        )?),
+            &opts,
+        )?))
+    };
+    Ok(match &plan.target {
+        Target::Loopback => Box::new(LoopbackExecutor::start()?),
+        Target::Lab { path, emulator } => lab(path, *emulator)?,
+        Target::Auto { path, emulator } if is_root() => lab(path, *emulator)?,
         Target::Auto { .. } => {
             eprintln!(
                 "not root: running on loopback instead of a lab (run as root for the lab's rate and delay)"
             );
             Box::new(LoopbackExecutor::start()?)
         }
-        Target::Lab { path, emulator } => Box::new(LabExecutor::start(
-            &lab_name,
-            path.clone(),
-            &LabOptions {
-                emulator: *emulator,
-                ..LabOptions::default()
-            },
-        )?),
         Target::Address(host) => {
             let (h, p) = match host.rsplit_once(':') {
                 Some((h, p)) if !h.ends_with(':') || h.starts_with('[') => (

@@ -114,20 +114,7 @@ pub fn render(m: &ReportModel) -> String {
     if m.counters.is_empty() {
         s.push_str("<p>No retransmissions, drops, errors or overflows were counted by the kernel during the runs.</p>");
     } else {
-        let mut rows = vec![vec![
-            "configuration".to_string(),
-            "counter".into(),
-            "total".into(),
-            "runs".into(),
-        ]];
-        rows.extend(m.counters.iter().map(|c| {
-            vec![
-                c.configuration.clone(),
-                c.counter.clone(),
-                c.total.to_string(),
-                c.runs.to_string(),
-            ]
-        }));
+        let rows = super::counter_rows(m);
         s.push_str(&table(&rows));
     }
     s.push_str("</section>");
@@ -147,16 +134,7 @@ pub fn render(m: &ReportModel) -> String {
         );
     }
     if !m.failed.is_empty() {
-        let mut rows = vec![vec![
-            "configuration".to_string(),
-            "round".into(),
-            "error".into(),
-        ]];
-        rows.extend(
-            m.failed
-                .iter()
-                .map(|(l, r, e)| vec![l.clone(), (r + 1).to_string(), e.clone()]),
-        );
+        let rows = super::failure_rows(m);
         let _ = write!(
             s,
             "<section id=\"failures\"><h2>Failed runs</h2>{}</section>",

@@ -77,33 +77,11 @@ pub fn render(m: &ReportModel, stem: &str) -> (String, Vec<(String, String)>) {
     if m.counters.is_empty() {
         s.push_str("None: no retransmissions, drops, errors or overflows during the runs.\n\n");
     } else {
-        let mut rows = vec![vec![
-            "configuration".to_string(),
-            "counter".into(),
-            "total".into(),
-            "runs".into(),
-        ]];
-        rows.extend(m.counters.iter().map(|c| {
-            vec![
-                c.configuration.clone(),
-                c.counter.clone(),
-                c.total.to_string(),
-                c.runs.to_string(),
-            ]
-        }));
+        let rows = super::counter_rows(m);
         let _ = writeln!(s, "{}", md_table(&rows));
     }
     if !m.failed.is_empty() {
-        let mut rows = vec![vec![
-            "configuration".to_string(),
-            "round".into(),
-            "error".into(),
-        ]];
-        rows.extend(
-            m.failed
-                .iter()
-                .map(|(l, r, e)| vec![l.clone(), (r + 1).to_string(), e.clone()]),
-        );
+        let rows = super::failure_rows(m);
         let _ = writeln!(s, "## Failed runs\n\n{}", md_table(&rows));
     }
     let _ = writeln!(s, "## Plan\n\n```toml\n{}```", c.plan_toml);

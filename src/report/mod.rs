@@ -245,6 +245,40 @@ pub fn utc(ts: f64) -> String {
     )
 }
 
+/// The counters that moved, as rows of cells (header first).
+pub fn counter_rows(m: &ReportModel) -> Vec<Vec<String>> {
+    let mut rows = vec![vec![
+        "configuration".to_string(),
+        "counter".into(),
+        "total".into(),
+        "runs".into(),
+    ]];
+    rows.extend(m.counters.iter().map(|c| {
+        vec![
+            c.configuration.clone(),
+            c.counter.clone(),
+            c.total.to_string(),
+            c.runs.to_string(),
+        ]
+    }));
+    rows
+}
+
+/// The failed runs, as rows of cells (header first).
+pub fn failure_rows(m: &ReportModel) -> Vec<Vec<String>> {
+    let mut rows = vec![vec![
+        "configuration".to_string(),
+        "round".into(),
+        "error".into(),
+    ]];
+    rows.extend(
+        m.failed
+            .iter()
+            .map(|(l, r, e)| vec![l.clone(), (r + 1).to_string(), e.clone()]),
+    );
+    rows
+}
+
 /// The table per configuration as rows of cells (header first).
 pub fn table_rows(m: &ReportModel) -> Vec<Vec<String>> {
     let mut rows = vec![
