@@ -46,6 +46,10 @@ impl Fixture {
             "proc/net/snmp",
             "Tcp: RetransSegs OutSegs\nTcp: 10 100000\n",
         );
+        f.file(
+            "proc/net/netstat",
+            "TcpExt: ListenOverflows TCPSACKReorder\nTcpExt: 0 7\n",
+        );
         f.file("proc/net/softnet_stat", "00001000 00000000 00000000\n");
         f.dev(&[("eth0", 0)]);
         f
@@ -72,6 +76,13 @@ impl Fixture {
             let dev = self.dir.path().join(&base).join("device");
             std::fs::create_dir_all(&dev).unwrap();
             symlink(format!("../../../../bus/drivers/{d}"), dev.join("driver")).unwrap();
+            let pci = if d == "8139too" {
+                ("0x10ec", "0x8139")
+            } else {
+                ("0x1af4", "0x1000")
+            };
+            self.file(&format!("{base}/device/vendor"), pci.0);
+            self.file(&format!("{base}/device/device"), pci.1);
             if d == "virtio_net" {
                 self.file(
                     &format!("{base}/device/features"),
@@ -140,6 +151,17 @@ fn an_rtl8139_guest_is_a_problem_with_the_virtio_fix() {
     let x = d.get("nic.emulated.eth0").expect("flagged");
     assert_eq!(x.severity, Severity::Problem);
     assert!(x.fix.as_deref().unwrap().contains("virtio"));
+    assert!(
+        x.evidence
+            .contains(&("pci_id".to_string(), "10ec:8139".to_string())),
+        "{x:?}"
+    );
+    assert!(
+        d.get("tcp.reordering")
+            .unwrap()
+            .evidence
+            .contains(&("TCPSACKReorder".to_string(), "7".to_string()))
+    );
 }
 
 #[test]

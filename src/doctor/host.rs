@@ -20,6 +20,8 @@ pub struct Iface {
     pub ifindex: Option<u32>,
     pub iflink: Option<u32>,
     pub features: Option<String>,
+    /// PCI vendor:device of the NIC, e.g. `10ec:8139` (RTL8139), `1af4:1000` (virtio-net).
+    pub pci_id: Option<String>,
 }
 
 fn link_name(p: &std::path::Path) -> Option<String> {
@@ -61,6 +63,13 @@ pub fn interfaces(view: &HostView) -> Vec<Iface> {
                 ifindex: rd("ifindex").and_then(|v| v.parse().ok()),
                 iflink: rd("iflink").and_then(|v| v.parse().ok()),
                 features: rd("device/features"),
+                pci_id: rd("device/vendor").zip(rd("device/device")).map(|(v, d)| {
+                    format!(
+                        "{}:{}",
+                        v.trim_start_matches("0x"),
+                        d.trim_start_matches("0x")
+                    )
+                }),
                 name,
             }
         })
@@ -106,6 +115,7 @@ fn nic_checks(view: &HostView, ifaces: &[Iface], out: &mut Vec<Finding>) {
             Some(d @ ("8139too" | "8139cp")) => out.push(
                 Finding::new(id("emulated"), Severity::Problem, format!("{} is an emulated Realtek RTL8139 NIC ({d}): expect a small fraction of line rate, often in one direction only", i.name))
                     .evidence("driver", d)
+                    .evidence("pci_id", opt(i.pci_id.clone()))
                     .evidence("virtual machine", vm)
                     .fix(VIRTIO_FIX),
             ),
@@ -364,6 +374,28 @@ fn counter_checks(s: &Sample, out: &mut Vec<Finding>) {
             .evidence("ListenOverflows", v)
             .fix("raise net.core.somaxconn and the server's listen backlog"),
         );
+    }
+    // Reordering and SACK recovery: the signs of a path that reorders or loses in bursts.
+    let sack: Vec<(&str, i64)> = [
+        "TcpExt.TCPSACKReorder",
+        "TcpExt.TCPTSReorder",
+        "TcpExt.TCPRenoReorder",
+        "TcpExt.TCPSackRecovery",
+        "TcpExt.TCPSACKReneging",
+    ]
+    .iter()
+    .filter_map(|k| p.get(*k).filter(|v| **v > 0).map(|v| (*k, *v)))
+    .collect();
+    if !sack.is_empty() {
+        let mut f = Finding::new(
+            "tcp.reordering",
+            Severity::Info,
+            "TCP saw reordering or SACK recoveries since boot",
+        );
+        for (k, v) in sack {
+            f = f.evidence(k.trim_start_matches("TcpExt."), v);
+        }
+        out.push(f);
     }
     let dropped: u64 = s.softnet.iter().map(|x| x.1).sum();
     let squeezed: u64 = s.softnet.iter().map(|x| x.2).sum();
