@@ -168,7 +168,7 @@ pub struct TuneCommon {
     /// local, netns:NAME, lab:NAME:a|b, or ssh:USER@HOST.
     #[arg(long, default_value = "local")]
     pub target: String,
-    /// A TOML file with [profiles.NAME.linux] / [profiles.NAME.freebsd] tables.
+    /// A TOML file with [profiles.NAME.linux] / [profiles.NAME.freebsd] tables (- for stdin).
     #[arg(long)]
     pub profiles: Option<std::path::PathBuf>,
     /// Path rate for the high-bdp profile.

@@ -83,6 +83,8 @@ pub struct Plan {
     pub repeat: Repeat,
     /// The tuning profiles the `profile` dimension names, resolved.
     pub profiles: Vec<crate::tuning::profile::Profile>,
+    /// How the server of an `address` target is tuned (`[target] server_tuning`).
+    pub server_tuning: Option<crate::tuning::Remote>,
 }
 
 /// The dimension whose values are tuning profiles.
@@ -279,9 +281,67 @@ impl Reader<'_> {
     }
 }
 
-const TARGET_KEYS: [&str; 11] = [
-    "kind", "host", "rate", "rtt", "delay", "jitter", "loss", "mtu", "mtu_b", "queue", "emulator",
+const TARGET_KEYS: [&str; 14] = [
+    "kind",
+    "host",
+    "rate",
+    "rtt",
+    "delay",
+    "jitter",
+    "loss",
+    "mtu",
+    "mtu_b",
+    "queue",
+    "emulator",
+    "server_tuning",
+    "ssh_options",
+    "remote_netsweep",
 ];
+
+/// `[target] server_tuning = "ssh:USER@HOST"` (with `ssh_options` and `remote_netsweep`): how
+/// tuning profiles reach the server of an `address` target.
+fn read_server_tuning(
+    r: &mut Reader,
+    table: &dyn TableLike,
+    kind: &str,
+) -> Option<crate::tuning::Remote> {
+    let (dest, span) = r.string(table, "server_tuning")?;
+    let Some(dest) = dest
+        .strip_prefix("ssh:")
+        .filter(|d| !d.is_empty() && !d.starts_with('-'))
+    else {
+        r.issue(
+            span,
+            format!("server_tuning {dest:?} must be ssh:USER@HOST"),
+        );
+        return None;
+    };
+    if kind != "address" {
+        r.issue(span.clone(), "server_tuning applies to kind = \"address\" only (lab and loopback servers are tuned directly)");
+    }
+    let ssh_options = match table.get("ssh_options") {
+        Some(item) => match item.as_array() {
+            Some(a) => a.iter().filter_map(scalar).collect(),
+            None => {
+                r.issue(
+                    item.span(),
+                    "ssh_options must be a list, e.g. [\"Port=2222\"]",
+                );
+                Vec::new()
+            }
+        },
+        None => Vec::new(),
+    };
+    let netsweep = r
+        .string(table, "remote_netsweep")
+        .map(|(s, _)| s)
+        .unwrap_or_else(|| "netsweep".into());
+    Some(crate::tuning::Remote {
+        dest: dest.to_string(),
+        ssh_options,
+        netsweep,
+    })
+}
 
 impl Plan {
     /// Parses and validates a plan; `file` names it in messages.
@@ -322,6 +382,17 @@ impl Plan {
             .map(|(s, _)| s)
             .unwrap_or_else(|| default_name(file));
         let target = read_target(&mut r, root.get("target"));
+        let server_tuning = root
+            .get("target")
+            .and_then(Item::as_table_like)
+            .and_then(|t| {
+                let kind = t
+                    .get("kind")
+                    .and_then(Item::as_str)
+                    .unwrap_or("loopback")
+                    .to_string();
+                read_server_tuning(&mut r, t, &kind)
+            });
         let base = read_test(&mut r, root.get("test"));
         let mut dimensions = read_matrix(&mut r, root.get("matrix"), &base);
         dimensions.extend(read_user_dimensions(&mut r, root.get("dimensions")));
@@ -344,6 +415,7 @@ impl Plan {
                 dimensions,
                 repeat,
                 profiles,
+                server_tuning,
             };
             for cfg in plan.configurations() {
                 if let Err(msg) = plan

@@ -315,6 +315,8 @@ pub fn run_campaign(
 /// the end, on error (drop) and after a crash (the journal, via `recover`).
 struct Tuner {
     targets: Vec<crate::tuning::Target>,
+    /// The server side of an address target, through ssh.
+    remote: Option<crate::tuning::Remote>,
     profiles: Vec<crate::tuning::profile::Profile>,
     current: Option<String>,
     /// Keys recorded with every run: those of every profile of the plan.
@@ -332,6 +334,7 @@ impl Tuner {
         keys.dedup();
         Tuner {
             targets,
+            remote: plan.server_tuning.clone(),
             profiles: plan.profiles.clone(),
             current: None,
             keys,
@@ -339,8 +342,18 @@ impl Tuner {
     }
 
     fn recover(&self) -> Vec<String> {
-        self.targets
-            .iter()
+        // The remote keeps its own journal: an idempotent restore puts back what a crashed run left.
+        let remote = self.remote.as_ref().and_then(|r| match r.restore() {
+            Ok(true) => Some(format!(
+                "restored the tuning a previous run left on {}",
+                r.id()
+            )),
+            Ok(false) => None,
+            Err(e) => Some(e),
+        });
+        remote
+            .into_iter()
+            .chain(self.targets.iter()
             .filter_map(|t| match crate::tuning::recover(t) {
                 Ok(Some(r)) => Some(format!(
                     "restored {} setting(s) of profile {} on {} left by process {} that ended without restoring them",
@@ -351,7 +364,7 @@ impl Tuner {
                 )),
                 Ok(None) => None,
                 Err(e) => Some(format!("could not restore the tuning journal of {}: {e:#}", t.id())),
-            })
+            }))
             .collect()
     }
 
@@ -362,6 +375,9 @@ impl Tuner {
         for t in &self.targets {
             crate::tuning::restore(t)
                 .map_err(|e| format!("restoring tuning on {}: {e:#}", t.id()))?;
+        }
+        if let Some(r) = &self.remote {
+            r.restore()?;
         }
         self.current = None;
         let p = self
@@ -380,6 +396,12 @@ impl Tuner {
                 }
                 return Err(format!("applying profile {name} on {}: {e:#}", t.id()));
             }
+        }
+        if let Some(r) = self.remote.clone()
+            && let Err(e) = r.apply(p)
+        {
+            self.restore_all();
+            return Err(format!("applying profile {name} on {}: {e}", r.id()));
         }
         self.current = Some(name.to_string());
         Ok(())
@@ -404,11 +426,18 @@ impl Tuner {
                 .collect();
             out.insert(t.id(), serde_json::Value::Object(vals));
         }
+        if let Some(r) = &self.remote {
+            out.insert(
+                r.id(),
+                serde_json::Value::from(r.status().unwrap_or_else(|e| e)),
+            );
+        }
         serde_json::Value::Object(out)
     }
 
     fn restore_all(&mut self) -> Vec<String> {
         self.current = None;
+        let remote = self.remote.as_ref().and_then(|r| r.restore().err());
         self.targets
             .iter()
             .filter_map(|t| {
@@ -416,6 +445,7 @@ impl Tuner {
                     .err()
                     .map(|e| format!("restoring {}: {e:#}", t.id()))
             })
+            .chain(remote)
             .collect()
     }
 }

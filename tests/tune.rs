@@ -366,40 +366,14 @@ fn sigint_at_50_random_moments_of_a_tuned_campaign_restores_everything() {
     assert_eq!(tuned, 80, "bigbuf runs record the values in force");
 }
 
-/// The ssh target end to end: a throwaway OpenSSH server inside a lab host, a throwaway key,
-/// and `netsweep tune ... --target ssh:root@198.18.0.2` from the other host.
-#[test]
-fn the_ssh_target_tunes_and_restores_a_remote_host() {
-    if !common::root_or_skip("the_ssh_target_tunes_and_restores_a_remote_host")
-        || !common::tool_or_skip(
-            "the_ssh_target_tunes_and_restores_a_remote_host",
-            "ssh-keygen",
-        )
-        || !common::tool_or_skip(
-            "the_ssh_target_tunes_and_restores_a_remote_host",
-            "/usr/sbin/sshd",
-        )
-    {
-        return;
-    }
-    use netsweep::lab::{Host, Lab, LabOptions, PathConfig};
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    let lab = Lab::up(
-        &format!("ts{}", std::process::id() % 100_000),
-        PathConfig::default(),
-        &LabOptions {
-            state_dir: d.join("labs"),
-            ..LabOptions::default()
-        },
-    )
-    .unwrap();
-    let nb = Ns(lab.namespace(Host::B));
-    let before = snapshot(&nb);
-    for (file, kind) in [("host_key", "ed25519"), ("client_key", "ed25519")] {
+/// A throwaway OpenSSH server on 198.18.0.2:2222 inside host b of `lab`, with a throwaway key
+/// pair; returns the server process and the client's private key.
+fn start_sshd(lab: &netsweep::lab::Lab, d: &Path) -> (std::process::Child, std::path::PathBuf) {
+    use netsweep::lab::Host;
+    for file in ["host_key", "client_key"] {
         assert!(
             Command::new("ssh-keygen")
-                .args(["-q", "-t", kind, "-N", "", "-f"])
+                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
                 .arg(d.join(file))
                 .status()
                 .unwrap()
@@ -419,8 +393,16 @@ fn the_ssh_target_tunes_and_restores_a_remote_host() {
         ),
     )
     .unwrap();
-    let mut sshd = Command::new("ip")
-        .args(["netns", "exec", &nb.0, "/usr/sbin/sshd", "-D", "-e", "-f"])
+    let sshd = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &lab.namespace(Host::B),
+            "/usr/sbin/sshd",
+            "-D",
+            "-e",
+            "-f",
+        ])
         .arg(&config)
         .stderr(Stdio::null())
         .spawn()
@@ -436,40 +418,71 @@ fn the_ssh_target_tunes_and_restores_a_remote_host() {
         assert!(t0.elapsed() < Duration::from_secs(10), "sshd did not start");
         std::thread::sleep(Duration::from_millis(100));
     }
+    (sshd, d.join("client_key"))
+}
+
+fn ssh_options(key: &Path) -> Vec<String> {
+    [
+        "Port=2222",
+        "StrictHostKeyChecking=no",
+        "UserKnownHostsFile=/dev/null",
+        "LogLevel=ERROR",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain(std::iter::once(format!("IdentityFile={}", key.display())))
+    .collect()
+}
+
+fn ssh_tools(test: &str) -> bool {
+    common::root_or_skip(test)
+        && common::tool_or_skip(test, "ssh-keygen")
+        && common::tool_or_skip(test, "/usr/sbin/sshd")
+}
+
+/// The ssh target end to end: `netsweep tune ... --target ssh:root@198.18.0.2` from host a
+/// tunes host b through a real OpenSSH server.
+#[test]
+fn the_ssh_target_tunes_and_restores_a_remote_host() {
+    if !ssh_tools("the_ssh_target_tunes_and_restores_a_remote_host") {
+        return;
+    }
+    use netsweep::lab::{Host, Lab, LabOptions, PathConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lab = Lab::up(
+        &format!("ts{}", std::process::id() % 100_000),
+        PathConfig::default(),
+        &LabOptions {
+            state_dir: d.join("labs"),
+            ..LabOptions::default()
+        },
+    )
+    .unwrap();
+    let nb = Ns(lab.namespace(Host::B));
+    let before = snapshot(&nb);
+    let (mut sshd, key) = start_sshd(&lab, d);
     let file = profile_file(d, BIGBUF);
-    let key = d.join("client_key");
     let ssh_tune = |args: &[&str]| -> Output {
-        Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &lab.namespace(Host::A),
-                env!("CARGO_BIN_EXE_netsweep"),
-                "tune",
-            ])
-            .args(args)
-            .args([
-                "--target",
-                "ssh:root@198.18.0.2",
-                "--remote-netsweep",
-                env!("CARGO_BIN_EXE_netsweep"),
-            ])
-            .args([
-                "--ssh-option",
-                "Port=2222",
-                "--ssh-option",
-                "StrictHostKeyChecking=no",
-                "--ssh-option",
-                "UserKnownHostsFile=/dev/null",
-            ])
-            .args([
-                "--ssh-option",
-                &format!("IdentityFile={}", key.display()),
-                "--ssh-option",
-                "LogLevel=ERROR",
-            ])
-            .output()
-            .unwrap()
+        let mut c = Command::new("ip");
+        c.args([
+            "netns",
+            "exec",
+            &lab.namespace(Host::A),
+            env!("CARGO_BIN_EXE_netsweep"),
+            "tune",
+        ])
+        .args(args)
+        .args([
+            "--target",
+            "ssh:root@198.18.0.2",
+            "--remote-netsweep",
+            env!("CARGO_BIN_EXE_netsweep"),
+        ]);
+        for o in ssh_options(&key) {
+            c.args(["--ssh-option", &o]);
+        }
+        c.output().unwrap()
     };
     let o = ssh_tune(&["apply", "bigbuf", "--profiles", &file]);
     assert!(o.status.success(), "{}", text(&o));
@@ -483,6 +496,74 @@ fn the_ssh_target_tunes_and_restores_a_remote_host() {
     let o = ssh_tune(&["restore"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(snapshot(&nb), before);
+    let _ = sshd.kill();
+    let _ = sshd.wait();
+}
+
+/// A campaign against a remote `netsweep server` tunes both ends: this host directly, the
+/// server through `[target] server_tuning = "ssh:..."`, and restores both.
+#[test]
+fn a_campaign_tunes_the_server_of_an_address_target_over_ssh() {
+    if !ssh_tools("a_campaign_tunes_the_server_of_an_address_target_over_ssh") {
+        return;
+    }
+    use netsweep::lab::{Host, Lab, LabOptions, PathConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lab = Lab::up(
+        &format!("tc{}", std::process::id() % 100_000),
+        PathConfig::default(),
+        &LabOptions {
+            state_dir: d.join("labs"),
+            ..LabOptions::default()
+        },
+    )
+    .unwrap();
+    let _server = lab
+        .start_server(Host::B, netsweep::spec::ServerLimits::default())
+        .unwrap();
+    let (na, nb) = (Ns(lab.namespace(Host::A)), Ns(lab.namespace(Host::B)));
+    let (before_a, before_b) = (snapshot(&na), snapshot(&nb));
+    let (mut sshd, key) = start_sshd(&lab, d);
+    let opts: Vec<String> = ssh_options(&key)
+        .iter()
+        .map(|o| format!("\"{o}\""))
+        .collect();
+    let plan = d.join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[target]\nkind = \"address\"\nhost = \"198.18.0.2:5310\"\nserver_tuning = \"ssh:root@198.18.0.2\"\n\
+             ssh_options = [{}]\nremote_netsweep = \"{}\"\n[test]\nduration = \"300ms\"\ninterval = \"100ms\"\n\
+             [matrix]\nprofile = [\"default\", \"bigbuf\"]\n[repeat]\ncount = 2\nseed = 3\n\n{BIGBUF}",
+            opts.join(", "),
+            env!("CARGO_BIN_EXE_netsweep")
+        ),
+    )
+    .unwrap();
+    let db = d.join("c.db");
+    let out = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &na.0,
+            env!("CARGO_BIN_EXE_netsweep"),
+            "run",
+        ])
+        .arg(&plan)
+        .arg("--db")
+        .arg(&db)
+        .env("NETSWEEP_RUNTIME_DIR", d.join("rt"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(snapshot(&na), before_a, "client side restored");
+    assert_eq!(snapshot(&nb), before_b, "server side restored");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let tuned: i64 = conn
+        .query_row("SELECT count(*) FROM run WHERE tuning_json LIKE '%\"profile\":\"bigbuf\"%' AND tuning_json LIKE '%ssh:root@198.18.0.2%16777216%'", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(tuned, 2, "bigbuf runs record the server's values too");
     let _ = sshd.kill();
     let _ = sshd.wait();
 }

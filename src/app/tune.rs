@@ -22,8 +22,14 @@ fn rate_rtt(c: &TuneCommon) -> anyhow::Result<Option<(f64, f64)>> {
 /// A profile by name: from --profiles first, then the built-ins.
 fn load(name: &str, c: &TuneCommon) -> anyhow::Result<profile::Profile> {
     if let Some(f) = &c.profiles {
-        let text =
-            std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
+        let text = if f.as_os_str() == "-" {
+            let mut t = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
+                .context("reading profiles from standard input")?;
+            t
+        } else {
+            std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?
+        };
         let found =
             profile::parse_file(&text).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
         if let Some(p) = found.into_iter().find(|p| p.name == name) {

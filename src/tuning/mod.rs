@@ -336,6 +336,78 @@ pub fn apply(t: &Target, p: &Profile, opts: &ApplyOptions) -> anyhow::Result<Vec
     Ok(entries)
 }
 
+/// A host tuned through OpenSSH by running `netsweep tune ... --target local` there (the
+/// server side of a campaign against a remote `netsweep server`). The remote netsweep keeps
+/// its own journal; a restore here is idempotent there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remote {
+    /// `USER@HOST`.
+    pub dest: String,
+    /// OpenSSH options, each passed as `-o OPTION`.
+    pub ssh_options: Vec<String>,
+    /// The netsweep command on the remote host.
+    pub netsweep: String,
+}
+
+impl Remote {
+    fn run(&self, args: &[&str], stdin: Option<&str>) -> Result<String, String> {
+        let mut cmd = std::process::Command::new("ssh");
+        cmd.args(["-o", "BatchMode=yes"]);
+        for o in &self.ssh_options {
+            cmd.args(["-o", o]);
+        }
+        cmd.args(["--", &self.dest, &self.netsweep, "tune"])
+            .args(args);
+        cmd.stdin(if stdin.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        });
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| format!("cannot run ssh: {e}"))?;
+        if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            pipe.write_all(text.as_bytes())
+                .map_err(|e| format!("ssh stdin: {e}"))?;
+        }
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        if out.status.success() {
+            Ok(text)
+        } else {
+            Err(format!(
+                "`netsweep tune {}` on {} failed: {}{}",
+                args.join(" "),
+                self.dest,
+                text.trim(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+
+    pub fn id(&self) -> String {
+        format!("ssh:{}", self.dest)
+    }
+
+    /// Applies `p` there (sent as a profile file on standard input).
+    pub fn apply(&self, p: &Profile) -> Result<String, String> {
+        self.run(
+            &["apply", &p.name, "--profiles", "-", "--target", "local"],
+            Some(&profile::to_toml(p)),
+        )
+    }
+
+    /// Restores there; true when something was restored.
+    pub fn restore(&self) -> Result<bool, String> {
+        self.run(&["restore", "--target", "local"], None)
+            .map(|t| t.contains("restored profile"))
+    }
+
+    pub fn status(&self) -> Result<String, String> {
+        self.run(&["status", "--target", "local"], None)
+    }
+}
+
 /// How to name a target on the command line.
 pub fn target_arg(t: &Target) -> String {
     match t {

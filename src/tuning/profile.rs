@@ -218,6 +218,15 @@ pub fn builtin(name: &str, rate_rtt: Option<(f64, f64)>) -> Result<Profile, Stri
     })
 }
 
+/// Writes a profile back as a profile file (Linux keys).
+pub fn to_toml(p: &Profile) -> String {
+    let mut s = format!("[profiles.{}.linux]\n", p.name);
+    for (k, (v, _)) in &p.linux {
+        s.push_str(&format!("\"{k}\" = \"{v}\"\n"));
+    }
+    s
+}
+
 /// Reads `[profiles.NAME.linux]` / `[profiles.NAME.freebsd]` tables (a profile file or a plan).
 pub fn parse_file(text: &str) -> Result<Vec<Profile>, String> {
     let doc: toml_edit::Document<String> =
@@ -321,6 +330,23 @@ mod tests {
         assert!(check("net.ipv4.tcp_rmem", "1\n2").is_err());
         assert!(check("net.ipv4.tcp_congestion_control", "bbr; rm -rf /").is_err());
         assert!(parse_file("[profiles.x.linux]\n\"kernel.panic\" = \"1\"\n").is_err());
+    }
+
+    #[test]
+    fn profiles_round_trip_through_toml() {
+        let p = builtin("large-buffers", None).unwrap();
+        let back = parse_file(&to_toml(&p)).unwrap();
+        assert_eq!(
+            back[0]
+                .linux
+                .iter()
+                .map(|(k, v)| (k.clone(), v.0.clone()))
+                .collect::<Vec<_>>(),
+            p.linux
+                .iter()
+                .map(|(k, v)| (k.clone(), v.0.clone()))
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]
