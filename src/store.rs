@@ -495,6 +495,13 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// The engine result stored with each run (JSON), by run id.
+    pub fn run_results(&self, campaign: i64) -> anyhow::Result<Vec<(i64, Option<String>)>> {
+        let mut st = self.conn.prepare("SELECT id, result_json FROM run WHERE campaign_id = ?1 AND status = 'ok' ORDER BY sequence")?;
+        let rows = st.query_map(params![campaign], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// The kernel counter deltas stored with each run (JSON), by run id.
     pub fn run_counters(&self, campaign: i64) -> anyhow::Result<Vec<(i64, Option<String>)>> {
         let mut st = self.conn.prepare(

@@ -13,6 +13,7 @@ use std::path::Path;
 
 /// A TCP result whose intervals move `per_s[i]` bytes per second.
 fn result(spec: &TestSpec, per_s: &[u64], retrans: u64) -> TestResult {
+    let wnd = spec.window_bytes.unwrap_or(1 << 20);
     let report = |role| StreamReport {
         stream: 0,
         flow: Flow::ClientToServer,
@@ -30,6 +31,7 @@ fn result(spec: &TestSpec, per_s: &[u64], retrans: u64) -> TestResult {
                     retransmits: retrans,
                     rtt_us: 20_000,
                     cwnd_bytes: 65536,
+                    snd_wnd_bytes: wnd,
                     ..TcpSample::default()
                 }),
                 udp: None,
@@ -181,7 +183,11 @@ fn markdown_and_html_structure_snapshots() {
 fn the_html_is_self_contained_and_states_its_findings() {
     let dir = tempfile::tempdir().unwrap();
     let (store, id) = campaign(dir.path(), PLAN, 3, 10);
-    let page = html::render(&ReportModel::build(&store, id).unwrap());
+    let model = ReportModel::build(&store, id).unwrap();
+    // The fixture advertises exactly the window: ceilings are window x 8 / 20 ms.
+    let ceilings: Vec<f64> = model.configs.iter().filter_map(|c| c.ceiling_bps).collect();
+    assert_eq!(ceilings[0], 65536.0 * 8.0 / 0.02);
+    let page = html::render(&model);
     // The only URL is the SVG namespace; nothing is fetched.
     let urls = page.matches("http://").count() + page.matches("https://").count();
     assert_eq!(urls, page.matches("http://www.w3.org/2000/svg").count());
@@ -189,7 +195,7 @@ fn the_html_is_self_contained_and_states_its_findings() {
         assert!(!page.contains(bad), "{bad} in the report");
     }
     assert!(
-        page.contains("window/RTT limit"),
+        page.contains("advertised window / RTT"),
         "the window chart shows the window/RTT ceiling"
     );
     assert!(

@@ -57,11 +57,14 @@ pub fn charts(m: &ReportModel) -> Vec<(String, String, String)> {
                 ("minimum".to_string(), stat(|d| d.min)),
                 ("maximum".to_string(), stat(|d| d.max)),
             ];
-            let limits = if first == "window" {
-                m.window_limits()
-            } else {
-                None
-            };
+            // The TCP_INFO ceiling of each bar group, where the sweep is over the window.
+            let limits: Option<Vec<f64>> = (first == "window").then(|| {
+                values
+                    .iter()
+                    .map(|v| find(v).and_then(|c| c.ceiling_bps).unwrap_or(f64::NAN))
+                    .collect()
+            });
+            let limits = limits.filter(|l| l.iter().any(|x| x.is_finite()));
             let title = if other.is_empty() {
                 format!("Goodput by {first}")
             } else {

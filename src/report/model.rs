@@ -22,6 +22,9 @@ pub struct ConfigView {
     pub jitter_mean: Option<f64>,
     pub cpu_local_mean: Option<f64>,
     pub cpu_remote_mean: Option<f64>,
+    /// The physical ceiling of one TCP flow here: the receiver's advertised window (TCP_INFO
+    /// snd_wnd) over the smallest RTT, median over runs, bit/s.
+    pub ceiling_bps: Option<f64>,
 }
 
 /// A counter that moved during the runs of a configuration.
@@ -55,8 +58,6 @@ pub struct ReportModel {
     pub counters: Vec<CounterMove>,
     pub series: Vec<Series>,
     pub udp: bool,
-    /// Round-trip time of the path when known (lab targets), seconds.
-    pub rtt_s: Option<f64>,
     pub total_runs: usize,
     /// The doctor's warnings and problems recorded with the campaign.
     pub doctor: Vec<crate::doctor::Finding>,
@@ -76,26 +77,22 @@ fn mean_ci(v: &[f64]) -> Option<(f64, f64)> {
     Some((m - half, m + half))
 }
 
-/// Parses a window label such as `64K` to bytes.
-fn window_bytes(label: &str) -> Option<f64> {
-    label
-        .parse::<crate::units::Bytes>()
-        .ok()
-        .map(|b| b.0 as f64)
-}
-
-/// The path RTT of a campaign, from the lab description stored in its host facts.
-fn rtt_of(c: &CampaignRow) -> Option<f64> {
-    let facts: serde_json::Value = serde_json::from_str(c.host_facts_json.as_deref()?).ok()?;
-    let delay_us = facts.pointer("/path/delay_us")?.as_f64()?;
-    (delay_us > 0.0).then_some(2.0 * delay_us / 1e6)
-}
-
 impl ReportModel {
     pub fn build(store: &Store, campaign: i64) -> anyhow::Result<ReportModel> {
         let c = store.campaign(campaign)?;
         let configs_rows = store.configurations(campaign)?;
         let runs = store.runs(campaign)?;
+        // Per run: advertised window over minimum RTT, from the stored engine results.
+        let ceilings: BTreeMap<i64, f64> = store
+            .run_results(campaign)?
+            .into_iter()
+            .filter_map(|(id, json)| {
+                let v: serde_json::Value = serde_json::from_str(&json?).ok()?;
+                let wnd = v.pointer("/summary/snd_wnd_max_bytes")?.as_f64()?;
+                let rtt = v.pointer("/summary/rtt_min_us")?.as_f64()?;
+                (wnd > 0.0 && rtt > 0.0).then(|| (id, wnd * 8.0 / (rtt / 1e6)))
+            })
+            .collect();
         let mut dims: Vec<(String, Vec<String>)> = Vec::new();
         for cfg in &configs_rows {
             for (k, v) in &cfg.dims {
@@ -131,6 +128,14 @@ impl ReportModel {
                     jitter_mean: pick(&|r| r.jitter_ms),
                     cpu_local_mean: pick(&|r| r.cpu_local_percent),
                     cpu_remote_mean: pick(&|r| r.cpu_remote_percent),
+                    ceiling_bps: {
+                        let mut c: Vec<f64> = ok
+                            .iter()
+                            .filter_map(|r| ceilings.get(&r.id).copied())
+                            .collect();
+                        c.sort_by(|a, b| a.total_cmp(b));
+                        (!c.is_empty()).then(|| describe::median_sorted(&c))
+                    },
                 }
             })
             .collect();
@@ -185,7 +190,6 @@ impl ReportModel {
             .collect();
         let udp = runs.iter().any(|r| r.lost_percent.is_some());
         let mut model = ReportModel {
-            rtt_s: rtt_of(&c),
             campaign: c,
             dims,
             configs,
@@ -210,16 +214,6 @@ impl ReportModel {
         };
         model.findings = findings(&model);
         Ok(model)
-    }
-
-    /// The window/RTT ceiling per value of a `window` dimension, bit/s.
-    pub fn window_limits(&self) -> Option<Vec<f64>> {
-        let rtt = self.rtt_s?;
-        let (_, values) = self.dims.iter().find(|(d, _)| d == "window")?;
-        values
-            .iter()
-            .map(|v| window_bytes(v).map(|b| b * 8.0 / rtt))
-            .collect()
     }
 }
 

@@ -109,7 +109,7 @@ fn frame(title: &str, y_label: &str, axis: &Axis, x_label: &str) -> String {
         (TOP + H - BOTTOM) / 2.0,
         esc(&format!("{y_label} ({})", axis.unit)),
         (LEFT + W - RIGHT) / 2.0,
-        H - BOTTOM + 32.0,
+        H - BOTTOM + 28.0,
         esc(x_label)
     );
     s
@@ -121,7 +121,7 @@ fn trim_num(v: f64) -> String {
 }
 
 fn legend(s: &mut String, names: &[String]) {
-    let (mut x, mut y) = (LEFT, H - 42.0);
+    let (mut x, mut y) = (LEFT, H - 38.0);
     for (i, n) in names.iter().enumerate() {
         let width = 24.0 + 6.5 * n.chars().count() as f64;
         if x + width > W - RIGHT && x > LEFT {
@@ -204,7 +204,7 @@ pub fn grouped_bars(
             let y = axis.y(*l);
             let _ = write!(
                 s,
-                "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" class=\"limit\"><title>{}: window/RTT limit {}</title></line>",
+                "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" class=\"limit\"><title>{}: advertised window / RTT = {} (TCP_INFO)</title></line>",
                 x0 + 2.0,
                 x0 + w - 2.0,
                 esc(cat),
@@ -218,7 +218,7 @@ pub fn grouped_bars(
     if limits.is_some() {
         let _ = write!(
             s,
-            "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"limit\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"lg\">window/RTT limit</text>",
+            "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"limit\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"lg\">advertised window / RTT</text>",
             W - RIGHT - 150.0,
             W - RIGHT - 126.0,
             H - 37.0,
@@ -434,7 +434,7 @@ mod tests {
                 || svg.contains("<title>a&amp;b: s = 5 Mbit/s</title>"),
             "{svg}"
         );
-        assert!(svg.contains("window/RTT limit"));
+        assert!(svg.contains("advertised window / RTT"));
         assert!(svg.contains("t&lt;1&gt;"));
         assert!(!svg.contains("t<1>"));
     }
