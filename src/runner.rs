@@ -317,6 +317,9 @@ struct Tuner {
     targets: Vec<crate::tuning::Target>,
     /// The server side of an address target, through ssh.
     remote: Option<crate::tuning::Remote>,
+    /// The remote's `tune status`, read once per profile switch (an ssh round trip per run
+    /// would be overhead).
+    remote_status: Option<String>,
     profiles: Vec<crate::tuning::profile::Profile>,
     current: Option<String>,
     /// Keys recorded with every run: those of every profile of the plan.
@@ -335,6 +338,7 @@ impl Tuner {
         Tuner {
             targets,
             remote: plan.server_tuning.clone(),
+            remote_status: None,
             profiles: plan.profiles.clone(),
             current: None,
             keys,
@@ -403,6 +407,10 @@ impl Tuner {
             self.restore_all();
             return Err(format!("applying profile {name} on {}: {e}", r.id()));
         }
+        self.remote_status = self
+            .remote
+            .as_ref()
+            .map(|r| r.status().unwrap_or_else(|e| e));
         self.current = Some(name.to_string());
         Ok(())
     }
@@ -426,11 +434,8 @@ impl Tuner {
                 .collect();
             out.insert(t.id(), serde_json::Value::Object(vals));
         }
-        if let Some(r) = &self.remote {
-            out.insert(
-                r.id(),
-                serde_json::Value::from(r.status().unwrap_or_else(|e| e)),
-            );
+        if let (Some(r), Some(status)) = (&self.remote, &self.remote_status) {
+            out.insert(r.id(), serde_json::Value::from(status.clone()));
         }
         serde_json::Value::Object(out)
     }

@@ -274,7 +274,8 @@ pub struct Sample {
     pub procs: Vec<(u32, String, u64)>,
 }
 
-pub fn sample(view: &HostView) -> Sample {
+/// Counters, softnet and /proc/stat rates of one moment (no per-process scan).
+pub fn sample_counters(view: &HostView) -> Sample {
     let softnet = view
         .read("proc/net/softnet_stat")
         .unwrap_or_default()
@@ -298,6 +299,17 @@ pub fn sample(view: &HostView) -> Sample {
             .and_then(|l| l.split_whitespace().nth(1))
             .and_then(|v| v.parse().ok())
     };
+    Sample {
+        counters: crate::counters::read(&view.proc_root),
+        softnet,
+        ctxt: field("ctxt"),
+        intr: field("intr"),
+        procs: Vec::new(),
+    }
+}
+
+/// `sample_counters` plus the CPU time of every process (for `--watch`'s CPU hogs).
+pub fn sample(view: &HostView) -> Sample {
     let mut procs = Vec::new();
     if let Ok(d) = std::fs::read_dir(&view.proc_root) {
         for e in d.filter_map(|e| e.ok()) {
@@ -321,11 +333,8 @@ pub fn sample(view: &HostView) -> Sample {
         }
     }
     Sample {
-        counters: crate::counters::read(&view.proc_root),
-        softnet,
-        ctxt: field("ctxt"),
-        intr: field("intr"),
         procs,
+        ..sample_counters(view)
     }
 }
 
@@ -714,7 +723,7 @@ pub fn check(view: &HostView, hints: &PathHints) -> Vec<Finding> {
     let mut out = Vec::new();
     let ifaces = interfaces(view);
     nic_checks(view, &ifaces, &mut out);
-    counter_checks(&sample(view), &mut out);
+    counter_checks(&sample_counters(view), &mut out);
     buffer_checks(view, &ifaces, hints, &mut out);
     tcp_checks(view, &mut out);
     system_checks(view, &mut out);
