@@ -270,3 +270,35 @@ fn ipv6_loopback_works_when_present() {
     };
     check_invariants(&server.run(&spec).expect("udp over ipv6"));
 }
+
+#[test]
+fn the_client_binds_to_an_address_or_a_device() {
+    use netsweep::client::{self, Bind, ClientConfig};
+    let server = TestServer::start(ServerLimits::default());
+    for bind in [
+        Bind::Address("127.0.0.1".parse().unwrap()),
+        Bind::Device("lo".into()),
+    ] {
+        let cfg = ClientConfig {
+            bind: Some(bind.clone()),
+            ..ClientConfig::new(server.addr)
+        };
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let r = client::run_test(&cfg, &tcp(0.5), &stop, &mut |_| {});
+        match (r, &bind) {
+            (Ok(r), _) => {
+                check_invariants(&r);
+                assert!(
+                    r.start.client_sockets[0].local.starts_with("127.0.0.1:"),
+                    "{:?}",
+                    r.start.client_sockets
+                );
+            }
+            // Binding to a device needs CAP_NET_RAW on older kernels; say so rather than fail.
+            (Err(e), Bind::Device(_)) if !common::is_root() => {
+                eprintln!("SKIPPED device bind: {}", e.message)
+            }
+            (Err(e), _) => panic!("{bind:?}: {}", e.message),
+        }
+    }
+}

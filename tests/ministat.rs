@@ -289,3 +289,26 @@ fn the_plot_matches_ministat_for_odd_sets() {
         assert_eq!(plot(&theirs), plot(&ours), "flags {flags:?}");
     }
 }
+
+#[test]
+fn more_than_seven_sets_are_compared_without_the_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let sets: Vec<Vec<f64>> = (1..=9)
+        .map(|k| vec![k as f64 + 0.1, k as f64 + 0.2, k as f64 + 0.3])
+        .collect();
+    let mut args = vec!["stats".to_string()];
+    args.extend(write_sets(&dir, &sets));
+    let out = run(env!("CARGO_BIN_EXE_netsweep"), &args);
+    assert!(!out.contains("+-----"), "no plot beyond seven sets:\n{out}");
+    assert_eq!(
+        vitals(&out).len(),
+        7,
+        "rows of the first seven symbols are parsed as ministat's"
+    );
+    assert_eq!(
+        out.matches("Verdict:").count(),
+        8,
+        "every set is compared with the baseline"
+    );
+    assert!(out.contains("Holm-adjusted"));
+}
