@@ -9,10 +9,16 @@
 
 pub mod host;
 pub mod libvirt;
+pub mod nic;
 pub mod peer;
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+
+/// An optional value as text, `?` when unknown.
+pub(crate) fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_else(|| "?".into())
+}
 
 /// How bad a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

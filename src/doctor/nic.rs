@@ -1,0 +1,255 @@
+//! NIC checks of one host: driver and model (emulated NICs in VMs), PCI ids, virtio features,
+//! MTU, queues, speed and duplex, MTU mismatches with a bridge or veth peer, and offloads.
+
+use super::{Finding, HostView, Severity, opt};
+
+/// One network interface as sysfs describes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Iface {
+    pub name: String,
+    pub driver: Option<String>,
+    pub mtu: Option<u32>,
+    pub txqueuelen: Option<u32>,
+    pub speed_mbit: Option<i64>,
+    pub duplex: Option<String>,
+    pub master: Option<String>,
+    pub ifindex: Option<u32>,
+    pub iflink: Option<u32>,
+    pub features: Option<String>,
+    /// PCI vendor:device of the NIC, e.g. `10ec:8139` (RTL8139), `1af4:1000` (virtio-net).
+    pub pci_id: Option<String>,
+}
+
+fn link_name(p: &std::path::Path) -> Option<String> {
+    std::fs::read_link(p)
+        .ok()
+        .and_then(|t| t.file_name().map(|f| f.to_string_lossy().to_string()))
+}
+
+/// Interfaces under `sys/class/net`, `lo` excluded, sorted by name.
+pub fn interfaces(view: &HostView) -> Vec<Iface> {
+    let dir = view.sys_root.join("class/net");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.retain(|n| n != "lo");
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let base = dir.join(&name);
+            let rd = |f: &str| {
+                std::fs::read_to_string(base.join(f))
+                    .ok()
+                    .map(|s| s.trim().to_string())
+            };
+            Iface {
+                driver: link_name(&base.join("device/driver")),
+                mtu: rd("mtu").and_then(|v| v.parse().ok()),
+                txqueuelen: rd("tx_queue_len").and_then(|v| v.parse().ok()),
+                speed_mbit: rd("speed")
+                    .and_then(|v| v.parse().ok())
+                    .filter(|v: &i64| *v > 0),
+                duplex: rd("duplex").filter(|d| d != "unknown"),
+                master: link_name(&base.join("master")),
+                ifindex: rd("ifindex").and_then(|v| v.parse().ok()),
+                iflink: rd("iflink").and_then(|v| v.parse().ok()),
+                features: rd("device/features"),
+                pci_id: rd("device/vendor").zip(rd("device/device")).map(|(v, d)| {
+                    format!(
+                        "{}:{}",
+                        v.trim_start_matches("0x"),
+                        d.trim_start_matches("0x")
+                    )
+                }),
+                name,
+            }
+        })
+        .collect()
+}
+
+/// True when the host looks like a virtual machine.
+pub fn in_vm(view: &HostView) -> bool {
+    let dmi = [
+        "sys/class/dmi/id/sys_vendor",
+        "sys/class/dmi/id/product_name",
+    ]
+    .iter()
+    .filter_map(|p| view.read(p))
+    .any(|v| {
+        [
+            "QEMU",
+            "KVM",
+            "VMware",
+            "VirtualBox",
+            "Xen",
+            "Microsoft",
+            "Google",
+            "Amazon",
+            "Bochs",
+        ]
+        .iter()
+        .any(|k| v.contains(k))
+    });
+    dmi || view.read("proc/cpuinfo").is_some_and(|c| {
+        c.lines()
+            .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))
+    })
+}
+
+const VIRTIO_FIX: &str = "switch the VM's NIC model to virtio: libvirt <model type='virtio'/> (see `netsweep doctor --libvirt-xml`), QEMU -device virtio-net-pci";
+
+pub(super) fn nic_checks(view: &HostView, ifaces: &[Iface], out: &mut Vec<Finding>) {
+    let vm = in_vm(view);
+    for i in ifaces {
+        let id = |what: &str| format!("nic.{what}.{}", i.name);
+        match i.driver.as_deref() {
+            Some(d @ ("8139too" | "8139cp")) => out.push(
+                Finding::new(id("emulated"), Severity::Problem, format!("{} is an emulated Realtek RTL8139 NIC ({d}): expect a small fraction of line rate, often in one direction only", i.name))
+                    .evidence("driver", d)
+                    .evidence("pci_id", opt(i.pci_id.clone()))
+                    .evidence("virtual machine", vm)
+                    .fix(VIRTIO_FIX),
+            ),
+            Some(d @ ("e1000" | "e1000e")) if vm => out.push(
+                Finding::new(id("emulated"), Severity::Warning, format!("{} is an emulated Intel {d} NIC in a virtual machine: far slower and more CPU-hungry than virtio", i.name))
+                    .evidence("driver", d)
+                    .fix(VIRTIO_FIX),
+            ),
+            Some("virtio_net") => {
+                let mut f = Finding::new(id("driver"), Severity::Ok, format!("{} uses virtio_net", i.name)).evidence("driver", "virtio_net");
+                if let Some(feat) = &i.features {
+                    f = f.evidence("virtio features", feat);
+                    // Bit 15: mergeable receive buffers; bit 0: checksum offload (virtio spec 5.1.3).
+                    let bit = |n: usize| feat.as_bytes().get(n) == Some(&b'1');
+                    if !bit(0) || !bit(15) {
+                        f.severity = Severity::Warning;
+                        f.title = format!("{} uses virtio_net without checksum offload or mergeable buffers", i.name);
+                        f.fix = Some("enable csum and mrg_rxbuf on the virtio device (libvirt <driver> options, QEMU -device virtio-net-pci,csum=on,mrg_rxbuf=on)".into());
+                    }
+                }
+                out.push(f);
+            }
+            Some(d) => out.push(Finding::new(id("driver"), Severity::Info, format!("{} uses driver {d}", i.name)).evidence("driver", d)),
+            None => {}
+        }
+        let mut f = Finding::new(
+            id("link"),
+            Severity::Info,
+            format!(
+                "{}: MTU {}, txqueuelen {}, {}",
+                i.name,
+                opt(i.mtu),
+                opt(i.txqueuelen),
+                i.speed_mbit.map_or("speed unknown".into(), |s| format!(
+                    "{s} Mbit/s {}",
+                    i.duplex.clone().unwrap_or_default()
+                ))
+            ),
+        )
+        .evidence("mtu", opt(i.mtu))
+        .evidence("txqueuelen", opt(i.txqueuelen));
+        if i.duplex.as_deref() == Some("half") {
+            f.severity = Severity::Problem;
+            f.title = format!("{} runs half duplex: collisions cap throughput", i.name);
+            f.fix = Some(format!(
+                "ethtool -s {} duplex full autoneg on (and check the switch port)",
+                i.name
+            ));
+        } else if i.txqueuelen.is_some_and(|q| q < 1000)
+            && i.speed_mbit.is_some_and(|s| s >= 10_000)
+        {
+            f.severity = Severity::Warning;
+            f.title = format!(
+                "{} has txqueuelen {} on a {} Mbit/s link",
+                i.name,
+                opt(i.txqueuelen),
+                i.speed_mbit.unwrap_or(0)
+            );
+            f.fix = Some(format!("ip link set dev {} txqueuelen 10000", i.name));
+        }
+        out.push(f);
+        // The other end of a bridge port or veth pair on this host with another MTU.
+        let peer = i
+            .master
+            .as_ref()
+            .and_then(|m| ifaces.iter().find(|x| &x.name == m))
+            .or_else(|| {
+                ifaces
+                    .iter()
+                    .find(|x| i.iflink != i.ifindex && x.ifindex.is_some() && x.ifindex == i.iflink)
+            });
+        if let Some(p) = peer
+            && p.mtu != i.mtu
+            && i.mtu.is_some()
+            && p.mtu.is_some()
+        {
+            out.push(
+                Finding::new(id("mtu_mismatch"), Severity::Warning, format!("{} has MTU {} but {} has MTU {}: jumbo frames are configured on one side only and large packets will be dropped", i.name, opt(i.mtu), p.name, opt(p.mtu)))
+                    .evidence(format!("{}.mtu", i.name), opt(i.mtu))
+                    .evidence(format!("{}.mtu", p.name), opt(p.mtu))
+                    .fix(format!("use the same MTU on both: ip link set dev {} mtu {}", i.name, p.mtu.unwrap_or(1500).min(i.mtu.unwrap_or(1500)))),
+            );
+        }
+        if view.live && i.driver.is_some() {
+            out.push(offloads(&i.name));
+        }
+    }
+    if !view.live {
+        out.push(Finding::new(
+            "nic.offload.skipped",
+            Severity::Info,
+            "offloads not checked: reading a fixture tree, not a live host",
+        ));
+    }
+}
+
+/// TSO/GSO/GRO/checksum state from `ethtool -k`.
+fn offloads(iface: &str) -> Finding {
+    let id = format!("nic.offload.{iface}");
+    let Ok(out) = std::process::Command::new("ethtool")
+        .args(["-k", iface])
+        .output()
+    else {
+        return Finding::new(
+            id,
+            Severity::Info,
+            "offloads not checked: ethtool is not installed",
+        )
+        .fix("apt-get install ethtool");
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut f = Finding::new(
+        id,
+        Severity::Ok,
+        format!("{iface}: segmentation, receive and checksum offloads are on"),
+    );
+    let mut off = Vec::new();
+    for key in [
+        "tcp-segmentation-offload",
+        "generic-segmentation-offload",
+        "generic-receive-offload",
+        "rx-checksumming",
+        "tx-checksumming",
+    ] {
+        if let Some(line) = text.lines().find(|l| l.trim_start().starts_with(key)) {
+            let on = line.contains(": on");
+            f = f.evidence(key, if on { "on" } else { "off" });
+            if !on && !line.contains("[fixed]") {
+                off.push(key);
+            }
+        }
+    }
+    if !off.is_empty() {
+        f.severity = Severity::Warning;
+        f.title = format!("{iface}: {} off: every packet costs CPU", off.join(", "));
+        f.fix = Some(format!(
+            "ethtool -K {iface} tso on gso on gro on rx on tx on"
+        ));
+    }
+    f
+}
