@@ -2,16 +2,25 @@
 //! (`TryFrom`). No other module sees clap types.
 
 use crate::client::{Bind, ClientConfig};
+#[cfg(test)]
 use crate::lab::{EmulatorChoice, PathConfig};
 use crate::spec::{
     Direction, Protocol, ServerLimits, TestSpec, UDP_DEFAULT_LENGTH, UDP_DEFAULT_RATE,
 };
-use crate::units::{BitRate, Bytes, parse_duration, parse_percent};
+use crate::units::{BitRate, Bytes, parse_duration};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 #[cfg(test)]
 use std::time::Duration;
+
+mod commands;
+mod lab;
+
+pub use commands::{
+    CompareArgs, DoctorArgs, ExportArgs, ImportArgs, ReportArgs, RunArgs, TuneCommand, TuneCommon,
+};
+pub use lab::{LabCommand, PathArgs};
 
 /// Default port of `netsweep server` (beside iperf3's 5201).
 pub const DEFAULT_PORT: u16 = 5310;
@@ -79,178 +88,6 @@ pub enum Command {
     Lab(LabCommand),
 }
 
-#[derive(Debug, Args)]
-pub struct RunArgs {
-    /// The plan file (TOML).
-    pub plan: std::path::PathBuf,
-    /// Results database (default: netsweep.db beside the plan).
-    #[arg(long)]
-    pub db: Option<std::path::PathBuf>,
-    /// Continue the unfinished campaign of this plan without repeating finished runs.
-    #[arg(long, conflicts_with = "new")]
-    pub resume: bool,
-    /// Start a new campaign even if an unfinished one of this plan exists.
-    #[arg(long)]
-    pub new: bool,
-    /// Check the plan and the target, then stop before any traffic.
-    #[arg(long)]
-    pub check: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct CompareArgs {
-    #[arg(long, default_value = "netsweep.db")]
-    pub db: std::path::PathBuf,
-    /// Campaign id (default: the newest).
-    #[arg(long)]
-    pub campaign: Option<i64>,
-    /// Dimension whose values are compared (default: the last one of the plan).
-    #[arg(long)]
-    pub by: Option<String>,
-    /// Only runs with DIM=VALUE (repeatable).
-    #[arg(long = "where")]
-    pub filters: Vec<String>,
-    /// bits_per_second (default), retransmits, lost_percent, jitter_ms, cpu_local_percent, cpu_remote_percent.
-    #[arg(long, default_value = "bits_per_second")]
-    pub metric: String,
-    /// Confidence level in percent.
-    #[arg(short = 'c', long, default_value_t = 95.0)]
-    pub confidence: f64,
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum TuneCommand {
-    /// The bandwidth-delay product and the buffer settings it implies, against this kernel.
-    #[command(after_help = "Example:\n  netsweep tune bdp --rate 10G --rtt 1.6ms")]
-    Bdp {
-        #[arg(long)]
-        rate: String,
-        #[arg(long)]
-        rtt: String,
-    },
-    /// Show the built-in profiles, or one profile with what each setting does.
-    Show {
-        profile: Option<String>,
-        #[command(flatten)]
-        common: TuneCommon,
-    },
-    /// Apply a profile; it stays until `tune restore` (or until Ctrl-C with --hold).
-    #[command(
-        after_help = "Examples:\n  netsweep tune apply large-buffers\n  netsweep tune apply high-bdp --rate 10G --rtt 20ms --target lab:wan:a\n  netsweep tune apply bigbuf --profiles profiles.toml --target netns:NAME\n  netsweep tune apply bigbuf --profiles profiles.toml --hold   # restored on Ctrl-C"
-    )]
-    Apply {
-        profile: String,
-        #[command(flatten)]
-        common: TuneCommon,
-        /// Change host-wide keys even on a namespace target.
-        #[arg(long)]
-        allow_host_wide: bool,
-        /// Stay in the foreground and restore on Ctrl-C, SIGTERM or SIGHUP.
-        #[arg(long)]
-        hold: bool,
-    },
-    /// Put back the values saved before `tune apply` (safe to repeat).
-    Restore {
-        #[command(flatten)]
-        common: TuneCommon,
-    },
-    /// What is applied on a target, with the original and current values.
-    Status {
-        #[command(flatten)]
-        common: TuneCommon,
-    },
-}
-
-#[derive(Debug, Args, Clone)]
-pub struct TuneCommon {
-    /// local, netns:NAME, lab:NAME:a|b, or ssh:USER@HOST.
-    #[arg(long, default_value = "local")]
-    pub target: String,
-    /// A TOML file with [profiles.NAME.linux] / [profiles.NAME.freebsd] tables (- for stdin).
-    #[arg(long)]
-    pub profiles: Option<std::path::PathBuf>,
-    /// Path rate for the high-bdp profile.
-    #[arg(long)]
-    pub rate: Option<String>,
-    /// Path RTT for the high-bdp profile.
-    #[arg(long)]
-    pub rtt: Option<String>,
-    /// ssh targets: an OpenSSH option passed as `-o OPTION` (repeatable), e.g. Port=2222.
-    #[arg(long = "ssh-option")]
-    pub ssh_options: Vec<String>,
-    /// ssh targets: the netsweep command on the remote host.
-    #[arg(long, default_value = "netsweep")]
-    pub remote_netsweep: String,
-}
-
-#[derive(Debug, Args)]
-pub struct DoctorArgs {
-    /// A running `netsweep server` to check the path to (RTT, path MTU, both directions).
-    #[arg(long)]
-    pub peer: Option<String>,
-    /// Bottleneck rate of the path, e.g. 10G (default: the fastest link speed).
-    #[arg(long)]
-    pub rate: Option<String>,
-    /// Round-trip time of the path (default: measured to --peer).
-    #[arg(long)]
-    pub rtt: Option<String>,
-    /// Watch counters for this many seconds and report what grows.
-    #[arg(long)]
-    pub watch: Option<f64>,
-    /// Read proc/ and sys/ below this directory instead of the live system.
-    #[arg(long)]
-    pub root: Option<std::path::PathBuf>,
-    /// Check a libvirt domain definition (file, or - for standard input) instead of this host.
-    #[arg(long)]
-    pub libvirt_xml: Option<String>,
-    /// With --peer: skip the short throughput tests.
-    #[arg(long)]
-    pub no_tests: bool,
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct ReportArgs {
-    #[arg(long, default_value = "netsweep.db")]
-    pub db: std::path::PathBuf,
-    /// Campaign id (default: the newest).
-    #[arg(long)]
-    pub campaign: Option<i64>,
-    /// Output file (default: report.html, or report.md with --format md).
-    #[arg(short = 'o', long)]
-    pub output: Option<std::path::PathBuf>,
-    #[arg(long, default_value = "html", value_parser = ["html", "md"])]
-    pub format: String,
-}
-
-#[derive(Debug, Args)]
-pub struct ExportArgs {
-    #[arg(long, default_value = "netsweep.db")]
-    pub db: std::path::PathBuf,
-    #[arg(long)]
-    pub campaign: Option<i64>,
-    #[arg(long, default_value = "csv", value_parser = ["csv", "json"])]
-    pub format: String,
-}
-
-#[derive(Debug, Args)]
-pub struct ImportArgs {
-    #[arg(long, default_value = "netsweep.db")]
-    pub db: std::path::PathBuf,
-    /// Add to this campaign (default: a new imported campaign).
-    #[arg(long)]
-    pub campaign: Option<i64>,
-    /// Dimension values of these files, DIM=VALUE (repeatable).
-    #[arg(long = "set")]
-    pub set: Vec<String>,
-    /// iperf3 -J output files.
-    #[arg(required = true)]
-    pub files: Vec<std::path::PathBuf>,
-}
-
 /// Parses repeated `KEY=VALUE` options.
 pub fn pairs(items: &[String], flag: &str) -> anyhow::Result<Vec<(String, String)>> {
     key_values(items, flag)
@@ -286,88 +123,7 @@ pub struct StatsArgs {
     pub json: bool,
 }
 
-#[derive(Debug, Subcommand)]
-pub enum LabCommand {
-    /// Create a lab that stays until `lab down`.
-    #[command(
-        after_help = "Examples:\n  netsweep lab up wan --rate 1G --rtt 20ms\n  netsweep lab up lossy --rate 100M --delay 5ms --loss 1%\n  netsweep lab up jumbo --mtu 9000 --mtu-b 1500"
-    )]
-    Up {
-        name: String,
-        #[command(flatten)]
-        path: PathArgs,
-    },
-    /// Remove a lab (also the leftovers of a crashed run).
-    Down { name: String },
-    /// Show labs and leftovers.
-    List,
-    /// Run a command on host a (198.18.0.1) or b (198.18.0.2) of a lab.
-    #[command(after_help = "Example:\n  netsweep lab exec wan a -- ping -c 3 198.18.0.2")]
-    Exec {
-        name: String,
-        /// a or b
-        host: String,
-        #[arg(last = true, required = true)]
-        command: Vec<String>,
-    },
-    /// Bring up a temporary lab, test across it with `netsweep client`, tear it down.
-    #[command(
-        after_help = "Examples:\n  netsweep lab test --rate 200M --rtt 20ms -- -t 5\n  netsweep lab test --rtt 20ms --loss 1% -- -u -b 100M --json\n  netsweep lab test --rate 1G --rtt 20ms -- -w 64K -t 10"
-    )]
-    Test {
-        #[command(flatten)]
-        path: PathArgs,
-        /// Options for `netsweep client` (the server address is filled in).
-        #[arg(last = true)]
-        client: Vec<String>,
-    },
-    /// (internal) run the delay line of a lab in the foreground.
-    #[command(hide = true)]
-    Relay {
-        name: String,
-        #[arg(long)]
-        state_dir: Option<std::path::PathBuf>,
-    },
-}
-
-#[derive(Debug, Args, Clone, Default)]
-pub struct PathArgs {
-    /// Bottleneck rate per direction (tbf), e.g. 200M, 1G.
-    #[arg(long)]
-    pub rate: Option<String>,
-    /// One-way delay per direction.
-    #[arg(long, conflicts_with = "rtt")]
-    pub delay: Option<String>,
-    /// Round-trip time (twice the one-way delay).
-    #[arg(long)]
-    pub rtt: Option<String>,
-    /// Delay variation per direction, uniform +/- (packets keep their order).
-    #[arg(long)]
-    pub jitter: Option<String>,
-    /// Random loss per direction, e.g. 1%.
-    #[arg(long)]
-    pub loss: Option<String>,
-    /// MTU of both hosts (1500 default, 9000 for jumbo frames).
-    #[arg(long, default_value_t = 1500)]
-    pub mtu: u32,
-    /// MTU of host b only, for mismatch experiments.
-    #[arg(long)]
-    pub mtu_b: Option<u32>,
-    /// Queue of the rate limiter, as time at the rate.
-    #[arg(long, default_value = "50ms")]
-    pub queue: String,
-    /// Delay/loss emulator: auto prefers netem and falls back to netsweep's delay line.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "netem", "userspace"])]
-    pub emulator: String,
-    /// Per-namespace sysctl on host a, KEY=VALUE (repeatable).
-    #[arg(long = "sysctl-a")]
-    pub sysctl_a: Vec<String>,
-    /// Per-namespace sysctl on host b, KEY=VALUE (repeatable).
-    #[arg(long = "sysctl-b")]
-    pub sysctl_b: Vec<String>,
-}
-
-fn key_values(items: &[String], flag: &str) -> anyhow::Result<Vec<(String, String)>> {
+pub(crate) fn key_values(items: &[String], flag: &str) -> anyhow::Result<Vec<(String, String)>> {
     items
         .iter()
         .map(|kv| {
@@ -376,43 +132,6 @@ fn key_values(items: &[String], flag: &str) -> anyhow::Result<Vec<(String, Strin
                 .ok_or_else(|| anyhow::anyhow!("{flag} {kv:?}: expected KEY=VALUE"))
         })
         .collect()
-}
-
-impl TryFrom<&PathArgs> for (PathConfig, EmulatorChoice) {
-    type Error = anyhow::Error;
-
-    fn try_from(a: &PathArgs) -> anyhow::Result<(PathConfig, EmulatorChoice)> {
-        let mut p = PathConfig {
-            mtu_a: a.mtu,
-            mtu_b: a.mtu_b.unwrap_or(a.mtu),
-            ..PathConfig::default()
-        };
-        if let Some(r) = &a.rate {
-            p.rate_bps = Some(r.parse::<BitRate>().context("--rate")?.bits_per_second());
-        }
-        if let Some(d) = &a.delay {
-            p.delay = parse_duration(d).context("--delay")?;
-        }
-        if let Some(r) = &a.rtt {
-            p.delay = parse_duration(r).context("--rtt")? / 2;
-        }
-        if let Some(j) = &a.jitter {
-            p.jitter = parse_duration(j).context("--jitter")?;
-        }
-        if let Some(l) = &a.loss {
-            p.loss_percent = parse_percent(l).context("--loss")?;
-        }
-        p.queue = parse_duration(&a.queue).context("--queue")?;
-        p.sysctls_a = key_values(&a.sysctl_a, "--sysctl-a")?;
-        p.sysctls_b = key_values(&a.sysctl_b, "--sysctl-b")?;
-        p.validate().map_err(anyhow::Error::msg)?;
-        let emulator = match a.emulator.as_str() {
-            "netem" => EmulatorChoice::Netem,
-            "userspace" => EmulatorChoice::Userspace,
-            _ => EmulatorChoice::Auto,
-        };
-        Ok((p, emulator))
-    }
 }
 
 #[derive(Debug, Args)]

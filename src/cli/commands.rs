@@ -1,0 +1,175 @@
+//! Argument structs of `run`, `compare`, `report`, `export`, `import`, `tune` and `doctor`.
+
+use clap::{Args, Subcommand};
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The plan file (TOML).
+    pub plan: std::path::PathBuf,
+    /// Results database (default: netsweep.db beside the plan).
+    #[arg(long)]
+    pub db: Option<std::path::PathBuf>,
+    /// Continue the unfinished campaign of this plan without repeating finished runs.
+    #[arg(long, conflicts_with = "new")]
+    pub resume: bool,
+    /// Start a new campaign even if an unfinished one of this plan exists.
+    #[arg(long)]
+    pub new: bool,
+    /// Check the plan and the target, then stop before any traffic.
+    #[arg(long)]
+    pub check: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    #[arg(long, default_value = "netsweep.db")]
+    pub db: std::path::PathBuf,
+    /// Campaign id (default: the newest).
+    #[arg(long)]
+    pub campaign: Option<i64>,
+    /// Dimension whose values are compared (default: the last one of the plan).
+    #[arg(long)]
+    pub by: Option<String>,
+    /// Only runs with DIM=VALUE (repeatable).
+    #[arg(long = "where")]
+    pub filters: Vec<String>,
+    /// bits_per_second (default), retransmits, lost_percent, jitter_ms, cpu_local_percent, cpu_remote_percent.
+    #[arg(long, default_value = "bits_per_second")]
+    pub metric: String,
+    /// Confidence level in percent.
+    #[arg(short = 'c', long, default_value_t = 95.0)]
+    pub confidence: f64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TuneCommand {
+    /// The bandwidth-delay product and the buffer settings it implies, against this kernel.
+    #[command(after_help = "Example:\n  netsweep tune bdp --rate 10G --rtt 1.6ms")]
+    Bdp {
+        #[arg(long)]
+        rate: String,
+        #[arg(long)]
+        rtt: String,
+    },
+    /// Show the built-in profiles, or one profile with what each setting does.
+    Show {
+        profile: Option<String>,
+        #[command(flatten)]
+        common: TuneCommon,
+    },
+    /// Apply a profile; it stays until `tune restore` (or until Ctrl-C with --hold).
+    #[command(
+        after_help = "Examples:\n  netsweep tune apply large-buffers\n  netsweep tune apply high-bdp --rate 10G --rtt 20ms --target lab:wan:a\n  netsweep tune apply bigbuf --profiles profiles.toml --target netns:NAME\n  netsweep tune apply bigbuf --profiles profiles.toml --hold   # restored on Ctrl-C"
+    )]
+    Apply {
+        profile: String,
+        #[command(flatten)]
+        common: TuneCommon,
+        /// Change host-wide keys even on a namespace target.
+        #[arg(long)]
+        allow_host_wide: bool,
+        /// Stay in the foreground and restore on Ctrl-C, SIGTERM or SIGHUP.
+        #[arg(long)]
+        hold: bool,
+    },
+    /// Put back the values saved before `tune apply` (safe to repeat).
+    Restore {
+        #[command(flatten)]
+        common: TuneCommon,
+    },
+    /// What is applied on a target, with the original and current values.
+    Status {
+        #[command(flatten)]
+        common: TuneCommon,
+    },
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct TuneCommon {
+    /// local, netns:NAME, lab:NAME:a|b, or ssh:USER@HOST.
+    #[arg(long, default_value = "local")]
+    pub target: String,
+    /// A TOML file with [profiles.NAME.linux] / [profiles.NAME.freebsd] tables (- for stdin).
+    #[arg(long)]
+    pub profiles: Option<std::path::PathBuf>,
+    /// Path rate for the high-bdp profile.
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Path RTT for the high-bdp profile.
+    #[arg(long)]
+    pub rtt: Option<String>,
+    /// ssh targets: an OpenSSH option passed as `-o OPTION` (repeatable), e.g. Port=2222.
+    #[arg(long = "ssh-option")]
+    pub ssh_options: Vec<String>,
+    /// ssh targets: the netsweep command on the remote host.
+    #[arg(long, default_value = "netsweep")]
+    pub remote_netsweep: String,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// A running `netsweep server` to check the path to (RTT, path MTU, both directions).
+    #[arg(long)]
+    pub peer: Option<String>,
+    /// Bottleneck rate of the path, e.g. 10G (default: the fastest link speed).
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Round-trip time of the path (default: measured to --peer).
+    #[arg(long)]
+    pub rtt: Option<String>,
+    /// Watch counters for this many seconds and report what grows.
+    #[arg(long)]
+    pub watch: Option<f64>,
+    /// Read proc/ and sys/ below this directory instead of the live system.
+    #[arg(long)]
+    pub root: Option<std::path::PathBuf>,
+    /// Check a libvirt domain definition (file, or - for standard input) instead of this host.
+    #[arg(long)]
+    pub libvirt_xml: Option<String>,
+    /// With --peer: skip the short throughput tests.
+    #[arg(long)]
+    pub no_tests: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[arg(long, default_value = "netsweep.db")]
+    pub db: std::path::PathBuf,
+    /// Campaign id (default: the newest).
+    #[arg(long)]
+    pub campaign: Option<i64>,
+    /// Output file (default: report.html, or report.md with --format md).
+    #[arg(short = 'o', long)]
+    pub output: Option<std::path::PathBuf>,
+    #[arg(long, default_value = "html", value_parser = ["html", "md"])]
+    pub format: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    #[arg(long, default_value = "netsweep.db")]
+    pub db: std::path::PathBuf,
+    #[arg(long)]
+    pub campaign: Option<i64>,
+    #[arg(long, default_value = "csv", value_parser = ["csv", "json"])]
+    pub format: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    #[arg(long, default_value = "netsweep.db")]
+    pub db: std::path::PathBuf,
+    /// Add to this campaign (default: a new imported campaign).
+    #[arg(long)]
+    pub campaign: Option<i64>,
+    /// Dimension values of these files, DIM=VALUE (repeatable).
+    #[arg(long = "set")]
+    pub set: Vec<String>,
+    /// iperf3 -J output files.
+    #[arg(required = true)]
+    pub files: Vec<std::path::PathBuf>,
+}
