@@ -166,7 +166,7 @@ fn control_session(mut ctrl: TcpStream, peer: SocketAddr, shared: &Shared) -> an
     if let Some(reason) = shared.limits.refusal(&spec) {
         return refuse(&mut ctrl, Refusal::Limit { reason });
     }
-    let _slot = match take_slot(shared) {
+    let slot = match take_slot(shared) {
         Ok(s) => s,
         Err(running) => return refuse(&mut ctrl, Refusal::Busy { running }),
     };
@@ -214,6 +214,15 @@ fn control_session(mut ctrl: TcpStream, peer: SocketAddr, shared: &Shared) -> an
     let streams = session::start_streams(&spec, false, sockets, start, start)?;
     let outcome = run_test(&mut ctrl, &spec, &streams);
     streams.stop_and_join();
+    // The test is over: free its slot before the client can see the result, so a client that
+    // starts its next test right away is never told "busy" by its own finished test.
+    drop(slot);
+    let outcome = outcome.and_then(|(done, peer_rx)| {
+        write_frame(&mut ctrl, &done)?;
+        // Let the client read the result and hang up first.
+        let _ = peer_rx.recv_timeout(IO_DEADLINE);
+        Ok(())
+    });
     // Unblocks the control reader thread, whatever the client does.
     let _ = ctrl.shutdown(std::net::Shutdown::Both);
     outcome
@@ -300,12 +309,16 @@ fn collect_udp(
     Ok(out)
 }
 
-/// Forwards interval reports to the client, then sends the final reports.
+/// The client's messages, read on a clone of the control socket.
+type PeerRx = Receiver<Result<ClientMsg, ProtocolError>>;
+
+/// Forwards interval reports until every stream is done; returns the final message for the
+/// client and the reader of its messages.
 fn run_test(
     ctrl: &mut TcpStream,
     spec: &TestSpec,
     streams: &session::Streams,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<(ServerMsg, PeerRx)> {
     let peer_rx = spawn_reader(ctrl.try_clone()?);
     let start = Instant::now();
     let give_up = start + spec.total_time() + Duration::from_secs(30);
@@ -333,16 +346,11 @@ fn run_test(
     finished.reports.sort_by_key(|r| r.stream);
     let mut cpu = finished.cpu;
     cpu.wall_s = start.elapsed().as_secs_f64();
-    write_frame(
-        ctrl,
-        &ServerMsg::Done {
-            streams: finished.reports,
-            cpu,
-        },
-    )?;
-    // Let the client read the result and hang up first.
-    let _ = peer_rx.recv_timeout(IO_DEADLINE);
-    Ok(())
+    let done = ServerMsg::Done {
+        streams: finished.reports,
+        cpu,
+    };
+    Ok((done, peer_rx))
 }
 
 /// Reads client messages on a clone of the control socket into a channel.
