@@ -95,28 +95,26 @@ pub fn plot(sets: &[Vec<f64>], opts: PlotOptions) -> String {
     let mut bars: Vec<Vec<u8>> = vec![Vec::new(); if opts.separate_bars { stats.len() } else { 1 }];
     for (k, (s, m, sd, med)) in stats.iter().enumerate() {
         let val = (k + 1) as u8;
-        // Tallest stack of points in one column, plus one (row 0 is never drawn).
-        let mut tallest = 1;
-        let mut run = 0;
+        // Each point's column and stack level (sorted values: equal columns are adjacent).
         let mut last = usize::MAX;
-        for &v in s {
-            let x = col(v);
-            run = if x == last { run + 1 } else { 1 };
-            last = x;
-            tallest = tallest.max(run);
-        }
-        // ministat sets the height to this set's need (even if smaller than before).
-        height = tallest + 1;
+        let mut level = 0;
+        let points: Vec<(usize, usize)> = s
+            .iter()
+            .map(|&v| {
+                let x = col(v);
+                level = if x == last { level + 1 } else { 1 };
+                last = x;
+                (x, level)
+            })
+            .collect();
+        // Tallest stack plus one (row 0 is never drawn); ministat sets the height to this
+        // set's need even if it is smaller than before.
+        height = points.iter().map(|p| p.1).max().unwrap_or(1) + 1;
         while data.len() < height {
             data.push(vec![0; width]);
         }
-        let mut run = 0;
-        let mut last = usize::MAX;
-        for &v in s {
-            let x = col(v);
-            run = if x == last { run + 1 } else { 1 };
-            last = x;
-            data[run][x] |= val;
+        for (x, level) in points {
+            data[level][x] |= val;
         }
         let bar = &mut bars[if opts.separate_bars { k } else { 0 }];
         if bar.is_empty() {

@@ -434,6 +434,21 @@ fn ssh_options(key: &Path) -> Vec<String> {
     .collect()
 }
 
+/// A lab with a plain path, its state under `dir`.
+fn plain_lab(tag: &str, dir: &Path) -> netsweep::lab::Lab {
+    use netsweep::lab::{Lab, LabOptions, PathConfig};
+    let opts = LabOptions {
+        state_dir: dir.join("labs"),
+        ..LabOptions::default()
+    };
+    Lab::up(
+        &format!("{tag}{}", std::process::id() % 100_000),
+        PathConfig::default(),
+        &opts,
+    )
+    .unwrap()
+}
+
 fn ssh_tools(test: &str) -> bool {
     common::root_or_skip(test)
         && common::tool_or_skip(test, "ssh-keygen")
@@ -447,18 +462,10 @@ fn the_ssh_target_tunes_and_restores_a_remote_host() {
     if !ssh_tools("the_ssh_target_tunes_and_restores_a_remote_host") {
         return;
     }
-    use netsweep::lab::{Host, Lab, LabOptions, PathConfig};
+    use netsweep::lab::Host;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let lab = Lab::up(
-        &format!("ts{}", std::process::id() % 100_000),
-        PathConfig::default(),
-        &LabOptions {
-            state_dir: d.join("labs"),
-            ..LabOptions::default()
-        },
-    )
-    .unwrap();
+    let lab = plain_lab("ts", d);
     let nb = Ns(lab.namespace(Host::B));
     let before = snapshot(&nb);
     let (mut sshd, key) = start_sshd(&lab, d);
@@ -507,18 +514,10 @@ fn a_campaign_tunes_the_server_of_an_address_target_over_ssh() {
     if !ssh_tools("a_campaign_tunes_the_server_of_an_address_target_over_ssh") {
         return;
     }
-    use netsweep::lab::{Host, Lab, LabOptions, PathConfig};
+    use netsweep::lab::Host;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let lab = Lab::up(
-        &format!("tc{}", std::process::id() % 100_000),
-        PathConfig::default(),
-        &LabOptions {
-            state_dir: d.join("labs"),
-            ..LabOptions::default()
-        },
-    )
-    .unwrap();
+    let lab = plain_lab("tc", d);
     let _server = lab
         .start_server(Host::B, netsweep::spec::ServerLimits::default())
         .unwrap();
