@@ -9,79 +9,12 @@ pub mod svg;
 
 pub use model::ReportModel;
 
-/// The charts of a report: (file stem, caption, SVG).
-pub fn charts(m: &ReportModel) -> Vec<(String, String, String)> {
-    let mut out = Vec::new();
-    let labels: Vec<String> = m.configs.iter().map(|c| c.label.clone()).collect();
-    let desc = |c: &model::ConfigView| c.summary.description.clone();
-    // Grouped bars per value of the first dimension (the swept one), one group per other combination.
-    if let Some((first, values)) = m.dims.first() {
-        let others: Vec<String> = {
-            let mut v: Vec<String> = Vec::new();
-            for c in &m.configs {
-                let o = c
-                    .dims
-                    .iter()
-                    .filter(|(k, _)| k != first)
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                if !v.contains(&o) {
-                    v.push(o);
-                }
-            }
-            v
-        };
-        for other in &others {
-            let find = |val: &str| {
-                m.configs.iter().find(|c| {
-                    c.dims.iter().any(|(k, v)| k == first && v == val)
-                        && c.dims
-                            .iter()
-                            .filter(|(k, _)| k != first)
-                            .map(|(k, v)| format!("{k}={v}"))
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                            == *other
-                })
-            };
-            let stat = |f: fn(&crate::stats::Description) -> f64| -> Vec<Option<f64>> {
-                values
-                    .iter()
-                    .map(|v| find(v).and_then(desc).map(|d| f(&d)))
-                    .collect()
-            };
-            let series = vec![
-                ("average".to_string(), stat(|d| d.mean)),
-                ("median".to_string(), stat(|d| d.median)),
-                ("minimum".to_string(), stat(|d| d.min)),
-                ("maximum".to_string(), stat(|d| d.max)),
-            ];
-            // The TCP_INFO ceiling of each bar group, where the sweep is over the window.
-            let limits: Option<Vec<f64>> = (first == "window").then(|| {
-                values
-                    .iter()
-                    .map(|v| find(v).and_then(|c| c.ceiling_bps).unwrap_or(f64::NAN))
-                    .collect()
-            });
-            let limits = limits.filter(|l| l.iter().any(|x| x.is_finite()));
-            let title = if other.is_empty() {
-                format!("Goodput by {first}")
-            } else {
-                format!("Goodput by {first}, {other}")
-            };
-            let svg = svg::grouped_bars(
-                &title,
-                first,
-                "goodput",
-                "bit/s",
-                values,
-                &series,
-                limits.as_deref(),
-            );
-            out.push((format!("bars-{}", out.len() + 1), title, svg));
-        }
-    }
+/// One chart of a report: (file stem, caption, SVG).
+pub type Chart = (String, String, String);
+
+/// The charts of a report, in the order they are shown.
+pub fn charts(m: &ReportModel) -> Vec<Chart> {
+    let mut out = sweep_bars(m);
     // Axis labels use the values only ("64K cubic"); tooltips and legends keep full labels.
     let short: Vec<String> = m
         .configs
@@ -94,28 +27,153 @@ pub fn charts(m: &ReportModel) -> Vec<(String, String, String)> {
                 .join(" ")
         })
         .collect();
+    out.extend(distribution_charts(m, &short));
+    out.push(time_chart(m));
+    let per_config =
+        |stem: &str, caption: &str, title: &str, unit: &str, values: Vec<Option<f64>>| {
+            let svg = svg::grouped_bars(
+                title,
+                "configuration",
+                stem,
+                unit,
+                &short,
+                &[(stem.to_string(), values)],
+                None,
+            );
+            (stem.to_string(), caption.to_string(), svg)
+        };
+    if m.udp {
+        out.push(per_config(
+            "loss",
+            "Mean UDP loss per configuration",
+            "UDP loss",
+            "%",
+            m.configs.iter().map(|c| c.loss_mean).collect(),
+        ));
+        out.push(per_config(
+            "jitter",
+            "Mean UDP jitter per configuration",
+            "UDP jitter",
+            "ms",
+            m.configs.iter().map(|c| c.jitter_mean).collect(),
+        ));
+    } else {
+        out.push(per_config(
+            "retransmits",
+            "Mean TCP retransmissions per run",
+            "TCP retransmissions per run",
+            "segments",
+            m.configs.iter().map(|c| c.retransmits_mean).collect(),
+        ));
+    }
+    out
+}
+
+/// The other dimensions of a configuration as one label ("congestion=bbr parallel=2").
+fn other_dims(c: &model::ConfigView, first: &str) -> String {
+    c.dims
+        .iter()
+        .filter(|(k, _)| k != first)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Grouped bars of average, median, minimum and maximum per value of the first (swept)
+/// dimension, one chart per combination of the other dimensions.
+fn sweep_bars(m: &ReportModel) -> Vec<Chart> {
+    let Some((first, values)) = m.dims.first() else {
+        return Vec::new();
+    };
+    let mut others: Vec<String> = Vec::new();
+    for c in &m.configs {
+        let o = other_dims(c, first);
+        if !others.contains(&o) {
+            others.push(o);
+        }
+    }
+    let mut out = Vec::new();
+    for other in &others {
+        let find = |val: &str| {
+            m.configs.iter().find(|c| {
+                c.dims.iter().any(|(k, v)| k == first && v == val) && other_dims(c, first) == *other
+            })
+        };
+        let stat = |f: fn(&crate::stats::Description) -> f64| -> Vec<Option<f64>> {
+            values
+                .iter()
+                .map(|v| find(v).and_then(|c| c.summary.description.as_ref()).map(f))
+                .collect()
+        };
+        let series = vec![
+            ("average".to_string(), stat(|d| d.mean)),
+            ("median".to_string(), stat(|d| d.median)),
+            ("minimum".to_string(), stat(|d| d.min)),
+            ("maximum".to_string(), stat(|d| d.max)),
+        ];
+        // The TCP_INFO ceiling of each bar group, where the sweep is over the window.
+        let limits: Option<Vec<f64>> = (first == "window").then(|| {
+            values
+                .iter()
+                .map(|v| find(v).and_then(|c| c.ceiling_bps).unwrap_or(f64::NAN))
+                .collect()
+        });
+        let limits = limits.filter(|l| l.iter().any(|x| x.is_finite()));
+        let title = if other.is_empty() {
+            format!("Goodput by {first}")
+        } else {
+            format!("Goodput by {first}, {other}")
+        };
+        let svg = svg::grouped_bars(
+            &title,
+            first,
+            "goodput",
+            "bit/s",
+            values,
+            &series,
+            limits.as_deref(),
+        );
+        out.push((format!("bars-{}", out.len() + 1), title, svg));
+    }
+    out
+}
+
+/// Every run's value over a box plot, and the means with their confidence intervals.
+fn distribution_charts(m: &ReportModel, short: &[String]) -> [Chart; 2] {
     let cats: Vec<(String, Vec<f64>)> = m
         .configs
         .iter()
-        .zip(&short)
+        .zip(short)
         .map(|(c, s)| (s.clone(), c.values.clone()))
         .collect();
-    out.push((
-        "runs".into(),
-        "Every run's goodput over a box plot per configuration".into(),
-        svg::box_points("Goodput of every run", "goodput", "bit/s", &cats),
-    ));
     let means: Vec<svg::MeanCi> = m
         .configs
         .iter()
-        .zip(&short)
-        .filter_map(|(c, s)| desc(c).map(|d| (s.clone(), d.mean, c.mean_ci)))
+        .zip(short)
+        .filter_map(|(c, s)| {
+            c.summary
+                .description
+                .as_ref()
+                .map(|d| (s.clone(), d.mean, c.mean_ci))
+        })
         .collect();
-    out.push((
-        "means".into(),
-        "Mean goodput with 95% confidence intervals".into(),
-        svg::means_ci("Mean goodput and 95% CI", "goodput", "bit/s", &means),
-    ));
+    [
+        (
+            "runs".into(),
+            "Every run's goodput over a box plot per configuration".into(),
+            svg::box_points("Goodput of every run", "goodput", "bit/s", &cats),
+        ),
+        (
+            "means".into(),
+            "Mean goodput with 95% confidence intervals".into(),
+            svg::means_ci("Mean goodput and 95% CI", "goodput", "bit/s", &means),
+        ),
+    ]
+}
+
+/// The per-interval goodput of every run over time.
+fn time_chart(m: &ReportModel) -> Chart {
+    let labels: Vec<String> = m.configs.iter().map(|c| c.label.clone()).collect();
     let series: Vec<svg::Line> = m
         .series
         .iter()
@@ -131,7 +189,7 @@ pub fn charts(m: &ReportModel) -> Vec<(String, String, String)> {
             )
         })
         .collect();
-    out.push((
+    (
         "time".into(),
         "Per-interval goodput of every run".into(),
         svg::lines(
@@ -141,62 +199,7 @@ pub fn charts(m: &ReportModel) -> Vec<(String, String, String)> {
             &series,
             &labels,
         ),
-    ));
-    if m.udp {
-        let loss: Vec<(String, Vec<Option<f64>>)> = vec![(
-            "loss".into(),
-            m.configs.iter().map(|c| c.loss_mean).collect(),
-        )];
-        out.push((
-            "loss".into(),
-            "Mean UDP loss per configuration".into(),
-            svg::grouped_bars(
-                "UDP loss",
-                "configuration",
-                "loss",
-                "%",
-                &short,
-                &loss,
-                None,
-            ),
-        ));
-        let jitter: Vec<(String, Vec<Option<f64>>)> = vec![(
-            "jitter".into(),
-            m.configs.iter().map(|c| c.jitter_mean).collect(),
-        )];
-        out.push((
-            "jitter".into(),
-            "Mean UDP jitter per configuration".into(),
-            svg::grouped_bars(
-                "UDP jitter",
-                "configuration",
-                "jitter",
-                "ms",
-                &short,
-                &jitter,
-                None,
-            ),
-        ));
-    } else {
-        let retr: Vec<(String, Vec<Option<f64>>)> = vec![(
-            "retransmits".into(),
-            m.configs.iter().map(|c| c.retransmits_mean).collect(),
-        )];
-        out.push((
-            "retransmits".into(),
-            "Mean TCP retransmissions per run".into(),
-            svg::grouped_bars(
-                "TCP retransmissions per run",
-                "configuration",
-                "retransmits",
-                "segments",
-                &short,
-                &retr,
-                None,
-            ),
-        ));
-    }
-    out
+    )
 }
 
 /// The per-set values of a comparison group, in the order of its analysis's sets.
