@@ -345,3 +345,30 @@ fn iperf3_results_import_and_compare() {
     ]);
     assert!(!ok && out.contains("unable to connect"), "{out}");
 }
+
+/// Regression: `*.db` in .gitignore once hid `tests/fixtures/schema-v1.db`, so the schema test
+/// passed here and failed on a clean clone. No file the tests read may be git-ignored.
+#[test]
+fn test_fixtures_are_not_hidden_by_gitignore() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = Command::new("git")
+        .args([
+            "-C",
+            root,
+            "ls-files",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+        ])
+        .args(["--", "tests"])
+        .output();
+    let Some(out) = out.ok().filter(|o| o.status.success()) else {
+        eprintln!("SKIPPED test_fixtures_are_not_hidden_by_gitignore: not a git work tree");
+        return;
+    };
+    let hidden = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        hidden.trim().is_empty(),
+        "test files ignored by .gitignore (a clean clone will miss them):\n{hidden}"
+    );
+}
