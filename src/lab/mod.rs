@@ -9,20 +9,23 @@
 //! runner and the physics tests.
 
 pub mod delayline;
+mod registry;
+mod relay;
 pub mod topology;
 
+pub use registry::{LabState, Listing, down_by_name, list, read_state};
+use registry::{now_unix, write_state};
+use relay::spawn_relay_daemon;
+pub use relay::{DelayLine, run_relay, spawn_delay_line};
 pub use topology::{Emulator, Host, LabNames, PathConfig};
 
 use crate::netns;
 use anyhow::{Context, bail};
-use delayline::{Counters, Impairment, Schedule};
-use serde::{Deserialize, Serialize};
-use std::io::BufRead;
+use delayline::{Counters, Impairment};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 /// Default directory of lab state files.
 pub const STATE_DIR: &str = "/run/netsweep/labs";
@@ -61,16 +64,6 @@ impl Default for LabOptions {
             relay: RelayMode::InProcess,
         }
     }
-}
-
-/// What is recorded about a running lab.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LabState {
-    pub name: String,
-    pub path: PathConfig,
-    pub emulator: Emulator,
-    pub relay_pid: Option<u32>,
-    pub created_unix_s: u64,
 }
 
 enum Relay {
@@ -112,32 +105,6 @@ pub fn check_sysctl(key: &str, value: &str) -> Result<(), String> {
 
 fn sysctl_path(key: &str) -> PathBuf {
     Path::new("/proc/sys").join(key.replace('.', "/"))
-}
-
-fn now_unix() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
-fn state_file(dir: &Path, name: &str) -> PathBuf {
-    dir.join(format!("{name}.json"))
-}
-
-/// Reads a lab's state file, if any.
-pub fn read_state(dir: &Path, name: &str) -> Option<LabState> {
-    let text = std::fs::read_to_string(state_file(dir, name)).ok()?;
-    serde_json::from_str(&text).ok()
-}
-
-fn write_state(dir: &Path, state: &LabState) -> anyhow::Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let path = state_file(dir, &state.name);
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(state)?)?;
-    std::fs::rename(&tmp, &path)?;
-    Ok(())
 }
 
 /// Whether the kernel can add netem (tried on a dummy device inside `ns`).
@@ -447,210 +414,4 @@ impl Lab {
             addr,
         })
     }
-}
-
-type DelayLine = (
-    Arc<AtomicBool>,
-    Vec<std::thread::JoinHandle<()>>,
-    Arc<[Counters; 2]>,
-);
-
-/// Attaches to both TUN devices and starts one forwarding thread per direction.
-pub fn spawn_delay_line(names: &LabNames, imp: Impairment) -> anyhow::Result<DelayLine> {
-    let tun_a = netns::run_in(&names.namespace(Host::A), || {
-        netns::open_tun(&names.device(Host::A))
-    })??;
-    let tun_b = netns::run_in(&names.namespace(Host::B), || {
-        netns::open_tun(&names.device(Host::B))
-    })??;
-    let stop = Arc::new(AtomicBool::new(false));
-    let counters: Arc<[Counters; 2]> = Arc::new([Counters::default(), Counters::default()]);
-    let (a, b) = (Arc::new(tun_a), Arc::new(tun_b));
-    let seed: u64 = rand::random();
-    let mut handles = Vec::new();
-    for (dir, (from, to)) in [(a.clone(), b.clone()), (b, a)].into_iter().enumerate() {
-        let (stop, counters) = (stop.clone(), counters.clone());
-        let schedule = Schedule::new(imp, seed.wrapping_add(dir as u64));
-        handles.push(
-            std::thread::Builder::new()
-                .name(format!("delay-line-{dir}"))
-                .spawn(move || delayline::forward(&from, &to, schedule, &stop, &counters[dir]))?,
-        );
-    }
-    Ok((stop, handles, counters))
-}
-
-/// Runs the delay line of lab `name` in this process until `stop` (the `lab relay` command).
-pub fn run_relay(name: &str, state_dir: &Path, stop: &AtomicBool) -> anyhow::Result<()> {
-    let state = read_state(state_dir, name).with_context(|| format!("no state for lab {name}"))?;
-    let names = LabNames::new(name).map_err(anyhow::Error::msg)?;
-    let imp = Impairment {
-        delay: state.path.delay,
-        jitter: state.path.jitter,
-        loss: state.path.loss_percent / 100.0,
-    };
-    let (line_stop, handles, _) = spawn_delay_line(&names, imp)?;
-    println!("ready");
-    while !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    line_stop.store(true, Ordering::Relaxed);
-    for h in handles {
-        let _ = h.join();
-    }
-    Ok(())
-}
-
-fn spawn_relay_daemon(exe: &Path, name: &str, state_dir: &Path) -> anyhow::Result<u32> {
-    use std::os::unix::process::CommandExt;
-    let log = std::fs::File::create(state_dir.join(format!("{name}.log")))?;
-    let mut cmd = Command::new(exe);
-    cmd.args(["lab", "relay", name, "--state-dir"])
-        .arg(state_dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(log);
-    // SAFETY: setsid is async-signal-safe; the relay leaves our session so Ctrl-C here
-    // does not stop a lab that `lab up` created to outlive this process.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start {}", exe.display()))?;
-    let pid = child.id();
-    let stdout = child.stdout.take().context("relay stdout")?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    match rx.recv_timeout(Duration::from_secs(5)) {
-        Ok(line) if line.trim() == "ready" => Ok(pid),
-        _ => {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!(
-                "the delay line did not start; see {}",
-                state_dir.join(format!("{name}.log")).display()
-            )
-        }
-    }
-}
-
-fn is_our_relay(pid: u32, name: &str) -> bool {
-    std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|c| {
-            let args: Vec<&[u8]> = c.split(|b| *b == 0).collect();
-            args.windows(3)
-                .any(|w| w[0] == b"lab" && w[1] == b"relay" && w[2] == name.as_bytes())
-        })
-        .unwrap_or(false)
-}
-
-fn stop_process(pid: u32) {
-    let pid = pid as libc::pid_t;
-    // SAFETY: signalling a process we identified as our relay.
-    unsafe { libc::kill(pid, libc::SIGTERM) };
-    let until = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < until && Path::new(&format!("/proc/{pid}")).exists() {
-        std::thread::sleep(Duration::from_millis(20));
-        // Reap it if it is our child (lab test); harmless otherwise.
-        // SAFETY: non-blocking waitpid on a pid.
-        unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
-    }
-    if Path::new(&format!("/proc/{pid}")).exists() {
-        // SAFETY: as above.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
-}
-
-/// Removes lab `name`: its relay process, both namespaces (with their devices), its state
-/// file. Safe to repeat; returns what was removed.
-pub fn down_by_name(name: &str, state_dir: &Path) -> anyhow::Result<Vec<String>> {
-    let names = LabNames::new(name).map_err(anyhow::Error::msg)?;
-    let mut removed = Vec::new();
-    if let Some(pid) = read_state(state_dir, name).and_then(|s| s.relay_pid)
-        && is_our_relay(pid, name)
-    {
-        stop_process(pid);
-        removed.push(format!("delay line process {pid}"));
-    }
-    let mut errors = Vec::new();
-    for h in [Host::A, Host::B] {
-        let ns = names.namespace(h);
-        if netns::exists(&ns) {
-            match netns::run("ip", &["netns", "del", &ns]) {
-                Ok(()) => removed.push(format!("namespace {ns}")),
-                Err(e) => errors.push(e.to_string()),
-            }
-        }
-    }
-    for ext in ["json", "log", "tmp"] {
-        let f = state_dir.join(format!("{name}.{ext}"));
-        if f.exists() && std::fs::remove_file(&f).is_ok() && ext == "json" {
-            removed.push(format!("state file {}", f.display()));
-        }
-    }
-    if !errors.is_empty() {
-        bail!("lab {name} not fully removed: {}", errors.join("; "));
-    }
-    Ok(removed)
-}
-
-/// A lab found on this host.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Listing {
-    pub name: String,
-    pub state: Option<LabState>,
-    /// Namespaces present without a state file, or a dead relay: left by a crash.
-    pub leftover: bool,
-}
-
-/// Labs with state files, and namespaces of ours without one.
-pub fn list(state_dir: &Path) -> Vec<Listing> {
-    let mut names: Vec<String> = std::fs::read_dir(state_dir)
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .filter_map(|e| {
-                    e.file_name()
-                        .to_string_lossy()
-                        .strip_suffix(".json")
-                        .map(String::from)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    names.extend(
-        netns::list()
-            .iter()
-            .filter_map(|ns| LabNames::owner_of(ns).map(|(n, _)| n)),
-    );
-    names.sort();
-    names.dedup();
-    names
-        .into_iter()
-        .map(|name| {
-            let state = read_state(state_dir, &name);
-            let relay_dead = state.as_ref().is_some_and(|s| {
-                s.emulator == Emulator::Userspace
-                    && !s
-                        .relay_pid
-                        .is_some_and(|p| Path::new(&format!("/proc/{p}")).exists())
-            });
-            let lab_names = LabNames::new(&name);
-            let complete = lab_names.is_ok_and(|n| {
-                netns::exists(&n.namespace(Host::A)) && netns::exists(&n.namespace(Host::B))
-            });
-            Listing {
-                leftover: state.is_none() || relay_dead || !complete,
-                name,
-                state,
-            }
-        })
-        .collect()
 }

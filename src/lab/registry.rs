@@ -1,0 +1,132 @@
+//! The labs of this host as the files in the state directory record them: one JSON state file
+//! per lab (written atomically), the listing that also finds namespaces a crash left behind, and
+//! `down_by_name`, which removes whatever of a lab is still there.
+
+use super::relay::{is_our_relay, stop_process};
+use super::topology::{Emulator, Host, LabNames, PathConfig};
+use crate::netns;
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// What is recorded about a running lab.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabState {
+    pub name: String,
+    pub path: PathConfig,
+    pub emulator: Emulator,
+    pub relay_pid: Option<u32>,
+    pub created_unix_s: u64,
+}
+
+pub(super) fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn state_file(dir: &Path, name: &str) -> PathBuf {
+    dir.join(format!("{name}.json"))
+}
+
+/// Reads a lab's state file, if any.
+pub fn read_state(dir: &Path, name: &str) -> Option<LabState> {
+    let text = std::fs::read_to_string(state_file(dir, name)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+pub(super) fn write_state(dir: &Path, state: &LabState) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = state_file(dir, &state.name);
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(state)?)?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(())
+}
+
+/// Removes lab `name`: its relay process, both namespaces (with their devices), its state
+/// file. Safe to repeat; returns what was removed.
+pub fn down_by_name(name: &str, state_dir: &Path) -> anyhow::Result<Vec<String>> {
+    let names = LabNames::new(name).map_err(anyhow::Error::msg)?;
+    let mut removed = Vec::new();
+    if let Some(pid) = read_state(state_dir, name).and_then(|s| s.relay_pid)
+        && is_our_relay(pid, name)
+    {
+        stop_process(pid);
+        removed.push(format!("delay line process {pid}"));
+    }
+    let mut errors = Vec::new();
+    for h in [Host::A, Host::B] {
+        let ns = names.namespace(h);
+        if netns::exists(&ns) {
+            match netns::run("ip", &["netns", "del", &ns]) {
+                Ok(()) => removed.push(format!("namespace {ns}")),
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+    }
+    for ext in ["json", "log", "tmp"] {
+        let f = state_dir.join(format!("{name}.{ext}"));
+        if f.exists() && std::fs::remove_file(&f).is_ok() && ext == "json" {
+            removed.push(format!("state file {}", f.display()));
+        }
+    }
+    if !errors.is_empty() {
+        bail!("lab {name} not fully removed: {}", errors.join("; "));
+    }
+    Ok(removed)
+}
+
+/// A lab found on this host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listing {
+    pub name: String,
+    pub state: Option<LabState>,
+    /// Namespaces present without a state file, or a dead relay: left by a crash.
+    pub leftover: bool,
+}
+
+/// Labs with state files, and namespaces of ours without one.
+pub fn list(state_dir: &Path) -> Vec<Listing> {
+    let mut names: Vec<String> = std::fs::read_dir(state_dir)
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_string_lossy()
+                        .strip_suffix(".json")
+                        .map(String::from)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    names.extend(
+        netns::list()
+            .iter()
+            .filter_map(|ns| LabNames::owner_of(ns).map(|(n, _)| n)),
+    );
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .map(|name| {
+            let state = read_state(state_dir, &name);
+            let relay_dead = state.as_ref().is_some_and(|s| {
+                s.emulator == Emulator::Userspace
+                    && !s
+                        .relay_pid
+                        .is_some_and(|p| Path::new(&format!("/proc/{p}")).exists())
+            });
+            let lab_names = LabNames::new(&name);
+            let complete = lab_names.is_ok_and(|n| {
+                netns::exists(&n.namespace(Host::A)) && netns::exists(&n.namespace(Host::B))
+            });
+            Listing {
+                leftover: state.is_none() || relay_dead || !complete,
+                name,
+                state,
+            }
+        })
+        .collect()
+}
