@@ -3,86 +3,23 @@
 //! tracked in `PRAGMA user_version`; a finished run is never rewritten. Every run is written in
 //! its own transaction with `synchronous=FULL`, so a kill or power cut loses no finished run.
 //!
-//! `RunnerLock` keeps a second runner off the same database (an flock the kernel releases
-//! when the holder dies, even by kill -9).
+//! `schema` holds the migrations; `lock::RunnerLock` keeps a second runner off the same
+//! database (an flock the kernel releases when the holder dies, even by kill -9).
 
 use anyhow::{Context, bail};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
-use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
-
-/// Ordered migrations; index + 1 is the schema version they produce.
-const MIGRATIONS: [&str; 2] = [
-    // Version 1: campaigns, configurations, runs, intervals.
-    "CREATE TABLE campaign (
-        id INTEGER PRIMARY KEY,
-        name TEXT NOT NULL,
-        plan_path TEXT,
-        plan_toml TEXT NOT NULL,
-        plan_hash TEXT NOT NULL,
-        target TEXT NOT NULL,
-        run_order TEXT NOT NULL,
-        seed INTEGER NOT NULL,
-        repetitions INTEGER NOT NULL,
-        created_unix REAL NOT NULL,
-        finished_unix REAL,
-        host_facts_json TEXT
-     );
-     CREATE TABLE configuration (
-        id INTEGER PRIMARY KEY,
-        campaign_id INTEGER NOT NULL REFERENCES campaign(id),
-        position INTEGER NOT NULL,
-        label TEXT NOT NULL,
-        dims_json TEXT NOT NULL,
-        spec_json TEXT NOT NULL,
-        UNIQUE (campaign_id, position)
-     );
-     CREATE TABLE run (
-        id INTEGER PRIMARY KEY,
-        campaign_id INTEGER NOT NULL REFERENCES campaign(id),
-        configuration_id INTEGER NOT NULL REFERENCES configuration(id),
-        round INTEGER NOT NULL,
-        sequence INTEGER NOT NULL,
-        started_unix REAL NOT NULL,
-        finished_unix REAL NOT NULL,
-        status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
-        error TEXT,
-        bits_per_second REAL,
-        retransmits INTEGER,
-        lost_percent REAL,
-        jitter_ms REAL,
-        cpu_local_percent REAL,
-        cpu_remote_percent REAL,
-        result_json TEXT,
-        counters_json TEXT,
-        UNIQUE (campaign_id, configuration_id, round)
-     );
-     CREATE INDEX run_by_campaign ON run (campaign_id, sequence);
-     CREATE TABLE interval (
-        run_id INTEGER NOT NULL REFERENCES run(id),
-        stream INTEGER NOT NULL,
-        idx INTEGER NOT NULL,
-        start_s REAL NOT NULL,
-        end_s REAL NOT NULL,
-        omitted INTEGER NOT NULL,
-        bytes INTEGER NOT NULL,
-        bits_per_second REAL NOT NULL,
-        retransmits INTEGER,
-        rtt_us INTEGER,
-        cwnd_bytes INTEGER,
-        lost_packets INTEGER,
-        jitter_ms REAL,
-        PRIMARY KEY (run_id, stream, idx)
-     );",
-    // Version 2: per-run tuning values and per-campaign diagnostics (for `tune` and `doctor`).
-    "ALTER TABLE run ADD COLUMN tuning_json TEXT;
-     ALTER TABLE campaign ADD COLUMN doctor_json TEXT;",
-];
+use std::path::Path;
 
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+mod lock;
+mod schema;
+
+pub use lock::RunnerLock;
+use schema::MIGRATIONS;
 
 /// An open results database.
 pub struct Store {
@@ -540,33 +477,6 @@ pub fn now_unix() -> f64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
-}
-
-/// Exclusive use of a database by one runner, held until dropped (or the process dies).
-pub struct RunnerLock {
-    _file: std::fs::File,
-    pub path: PathBuf,
-}
-
-impl RunnerLock {
-    pub fn acquire(db: &Path) -> anyhow::Result<RunnerLock> {
-        let path = PathBuf::from(format!("{}.lock", db.display()));
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-        // SAFETY: flock on a descriptor we own; released when it is closed or we die.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            bail!(
-                "another netsweep runner is using {} (lock {}): wait for it or use another --db",
-                db.display(),
-                path.display()
-            );
-        }
-        Ok(RunnerLock { _file: file, path })
-    }
 }
 
 #[cfg(test)]

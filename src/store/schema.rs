@@ -1,0 +1,71 @@
+//! The results database's schema as ordered migrations: applying the first N gives schema
+//! version N (`PRAGMA user_version`). Never edit a released migration; add a new one and keep a
+//! fixture database of the old version in `tests/fixtures/`.
+
+/// Ordered migrations; index + 1 is the schema version they produce.
+pub(super) const MIGRATIONS: [&str; 2] = [
+    // Version 1: campaigns, configurations, runs, intervals.
+    "CREATE TABLE campaign (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        plan_path TEXT,
+        plan_toml TEXT NOT NULL,
+        plan_hash TEXT NOT NULL,
+        target TEXT NOT NULL,
+        run_order TEXT NOT NULL,
+        seed INTEGER NOT NULL,
+        repetitions INTEGER NOT NULL,
+        created_unix REAL NOT NULL,
+        finished_unix REAL,
+        host_facts_json TEXT
+     );
+     CREATE TABLE configuration (
+        id INTEGER PRIMARY KEY,
+        campaign_id INTEGER NOT NULL REFERENCES campaign(id),
+        position INTEGER NOT NULL,
+        label TEXT NOT NULL,
+        dims_json TEXT NOT NULL,
+        spec_json TEXT NOT NULL,
+        UNIQUE (campaign_id, position)
+     );
+     CREATE TABLE run (
+        id INTEGER PRIMARY KEY,
+        campaign_id INTEGER NOT NULL REFERENCES campaign(id),
+        configuration_id INTEGER NOT NULL REFERENCES configuration(id),
+        round INTEGER NOT NULL,
+        sequence INTEGER NOT NULL,
+        started_unix REAL NOT NULL,
+        finished_unix REAL NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('ok', 'failed')),
+        error TEXT,
+        bits_per_second REAL,
+        retransmits INTEGER,
+        lost_percent REAL,
+        jitter_ms REAL,
+        cpu_local_percent REAL,
+        cpu_remote_percent REAL,
+        result_json TEXT,
+        counters_json TEXT,
+        UNIQUE (campaign_id, configuration_id, round)
+     );
+     CREATE INDEX run_by_campaign ON run (campaign_id, sequence);
+     CREATE TABLE interval (
+        run_id INTEGER NOT NULL REFERENCES run(id),
+        stream INTEGER NOT NULL,
+        idx INTEGER NOT NULL,
+        start_s REAL NOT NULL,
+        end_s REAL NOT NULL,
+        omitted INTEGER NOT NULL,
+        bytes INTEGER NOT NULL,
+        bits_per_second REAL NOT NULL,
+        retransmits INTEGER,
+        rtt_us INTEGER,
+        cwnd_bytes INTEGER,
+        lost_packets INTEGER,
+        jitter_ms REAL,
+        PRIMARY KEY (run_id, stream, idx)
+     );",
+    // Version 2: per-run tuning values and per-campaign diagnostics (for `tune` and `doctor`).
+    "ALTER TABLE run ADD COLUMN tuning_json TEXT;
+     ALTER TABLE campaign ADD COLUMN doctor_json TEXT;",
+];
