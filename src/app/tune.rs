@@ -90,147 +90,181 @@ fn recover_first(t: &Target) -> anyhow::Result<()> {
 }
 
 pub fn run(cmd: TuneCommand) -> anyhow::Result<ExitCode> {
-    match cmd {
-        TuneCommand::Bdp { rate, rtt } => {
-            let r = rate.parse::<BitRate>().context("--rate")?.bits_per_second();
-            let t = parse_duration(&rtt).context("--rtt")?.as_secs_f64();
-            print!(
-                "{}",
-                tuning::bdp_text(r, t, &|k| crate::hostfacts::sysctl(
-                    std::path::Path::new("/proc"),
-                    k
-                ))
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        TuneCommand::Show {
-            profile: name,
-            common,
-        } => {
-            let names: Vec<String> = match name {
-                Some(n) => vec![n],
-                None => vec!["default".into(), "high-bdp".into(), "large-buffers".into()],
-            };
-            for n in names {
-                match load(&n, &common) {
-                    Ok(p) => {
-                        println!("{}: {}", p.name, p.description);
-                        for (k, (v, why)) in &p.linux {
-                            println!(
-                                "  {k} = \"{v}\"{}",
-                                if why.is_empty() {
-                                    String::new()
-                                } else {
-                                    format!("   # {why}")
-                                }
-                            );
-                        }
-                        for (k, v) in &p.freebsd {
-                            let linux = profile::FREEBSD
-                                .iter()
-                                .find(|(f, _)| f == k)
-                                .map(|(_, l)| l.join(", "))
-                                .unwrap_or_default();
-                            println!(
-                                "  (FreeBSD) {k} = \"{v}\"   # means {linux} on Linux; applied on FreeBSD only"
-                            );
-                        }
-                    }
-                    Err(e) => println!("{n}: {e:#}"),
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+    let (common, action) = match cmd {
+        TuneCommand::Bdp { rate, rtt } => return bdp(&rate, &rtt),
+        TuneCommand::Show { profile, common } => return show(profile, &common),
         TuneCommand::Apply {
-            profile: name,
+            profile,
             common,
             allow_host_wide,
             hold,
-        } => {
-            let t = Target::parse(&common.target).map_err(anyhow::Error::msg)?;
-            if let Target::Ssh(dest) = &t {
-                return over_ssh(dest, &common);
-            }
-            recover_first(&t)?;
-            let p = load(&name, &common)?;
-            let stop = signals::install();
-            let opts = ApplyOptions {
+        } => (
+            common,
+            Action::Apply {
+                profile,
                 allow_host_wide,
-                owner_pid: hold.then(std::process::id),
-            };
-            let entries = tuning::apply(&t, &p, &opts)?;
-            println!(
-                "applied profile {} on {} ({} settings; originals saved in {}):",
-                p.name,
-                t.id(),
-                entries.len(),
-                tuning::journal_dir().display()
-            );
-            for e in &entries {
-                println!("  {} = \"{}\" (was \"{}\")", e.key, e.applied, e.original);
-            }
-            if !hold {
-                println!(
-                    "restore with: netsweep tune restore --target {}",
-                    tuning::target_arg(&t)
-                );
-                return Ok(ExitCode::SUCCESS);
-            }
-            println!("holding until Ctrl-C, SIGTERM or SIGHUP");
-            while !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
-            let r = tuning::restore(&t)?;
-            println!(
-                "restored {} setting(s) on {}",
-                r.map_or(0, |r| r.entries.len()),
-                t.id()
-            );
-            Ok(ExitCode::SUCCESS)
-        }
-        TuneCommand::Restore { common } => {
-            let t = Target::parse(&common.target).map_err(anyhow::Error::msg)?;
-            if let Target::Ssh(dest) = &t {
-                return over_ssh(dest, &common);
-            }
-            match tuning::restore(&t)? {
-                Some(r) => {
-                    println!("restored profile {} on {}:", r.profile, t.id());
-                    for e in &r.entries {
-                        println!("  {} = \"{}\"", e.key, e.original);
-                    }
-                }
-                None => println!("nothing to restore on {}", t.id()),
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        TuneCommand::Status { common } => {
-            let t = Target::parse(&common.target).map_err(anyhow::Error::msg)?;
-            if let Target::Ssh(dest) = &t {
-                return over_ssh(dest, &common);
-            }
+                hold,
+            },
+        ),
+        TuneCommand::Restore { common } => (common, Action::Restore),
+        TuneCommand::Status { common } => (common, Action::Status),
+    };
+    let t = Target::parse(&common.target).map_err(anyhow::Error::msg)?;
+    if let Target::Ssh(dest) = &t {
+        return over_ssh(dest, &common);
+    }
+    match action {
+        Action::Apply {
+            profile,
+            allow_host_wide,
+            hold,
+        } => {
             recover_first(&t)?;
-            match tuning::read_journal(&t) {
-                Some(j) => {
-                    let owner = j
-                        .owner_pid
-                        .map_or("kept until `tune restore`".to_string(), |p| {
-                            format!("held by process {p}")
-                        });
-                    println!("{}: profile {} applied ({owner})", t.id(), j.profile);
-                    for e in &j.entries {
-                        let now = t
-                            .read(&e.key)
-                            .unwrap_or_else(|e| format!("unreadable: {e:#}"));
-                        println!(
-                            "  {} = \"{now}\" (applied \"{}\", original \"{}\")",
-                            e.key, e.applied, e.original
-                        );
-                    }
-                }
-                None => println!("{}: not tuned by netsweep", t.id()),
-            }
-            Ok(ExitCode::SUCCESS)
+            let p = load(&profile, &common)?;
+            apply(&t, &p, allow_host_wide, hold)
+        }
+        Action::Restore => restore(&t),
+        Action::Status => {
+            recover_first(&t)?;
+            status(&t)
         }
     }
+}
+
+/// What to do on a local, namespace or lab target.
+enum Action {
+    Apply {
+        profile: String,
+        allow_host_wide: bool,
+        hold: bool,
+    },
+    Restore,
+    Status,
+}
+
+fn bdp(rate: &str, rtt: &str) -> anyhow::Result<ExitCode> {
+    let r = rate.parse::<BitRate>().context("--rate")?.bits_per_second();
+    let t = parse_duration(rtt).context("--rtt")?.as_secs_f64();
+    print!(
+        "{}",
+        tuning::bdp_text(r, t, &|k| crate::hostfacts::sysctl(
+            std::path::Path::new("/proc"),
+            k
+        ))
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn show(name: Option<String>, common: &TuneCommon) -> anyhow::Result<ExitCode> {
+    let names: Vec<String> = match name {
+        Some(n) => vec![n],
+        None => vec!["default".into(), "high-bdp".into(), "large-buffers".into()],
+    };
+    for n in names {
+        let p = match load(&n, common) {
+            Ok(p) => p,
+            Err(e) => {
+                println!("{n}: {e:#}");
+                continue;
+            }
+        };
+        println!("{}: {}", p.name, p.description);
+        for (k, (v, why)) in &p.linux {
+            let why = if why.is_empty() {
+                String::new()
+            } else {
+                format!("   # {why}")
+            };
+            println!("  {k} = \"{v}\"{why}");
+        }
+        for (k, v) in &p.freebsd {
+            let linux = profile::FREEBSD
+                .iter()
+                .find(|(f, _)| f == k)
+                .map(|(_, l)| l.join(", "))
+                .unwrap_or_default();
+            println!(
+                "  (FreeBSD) {k} = \"{v}\"   # means {linux} on Linux; applied on FreeBSD only"
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn apply(
+    t: &Target,
+    p: &profile::Profile,
+    allow_host_wide: bool,
+    hold: bool,
+) -> anyhow::Result<ExitCode> {
+    let stop = signals::install();
+    let opts = ApplyOptions {
+        allow_host_wide,
+        owner_pid: hold.then(std::process::id),
+    };
+    let entries = tuning::apply(t, p, &opts)?;
+    println!(
+        "applied profile {} on {} ({} settings; originals saved in {}):",
+        p.name,
+        t.id(),
+        entries.len(),
+        tuning::journal_dir().display()
+    );
+    for e in &entries {
+        println!("  {} = \"{}\" (was \"{}\")", e.key, e.applied, e.original);
+    }
+    if !hold {
+        println!(
+            "restore with: netsweep tune restore --target {}",
+            tuning::target_arg(t)
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("holding until Ctrl-C, SIGTERM or SIGHUP");
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let r = tuning::restore(t)?;
+    println!(
+        "restored {} setting(s) on {}",
+        r.map_or(0, |r| r.entries.len()),
+        t.id()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn restore(t: &Target) -> anyhow::Result<ExitCode> {
+    match tuning::restore(t)? {
+        Some(r) => {
+            println!("restored profile {} on {}:", r.profile, t.id());
+            for e in &r.entries {
+                println!("  {} = \"{}\"", e.key, e.original);
+            }
+        }
+        None => println!("nothing to restore on {}", t.id()),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn status(t: &Target) -> anyhow::Result<ExitCode> {
+    let Some(j) = tuning::read_journal(t) else {
+        println!("{}: not tuned by netsweep", t.id());
+        return Ok(ExitCode::SUCCESS);
+    };
+    let owner = j
+        .owner_pid
+        .map_or("kept until `tune restore`".to_string(), |p| {
+            format!("held by process {p}")
+        });
+    println!("{}: profile {} applied ({owner})", t.id(), j.profile);
+    for e in &j.entries {
+        let now = t
+            .read(&e.key)
+            .unwrap_or_else(|e| format!("unreadable: {e:#}"));
+        println!(
+            "  {} = \"{now}\" (applied \"{}\", original \"{}\")",
+            e.key, e.applied, e.original
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
