@@ -24,6 +24,17 @@ pub struct ExecOutcome {
     pub counters: Option<serde_json::Value>,
 }
 
+impl ExecOutcome {
+    /// A run that failed before any traffic (bad spec, failed setup or tuning).
+    pub fn failed(error: String) -> ExecOutcome {
+        ExecOutcome {
+            result: Err(error),
+            engine_time: Duration::ZERO,
+            counters: None,
+        }
+    }
+}
+
 /// Where the traffic of a campaign goes.
 pub trait Executor {
     /// A one-line description of the target (stored with the campaign).
@@ -176,23 +187,10 @@ pub fn run_campaign(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> anyhow::Result<Outcome> {
     let configs: Vec<ConfigRow> = store.configurations(campaign)?;
-    let profile_of = |c: &ConfigRow| {
-        c.dims
-            .iter()
-            .find(|(k, _)| k == PROFILE_DIMENSION)
-            .map(|(_, v)| v.clone())
-    };
-    let groups: Option<Vec<usize>> = plan.repeat.group_profiles.then(|| {
-        let values: Vec<String> = plan.profiles.iter().map(|p| p.name.clone()).collect();
-        configs
-            .iter()
-            .map(|c| {
-                profile_of(c)
-                    .and_then(|p| values.iter().position(|v| *v == p))
-                    .unwrap_or(0)
-            })
-            .collect()
-    });
+    let groups = plan
+        .repeat
+        .group_profiles
+        .then(|| profile_groups(plan, &configs));
     let order = schedule(
         configs.len(),
         plan.repeat.count,
@@ -238,17 +236,14 @@ pub fn run_campaign(
             _ => Ok(()),
         };
         let tuning_json = tuner.as_ref().map(|t| t.values().to_string());
-        let (result, counters, test_time) =
-            match tuned.and_then(|_| user.switch(plan, &cfg.dims, exec)) {
-                Err(e) => (Err(e), None, Duration::ZERO),
-                Ok(()) => match plan.spec_for(&cfg.dims) {
-                    Err(e) => (Err(e), None, Duration::ZERO),
-                    Ok(spec) => {
-                        let o = exec.run_test(&spec, stop);
-                        (o.result, o.counters, o.engine_time)
-                    }
-                },
-            };
+        let ExecOutcome {
+            result,
+            counters,
+            engine_time: test_time,
+        } = match tuned.and_then(|_| user.switch(plan, &cfg.dims, exec)) {
+            Ok(()) => run_configuration(plan, cfg, exec, stop),
+            Err(e) => ExecOutcome::failed(e),
+        };
         if stop.load(Ordering::Relaxed) {
             // An interrupted test is not a finished run: --resume runs it again.
             outcome.interrupted = true;
@@ -309,6 +304,40 @@ pub fn run_campaign(
         store.finish_campaign(campaign)?;
     }
     Ok(outcome)
+}
+
+/// The tuning profile a configuration runs with, if the plan sweeps profiles.
+fn profile_of(c: &ConfigRow) -> Option<String> {
+    c.dims
+        .iter()
+        .find(|(k, _)| k == PROFILE_DIMENSION)
+        .map(|(_, v)| v.clone())
+}
+
+/// Each configuration's profile as an index into the plan's profiles, so the schedule can
+/// keep the runs of one profile together within a round.
+fn profile_groups(plan: &Plan, configs: &[ConfigRow]) -> Vec<usize> {
+    configs
+        .iter()
+        .map(|c| {
+            profile_of(c)
+                .and_then(|p| plan.profiles.iter().position(|v| v.name == p))
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// Runs one configuration's test, or records why its spec is invalid.
+fn run_configuration(
+    plan: &Plan,
+    cfg: &ConfigRow,
+    exec: &mut dyn Executor,
+    stop: &AtomicBool,
+) -> ExecOutcome {
+    match plan.spec_for(&cfg.dims) {
+        Ok(spec) => exec.run_test(&spec, stop),
+        Err(e) => ExecOutcome::failed(e),
+    }
 }
 
 /// Applies the tuning profile each run needs on every target, and puts everything back at
