@@ -6,7 +6,7 @@ use crate::executor::{AddressExecutor, LabExecutor, LoopbackExecutor};
 use crate::lab::LabOptions;
 use crate::plan::{Plan, Target};
 use crate::runner::{self, Executor, Progress};
-use crate::store::{Imported, NewRun, RunnerLock, Store, now_unix};
+use crate::store::{CampaignRow, Imported, NewRun, RunnerLock, Store, now_unix};
 use crate::units::BitRate;
 use crate::{ministat, signals};
 use anyhow::{Context, bail};
@@ -62,6 +62,23 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
     })
 }
 
+/// `--resume` needs an unfinished campaign of the plan; without `--resume` or `--new` one is an
+/// error, so a campaign is never continued or abandoned by accident.
+fn check_resume(a: &RunArgs, db: &Path, unfinished: Option<&CampaignRow>) -> anyhow::Result<()> {
+    match unfinished {
+        None if a.resume => bail!(
+            "nothing to resume: {} has no unfinished campaign of this plan",
+            db.display()
+        ),
+        Some(c) if !a.resume && !a.new => bail!(
+            "{} has an unfinished campaign {} of this plan: continue it with --resume, or start over with --new",
+            db.display(),
+            c.id
+        ),
+        _ => Ok(()),
+    }
+}
+
 fn bar(done: usize, total: usize) -> String {
     let width = 20;
     let filled = (done * width).checked_div(total).unwrap_or(width);
@@ -97,22 +114,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let _lock = RunnerLock::acquire(&db)?;
     let mut store = Store::open(&db)?;
     let unfinished = store.unfinished_campaign(&plan.source)?;
-    if a.resume && unfinished.is_none() {
-        bail!(
-            "nothing to resume: {} has no unfinished campaign of this plan",
-            db.display()
-        );
-    }
-    if !a.resume
-        && !a.new
-        && let Some(c) = &unfinished
-    {
-        bail!(
-            "{} has an unfinished campaign {} of this plan: continue it with --resume, or start over with --new",
-            db.display(),
-            c.id
-        );
-    }
+    check_resume(a, &db, unfinished.as_ref())?;
     let mut exec = executor_for(&plan)?;
     let configs = plan.configurations().len();
     if a.check {
@@ -148,7 +150,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         db.display()
     );
     let stop = signals::install();
-    let mut overheads = Vec::new();
+    let mut printer = ProgressPrinter::default();
     let outcome = runner::run_campaign(
         &plan,
         &mut store,
@@ -156,49 +158,10 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         seed,
         exec.as_mut(),
         stop,
-        &mut |p| match p {
-            Progress::Started {
-                total,
-                already_done,
-            } if *already_done > 0 => {
-                println!("{already_done} of {total} runs already stored");
-            }
-            Progress::Started { .. } => {}
-            Progress::Note(n) => println!("note: {n}"),
-            Progress::RunFinished {
-                done,
-                total,
-                failures,
-                label,
-                round,
-                bits_per_second,
-                error,
-                eta,
-                overhead,
-            } => {
-                overheads.push(overhead.as_secs_f64());
-                let what = match (bits_per_second, error) {
-                    (Some(b), _) => BitRate(*b).to_string(),
-                    (_, Some(e)) => format!("FAILED: {e}"),
-                    _ => "?".into(),
-                };
-                println!(
-                    "{} {done:>4}/{total} {label} (round {}): {what}   failures {failures}, ETA {}",
-                    bar(*done, *total),
-                    round + 1,
-                    fmt_eta(*eta)
-                );
-            }
-        },
+        &mut |p| printer.show(p),
     )?;
     drop(exec);
-    if !overheads.is_empty() {
-        let mean = overheads.iter().sum::<f64>() / overheads.len() as f64;
-        println!(
-            "runner overhead per run (store, counters, setup): mean {:.0} ms",
-            mean * 1000.0
-        );
-    }
+    printer.print_overhead();
     print_summary(&store, campaign, &plan)?;
     if outcome.interrupted {
         println!(
@@ -220,6 +183,62 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     );
     println!("report: {}", report.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints a campaign's progress, one line per finished run, and keeps the runner's overhead.
+#[derive(Default)]
+struct ProgressPrinter {
+    overheads: Vec<f64>,
+}
+
+impl ProgressPrinter {
+    fn show(&mut self, p: &Progress) {
+        match p {
+            Progress::Started {
+                total,
+                already_done,
+            } if *already_done > 0 => {
+                println!("{already_done} of {total} runs already stored");
+            }
+            Progress::Started { .. } => {}
+            Progress::Note(n) => println!("note: {n}"),
+            Progress::RunFinished {
+                done,
+                total,
+                failures,
+                label,
+                round,
+                bits_per_second,
+                error,
+                eta,
+                overhead,
+            } => {
+                self.overheads.push(overhead.as_secs_f64());
+                let what = match (bits_per_second, error) {
+                    (Some(b), _) => BitRate(*b).to_string(),
+                    (_, Some(e)) => format!("FAILED: {e}"),
+                    _ => "?".into(),
+                };
+                println!(
+                    "{} {done:>4}/{total} {label} (round {}): {what}   failures {failures}, ETA {}",
+                    bar(*done, *total),
+                    round + 1,
+                    fmt_eta(*eta)
+                );
+            }
+        }
+    }
+
+    fn print_overhead(&self) {
+        if self.overheads.is_empty() {
+            return;
+        }
+        let mean = self.overheads.iter().sum::<f64>() / self.overheads.len() as f64;
+        println!(
+            "runner overhead per run (store, counters, setup): mean {:.0} ms",
+            mean * 1000.0
+        );
+    }
 }
 
 /// The summary table per configuration, then the comparison by the last dimension.
