@@ -4,7 +4,7 @@
 
 use crate::campaign::{self, ConfigSummary, Group, Metric};
 use crate::stats::{describe, ttest};
-use crate::store::{CampaignRow, RunRow, Store};
+use crate::store::{CampaignRow, ConfigRow, RunRow, Store};
 use std::collections::BTreeMap;
 
 /// One configuration's numbers.
@@ -82,76 +82,23 @@ impl ReportModel {
         let c = store.campaign(campaign)?;
         let configs_rows = store.configurations(campaign)?;
         let runs = store.runs(campaign)?;
-        // Per run: advertised window over minimum RTT, from the stored engine results.
-        let ceilings: BTreeMap<i64, f64> = store
-            .run_results(campaign)?
-            .into_iter()
-            .filter_map(|(id, json)| {
-                let v: serde_json::Value = serde_json::from_str(&json?).ok()?;
-                let wnd = v.pointer("/summary/snd_wnd_max_bytes")?.as_f64()?;
-                let rtt = v.pointer("/summary/rtt_min_us")?.as_f64()?;
-                (wnd > 0.0 && rtt > 0.0).then(|| (id, wnd * 8.0 / (rtt / 1e6)))
-            })
-            .collect();
-        let mut dims: Vec<(String, Vec<String>)> = Vec::new();
-        for cfg in &configs_rows {
-            for (k, v) in &cfg.dims {
-                match dims.iter_mut().find(|(d, _)| d == k) {
-                    Some((_, vals)) if !vals.contains(v) => vals.push(v.clone()),
-                    Some(_) => {}
-                    None => dims.push((k.clone(), vec![v.clone()])),
-                }
-            }
-        }
+        let ceilings = window_ceilings(store, campaign)?;
+        let dims = dimensions(&configs_rows);
         let labels: Vec<String> = configs_rows.iter().map(|r| r.label.clone()).collect();
         let summaries = campaign::summary(&runs, &labels, Metric::BitsPerSecond);
         let configs: Vec<ConfigView> = configs_rows
             .iter()
             .zip(summaries)
-            .map(|(row, summary)| {
-                let ok: Vec<&RunRow> = runs
-                    .iter()
-                    .filter(|r| r.configuration == row.label && r.status == "ok")
-                    .collect();
-                let pick = |f: &dyn Fn(&RunRow) -> Option<f64>| {
-                    mean(&ok.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
-                };
-                let values: Vec<f64> = ok.iter().filter_map(|r| r.bits_per_second).collect();
-                ConfigView {
-                    label: row.label.clone(),
-                    dims: row.dims.clone(),
-                    mean_ci: mean_ci(&values),
-                    values,
-                    summary,
-                    retransmits_mean: pick(&|r| r.retransmits.map(|v| v as f64)),
-                    loss_mean: pick(&|r| r.lost_percent),
-                    jitter_mean: pick(&|r| r.jitter_ms),
-                    cpu_local_mean: pick(&|r| r.cpu_local_percent),
-                    cpu_remote_mean: pick(&|r| r.cpu_remote_percent),
-                    ceiling_bps: {
-                        let mut c: Vec<f64> = ok
-                            .iter()
-                            .filter_map(|r| ceilings.get(&r.id).copied())
-                            .collect();
-                        c.sort_by(|a, b| a.total_cmp(b));
-                        (!c.is_empty()).then(|| describe::median_sorted(&c))
-                    },
-                }
-            })
+            .map(|(row, summary)| config_view(row, summary, &runs, &ceilings))
             .collect();
         let compared_by = dims
             .iter()
             .rev()
             .find(|(_, v)| v.len() > 1)
             .map(|(d, _)| d.clone());
-        let groups = match &compared_by {
-            Some(by) => {
-                let values = dims
-                    .iter()
-                    .find(|(d, _)| d == by)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_default();
-                campaign::compare(&runs, by, &values, &[], Metric::BitsPerSecond, 0.95)
+        let groups = match dims.iter().find(|(d, _)| Some(d) == compared_by.as_ref()) {
+            Some((by, values)) => {
+                campaign::compare(&runs, by, values, &[], Metric::BitsPerSecond, 0.95)
             }
             None => Vec::new(),
         };
@@ -167,27 +114,7 @@ impl ReportModel {
             })
             .collect();
         let counters = counter_moves(store, campaign, &runs)?;
-        let label_pos: BTreeMap<&str, usize> = configs
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (c.label.as_str(), i))
-            .collect();
-        let mut by_run: BTreeMap<i64, Vec<(f64, f64)>> = BTreeMap::new();
-        for (run, end, bps, omitted) in store.interval_totals(campaign)? {
-            if !omitted {
-                by_run.entry(run).or_default().push((end, bps));
-            }
-        }
-        let series = runs
-            .iter()
-            .filter_map(|r| {
-                Some(Series {
-                    configuration: *label_pos.get(r.configuration.as_str())?,
-                    round: r.round,
-                    points: by_run.remove(&r.id)?,
-                })
-            })
-            .collect();
+        let series = interval_series(store, campaign, &runs, &configs)?;
         let udp = runs.iter().any(|r| r.lost_percent.is_some());
         let mut model = ReportModel {
             campaign: c,
@@ -201,20 +128,119 @@ impl ReportModel {
             series,
             udp,
             total_runs: runs.len(),
-            doctor: store
-                .doctor(campaign)?
-                .and_then(|j| serde_json::from_str::<crate::doctor::Diagnosis>(&j).ok())
-                .map(|d| {
-                    d.findings
-                        .into_iter()
-                        .filter(|f| f.severity >= crate::doctor::Severity::Warning)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            doctor: doctor_warnings(store, campaign)?,
         };
         model.findings = findings(&model);
         Ok(model)
     }
+}
+
+/// Per run: the advertised window over the minimum RTT, from the stored engine results.
+fn window_ceilings(store: &Store, campaign: i64) -> anyhow::Result<BTreeMap<i64, f64>> {
+    Ok(store
+        .run_results(campaign)?
+        .into_iter()
+        .filter_map(|(id, json)| {
+            let v: serde_json::Value = serde_json::from_str(&json?).ok()?;
+            let wnd = v.pointer("/summary/snd_wnd_max_bytes")?.as_f64()?;
+            let rtt = v.pointer("/summary/rtt_min_us")?.as_f64()?;
+            (wnd > 0.0 && rtt > 0.0).then(|| (id, wnd * 8.0 / (rtt / 1e6)))
+        })
+        .collect())
+}
+
+/// The dimensions of a campaign with their values, in the order the configurations use them.
+fn dimensions(configs: &[ConfigRow]) -> Vec<(String, Vec<String>)> {
+    let mut dims: Vec<(String, Vec<String>)> = Vec::new();
+    for cfg in configs {
+        for (k, v) in &cfg.dims {
+            match dims.iter_mut().find(|(d, _)| d == k) {
+                Some((_, vals)) if !vals.contains(v) => vals.push(v.clone()),
+                Some(_) => {}
+                None => dims.push((k.clone(), vec![v.clone()])),
+            }
+        }
+    }
+    dims
+}
+
+/// One configuration's figures over its successful runs.
+fn config_view(
+    row: &ConfigRow,
+    summary: ConfigSummary,
+    runs: &[RunRow],
+    ceilings: &BTreeMap<i64, f64>,
+) -> ConfigView {
+    let ok: Vec<&RunRow> = runs
+        .iter()
+        .filter(|r| r.configuration == row.label && r.status == "ok")
+        .collect();
+    let pick = |f: &dyn Fn(&RunRow) -> Option<f64>| {
+        mean(&ok.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
+    };
+    let values: Vec<f64> = ok.iter().filter_map(|r| r.bits_per_second).collect();
+    let mut c: Vec<f64> = ok
+        .iter()
+        .filter_map(|r| ceilings.get(&r.id).copied())
+        .collect();
+    c.sort_by(|a, b| a.total_cmp(b));
+    ConfigView {
+        label: row.label.clone(),
+        dims: row.dims.clone(),
+        mean_ci: mean_ci(&values),
+        values,
+        summary,
+        retransmits_mean: pick(&|r| r.retransmits.map(|v| v as f64)),
+        loss_mean: pick(&|r| r.lost_percent),
+        jitter_mean: pick(&|r| r.jitter_ms),
+        cpu_local_mean: pick(&|r| r.cpu_local_percent),
+        cpu_remote_mean: pick(&|r| r.cpu_remote_percent),
+        ceiling_bps: (!c.is_empty()).then(|| describe::median_sorted(&c)),
+    }
+}
+
+/// The measured (not omitted) interval goodput of every run, as time series.
+fn interval_series(
+    store: &Store,
+    campaign: i64,
+    runs: &[RunRow],
+    configs: &[ConfigView],
+) -> anyhow::Result<Vec<Series>> {
+    let label_pos: BTreeMap<&str, usize> = configs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.label.as_str(), i))
+        .collect();
+    let mut by_run: BTreeMap<i64, Vec<(f64, f64)>> = BTreeMap::new();
+    for (run, end, bps, omitted) in store.interval_totals(campaign)? {
+        if !omitted {
+            by_run.entry(run).or_default().push((end, bps));
+        }
+    }
+    Ok(runs
+        .iter()
+        .filter_map(|r| {
+            Some(Series {
+                configuration: *label_pos.get(r.configuration.as_str())?,
+                round: r.round,
+                points: by_run.remove(&r.id)?,
+            })
+        })
+        .collect())
+}
+
+/// The doctor's warnings and problems stored with the campaign.
+fn doctor_warnings(store: &Store, campaign: i64) -> anyhow::Result<Vec<crate::doctor::Finding>> {
+    Ok(store
+        .doctor(campaign)?
+        .and_then(|j| serde_json::from_str::<crate::doctor::Diagnosis>(&j).ok())
+        .map(|d| {
+            d.findings
+                .into_iter()
+                .filter(|f| f.severity >= crate::doctor::Severity::Warning)
+                .collect()
+        })
+        .unwrap_or_default())
 }
 
 fn counter_moves(
