@@ -5,6 +5,7 @@
 use super::svg::esc;
 use super::{ReportModel, charts, group_values, table_rows, utc};
 use crate::ministat;
+use crate::store::CampaignRow;
 use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:0 auto;padding:1em 1.5em;color:#222;line-height:1.45}\
@@ -82,6 +83,20 @@ pub fn render(m: &ReportModel) -> String {
         "</section><section id=\"table\"><h2>Per configuration</h2>{}</section>",
         table(&table_rows(m))
     );
+    s.push_str(&comparisons_section(m));
+    s.push_str(&kernel_sections(m));
+    s.push_str(&plan_section(c));
+    let _ = writeln!(
+        s,
+        "<footer class=\"meta\"><p>Written by netsweep {}.</p></footer><script>{SCRIPT}</script></body></html>",
+        env!("CARGO_PKG_VERSION")
+    );
+    s
+}
+
+/// The ministat-style comparison of every group, when a dimension has several values.
+fn comparisons_section(m: &ReportModel) -> String {
+    let mut s = String::new();
     if let Some(by) = &m.compared_by {
         let _ = write!(
             s,
@@ -110,6 +125,12 @@ pub fn render(m: &ReportModel) -> String {
         }
         s.push_str("</section>");
     }
+    s
+}
+
+/// What the kernel counted during the runs, the doctor's warnings and the failed runs.
+fn kernel_sections(m: &ReportModel) -> String {
+    let mut s = String::new();
     s.push_str("<section id=\"counters\"><h2>Counters that moved</h2>");
     if m.counters.is_empty() {
         s.push_str("<p>No retransmissions, drops, errors or overflows were counted by the kernel during the runs.</p>");
@@ -141,6 +162,12 @@ pub fn render(m: &ReportModel) -> String {
             table(&rows)
         );
     }
+    s
+}
+
+/// The plan as written and the facts recorded about the hosts.
+fn plan_section(c: &CampaignRow) -> String {
+    let mut s = String::new();
     let facts = c
         .host_facts_json
         .as_deref()
@@ -152,11 +179,6 @@ pub fn render(m: &ReportModel) -> String {
         "<section id=\"plan\"><h2>Plan and hosts</h2><pre>{}</pre><details><summary>Host facts</summary><pre>{}</pre></details></section>",
         esc(&c.plan_toml),
         esc(&facts)
-    );
-    let _ = writeln!(
-        s,
-        "<footer class=\"meta\"><p>Written by netsweep {}.</p></footer><script>{SCRIPT}</script></body></html>",
-        env!("CARGO_PKG_VERSION")
     );
     s
 }
