@@ -87,6 +87,8 @@ pub struct Plan {
     pub profiles: Vec<crate::tuning::profile::Profile>,
     /// How the server of an `address` target is tuned (`[target] server_tuning`).
     pub server_tuning: Option<crate::tuning::Remote>,
+    /// Profiles may change host-wide keys on namespace targets (`[target] allow_host_wide`).
+    pub allow_host_wide: bool,
 }
 
 /// The dimension whose values are tuning profiles.
@@ -224,6 +226,7 @@ impl Plan {
                     .to_string();
                 read_server_tuning(&mut r, t, &kind)
             });
+        let allow_host_wide = read_allow_host_wide(&mut r, root.get("target"));
         let base = read_test(&mut r, root.get("test"));
         let mut dimensions = read_matrix(&mut r, root.get("matrix"), &base);
         dimensions.extend(read_user_dimensions(&mut r, root.get("dimensions")));
@@ -247,6 +250,7 @@ impl Plan {
                 repeat,
                 profiles,
                 server_tuning,
+                allow_host_wide,
             };
             for cfg in plan.configurations() {
                 if let Err(msg) = plan
@@ -466,6 +470,18 @@ fn read_user_dimensions(r: &mut Reader, item: Option<&Item>) -> Vec<Dimension> {
         });
     }
     dims
+}
+
+/// `[target] allow_host_wide = true`: the plan's `--allow-host-wide`.
+fn read_allow_host_wide(r: &mut Reader, item: Option<&Item>) -> bool {
+    let table = item.and_then(Item::as_table_like);
+    let Some((v, span)) = table.and_then(|t| r.string(t, "allow_host_wide")) else {
+        return false;
+    };
+    parse_bool(&v).unwrap_or_else(|e| {
+        r.issue(span, format!("target allow_host_wide: {e}"));
+        false
+    })
 }
 
 fn read_repeat(r: &mut Reader, item: Option<&Item>) -> Repeat {

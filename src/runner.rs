@@ -306,6 +306,28 @@ pub fn run_campaign(
     Ok(outcome)
 }
 
+/// Every reason the plan's profiles cannot be applied on these targets (a key the kernel
+/// lacks, a host-wide key on a namespace, a bad value), found before any traffic.
+pub fn tuning_problems(plan: &Plan, targets: &[crate::tuning::Target]) -> Vec<String> {
+    let opts = crate::tuning::ApplyOptions {
+        allow_host_wide: plan.allow_host_wide,
+        owner_pid: None,
+    };
+    let mut problems = Vec::new();
+    for p in &plan.profiles {
+        for t in targets {
+            if let Err(errors) = crate::tuning::validate(t, p, &opts) {
+                problems.extend(
+                    errors
+                        .into_iter()
+                        .map(|e| format!("profile {} on {}: {e}", p.name, t.id())),
+                );
+            }
+        }
+    }
+    problems
+}
+
 /// The tuning profile a configuration runs with, if the plan sweeps profiles.
 fn profile_of(c: &ConfigRow) -> Option<String> {
     c.dims
@@ -353,6 +375,8 @@ struct Tuner {
     current: Option<String>,
     /// Keys recorded with every run: those of every profile of the plan.
     keys: Vec<String>,
+    /// The plan's `allow_host_wide`.
+    allow_host_wide: bool,
 }
 
 impl Tuner {
@@ -371,6 +395,7 @@ impl Tuner {
             profiles: plan.profiles.clone(),
             current: None,
             keys,
+            allow_host_wide: plan.allow_host_wide,
         }
     }
 
@@ -419,7 +444,7 @@ impl Tuner {
             .find(|p| p.name == name)
             .ok_or(format!("no profile {name}"))?;
         let opts = crate::tuning::ApplyOptions {
-            allow_host_wide: false,
+            allow_host_wide: self.allow_host_wide,
             owner_pid: Some(std::process::id()),
         };
         for t in &self.targets {

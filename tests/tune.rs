@@ -566,3 +566,57 @@ fn a_campaign_tunes_the_server_of_an_address_target_over_ssh() {
     let _ = sshd.kill();
     let _ = sshd.wait();
 }
+
+/// A lab host is a namespace: a profile with host-wide keys would change the whole machine, so
+/// the plan is refused before any traffic, with every offending key, and the lab is removed.
+#[test]
+fn a_lab_plan_whose_profile_changes_host_wide_keys_is_refused_before_any_run() {
+    if !common::root_or_skip(
+        "a_lab_plan_whose_profile_changes_host_wide_keys_is_refused_before_any_run",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"lab\"\nrate = \"100M\"\nrtt = \"4ms\"\n[test]\nduration = \"1s\"\n\
+         [matrix]\nprofile = [\"default\", \"large-buffers\"]\n[repeat]\ncount = 1\n",
+    )
+    .unwrap();
+    let db = dir.path().join("t.db");
+    let child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .arg("run")
+        .arg(&plan)
+        .arg("--db")
+        .arg(&db)
+        .env("NETSWEEP_RUNTIME_DIR", dir.path().join("rt"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The runner names its lab after its pid (other tests make namespaces at the same time).
+    let lab = format!("nsw-r{}-", child.id() % 100_000_000);
+    let out = child.wait_with_output().unwrap();
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(2), "{t}");
+    assert!(t.contains("nothing was run"), "{t}");
+    for key in ["net.core.rmem_max", "net.core.wmem_max"] {
+        assert!(
+            t.contains(&format!("{key} is host-wide")),
+            "{key} not named:\n{t}"
+        );
+    }
+    assert!(t.contains("allow_host_wide = true"), "{t}");
+    assert!(!t.contains("net.ipv4.tcp_rmem is"), "{t}");
+    if db.exists() {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        let runs: i64 = conn
+            .query_row("SELECT count(*) FROM run", [], |r| r.get(0))
+            .unwrap_or(0);
+        assert_eq!(runs, 0, "no run may be stored");
+    }
+    let left = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let left = String::from_utf8_lossy(&left.stdout);
+    assert!(!left.contains(&lab), "the lab was not removed:\n{left}");
+}

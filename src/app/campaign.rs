@@ -116,6 +116,15 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let unfinished = store.unfinished_campaign(&plan.source)?;
     check_resume(a, &db, unfinished.as_ref())?;
     let mut exec = executor_for(&plan)?;
+    let problems = runner::tuning_problems(&plan, &exec.tuning_targets());
+    if !problems.is_empty() {
+        eprintln!(
+            "{file}: the plan's tuning profiles cannot be applied on {}, nothing was run:\n  {}",
+            exec.describe(),
+            problems.join("\n  ")
+        );
+        return Ok(ExitCode::from(2));
+    }
     let configs = plan.configurations().len();
     if a.check {
         println!(

@@ -6,7 +6,7 @@ use crate::lab::{EmulatorChoice, PathConfig};
 use crate::units::{BitRate, parse_duration, parse_percent};
 use toml_edit::{Item, TableLike};
 
-const TARGET_KEYS: [&str; 14] = [
+const TARGET_KEYS: [&str; 15] = [
     "kind",
     "host",
     "rate",
@@ -21,6 +21,7 @@ const TARGET_KEYS: [&str; 14] = [
     "server_tuning",
     "ssh_options",
     "remote_netsweep",
+    "allow_host_wide",
 ];
 
 /// `[target] server_tuning = "ssh:USER@HOST"` (with `ssh_options` and `remote_netsweep`): how

@@ -159,3 +159,24 @@ fn invalid_configurations_are_caught_before_traffic() {
     let err = Plan::parse("p.toml", &text).unwrap_err();
     assert!(err.to_string().contains("streams must be"), "{err}");
 }
+
+#[test]
+fn allow_host_wide_is_off_unless_the_target_asks() {
+    assert!(!Plan::parse("p.toml", ISSUE_PLAN).unwrap().allow_host_wide);
+    let on = ISSUE_PLAN.replace(
+        "kind = \"loopback\"",
+        "kind = \"loopback\"\nallow_host_wide = true",
+    );
+    assert!(Plan::parse("p.toml", &on).unwrap().allow_host_wide);
+    let bad = ISSUE_PLAN.replace(
+        "kind = \"loopback\"",
+        "kind = \"loopback\"\nallow_host_wide = \"maybe\"",
+    );
+    let err = Plan::parse("p.toml", &bad).unwrap_err();
+    assert!(
+        err.issues
+            .iter()
+            .any(|i| i.line == 4 && i.message.contains("allow_host_wide")),
+        "{err}"
+    );
+}

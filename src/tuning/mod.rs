@@ -255,7 +255,7 @@ pub fn validate(t: &Target, p: &Profile, opts: &ApplyOptions) -> Result<(), Vec<
             && profile::scope(k) == Some(Scope::HostWide)
             && !opts.allow_host_wide
         {
-            errors.push(format!("{k} is host-wide, not per namespace: changing it on {} changes the whole host (pass --allow-host-wide to do it anyway)", t.id()));
+            errors.push(format!("{k} is host-wide, not per namespace: changing it on {} changes the whole host (to do it anyway: --allow-host-wide, or allow_host_wide = true in a plan's [target])", t.id()));
             continue;
         }
         if let Err(e) = t.read(k) {
