@@ -58,12 +58,18 @@ pub fn charts(m: &ReportModel) -> Vec<Chart> {
             m.configs.iter().map(|c| c.jitter_mean).collect(),
         ));
     } else {
+        let retransmits: Vec<Option<f64>> = m.configs.iter().map(|c| c.retransmits_mean).collect();
+        let caption = if retransmits.iter().flatten().all(|r| *r == 0.0) {
+            "Mean TCP retransmissions per run: none in any run"
+        } else {
+            "Mean TCP retransmissions per run"
+        };
         out.push(per_config(
             "retransmits",
-            "Mean TCP retransmissions per run",
+            caption,
             "TCP retransmissions per run",
             "segments",
-            m.configs.iter().map(|c| c.retransmits_mean).collect(),
+            retransmits,
         ));
     }
     out
