@@ -274,10 +274,18 @@ fn verdict(
                 "no difference shown between {} and {} ({p}): need about {need} runs per set to detect a {change:.0}% change at this noise",
                 c.other, c.baseline
             ),
-            Some(_) => format!(
-                "no difference shown between {} and {} ({p}); a {change:.0}% change would likely have shown with these runs{ci}",
-                c.other, c.baseline
-            ),
+            // Enough runs by the power calculation; the interval says whether it really
+            // excludes a change of that size (Welch's df can be far below the pooled one).
+            Some(_) => match (c.percent_ci_low, c.percent_ci_high) {
+                (Some(lo), Some(hi)) if lo > -change && hi < change => format!(
+                    "no difference shown between {} and {} ({p}); the {conf:.0}% CI {lo:.1}% to {hi:.1}% rules out a {change:.0}% change",
+                    c.other, c.baseline
+                ),
+                _ => format!(
+                    "no difference shown between {} and {} ({p}){ci}: a {change:.0}% change is not ruled out yet; a few more runs per set would settle it",
+                    c.other, c.baseline
+                ),
+            },
             None => format!(
                 "no difference shown between {} and {} ({p})",
                 c.other, c.baseline

@@ -178,6 +178,36 @@ fn no_difference_says_how_many_runs_would_settle_it() {
     );
 }
 
+/// Regression: with 3 runs each the pooled power calculation said "a 5% change would likely
+/// have shown" next to a Welch CI of -5.6% to 3.4%, which does not exclude 5%.
+#[test]
+fn no_difference_claims_a_change_is_ruled_out_only_when_the_ci_excludes_it() {
+    let verdict = |a: &[f64], b: &[f64]| {
+        let r = analyze(
+            &[("a".into(), a.to_vec()), ("b".into(), b.to_vec())],
+            &Config::default(),
+        )
+        .unwrap();
+        let c = r.comparisons[0].clone();
+        assert!(!c.significant, "{}", c.verdict);
+        c
+    };
+    // The quickstart's 256K runs (Mbit/s): few runs, Welch df near 2.
+    let c = verdict(&[118.1, 121.5, 122.8], &[118.5, 119.5, 119.7]);
+    assert!(c.runs_needed.is_some_and(|n| n <= 3), "{c:?}");
+    assert!(c.percent_ci_low.is_some_and(|lo| lo < -5.0), "{c:?}");
+    assert!(
+        c.verdict.contains("not ruled out") && !c.verdict.contains("rules out"),
+        "{}",
+        c.verdict
+    );
+    // Many quiet runs: the interval is far inside +/-5%.
+    let a: Vec<f64> = (0..12).map(|i| 100.0 + f64::from(i % 4) * 0.2).collect();
+    let b: Vec<f64> = (0..12).map(|i| 100.1 + f64::from(i % 3) * 0.2).collect();
+    let c = verdict(&a, &b);
+    assert!(c.verdict.contains("rules out a 5% change"), "{}", c.verdict);
+}
+
 #[test]
 fn identical_sets_and_bad_input() {
     let s = vec![1.0, 2.0, 3.0];
