@@ -270,6 +270,52 @@ fn rejected_keys_and_values_write_nothing() {
     }
 }
 
+/// Without root nothing can be written: the profile is refused up front with the reason, and
+/// no journal is left (not "permission denied" half-way through).
+#[test]
+fn a_user_without_root_is_told_before_anything_is_written() {
+    if !common::root_or_skip("a_user_without_root_is_told_before_anything_is_written")
+        || !common::tool_or_skip(
+            "a_user_without_root_is_told_before_anything_is_written",
+            "setpriv",
+        )
+    {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let file = profile_file(
+        dir.path(),
+        "[profiles.p.linux]\n\"net.ipv4.tcp_no_metrics_save\" = \"1\"\n",
+    );
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // A copy the unprivileged user can reach whatever the permissions of the checkout.
+    let exe = dir.path().join("netsweep");
+    std::fs::copy(env!("CARGO_BIN_EXE_netsweep"), &exe).unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&exe)
+        .args(["tune", "apply", "p", "--profiles", &file])
+        .env("NETSWEEP_RUNTIME_DIR", dir.path())
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(
+        t.contains("needs root") && t.contains("nothing was written"),
+        "{t}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("tuning"))
+            .map(|d| d.count())
+            .unwrap_or(0),
+        0,
+        "no journal may be left"
+    );
+}
+
 /// A tuned campaign run inside a lab host: SIGINT at 50 random moments (and one kill -9)
 /// always leaves every touched key at its original value, and every run records the values
 /// in force.

@@ -89,6 +89,20 @@ impl Target {
         Ok(normalize(&v))
     }
 
+    /// Whether this process may write `key` here; only the local host is checked (entering a
+    /// namespace needs root anyway, and the remote checks for itself).
+    fn writable(&self, key: &str) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        let Target::Local = self else {
+            return true;
+        };
+        let Ok(path) = std::ffi::CString::new(Self::path(key).as_os_str().as_bytes()) else {
+            return false;
+        };
+        // SAFETY: access(2) with a NUL-terminated path we own.
+        unsafe { libc::access(path.as_ptr(), libc::W_OK) == 0 }
+    }
+
     fn write(&self, key: &str, value: &str) -> anyhow::Result<()> {
         let p = Self::path(key);
         let r = match self {
@@ -260,6 +274,11 @@ pub fn validate(t: &Target, p: &Profile, opts: &ApplyOptions) -> Result<(), Vec<
         }
         if let Err(e) = t.read(k) {
             errors.push(format!("{e:#}"));
+        } else if !t.writable(k) {
+            errors.push(format!(
+                "{k} cannot be changed by this user on {}: changing sysctls needs root",
+                t.id()
+            ));
         }
     }
     if errors.is_empty() {
