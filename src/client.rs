@@ -133,7 +133,7 @@ pub fn run_test(
             }
         };
     let flows = spec.flows();
-    let sockets = open_data(cfg, spec, &flows, &token, &udp_ports)
+    let sockets = open_data(cfg, spec, &flows, &token, &udp_ports, &ctrl)
         .map_err(|e| TestError::new(format!("opening data connections to {server}: {e}")))?;
     let server_sockets =
         match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
@@ -201,38 +201,49 @@ fn open_data(
     flows: &[Flow],
     token: &Token,
     udp_ports: &[u16],
+    ctrl: &TcpStream,
 ) -> std::io::Result<Vec<(u16, Flow, StreamSocket)>> {
+    if spec.protocol == Protocol::Udp {
+        let mut socks = Vec::with_capacity(flows.len());
+        for (i, flow) in flows.iter().enumerate() {
+            let port = udp_ports.get(i).copied().ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "server sent too few UDP ports",
+                )
+            })?;
+            socks.push(udp_socket(cfg, spec, *flow, port)?);
+        }
+        let hellos: Vec<_> = (0..socks.len())
+            .map(|i| protocol::udp_hello(token, i as u16))
+            .collect();
+        confirm_udp(&socks, &hellos, ctrl, Instant::now() + UDP_HELLO_DEADLINE)?;
+        return Ok(socks
+            .into_iter()
+            .zip(flows)
+            .enumerate()
+            .map(|(i, (s, f))| (i as u16, *f, StreamSocket::Udp(s)))
+            .collect());
+    }
     let mut out = Vec::with_capacity(flows.len());
     for (i, flow) in flows.iter().enumerate() {
-        let id = i as u16;
-        let socket = match spec.protocol {
-            Protocol::Tcp => {
-                let mut s = connect_tcp(cfg, Some(spec))?;
-                s.write_all(&protocol::data_preamble(token, id))?;
-                StreamSocket::Tcp(s)
-            }
-            Protocol::Udp => {
-                let port = udp_ports.get(i).copied().ok_or_else(|| {
-                    std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        "server sent too few UDP ports",
-                    )
-                })?;
-                StreamSocket::Udp(udp_handshake(cfg, spec, *flow, token, id, port)?)
-            }
-        };
-        out.push((id, *flow, socket));
+        let mut s = connect_tcp(cfg, Some(spec))?;
+        s.write_all(&protocol::data_preamble(token, i as u16))?;
+        out.push((i as u16, *flow, StreamSocket::Tcp(s)));
     }
     Ok(out)
 }
 
-/// Opens a UDP socket to the server's port and repeats the hello until the server echoes it.
-fn udp_handshake(
+/// How long the client repeats its UDP hellos before it calls UDP blocked.
+const UDP_HELLO_DEADLINE: Duration = Duration::from_secs(5);
+/// How often an unanswered hello is repeated.
+const UDP_HELLO_REPEAT: Duration = Duration::from_millis(200);
+
+/// A UDP socket of one stream, connected to the server's port for it.
+fn udp_socket(
     cfg: &ClientConfig,
     spec: &TestSpec,
     flow: Flow,
-    token: &Token,
-    id: u16,
     port: u16,
 ) -> std::io::Result<UdpSocket> {
     let sock = new_socket(cfg, Type::DGRAM, socket2::Protocol::UDP)?;
@@ -248,22 +259,61 @@ fn udp_handshake(
     let sock: UdpSocket = sock.into();
     session::prepare_udp(&sock, spec, flow == Flow::ServerToClient)?;
     sock.connect(SocketAddr::new(cfg.server.ip(), port))?;
-    let hello = protocol::udp_hello(token, id);
-    let deadline = Instant::now() + Duration::from_secs(5);
+    Ok(sock)
+}
+
+/// Repeats every stream's hello until the server echoes it, or until the server speaks on the
+/// control connection: it sends `Ready` only after every hello arrived, so a lost echo (on a
+/// lossy path) does not fail the test. All streams are greeted at once, because the server
+/// takes them in order and a stream stuck on a lost echo would hold up the next one.
+fn confirm_udp(
+    socks: &[UdpSocket],
+    hellos: &[[u8; protocol::UDP_HELLO_LEN]],
+    ctrl: &impl std::os::fd::AsRawFd,
+    deadline: Instant,
+) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut confirmed = vec![false; socks.len()];
     let mut buf = [0u8; 64];
-    sock.set_read_timeout(Some(Duration::from_millis(200)))?;
-    while Instant::now() < deadline {
-        sock.send(&hello)?;
-        if let Ok(n) = sock.recv(&mut buf)
-            && buf[..n] == hello
-        {
-            return Ok(sock);
+    while confirmed.contains(&false) {
+        let now = Instant::now();
+        if now >= deadline {
+            let port = confirmed
+                .iter()
+                .position(|c| !c)
+                .and_then(|i| socks[i].peer_addr().ok())
+                .map_or(0, |a| a.port());
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no answer to the UDP hello on port {port}: is UDP blocked on the path?"),
+            ));
+        }
+        let waiting: Vec<usize> = (0..socks.len()).filter(|&i| !confirmed[i]).collect();
+        for &i in &waiting {
+            socks[i].send(&hellos[i])?;
+        }
+        let round_end = (now + UDP_HELLO_REPEAT).min(deadline);
+        let mut fds = vec![ctrl.as_raw_fd()];
+        fds.extend(waiting.iter().map(|&i| socks[i].as_raw_fd()));
+        while confirmed.contains(&false) {
+            let left = round_end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let ready = crate::sockopt::poll_readable(&fds, left)?;
+            if ready.first() == Some(&true) {
+                return Ok(());
+            }
+            for (&i, _) in waiting.iter().zip(&ready[1..]).filter(|(_, r)| **r) {
+                if let Ok(n) = socks[i].recv(&mut buf)
+                    && buf[..n] == hellos[i]
+                {
+                    confirmed[i] = true;
+                }
+            }
         }
     }
-    Err(std::io::Error::new(
-        std::io::ErrorKind::TimedOut,
-        format!("no answer to the UDP hello on port {port}: is UDP blocked on the path?"),
-    ))
+    Ok(())
 }
 
 /// Pumps local and remote events until both ends are done, the server is gone, or `stop`.
@@ -515,4 +565,97 @@ fn assemble(
         remote: remote.cpu,
     };
     result::build(spec, info, &pairs, cpu, error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixStream;
+
+    /// A "server" socket and a client socket connected to it, on loopback.
+    fn udp_pair() -> (UdpSocket, UdpSocket) {
+        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        client.connect(server.local_addr().unwrap()).unwrap();
+        (server, client)
+    }
+
+    fn hello(stream: u16) -> [u8; protocol::UDP_HELLO_LEN] {
+        protocol::udp_hello(&Token([3; 16]), stream)
+    }
+
+    /// Regression: on a 1% loss lab path the server's single echo was lost and the client gave
+    /// up with "is UDP blocked on the path?".
+    #[test]
+    fn a_lost_echo_is_answered_by_a_repeated_hello() {
+        let (server, client) = udp_pair();
+        let echo = std::thread::spawn(move || {
+            let mut buf = [0u8; 64];
+            // The first hello's echo is "lost": only the second is answered.
+            let (_, _) = server.recv_from(&mut buf).unwrap();
+            let (n, from) = server.recv_from(&mut buf).unwrap();
+            server.send_to(&buf[..n], from).unwrap();
+        });
+        let (ctrl, _peer) = UnixStream::pair().unwrap();
+        let t0 = Instant::now();
+        confirm_udp(&[client], &[hello(0)], &ctrl, t0 + Duration::from_secs(3)).unwrap();
+        assert!(
+            t0.elapsed() >= UDP_HELLO_REPEAT,
+            "answered before any repeat"
+        );
+        echo.join().unwrap();
+    }
+
+    #[test]
+    fn word_from_the_server_on_control_ends_the_wait_without_an_echo() {
+        let (_server, client) = udp_pair();
+        let (ctrl, mut peer) = UnixStream::pair().unwrap();
+        let ready = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            peer.write_all(b"R").unwrap();
+            peer
+        });
+        let t0 = Instant::now();
+        confirm_udp(&[client], &[hello(0)], &ctrl, t0 + Duration::from_secs(3)).unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+        drop(ready.join().unwrap());
+    }
+
+    #[test]
+    fn silence_times_out_naming_the_port() {
+        let (server, client) = udp_pair();
+        let port = server.local_addr().unwrap().port();
+        let (ctrl, _peer) = UnixStream::pair().unwrap();
+        let deadline = Instant::now() + Duration::from_millis(500);
+        let e = confirm_udp(&[client], &[hello(0)], &ctrl, deadline).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        assert!(e.to_string().contains(&format!("port {port}")), "{e}");
+        assert!(Instant::now() < deadline + Duration::from_millis(300));
+    }
+
+    #[test]
+    fn every_stream_is_greeted_while_an_earlier_one_waits() {
+        let (_silent, first) = udp_pair();
+        let (second_server, second) = udp_pair();
+        let (ctrl, mut peer) = UnixStream::pair().unwrap();
+        let watcher = std::thread::spawn(move || {
+            let mut buf = [0u8; 64];
+            second_server
+                .set_read_timeout(Some(Duration::from_secs(2)))
+                .unwrap();
+            let got = second_server.recv(&mut buf).map(|n| buf[..n] == hello(1));
+            peer.write_all(b"R").unwrap();
+            got.unwrap_or(false)
+        });
+        let t0 = Instant::now();
+        confirm_udp(
+            &[first, second],
+            &[hello(0), hello(1)],
+            &ctrl,
+            t0 + Duration::from_secs(3),
+        )
+        .unwrap();
+        assert!(watcher.join().unwrap(), "stream 1 was not greeted");
+        assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    }
 }

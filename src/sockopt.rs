@@ -7,7 +7,7 @@
 use crate::measure::CpuUsage;
 use socket2::SockRef;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 
 /// The TCP_INFO fields netsweep reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -318,6 +318,28 @@ pub fn wait_readable<S: AsRawFd>(sock: &S, timeout: std::time::Duration) -> io::
             }
         }
     }
+}
+
+/// Waits until any of `fds` is readable or `timeout` passes; which ones are readable.
+pub fn poll_readable(fds: &[RawFd], timeout: std::time::Duration) -> io::Result<Vec<bool>> {
+    let mut polls: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = libc::c_int::try_from(timeout.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `polls` holds `polls.len()` valid pollfd entries for the duration of the call.
+    let rc = unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, ms) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(polls.iter().map(|p| p.revents != 0).collect())
 }
 
 /// An anonymous in-memory file holding `data`, for zero-copy sends with `send_file`.

@@ -139,6 +139,10 @@ struct Receiver<'a> {
 
 impl Receiver<'_> {
     fn datagram(&mut self, d: &[u8]) {
+        // A repeated hello (or its late echo) queued before the test is not test data.
+        if crate::protocol::parse_udp_hello(d).is_some() {
+            return;
+        }
         let Some((seq, send_ns)) = read_header(d) else {
             return;
         };
@@ -231,6 +235,54 @@ mod tests {
         write_header(&mut d, 42, 1_000_000_007);
         assert_eq!(read_header(&d), Some((42, 1_000_000_007)));
         assert_eq!(read_header(&d[..15]), None);
+    }
+
+    /// Regression: on a lossy path the client repeats its hello, and the extra copies wait in
+    /// the server's socket; read as data they would have been a datagram with a huge sequence.
+    #[test]
+    fn queued_hellos_are_not_counted_as_data() {
+        use crate::measure::Role;
+        use crate::spec::Flow;
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicBool;
+        let (tx, _rx) = std::sync::mpsc::channel();
+        let ctx = StreamCtx {
+            stream: 0,
+            flow: Flow::ClientToServer,
+            role: Role::Receiver,
+            timeline: Arc::new(crate::timeline::Timeline::new(
+                Duration::ZERO,
+                Duration::from_secs(1),
+                Duration::from_secs(1),
+            )),
+            start: std::time::Instant::now(),
+            stop: Arc::new(AtomicBool::new(false)),
+            events: tx,
+            rate: crate::units::BitRate(0.0),
+            length: 1400,
+            udp_offload: false,
+            zerocopy: false,
+        };
+        let mut rx = Receiver {
+            ctx: &ctx,
+            counts: vec![ctx.empty_interval(0)],
+            tracker: SequenceTracker::default(),
+            jitter: Jitter::default(),
+            tail_bytes: 0,
+        };
+        let hello = crate::protocol::udp_hello(&crate::protocol::Token([7; 16]), 0);
+        rx.datagram(&hello);
+        for seq in 0..3 {
+            let mut d = vec![0u8; 1400];
+            write_header(&mut d, seq, 1_000_000 * (seq + 1));
+            rx.datagram(&d);
+            rx.datagram(&hello);
+        }
+        let c = &rx.counts[0];
+        assert_eq!((c.packets, c.bytes), (3, 3 * 1400));
+        let udp = c.udp.as_ref().expect("udp counts");
+        assert_eq!((udp.out_of_order, udp.duplicates), (0, 0));
+        assert_eq!(rx.tail_bytes, 0);
     }
 
     #[test]
