@@ -228,6 +228,39 @@ fn one_percent_loss_loses_about_one_percent_of_datagrams() {
     );
 }
 
+/// Regression: the server echoed each UDP hello once; when a lossy path dropped that echo the
+/// client gave up with "is UDP blocked on the path?". At 30% loss each of 4 streams lost its
+/// hello or its echo about half the time.
+#[test]
+fn udp_tests_start_on_a_very_lossy_path() {
+    if !common::root_or_skip("udp_tests_start_on_a_very_lossy_path") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = PathConfig {
+        delay: Duration::from_millis(1),
+        loss_percent: 30.0,
+        ..PathConfig::default()
+    };
+    let lab = Lab::up(&name("lsy"), path, &options(&dir)).expect("lab up");
+    for _ in 0..3 {
+        let r = run(
+            &lab,
+            &TestSpec {
+                bitrate_bps: 20e6,
+                streams: 4,
+                ..TestSpec::udp(Duration::from_secs(1))
+            },
+        );
+        let loss = r.summary.lost_percent.unwrap();
+        assert!(
+            (15.0..=45.0).contains(&loss),
+            "configured 30%, measured {loss}%"
+        );
+    }
+}
+
 /// Receive bytes of `dev` as the kernel counts them in the calling thread's namespace.
 fn rx_bytes(dev: &str) -> u64 {
     let text = std::fs::read_to_string("/proc/thread-self/net/dev").unwrap();
