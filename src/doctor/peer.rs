@@ -55,7 +55,18 @@ fn route_mtu(addr: SocketAddr) -> Option<u32> {
 }
 
 /// Whether a packet of `size` bytes (IP total) reaches `ip` with fragmentation forbidden.
-fn ping_passes(ip: &str, size: u32, v6: bool) -> Option<bool> {
+/// A size counts as blocked only after three lost tries, so random loss on the path does not
+/// read as a smaller MTU.
+fn ping_passes(ip: &str, size: u32, v6: bool, wait: Duration) -> Option<bool> {
+    for _ in 0..3 {
+        if ping_once(ip, size, v6, wait)? {
+            return Some(true);
+        }
+    }
+    Some(false)
+}
+
+fn ping_once(ip: &str, size: u32, v6: bool, wait: Duration) -> Option<bool> {
     let header = if v6 { 48 } else { 28 };
     let out = Command::new("ping")
         .args(if v6 { vec!["-6"] } else { vec!["-4"] })
@@ -65,7 +76,7 @@ fn ping_passes(ip: &str, size: u32, v6: bool) -> Option<bool> {
             "-c",
             "1",
             "-W",
-            "1",
+            &format!("{:.3}", wait.as_secs_f64()),
             "-s",
             &(size.saturating_sub(header)).to_string(),
             ip,
@@ -76,18 +87,20 @@ fn ping_passes(ip: &str, size: u32, v6: bool) -> Option<bool> {
 }
 
 /// Largest packet size in [low, high] that passes, by bisection; `None` without ping.
-fn path_mtu(ip: &str, high: u32, v6: bool) -> Option<u32> {
+fn path_mtu(ip: &str, high: u32, v6: bool, rtt: Duration) -> Option<u32> {
+    // A reply later than this is taken as lost (then tried again): a few RTTs, within reason.
+    let wait = (rtt * 4).clamp(Duration::from_millis(200), Duration::from_secs(2));
     let low = 1280;
-    if ping_passes(ip, high, v6)? {
+    if ping_passes(ip, high, v6, wait)? {
         return Some(high);
     }
-    if !ping_passes(ip, low, v6)? {
+    if !ping_passes(ip, low, v6, wait)? {
         return Some(0);
     }
     let (mut ok, mut bad) = (low, high);
     while bad - ok > 1 {
         let mid = ok + (bad - ok) / 2;
-        if ping_passes(ip, mid, v6)? {
+        if ping_passes(ip, mid, v6, wait)? {
             ok = mid
         } else {
             bad = mid
@@ -139,7 +152,7 @@ pub fn check(addr: SocketAddr, run_tests: bool) -> (Vec<Finding>, Option<Duratio
     );
     let ip = addr.ip().to_string();
     match route_mtu(addr) {
-        Some(mtu) => match path_mtu(&ip, mtu, addr.is_ipv6()) {
+        Some(mtu) => match path_mtu(&ip, mtu, addr.is_ipv6(), rtt) {
             Some(p) if p < mtu => out.push(
                 Finding::new("peer.pmtu", Severity::Problem, format!("packets larger than {p} bytes do not reach {ip} although this host sends up to {mtu}: an MTU mismatch on the path (jumbo frames on one side only?)"))
                     .evidence("interface_mtu", mtu)
