@@ -54,18 +54,8 @@ fn route_mtu(addr: SocketAddr) -> Option<u32> {
     (rc == 0 && v > 0).then_some(v as u32)
 }
 
-/// Whether a packet of `size` bytes (IP total) reaches `ip` with fragmentation forbidden.
-/// A size counts as blocked only after three lost tries, so random loss on the path does not
-/// read as a smaller MTU.
-fn ping_passes(ip: &str, size: u32, v6: bool, wait: Duration) -> Option<bool> {
-    for _ in 0..3 {
-        if ping_once(ip, size, v6, wait)? {
-            return Some(true);
-        }
-    }
-    Some(false)
-}
-
+/// Whether a packet of `size` bytes (IP total) reaches `ip` with fragmentation forbidden, in
+/// one try; `None` without ping.
 fn ping_once(ip: &str, size: u32, v6: bool, wait: Duration) -> Option<bool> {
     let header = if v6 { 48 } else { 28 };
     let out = Command::new("ping")
@@ -86,25 +76,38 @@ fn ping_once(ip: &str, size: u32, v6: bool, wait: Duration) -> Option<bool> {
     Some(out.status.success())
 }
 
-/// Largest packet size in [low, high] that passes, by bisection; `None` without ping.
+/// Largest packet size that reaches `ip` unfragmented, up to `high`; `None` without ping.
 fn path_mtu(ip: &str, high: u32, v6: bool, rtt: Duration) -> Option<u32> {
     // A reply later than this is taken as lost (then tried again): a few RTTs, within reason.
     let wait = (rtt * 4).clamp(Duration::from_millis(200), Duration::from_secs(2));
+    bisect_mtu(high, &mut |size| ping_once(ip, size, v6, wait))
+}
+
+/// Tries per size before it counts as blocked, so random loss does not read as a smaller MTU.
+const PROBE_TRIES: usize = 3;
+
+/// Largest size in [1280, high] for which `probe` succeeds (0 if not even 1280), by bisection.
+/// `probe` is one try; a size passes if any of `PROBE_TRIES` tries does.
+fn bisect_mtu(high: u32, probe: &mut dyn FnMut(u32) -> Option<bool>) -> Option<u32> {
+    let mut passes = |size: u32| -> Option<bool> {
+        for _ in 0..PROBE_TRIES {
+            if probe(size)? {
+                return Some(true);
+            }
+        }
+        Some(false)
+    };
     let low = 1280;
-    if ping_passes(ip, high, v6, wait)? {
+    if passes(high)? {
         return Some(high);
     }
-    if !ping_passes(ip, low, v6, wait)? {
+    if !passes(low)? {
         return Some(0);
     }
     let (mut ok, mut bad) = (low, high);
     while bad - ok > 1 {
         let mid = ok + (bad - ok) / 2;
-        if ping_passes(ip, mid, v6, wait)? {
-            ok = mid
-        } else {
-            bad = mid
-        }
+        if passes(mid)? { ok = mid } else { bad = mid }
     }
     Some(ok)
 }
@@ -208,4 +211,29 @@ pub fn check(addr: SocketAddr, run_tests: bool) -> (Vec<Finding>, Option<Duratio
         }
     }
     (out, Some(rtt))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: one ping per size, so a single lost reply on a lossy path read as "too big"
+    /// and the doctor reported a smaller path MTU than the real one.
+    #[test]
+    fn lost_probes_do_not_shrink_the_path_mtu() {
+        // A 1504-byte path where the first two tries of every size are lost.
+        let mut tries: std::collections::HashMap<u32, usize> = Default::default();
+        let mut lossy = |size: u32| {
+            let n = tries.entry(size).or_default();
+            *n += 1;
+            Some(*n > 2 && size <= 1504)
+        };
+        assert_eq!(bisect_mtu(9000, &mut lossy), Some(1504));
+        let mut clean = |size: u32| Some(size <= 9000);
+        assert_eq!(bisect_mtu(9000, &mut clean), Some(9000));
+        let mut blocked = |_| Some(false);
+        assert_eq!(bisect_mtu(9000, &mut blocked), Some(0));
+        let mut no_ping = |_| None;
+        assert_eq!(bisect_mtu(9000, &mut no_ping), None);
+    }
 }
