@@ -63,6 +63,18 @@ pub fn list() -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Lets the calling thread (a delay line: the emulated link) run ahead of the test's own
+/// sender and receiver threads when they compete for the same cores, and wake on time.
+/// Best effort: without CAP_SYS_NICE the priority stays as it was.
+pub fn favour_this_thread() {
+    crate::sockopt::tighten_timer_slack();
+    // SAFETY: gettid has no preconditions; setpriority on our own thread id.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, -10);
+    }
+}
+
 /// Moves the calling thread into namespace `ns`.
 pub fn enter(ns: &str) -> anyhow::Result<()> {
     let f = File::open(Path::new(NETNS_DIR).join(ns))

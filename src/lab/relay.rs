@@ -41,7 +41,10 @@ pub fn spawn_delay_line(names: &LabNames, imp: Impairment) -> anyhow::Result<Del
         handles.push(
             std::thread::Builder::new()
                 .name(format!("delay-line-{dir}"))
-                .spawn(move || delayline::forward(&from, &to, schedule, &stop, &counters[dir]))?,
+                .spawn(move || {
+                    netns::favour_this_thread();
+                    delayline::forward(&from, &to, schedule, &stop, &counters[dir])
+                })?,
         );
     }
     Ok((stop, handles, counters))
