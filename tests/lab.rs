@@ -219,28 +219,31 @@ fn one_percent_loss_loses_about_one_percent_of_datagrams() {
         (0.5..=1.5).contains(&loss),
         "configured 1%, measured {loss}%"
     );
-    // The delay line's own count of random drops matches what the receiver missed.
+    // The delay line's own count of random drops matches what the receiver missed. Its count
+    // also includes the few other packets it dropped on the way from a to b (UDP hellos, the
+    // control connection's TCP segments), so it may exceed the loss by a handful, never fall short.
     let [(_, dropped), _] = lab.delay_line_counts().unwrap();
-    assert_eq!(
-        dropped,
-        r.summary.lost_packets.unwrap(),
-        "delay-line drops vs measured loss"
+    let lost = r.summary.lost_packets.unwrap();
+    assert!(
+        (lost..=lost + 3).contains(&dropped),
+        "delay-line drops {dropped} vs measured loss {lost}"
     );
 }
 
 /// Regression: the server echoed each UDP hello once; when a lossy path dropped that echo the
-/// client gave up with "is UDP blocked on the path?". At 30% loss each of 4 streams lost its
-/// hello or its echo about half the time.
+/// client gave up with "is UDP blocked on the path?". At 10% loss a tenth of the echoes are
+/// lost, so 3 tests of 8 streams failed that way 92% of the time (higher loss would stall the
+/// TCP control connection instead).
 #[test]
-fn udp_tests_start_on_a_very_lossy_path() {
-    if !common::root_or_skip("udp_tests_start_on_a_very_lossy_path") {
+fn udp_tests_start_on_a_lossy_path() {
+    if !common::root_or_skip("udp_tests_start_on_a_lossy_path") {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let path = PathConfig {
         delay: Duration::from_millis(1),
-        loss_percent: 30.0,
+        loss_percent: 10.0,
         ..PathConfig::default()
     };
     let lab = Lab::up(&name("lsy"), path, &options(&dir)).expect("lab up");
@@ -249,14 +252,14 @@ fn udp_tests_start_on_a_very_lossy_path() {
             &lab,
             &TestSpec {
                 bitrate_bps: 20e6,
-                streams: 4,
+                streams: 8,
                 ..TestSpec::udp(Duration::from_secs(1))
             },
         );
         let loss = r.summary.lost_percent.unwrap();
         assert!(
-            (15.0..=45.0).contains(&loss),
-            "configured 30%, measured {loss}%"
+            (5.0..=15.0).contains(&loss),
+            "configured 10%, measured {loss}%"
         );
     }
 }
