@@ -584,14 +584,13 @@ mod tests {
         protocol::udp_hello(&Token([3; 16]), stream)
     }
 
-    /// Regression: on a 1% loss lab path the server's single echo was lost and the client gave
-    /// up with "is UDP blocked on the path?".
+    /// A hello lost on the way is repeated until one arrives and is echoed.
     #[test]
-    fn a_lost_echo_is_answered_by_a_repeated_hello() {
+    fn a_lost_hello_is_repeated_until_echoed() {
         let (server, client) = udp_pair();
         let echo = std::thread::spawn(move || {
             let mut buf = [0u8; 64];
-            // The first hello's echo is "lost": only the second is answered.
+            // The first hello is "lost": only the second is answered.
             let (_, _) = server.recv_from(&mut buf).unwrap();
             let (n, from) = server.recv_from(&mut buf).unwrap();
             server.send_to(&buf[..n], from).unwrap();
@@ -606,6 +605,8 @@ mod tests {
         echo.join().unwrap();
     }
 
+    /// Regression: on a 1% loss lab path the server's single echo was lost and the client gave
+    /// up with "is UDP blocked on the path?" although the server had its hello and sent `Ready`.
     #[test]
     fn word_from_the_server_on_control_ends_the_wait_without_an_echo() {
         let (_server, client) = udp_pair();
