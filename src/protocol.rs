@@ -5,7 +5,10 @@
 //! stream id for a data connection. Control messages then travel as frames: a 4-byte big-endian
 //! length, checked against `MAX_FRAME` before anything is allocated, and a JSON body holding a
 //! typed message (`ClientMsg`, `ServerMsg`). UDP streams open with a `NSHELLO1` datagram that
-//! carries the token, so data from any other sender is ignored.
+//! carries the token, so data from any other sender is ignored. The client repeats every
+//! stream's hello until the server echoes it or sends `Ready` (which it does only once every
+//! hello arrived), so a lost hello or echo on a lossy path does not fail the test; receivers
+//! skip hello copies still queued when the data starts.
 //!
 //! Every read here has a deadline: a peer that sends nothing, or half a frame, is dropped.
 
