@@ -29,7 +29,16 @@ pub const DEFAULT_PORT: u16 = 5310;
 #[command(
     name = "netsweep",
     version,
-    about = "Measure, tune and explain network throughput"
+    about = "Measure, tune and explain network throughput",
+    after_help = "Examples:
+  netsweep server                                  # on one host
+  netsweep client HOST -t 10 -P 2 --json           # on the other
+  sudo netsweep lab test --rate 1G --rtt 20ms -- -w 256K
+  netsweep run examples/quickstart.toml            # a campaign, its summary and HTML report
+  netsweep stats before.txt after.txt              # did the change make a difference?
+  netsweep doctor --peer HOST                      # what limits throughput here
+
+`netsweep help COMMAND` shows each command's options and examples."
 )]
 pub struct Cli {
     #[command(subcommand)]
