@@ -678,3 +678,58 @@ fn a_lab_plan_whose_profile_changes_host_wide_keys_is_refused_before_any_run() {
     let left = String::from_utf8_lossy(&left.stdout);
     assert!(!left.contains(&lab), "the lab was not removed:\n{left}");
 }
+
+/// The per-namespace variant of `high-bdp` is what a lab campaign can sweep: sized from the
+/// lab's rate and RTT, applied on both hosts, recorded with every run, and the journals gone.
+#[test]
+fn a_lab_plan_sweeps_the_per_namespace_high_bdp_profile() {
+    if !common::root_or_skip("a_lab_plan_sweeps_the_per_namespace_high_bdp_profile") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"lab\"\nrate = \"100M\"\nrtt = \"40ms\"\n[test]\nduration = \"1s\"\n\
+         [matrix]\nprofile = [\"default\", \"high-bdp-ns\"]\n[repeat]\ncount = 1\n",
+    )
+    .unwrap();
+    let db = dir.path().join("t.db");
+    let runtime = dir.path().join("rt");
+    let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .arg("run")
+        .arg(&plan)
+        .arg("--db")
+        .arg(&db)
+        .env("NETSWEEP_RUNTIME_DIR", &runtime)
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let rows: Vec<(String, String, String)> = conn
+        .prepare(
+            "SELECT c.label, r.status, coalesce(r.tuning_json, '') FROM run r \
+             JOIN configuration c ON c.id = r.configuration_id",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}\n{t}");
+    // 2 x BDP of 100 Mbit/s at 40 ms is 1,000,000 bytes; the profile never goes below 4 MiB.
+    let tuned = rows
+        .iter()
+        .find(|(label, _, _)| label.contains("high-bdp-ns"))
+        .unwrap();
+    assert_eq!(tuned.1, "ok", "{rows:?}");
+    assert!(tuned.2.contains("4096 131072 4194304"), "{}", tuned.2);
+    assert_eq!(
+        std::fs::read_dir(runtime.join("tuning"))
+            .map(|d| d.count())
+            .unwrap_or(0),
+        0,
+        "journals left behind"
+    );
+}

@@ -158,7 +158,12 @@ fn bdp(rate: &str, rtt: &str) -> anyhow::Result<ExitCode> {
 fn show(name: Option<String>, common: &TuneCommon) -> anyhow::Result<ExitCode> {
     let names: Vec<String> = match name {
         Some(n) => vec![n],
-        None => vec!["default".into(), "high-bdp".into(), "large-buffers".into()],
+        None => vec![
+            "default".into(),
+            "high-bdp".into(),
+            "high-bdp-ns".into(),
+            "large-buffers".into(),
+        ],
     };
     for n in names {
         let p = match load(&n, common) {

@@ -61,7 +61,7 @@ pub enum TuneCommand {
     },
     /// Apply a profile; it stays until `tune restore` (or until Ctrl-C with --hold).
     #[command(
-        after_help = "Examples:\n  netsweep tune apply large-buffers\n  netsweep tune apply high-bdp --rate 10G --rtt 20ms --target lab:wan:a\n  netsweep tune apply bigbuf --profiles profiles.toml --target netns:NAME\n  netsweep tune apply bigbuf --profiles profiles.toml --hold   # restored on Ctrl-C"
+        after_help = "Examples:\n  netsweep tune apply large-buffers\n  netsweep tune apply high-bdp-ns --rate 10G --rtt 20ms --target lab:wan:a\n  netsweep tune apply bigbuf --profiles profiles.toml --target netns:NAME\n  netsweep tune apply bigbuf --profiles profiles.toml --hold   # restored on Ctrl-C"
     )]
     Apply {
         profile: String,
@@ -94,10 +94,10 @@ pub struct TuneCommon {
     /// A TOML file with [profiles.NAME.linux] / [profiles.NAME.freebsd] tables (- for stdin).
     #[arg(long)]
     pub profiles: Option<std::path::PathBuf>,
-    /// Path rate for the high-bdp profile.
+    /// Path rate for the high-bdp and high-bdp-ns profiles.
     #[arg(long)]
     pub rate: Option<String>,
-    /// Path RTT for the high-bdp profile.
+    /// Path RTT for the high-bdp and high-bdp-ns profiles.
     #[arg(long)]
     pub rtt: Option<String>,
     /// ssh targets: an OpenSSH option passed as `-o OPTION` (repeatable), e.g. Port=2222.

@@ -161,7 +161,7 @@ pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
 }
 
 /// Finds every profile the matrix names: in the plan's `[profiles]`, else a built-in
-/// (`high-bdp` is sized from the lab target's rate and RTT).
+/// (`high-bdp` and `high-bdp-ns` are sized from the lab target's rate and RTT).
 pub(super) fn resolve_profiles(
     r: &mut Reader,
     matrix: Option<&Item>,

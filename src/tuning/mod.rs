@@ -269,7 +269,7 @@ pub fn validate(t: &Target, p: &Profile, opts: &ApplyOptions) -> Result<(), Vec<
             && profile::scope(k) == Some(Scope::HostWide)
             && !opts.allow_host_wide
         {
-            errors.push(format!("{k} is host-wide, not per namespace: changing it on {} changes the whole host (to do it anyway: --allow-host-wide, or allow_host_wide = true in a plan's [target])", t.id()));
+            errors.push(format!("{k} is host-wide, not per namespace: changing it on {} changes the whole host (leave it out, e.g. with the built-in high-bdp-ns instead of high-bdp; or allow it: --allow-host-wide, or allow_host_wide = true in a plan's [target])", t.id()));
             continue;
         }
         if let Err(e) = t.read(k) {
@@ -482,6 +482,9 @@ pub fn bdp_text(rate_bps: f64, rtt_s: f64, current: &dyn Fn(&str) -> Option<Stri
         ));
     }
     s.push_str("apply with: netsweep tune apply high-bdp --rate RATE --rtt RTT [--target T]\n");
+    s.push_str(
+        "  (on a lab host or other namespace: high-bdp-ns, the same without the host-wide keys)\n",
+    );
     s
 }
 

@@ -125,7 +125,8 @@ pub struct Profile {
     pub freebsd: BTreeMap<String, String>,
 }
 
-/// The built-in profiles; `high-bdp` needs the path's rate (bit/s) and RTT (s).
+/// The built-in profiles; `high-bdp` and `high-bdp-ns` (its per-namespace keys) need the
+/// path's rate (bit/s) and RTT (s).
 pub fn builtin(name: &str, rate_rtt: Option<(f64, f64)>) -> Result<Profile, String> {
     let mut linux = BTreeMap::new();
     let mut set = |k: &str, v: String, why: &str| {
@@ -133,20 +134,24 @@ pub fn builtin(name: &str, rate_rtt: Option<(f64, f64)>) -> Result<Profile, Stri
     };
     let description = match name {
         "default" => "change nothing; the values in force are recorded".to_string(),
-        "high-bdp" => {
-            let (rate, rtt) = rate_rtt.ok_or("the high-bdp profile needs --rate and --rtt")?;
+        "high-bdp" | "high-bdp-ns" => {
+            let (rate, rtt) =
+                rate_rtt.ok_or_else(|| format!("the {name} profile needs --rate and --rtt"))?;
             let bdp = (rate / 8.0 * rtt).ceil() as u64;
             let max = (2 * bdp).max(4 << 20);
-            set(
-                "net.core.rmem_max",
-                max.to_string(),
-                "largest receive buffer a program may ask for (iperf -w, netsweep -w)",
-            );
-            set(
-                "net.core.wmem_max",
-                max.to_string(),
-                "largest send buffer a program may ask for",
-            );
+            let host_wide = name == "high-bdp";
+            if host_wide {
+                set(
+                    "net.core.rmem_max",
+                    max.to_string(),
+                    "largest receive buffer a program may ask for (iperf -w, netsweep -w)",
+                );
+                set(
+                    "net.core.wmem_max",
+                    max.to_string(),
+                    "largest send buffer a program may ask for",
+                );
+            }
             set(
                 "net.ipv4.tcp_rmem",
                 format!("4096 131072 {max}"),
@@ -163,10 +168,16 @@ pub fn builtin(name: &str, rate_rtt: Option<(f64, f64)>) -> Result<Profile, Stri
                 "do not start new connections from a previous connection's (possibly bad) metrics",
             );
             format!(
-                "buffers sized for {} at {:.1} ms RTT (BDP {} bytes, buffers 2 x BDP)",
+                "buffers sized for {} at {:.1} ms RTT (BDP {} bytes, buffers 2 x BDP){}",
                 crate::units::BitRate(rate),
                 rtt * 1e3,
-                bdp
+                bdp,
+                if host_wide {
+                    ""
+                } else {
+                    "; per-namespace keys only, for lab hosts and other namespaces: TCP autotuning \
+                     grows to 2 x BDP, while -w stays capped by the host's net.core.rmem_max/wmem_max"
+                }
             )
         }
         "large-buffers" => {
@@ -206,7 +217,7 @@ pub fn builtin(name: &str, rate_rtt: Option<(f64, f64)>) -> Result<Profile, Stri
         }
         other => {
             return Err(format!(
-                "no built-in profile {other:?}: built-ins are default, high-bdp, large-buffers"
+                "no built-in profile {other:?}: built-ins are default, high-bdp, high-bdp-ns, large-buffers"
             ));
         }
     };
@@ -358,5 +369,14 @@ mod tests {
         assert_eq!(p.linux["net.core.rmem_max"].0, "250000000");
         assert!(builtin("high-bdp", None).is_err());
         assert!(builtin("default", None).unwrap().linux.is_empty());
+        // The per-namespace variant: the same autotuning limits, no host-wide key.
+        let ns = builtin("high-bdp-ns", Some((10e9, 0.1))).unwrap();
+        assert_eq!(ns.linux["net.ipv4.tcp_rmem"], p.linux["net.ipv4.tcp_rmem"]);
+        assert!(
+            ns.linux.keys().all(|k| scope(k) == Some(Scope::Namespace)),
+            "{:?}",
+            ns.linux.keys()
+        );
+        assert!(builtin("high-bdp-ns", None).is_err());
     }
 }
