@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -625,6 +625,32 @@ fn a_campaign_tunes_the_server_of_an_address_target_over_ssh() {
     let _ = sshd.wait();
 }
 
+/// Starts `netsweep run` on a plan in `dir`: a lab of 100 Mbit/s and 40 ms, one 1 s run each of
+/// the `default` profile and `profile`. Returns the runner, its database and runtime directory.
+fn start_lab_campaign(dir: &Path, profile: &str) -> (std::process::Child, PathBuf, PathBuf) {
+    let plan = dir.join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[target]\nkind = \"lab\"\nrate = \"100M\"\nrtt = \"40ms\"\n[test]\nduration = \"1s\"\n\
+             [matrix]\nprofile = [\"default\", \"{profile}\"]\n[repeat]\ncount = 1\n"
+        ),
+    )
+    .unwrap();
+    let (db, runtime) = (dir.join("t.db"), dir.join("rt"));
+    let child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .arg("run")
+        .arg(&plan)
+        .arg("--db")
+        .arg(&db)
+        .env("NETSWEEP_RUNTIME_DIR", &runtime)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    (child, db, runtime)
+}
+
 /// A lab host is a namespace: a profile with host-wide keys would change the whole machine, so
 /// the plan is refused before any traffic, with every offending key, and the lab is removed.
 #[test]
@@ -635,24 +661,7 @@ fn a_lab_plan_whose_profile_changes_host_wide_keys_is_refused_before_any_run() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let plan = dir.path().join("plan.toml");
-    std::fs::write(
-        &plan,
-        "[target]\nkind = \"lab\"\nrate = \"100M\"\nrtt = \"4ms\"\n[test]\nduration = \"1s\"\n\
-         [matrix]\nprofile = [\"default\", \"large-buffers\"]\n[repeat]\ncount = 1\n",
-    )
-    .unwrap();
-    let db = dir.path().join("t.db");
-    let child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .arg("run")
-        .arg(&plan)
-        .arg("--db")
-        .arg(&db)
-        .env("NETSWEEP_RUNTIME_DIR", dir.path().join("rt"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (child, db, _) = start_lab_campaign(dir.path(), "large-buffers");
     // The runner names its lab after its pid (other tests make namespaces at the same time).
     let lab = format!("nsw-r{}-", child.id() % 100_000_000);
     let out = child.wait_with_output().unwrap();
@@ -687,23 +696,8 @@ fn a_lab_plan_sweeps_the_per_namespace_high_bdp_profile() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let plan = dir.path().join("plan.toml");
-    std::fs::write(
-        &plan,
-        "[target]\nkind = \"lab\"\nrate = \"100M\"\nrtt = \"40ms\"\n[test]\nduration = \"1s\"\n\
-         [matrix]\nprofile = [\"default\", \"high-bdp-ns\"]\n[repeat]\ncount = 1\n",
-    )
-    .unwrap();
-    let db = dir.path().join("t.db");
-    let runtime = dir.path().join("rt");
-    let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .arg("run")
-        .arg(&plan)
-        .arg("--db")
-        .arg(&db)
-        .env("NETSWEEP_RUNTIME_DIR", &runtime)
-        .output()
-        .unwrap();
+    let (child, db, runtime) = start_lab_campaign(dir.path(), "high-bdp-ns");
+    let out = child.wait_with_output().unwrap();
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     let conn = rusqlite::Connection::open(&db).unwrap();
