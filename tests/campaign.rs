@@ -7,26 +7,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const ISSUE_PLAN: &str = r#"
-[target]
-kind = "loopback"          # "lab" (with rate, rtt, loss, mtu), or "address" with host = "HOST:PORT"
-
-[test]
-protocol = "tcp"
-duration = "2s"
-interval = "1s"
-omit = "0s"
-
-[matrix]
-window = ["64K", "256K"]
-parallel = [1, 2]
-
-[repeat]
-count = 3
-pause = "0s"
-order = "interleaved"
-seed = 7
-"#;
+/// The plan from the issue, which must be accepted as written.
+const ISSUE_PLAN: &str = include_str!("fixtures/issue-plan.toml");
 
 fn netsweep(args: &[&str]) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))

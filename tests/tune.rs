@@ -148,6 +148,18 @@ fn wait_for_journal(runtime: &Path) {
     std::thread::sleep(Duration::from_millis(200));
 }
 
+/// `tune apply bigbuf --hold` on `ns`: applies, then holds until a signal restores.
+fn hold_bigbuf(runtime: &Path, file: &str, ns: &Ns) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .env("NETSWEEP_RUNTIME_DIR", runtime)
+        .args(["tune", "apply", "bigbuf", "--profiles", file, "--target"])
+        .arg(ns.target())
+        .arg("--hold")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn kill_9_of_a_holder_is_restored_by_the_next_command() {
     if !common::root_or_skip("kill_9_of_a_holder_is_restored_by_the_next_command") {
@@ -157,21 +169,7 @@ fn kill_9_of_a_holder_is_restored_by_the_next_command() {
     let ns = Ns::new("k");
     let before = snapshot(&ns);
     let file = profile_file(dir.path(), BIGBUF);
-    let mut holder = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .env("NETSWEEP_RUNTIME_DIR", dir.path())
-        .args([
-            "tune",
-            "apply",
-            "bigbuf",
-            "--profiles",
-            &file,
-            "--target",
-            &ns.target(),
-            "--hold",
-        ])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut holder = hold_bigbuf(dir.path(), &file, &ns);
     wait_for_journal(dir.path());
     assert_eq!(ns.read("net.ipv4.tcp_rmem"), "4096 131072 16777216");
     holder.kill().unwrap();
@@ -192,21 +190,7 @@ fn sigint_sigterm_and_sighup_restore_a_holder() {
     let before = snapshot(&ns);
     let file = profile_file(dir.path(), BIGBUF);
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        let holder = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-            .env("NETSWEEP_RUNTIME_DIR", dir.path())
-            .args([
-                "tune",
-                "apply",
-                "bigbuf",
-                "--profiles",
-                &file,
-                "--target",
-                &ns.target(),
-                "--hold",
-            ])
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let holder = hold_bigbuf(dir.path(), &file, &ns);
         wait_for_journal(dir.path());
         // SAFETY: signalling our own child.
         unsafe { libc::kill(holder.id() as i32, sig) };

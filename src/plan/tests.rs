@@ -1,26 +1,7 @@
 use super::*;
 
 /// The plan from the issue, which must be accepted as written.
-pub const ISSUE_PLAN: &str = r#"
-[target]
-kind = "loopback"          # "lab" (with rate, rtt, loss, mtu), or "address" with host = "HOST:PORT"
-
-[test]
-protocol = "tcp"
-duration = "2s"
-interval = "1s"
-omit = "0s"
-
-[matrix]
-window = ["64K", "256K"]
-parallel = [1, 2]
-
-[repeat]
-count = 3
-pause = "0s"
-order = "interleaved"
-seed = 7
-"#;
+pub const ISSUE_PLAN: &str = include_str!("../../tests/fixtures/issue-plan.toml");
 
 #[test]
 fn the_issue_plan_is_accepted() {

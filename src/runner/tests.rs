@@ -121,6 +121,20 @@ fn setup(dir: &tempfile::TempDir) -> (Plan, Store, i64) {
     (plan, store, id)
 }
 
+/// Runs the campaign with seed 7 to its end, without progress output.
+fn run_uninterrupted(plan: &Plan, store: &mut Store, id: i64, exec: &mut Mock) -> Outcome {
+    run_campaign(
+        plan,
+        store,
+        id,
+        7,
+        exec,
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
 #[test]
 fn interleaved_rounds_run_every_configuration_once_each() {
     let order = schedule(8, 3, Order::Interleaved, 7, None);
@@ -166,16 +180,7 @@ fn every_run_is_stored_with_its_configuration_and_commands_run_on_switches() {
     let dir = tempfile::tempdir().unwrap();
     let (plan, mut store, id) = setup(&dir);
     let mut mock = Mock::default();
-    let out = run_campaign(
-        &plan,
-        &mut store,
-        id,
-        7,
-        &mut mock,
-        &AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .unwrap();
+    let out = run_uninterrupted(&plan, &mut store, id, &mut mock);
     assert_eq!(
         out,
         Outcome {
@@ -226,16 +231,7 @@ fn failures_are_stored_and_the_campaign_goes_on() {
         fail_every: Some(5),
         ..Mock::default()
     };
-    let out = run_campaign(
-        &plan,
-        &mut store,
-        id,
-        7,
-        &mut mock,
-        &AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .unwrap();
+    let out = run_uninterrupted(&plan, &mut store, id, &mut mock);
     assert_eq!((out.ran, out.failed), (24, 4));
     let failed: Vec<_> = store
         .runs(id)
@@ -267,16 +263,7 @@ fn resume_skips_finished_runs_and_keeps_the_original_order() {
     assert_eq!(out.ran, 9, "the interrupted 10th run is not stored");
     assert!(store.campaign(id).unwrap().finished_unix.is_none());
     let mut second = Mock::default();
-    let out = run_campaign(
-        &plan,
-        &mut store,
-        id,
-        7,
-        &mut second,
-        &AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .unwrap();
+    let out = run_uninterrupted(&plan, &mut store, id, &mut second);
     assert_eq!(out.ran, 15);
     let runs = store.runs(id).unwrap();
     assert_eq!(runs.len(), 24);
