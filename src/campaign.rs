@@ -96,6 +96,29 @@ pub struct Group {
     pub analysis: Option<Analysis>,
     /// Why there is no analysis (fewer than 3 successful runs somewhere).
     pub note: Option<String>,
+    /// The values behind each set of `analysis`, in its order (for ministat's plot).
+    #[serde(skip)]
+    pub values: Vec<Vec<f64>>,
+}
+
+impl Group {
+    /// The heading of the group: its fixed dimensions, or "all runs".
+    pub fn title(&self) -> &str {
+        if self.context.is_empty() {
+            "all runs"
+        } else {
+            &self.context
+        }
+    }
+}
+
+/// A run's other dimensions than `by`, as `k=v` pairs joined by spaces: the group it falls in.
+pub fn context_of(dims: &[(String, String)], by: &str) -> String {
+    dims.iter()
+        .filter(|(k, _)| k != by)
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Compares the values of `by` (in `values_order`), grouped by the other dimensions, over runs
@@ -117,20 +140,12 @@ pub fn compare(
                 .all(|(k, v)| r.dims.iter().any(|(dk, dv)| dk == k && dv == v))
         })
         .collect();
-    let context_of = |r: &RunRow| -> String {
-        r.dims
-            .iter()
-            .filter(|(k, _)| k != by)
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
     // Contexts in plan order.
     let mut by_position: Vec<&&RunRow> = matching.iter().collect();
     by_position.sort_by_key(|r| r.config_position);
     let mut contexts: Vec<String> = Vec::new();
     for r in by_position {
-        let c = context_of(r);
+        let c = context_of(&r.dims, by);
         if !contexts.contains(&c) {
             contexts.push(c);
         }
@@ -145,7 +160,7 @@ pub fn compare(
                     let vals = matching
                         .iter()
                         .filter(|r| {
-                            context_of(r) == context
+                            context_of(&r.dims, by) == context
                                 && r.dims.iter().any(|(k, dv)| k == by && dv == v)
                         })
                         .filter_map(|r| metric.value(r))
@@ -162,10 +177,16 @@ pub fn compare(
                 ),
                 Err(e) => (None, Some(format!("not enough runs to compare: {e}"))),
             };
+            let values = if analysis.is_some() {
+                sets.into_iter().map(|(_, v)| v).collect()
+            } else {
+                Vec::new()
+            };
             Group {
                 context,
                 analysis,
                 note,
+                values,
             }
         })
         .collect()

@@ -322,11 +322,7 @@ fn summary_table(rows: &[campaign::ConfigSummary]) -> String {
 fn groups_text(groups: &[campaign::Group]) -> String {
     let mut out = String::new();
     for g in groups {
-        let ctx = if g.context.is_empty() {
-            "all runs".to_string()
-        } else {
-            g.context.clone()
-        };
+        let ctx = g.title();
         let _ = writeln!(out, "\n== {ctx}");
         match &g.analysis {
             Some(a) => {
@@ -424,30 +420,11 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for g in &groups {
-        let ctx = if g.context.is_empty() {
-            "all runs".to_string()
-        } else {
-            g.context.clone()
-        };
+        let ctx = g.title();
         println!("== {ctx}");
         match &g.analysis {
             Some(an) => {
-                let sets: Vec<Vec<f64>> = an
-                    .sets
-                    .iter()
-                    .map(|s| {
-                        runs.iter()
-                            .filter(|r| {
-                                r.status == "ok"
-                                    && format!("{by}={}", value_of(&r.dims, &by)) == s.name
-                            })
-                            .filter(|r| ctx == "all runs" || context_of(&r.dims, &by) == g.context)
-                            .filter(|r| filters.iter().all(|(k, v)| value_of(&r.dims, k) == *v))
-                            .filter_map(|r| metric.value(r))
-                            .collect()
-                    })
-                    .collect();
-                print!("{}", ministat::render(an, &sets, None));
+                print!("{}", ministat::render(an, &g.values, None));
             }
             None => println!("  {}", g.note.clone().unwrap_or_default()),
         }
@@ -460,14 +437,6 @@ fn value_of(dims: &[(String, String)], k: &str) -> String {
         .find(|(d, _)| d == k)
         .map(|(_, v)| v.clone())
         .unwrap_or_default()
-}
-
-fn context_of(dims: &[(String, String)], by: &str) -> String {
-    dims.iter()
-        .filter(|(k, _)| k != by)
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 fn csv_field(s: &str) -> String {

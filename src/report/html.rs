@@ -3,7 +3,7 @@
 //! headless browser test can check them. No external resource of any kind.
 
 use super::svg::esc;
-use super::{ReportModel, charts, group_values, table_rows, utc};
+use super::{ReportModel, charts, table_rows, utc};
 use crate::ministat;
 use crate::store::CampaignRow;
 use std::fmt::Write;
@@ -104,18 +104,14 @@ fn comparisons_section(m: &ReportModel) -> String {
             esc(by)
         );
         for g in &m.groups {
-            let ctx = if g.context.is_empty() {
-                "all runs".to_string()
-            } else {
-                g.context.clone()
-            };
-            let _ = write!(s, "<h3>{}</h3>", esc(&ctx));
+            let ctx = g.title();
+            let _ = write!(s, "<h3>{}</h3>", esc(ctx));
             match &g.analysis {
                 Some(a) => {
                     let _ = write!(
                         s,
                         "<pre>{}</pre>",
-                        esc(&ministat::render(a, &group_values(m, g), None))
+                        esc(&ministat::render(a, &g.values, None))
                     );
                 }
                 None => {

@@ -1,7 +1,7 @@
 //! The report as Markdown, for an issue or a mailing-list post: findings, the table and the
 //! ministat-style comparisons, with each chart written as an SVG file beside it.
 
-use super::{ReportModel, charts, group_values, table_rows, utc};
+use super::{ReportModel, charts, table_rows, utc};
 use crate::ministat;
 use std::fmt::Write;
 use std::path::Path;
@@ -53,19 +53,11 @@ pub fn render(m: &ReportModel, stem: &str) -> (String, Vec<(String, String)>) {
     if let Some(by) = &m.compared_by {
         let _ = writeln!(s, "## Comparisons by {by}\n");
         for g in &m.groups {
-            let ctx = if g.context.is_empty() {
-                "all runs".to_string()
-            } else {
-                g.context.clone()
-            };
+            let ctx = g.title();
             let _ = writeln!(s, "### {ctx}\n");
             match &g.analysis {
                 Some(a) => {
-                    let _ = writeln!(
-                        s,
-                        "```\n{}```\n",
-                        ministat::render(a, &group_values(m, g), None)
-                    );
+                    let _ = writeln!(s, "```\n{}```\n", ministat::render(a, &g.values, None));
                 }
                 None => {
                     let _ = writeln!(s, "{}\n", g.note.as_deref().unwrap_or(""));

@@ -75,16 +75,6 @@ pub fn charts(m: &ReportModel) -> Vec<Chart> {
     out
 }
 
-/// The other dimensions of a configuration as one label ("congestion=bbr parallel=2").
-fn other_dims(c: &model::ConfigView, first: &str) -> String {
-    c.dims
-        .iter()
-        .filter(|(k, _)| k != first)
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// Grouped bars of average, median, minimum and maximum per value of the first (swept)
 /// dimension, one chart per combination of the other dimensions.
 fn sweep_bars(m: &ReportModel) -> Vec<Chart> {
@@ -93,7 +83,7 @@ fn sweep_bars(m: &ReportModel) -> Vec<Chart> {
     };
     let mut others: Vec<String> = Vec::new();
     for c in &m.configs {
-        let o = other_dims(c, first);
+        let o = crate::campaign::context_of(&c.dims, first);
         if !others.contains(&o) {
             others.push(o);
         }
@@ -102,7 +92,8 @@ fn sweep_bars(m: &ReportModel) -> Vec<Chart> {
     for other in &others {
         let find = |val: &str| {
             m.configs.iter().find(|c| {
-                c.dims.iter().any(|(k, v)| k == first && v == val) && other_dims(c, first) == *other
+                c.dims.iter().any(|(k, v)| k == first && v == val)
+                    && crate::campaign::context_of(&c.dims, first) == *other
             })
         };
         let stat = |f: fn(&crate::stats::Description) -> f64| -> Vec<Option<f64>> {
@@ -206,35 +197,6 @@ fn time_chart(m: &ReportModel) -> Chart {
             &labels,
         ),
     )
-}
-
-/// The per-set values of a comparison group, in the order of its analysis's sets.
-pub fn group_values(m: &ReportModel, g: &crate::campaign::Group) -> Vec<Vec<f64>> {
-    let (Some(by), Some(a)) = (&m.compared_by, &g.analysis) else {
-        return Vec::new();
-    };
-    a.sets
-        .iter()
-        .map(|s| {
-            m.configs
-                .iter()
-                .filter(|c| {
-                    let ctx = c
-                        .dims
-                        .iter()
-                        .filter(|(k, _)| k != by)
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                        .join(" ");
-                    ctx == g.context
-                        && c.dims
-                            .iter()
-                            .any(|(k, v)| k == by && format!("{k}={v}") == s.name)
-                })
-                .flat_map(|c| c.values.iter().copied())
-                .collect()
-        })
-        .collect()
 }
 
 /// A Unix time as `YYYY-MM-DD HH:MM UTC` (civil-from-days, Howard Hinnant's algorithm).
