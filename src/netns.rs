@@ -14,10 +14,15 @@ use std::process::Command;
 /// Where `ip netns` keeps its namespaces.
 pub const NETNS_DIR: &str = "/run/netns";
 
+/// Whether this process runs as root.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Fails with what is needed unless this process can create namespaces.
 pub fn check_privileges() -> anyhow::Result<()> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !is_root() {
         bail!(
             "labs need root (CAP_SYS_ADMIN and CAP_NET_ADMIN) to create network namespaces: \
              run `sudo netsweep lab ...`"

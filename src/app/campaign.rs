@@ -14,11 +14,6 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// Builds the executor of a plan's target; this is also the reachability check.
 fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
     let lab_name = format!("r{}", std::process::id() % 100_000_000);
@@ -36,7 +31,7 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
     Ok(match &plan.target {
         Target::Loopback => Box::new(LoopbackExecutor::start()?),
         Target::Lab { path, emulator } => lab(path, *emulator)?,
-        Target::Auto { path, emulator } if is_root() => lab(path, *emulator)?,
+        Target::Auto { path, emulator } if crate::netns::is_root() => lab(path, *emulator)?,
         Target::Auto { .. } => {
             eprintln!(
                 "not root: running on loopback instead of a lab (run as root for the lab's rate and delay)"

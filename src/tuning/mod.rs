@@ -144,8 +144,7 @@ pub fn journal_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("NETSWEEP_RUNTIME_DIR") {
         return PathBuf::from(d).join("tuning");
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
+    if crate::netns::is_root() {
         return PathBuf::from("/run/netsweep/tuning");
     }
     std::env::var_os("XDG_RUNTIME_DIR")
