@@ -31,13 +31,15 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
     Ok(match &plan.target {
         Target::Loopback => Box::new(LoopbackExecutor::start()?),
         Target::Lab { path, emulator } => lab(path, *emulator)?,
-        Target::Auto { path, emulator } if crate::netns::is_root() => lab(path, *emulator)?,
-        Target::Auto { .. } => {
-            eprintln!(
-                "not root: running on loopback instead of a lab (run as root for the lab's rate and delay)"
-            );
-            Box::new(LoopbackExecutor::start()?)
-        }
+        Target::Auto { path, emulator } => match crate::netns::check_privileges() {
+            Ok(()) => lab(path, *emulator)?,
+            Err(why) => {
+                eprintln!(
+                    "running on loopback instead of a lab, without its rate and delay: {why:#}"
+                );
+                Box::new(LoopbackExecutor::start()?)
+            }
+        },
         Target::Address(host) => {
             let (h, p) = match host.rsplit_once(':') {
                 Some((h, p)) if !h.ends_with(':') || h.starts_with('[') => (
