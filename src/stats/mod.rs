@@ -12,7 +12,6 @@ pub mod ttest;
 pub use describe::{Description, describe};
 
 use serde::{Deserialize, Serialize};
-use statrs::distribution::{ContinuousCDF, Normal};
 
 /// Settings of an analysis.
 #[derive(Debug, Clone, PartialEq)]
@@ -93,28 +92,35 @@ pub struct Analysis {
 /// Runs per set needed to detect a difference `delta` with standard deviation `sigma`
 /// (two-sided, equal group sizes), by the t-based iteration of the normal formula.
 pub fn runs_needed(sigma: f64, delta: f64, confidence: f64, power: f64) -> Option<usize> {
-    if delta.is_nan() || delta == 0.0 || !sigma.is_finite() {
+    if !delta.is_finite() || delta == 0.0 || !sigma.is_finite() {
+        return None;
+    }
+    if !(confidence > 0.0 && confidence < 1.0 && power > 0.0 && power < 1.0) {
         return None;
     }
     if sigma == 0.0 {
         return Some(3);
     }
-    let normal = Normal::new(0.0, 1.0).ok()?;
-    let za = normal.inverse_cdf(1.0 - (1.0 - confidence) / 2.0);
-    let zb = normal.inverse_cdf(power);
+    let za = ttest::normal_quantile(1.0 - (1.0 - confidence) / 2.0);
+    let zb = ttest::normal_quantile(power);
     let ratio = (sigma / delta).powi(2);
     let mut n = 2.0 * (za + zb).powi(2) * ratio;
+    // Beyond this the answer is "far too many" whatever its digits: stop before iterating.
+    const MAX_RUNS: f64 = 1e9;
+    if !n.is_finite() || n > MAX_RUNS {
+        return None;
+    }
     for _ in 0..50 {
         let df = (2.0 * n - 2.0).max(1.0);
         let ta = ttest::t_critical(confidence, df);
         let tb = ttest::t_critical(2.0 * power - 1.0, df);
         let next = 2.0 * (ta + tb).powi(2) * ratio;
-        if (next - n).abs() < 1e-6 {
+        if !next.is_finite() || (next - n).abs() < 1e-6 {
             break;
         }
         n = next;
     }
-    if n > 1e9 {
+    if !n.is_finite() || n > MAX_RUNS {
         return None;
     }
     Some((n.ceil() as usize).max(3))

@@ -7,7 +7,6 @@
 //! one, so the null distribution is computed here.
 
 use serde::{Deserialize, Serialize};
-use statrs::distribution::{ContinuousCDF, Normal};
 
 /// Largest m*n for which the exact null distribution is computed.
 const EXACT_LIMIT: usize = 10_000;
@@ -36,10 +35,6 @@ pub struct HodgesLehmann {
     pub estimate: f64,
     pub ci_low: Option<f64>,
     pub ci_high: Option<f64>,
-}
-
-fn std_normal() -> Normal {
-    Normal::new(0.0, 1.0).unwrap_or_else(|_| unreachable!("standard normal parameters are valid"))
 }
 
 /// Average ranks of the combined sample; returns (rank sum of `other`, tie group sizes).
@@ -126,7 +121,7 @@ pub fn mann_whitney(baseline: &[f64], other: &[f64]) -> MannWhitney {
     let sigma = (mn / 12.0 * ((big_n + 1.0) - tie_term)).sqrt();
     let p = if sigma > 0.0 {
         let z = ((u - mn / 2.0).abs() - 0.5).max(0.0) / sigma;
-        (2.0 * (1.0 - std_normal().cdf(z))).min(1.0)
+        (2.0 * super::ttest::normal_cdf(-z.abs())).min(1.0)
     } else {
         1.0
     };
@@ -224,7 +219,7 @@ pub fn hodges_lehmann(baseline: &[f64], other: &[f64], confidence: f64) -> Hodge
             .last()
             .unwrap_or(0)
     } else {
-        let z = std_normal().inverse_cdf(1.0 - alpha / 2.0);
+        let z = super::ttest::normal_quantile(1.0 - alpha / 2.0);
         let mnf = total as f64;
         (mnf / 2.0 - z * (mnf * (m + n + 1) as f64 / 12.0).sqrt())
             .floor()

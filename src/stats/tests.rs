@@ -242,3 +242,25 @@ fn a_hundred_thousand_values_are_fast() {
     assert!(r.comparisons[0].significant);
     assert!(took < std::time::Duration::from_millis(900), "{took:?}");
 }
+
+/// Regression: `netsweep stats` never returned for these sets. The runs-needed estimate asked
+/// statrs for a t quantile at about 10^8 degrees of freedom, where its inverse loops for ever.
+#[test]
+fn runs_needed_at_huge_df_returns_at_once() {
+    for (a, b) in [
+        (vec![0.0, 1.0, 0.0], vec![50.0, 2.0, 1.0]),
+        (vec![1.0, 2.0, 3.0], vec![1000.0, 5.0, 6.0]),
+    ] {
+        let t0 = std::time::Instant::now();
+        let sets = vec![("a".to_string(), a), ("b".to_string(), b)];
+        let analysis = analyze(&sets, &Config::default()).expect("analysis");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(1), "{:?}", t0.elapsed());
+        assert_eq!(analysis.comparisons.len(), 1);
+    }
+    let t0 = std::time::Instant::now();
+    assert_eq!(runs_needed(1e300, 1e-300, 0.95, 0.8), None);
+    assert!(runs_needed(1.0, 1e-3, 0.95, 0.8).is_some_and(|n| n > 10_000_000));
+    assert_eq!(runs_needed(1.0, 1.0, f64::NAN, 0.8), None);
+    assert_eq!(runs_needed(1.0, 1.0, 0.95, 1.0), None);
+    assert!(t0.elapsed() < std::time::Duration::from_secs(1));
+}
