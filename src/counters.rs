@@ -89,11 +89,11 @@ pub fn read(proc_root: &Path) -> Snapshot {
     };
     let mut s = Snapshot::default();
     for f in ["snmp", "netstat"] {
-        if let Ok(text) = std::fs::read_to_string(net.join(f)) {
+        if let Ok(text) = crate::inputs::read_pseudo(&net.join(f)) {
             parse_pairs(&text, &mut s.protocol);
         }
     }
-    if let Ok(text) = std::fs::read_to_string(net.join("dev")) {
+    if let Ok(text) = crate::inputs::read_pseudo(&net.join("dev")) {
         s.interfaces = parse_dev(&text);
     }
     s

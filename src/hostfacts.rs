@@ -25,7 +25,7 @@ pub const SYSCTLS: [&str; 14] = [
 ];
 
 fn read_trim(p: &Path) -> Option<String> {
-    std::fs::read_to_string(p)
+    crate::inputs::read_pseudo(p)
         .ok()
         .map(|s| s.trim().to_string())
 }
@@ -41,7 +41,7 @@ pub fn sysctl(proc_root: &Path, key: &str) -> Option<String> {
 
 /// Collects the facts of the host (or namespace) the calling thread is in.
 pub fn collect(proc_root: &Path, sys_root: &Path) -> Value {
-    let cpuinfo = std::fs::read_to_string(proc_root.join("cpuinfo")).unwrap_or_default();
+    let cpuinfo = crate::inputs::read_pseudo(&proc_root.join("cpuinfo")).unwrap_or_default();
     let model = cpuinfo
         .lines()
         .find(|l| l.starts_with("model name"))
@@ -64,7 +64,7 @@ pub fn collect(proc_root: &Path, sys_root: &Path) -> Value {
         proc_root.join("net/dev")
     };
     let names: Vec<String> =
-        crate::counters::parse_dev(&std::fs::read_to_string(dev).unwrap_or_default())
+        crate::counters::parse_dev(&crate::inputs::read_pseudo(&dev).unwrap_or_default())
             .into_keys()
             .collect();
     let interfaces: Vec<Value> = names

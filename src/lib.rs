@@ -15,11 +15,14 @@
 //! - `doctor`: host, path and libvirt diagnostics with fixes.
 //! - `tuning`: sysctl profiles applied with a journal and always restored.
 //! - `counters`, `hostfacts`: kernel counters and host facts (procfs/sysfs readers).
+//! - `inputs`: bounded reading of files and pseudo-files, and escaping of peer text.
+//! - `iperf3`: iperf3's JSON result documents (import).
 //! - `session`: socket setup and stream threads shared by both ends.
 //! - `server` / `client`: the two ends of a test.
 //! - `lab`: two-host networks in namespaces with rate, delay and loss (`netns`: its platform leaf).
 //! - `output`: iperf3-style text rendering.
 //! - `sockopt`, `signals`: platform leaves (socket options, TCP_INFO, signals).
+//! - `console`: printing that survives a closed pipe (`out!`, `outln!`, `errln!`).
 //! - `cli`: command-line syntax, converted once into validated configurations.
 //! - `app`: what each subcommand does, called by `main`.
 
@@ -27,11 +30,14 @@ pub mod app;
 pub mod campaign;
 pub mod cli;
 pub mod client;
+pub mod console;
 pub mod counters;
 pub mod doctor;
 pub mod engine;
 pub mod executor;
 pub mod hostfacts;
+pub mod inputs;
+pub mod iperf3;
 pub mod lab;
 pub mod measure;
 pub mod ministat;

@@ -6,7 +6,7 @@ fn main() -> ExitCode {
     match netsweep::app::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("netsweep: {e:#}");
+            netsweep::errln!("netsweep: {e:#}");
             ExitCode::FAILURE
         }
     }

@@ -63,9 +63,15 @@ pub struct PlotOptions {
     pub separate_bars: bool,
 }
 
+/// Narrowest and widest plot accepted (`-w`).
+pub const MIN_WIDTH: usize = 2;
+pub const MAX_WIDTH: usize = 1000;
+/// Most rows of stacked points drawn; a taller plot says so instead of drawing every row.
+pub const MAX_PLOT_ROWS: usize = 500;
+
 /// ministat's ASCII plot of up to seven sets.
 pub fn plot(sets: &[Vec<f64>], opts: PlotOptions) -> String {
-    let width = opts.width.max(2);
+    let width = opts.width.clamp(MIN_WIDTH, MAX_WIDTH);
     let stats: Vec<(Vec<f64>, f64, f64, f64)> = sets
         .iter()
         .map(|v| {
@@ -84,7 +90,10 @@ pub fn plot(sets: &[Vec<f64>], opts: PlotOptions) -> String {
         }
     }
     let span = max - min;
-    if span.is_nan() || span <= 0.0 || !span.is_finite() {
+    if span.is_infinite() || span.is_nan() {
+        return "[no plot, the values span more than a double can hold]\n".into();
+    }
+    if span <= 0.0 {
         return "[no plot, span is zero width]\n".into();
     }
     let dx = span / (width as f64 - 1.0);
@@ -107,6 +116,12 @@ pub fn plot(sets: &[Vec<f64>], opts: PlotOptions) -> String {
                 (x, level)
             })
             .collect();
+        let tallest = points.iter().map(|p| p.1).max().unwrap_or(1);
+        if tallest > MAX_PLOT_ROWS {
+            return format!(
+                "[no plot, {tallest} values stack in one column, more than {MAX_PLOT_ROWS} rows: use -n or a wider -w]\n"
+            );
+        }
         // Tallest stack plus one (row 0 is never drawn); ministat sets the height to this
         // set's need even if it is smaller than before.
         height = points.iter().map(|p| p.1).max().unwrap_or(1) + 1;

@@ -512,7 +512,7 @@ impl Tuner {
 impl Drop for Tuner {
     fn drop(&mut self) {
         for e in self.restore_all() {
-            eprintln!("netsweep: {e}");
+            crate::errln!("netsweep: {e}");
         }
     }
 }

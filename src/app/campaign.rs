@@ -6,8 +6,9 @@ use crate::executor::{AddressExecutor, LabExecutor, LoopbackExecutor};
 use crate::lab::LabOptions;
 use crate::plan::{Plan, Target};
 use crate::runner::{self, Executor, Progress};
-use crate::store::{CampaignRow, Imported, NewRun, RunnerLock, Store, now_unix};
+use crate::store::{CampaignRow, NewRun, RunnerLock, Store, now_unix};
 use crate::units::BitRate;
+use crate::{inputs, iperf3};
 use crate::{ministat, signals};
 use anyhow::{Context, bail};
 use std::fmt::Write as _;
@@ -34,7 +35,7 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
         Target::Auto { path, emulator } => match crate::netns::check_privileges() {
             Ok(()) => lab(path, *emulator)?,
             Err(why) => {
-                eprintln!(
+                crate::errln!(
                     "running on loopback instead of a lab, without its rate and delay: {why:#}"
                 );
                 Box::new(LoopbackExecutor::start()?)
@@ -92,13 +93,13 @@ fn fmt_eta(d: std::time::Duration) -> String {
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read_to_string(&a.plan)
+    let text = inputs::read_file(&a.plan, inputs::MAX_CONFIG_BYTES)
         .with_context(|| format!("cannot read plan {}", a.plan.display()))?;
     let file = a.plan.display().to_string();
     let plan = match Plan::parse(&file, &text) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("{e}");
+            crate::errln!("{e}");
             return Ok(ExitCode::from(2));
         }
     };
@@ -115,7 +116,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut exec = executor_for(&plan)?;
     let problems = runner::tuning_problems(&plan, &exec.tuning_targets());
     if !problems.is_empty() {
-        eprintln!(
+        crate::errln!(
             "{file}: the plan's tuning profiles cannot be applied on {}, nothing was run:\n  {}",
             exec.describe(),
             problems.join("\n  ")
@@ -124,7 +125,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     let configs = plan.configurations().len();
     if a.check {
-        println!(
+        crate::outln!(
             "plan {file} is valid: {configs} configurations x {} runs on {}",
             plan.repeat.count,
             exec.describe()
@@ -133,7 +134,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     let (campaign, seed) = match unfinished.filter(|_| a.resume) {
         Some(c) => {
-            println!("resuming campaign {} (seed {})", c.id, c.seed);
+            crate::outln!("resuming campaign {} (seed {})", c.id, c.seed);
             (c.id, c.seed)
         }
         None => {
@@ -148,7 +149,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             (id, seed)
         }
     };
-    println!(
+    crate::outln!(
         "campaign {campaign}: {configs} configurations x {} runs, {} order (seed {seed}), target {}, results in {}",
         plan.repeat.count,
         plan.repeat.order.name(),
@@ -170,7 +171,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     printer.print_overhead();
     print_summary(&store, campaign, &plan)?;
     if outcome.interrupted {
-        println!(
+        crate::outln!(
             "interrupted: {} runs stored; continue with `netsweep run {} --resume`",
             outcome.ran,
             a.plan.display()
@@ -183,11 +184,11 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_default();
     let report = db.with_file_name(format!("{stem}-campaign{campaign}.html"));
     write_report(&store, campaign, &report, "html")?;
-    println!(
+    crate::outln!(
         "compare other ways: netsweep compare --db {} --by DIMENSION",
         db.display()
     );
-    println!("report: {}", report.display());
+    crate::outln!("report: {}", report.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -204,10 +205,10 @@ impl ProgressPrinter {
                 total,
                 already_done,
             } if *already_done > 0 => {
-                println!("{already_done} of {total} runs already stored");
+                crate::outln!("{already_done} of {total} runs already stored");
             }
             Progress::Started { .. } => {}
-            Progress::Note(n) => println!("note: {n}"),
+            Progress::Note(n) => crate::outln!("note: {n}"),
             Progress::RunFinished {
                 done,
                 total,
@@ -225,7 +226,7 @@ impl ProgressPrinter {
                     (_, Some(e)) => format!("FAILED: {e}"),
                     _ => "?".into(),
                 };
-                println!(
+                crate::outln!(
                     "{} {done:>4}/{total} {label} (round {}): {what}   failures {failures}, ETA {}",
                     bar(*done, *total),
                     round + 1,
@@ -240,7 +241,7 @@ impl ProgressPrinter {
             return;
         }
         let mean = self.overheads.iter().sum::<f64>() / self.overheads.len() as f64;
-        println!(
+        crate::outln!(
             "runner overhead per run (store, counters, setup): mean {:.0} ms",
             mean * 1000.0
         );
@@ -255,13 +256,13 @@ fn print_summary(store: &Store, campaign: i64, plan: &Plan) -> anyhow::Result<()
         .into_iter()
         .map(|c| c.label)
         .collect();
-    print!(
+    crate::out!(
         "{}",
         summary_table(&campaign::summary(&runs, &labels, Metric::BitsPerSecond))
     );
     if let Some(d) = plan.dimensions.last().filter(|d| d.values.len() > 1) {
         let values: Vec<String> = d.values.iter().map(|v| v.label.clone()).collect();
-        print!(
+        crate::out!(
             "{}",
             groups_text(&campaign::compare(
                 &runs,
@@ -357,7 +358,7 @@ pub fn report(a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
         }
     });
     write_report(&store, campaign, &path, &a.format)?;
-    println!("report: {}", path.display());
+    crate::outln!("report: {}", path.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -413,17 +414,17 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let runs = store.runs(campaign)?;
     let groups = campaign::compare(&runs, &by, &values, &filters, metric, a.confidence / 100.0);
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&groups)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&groups)?);
         return Ok(ExitCode::SUCCESS);
     }
     for g in &groups {
         let ctx = g.title();
-        println!("== {ctx}");
+        crate::outln!("== {ctx}");
         match &g.analysis {
             Some(an) => {
-                print!("{}", ministat::render(an, &g.values, None));
+                crate::out!("{}", ministat::render(an, &g.values, None));
             }
-            None => println!("  {}", g.note.clone().unwrap_or_default()),
+            None => crate::outln!("  {}", g.note.clone().unwrap_or_default()),
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -449,7 +450,7 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     let campaign = campaign_id(&store, a.campaign, &a.db)?;
     let runs = store.runs(campaign)?;
     if a.format == "json" {
-        println!("{}", serde_json::to_string_pretty(&runs)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&runs)?);
         return Ok(ExitCode::SUCCESS);
     }
     let dims: Vec<String> = store
@@ -470,7 +471,7 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         ]
         .map(String::from),
     );
-    println!("{}", header.join(","));
+    crate::outln!("{}", header.join(","));
     let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
     for r in &runs {
         let mut row = vec![
@@ -487,50 +488,9 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
             opt(r.jitter_ms),
             csv_field(r.error.as_deref().unwrap_or("")),
         ]);
-        println!("{}", row.join(","));
+        crate::outln!("{}", row.join(","));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Reads the numbers of one iperf3 -J document.
-pub fn parse_iperf3(text: &str) -> Result<Imported, String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-    if let Some(err) = v.get("error").and_then(|e| e.as_str()) {
-        return Err(format!("iperf3 reported an error: {err}"));
-    }
-    let end = v
-        .get("end")
-        .ok_or("no \"end\" section: is this iperf3 -J output?")?;
-    let udp = end.get("sum").and_then(|s| s.get("lost_percent")).is_some();
-    let bps = end
-        .pointer("/sum_received/bits_per_second")
-        .or_else(|| end.pointer("/sum/bits_per_second"))
-        .and_then(|x| x.as_f64())
-        .ok_or("no end.sum_received.bits_per_second")?;
-    Ok(Imported {
-        bits_per_second: bps,
-        retransmits: end
-            .pointer("/sum_sent/retransmits")
-            .and_then(|x| x.as_i64())
-            .filter(|_| !udp),
-        lost_percent: if udp {
-            end.pointer("/sum/lost_percent").and_then(|x| x.as_f64())
-        } else {
-            None
-        },
-        jitter_ms: if udp {
-            end.pointer("/sum/jitter_ms").and_then(|x| x.as_f64())
-        } else {
-            None
-        },
-        cpu_local_percent: end
-            .pointer("/cpu_utilization_percent/host_total")
-            .and_then(|x| x.as_f64()),
-        cpu_remote_percent: end
-            .pointer("/cpu_utilization_percent/remote_total")
-            .and_then(|x| x.as_f64()),
-        raw_json: text.to_string(),
-    })
 }
 
 pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
@@ -547,9 +507,10 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     let config = store.configuration_for(campaign, &dims)?;
     let mut imported = 0;
     for f in &a.files {
-        let text =
-            std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?;
-        let numbers = parse_iperf3(&text).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        let text = inputs::read_file(f, iperf3::MAX_JSON_BYTES)
+            .with_context(|| format!("cannot read {}", f.display()))?;
+        let numbers = iperf3::parse_json_result(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
         let (round, sequence) = store.next_slot(campaign, config)?;
         let now = now_unix();
         store.insert_run(
@@ -566,7 +527,7 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
         )?;
         imported += 1;
     }
-    println!(
+    crate::outln!(
         "imported {imported} runs into campaign {campaign} as {} ({})",
         crate::plan::label(&dims),
         a.db.display()

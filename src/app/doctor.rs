@@ -2,9 +2,9 @@
 
 use crate::cli::DoctorArgs;
 use crate::doctor::{self, Diagnosis, HostView, PathHints};
+use crate::inputs;
 use crate::units::{BitRate, parse_duration};
 use anyhow::Context;
-use std::io::Read;
 use std::process::ExitCode;
 
 /// The live host's diagnosis without a peer (stored with every campaign).
@@ -17,20 +17,18 @@ pub fn host_only() -> Diagnosis {
 pub fn run(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let findings = if let Some(src) = &a.libvirt_xml {
         let xml = if src == "-" {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .context("reading standard input")?;
-            s
+            inputs::read_stdin(inputs::MAX_CONFIG_BYTES)?
         } else {
-            std::fs::read_to_string(src).with_context(|| format!("cannot read {src}"))?
+            inputs::read_file(src.as_ref(), inputs::MAX_CONFIG_BYTES)
+                .with_context(|| format!("cannot read {src}"))?
         };
         doctor::libvirt::check(&xml).map_err(|e| anyhow::anyhow!("{src}: {e}"))?
     } else {
         let view = match &a.root {
-            Some(r) => HostView::fixture(r),
+            Some(r) => fixture_view(r)?,
             None => HostView::live(),
         };
+        let watch = a.watch.map(watch_seconds).transpose()?;
         let mut hints = PathHints {
             rate_bps: a
                 .rate
@@ -58,10 +56,9 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
             findings.extend(f);
             hints.rtt = hints.rtt.or(rtt);
         }
-        let before = a.watch.map(|_| doctor::host::sample(&view));
+        let before = watch.map(|_| doctor::host::sample(&view));
         findings.extend(doctor::host::check(&view, &hints));
-        if let (Some(secs), Some(before)) = (a.watch, before) {
-            let secs = secs.clamp(0.1, 3600.0);
+        if let (Some(secs), Some(before)) = (watch, before) {
             std::thread::sleep(std::time::Duration::from_secs_f64(secs));
             let after = doctor::host::sample(&view);
             // SAFETY: sysconf has no preconditions.
@@ -72,9 +69,30 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     };
     let d = Diagnosis { findings };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&d)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&d)?);
     } else {
-        print!("{}", doctor::render(&d));
+        crate::out!("{}", doctor::render(&d));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// A fixture tree for `--root`: it must exist and hold `proc/` or `sys/`, else every check
+/// would read nothing and report a healthy host.
+fn fixture_view(root: &std::path::Path) -> anyhow::Result<HostView> {
+    let view = HostView::fixture(root);
+    if !view.proc_root.is_dir() && !view.sys_root.is_dir() {
+        anyhow::bail!(
+            "--root {}: no proc/ or sys/ directory there; give a copy of a host's /proc and /sys",
+            root.display()
+        );
+    }
+    Ok(view)
+}
+
+/// `--watch SECONDS`: a finite number from 0.1 to 3600.
+fn watch_seconds(secs: f64) -> anyhow::Result<f64> {
+    if !(0.1..=3600.0).contains(&secs) {
+        anyhow::bail!("--watch takes seconds from 0.1 to 3600, got {secs}");
+    }
+    Ok(secs)
 }

@@ -20,10 +20,10 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
             netns::check_privileges()?;
             let removed = lab::down_by_name(&name, &state_dir)?;
             if removed.is_empty() {
-                println!("lab {name}: nothing to remove");
+                crate::outln!("lab {name}: nothing to remove");
             }
             for r in removed {
-                println!("removed {r}");
+                crate::outln!("removed {r}");
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -84,23 +84,23 @@ fn up(name: &str, path: &PathArgs, state_dir: PathBuf) -> anyhow::Result<ExitCod
         relay: RelayMode::Daemon(exe),
     };
     let lab = Lab::up(name, path, &opts)?;
-    println!("lab {name} is up: {}", describe(lab.path(), lab.emulator()));
-    println!(
+    crate::outln!("lab {name} is up: {}", describe(lab.path(), lab.emulator()));
+    crate::outln!(
         "  host a: namespace {} address {} / {}",
         lab.namespace(Host::A),
         Host::A.ipv4(),
         Host::A.ipv6()
     );
-    println!(
+    crate::outln!(
         "  host b: namespace {} address {} / {}",
         lab.namespace(Host::B),
         Host::B.ipv4(),
         Host::B.ipv6()
     );
-    println!(
+    crate::outln!(
         "try: netsweep lab exec {name} b -- netsweep server &   netsweep lab exec {name} a -- netsweep client 198.18.0.2"
     );
-    println!("remove it with: netsweep lab down {name}");
+    crate::outln!("remove it with: netsweep lab down {name}");
     lab.persist();
     Ok(ExitCode::SUCCESS)
 }
@@ -108,7 +108,7 @@ fn up(name: &str, path: &PathArgs, state_dir: PathBuf) -> anyhow::Result<ExitCod
 fn list(state_dir: &std::path::Path) {
     let labs = lab::list(state_dir);
     if labs.is_empty() {
-        println!("no labs");
+        crate::outln!("no labs");
     }
     for l in labs {
         let what = match &l.state {
@@ -120,7 +120,7 @@ fn list(state_dir: &std::path::Path) {
         } else {
             String::new()
         };
-        println!("{}: {what}{flag}", l.name);
+        crate::outln!("{}: {what}{flag}", l.name);
     }
 }
 
@@ -147,7 +147,7 @@ fn test(path: &PathArgs, client_args: &[String]) -> anyhow::Result<ExitCode> {
     };
     let lab = Lab::up(&name, path, &opts)?;
     if !args.json {
-        println!("lab {name}: {}", describe(lab.path(), lab.emulator()));
+        crate::outln!("lab {name}: {}", describe(lab.path(), lab.emulator()));
     }
     let server = lab.start_server(Host::B, ServerLimits::default())?;
     let code = lab.run_in(Host::A, || {

@@ -53,12 +53,12 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
     let cfg = ServerConfig::try_from(a)?;
     let listener = bind_listener(&cfg)?;
     let stop = signals::install();
-    eprintln!(
+    crate::errln!(
         "netsweep server listening on {} (max {} tests at once)",
         listener.local_addr()?,
         cfg.limits.max_tests
     );
-    let log: server::Log = Arc::new(|line: &str| eprintln!("{line}"));
+    let log: server::Log = Arc::new(|line: &str| crate::errln!("{line}"));
     server::run(listener, cfg.limits, stop, log)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -73,16 +73,16 @@ fn run_client(a: &ClientArgs) -> anyhow::Result<ExitCode> {
 pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, json: bool) -> ExitCode {
     let stop = signals::install();
     if !json {
-        println!(
+        crate::outln!(
             "Connecting to host {}, port {}",
             cfg.server.ip(),
             cfg.server.port()
         );
-        println!("{}", output::header(spec));
+        crate::outln!("{}", output::header(spec));
     }
     let mut print_interval = |iv: &crate::result::Interval| {
         if !json {
-            print!("{}", output::interval_lines(spec, iv));
+            crate::out!("{}", output::interval_lines(spec, iv));
         }
     };
     match client::run_test(cfg, spec, stop, &mut print_interval) {
@@ -94,7 +94,7 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, json: bool) -> Exit
             if let Some(partial) = &e.partial {
                 print_result(partial, json);
             }
-            eprintln!("netsweep: {}", e.message);
+            crate::errln!("netsweep: {}", e.message);
             ExitCode::FAILURE
         }
     }
@@ -103,10 +103,10 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, json: bool) -> Exit
 fn print_result(result: &TestResult, json: bool) {
     if json {
         match serde_json::to_string_pretty(result) {
-            Ok(text) => println!("{text}"),
-            Err(e) => eprintln!("netsweep: cannot encode the result: {e}"),
+            Ok(text) => crate::outln!("{text}"),
+            Err(e) => crate::errln!("netsweep: cannot encode the result: {e}"),
         }
     } else {
-        print!("{}", output::summary(result));
+        crate::out!("{}", output::summary(result));
     }
 }

@@ -1,16 +1,24 @@
 //! `netsweep stats`: reads number files, analyses them, prints ministat's text or JSON.
 
 use crate::cli::StatsArgs;
+use crate::inputs;
 use crate::ministat::{self, PlotOptions};
 use crate::stats::{self, Config};
 use crate::units::parse_percent;
 use anyhow::{Context, bail};
-use std::io::Read;
 use std::process::ExitCode;
 
 pub fn run(a: &StatsArgs) -> anyhow::Result<ExitCode> {
     if a.column == 0 {
         bail!("-C: columns start at 1");
+    }
+    if !(ministat::MIN_WIDTH..=ministat::MAX_WIDTH).contains(&a.width) {
+        bail!(
+            "-w: the plot is {} to {} characters wide, got {}",
+            ministat::MIN_WIDTH,
+            ministat::MAX_WIDTH,
+            a.width
+        );
     }
     if a.delimiters.is_empty() {
         bail!("-d: the delimiter string must not be empty");
@@ -23,15 +31,15 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<ExitCode> {
     let mut sets = Vec::new();
     for f in &files {
         let (name, text) = if f == "-" {
-            let mut s = String::new();
-            std::io::stdin()
-                .read_to_string(&mut s)
-                .context("reading standard input")?;
-            ("<stdin>".to_string(), s)
+            (
+                "<stdin>".to_string(),
+                inputs::read_stdin(inputs::MAX_NUMBERS_BYTES)?,
+            )
         } else {
             (
                 f.clone(),
-                std::fs::read_to_string(f).with_context(|| format!("cannot read {f}"))?,
+                inputs::read_file(f.as_ref(), inputs::MAX_NUMBERS_BYTES)
+                    .with_context(|| format!("cannot read {f}"))?,
             )
         };
         let values = ministat::parse_values(&name, &text, a.column, &a.delimiters)?;
@@ -44,14 +52,14 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<ExitCode> {
     };
     let analysis = stats::analyze(&sets, &cfg)?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&analysis)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&analysis)?);
         return Ok(ExitCode::SUCCESS);
     }
     if a.no_plot {
         for (i, s) in analysis.sets.iter().enumerate() {
-            println!("{} {}", ministat::symbol(i), s.name);
+            crate::outln!("{} {}", ministat::symbol(i), s.name);
         }
-        print!("{}", ministat::table(&analysis));
+        crate::out!("{}", ministat::table(&analysis));
         return Ok(ExitCode::SUCCESS);
     }
     let values: Vec<Vec<f64>> = sets.into_iter().map(|(_, v)| v).collect();
@@ -59,6 +67,6 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<ExitCode> {
         width: a.width,
         separate_bars: a.separate,
     };
-    print!("{}", ministat::render(&analysis, &values, Some(plot)));
+    crate::out!("{}", ministat::render(&analysis, &values, Some(plot)));
     Ok(ExitCode::SUCCESS)
 }

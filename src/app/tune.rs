@@ -23,12 +23,11 @@ fn rate_rtt(c: &TuneCommon) -> anyhow::Result<Option<(f64, f64)>> {
 fn load(name: &str, c: &TuneCommon) -> anyhow::Result<profile::Profile> {
     if let Some(f) = &c.profiles {
         let text = if f.as_os_str() == "-" {
-            let mut t = String::new();
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut t)
-                .context("reading profiles from standard input")?;
-            t
+            crate::inputs::read_stdin(crate::inputs::MAX_CONFIG_BYTES)
+                .context("reading profiles from standard input")?
         } else {
-            std::fs::read_to_string(f).with_context(|| format!("cannot read {}", f.display()))?
+            crate::inputs::read_file(f, crate::inputs::MAX_CONFIG_BYTES)
+                .with_context(|| format!("cannot read {}", f.display()))?
         };
         let found =
             profile::parse_file(&text).map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
@@ -78,7 +77,7 @@ fn over_ssh(dest: &str, c: &TuneCommon) -> anyhow::Result<ExitCode> {
 /// Restores a journal left by a crashed owner, saying so.
 fn recover_first(t: &Target) -> anyhow::Result<()> {
     if let Some(r) = tuning::recover(t)? {
-        eprintln!(
+        crate::errln!(
             "netsweep: restored {} setting(s) of profile {} on {} left by process {} that ended without restoring them",
             r.entries.len(),
             r.profile,
@@ -145,7 +144,7 @@ enum Action {
 fn bdp(rate: &str, rtt: &str) -> anyhow::Result<ExitCode> {
     let r = rate.parse::<BitRate>().context("--rate")?.bits_per_second();
     let t = parse_duration(rtt).context("--rtt")?.as_secs_f64();
-    print!(
+    crate::out!(
         "{}",
         tuning::bdp_text(r, t, &|k| crate::hostfacts::sysctl(
             std::path::Path::new("/proc"),
@@ -169,18 +168,18 @@ fn show(name: Option<String>, common: &TuneCommon) -> anyhow::Result<ExitCode> {
         let p = match load(&n, common) {
             Ok(p) => p,
             Err(e) => {
-                println!("{n}: {e:#}");
+                crate::outln!("{n}: {e:#}");
                 continue;
             }
         };
-        println!("{}: {}", p.name, p.description);
+        crate::outln!("{}: {}", p.name, p.description);
         for (k, (v, why)) in &p.linux {
             let why = if why.is_empty() {
                 String::new()
             } else {
                 format!("   # {why}")
             };
-            println!("  {k} = \"{v}\"{why}");
+            crate::outln!("  {k} = \"{v}\"{why}");
         }
         for (k, v) in &p.freebsd {
             let linux = profile::FREEBSD
@@ -188,7 +187,7 @@ fn show(name: Option<String>, common: &TuneCommon) -> anyhow::Result<ExitCode> {
                 .find(|(f, _)| f == k)
                 .map(|(_, l)| l.join(", "))
                 .unwrap_or_default();
-            println!(
+            crate::outln!(
                 "  (FreeBSD) {k} = \"{v}\"   # means {linux} on Linux; applied on FreeBSD only"
             );
         }
@@ -208,7 +207,7 @@ fn apply(
         owner_pid: hold.then(std::process::id),
     };
     let entries = tuning::apply(t, p, &opts)?;
-    println!(
+    crate::outln!(
         "applied profile {} on {} ({} settings; originals saved in {}):",
         p.name,
         t.id(),
@@ -216,21 +215,21 @@ fn apply(
         tuning::journal_dir().display()
     );
     for e in &entries {
-        println!("  {} = \"{}\" (was \"{}\")", e.key, e.applied, e.original);
+        crate::outln!("  {} = \"{}\" (was \"{}\")", e.key, e.applied, e.original);
     }
     if !hold {
-        println!(
+        crate::outln!(
             "restore with: netsweep tune restore --target {}",
             tuning::target_arg(t)
         );
         return Ok(ExitCode::SUCCESS);
     }
-    println!("holding until Ctrl-C, SIGTERM or SIGHUP");
+    crate::outln!("holding until Ctrl-C, SIGTERM or SIGHUP");
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let r = tuning::restore(t)?;
-    println!(
+    crate::outln!(
         "restored {} setting(s) on {}",
         r.map_or(0, |r| r.entries.len()),
         t.id()
@@ -241,19 +240,19 @@ fn apply(
 fn restore(t: &Target) -> anyhow::Result<ExitCode> {
     match tuning::restore(t)? {
         Some(r) => {
-            println!("restored profile {} on {}:", r.profile, t.id());
+            crate::outln!("restored profile {} on {}:", r.profile, t.id());
             for e in &r.entries {
-                println!("  {} = \"{}\"", e.key, e.original);
+                crate::outln!("  {} = \"{}\"", e.key, e.original);
             }
         }
-        None => println!("nothing to restore on {}", t.id()),
+        None => crate::outln!("nothing to restore on {}", t.id()),
     }
     Ok(ExitCode::SUCCESS)
 }
 
 fn status(t: &Target) -> anyhow::Result<ExitCode> {
     let Some(j) = tuning::read_journal(t) else {
-        println!("{}: not tuned by netsweep", t.id());
+        crate::outln!("{}: not tuned by netsweep", t.id());
         return Ok(ExitCode::SUCCESS);
     };
     let owner = j
@@ -261,14 +260,16 @@ fn status(t: &Target) -> anyhow::Result<ExitCode> {
         .map_or("kept until `tune restore`".to_string(), |p| {
             format!("held by process {p}")
         });
-    println!("{}: profile {} applied ({owner})", t.id(), j.profile);
+    crate::outln!("{}: profile {} applied ({owner})", t.id(), j.profile);
     for e in &j.entries {
         let now = t
             .read(&e.key)
             .unwrap_or_else(|e| format!("unreadable: {e:#}"));
-        println!(
+        crate::outln!(
             "  {} = \"{now}\" (applied \"{}\", original \"{}\")",
-            e.key, e.applied, e.original
+            e.key,
+            e.applied,
+            e.original
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -61,7 +61,7 @@ pub fn sample(view: &HostView) -> Sample {
             let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
                 continue;
             };
-            let Ok(s) = std::fs::read_to_string(e.path().join("stat")) else {
+            let Ok(s) = crate::inputs::read_pseudo(&e.path().join("stat")) else {
                 continue;
             };
             let Some((head, rest)) = s.rsplit_once(')') else {
@@ -430,7 +430,7 @@ fn system_checks(view: &HostView, out: &mut Vec<Finding>) {
         .map(|d| {
             d.filter_map(|e| e.ok())
                 .filter_map(|e| {
-                    std::fs::read_to_string(e.path().join("cpufreq/scaling_governor")).ok()
+                    crate::inputs::read_pseudo(&e.path().join("cpufreq/scaling_governor")).ok()
                 })
                 .map(|s| s.trim().to_string())
                 .collect()

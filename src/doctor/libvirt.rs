@@ -18,24 +18,23 @@ pub fn check(xml: &str) -> Result<Vec<Finding>, String> {
         .children()
         .find(|n| n.has_tag_name("name"))
         .and_then(|n| n.text())
-        .unwrap_or("DOMAIN")
-        .to_string();
+        .map_or_else(|| "DOMAIN".to_string(), crate::inputs::peer_text);
     let mut out = Vec::new();
     let ifaces = root.descendants().filter(|n| {
         n.has_tag_name("interface") && n.parent().is_some_and(|p| p.has_tag_name("devices"))
     });
     for (i, iface) in ifaces.enumerate() {
-        let kind = iface.attribute("type").unwrap_or("?");
+        let kind = crate::inputs::peer_text(iface.attribute("type").unwrap_or("?"));
         let mac = iface
             .children()
             .find(|n| n.has_tag_name("mac"))
             .and_then(|n| n.attribute("address"))
-            .map(String::from);
+            .map(crate::inputs::peer_text);
         let model = iface
             .children()
             .find(|n| n.has_tag_name("model"))
             .and_then(|n| n.attribute("type"))
-            .map(String::from);
+            .map(crate::inputs::peer_text);
         let source = iface
             .children()
             .find(|n| n.has_tag_name("source"))
@@ -72,7 +71,7 @@ pub fn check(xml: &str) -> Result<Vec<Finding>, String> {
             ),
         };
         let mut f = Finding::new(id, sev, what)
-            .evidence("type", kind)
+            .evidence("type", &kind)
             .evidence("model", model.clone().unwrap_or_else(|| "(none)".into()))
             .evidence("source", &source);
         if sev == Severity::Problem {

@@ -99,7 +99,7 @@ impl HostView {
         } else {
             &self.sys_root
         };
-        std::fs::read_to_string(root.join(rest))
+        crate::inputs::read_pseudo(&root.join(rest))
             .ok()
             .map(|s| s.trim().to_string())
     }

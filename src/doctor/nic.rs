@@ -43,7 +43,7 @@ pub fn interfaces(view: &HostView) -> Vec<Iface> {
         .map(|name| {
             let base = dir.join(&name);
             let rd = |f: &str| {
-                std::fs::read_to_string(base.join(f))
+                crate::inputs::read_pseudo(&base.join(f))
                     .ok()
                     .map(|s| s.trim().to_string())
             };

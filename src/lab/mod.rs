@@ -359,7 +359,7 @@ impl Drop for Lab {
         if !self.keep
             && let Err(e) = self.teardown()
         {
-            eprintln!("netsweep: cleaning up lab {}: {e:#}", self.state.name);
+            crate::errln!("netsweep: cleaning up lab {}: {e:#}", self.state.name);
         }
     }
 }

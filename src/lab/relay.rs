@@ -60,7 +60,7 @@ pub fn run_relay(name: &str, state_dir: &Path, stop: &AtomicBool) -> anyhow::Res
         loss: state.path.loss_percent / 100.0,
     };
     let (line_stop, handles, _) = spawn_delay_line(&names, imp)?;
-    println!("ready");
+    crate::outln!("ready");
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -254,7 +254,11 @@ fn runs_needed_at_huge_df_returns_at_once() {
         let t0 = std::time::Instant::now();
         let sets = vec![("a".to_string(), a), ("b".to_string(), b)];
         let analysis = analyze(&sets, &Config::default()).expect("analysis");
-        assert!(t0.elapsed() < std::time::Duration::from_secs(1), "{:?}", t0.elapsed());
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(1),
+            "{:?}",
+            t0.elapsed()
+        );
         assert_eq!(analysis.comparisons.len(), 1);
     }
     let t0 = std::time::Instant::now();

@@ -1,0 +1,152 @@
+//! What netsweep reads from outside, made safe before it is used: files a user names (plans,
+//! profiles, number files, libvirt XML) are read up to a size cap; kernel pseudo-files under a
+//! `/proc` or `/sys` root are read only if they are regular files (a FIFO or a link to
+//! `/dev/zero` in a fixture tree is refused, not waited on or read for ever); and text from a
+//! peer or a file is escaped before it reaches a terminal or a log.
+//!
+//! Called by `app` (user files), `doctor`, `hostfacts` and `counters` (pseudo-files), and by
+//! `protocol` and `output` (peer text).
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+/// Largest plan, profile or libvirt XML file read.
+pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
+/// Largest file of numbers `netsweep stats` reads (ministat reads any; 40 million values fit).
+pub const MAX_NUMBERS_BYTES: u64 = 512 << 20;
+/// Largest kernel pseudo-file read (`/proc/cpuinfo` of a 512-core host is about 1 MiB).
+pub const MAX_PSEUDO_BYTES: u64 = 8 << 20;
+/// Longest peer string shown (refusal reasons, error messages), in characters.
+pub const MAX_PEER_TEXT: usize = 500;
+
+fn too_large(what: &str, cap: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!(
+            "{what} is larger than {} MiB, the most netsweep reads",
+            cap >> 20
+        ),
+    )
+}
+
+/// Reads all of `reader` as UTF-8 text, failing once more than `cap` bytes arrive (memory is
+/// committed as bytes arrive, never from a size someone announced).
+pub fn read_capped(reader: impl Read, cap: u64, what: &str) -> io::Result<String> {
+    let mut buf = Vec::new();
+    reader.take(cap.saturating_add(1)).read_to_end(&mut buf)?;
+    if buf.len() as u64 > cap {
+        return Err(too_large(what, cap));
+    }
+    String::from_utf8(buf).map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{what} is not UTF-8 text (byte {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+/// Reads a file a user named, any kind (`<(cmd)` pipes included), up to `cap` bytes.
+pub fn read_file(path: &Path, cap: u64) -> io::Result<String> {
+    read_capped(File::open(path)?, cap, &path.display().to_string())
+}
+
+/// Reads standard input up to `cap` bytes.
+pub fn read_stdin(cap: u64) -> io::Result<String> {
+    read_capped(io::stdin().lock(), cap, "standard input")
+}
+
+/// Reads a kernel pseudo-file (or its stand-in in a fixture tree): a regular file only, opened
+/// without blocking, at most `MAX_PSEUDO_BYTES`.
+pub fn read_pseudo(path: &Path) -> io::Result<String> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    read_capped(file, MAX_PSEUDO_BYTES, &path.display().to_string())
+}
+
+/// Text from a peer or a file made safe for a terminal or a log line: control characters
+/// (escape sequences, carriage returns, newlines) and Unicode direction overrides are shown
+/// escaped, and the text is cut at `MAX_PEER_TEXT` characters.
+pub fn peer_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len().min(MAX_PEER_TEXT + 16));
+    for (i, c) in s.chars().enumerate() {
+        if i == MAX_PEER_TEXT {
+            out.push_str("...");
+            break;
+        }
+        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if c.is_control() || bidi {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Serde helper: deserializes a string from a peer and escapes it on the way in.
+pub fn de_peer_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    let s: String = serde::Deserialize::deserialize(d)?;
+    Ok(peer_text(&s))
+}
+
+/// Serde helper: the same for an optional string.
+pub fn de_peer_text_opt<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<String>, D::Error> {
+    let s: Option<String> = serde::Deserialize::deserialize(d)?;
+    Ok(s.as_deref().map(peer_text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_are_enforced_as_bytes_arrive() {
+        let big = io::repeat(b'7').take(10_000);
+        let e = read_capped(big, 1000, "input").unwrap_err();
+        assert!(e.to_string().contains("larger than"), "{e}");
+        assert_eq!(read_capped(&b"1\n2\n"[..], 4, "x").unwrap(), "1\n2\n");
+    }
+
+    #[test]
+    fn pseudo_files_must_be_regular() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid path string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let t0 = std::time::Instant::now();
+        assert!(read_pseudo(&fifo).is_err());
+        assert!(t0.elapsed() < std::time::Duration::from_secs(1));
+        let zero = dir.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert!(read_pseudo(&zero).is_err());
+        std::fs::write(dir.path().join("mtu"), "1500\n").unwrap();
+        assert_eq!(read_pseudo(&dir.path().join("mtu")).unwrap(), "1500\n");
+    }
+
+    #[test]
+    fn peer_text_cannot_drive_a_terminal() {
+        let evil = "busy\x1b[2J\x1b]0;owned\x07\r\nfake line\u{202e}txt";
+        let safe = peer_text(evil);
+        assert!(!safe.chars().any(|c| c.is_control()), "{safe:?}");
+        assert!(safe.contains("\\u{1b}[2J"), "{safe}");
+        assert!(!safe.contains('\u{202e}'));
+        assert!(peer_text(&"x".repeat(10_000)).len() <= MAX_PEER_TEXT + 3);
+        assert_eq!(peer_text("plain text, ünïcode"), "plain text, ünïcode");
+    }
+}
