@@ -21,6 +21,16 @@ pub type MeanCi = (String, f64, Option<(f64, f64)>);
 /// A line: name, colour index, points (x seconds, y).
 pub type Line = (String, usize, Vec<(f64, f64)>);
 
+/// Largest value an axis reaches; stored values beyond it are not physical figures.
+const AXIS_LIMIT: f64 = 1e300;
+/// Most grid lines on a value axis ("nice" steps give 4 to 10).
+const MAX_TICKS: usize = 20;
+
+/// Largest finite value of `values`, or 0.
+fn finite_max(values: impl Iterator<Item = f64>) -> f64 {
+    values.filter(|v| v.is_finite()).fold(0.0, f64::max)
+}
+
 /// Escapes text for XML.
 pub fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
@@ -39,8 +49,15 @@ pub struct Axis {
 }
 
 impl Axis {
-    /// An axis from 0 to at least `max` for values in `base_unit` (`bit/s` gets k/M/G).
+    /// An axis from 0 to at least `max` for values in `base_unit` (`bit/s` gets k/M/G). A
+    /// `max` that is not finite or not positive gives a unit axis; one beyond `AXIS_LIMIT` is
+    /// cut there (marks above it sit at the top), so the tick loop is always short.
     pub fn new(max: f64, base_unit: &str) -> Axis {
+        let max = if max.is_finite() && max > 0.0 {
+            max.min(AXIS_LIMIT)
+        } else {
+            1.0
+        };
         let (scale, unit) = if base_unit == "bit/s" {
             match max {
                 m if m >= 1e9 => (1e9, "Gbit/s".to_string()),
@@ -69,12 +86,27 @@ impl Axis {
     }
 
     fn y(&self, v: f64) -> f64 {
-        TOP + (H - TOP - BOTTOM) * (1.0 - (v / self.scale / self.max).clamp(0.0, 1.05))
+        let share = v / self.scale / self.max;
+        // NaN sits on the baseline; infinities are clamped like any value off the axis.
+        let share = if share.is_nan() {
+            0.0
+        } else {
+            share.clamp(0.0, 1.05)
+        };
+        TOP + (H - TOP - BOTTOM) * (1.0 - share)
+    }
+
+    /// Number of tick steps from 0 to the top (at most `MAX_TICKS`).
+    fn ticks(&self) -> usize {
+        ((self.max / self.step).round() as usize).min(MAX_TICKS)
     }
 
     /// A value in the axis unit, for labels and tooltips.
     pub fn fmt(&self, v: f64) -> String {
         let x = v / self.scale;
+        if !x.is_finite() {
+            return "not a finite value".into();
+        }
         if x.abs() >= 100.0 {
             format!("{x:.0} {}", self.unit)
         } else {
@@ -90,8 +122,8 @@ fn frame(title: &str, y_label: &str, axis: &Axis, x_label: &str) -> String {
         W / 2.0,
         t = esc(title)
     );
-    let mut v = 0.0;
-    while v <= axis.max + axis.step * 0.01 {
+    for k in 0..=axis.ticks() {
+        let v = k as f64 * axis.step;
         let y = axis.y(v * axis.scale);
         let _ = write!(
             s,
@@ -101,7 +133,6 @@ fn frame(title: &str, y_label: &str, axis: &Axis, x_label: &str) -> String {
             y + 4.0,
             trim_num(v)
         );
-        v += axis.step;
     }
     let _ = write!(
         s,
@@ -166,14 +197,8 @@ pub fn grouped_bars(
     series: &[(String, Vec<Option<f64>>)],
     limits: Option<&[f64]>,
 ) -> String {
-    let max = series
-        .iter()
-        .flat_map(|(_, v)| v.iter().flatten())
-        .copied()
-        .fold(0.0, f64::max);
-    let lim_max = limits
-        .map(|l| l.iter().copied().fold(0.0, f64::max))
-        .unwrap_or(0.0);
+    let max = finite_max(series.iter().flat_map(|(_, v)| v.iter().flatten()).copied());
+    let lim_max = limits.map_or(0.0, |l| finite_max(l.iter().copied()));
     let axis = Axis::new(max.max(lim_max.min(max * 1.5)), unit);
     let mut s = frame(title, y_label, &axis, x_label);
     let n = series.len().max(1);
@@ -233,11 +258,7 @@ pub fn grouped_bars(
 
 /// Box plot per category with every value drawn as a point.
 pub fn box_points(title: &str, y_label: &str, unit: &str, cats: &[(String, Vec<f64>)]) -> String {
-    let max = cats
-        .iter()
-        .flat_map(|(_, v)| v.iter())
-        .copied()
-        .fold(0.0, f64::max);
+    let max = finite_max(cats.iter().flat_map(|(_, v)| v.iter()).copied());
     let axis = Axis::new(max, unit);
     let mut s = frame(title, y_label, &axis, "configuration");
     for (i, (name, vals)) in cats.iter().enumerate() {
@@ -305,10 +326,7 @@ fn short(label: &str, width: f64) -> String {
 
 /// Means with confidence-interval error bars per category.
 pub fn means_ci(title: &str, y_label: &str, unit: &str, cats: &[MeanCi]) -> String {
-    let max = cats
-        .iter()
-        .map(|(_, m, ci)| ci.map_or(*m, |c| c.1.max(*m)))
-        .fold(0.0, f64::max);
+    let max = finite_max(cats.iter().map(|(_, m, ci)| ci.map_or(*m, |c| c.1.max(*m))));
     let axis = Axis::new(max, unit);
     let mut s = frame(title, y_label, &axis, "configuration");
     for (i, (name, mean, ci)) in cats.iter().enumerate() {
@@ -356,23 +374,23 @@ pub fn lines(
     series: &[Line],
     legend_names: &[String],
 ) -> String {
-    let max = series
-        .iter()
-        .flat_map(|(_, _, p)| p.iter().map(|x| x.1))
-        .fold(0.0, f64::max);
-    let xmax = series
-        .iter()
-        .flat_map(|(_, _, p)| p.iter().map(|x| x.0))
-        .fold(0.0, f64::max)
-        .max(1e-9);
+    let max = finite_max(series.iter().flat_map(|(_, _, p)| p.iter().map(|x| x.1)));
+    let xmax = finite_max(series.iter().flat_map(|(_, _, p)| p.iter().map(|x| x.0)))
+        .clamp(1e-9, AXIS_LIMIT);
     let axis = Axis::new(max, unit);
     let mut s = frame(title, y_label, &axis, "time in run (s)");
-    let px = |t: f64| LEFT + (W - LEFT - RIGHT) * t / xmax;
+    let px = |t: f64| LEFT + (W - LEFT - RIGHT) * (t / xmax).clamp(0.0, 1.0);
     for k in 0..=4 {
         let t = xmax * k as f64 / 4.0;
         x_tick(&mut s, px(t), &trim_num((t * 10.0).round() / 10.0));
     }
     for (name, colour, pts) in series {
+        // A point with no finite time or value has no place on the chart.
+        let pts: Vec<(f64, f64)> = pts
+            .iter()
+            .copied()
+            .filter(|(t, v)| t.is_finite() && v.is_finite())
+            .collect();
         if pts.is_empty() {
             continue;
         }
@@ -387,7 +405,7 @@ pub fn lines(
             PALETTE[colour % PALETTE.len()],
             esc(name)
         );
-        for (t, v) in pts {
+        for (t, v) in &pts {
             let _ = write!(
                 s,
                 "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2\" fill=\"{}\"><title>{}: {:.1} s {}</title></circle>",
@@ -408,6 +426,37 @@ pub fn lines(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: a stored value of about 1e308 made the grid loop run until memory ran out.
+    #[test]
+    fn absurd_values_give_a_short_axis() {
+        for v in [
+            1e308,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NAN,
+            -1e308,
+            0.0,
+            5e-324,
+        ] {
+            let t0 = std::time::Instant::now();
+            let svg = box_points("t", "goodput", "bit/s", &[("a".into(), vec![1e9, v, 2e9])]);
+            assert!(t0.elapsed() < std::time::Duration::from_secs(1), "{v}");
+            assert!(
+                svg.matches("class=\"grid\"").count() <= MAX_TICKS + 1,
+                "{v}"
+            );
+            assert!(!svg.contains("NaN") && !svg.contains("inf"), "{v}: {svg}");
+            let l = lines(
+                "t",
+                "g",
+                "bit/s",
+                &[("a".into(), 0, vec![(0.0, v), (v, 1.0)])],
+                &[],
+            );
+            assert!(!l.contains("NaN") && !l.contains("inf"), "{v}");
+        }
+    }
 
     #[test]
     fn axes_get_nice_ticks_and_units() {
