@@ -162,6 +162,14 @@ pub struct ServerArgs {
     /// Highest total rate accepted per direction, e.g. 1G; unlimited tests are refused when set.
     #[arg(long)]
     pub max_rate: Option<String>,
+    /// Most interval reports one test may ask the server to keep (streams x intervals);
+    /// e.g. `-t 1h -i 1 -P 50` needs 180,000.
+    #[arg(long, default_value_t = crate::spec::DEFAULT_MAX_INTERVAL_RECORDS)]
+    pub max_intervals: u64,
+    /// Most connections that have not yet been admitted to a test (slow or idle clients are
+    /// dropped beyond it).
+    #[arg(long, default_value_t = crate::spec::DEFAULT_MAX_PENDING)]
+    pub max_pending: usize,
 }
 
 /// A validated server configuration.
@@ -195,6 +203,8 @@ impl TryFrom<&ServerArgs> for ServerConfig {
                 max_duration: parse_duration(&a.max_duration).context("--max-duration")?,
                 max_streams: a.max_streams,
                 max_rate_bps,
+                max_interval_records: a.max_intervals,
+                max_pending: a.max_pending.max(1),
             },
         })
     }

@@ -112,6 +112,15 @@ pub enum SpecError {
     #[error("bitrate must be a finite rate of 0 (unlimited) or more (-b)")]
     Bitrate,
     #[error(
+        "bitrate {rate} would not send one {length}-byte write in {seconds:.1} s: ask for at least {least} (-b)"
+    )]
+    RateTooLow {
+        rate: BitRate,
+        length: u32,
+        seconds: f64,
+        least: BitRate,
+    },
+    #[error(
         "congestion control name {0:?} is not valid: use a name from net.ipv4.tcp_available_congestion_control"
     )]
     Congestion(String),
@@ -180,6 +189,17 @@ impl TestSpec {
         if !self.bitrate_bps.is_finite() || self.bitrate_bps < 0.0 {
             return Err(SpecError::Bitrate);
         }
+        // Every stream must be able to send at least one write or datagram in the test.
+        let seconds = self.total_time().as_secs_f64();
+        let least = 8.0 * f64::from(self.length_bytes) * f64::from(self.streams.max(1)) / seconds;
+        if self.bitrate_bps > 0.0 && self.bitrate_bps < least {
+            return Err(SpecError::RateTooLow {
+                rate: BitRate(self.bitrate_bps),
+                length: self.length_bytes,
+                seconds,
+                least: BitRate(least.ceil()),
+            });
+        }
         if self.protocol == Protocol::Udp {
             if self.mss_bytes.is_some() {
                 return Err(SpecError::TcpOnly("-M/--mss"));
@@ -226,7 +246,27 @@ impl TestSpec {
     pub fn total_time(&self) -> Duration {
         self.omit + self.duration
     }
+
+    /// Intervals in the grid (warm-up included), computed without building it.
+    pub fn interval_count(&self) -> u64 {
+        let step = self.interval.as_nanos().max(1);
+        let phase = |d: Duration| d.as_nanos().div_ceil(step);
+        u64::try_from(phase(self.omit) + phase(self.duration)).unwrap_or(u64::MAX)
+    }
+
+    /// Interval reports one end keeps: one per interval per stream.
+    pub fn interval_records(&self) -> u64 {
+        self.interval_count()
+            .saturating_mul(self.flows().len() as u64)
+    }
 }
+
+/// Interval reports a server keeps for one test by default (streams x intervals): about
+/// 22 MB of reports, so four tests at once stay far below what a client could make a server
+/// commit before (1.27 GB for a UDP test of an hour at 10 ms intervals with 32 streams).
+pub const DEFAULT_MAX_INTERVAL_RECORDS: u64 = 200_000;
+/// Connections a server holds before they are admitted to a test.
+pub const DEFAULT_MAX_PENDING: usize = 64;
 
 /// Server-side caps, checked before any data flows.
 #[derive(Debug, Clone, PartialEq)]
@@ -236,6 +276,10 @@ pub struct ServerLimits {
     pub max_streams: u16,
     /// bit/s per direction; 0 = no cap.
     pub max_rate_bps: f64,
+    /// Most interval reports (streams x intervals) one test may ask for.
+    pub max_interval_records: u64,
+    /// Most connections held before their test is admitted (or their data connection matched).
+    pub max_pending: usize,
 }
 
 impl Default for ServerLimits {
@@ -245,6 +289,8 @@ impl Default for ServerLimits {
             max_duration: Duration::from_secs(3600),
             max_streams: 128,
             max_rate_bps: 0.0,
+            max_interval_records: DEFAULT_MAX_INTERVAL_RECORDS,
+            max_pending: DEFAULT_MAX_PENDING,
         }
     }
 }
@@ -263,6 +309,16 @@ impl ServerLimits {
             return Some(format!(
                 "{} streams exceed this server's --max-streams of {}",
                 spec.streams, self.max_streams
+            ));
+        }
+        if spec.interval_records() > self.max_interval_records {
+            return Some(format!(
+                "{} streams x {} intervals make {} interval reports, more than this server's \
+                 --max-intervals of {}: use a longer -i",
+                spec.flows().len(),
+                spec.interval_count(),
+                spec.interval_records(),
+                self.max_interval_records
             ));
         }
         if self.max_rate_bps > 0.0
@@ -360,6 +416,23 @@ mod tests {
         );
     }
 
+    /// Regression: `-b 0.00000000000001` panicked the sender; with `-R` the client printed zero
+    /// bytes and exited 0. Such a rate is refused with the least rate that sends anything.
+    #[test]
+    fn a_rate_that_sends_nothing_is_refused() {
+        let spec = TestSpec {
+            bitrate_bps: 1e-14,
+            ..TestSpec::udp(Duration::from_secs(10))
+        };
+        let e = spec.validate().unwrap_err().to_string();
+        assert!(e.contains("at least") && e.contains("-b"), "{e}");
+        let ok = TestSpec {
+            bitrate_bps: 8.0 * 1400.0 / 10.0,
+            ..TestSpec::udp(Duration::from_secs(10))
+        };
+        assert_eq!(ok.validate(), Ok(()));
+    }
+
     #[test]
     fn bidir_has_both_flows() {
         let spec = TestSpec {
@@ -393,9 +466,31 @@ mod tests {
         assert!(limits.refusal(&fast).unwrap().contains("--max-rate"));
         let long = TestSpec {
             duration: Duration::from_secs(7200),
-            ..spec
+            ..spec.clone()
         };
         assert!(limits.refusal(&long).unwrap().contains("--max-duration"));
+        // Regression: UDP, an hour at 10 ms with 32 streams made the server commit 1.27 GB.
+        let many = TestSpec {
+            duration: Duration::from_secs(3600),
+            interval: Duration::from_millis(10),
+            streams: 32,
+            ..spec
+        };
+        assert_eq!(many.interval_records(), 360_000 * 32);
+        assert!(limits.refusal(&many).unwrap().contains("--max-intervals"));
+    }
+
+    #[test]
+    fn interval_count_matches_the_grid() {
+        for (omit, interval, duration) in [(0, 1000, 10_000), (1500, 1000, 3000), (0, 300, 1000)] {
+            let spec = TestSpec {
+                omit: Duration::from_millis(omit),
+                interval: Duration::from_millis(interval),
+                ..TestSpec::tcp(Duration::from_millis(duration))
+            };
+            let grid = crate::timeline::Timeline::new(spec.omit, spec.interval, spec.duration);
+            assert_eq!(spec.interval_count(), grid.len() as u64);
+        }
     }
 
     #[test]

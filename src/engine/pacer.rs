@@ -36,7 +36,7 @@ impl Pacer {
         if due > self.max_debt_bytes {
             // Too far behind: forget the excess instead of bursting it out.
             let excess = due - self.max_debt_bytes;
-            self.origin += Duration::from_secs_f64(excess / self.bytes_per_sec);
+            self.origin = self.origin.saturating_add(seconds(excess / self.bytes_per_sec));
             return self.max_debt_bytes as u64;
         }
         if due > 0.0 { due as u64 } else { 0 }
@@ -44,7 +44,8 @@ impl Pacer {
 
     /// When `bytes` more will be allowed.
     pub fn next_time(&self, bytes: u64) -> Duration {
-        self.origin + Duration::from_secs_f64((self.sent + bytes) as f64 / self.bytes_per_sec)
+        let due = self.sent.saturating_add(bytes) as f64 / self.bytes_per_sec;
+        self.origin.saturating_add(seconds(due))
     }
 
     pub fn record(&mut self, bytes: u64) {
@@ -52,9 +53,31 @@ impl Pacer {
     }
 }
 
+/// Seconds as a `Duration`, saturating: a rate of 1e-14 bit/s puts the next send beyond any
+/// `Duration` (`from_secs_f64` panicked there, killing the sending thread).
+fn seconds(x: f64) -> Duration {
+    Duration::try_from_secs_f64(x).unwrap_or(if x > 0.0 {
+        Duration::MAX
+    } else {
+        Duration::ZERO
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: `-b 0.00000000000001` panicked a sending thread.
+    #[test]
+    fn absurdly_low_rates_do_not_panic() {
+        for rate in [1e-14, 5e-324, 1e-300] {
+            let mut p = Pacer::new(rate, Duration::ZERO, 1400);
+            assert_eq!(p.allowance(Duration::from_secs(10)), 0);
+            assert!(p.next_time(1400) > Duration::from_secs(1 << 40));
+            p.record(u64::MAX);
+            assert_eq!(p.next_time(u64::MAX), Duration::MAX);
+        }
+    }
 
     #[test]
     fn allowance_grows_at_the_rate() {
