@@ -336,13 +336,11 @@ fn drive(
         }
     };
     let mut merger = LiveMerger::new(spec);
-    // The server's intervals as they arrived: what we keep if its final report never comes.
-    let mut remote_live: Vec<IntervalReport> = Vec::new();
+    let mut remote = Remote::new(spec);
     let mut local = Finished::default();
-    let mut remote: Option<Finished> = None;
     let give_up = Instant::now() + spec.total_time() + Duration::from_secs(20);
     let mut error = None;
-    while local.reports.len() < streams.count || remote.is_none() {
+    while local.reports.len() < streams.count || remote.done.is_none() {
         if stop.load(Ordering::Relaxed) {
             let _ = write_frame(
                 ctrl,
@@ -357,30 +355,18 @@ fn drive(
             error = Some("the server sent no final result 20 s after the test's end".to_string());
             break;
         }
-        match server_rx.try_recv() {
-            Ok(Ok(ServerMsg::Interval { report })) => {
-                remote_live.push(report.clone());
-                merger.add(report, on_interval);
-            }
-            Ok(Ok(ServerMsg::Done {
-                streams: reports,
-                cpu,
-            })) => remote = Some(Finished { reports, cpu }),
-            Ok(Ok(ServerMsg::Error { message })) => {
-                error = Some(format!("server error: {message}"));
+        // Everything queued, but a bounded batch, so local events are served too.
+        for _ in 0..256 {
+            let Ok(msg) = server_rx.try_recv() else {
+                break;
+            };
+            if let Err(e) = remote.take(msg, &mut merger, on_interval) {
+                error = Some(e);
                 break;
             }
-            Ok(Ok(other)) => {
-                error = Some(format!("unexpected message from the server: {other:?}"));
-                break;
-            }
-            Ok(Err(e)) => {
-                error = Some(format!(
-                    "server gone mid-test ({e}): results cover the intervals measured so far"
-                ));
-                break;
-            }
-            Err(_) => {}
+        }
+        if error.is_some() {
+            break;
         }
         match streams.events.recv_timeout(Duration::from_millis(20)) {
             Ok(EngineEvent::Interval(report)) => merger.add(report, on_interval),
@@ -400,9 +386,124 @@ fn drive(
             }
         }
     }
-    let remote =
-        remote.or_else(|| (!remote_live.is_empty()).then(|| reports_from_live(spec, remote_live)));
-    (local, remote, error)
+    (local, remote.into_finished(spec), error)
+}
+
+/// What the server sends during and after a test, checked against the test's own shape: a
+/// report of a stream, role or interval this test does not have ends the test (a broken or
+/// hostile server), and nothing kept grows beyond streams x intervals, however much is sent.
+struct Remote {
+    flows: Vec<Flow>,
+    slots: usize,
+    /// The server's intervals as they arrived, one per (stream, index): what we keep if its
+    /// final report never comes.
+    live: HashMap<(u16, u32), IntervalReport>,
+    /// Final intervals per stream, from `Intervals` frames.
+    finals: Vec<Vec<IntervalReport>>,
+    done: Option<Finished>,
+}
+
+impl Remote {
+    fn new(spec: &TestSpec) -> Remote {
+        let flows = spec.flows();
+        Remote {
+            slots: Timeline::new(spec.omit, spec.interval, spec.duration).len(),
+            finals: vec![Vec::new(); flows.len()],
+            flows,
+            live: HashMap::new(),
+            done: None,
+        }
+    }
+
+    /// Checks that an interval report belongs to this test and comes from the server's side.
+    fn check(&self, r: &IntervalReport) -> Result<(), String> {
+        let Some(flow) = self.flows.get(usize::from(r.stream)) else {
+            return Err(format!(
+                "the server reported stream {}, but this test has {} streams",
+                r.stream,
+                self.flows.len()
+            ));
+        };
+        if r.index as usize >= self.slots {
+            return Err(format!(
+                "the server reported interval {}, but this test has {}",
+                r.index, self.slots
+            ));
+        }
+        if r.role != session::role(*flow, false) {
+            return Err(format!(
+                "the server reported stream {} as its {:?}, but it is the other end",
+                r.stream, r.role
+            ));
+        }
+        Ok(())
+    }
+
+    /// Takes one message of the server's; an error ends the test.
+    fn take(
+        &mut self,
+        msg: Result<ServerMsg, protocol::ProtocolError>,
+        merger: &mut LiveMerger,
+        on_interval: &mut dyn FnMut(&Interval),
+    ) -> Result<(), String> {
+        match msg {
+            Ok(ServerMsg::Interval { report }) => {
+                self.check(&report)?;
+                self.live.insert((report.stream, report.index), report.clone());
+                merger.add(report, on_interval);
+            }
+            Ok(ServerMsg::Intervals { stream, intervals }) => {
+                for r in &intervals {
+                    self.check(r)?;
+                    if r.stream != stream {
+                        return Err("the server mixed streams in one result frame".into());
+                    }
+                }
+                let kept = &mut self.finals[usize::from(stream)];
+                if kept.len() + intervals.len() > self.slots {
+                    return Err(format!(
+                        "the server sent more than {} final intervals for stream {stream}",
+                        self.slots
+                    ));
+                }
+                kept.extend(intervals);
+            }
+            Ok(ServerMsg::Done { streams, cpu }) => {
+                if streams.len() > self.flows.len() {
+                    return Err(format!(
+                        "the server sent {} stream reports for {} streams",
+                        streams.len(),
+                        self.flows.len()
+                    ));
+                }
+                let mut reports = Vec::with_capacity(streams.len());
+                for mut r in streams {
+                    let Some(finals) = self.finals.get_mut(usize::from(r.stream)) else {
+                        return Err(format!("the server reported unknown stream {}", r.stream));
+                    };
+                    r.intervals = std::mem::take(finals);
+                    reports.push(r);
+                }
+                self.done = Some(Finished { reports, cpu });
+            }
+            Ok(ServerMsg::Error { message }) => return Err(format!("server error: {message}")),
+            Ok(other) => return Err(format!("unexpected message from the server: {other:?}")),
+            Err(e) => {
+                return Err(format!(
+                    "server gone mid-test ({e}): results cover the intervals measured so far"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The server's final reports, or what it sent live if they never came.
+    fn into_finished(self, spec: &TestSpec) -> Option<Finished> {
+        if self.done.is_some() {
+            return self.done;
+        }
+        (!self.live.is_empty()).then(|| reports_from_live(spec, self.live.into_values().collect()))
+    }
 }
 
 /// Rebuilds the server's stream reports from the intervals it sent live, up to the first gap.
@@ -430,6 +531,7 @@ fn reports_from_live(spec: &TestSpec, mut live: Vec<IntervalReport>) -> Finished
                 rtt_min_us: None,
                 rtt_max_us: None,
                 error: Some("the server sent no final report".into()),
+                saw_end: false,
             }
         })
         .collect();
@@ -531,6 +633,7 @@ fn assemble(
             rtt_min_us: None,
             rtt_max_us: None,
             error: Some("no report".into()),
+            saw_end: false,
         })
         .collect();
     let pairs: Vec<StreamPair> = flows

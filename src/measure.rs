@@ -67,7 +67,9 @@ pub struct IntervalReport {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SocketInfo {
     pub stream: u16,
+    #[serde(deserialize_with = "crate::inputs::de_peer_text")]
     pub local: String,
+    #[serde(deserialize_with = "crate::inputs::de_peer_text")]
     pub remote: String,
     /// SO_SNDBUF as the kernel reports it after setting (Linux doubles the request).
     pub sndbuf_bytes: u64,
@@ -75,6 +77,7 @@ pub struct SocketInfo {
     /// MSS in use (TCP).
     pub mss_bytes: Option<u32>,
     /// Congestion control in use (TCP).
+    #[serde(default, deserialize_with = "crate::inputs::de_peer_text_opt")]
     pub congestion: Option<String>,
     /// UDP segmentation offload used by the sender, or GRO by the receiver.
     pub udp_offload: Option<bool>,
@@ -96,7 +99,11 @@ pub struct StreamReport {
     pub rtt_min_us: Option<u32>,
     pub rtt_max_us: Option<u32>,
     /// A local fault that ended the stream early.
+    #[serde(default, deserialize_with = "crate::inputs::de_peer_text_opt")]
     pub error: Option<String>,
+    /// TCP receiver: the sender's end of data (EOF) was read, so every byte sent arrived.
+    #[serde(default)]
+    pub saw_end: bool,
 }
 
 /// CPU used by one end's test threads, over the test's wall time.

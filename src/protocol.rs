@@ -19,8 +19,13 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-/// Version of this protocol; both ends must speak the same one.
-pub const VERSION: u16 = 1;
+/// Version of this protocol; both ends must speak the same one. Version 2 sends the server's
+/// final interval reports in `Intervals` frames of at most `INTERVALS_PER_FRAME` before `Done`
+/// (version 1 put them all in `Done`, which outgrew the frame cap on long or fine-grained tests).
+pub const VERSION: u16 = 2;
+/// Interval reports per `Intervals` frame; at most about 400 bytes each as JSON, so a frame
+/// stays well under `MAX_FRAME` (tested).
+pub const INTERVALS_PER_FRAME: usize = 1000;
 /// Largest control frame body accepted, checked before allocating.
 pub const MAX_FRAME: u32 = 1 << 20;
 /// How long a peer may take to send a preamble or finish a frame.
@@ -50,7 +55,10 @@ pub enum Refusal {
     /// All `--max-tests` slots are taken.
     Busy { running: usize },
     /// The spec exceeds a cap or is invalid.
-    Limit { reason: String },
+    Limit {
+        #[serde(deserialize_with = "crate::inputs::de_peer_text")]
+        reason: String,
+    },
 }
 
 impl std::fmt::Display for Refusal {
@@ -75,7 +83,10 @@ pub enum ClientMsg {
     /// The client's side has finished; carries its reports for the server's log.
     Done,
     /// The client gives up (Ctrl-C, local error); the server stops its streams.
-    Abort { reason: String },
+    Abort {
+        #[serde(deserialize_with = "crate::inputs::de_peer_text")]
+        reason: String,
+    },
 }
 
 /// Messages from server to client.
@@ -99,13 +110,21 @@ pub enum ServerMsg {
     Interval {
         report: crate::measure::IntervalReport,
     },
-    /// The server's streams finished; full reports and the server's CPU use.
+    /// Final interval reports of one stream, in order, continuing the previous frame of that
+    /// stream; sent before `Done`.
+    Intervals {
+        stream: u16,
+        intervals: Vec<crate::measure::IntervalReport>,
+    },
+    /// The server's streams finished: their reports (intervals already sent in `Intervals`
+    /// frames) and the server's CPU use.
     Done {
         streams: Vec<StreamReport>,
         cpu: CpuUsage,
     },
     /// Something failed on the server.
     Error {
+        #[serde(deserialize_with = "crate::inputs::de_peer_text")]
         message: String,
     },
 }
@@ -214,7 +233,9 @@ pub fn read_frame<T: for<'de> Deserialize<'de>>(
     }
     let mut body = vec![0u8; len as usize];
     read_exact_by(stream, &mut body, deadline)?;
-    serde_json::from_slice(&body).map_err(|e| ProtocolError::Malformed(e.to_string()))
+    // serde's message can quote the peer's text ("unknown variant ..."): escape it.
+    serde_json::from_slice(&body)
+        .map_err(|e| ProtocolError::Malformed(crate::inputs::peer_text(&e.to_string())))
 }
 
 /// The control preamble this side sends.

@@ -218,7 +218,7 @@ fn control_session(mut ctrl: TcpStream, peer: SocketAddr, shared: &Shared) -> an
     // starts its next test right away is never told "busy" by its own finished test.
     drop(slot);
     let outcome = outcome.and_then(|(done, peer_rx)| {
-        write_frame(&mut ctrl, &done)?;
+        send_result(&mut ctrl, done)?;
         // Let the client read the result and hang up first.
         let _ = peer_rx.recv_timeout(IO_DEADLINE);
         Ok(())
@@ -309,16 +309,41 @@ fn collect_udp(
     Ok(out)
 }
 
+/// Sends the final reports: every stream's intervals in frames of `INTERVALS_PER_FRAME`, then
+/// `Done` with the reports emptied of intervals, so no frame outgrows `MAX_FRAME` whatever the
+/// test's length, interval or stream count.
+fn send_result(ctrl: &mut TcpStream, mut done: Finished) -> Result<(), ProtocolError> {
+    for report in &mut done.reports {
+        let intervals = std::mem::take(&mut report.intervals);
+        for chunk in intervals.chunks(protocol::INTERVALS_PER_FRAME) {
+            write_frame(
+                ctrl,
+                &ServerMsg::Intervals {
+                    stream: report.stream,
+                    intervals: chunk.to_vec(),
+                },
+            )?;
+        }
+    }
+    write_frame(
+        ctrl,
+        &ServerMsg::Done {
+            streams: done.reports,
+            cpu: done.cpu,
+        },
+    )
+}
+
 /// The client's messages, read on a clone of the control socket.
 type PeerRx = Receiver<Result<ClientMsg, ProtocolError>>;
 
-/// Forwards interval reports until every stream is done; returns the final message for the
+/// Forwards interval reports until every stream is done; returns the final reports for the
 /// client and the reader of its messages.
 fn run_test(
     ctrl: &mut TcpStream,
     spec: &TestSpec,
     streams: &session::Streams,
-) -> anyhow::Result<(ServerMsg, PeerRx)> {
+) -> anyhow::Result<(Finished, PeerRx)> {
     let peer_rx = spawn_reader(ctrl.try_clone()?);
     let start = Instant::now();
     let give_up = start + spec.total_time() + Duration::from_secs(30);
@@ -344,13 +369,8 @@ fn run_test(
         }
     }
     finished.reports.sort_by_key(|r| r.stream);
-    let mut cpu = finished.cpu;
-    cpu.wall_s = start.elapsed().as_secs_f64();
-    let done = ServerMsg::Done {
-        streams: finished.reports,
-        cpu,
-    };
-    Ok((done, peer_rx))
+    finished.cpu.wall_s = start.elapsed().as_secs_f64();
+    Ok((finished, peer_rx))
 }
 
 /// Reads client messages on a clone of the control socket into a channel.
@@ -358,7 +378,8 @@ pub(crate) fn spawn_reader<T>(mut sock: TcpStream) -> Receiver<Result<T, Protoco
 where
     T: for<'de> serde::Deserialize<'de> + Send + 'static,
 {
-    let (tx, rx) = mpsc::channel();
+    // Bounded: a peer that floods frames is held back by TCP, not by this process's memory.
+    let (tx, rx) = mpsc::sync_channel(64);
     let _ = std::thread::Builder::new()
         .name("control-reader".into())
         .spawn(move || {

@@ -107,6 +107,7 @@ impl StreamCtx {
             rtt_min_us: None,
             rtt_max_us: None,
             error: None,
+            saw_end: false,
         }
     }
 }

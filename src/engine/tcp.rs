@@ -159,6 +159,7 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
         close_due(&mut report, &mut current, now);
         match got {
             Ok(0) => {
+                report.saw_end = true;
                 // The sender finished (its clock runs slightly ahead): the rest of the grid
                 // saw no more data.
                 close_due(&mut report, &mut current, std::time::Duration::MAX);
