@@ -171,6 +171,14 @@ pub fn run_test(
     let _ = ctrl.shutdown(std::net::Shutdown::Both);
     let (local, remote, error) = run;
     let result = assemble(spec, info, local, remote, start, error.clone());
+    let error = error.or_else(|| {
+        (!result.inconsistencies.is_empty()).then(|| {
+            format!(
+                "the two ends' reports contradict each other, so no figure of this test can be trusted: {}",
+                result.inconsistencies.join("; ")
+            )
+        })
+    });
     match error {
         None => Ok(result),
         Some(message) => Err(TestError {
@@ -449,7 +457,8 @@ impl Remote {
         match msg {
             Ok(ServerMsg::Interval { report }) => {
                 self.check(&report)?;
-                self.live.insert((report.stream, report.index), report.clone());
+                self.live
+                    .insert((report.stream, report.index), report.clone());
                 merger.add(report, on_interval);
             }
             Ok(ServerMsg::Intervals { stream, intervals }) => {

@@ -220,5 +220,8 @@ pub fn summary(result: &TestResult) -> String {
                 .unwrap_or_default()
         );
     }
+    for problem in &result.inconsistencies {
+        let _ = writeln!(out, "INCONSISTENT: {problem}");
+    }
     out
 }

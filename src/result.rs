@@ -156,6 +156,10 @@ pub struct TestResult {
     /// Set when the test ended early; the numbers above cover what was measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Figures that contradict each other or physics (see `checks`): the numbers above are
+    /// not to be trusted, and the client exits with an error.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inconsistencies: Vec<String>,
 }
 
 /// Both ends' reports of one stream.
@@ -226,8 +230,14 @@ fn sum_opt(values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
     values.fold(None, |acc, v| match (acc, v) {
         (a, None) => a,
         (None, Some(x)) => Some(x),
-        (Some(a), Some(x)) => Some(a + x),
+        (Some(a), Some(x)) => Some(a.saturating_add(x)),
     })
+}
+
+/// Sum of counts that a peer reported: saturates instead of wrapping (a hostile peer's
+/// `u64::MAX` must not turn into a small total); `checks` flags the saturation.
+pub(crate) fn saturating_sum(values: impl Iterator<Item = u64>) -> u64 {
+    values.fold(0, u64::saturating_add)
 }
 
 fn mean_opt(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
@@ -237,7 +247,7 @@ fn mean_opt(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 
 /// Adds up stream rows of one interval (goodput sums; RTT and jitter average).
 pub fn total_of(rows: &[StreamInterval], secs: f64) -> StreamInterval {
-    let bytes: u64 = rows.iter().map(|r| r.bytes).sum();
+    let bytes = saturating_sum(rows.iter().map(|r| r.bytes));
     let lost = sum_opt(rows.iter().map(|r| r.lost_packets));
     let packets = sum_opt(rows.iter().map(|r| r.packets));
     StreamInterval {
@@ -249,7 +259,7 @@ pub fn total_of(rows: &[StreamInterval], secs: f64) -> StreamInterval {
         } else {
             0.0
         },
-        sent_bytes: rows.iter().map(|r| r.sent_bytes).sum(),
+        sent_bytes: saturating_sum(rows.iter().map(|r| r.sent_bytes)),
         retransmits: sum_opt(rows.iter().map(|r| r.retransmits)),
         rtt_us: mean_opt(rows.iter().map(|r| r.rtt_us.map(f64::from))).map(|v| v.round() as u32),
         rttvar_us: mean_opt(rows.iter().map(|r| r.rttvar_us.map(f64::from)))
@@ -288,7 +298,7 @@ fn summarize(
         } else {
             0.0
         },
-        tail_bytes: pairs.iter().map(|p| p.receiver.tail_bytes).sum(),
+        tail_bytes: saturating_sum(pairs.iter().map(|p| p.receiver.tail_bytes)),
         ..Summary::default()
     };
     match proto {
@@ -311,7 +321,7 @@ fn summarize(
                             .max()
                             .unwrap_or(0)
                     })
-                    .sum(),
+                    .fold(0, u64::saturating_add),
             );
             s.rwnd_limited_percent = mean_opt(rows.iter().map(|r| r.rwnd_limited_percent));
             s.sndbuf_limited_percent = mean_opt(rows.iter().map(|r| r.sndbuf_limited_percent));
@@ -329,13 +339,12 @@ fn summarize(
                     .map(|(_, r)| r.jitter_ms),
             );
             s.out_of_order = t.out_of_order;
-            s.duplicates = Some(
+            s.duplicates = Some(saturating_sum(
                 pairs
                     .iter()
                     .flat_map(|p| p.receiver.intervals.iter())
-                    .filter_map(|i| i.udp.map(|u| u.duplicates))
-                    .sum(),
-            );
+                    .filter_map(|i| i.udp.map(|u| u.duplicates)),
+            ));
         }
     }
     s
@@ -436,6 +445,12 @@ pub fn build(
             streams,
         });
     }
+    let inconsistencies = if error.is_none() {
+        checks::inconsistencies(spec, pairs, &timeline)
+    } else {
+        // A test cut short leaves the ends' counts legitimately apart.
+        Vec::new()
+    };
     TestResult {
         netsweep_version: env!("CARGO_PKG_VERSION").to_string(),
         spec: spec.clone(),
@@ -445,6 +460,7 @@ pub fn build(
         directions,
         cpu,
         error,
+        inconsistencies,
     }
 }
 
@@ -462,5 +478,6 @@ fn rescale(s: &mut Summary, period: f64) {
     s.sent_bits_per_second = rate(s.sent_bytes);
 }
 
+pub mod checks;
 #[cfg(test)]
 mod tests;

@@ -29,9 +29,71 @@ type Registry = Arc<Mutex<HashMap<Token, Sender<(u16, TcpStream)>>>>;
 struct Shared {
     limits: ServerLimits,
     running: AtomicUsize,
+    /// Connections not yet admitted to a test nor matched to one (capped at `max_pending`).
+    pending: AtomicUsize,
     registry: Registry,
     log: Log,
+    /// Repeated complaints (accept errors, dropped connections) at most once a second each.
+    throttled: Mutex<HashMap<&'static str, Throttle>>,
 }
+
+/// When a repeated log line was last written, and how many were held back since.
+struct Throttle {
+    last: Instant,
+    held: u64,
+}
+
+impl Shared {
+    /// Logs `line` under `kind` at most once a second, saying how many were held back.
+    fn log_throttled(&self, kind: &'static str, line: &str) {
+        let Ok(mut map) = self.throttled.lock() else {
+            return;
+        };
+        let now = Instant::now();
+        let t = map.entry(kind).or_insert(Throttle {
+            last: now - Duration::from_secs(2),
+            held: 0,
+        });
+        if now.duration_since(t.last) < Duration::from_secs(1) {
+            t.held += 1;
+            return;
+        }
+        let held = std::mem::take(&mut t.held);
+        t.last = now;
+        drop(map);
+        if held > 0 {
+            (self.log)(&format!(
+                "{line} (and {held} more like it in the last second)"
+            ));
+        } else {
+            (self.log)(line);
+        }
+    }
+}
+
+/// Counts a connection as pending until it is admitted or closed.
+struct Pending<'a>(Option<&'a AtomicUsize>);
+
+impl Pending<'_> {
+    /// The connection is admitted to a test (or handed to one): it no longer counts.
+    fn release(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// Longest pause between accept attempts after errors (EMFILE and the like).
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// Time a test may hold its slot before its data connections (and then its start) arrive,
+/// besides a few round trips per stream.
+const DATA_GRACE: Duration = Duration::from_secs(3);
 
 /// Serves tests on `listener` until `shutdown` is raised.
 pub fn run(
@@ -43,33 +105,68 @@ pub fn run(
     let shared = Arc::new(Shared {
         limits,
         running: AtomicUsize::new(0),
+        pending: AtomicUsize::new(0),
         registry: Registry::default(),
         log,
+        throttled: Mutex::new(HashMap::new()),
     });
+    let mut backoff = Duration::ZERO;
     while !shutdown.load(Ordering::Relaxed) {
+        if !backoff.is_zero() {
+            std::thread::sleep(backoff);
+        }
         if !sockopt::wait_readable(&listener, Duration::from_millis(100))? {
             continue;
         }
         let (conn, peer) = match listener.accept() {
-            Ok(c) => c,
+            Ok(c) => {
+                backoff = Duration::ZERO;
+                c
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                (shared.log)(&format!("accept failed: {e}"));
+                // Out of descriptors or memory: retrying at once would spin. Back off.
+                backoff = (backoff * 2).clamp(Duration::from_millis(10), ACCEPT_BACKOFF_MAX);
+                shared.log_throttled("accept", &format!("accept failed: {e}"));
                 continue;
             }
         };
+        let max = shared.limits.max_pending;
+        let admitted = shared
+            .pending
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok();
+        if !admitted {
+            shared.log_throttled(
+                "pending",
+                &format!("{peer}: dropped, {max} connections already wait for admission"),
+            );
+            continue;
+        }
         let conn_shared = shared.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("conn-{peer}"))
-            .spawn(move || handle_connection(conn, peer, &conn_shared));
+            .spawn(move || {
+                let pending = Pending(Some(&conn_shared.pending));
+                handle_connection(conn, peer, &conn_shared, pending)
+            });
         if let Err(e) = spawned {
-            (shared.log)(&format!("cannot start a thread for {peer}: {e}"));
+            shared.pending.fetch_sub(1, Ordering::SeqCst);
+            shared.log_throttled("thread", &format!("cannot start a thread for {peer}: {e}"));
         }
     }
     Ok(())
 }
 
 /// Reads the preamble and dispatches: control session, data connection, or drop.
-fn handle_connection(mut conn: TcpStream, peer: SocketAddr, shared: &Shared) {
+fn handle_connection(
+    mut conn: TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    mut pending: Pending<'_>,
+) {
     let deadline = Instant::now() + IO_DEADLINE;
     let mut pre = [0u8; 8];
     if let Err(e) = read_exact_by(&mut conn, &mut pre, deadline) {
@@ -91,6 +188,7 @@ fn handle_connection(mut conn: TcpStream, peer: SocketAddr, shared: &Shared) {
             .and_then(|r| r.get(&Token(t)).cloned());
         match chan {
             Some(tx) => {
+                pending.release();
                 let _ = tx.send((stream, conn));
             }
             None => (shared.log)(&format!(
@@ -105,7 +203,7 @@ fn handle_connection(mut conn: TcpStream, peer: SocketAddr, shared: &Shared) {
         return;
     }
     let _ = conn.set_nodelay(true);
-    if let Err(e) = control_session(conn, peer, shared) {
+    if let Err(e) = control_session(conn, peer, shared, pending) {
         (shared.log)(&format!("{peer}: test ended with an error: {e:#}"));
     }
 }
@@ -150,7 +248,12 @@ fn refuse(ctrl: &mut TcpStream, refusal: Refusal) -> anyhow::Result<()> {
     anyhow::bail!("{refusal}")
 }
 
-fn control_session(mut ctrl: TcpStream, peer: SocketAddr, shared: &Shared) -> anyhow::Result<()> {
+fn control_session(
+    mut ctrl: TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    mut pending: Pending<'_>,
+) -> anyhow::Result<()> {
     let spec = match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
         ClientMsg::Request { spec } => spec,
         other => anyhow::bail!("expected a test request, got {other:?}"),
@@ -170,6 +273,9 @@ fn control_session(mut ctrl: TcpStream, peer: SocketAddr, shared: &Shared) -> an
         Ok(s) => s,
         Err(running) => return refuse(&mut ctrl, Refusal::Busy { running }),
     };
+    pending.release();
+    // The slot is held only as long as an honest client needs to open its data connections.
+    let grace = data_grace(&ctrl, spec.flows().len());
     let token = Token::random();
     let (tx, rx) = mpsc::channel();
     if let Ok(mut r) = shared.registry.lock() {
@@ -189,8 +295,8 @@ fn control_session(mut ctrl: TcpStream, peer: SocketAddr, shared: &Shared) -> an
         .collect::<Result<_, _>>()?;
     write_frame(&mut ctrl, &ServerMsg::Accepted { token, udp_ports })?;
     let sockets = match spec.protocol {
-        Protocol::Tcp => collect_tcp(&rx, &spec, &flows, peer.ip())?,
-        Protocol::Udp => collect_udp(udp, &token, &flows, peer.ip())?,
+        Protocol::Tcp => collect_tcp(&rx, &spec, &flows, peer.ip(), grace)?,
+        Protocol::Udp => collect_udp(udp, &token, &flows, peer.ip(), grace)?,
     };
     drop(registration);
     let infos = sockets
@@ -198,7 +304,7 @@ fn control_session(mut ctrl: TcpStream, peer: SocketAddr, shared: &Shared) -> an
         .map(|(i, _, s)| session::describe(*i, s, &spec))
         .collect();
     write_frame(&mut ctrl, &ServerMsg::Ready { sockets: infos })?;
-    match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
+    match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + grace))? {
         ClientMsg::Start => {}
         ClientMsg::Abort { reason } => anyhow::bail!("client aborted before the start: {reason}"),
         other => anyhow::bail!("expected start, got {other:?}"),
@@ -228,6 +334,16 @@ fn control_session(mut ctrl: TcpStream, peer: SocketAddr, shared: &Shared) -> an
     outcome
 }
 
+/// How long a test may hold its slot waiting for its data connections: `DATA_GRACE` plus two
+/// round trips of the control connection per stream (clients open them one after another),
+/// at most `IO_DEADLINE`.
+fn data_grace(ctrl: &TcpStream, streams: usize) -> Duration {
+    let rtt = sockopt::tcp_info(ctrl)
+        .map(|i| Duration::from_micros(u64::from(i.rtt_us)))
+        .unwrap_or(Duration::from_millis(100));
+    (DATA_GRACE + rtt * 2 * u32::try_from(streams).unwrap_or(u32::MAX)).min(IO_DEADLINE)
+}
+
 /// Binds one UDP socket per stream on the control connection's local address.
 fn bind_udp(spec: &TestSpec, flows: &[Flow], ip: IpAddr) -> anyhow::Result<Vec<UdpSocket>> {
     flows
@@ -246,14 +362,15 @@ fn collect_tcp(
     spec: &TestSpec,
     flows: &[Flow],
     peer_ip: IpAddr,
+    grace: Duration,
 ) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
-    let deadline = Instant::now() + IO_DEADLINE;
+    let deadline = Instant::now() + grace;
     let mut got: Vec<Option<TcpStream>> = (0..flows.len()).map(|_| None).collect();
     while got.iter().any(Option::is_none) {
         let left = deadline.saturating_duration_since(Instant::now());
         let (id, sock) = rx.recv_timeout(left).map_err(|_| {
             anyhow::anyhow!(
-                "only {} of {} data connections arrived within {IO_DEADLINE:?}",
+                "only {} of {} data connections arrived within {grace:?}",
                 got.iter().flatten().count(),
                 flows.len()
             )
@@ -280,8 +397,9 @@ fn collect_udp(
     token: &Token,
     flows: &[Flow],
     peer_ip: IpAddr,
+    grace: Duration,
 ) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
-    let deadline = Instant::now() + IO_DEADLINE;
+    let deadline = Instant::now() + grace;
     let mut out = Vec::with_capacity(sockets.len());
     for (i, (sock, flow)) in sockets.into_iter().zip(flows).enumerate() {
         let mut buf = [0u8; 64];
@@ -289,7 +407,7 @@ fn collect_udp(
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 anyhow::bail!(
-                    "no UDP hello for stream {i} within {IO_DEADLINE:?}: is UDP blocked on the path?"
+                    "no UDP hello for stream {i} within {grace:?}: is UDP blocked on the path?"
                 );
             }
             sock.set_read_timeout(Some(left))?;

@@ -97,6 +97,19 @@ pub fn start_streams(
     let stop = Arc::new(AtomicBool::new(false));
     let count = sockets.len();
     let mut handles = Vec::with_capacity(count);
+    let roles: Vec<Role> = sockets
+        .iter()
+        .map(|(_, f, _)| role(*f, is_client))
+        .collect();
+    let tcp = spec.protocol == Protocol::Tcp;
+    let source = (tcp && roles.contains(&Role::Sender)).then(|| {
+        Arc::new(engine::SendSource::new(
+            spec.length_bytes as usize,
+            spec.zerocopy,
+        ))
+    });
+    let receivers = roles.iter().filter(|r| **r == Role::Receiver).count();
+    let read_bytes = engine::read_size(spec.length_bytes as usize, receivers);
     for (stream, flow, socket) in sockets {
         let role = role(flow, is_client);
         let ctx = StreamCtx {
@@ -115,6 +128,8 @@ pub fn start_streams(
             length: spec.length_bytes as usize,
             udp_offload: spec.udp_offload,
             zerocopy: spec.zerocopy,
+            source: source.clone(),
+            read_bytes,
         };
         handles.push(engine::spawn_stream(ctx, socket)?);
     }

@@ -357,6 +357,32 @@ pub fn memfd_with(data: &[u8]) -> io::Result<std::fs::File> {
     Ok(file)
 }
 
+/// Writes `len` bytes made of `buf` repeated, in one `writev(2)` (so a large `-l` keeps its
+/// one-system-call-per-write meaning without a buffer of that size).
+pub fn write_repeated<S: AsRawFd>(sock: &S, buf: &[u8], len: usize) -> io::Result<usize> {
+    if buf.is_empty() {
+        return Ok(0);
+    }
+    let mut iov = Vec::with_capacity(len.div_ceil(buf.len()).min(1024));
+    let mut left = len;
+    while left > 0 && iov.len() < 1024 {
+        let n = left.min(buf.len());
+        iov.push(libc::iovec {
+            iov_base: buf.as_ptr() as *mut libc::c_void,
+            iov_len: n,
+        });
+        left -= n;
+    }
+    let count = libc::c_int::try_from(iov.len()).unwrap_or(1024);
+    // SAFETY: every iovec points into `buf`, which outlives the call; the kernel only reads.
+    let rc = unsafe { libc::writev(sock.as_raw_fd(), iov.as_ptr(), count) };
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc as usize)
+    }
+}
+
 /// Sends the first `len` bytes of `file` on `sock` without copying them through user space
 /// (sendfile(2)). Honours the socket's send timeout like `write`.
 pub fn send_file<S: AsRawFd, F: AsRawFd>(sock: &S, file: &F, len: usize) -> io::Result<usize> {

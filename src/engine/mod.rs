@@ -61,6 +61,45 @@ pub struct StreamCtx {
     pub udp_offload: bool,
     /// TCP sender: send from an in-memory file with sendfile(2).
     pub zerocopy: bool,
+    /// TCP sender: the data it sends, shared by every sending stream of the test.
+    pub source: Option<Arc<SendSource>>,
+    /// TCP receiver: bytes asked for per read.
+    pub read_bytes: usize,
+}
+
+/// Largest buffer a TCP sender keeps, whatever `-l` says: a write larger than this repeats it
+/// (one `writev`), so `-l 64M` costs 4 MiB per test, not 128 MiB per stream.
+pub const SEND_BUFFER_MAX: usize = 4 << 20;
+/// Read size of TCP receivers: `-l` within these bounds...
+pub const READ_MIN: usize = 64 << 10;
+pub const READ_MAX: usize = 4 << 20;
+/// ...and at most this much over all receiving streams of a test (but `READ_MIN` each).
+pub const READ_TOTAL_MAX: usize = 64 << 20;
+
+/// Read size of each of `streams` receiving streams for writes of `length` bytes.
+pub fn read_size(length: usize, streams: usize) -> usize {
+    let share = (READ_TOTAL_MAX / streams.max(1)).max(READ_MIN);
+    length.clamp(READ_MIN, READ_MAX.min(share))
+}
+
+/// The bytes TCP senders send: a pattern buffer and, for zero-copy, an in-memory file with the
+/// same bytes. Both are at most `SEND_BUFFER_MAX` long; senders share one per test.
+pub struct SendSource {
+    pub bytes: Vec<u8>,
+    pub file: Option<std::fs::File>,
+}
+
+impl SendSource {
+    /// The source for writes of `length` bytes; the file only if `zerocopy` (and memfd works).
+    pub fn new(length: usize, zerocopy: bool) -> SendSource {
+        let bytes = payload(length.clamp(1, SEND_BUFFER_MAX));
+        let file = if zerocopy {
+            sockopt::memfd_with(&bytes).ok()
+        } else {
+            None
+        };
+        SendSource { bytes, file }
+    }
 }
 
 /// How often a blocked stream wakes to close intervals and check `stop`.
@@ -101,7 +140,8 @@ impl StreamCtx {
             stream: self.stream,
             flow: self.flow,
             role: self.role,
-            intervals: Vec::with_capacity(self.timeline.len()),
+            // Grows as intervals close: memory follows the time that passed, not the grid asked for.
+            intervals: Vec::new(),
             tail_bytes: 0,
             tcp_total_retransmits: None,
             rtt_min_us: None,

@@ -36,7 +36,9 @@ impl Pacer {
         if due > self.max_debt_bytes {
             // Too far behind: forget the excess instead of bursting it out.
             let excess = due - self.max_debt_bytes;
-            self.origin = self.origin.saturating_add(seconds(excess / self.bytes_per_sec));
+            self.origin = self
+                .origin
+                .saturating_add(seconds(excess / self.bytes_per_sec));
             return self.max_debt_bytes as u64;
         }
         if due > 0.0 { due as u64 } else { 0 }

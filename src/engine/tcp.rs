@@ -4,10 +4,11 @@
 //! bytes delivered inside the measured window divided by that window: a rate-limited path can
 //! never appear faster than its rate.
 
-use super::{POLL, Pacer, StreamCtx, TCP_DRAIN, payload};
+use super::{POLL, Pacer, SendSource, StreamCtx, TCP_DRAIN};
 use crate::measure::{IntervalReport, StreamReport, TcpSample};
 use crate::sockopt;
 use std::io::{ErrorKind, Read, Write};
+
 use std::net::{Shutdown, TcpStream};
 
 /// Tracks TCP_INFO between interval boundaries on the sender.
@@ -64,13 +65,14 @@ impl InfoSampler {
 
 pub(super) fn send(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
     let mut report = ctx.new_report();
-    let buf = payload(ctx.length.max(1));
+    let source = ctx
+        .source
+        .clone()
+        .unwrap_or_else(|| std::sync::Arc::new(SendSource::new(ctx.length, ctx.zerocopy)));
+    let buf = &source.bytes;
     // Zero-copy: the kernel references these pages instead of copying every write.
-    let file = if ctx.zerocopy {
-        sockopt::memfd_with(&buf).ok()
-    } else {
-        None
-    };
+    let file = &source.file;
+    let length = ctx.length.max(1);
     let _ = sock.set_write_timeout(Some(POLL));
     let mut sampler = InfoSampler::new(&sock);
     let mut pacer = (!ctx.rate.is_unlimited()).then(|| {
@@ -78,7 +80,7 @@ pub(super) fn send(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
         Pacer::new(
             ctx.rate.bits_per_second(),
             std::time::Duration::ZERO,
-            buf.len(),
+            length,
         )
     });
     let slots = ctx.timeline.slots();
@@ -94,7 +96,7 @@ pub(super) fn send(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
         if report.intervals.len() >= slots.len() || ctx.stopped() {
             break;
         }
-        let mut chunk = buf.len();
+        let mut chunk = length;
         if let Some(p) = pacer.as_mut() {
             let allowed = p.allowance(now) as usize;
             if allowed == 0 {
@@ -107,9 +109,11 @@ pub(super) fn send(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
             chunk = chunk.min(allowed);
         }
         loop {
-            let sent = match &file {
-                Some(f) => sockopt::send_file(&sock, f, chunk),
-                None => sock.write(&buf[..chunk]),
+            let sent = match file {
+                // At most the file's length per call (SEND_BUFFER_MAX).
+                Some(f) => sockopt::send_file(&sock, f, chunk.min(buf.len())),
+                None if chunk <= buf.len() => sock.write(&buf[..chunk]),
+                None => sockopt::write_repeated(&sock, buf, chunk),
             };
             match sent {
                 Ok(n) => {
@@ -141,7 +145,7 @@ pub(super) fn send(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
 
 pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
     let mut report = ctx.new_report();
-    let mut buf = vec![0u8; ctx.length.clamp(64 * 1024, 4 << 20)];
+    let mut buf = vec![0u8; ctx.read_bytes.max(1)];
     let _ = sock.set_read_timeout(Some(POLL));
     let slots = ctx.timeline.slots();
     let end = ctx.timeline.end();

@@ -16,6 +16,9 @@ use super::{Arrival, Jitter, SequenceTracker};
 
 /// How long after an interval ends the receiver waits for its stragglers before reporting it live.
 const LIVE_GRACE: Duration = Duration::from_millis(100);
+/// How far ahead of the receiver's clock a sender's timestamp may be (the two ends start one
+/// control round trip apart).
+const CLOCK_LEAD: Duration = Duration::from_secs(2);
 /// Traffic released per wake-up of a paced sender, as time at the target rate.
 const PACING_QUANTUM: Duration = Duration::from_micros(200);
 /// Most datagrams in one send.
@@ -34,12 +37,17 @@ fn read_header(d: &[u8]) -> Option<(u64, u64)> {
     Some((seq, ts))
 }
 
+/// Most bytes in one batch of plain sends: large datagrams get fewer per batch, so the send
+/// buffer of a stream stays small (64 datagrams of 64 KB would be 4 MiB per stream).
+const MAX_PLAIN_BATCH_BYTES: usize = 256 << 10;
+
 fn batch_size(len: usize, offload: bool) -> usize {
-    if offload {
-        (MAX_GSO_BYTES / len).clamp(1, MAX_BATCH)
+    let bytes = if offload {
+        MAX_GSO_BYTES
     } else {
-        MAX_BATCH
-    }
+        MAX_PLAIN_BATCH_BYTES
+    };
+    (bytes / len.max(1)).clamp(1, MAX_BATCH)
 }
 
 pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
@@ -47,7 +55,8 @@ pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
     let len = ctx.length.max(UDP_HEADER_BYTES as usize);
     let mut gso = ctx.udp_offload && len <= usize::from(u16::MAX);
     let mut max_batch = batch_size(len, gso);
-    let mut buf = payload(len * MAX_BATCH);
+    // Big enough for a batch either way: GSO can fall back to plain sends mid-test.
+    let mut buf = payload(len * batch_size(len, false).max(batch_size(len, true)));
     let mut pacer = (!ctx.rate.is_unlimited()).then(|| {
         sockopt::tighten_timer_slack();
         Pacer::new(ctx.rate.bits_per_second(), Duration::ZERO, len * max_batch)
@@ -138,6 +147,14 @@ struct Receiver<'a> {
 }
 
 impl Receiver<'_> {
+    /// Makes room for interval `index` (and every one before it).
+    fn grow_to(&mut self, index: usize) {
+        while self.counts.len() <= index {
+            let i = self.counts.len();
+            self.counts.push(self.ctx.empty_interval(i));
+        }
+    }
+
     fn datagram(&mut self, d: &[u8]) {
         // A repeated hello (or its late echo) queued before the test is not test data.
         if crate::protocol::parse_udp_hello(d).is_some() {
@@ -146,9 +163,19 @@ impl Receiver<'_> {
         let Some((seq, send_ns)) = read_header(d) else {
             return;
         };
-        let index = self.ctx.timeline.index_at(Duration::from_nanos(send_ns));
+        let sent_at = Duration::from_nanos(send_ns);
+        let index = self.ctx.timeline.index_at(sent_at);
         let arrival = self.tracker.record(seq);
-        let Some(slot) = index.and_then(|i| self.counts.get_mut(i)) else {
+        // A send time far beyond this end's clock is a damaged or forged header: attributing it
+        // would make the receiver keep intervals that have not happened yet.
+        let plausible = sent_at <= self.ctx.elapsed() + CLOCK_LEAD;
+        if let Some(i) = index.filter(|_| plausible) {
+            self.grow_to(i);
+        }
+        let Some(slot) = index
+            .filter(|_| plausible)
+            .and_then(|i| self.counts.get_mut(i))
+        else {
             if arrival != Arrival::Duplicate {
                 self.tail_bytes += d.len() as u64;
             }
@@ -179,7 +206,7 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
     let slots = ctx.timeline.slots();
     let mut rx = Receiver {
         ctx,
-        counts: (0..slots.len()).map(|i| ctx.empty_interval(i)).collect(),
+        counts: Vec::new(),
         tracker: SequenceTracker::default(),
         jitter: Jitter::default(),
         tail_bytes: 0,
@@ -204,6 +231,7 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
         }
         let now = ctx.elapsed();
         while emitted < slots.len() && now >= slots[emitted].end + LIVE_GRACE {
+            rx.grow_to(emitted);
             ctx.emit(&rx.counts[emitted]);
             emitted += 1;
         }
@@ -215,11 +243,18 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
             break;
         }
     }
-    let mut counts = rx.counts;
-    if stopped_early {
+    // Every interval that passed is in the report, with zero counts where nothing arrived.
+    let passed = if stopped_early {
         let now = ctx.elapsed();
-        counts.truncate(slots.iter().take_while(|s| s.end <= now).count());
+        slots.iter().take_while(|s| s.end <= now).count()
+    } else {
+        slots.len()
+    };
+    if passed > 0 {
+        rx.grow_to(passed - 1);
     }
+    let mut counts = rx.counts;
+    counts.truncate(passed);
     report.intervals = counts;
     report.tail_bytes = rx.tail_bytes;
     report
@@ -262,6 +297,8 @@ mod tests {
             length: 1400,
             udp_offload: false,
             zerocopy: false,
+            source: None,
+            read_bytes: 0,
         };
         let mut rx = Receiver {
             ctx: &ctx,
@@ -291,5 +328,6 @@ mod tests {
         assert!(batch_size(1400, true) * 1400 <= MAX_GSO_BYTES);
         assert_eq!(batch_size(60_000, true), 1);
         assert_eq!(batch_size(1400, false), MAX_BATCH);
+        assert!(batch_size(65_507, false) * 65_507 <= MAX_PLAIN_BATCH_BYTES);
     }
 }

@@ -51,6 +51,7 @@ pub fn fake_result(spec: &TestSpec, bytes_per_s: u64) -> TestResult {
         rtt_min_us: None,
         rtt_max_us: None,
         error: None,
+        saw_end: false,
     };
     let (s, r) = (report(Role::Sender), report(Role::Receiver));
     let spec1 = TestSpec {
