@@ -363,8 +363,12 @@ fn drive(
             error = Some("the server sent no final result 20 s after the test's end".to_string());
             break;
         }
-        // Everything queued, but a bounded batch, so local events are served too.
+        // Everything queued, but a bounded batch, so local events are served too; nothing
+        // after the final report (the server may hang up then).
         for _ in 0..256 {
+            if remote.done.is_some() {
+                break;
+            }
             let Ok(msg) = server_rx.try_recv() else {
                 break;
             };

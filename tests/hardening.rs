@@ -1,0 +1,424 @@
+//! Regression tests of the hardening issue: the result exchange of long and fine-grained tests,
+//! memory a client can make the server commit, accept errors and idle connections, slots held
+//! by tests that never open their data connections, and hostile servers (floods, escape
+//! sequences, figures that contradict each other).
+
+mod common;
+
+use common::TestServer;
+use netsweep::client::{self, ClientConfig};
+use netsweep::measure::{CpuUsage, IntervalReport, Role, SocketInfo, StreamReport};
+use netsweep::protocol::{self, ClientMsg, ServerMsg, Token, read_frame, write_frame};
+use netsweep::spec::{Flow, ServerLimits, TestSpec};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+fn spec(secs: f64, interval_ms: u64) -> TestSpec {
+    TestSpec {
+        interval: Duration::from_millis(interval_ms),
+        ..TestSpec::tcp(Duration::from_secs_f64(secs))
+    }
+}
+
+/// Regression: `client -t 20 -i 0.01 -P 8 -b 80M` failed with "server gone mid-test": the
+/// server's final frame was larger than its own 1 MiB cap.
+#[test]
+fn a_fine_grained_multi_stream_result_crosses_the_control_channel() {
+    let server = TestServer::start(ServerLimits::default());
+    let s = TestSpec {
+        streams: 8,
+        bitrate_bps: 80e6,
+        ..spec(6.0, 10)
+    };
+    let r = server.run(&s).expect("the whole result arrives");
+    assert_eq!(r.intervals.len(), 600);
+    assert!(r.inconsistencies.is_empty(), "{:?}", r.inconsistencies);
+    assert!(r.summary.bytes > 0);
+}
+
+/// The server binary on a free loopback port, with its stderr log readable.
+struct ServerProc {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl ServerProc {
+    fn start(args: &[&str], nofile: Option<u64>) -> ServerProc {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_netsweep"));
+        cmd.args(["server", "--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        if let Some(n) = nofile {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: setrlimit is async-signal-safe; only the child's limit changes.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let lim = libc::rlimit {
+                        rlim_cur: n,
+                        rlim_max: n,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    Ok(())
+                });
+            }
+        }
+        let child = cmd.spawn().unwrap();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let t0 = Instant::now();
+        while TcpStream::connect(addr).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        ServerProc { child, addr }
+    }
+
+    fn status(&self, key: &str) -> u64 {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Stops the server and returns its log lines.
+    fn stop(mut self) -> Vec<String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let mut lines = Vec::new();
+        if let Some(err) = self.child.stderr.take() {
+            lines = BufReader::new(err).lines().map_while(Result::ok).collect();
+        }
+        lines
+    }
+}
+
+impl Drop for ServerProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Regression: TCP `-R -l 64M` made the server keep about 128 MiB per stream.
+#[test]
+fn huge_writes_do_not_make_the_server_commit_memory_per_stream() {
+    let server = ServerProc::start(&[], None);
+    let s = TestSpec {
+        streams: 8,
+        length_bytes: 64 << 20,
+        direction: netsweep::spec::Direction::Reverse,
+        ..spec(1.5, 500)
+    };
+    let stop = AtomicBool::new(false);
+    let r = client::run_test(&ClientConfig::new(server.addr), &s, &stop, &mut |_| {})
+        .expect("test runs");
+    assert!(r.summary.bytes > 0);
+    let peak_kib = server.status("VmHWM:");
+    // Before: 8 x 128 MiB. Now: one 4 MiB buffer and its 4 MiB file per test.
+    assert!(peak_kib < 150 * 1024, "server peak RSS {peak_kib} KiB");
+}
+
+/// Regression: UDP, an hour, 10 ms intervals, 32 streams: +1.27 GB on the server. Now refused
+/// before anything is allocated.
+#[test]
+fn a_test_asking_for_millions_of_interval_reports_is_refused() {
+    let server = TestServer::start(ServerLimits::default());
+    let s = TestSpec {
+        streams: 32,
+        duration: Duration::from_secs(3600),
+        interval: Duration::from_millis(10),
+        ..TestSpec::udp(Duration::from_secs(3600))
+    };
+    let t0 = Instant::now();
+    let e = server.run(&s).unwrap_err();
+    assert!(e.message.contains("--max-intervals"), "{}", e.message);
+    assert!(t0.elapsed() < Duration::from_secs(3));
+}
+
+/// Regression: with its descriptors exhausted the server retried accept() in a busy loop
+/// (2.2 million log lines in 10 s). Now it backs off and logs at most once a second.
+#[test]
+fn accept_errors_back_off_instead_of_spinning() {
+    let server = ServerProc::start(&[], Some(12));
+    let mut held = Vec::new();
+    for _ in 0..20 {
+        if let Ok(s) = TcpStream::connect(server.addr) {
+            held.push(s);
+        }
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let cpu_ticks = {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", server.child.id())).unwrap();
+        let rest = stat.rsplit_once(')').unwrap().1;
+        let f: Vec<u64> = rest
+            .split_whitespace()
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        // utime + stime (fields 14 and 15 of stat; 11 and 12 after the state letter).
+        f[10] + f[11]
+    };
+    drop(held);
+    let lines = server.stop();
+    let accept_lines = lines.iter().filter(|l| l.contains("accept failed")).count();
+    assert!(
+        accept_lines >= 1,
+        "the descriptor limit was never hit: {lines:?}"
+    );
+    assert!(
+        accept_lines <= 8,
+        "{accept_lines} accept lines: {:?}",
+        &lines[..lines.len().min(5)]
+    );
+    // A spinning loop burns ~300 ticks in 3 s; backing off, a handful.
+    assert!(cpu_ticks < 100, "server used {cpu_ticks} ticks");
+}
+
+/// Regression: 3000 idle connections made 3001 threads. Now connections beyond
+/// `--max-pending` are closed at once and the thread count stays bounded.
+#[test]
+fn idle_connections_beyond_the_pending_cap_are_dropped() {
+    let server = ServerProc::start(&["--max-pending", "16"], None);
+    let mut held = Vec::new();
+    for _ in 0..200 {
+        if let Ok(s) = TcpStream::connect(server.addr) {
+            held.push(s);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let threads = server.status("Threads:");
+    assert!(
+        threads <= 16 + 4,
+        "{threads} threads for 200 idle connections"
+    );
+    let mut closed = 0;
+    for s in &mut held {
+        s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        if matches!(s.read(&mut [0u8; 1]), Ok(0)) {
+            closed += 1;
+        }
+    }
+    assert!(closed >= 150, "only {closed} of 200 were closed");
+    drop(held);
+    // Still serving.
+    let stop = AtomicBool::new(false);
+    client::run_test(
+        &ClientConfig::new(server.addr),
+        &spec(0.3, 100),
+        &stop,
+        &mut |_| {},
+    )
+    .expect("a real client is served");
+}
+
+/// Sends a request and returns the control connection after `Accepted`, never opening data.
+fn stalled_request(addr: SocketAddr) -> TcpStream {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.write_all(&protocol::control_preamble()).unwrap();
+    let mut pre = [0u8; 8];
+    s.read_exact(&mut pre).unwrap();
+    write_frame(
+        &mut s,
+        &ClientMsg::Request {
+            spec: spec(1.0, 1000),
+        },
+    )
+    .unwrap();
+    let got: ServerMsg = read_frame(&mut s, Some(Instant::now() + Duration::from_secs(5))).unwrap();
+    assert!(matches!(got, ServerMsg::Accepted { .. }), "{got:?}");
+    s
+}
+
+/// Regression: four requests that never opened their data connections held all four slots
+/// for 10 s. Now a slot is held only a few seconds past what an honest client needs.
+#[test]
+fn stalled_requests_free_their_slots_within_seconds() {
+    let server = TestServer::start(ServerLimits::default());
+    let stalled: Vec<TcpStream> = (0..4).map(|_| stalled_request(server.addr)).collect();
+    let t0 = Instant::now();
+    let e = server.run(&spec(0.3, 100)).unwrap_err();
+    assert!(e.message.contains("busy"), "{}", e.message);
+    loop {
+        match server.run(&spec(0.3, 100)) {
+            Ok(_) => break,
+            Err(e) if e.message.contains("busy") && t0.elapsed() < Duration::from_secs(8) => {
+                std::thread::sleep(Duration::from_millis(200))
+            }
+            Err(e) => panic!("slots not freed after {:?}: {}", t0.elapsed(), e.message),
+        }
+    }
+    assert!(t0.elapsed() < Duration::from_secs(8));
+    drop(stalled);
+}
+
+/// A fake netsweep server: it admits one test, then runs `script` on the control connection
+/// (after accepting the client's data connections and sending `Ready`).
+fn fake_server(script: impl FnOnce(&mut TcpStream) + Send + 'static) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (mut ctrl, _) = listener.accept().unwrap();
+        let mut pre = [0u8; 8];
+        ctrl.read_exact(&mut pre).unwrap();
+        ctrl.write_all(&protocol::control_preamble()).unwrap();
+        let _: ClientMsg =
+            read_frame(&mut ctrl, Some(Instant::now() + Duration::from_secs(5))).unwrap();
+        write_frame(
+            &mut ctrl,
+            &ServerMsg::Accepted {
+                token: Token([1; 16]),
+                udp_ports: vec![],
+            },
+        )
+        .unwrap();
+        let (data, _) = listener.accept().unwrap();
+        write_frame(
+            &mut ctrl,
+            &ServerMsg::Ready {
+                sockets: vec![SocketInfo::default()],
+            },
+        )
+        .unwrap();
+        let _: ClientMsg =
+            read_frame(&mut ctrl, Some(Instant::now() + Duration::from_secs(5))).unwrap();
+        // Drain the client's data so it never blocks.
+        let drain = std::thread::spawn(move || {
+            let mut d = data;
+            let mut buf = vec![0u8; 1 << 20];
+            while matches!(d.read(&mut buf), Ok(n) if n > 0) {}
+        });
+        script(&mut ctrl);
+        let _ = ctrl.shutdown(std::net::Shutdown::Write);
+        let _ = drain.join();
+    });
+    addr
+}
+
+fn run_against(
+    addr: SocketAddr,
+    s: &TestSpec,
+) -> Result<netsweep::result::TestResult, client::TestError> {
+    client::run_test(
+        &ClientConfig::new(addr),
+        s,
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+}
+
+fn interval(index: u32, bytes: u64) -> IntervalReport {
+    IntervalReport {
+        stream: 0,
+        index,
+        role: Role::Receiver,
+        bytes,
+        packets: 0,
+        tcp: None,
+        udp: None,
+    }
+}
+
+/// Regression: a hostile server flooded interval frames and the client grew to 400 MB. Now a
+/// report outside the test's grid ends the test at once.
+#[test]
+fn a_server_flooding_bogus_intervals_is_cut_off() {
+    let addr = fake_server(|ctrl| {
+        for i in 0..200_000u32 {
+            let msg = ServerMsg::Interval {
+                report: interval(1000 + i, 1),
+            };
+            if write_frame(ctrl, &msg).is_err() {
+                break;
+            }
+        }
+    });
+    let t0 = Instant::now();
+    let e = run_against(addr, &spec(2.0, 500)).unwrap_err();
+    assert!(e.message.contains("interval 1000"), "{}", e.message);
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+}
+
+/// Regression: refusal reasons were printed raw, escape sequences included.
+#[test]
+fn a_hostile_refusal_reason_cannot_reach_the_terminal_raw() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let (mut ctrl, _) = listener.accept().unwrap();
+        let mut pre = [0u8; 8];
+        ctrl.read_exact(&mut pre).unwrap();
+        ctrl.write_all(&protocol::control_preamble()).unwrap();
+        let _: ClientMsg =
+            read_frame(&mut ctrl, Some(Instant::now() + Duration::from_secs(5))).unwrap();
+        let refusal = protocol::Refusal::Limit {
+            reason: "no\x1b[2J\x1b]0;pwned\x07\r\nnetsweep: all good".into(),
+        };
+        write_frame(&mut ctrl, &ServerMsg::Refused { refusal }).unwrap();
+    });
+    let e = run_against(addr, &spec(1.0, 500)).unwrap_err();
+    assert!(
+        !e.message.chars().any(|c| c.is_control()),
+        "{:?}",
+        e.message
+    );
+    assert!(e.message.contains("\\u{1b}[2J"), "{}", e.message);
+}
+
+/// Regression: a server claiming 2 bytes received of gigabytes sent was believed, with exit 0.
+#[test]
+fn a_server_whose_counts_contradict_the_client_is_flagged() {
+    let addr = fake_server(|ctrl| {
+        std::thread::sleep(Duration::from_millis(1300));
+        let report = StreamReport {
+            stream: 0,
+            flow: Flow::ClientToServer,
+            role: Role::Receiver,
+            intervals: vec![interval(0, 1), interval(1, 1)],
+            tail_bytes: 0,
+            tcp_total_retransmits: None,
+            rtt_min_us: None,
+            rtt_max_us: None,
+            error: None,
+            saw_end: true,
+        };
+        let _ = write_frame(
+            ctrl,
+            &ServerMsg::Intervals {
+                stream: 0,
+                intervals: report.intervals.clone(),
+            },
+        );
+        let _ = write_frame(
+            ctrl,
+            &ServerMsg::Done {
+                streams: vec![StreamReport {
+                    intervals: vec![],
+                    ..report
+                }],
+                cpu: CpuUsage::default(),
+            },
+        );
+    });
+    let e = run_against(addr, &spec(1.0, 500)).unwrap_err();
+    assert!(e.message.contains("contradict"), "{}", e.message);
+    let partial = e.partial.expect("the numbers are kept, flagged");
+    assert!(!partial.inconsistencies.is_empty());
+    assert!(
+        partial.inconsistencies[0].contains("2 of the"),
+        "{:?}",
+        partial.inconsistencies
+    );
+}
