@@ -42,6 +42,7 @@ fn result(spec: &TestSpec, per_s: &[u64], retrans: u64) -> TestResult {
         rtt_min_us: Some(20_000),
         rtt_max_us: Some(21_000),
         error: None,
+        saw_end: false,
     };
     let (s, r) = (report(Role::Sender), report(Role::Receiver));
     let spec = TestSpec {
@@ -313,4 +314,42 @@ fn chromium_loads_the_report_with_every_chart_and_no_errors_or_requests() {
     if let Ok(keep) = std::env::var("NETSWEEP_KEEP_SCREENSHOT") {
         std::fs::copy(&shot, keep).unwrap();
     }
+}
+
+/// Regression: a stored goodput of about 1e308 made `report` draw grid lines until memory ran
+/// out. Stored values that no link can carry now render in bounded time on a bounded axis.
+#[test]
+fn absurd_stored_values_render_in_bounded_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(&dir.path().join("r.db")).unwrap();
+    let campaign = store.create_import_campaign("hostile").unwrap();
+    for (label, values) in [("a", [1e308, 2e9, 3e9]), ("b", [f64::MAX, 1e9, 5e-324])] {
+        let dims = vec![("case".to_string(), label.to_string())];
+        let config = store.configuration_for(campaign, &dims).unwrap();
+        for v in values {
+            let (round, sequence) = store.next_slot(campaign, config).unwrap();
+            store
+                .insert_run(
+                    campaign,
+                    &NewRun {
+                        configuration_id: config,
+                        round,
+                        sequence,
+                        imported: Some(netsweep::store::Imported {
+                            bits_per_second: v,
+                            ..Default::default()
+                        }),
+                        ..NewRun::default()
+                    },
+                )
+                .unwrap();
+        }
+    }
+    let t0 = std::time::Instant::now();
+    let page = html::render(&ReportModel::build(&store, campaign).unwrap());
+    assert!(t0.elapsed() < std::time::Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert!(page.len() < 2_000_000, "{} bytes", page.len());
+    assert!(page.matches("class=\"grid\"").count() < 200);
+    let (md, _) = markdown::render(&ReportModel::build(&store, campaign).unwrap(), "r");
+    assert!(!md.is_empty());
 }
