@@ -347,7 +347,11 @@ fn absurd_stored_values_render_in_bounded_time() {
     }
     let t0 = std::time::Instant::now();
     let page = html::render(&ReportModel::build(&store, campaign).unwrap());
-    assert!(t0.elapsed() < std::time::Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(5),
+        "{:?}",
+        t0.elapsed()
+    );
     assert!(page.len() < 2_000_000, "{} bytes", page.len());
     assert!(page.matches("class=\"grid\"").count() < 200);
     let (md, _) = markdown::render(&ReportModel::build(&store, campaign).unwrap(), "r");

@@ -711,3 +711,67 @@ fn a_lab_plan_sweeps_the_per_namespace_high_bdp_profile() {
         "journals left behind"
     );
 }
+
+/// Regression: after `kill -9` of a lab campaign its namespaces, tuning journals and lab state
+/// stayed, and `run --resume` built a new lab and recovered none of it. Now the next run (or
+/// any lab command) restores the tuning and removes the orphaned lab, saying so.
+#[test]
+fn resume_after_kill_9_of_a_lab_campaign_removes_its_lab_and_restores_its_tuning() {
+    if !common::root_or_skip(
+        "resume_after_kill_9_of_a_lab_campaign_removes_its_lab_and_restores_its_tuning",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, db, runtime) = start_lab_campaign(dir.path(), "high-bdp-ns");
+    let pid = child.id();
+    wait_for_journal(&runtime);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let lab = format!("r{}", pid % 100_000_000);
+    let ns_a = format!("nsw-{lab}-a");
+    let netns_list = || {
+        let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert!(
+        netns_list().contains(&ns_a),
+        "kill -9 cannot clean up by itself"
+    );
+    assert!(Path::new(&format!("/run/netsweep/labs/{lab}.json")).exists());
+    let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .arg("run")
+        .arg(dir.path().join("plan.toml"))
+        .arg("--db")
+        .arg(&db)
+        .arg("--resume")
+        .env("NETSWEEP_RUNTIME_DIR", &runtime)
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains(&format!("lab {lab} was left by process {pid}")),
+        "{t}"
+    );
+    assert!(t.contains("restored"), "{t}");
+    assert!(
+        !netns_list().contains(&format!("nsw-{lab}-")),
+        "orphan lab still there"
+    );
+    assert!(!Path::new(&format!("/run/netsweep/labs/{lab}.json")).exists());
+    assert_eq!(
+        std::fs::read_dir(runtime.join("tuning"))
+            .map(|d| d.count())
+            .unwrap_or(0),
+        0,
+        "journals left behind"
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let ok: i64 = conn
+        .query_row("SELECT count(*) FROM run WHERE status = 'ok'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(ok, 2, "the resumed campaign finished\n{t}");
+}

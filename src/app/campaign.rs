@@ -17,6 +17,10 @@ use std::process::ExitCode;
 
 /// Builds the executor of a plan's target; this is also the reachability check.
 fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
+    if matches!(plan.target, Target::Lab { .. } | Target::Auto { .. }) {
+        // A campaign killed before (kill -9) left its lab and the tuning inside it.
+        super::lab::reap(std::path::Path::new(crate::lab::STATE_DIR));
+    }
     let lab_name = format!("r{}", std::process::id() % 100_000_000);
     let lab = |path: &crate::lab::PathConfig, emulator| -> anyhow::Result<Box<dyn Executor>> {
         let opts = LabOptions {

@@ -14,6 +14,9 @@ use std::process::ExitCode;
 
 pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
     let state_dir = PathBuf::from(lab::STATE_DIR);
+    if !matches!(cmd, LabCommand::Relay { .. }) {
+        reap(&state_dir);
+    }
     match cmd {
         LabCommand::Up { name, path } => up(&name, &path, state_dir),
         LabCommand::Down { name } => {
@@ -103,6 +106,17 @@ fn up(name: &str, path: &PathArgs, state_dir: PathBuf) -> anyhow::Result<ExitCod
     crate::outln!("remove it with: netsweep lab down {name}");
     lab.persist();
     Ok(ExitCode::SUCCESS)
+}
+
+/// Removes the labs of processes that died without removing them (and restores their
+/// tuning), saying so; needs the privileges to remove namespaces, so it is quiet without.
+pub fn reap(state_dir: &std::path::Path) {
+    if netns::check_privileges().is_err() {
+        return;
+    }
+    for line in lab::reap_orphans(state_dir) {
+        crate::errln!("{line}");
+    }
 }
 
 fn list(state_dir: &std::path::Path) {

@@ -3,7 +3,7 @@
 
 mod campaign;
 mod doctor;
-mod lab;
+pub(crate) mod lab;
 mod stats;
 mod tune;
 

@@ -13,7 +13,7 @@ mod registry;
 mod relay;
 pub mod topology;
 
-pub use registry::{LabState, Listing, down_by_name, list, read_state};
+pub use registry::{LabState, Listing, down_by_name, list, read_state, reap_orphans};
 use registry::{now_unix, write_state};
 use relay::spawn_relay_daemon;
 pub use relay::{DelayLine, run_relay, spawn_delay_line};
@@ -146,6 +146,7 @@ impl Lab {
                 emulator: Emulator::None,
                 relay_pid: None,
                 created_unix_s: now_unix(),
+                owner_pid: Some(std::process::id()),
             },
             names,
             state_dir: opts.state_dir.clone(),
@@ -334,6 +335,14 @@ impl Lab {
     /// Keeps the lab after this value is dropped (`lab up`).
     pub fn persist(mut self) {
         self.keep = true;
+        // Kept on purpose: no process owns it any more, so it is never reaped as an orphan.
+        self.state.owner_pid = None;
+        if let Err(e) = write_state(&self.state_dir, &self.state) {
+            crate::errln!(
+                "lab {}: cannot update its state file: {e:#}",
+                self.state.name
+            );
+        }
     }
 
     /// Removes the lab; returns what was removed.

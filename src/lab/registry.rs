@@ -17,6 +17,10 @@ pub struct LabState {
     pub emulator: Emulator,
     pub relay_pid: Option<u32>,
     pub created_unix_s: u64,
+    /// The process whose lab this is while it runs (a campaign, `lab test`); `None` for a lab
+    /// kept by `lab up`. A lab whose owner died without removing it is an orphan (`reap`).
+    #[serde(default)]
+    pub owner_pid: Option<u32>,
 }
 
 pub(super) fn now_unix() -> u64 {
@@ -76,6 +80,55 @@ pub fn down_by_name(name: &str, state_dir: &Path) -> anyhow::Result<Vec<String>>
         bail!("lab {name} not fully removed: {}", errors.join("; "));
     }
     Ok(removed)
+}
+
+/// True while process `pid` exists.
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Finds the labs whose owning process died without removing them (a campaign killed with
+/// `kill -9`), puts back the tuning that process applied inside their namespaces (host-wide
+/// keys written from there included), and removes them. Returns one line per lab.
+pub fn reap_orphans(state_dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for l in list(state_dir) {
+        let Some(owner) = l.state.as_ref().and_then(|s| s.owner_pid) else {
+            continue;
+        };
+        if alive(owner) {
+            continue;
+        }
+        let Ok(names) = LabNames::new(&l.name) else {
+            continue;
+        };
+        let mut done = Vec::new();
+        for h in [Host::A, Host::B] {
+            let ns = names.namespace(h);
+            if !netns::exists(&ns) {
+                continue;
+            }
+            match crate::tuning::recover(&crate::tuning::Target::Netns(ns.clone())) {
+                Ok(Some(r)) => done.push(format!(
+                    "restored {} setting(s) of profile {} in {ns}",
+                    r.entries.len(),
+                    r.profile
+                )),
+                Ok(None) => {}
+                Err(e) => done.push(format!("could not restore the tuning of {ns}: {e:#}")),
+            }
+        }
+        match down_by_name(&l.name, state_dir) {
+            Ok(removed) => done.extend(removed.into_iter().map(|r| format!("removed {r}"))),
+            Err(e) => done.push(format!("{e:#}")),
+        }
+        out.push(format!(
+            "lab {} was left by process {owner}, which ended without removing it: {}",
+            l.name,
+            done.join(", ")
+        ));
+    }
+    out
 }
 
 /// A lab found on this host.
