@@ -74,6 +74,10 @@ pub struct Repeat {
     pub group_profiles: bool,
 }
 
+/// Most configurations one plan may sweep, and most runs (configurations x count).
+pub const MAX_CONFIGURATIONS: u64 = 100_000;
+pub const MAX_RUNS: u64 = 1_000_000;
+
 /// A validated plan.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
@@ -239,6 +243,28 @@ impl Plan {
         };
         let profiles = resolve_profiles(&mut r, root.get("matrix"), &target, file_profiles);
         let repeat = read_repeat(&mut r, root.get("repeat"));
+        // Counted before anything is built: a matrix of 2 x 10^10 configurations aborted on
+        // allocation when it was expanded.
+        let configs = dimensions
+            .iter()
+            .try_fold(1u64, |n, d| n.checked_mul(d.values.len() as u64));
+        let runs = configs.and_then(|c| c.checked_mul(u64::from(repeat.count)));
+        if configs.is_none_or(|c| c > MAX_CONFIGURATIONS) || runs.is_none_or(|n| n > MAX_RUNS) {
+            let sizes: Vec<String> = dimensions
+                .iter()
+                .map(|d| format!("{} {}", d.values.len(), d.name))
+                .collect();
+            r.issue(
+                root.get("matrix").and_then(Item::span),
+                format!(
+                    "the matrix makes {} configurations ({}) and {} runs: at most {MAX_CONFIGURATIONS} \
+                     configurations and {MAX_RUNS} runs fit in one campaign",
+                    configs.map_or("more than 2^64".into(), |c| c.to_string()),
+                    sizes.join(" x "),
+                    runs.map_or("more than 2^64".into(), |c| c.to_string()),
+                ),
+            );
+        }
         if r.issues.is_empty() {
             // Every configuration must make a valid test.
             let plan = Plan {
@@ -274,7 +300,8 @@ impl Plan {
         })
     }
 
-    /// All configurations: the cartesian product of the dimensions, in declared order.
+    /// All configurations: the cartesian product of the dimensions, in declared order (a parsed
+    /// plan has at most `MAX_CONFIGURATIONS`).
     pub fn configurations(&self) -> Vec<Vec<(String, String)>> {
         let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
         for d in &self.dimensions {

@@ -161,3 +161,26 @@ fn allow_host_wide_is_off_unless_the_target_asks() {
         "{err}"
     );
 }
+
+/// Regression: `run --check` on a matrix of 2 x 10^10 configurations aborted on allocation.
+#[test]
+fn a_matrix_too_large_to_run_is_refused_by_counting() {
+    let values = |n: usize, unit: &str| {
+        (1..=n)
+            .map(|i| format!("\"{i}{unit}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let text = format!(
+        "[target]\nkind = \"loopback\"\n[matrix]\nwindow = [{}]\nstreams = [{}]\nlength = [{}]\nomit = [{}]\n",
+        values(2000, "K"),
+        values(1000, ""),
+        values(1000, "K"),
+        values(10, "s")
+    );
+    let t0 = std::time::Instant::now();
+    let e = Plan::parse("big.toml", &text).unwrap_err().to_string();
+    assert!(t0.elapsed() < std::time::Duration::from_secs(2));
+    assert!(e.contains("20000000000 configurations"), "{e}");
+    assert!(e.contains("2000 window x 1000 streams x 1000 length x 10 omit"), "{e}");
+}
