@@ -422,3 +422,50 @@ fn a_server_whose_counts_contradict_the_client_is_flagged() {
         partial.inconsistencies
     );
 }
+
+/// Runs netsweep with its standard output already closed by the reader (`| head -c 0`);
+/// returns its exit status and standard error.
+fn run_with_closed_stdout(args: &[&str]) -> (std::process::ExitStatus, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    (out.status, String::from_utf8_lossy(&out.stderr).to_string())
+}
+
+/// Regression: `export --format csv | head -c 10` and `tune show | head` panicked.
+#[test]
+fn a_reader_that_goes_away_is_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = dir.path().join("i.json");
+    std::fs::write(&doc, r#"{"end":{"sum_received":{"bits_per_second":9.4e8}}}"#).unwrap();
+    let db = dir.path().join("x.db");
+    let db = db.to_str().unwrap();
+    let doc = doc.to_str().unwrap();
+    let docs: Vec<&str> = vec![doc; 30];
+    let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["import", "--db", db])
+        .args(&docs)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let numbers = dir.path().join("n.txt");
+    std::fs::write(&numbers, "1\n2\n3\n4\n").unwrap();
+    let n = numbers.to_str().unwrap();
+    for args in [
+        vec!["export", "--db", db, "--format", "csv"],
+        vec!["export", "--db", db, "--format", "json"],
+        vec!["tune", "show"],
+        vec!["stats", n, n],
+        vec!["doctor"],
+    ] {
+        let (status, err) = run_with_closed_stdout(&args);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_ne!(status.code(), Some(101), "{args:?}: {err}");
+        assert!(status.code().is_some(), "{args:?} died of a signal: {status:?}");
+    }
+}
