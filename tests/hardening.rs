@@ -469,3 +469,59 @@ fn a_reader_that_goes_away_is_not_a_panic() {
         assert!(status.code().is_some(), "{args:?} died of a signal: {status:?}");
     }
 }
+
+/// Regression: `doctor --root` hung on a FIFO and read a link to /dev/zero until memory ran
+/// out; a missing root said "0 problem(s)"; a 91 MB libvirt XML used 2.5 GB.
+#[test]
+fn doctor_refuses_hostile_fixture_trees_and_huge_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("proc/sys/net/core")).unwrap();
+    std::fs::create_dir_all(root.join("sys/class/net/eth0")).unwrap();
+    let fifo = std::ffi::CString::new(root.join("proc/cpuinfo").to_str().unwrap()).unwrap();
+    // SAFETY: a valid path string.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    std::os::unix::fs::symlink("/dev/zero", root.join("sys/class/net/eth0/mtu")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", root.join("proc/sys/net/core/rmem_max")).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["doctor", "--json", "--root", root.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("doctor hung on a hostile fixture tree");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let missing = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["doctor", "--root", root.join("nope").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no proc/ or sys/"));
+
+    let xml = root.join("big.xml");
+    let mut f = std::fs::File::create(&xml).unwrap();
+    f.write_all(b"<domain><devices>").unwrap();
+    let iface = b"<interface type='network'><model type='rtl8139'/></interface>";
+    for _ in 0..(6 << 20) / iface.len() {
+        f.write_all(iface).unwrap();
+    }
+    f.write_all(b"</devices></domain>").unwrap();
+    drop(f);
+    let t0 = Instant::now();
+    let big = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["doctor", "--libvirt-xml", xml.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!big.status.success());
+    assert!(String::from_utf8_lossy(&big.stderr).contains("larger than"));
+    assert!(t0.elapsed() < Duration::from_secs(5));
+}
