@@ -233,8 +233,18 @@ pub fn read_frame<T: for<'de> Deserialize<'de>>(
     }
     let mut body = vec![0u8; len as usize];
     read_exact_by(stream, &mut body, deadline)?;
+    decode(&body)
+}
+
+/// Decodes one frame body (the part after the length) into a typed message.
+pub fn decode<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, ProtocolError> {
+    if body.len() > MAX_FRAME as usize {
+        return Err(ProtocolError::FrameTooLarge(
+            u32::try_from(body.len()).unwrap_or(u32::MAX),
+        ));
+    }
     // serde's message can quote the peer's text ("unknown variant ..."): escape it.
-    serde_json::from_slice(&body)
+    serde_json::from_slice(body)
         .map_err(|e| ProtocolError::Malformed(crate::inputs::peer_text(&e.to_string())))
 }
 
@@ -360,6 +370,39 @@ mod tests {
         let err = read_frame::<ClientMsg>(&mut b, Some(Instant::now() + Duration::from_secs(1)))
             .unwrap_err();
         assert!(matches!(err, ProtocolError::Malformed(_)), "{err}");
+    }
+
+    /// The largest `Intervals` frame (every field at its longest) stays under the cap.
+    #[test]
+    fn a_full_intervals_frame_fits_under_the_cap() {
+        use crate::measure::{IntervalReport, Role, TcpSample, UdpReceived};
+        let worst = IntervalReport {
+            stream: u16::MAX,
+            index: u32::MAX,
+            role: Role::Receiver,
+            bytes: u64::MAX,
+            packets: u64::MAX,
+            tcp: Some(TcpSample {
+                retransmits: u64::MAX,
+                rtt_us: u32::MAX,
+                rttvar_us: u32::MAX,
+                cwnd_bytes: u64::MAX,
+                snd_wnd_bytes: u64::MAX,
+                rwnd_limited_percent: -1.234_567_890_123_456_7e-300,
+                sndbuf_limited_percent: -1.234_567_890_123_456_7e-300,
+            }),
+            udp: Some(UdpReceived {
+                jitter_ms: -1.234_567_890_123_456_7e-300,
+                out_of_order: u64::MAX,
+                duplicates: u64::MAX,
+            }),
+        };
+        let msg = ServerMsg::Intervals {
+            stream: u16::MAX,
+            intervals: vec![worst; INTERVALS_PER_FRAME],
+        };
+        let len = serde_json::to_vec(&msg).unwrap().len();
+        assert!(len < MAX_FRAME as usize, "{len} bytes");
     }
 
     #[test]

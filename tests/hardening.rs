@@ -442,7 +442,11 @@ fn run_with_closed_stdout(args: &[&str]) -> (std::process::ExitStatus, String) {
 fn a_reader_that_goes_away_is_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let doc = dir.path().join("i.json");
-    std::fs::write(&doc, r#"{"end":{"sum_received":{"bits_per_second":9.4e8}}}"#).unwrap();
+    std::fs::write(
+        &doc,
+        r#"{"end":{"sum_received":{"bits_per_second":9.4e8}}}"#,
+    )
+    .unwrap();
     let db = dir.path().join("x.db");
     let db = db.to_str().unwrap();
     let doc = doc.to_str().unwrap();
@@ -452,7 +456,11 @@ fn a_reader_that_goes_away_is_not_a_panic() {
         .args(&docs)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let numbers = dir.path().join("n.txt");
     std::fs::write(&numbers, "1\n2\n3\n4\n").unwrap();
     let n = numbers.to_str().unwrap();
@@ -466,7 +474,10 @@ fn a_reader_that_goes_away_is_not_a_panic() {
         let (status, err) = run_with_closed_stdout(&args);
         assert!(!err.contains("panicked"), "{args:?}: {err}");
         assert_ne!(status.code(), Some(101), "{args:?}: {err}");
-        assert!(status.code().is_some(), "{args:?} died of a signal: {status:?}");
+        assert!(
+            status.code().is_some(),
+            "{args:?} died of a signal: {status:?}"
+        );
     }
 }
 
@@ -498,7 +509,11 @@ fn doctor_refuses_hostile_fixture_trees_and_huge_files() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 
     let missing = Command::new(env!("CARGO_BIN_EXE_netsweep"))
         .args(["doctor", "--root", root.join("nope").to_str().unwrap()])

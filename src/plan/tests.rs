@@ -182,5 +182,8 @@ fn a_matrix_too_large_to_run_is_refused_by_counting() {
     let e = Plan::parse("big.toml", &text).unwrap_err().to_string();
     assert!(t0.elapsed() < std::time::Duration::from_secs(2));
     assert!(e.contains("20000000000 configurations"), "{e}");
-    assert!(e.contains("2000 window x 1000 streams x 1000 length x 10 omit"), "{e}");
+    assert!(
+        e.contains("2000 window x 1000 streams x 1000 length x 10 omit"),
+        "{e}"
+    );
 }
