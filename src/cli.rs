@@ -112,8 +112,8 @@ pub struct StatsArgs {
     /// Field delimiter characters.
     #[arg(short = 'd', long, default_value = " \t")]
     pub delimiters: String,
-    /// Confidence level in percent (any value, e.g. 90, 95, 99.5).
-    #[arg(short = 'c', long, default_value_t = 95.0)]
+    /// Confidence level in percent (any value, e.g. 90, 95, 99.5, or 99.5%).
+    #[arg(short = 'c', long, default_value = "95", value_parser = parse_confidence)]
     pub confidence: f64,
     /// Plot width in characters.
     #[arg(short = 'w', long, default_value_t = 74)]
@@ -124,12 +124,23 @@ pub struct StatsArgs {
     /// No plot, no comparisons: the table only.
     #[arg(short = 'n')]
     pub no_plot: bool,
+    /// Statistics and comparisons without the plot (ministat's -A).
+    #[arg(short = 'A')]
+    pub no_graph: bool,
     /// Relative change the "runs needed" estimate is for.
     #[arg(long, default_value = "5%")]
     pub change: String,
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `-c 99.5` or `-c 99.5%`.
+fn parse_confidence(s: &str) -> Result<f64, String> {
+    s.trim()
+        .trim_end_matches('%')
+        .parse::<f64>()
+        .map_err(|_| format!("{s:?} is not a confidence level in percent (e.g. 95 or 99.5%)"))
 }
 
 pub(crate) fn key_values(items: &[String], flag: &str) -> anyhow::Result<Vec<(String, String)>> {
@@ -217,13 +228,13 @@ pub struct ClientArgs {
     #[arg(long, short = 'p', default_value_t = DEFAULT_PORT)]
     pub port: u16,
     /// Measured time, after the warm-up (10, 2s, 500ms).
-    #[arg(long, short = 't', default_value = "10")]
+    #[arg(long, short = 't', default_value = "10", allow_hyphen_values = true)]
     pub time: String,
     /// Reporting interval.
-    #[arg(long, short = 'i', default_value = "1")]
+    #[arg(long, short = 'i', default_value = "1", allow_hyphen_values = true)]
     pub interval: String,
     /// Warm-up excluded from the results.
-    #[arg(long, short = 'O', default_value = "0")]
+    #[arg(long, short = 'O', default_value = "0", allow_hyphen_values = true)]
     pub omit: String,
     /// Parallel streams (per direction).
     #[arg(long, short = 'P', default_value_t = 1)]
@@ -249,8 +260,9 @@ pub struct ClientArgs {
     /// Test UDP instead of TCP.
     #[arg(long, short = 'u')]
     pub udp: bool,
-    /// Total target rate over all streams of a direction; 0 = unlimited (UDP default 1G).
-    #[arg(long, short = 'b')]
+    /// Total target rate over all streams of a direction; 0 = unlimited. UDP default: 1G to
+    /// loopback and lab addresses, else 1M (iperf3's), said at the start.
+    #[arg(long, short = 'b', allow_hyphen_values = true)]
     pub bitrate: Option<String>,
     /// Do not use UDP segmentation/receive offload (UDP_SEGMENT/UDP_GRO).
     #[arg(long)]
@@ -270,7 +282,89 @@ pub struct ClientArgs {
     /// Print one JSON document instead of text.
     #[arg(long, short = 'J')]
     pub json: bool,
+    /// Units of the text output: k m g t (bits/sec) or K M G T (Bytes/sec), as iperf3's -f.
+    #[arg(long, short = 'f')]
+    pub format: Option<String>,
+    /// More detail: the test asked for and every socket of both ends.
+    #[arg(long, short = 'V')]
+    pub verbose: bool,
+    /// Append the output to this file instead of printing it (iperf3's --logfile).
+    #[arg(long)]
+    pub logfile: Option<std::path::PathBuf>,
+    /// Accepted for iperf3's sake: netsweep flushes every line already.
+    #[arg(long)]
+    pub forceflush: bool,
+    /// Accepted for iperf3's sake: zero-copy sendfile(2) is already the TCP default.
+    #[arg(short = 'Z', long = "zerocopy")]
+    pub zerocopy_flag: bool,
+    /// iperf3's byte count (-n): netsweep measures for a time; answered with the -t to use.
+    #[arg(short = 'n', long = "bytes", hide = true)]
+    pub bytes: Option<String>,
+    /// iperf3's block count (-k): answered like -n.
+    #[arg(short = 'k', long = "blockcount", hide = true)]
+    pub blockcount: Option<String>,
 }
+
+/// Rewrites iperf3's command lines into netsweep's: `netsweep -s ...` is `netsweep server
+/// ...` and `netsweep -c HOST ...` is `netsweep client HOST ...` (`-c HOST` may stand anywhere).
+pub fn iperf3_argv(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let Some((prog, rest)) = args.split_first() else {
+        return args;
+    };
+    let first = rest.first().and_then(|a| a.to_str());
+    if matches!(first, Some("-s" | "--server")) {
+        let mut out = vec![prog.clone(), "server".into()];
+        out.extend(rest[1..].iter().cloned());
+        return out;
+    }
+    // Only when no subcommand comes first: `netsweep -c HOST -t 5`, `netsweep -t 5 -c HOST`.
+    let starts_with_flag = first.is_some_and(|a| a.starts_with('-'));
+    if let Some(i) = rest
+        .iter()
+        .position(|a| a == "-c" || a == "--client")
+        .filter(|_| starts_with_flag)
+        && i + 1 < rest.len()
+    {
+        let mut out = vec![prog.clone(), "client".into(), rest[i + 1].clone()];
+        out.extend(rest[..i].iter().cloned());
+        out.extend(rest[i + 2..].iter().cloned());
+        return out;
+    }
+    args
+}
+
+/// UDP's rate when `-b` is not given: 1 Gbit/s only where the path is this machine's own
+/// (loopback, netsweep's lab ranges 198.18.0.0/15 and 2001:2::/48), else iperf3's 1 Mbit/s, so
+/// a forgotten `-b` never floods a real WAN. The note says which and why.
+pub fn udp_default_rate(server: IpAddr) -> (f64, String) {
+    let local = match server {
+        IpAddr::V4(v4) => {
+            v4.is_loopback() || (v4.octets()[0] == 198 && v4.octets()[1] & 0xfe == 18)
+        }
+        IpAddr::V6(v6) => v6.is_loopback() || v6.segments()[..3] == [0x2001, 0x2, 0],
+    };
+    if local {
+        (
+            UDP_DEFAULT_RATE,
+            format!(
+                "UDP at {} (the default to loopback and netsweep labs; -b to choose)",
+                BitRate(UDP_DEFAULT_RATE)
+            ),
+        )
+    } else {
+        (
+            UDP_WAN_DEFAULT_RATE,
+            format!(
+                "UDP at {} (the default off loopback and labs, as iperf3's, so a forgotten -b \
+                 cannot flood a real path; -b 500M or -b 0 for unlimited)",
+                BitRate(UDP_WAN_DEFAULT_RATE)
+            ),
+        )
+    }
+}
+
+/// UDP's default rate off loopback and labs (iperf3's).
+pub const UDP_WAN_DEFAULT_RATE: f64 = 1e6;
 
 /// Resolves `host:port`, honouring `-4`/`-6`.
 pub fn resolve(host: &str, port: u16, v4: bool, v6: bool) -> anyhow::Result<SocketAddr> {
@@ -295,6 +389,12 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
     type Error = anyhow::Error;
 
     fn try_from(a: &ClientArgs) -> anyhow::Result<(ClientConfig, TestSpec)> {
+        if let Some(n) = a.bytes.as_ref().or(a.blockcount.as_ref()) {
+            bail!(
+                "-n/-k {n}: netsweep measures for a time, not a byte count, so both ends share one \
+                 interval grid; use -t (for example -t 10), and read the bytes moved in the summary"
+            );
+        }
         let duration = parse_duration(&a.time).context("-t/--time")?;
         let mut spec = if a.udp {
             TestSpec::udp(duration)
@@ -327,17 +427,24 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
                 .parse::<BitRate>()
                 .context("-b/--bitrate")?
                 .bits_per_second();
-        } else if spec.protocol == Protocol::Udp {
-            spec.bitrate_bps = UDP_DEFAULT_RATE;
         }
         if spec.protocol == Protocol::Udp && a.length.is_none() {
             spec.length_bytes = UDP_DEFAULT_LENGTH;
         }
         spec.udp_offload = !a.no_udp_offload;
         spec.zerocopy = !a.no_zerocopy;
-        spec.validate()?;
         let server = resolve(&a.host, a.port, a.ipv4, a.ipv6)?;
         let mut cfg = ClientConfig::new(server);
+        if spec.protocol == Protocol::Udp && a.bitrate.is_none() {
+            let (rate, note) = udp_default_rate(server.ip());
+            spec.bitrate_bps = rate;
+            cfg.notes.push(note);
+        }
+        if a.zerocopy_flag {
+            cfg.notes
+                .push("-Z: zero-copy sendfile(2) is already netsweep's TCP default".into());
+        }
+        spec.validate()?;
         cfg.bind = a.bind.as_deref().map(|b| match b.parse::<IpAddr>() {
             Ok(ip) => Bind::Address(ip),
             Err(_) => Bind::Device(b.to_string()),
@@ -387,6 +494,63 @@ mod tests {
         assert_eq!(spec.window_bytes, Some(65536));
         assert_eq!(spec.omit, Duration::from_secs(1));
         assert_eq!(spec.congestion.as_deref(), Some("reno"));
+    }
+
+    #[test]
+    fn udp_is_1_gbit_only_where_the_path_is_ours() {
+        for (ip, rate) in [
+            ("127.0.0.1", 1e9),
+            ("198.18.0.2", 1e9),
+            ("198.19.255.1", 1e9),
+            ("2001:2::2", 1e9),
+            ("::1", 1e9),
+            ("192.0.2.7", 1e6),
+            ("198.20.0.1", 1e6),
+            ("2001:db8::1", 1e6),
+        ] {
+            let (r, note) = udp_default_rate(ip.parse().unwrap());
+            assert_eq!(r, rate, "{ip}");
+            assert!(note.contains("-b"), "{note}");
+        }
+    }
+
+    /// Regression: `netsweep -s`, `netsweep -c HOST` were refused with a misleading tip.
+    #[test]
+    fn iperf3_command_lines_are_understood() {
+        let v = |a: &[&str]| -> Vec<String> {
+            let os: Vec<std::ffi::OsString> = a.iter().map(|s| s.into()).collect();
+            iperf3_argv(os)
+                .into_iter()
+                .map(|s| s.to_string_lossy().to_string())
+                .collect()
+        };
+        assert_eq!(
+            v(&["netsweep", "-s", "-p", "5"]),
+            ["netsweep", "server", "-p", "5"]
+        );
+        assert_eq!(
+            v(&["netsweep", "-c", "h", "-t", "5"]),
+            ["netsweep", "client", "h", "-t", "5"]
+        );
+        assert_eq!(
+            v(&["netsweep", "-t", "5", "-c", "h", "-R"]),
+            ["netsweep", "client", "h", "-t", "5", "-R"]
+        );
+        assert_eq!(
+            v(&["netsweep", "stats", "-c", "99"]),
+            ["netsweep", "stats", "-c", "99"]
+        );
+        let cli = Cli::try_parse_from(v(&["netsweep", "-c", "127.0.0.1", "-Z", "-f", "m", "-V"]));
+        assert!(cli.is_ok(), "{cli:?}");
+    }
+
+    /// Regression: `-t -5` gave the tip "use '-- -5'"; `-n 1G` was refused without a word.
+    #[test]
+    fn negative_times_and_byte_counts_get_plain_answers() {
+        let e = format!("{:#}", client(&["127.0.0.1", "-t", "-5"]).unwrap_err());
+        assert!(e.contains("-t/--time") && !e.contains("'--"), "{e}");
+        let e = format!("{:#}", client(&["127.0.0.1", "-n", "1G"]).unwrap_err());
+        assert!(e.contains("use -t"), "{e}");
     }
 
     #[test]

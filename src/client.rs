@@ -35,6 +35,9 @@ pub struct ClientConfig {
     pub server: SocketAddr,
     pub bind: Option<Bind>,
     pub connect_timeout: Duration,
+    /// What the command line's conversion chose for the user and should tell them at the start
+    /// (a default rate, a flag accepted as a no-op).
+    pub notes: Vec<String>,
 }
 
 impl ClientConfig {
@@ -43,6 +46,7 @@ impl ClientConfig {
             server,
             bind: None,
             connect_timeout: Duration::from_secs(5),
+            notes: Vec::new(),
         }
     }
 }

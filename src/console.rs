@@ -7,9 +7,29 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+/// Where standard output goes instead, with `--logfile`.
+static LOG_FILE: std::sync::Mutex<Option<std::fs::File>> = std::sync::Mutex::new(None);
 
-/// Writes to standard output; a closed pipe is remembered, not a panic.
+/// Sends what would go to standard output to `path` (appended, as iperf3's `--logfile`).
+pub fn log_to(path: &std::path::Path) -> std::io::Result<()> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    if let Ok(mut f) = LOG_FILE.lock() {
+        *f = Some(file);
+    }
+    Ok(())
+}
+
+/// Writes to standard output (or the log file); a closed pipe is remembered, not a panic.
 pub fn write_out(args: std::fmt::Arguments<'_>) {
+    if let Ok(mut guard) = LOG_FILE.lock()
+        && let Some(f) = guard.as_mut()
+    {
+        let _ = f.write_fmt(args);
+        return;
+    }
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return;
     }

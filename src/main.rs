@@ -2,7 +2,8 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = netsweep::cli::Cli::parse();
+    let argv = netsweep::cli::iperf3_argv(std::env::args_os().collect());
+    let cli = netsweep::cli::Cli::parse_from(argv);
     match netsweep::app::run(cli) {
         Ok(code) => code,
         Err(e) => {

@@ -229,6 +229,30 @@ fn opt_range(lo: Option<f64>, hi: Option<f64>, unit: &str) -> String {
     }
 }
 
+/// A p-value as text: below double precision's resolution a bound, not a false zero.
+fn p_value(p: f64) -> String {
+    if p < 1e-16 {
+        "p < 1e-16".into()
+    } else {
+        format!("p = {}", fmt_g(p, 4))
+    }
+}
+
+/// A t statistic as text: with no variance in either set it is undefined, not "nan".
+fn t_value(t: f64) -> String {
+    if t.is_nan() {
+        "t undefined (no variance in either set)".into()
+    } else if t.is_infinite() {
+        "t infinite (no variance, different means)".into()
+    } else {
+        format!("t = {}", fmt_g(t, 5))
+    }
+}
+
+/// Why netsweep's interval differs from Debian's ministat at 99.5% (shown at that level only).
+pub const MINISTAT_995_NOTE: &str = "Note: at 99.5% Debian's ministat prints a wider interval: its \
+table's 99.5% column holds the t values of 99.8%. netsweep uses the exact 99.5% quantile.\n";
+
 /// What ministat does not print, for comparison `k`.
 pub fn extra_block(a: &Analysis, k: usize) -> String {
     let c = &a.comparisons[k];
@@ -236,12 +260,12 @@ pub fn extra_block(a: &Analysis, k: usize) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "\tWelch: t = {}, df = {}, p = {}{}; difference {} ({conf} CI {} to {})",
-        fmt_g(c.welch.t, 5),
+        "\tWelch: {}, df = {}, {}{}; difference {} ({conf} CI {} to {})",
+        t_value(c.welch.t),
         fmt_g(c.welch.df, 5),
-        fmt_g(c.welch.p, 4),
+        p_value(c.welch.p),
         if a.comparisons.len() > 1 {
-            format!(" (Holm-adjusted {})", fmt_g(c.welch_p_holm, 4))
+            format!(" (Holm-adjusted {})", p_value(c.welch_p_holm))
         } else {
             String::new()
         },
@@ -255,9 +279,9 @@ pub fn extra_block(a: &Analysis, k: usize) -> String {
     };
     let _ = writeln!(
         out,
-        "\tMann-Whitney: U = {}, p = {} ({method})",
+        "\tMann-Whitney: U = {}, {} ({method})",
         fmt_g(c.mann_whitney.u, 8),
-        fmt_g(c.mann_whitney.p, 4)
+        p_value(c.mann_whitney.p)
     );
     let hl = &c.hodges_lehmann;
     let _ = writeln!(
@@ -310,7 +334,7 @@ pub fn set_notes(a: &Analysis) -> String {
     out
 }
 
-/// The full text of `netsweep stats`.
+/// The full text of `netsweep stats`; `plot_opts` `None` leaves the plot out (`-A`).
 pub fn render(a: &Analysis, values: &[Vec<f64>], plot_opts: Option<PlotOptions>) -> String {
     let mut out = String::new();
     for (i, s) in a.sets.iter().enumerate() {
@@ -330,6 +354,9 @@ pub fn render(a: &Analysis, values: &[Vec<f64>], plot_opts: Option<PlotOptions>)
         out.push_str(&extra_block(a, k));
     }
     out.push_str(&set_notes(a));
+    if (a.confidence - 0.995).abs() < 1e-9 && !a.comparisons.is_empty() {
+        out.push_str(MINISTAT_995_NOTE);
+    }
     out
 }
 

@@ -4,8 +4,65 @@
 
 use crate::result::{Interval, StreamInterval, Summary, TestResult};
 use crate::spec::{Flow, Protocol, TestSpec};
-use crate::units::{BitRate, Bytes};
+use crate::units::{Bytes, RateFormat};
 use std::fmt::Write;
+
+/// The test asked for, in one line (`-V`).
+pub fn spec_line(spec: &TestSpec) -> String {
+    format!(
+        "Test: {:?} {:?}, {} stream(s) per direction, {:.1} s measured after {:.1} s omitted, \
+         {} s intervals, {} per {}, rate {}, window {}, congestion control {}",
+        spec.protocol,
+        spec.direction,
+        spec.streams,
+        spec.duration.as_secs_f64(),
+        spec.omit.as_secs_f64(),
+        spec.interval.as_secs_f64(),
+        Bytes(u64::from(spec.length_bytes)),
+        if spec.protocol == Protocol::Udp {
+            "datagram"
+        } else {
+            "write"
+        },
+        if spec.bitrate_bps > 0.0 {
+            crate::units::BitRate(spec.bitrate_bps).to_string()
+        } else {
+            "unlimited".into()
+        },
+        spec.window_bytes
+            .map_or("kernel autotuning".into(), |w| Bytes(w).to_string()),
+        spec.congestion.as_deref().unwrap_or("the host's default")
+    )
+}
+
+/// Every socket of both ends with what the kernel granted (`-V`).
+pub fn sockets(result: &TestResult) -> String {
+    let mut out = String::new();
+    for (side, socks) in [
+        ("client", &result.start.client_sockets),
+        ("server", &result.start.server_sockets),
+    ] {
+        for s in socks.iter() {
+            let _ = writeln!(
+                out,
+                "{side} stream {}: {} -> {}, sndbuf {}, rcvbuf {}{}{}",
+                s.stream,
+                s.local,
+                s.remote,
+                Bytes(s.sndbuf_bytes),
+                Bytes(s.rcvbuf_bytes),
+                s.mss_bytes
+                    .map(|m| format!(", MSS {m}"))
+                    .unwrap_or_default(),
+                s.congestion
+                    .as_ref()
+                    .map(|c| format!(", congestion control {c}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    out
+}
 
 /// The column header printed before the first interval.
 pub fn header(spec: &TestSpec) -> String {
@@ -15,26 +72,36 @@ pub fn header(spec: &TestSpec) -> String {
     }
 }
 
+/// The direction tag of `--bidir` lines, with its leading space (iperf3: `  receiver [TX-C]`).
 fn tag(flow: Option<Flow>, bidir: bool) -> &'static str {
     match (bidir, flow) {
         (false, _) | (true, None) => "",
-        (true, Some(Flow::ClientToServer)) => "[TX-C]",
-        (true, Some(Flow::ServerToClient)) => "[RX-C]",
+        (true, Some(Flow::ClientToServer)) => " [TX-C]",
+        (true, Some(Flow::ServerToClient)) => " [RX-C]",
     }
 }
 
-fn line(
-    id: &str,
+/// How numbers are written: the unit of `-f`.
+struct Line<'a> {
+    id: &'a str,
     start: f64,
     end: f64,
-    row: &StreamInterval,
     proto: Protocol,
-    suffix: &str,
-) -> String {
+    units: RateFormat,
+}
+
+fn line(l: &Line, row: &StreamInterval, suffix: &str) -> String {
+    let Line {
+        id,
+        start,
+        end,
+        proto,
+        units,
+    } = *l;
     let mut s = format!(
         "[{id:>3}] {start:6.2}-{end:<6.2} sec  {:>12}  {:>16}",
-        Bytes(row.bytes).to_string(),
-        BitRate(row.bits_per_second).to_string()
+        units.bytes(row.bytes),
+        units.rate(row.bits_per_second)
     );
     match proto {
         Protocol::Tcp => {
@@ -64,18 +131,22 @@ fn line(
 }
 
 /// Lines for one interval: each stream, then `[SUM]` lines (one per direction with `--bidir`).
-pub fn interval_lines(spec: &TestSpec, iv: &Interval) -> String {
+pub fn interval_lines(spec: &TestSpec, iv: &Interval, units: RateFormat) -> String {
     let bidir = spec.direction == crate::spec::Direction::Bidir;
     let omitted = if iv.omitted { "  (omitted)" } else { "" };
     let mut out = String::new();
     for row in &iv.streams {
         let id = format!("{}", row.stream);
+        let l = Line {
+            id: &id,
+            start: iv.start_s,
+            end: iv.end_s,
+            proto: spec.protocol,
+            units,
+        };
         out.push_str(&line(
-            &id,
-            iv.start_s,
-            iv.end_s,
+            &l,
             row,
-            spec.protocol,
             &format!("{}{omitted}", tag(row.flow, bidir)),
         ));
         out.push('\n');
@@ -92,14 +163,14 @@ pub fn interval_lines(spec: &TestSpec, iv: &Interval) -> String {
             if rows.len() > 1 || (bidir && !rows.is_empty()) {
                 let total = crate::result::total_of(&rows, secs);
                 let tagged = format!("{}{omitted}", tag(Some(flow), bidir));
-                out.push_str(&line(
-                    "SUM",
-                    iv.start_s,
-                    iv.end_s,
-                    &total,
-                    spec.protocol,
-                    &tagged,
-                ));
+                let l = Line {
+                    id: "SUM",
+                    start: iv.start_s,
+                    end: iv.end_s,
+                    proto: spec.protocol,
+                    units,
+                };
+                out.push_str(&line(&l, &total, &tagged));
                 out.push('\n');
             }
         }
@@ -122,7 +193,7 @@ fn summary_row(s: &Summary) -> StreamInterval {
 }
 
 /// Sender and receiver lines per stream and per direction, then CPU use.
-pub fn summary(result: &TestResult) -> String {
+pub fn summary(result: &TestResult, units: RateFormat) -> String {
     let spec = &result.spec;
     let bidir = spec.direction == crate::spec::Direction::Bidir;
     let start = spec.omit.as_secs_f64();
@@ -141,6 +212,13 @@ pub fn summary(result: &TestResult) -> String {
             rows.push(("SUM".to_string(), &dir.summary));
         }
         for (id, s) in rows {
+            let l = Line {
+                id: &id,
+                start,
+                end,
+                proto: spec.protocol,
+                units,
+            };
             match spec.protocol {
                 Protocol::Tcp => {
                     let sender = StreamInterval {
@@ -149,36 +227,15 @@ pub fn summary(result: &TestResult) -> String {
                         retransmits: s.retransmits,
                         ..StreamInterval::default()
                     };
-                    out.push_str(&line(
-                        &id,
-                        start,
-                        end,
-                        &sender,
-                        spec.protocol,
-                        &format!("  sender{t}\n"),
-                    ));
+                    out.push_str(&line(&l, &sender, &format!("  sender{t}\n")));
                     let receiver = StreamInterval {
                         retransmits: None,
                         ..summary_row(s)
                     };
-                    out.push_str(&line(
-                        &id,
-                        start,
-                        end,
-                        &receiver,
-                        spec.protocol,
-                        &format!("         receiver{t}\n"),
-                    ));
+                    out.push_str(&line(&l, &receiver, &format!("         receiver{t}\n")));
                 }
                 Protocol::Udp => {
-                    out.push_str(&line(
-                        &id,
-                        start,
-                        end,
-                        &summary_row(s),
-                        spec.protocol,
-                        &format!("  receiver{t}\n"),
-                    ));
+                    out.push_str(&line(&l, &summary_row(s), &format!("  receiver{t}\n")));
                 }
             }
         }

@@ -375,6 +375,19 @@ impl Store {
         Ok(self.conn.last_insert_rowid())
     }
 
+    /// The newest campaign of imported runs called `name`, if any.
+    pub fn newest_import_campaign(&self, name: &str) -> anyhow::Result<Option<i64>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT max(id) FROM campaign WHERE target = 'import' AND name = ?1",
+                params![name],
+                |r| r.get(0),
+            )
+            .optional()?
+            .flatten())
+    }
+
     /// The id of the configuration with these dimension values, created if missing.
     pub fn configuration_for(
         &mut self,

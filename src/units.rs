@@ -238,6 +238,75 @@ impl fmt::Display for Bytes {
     }
 }
 
+/// The unit of the text output's columns (iperf3's `-f`): automatic, or fixed to kilo, mega,
+/// giga or tera bits per second (`k m g t`) or bytes per second (`K M G T`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RateFormat {
+    #[default]
+    Auto,
+    Bits(char),
+    Bytes(char),
+}
+
+impl FromStr for RateFormat {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<RateFormat, ParseError> {
+        match s {
+            "k" | "m" | "g" | "t" => Ok(RateFormat::Bits(s.chars().next().unwrap_or('m'))),
+            "K" | "M" | "G" | "T" => Ok(RateFormat::Bytes(s.chars().next().unwrap_or('M'))),
+            "a" | "auto" => Ok(RateFormat::Auto),
+            _ => Err(ParseError::new(
+                "format",
+                s,
+                "expected one unit letter",
+                "k m g t for bits/sec, K M G T for Bytes/sec",
+            )),
+        }
+    }
+}
+
+impl RateFormat {
+    fn scale(c: char) -> (f64, &'static str) {
+        match c.to_ascii_lowercase() {
+            'k' => (1e3, "K"),
+            'g' => (1e9, "G"),
+            't' => (1e12, "T"),
+            _ => (1e6, "M"),
+        }
+    }
+
+    /// A rate in this format: `941 Mbits/sec`, or `117 MBytes/sec` with `-f M`.
+    pub fn rate(self, bps: f64) -> String {
+        match self {
+            RateFormat::Auto => BitRate(bps).to_string(),
+            RateFormat::Bits(c) => {
+                let (k, p) = Self::scale(c);
+                format!("{} {p}bits/sec", three_digits(bps / k))
+            }
+            RateFormat::Bytes(c) => {
+                let (k, p) = Self::scale(c);
+                format!("{} {p}Bytes/sec", three_digits(bps / 8.0 / k))
+            }
+        }
+    }
+
+    /// A byte count in this format (binary multiples, as iperf3 prints transfers).
+    pub fn bytes(self, n: u64) -> String {
+        let c = match self {
+            RateFormat::Auto => return Bytes(n).to_string(),
+            RateFormat::Bits(c) | RateFormat::Bytes(c) => c.to_ascii_lowercase(),
+        };
+        let (k, p) = match c {
+            'k' => (1024f64, "K"),
+            'g' => (1024f64.powi(3), "G"),
+            't' => (1024f64.powi(4), "T"),
+            _ => (1024f64.powi(2), "M"),
+        };
+        format!("{} {p}Bytes", three_digits(n as f64 / k))
+    }
+}
+
 /// Three significant digits, as iperf3 prints them.
 fn three_digits(v: f64) -> String {
     if v >= 100.0 {
@@ -252,6 +321,18 @@ fn three_digits(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fixed_formats_follow_iperf3s_letters() {
+        let m: RateFormat = "m".parse().unwrap();
+        assert_eq!(m.rate(941e6), "941 Mbits/sec");
+        assert_eq!(m.rate(25.3e9), "25300 Mbits/sec");
+        assert_eq!(m.bytes(112 << 20), "112 MBytes");
+        let g: RateFormat = "G".parse().unwrap();
+        assert_eq!(g.rate(8e9), "1.00 GBytes/sec");
+        assert_eq!(RateFormat::Auto.rate(941e6), "941 Mbits/sec");
+        assert!("x".parse::<RateFormat>().is_err());
+    }
 
     #[test]
     fn sizes_use_binary_multipliers() {

@@ -326,6 +326,23 @@ fn iperf3_results_import_and_compare() {
         bad.to_str().unwrap(),
     ]);
     assert!(!ok && out.contains("unable to connect"), "{out}");
+    // Regression: the README's command a second time (another value, no --campaign) made a new
+    // campaign instead of adding to the first; now the dimension's values share one.
+    let db2 = dir.path().join("j.db");
+    let dbs2 = db2.to_str().unwrap();
+    for (nic, files) in [("e1000", &a), ("virtio", &b)] {
+        let set = format!("nic={nic}");
+        let mut args = vec!["import", "--db", dbs2, "--set", &set];
+        args.extend(files.iter().map(String::as_str));
+        let (ok, out) = netsweep(&args);
+        assert!(ok && out.contains("campaign 1"), "{out}");
+    }
+    let (ok, out) = netsweep(&["compare", "--db", dbs2, "--by", "nic"]);
+    assert!(ok && out.contains("nic=virtio is faster"), "{out}");
+    let mut args = vec!["import", "--db", dbs2, "--new", "--set", "nic=x"];
+    args.extend(a.iter().map(String::as_str));
+    let (ok, out) = netsweep(&args);
+    assert!(ok && out.contains("campaign 2"), "{out}");
 }
 
 /// Regression: `*.db` in .gitignore once hid `tests/fixtures/schema-v1.db`, so the schema test

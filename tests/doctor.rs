@@ -373,3 +373,27 @@ fn the_path_mtu_probe_flags_a_lab_with_jumbo_frames_on_one_side() {
     );
     drop(server);
 }
+
+/// Regression: `doctor --watch` blamed the running netsweep test itself as a CPU hog.
+#[test]
+fn the_measurement_itself_is_not_a_cpu_hog() {
+    let f = Fixture::new(true);
+    f.iface("eth0", Some("virtio_net"), 1500, None);
+    let stat =
+        |comm: &str, ticks: u64| format!("1 ({comm}) R 1 1 1 0 -1 0 0 0 0 0 {ticks} 0 0 0\n");
+    f.file("proc/4242/stat", &stat("netsweep", 0));
+    f.file("proc/4343/stat", &stat("miner", 0));
+    let before = host::sample(&f.view());
+    f.file("proc/4242/stat", &stat("netsweep", 900));
+    f.file("proc/4343/stat", &stat("miner", 900));
+    let after = host::sample(&f.view());
+    let found = host::change_checks(&before, &after, 10.0, 100.0);
+    assert!(
+        found.iter().any(|x| x.id == "system.cpu_hog.4343"),
+        "{found:?}"
+    );
+    assert!(
+        !found.iter().any(|x| x.id == "system.cpu_hog.4242"),
+        "{found:?}"
+    );
+}

@@ -540,3 +540,28 @@ fn doctor_refuses_hostile_fixture_trees_and_huge_files() {
     assert!(String::from_utf8_lossy(&big.stderr).contains("larger than"));
     assert!(t0.elapsed() < Duration::from_secs(5));
 }
+
+/// Regression: `stats -w 100000000000` aborted on allocation; `doctor --watch nan` panicked.
+#[test]
+fn absurd_numeric_flags_are_refused_with_the_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("n.txt");
+    std::fs::write(&f, "1\n2\n3\n").unwrap();
+    let f = f.to_str().unwrap();
+    for (args, expect) in [
+        (vec!["stats", "-w", "100000000000", f, f], "-w"),
+        (vec!["doctor", "--watch", "nan"], "--watch"),
+        (vec!["doctor", "--watch", "-5"], "--watch"),
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains(expect) && !err.contains("panicked"),
+            "{args:?}: {err}"
+        );
+    }
+}

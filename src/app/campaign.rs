@@ -506,7 +506,15 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
             store.campaign(id)?;
             id
         }
-        None => store.create_import_campaign(&format!("imported {}", crate::plan::label(&dims)))?,
+        None => {
+            // Named by the dimensions, not their values: each value's files join the others.
+            let keys: Vec<&str> = dims.iter().map(|(k, _)| k.as_str()).collect();
+            let name = format!("imported: {}", keys.join(", "));
+            match store.newest_import_campaign(&name)?.filter(|_| !a.new) {
+                Some(id) => id,
+                None => store.create_import_campaign(&name)?,
+            }
+        }
     };
     let config = store.configuration_for(campaign, &dims)?;
     let mut imported = 0;

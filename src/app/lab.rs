@@ -78,6 +78,27 @@ fn describe(p: &PathConfig, emulator: lab::Emulator) -> String {
     )
 }
 
+/// What `--jitter` means on this lab, so nobody expects RFC 3550's jitter to read it back.
+pub fn jitter_note(p: &PathConfig, emulator: lab::Emulator) -> Option<String> {
+    if p.jitter.is_zero() {
+        return None;
+    }
+    Some(match emulator {
+        lab::Emulator::Userspace => format!(
+            "jitter: each packet's one-way delay varies uniformly within +/-{:?}, but packets never \
+             overtake each other (a late packet holds back the ones behind it), so the RFC 3550 \
+             jitter of a paced flow reads far below {:?} (typically a tenth); it is the spread of \
+             one-way delays, not of inter-arrival times",
+            p.jitter, p.jitter
+        ),
+        _ => format!(
+            "jitter: netem varies each packet's delay within +/-{:?} and reorders packets when \
+             the variation exceeds their spacing, as netem does by default",
+            p.jitter
+        ),
+    })
+}
+
 fn up(name: &str, path: &PathArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
     let (path, emulator) = <(PathConfig, EmulatorChoice)>::try_from(path)?;
     let exe = std::env::current_exe().context("cannot find the netsweep executable")?;
@@ -88,6 +109,9 @@ fn up(name: &str, path: &PathArgs, state_dir: PathBuf) -> anyhow::Result<ExitCod
     };
     let lab = Lab::up(name, path, &opts)?;
     crate::outln!("lab {name} is up: {}", describe(lab.path(), lab.emulator()));
+    if let Some(note) = jitter_note(lab.path(), lab.emulator()) {
+        crate::outln!("  {note}");
+    }
     crate::outln!(
         "  host a: namespace {} address {} / {}",
         lab.namespace(Host::A),
@@ -154,6 +178,7 @@ fn test(path: &PathArgs, client_args: &[String]) -> anyhow::Result<ExitCode> {
         _ => bail!("client options expected after --"),
     };
     let (cfg, spec): (ClientConfig, TestSpec) = (&args).try_into()?;
+    let view = crate::app::ClientView::try_from(&args)?;
     let name = format!("t{}", std::process::id() % 100_000_000);
     let opts = LabOptions {
         emulator,
@@ -162,11 +187,12 @@ fn test(path: &PathArgs, client_args: &[String]) -> anyhow::Result<ExitCode> {
     let lab = Lab::up(&name, path, &opts)?;
     if !args.json {
         crate::outln!("lab {name}: {}", describe(lab.path(), lab.emulator()));
+        if let Some(note) = jitter_note(lab.path(), lab.emulator()) {
+            crate::outln!("  {note}");
+        }
     }
     let server = lab.start_server(Host::B, ServerLimits::default())?;
-    let code = lab.run_in(Host::A, || {
-        crate::app::client_and_print(&cfg, &spec, args.json)
-    });
+    let code = lab.run_in(Host::A, || crate::app::client_and_print(&cfg, &spec, &view));
     drop(server);
     lab.down()?;
     code

@@ -12,6 +12,7 @@ use crate::client::{self, ClientConfig};
 use crate::output;
 use crate::result::TestResult;
 use crate::spec::TestSpec;
+use crate::units::RateFormat;
 use crate::{server, signals};
 use anyhow::Context;
 use socket2::{Domain, Socket, Type};
@@ -65,34 +66,80 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
 
 fn run_client(a: &ClientArgs) -> anyhow::Result<ExitCode> {
     let (cfg, spec): (ClientConfig, TestSpec) = a.try_into()?;
-    Ok(client_and_print(&cfg, &spec, a.json))
+    let view = ClientView::try_from(a)?;
+    Ok(client_and_print(&cfg, &spec, &view))
+}
+
+/// How `netsweep client` shows its result: JSON or text, in which units, how much detail.
+#[derive(Debug, Clone, Default)]
+pub struct ClientView {
+    pub json: bool,
+    pub units: RateFormat,
+    pub verbose: bool,
+}
+
+impl TryFrom<&ClientArgs> for ClientView {
+    type Error = anyhow::Error;
+
+    fn try_from(a: &ClientArgs) -> anyhow::Result<ClientView> {
+        if let Some(path) = &a.logfile {
+            crate::console::log_to(path)
+                .with_context(|| format!("--logfile {}", path.display()))?;
+        }
+        Ok(ClientView {
+            json: a.json,
+            units: a
+                .format
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .context("-f/--format")?
+                .unwrap_or_default(),
+            verbose: a.verbose,
+        })
+    }
 }
 
 /// Runs one test, printing intervals live (text) or one document at the end (`--json`).
-/// Ctrl-C prints what was measured so far.
-pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, json: bool) -> ExitCode {
+/// Ctrl-C prints what was measured so far. The column header waits for the first interval,
+/// so a test that never starts prints only why.
+pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) -> ExitCode {
     let stop = signals::install();
-    if !json {
+    for note in &cfg.notes {
+        if view.json {
+            crate::errln!("netsweep: {note}");
+        } else {
+            crate::outln!("{note}");
+        }
+    }
+    if !view.json {
         crate::outln!(
             "Connecting to host {}, port {}",
             cfg.server.ip(),
             cfg.server.port()
         );
-        crate::outln!("{}", output::header(spec));
+        if view.verbose {
+            crate::outln!("{}", output::spec_line(spec));
+        }
     }
+    let mut header_shown = false;
     let mut print_interval = |iv: &crate::result::Interval| {
-        if !json {
-            crate::out!("{}", output::interval_lines(spec, iv));
+        if !view.json {
+            if !header_shown {
+                crate::outln!("{}", output::header(spec));
+                header_shown = true;
+            }
+            crate::out!("{}", output::interval_lines(spec, iv, view.units));
         }
     };
     match client::run_test(cfg, spec, stop, &mut print_interval) {
         Ok(result) => {
-            print_result(&result, json);
+            print_result(&result, view);
             ExitCode::SUCCESS
         }
         Err(e) => {
             if let Some(partial) = &e.partial {
-                print_result(partial, json);
+                print_result(partial, view);
             }
             crate::errln!("netsweep: {}", e.message);
             ExitCode::FAILURE
@@ -100,13 +147,16 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, json: bool) -> Exit
     }
 }
 
-fn print_result(result: &TestResult, json: bool) {
-    if json {
+fn print_result(result: &TestResult, view: &ClientView) {
+    if view.json {
         match serde_json::to_string_pretty(result) {
             Ok(text) => crate::outln!("{text}"),
             Err(e) => crate::errln!("netsweep: cannot encode the result: {e}"),
         }
     } else {
-        crate::out!("{}", output::summary(result));
+        crate::out!("{}", output::summary(result, view.units));
+        if view.verbose {
+            crate::out!("{}", output::sockets(result));
+        }
     }
 }

@@ -63,10 +63,10 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let values: Vec<Vec<f64>> = sets.into_iter().map(|(_, v)| v).collect();
-    let plot = PlotOptions {
+    let plot = (!a.no_graph).then_some(PlotOptions {
         width: a.width,
         separate_bars: a.separate,
-    };
-    crate::out!("{}", ministat::render(&analysis, &values, Some(plot)));
+    });
+    crate::out!("{}", ministat::render(&analysis, &values, plot));
     Ok(ExitCode::SUCCESS)
 }

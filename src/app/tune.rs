@@ -215,7 +215,15 @@ fn apply(
         tuning::journal_dir().display()
     );
     for e in &entries {
-        crate::outln!("  {} = \"{}\" (was \"{}\")", e.key, e.applied, e.original);
+        if e.applied == e.original {
+            crate::outln!(
+                "  {} = \"{}\" kept: already at or above the profile's value, which never lowers one",
+                e.key,
+                e.original
+            );
+        } else {
+            crate::outln!("  {} = \"{}\" (was \"{}\")", e.key, e.applied, e.original);
+        }
     }
     if !hold {
         crate::outln!(

@@ -163,9 +163,13 @@ pub struct ExportArgs {
 pub struct ImportArgs {
     #[arg(long, default_value = "netsweep.db")]
     pub db: std::path::PathBuf,
-    /// Add to this campaign (default: a new imported campaign).
-    #[arg(long)]
+    /// Add to this campaign (default: the newest imported campaign with the same dimension
+    /// names, so `--set nic=e1000` then `--set nic=vtnet` land in one campaign to compare).
+    #[arg(long, conflicts_with = "new")]
     pub campaign: Option<i64>,
+    /// Start a new imported campaign even if one with these dimension names exists.
+    #[arg(long)]
+    pub new: bool,
     /// Dimension values of these files, DIM=VALUE (repeatable).
     #[arg(long = "set")]
     pub set: Vec<String>,

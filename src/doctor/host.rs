@@ -247,6 +247,11 @@ pub fn change_checks(a: &Sample, b: &Sample, secs: f64, ticks_per_s: f64) -> Vec
     }
     let before: BTreeMap<u32, u64> = a.procs.iter().map(|(p, _, t)| (*p, *t)).collect();
     for (pid, name, t) in &b.procs {
+        // The measurement itself (a netsweep or peer tool test running beside the watch) is
+        // what the user is watching, not a hog to stop.
+        if MEASUREMENT_TOOLS.contains(&name.as_str()) {
+            continue;
+        }
         let used =
             t.saturating_sub(before.get(pid).copied().unwrap_or(*t)) as f64 / ticks_per_s / secs
                 * 100.0;
@@ -264,6 +269,9 @@ pub fn change_checks(a: &Sample, b: &Sample, secs: f64, ticks_per_s: f64) -> Vec
     }
     out
 }
+
+/// Process names that are the measurement, not a hog, when `--watch` runs beside a test.
+const MEASUREMENT_TOOLS: &[&str] = &["netsweep", "iperf3", "iperf", "nuttcp"];
 
 fn parse_triple(v: &str) -> Option<u64> {
     v.split_whitespace().nth(2)?.parse().ok()
@@ -335,7 +343,7 @@ fn buffer_checks(view: &HostView, ifaces: &[Iface], hints: &PathHints, out: &mut
     ] {
         if let Some(m) = max.filter(|m| *m < need) {
             out.push(
-                Finding::new(format!("buffers.{}", key.rsplit('.').next().unwrap_or(key)), Severity::Warning, format!("{key} {} is below 2 x BDP: programs that set their buffers (iperf -w, netsweep -w) are capped there", Bytes(m)))
+                Finding::new(format!("buffers.{}", key.rsplit('.').next().unwrap_or(key)), Severity::Warning, format!("{key} {} is below 2 x BDP: programs that set their buffers (iperf3 -w, iperf -w, netsweep -w without root) are capped there; netsweep run as root forces -w past it (SO_SNDBUFFORCE/SO_RCVBUFFORCE)", Bytes(m)))
                     .evidence(key, m)
                     .fix(format!("sysctl -w {key}={need}")),
             );

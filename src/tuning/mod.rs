@@ -308,10 +308,16 @@ pub fn apply(t: &Target, p: &Profile, opts: &ApplyOptions) -> anyhow::Result<Vec
     })?;
     let mut entries = Vec::new();
     for (k, (v, _)) in &p.linux {
+        let original = t.read(k)?;
+        let applied = if p.raise_only {
+            profile::raised(&original, v)
+        } else {
+            normalize(v)
+        };
         entries.push(Entry {
             key: k.clone(),
-            original: t.read(k)?,
-            applied: normalize(v),
+            original,
+            applied,
         });
     }
     let journal = Journal {
@@ -480,7 +486,12 @@ pub fn bdp_text(rate_bps: f64, rtt_s: f64, current: &dyn Fn(&str) -> Option<Stri
             cur.map(|c| normalize(&c)).unwrap_or_default()
         ));
     }
-    s.push_str("apply with: netsweep tune apply high-bdp --rate RATE --rtt RTT [--target T]\n");
+    // The values as a user types them: `--rate 10000000000 --rtt 1.6ms` parses back exactly.
+    s.push_str(&format!(
+        "apply with: netsweep tune apply high-bdp --rate {} --rtt {}ms [--target T]\n",
+        rate_bps.round(),
+        rtt_s * 1000.0
+    ));
     s.push_str(
         "  (on a lab host or other namespace: high-bdp-ns, the same without the host-wide keys)\n",
     );
@@ -517,6 +528,11 @@ mod tests {
         assert!(text.contains("net.ipv4.tcp_rmem = \"4096 131072 4000000\"   (now \"4096 131072 6291456\": enough)"), "{text}");
         assert!(
             text.contains("net.ipv4.tcp_wmem = \"4096 16384 4000000\"   (now \"\": unknown)"),
+            "{text}"
+        );
+        // Regression: the hint ended with `--rate RATE --rtt RTT` placeholders.
+        assert!(
+            text.contains("tune apply high-bdp --rate 10000000000 --rtt 1.6ms"),
             "{text}"
         );
     }

@@ -123,6 +123,25 @@ pub struct Profile {
     pub linux: BTreeMap<String, (String, String)>,
     /// FreeBSD names as written, with their values.
     pub freebsd: BTreeMap<String, String>,
+    /// Only raise: a numeric setting already above the profile's value is kept, field by field
+    /// (the built-ins, which exist to make buffers large enough, never shrink a larger one).
+    pub raise_only: bool,
+}
+
+/// What a raise-only profile writes over `current`: the larger of each numeric field, or the
+/// profile's value when the two are not lists of numbers of the same length.
+pub fn raised(current: &str, wanted: &str) -> String {
+    let nums =
+        |s: &str| -> Option<Vec<u64>> { s.split_whitespace().map(|x| x.parse().ok()).collect() };
+    match (nums(current), nums(wanted)) {
+        (Some(c), Some(w)) if c.len() == w.len() && !c.is_empty() => c
+            .iter()
+            .zip(&w)
+            .map(|(a, b)| (*a).max(*b).to_string())
+            .collect::<Vec<_>>()
+            .join(" "),
+        _ => wanted.split_whitespace().collect::<Vec<_>>().join(" "),
+    }
 }
 
 /// The built-in profiles; `high-bdp` and `high-bdp-ns` (its per-namespace keys) need the
@@ -226,12 +245,17 @@ pub fn builtin(name: &str, rate_rtt: Option<(f64, f64)>) -> Result<Profile, Stri
         description,
         linux,
         freebsd: BTreeMap::new(),
+        raise_only: name != "default",
     })
 }
 
 /// Writes a profile back as a profile file (Linux keys).
 pub fn to_toml(p: &Profile) -> String {
-    let mut s = format!("[profiles.{}.linux]\n", p.name);
+    let mut s = String::new();
+    if p.raise_only {
+        s.push_str(&format!("[profiles.{}]\nraise_only = true\n", p.name));
+    }
+    s.push_str(&format!("[profiles.{}.linux]\n", p.name));
     for (k, (v, _)) in &p.linux {
         s.push_str(&format!("\"{k}\" = \"{v}\"\n"));
     }
@@ -259,8 +283,15 @@ pub fn parse_file(text: &str) -> Result<Vec<Profile>, String> {
             description: "from a profile file".into(),
             linux: BTreeMap::new(),
             freebsd: BTreeMap::new(),
+            raise_only: false,
         };
         for (os, kv) in table.iter() {
+            if os == "raise_only" {
+                p.raise_only = kv
+                    .as_bool()
+                    .ok_or(format!("profiles.{name}.raise_only must be true or false"))?;
+                continue;
+            }
             let kv = kv
                 .as_table_like()
                 .ok_or(format!("profiles.{name}.{os} must be a table of sysctls"))?;
@@ -358,6 +389,27 @@ mod tests {
                 .map(|(k, v)| (k.clone(), v.0.clone()))
                 .collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn raise_only_keeps_larger_fields() {
+        assert_eq!(
+            raised("4096 131072 33554432", "4096 131072 5000000"),
+            "4096 131072 33554432"
+        );
+        assert_eq!(
+            raised("4096 87380 6291456", "4096 131072 16777216"),
+            "4096 131072 16777216"
+        );
+        assert_eq!(raised("212992", "16777216"), "16777216");
+        assert_eq!(raised("cubic", "bbr"), "bbr");
+        let p = builtin("large-buffers", None).unwrap();
+        assert!(p.raise_only);
+        assert!(
+            parse_file(&to_toml(&p)).unwrap()[0].raise_only,
+            "kept over ssh"
+        );
+        assert!(!builtin("default", None).unwrap().raise_only);
     }
 
     #[test]
