@@ -1,8 +1,16 @@
 //! `netsweep stats` against Debian's `ministat` binary on the same files: the vitals table and
-//! the pooled Student's t difference and +/- must agree. Known, documented differences: the
-//! median of an even N (netsweep averages the middle pair, as current FreeBSD does), the
-//! percent +/- (current FreeBSD's formula, which includes the baseline's variance), and the t
-//! quantiles (ministat's table has 3 decimals and stops at 100 degrees of freedom).
+//! the pooled Student's t difference and +/- must agree, with every flag a ministat user types
+//! (`-A -n -s -c -C -d -w`). What differs on purpose, and why:
+//!
+//! | what | ministat (Debian) | netsweep | why |
+//! |---|---|---|---|
+//! | median of an even N | the upper middle value | mean of the middle pair | current FreeBSD's ministat |
+//! | percent +/- | older formula | current FreeBSD's, with the baseline's variance | the older one is too narrow |
+//! | t quantile | 3-decimal table, normal beyond 100 df | exact for any df | table rounding |
+//! | `-c 99.5` | its column holds t of 99.8% (+/- about 15% wider) | the exact 99.5% quantile, with a note | a table bug |
+//! | `-c` values | 80 90 95 98 99 99.5 only | any, `99.5%` too | |
+//! | after each comparison | nothing | Welch, Mann-Whitney, Hodges-Lehmann, percent CI, verdict | ministat never says which test to trust |
+//! | more than 7 sets | refused | compared, no plot | |
 
 mod common;
 
@@ -311,4 +319,127 @@ fn more_than_seven_sets_are_compared_without_the_plot() {
         "every set is compared with the baseline"
     );
     assert!(out.contains("Holm-adjusted"));
+}
+
+/// Both "d +/- e" lists agree: the difference exactly, the +/- within ministat's table
+/// rounding.
+fn same_differences(theirs: &str, ours: &str, what: &str) {
+    let (t, o) = (differences(theirs), differences(ours));
+    assert_eq!(t.len(), o.len(), "{what}:\n{theirs}\n{ours}");
+    for (a, b) in t.iter().zip(&o) {
+        match (a, b) {
+            (Some((td, te)), Some((od, oe))) => {
+                assert!(
+                    close(*td, *od, 1e-5) && close(*te, *oe, 1e-3),
+                    "{what}: {a:?} {b:?}"
+                )
+            }
+            (None, None) => {}
+            _ => panic!("{what}: verdicts differ:\n{theirs}\n{ours}"),
+        }
+    }
+}
+
+/// Each flag a ministat user types, on both programs with the same files.
+#[test]
+fn every_ministat_flag_agrees_or_differs_as_documented() {
+    if !common::tool_or_skip(
+        "every_ministat_flag_agrees_or_differs_as_documented",
+        "ministat",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sets = [
+        vec![941.2, 938.7, 940.1, 939.9, 941.0],
+        vec![951.3, 949.8, 950.7, 952.1, 950.2],
+    ];
+    let files = write_sets(&dir, &sets);
+    // The same numbers in column 2 of comma-separated lines, for -C and -d.
+    let csv: Vec<String> = sets
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let p = dir.path().join(format!("csv{i}"));
+            let text: String = s.iter().map(|v| format!("run,{v},x\n")).collect();
+            std::fs::write(&p, text).unwrap();
+            p.to_string_lossy().to_string()
+        })
+        .collect();
+    let both = |flags: &[&str], inputs: &[String]| -> (String, String) {
+        let mut args: Vec<String> = flags.iter().map(|s| s.to_string()).collect();
+        args.extend(inputs.iter().cloned());
+        let theirs = run("ministat", &args);
+        let mut ours_args = vec!["stats".to_string()];
+        ours_args.extend(args);
+        (theirs, run(env!("CARGO_BIN_EXE_netsweep"), &ours_args))
+    };
+    // -A: statistics and comparisons, no plot, in both.
+    let (t, o) = both(&["-A"], &files);
+    assert!(!t.contains("+---") && !o.contains("+---"), "{t}\n{o}");
+    assert_eq!(vitals(&t), vitals(&o));
+    same_differences(&t, &o, "-A");
+    // -n: the table only.
+    let (t, o) = both(&["-n"], &files);
+    assert_eq!(vitals(&t), vitals(&o));
+    assert!(!o.contains("Difference") && !o.contains("Verdict"), "{o}");
+    // -s and -w: the plot.
+    for flags in [&["-s"][..], &["-w", "50"][..], &["-s", "-w", "90"][..]] {
+        let (t, o) = both(flags, &files);
+        let plot = |x: &str| -> Vec<String> {
+            x.lines()
+                .filter(|l| l.starts_with('|') || l.starts_with('+'))
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(plot(&t), plot(&o), "{flags:?}");
+    }
+    // -C and -d.
+    let (t, o) = both(&["-C", "2", "-d", ","], &csv);
+    assert_eq!(vitals(&t), vitals(&o));
+    same_differences(&t, &o, "-C 2 -d ,");
+    // -c at every level ministat knows: the same up to its three-decimal table, except 99.5.
+    for conf in ["80", "90", "95", "98", "99"] {
+        compare(&sets, conf, 1e-3);
+    }
+    let (t, o) = both(&["-c", "99.5"], &files);
+    let (td, od) = (differences(&t), differences(&o));
+    let (Some((_, te)), Some((_, oe))) = (td[0], od[0]) else {
+        panic!("both find a difference:\n{t}\n{o}")
+    };
+    // ministat's "99.5" column is t(0.999, 8) = 4.501; the exact t(0.9975, 8) is 3.833.
+    assert!(close(te / oe, 4.501 / 3.833, 2e-3), "{te} vs {oe}");
+    assert!(
+        o.contains("its table's 99.5% column holds the t values of 99.8%"),
+        "{o}"
+    );
+    // `-c 99.5%`, as ministat's usage text spells it (ministat itself refuses the %), is
+    // `-c 99.5`.
+    let mut args = vec!["stats".to_string(), "-c".into(), "99.5%".into()];
+    args.extend(files.iter().cloned());
+    assert_eq!(differences(&run(env!("CARGO_BIN_EXE_netsweep"), &args)), od);
+}
+
+/// Regression: constant sets printed `t = nan`, and tiny p-values `p = 0`.
+#[test]
+fn undefined_t_and_tiny_p_are_said_in_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = write_sets(&dir, &[vec![5.0, 5.0, 5.0], vec![5.0, 5.0, 5.0]]);
+    let mut args = vec!["stats".to_string()];
+    args.extend(files);
+    let out = run(env!("CARGO_BIN_EXE_netsweep"), &args);
+    assert!(!out.contains("nan"), "{out}");
+    assert!(
+        out.contains("t undefined (no variance in either set)"),
+        "{out}"
+    );
+    let files = write_sets(
+        &dir,
+        &[series(40, 100.0, 0.0, 0.01), series(40, 200.0, 0.0, 0.01)],
+    );
+    let mut args = vec!["stats".to_string()];
+    args.extend(files);
+    let out = run(env!("CARGO_BIN_EXE_netsweep"), &args);
+    assert!(out.contains("p < 1e-16"), "{out}");
+    assert!(!out.contains("p = 0,") && !out.contains("p = 0 "), "{out}");
 }

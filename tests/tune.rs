@@ -775,3 +775,61 @@ fn resume_after_kill_9_of_a_lab_campaign_removes_its_lab_and_restores_its_tuning
         .unwrap();
     assert_eq!(ok, 2, "the resumed campaign finished\n{t}");
 }
+
+/// Regression: `tune apply high-bdp-ns --rate 1G --rtt 20ms` lowered tcp_rmem's max from
+/// 33554432 to 5000000 without a word. Built-in profiles only raise, and say what they kept.
+#[test]
+fn a_builtin_profile_never_lowers_a_larger_setting() {
+    if !common::root_or_skip("a_builtin_profile_never_lowers_a_larger_setting") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ns = Ns::new("raise");
+    let set = |key: &str, v: &str| {
+        let ok = Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &ns.0,
+                "sysctl",
+                "-qw",
+                &format!("{key}={v}"),
+            ])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "cannot set {key}");
+    };
+    set("net.ipv4.tcp_rmem", "4096 131072 33554432");
+    set("net.ipv4.tcp_wmem", "4096 16384 1048576");
+    let t = ns.target();
+    let o = tune(
+        dir.path(),
+        &[
+            "apply",
+            "high-bdp-ns",
+            "--rate",
+            "1G",
+            "--rtt",
+            "20ms",
+            "--target",
+            &t,
+        ],
+    );
+    let out = text(&o);
+    assert!(o.status.success(), "{out}");
+    assert_eq!(
+        ns.read("net.ipv4.tcp_rmem"),
+        "4096 131072 33554432",
+        "{out}"
+    );
+    assert!(
+        out.contains("net.ipv4.tcp_rmem = \"4096 131072 33554432\" kept"),
+        "{out}"
+    );
+    // The smaller one is raised to the profile's: 2 x BDP of 1 Gbit/s at 20 ms.
+    assert_eq!(ns.read("net.ipv4.tcp_wmem"), "4096 16384 5000000", "{out}");
+    let o = tune(dir.path(), &["restore", "--target", &t]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(ns.read("net.ipv4.tcp_wmem"), "4096 16384 1048576");
+}

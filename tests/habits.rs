@@ -1,0 +1,161 @@
+//! What iperf3 users type first, through the real binary on loopback: `netsweep -s`,
+//! `netsweep -c HOST`, `-f`, `-V`, `-Z`, `--logfile`, `--forceflush`, and the output details a
+//! new user tripped over (a header before a connection error, `--bidir` tags glued on).
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `netsweep -s` (iperf3's spelling) on a free loopback port; killed on drop.
+struct Server(Child, u16);
+
+impl Server {
+    fn start() -> Server {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["-s", "--bind", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let t0 = Instant::now();
+        while TcpStream::connect(addr).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "netsweep -s did not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Server(child, port)
+    }
+
+    /// `netsweep -c 127.0.0.1 -p PORT ARGS...`
+    fn client(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["-c", "127.0.0.1", "-p", &self.1.to_string()])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn out(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+#[test]
+fn iperf3_spellings_run_a_test() {
+    let s = Server::start();
+    let o = s.client(&[
+        "-t",
+        "1",
+        "-i",
+        "0.5",
+        "-f",
+        "m",
+        "-V",
+        "-Z",
+        "--forceflush",
+    ]);
+    let text = out(&o);
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        text.contains("Mbits/sec") && !text.contains("Gbits/sec"),
+        "-f m: {text}"
+    );
+    assert!(text.contains("Test: Tcp Forward"), "-V: {text}");
+    assert!(
+        text.contains("client stream 0:") && text.contains("server stream 0:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("zero-copy sendfile(2) is already"),
+        "-Z: {text}"
+    );
+}
+
+#[test]
+fn logfile_receives_the_output() {
+    let s = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("run.log");
+    let o = s.client(&["-t", "0.5", "--logfile", log.to_str().unwrap()]);
+    assert!(o.status.success());
+    assert!(
+        !out(&o).contains("receiver"),
+        "stdout stays empty: {}",
+        out(&o)
+    );
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        logged.contains("receiver") && logged.contains("sender"),
+        "{logged}"
+    );
+}
+
+/// Regression: `--bidir` summary lines ended in `(0.85%)[TX-C]` and `receiver[TX-C]`.
+#[test]
+fn bidir_tags_stand_apart() {
+    let s = Server::start();
+    let o = s.client(&["--bidir", "-t", "1", "-i", "0.5"]);
+    let text = out(&o);
+    assert!(o.status.success(), "{text}");
+    assert!(
+        text.contains("receiver [TX-C]") && text.contains("receiver [RX-C]"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("][TX-C]") && !text.contains("r[TX-C]"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(")[") && !text.contains("c[R") && !text.contains("c[T"),
+        "{text}"
+    );
+}
+
+/// Regression: the column header was printed before a connection error.
+#[test]
+fn no_header_before_a_connection_error() {
+    let port = free_port();
+    let o = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(!out(&o).contains("[ ID]"), "{}", out(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("connection refused"));
+}
+
+/// UDP without -b says which rate it chose: 1 Gbit/s only to loopback and labs.
+#[test]
+fn udp_without_a_rate_says_what_it_sends() {
+    let s = Server::start();
+    let o = s.client(&["-u", "-t", "0.5"]);
+    assert!(o.status.success());
+    assert!(
+        out(&o).contains("UDP at 1.00 Gbits/sec (the default to loopback"),
+        "{}",
+        out(&o)
+    );
+}
