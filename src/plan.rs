@@ -265,6 +265,26 @@ impl Plan {
                 ),
             );
         }
+        let has = |section: &str, key: &str| {
+            root.get(section)
+                .and_then(Item::as_table_like)
+                .is_some_and(|t| t.contains_key(key))
+        };
+        let udp_somewhere = base.protocol == crate::spec::Protocol::Udp
+            || dimensions.iter().any(|d| {
+                d.name == "protocol" && d.values.iter().any(|v| v.label == "udp")
+            });
+        if matches!(target, Target::Address(_))
+            && udp_somewhere
+            && !has("test", "bitrate")
+            && !has("matrix", "bitrate")
+        {
+            r.issue(
+                root.get("test").and_then(Item::span),
+                "UDP to an address target needs a rate: add bitrate = \"100M\" (or \"0\" for \
+                 unlimited) to [test]; the 1 Gbit/s default is for loopback and labs only",
+            );
+        }
         if r.issues.is_empty() {
             // Every configuration must make a valid test.
             let plan = Plan {

@@ -186,13 +186,16 @@ fn fuzz(name: &str, seeds: &[&[u8]], target: impl Fn(&[u8]) -> bool) -> u64 {
     let deadline = Instant::now() + budget();
     let mut runs = 0u64;
     let mut accepted = 0u64;
-    let mut i = 0usize;
     while Instant::now() < deadline {
-        let input = if runs < corpus.len() as u64 {
+        let input = if runs < seeds.len() as u64 {
             corpus[runs as usize].clone()
         } else {
-            let base = &corpus[i % corpus.len()];
-            i += 1;
+            // Half the time a valid seed, so the corpus cannot drift to trivial inputs.
+            let base = if rng.r#gen() {
+                &corpus[rng.gen_range(0..seeds.len())]
+            } else {
+                &corpus[rng.gen_range(0..corpus.len())]
+            };
             mutate(&mut rng, base, &corpus)
         };
         if let Ok(mut c) = current.lock() {
@@ -206,10 +209,12 @@ fn fuzz(name: &str, seeds: &[&[u8]], target: impl Fn(&[u8]) -> bool) -> u64 {
             Ok(true) => {
                 accepted += 1;
                 // Accepted mutants are the best seeds for deeper ones (a cheap stand-in for
-                // coverage feedback); the corpus stays bounded.
-                if corpus.len() < 256 {
+                // coverage feedback); the corpus stays bounded, and trivial inputs (an empty
+                // plan is a valid plan) teach nothing.
+                let worth_keeping = input.len() >= 16;
+                if worth_keeping && corpus.len() < 256 {
                     corpus.push(input.clone());
-                } else {
+                } else if worth_keeping {
                     let k = rng.gen_range(seeds.len()..corpus.len());
                     corpus[k] = input.clone();
                 }

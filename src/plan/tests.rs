@@ -187,3 +187,15 @@ fn a_matrix_too_large_to_run_is_refused_by_counting() {
         "{e}"
     );
 }
+
+/// A forgotten rate must not flood a real path: UDP to an address target needs one.
+#[test]
+fn udp_to_an_address_target_needs_an_explicit_rate() {
+    let plan = "[target]\nkind = \"address\"\nhost = \"192.0.2.1\"\n[test]\nprotocol = \"udp\"\n";
+    let e = Plan::parse("p.toml", plan).unwrap_err().to_string();
+    assert!(e.contains("needs a rate"), "{e}");
+    let ok = format!("{plan}bitrate = \"50M\"\n");
+    assert!(Plan::parse("p.toml", &ok).is_ok());
+    let lab = "[target]\nkind = \"lab\"\n[test]\nprotocol = \"udp\"\n";
+    assert!(Plan::parse("p.toml", lab).is_ok());
+}
