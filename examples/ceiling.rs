@@ -1,0 +1,129 @@
+//! The machine's own ceiling for one TCP stream on loopback: a bare sender and receiver (two
+//! threads, no measurement machinery) moving data for a few seconds with each send path and
+//! chunk size, so netsweep's figure can be read as a fraction of what this host can carry.
+//!
+//!     cargo run --release --example ceiling -- --seconds 4 --paths sendfile,write \
+//!         --chunks 16K,64K,256K,1M,4M
+//!
+//! Prints one JSON object per line: `{"path":"sendfile","chunk":65536,"source":65536,
+//! "read":65536,"gbps":38.2}`. `--source SIZE` sets the size of the data the sender cycles
+//! through (default: the chunk); `--read SIZE` the receiver's read size (default: the larger of
+//! 64 KiB and the chunk). Traffic goes to 127.0.0.1 only and stops after `--seconds`.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
+use std::time::{Duration, Instant};
+
+fn size(s: &str) -> usize {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last() {
+        Some('K' | 'k') => (&s[..s.len() - 1], 1 << 10),
+        Some('M' | 'm') => (&s[..s.len() - 1], 1 << 20),
+        _ => (s, 1),
+    };
+    num.parse::<usize>().map(|n| n * mult).unwrap_or_else(|_| {
+        eprintln!("ceiling: {s:?} is not a size");
+        std::process::exit(2)
+    })
+}
+
+struct Case {
+    path: String,
+    chunk: usize,
+    source: usize,
+    read: usize,
+}
+
+/// One run: returns the receiver's rate in Gbit/s over `secs`.
+fn run(case: &Case, secs: f64) -> std::io::Result<f64> {
+    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    let read = case.read;
+    let receiver = std::thread::spawn(move || -> std::io::Result<(u64, Duration)> {
+        let (mut s, _) = listener.accept()?;
+        let mut buf = vec![0u8; read];
+        let mut total = 0u64;
+        let mut t0 = None;
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    t0.get_or_insert_with(Instant::now);
+                    total += n as u64;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((total, t0.map_or(Duration::ZERO, |t| t.elapsed())))
+    });
+    let mut sock = TcpStream::connect(addr)?;
+    let data: Vec<u8> = (0..case.source)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
+    let file = netsweep::sockopt::memfd_with(&data)?;
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let mut offset = 0usize;
+    while Instant::now() < end {
+        for _ in 0..64 {
+            let n = match case.path.as_str() {
+                "sendfile" => {
+                    let mut off = offset as libc::off_t;
+                    let want = case.chunk.min(case.source - offset);
+                    // SAFETY: both descriptors are open; `off` is a local.
+                    let rc = unsafe {
+                        libc::sendfile(sock.as_raw_fd(), file.as_raw_fd(), &mut off, want)
+                    };
+                    if rc < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    rc as usize
+                }
+                _ => {
+                    let want = case.chunk.min(case.source - offset);
+                    sock.write(&data[offset..offset + want])?
+                }
+            };
+            offset = (offset + n) % case.source;
+        }
+    }
+    sock.shutdown(std::net::Shutdown::Write)?;
+    let (bytes, took) = receiver
+        .join()
+        .map_err(|_| std::io::Error::other("receiver panicked"))??;
+    Ok(bytes as f64 * 8.0 / took.as_secs_f64().max(1e-9) / 1e9)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let get = |flag: &str| {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    let secs: f64 = get("--seconds")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4.0)
+        .clamp(0.2, 60.0);
+    let paths = get("--paths").unwrap_or_else(|| "sendfile,write".into());
+    let chunks = get("--chunks").unwrap_or_else(|| "16K,64K,256K,1M,4M".into());
+    for path in paths.split(',') {
+        for chunk in chunks.split(',').map(size) {
+            let source = get("--source").map_or(chunk, |s| size(&s)).max(chunk);
+            let read = get("--read").map_or(chunk.max(64 << 10), |s| size(&s));
+            let case = Case {
+                path: path.to_string(),
+                chunk,
+                source,
+                read,
+            };
+            match run(&case, secs) {
+                Ok(gbps) => println!(
+                    "{{\"path\":\"{path}\",\"chunk\":{chunk},\"source\":{source},\"read\":{read},\"gbps\":{gbps:.2}}}"
+                ),
+                Err(e) => eprintln!("ceiling: {path} {chunk}: {e}"),
+            }
+        }
+    }
+}
