@@ -103,7 +103,7 @@ fn main() {
             .and_then(|i| args.get(i + 1).cloned())
     };
     let secs: f64 = get("--seconds")
-        .and_then(|s| s.parse().ok())
+        .and_then(|s| s.parse::<f64>().ok())
         .unwrap_or(4.0)
         .clamp(0.2, 60.0);
     let paths = get("--paths").unwrap_or_else(|| "sendfile,write".into());

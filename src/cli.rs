@@ -433,6 +433,10 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         }
         spec.udp_offload = !a.no_udp_offload;
         spec.zerocopy = !a.no_zerocopy;
+        // A path, size or rate the user names is used as named: no calibration.
+        if a.length.is_some() || a.no_zerocopy || spec.bitrate_bps > 0.0 {
+            spec.calibration = std::time::Duration::ZERO;
+        }
         let server = resolve(&a.host, a.port, a.ipv4, a.ipv6)?;
         let mut cfg = ClientConfig::new(server);
         if spec.protocol == Protocol::Udp && a.bitrate.is_none() {

@@ -168,6 +168,7 @@ pub fn run_test(
         control_rtt_us: control_rtt.as_micros() as u64,
         client_sockets,
         server_sockets,
+        ..StartInfo::default()
     };
     let run = drive(&mut ctrl, spec, &streams, stop, on_interval);
     streams.stop_and_join();
@@ -423,7 +424,7 @@ impl Remote {
     fn new(spec: &TestSpec) -> Remote {
         let flows = spec.flows();
         Remote {
-            slots: Timeline::new(spec.omit, spec.interval, spec.duration).len(),
+            slots: spec.timeline().len(),
             finals: vec![Vec::new(); flows.len()],
             flows,
             live: HashMap::new(),
@@ -549,6 +550,7 @@ fn reports_from_live(spec: &TestSpec, mut live: Vec<IntervalReport>) -> Finished
                 rtt_max_us: None,
                 error: Some("the server sent no final report".into()),
                 saw_end: false,
+                send: None,
             }
         })
         .collect();
@@ -572,7 +574,7 @@ impl LiveMerger {
     fn new(spec: &TestSpec) -> LiveMerger {
         LiveMerger {
             spec: spec.clone(),
-            timeline: Timeline::new(spec.omit, spec.interval, spec.duration),
+            timeline: spec.timeline(),
             flows: spec.flows(),
             pending: HashMap::new(),
             next: 0,
@@ -651,6 +653,7 @@ fn assemble(
             rtt_max_us: None,
             error: Some("no report".into()),
             saw_end: false,
+            send: None,
         })
         .collect();
     let pairs: Vec<StreamPair> = flows

@@ -104,6 +104,9 @@ pub struct StreamReport {
     /// TCP receiver: the sender's end of data (EOF) was read, so every byte sent arrived.
     #[serde(default)]
     pub saw_end: bool,
+    /// TCP sender: the send path used, how it was chosen, and its calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send: Option<crate::engine::sendpath::SendReport>,
 }
 
 /// CPU used by one end's test threads, over the test's wall time.

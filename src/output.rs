@@ -64,6 +64,33 @@ pub fn sockets(result: &TestResult) -> String {
     out
 }
 
+/// How the senders sent, and the calibration that chose it (TCP).
+fn send_path_line(result: &TestResult) -> Option<String> {
+    let (path, chunk) = (
+        result.start.send_path.as_ref()?,
+        result.start.chunk_bytes?,
+    );
+    let how = if result.start.calibration.is_empty() {
+        "as given".to_string()
+    } else {
+        let tried: Vec<String> = result
+            .start
+            .calibration
+            .iter()
+            .map(|t| format!("{} {}", t.path, crate::units::BitRate(t.bits_per_second)))
+            .collect();
+        format!(
+            "the fastest of a {:.1} s calibration left out of the results: {}",
+            result.spec.calibration.as_secs_f64(),
+            tried.join(", ")
+        )
+    };
+    Some(format!(
+        "Send path: {path} in {} per call, {how}\n",
+        Bytes(chunk)
+    ))
+}
+
 /// The column header printed before the first interval.
 pub fn header(spec: &TestSpec) -> String {
     match spec.protocol {
@@ -196,7 +223,7 @@ fn summary_row(s: &Summary) -> StreamInterval {
 pub fn summary(result: &TestResult, units: RateFormat) -> String {
     let spec = &result.spec;
     let bidir = spec.direction == crate::spec::Direction::Bidir;
-    let start = spec.omit.as_secs_f64();
+    let start = spec.warmup().as_secs_f64();
     let end = start + result.summary.seconds;
     let mut out = String::from("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
     out.push_str(&header(spec));
@@ -276,6 +303,9 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
                 .map(|c| format!(", congestion control {c}"))
                 .unwrap_or_default()
         );
+    }
+    if let Some(line) = send_path_line(result) {
+        out.push_str(&line);
     }
     for problem in &result.inconsistencies {
         let _ = writeln!(out, "INCONSISTENT: {problem}");

@@ -7,7 +7,7 @@
 
 use crate::measure::{CpuUsage, IntervalReport, SocketInfo, StreamReport};
 use crate::spec::{Flow, Protocol, TestSpec};
-use crate::timeline::{Slot, Timeline};
+use crate::timeline::Slot;
 use serde::{Deserialize, Serialize};
 
 /// One stream in one interval, both ends merged.
@@ -140,6 +140,14 @@ pub struct StartInfo {
     pub control_rtt_us: u64,
     pub client_sockets: Vec<SocketInfo>,
     pub server_sockets: Vec<SocketInfo>,
+    /// TCP: how the first stream's sender sent ("sendfile" or "write"), bytes per call, and
+    /// the calibration trials that chose it (empty when `-l`/`--no-zerocopy`/`-b` fixed it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chunk_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calibration: Vec<crate::engine::sendpath::Trial>,
 }
 
 /// The result of one test.
@@ -359,7 +367,7 @@ pub fn build(
     cpu: CpuResult,
     error: Option<String>,
 ) -> TestResult {
-    let timeline = Timeline::new(spec.omit, spec.interval, spec.duration);
+    let timeline = spec.timeline();
     let complete = pairs
         .iter()
         .map(|p| p.sender.intervals.len().min(p.receiver.intervals.len()))
@@ -444,6 +452,20 @@ pub fn build(
             summary: dsum,
             streams,
         });
+    }
+    let mut start = start;
+    if let Some(send) = pairs.first().and_then(|p| p.sender.send.as_ref())
+        && let Some(path) = send.path
+    {
+        start.send_path = Some(
+            match path.call {
+                crate::engine::sendpath::SendCall::Sendfile => "sendfile",
+                crate::engine::sendpath::SendCall::Write => "write",
+            }
+            .to_string(),
+        );
+        start.chunk_bytes = Some(path.chunk_bytes as u64);
+        start.calibration = send.trials.clone();
     }
     let inconsistencies = if error.is_none() {
         checks::inconsistencies(spec, pairs, &timeline)

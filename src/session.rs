@@ -5,7 +5,6 @@ use crate::engine::{self, EngineEvent, StreamCtx, StreamSocket};
 use crate::measure::{CpuUsage, Role, SocketInfo, StreamReport};
 use crate::sockopt;
 use crate::spec::{Flow, Protocol, TestSpec};
-use crate::timeline::Timeline;
 use std::net::{TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -92,7 +91,7 @@ pub fn start_streams(
     sender_start: Instant,
     receiver_start: Instant,
 ) -> std::io::Result<Streams> {
-    let timeline = Arc::new(Timeline::new(spec.omit, spec.interval, spec.duration));
+    let timeline = Arc::new(spec.timeline());
     let (tx, rx) = mpsc::channel();
     let stop = Arc::new(AtomicBool::new(false));
     let count = sockets.len();
@@ -102,10 +101,12 @@ pub fn start_streams(
         .map(|(_, f, _)| role(*f, is_client))
         .collect();
     let tcp = spec.protocol == Protocol::Tcp;
+    let calibrate = !spec.calibration.is_zero();
     let source = (tcp && roles.contains(&Role::Sender)).then(|| {
         Arc::new(engine::SendSource::new(
             spec.length_bytes as usize,
             spec.zerocopy,
+            calibrate,
         ))
     });
     let receivers = roles.iter().filter(|r| **r == Role::Receiver).count();
@@ -130,6 +131,7 @@ pub fn start_streams(
             zerocopy: spec.zerocopy,
             source: source.clone(),
             read_bytes,
+            calibration: spec.calibration,
         };
         handles.push(engine::spawn_stream(ctx, socket)?);
     }

@@ -68,7 +68,15 @@ pub struct TestSpec {
     /// TCP senders hand the kernel pages with sendfile(2) instead of copying each write.
     #[serde(default = "yes")]
     pub zerocopy: bool,
+    /// TCP senders first try each of their send paths and chunk sizes for this long, keep the
+    /// fastest, and the grid leaves this time out like `omit`; zero sends with `length_bytes`
+    /// and `zerocopy` as given (`-l`, `--no-zerocopy` and `-b` set it to zero).
+    #[serde(with = "micros", rename = "calibration_us", default)]
+    pub calibration: Duration,
 }
+
+/// How long TCP senders calibrate their send path by default: four candidates of 75 ms.
+pub const DEFAULT_CALIBRATION: Duration = Duration::from_millis(300);
 
 fn yes() -> bool {
     true
@@ -126,6 +134,8 @@ pub enum SpecError {
     Congestion(String),
     #[error("{0} applies to TCP only")]
     TcpOnly(&'static str),
+    #[error("send path calibration applies to unlimited TCP tests only, and lasts at most 10 s")]
+    Calibration,
 }
 
 impl TestSpec {
@@ -145,6 +155,7 @@ impl TestSpec {
             bitrate_bps: 0.0,
             udp_offload: true,
             zerocopy: true,
+            calibration: DEFAULT_CALIBRATION,
         }
     }
 
@@ -154,6 +165,7 @@ impl TestSpec {
             protocol: Protocol::Udp,
             length_bytes: UDP_DEFAULT_LENGTH,
             bitrate_bps: UDP_DEFAULT_RATE,
+            calibration: Duration::ZERO,
             ..TestSpec::tcp(duration)
         }
     }
@@ -208,6 +220,13 @@ impl TestSpec {
                 return Err(SpecError::TcpOnly("-C/--congestion"));
             }
         }
+        if !self.calibration.is_zero()
+            && (self.protocol == Protocol::Udp
+                || self.bitrate_bps > 0.0
+                || self.calibration > Duration::from_secs(10))
+        {
+            return Err(SpecError::Calibration);
+        }
         if let Some(m) = self.mss_bytes
             && !(88..=65535).contains(&m)
         {
@@ -242,16 +261,26 @@ impl TestSpec {
         BitRate(self.bitrate_bps / f64::from(self.streams.max(1)))
     }
 
+    /// What comes before the measured period: the send path calibration, then `omit`.
+    pub fn warmup(&self) -> Duration {
+        self.calibration + self.omit
+    }
+
     /// Wall time from start until the senders stop.
     pub fn total_time(&self) -> Duration {
-        self.omit + self.duration
+        self.warmup() + self.duration
+    }
+
+    /// The interval grid both ends build from this spec.
+    pub fn timeline(&self) -> crate::timeline::Timeline {
+        crate::timeline::Timeline::new(self.warmup(), self.interval, self.duration)
     }
 
     /// Intervals in the grid (warm-up included), computed without building it.
     pub fn interval_count(&self) -> u64 {
         let step = self.interval.as_nanos().max(1);
         let phase = |d: Duration| d.as_nanos().div_ceil(step);
-        u64::try_from(phase(self.omit) + phase(self.duration)).unwrap_or(u64::MAX)
+        u64::try_from(phase(self.warmup()) + phase(self.duration)).unwrap_or(u64::MAX)
     }
 
     /// Interval reports one end keeps: one per interval per stream.
@@ -488,8 +517,7 @@ mod tests {
                 interval: Duration::from_millis(interval),
                 ..TestSpec::tcp(Duration::from_millis(duration))
             };
-            let grid = crate::timeline::Timeline::new(spec.omit, spec.interval, spec.duration);
-            assert_eq!(spec.interval_count(), grid.len() as u64);
+            assert_eq!(spec.interval_count(), spec.timeline().len() as u64);
         }
     }
 

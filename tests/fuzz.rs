@@ -270,7 +270,7 @@ fn fuzz_control_protocol() {
         if let Ok(ClientMsg::Request { spec }) = &client {
             // What the server does with a request: validate, check caps, build the grid.
             if spec.validate().is_ok() && limits.refusal(spec).is_none() {
-                let grid = Timeline::new(spec.omit, spec.interval, spec.duration);
+                let grid = spec.timeline();
                 assert!(
                     grid.len() as u64 * spec.flows().len() as u64 <= limits.max_interval_records
                 );

@@ -7,6 +7,7 @@
 
 mod pacer;
 mod sequence;
+pub mod sendpath;
 mod tcp;
 mod udp;
 
@@ -65,6 +66,8 @@ pub struct StreamCtx {
     pub source: Option<Arc<SendSource>>,
     /// TCP receiver: bytes asked for per read.
     pub read_bytes: usize,
+    /// TCP sender: how long to try the send paths before keeping the fastest (`sendpath`).
+    pub calibration: Duration,
 }
 
 /// Largest buffer a TCP sender keeps, whatever `-l` says: a write larger than this repeats it
@@ -82,23 +85,58 @@ pub fn read_size(length: usize, streams: usize) -> usize {
     length.clamp(READ_MIN, READ_MAX.min(share))
 }
 
-/// The bytes TCP senders send: a pattern buffer and, for zero-copy, an in-memory file with the
-/// same bytes. Both are at most `SEND_BUFFER_MAX` long; senders share one per test.
+/// The bytes TCP senders send: a pattern buffer and, for zero-copy, in-memory files with the
+/// same bytes, one per sendfile size in use. The buffer is at most `SEND_BUFFER_MAX` long;
+/// senders share one source per test.
 pub struct SendSource {
     pub bytes: Vec<u8>,
-    pub file: Option<std::fs::File>,
+    files: Vec<(usize, std::fs::File)>,
 }
 
 impl SendSource {
-    /// The source for writes of `length` bytes; the file only if `zerocopy` (and memfd works).
-    pub fn new(length: usize, zerocopy: bool) -> SendSource {
-        let bytes = payload(length.clamp(1, SEND_BUFFER_MAX));
-        let file = if zerocopy {
-            sockopt::memfd_with(&bytes).ok()
+    /// The source for writes of `length` bytes (a file too if `zerocopy` and memfd works), or
+    /// for every calibration candidate when `calibrate`.
+    pub fn new(length: usize, zerocopy: bool, calibrate: bool) -> SendSource {
+        let copy_len = if calibrate {
+            sendpath::CANDIDATES
+                .iter()
+                .map(|c| c.chunk_bytes)
+                .max()
+                .unwrap_or(length)
         } else {
-            None
+            length
         };
-        SendSource { bytes, file }
+        let bytes = payload(copy_len.clamp(1, SEND_BUFFER_MAX));
+        let sizes: Vec<usize> = if calibrate {
+            sendpath::CANDIDATES
+                .iter()
+                .filter(|c| c.call == sendpath::SendCall::Sendfile)
+                .map(|c| c.chunk_bytes)
+                .collect()
+        } else if zerocopy {
+            vec![bytes.len()]
+        } else {
+            Vec::new()
+        };
+        let files = sizes
+            .into_iter()
+            .filter_map(|n| {
+                let n = n.clamp(1, SEND_BUFFER_MAX);
+                sockopt::memfd_with(&payload(n)).ok().map(|f| (n, f))
+            })
+            .collect();
+        SendSource { bytes, files }
+    }
+
+    /// The in-memory file for sendfile calls of `chunk` bytes: the smallest that holds a chunk,
+    /// else the largest (calls then move at most its length).
+    pub fn file(&self, chunk: usize) -> Option<(usize, &std::fs::File)> {
+        self.files
+            .iter()
+            .filter(|(n, _)| *n >= chunk)
+            .min_by_key(|(n, _)| *n)
+            .or_else(|| self.files.iter().max_by_key(|(n, _)| *n))
+            .map(|(n, f)| (*n, f))
     }
 }
 
@@ -148,6 +186,7 @@ impl StreamCtx {
             rtt_max_us: None,
             error: None,
             saw_end: false,
+            send: None,
         }
     }
 }

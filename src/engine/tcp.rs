@@ -4,7 +4,9 @@
 //! bytes delivered inside the measured window divided by that window: a rate-limited path can
 //! never appear faster than its rate.
 
+use super::sendpath::{self, SendCall, SendPath, SendReport};
 use super::{POLL, Pacer, SendSource, StreamCtx, TCP_DRAIN};
+use std::time::Duration;
 use crate::measure::{IntervalReport, StreamReport, TcpSample};
 use crate::sockopt;
 use std::io::{ErrorKind, Read, Write};
@@ -63,25 +65,113 @@ impl InfoSampler {
     }
 }
 
-pub(super) fn send(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
-    let mut report = ctx.new_report();
-    let source = ctx
-        .source
-        .clone()
-        .unwrap_or_else(|| std::sync::Arc::new(SendSource::new(ctx.length, ctx.zerocopy)));
+/// The sender's choice of send path: given, or being calibrated and then kept.
+struct PathChooser {
+    fixed: SendPath,
+    calibration: Duration,
+    /// Bytes written in the measured part of each candidate's turn.
+    measured: [u64; sendpath::CANDIDATES.len()],
+    chosen: Option<SendPath>,
+    report: SendReport,
+}
+
+impl PathChooser {
+    fn new(ctx: &StreamCtx, source: &SendSource) -> PathChooser {
+        let length = ctx.length.max(1);
+        let call = if ctx.zerocopy && source.file(length).is_some() {
+            SendCall::Sendfile
+        } else {
+            SendCall::Write
+        };
+        PathChooser {
+            fixed: SendPath {
+                call,
+                chunk_bytes: length,
+            },
+            calibration: if ctx.rate.is_unlimited() {
+                ctx.calibration
+            } else {
+                Duration::ZERO
+            },
+            measured: [0; sendpath::CANDIDATES.len()],
+            chosen: None,
+            report: SendReport::default(),
+        }
+    }
+
+    /// The path to use at `now`, and the candidate whose measured turn it is (if any).
+    fn path_at(&mut self, now: Duration) -> (SendPath, Option<usize>) {
+        if let Some((idx, measuring)) = sendpath::turn(now, self.calibration) {
+            return (sendpath::CANDIDATES[idx], measuring.then_some(idx));
+        }
+        if let Some(p) = self.chosen {
+            return (p, None);
+        }
+        let p = if self.calibration.is_zero() {
+            self.fixed
+        } else {
+            // Each candidate was measured for two thirds of its quarter of the calibration.
+            let secs = self.calibration.as_secs_f64() / sendpath::CANDIDATES.len() as f64 * 2.0
+                / 3.0;
+            self.report.trials = sendpath::CANDIDATES
+                .iter()
+                .zip(self.measured)
+                .map(|(path, bytes)| sendpath::Trial {
+                    path: *path,
+                    bits_per_second: bytes as f64 * 8.0 / secs,
+                })
+                .collect();
+            sendpath::choose(&self.report.trials)
+                .map_or(sendpath::CANDIDATES[0], |i| sendpath::CANDIDATES[i])
+        };
+        self.chosen = Some(p);
+        self.report.path = Some(p);
+        (p, None)
+    }
+
+    fn record(&mut self, trial: Option<usize>, bytes: usize) {
+        match trial {
+            Some(i) => self.measured[i] += bytes as u64,
+            None if self.chosen.is_some() => {
+                self.report.calls += 1;
+                self.report.bytes += bytes as u64;
+            }
+            None => {}
+        }
+    }
+}
+
+/// One send system call on `path` of at most `chunk` bytes.
+fn send_once(
+    sock: &TcpStream,
+    source: &SendSource,
+    path: SendPath,
+    chunk: usize,
+) -> std::io::Result<usize> {
     let buf = &source.bytes;
-    // Zero-copy: the kernel references these pages instead of copying every write.
-    let file = &source.file;
-    let length = ctx.length.max(1);
+    match (path.call, source.file(path.chunk_bytes)) {
+        // Zero-copy: the kernel references these pages instead of copying every write.
+        (SendCall::Sendfile, Some((len, f))) => sockopt::send_file(sock, f, chunk.min(len)),
+        _ if chunk <= buf.len() => (&*sock).write(&buf[..chunk]),
+        _ => sockopt::write_repeated(sock, buf, chunk),
+    }
+}
+
+pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
+    let mut report = ctx.new_report();
+    let source = ctx.source.clone().unwrap_or_else(|| {
+        std::sync::Arc::new(SendSource::new(
+            ctx.length,
+            ctx.zerocopy,
+            !ctx.calibration.is_zero(),
+        ))
+    });
+    let mut chooser = PathChooser::new(ctx, &source);
     let _ = sock.set_write_timeout(Some(POLL));
     let mut sampler = InfoSampler::new(&sock);
     let mut pacer = (!ctx.rate.is_unlimited()).then(|| {
         sockopt::tighten_timer_slack();
-        Pacer::new(
-            ctx.rate.bits_per_second(),
-            std::time::Duration::ZERO,
-            length,
-        )
+        Pacer::new(ctx.rate.bits_per_second(), Duration::ZERO, ctx.length.max(1))
     });
     let slots = ctx.timeline.slots();
     let mut current = ctx.empty_interval(0);
@@ -96,7 +186,8 @@ pub(super) fn send(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
         if report.intervals.len() >= slots.len() || ctx.stopped() {
             break;
         }
-        let mut chunk = length;
+        let (path, trial) = chooser.path_at(now);
+        let mut chunk = path.chunk_bytes;
         if let Some(p) = pacer.as_mut() {
             let allowed = p.allowance(now) as usize;
             if allowed == 0 {
@@ -109,15 +200,10 @@ pub(super) fn send(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
             chunk = chunk.min(allowed);
         }
         loop {
-            let sent = match file {
-                // At most the file's length per call (SEND_BUFFER_MAX).
-                Some(f) => sockopt::send_file(&sock, f, chunk.min(buf.len())),
-                None if chunk <= buf.len() => sock.write(&buf[..chunk]),
-                None => sockopt::write_repeated(&sock, buf, chunk),
-            };
-            match sent {
+            match send_once(&sock, &source, path, chunk) {
                 Ok(n) => {
                     current.bytes += n as u64;
+                    chooser.record(trial, n);
                     if let Some(p) = pacer.as_mut() {
                         p.record(n as u64);
                     }
@@ -133,13 +219,13 @@ pub(super) fn send(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
         }
     }
     // After an early stop or an error the report holds only the intervals that closed.
-    let _ = sock.flush();
     let _ = sock.shutdown(Shutdown::Write);
     report.tcp_total_retransmits = sockopt::tcp_info(&sock)
         .ok()
         .map(|i| u64::from(i.total_retrans));
     report.rtt_min_us = sampler.rtt_min;
     report.rtt_max_us = sampler.rtt_max;
+    report.send = Some(chooser.report);
     report
 }
 

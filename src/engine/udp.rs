@@ -299,6 +299,7 @@ mod tests {
             zerocopy: false,
             source: None,
             read_bytes: 0,
+            calibration: Duration::ZERO,
         };
         let mut rx = Receiver {
             ctx: &ctx,

@@ -54,6 +54,7 @@ pub fn apply_option(spec: &mut TestSpec, key: &str, v: &str) -> Result<(), Strin
                     if spec.protocol != Protocol::Udp {
                         spec.length_bytes = UDP_DEFAULT_LENGTH;
                         spec.bitrate_bps = UDP_DEFAULT_RATE;
+                        spec.calibration = std::time::Duration::ZERO;
                     }
                     Protocol::Udp
                 }
@@ -98,12 +99,22 @@ pub fn apply_option(spec: &mut TestSpec, key: &str, v: &str) -> Result<(), Strin
             )
         }
         "congestion" => spec.congestion = Some(v.to_string()),
+        // A path or size the plan names is used as named: no calibration.
         "length" => {
             spec.length_bytes = u32::try_from(v.parse::<Bytes>().map_err(e)?.0)
-                .map_err(|_| format!("length {v} is too large"))?
+                .map_err(|_| format!("length {v} is too large"))?;
+            spec.calibration = std::time::Duration::ZERO;
         }
-        "bitrate" => spec.bitrate_bps = v.parse::<BitRate>().map_err(e)?.bits_per_second(),
-        "zerocopy" => spec.zerocopy = parse_bool(v)?,
+        "bitrate" => {
+            spec.bitrate_bps = v.parse::<BitRate>().map_err(e)?.bits_per_second();
+            if spec.bitrate_bps > 0.0 {
+                spec.calibration = std::time::Duration::ZERO;
+            }
+        }
+        "zerocopy" => {
+            spec.zerocopy = parse_bool(v)?;
+            spec.calibration = std::time::Duration::ZERO;
+        }
         _ => {
             return Err(format!(
                 "unknown option {key:?}; options are {}",

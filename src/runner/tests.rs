@@ -52,6 +52,7 @@ pub fn fake_result(spec: &TestSpec, bytes_per_s: u64) -> TestResult {
         rtt_max_us: None,
         error: None,
         saw_end: false,
+        send: None,
     };
     let (s, r) = (report(Role::Sender), report(Role::Receiver));
     let spec1 = TestSpec {

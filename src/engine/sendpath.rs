@@ -1,0 +1,161 @@
+//! How a TCP sender hands data to the kernel, and how it picks the fastest way on this host.
+//!
+//! # What was measured (loopback, one stream, 2-core VMs of one kind, 2026-11-22)
+//! The same kernel gives opposite answers on two machines of one kind: on one, sendfile(2) from
+//! a 64 KiB in-memory file carried 36-42 Gbit/s and write(2) of 4 MiB 33-35; on another,
+//! sendfile peaked at 27 Gbit/s (16 KiB) and fell to 15 at 4 MiB, while write(2) of 1-4 MiB
+//! reached 38-42. netsweep's engine with a given path matches the bare program
+//! (`examples/ceiling.rs`) within noise, so the path, not the engine, is what varied.
+//!
+//! Why: on loopback the receiver's copy out of the socket is the bottleneck, and what it copies
+//! from differs. sendfile's segments reference the same few pages of the file again and again:
+//! the source stays in cache, but every segment takes and drops a page reference, an atomic
+//! on a cache line that the sending and the receiving core pass back and forth; larger files
+//! spread the references but lose the cache. write(2) copies into fresh socket pages that the
+//! receiver reads once, with no shared counter, and larger writes amortise the system call.
+//! Which effect wins depends on the cache sizes, the core topology the hypervisor gives the VM
+//! and its page-reference cost: it cannot be known in advance, so each sender measures.
+//!
+//! # Calibration
+//! A sender with `TestSpec::calibration` > 0 tries each of `CANDIDATES` for a quarter of it,
+//! counts what it writes in the last two thirds of its turn (the first third refills the socket
+//! buffer after the switch), and keeps the fastest. A candidate within `TIE` of the fastest
+//! that comes earlier in the list wins: the list runs from the least CPU per byte (sendfile) to
+//! the most. That time is part of the grid's warm-up and in no result.
+
+use serde::{Deserialize, Serialize};
+
+/// A way to send: which system call, and how many bytes per call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendPath {
+    pub call: SendCall,
+    pub chunk_bytes: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SendCall {
+    /// sendfile(2) from an in-memory file of `chunk_bytes` (no copy in the sender).
+    Sendfile,
+    /// write(2) (writev beyond the buffer) from a buffer: one copy into the socket.
+    Write,
+}
+
+impl std::fmt::Display for SendPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let call = match self.call {
+            SendCall::Sendfile => "sendfile",
+            SendCall::Write => "write",
+        };
+        write!(f, "{call} {}", crate::units::Bytes(self.chunk_bytes as u64))
+    }
+}
+
+/// The paths a calibrating sender tries, cheapest in CPU per byte first.
+pub const CANDIDATES: [SendPath; 4] = [
+    SendPath {
+        call: SendCall::Sendfile,
+        chunk_bytes: 64 << 10,
+    },
+    SendPath {
+        call: SendCall::Sendfile,
+        chunk_bytes: 1 << 20,
+    },
+    SendPath {
+        call: SendCall::Write,
+        chunk_bytes: 1 << 20,
+    },
+    SendPath {
+        call: SendCall::Write,
+        chunk_bytes: 4 << 20,
+    },
+];
+
+/// How close to the fastest a cheaper candidate must be to win (measurement noise).
+pub const TIE: f64 = 0.03;
+
+/// One candidate's turn during calibration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Trial {
+    pub path: SendPath,
+    /// Rate written into the socket in the measured part of its turn.
+    pub bits_per_second: f64,
+}
+
+/// The index of the trial to keep: the fastest, or an earlier one within `TIE` of it.
+pub fn choose(trials: &[Trial]) -> Option<usize> {
+    let best = trials
+        .iter()
+        .map(|t| t.bits_per_second)
+        .filter(|r| r.is_finite())
+        .fold(f64::NAN, f64::max);
+    if !(best > 0.0) {
+        return None;
+    }
+    trials
+        .iter()
+        .position(|t| t.bits_per_second >= best * (1.0 - TIE))
+}
+
+/// Which candidate's turn it is at `elapsed` into a calibration of `total`, and whether that
+/// moment is in the measured part of the turn. `None` once calibration is over.
+pub fn turn(elapsed: std::time::Duration, total: std::time::Duration) -> Option<(usize, bool)> {
+    if elapsed >= total || total.is_zero() {
+        return None;
+    }
+    let share = elapsed.as_secs_f64() / total.as_secs_f64() * CANDIDATES.len() as f64;
+    let idx = (share as usize).min(CANDIDATES.len() - 1);
+    Some((idx, share.fract() >= 1.0 / 3.0))
+}
+
+/// What a sender reports about its send path: the one it used after calibration (or the one
+/// given), the trials that chose it, and its system calls in the measured period.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct SendReport {
+    pub path: Option<SendPath>,
+    pub trials: Vec<Trial>,
+    /// Send system calls after calibration, and the bytes they moved.
+    pub calls: u64,
+    pub bytes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn trials(rates: &[f64]) -> Vec<Trial> {
+        rates
+            .iter()
+            .zip(CANDIDATES)
+            .map(|(r, path)| Trial {
+                path,
+                bits_per_second: *r,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_fastest_wins_unless_a_cheaper_one_ties() {
+        // Machine B of the module notes: write 4 MiB clearly ahead.
+        assert_eq!(choose(&trials(&[25e9, 20e9, 35e9, 39e9])), Some(3));
+        // Machine A: sendfile 64 KiB ahead.
+        assert_eq!(choose(&trials(&[40e9, 18e9, 28e9, 34e9])), Some(0));
+        // A path-limited WAN: all alike, the cheapest is kept.
+        assert_eq!(choose(&trials(&[9.4e8, 9.5e8, 9.45e8, 9.5e8])), Some(0));
+        assert_eq!(choose(&trials(&[0.0, 0.0, 0.0, 0.0])), None);
+        assert_eq!(choose(&trials(&[f64::NAN, 1e9, f64::INFINITY, 2e9])), Some(3));
+        assert_eq!(choose(&[]), None);
+    }
+
+    #[test]
+    fn turns_split_the_calibration_in_quarters_measuring_their_last_two_thirds() {
+        let total = Duration::from_millis(300);
+        assert_eq!(turn(Duration::ZERO, total), Some((0, false)));
+        assert_eq!(turn(Duration::from_millis(30), total), Some((0, true)));
+        assert_eq!(turn(Duration::from_millis(80), total), Some((1, false)));
+        assert_eq!(turn(Duration::from_millis(299), total), Some((3, true)));
+        assert_eq!(turn(total, total), None);
+        assert_eq!(turn(Duration::ZERO, Duration::ZERO), None);
+    }
+}
