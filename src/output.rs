@@ -66,10 +66,7 @@ pub fn sockets(result: &TestResult) -> String {
 
 /// How the senders sent, and the calibration that chose it (TCP).
 fn send_path_line(result: &TestResult) -> Option<String> {
-    let (path, chunk) = (
-        result.start.send_path.as_ref()?,
-        result.start.chunk_bytes?,
-    );
+    let (path, chunk) = (result.start.send_path.as_ref()?, result.start.chunk_bytes?);
     let how = if result.start.calibration.is_empty() {
         "as given".to_string()
     } else {
@@ -262,6 +259,17 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
                     out.push_str(&line(&l, &receiver, &format!("         receiver{t}\n")));
                 }
                 Protocol::Udp => {
+                    // As iperf3: what the sender sent, then what arrived.
+                    let sender = StreamInterval {
+                        bytes: s.sent_bytes,
+                        bits_per_second: s.sent_bits_per_second,
+                        packets: s.packets,
+                        lost_packets: Some(0),
+                        lost_percent: Some(0.0),
+                        jitter_ms: Some(0.0),
+                        ..StreamInterval::default()
+                    };
+                    out.push_str(&line(&l, &sender, &format!("  sender{t}\n")));
                     out.push_str(&line(&l, &summary_row(s), &format!("  receiver{t}\n")));
                 }
             }
@@ -306,6 +314,9 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     }
     if let Some(line) = send_path_line(result) {
         out.push_str(&line);
+    }
+    for warning in &result.warnings {
+        let _ = writeln!(out, "WARNING: {warning}");
     }
     for problem in &result.inconsistencies {
         let _ = writeln!(out, "INCONSISTENT: {problem}");

@@ -271,9 +271,9 @@ impl Plan {
                 .is_some_and(|t| t.contains_key(key))
         };
         let udp_somewhere = base.protocol == crate::spec::Protocol::Udp
-            || dimensions.iter().any(|d| {
-                d.name == "protocol" && d.values.iter().any(|v| v.label == "udp")
-            });
+            || dimensions
+                .iter()
+                .any(|d| d.name == "protocol" && d.values.iter().any(|v| v.label == "udp"));
         if matches!(target, Target::Address(_))
             && udp_somewhere
             && !has("test", "bitrate")

@@ -168,6 +168,10 @@ pub struct TestResult {
     /// not to be trusted, and the client exits with an error.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inconsistencies: Vec<String>,
+    /// Things the figures above do not say by themselves (a UDP sender that could not reach
+    /// the asked rate), one sentence each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Both ends' reports of one stream.
@@ -473,6 +477,7 @@ pub fn build(
         // A test cut short leaves the ends' counts legitimately apart.
         Vec::new()
     };
+    let warnings = checks::shortfalls(spec, &directions);
     TestResult {
         netsweep_version: env!("CARGO_PKG_VERSION").to_string(),
         spec: spec.clone(),
@@ -483,6 +488,7 @@ pub fn build(
         cpu,
         error,
         inconsistencies,
+        warnings,
     }
 }
 

@@ -429,3 +429,54 @@ fn lab_commands_up_list_exec_down() {
     let (ok, text) = run(&["lab", "down", &n]);
     assert!(ok && text.contains("nothing to remove"), "{text}");
 }
+
+/// A UDP sender held back on its own host (here the lab's 200 Mbit/s rate limit on the
+/// sender's egress) must not pass for a sender at the asked rate: the result warns, names the
+/// rate it reached, and the loss figure is for that rate.
+#[test]
+fn a_udp_sender_below_its_target_rate_is_flagged() {
+    if !common::root_or_skip("a_udp_sender_below_its_target_rate_is_flagged") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = PathConfig {
+        rate_bps: Some(200e6),
+        delay: Duration::from_millis(1),
+        ..PathConfig::default()
+    };
+    let lab = Lab::up(&name("uf"), path, &options(&dir)).expect("lab up");
+    let spec = TestSpec {
+        bitrate_bps: 400e6,
+        ..TestSpec::udp(Duration::from_secs(3))
+    };
+    let r = run(&lab, &spec);
+    let sent = r.summary.sent_bits_per_second;
+    assert!(
+        sent < 400e6 * 0.97,
+        "sender at {sent}: the lab did not hold it back"
+    );
+    assert!(
+        r.summary.bits_per_second <= 200e6 * 1.02,
+        "{}",
+        r.summary.bits_per_second
+    );
+    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+    assert!(
+        r.warnings[0].contains("of the 400 Mbits/sec asked"),
+        "{}",
+        r.warnings[0]
+    );
+    let text = netsweep::output::summary(&r, Default::default());
+    assert!(text.contains("WARNING: sender (client) reached"), "{text}");
+    assert!(
+        text.contains("  sender") && text.contains("  receiver"),
+        "{text}"
+    );
+    // A sender that reaches its rate is not flagged.
+    let calm = TestSpec {
+        bitrate_bps: 50e6,
+        ..TestSpec::udp(Duration::from_secs(2))
+    };
+    assert!(run(&lab, &calm).warnings.is_empty());
+}

@@ -6,8 +6,8 @@
 //! when the shared `stop` flag is raised, or on a socket error (reported in the stream's report).
 
 mod pacer;
-mod sequence;
 pub mod sendpath;
+mod sequence;
 mod tcp;
 mod udp;
 

@@ -94,7 +94,7 @@ pub fn choose(trials: &[Trial]) -> Option<usize> {
     }
     trials
         .iter()
-        .position(|t| t.bits_per_second >= best * (1.0 - TIE))
+        .position(|t| t.bits_per_second.is_finite() && t.bits_per_second >= best * (1.0 - TIE))
 }
 
 /// Which candidate's turn it is at `elapsed` into a calibration of `total`, and whether that
@@ -144,7 +144,10 @@ mod tests {
         // A path-limited WAN: all alike, the cheapest is kept.
         assert_eq!(choose(&trials(&[9.4e8, 9.5e8, 9.45e8, 9.5e8])), Some(0));
         assert_eq!(choose(&trials(&[0.0, 0.0, 0.0, 0.0])), None);
-        assert_eq!(choose(&trials(&[f64::NAN, 1e9, f64::INFINITY, 2e9])), Some(3));
+        assert_eq!(
+            choose(&trials(&[f64::NAN, 1e9, f64::INFINITY, 2e9])),
+            Some(3)
+        );
         assert_eq!(choose(&[]), None);
     }
 

@@ -6,10 +6,10 @@
 
 use super::sendpath::{self, SendCall, SendPath, SendReport};
 use super::{POLL, Pacer, SendSource, StreamCtx, TCP_DRAIN};
-use std::time::Duration;
 use crate::measure::{IntervalReport, StreamReport, TcpSample};
 use crate::sockopt;
 use std::io::{ErrorKind, Read, Write};
+use std::time::Duration;
 
 use std::net::{Shutdown, TcpStream};
 
@@ -111,8 +111,8 @@ impl PathChooser {
             self.fixed
         } else {
             // Each candidate was measured for two thirds of its quarter of the calibration.
-            let secs = self.calibration.as_secs_f64() / sendpath::CANDIDATES.len() as f64 * 2.0
-                / 3.0;
+            let secs =
+                self.calibration.as_secs_f64() / sendpath::CANDIDATES.len() as f64 * 2.0 / 3.0;
             self.report.trials = sendpath::CANDIDATES
                 .iter()
                 .zip(self.measured)
@@ -171,7 +171,11 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
     let mut sampler = InfoSampler::new(&sock);
     let mut pacer = (!ctx.rate.is_unlimited()).then(|| {
         sockopt::tighten_timer_slack();
-        Pacer::new(ctx.rate.bits_per_second(), Duration::ZERO, ctx.length.max(1))
+        Pacer::new(
+            ctx.rate.bits_per_second(),
+            Duration::ZERO,
+            ctx.length.max(1),
+        )
     });
     let slots = ctx.timeline.slots();
     let mut current = ctx.empty_interval(0);

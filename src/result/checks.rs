@@ -9,6 +9,36 @@ use crate::measure::{IntervalReport, StreamReport};
 use crate::spec::{Protocol, TestSpec};
 use crate::timeline::Timeline;
 
+/// A paced UDP sender below this share of its target did not send what was asked.
+pub const SHORTFALL: f64 = 0.97;
+
+/// UDP directions whose senders fell short of the asked rate: the loss figure is then for the
+/// rate that was sent, and the limit was on the sending host (CPU, a local rate limit, a
+/// qdisc), since nothing on the path pushes back on UDP.
+pub fn shortfalls(spec: &TestSpec, directions: &[super::DirectionResult]) -> Vec<String> {
+    if spec.protocol != Protocol::Udp || spec.bitrate_bps <= 0.0 {
+        return Vec::new();
+    }
+    let asked = crate::units::BitRate(spec.bitrate_bps);
+    directions
+        .iter()
+        .filter(|d| {
+            d.summary.seconds > 0.0 && d.summary.sent_bits_per_second < spec.bitrate_bps * SHORTFALL
+        })
+        .map(|d| {
+            let sent = crate::units::BitRate(d.summary.sent_bits_per_second);
+            let who = match d.flow {
+                crate::spec::Flow::ClientToServer => "sender (client)",
+                crate::spec::Flow::ServerToClient => "sender (server)",
+            };
+            format!(
+                "{who} reached {sent} of the {asked} asked: limited on the sending host (CPU, a \
+                 local rate limit or qdisc), so the loss figure is for {sent}"
+            )
+        })
+        .collect()
+}
+
 /// No single stream of any link in use carries 10 Tbit/s; a figure above it is damage.
 pub const MAX_RATE_BPS: f64 = 1e13;
 

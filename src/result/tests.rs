@@ -84,6 +84,7 @@ fn parallel_streams_sum_over_the_same_period() {
     let spec = TestSpec {
         streams: 2,
         interval: Duration::from_secs(1),
+        calibration: Duration::ZERO,
         ..TestSpec::tcp(Duration::from_secs(2))
     };
     let s0 = report(0, Flow::ClientToServer, Role::Sender, &[(100, 0), (100, 0)]);
@@ -135,6 +136,7 @@ fn parallel_streams_sum_over_the_same_period() {
 fn a_cut_short_test_reports_only_intervals_both_ends_saw() {
     let spec = TestSpec {
         interval: Duration::from_secs(1),
+        calibration: Duration::ZERO,
         ..TestSpec::tcp(Duration::from_secs(5))
     };
     let s = report(

@@ -23,12 +23,17 @@ seed = 7
 
 /// A synthetic result moving `bytes` per second for `spec.duration`.
 pub fn fake_result(spec: &TestSpec, bytes_per_s: u64) -> TestResult {
-    let intervals = (0..spec.duration.as_secs().max(1) as u32)
-        .map(|i| IntervalReport {
+    // Every slot of the grid (calibration and warm-up included) at `bytes_per_s`.
+    let intervals = spec
+        .timeline()
+        .slots()
+        .iter()
+        .enumerate()
+        .map(|(i, slot)| IntervalReport {
             stream: 0,
-            index: i,
+            index: i as u32,
             role: Role::Sender,
-            bytes: bytes_per_s,
+            bytes: (bytes_per_s as f64 * (slot.end - slot.start).as_secs_f64()).round() as u64,
             packets: 0,
             tcp: None,
             udp: None,
