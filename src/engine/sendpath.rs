@@ -89,7 +89,7 @@ pub fn choose(trials: &[Trial]) -> Option<usize> {
         .map(|t| t.bits_per_second)
         .filter(|r| r.is_finite())
         .fold(f64::NAN, f64::max);
-    if !(best > 0.0) {
+    if best.is_nan() || best <= 0.0 {
         return None;
     }
     trials
