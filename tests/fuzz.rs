@@ -12,7 +12,6 @@
 
 use netsweep::protocol::{self, ClientMsg, ServerMsg};
 use netsweep::spec::ServerLimits;
-use netsweep::timeline::Timeline;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::panic::AssertUnwindSafe;
