@@ -294,7 +294,7 @@ pub struct ClientArgs {
     /// Accepted for iperf3's sake: netsweep flushes every line already.
     #[arg(long)]
     pub forceflush: bool,
-    /// Accepted for iperf3's sake: zero-copy sendfile(2) is already the TCP default.
+    /// Accepted for iperf3's sake: the send path is calibrated, sendfile(2) where fastest.
     #[arg(short = 'Z', long = "zerocopy")]
     pub zerocopy_flag: bool,
     /// iperf3's byte count (-n): netsweep measures for a time; answered with the -t to use.
@@ -445,8 +445,11 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             cfg.notes.push(note);
         }
         if a.zerocopy_flag {
-            cfg.notes
-                .push("-Z: zero-copy sendfile(2) is already netsweep's TCP default".into());
+            cfg.notes.push(
+                "-Z: accepted; netsweep calibrates its send path and uses zero-copy sendfile(2) \
+                 where it is the fastest here (--no-zerocopy or -l fix the path)"
+                    .into(),
+            );
         }
         spec.validate()?;
         cfg.bind = a.bind.as_deref().map(|b| match b.parse::<IpAddr>() {

@@ -148,6 +148,12 @@ pub struct StartInfo {
     pub chunk_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calibration: Vec<crate::engine::sendpath::Trial>,
+    /// That sender's send calls after the choice, and the bytes they moved (so bytes per call
+    /// can be checked against `chunk_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_calls: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_call_bytes: Option<u64>,
 }
 
 /// The result of one test.
@@ -470,6 +476,8 @@ pub fn build(
         );
         start.chunk_bytes = Some(path.chunk_bytes as u64);
         start.calibration = send.trials.clone();
+        start.send_calls = Some(send.calls);
+        start.send_call_bytes = Some(send.bytes);
     }
     let inconsistencies = if error.is_none() {
         checks::inconsistencies(spec, pairs, &timeline)

@@ -101,7 +101,7 @@ pub fn start_streams(
         .map(|(_, f, _)| role(*f, is_client))
         .collect();
     let tcp = spec.protocol == Protocol::Tcp;
-    let calibrate = !spec.calibration.is_zero();
+    let calibrate = !spec.effective_calibration().is_zero();
     let source = (tcp && roles.contains(&Role::Sender)).then(|| {
         Arc::new(engine::SendSource::new(
             spec.length_bytes as usize,
@@ -131,7 +131,7 @@ pub fn start_streams(
             zerocopy: spec.zerocopy,
             source: source.clone(),
             read_bytes,
-            calibration: spec.calibration,
+            calibration: spec.effective_calibration(),
         };
         handles.push(engine::spawn_stream(ctx, socket)?);
     }

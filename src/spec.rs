@@ -134,7 +134,7 @@ pub enum SpecError {
     Congestion(String),
     #[error("{0} applies to TCP only")]
     TcpOnly(&'static str),
-    #[error("send path calibration applies to unlimited TCP tests only, and lasts at most 10 s")]
+    #[error("send path calibration lasts at most 10 s")]
     Calibration,
 }
 
@@ -220,11 +220,7 @@ impl TestSpec {
                 return Err(SpecError::TcpOnly("-C/--congestion"));
             }
         }
-        if !self.calibration.is_zero()
-            && (self.protocol == Protocol::Udp
-                || self.bitrate_bps > 0.0
-                || self.calibration > Duration::from_secs(10))
-        {
+        if self.calibration > Duration::from_secs(10) {
             return Err(SpecError::Calibration);
         }
         if let Some(m) = self.mss_bytes
@@ -261,9 +257,19 @@ impl TestSpec {
         BitRate(self.bitrate_bps / f64::from(self.streams.max(1)))
     }
 
+    /// The calibration that happens: only unlimited TCP senders calibrate (a paced or UDP
+    /// sender's path does not limit it), so for other tests `calibration` is ignored.
+    pub fn effective_calibration(&self) -> Duration {
+        if self.protocol == Protocol::Tcp && self.bitrate_bps == 0.0 {
+            self.calibration
+        } else {
+            Duration::ZERO
+        }
+    }
+
     /// What comes before the measured period: the send path calibration, then `omit`.
     pub fn warmup(&self) -> Duration {
-        self.calibration + self.omit
+        self.effective_calibration() + self.omit
     }
 
     /// Wall time from start until the senders stop.

@@ -77,7 +77,8 @@ fn the_issue_plan_runs_unchanged_on_loopback_and_compares() {
         )
         .unwrap();
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert!(v["intervals"].as_array().unwrap().len() == 2);
+    // The send path calibration's slot, then the plan's two intervals.
+    assert_eq!(v["intervals"].as_array().unwrap().len(), 3);
     assert!(counters.contains("Tcp."), "{counters}");
     let intervals: i64 = conn
         .query_row("SELECT count(*) FROM interval", [], |r| r.get(0))

@@ -44,7 +44,9 @@ fn tcp_forward_reports_tcp_info_and_consistent_totals() {
     let server = TestServer::start(ServerLimits::default());
     let r = server.run(&tcp(1.5)).expect("test");
     check_invariants(&r);
-    assert_eq!(r.intervals.len(), 3);
+    // The 0.3 s send path calibration, then three measured intervals.
+    assert_eq!(r.intervals.len(), 4);
+    assert!(r.intervals[0].omitted && r.intervals[1..].iter().all(|i| !i.omitted));
     assert_eq!(r.summary.seconds, 1.5);
     assert!(r.summary.retransmits.is_some());
     assert!(
@@ -56,8 +58,11 @@ fn tcp_forward_reports_tcp_info_and_consistent_totals() {
             .iter()
             .all(|i| i.total.cwnd_bytes.unwrap_or(0) > 0)
     );
-    // The receiver drains to EOF: it got exactly what the sender wrote, no more, no less.
-    assert_eq!(r.summary.bytes + r.summary.tail_bytes, r.summary.sent_bytes);
+    // The receiver drains to EOF: over the whole grid (calibration included) it got exactly
+    // what the sender wrote, no more, no less.
+    let got: u64 = r.intervals.iter().map(|i| i.total.bytes).sum();
+    let sent: u64 = r.intervals.iter().map(|i| i.total.sent_bytes).sum();
+    assert_eq!(got + r.summary.tail_bytes, sent);
     assert!(r.cpu.local_percent > 0.0 && r.cpu.remote_percent > 0.0);
 }
 
@@ -105,7 +110,8 @@ fn omitted_warmup_is_shown_but_not_summarised() {
     };
     let r = server.run(&spec).expect("test");
     check_invariants(&r);
-    assert_eq!(r.intervals.iter().filter(|i| i.omitted).count(), 2);
+    // 0.3 s of calibration and 1 s of warm-up, in 0.5 s slots: 0.5, 0.5, 0.3.
+    assert_eq!(r.intervals.iter().filter(|i| i.omitted).count(), 3);
     assert_eq!(r.intervals.iter().filter(|i| !i.omitted).count(), 2);
     assert_eq!(r.summary.seconds, 1.0);
     let warm: u64 = r
@@ -301,4 +307,71 @@ fn the_client_binds_to_an_address_or_a_device() {
             (Err(e), _) => panic!("{bind:?}: {}", e.message),
         }
     }
+}
+
+/// The send path and chunk the result reports are the ones the sender used: chosen by
+/// calibration by default, as given with `-l`/`--no-zerocopy`, and every send call after the
+/// choice moved at most `chunk_bytes` (on loopback, most move a whole chunk).
+#[test]
+fn the_reported_send_path_is_the_one_used() {
+    let server = common::TestServer::start(netsweep::spec::ServerLimits::default());
+    let check = |spec: &TestSpec| {
+        let r = server.run(spec).expect("test");
+        let (path, chunk) = (
+            r.start.send_path.clone().unwrap(),
+            r.start.chunk_bytes.unwrap(),
+        );
+        let (calls, bytes) = (
+            r.start.send_calls.unwrap(),
+            r.start.send_call_bytes.unwrap(),
+        );
+        assert!(calls > 0, "{:?}", r.start);
+        let per_call = bytes as f64 / calls as f64;
+        assert!(
+            per_call <= chunk as f64,
+            "{per_call} bytes per call, chunk {chunk}"
+        );
+        assert!(
+            per_call >= chunk as f64 / 8.0,
+            "{per_call} bytes per call, chunk {chunk}"
+        );
+        (path, chunk, r)
+    };
+    let (path, chunk, r) = check(&TestSpec::tcp(Duration::from_secs(2)));
+    assert_eq!(r.start.calibration.len(), 4, "{:?}", r.start);
+    assert!(r.start.calibration.iter().all(|t| t.bits_per_second > 0.0));
+    let best = netsweep::engine::sendpath::choose(&r.start.calibration).unwrap();
+    let chosen = r.start.calibration[best].path;
+    assert_eq!(
+        (path.as_str(), chunk as usize),
+        (
+            match chosen.call {
+                netsweep::engine::sendpath::SendCall::Sendfile => "sendfile",
+                netsweep::engine::sendpath::SendCall::Write => "write",
+            },
+            chosen.chunk_bytes
+        )
+    );
+    // The calibration is in the warm-up, not in the results.
+    assert!(r.intervals[0].omitted && (r.intervals[0].end_s - 0.3).abs() < 1e-9);
+    let given = TestSpec {
+        length_bytes: 64 << 10,
+        calibration: Duration::ZERO,
+        ..TestSpec::tcp(Duration::from_secs(1))
+    };
+    let (path, chunk, r) = check(&given);
+    assert_eq!((path.as_str(), chunk), ("sendfile", 65536));
+    assert!(r.start.calibration.is_empty());
+    let copied = TestSpec {
+        zerocopy: false,
+        length_bytes: 256 << 10,
+        direction: netsweep::spec::Direction::Reverse,
+        ..given
+    };
+    let (path, chunk, _) = check(&copied);
+    assert_eq!(
+        (path.as_str(), chunk),
+        ("write", 262144),
+        "reverse: the server's sender"
+    );
 }

@@ -696,13 +696,27 @@ fn a_lab_plan_sweeps_the_per_namespace_high_bdp_profile() {
         .map(Result::unwrap)
         .collect();
     assert_eq!(rows.len(), 2, "{rows:?}\n{t}");
-    // 2 x BDP of 100 Mbit/s at 40 ms is 1,000,000 bytes; the profile never goes below 4 MiB.
+    // 2 x BDP of 100 Mbit/s at 40 ms is 1,000,000 bytes; the profile never goes below 4 MiB,
+    // and never lowers a larger setting (a namespace's tcp_rmem maximum is 32 MiB).
     let tuned = rows
         .iter()
         .find(|(label, _, _)| label.contains("high-bdp-ns"))
         .unwrap();
     assert_eq!(tuned.1, "ok", "{rows:?}");
-    assert!(tuned.2.contains("4096 131072 4194304"), "{}", tuned.2);
+    assert!(
+        tuned
+            .2
+            .contains("\"net.ipv4.tcp_wmem\":\"4096 16384 4194304\""),
+        "{}",
+        tuned.2
+    );
+    assert!(
+        tuned
+            .2
+            .contains("\"net.ipv4.tcp_rmem\":\"4096 131072 33554432\""),
+        "{}",
+        tuned.2
+    );
     assert_eq!(
         std::fs::read_dir(runtime.join("tuning"))
             .map(|d| d.count())

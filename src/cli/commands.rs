@@ -120,7 +120,7 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub rtt: Option<String>,
     /// Watch counters for this many seconds and report what grows.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub watch: Option<f64>,
     /// Read proc/ and sys/ below this directory instead of the live system.
     #[arg(long)]
