@@ -75,7 +75,8 @@ pub struct TestSpec {
     pub calibration: Duration,
 }
 
-/// How long TCP senders calibrate their send path by default: four candidates of 75 ms.
+/// How long TCP senders calibrate their send path by default: four candidates, two turns of
+/// 37.5 ms each.
 pub const DEFAULT_CALIBRATION: Duration = Duration::from_millis(300);
 
 fn yes() -> bool {

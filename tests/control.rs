@@ -276,14 +276,7 @@ fn a_server_killed_mid_test_ends_the_client_with_partial_results() {
         .spawn()
         .unwrap();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let t0 = Instant::now();
-    while TcpStream::connect(addr).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(5),
-            "server did not start"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    common::wait_listening(addr, "netsweep server");
     let killer = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(1600));
         server.kill().unwrap();

@@ -2,24 +2,17 @@
 //! `netsweep -c HOST`, `-f`, `-V`, `-Z`, `--logfile`, `--forceflush`, and the output details a
 //! new user tripped over (a header before a connection error, `--bidir` tags glued on).
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use std::net::SocketAddr;
+use std::process::{Child, Command, Output, Stdio};
 
 /// `netsweep -s` (iperf3's spelling) on a free loopback port; killed on drop.
 struct Server(Child, u16);
 
 impl Server {
     fn start() -> Server {
-        let port = free_port();
+        let port = common::free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
             .args(["-s", "--bind", "127.0.0.1", "-p", &port.to_string()])
             .stdout(Stdio::null())
@@ -27,14 +20,7 @@ impl Server {
             .spawn()
             .unwrap();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let t0 = Instant::now();
-        while TcpStream::connect(addr).is_err() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "netsweep -s did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        common::wait_listening(addr, "netsweep -s");
         Server(child, port)
     }
 
@@ -91,10 +77,7 @@ fn iperf3_spellings_run_a_test() {
         text.contains("client stream 0:") && text.contains("server stream 0:"),
         "{text}"
     );
-    assert!(
-        text.contains("-Z: accepted"),
-        "-Z: {text}"
-    );
+    assert!(text.contains("-Z: accepted"), "-Z: {text}");
 }
 
 #[test]
@@ -140,7 +123,7 @@ fn bidir_tags_stand_apart() {
 /// Regression: the column header was printed before a connection error.
 #[test]
 fn no_header_before_a_connection_error() {
-    let port = free_port();
+    let port = common::free_port();
     let o = Command::new(env!("CARGO_BIN_EXE_netsweep"))
         .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
         .output()

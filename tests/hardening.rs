@@ -47,11 +47,7 @@ struct ServerProc {
 
 impl ServerProc {
     fn start(args: &[&str], nofile: Option<u64>) -> ServerProc {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = common::free_port();
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_netsweep"));
         cmd.args(["server", "--bind", "127.0.0.1", "--port", &port.to_string()])
             .args(args)
@@ -75,14 +71,7 @@ impl ServerProc {
         }
         let child = cmd.spawn().unwrap();
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        let t0 = Instant::now();
-        while TcpStream::connect(addr).is_err() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(10),
-                "server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        common::wait_listening(addr, "netsweep server");
         ServerProc { child, addr }
     }
 
@@ -264,18 +253,24 @@ fn stalled_requests_free_their_slots_within_seconds() {
     drop(stalled);
 }
 
+/// A fake server's side of the handshake: accept, swap preambles, read the request.
+fn accept_request(listener: &TcpListener) -> TcpStream {
+    let (mut ctrl, _) = listener.accept().unwrap();
+    let mut pre = [0u8; 8];
+    ctrl.read_exact(&mut pre).unwrap();
+    ctrl.write_all(&protocol::control_preamble()).unwrap();
+    let _: ClientMsg =
+        read_frame(&mut ctrl, Some(Instant::now() + Duration::from_secs(5))).unwrap();
+    ctrl
+}
+
 /// A fake netsweep server: it admits one test, then runs `script` on the control connection
 /// (after accepting the client's data connections and sending `Ready`).
 fn fake_server(script: impl FnOnce(&mut TcpStream) + Send + 'static) -> SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
-        let (mut ctrl, _) = listener.accept().unwrap();
-        let mut pre = [0u8; 8];
-        ctrl.read_exact(&mut pre).unwrap();
-        ctrl.write_all(&protocol::control_preamble()).unwrap();
-        let _: ClientMsg =
-            read_frame(&mut ctrl, Some(Instant::now() + Duration::from_secs(5))).unwrap();
+        let mut ctrl = accept_request(&listener);
         write_frame(
             &mut ctrl,
             &ServerMsg::Accepted {
@@ -357,12 +352,7 @@ fn a_hostile_refusal_reason_cannot_reach_the_terminal_raw() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     std::thread::spawn(move || {
-        let (mut ctrl, _) = listener.accept().unwrap();
-        let mut pre = [0u8; 8];
-        ctrl.read_exact(&mut pre).unwrap();
-        ctrl.write_all(&protocol::control_preamble()).unwrap();
-        let _: ClientMsg =
-            read_frame(&mut ctrl, Some(Instant::now() + Duration::from_secs(5))).unwrap();
+        let mut ctrl = accept_request(&listener);
         let refusal = protocol::Refusal::Limit {
             reason: "no\x1b[2J\x1b]0;pwned\x07\r\nnetsweep: all good".into(),
         };

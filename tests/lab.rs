@@ -39,6 +39,16 @@ fn run(lab: &Lab, spec: &TestSpec) -> TestResult {
     .expect("test across the lab")
 }
 
+/// A lab whose path is limited to `rate` bit/s with 1 ms of delay each way.
+fn rate_lab(tag: &str, dir: &tempfile::TempDir, rate: f64) -> Lab {
+    let path = PathConfig {
+        rate_bps: Some(rate),
+        delay: Duration::from_millis(1),
+        ..PathConfig::default()
+    };
+    Lab::up(&name(tag), path, &options(dir)).expect("lab up")
+}
+
 fn namespaces() -> Vec<String> {
     let mut v = netsweep::netns::list();
     v.sort();
@@ -59,12 +69,7 @@ fn a_200_mbit_path_carries_90_to_102_percent_of_its_rate() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let path = PathConfig {
-        rate_bps: Some(200e6),
-        delay: Duration::from_millis(1),
-        ..PathConfig::default()
-    };
-    let lab = Lab::up(&name("rt"), path, &options(&dir)).expect("lab up");
+    let lab = rate_lab("rt", &dir, 200e6);
     let r = run(&lab, &tcp(4, 1));
     let share = r.summary.bits_per_second / 200e6;
     assert!(
@@ -447,12 +452,7 @@ fn a_udp_sender_below_its_target_rate_is_flagged() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let path = PathConfig {
-        rate_bps: Some(200e6),
-        delay: Duration::from_millis(1),
-        ..PathConfig::default()
-    };
-    let lab = Lab::up(&name("uf"), path, &options(&dir)).expect("lab up");
+    let lab = rate_lab("uf", &dir, 200e6);
     let spec = TestSpec {
         bitrate_bps: 400e6,
         ..TestSpec::udp(Duration::from_secs(3))

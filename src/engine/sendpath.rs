@@ -17,9 +17,10 @@
 //! and its page-reference cost: it cannot be known in advance, so each sender measures.
 //!
 //! # Calibration
-//! A sender with `TestSpec::calibration` > 0 tries each of `CANDIDATES` for a quarter of it,
-//! counts what it writes in the last two thirds of its turn (the first third refills the socket
-//! buffer after the switch), and keeps the fastest. A candidate within `TIE` of the fastest
+//! A sender with `TestSpec::calibration` > 0 gives each of `CANDIDATES` two turns, in the
+//! mirrored order of `ORDER` (so a drift over the calibration, such as the receiver's buffer
+//! still growing, favours no candidate), counts what it writes in the last two thirds of each
+//! turn (the first third refills the socket buffer after the switch), and keeps the fastest. A candidate within `TIE` of the fastest
 //! that comes earlier in the list wins: the list runs from the least CPU per byte (sendfile) to
 //! the most. That time is part of the grid's warm-up and in no result.
 
@@ -97,15 +98,27 @@ pub fn choose(trials: &[Trial]) -> Option<usize> {
         .position(|t| t.bits_per_second.is_finite() && t.bits_per_second >= best * (1.0 - TIE))
 }
 
+/// The turns of a calibration: every candidate twice, mirrored.
+pub const ORDER: [usize; 8] = [0, 1, 2, 3, 3, 2, 1, 0];
+
+/// The share of each turn that is measured (its last two thirds).
+pub const MEASURED_SHARE: f64 = 2.0 / 3.0;
+
 /// Which candidate's turn it is at `elapsed` into a calibration of `total`, and whether that
 /// moment is in the measured part of the turn. `None` once calibration is over.
 pub fn turn(elapsed: std::time::Duration, total: std::time::Duration) -> Option<(usize, bool)> {
     if elapsed >= total || total.is_zero() {
         return None;
     }
-    let share = elapsed.as_secs_f64() / total.as_secs_f64() * CANDIDATES.len() as f64;
-    let idx = (share as usize).min(CANDIDATES.len() - 1);
-    Some((idx, share.fract() >= 1.0 / 3.0))
+    let share = elapsed.as_secs_f64() / total.as_secs_f64() * ORDER.len() as f64;
+    let k = (share as usize).min(ORDER.len() - 1);
+    Some((ORDER[k], share.fract() >= 1.0 - MEASURED_SHARE))
+}
+
+/// The seconds each candidate is measured over a calibration of `total`.
+pub fn measured_seconds(total: std::time::Duration) -> f64 {
+    let turns_each = ORDER.len() as f64 / CANDIDATES.len() as f64;
+    total.as_secs_f64() / ORDER.len() as f64 * MEASURED_SHARE * turns_each
 }
 
 /// What a sender reports about its send path: the one it used after calibration (or the one
@@ -152,13 +165,19 @@ mod tests {
     }
 
     #[test]
-    fn turns_split_the_calibration_in_quarters_measuring_their_last_two_thirds() {
-        let total = Duration::from_millis(300);
+    fn turns_are_mirrored_and_measure_their_last_two_thirds() {
+        let total = Duration::from_millis(320);
+        // Eight turns of 40 ms: 0 1 2 3 3 2 1 0.
         assert_eq!(turn(Duration::ZERO, total), Some((0, false)));
-        assert_eq!(turn(Duration::from_millis(30), total), Some((0, true)));
-        assert_eq!(turn(Duration::from_millis(80), total), Some((1, false)));
-        assert_eq!(turn(Duration::from_millis(299), total), Some((3, true)));
+        assert_eq!(turn(Duration::from_millis(20), total), Some((0, true)));
+        assert_eq!(turn(Duration::from_millis(41), total), Some((1, false)));
+        assert_eq!(turn(Duration::from_millis(150), total), Some((3, true)));
+        assert_eq!(turn(Duration::from_millis(170), total), Some((3, false)));
+        assert_eq!(turn(Duration::from_millis(190), total), Some((3, true)));
+        assert_eq!(turn(Duration::from_millis(319), total), Some((0, true)));
         assert_eq!(turn(total, total), None);
         assert_eq!(turn(Duration::ZERO, Duration::ZERO), None);
+        // Each candidate: two turns of 40 ms, two thirds measured.
+        assert!((measured_seconds(total) - 0.08 * 2.0 / 3.0).abs() < 1e-12);
     }
 }

@@ -110,9 +110,7 @@ impl PathChooser {
         let p = if self.calibration.is_zero() {
             self.fixed
         } else {
-            // Each candidate was measured for two thirds of its quarter of the calibration.
-            let secs =
-                self.calibration.as_secs_f64() / sendpath::CANDIDATES.len() as f64 * 2.0 / 3.0;
+            let secs = sendpath::measured_seconds(self.calibration);
             self.report.trials = sendpath::CANDIDATES
                 .iter()
                 .zip(self.measured)

@@ -105,3 +105,23 @@ pub fn tool_or_skip(test: &str, tool: &str) -> bool {
     }
     found
 }
+
+/// A free TCP port on 127.0.0.1 (bound and released; good enough for a test's own server).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// Waits until something accepts connections on `addr` (a server process starting).
+pub fn wait_listening(addr: SocketAddr, what: &str) {
+    let t0 = std::time::Instant::now();
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(10),
+            "{what} did not start listening on {addr}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
