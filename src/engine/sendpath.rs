@@ -14,7 +14,12 @@
 //! spread the references but lose the cache. write(2) copies into fresh socket pages that the
 //! receiver reads once, with no shared counter, and larger writes amortise the system call.
 //! Which effect wins depends on the cache sizes, the core topology the hypervisor gives the VM
-//! and its page-reference cost: it cannot be known in advance, so each sender measures.
+//! and its page-reference cost: it cannot be known in advance, so each sender measures. (This
+//! explanation fits the measurements: the file's size matters more than the call size for
+//! sendfile, and a 4 MiB file with 64 KiB calls was no faster than 64 KiB with 64 KiB; it was
+//! not confirmed with hardware counters: `perf stat` here reports them "not supported".) Loopback
+//! figures also swing by a factor of 1.5 between runs of one configuration on a shared 2-core
+//! VM, so compare medians of interleaved rounds (`bench/peers.py`), never single runs.
 //!
 //! # Calibration
 //! A sender with `TestSpec::calibration` > 0 gives each of `CANDIDATES` two turns, in the
