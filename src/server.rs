@@ -39,7 +39,7 @@ struct Shared {
 
 /// When a repeated log line was last written, and how many were held back since.
 struct Throttle {
-    last: Instant,
+    last: Option<Instant>,
     held: u64,
 }
 
@@ -51,15 +51,17 @@ impl Shared {
         };
         let now = Instant::now();
         let t = map.entry(kind).or_insert(Throttle {
-            last: now - Duration::from_secs(2),
+            last: None,
             held: 0,
         });
-        if now.duration_since(t.last) < Duration::from_secs(1) {
+        if t.last
+            .is_some_and(|last| now.duration_since(last) < Duration::from_secs(1))
+        {
             t.held += 1;
             return;
         }
         let held = std::mem::take(&mut t.held);
-        t.last = now;
+        t.last = Some(now);
         drop(map);
         if held > 0 {
             (self.log)(&format!(
