@@ -5,9 +5,11 @@
 //! - `spec`: `TestSpec`, the typed description of one test, and the server's caps.
 //! - `timeline`: the interval grid both ends share.
 //! - `protocol`: control messages, framing with a size cap, preambles, tokens.
-//! - `engine`: per-stream TCP and UDP send/receive loops, pacing, loss and jitter.
+//! - `engine`: per-stream TCP and UDP send/receive loops, pacing, loss and jitter, and the TCP
+//!   send path calibration (`engine::sendpath`).
 //! - `measure`: what one end measures (interval and stream reports, CPU).
-//! - `result`: merging both ends into a `TestResult` (also the JSON output).
+//! - `result`: merging both ends into a `TestResult` (also the JSON output); `result::checks`
+//!   holds the reports against each other and against physics.
 //! - `stats`: ministat-compatible statistics, Welch, Mann-Whitney, verdicts (pure).
 //! - `ministat`: ministat-compatible rendering of an analysis, and its input format.
 //! - `plan`, `runner`, `executor`, `store`, `campaign`: campaigns, their runs and their statistics.

@@ -4,6 +4,10 @@
 //! `client` and `server` set up the sockets, then call `spawn_stream` for each; the engine knows
 //! nothing of terminals, JSON or control messages. Stream threads stop at the end of the grid,
 //! when the shared `stop` flag is raised, or on a socket error (reported in the stream's report).
+//!
+//! TCP senders of a test share one `SendSource` (at most 4 MiB of pattern and its in-memory
+//! files); by default they spend the test's first 0.3 s choosing their send path, which
+//! `sendpath` documents with what was measured on these machines and why it varies.
 
 mod pacer;
 pub mod sendpath;
