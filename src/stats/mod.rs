@@ -298,8 +298,21 @@ fn verdict(
             ),
         }
     };
-    let mw_significant = c.mann_whitney.p < 1.0 - cfg.confidence;
-    if mw_significant != c.significant {
+    let alpha = 1.0 - cfg.confidence;
+    let mw_significant = c.mann_whitney.p < alpha;
+    let (nb, no) = (base.description.n, other.description.n);
+    let floor = rank::smallest_exact_p(no, nb);
+    if c.significant
+        && !mw_significant
+        && c.mann_whitney.method == rank::Method::Exact
+        && floor >= alpha
+    {
+        // Not a disagreement: with so few runs the exact test cannot go below `floor`.
+        line.push_str(&format!(
+            "; Mann-Whitney cannot reach p < {alpha:.2} with {} (its smallest p is {floor:.3})",
+            runs_text(nb, no)
+        ));
+    } else if mw_significant != c.significant {
         line.push_str(&format!(
             "; Mann-Whitney {} disagrees, look at the outliers and the shape of the data",
             p_text(c.mann_whitney.p)

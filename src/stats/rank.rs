@@ -63,6 +63,16 @@ fn rank_sum(baseline: &[f64], other: &[f64]) -> (f64, Vec<usize>) {
     (sum, ties)
 }
 
+/// The smallest two-sided p the exact test can give for sizes `m` and `n` (all of one sample
+/// above all of the other): 2 / C(m+n, m). With 3 runs against 3 it is 0.1, so no result of
+/// the exact test can be significant at 95% whatever the data.
+pub fn smallest_exact_p(m: usize, n: usize) -> f64 {
+    let k = m.min(n);
+    // C(m+n, k) as a product of k ratios; k <= 100 under EXACT_LIMIT, bounded in any case.
+    let c = (1..=k.min(1000)).fold(1.0f64, |c, i| c * (m + n + 1 - i) as f64 / i as f64);
+    (2.0 / c).min(1.0)
+}
+
 /// Null distribution of U for sample sizes m and n: counts[u] of arrangements giving U = u.
 /// Built with the recurrence f(i, j, u) = f(i-1, j, u-j) + f(i, j-1, u) (additions only).
 pub fn u_distribution(m: usize, n: usize) -> Vec<f64> {
@@ -242,6 +252,16 @@ pub fn hodges_lehmann(baseline: &[f64], other: &[f64], confidence: f64) -> Hodge
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_smallest_exact_p_is_two_over_the_arrangements() {
+        assert!((smallest_exact_p(3, 3) - 0.1).abs() < 1e-12);
+        assert!((smallest_exact_p(4, 4) - 2.0 / 70.0).abs() < 1e-12);
+        assert_eq!(smallest_exact_p(1, 1), 1.0);
+        // The exact test reaches it when the samples do not overlap.
+        let mw = mann_whitney(&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]);
+        assert!((mw.p - smallest_exact_p(3, 3)).abs() < 1e-12);
+    }
 
     #[test]
     fn null_distribution_is_symmetric_and_complete() {

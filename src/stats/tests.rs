@@ -268,3 +268,43 @@ fn runs_needed_at_huge_df_returns_at_once() {
     assert_eq!(runs_needed(1.0, 1.0, 0.95, 1.0), None);
     assert!(t0.elapsed() < std::time::Duration::from_secs(1));
 }
+
+/// Regression: "Mann-Whitney p = 0.100 disagrees, look at the outliers" with 3 runs against 3,
+/// where 0.1 is the smallest p the exact test can give: not a disagreement.
+#[test]
+fn a_mann_whitney_test_that_cannot_reach_significance_is_not_said_to_disagree() {
+    let sets = vec![
+        ("a".to_string(), vec![100.0, 100.2, 100.1]),
+        ("b".to_string(), vec![110.0, 110.3, 110.1]),
+    ];
+    let a = analyze(&sets, &Config::default()).unwrap();
+    let v = &a.comparisons[0].verdict;
+    assert!(a.comparisons[0].significant, "{v}");
+    assert!(!v.contains("disagrees"), "{v}");
+    assert!(
+        v.contains("Mann-Whitney cannot reach p < 0.05 with 3 runs each (its smallest p is 0.100)"),
+        "{v}"
+    );
+    // With enough runs a real disagreement is still reported as one.
+    let b = analyze(
+        &[
+            (
+                "a".to_string(),
+                vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0],
+            ),
+            (
+                "b".to_string(),
+                vec![1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 80.0],
+            ),
+        ],
+        &Config::default(),
+    )
+    .unwrap();
+    let w = &b.comparisons[0];
+    assert_eq!(
+        w.verdict.contains("disagrees"),
+        (w.mann_whitney.p < 0.05) != w.significant,
+        "{}",
+        w.verdict
+    );
+}
