@@ -328,6 +328,50 @@ pub fn tuning_problems(plan: &Plan, targets: &[crate::tuning::Target]) -> Vec<St
     problems
 }
 
+/// Congestion controls of the plan that this host's kernel will not set on a socket (a typo such
+/// as `bbrr`, a module that is not there), each tried on a throwaway socket before any traffic.
+pub fn congestion_problems(plan: &Plan) -> Vec<String> {
+    let mut names: Vec<String> = plan
+        .configurations()
+        .iter()
+        .filter_map(|c| plan.spec_for(c).ok())
+        .filter_map(|s| s.congestion)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                .map_err(|e| e.to_string());
+            let set = sock
+                .and_then(|s| crate::sockopt::set_congestion(&s, &name).map_err(|e| e.to_string()));
+            set.err().map(|e| {
+                let available = crate::hostfacts::sysctl(
+                    std::path::Path::new("/proc"),
+                    "net.ipv4.tcp_available_congestion_control",
+                )
+                .unwrap_or_else(|| "?".into());
+                format!(
+                    "congestion control {name:?} cannot be set here ({e}); available: {available}"
+                )
+            })
+        })
+        .collect()
+}
+
+/// A warning for plans whose runs per configuration are too few for any comparison.
+pub fn count_warning(plan: &Plan) -> Option<String> {
+    (plan.repeat.count < crate::stats::MIN_RUNS as u32).then(|| {
+        format!(
+            "[repeat] count = {}: comparisons need at least {} runs per configuration, so none \
+             will be made; raise count",
+            plan.repeat.count,
+            crate::stats::MIN_RUNS
+        )
+    })
+}
+
 /// The tuning profile a configuration runs with, if the plan sweeps profiles.
 fn profile_of(c: &ConfigRow) -> Option<String> {
     c.dims

@@ -372,3 +372,49 @@ fn test_fixtures_are_not_hidden_by_gitignore() {
         "test files ignored by .gitignore (a clean clone will miss them):\n{hidden}"
     );
 }
+
+/// Regression: `congestion = ["cubic", "bbrr"]` passed `--check` and every bbrr run failed;
+/// `count = 2` passed without a word and every comparison was refused after the campaign.
+#[test]
+fn check_refuses_unknown_congestion_controls_and_warns_of_too_few_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.toml");
+    let db = dir.path().join("p.db");
+    let write = |cc: &str, count: u32| {
+        std::fs::write(
+            &plan,
+            format!(
+                "[target]\nkind = \"loopback\"\n[test]\nduration = \"1s\"\n[matrix]\n\
+                 congestion = [\"reno\", \"{cc}\"]\n[repeat]\ncount = {count}\n"
+            ),
+        )
+        .unwrap();
+    };
+    let check = || {
+        netsweep(&[
+            "run",
+            plan.to_str().unwrap(),
+            "--check",
+            "--db",
+            db.to_str().unwrap(),
+        ])
+    };
+    write("bbrr", 3);
+    let (ok, out) = check();
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("congestion control \"bbrr\" cannot be set here"),
+        "{out}"
+    );
+    assert!(out.contains("available:"), "{out}");
+    write("reno", 2);
+    let (ok, out) = check();
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("count = 2: comparisons need at least 3 runs"),
+        "{out}"
+    );
+    write("reno", 3);
+    let (ok, out) = check();
+    assert!(ok && !out.contains("warning"), "{out}");
+}

@@ -117,6 +117,14 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut store = Store::open(&db)?;
     let unfinished = store.unfinished_campaign(&plan.source)?;
     check_resume(a, &db, unfinished.as_ref())?;
+    let cc = runner::congestion_problems(&plan);
+    if !cc.is_empty() {
+        crate::errln!("{file}: {}, nothing was run", cc.join("; "));
+        return Ok(ExitCode::from(2));
+    }
+    if let Some(w) = runner::count_warning(&plan) {
+        crate::errln!("warning: {w}");
+    }
     let mut exec = executor_for(&plan)?;
     let problems = runner::tuning_problems(&plan, &exec.tuning_targets());
     if !problems.is_empty() {

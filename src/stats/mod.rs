@@ -140,8 +140,11 @@ pub fn holm(p: &[f64]) -> Vec<f64> {
     adjusted
 }
 
+/// Fewest values per set an analysis accepts.
+pub const MIN_RUNS: usize = 3;
+
 fn check(name: &str, values: &[f64]) -> Result<(), StatsError> {
-    if values.len() < 3 {
+    if values.len() < MIN_RUNS {
         return Err(StatsError::TooFew {
             name: name.to_string(),
             n: values.len(),
