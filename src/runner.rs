@@ -347,14 +347,23 @@ pub fn congestion_problems(plan: &Plan) -> Vec<String> {
             let set = sock
                 .and_then(|s| crate::sockopt::set_congestion(&s, &name).map_err(|e| e.to_string()));
             set.err().map(|e| {
-                let available = crate::hostfacts::sysctl(
-                    std::path::Path::new("/proc"),
-                    "net.ipv4.tcp_available_congestion_control",
-                )
-                .unwrap_or_else(|| "?".into());
-                format!(
-                    "congestion control {name:?} cannot be set here ({e}); available: {available}"
-                )
+                let read = |key| {
+                    crate::hostfacts::sysctl(std::path::Path::new("/proc"), key)
+                        .unwrap_or_else(|| "?".into())
+                };
+                let available = read("net.ipv4.tcp_available_congestion_control");
+                let allowed = read("net.ipv4.tcp_allowed_congestion_control");
+                if available.split_whitespace().any(|a| a == name) {
+                    format!(
+                        "congestion control {name:?} is not in net.ipv4.tcp_allowed_congestion_control \
+                         ({allowed}), so only root may set it: run as root, add it there, or leave \
+                         it out of the plan"
+                    )
+                } else {
+                    format!(
+                        "congestion control {name:?} cannot be set here ({e}); available: {available}"
+                    )
+                }
             })
         })
         .collect()
