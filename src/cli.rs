@@ -433,8 +433,9 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         }
         spec.udp_offload = !a.no_udp_offload;
         spec.zerocopy = !a.no_zerocopy;
-        // A path, size or rate the user names is used as named: no calibration.
-        if a.length.is_some() || a.no_zerocopy || spec.bitrate_bps > 0.0 {
+        // A path or size the user names is used as named: no calibration (a rate needs none:
+        // paced senders never calibrate).
+        if a.length.is_some() || a.no_zerocopy {
             spec.calibration = std::time::Duration::ZERO;
         }
         let server = resolve(&a.host, a.port, a.ipv4, a.ipv6)?;

@@ -467,13 +467,7 @@ pub fn build(
     if let Some(send) = pairs.first().and_then(|p| p.sender.send.as_ref())
         && let Some(path) = send.path
     {
-        start.send_path = Some(
-            match path.call {
-                crate::engine::sendpath::SendCall::Sendfile => "sendfile",
-                crate::engine::sendpath::SendCall::Write => "write",
-            }
-            .to_string(),
-        );
+        start.send_path = Some(path.call.name().to_string());
         start.chunk_bytes = Some(path.chunk_bytes as u64);
         start.calibration = send.trials.clone();
         start.send_calls = Some(send.calls);

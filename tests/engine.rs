@@ -344,13 +344,7 @@ fn the_reported_send_path_is_the_one_used() {
     let chosen = r.start.calibration[best].path;
     assert_eq!(
         (path.as_str(), chunk as usize),
-        (
-            match chosen.call {
-                netsweep::engine::sendpath::SendCall::Sendfile => "sendfile",
-                netsweep::engine::sendpath::SendCall::Write => "write",
-            },
-            chosen.chunk_bytes
-        )
+        (chosen.call.name(), chosen.chunk_bytes)
     );
     // The calibration is in the warm-up, not in the results.
     assert!(r.intervals[0].omitted && (r.intervals[0].end_s - 0.3).abs() < 1e-9);

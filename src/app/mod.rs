@@ -76,16 +76,14 @@ pub struct ClientView {
     pub json: bool,
     pub units: RateFormat,
     pub verbose: bool,
+    /// Where the output goes instead of standard output (`--logfile`).
+    pub logfile: Option<std::path::PathBuf>,
 }
 
 impl TryFrom<&ClientArgs> for ClientView {
     type Error = anyhow::Error;
 
     fn try_from(a: &ClientArgs) -> anyhow::Result<ClientView> {
-        if let Some(path) = &a.logfile {
-            crate::console::log_to(path)
-                .with_context(|| format!("--logfile {}", path.display()))?;
-        }
         Ok(ClientView {
             json: a.json,
             units: a
@@ -96,6 +94,7 @@ impl TryFrom<&ClientArgs> for ClientView {
                 .context("-f/--format")?
                 .unwrap_or_default(),
             verbose: a.verbose,
+            logfile: a.logfile.clone(),
         })
     }
 }
@@ -104,6 +103,12 @@ impl TryFrom<&ClientArgs> for ClientView {
 /// Ctrl-C prints what was measured so far. The column header waits for the first interval,
 /// so a test that never starts prints only why.
 pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) -> ExitCode {
+    if let Some(path) = &view.logfile
+        && let Err(e) = crate::console::log_to(path)
+    {
+        crate::errln!("netsweep: --logfile {}: {e}", path.display());
+        return ExitCode::FAILURE;
+    }
     let stop = signals::install();
     for note in &cfg.notes {
         if view.json {

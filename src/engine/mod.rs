@@ -125,8 +125,9 @@ impl SendSource {
         let files = sizes
             .into_iter()
             .filter_map(|n| {
-                let n = n.clamp(1, SEND_BUFFER_MAX);
-                sockopt::memfd_with(&payload(n)).ok().map(|f| (n, f))
+                // Every file size is at most the buffer's: the file holds its first bytes.
+                let n = n.clamp(1, bytes.len());
+                sockopt::memfd_with(&bytes[..n]).ok().map(|f| (n, f))
             })
             .collect();
         SendSource { bytes, files }

@@ -47,13 +47,24 @@ pub enum SendCall {
     Write,
 }
 
-impl std::fmt::Display for SendPath {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let call = match self.call {
+impl SendCall {
+    /// The system call's name, as results report it.
+    pub fn name(self) -> &'static str {
+        match self {
             SendCall::Sendfile => "sendfile",
             SendCall::Write => "write",
-        };
-        write!(f, "{call} {}", crate::units::Bytes(self.chunk_bytes as u64))
+        }
+    }
+}
+
+impl std::fmt::Display for SendPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}",
+            self.call.name(),
+            crate::units::Bytes(self.chunk_bytes as u64)
+        )
     }
 }
 

@@ -88,11 +88,8 @@ impl PathChooser {
                 call,
                 chunk_bytes: length,
             },
-            calibration: if ctx.rate.is_unlimited() {
-                ctx.calibration
-            } else {
-                Duration::ZERO
-            },
+            // Already zero for paced senders (`TestSpec::effective_calibration`).
+            calibration: ctx.calibration,
             measured: [0; sendpath::CANDIDATES.len()],
             chosen: None,
             report: SendReport::default(),

@@ -166,18 +166,16 @@ impl Receiver<'_> {
             return;
         };
         let sent_at = Duration::from_nanos(send_ns);
-        let index = self.ctx.timeline.index_at(sent_at);
         let arrival = self.tracker.record(seq);
         // A send time far beyond this end's clock is a damaged or forged header: attributing it
         // would make the receiver keep intervals that have not happened yet.
-        let plausible = sent_at <= now + CLOCK_LEAD;
-        if let Some(i) = index.filter(|_| plausible) {
+        let index = (sent_at <= now + CLOCK_LEAD)
+            .then(|| self.ctx.timeline.index_at(sent_at))
+            .flatten();
+        if let Some(i) = index {
             self.grow_to(i);
         }
-        let Some(slot) = index
-            .filter(|_| plausible)
-            .and_then(|i| self.counts.get_mut(i))
-        else {
+        let Some(slot) = index.and_then(|i| self.counts.get_mut(i)) else {
             if arrival != Arrival::Duplicate {
                 self.tail_bytes += d.len() as u64;
             }

@@ -105,12 +105,7 @@ pub fn apply_option(spec: &mut TestSpec, key: &str, v: &str) -> Result<(), Strin
                 .map_err(|_| format!("length {v} is too large"))?;
             spec.calibration = std::time::Duration::ZERO;
         }
-        "bitrate" => {
-            spec.bitrate_bps = v.parse::<BitRate>().map_err(e)?.bits_per_second();
-            if spec.bitrate_bps > 0.0 {
-                spec.calibration = std::time::Duration::ZERO;
-            }
-        }
+        "bitrate" => spec.bitrate_bps = v.parse::<BitRate>().map_err(e)?.bits_per_second(),
         "zerocopy" => {
             spec.zerocopy = parse_bool(v)?;
             spec.calibration = std::time::Duration::ZERO;
