@@ -164,7 +164,13 @@ pub fn run_test(
         .unwrap_or_default();
     write_frame(&mut ctrl, &ClientMsg::Start)?;
     let start = Instant::now();
-    let streams = session::start_streams(spec, true, sockets, start, start + control_rtt)
+    let streams = session::start_streams(
+        spec,
+        true,
+        sockets,
+        (start, start + control_rtt),
+        session::Wire::default(),
+    )
         .map_err(|e| TestError::new(format!("cannot start stream threads: {e}")))?;
     let info = StartInfo {
         timestamp_unix_s: timestamp.as_secs_f64(),

@@ -319,7 +319,13 @@ fn control_session(
         spec.streams,
         spec.total_time().as_secs_f64()
     ));
-    let streams = session::start_streams(&spec, false, sockets, start, start)?;
+    let streams = session::start_streams(
+        &spec,
+        false,
+        sockets,
+        (start, start),
+        session::Wire::default(),
+    )?;
     let outcome = run_test(&mut ctrl, &spec, &streams);
     streams.stop_and_join();
     // The test is over: free its slot before the client can see the result, so a client that

@@ -82,14 +82,22 @@ pub struct Streams {
     handles: Vec<std::thread::JoinHandle<()>>,
 }
 
+/// How the peer at the other end speaks: netsweep (the default) or iperf3.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Wire {
+    pub datagrams: engine::Datagrams,
+    /// Streams run until stopped and keep their last, partial interval (`StreamCtx::open_ended`).
+    pub open_ended: bool,
+}
+
 /// Starts one thread per socket. `receiver_start` lets the client start its receiving grids
 /// one control round trip later, when the server's first bytes can arrive.
 pub fn start_streams(
     spec: &TestSpec,
     is_client: bool,
     sockets: Vec<(u16, Flow, StreamSocket)>,
-    sender_start: Instant,
-    receiver_start: Instant,
+    (sender_start, receiver_start): (Instant, Instant),
+    wire: Wire,
 ) -> std::io::Result<Streams> {
     let timeline = Arc::new(spec.timeline());
     let (tx, rx) = mpsc::channel();
@@ -132,6 +140,8 @@ pub fn start_streams(
             source: source.clone(),
             read_bytes,
             calibration: spec.effective_calibration(),
+            datagrams: wire.datagrams,
+            open_ended: wire.open_ended,
         };
         handles.push(engine::spawn_stream(ctx, socket)?);
     }

@@ -72,6 +72,24 @@ pub struct StreamCtx {
     pub read_bytes: usize,
     /// TCP sender: how long to try the send paths before keeping the fastest (`sendpath`).
     pub calibration: Duration,
+    /// UDP: the header every datagram carries (netsweep's, or iperf3's for an iperf3 peer).
+    pub datagrams: Datagrams,
+    /// The stream runs until `stop` (an iperf3 peer ends the test when it wants), and the
+    /// interval open at the stop is kept in the report instead of dropped.
+    pub open_ended: bool,
+}
+
+/// The header UDP datagrams carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Datagrams {
+    /// Sequence number from 0 and the sender's time since its start, both big-endian u64.
+    /// Receivers attribute each datagram to the interval it was sent in.
+    #[default]
+    Netsweep,
+    /// iperf3's: big-endian wall-clock seconds and microseconds, then the sequence number from
+    /// 1 (32 bits, or 64 with `udp_counters_64bit`). The sender's clock is unknown, so receivers
+    /// attribute datagrams to the interval they arrived in, as iperf3 does.
+    Iperf3 { seq64: bool },
 }
 
 /// Largest buffer a TCP sender keeps, whatever `-l` says: a write larger than this repeats it
@@ -159,6 +177,14 @@ impl StreamCtx {
 
     pub(crate) fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+
+    /// An open-ended stream that was stopped keeps the interval under way (when the grid has
+    /// room for it); other streams report closed intervals only.
+    pub(crate) fn keep_open(&self, report: &mut StreamReport, current: IntervalReport) {
+        if self.open_ended && report.intervals.len() < self.timeline.len() {
+            report.intervals.push(current);
+        }
     }
 
     pub(crate) fn emit(&self, report: &IntervalReport) {

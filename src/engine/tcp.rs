@@ -182,7 +182,12 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
             let next = ctx.empty_interval(report.intervals.len() + 1);
             report.intervals.push(std::mem::replace(&mut current, next));
         }
-        if report.intervals.len() >= slots.len() || ctx.stopped() {
+        if report.intervals.len() >= slots.len() {
+            break;
+        }
+        if ctx.stopped() {
+            current.tcp = sampler.sample(&sock);
+            ctx.keep_open(&mut report, current);
             break;
         }
         let (path, trial) = chooser.path_at(now);
@@ -273,7 +278,11 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                 break;
             }
         }
-        if ctx.stopped() || now >= end + TCP_DRAIN {
+        if ctx.stopped() {
+            ctx.keep_open(&mut report, current);
+            break;
+        }
+        if now >= end + TCP_DRAIN {
             break;
         }
     }

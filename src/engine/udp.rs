@@ -4,7 +4,7 @@
 //! reads coalesced batches (UDP_GRO) and attributes every datagram to the interval in which it
 //! was *sent*, so per-interval loss is exact: sent in interval k minus received of interval k.
 
-use super::{POLL, Pacer, StreamCtx, UDP_LINGER, payload};
+use super::{Datagrams, POLL, Pacer, StreamCtx, UDP_LINGER, payload};
 use crate::measure::{IntervalReport, StreamReport, UdpReceived};
 use crate::sockopt;
 use crate::spec::UDP_HEADER_BYTES;
@@ -26,15 +26,58 @@ const MAX_BATCH: usize = 64;
 /// Largest UDP_SEGMENT super-datagram (the kernel's limit is 64 KiB with headers).
 const MAX_GSO_BYTES: usize = 65_000;
 
-fn write_header(d: &mut [u8], seq: u64, send_ns: u64) {
-    d[..8].copy_from_slice(&seq.to_be_bytes());
-    d[8..16].copy_from_slice(&send_ns.to_be_bytes());
+/// Writes the header of datagram `seq` (counted from 0 in every format); `stamp_ns` is the
+/// send time in the format's clock (`stamp_ns`).
+fn write_header(format: Datagrams, d: &mut [u8], seq: u64, stamp_ns: u64) {
+    match format {
+        Datagrams::Netsweep => {
+            d[..8].copy_from_slice(&seq.to_be_bytes());
+            d[8..16].copy_from_slice(&stamp_ns.to_be_bytes());
+        }
+        Datagrams::Iperf3 { seq64 } => {
+            let sec = (stamp_ns / 1_000_000_000) as u32;
+            let usec = (stamp_ns % 1_000_000_000 / 1_000) as u32;
+            d[..4].copy_from_slice(&sec.to_be_bytes());
+            d[4..8].copy_from_slice(&usec.to_be_bytes());
+            let wire = seq.wrapping_add(1);
+            if seq64 {
+                d[8..16].copy_from_slice(&wire.to_be_bytes());
+            } else {
+                d[8..12].copy_from_slice(&(wire as u32).to_be_bytes());
+            }
+        }
+    }
 }
 
-fn read_header(d: &[u8]) -> Option<(u64, u64)> {
-    let seq = u64::from_be_bytes(d.get(..8)?.try_into().ok()?);
-    let ts = u64::from_be_bytes(d.get(8..16)?.try_into().ok()?);
-    Some((seq, ts))
+/// The sequence number (from 0) and send time (ns) of a datagram, if it has a whole header.
+fn read_header(format: Datagrams, d: &[u8]) -> Option<(u64, u64)> {
+    let be32 = |r: std::ops::Range<usize>| -> Option<u64> {
+        Some(u64::from(u32::from_be_bytes(d.get(r)?.try_into().ok()?)))
+    };
+    let be64 = |r: std::ops::Range<usize>| -> Option<u64> {
+        Some(u64::from_be_bytes(d.get(r)?.try_into().ok()?))
+    };
+    match format {
+        Datagrams::Netsweep => Some((be64(0..8)?, be64(8..16)?)),
+        Datagrams::Iperf3 { seq64 } => {
+            let ns = be32(0..4)? * 1_000_000_000 + be32(4..8)? * 1_000;
+            let wire = if seq64 { be64(8..16)? } else { be32(8..12)? };
+            // iperf3 counts from 1; a zero is not a datagram of the test.
+            Some((wire.checked_sub(1)?, ns))
+        }
+    }
+}
+
+/// A send time in the clock of `format`: this end's elapsed time for netsweep's header,
+/// the wall clock for iperf3's.
+fn stamp(format: Datagrams, elapsed: Duration) -> u64 {
+    let t = match format {
+        Datagrams::Netsweep => elapsed,
+        Datagrams::Iperf3 { .. } => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default(),
+    };
+    u64::try_from(t.as_nanos()).unwrap_or(u64::MAX)
 }
 
 /// Most bytes in one batch of plain sends: large datagrams get fewer per batch, so the send
@@ -71,7 +114,11 @@ pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
             let next = ctx.empty_interval(report.intervals.len() + 1);
             report.intervals.push(std::mem::replace(&mut current, next));
         }
-        if report.intervals.len() >= slots.len() || ctx.stopped() {
+        if report.intervals.len() >= slots.len() {
+            break;
+        }
+        if ctx.stopped() {
+            ctx.keep_open(&mut report, current);
             break;
         }
         let mut n = max_batch;
@@ -90,9 +137,9 @@ pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
             }
             n = n.min(allowed);
         }
-        let ts = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX);
+        let ts = stamp(ctx.datagrams, now);
         for i in 0..n {
-            write_header(&mut buf[i * len..], seq + i as u64, ts);
+            write_header(ctx.datagrams, &mut buf[i * len..], seq + i as u64, ts);
         }
         let sent = if gso {
             match sockopt::send_segmented(&sock, &buf[..n * len], len as u16) {
@@ -162,16 +209,22 @@ impl Receiver<'_> {
         if crate::protocol::parse_udp_hello(d).is_some() {
             return;
         }
-        let Some((seq, send_ns)) = read_header(d) else {
+        let Some((seq, send_ns)) = read_header(self.ctx.datagrams, d) else {
             return;
         };
-        let sent_at = Duration::from_nanos(send_ns);
         let arrival = self.tracker.record(seq);
-        // A send time far beyond this end's clock is a damaged or forged header: attributing it
-        // would make the receiver keep intervals that have not happened yet.
-        let index = (sent_at <= now + CLOCK_LEAD)
-            .then(|| self.ctx.timeline.index_at(sent_at))
-            .flatten();
+        let index = match self.ctx.datagrams {
+            Datagrams::Netsweep => {
+                let sent_at = Duration::from_nanos(send_ns);
+                // A send time far beyond this end's clock is a damaged or forged header:
+                // attributing it would make the receiver keep intervals not yet happened.
+                (sent_at <= now + CLOCK_LEAD)
+                    .then(|| self.ctx.timeline.index_at(sent_at))
+                    .flatten()
+            }
+            // The sender's clock is another host's wall clock: attribute by arrival.
+            Datagrams::Iperf3 { .. } => self.ctx.timeline.index_at(now),
+        };
         if let Some(i) = index {
             self.grow_to(i);
         }
@@ -244,10 +297,16 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
             break;
         }
     }
-    // Every interval that passed is in the report, with zero counts where nothing arrived.
+    // Every interval that passed is in the report, with zero counts where nothing arrived
+    // (and the one under way, for an open-ended stream).
     let passed = if stopped_early {
         let now = ctx.elapsed();
-        slots.iter().take_while(|s| s.end <= now).count()
+        let closed = slots.iter().take_while(|s| s.end <= now).count();
+        if ctx.open_ended {
+            (closed + 1).min(slots.len())
+        } else {
+            closed
+        }
     } else {
         slots.len()
     };
@@ -268,9 +327,31 @@ mod tests {
     #[test]
     fn header_round_trips_and_short_datagrams_are_ignored() {
         let mut d = vec![0u8; 32];
-        write_header(&mut d, 42, 1_000_000_007);
-        assert_eq!(read_header(&d), Some((42, 1_000_000_007)));
-        assert_eq!(read_header(&d[..15]), None);
+        let ns = Datagrams::Netsweep;
+        write_header(ns, &mut d, 42, 1_000_000_007);
+        assert_eq!(read_header(ns, &d), Some((42, 1_000_000_007)));
+        assert_eq!(read_header(ns, &d[..15]), None);
+    }
+
+    /// iperf3's header, byte for byte as iperf_udp.c writes it: big-endian seconds,
+    /// microseconds, then the sequence from 1 in 32 or 64 bits.
+    #[test]
+    fn iperf3_header_matches_its_layout() {
+        let mut d = vec![0u8; 32];
+        let short = Datagrams::Iperf3 { seq64: false };
+        write_header(short, &mut d, 0, 1_700_000_000_123_456_789);
+        assert_eq!(&d[..4], &1_700_000_000u32.to_be_bytes());
+        assert_eq!(&d[4..8], &123_456u32.to_be_bytes());
+        assert_eq!(&d[8..12], &1u32.to_be_bytes());
+        assert_eq!(read_header(short, &d), Some((0, 1_700_000_000_123_456_000)));
+        assert_eq!(read_header(short, &d[..11]), None);
+        let long = Datagrams::Iperf3 { seq64: true };
+        write_header(long, &mut d, (1 << 40) - 1, 5_000_001_000);
+        assert_eq!(&d[8..16], &(1u64 << 40).to_be_bytes());
+        assert_eq!(read_header(long, &d), Some(((1 << 40) - 1, 5_000_001_000)));
+        // Sequence 0 is not an iperf3 datagram (it counts from 1).
+        d[8..16].fill(0);
+        assert_eq!(read_header(long, &d), None);
     }
 
     /// Regression: on a lossy path the client repeats its hello, and the extra copies wait in
@@ -301,6 +382,8 @@ mod tests {
             source: None,
             read_bytes: 0,
             calibration: Duration::ZERO,
+            datagrams: super::Datagrams::Netsweep,
+            open_ended: false,
         };
         let mut rx = Receiver {
             ctx: &ctx,
@@ -313,7 +396,7 @@ mod tests {
         rx.datagram(&hello, Duration::from_secs(1));
         for seq in 0..3 {
             let mut d = vec![0u8; 1400];
-            write_header(&mut d, seq, 1_000_000 * (seq + 1));
+            write_header(Datagrams::Netsweep, &mut d, seq, 1_000_000 * (seq + 1));
             rx.datagram(&d, Duration::from_secs(1));
             rx.datagram(&hello, Duration::from_secs(1));
         }

@@ -1,0 +1,613 @@
+//! iperf3's control protocol, as esnet/iperf 3.1 to 3.21 speak it (facts from `iperf_api.c`,
+//! `iperf_client_api.c`, `iperf_server_api.c`, `iperf_udp.c`; checked against Debian's 3.12 with
+//! the captured exchanges in `tests/fixtures/iperf3/`). Pure encoding and decoding: sockets are
+//! the caller's.
+//!
+//! A test: the client connects and sends a 37-byte cookie (36 characters and a NUL). The
+//! server answers with one-byte states: `PARAM_EXCHANGE`, after which the client sends its
+//! parameters as JSON behind a 4-byte big-endian length; `CREATE_STREAMS`, after which the client
+//! opens the data connections one after another (TCP: each starts with the cookie; UDP: a
+//! 4-byte datagram the server answers with 4 bytes); `TEST_START` and `TEST_RUNNING`. The client
+//! ends the test with `TEST_END`; the server says `EXCHANGE_RESULTS`, the client sends its
+//! results, the server its own, then `DISPLAY_RESULTS`; the client says `IPERF_DONE`. A busy
+//! server sends `ACCESS_DENIED`; a failing one `SERVER_ERROR` and two big-endian int32: its
+//! error code and errno.
+//!
+//! Numbers are read leniently: iperf3 writes -1 as 18446744073709551615 or 1.8446744073709552e19
+//! (Debian's 3.12) and integers as floats.
+
+use serde_json::{Map, Value, json};
+
+/// Cookie length on the wire: 36 characters and a NUL.
+pub const COOKIE_LEN: usize = 37;
+/// The characters iperf3 makes cookies of.
+const COOKIE_CHARS: &[u8; 32] = b"abcdefghijklmnopqrstuvwxyz234567";
+/// Largest parameter document accepted from a client (iperf3's own limit is 8 KiB).
+pub const MAX_PARAMS_BYTES: u32 = 64 << 10;
+/// Largest results document accepted from a peer (the server's output, when asked for, is in it).
+pub const MAX_RESULTS_BYTES: u32 = 16 << 20;
+/// iperf3's limits, which its peers enforce: streams, block size, seconds.
+pub const MAX_STREAMS: u16 = 128;
+pub const MAX_TCP_BLOCK: u32 = 1 << 20;
+pub const MAX_UDP_BLOCK: u32 = 65_535 - 8 - 20;
+pub const MAX_TIME_S: u64 = 86_400;
+pub const MAX_OMIT_S: u64 = 600;
+/// The UDP "connect" datagram of a little-endian client (0x36373839 in host order: "9876").
+pub const UDP_CONNECT_MSG: [u8; 4] = 0x3637_3839u32.to_le_bytes();
+/// The reply every client from 3.1 to 3.21 accepts: the legacy value 987654321 as a
+/// little-endian host writes it (newer clients also take "6789").
+pub const UDP_CONNECT_REPLY: [u8; 4] = 987_654_321u32.to_le_bytes();
+
+/// A test's cookie.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cookie(pub [u8; COOKIE_LEN]);
+
+impl Cookie {
+    pub fn random() -> Cookie {
+        let mut c = [0u8; COOKIE_LEN];
+        for b in &mut c[..COOKIE_LEN - 1] {
+            *b = COOKIE_CHARS[rand::random::<u8>() as usize % COOKIE_CHARS.len()];
+        }
+        Cookie(c)
+    }
+
+    /// A cookie as iperf3 sends it: 36 lowercase letters or digits, then a NUL.
+    pub fn parse(b: &[u8]) -> Option<Cookie> {
+        let c: [u8; COOKIE_LEN] = b.try_into().ok()?;
+        (looks_like_cookie(&c[..COOKIE_LEN - 1]) && c[COOKIE_LEN - 1] == 0).then_some(Cookie(c))
+    }
+}
+
+impl std::fmt::Debug for Cookie {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", String::from_utf8_lossy(&self.0[..COOKIE_LEN - 1]))
+    }
+}
+
+/// Whether the first bytes of a connection could start an iperf3 cookie (netsweep's own
+/// preambles start with capitals, so the two never collide).
+pub fn looks_like_cookie(b: &[u8]) -> bool {
+    b.iter()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+}
+
+/// A one-byte state of the control connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    TestStart,
+    TestRunning,
+    TestEnd,
+    ParamExchange,
+    CreateStreams,
+    ServerTerminate,
+    ClientTerminate,
+    ExchangeResults,
+    DisplayResults,
+    IperfStart,
+    IperfDone,
+    AccessDenied,
+    ServerError,
+}
+
+impl State {
+    pub fn byte(self) -> u8 {
+        let v: i8 = match self {
+            State::TestStart => 1,
+            State::TestRunning => 2,
+            State::TestEnd => 4,
+            State::ParamExchange => 9,
+            State::CreateStreams => 10,
+            State::ServerTerminate => 11,
+            State::ClientTerminate => 12,
+            State::ExchangeResults => 13,
+            State::DisplayResults => 14,
+            State::IperfStart => 15,
+            State::IperfDone => 16,
+            State::AccessDenied => -1,
+            State::ServerError => -2,
+        };
+        v as u8
+    }
+
+    pub fn from_byte(b: u8) -> Option<State> {
+        Some(match b as i8 {
+            1 => State::TestStart,
+            2 => State::TestRunning,
+            4 => State::TestEnd,
+            9 => State::ParamExchange,
+            10 => State::CreateStreams,
+            11 => State::ServerTerminate,
+            12 => State::ClientTerminate,
+            13 => State::ExchangeResults,
+            14 => State::DisplayResults,
+            15 => State::IperfStart,
+            16 => State::IperfDone,
+            -1 => State::AccessDenied,
+            -2 => State::ServerError,
+            _ => return None,
+        })
+    }
+}
+
+/// A JSON document behind its 4-byte big-endian length.
+pub fn encode_json(v: &Value) -> Vec<u8> {
+    let body = v.to_string();
+    let mut out = Vec::with_capacity(4 + body.len());
+    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    out.extend_from_slice(body.as_bytes());
+    out
+}
+
+/// Why a length-prefixed document was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum JsonError {
+    #[error("an empty JSON document")]
+    Empty,
+    #[error("a JSON document of {len} bytes, more than the {cap} accepted")]
+    TooLarge { len: u32, cap: u32 },
+    #[error("malformed JSON: {0}")]
+    Malformed(String),
+    #[error("JSON that is not an object")]
+    NotObject,
+}
+
+/// Checks a document's length against `cap` before anything is read or allocated.
+pub fn check_json_length(prefix: [u8; 4], cap: u32) -> Result<usize, JsonError> {
+    let len = u32::from_be_bytes(prefix);
+    if len == 0 {
+        return Err(JsonError::Empty);
+    }
+    if len > cap {
+        return Err(JsonError::TooLarge { len, cap });
+    }
+    Ok(len as usize)
+}
+
+/// Parses a document's body; it must be an object.
+pub fn parse_json(body: &[u8]) -> Result<Map<String, Value>, JsonError> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(JsonError::NotObject),
+        Err(e) => Err(JsonError::Malformed(crate::inputs::peer_text(&e.to_string()))),
+    }
+}
+
+/// A number as iperf3 writes it; u64::MAX (or its float) stands for -1.
+fn int(m: &Map<String, Value>, key: &str) -> Option<i64> {
+    let v = m.get(key)?;
+    if let Some(i) = v.as_i64() {
+        return Some(i);
+    }
+    if let Some(u) = v.as_u64() {
+        return Some(if u >= 1 << 63 { -1 } else { u as i64 });
+    }
+    let f = v.as_f64().filter(|f| f.is_finite())?;
+    Some(if f >= 9.2e18 { -1 } else { f as i64 })
+}
+
+fn float(m: &Map<String, Value>, key: &str) -> Option<f64> {
+    m.get(key)?.as_f64().filter(|f| f.is_finite())
+}
+
+fn flag(m: &Map<String, Value>, key: &str) -> bool {
+    match m.get(key) {
+        Some(Value::Bool(b)) => *b,
+        Some(v) => v.as_f64().is_some_and(|f| f != 0.0),
+        None => false,
+    }
+}
+
+fn text(m: &Map<String, Value>, key: &str) -> Option<String> {
+    m.get(key)?.as_str().map(crate::inputs::peer_text)
+}
+
+/// A test's parameters, as the client sends them after `PARAM_EXCHANGE`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Params {
+    pub udp: bool,
+    pub omit_s: u64,
+    pub time_s: u64,
+    /// `-n` / `-k`: bytes or blocks to send instead of a time (0 = by time).
+    pub bytes: u64,
+    pub blocks: u64,
+    pub mss: Option<u32>,
+    pub nodelay: bool,
+    pub parallel: u16,
+    pub reverse: bool,
+    pub bidirectional: bool,
+    pub window: Option<u64>,
+    pub len: Option<u32>,
+    /// Per stream, bit/s (0 = unlimited).
+    pub bandwidth_bps: u64,
+    pub congestion: Option<String>,
+    pub get_server_output: bool,
+    pub udp_counters_64bit: bool,
+    pub client_version: Option<String>,
+    /// The client sent an RSA authentication token.
+    pub authtoken: bool,
+}
+
+/// Why a client's parameters were refused: the iperf3 error code to send back, and words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub code: i32,
+    pub reason: String,
+}
+
+impl Refusal {
+    pub fn new(code: i32, reason: impl Into<String>) -> Refusal {
+        Refusal {
+            code,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// iperf3's error codes (`iperf_api.h`) a netsweep server sends or a client meets often.
+pub mod code {
+    pub const DURATION: i32 = 5;
+    pub const NUM_STREAMS: i32 = 6;
+    pub const BLOCK_SIZE: i32 = 7;
+    pub const BUF_SIZE: i32 = 8;
+    pub const MSS: i32 = 10;
+    pub const OMIT: i32 = 12;
+    pub const UNIMPLEMENTED: i32 = 13;
+    pub const UDP_BLOCK_SIZE: i32 = 20;
+    pub const TOTAL_RATE: i32 = 27;
+    pub const MAX_SERVER_DURATION: i32 = 37;
+    pub const RECV_PARAMS: i32 = 114;
+    pub const RECV_RESULTS: i32 = 117;
+    pub const CLIENT_TERM: i32 = 119;
+    pub const ACCESS_DENIED: i32 = 121;
+    pub const SET_CONGESTION: i32 = 134;
+    pub const AUTH_TEST: i32 = 142;
+    pub const NO_MSG: i32 = 144;
+    pub const SERVER_DURATION_EXPIRED: i32 = 160;
+    pub const STREAM_ACCEPT: i32 = 204;
+    pub const STREAM_ID: i32 = 208;
+}
+
+impl Params {
+    pub fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        m.insert(if self.udp { "udp" } else { "tcp" }.into(), json!(true));
+        m.insert("omit".into(), json!(self.omit_s));
+        m.insert("time".into(), json!(self.time_s));
+        m.insert("num".into(), json!(self.bytes));
+        m.insert("blockcount".into(), json!(self.blocks));
+        if let Some(mss) = self.mss {
+            m.insert("MSS".into(), json!(mss));
+        }
+        if self.nodelay {
+            m.insert("nodelay".into(), json!(true));
+        }
+        m.insert("parallel".into(), json!(self.parallel));
+        if self.reverse {
+            m.insert("reverse".into(), json!(true));
+        }
+        if self.bidirectional {
+            m.insert("bidirectional".into(), json!(true));
+        }
+        if let Some(w) = self.window {
+            m.insert("window".into(), json!(w));
+        }
+        if let Some(l) = self.len {
+            m.insert("len".into(), json!(l));
+        }
+        if self.bandwidth_bps > 0 {
+            m.insert("bandwidth".into(), json!(self.bandwidth_bps));
+        }
+        if let Some(cc) = &self.congestion {
+            m.insert("congestion".into(), json!(cc));
+        }
+        if self.get_server_output {
+            m.insert("get_server_output".into(), json!(1));
+        }
+        if self.udp_counters_64bit {
+            m.insert("udp_counters_64bit".into(), json!(1));
+        }
+        if let Some(v) = &self.client_version {
+            m.insert("client_version".into(), json!(v));
+        }
+        Value::Object(m)
+    }
+
+    /// Reads a client's parameters, refusing what iperf3's own server refuses (with its code).
+    pub fn from_json(m: &Map<String, Value>) -> Result<Params, Refusal> {
+        let bounded = |key: &str, max: u64, code: i32, what: &str| -> Result<u64, Refusal> {
+            match int(m, key) {
+                None => Ok(0),
+                Some(v) if v >= 0 && v as u64 <= max => Ok(v as u64),
+                Some(v) => Err(Refusal::new(code, format!("{what} {v} out of range"))),
+            }
+        };
+        let parallel = match int(m, "parallel") {
+            None => 1,
+            Some(p) if (1..=i64::from(MAX_STREAMS)).contains(&p) => p as u16,
+            Some(p) => {
+                return Err(Refusal::new(
+                    code::NUM_STREAMS,
+                    format!("{p} streams (iperf3 allows 1 to {MAX_STREAMS})"),
+                ));
+            }
+        };
+        let udp = flag(m, "udp");
+        if !udp && !flag(m, "tcp") {
+            return Err(Refusal::new(
+                code::UNIMPLEMENTED,
+                "neither TCP nor UDP asked for (SCTP is not served)",
+            ));
+        }
+        let opt_u32 = |key: &str, max: u64, code: i32, what: &str| -> Result<Option<u32>, Refusal> {
+            match int(m, key) {
+                None | Some(0) => Ok(None),
+                Some(v) if v > 0 && v as u64 <= max => Ok(Some(v as u32)),
+                Some(v) => Err(Refusal::new(code, format!("{what} {v} out of range"))),
+            }
+        };
+        let block_max = if udp { MAX_UDP_BLOCK } else { MAX_TCP_BLOCK };
+        let block_code = if udp {
+            code::UDP_BLOCK_SIZE
+        } else {
+            code::BLOCK_SIZE
+        };
+        Ok(Params {
+            udp,
+            omit_s: bounded("omit", MAX_OMIT_S, code::OMIT, "omit")?,
+            time_s: bounded("time", MAX_TIME_S, code::DURATION, "duration")?,
+            bytes: bounded("num", u64::MAX >> 1, code::RECV_PARAMS, "byte count")?,
+            blocks: bounded("blockcount", u64::MAX >> 1, code::RECV_PARAMS, "block count")?,
+            mss: opt_u32("MSS", 32 * 1024 - 1, code::MSS, "MSS")?,
+            nodelay: flag(m, "nodelay"),
+            parallel,
+            reverse: flag(m, "reverse"),
+            bidirectional: flag(m, "bidirectional"),
+            window: opt_u32("window", 512 << 20, code::BUF_SIZE, "window")?.map(u64::from),
+            len: opt_u32("len", u64::from(block_max), block_code, "block size")?,
+            bandwidth_bps: bounded("bandwidth", u64::MAX >> 1, code::RECV_PARAMS, "bitrate")?,
+            congestion: text(m, "congestion"),
+            get_server_output: flag(m, "get_server_output"),
+            udp_counters_64bit: flag(m, "udp_counters_64bit"),
+            client_version: text(m, "client_version"),
+            authtoken: m.contains_key("authtoken"),
+        })
+    }
+
+    /// Streams this test opens (both directions with `--bidir`).
+    pub fn stream_count(&self) -> usize {
+        usize::from(self.parallel) * if self.bidirectional { 2 } else { 1 }
+    }
+}
+
+/// iperf3's id of the stream at `index` in the order the client opens them: 1, 3, 4, 5, ...
+/// (iperf3 skips 2 and keeps doing so for compatibility).
+pub fn stream_id(index: usize) -> i64 {
+    if index == 0 { 1 } else { index as i64 + 2 }
+}
+
+/// Where the stream with iperf3 id `id` is in the opening order.
+pub fn stream_index(id: i64) -> Option<usize> {
+    match id {
+        1 => Some(0),
+        i if i >= 3 => usize::try_from(i - 2).ok(),
+        _ => None,
+    }
+}
+
+/// One stream's figures in a results document.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct StreamResult {
+    pub id: i64,
+    /// Sender: bytes sent after the omitted period; receiver: bytes received after it.
+    pub bytes: u64,
+    /// Sender's TCP retransmits, when it has them.
+    pub retransmits: Option<u64>,
+    /// Receiver's RFC 1889 jitter, seconds.
+    pub jitter_s: f64,
+    /// Receiver: datagrams missing from the sequence; sender: 0.
+    pub errors: i64,
+    pub omitted_errors: Option<i64>,
+    /// Sender: datagrams sent; receiver: the highest sequence number seen.
+    pub packets: i64,
+    pub omitted_packets: Option<i64>,
+    /// Seconds from the stream's start (after the omitted period) to its end, by the reporting
+    /// end's clock; missing from servers older than 3.2.
+    pub start_time: Option<f64>,
+    pub end_time: Option<f64>,
+}
+
+impl StreamResult {
+    /// The reporting end's measured seconds, when it told them.
+    pub fn seconds(&self) -> Option<f64> {
+        let s = self.end_time? - self.start_time.unwrap_or(0.0);
+        (s.is_finite() && s > 0.0).then_some(s)
+    }
+
+    /// Datagrams after the omitted period.
+    pub fn measured_packets(&self) -> i64 {
+        self.packets
+            .saturating_sub(self.omitted_packets.unwrap_or(0).max(0))
+    }
+
+    /// Datagrams lost after the omitted period (`errors` counts from the start).
+    pub fn measured_errors(&self) -> i64 {
+        self.errors
+            .saturating_sub(self.omitted_errors.unwrap_or(0).max(0))
+    }
+}
+
+/// A results document (both directions send one after `EXCHANGE_RESULTS`).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Results {
+    pub cpu_total: f64,
+    pub cpu_user: f64,
+    pub cpu_system: f64,
+    /// 1 when the sender's figures include TCP retransmits, 0 when not, -1 from a receiver.
+    pub sender_has_retransmits: i64,
+    pub congestion_used: Option<String>,
+    pub streams: Vec<StreamResult>,
+    /// The peer's version, when its output (asked for with `get_server_output`) tells it.
+    pub version: Option<String>,
+}
+
+impl Results {
+    pub fn to_json(&self) -> Value {
+        let streams: Vec<Value> = self
+            .streams
+            .iter()
+            .map(|s| {
+                let mut o = json!({
+                    "id": s.id,
+                    "bytes": s.bytes,
+                    "retransmits": s.retransmits.map_or(-1, |r| i64::try_from(r).unwrap_or(i64::MAX)),
+                    "jitter": s.jitter_s,
+                    "errors": s.errors,
+                    "packets": s.packets,
+                    "start_time": s.start_time.unwrap_or(0.0),
+                    "end_time": s.end_time.unwrap_or(0.0),
+                });
+                if let (Some(e), Some(p), Some(m)) =
+                    (s.omitted_errors, s.omitted_packets, o.as_object_mut())
+                {
+                    m.insert("omitted_errors".into(), json!(e));
+                    m.insert("omitted_packets".into(), json!(p));
+                }
+                o
+            })
+            .collect();
+        let mut doc = json!({
+            "cpu_util_total": self.cpu_total,
+            "cpu_util_user": self.cpu_user,
+            "cpu_util_system": self.cpu_system,
+            "sender_has_retransmits": self.sender_has_retransmits,
+            "streams": streams,
+        });
+        if let (Some(cc), Some(m)) = (&self.congestion_used, doc.as_object_mut()) {
+            m.insert("congestion_used".into(), json!(cc));
+        }
+        doc
+    }
+
+    /// Reads a peer's results; the fields iperf3 itself requires must be there.
+    pub fn from_json(m: &Map<String, Value>) -> Result<Results, String> {
+        let need = |key: &str| float(m, key).ok_or_else(|| format!("results without \"{key}\""));
+        let cpu_total = need("cpu_util_total")?;
+        let cpu_user = need("cpu_util_user")?;
+        let cpu_system = need("cpu_util_system")?;
+        let sender_has_retransmits =
+            int(m, "sender_has_retransmits").ok_or("results without \"sender_has_retransmits\"")?;
+        let list = m
+            .get("streams")
+            .and_then(Value::as_array)
+            .ok_or("results without a \"streams\" list")?;
+        if list.len() > 2 * usize::from(MAX_STREAMS) {
+            return Err(format!("results for {} streams", list.len()));
+        }
+        let mut streams = Vec::with_capacity(list.len());
+        for s in list {
+            let s = s.as_object().ok_or("a stream result that is not an object")?;
+            let need = |key: &str| int(s, key).ok_or_else(|| format!("a stream result without \"{key}\""));
+            let id = need("id")?;
+            let bytes = u64::try_from(need("bytes")?).map_err(|_| "a negative byte count")?;
+            streams.push(StreamResult {
+                id,
+                bytes,
+                retransmits: u64::try_from(need("retransmits")?).ok(),
+                jitter_s: float(s, "jitter").ok_or("a stream result without \"jitter\"")?,
+                errors: need("errors")?,
+                omitted_errors: int(s, "omitted_errors"),
+                packets: need("packets")?,
+                omitted_packets: int(s, "omitted_packets"),
+                start_time: float(s, "start_time"),
+                end_time: float(s, "end_time"),
+            });
+        }
+        Ok(Results {
+            cpu_total,
+            cpu_user,
+            cpu_system,
+            sender_has_retransmits,
+            congestion_used: text(m, "congestion_used"),
+            streams,
+            version: peer_version(m),
+        })
+    }
+
+    /// The result of the stream with iperf3 id `id`.
+    pub fn stream(&self, id: i64) -> Option<&StreamResult> {
+        self.streams.iter().find(|s| s.id == id)
+    }
+}
+
+/// The version in a server's output: `server_output_json.start.version` ("iperf 3.12"), or
+/// "iperf 3.x" in its text output (servers started with -V print it).
+fn peer_version(m: &Map<String, Value>) -> Option<String> {
+    let from_json = m
+        .get("server_output_json")
+        .and_then(|j| j.get("start"))
+        .and_then(|s| s.get("version"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let from_text = || {
+        let t = m.get("server_output_text")?.as_str()?;
+        let at = t.find("iperf 3.")?;
+        let word: String = t[at + 6..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-' || *c == '+')
+            .take(16)
+            .collect();
+        Some(format!("iperf {word}"))
+    };
+    from_json
+        .or_else(from_text)
+        .map(|v| crate::inputs::peer_text(v.trim_start_matches("iperf ")))
+}
+
+/// An iperf3 error code in words (iperf_error.c's wording for the ones users meet).
+pub fn error_text(code: i32) -> String {
+    let known = match code {
+        code::DURATION => "test duration too long (iperf3 allows at most 86400 s)",
+        code::NUM_STREAMS => "too many parallel streams (iperf3 allows at most 128)",
+        code::BLOCK_SIZE => "block size too large (TCP: at most 1 MiB)",
+        code::BUF_SIZE => "socket buffer size too large (at most 512 MiB)",
+        code::MSS => "MSS too large (at most 32767)",
+        code::OMIT => "bogus --omit value",
+        code::UNIMPLEMENTED => "not implemented by that server",
+        code::UDP_BLOCK_SIZE => "UDP block size invalid",
+        code::TOTAL_RATE => {
+            "the total requested bitrate is above the server's limit (--server-bitrate-limit)"
+        }
+        code::MAX_SERVER_DURATION => {
+            "the test is longer than the server allows (--server-max-duration)"
+        }
+        code::RECV_PARAMS => "the server could not read the parameters",
+        code::RECV_RESULTS => "the server could not read the results",
+        code::CLIENT_TERM => "the client has terminated",
+        120 => "the server has terminated",
+        code::ACCESS_DENIED => "the server is busy running a test",
+        124 | 130 | 141 => "the server could not set the socket buffer size",
+        code::SET_CONGESTION => "the server could not set that congestion control algorithm",
+        code::AUTH_TEST => "authentication failed (the server requires --username/--rsa-public-key-path)",
+        code::NO_MSG => "no message from the client for too long (--rcv-timeout)",
+        code::SERVER_DURATION_EXPIRED => "the server's maximum test duration expired",
+        200..=208 => "a data stream failed on the server",
+        _ => "",
+    };
+    if known.is_empty() {
+        format!("iperf3 error code {code}")
+    } else {
+        format!("{known} (iperf3 error {code})")
+    }
+}
+
+/// A SERVER_ERROR message: the state byte, then the code and errno as big-endian int32.
+pub fn server_error(code: i32, errno: i32) -> [u8; 9] {
+    let mut m = [0u8; 9];
+    m[0] = State::ServerError.byte();
+    m[1..5].copy_from_slice(&code.to_be_bytes());
+    m[5..].copy_from_slice(&errno.to_be_bytes());
+    m
+}
+
+#[cfg(test)]
+mod tests;
