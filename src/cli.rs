@@ -1,7 +1,7 @@
 //! Command-line syntax (clap) and its conversion, once, into validated configurations
 //! (`TryFrom`). No other module sees clap types.
 
-use crate::client::{Bind, ClientConfig};
+use crate::client::{Bind, ClientConfig, PeerProtocol};
 #[cfg(test)]
 use crate::lab::{EmulatorChoice, PathConfig};
 use crate::spec::{
@@ -24,6 +24,8 @@ pub use lab::{LabCommand, PathArgs};
 
 /// Default port of `netsweep server` (beside iperf3's 5201).
 pub const DEFAULT_PORT: u16 = 5310;
+/// iperf3's port: a client aimed at it detects an iperf3 server (`PeerProtocol::Detect`).
+pub const IPERF3_PORT: u16 = 5201;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -297,6 +299,10 @@ pub struct ClientArgs {
     /// Accepted for iperf3's sake: the send path is calibrated, sendfile(2) where fastest.
     #[arg(short = 'Z', long = "zerocopy")]
     pub zerocopy_flag: bool,
+    /// The server is an iperf3 server (3.1 to 3.21): speak its protocol. On port 5201 this is
+    /// detected when the server does not answer netsweep's greeting within a second.
+    #[arg(long)]
+    pub iperf3: bool,
     /// iperf3's byte count (-n): netsweep measures for a time; answered with the -t to use.
     #[arg(short = 'n', long = "bytes", hide = true)]
     pub bytes: Option<String>,
@@ -453,6 +459,16 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             );
         }
         spec.validate()?;
+        cfg.peer = if a.iperf3 {
+            let adapted = crate::iperf3::client::adapt(&spec);
+            crate::iperf3::client::params_for(&adapted)
+                .map_err(|e| anyhow::anyhow!("--iperf3: {e}"))?;
+            PeerProtocol::Iperf3
+        } else if a.port == IPERF3_PORT {
+            PeerProtocol::Detect
+        } else {
+            PeerProtocol::Netsweep
+        };
         cfg.bind = a.bind.as_deref().map(|b| match b.parse::<IpAddr>() {
             Ok(ip) => Bind::Address(ip),
             Err(_) => Bind::Device(b.to_string()),

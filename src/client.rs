@@ -33,10 +33,27 @@ pub enum Bind {
     Device(String),
 }
 
+/// Which protocol the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PeerProtocol {
+    #[default]
+    Netsweep,
+    /// An iperf3 server (`--iperf3`).
+    Iperf3,
+    /// netsweep, or iperf3 when the server does not answer netsweep's preamble within
+    /// `DETECT_WAIT` (used on iperf3's port 5201).
+    Detect,
+}
+
+/// How long a server on iperf3's port has to answer netsweep's preamble before the client
+/// speaks iperf3 to it (a netsweep server answers within one round trip).
+pub const DETECT_WAIT: Duration = Duration::from_secs(1);
+
 /// How to reach the server.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
     pub server: SocketAddr,
+    pub peer: PeerProtocol,
     pub bind: Option<Bind>,
     pub connect_timeout: Duration,
     /// What the command line's conversion chose for the user and should tell them at the start
@@ -48,6 +65,7 @@ impl ClientConfig {
     pub fn new(server: SocketAddr) -> ClientConfig {
         ClientConfig {
             server,
+            peer: PeerProtocol::default(),
             bind: None,
             connect_timeout: Duration::from_secs(5),
             notes: Vec::new(),
@@ -64,7 +82,7 @@ pub struct TestError {
 }
 
 impl TestError {
-    fn new(message: impl Into<String>) -> TestError {
+    pub(crate) fn new(message: impl Into<String>) -> TestError {
         TestError {
             message: message.into(),
             partial: None,
@@ -78,7 +96,11 @@ impl From<protocol::ProtocolError> for TestError {
     }
 }
 
-fn new_socket(cfg: &ClientConfig, ty: Type, proto: socket2::Protocol) -> std::io::Result<Socket> {
+pub(crate) fn new_socket(
+    cfg: &ClientConfig,
+    ty: Type,
+    proto: socket2::Protocol,
+) -> std::io::Result<Socket> {
     let sock = Socket::new(Domain::for_address(cfg.server), ty, Some(proto))?;
     match &cfg.bind {
         Some(Bind::Address(ip)) => sock.bind(&SockAddr::from(SocketAddr::new(*ip, 0)))?,
@@ -88,7 +110,10 @@ fn new_socket(cfg: &ClientConfig, ty: Type, proto: socket2::Protocol) -> std::io
     Ok(sock)
 }
 
-fn connect_tcp(cfg: &ClientConfig, spec: Option<&TestSpec>) -> std::io::Result<TcpStream> {
+pub(crate) fn connect_tcp(
+    cfg: &ClientConfig,
+    spec: Option<&TestSpec>,
+) -> std::io::Result<TcpStream> {
     let sock = new_socket(cfg, Type::STREAM, socket2::Protocol::TCP)?;
     if let Some(spec) = spec {
         // Before connect: the window scale and the advertised MSS are fixed by the SYN.
@@ -109,6 +134,9 @@ pub fn run_test(
     stop: &AtomicBool,
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Result<TestResult, TestError> {
+    if cfg.peer == PeerProtocol::Iperf3 {
+        return crate::iperf3::client::run_test(cfg, spec, stop, on_interval);
+    }
     spec.validate().map_err(|e| TestError::new(e.to_string()))?;
     let server = cfg.server;
     let mut ctrl =
@@ -118,9 +146,30 @@ pub fn run_test(
     ctrl.write_all(&protocol::control_preamble())
         .map_err(|e| TestError::new(format!("{server}: {e}")))?;
     let mut pre = [0u8; 8];
-    read_exact_by(&mut ctrl, &mut pre, Instant::now() + IO_DEADLINE).map_err(|e| {
-        TestError::new(format!("{server} did not answer as a netsweep server: {e}"))
-    })?;
+    let wait = if cfg.peer == PeerProtocol::Detect {
+        DETECT_WAIT
+    } else {
+        IO_DEADLINE
+    };
+    match read_exact_by(&mut ctrl, &mut pre, Instant::now() + wait) {
+        Ok(()) => {}
+        Err(protocol::ProtocolError::Timeout(_) | protocol::ProtocolError::Closed)
+            if cfg.peer == PeerProtocol::Detect =>
+        {
+            drop(ctrl);
+            let mut result = crate::iperf3::client::run_test(cfg, spec, stop, on_interval)?;
+            result.warnings.push(format!(
+                "{server} did not answer netsweep's greeting within {DETECT_WAIT:?}: the test ran \
+                 with iperf3's protocol (--iperf3 skips the wait)"
+            ));
+            return Ok(result);
+        }
+        Err(e) => {
+            return Err(TestError::new(format!(
+                "{server} did not answer as a netsweep server: {e}"
+            )));
+        }
+    }
     protocol::check_control_preamble(&pre, true)
         .map_err(|e| TestError::new(format!("server {server}: {e}")))?;
     let control_rtt = t0.elapsed();
@@ -171,7 +220,7 @@ pub fn run_test(
         (start, start + control_rtt),
         session::Wire::default(),
     )
-        .map_err(|e| TestError::new(format!("cannot start stream threads: {e}")))?;
+    .map_err(|e| TestError::new(format!("cannot start stream threads: {e}")))?;
     let info = StartInfo {
         timestamp_unix_s: timestamp.as_secs_f64(),
         server: server.to_string(),
@@ -203,7 +252,7 @@ pub fn run_test(
     }
 }
 
-fn connect_advice(server: SocketAddr, e: &std::io::Error) -> String {
+pub(crate) fn connect_advice(server: SocketAddr, e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::ConnectionRefused => {
             format!(
@@ -263,7 +312,7 @@ const UDP_HELLO_DEADLINE: Duration = Duration::from_secs(5);
 const UDP_HELLO_REPEAT: Duration = Duration::from_millis(200);
 
 /// A UDP socket of one stream, connected to the server's port for it.
-fn udp_socket(
+pub(crate) fn udp_socket(
     cfg: &ClientConfig,
     spec: &TestSpec,
     flow: Flow,
@@ -417,7 +466,7 @@ fn drive(
 }
 
 /// Pairs each stream's local and remote interval reports and releases whole intervals in order.
-struct LiveMerger {
+pub(crate) struct LiveMerger {
     spec: TestSpec,
     timeline: Timeline,
     flows: Vec<Flow>,
@@ -427,7 +476,7 @@ struct LiveMerger {
 }
 
 impl LiveMerger {
-    fn new(spec: &TestSpec) -> LiveMerger {
+    pub(crate) fn new(spec: &TestSpec) -> LiveMerger {
         LiveMerger {
             spec: spec.clone(),
             timeline: spec.timeline(),
@@ -437,7 +486,7 @@ impl LiveMerger {
         }
     }
 
-    fn add(&mut self, report: IntervalReport, out: &mut dyn FnMut(&Interval)) {
+    pub(crate) fn add(&mut self, report: IntervalReport, out: &mut dyn FnMut(&Interval)) {
         let side = usize::from(report.role == Role::Receiver);
         let key = (report.stream, report.index);
         if usize::from(report.stream) >= self.flows.len() {
@@ -498,19 +547,7 @@ fn assemble(
     let empty: Vec<StreamReport> = flows
         .iter()
         .enumerate()
-        .map(|(i, f)| StreamReport {
-            stream: i as u16,
-            flow: *f,
-            role: Role::Receiver,
-            intervals: Vec::new(),
-            tail_bytes: 0,
-            tcp_total_retransmits: None,
-            rtt_min_us: None,
-            rtt_max_us: None,
-            error: Some("no report".into()),
-            saw_end: false,
-            send: None,
-        })
+        .map(|(i, f)| StreamReport::empty(i as u16, *f, Role::Receiver, Some("no report".into())))
         .collect();
     let pairs: Vec<StreamPair> = flows
         .iter()

@@ -104,9 +104,32 @@ pub struct StreamReport {
     /// TCP receiver: the sender's end of data (EOF) was read, so every byte sent arrived.
     #[serde(default)]
     pub saw_end: bool,
+    /// UDP receiver: the highest sequence number that arrived (an iperf3 peer is told it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub highest_seq: Option<u64>,
     /// TCP sender: the send path used, how it was chosen, and its calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send: Option<crate::engine::sendpath::SendReport>,
+}
+
+impl StreamReport {
+    /// A report with no intervals yet (or none at all, with `error` saying why).
+    pub fn empty(stream: u16, flow: Flow, role: Role, error: Option<String>) -> StreamReport {
+        StreamReport {
+            stream,
+            flow,
+            role,
+            intervals: Vec::new(),
+            tail_bytes: 0,
+            tcp_total_retransmits: None,
+            rtt_min_us: None,
+            rtt_max_us: None,
+            error,
+            saw_end: false,
+            highest_seq: None,
+            send: None,
+        }
+    }
 }
 
 /// CPU used by one end's test threads, over the test's wall time.

@@ -140,14 +140,16 @@ fn line(l: &Line, row: &StreamInterval, suffix: &str) -> String {
             }
         }
         Protocol::Udp => {
-            let _ = write!(
-                s,
-                "  {:>7.3} ms  {}/{} ({:.2}%)",
-                row.jitter_ms.unwrap_or(0.0),
-                row.lost_packets.unwrap_or(0),
-                row.packets.unwrap_or(0),
-                row.lost_percent.unwrap_or(0.0)
-            );
+            // Figures only the far end has (an iperf3 peer's, per interval) are shown as "-".
+            let jitter = row
+                .jitter_ms
+                .map_or("      -".to_string(), |j| format!("{j:>7.3}"));
+            let loss = match (row.lost_packets, row.packets, row.lost_percent) {
+                (Some(l), Some(p), Some(pc)) => format!("{l}/{p} ({pc:.2}%)"),
+                (None, Some(p), _) => format!("-/{p}"),
+                _ => "-".to_string(),
+            };
+            let _ = write!(s, "  {jitter} ms  {loss}");
         }
     }
     s.push_str(suffix);
@@ -298,14 +300,19 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
         c.remote.system_s
     );
     if let Some(s) = result.start.client_sockets.first() {
-        let remote = result.start.server_sockets.first();
+        let server = match result.start.server_sockets.first() {
+            Some(r) => format!(
+                "server sndbuf {} rcvbuf {}",
+                Bytes(r.sndbuf_bytes),
+                Bytes(r.rcvbuf_bytes)
+            ),
+            None => "server's not reported".to_string(),
+        };
         let _ = writeln!(
             out,
-            "Buffers granted: client sndbuf {} rcvbuf {}, server sndbuf {} rcvbuf {}{}",
+            "Buffers granted: client sndbuf {} rcvbuf {}, {server}{}",
             Bytes(s.sndbuf_bytes),
             Bytes(s.rcvbuf_bytes),
-            Bytes(remote.map_or(0, |r| r.sndbuf_bytes)),
-            Bytes(remote.map_or(0, |r| r.rcvbuf_bytes)),
             s.congestion
                 .as_ref()
                 .map(|c| format!(", congestion control {c}"))
@@ -314,6 +321,15 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     }
     if let Some(line) = send_path_line(result) {
         out.push_str(&line);
+    }
+    if let (Some(peer), Some(p)) = (&result.peer, &result.provenance) {
+        let _ = writeln!(
+            out,
+            "Far end: {peer}. Measured here: {}. From {peer}: {}. Not available: {}.",
+            p.measured_here.join("; "),
+            p.from_peer.join("; "),
+            p.unavailable.join("; ")
+        );
     }
     for warning in &result.warnings {
         let _ = writeln!(out, "WARNING: {warning}");

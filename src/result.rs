@@ -178,6 +178,20 @@ pub struct TestResult {
     /// the asked rate), one sentence each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The far end when it is not netsweep: "iperf3 3.12", or "iperf3" when it did not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+    /// Which figures this end measured, which the peer reported, and which no end had.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<Provenance>,
+}
+
+/// Where a result's figures come from when the far end is not netsweep.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Provenance {
+    pub measured_here: Vec<String>,
+    pub from_peer: Vec<String>,
+    pub unavailable: Vec<String>,
 }
 
 /// Both ends' reports of one stream.
@@ -491,6 +505,8 @@ pub fn build(
         error,
         inconsistencies,
         warnings,
+        peer: None,
+        provenance: None,
     }
 }
 

@@ -154,6 +154,22 @@ pub fn start_streams(
 }
 
 impl Streams {
+    /// Raises the stop flag, waits for every thread, and adds the final reports that `done`
+    /// does not hold yet.
+    pub fn stop_and_collect(mut self, done: &mut Finished) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+        while let Ok(ev) = self.events.try_recv() {
+            if let EngineEvent::StreamDone(r, cpu) = ev
+                && !done.reports.iter().any(|d| d.stream == r.stream)
+            {
+                done.add(r, cpu);
+            }
+        }
+    }
+
     /// Raises the stop flag and waits for every thread.
     pub fn stop_and_join(mut self) {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);

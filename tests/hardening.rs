@@ -383,6 +383,7 @@ fn a_server_whose_counts_contradict_the_client_is_flagged() {
             rtt_max_us: None,
             error: None,
             saw_end: true,
+            highest_seq: None,
             send: None,
         };
         let _ = write_frame(

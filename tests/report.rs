@@ -43,6 +43,7 @@ fn result(spec: &TestSpec, per_s: &[u64], retrans: u64) -> TestResult {
         rtt_max_us: Some(21_000),
         error: None,
         saw_end: false,
+        highest_seq: None,
         send: None,
     };
     let (s, r) = (report(Role::Sender), report(Role::Receiver));

@@ -144,17 +144,13 @@ fn reports_from_live(spec: &TestSpec, mut live: Vec<IntervalReport>) -> Finished
                 .map(|(_, r)| r.clone())
                 .collect();
             StreamReport {
-                stream: i as u16,
-                flow: *flow,
-                role: session::role(*flow, false),
                 intervals,
-                tail_bytes: 0,
-                tcp_total_retransmits: None,
-                rtt_min_us: None,
-                rtt_max_us: None,
-                error: Some("the server sent no final report".into()),
-                saw_end: false,
-                send: None,
+                ..StreamReport::empty(
+                    i as u16,
+                    *flow,
+                    session::role(*flow, false),
+                    Some("the server sent no final report".into()),
+                )
             }
         })
         .collect();

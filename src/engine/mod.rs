@@ -46,6 +46,16 @@ pub enum StreamSocket {
     Udp(UdpSocket),
 }
 
+impl StreamSocket {
+    /// Another descriptor of the same socket (keeps it open while the stream's own is closed).
+    pub fn try_clone(&self) -> std::io::Result<StreamSocket> {
+        Ok(match self {
+            StreamSocket::Tcp(s) => StreamSocket::Tcp(s.try_clone()?),
+            StreamSocket::Udp(s) => StreamSocket::Udp(s.try_clone()?),
+        })
+    }
+}
+
 /// Everything a stream thread needs besides its socket.
 #[derive(Clone)]
 pub struct StreamCtx {
@@ -205,20 +215,8 @@ impl StreamCtx {
     }
 
     pub(crate) fn new_report(&self) -> StreamReport {
-        StreamReport {
-            stream: self.stream,
-            flow: self.flow,
-            role: self.role,
-            // Grows as intervals close: memory follows the time that passed, not the grid asked for.
-            intervals: Vec::new(),
-            tail_bytes: 0,
-            tcp_total_retransmits: None,
-            rtt_min_us: None,
-            rtt_max_us: None,
-            error: None,
-            saw_end: false,
-            send: None,
-        }
+        // Grows as intervals close: memory follows the time that passed, not the grid asked for.
+        StreamReport::empty(self.stream, self.flow, self.role, None)
     }
 }
 

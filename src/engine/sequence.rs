@@ -37,6 +37,11 @@ impl SequenceTracker {
         ((i / 64) as usize, 1u64 << (i % 64))
     }
 
+    /// The highest sequence number seen so far.
+    pub fn highest(&self) -> Option<u64> {
+        self.highest
+    }
+
     pub fn record(&mut self, seq: u64) -> Arrival {
         match self.highest {
             Some(h) if seq <= h => {

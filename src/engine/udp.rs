@@ -317,6 +317,7 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
     counts.truncate(passed);
     report.intervals = counts;
     report.tail_bytes = rx.tail_bytes;
+    report.highest_seq = rx.tracker.highest();
     report
 }
 

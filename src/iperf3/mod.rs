@@ -1,5 +1,8 @@
-//! iperf3: its JSON result documents (`import`) and its wire protocol (`wire`).
+//! iperf3: its JSON result documents (`import`), its wire protocol (`wire`, `control`), and
+//! netsweep's client for iperf3 servers (`client`).
 
+pub mod client;
+pub mod control;
 pub mod import;
 pub mod wire;
 

@@ -168,7 +168,9 @@ pub fn parse_json(body: &[u8]) -> Result<Map<String, Value>, JsonError> {
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(JsonError::NotObject),
-        Err(e) => Err(JsonError::Malformed(crate::inputs::peer_text(&e.to_string()))),
+        Err(e) => Err(JsonError::Malformed(crate::inputs::peer_text(
+            &e.to_string(),
+        ))),
     }
 }
 
@@ -338,13 +340,14 @@ impl Params {
                 "neither TCP nor UDP asked for (SCTP is not served)",
             ));
         }
-        let opt_u32 = |key: &str, max: u64, code: i32, what: &str| -> Result<Option<u32>, Refusal> {
-            match int(m, key) {
-                None | Some(0) => Ok(None),
-                Some(v) if v > 0 && v as u64 <= max => Ok(Some(v as u32)),
-                Some(v) => Err(Refusal::new(code, format!("{what} {v} out of range"))),
-            }
-        };
+        let opt_u32 =
+            |key: &str, max: u64, code: i32, what: &str| -> Result<Option<u32>, Refusal> {
+                match int(m, key) {
+                    None | Some(0) => Ok(None),
+                    Some(v) if v > 0 && v as u64 <= max => Ok(Some(v as u32)),
+                    Some(v) => Err(Refusal::new(code, format!("{what} {v} out of range"))),
+                }
+            };
         let block_max = if udp { MAX_UDP_BLOCK } else { MAX_TCP_BLOCK };
         let block_code = if udp {
             code::UDP_BLOCK_SIZE
@@ -356,7 +359,12 @@ impl Params {
             omit_s: bounded("omit", MAX_OMIT_S, code::OMIT, "omit")?,
             time_s: bounded("time", MAX_TIME_S, code::DURATION, "duration")?,
             bytes: bounded("num", u64::MAX >> 1, code::RECV_PARAMS, "byte count")?,
-            blocks: bounded("blockcount", u64::MAX >> 1, code::RECV_PARAMS, "block count")?,
+            blocks: bounded(
+                "blockcount",
+                u64::MAX >> 1,
+                code::RECV_PARAMS,
+                "block count",
+            )?,
             mss: opt_u32("MSS", 32 * 1024 - 1, code::MSS, "MSS")?,
             nodelay: flag(m, "nodelay"),
             parallel,
@@ -505,8 +513,11 @@ impl Results {
         }
         let mut streams = Vec::with_capacity(list.len());
         for s in list {
-            let s = s.as_object().ok_or("a stream result that is not an object")?;
-            let need = |key: &str| int(s, key).ok_or_else(|| format!("a stream result without \"{key}\""));
+            let s = s
+                .as_object()
+                .ok_or("a stream result that is not an object")?;
+            let need =
+                |key: &str| int(s, key).ok_or_else(|| format!("a stream result without \"{key}\""));
             let id = need("id")?;
             let bytes = u64::try_from(need("bytes")?).map_err(|_| "a negative byte count")?;
             streams.push(StreamResult {
@@ -587,7 +598,9 @@ pub fn error_text(code: i32) -> String {
         code::ACCESS_DENIED => "the server is busy running a test",
         124 | 130 | 141 => "the server could not set the socket buffer size",
         code::SET_CONGESTION => "the server could not set that congestion control algorithm",
-        code::AUTH_TEST => "authentication failed (the server requires --username/--rsa-public-key-path)",
+        code::AUTH_TEST => {
+            "authentication failed (the server requires --username/--rsa-public-key-path)"
+        }
         code::NO_MSG => "no message from the client for too long (--rcv-timeout)",
         code::SERVER_DURATION_EXPIRED => "the server's maximum test duration expired",
         200..=208 => "a data stream failed on the server",

@@ -36,6 +36,7 @@ fn report(stream: u16, flow: Flow, role: Role, per_interval: &[(u64, u64)]) -> S
         rtt_max_us: Some(110),
         error: None,
         saw_end: false,
+        highest_seq: None,
         send: None,
     }
 }

@@ -57,6 +57,7 @@ pub fn fake_result(spec: &TestSpec, bytes_per_s: u64) -> TestResult {
         rtt_max_us: None,
         error: None,
         saw_end: false,
+        highest_seq: None,
         send: None,
     };
     let (s, r) = (report(Role::Sender), report(Role::Receiver));

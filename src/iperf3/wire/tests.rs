@@ -140,14 +140,33 @@ fn params_round_trip() {
 
 #[test]
 fn out_of_range_params_are_refused_with_iperf3_codes() {
-    let refuse = |doc: Value| Params::from_json(doc.as_object().unwrap()).unwrap_err().code;
-    assert_eq!(refuse(json!({"tcp": true, "parallel": 500})), code::NUM_STREAMS);
-    assert_eq!(refuse(json!({"tcp": true, "time": 999_999})), code::DURATION);
-    assert_eq!(refuse(json!({"tcp": true, "len": 5 << 20})), code::BLOCK_SIZE);
-    assert_eq!(refuse(json!({"udp": true, "len": 70_000})), code::UDP_BLOCK_SIZE);
+    let refuse = |doc: Value| {
+        Params::from_json(doc.as_object().unwrap())
+            .unwrap_err()
+            .code
+    };
+    assert_eq!(
+        refuse(json!({"tcp": true, "parallel": 500})),
+        code::NUM_STREAMS
+    );
+    assert_eq!(
+        refuse(json!({"tcp": true, "time": 999_999})),
+        code::DURATION
+    );
+    assert_eq!(
+        refuse(json!({"tcp": true, "len": 5 << 20})),
+        code::BLOCK_SIZE
+    );
+    assert_eq!(
+        refuse(json!({"udp": true, "len": 70_000})),
+        code::UDP_BLOCK_SIZE
+    );
     assert_eq!(refuse(json!({"tcp": true, "omit": -3})), code::OMIT);
     assert_eq!(refuse(json!({"sctp": true})), code::UNIMPLEMENTED);
-    assert_eq!(refuse(json!({"tcp": true, "window": 1u64 << 40})), code::BUF_SIZE);
+    assert_eq!(
+        refuse(json!({"tcp": true, "window": 1u64 << 40})),
+        code::BUF_SIZE
+    );
 }
 
 #[test]
@@ -189,7 +208,10 @@ fn results_round_trip_and_missing_fields_are_named() {
 #[test]
 fn the_version_is_read_from_server_output() {
     let m = json!({"server_output_json": {"start": {"version": "iperf 3.17.1"}}});
-    assert_eq!(peer_version(m.as_object().unwrap()).as_deref(), Some("3.17.1"));
+    assert_eq!(
+        peer_version(m.as_object().unwrap()).as_deref(),
+        Some("3.17.1")
+    );
     let m = json!({"server_output_text": "iperf 3.9\nLinux host 5.10\n"});
     assert_eq!(peer_version(m.as_object().unwrap()).as_deref(), Some("3.9"));
     let m = json!({"server_output_text": "Accepted connection\n"});
@@ -207,7 +229,10 @@ fn lengths_are_checked_before_reading() {
         })
     );
     assert!(matches!(parse_json(b"[1]"), Err(JsonError::NotObject)));
-    assert!(matches!(parse_json(b"{\"a\":"), Err(JsonError::Malformed(_))));
+    assert!(matches!(
+        parse_json(b"{\"a\":"),
+        Err(JsonError::Malformed(_))
+    ));
 }
 
 #[test]
