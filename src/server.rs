@@ -6,6 +6,7 @@
 //! it. The server never changes kernel settings.
 
 use crate::engine::{EngineEvent, StreamSocket};
+use crate::iperf3;
 use crate::protocol::{
     self, ClientMsg, IO_DEADLINE, ProtocolError, Refusal, ServerMsg, Token, read_exact_by,
     read_frame, write_frame,
@@ -35,6 +36,8 @@ struct Shared {
     log: Log,
     /// Repeated complaints (accept errors, dropped connections) at most once a second each.
     throttled: Mutex<HashMap<&'static str, Throttle>>,
+    /// iperf3 tests waiting for their data connections and UDP streams.
+    iperf3: iperf3::server::Hub,
 }
 
 /// When a repeated log line was last written, and how many were held back since.
@@ -104,6 +107,17 @@ pub fn run(
     shutdown: &AtomicBool,
     log: Log,
 ) -> std::io::Result<()> {
+    run_all(vec![listener], limits, shutdown, log)
+}
+
+/// Serves tests on every listener (netsweep's port and iperf3's, say) until `shutdown`, with
+/// one set of limits over all of them. Each port also takes iperf3's UDP connect datagrams.
+pub fn run_all(
+    listeners: Vec<TcpListener>,
+    limits: ServerLimits,
+    shutdown: &AtomicBool,
+    log: Log,
+) -> std::io::Result<()> {
     let shared = Arc::new(Shared {
         limits,
         running: AtomicUsize::new(0),
@@ -111,7 +125,44 @@ pub fn run(
         registry: Registry::default(),
         log,
         throttled: Mutex::new(HashMap::new()),
+        iperf3: iperf3::server::Hub::default(),
     });
+    std::thread::scope(|scope| {
+        let mut loops = Vec::new();
+        for listener in listeners {
+            let addr = listener.local_addr()?;
+            match iperf3::server::bind_udp(addr) {
+                Ok(udp) => {
+                    if let Ok(a) = udp.local_addr() {
+                        shared.iperf3.set_udp_addr(a);
+                    }
+                    let shared = shared.clone();
+                    scope.spawn(move || {
+                        iperf3::server::dispatch_udp(&udp, &shared.iperf3, shutdown)
+                    });
+                }
+                Err(e) => (shared.log)(&format!(
+                    "UDP port {} unavailable ({e}): iperf3 clients can run TCP tests only",
+                    addr.port()
+                )),
+            }
+            let shared = shared.clone();
+            loops.push(scope.spawn(move || accept_loop(listener, &shared, shutdown)));
+        }
+        for l in loops {
+            l.join()
+                .map_err(|_| std::io::Error::other("accept loop panicked"))??;
+        }
+        Ok(())
+    })
+}
+
+/// Accepts connections on one listener until `shutdown`.
+fn accept_loop(
+    listener: TcpListener,
+    shared: &Arc<Shared>,
+    shutdown: &AtomicBool,
+) -> std::io::Result<()> {
     let mut backoff = Duration::ZERO;
     while !shutdown.load(Ordering::Relaxed) {
         if !backoff.is_zero() {
@@ -175,6 +226,10 @@ fn handle_connection(
         (shared.log)(&format!("{peer}: dropped before its preamble: {e}"));
         return;
     }
+    if iperf3::wire::looks_like_cookie(&pre) {
+        iperf3_connection(conn, peer, &pre, shared, pending, deadline);
+        return;
+    }
     if &pre == protocol::DATA_MAGIC {
         let mut rest = [0u8; 18];
         if read_exact_by(&mut conn, &mut rest, deadline).is_err() {
@@ -207,6 +262,59 @@ fn handle_connection(
     let _ = conn.set_nodelay(true);
     if let Err(e) = control_session(conn, peer, shared, pending) {
         (shared.log)(&format!("{peer}: test ended with an error: {e:#}"));
+    }
+}
+
+/// A connection that starts like an iperf3 cookie: a data connection of an iperf3 test, or a
+/// new iperf3 client (ACCESS_DENIED at once when every slot is taken).
+fn iperf3_connection(
+    mut conn: TcpStream,
+    peer: SocketAddr,
+    pre: &[u8; 8],
+    shared: &Shared,
+    mut pending: Pending<'_>,
+    deadline: Instant,
+) {
+    let mut cookie = [0u8; iperf3::wire::COOKIE_LEN];
+    cookie[..8].copy_from_slice(pre);
+    if read_exact_by(&mut conn, &mut cookie[8..], deadline).is_err() {
+        (shared.log)(&format!("{peer}: dropped before its iperf3 cookie ended"));
+        return;
+    }
+    let Some(cookie) = iperf3::wire::Cookie::parse(&cookie) else {
+        (shared.log)(&format!(
+            "{peer}: dropped: neither netsweep's greeting nor an iperf3 cookie"
+        ));
+        return;
+    };
+    if let Some(tx) = shared.iperf3.data_channel(&cookie) {
+        pending.release();
+        let _ = tx.send(conn);
+        return;
+    }
+    let slot = match take_slot(shared) {
+        Ok(s) => s,
+        Err(running) => {
+            let _ = conn.write_all(&[iperf3::wire::State::AccessDenied.byte()]);
+            (shared.log)(&format!(
+                "{peer}: iperf3 client told busy ({running} tests running, --max-tests {})",
+                shared.limits.max_tests
+            ));
+            return;
+        }
+    };
+    pending.release();
+    let log = |line: &str| (shared.log)(line);
+    if let Err(e) = iperf3::server::serve(
+        conn,
+        peer,
+        cookie,
+        &shared.limits,
+        &shared.iperf3,
+        &log,
+        slot,
+    ) {
+        (shared.log)(&format!("{peer}: iperf3 test ended with an error: {e:#}"));
     }
 }
 

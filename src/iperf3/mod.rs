@@ -4,6 +4,8 @@
 pub mod client;
 pub mod control;
 pub mod import;
+pub mod report;
+pub mod server;
 pub mod wire;
 
 pub use import::{MAX_JSON_BYTES, parse_json_result};
