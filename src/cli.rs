@@ -183,12 +183,21 @@ pub struct ServerArgs {
     /// dropped beyond it).
     #[arg(long, default_value_t = crate::spec::DEFAULT_MAX_PENDING)]
     pub max_pending: usize,
+    /// Also listen on iperf3's port 5201, so `iperf3 -c HOST` finds this server (iperf3
+    /// clients are served on every port this server listens on).
+    #[arg(long)]
+    pub iperf3: bool,
+    /// Also listen on this port for iperf3 clients (implies --iperf3).
+    #[arg(long)]
+    pub iperf3_port: Option<u16>,
 }
 
 /// A validated server configuration.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     pub listen: SocketAddr,
+    /// More ports on the same address (iperf3's, with `--iperf3`).
+    pub extra_ports: Vec<u16>,
     pub limits: ServerLimits,
 }
 
@@ -209,8 +218,17 @@ impl TryFrom<&ServerArgs> for ServerConfig {
                 .bits_per_second(),
             None => 0.0,
         };
+        let extra_ports = match (a.iperf3, a.iperf3_port) {
+            (_, Some(p)) => vec![p],
+            (true, None) => vec![IPERF3_PORT],
+            (false, None) => Vec::new(),
+        }
+        .into_iter()
+        .filter(|p| *p != a.port)
+        .collect();
         Ok(ServerConfig {
             listen: SocketAddr::new(ip, a.port),
+            extra_ports,
             limits: ServerLimits {
                 max_tests: a.max_tests,
                 max_duration: parse_duration(&a.max_duration).context("--max-duration")?,

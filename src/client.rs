@@ -153,11 +153,15 @@ pub fn run_test(
     };
     match read_exact_by(&mut ctrl, &mut pre, Instant::now() + wait) {
         Ok(()) => {}
-        Err(protocol::ProtocolError::Timeout(_) | protocol::ProtocolError::Closed)
-            if cfg.peer == PeerProtocol::Detect =>
-        {
-            drop(ctrl);
-            let mut result = crate::iperf3::client::run_test(cfg, spec, stop, on_interval)?;
+        Err(protocol::ProtocolError::Timeout(_)) if cfg.peer == PeerProtocol::Detect => {
+            let mut result = crate::iperf3::client::run_after_greeting(
+                cfg,
+                spec,
+                stop,
+                on_interval,
+                ctrl,
+                &protocol::control_preamble(),
+            )?;
             result.warnings.push(format!(
                 "{server} did not answer netsweep's greeting within {DETECT_WAIT:?}: the test ran \
                  with iperf3's protocol (--iperf3 skips the wait)"

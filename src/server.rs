@@ -134,7 +134,7 @@ pub fn run_all(
             match iperf3::server::bind_udp(addr) {
                 Ok(udp) => {
                     if let Ok(a) = udp.local_addr() {
-                        shared.iperf3.set_udp_addr(a);
+                        shared.iperf3.add_udp_addr(a);
                     }
                     let shared = shared.clone();
                     scope.spawn(move || {

@@ -39,28 +39,43 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// Binds the server's listener; on `::` it accepts IPv4 too.
 pub fn bind_listener(cfg: &ServerConfig) -> anyhow::Result<TcpListener> {
-    let sock = Socket::new(Domain::for_address(cfg.listen), Type::STREAM, None)?;
+    listen_on(cfg.listen)
+}
+
+fn listen_on(addr: std::net::SocketAddr) -> anyhow::Result<TcpListener> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
     sock.set_reuse_address(true)?;
-    if cfg.listen.is_ipv6() {
+    if addr.is_ipv6() {
         let _ = sock.set_only_v6(false);
     }
-    sock.bind(&cfg.listen.into())
-        .with_context(|| format!("cannot listen on {}", cfg.listen))?;
+    sock.bind(&addr.into())
+        .with_context(|| format!("cannot listen on {addr}"))?;
     sock.listen(128)?;
     Ok(sock.into())
 }
 
 fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
     let cfg = ServerConfig::try_from(a)?;
-    let listener = bind_listener(&cfg)?;
+    let mut listeners = vec![bind_listener(&cfg)?];
+    for port in &cfg.extra_ports {
+        listeners.push(
+            listen_on(std::net::SocketAddr::new(cfg.listen.ip(), *port))
+                .context("the iperf3 port (is an iperf3 server running here?)")?,
+        );
+    }
     let stop = signals::install();
+    let addrs: Vec<String> = listeners
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .map(|a| a.to_string())
+        .collect();
     crate::errln!(
-        "netsweep server listening on {} (max {} tests at once)",
-        listener.local_addr()?,
+        "netsweep server listening on {} (max {} tests at once; netsweep and iperf3 clients)",
+        addrs.join(" and "),
         cfg.limits.max_tests
     );
     let log: server::Log = Arc::new(|line: &str| crate::errln!("{line}"));
-    server::run(listener, cfg.limits, stop, log)?;
+    server::run_all(listeners, cfg.limits, stop, log)?;
     Ok(ExitCode::SUCCESS)
 }
 

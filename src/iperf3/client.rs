@@ -169,21 +169,50 @@ pub fn run_test(
     stop: &AtomicBool,
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Result<TestResult, TestError> {
-    let spec = adapt(spec);
-    spec.validate().map_err(|e| TestError::new(e.to_string()))?;
-    let params = params_for(&spec).map_err(TestError::new)?;
     let server = cfg.server;
-    let mut ctrl = connect_tcp(cfg, None).map_err(|e| {
+    let ctrl = connect_tcp(cfg, None).map_err(|e| {
         TestError::new(if e.kind() == std::io::ErrorKind::ConnectionRefused {
             format!("cannot connect to {server}: connection refused: is `iperf3 -s` (or `netsweep server`) running there?")
         } else {
             connect_advice(server, &e)
         })
     })?;
+    run_on(cfg, spec, stop, on_interval, ctrl, &[])
+}
+
+/// Goes on as iperf3 on a control connection where netsweep's `greeting` went unanswered: an
+/// iperf3 server took those bytes as the start of a cookie, so the rest of a cookie follows
+/// (the server stores the cookie without looking at it; the data connections repeat it).
+pub fn run_after_greeting(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+    ctrl: TcpStream,
+    greeting: &[u8],
+) -> Result<TestResult, TestError> {
+    run_on(cfg, spec, stop, on_interval, ctrl, greeting)
+}
+
+/// The test on a connected control connection whose first `sent` bytes went out already.
+fn run_on(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+    mut ctrl: TcpStream,
+    sent: &[u8],
+) -> Result<TestResult, TestError> {
+    let spec = adapt(spec);
+    spec.validate().map_err(|e| TestError::new(e.to_string()))?;
+    let params = params_for(&spec).map_err(TestError::new)?;
+    let server = cfg.server;
     let _ = ctrl.set_nodelay(true);
-    let cookie = Cookie::random();
+    let mut cookie = Cookie::random();
+    let sent = &sent[..sent.len().min(wire::COOKIE_LEN - 1)];
+    cookie.0[..sent.len()].copy_from_slice(sent);
     let t0 = Instant::now();
-    ctrl.write_all(&cookie.0)
+    ctrl.write_all(&cookie.0[sent.len()..])
         .map_err(|e| TestError::new(format!("{server}: {e}")))?;
     expect(&mut ctrl, server, State::ParamExchange, t0 + STEP_DEADLINE)?;
     let control_rtt = t0.elapsed();
@@ -241,7 +270,14 @@ pub fn run_test(
     };
     let streams = session::start_streams(&spec, true, sockets, (start, start), wire)
         .map_err(|e| TestError::new(format!("cannot start stream threads: {e}")))?;
-    let (local, mut error) = drive(&mut ctrl, server, &spec, streams, stop, on_interval);
+    let (local, mut error) = drive(
+        &mut ctrl,
+        server,
+        &spec,
+        (streams, start),
+        stop,
+        on_interval,
+    );
     let peer = if error.is_none() {
         match exchange(&mut ctrl, server, &spec, &local) {
             Ok(r) => Some(r),
@@ -393,7 +429,7 @@ fn drive(
     ctrl: &mut TcpStream,
     server: SocketAddr,
     spec: &TestSpec,
-    streams: session::Streams,
+    (streams, start): (session::Streams, Instant),
     stop: &AtomicBool,
     on_interval: &mut dyn FnMut(&Interval),
 ) -> (Finished, Option<String>) {
@@ -402,7 +438,7 @@ fn drive(
     let mut merger = LiveMerger::new(spec);
     let mut emitted = vec![0usize; roles.len()];
     let mut local = Finished::default();
-    let grid_end = Instant::now() + spec.total_time();
+    let grid_end = start + spec.total_time();
     let give_up = grid_end + Duration::from_secs(10);
     let mut error = None;
     // When TEST_END went out: the server stops sending then, and the receiving streams get
@@ -452,7 +488,12 @@ fn drive(
             );
             break;
         }
-        match streams.events.recv_timeout(Duration::from_millis(20)) {
+        let wait = if ended.is_none() && now < grid_end {
+            (grid_end - now).min(Duration::from_millis(20))
+        } else {
+            Duration::from_millis(20)
+        };
+        match streams.events.recv_timeout(wait) {
             Ok(EngineEvent::Interval(r)) => {
                 if let Some(n) = emitted.get_mut(usize::from(r.stream)) {
                     *n += 1;

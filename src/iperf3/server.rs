@@ -40,8 +40,9 @@ pub struct Hub {
     data: Mutex<HashMap<Cookie, Sender<TcpStream>>>,
     /// UDP tests waiting for connect datagrams, oldest first: (test, control peer, channel).
     udp: Mutex<Vec<(Cookie, IpAddr, Sender<SocketAddr>)>>,
-    /// Where the connect datagrams arrive (`bind_udp`); UDP tests are refused without it.
-    udp_addr: Mutex<Option<SocketAddr>>,
+    /// Where connect datagrams arrive, one per port served (`bind_udp`); a UDP test on a port
+    /// without one is refused.
+    udp_addrs: Mutex<Vec<SocketAddr>>,
 }
 
 impl Hub {
@@ -63,15 +64,18 @@ impl Hub {
             .any(|(_, _, tx)| tx.send(from).is_ok())
     }
 
-    /// Records where connect datagrams arrive, once the UDP socket is bound.
-    pub fn set_udp_addr(&self, addr: SocketAddr) {
-        if let Ok(mut a) = self.udp_addr.lock() {
-            *a = Some(addr);
+    /// Records where connect datagrams arrive, once a port's UDP socket is bound.
+    pub fn add_udp_addr(&self, addr: SocketAddr) {
+        if let Ok(mut a) = self.udp_addrs.lock() {
+            a.push(addr);
         }
     }
 
-    fn udp_addr(&self) -> Option<SocketAddr> {
-        self.udp_addr.lock().ok().and_then(|a| *a)
+    fn udp_addr(&self, port: u16) -> Option<SocketAddr> {
+        self.udp_addrs
+            .lock()
+            .ok()
+            .and_then(|a| a.iter().find(|a| a.port() == port).copied())
     }
 }
 
@@ -240,7 +244,7 @@ pub fn serve<S>(
     };
     let params = Params::from_json(&doc).map_err(|r| refuse(&mut ctrl, &r))?;
     let spec = spec_for(&params, limits).map_err(|r| refuse(&mut ctrl, &r))?;
-    let udp_addr = hub.udp_addr();
+    let udp_addr = hub.udp_addr(ctrl.local_addr()?.port());
     if spec.protocol == Protocol::Udp && udp_addr.is_none() {
         let r = Refusal::new(
             code::UNIMPLEMENTED,
