@@ -34,6 +34,8 @@ const SERVER_OUTPUT_MAX_STREAM_SECONDS: u64 = 10_000;
 /// How long to wait for the reply to a UDP connect datagram before sending it again.
 const UDP_CONNECT_WAIT: Duration = Duration::from_secs(1);
 const UDP_CONNECT_TRIES: u32 = 5;
+/// Attempts at a control connection that the server resets (see `run_test`).
+const CONNECT_TRIES: u32 = 4;
 /// How long receiving streams may take after TEST_END to close their last interval.
 const RECEIVE_GRACE: Duration = Duration::from_secs(2);
 /// How long the server may take from TEST_END to its results.
@@ -153,6 +155,21 @@ fn expect(
     }
 }
 
+/// An iperf3 server that hangs up between the parameters and the start refused the test; before
+/// 3.13 servers do so without a code for their own limits.
+fn refused_silently(e: TestError) -> TestError {
+    if e.message.ends_with("closed the control connection") {
+        TestError::new(format!(
+            "{}, after reading the parameters: it refused the test without saying why (iperf3 \
+             servers before 3.13 do so for their limits, such as --server-bitrate-limit; their \
+             log names it)",
+            e.message
+        ))
+    } else {
+        e
+    }
+}
+
 fn control_error(server: SocketAddr, e: ControlError) -> TestError {
     TestError::new(match e {
         ControlError::Io(crate::protocol::ProtocolError::Closed) => {
@@ -170,14 +187,34 @@ pub fn run_test(
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Result<TestResult, TestError> {
     let server = cfg.server;
-    let ctrl = connect_tcp(cfg, None).map_err(|e| {
-        TestError::new(if e.kind() == std::io::ErrorKind::ConnectionRefused {
-            format!("cannot connect to {server}: connection refused: is `iperf3 -s` (or `netsweep server`) running there?")
-        } else {
-            connect_advice(server, &e)
-        })
-    })?;
-    run_on(cfg, spec, stop, on_interval, ctrl, &[])
+    let mut attempt = 0;
+    // An iperf3 server closes and reopens its listening socket between tests, for some
+    // milliseconds after it hung up on the last one: connections then are refused or reset.
+    // So both are tried again shortly (100, 200, 400 ms).
+    let opened = loop {
+        attempt += 1;
+        let retry = attempt < CONNECT_TRIES;
+        let pause = Duration::from_millis(100 << (attempt - 1));
+        let ctrl = match connect_tcp(cfg, None) {
+            Ok(c) => c,
+            Err(e) if retry && e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                std::thread::sleep(pause);
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                return Err(TestError::new(format!(
+                    "cannot connect to {server}: connection refused: is `iperf3 -s` (or \
+                     `netsweep server`) running there?"
+                )));
+            }
+            Err(e) => return Err(TestError::new(connect_advice(server, &e))),
+        };
+        match open(cfg, ctrl, &[]) {
+            Err(e) if retry && e.message.contains("reset by peer") => std::thread::sleep(pause),
+            other => break other?,
+        }
+    };
+    run_on(cfg, spec, stop, on_interval, opened)
 }
 
 /// Goes on as iperf3 on a control connection where netsweep's `greeting` went unanswered: an
@@ -191,21 +228,20 @@ pub fn run_after_greeting(
     ctrl: TcpStream,
     greeting: &[u8],
 ) -> Result<TestResult, TestError> {
-    run_on(cfg, spec, stop, on_interval, ctrl, greeting)
+    let opened = open(cfg, ctrl, greeting)?;
+    run_on(cfg, spec, stop, on_interval, opened)
 }
 
-/// The test on a connected control connection whose first `sent` bytes went out already.
-fn run_on(
-    cfg: &ClientConfig,
-    spec: &TestSpec,
-    stop: &AtomicBool,
-    on_interval: &mut dyn FnMut(&Interval),
-    mut ctrl: TcpStream,
-    sent: &[u8],
-) -> Result<TestResult, TestError> {
-    let spec = adapt(spec);
-    spec.validate().map_err(|e| TestError::new(e.to_string()))?;
-    let params = params_for(&spec).map_err(TestError::new)?;
+/// A control connection the server asked for parameters on.
+struct Opened {
+    ctrl: TcpStream,
+    cookie: Cookie,
+    control_rtt: Duration,
+}
+
+/// Sends the cookie (after the `sent` bytes that went out already) and waits for
+/// PARAM_EXCHANGE.
+fn open(cfg: &ClientConfig, mut ctrl: TcpStream, sent: &[u8]) -> Result<Opened, TestError> {
     let server = cfg.server;
     let _ = ctrl.set_nodelay(true);
     let mut cookie = Cookie::random();
@@ -215,7 +251,30 @@ fn run_on(
     ctrl.write_all(&cookie.0[sent.len()..])
         .map_err(|e| TestError::new(format!("{server}: {e}")))?;
     expect(&mut ctrl, server, State::ParamExchange, t0 + STEP_DEADLINE)?;
-    let control_rtt = t0.elapsed();
+    Ok(Opened {
+        ctrl,
+        cookie,
+        control_rtt: t0.elapsed(),
+    })
+}
+
+/// The test, once the server asked for its parameters.
+fn run_on(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+    opened: Opened,
+) -> Result<TestResult, TestError> {
+    let Opened {
+        mut ctrl,
+        cookie,
+        control_rtt,
+    } = opened;
+    let spec = adapt(spec);
+    spec.validate().map_err(|e| TestError::new(e.to_string()))?;
+    let params = params_for(&spec).map_err(TestError::new)?;
+    let server = cfg.server;
     control::write_json(&mut ctrl, &params.to_json())
         .map_err(|e| TestError::new(format!("{server}: {e}")))?;
     expect(
@@ -224,32 +283,13 @@ fn run_on(
         State::CreateStreams,
         Instant::now() + STEP_DEADLINE,
     )
-    .map_err(|e| {
-        if e.message.ends_with("closed the control connection") {
-            TestError::new(format!(
-                "{}, after reading the parameters: it refused them without saying why (iperf3 \
-                 servers before 3.13 do so for their limits, such as --server-bitrate-limit; \
-                 their log names it)",
-                e.message
-            ))
-        } else {
-            e
-        }
-    })?;
+    .map_err(refused_silently)?;
     let sockets = open_streams(cfg, &spec, &cookie)
         .map_err(|e| TestError::new(format!("opening data streams to {server}: {e}")))?;
-    expect(
-        &mut ctrl,
-        server,
-        State::TestStart,
-        Instant::now() + STEP_DEADLINE,
-    )?;
-    expect(
-        &mut ctrl,
-        server,
-        State::TestRunning,
-        Instant::now() + STEP_DEADLINE,
-    )?;
+    for state in [State::TestStart, State::TestRunning] {
+        expect(&mut ctrl, server, state, Instant::now() + STEP_DEADLINE)
+            .map_err(refused_silently)?;
+    }
     let client_sockets = sockets
         .iter()
         .map(|(i, _, s)| session::describe(*i, s, &spec))
@@ -533,6 +573,23 @@ fn exchange(
         .map_err(|e| TestError::new(format!("{server}: the iperf3 server's results: {e}")))?;
     expect(ctrl, server, State::DisplayResults, deadline)?;
     let _ = control::write_state(ctrl, State::IperfDone);
+    // Wait for the server to hang up: until it has read IPERF_DONE it is still in this test,
+    // and a next test that connects before then would be told "busy".
+    let mut rest = [0u8; 64];
+    let until = Instant::now() + Duration::from_secs(2);
+    let _ = ctrl.set_read_timeout(Some(Duration::from_millis(100)));
+    while Instant::now() < until {
+        match std::io::Read::read(ctrl, &mut rest) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
+    }
     Ok(results)
 }
 

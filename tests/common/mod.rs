@@ -125,3 +125,30 @@ pub fn wait_listening(addr: SocketAddr, what: &str) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// Waits until a TCP socket listens on `addr`'s port, without connecting (a connection would
+/// count as a client to a server such as iperf3's).
+pub fn wait_listening_quietly(addr: SocketAddr) {
+    let t0 = std::time::Instant::now();
+    let port = format!(":{:04X} ", addr.port());
+    loop {
+        let listening = ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|f| {
+            std::fs::read_to_string(f).is_ok_and(|t| {
+                t.lines().any(|l| {
+                    l.split_whitespace()
+                        .nth(1)
+                        .is_some_and(|a| format!("{a} ").ends_with(&port))
+                        && l.split_whitespace().nth(3) == Some("0A")
+                })
+            })
+        });
+        if listening {
+            return;
+        }
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(10),
+            "nothing listens on {addr}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,565 @@
+//! iperf3 on the wire, both ways, against Debian's iperf3 (3.12 in CI): netsweep's client
+//! against `iperf3 -s`, iperf3's client against `netsweep server`, busy and refusing servers,
+//! clients that die or stall, foreign cookies and stray datagrams, hostile control traffic, and
+//! the three pairings agreeing on a lab path (root).
+
+mod common;
+
+use common::TestServer;
+use netsweep::client::{self, ClientConfig, PeerProtocol, TestError};
+use netsweep::iperf3::wire::{self, State};
+use netsweep::result::TestResult;
+use netsweep::spec::{Direction, ServerLimits, TestSpec};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+/// Traffic tests share two cores: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A process killed on drop (an iperf3 server or client).
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `iperf3 -s` on a free loopback port, with `extra` flags.
+fn iperf3_server(extra: &[&str]) -> (Proc, SocketAddr) {
+    let port = common::free_port();
+    let child = Command::new("iperf3")
+        .args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("iperf3 -s");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    common::wait_listening_quietly(addr);
+    (Proc(child), addr)
+}
+
+fn against_iperf3(addr: SocketAddr, spec: &TestSpec) -> Result<TestResult, TestError> {
+    let cfg = ClientConfig {
+        peer: PeerProtocol::Iperf3,
+        ..ClientConfig::new(addr)
+    };
+    client::run_test(&cfg, spec, &AtomicBool::new(false), &mut |_| {})
+}
+
+fn tcp(secs: u64) -> TestSpec {
+    TestSpec::tcp(Duration::from_secs(secs))
+}
+
+fn udp(secs: u64, rate: f64) -> TestSpec {
+    TestSpec {
+        bitrate_bps: rate,
+        length_bytes: 1400,
+        ..TestSpec::udp(Duration::from_secs(secs))
+    }
+}
+
+fn with(mut spec: TestSpec, direction: Direction, streams: u16) -> TestSpec {
+    spec.direction = direction;
+    spec.streams = streams;
+    spec
+}
+
+/// What every result against iperf3 must show, whatever the mode.
+fn check_common(r: &TestResult, spec: &TestSpec) {
+    assert!(
+        r.peer.as_deref().is_some_and(|p| p.starts_with("iperf3")),
+        "{:?}",
+        r.peer
+    );
+    let p = r.provenance.as_ref().expect("provenance");
+    assert!(!p.measured_here.is_empty() && !p.from_peer.is_empty() && !p.unavailable.is_empty());
+    assert_eq!(
+        r.directions.len(),
+        if spec.direction == Direction::Bidir {
+            2
+        } else {
+            1
+        }
+    );
+    for d in &r.directions {
+        assert_eq!(d.streams.len(), usize::from(spec.streams));
+        assert!(d.summary.bytes > 0, "{:?}: nothing delivered", d.flow);
+        assert!(
+            d.summary.bytes <= d.summary.sent_bytes + d.summary.sent_bytes / 50 + 1_000_000,
+            "{:?}: delivered {} of {} sent",
+            d.flow,
+            d.summary.bytes,
+            d.summary.sent_bytes
+        );
+    }
+    assert!(r.inconsistencies.is_empty(), "{:?}", r.inconsistencies);
+}
+
+/// A paced UDP direction delivered its rate with (almost) no loss.
+fn check_paced(r: &TestResult, rate: f64) {
+    for d in &r.directions {
+        let s = &d.summary;
+        let share = s.bits_per_second / rate;
+        assert!(
+            (0.93..=1.03).contains(&share),
+            "{:?}: {share:.3} of {rate}",
+            d.flow
+        );
+        let loss = s.lost_percent.expect("loss");
+        assert!(
+            loss < 2.0,
+            "{:?}: {loss}% lost at {rate} on loopback",
+            d.flow
+        );
+        assert!(s.jitter_ms.is_some());
+    }
+}
+
+#[test]
+fn netsweep_client_runs_every_mode_against_an_iperf3_server() {
+    if !common::tool_or_skip(
+        "netsweep_client_runs_every_mode_against_an_iperf3_server",
+        "iperf3",
+    ) {
+        return;
+    }
+    let _s = serial();
+    let (_server, addr) = iperf3_server(&[]);
+    let cases = [
+        with(tcp(2), Direction::Forward, 2),
+        with(
+            TestSpec {
+                window_bytes: Some(256 << 10),
+                congestion: Some("reno".into()),
+                omit: Duration::from_secs(1),
+                ..tcp(2)
+            },
+            Direction::Reverse,
+            1,
+        ),
+        with(tcp(2), Direction::Bidir, 1),
+        TestSpec {
+            mss_bytes: Some(1200),
+            length_bytes: 64 << 10,
+            ..tcp(2)
+        },
+        with(udp(2, 200e6), Direction::Forward, 1),
+        with(udp(2, 100e6), Direction::Reverse, 2),
+        with(udp(2, 50e6), Direction::Bidir, 1),
+    ];
+    for spec in &cases {
+        let r = against_iperf3(addr, spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+        check_common(&r, spec);
+        if spec.protocol == netsweep::spec::Protocol::Udp {
+            check_paced(&r, spec.bitrate_bps);
+        }
+        if spec.congestion.is_some() {
+            assert_eq!(
+                r.start.client_sockets[0].congestion.as_deref(),
+                Some("reno")
+            );
+        }
+        if let Some(w) = spec.window_bytes {
+            assert!(
+                r.start.client_sockets[0].rcvbuf_bytes >= w,
+                "-w not applied"
+            );
+        }
+        if spec.direction == Direction::Reverse && spec.protocol == netsweep::spec::Protocol::Tcp {
+            // The iperf3 server sent: its retransmit count is its own, and said to be.
+            assert!(r.summary.retransmits.is_some());
+        }
+        // The JSON names the peer.
+        let doc: Value = serde_json::to_value(&r).unwrap();
+        assert!(doc["peer"].as_str().unwrap().starts_with("iperf3"));
+    }
+}
+
+/// Runs Debian's iperf3 client with `args` against `addr` and returns its JSON document.
+fn iperf3_client(addr: SocketAddr, args: &[&str]) -> Result<Value, String> {
+    let out = Command::new("iperf3")
+        .args(["-c", "127.0.0.1", "-p", &addr.port().to_string(), "-J"])
+        .args(args)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let doc: Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+        format!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })?;
+    if let Some(e) = doc.get("error") {
+        return Err(e.to_string());
+    }
+    Ok(doc)
+}
+
+#[test]
+fn iperf3_client_runs_every_mode_against_netsweep_server() {
+    if !common::tool_or_skip(
+        "iperf3_client_runs_every_mode_against_netsweep_server",
+        "iperf3",
+    ) {
+        return;
+    }
+    let _s = serial();
+    let server = TestServer::start(ServerLimits::default());
+    let cases: [&[&str]; 7] = [
+        &["-t", "2", "-P", "2"],
+        &["-t", "2", "-R", "-w", "256K", "-C", "reno", "-O", "1"],
+        &["-t", "2", "--bidir"],
+        &["-t", "2", "-M", "1200", "-l", "64K"],
+        &["-t", "2", "-u", "-b", "200M", "-l", "1400"],
+        &[
+            "-t",
+            "2",
+            "-u",
+            "-b",
+            "100M",
+            "-R",
+            "-P",
+            "2",
+            "--udp-counters-64bit",
+        ],
+        &["-t", "2", "-u", "-b", "50M", "--bidir"],
+    ];
+    for args in cases {
+        let doc = iperf3_client(server.addr, args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        let end = &doc["end"];
+        if args.contains(&"-u") {
+            // iperf3's -b is per stream: 200M, 2 x 100M, and 50M (each way with --bidir).
+            let rate: f64 = if args.contains(&"50M") { 50e6 } else { 200e6 };
+            let sum = &end["sum"];
+            let bps = sum["bits_per_second"].as_f64().unwrap();
+            let lost = sum["lost_percent"].as_f64().unwrap();
+            assert!(
+                (0.9..=1.05).contains(&(bps / rate)),
+                "{args:?}: {bps} of {rate}"
+            );
+            assert!(lost < 2.0, "{args:?}: {lost}% lost");
+        } else {
+            let got = end["sum_received"]["bytes"].as_f64().unwrap();
+            let sent = end["sum_sent"]["bytes"].as_f64().unwrap();
+            assert!(
+                got > 0.0 && got <= sent * 1.001,
+                "{args:?}: received {got} of {sent}"
+            );
+            assert!(got >= sent * 0.95, "{args:?}: received {got} of {sent}");
+        }
+    }
+    let log = server.log_text();
+    assert_eq!(
+        log.matches("iperf3 test done").count(),
+        cases.len(),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_busy_iperf3_server_is_named_as_such() {
+    if !common::tool_or_skip("a_busy_iperf3_server_is_named_as_such", "iperf3") {
+        return;
+    }
+    let _s = serial();
+    let (_server, addr) = iperf3_server(&[]);
+    let other = Proc(
+        Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &addr.port().to_string(), "-t", "4"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(700));
+    let e = against_iperf3(addr, &tcp(1)).unwrap_err();
+    assert!(
+        e.message
+            .contains("iperf3 server busy (it serves one test at a time)"),
+        "{}",
+        e.message
+    );
+    drop(other);
+}
+
+#[test]
+fn an_iperf3_server_over_its_limit_is_explained() {
+    if !common::tool_or_skip("an_iperf3_server_over_its_limit_is_explained", "iperf3") {
+        return;
+    }
+    let _s = serial();
+    let (_server, addr) = iperf3_server(&["--server-bitrate-limit", "100M"]);
+    let e = against_iperf3(addr, &udp(1, 500e6)).unwrap_err();
+    // 3.12 closes the connection without a code; 3.13 and later send IETOTALRATE.
+    assert!(
+        e.message.contains("--server-bitrate-limit") || e.message.contains("bitrate"),
+        "{}",
+        e.message
+    );
+    // The server is not stuck: a test within its limit runs.
+    let r = against_iperf3(addr, &udp(1, 50e6)).expect("a test under the limit");
+    check_paced(&r, 50e6);
+}
+
+/// A fake iperf3 server that reads the cookie and answers `reply`, then closes.
+fn fake_iperf3_server(reply: Vec<u8>) -> SocketAddr {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        if let Ok((mut s, _)) = l.accept() {
+            let mut cookie = [0u8; wire::COOKIE_LEN];
+            let _ = s.read_exact(&mut cookie);
+            let _ = s.write_all(&reply);
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    });
+    addr
+}
+
+#[test]
+fn server_errors_and_hostile_servers_end_the_client_with_words() {
+    let busy = fake_iperf3_server(vec![State::AccessDenied.byte()]);
+    let e = against_iperf3(busy, &tcp(1)).unwrap_err();
+    assert!(e.message.contains("iperf3 server busy"), "{}", e.message);
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (wire::server_error(37, 0).to_vec(), "--server-max-duration"),
+        (wire::server_error(27, 0).to_vec(), "--server-bitrate-limit"),
+        (wire::server_error(6, 0).to_vec(), "parallel streams"),
+        (wire::server_error(7, 0).to_vec(), "block size"),
+        (wire::server_error(8, 0).to_vec(), "buffer"),
+        (wire::server_error(142, 0).to_vec(), "authentication"),
+        (vec![0x55], "unknown state byte"),
+        (vec![], "closed the control connection"),
+        // Parameters are asked for, then the streams, then an oversized result.
+        (
+            [
+                vec![State::ParamExchange.byte()],
+                vec![State::ExchangeResults.byte()],
+            ]
+            .concat(),
+            "where CreateStreams was due",
+        ),
+    ];
+    for (reply, words) in cases {
+        let addr = fake_iperf3_server(reply);
+        let t0 = Instant::now();
+        let e = against_iperf3(addr, &tcp(1)).unwrap_err();
+        assert!(e.message.contains(words), "{words}: {}", e.message);
+        assert!(
+            t0.elapsed() < Duration::from_secs(12),
+            "{words}: took {:?}",
+            t0.elapsed()
+        );
+    }
+}
+
+#[test]
+fn a_silent_iperf3_server_times_out() {
+    // A listener that never answers.
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent = l.local_addr().unwrap();
+    let t0 = Instant::now();
+    let e = against_iperf3(silent, &tcp(1)).unwrap_err();
+    assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+    assert!(e.message.contains("nothing"), "{}", e.message);
+    drop(l);
+}
+
+/// Speaks iperf3 to `addr` by hand: the cookie, then whatever `then` sends.
+fn raw_iperf3(addr: SocketAddr) -> (TcpStream, wire::Cookie) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    let cookie = wire::Cookie::random();
+    s.write_all(&cookie.0).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(12))).unwrap();
+    (s, cookie)
+}
+
+fn read_byte(s: &mut TcpStream) -> Option<u8> {
+    let mut b = [0u8; 1];
+    s.read_exact(&mut b).ok().map(|_| b[0])
+}
+
+#[test]
+fn hostile_iperf3_control_traffic_gets_an_error_code_and_frees_the_server() {
+    let _s = serial();
+    let server = TestServer::start(ServerLimits {
+        max_tests: 1,
+        ..ServerLimits::default()
+    });
+    // Each hostile opening: the server answers PARAM_EXCHANGE, then SERVER_ERROR with a code.
+    let openings: Vec<Vec<u8>> = vec![
+        u32::MAX.to_be_bytes().to_vec(), // a 4 GiB document
+        [9u32.to_be_bytes().to_vec(), b"{not json".to_vec()].concat(),
+        [2u32.to_be_bytes().to_vec(), b"[]".to_vec()].concat(),
+        vec![State::TestEnd.byte(); 4], // a state where the length belongs
+        wire::encode_json(&serde_json::json!({"tcp": true, "time": 1, "parallel": 900})),
+    ];
+    for (k, bytes) in openings.iter().enumerate() {
+        let (mut s, _) = raw_iperf3(server.addr);
+        assert_eq!(
+            read_byte(&mut s),
+            Some(State::ParamExchange.byte()),
+            "case {k}"
+        );
+        s.write_all(bytes).unwrap();
+        let t0 = Instant::now();
+        assert_eq!(
+            read_byte(&mut s),
+            Some(State::ServerError.byte()),
+            "case {k}"
+        );
+        let mut code = [0u8; 8];
+        s.read_exact(&mut code).unwrap();
+        let code = i32::from_be_bytes([code[0], code[1], code[2], code[3]]);
+        assert!(code == 114 || code == 6, "case {k}: code {code}");
+        assert!(t0.elapsed() < Duration::from_secs(2));
+    }
+    // A client that sends its cookie and nothing more holds the slot only for IO_DEADLINE;
+    // one that half-opens its streams, only for the streams' grace.
+    let (mut stalled, _) = raw_iperf3(server.addr);
+    assert_eq!(read_byte(&mut stalled), Some(State::ParamExchange.byte()));
+    stalled
+        .write_all(&wire::encode_json(
+            &serde_json::json!({"tcp": true, "time": 5, "parallel": 2}),
+        ))
+        .unwrap();
+    assert_eq!(read_byte(&mut stalled), Some(State::CreateStreams.byte()));
+    let t0 = Instant::now();
+    loop {
+        match server.run(&tcp(1)) {
+            Ok(_) => break,
+            Err(e) => {
+                assert!(e.message.contains("busy"), "{}", e.message);
+                assert!(
+                    t0.elapsed() < Duration::from_secs(9),
+                    "slot held {:?}",
+                    t0.elapsed()
+                );
+                std::thread::sleep(Duration::from_millis(250));
+            }
+        }
+    }
+    drop(stalled);
+    assert!(!server.log_text().contains("panicked"));
+}
+
+#[test]
+fn an_iperf3_client_killed_mid_test_frees_its_slot_within_seconds() {
+    if !common::tool_or_skip(
+        "an_iperf3_client_killed_mid_test_frees_its_slot_within_seconds",
+        "iperf3",
+    ) {
+        return;
+    }
+    let _s = serial();
+    let server = TestServer::start(ServerLimits {
+        max_tests: 1,
+        ..ServerLimits::default()
+    });
+    for udp in [false, true] {
+        let mut args = vec![
+            "-c".to_string(),
+            "127.0.0.1".into(),
+            "-p".into(),
+            server.addr.port().to_string(),
+            "-t".into(),
+            "30".into(),
+        ];
+        if udp {
+            args.extend(["-u".into(), "-b".into(), "50M".into()]);
+        }
+        let mut child = Proc(
+            Command::new("iperf3")
+                .args(&args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        std::thread::sleep(Duration::from_millis(1500));
+        // Busy while it runs...
+        let e = server.run(&tcp(1)).unwrap_err();
+        assert!(e.message.contains("busy"), "{}", e.message);
+        // ...and free within seconds of its death.
+        let _ = child.0.kill();
+        let _ = child.0.wait();
+        let t0 = Instant::now();
+        loop {
+            match server.run(&tcp(1)) {
+                Ok(_) => break,
+                Err(e) => {
+                    assert!(
+                        t0.elapsed() < Duration::from_secs(5),
+                        "udp={udp}: {} after {:?}",
+                        e.message,
+                        t0.elapsed()
+                    );
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            }
+        }
+    }
+    let log = server.log_text();
+    assert!(
+        log.contains("went away") || log.contains("terminated"),
+        "{log}"
+    );
+}
+
+#[test]
+fn foreign_cookies_and_stray_datagrams_do_not_join_a_test() {
+    if !common::tool_or_skip(
+        "foreign_cookies_and_stray_datagrams_do_not_join_a_test",
+        "iperf3",
+    ) {
+        return;
+    }
+    let _s = serial();
+    let server = TestServer::start(ServerLimits::default());
+    let port = server.addr.port();
+    let addr = server.addr;
+    let intruder = std::thread::spawn(move || {
+        let stray = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let t0 = Instant::now();
+        let mut foreign = Vec::new();
+        while t0.elapsed() < Duration::from_millis(2500) {
+            // A data connection with a cookie of no test, and datagrams of no stream.
+            if let Ok(mut s) = TcpStream::connect(addr) {
+                let _ = s.write_all(&wire::Cookie::random().0);
+                foreign.push(s);
+            }
+            let _ = stray.send_to(&wire::UDP_CONNECT_MSG, ("127.0.0.1", port));
+            let _ = stray.send_to(&[0xab; 1400], ("127.0.0.1", port));
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        foreign.len()
+    });
+    let doc = iperf3_client(
+        server.addr,
+        &["-t", "2", "-u", "-b", "100M", "-l", "1400", "-P", "2"],
+    )
+    .expect("UDP test");
+    let sum = &doc["end"]["sum"];
+    assert_eq!(doc["end"]["streams"].as_array().unwrap().len(), 2);
+    let sent = doc["end"]["streams"][0]["udp"]["packets"].as_f64().unwrap();
+    assert!(sum["lost_percent"].as_f64().unwrap() < 2.0, "{sum}");
+    // No stray datagram was counted: the receiver never saw more than was sent.
+    assert!(
+        sum["bits_per_second"].as_f64().unwrap() <= 200e6 * 1.03,
+        "{sum}"
+    );
+    assert!(sent > 0.0);
+    assert!(intruder.join().unwrap() > 5);
+}
