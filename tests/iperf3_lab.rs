@@ -1,0 +1,231 @@
+//! The honest cross-check (root; CI runs it): on one lab path, netsweep→iperf3-server,
+//! iperf3→netsweep-server and netsweep→netsweep agree on TCP goodput and on UDP loss at a paced
+//! rate, in both directions, through a rate limit with delay and through random loss.
+
+mod common;
+
+use netsweep::client::{self, ClientConfig, PeerProtocol};
+use netsweep::lab::{EmulatorChoice, Host, Lab, LabOptions, PathConfig};
+use netsweep::spec::{Direction, ServerLimits, TestSpec};
+use serde_json::Value;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+const IPERF3_PORT: u16 = 5201;
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn lab(tag: &str, dir: &tempfile::TempDir, path: PathConfig) -> Lab {
+    let opts = LabOptions {
+        state_dir: dir.path().to_path_buf(),
+        emulator: EmulatorChoice::Userspace,
+        ..LabOptions::default()
+    };
+    Lab::up(
+        &format!("{tag}{}", std::process::id() % 100_000),
+        path,
+        &opts,
+    )
+    .expect("lab up")
+}
+
+/// One direction's receiver goodput and UDP loss, whoever measured them.
+#[derive(Debug, Clone, Copy)]
+struct Figures {
+    bits_per_second: f64,
+    lost_percent: Option<f64>,
+}
+
+/// netsweep's client in host a against `addr` in host b, speaking `peer`.
+fn netsweep_client(
+    lab: &Lab,
+    addr: std::net::SocketAddr,
+    peer: PeerProtocol,
+    spec: &TestSpec,
+) -> Figures {
+    let cfg = ClientConfig {
+        peer,
+        ..ClientConfig::new(addr)
+    };
+    let r = lab
+        .run_in(Host::A, || {
+            client::run_test(&cfg, spec, &AtomicBool::new(false), &mut |_| {})
+        })
+        .expect("thread in a")
+        .unwrap_or_else(|e| panic!("{peer:?} {spec:?}: {e}"));
+    assert!(r.inconsistencies.is_empty(), "{:?}", r.inconsistencies);
+    Figures {
+        bits_per_second: r.summary.bits_per_second,
+        lost_percent: r.summary.lost_percent,
+    }
+}
+
+/// Debian's iperf3 client in host a against netsweep's server in host b.
+fn iperf3_client(lab: &Lab, port: u16, spec: &TestSpec) -> Figures {
+    let mut c = lab.command(Host::A, "iperf3");
+    c.args([
+        "-c",
+        &Host::B.address().to_string(),
+        "-p",
+        &port.to_string(),
+        "-J",
+    ]);
+    c.args([
+        "-t",
+        &spec.duration.as_secs().to_string(),
+        "-O",
+        &spec.omit.as_secs().to_string(),
+    ]);
+    if spec.direction == Direction::Reverse {
+        c.arg("-R");
+    }
+    if spec.protocol == netsweep::spec::Protocol::Udp {
+        c.args([
+            "-u",
+            "-l",
+            "1400",
+            "-b",
+            &format!("{}", spec.bitrate_bps as u64),
+        ]);
+    }
+    let out = c.output().expect("iperf3 -c");
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(doc.get("error").is_none(), "{}", doc["error"]);
+    let end = &doc["end"];
+    if spec.protocol == netsweep::spec::Protocol::Udp {
+        Figures {
+            bits_per_second: end["sum"]["bits_per_second"].as_f64().unwrap(),
+            lost_percent: end["sum"]["lost_percent"].as_f64(),
+        }
+    } else {
+        Figures {
+            bits_per_second: end["sum_received"]["bits_per_second"].as_f64().unwrap(),
+            lost_percent: None,
+        }
+    }
+}
+
+/// The three pairings on one spec: netsweep→netsweep, netsweep→iperf3, iperf3→netsweep.
+fn three_ways(lab: &Lab, spec: &TestSpec) -> [Figures; 3] {
+    let own = lab
+        .start_server(Host::B, ServerLimits::default())
+        .expect("netsweep server in b");
+    let ns_ns = netsweep_client(lab, own.addr, PeerProtocol::Netsweep, spec);
+    let ip_ns = iperf3_client(lab, own.addr.port(), spec);
+    drop(own);
+    let _iperf3 = Proc(
+        lab.command(Host::B, "iperf3")
+            .args(["-s", "-p", &IPERF3_PORT.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("iperf3 -s in b"),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let addr = std::net::SocketAddr::new(Host::B.address(), IPERF3_PORT);
+    let ns_ip = netsweep_client(lab, addr, PeerProtocol::Iperf3, spec);
+    [ns_ns, ns_ip, ip_ns]
+}
+
+fn spread(values: &[f64]) -> f64 {
+    let max = values.iter().cloned().fold(f64::MIN, f64::max);
+    let min = values.iter().cloned().fold(f64::MAX, f64::min);
+    max / min
+}
+
+#[test]
+fn the_three_pairings_agree_through_a_rate_limit_and_through_loss() {
+    if !common::root_or_skip("the_three_pairings_agree_through_a_rate_limit_and_through_loss")
+        || !common::tool_or_skip(
+            "the_three_pairings_agree_through_a_rate_limit_and_through_loss",
+            "iperf3",
+        )
+    {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let limited = lab(
+        "i3r",
+        &dir,
+        PathConfig {
+            rate_bps: Some(200e6),
+            delay: Duration::from_millis(5),
+            ..PathConfig::default()
+        },
+    );
+    for direction in [Direction::Forward, Direction::Reverse] {
+        let spec = TestSpec {
+            direction,
+            omit: Duration::from_secs(1),
+            calibration: Duration::ZERO,
+            ..TestSpec::tcp(Duration::from_secs(4))
+        };
+        let f = three_ways(&limited, &spec);
+        let rates: Vec<f64> = f.iter().map(|x| x.bits_per_second).collect();
+        // Each is bounded by the path's rate, and they agree within a few percent.
+        for r in &rates {
+            assert!(
+                *r <= 200e6 * 1.02 && *r >= 200e6 * 0.82,
+                "{direction:?} TCP {rates:?}"
+            );
+        }
+        assert!(
+            spread(&rates) <= 1.08,
+            "{direction:?} TCP disagree: {rates:?}"
+        );
+        let spec = TestSpec {
+            direction,
+            bitrate_bps: 100e6,
+            length_bytes: 1400,
+            ..TestSpec::udp(Duration::from_secs(3))
+        };
+        let f = three_ways(&limited, &spec);
+        let rates: Vec<f64> = f.iter().map(|x| x.bits_per_second).collect();
+        assert!(
+            spread(&rates) <= 1.03,
+            "{direction:?} UDP rates disagree: {rates:?}"
+        );
+        for x in &f {
+            assert!(x.lost_percent.unwrap() < 0.5, "{direction:?} UDP {f:?}");
+        }
+    }
+    drop(limited);
+    let lossy = lab(
+        "i3l",
+        &dir,
+        PathConfig {
+            delay: Duration::from_millis(1),
+            loss_percent: 1.0,
+            ..PathConfig::default()
+        },
+    );
+    for direction in [Direction::Forward, Direction::Reverse] {
+        let spec = TestSpec {
+            direction,
+            bitrate_bps: 50e6,
+            length_bytes: 1400,
+            ..TestSpec::udp(Duration::from_secs(4))
+        };
+        let f = three_ways(&lossy, &spec);
+        let losses: Vec<f64> = f.iter().map(|x| x.lost_percent.unwrap()).collect();
+        for l in &losses {
+            assert!(
+                (0.6..=1.4).contains(l),
+                "{direction:?} loss {losses:?} on a 1% path"
+            );
+        }
+        let (lo, hi) = losses
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
+        assert!(hi - lo <= 0.4, "{direction:?} losses disagree: {losses:?}");
+    }
+}
