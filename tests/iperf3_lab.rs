@@ -8,7 +8,7 @@ use netsweep::client::{self, ClientConfig, PeerProtocol};
 use netsweep::lab::{EmulatorChoice, Host, Lab, LabOptions, PathConfig};
 use netsweep::spec::{Direction, ServerLimits, TestSpec};
 use serde_json::Value;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
