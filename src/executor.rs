@@ -2,7 +2,7 @@
 //! (server on host b, client on host a), and the address of a running `netsweep server`.
 //! Each reads kernel counters before and after every test on the hosts it can see.
 
-use crate::client::{self, ClientConfig};
+use crate::client::{self, ClientConfig, PeerProtocol};
 use crate::lab::{Host, Lab, LabOptions, LabServer, PathConfig};
 use crate::runner::{ExecOutcome, Executor};
 use crate::spec::{ServerLimits, TestSpec};
@@ -17,13 +17,12 @@ use std::time::{Duration, Instant};
 
 /// Runs the client, timing only the test itself.
 fn client_run(
-    addr: SocketAddr,
+    cfg: &ClientConfig,
     spec: &TestSpec,
     stop: &AtomicBool,
 ) -> (Result<crate::result::TestResult, String>, Duration) {
     let t = Instant::now();
-    let r =
-        client::run_test(&ClientConfig::new(addr), spec, stop, &mut |_| {}).map_err(|e| e.message);
+    let r = client::run_test(cfg, spec, stop, &mut |_| {}).map_err(|e| e.message);
     (r, t.elapsed())
 }
 
@@ -32,9 +31,9 @@ fn delta_json(before: &counters::Snapshot, after: &counters::Snapshot) -> serde_
 }
 
 /// Runs a test from this host, with this host's counters around it under `side`.
-fn run_here(addr: SocketAddr, spec: &TestSpec, stop: &AtomicBool, side: &str) -> ExecOutcome {
+fn run_here(cfg: &ClientConfig, spec: &TestSpec, stop: &AtomicBool, side: &str) -> ExecOutcome {
     let before = counters::read(Path::new("/proc"));
-    let (result, engine_time) = client_run(addr, spec, stop);
+    let (result, engine_time) = client_run(cfg, spec, stop);
     let after = counters::read(Path::new("/proc"));
     ExecOutcome {
         result,
@@ -105,7 +104,7 @@ impl Executor for LoopbackExecutor {
 
     fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {
         // Client and server share this host: one set of counters covers both sides.
-        run_here(self.addr, spec, stop, "local")
+        run_here(&ClientConfig::new(self.addr), spec, stop, "local")
     }
 
     fn shell(&mut self, command: &str) -> Result<(), String> {
@@ -193,7 +192,7 @@ impl Executor for LabExecutor {
         let addr = SocketAddr::new(Host::B.address(), crate::cli::DEFAULT_PORT);
         let (result, engine_time) = self
             .lab()
-            .run_in(Host::A, || client_run(addr, spec, stop))
+            .run_in(Host::A, || client_run(&ClientConfig::new(addr), spec, stop))
             .unwrap_or_else(|e| (Err(e.to_string()), Duration::ZERO));
         let (a1, b1) = self.snapshot();
         ExecOutcome {
@@ -213,11 +212,20 @@ impl Executor for LabExecutor {
 /// A `netsweep server` somewhere else; only the client's counters are visible.
 pub struct AddressExecutor {
     pub addr: SocketAddr,
+    /// What the server speaks: netsweep, or iperf3 (an `iperf3` target).
+    pub peer: PeerProtocol,
 }
 
 impl Executor for AddressExecutor {
     fn describe(&self) -> String {
-        format!("server {}", self.addr)
+        match self.peer {
+            PeerProtocol::Iperf3 => format!(
+                "iperf3 server {} (the far end is iperf3: its totals per stream are its own, \
+                 and its kernel counters are not available)",
+                self.addr
+            ),
+            _ => format!("server {}", self.addr),
+        }
     }
 
     fn host_facts(&mut self) -> serde_json::Value {
@@ -225,7 +233,11 @@ impl Executor for AddressExecutor {
     }
 
     fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {
-        run_here(self.addr, spec, stop, "client")
+        let cfg = ClientConfig {
+            peer: self.peer,
+            ..ClientConfig::new(self.addr)
+        };
+        run_here(&cfg, spec, stop, "client")
     }
 
     fn shell(&mut self, command: &str) -> Result<(), String> {

@@ -27,6 +27,9 @@ pub enum Target {
     },
     /// A running `netsweep server`.
     Address(String),
+    /// A running iperf3 server (`HOST:PORT`, port 5201 when left out), spoken to in iperf3's
+    /// protocol: the dimensions iperf3 supports, no server-side counters.
+    Iperf3(String),
 }
 
 /// Run order of a campaign.
@@ -274,7 +277,7 @@ impl Plan {
             || dimensions
                 .iter()
                 .any(|d| d.name == "protocol" && d.values.iter().any(|v| v.label == "udp"));
-        if matches!(target, Target::Address(_))
+        if matches!(target, Target::Address(_) | Target::Iperf3(_))
             && udp_somewhere
             && !has("test", "bitrate")
             && !has("matrix", "bitrate")
@@ -298,16 +301,38 @@ impl Plan {
                 server_tuning,
                 allow_host_wide,
             };
+            // What an iperf3 server cannot run, once per reason, with the configurations.
+            let mut iperf3_cannot: std::collections::BTreeMap<String, Vec<String>> =
+                Default::default();
             for cfg in plan.configurations() {
-                if let Err(msg) = plan
+                let spec = plan
                     .spec_for(&cfg)
-                    .and_then(|s| s.validate().map_err(|e| e.to_string()))
-                {
-                    r.issues.push(PlanIssue {
+                    .and_then(|s| s.validate().map(|_| s).map_err(|e| e.to_string()));
+                match spec {
+                    Err(msg) => r.issues.push(PlanIssue {
                         line: 1,
                         message: format!("configuration {}: {msg}", label(&cfg)),
-                    });
+                    }),
+                    Ok(spec) if matches!(plan.target, Target::Iperf3(_)) => {
+                        let adapted = crate::iperf3::client::adapt(&spec);
+                        if let Err(msg) = crate::iperf3::client::params_for(&adapted) {
+                            iperf3_cannot.entry(msg).or_default().push(label(&cfg));
+                        }
+                    }
+                    Ok(_) => {}
                 }
+            }
+            for (msg, configs) in iperf3_cannot {
+                r.issues.push(PlanIssue {
+                    line: 1,
+                    message: format!(
+                        "an iperf3 target cannot run {} configuration{} ({}{}): {msg}",
+                        configs.len(),
+                        if configs.len() == 1 { "" } else { "s" },
+                        configs[0],
+                        if configs.len() > 1 { ", ..." } else { "" }
+                    ),
+                });
             }
             if r.issues.is_empty() {
                 return Ok(plan);

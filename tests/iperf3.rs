@@ -563,3 +563,77 @@ fn foreign_cookies_and_stray_datagrams_do_not_join_a_test() {
     assert!(sent > 0.0);
     assert!(intruder.join().unwrap() > 5);
 }
+
+#[test]
+fn a_campaign_runs_against_an_iperf3_server_and_says_so() {
+    if !common::tool_or_skip(
+        "a_campaign_runs_against_an_iperf3_server_and_says_so",
+        "iperf3",
+    ) {
+        return;
+    }
+    let _s = serial();
+    let (_server, addr) = iperf3_server(&[]);
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    let write_plan = |duration: &str| {
+        std::fs::write(
+            &plan,
+            format!(
+                "name = \"against iperf3\"\n[target]\nkind = \"iperf3\"\nhost = \"{addr}\"\n\
+                 [test]\nduration = \"{duration}\"\n[matrix]\ndirection = [\"forward\", \"reverse\"]\n\
+                 [repeat]\ncount = 3\n"
+            ),
+        )
+        .unwrap();
+    };
+    let netsweep = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    // --check names what iperf3 cannot do, before any traffic.
+    write_plan("1500ms");
+    let out = netsweep(&["run", "plan.toml", "--check"]);
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success());
+    assert!(
+        text.contains("an iperf3 target cannot run 2 configurations"),
+        "{text}"
+    );
+    assert!(text.contains("whole seconds"), "{text}");
+    write_plan("1s");
+    let out = netsweep(&["run", "plan.toml", "--db", "c.db"]);
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let store = netsweep::store::Store::open(&dir.path().join("c.db")).unwrap();
+    let runs = store.runs(1).unwrap();
+    assert_eq!(
+        runs.iter().filter(|r| r.error.is_none()).count(),
+        6,
+        "{text}"
+    );
+    assert!(
+        store
+            .campaign(1)
+            .unwrap()
+            .target
+            .starts_with("iperf3 server")
+    );
+    let out = netsweep(&["compare", "--db", "c.db", "--by", "direction"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Far end: iperf3 server"));
+    let html = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .find(|e| e.path().extension().is_some_and(|x| x == "html"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .expect("a report");
+    assert!(
+        html.contains("iperf3 server"),
+        "the report does not name the far end"
+    );
+}

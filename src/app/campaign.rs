@@ -45,23 +45,31 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
                 Box::new(LoopbackExecutor::start()?)
             }
         },
-        Target::Address(host) => {
-            let (h, p) = match host.rsplit_once(':') {
-                Some((h, p)) if !h.ends_with(':') || h.starts_with('[') => (
-                    h.to_string(),
-                    p.parse::<u16>()
-                        .with_context(|| format!("port of {host}"))?,
-                ),
-                _ => (host.clone(), crate::cli::DEFAULT_PORT),
-            };
-            let addr = crate::cli::resolve(&h, p, false, false)?;
-            std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(3))
-                .with_context(|| {
-                    format!("target {addr} is unreachable: is `netsweep server` running there?")
-                })?;
-            Box::new(AddressExecutor { addr })
-        }
+        Target::Address(host) => Box::new(AddressExecutor {
+            addr: reachable(host, crate::cli::DEFAULT_PORT, "netsweep server")?,
+            peer: crate::client::PeerProtocol::Netsweep,
+        }),
+        Target::Iperf3(host) => Box::new(AddressExecutor {
+            addr: reachable(host, crate::cli::IPERF3_PORT, "iperf3 -s")?,
+            peer: crate::client::PeerProtocol::Iperf3,
+        }),
     })
+}
+
+/// The address of `HOST[:PORT]`, checked to accept connections (a server of `what` there).
+fn reachable(host: &str, default_port: u16, what: &str) -> anyhow::Result<std::net::SocketAddr> {
+    let (h, p) = match host.rsplit_once(':') {
+        Some((h, p)) if !h.ends_with(':') || h.starts_with('[') => (
+            h.to_string(),
+            p.parse::<u16>()
+                .with_context(|| format!("port of {host}"))?,
+        ),
+        _ => (host.to_string(), default_port),
+    };
+    let addr = crate::cli::resolve(&h, p, false, false)?;
+    std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(3))
+        .with_context(|| format!("target {addr} is unreachable: is `{what}` running there?"))?;
+    Ok(addr)
 }
 
 /// `--resume` needs an unfinished campaign of the plan; without `--resume` or `--new` one is an
@@ -428,6 +436,10 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         crate::outln!("{}", serde_json::to_string_pretty(&groups)?);
         return Ok(ExitCode::SUCCESS);
+    }
+    let target = store.campaign(campaign)?.target;
+    if target.starts_with("iperf3 server") {
+        crate::outln!("Far end: {target}");
     }
     for g in &groups {
         let ctx = g.title();

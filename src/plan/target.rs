@@ -73,7 +73,7 @@ pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
     let Some(table) = item.and_then(Item::as_table_like) else {
         r.issue(
             item.and_then(Item::span),
-            "[target] is missing: set kind = \"loopback\", \"lab\", \"auto\" or \"address\"",
+            "[target] is missing: set kind = \"loopback\", \"lab\", \"auto\", \"address\" or \"iperf3\"",
         );
         return Target::Loopback;
     };
@@ -139,6 +139,16 @@ pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
         "loopback" => Target::Loopback,
         "lab" => Target::Lab { path, emulator },
         "auto" => Target::Auto { path, emulator },
+        "iperf3" => match r.string(table, "host") {
+            Some((h, _)) => Target::Iperf3(h),
+            None => {
+                r.issue(
+                    span.clone(),
+                    "target kind \"iperf3\" needs host = \"HOST:5201\"",
+                );
+                Target::Loopback
+            }
+        },
         "address" => match r.string(table, "host") {
             Some((h, _)) => Target::Address(h),
             None => {
@@ -153,7 +163,7 @@ pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
             let s = table.get("kind").and_then(Item::span);
             r.issue(
                 s,
-                format!("target kind {other:?} is not loopback, lab, auto or address"),
+                format!("target kind {other:?} is not loopback, lab, auto, address or iperf3"),
             );
             Target::Loopback
         }
