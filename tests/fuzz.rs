@@ -413,3 +413,52 @@ fn stats_finishes_within_a_second_on_any_finite_sets() {
     }
     eprintln!("stats property: {cases} cases, each under {SLOW_INPUT:?}");
 }
+
+/// iperf3's control documents from a peer: parameters (what a netsweep server does with them:
+/// refuse with a code, or build a test within its limits) and results.
+#[test]
+fn fuzz_iperf3_control_documents() {
+    use netsweep::iperf3::{server, wire};
+    quiet_panics();
+    let fixture = |name: &str| {
+        std::fs::read(format!(
+            "{}/tests/fixtures/iperf3/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    };
+    let params = fixture("udp-reverse-params.json");
+    let results = fixture("udp-reverse-server-results.json");
+    let tcp = br#"{"tcp":true,"omit":1,"time":10,"num":0,"blockcount":0,"parallel":4,"reverse":true,"window":262144,"len":131072,"bandwidth":18446744073709551615,"congestion":"bbr","client_version":"3.21"}"#;
+    let limits = ServerLimits::default();
+    let seeds: Vec<&[u8]> = vec![&params, &results, tcp];
+    let runs = fuzz("iperf3-control", &seeds, |b| {
+        let Ok(doc) = wire::parse_json(b) else {
+            return false;
+        };
+        if let Ok(p) = wire::Params::from_json(&doc) {
+            if let Ok(spec) = server::spec_for(&p, &limits) {
+                assert!(spec.validate().is_ok());
+                assert!(spec.total_time() <= limits.max_duration + Duration::from_secs(10));
+                assert!(spec.interval_records() <= limits.max_interval_records);
+            }
+            // What a netsweep client would send for it reads back the same (peer text aside:
+            // it is escaped and capped on every reading).
+            let mut back = wire::Params::from_json(p.to_json().as_object().unwrap()).unwrap();
+            let mut p = p.clone();
+            for q in [&mut back, &mut p] {
+                q.client_version = None;
+                q.congestion = None;
+            }
+            assert_eq!(back, p);
+        }
+        if let Ok(r) = wire::Results::from_json(&doc) {
+            assert!(r.streams.len() <= 2 * usize::from(wire::MAX_STREAMS));
+            for s in &r.streams {
+                let _ = (s.seconds(), s.measured_packets(), s.measured_errors());
+            }
+        }
+        true
+    });
+    assert!(runs > 100, "{runs}");
+}
