@@ -8,6 +8,7 @@ every run is bounded by --seconds and a timeout.
 
     python3 bench/peers.py                      # 10 s runs, 3 rounds
     python3 bench/peers.py --seconds 5 --rounds 5 --cases tcp1,udp1g
+    python3 bench/peers.py --seconds 5 --rounds 5 --cases interop,interopudp   # iperf3 protocol
 
 The bench also builds and runs `examples/ceiling.rs`, a bare sender/receiver pair with each
 send path and chunk size, and prints netsweep's figure as a share of the best bare figure of
@@ -68,6 +69,20 @@ def cases(sec):
             "netsweep": ("netsweep", ns + ["-u", "-b", "1G", "-l", "1400"]),
             "iperf3": ("iperf3", i3 + ["-u", "-b", "1G", "-l", "1400"]),
             "nuttcp": ("nuttcp", nu + ["-u", "-R1000m", "-l1400", HOST]),
+        },
+        # iperf3's protocol both ways (issue 13): each pairing against iperf3 -> iperf3. The third
+        # element names the server whose CPU is counted when it is not the client's own kind.
+        "interop": {
+            "iperf3 -> iperf3": ("iperf3", i3),
+            "netsweep -> iperf3": ("netsweep", ns + ["--iperf3", "-p", "5201"], "iperf3"),
+            "iperf3 -> netsweep": ("iperf3", i3[:3] + ["-p", "5310"] + i3[5:], "netsweep"),
+            "netsweep -> netsweep": ("netsweep", ns),
+        },
+        "interopudp": {
+            "iperf3 -> iperf3": ("iperf3", i3 + ["-u", "-b", "1G", "-l", "1400"]),
+            "netsweep -> iperf3": ("netsweep", ns + ["--iperf3", "-p", "5201", "-u", "-b", "1G", "-l", "1400"], "iperf3"),
+            "iperf3 -> netsweep": ("iperf3", i3[:3] + ["-p", "5310"] + i3[5:] + ["-u", "-b", "1G", "-l", "1400"], "netsweep"),
+            "netsweep -> netsweep": ("netsweep", ns + ["-u", "-b", "1G", "-l", "1400"]),
         },
         "udpmax": {
             "netsweep": ("netsweep", ns + ["-u", "-b", "0", "-l", "1400"]),
@@ -165,9 +180,10 @@ def main():
         order = [(c, label) for c in chosen for label in table[c]]
         rng.shuffle(order)
         for c, label in order:
-            tool, argv = table[c][label]
+            tool, argv, *server = table[c][label]
+            server = server[0] if server else tool
             usage0 = os.times()
-            r = run_one(tool, argv, servers[tool].pid if tool in servers else None, a.seconds)
+            r = run_one(tool, argv, servers[server].pid if server in servers else None, a.seconds)
             usage1 = os.times()
             r["client_cpu_s"] = (usage1.children_user - usage0.children_user) + (usage1.children_system - usage0.children_system)
             gb = r["bps"] * a.seconds / 8 / 1e9
@@ -208,6 +224,12 @@ def main():
     ratio("tcp1", "netsweep --no-zerocopy", "iperf3", 1.0)
     ratio("tcp2", "netsweep -P 2", "iperf2 -P 2", 1.2)
     ratio("udpmax", "netsweep", "iperf3", 2.0)
+    for c in ["interop", "interopudp"]:
+        if c in med:
+            base = med[c]["iperf3 -> iperf3"]
+            for label, m in med[c].items():
+                loss = "" if m["loss"] is None else f", loss {m['loss']:.3f}% (iperf3 -> iperf3 {base['loss']:.3f}%)"
+                print(f"  {c}: {label} / iperf3 -> iperf3 = {m['bps'] / base['bps']:.2f}x{loss}")
     if "udp1g" in med:
         loss = med["udp1g"]["netsweep"]["loss"]
         print(f"  udp1g: netsweep loss {loss:.3f}% (target <= 0.1%) {'OK' if loss <= 0.1 else 'MISSED'}; "
