@@ -637,3 +637,51 @@ fn a_campaign_runs_against_an_iperf3_server_and_says_so() {
         "the report does not name the far end"
     );
 }
+
+#[test]
+fn iperf3_clients_over_netsweep_server_limits_are_refused_in_their_words() {
+    if !common::tool_or_skip(
+        "iperf3_clients_over_netsweep_server_limits_are_refused_in_their_words",
+        "iperf3",
+    ) {
+        return;
+    }
+    let _s = serial();
+    let server = TestServer::start(ServerLimits {
+        max_tests: 1,
+        max_duration: Duration::from_secs(5),
+        max_streams: 2,
+        max_rate_bps: 100e6,
+        ..ServerLimits::default()
+    });
+    let cases: [(&[&str], &str); 4] = [
+        (&["-t", "10", "-u", "-b", "10M"], "duration too long"),
+        (
+            &["-t", "2", "-P", "4", "-u", "-b", "10M"],
+            "parallel streams",
+        ),
+        (
+            &["-t", "2", "-u", "-b", "500M"],
+            "bandwidth is larger than server limit",
+        ),
+        (&["-t", "2"], "bandwidth is larger than server limit"),
+    ];
+    for (args, words) in cases {
+        let e = iperf3_client(server.addr, args).unwrap_err();
+        assert!(e.contains(words), "{args:?}: {e}");
+    }
+    // Within the limits it runs; a second client meanwhile is told busy at once.
+    let addr = server.addr;
+    let first = std::thread::spawn(move || iperf3_client(addr, &["-t", "3", "-u", "-b", "10M"]));
+    std::thread::sleep(Duration::from_millis(800));
+    let t0 = Instant::now();
+    let e = iperf3_client(server.addr, &["-t", "1", "-u", "-b", "10M"]).unwrap_err();
+    assert!(e.contains("busy"), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(2));
+    first.join().unwrap().expect("the test within the limits");
+    let log = server.log_text();
+    assert!(
+        log.contains("--max-duration") && log.contains("--max-streams"),
+        "{log}"
+    );
+}
