@@ -359,6 +359,7 @@ pub fn serve<S>(
 }
 
 /// One log line per finished test: what each direction carried, by the receiver's count.
+/// One log line per finished test: what each direction carried, by the receiver's count.
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -566,3 +567,5 @@ fn collect_udp(
     }
     Ok(out)
 }
+
+
