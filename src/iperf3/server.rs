@@ -359,86 +359,6 @@ pub fn serve<S>(
 }
 
 /// One log line per finished test: what each direction carried, by the receiver's count.
-/// One log line per finished test: what each direction carried, by the receiver's count.
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_duration_code_suits_the_client_version() {
-        assert_eq!(duration_code(Some("3.12")), code::DURATION);
-        assert_eq!(duration_code(Some("3.13")), code::MAX_SERVER_DURATION);
-        assert_eq!(duration_code(Some("3.21+")), code::MAX_SERVER_DURATION);
-        assert_eq!(duration_code(Some("netsweep 0.1.0")), code::DURATION);
-        assert_eq!(duration_code(None), code::DURATION);
-    }
-
-    #[test]
-    fn parameters_become_a_test_within_the_limits() {
-        let limits = ServerLimits {
-            max_duration: Duration::from_secs(60),
-            max_streams: 8,
-            max_rate_bps: 1e9,
-            ..ServerLimits::default()
-        };
-        let p = Params {
-            udp: true,
-            time_s: 10,
-            omit_s: 2,
-            parallel: 4,
-            bidirectional: true,
-            bandwidth_bps: 100_000_000,
-            len: Some(1400),
-            ..Params::default()
-        };
-        let spec = spec_for(&p, &limits).unwrap();
-        assert_eq!(spec.direction, Direction::Bidir);
-        assert_eq!(spec.flows().len(), 8);
-        // iperf3's bandwidth is per stream; netsweep's rate is per direction.
-        assert_eq!(spec.bitrate_bps, 400e6);
-        assert_eq!(spec.duration, Duration::from_secs(10) + END_GRACE);
-        let refuse = |p: Params| spec_for(&p, &limits).unwrap_err().code;
-        assert_eq!(
-            refuse(Params {
-                time_s: 70,
-                ..p.clone()
-            }),
-            code::DURATION
-        );
-        assert_eq!(
-            refuse(Params {
-                parallel: 9,
-                ..p.clone()
-            }),
-            code::NUM_STREAMS
-        );
-        assert_eq!(
-            refuse(Params {
-                bandwidth_bps: 300_000_000,
-                ..p.clone()
-            }),
-            code::TOTAL_RATE
-        );
-        assert_eq!(
-            refuse(Params {
-                bandwidth_bps: 0,
-                ..p.clone()
-            }),
-            code::TOTAL_RATE
-        );
-        assert_eq!(
-            refuse(Params {
-                reverse: true,
-                time_s: 0,
-                bytes: 1 << 20,
-                ..p.clone()
-            }),
-            code::UNIMPLEMENTED
-        );
-        assert_eq!(refuse(Params { time_s: 0, ..p }), code::DURATION);
-    }
-}
-
 fn summary_line(peer: SocketAddr, spec: &TestSpec, ours: &Results, theirs: &Results) -> String {
     let flows = spec.flows();
     let mut parts = Vec::new();
@@ -568,4 +488,81 @@ fn collect_udp(
     Ok(out)
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
 
+    #[test]
+    fn the_duration_code_suits_the_client_version() {
+        assert_eq!(duration_code(Some("3.12")), code::DURATION);
+        assert_eq!(duration_code(Some("3.13")), code::MAX_SERVER_DURATION);
+        assert_eq!(duration_code(Some("3.21+")), code::MAX_SERVER_DURATION);
+        assert_eq!(duration_code(Some("netsweep 0.1.0")), code::DURATION);
+        assert_eq!(duration_code(None), code::DURATION);
+    }
+
+    #[test]
+    fn parameters_become_a_test_within_the_limits() {
+        let limits = ServerLimits {
+            max_duration: Duration::from_secs(60),
+            max_streams: 8,
+            max_rate_bps: 1e9,
+            ..ServerLimits::default()
+        };
+        let p = Params {
+            udp: true,
+            time_s: 10,
+            omit_s: 2,
+            parallel: 4,
+            bidirectional: true,
+            bandwidth_bps: 100_000_000,
+            len: Some(1400),
+            ..Params::default()
+        };
+        let spec = spec_for(&p, &limits).unwrap();
+        assert_eq!(spec.direction, Direction::Bidir);
+        assert_eq!(spec.flows().len(), 8);
+        // iperf3's bandwidth is per stream; netsweep's rate is per direction.
+        assert_eq!(spec.bitrate_bps, 400e6);
+        assert_eq!(spec.duration, Duration::from_secs(10) + END_GRACE);
+        let refuse = |p: Params| spec_for(&p, &limits).unwrap_err().code;
+        assert_eq!(
+            refuse(Params {
+                time_s: 70,
+                ..p.clone()
+            }),
+            code::DURATION
+        );
+        assert_eq!(
+            refuse(Params {
+                parallel: 9,
+                ..p.clone()
+            }),
+            code::NUM_STREAMS
+        );
+        assert_eq!(
+            refuse(Params {
+                bandwidth_bps: 300_000_000,
+                ..p.clone()
+            }),
+            code::TOTAL_RATE
+        );
+        assert_eq!(
+            refuse(Params {
+                bandwidth_bps: 0,
+                ..p.clone()
+            }),
+            code::TOTAL_RATE
+        );
+        assert_eq!(
+            refuse(Params {
+                reverse: true,
+                time_s: 0,
+                bytes: 1 << 20,
+                ..p.clone()
+            }),
+            code::UNIMPLEMENTED
+        );
+        assert_eq!(refuse(Params { time_s: 0, ..p }), code::DURATION);
+    }
+}
