@@ -239,13 +239,23 @@ pub fn run_test(
     let _ = ctrl.shutdown(std::net::Shutdown::Both);
     let (local, remote, error) = run;
     let result = assemble(spec, info, local, remote, start, error.clone());
+    finish(
+        result,
+        error,
+        "the two ends' reports contradict each other, so no figure of this test can be trusted",
+    )
+}
+
+/// The test's outcome: the result, or the error that ended it (or `contradiction` and the
+/// inconsistencies found) carrying the result as measured.
+pub(crate) fn finish(
+    result: TestResult,
+    error: Option<String>,
+    contradiction: &str,
+) -> Result<TestResult, TestError> {
     let error = error.or_else(|| {
-        (!result.inconsistencies.is_empty()).then(|| {
-            format!(
-                "the two ends' reports contradict each other, so no figure of this test can be trusted: {}",
-                result.inconsistencies.join("; ")
-            )
-        })
+        (!result.inconsistencies.is_empty())
+            .then(|| format!("{contradiction}: {}", result.inconsistencies.join("; ")))
     });
     match error {
         None => Ok(result),

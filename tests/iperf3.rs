@@ -391,6 +391,16 @@ fn read_byte(s: &mut TcpStream) -> Option<u8> {
     s.read_exact(&mut b).ok().map(|_| b[0])
 }
 
+/// Runs netsweep tests until one gets the server's only slot; fails after `limit`.
+fn wait_for_a_free_slot(server: &TestServer, limit: Duration, what: &str) {
+    let t0 = Instant::now();
+    while let Err(e) = server.run(&tcp(1)) {
+        assert!(e.message.contains("busy"), "{what}: {}", e.message);
+        assert!(t0.elapsed() < limit, "{what}: slot held {:?}", t0.elapsed());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 #[test]
 fn hostile_iperf3_control_traffic_gets_an_error_code_and_frees_the_server() {
     let _s = serial();
@@ -436,21 +446,7 @@ fn hostile_iperf3_control_traffic_gets_an_error_code_and_frees_the_server() {
         ))
         .unwrap();
     assert_eq!(read_byte(&mut stalled), Some(State::CreateStreams.byte()));
-    let t0 = Instant::now();
-    loop {
-        match server.run(&tcp(1)) {
-            Ok(_) => break,
-            Err(e) => {
-                assert!(e.message.contains("busy"), "{}", e.message);
-                assert!(
-                    t0.elapsed() < Duration::from_secs(9),
-                    "slot held {:?}",
-                    t0.elapsed()
-                );
-                std::thread::sleep(Duration::from_millis(250));
-            }
-        }
-    }
+    wait_for_a_free_slot(&server, Duration::from_secs(9), "a stalled client");
     drop(stalled);
     assert!(!server.log_text().contains("panicked"));
 }
@@ -495,21 +491,11 @@ fn an_iperf3_client_killed_mid_test_frees_its_slot_within_seconds() {
         // ...and free within seconds of its death.
         let _ = child.0.kill();
         let _ = child.0.wait();
-        let t0 = Instant::now();
-        loop {
-            match server.run(&tcp(1)) {
-                Ok(_) => break,
-                Err(e) => {
-                    assert!(
-                        t0.elapsed() < Duration::from_secs(5),
-                        "udp={udp}: {} after {:?}",
-                        e.message,
-                        t0.elapsed()
-                    );
-                    std::thread::sleep(Duration::from_millis(200));
-                }
-            }
-        }
+        wait_for_a_free_slot(
+            &server,
+            Duration::from_secs(5),
+            &format!("killed, udp={udp}"),
+        );
     }
     let log = server.log_text();
     assert!(

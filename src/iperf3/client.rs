@@ -343,21 +343,11 @@ fn run_on(
     let mut local = local;
     local.cpu.wall_s = start.elapsed().as_secs_f64();
     let result = assemble(&spec, info, &local, peer.as_ref(), error.clone());
-    let error = error.or_else(|| {
-        (!result.inconsistencies.is_empty()).then(|| {
-            format!(
-                "the iperf3 server's report contradicts this end's: {}",
-                result.inconsistencies.join("; ")
-            )
-        })
-    });
-    match error {
-        None => Ok(result),
-        Some(message) => Err(TestError {
-            message,
-            partial: Some(Box::new(result)),
-        }),
-    }
+    crate::client::finish(
+        result,
+        error,
+        "the iperf3 server's report contradicts this end's",
+    )
 }
 
 /// Opens the data streams in iperf3's order (the client's sending streams first).
