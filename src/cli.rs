@@ -51,12 +51,12 @@ pub struct Cli {
 pub enum Command {
     /// Serve tests until stopped (Ctrl-C).
     #[command(
-        after_help = "Examples:\n  netsweep server\n  netsweep server --bind 198.18.0.2 --max-tests 1 --max-rate 1G"
+        after_help = "Examples:\n  netsweep server\n  netsweep server --bind 198.18.0.2 --max-tests 1 --max-rate 1G\n  netsweep server --iperf3          # iperf3 clients find it on 5201 too"
     )]
     Server(ServerArgs),
     /// Run one test against a `netsweep server`.
     #[command(
-        after_help = "Examples:\n  netsweep client 127.0.0.1 -t 10\n  netsweep client 198.18.0.2 -P 4 -w 1M -C cubic --json\n  netsweep client ::1 -6 -u -b 1G -l 1400\n  netsweep client host -R -O 2 -t 30"
+        after_help = "Examples:\n  netsweep client 127.0.0.1 -t 10\n  netsweep client 198.18.0.2 -P 4 -w 1M -C cubic --json\n  netsweep client ::1 -6 -u -b 1G -l 1400\n  netsweep client host -R -O 2 -t 30\n  netsweep client nas.example --iperf3 -P 4     # against an iperf3 server"
     )]
     Client(ClientArgs),
     /// ministat-compatible statistics of number files, with Welch, Mann-Whitney and a verdict.
