@@ -62,7 +62,7 @@ fn run(case: &Case, secs: f64) -> std::io::Result<f64> {
     let data: Vec<u8> = (0..case.source)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
-    let file = netsweep::sockopt::memfd_with(&data)?;
+    let file = netsweep::platform::sockopt::memfd_with(&data)?;
     let end = Instant::now() + Duration::from_secs_f64(secs);
     let mut offset = 0usize;
     while Instant::now() < end {

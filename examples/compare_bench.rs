@@ -5,9 +5,9 @@
 //! Builds a database of 100,000 runs (10 configurations x 10,000 rounds) in a temporary
 //! directory, then times reading the runs back and comparing one dimension within the others.
 
-use netsweep::campaign::{self, Metric};
-use netsweep::plan::Plan;
-use netsweep::store::Store;
+use netsweep::campaigns::campaign::{self, Metric};
+use netsweep::campaigns::plan::Plan;
+use netsweep::campaigns::store::Store;
 use rusqlite::params;
 use std::time::Instant;
 

@@ -1,10 +1,10 @@
 //! Command-line syntax (clap) and its conversion, once, into validated configurations
 //! (`TryFrom`). No other module sees clap types.
 
-use crate::client::{Bind, ClientConfig, PeerProtocol};
 #[cfg(test)]
 use crate::lab::{EmulatorChoice, PathConfig};
-use crate::spec::{
+use crate::traffic::client::{Bind, ClientConfig, PeerProtocol};
+use crate::traffic::spec::{
     Direction, Protocol, ServerLimits, TestSpec, UDP_DEFAULT_LENGTH, UDP_DEFAULT_RATE,
 };
 use crate::units::{BitRate, Bytes, parse_duration};
@@ -177,11 +177,11 @@ pub struct ServerArgs {
     pub max_rate: Option<String>,
     /// Most interval reports one test may ask the server to keep (streams x intervals);
     /// e.g. `-t 1h -i 1 -P 50` needs 180,000.
-    #[arg(long, default_value_t = crate::spec::DEFAULT_MAX_INTERVAL_RECORDS)]
+    #[arg(long, default_value_t = crate::traffic::spec::DEFAULT_MAX_INTERVAL_RECORDS)]
     pub max_intervals: u64,
     /// Most connections that have not yet been admitted to a test (slow or idle clients are
     /// dropped beyond it).
-    #[arg(long, default_value_t = crate::spec::DEFAULT_MAX_PENDING)]
+    #[arg(long, default_value_t = crate::traffic::spec::DEFAULT_MAX_PENDING)]
     pub max_pending: usize,
     /// Also listen on iperf3's port 5201, so `iperf3 -c HOST` finds this server (iperf3
     /// clients are served on every port this server listens on).
@@ -478,8 +478,8 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         }
         spec.validate()?;
         cfg.peer = if a.iperf3 {
-            let adapted = crate::iperf3::client::adapt(&spec);
-            crate::iperf3::client::params_for(&adapted)
+            let adapted = crate::traffic::iperf3::client::adapt(&spec);
+            crate::traffic::iperf3::client::params_for(&adapted)
                 .map_err(|e| anyhow::anyhow!("--iperf3: {e}"))?;
             PeerProtocol::Iperf3
         } else if a.port == IPERF3_PORT {

@@ -261,10 +261,10 @@ fn a_schema_v1_database_opens_migrates_and_compares() {
         &db,
     )
     .unwrap();
-    let store = netsweep::store::Store::open(&db).unwrap();
+    let store = netsweep::campaigns::store::Store::open(&db).unwrap();
     assert_eq!(
         store.schema_version().unwrap(),
-        netsweep::store::SCHEMA_VERSION
+        netsweep::campaigns::store::SCHEMA_VERSION
     );
     let runs = store.runs(1).unwrap();
     assert_eq!(runs.len(), 6);

@@ -5,9 +5,9 @@
 mod common;
 
 use common::TestServer;
-use netsweep::client::{self, ClientConfig};
-use netsweep::protocol::{self, Token};
-use netsweep::spec::{ServerLimits, TestSpec};
+use netsweep::traffic::client::{self, ClientConfig};
+use netsweep::traffic::protocol::{self, Token};
+use netsweep::traffic::spec::{ServerLimits, TestSpec};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Command, Stdio};

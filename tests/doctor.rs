@@ -4,7 +4,7 @@
 
 mod common;
 
-use netsweep::doctor::{Diagnosis, HostView, PathHints, Severity, host};
+use netsweep::host::doctor::{Diagnosis, HostView, PathHints, Severity, host};
 use std::os::unix::fs::symlink;
 use std::time::Duration;
 
@@ -137,7 +137,7 @@ fn a_good_virtio_guest_has_no_warnings() {
     assert!(
         d.worst() <= Severity::Info,
         "{}",
-        netsweep::doctor::render(&d)
+        netsweep::host::doctor::render(&d)
     );
     assert_eq!(d.get("nic.driver.eth0").unwrap().severity, Severity::Ok);
     assert_eq!(d.get("buffers.tcp_rmem").unwrap().severity, Severity::Ok);
@@ -351,11 +351,11 @@ fn the_path_mtu_probe_flags_a_lab_with_jumbo_frames_on_one_side() {
     )
     .unwrap();
     let server = lab
-        .start_server(Host::B, netsweep::spec::ServerLimits::default())
+        .start_server(Host::B, netsweep::traffic::spec::ServerLimits::default())
         .unwrap();
     let (found, rtt) = lab
         .run_in(Host::A, || {
-            netsweep::doctor::peer::check(server.addr, false)
+            netsweep::host::doctor::peer::check(server.addr, false)
         })
         .unwrap();
     assert!(rtt.is_some());

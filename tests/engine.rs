@@ -4,8 +4,8 @@
 mod common;
 
 use common::TestServer;
-use netsweep::result::TestResult;
-use netsweep::spec::{Direction, Flow, ServerLimits, TestSpec};
+use netsweep::traffic::result::TestResult;
+use netsweep::traffic::spec::{Direction, Flow, ServerLimits, TestSpec};
 use serde_json::Value;
 use std::time::Duration;
 
@@ -279,7 +279,7 @@ fn ipv6_loopback_works_when_present() {
 
 #[test]
 fn the_client_binds_to_an_address_or_a_device() {
-    use netsweep::client::{self, Bind, ClientConfig};
+    use netsweep::traffic::client::{self, Bind, ClientConfig};
     let server = TestServer::start(ServerLimits::default());
     for bind in [
         Bind::Address("127.0.0.1".parse().unwrap()),
@@ -314,7 +314,7 @@ fn the_client_binds_to_an_address_or_a_device() {
 /// choice moved at most `chunk_bytes` (on loopback, most move a whole chunk).
 #[test]
 fn the_reported_send_path_is_the_one_used() {
-    let server = common::TestServer::start(netsweep::spec::ServerLimits::default());
+    let server = common::TestServer::start(netsweep::traffic::spec::ServerLimits::default());
     let check = |spec: &TestSpec| {
         let r = server.run(spec).expect("test");
         let (path, chunk) = (
@@ -340,7 +340,7 @@ fn the_reported_send_path_is_the_one_used() {
     let (path, chunk, r) = check(&TestSpec::tcp(Duration::from_secs(2)));
     assert_eq!(r.start.calibration.len(), 4, "{:?}", r.start);
     assert!(r.start.calibration.iter().all(|t| t.bits_per_second > 0.0));
-    let best = netsweep::engine::sendpath::choose(&r.start.calibration).unwrap();
+    let best = netsweep::traffic::engine::sendpath::choose(&r.start.calibration).unwrap();
     let chosen = r.start.calibration[best].path;
     assert_eq!(
         (path.as_str(), chunk as usize),
@@ -359,7 +359,7 @@ fn the_reported_send_path_is_the_one_used() {
     let copied = TestSpec {
         zerocopy: false,
         length_bytes: 256 << 10,
-        direction: netsweep::spec::Direction::Reverse,
+        direction: netsweep::traffic::spec::Direction::Reverse,
         ..given
     };
     let (path, chunk, _) = check(&copied);

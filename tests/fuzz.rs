@@ -10,8 +10,8 @@
 //! Time per target: `NETSWEEP_FUZZ_SECONDS`, else 60 s under CI and 3 s otherwise. The seed is
 //! printed (`NETSWEEP_FUZZ_SEED` replays a run).
 
-use netsweep::protocol::{self, ClientMsg, ServerMsg};
-use netsweep::spec::ServerLimits;
+use netsweep::traffic::protocol::{self, ClientMsg, ServerMsg};
+use netsweep::traffic::spec::ServerLimits;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::panic::AssertUnwindSafe;
@@ -254,7 +254,7 @@ fn text(b: &[u8]) -> String {
 #[test]
 fn fuzz_control_protocol() {
     quiet_panics();
-    let spec = netsweep::spec::TestSpec::udp(Duration::from_secs(3));
+    let spec = netsweep::traffic::spec::TestSpec::udp(Duration::from_secs(3));
     let request = serde_json::to_vec(&ClientMsg::Request { spec }).unwrap();
     let accepted =
         br#"{"type":"accepted","token":"0102030405060708090a0b0c0d0e0f10","udp_ports":[5000]}"#;
@@ -291,17 +291,21 @@ fn fuzz_plan_parser() {
     let quickstart = include_bytes!("../examples/quickstart.toml");
     let issue = include_bytes!("fixtures/issue-plan.toml");
     let users = b"[target]\nkind = \"loopback\"\n[dimensions.q]\nsmall = { setup = \"true\" }\n[test]\nprotocol = \"udp\"\nbitrate = \"10M\"\n[repeat]\ncount = 5\nseed = 7\n";
-    let runs = fuzz(
-        "plan",
-        &[quickstart, issue, users],
-        |b| match netsweep::plan::Plan::parse("fuzz.toml", &text(b)) {
-            Ok(plan) => {
-                assert!(plan.configurations().len() as u64 <= netsweep::plan::MAX_CONFIGURATIONS);
-                true
-            }
-            Err(_) => false,
-        },
-    );
+    let runs =
+        fuzz(
+            "plan",
+            &[quickstart, issue, users],
+            |b| match netsweep::campaigns::plan::Plan::parse("fuzz.toml", &text(b)) {
+                Ok(plan) => {
+                    assert!(
+                        plan.configurations().len() as u64
+                            <= netsweep::campaigns::plan::MAX_CONFIGURATIONS
+                    );
+                    true
+                }
+                Err(_) => false,
+            },
+        );
     assert!(runs > 100, "{runs}");
 }
 
@@ -310,7 +314,7 @@ fn fuzz_profile_parser() {
     quiet_panics();
     let p = b"[profiles.big]\ndescription = \"big buffers\"\nlinux = { \"net.ipv4.tcp_rmem\" = \"4096 131072 16777216\" }\nfreebsd = { \"kern.ipc.maxsockbuf\" = \"16777216\" }\n";
     let runs = fuzz("profile", &[p], |b| {
-        netsweep::tuning::profile::parse_file(&text(b)).is_ok()
+        netsweep::host::tuning::profile::parse_file(&text(b)).is_ok()
     });
     assert!(runs > 100, "{runs}");
 }
@@ -326,18 +330,20 @@ fn fuzz_stats_input() {
     let runs = fuzz("stats", seeds, |b| {
         let t = text(b);
         let (Ok(a), Ok(c)) = (
-            netsweep::ministat::parse_values("a", &t, 1, " \t,"),
-            netsweep::ministat::parse_values("b", &t.replace('1', "7"), 1, " \t,"),
+            netsweep::analysis::ministat::parse_values("a", &t, 1, " \t,"),
+            netsweep::analysis::ministat::parse_values("b", &t.replace('1', "7"), 1, " \t,"),
         ) else {
             return false;
         };
         let sets = vec![("a".to_string(), a.clone()), ("b".to_string(), c.clone())];
-        if let Ok(analysis) = netsweep::stats::analyze(&sets, &netsweep::stats::Config::default()) {
-            let opts = netsweep::ministat::PlotOptions {
+        if let Ok(analysis) =
+            netsweep::analysis::stats::analyze(&sets, &netsweep::analysis::stats::Config::default())
+        {
+            let opts = netsweep::analysis::ministat::PlotOptions {
                 width: 74,
                 separate_bars: false,
             };
-            let _ = netsweep::ministat::render(&analysis, &[a, c], Some(opts));
+            let _ = netsweep::analysis::ministat::render(&analysis, &[a, c], Some(opts));
         }
         true
     });
@@ -349,18 +355,19 @@ fn fuzz_iperf3_json_importer() {
     quiet_panics();
     let tcp = br#"{"start":{"version":"iperf 3.12"},"end":{"sum_sent":{"retransmits":3,"bits_per_second":9.5e8},"sum_received":{"bits_per_second":9.4e8},"cpu_utilization_percent":{"host_total":12.5,"remote_total":30}}}"#;
     let udp = br#"{"end":{"sum":{"bits_per_second":1e6,"lost_percent":0.5,"jitter_ms":0.01,"lost_packets":18446744073709551615}}}"#;
-    let runs = fuzz(
-        "iperf3-json",
-        &[tcp, udp],
-        |b| match netsweep::iperf3::parse_json_result(&text(b)) {
-            Ok(i) => {
-                assert!(i.bits_per_second.is_finite() && i.bits_per_second >= 0.0);
-                assert!(i.lost_percent.is_none_or(|l| (0.0..=100.0).contains(&l)));
-                true
-            }
-            Err(_) => false,
-        },
-    );
+    let runs =
+        fuzz(
+            "iperf3-json",
+            &[tcp, udp],
+            |b| match netsweep::traffic::iperf3::parse_json_result(&text(b)) {
+                Ok(i) => {
+                    assert!(i.bits_per_second.is_finite() && i.bits_per_second >= 0.0);
+                    assert!(i.lost_percent.is_none_or(|l| (0.0..=100.0).contains(&l)));
+                    true
+                }
+                Err(_) => false,
+            },
+        );
     assert!(runs > 100, "{runs}");
 }
 
@@ -400,13 +407,15 @@ fn stats_finishes_within_a_second_on_any_finite_sets() {
             })
             .collect();
         let t0 = Instant::now();
-        if let Ok(a) = netsweep::stats::analyze(&sets, &netsweep::stats::Config::default()) {
+        if let Ok(a) =
+            netsweep::analysis::stats::analyze(&sets, &netsweep::analysis::stats::Config::default())
+        {
             let values: Vec<Vec<f64>> = sets.iter().map(|(_, v)| v.clone()).collect();
-            let opts = netsweep::ministat::PlotOptions {
+            let opts = netsweep::analysis::ministat::PlotOptions {
                 width: 74,
                 separate_bars: cases % 2 == 0,
             };
-            let _ = netsweep::ministat::render(&a, &values, Some(opts));
+            let _ = netsweep::analysis::ministat::render(&a, &values, Some(opts));
         }
         assert!(t0.elapsed() < SLOW_INPUT, "{:?} on {sets:?}", t0.elapsed());
         cases += 1;
@@ -418,7 +427,7 @@ fn stats_finishes_within_a_second_on_any_finite_sets() {
 /// refuse with a code, or build a test within its limits) and results.
 #[test]
 fn fuzz_iperf3_control_documents() {
-    use netsweep::iperf3::{server, wire};
+    use netsweep::traffic::iperf3::{server, wire};
     quiet_panics();
     let fixture = |name: &str| {
         std::fs::read(format!(

@@ -6,10 +6,10 @@
 mod common;
 
 use common::TestServer;
-use netsweep::client::{self, ClientConfig};
-use netsweep::measure::{CpuUsage, IntervalReport, Role, SocketInfo, StreamReport};
-use netsweep::protocol::{self, ClientMsg, ServerMsg, Token, read_frame, write_frame};
-use netsweep::spec::{Flow, ServerLimits, TestSpec};
+use netsweep::traffic::client::{self, ClientConfig};
+use netsweep::traffic::measure::{CpuUsage, IntervalReport, Role, SocketInfo, StreamReport};
+use netsweep::traffic::protocol::{self, ClientMsg, ServerMsg, Token, read_frame, write_frame};
+use netsweep::traffic::spec::{Flow, ServerLimits, TestSpec};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
@@ -109,7 +109,7 @@ fn huge_writes_do_not_make_the_server_commit_memory_per_stream() {
     let s = TestSpec {
         streams: 8,
         length_bytes: 64 << 20,
-        direction: netsweep::spec::Direction::Reverse,
+        direction: netsweep::traffic::spec::Direction::Reverse,
         ..spec(1.5, 500)
     };
     let stop = AtomicBool::new(false);
@@ -305,7 +305,7 @@ fn fake_server(script: impl FnOnce(&mut TcpStream) + Send + 'static) -> SocketAd
 fn run_against(
     addr: SocketAddr,
     s: &TestSpec,
-) -> Result<netsweep::result::TestResult, client::TestError> {
+) -> Result<netsweep::traffic::result::TestResult, client::TestError> {
     client::run_test(
         &ClientConfig::new(addr),
         s,

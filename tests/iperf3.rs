@@ -6,10 +6,10 @@
 mod common;
 
 use common::TestServer;
-use netsweep::client::{self, ClientConfig, PeerProtocol, TestError};
-use netsweep::iperf3::wire::{self, State};
-use netsweep::result::TestResult;
-use netsweep::spec::{Direction, ServerLimits, TestSpec};
+use netsweep::traffic::client::{self, ClientConfig, PeerProtocol, TestError};
+use netsweep::traffic::iperf3::wire::{self, State};
+use netsweep::traffic::result::TestResult;
+use netsweep::traffic::spec::{Direction, ServerLimits, TestSpec};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -162,7 +162,7 @@ fn netsweep_client_runs_every_mode_against_an_iperf3_server() {
     for spec in &cases {
         let r = against_iperf3(addr, spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
         check_common(&r, spec);
-        if spec.protocol == netsweep::spec::Protocol::Udp {
+        if spec.protocol == netsweep::traffic::spec::Protocol::Udp {
             check_paced(&r, spec.bitrate_bps);
         }
         if spec.congestion.is_some() {
@@ -177,7 +177,9 @@ fn netsweep_client_runs_every_mode_against_an_iperf3_server() {
                 "-w not applied"
             );
         }
-        if spec.direction == Direction::Reverse && spec.protocol == netsweep::spec::Protocol::Tcp {
+        if spec.direction == Direction::Reverse
+            && spec.protocol == netsweep::traffic::spec::Protocol::Tcp
+        {
             // The iperf3 server sent: its retransmit count is its own, and said to be.
             assert!(r.summary.retransmits.is_some());
         }
@@ -596,7 +598,7 @@ fn a_campaign_runs_against_an_iperf3_server_and_says_so() {
     let text =
         String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    let store = netsweep::store::Store::open(&dir.path().join("c.db")).unwrap();
+    let store = netsweep::campaigns::store::Store::open(&dir.path().join("c.db")).unwrap();
     let runs = store.runs(1).unwrap();
     assert_eq!(
         runs.iter().filter(|r| r.error.is_none()).count(),

@@ -4,9 +4,9 @@
 
 mod common;
 
-use netsweep::client::{self, ClientConfig, PeerProtocol};
 use netsweep::lab::{EmulatorChoice, Host, Lab, LabOptions, PathConfig};
-use netsweep::spec::{Direction, ServerLimits, TestSpec};
+use netsweep::traffic::client::{self, ClientConfig, PeerProtocol};
+use netsweep::traffic::spec::{Direction, ServerLimits, TestSpec};
 use serde_json::Value;
 use std::process::{Child, Stdio};
 use std::sync::atomic::AtomicBool;
@@ -87,7 +87,7 @@ fn iperf3_client(lab: &Lab, port: u16, spec: &TestSpec) -> Figures {
     if spec.direction == Direction::Reverse {
         c.arg("-R");
     }
-    if spec.protocol == netsweep::spec::Protocol::Udp {
+    if spec.protocol == netsweep::traffic::spec::Protocol::Udp {
         c.args([
             "-u",
             "-l",
@@ -101,7 +101,7 @@ fn iperf3_client(lab: &Lab, port: u16, spec: &TestSpec) -> Figures {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
     assert!(doc.get("error").is_none(), "{}", doc["error"]);
     let end = &doc["end"];
-    if spec.protocol == netsweep::spec::Protocol::Udp {
+    if spec.protocol == netsweep::traffic::spec::Protocol::Udp {
         Figures {
             bits_per_second: end["sum"]["bits_per_second"].as_f64().unwrap(),
             lost_percent: end["sum"]["lost_percent"].as_f64(),

@@ -4,10 +4,10 @@
 
 mod common;
 
-use netsweep::client::{self, ClientConfig};
 use netsweep::lab::{EmulatorChoice, Host, Lab, LabOptions, PathConfig};
-use netsweep::result::TestResult;
-use netsweep::spec::{ServerLimits, TestSpec};
+use netsweep::traffic::client::{self, ClientConfig};
+use netsweep::traffic::result::TestResult;
+use netsweep::traffic::spec::{ServerLimits, TestSpec};
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -50,7 +50,7 @@ fn rate_lab(tag: &str, dir: &tempfile::TempDir, rate: f64) -> Lab {
 }
 
 fn namespaces() -> Vec<String> {
-    let mut v = netsweep::netns::list();
+    let mut v = netsweep::platform::netns::list();
     v.sort();
     v
 }
@@ -474,7 +474,7 @@ fn a_udp_sender_below_its_target_rate_is_flagged() {
         "{}",
         r.warnings[0]
     );
-    let text = netsweep::output::summary(&r, Default::default());
+    let text = netsweep::traffic::output::summary(&r, Default::default());
     assert!(text.contains("WARNING: sender (client) reached"), "{text}");
     assert!(
         text.contains("  sender") && text.contains("  receiver"),

@@ -3,12 +3,12 @@
 
 mod common;
 
-use netsweep::measure::{IntervalReport, Role, StreamReport, TcpSample};
-use netsweep::plan::Plan;
-use netsweep::report::{ReportModel, html, markdown};
-use netsweep::result::{CpuResult, StartInfo, StreamPair, TestResult};
-use netsweep::spec::{Flow, TestSpec};
-use netsweep::store::{NewRun, Store};
+use netsweep::analysis::report::{ReportModel, html, markdown};
+use netsweep::campaigns::plan::Plan;
+use netsweep::campaigns::store::{NewRun, Store};
+use netsweep::traffic::measure::{IntervalReport, Role, StreamReport, TcpSample};
+use netsweep::traffic::result::{CpuResult, StartInfo, StreamPair, TestResult};
+use netsweep::traffic::spec::{Flow, TestSpec};
 use std::path::Path;
 
 /// A TCP result whose intervals move `per_s[i]` bytes per second.
@@ -58,7 +58,7 @@ fn result(spec: &TestSpec, per_s: &[u64], retrans: u64) -> TestResult {
         sender: &s,
         receiver: &r,
     }];
-    netsweep::result::build(
+    netsweep::traffic::result::build(
         &spec,
         StartInfo::default(),
         &pairs,
@@ -262,7 +262,7 @@ fn chromium_loads_the_report_with_every_chart_and_no_errors_or_requests() {
     let dir = tempfile::tempdir().unwrap();
     let (store, id) = campaign(dir.path(), PLAN, 3, 10);
     let model = ReportModel::build(&store, id).unwrap();
-    let expected = netsweep::report::charts(&model).len();
+    let expected = netsweep::analysis::report::charts(&model).len();
     let file = dir.path().join("report.html");
     std::fs::write(&file, html::render(&model)).unwrap();
     let profile = dir.path().join("profile");
@@ -339,7 +339,7 @@ fn absurd_stored_values_render_in_bounded_time() {
                         configuration_id: config,
                         round,
                         sequence,
-                        imported: Some(netsweep::store::Imported {
+                        imported: Some(netsweep::campaigns::store::Imported {
                             bits_per_second: v,
                             ..Default::default()
                         }),

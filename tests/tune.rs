@@ -334,7 +334,7 @@ fn sigint_at_50_random_moments_of_a_tuned_campaign_restores_everything() {
     )
     .unwrap();
     let _server = lab
-        .start_server(Host::B, netsweep::spec::ServerLimits::default())
+        .start_server(Host::B, netsweep::traffic::spec::ServerLimits::default())
         .unwrap();
     let ns = Ns(lab.namespace(Host::A));
     let before = snapshot(&ns);
@@ -561,7 +561,7 @@ fn a_campaign_tunes_the_server_of_an_address_target_over_ssh() {
     let d = dir.path();
     let lab = plain_lab("tc", d);
     let _server = lab
-        .start_server(Host::B, netsweep::spec::ServerLimits::default())
+        .start_server(Host::B, netsweep::traffic::spec::ServerLimits::default())
         .unwrap();
     let (na, nb) = (Ns(lab.namespace(Host::A)), Ns(lab.namespace(Host::B)));
     let (before_a, before_b) = (snapshot(&na), snapshot(&nb));

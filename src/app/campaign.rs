@@ -1,15 +1,15 @@
 //! `netsweep run`, `compare`, `export` and `import`.
 
-use crate::campaign::{self, Metric};
+use crate::campaigns::campaign::{self, Metric};
+use crate::campaigns::executor::{AddressExecutor, LabExecutor, LoopbackExecutor};
+use crate::campaigns::plan::{Plan, Target};
+use crate::campaigns::runner::{self, Executor, Progress};
+use crate::campaigns::store::{CampaignRow, NewRun, RunnerLock, Store, now_unix};
 use crate::cli::{CompareArgs, ExportArgs, ImportArgs, RunArgs, pairs};
-use crate::executor::{AddressExecutor, LabExecutor, LoopbackExecutor};
 use crate::lab::LabOptions;
-use crate::plan::{Plan, Target};
-use crate::runner::{self, Executor, Progress};
-use crate::store::{CampaignRow, NewRun, RunnerLock, Store, now_unix};
 use crate::units::BitRate;
-use crate::{inputs, iperf3};
-use crate::{ministat, signals};
+use crate::{analysis::ministat, platform::signals};
+use crate::{inputs, traffic::iperf3};
 use anyhow::{Context, bail};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -36,7 +36,7 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
     Ok(match &plan.target {
         Target::Loopback => Box::new(LoopbackExecutor::start()?),
         Target::Lab { path, emulator } => lab(path, *emulator)?,
-        Target::Auto { path, emulator } => match crate::netns::check_privileges() {
+        Target::Auto { path, emulator } => match crate::platform::netns::check_privileges() {
             Ok(()) => lab(path, *emulator)?,
             Err(why) => {
                 crate::errln!(
@@ -47,11 +47,11 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
         },
         Target::Address(host) => Box::new(AddressExecutor {
             addr: reachable(host, crate::cli::DEFAULT_PORT, "netsweep server")?,
-            peer: crate::client::PeerProtocol::Netsweep,
+            peer: crate::traffic::client::PeerProtocol::Netsweep,
         }),
         Target::Iperf3(host) => Box::new(AddressExecutor {
             addr: reachable(host, crate::cli::IPERF3_PORT, "iperf3 -s")?,
-            peer: crate::client::PeerProtocol::Iperf3,
+            peer: crate::traffic::client::PeerProtocol::Iperf3,
         }),
     })
 }
@@ -358,11 +358,11 @@ fn groups_text(groups: &[campaign::Group]) -> String {
 
 /// Writes the report of `campaign` as HTML or Markdown.
 pub fn write_report(store: &Store, campaign: i64, path: &Path, format: &str) -> anyhow::Result<()> {
-    let model = crate::report::ReportModel::build(store, campaign)?;
+    let model = crate::analysis::report::ReportModel::build(store, campaign)?;
     if format == "md" {
-        crate::report::markdown::write(&model, path)
+        crate::analysis::report::markdown::write(&model, path)
     } else {
-        std::fs::write(path, crate::report::html::render(&model))
+        std::fs::write(path, crate::analysis::report::html::render(&model))
             .with_context(|| format!("cannot write {}", path.display()))
     }
 }
@@ -561,7 +561,7 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     }
     crate::outln!(
         "imported {imported} runs into campaign {campaign} as {} ({})",
-        crate::plan::label(&dims),
+        crate::campaigns::plan::label(&dims),
         a.db.display()
     );
     Ok(ExitCode::SUCCESS)

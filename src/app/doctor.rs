@@ -1,7 +1,7 @@
 //! `netsweep doctor`.
 
 use crate::cli::DoctorArgs;
-use crate::doctor::{self, Diagnosis, HostView, PathHints};
+use crate::host::doctor::{self, Diagnosis, HostView, PathHints};
 use crate::inputs;
 use crate::units::{BitRate, parse_duration};
 use anyhow::Context;

@@ -1,11 +1,11 @@
 //! The `lab` subcommands.
 
 use crate::cli::{Cli, ClientArgs, Command, LabCommand, PathArgs};
-use crate::client::ClientConfig;
 use crate::lab::{self, EmulatorChoice, Host, Lab, LabOptions, PathConfig, RelayMode};
-use crate::spec::{ServerLimits, TestSpec};
+use crate::traffic::client::ClientConfig;
+use crate::traffic::spec::{ServerLimits, TestSpec};
 use crate::units::BitRate;
-use crate::{netns, signals};
+use crate::{platform::netns, platform::signals};
 use anyhow::{Context, bail};
 use clap::Parser;
 use std::os::unix::process::CommandExt;

@@ -8,12 +8,12 @@ mod stats;
 mod tune;
 
 use crate::cli::{Cli, ClientArgs, Command, ServerArgs, ServerConfig};
-use crate::client::{self, ClientConfig};
-use crate::output;
-use crate::result::TestResult;
-use crate::spec::TestSpec;
+use crate::traffic::client::{self, ClientConfig};
+use crate::traffic::output;
+use crate::traffic::result::TestResult;
+use crate::traffic::spec::TestSpec;
 use crate::units::RateFormat;
-use crate::{server, signals};
+use crate::{platform::signals, traffic::server};
 use anyhow::Context;
 use socket2::{Domain, Socket, Type};
 use std::net::TcpListener;
@@ -143,7 +143,7 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
         }
     }
     let mut header_shown = false;
-    let mut print_interval = |iv: &crate::result::Interval| {
+    let mut print_interval = |iv: &crate::traffic::result::Interval| {
         if !view.json {
             if !header_shown {
                 crate::outln!("{}", output::header(spec));

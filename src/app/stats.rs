@@ -1,9 +1,9 @@
 //! `netsweep stats`: reads number files, analyses them, prints ministat's text or JSON.
 
+use crate::analysis::ministat::{self, PlotOptions};
+use crate::analysis::stats::{self, Config};
 use crate::cli::StatsArgs;
 use crate::inputs;
-use crate::ministat::{self, PlotOptions};
-use crate::stats::{self, Config};
 use crate::units::parse_percent;
 use anyhow::{Context, bail};
 use std::process::ExitCode;

@@ -1,8 +1,8 @@
 //! `netsweep tune`.
 
 use crate::cli::{TuneCommand, TuneCommon};
-use crate::signals;
-use crate::tuning::{self, ApplyOptions, Target, profile};
+use crate::host::tuning::{self, ApplyOptions, Target, profile};
+use crate::platform::signals;
 use crate::units::{BitRate, parse_duration};
 use anyhow::{Context, bail};
 use std::process::ExitCode;
@@ -146,7 +146,7 @@ fn bdp(rate: &str, rtt: &str) -> anyhow::Result<ExitCode> {
     let t = parse_duration(rtt).context("--rtt")?.as_secs_f64();
     crate::out!(
         "{}",
-        tuning::bdp_text(r, t, &|k| crate::hostfacts::sysctl(
+        tuning::bdp_text(r, t, &|k| crate::host::hostfacts::sysctl(
             std::path::Path::new("/proc"),
             k
         ))

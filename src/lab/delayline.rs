@@ -6,7 +6,7 @@
 //! `Schedule` is the pure part (release times, loss draws) and is unit-tested; `forward` is
 //! the I/O loop.
 
-use crate::netns;
+use crate::platform::netns;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::VecDeque;

@@ -19,7 +19,7 @@ use relay::spawn_relay_daemon;
 pub use relay::{DelayLine, run_relay, spawn_delay_line};
 pub use topology::{Emulator, Host, LabNames, PathConfig};
 
-use crate::netns;
+use crate::platform::netns;
 use anyhow::{Context, bail};
 use delayline::{Counters, Impairment};
 use std::path::{Path, PathBuf};
@@ -394,7 +394,7 @@ impl Lab {
     pub fn start_server(
         &self,
         h: Host,
-        limits: crate::spec::ServerLimits,
+        limits: crate::traffic::spec::ServerLimits,
     ) -> anyhow::Result<LabServer> {
         let addr = std::net::SocketAddr::new(h.address(), crate::cli::DEFAULT_PORT);
         let stop = Arc::new(AtomicBool::new(false));
@@ -406,8 +406,8 @@ impl Lab {
                 move || match std::net::TcpListener::bind(addr) {
                     Ok(listener) => {
                         let _ = tx.send(Ok(()));
-                        let log: crate::server::Log = Arc::new(|_: &str| {});
-                        let _ = crate::server::run(listener, limits, &flag, log);
+                        let log: crate::traffic::server::Log = Arc::new(|_: &str| {});
+                        let _ = crate::traffic::server::run(listener, limits, &flag, log);
                     }
                     Err(e) => {
                         let _ = tx.send(Err(e));

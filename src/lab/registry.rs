@@ -4,7 +4,7 @@
 
 use super::relay::{is_our_relay, stop_process};
 use super::topology::{Emulator, Host, LabNames, PathConfig};
-use crate::netns;
+use crate::platform::netns;
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -108,7 +108,7 @@ pub fn reap_orphans(state_dir: &Path) -> Vec<String> {
             if !netns::exists(&ns) {
                 continue;
             }
-            match crate::tuning::recover(&crate::tuning::Target::Netns(ns.clone())) {
+            match crate::host::tuning::recover(&crate::host::tuning::Target::Netns(ns.clone())) {
                 Ok(Some(r)) => done.push(format!(
                     "restored {} setting(s) of profile {} in {ns}",
                     r.entries.len(),

@@ -6,7 +6,7 @@
 use super::delayline::{self, Counters, Impairment, Schedule};
 use super::registry::read_state;
 use super::topology::{Host, LabNames};
-use crate::netns;
+use crate::platform::netns;
 use anyhow::{Context, bail};
 use std::io::BufRead;
 use std::path::Path;

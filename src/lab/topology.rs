@@ -110,16 +110,16 @@ pub struct PathConfig {
     /// Bottleneck rate per direction, bit/s (`tbf`); `None` = unlimited.
     pub rate_bps: Option<f64>,
     /// One-way delay per direction.
-    #[serde(with = "crate::spec::micros", rename = "delay_us")]
+    #[serde(with = "crate::traffic::spec::micros", rename = "delay_us")]
     pub delay: Duration,
-    #[serde(with = "crate::spec::micros", rename = "jitter_us")]
+    #[serde(with = "crate::traffic::spec::micros", rename = "jitter_us")]
     pub jitter: Duration,
     /// Random loss per direction, percent.
     pub loss_percent: f64,
     pub mtu_a: u32,
     pub mtu_b: u32,
     /// Queue of the rate limiter, as time at the rate (`tbf latency`).
-    #[serde(with = "crate::spec::micros", rename = "queue_us")]
+    #[serde(with = "crate::traffic::spec::micros", rename = "queue_us")]
     pub queue: Duration,
     /// Per-namespace sysctls to set on each host, `key=value`.
     pub sysctls_a: Vec<(String, String)>,

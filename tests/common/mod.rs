@@ -2,10 +2,10 @@
 //! root/CI rules for tests that need namespaces.
 #![allow(dead_code)]
 
-use netsweep::client::{self, ClientConfig, TestError};
-use netsweep::result::{Interval, TestResult};
-use netsweep::server;
-use netsweep::spec::{ServerLimits, TestSpec};
+use netsweep::traffic::client::{self, ClientConfig, TestError};
+use netsweep::traffic::result::{Interval, TestResult};
+use netsweep::traffic::server;
+use netsweep::traffic::spec::{ServerLimits, TestSpec};
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

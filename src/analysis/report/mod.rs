@@ -1,0 +1,318 @@
+//! `netsweep report`: one self-contained HTML file (inline SVG charts with tooltips, no network
+//! requests) or Markdown with the charts as SVG files beside it. `model` computes everything
+//! from the database; `svg`, `html` and `markdown` only render.
+
+pub mod html;
+pub mod markdown;
+pub mod model;
+pub mod svg;
+
+pub use model::ReportModel;
+
+/// One chart of a report: (file stem, caption, SVG).
+pub type Chart = (String, String, String);
+
+/// The charts of a report, in the order they are shown.
+pub fn charts(m: &ReportModel) -> Vec<Chart> {
+    let mut out = sweep_bars(m);
+    // Axis labels use the values only ("64K cubic"); tooltips and legends keep full labels.
+    let short: Vec<String> = m
+        .configs
+        .iter()
+        .map(|c| {
+            c.dims
+                .iter()
+                .map(|(_, v)| v.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    out.extend(distribution_charts(m, &short));
+    out.push(time_chart(m));
+    let per_config =
+        |stem: &str, caption: &str, title: &str, unit: &str, values: Vec<Option<f64>>| {
+            let svg = svg::grouped_bars(
+                title,
+                "configuration",
+                stem,
+                unit,
+                &short,
+                &[(stem.to_string(), values)],
+                None,
+            );
+            (stem.to_string(), caption.to_string(), svg)
+        };
+    if m.udp {
+        out.push(per_config(
+            "loss",
+            "Mean UDP loss per configuration",
+            "UDP loss",
+            "%",
+            m.configs.iter().map(|c| c.loss_mean).collect(),
+        ));
+        out.push(per_config(
+            "jitter",
+            "Mean UDP jitter per configuration",
+            "UDP jitter",
+            "ms",
+            m.configs.iter().map(|c| c.jitter_mean).collect(),
+        ));
+    } else {
+        let retransmits: Vec<Option<f64>> = m.configs.iter().map(|c| c.retransmits_mean).collect();
+        let caption = if retransmits.iter().flatten().all(|r| *r == 0.0) {
+            "Mean TCP retransmissions per run: none in any run"
+        } else {
+            "Mean TCP retransmissions per run"
+        };
+        out.push(per_config(
+            "retransmits",
+            caption,
+            "TCP retransmissions per run",
+            "segments",
+            retransmits,
+        ));
+    }
+    out
+}
+
+/// Grouped bars of average, median, minimum and maximum per value of the first (swept)
+/// dimension, one chart per combination of the other dimensions.
+fn sweep_bars(m: &ReportModel) -> Vec<Chart> {
+    let Some((first, values)) = m.dims.first() else {
+        return Vec::new();
+    };
+    let mut others: Vec<String> = Vec::new();
+    for c in &m.configs {
+        let o = crate::campaigns::campaign::context_of(&c.dims, first);
+        if !others.contains(&o) {
+            others.push(o);
+        }
+    }
+    let mut out = Vec::new();
+    for other in &others {
+        let find = |val: &str| {
+            m.configs.iter().find(|c| {
+                c.dims.iter().any(|(k, v)| k == first && v == val)
+                    && crate::campaigns::campaign::context_of(&c.dims, first) == *other
+            })
+        };
+        let stat = |f: fn(&crate::analysis::stats::Description) -> f64| -> Vec<Option<f64>> {
+            values
+                .iter()
+                .map(|v| find(v).and_then(|c| c.summary.description.as_ref()).map(f))
+                .collect()
+        };
+        let series = vec![
+            ("average".to_string(), stat(|d| d.mean)),
+            ("median".to_string(), stat(|d| d.median)),
+            ("minimum".to_string(), stat(|d| d.min)),
+            ("maximum".to_string(), stat(|d| d.max)),
+        ];
+        // The TCP_INFO ceiling of each bar group, where the sweep is over the window.
+        let limits: Option<Vec<f64>> = (first == "window").then(|| {
+            values
+                .iter()
+                .map(|v| find(v).and_then(|c| c.ceiling_bps).unwrap_or(f64::NAN))
+                .collect()
+        });
+        let limits = limits.filter(|l| l.iter().any(|x| x.is_finite()));
+        let title = if other.is_empty() {
+            format!("Goodput by {first}")
+        } else {
+            format!("Goodput by {first}, {other}")
+        };
+        let svg = svg::grouped_bars(
+            &title,
+            first,
+            "goodput",
+            "bit/s",
+            values,
+            &series,
+            limits.as_deref(),
+        );
+        out.push((format!("bars-{}", out.len() + 1), title, svg));
+    }
+    out
+}
+
+/// Every run's value over a box plot, and the means with their confidence intervals.
+fn distribution_charts(m: &ReportModel, short: &[String]) -> [Chart; 2] {
+    let cats: Vec<(String, Vec<f64>)> = m
+        .configs
+        .iter()
+        .zip(short)
+        .map(|(c, s)| (s.clone(), c.values.clone()))
+        .collect();
+    let means: Vec<svg::MeanCi> = m
+        .configs
+        .iter()
+        .zip(short)
+        .filter_map(|(c, s)| {
+            c.summary
+                .description
+                .as_ref()
+                .map(|d| (s.clone(), d.mean, c.mean_ci))
+        })
+        .collect();
+    [
+        (
+            "runs".into(),
+            "Every run's goodput over a box plot per configuration".into(),
+            svg::box_points("Goodput of every run", "goodput", "bit/s", &cats),
+        ),
+        (
+            "means".into(),
+            "Mean goodput with 95% confidence intervals".into(),
+            svg::means_ci("Mean goodput and 95% CI", "goodput", "bit/s", &means),
+        ),
+    ]
+}
+
+/// The per-interval goodput of every run over time.
+fn time_chart(m: &ReportModel) -> Chart {
+    let labels: Vec<String> = m.configs.iter().map(|c| c.label.clone()).collect();
+    let series: Vec<svg::Line> = m
+        .series
+        .iter()
+        .map(|s| {
+            (
+                format!(
+                    "{} round {}",
+                    labels.get(s.configuration).cloned().unwrap_or_default(),
+                    s.round + 1
+                ),
+                s.configuration,
+                s.points.clone(),
+            )
+        })
+        .collect();
+    (
+        "time".into(),
+        "Per-interval goodput of every run".into(),
+        svg::lines(
+            "Goodput over time, every run",
+            "goodput",
+            "bit/s",
+            &series,
+            &labels,
+        ),
+    )
+}
+
+/// A Unix time as `YYYY-MM-DD HH:MM UTC` (civil-from-days, Howard Hinnant's algorithm).
+pub fn utc(ts: f64) -> String {
+    let secs = ts.max(0.0) as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem / 60 % 60
+    )
+}
+
+/// The counters that moved, as rows of cells (header first).
+pub fn counter_rows(m: &ReportModel) -> Vec<Vec<String>> {
+    let mut rows = vec![vec![
+        "configuration".to_string(),
+        "counter".into(),
+        "total".into(),
+        "runs".into(),
+    ]];
+    rows.extend(m.counters.iter().map(|c| {
+        vec![
+            c.configuration.clone(),
+            c.counter.clone(),
+            c.total.to_string(),
+            c.runs.to_string(),
+        ]
+    }));
+    rows
+}
+
+/// The failed runs, as rows of cells (header first).
+pub fn failure_rows(m: &ReportModel) -> Vec<Vec<String>> {
+    let mut rows = vec![vec![
+        "configuration".to_string(),
+        "round".into(),
+        "error".into(),
+    ]];
+    rows.extend(
+        m.failed
+            .iter()
+            .map(|(l, r, e)| vec![l.clone(), (r + 1).to_string(), e.clone()]),
+    );
+    rows
+}
+
+/// The table per configuration as rows of cells (header first).
+pub fn table_rows(m: &ReportModel) -> Vec<Vec<String>> {
+    let mut rows = vec![
+        [
+            "configuration",
+            "N",
+            "failed",
+            "mean",
+            "median",
+            "min",
+            "max",
+            "stddev",
+            "CV",
+            if m.udp { "loss %" } else { "retransmits" },
+            "CPU client/server",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    let r = |v: f64| crate::units::BitRate(v).to_string();
+    for c in &m.configs {
+        let extra = if m.udp {
+            c.loss_mean.map(|v| format!("{v:.3}"))
+        } else {
+            c.retransmits_mean.map(|v| format!("{v:.1}"))
+        };
+        let cpu = match (c.cpu_local_mean, c.cpu_remote_mean) {
+            (Some(a), Some(b)) => format!("{a:.0}% / {b:.0}%"),
+            _ => "-".into(),
+        };
+        match &c.summary.description {
+            Some(d) => rows.push(vec![
+                c.label.clone(),
+                d.n.to_string(),
+                c.summary.failed.to_string(),
+                r(d.mean),
+                r(d.median),
+                r(d.min),
+                r(d.max),
+                r(d.stddev),
+                format!("{:.1}%", d.cv.unwrap_or(0.0) * 100.0),
+                extra.unwrap_or_else(|| "-".into()),
+                cpu,
+            ]),
+            None => {
+                let mut row = vec![c.label.clone(), "0".into(), c.summary.failed.to_string()];
+                row.extend(std::iter::repeat_n("-".to_string(), 8));
+                rows.push(row);
+            }
+        }
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn utc_dates() {
+        assert_eq!(super::utc(0.0), "1970-01-01 00:00 UTC");
+        assert_eq!(super::utc(1_795_320_000.0), "2026-11-22 04:00 UTC");
+        assert_eq!(super::utc(951_782_400.0), "2000-02-29 00:00 UTC");
+    }
+}

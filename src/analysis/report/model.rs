@@ -1,0 +1,388 @@
+//! Everything a report shows, computed once from the database: per-configuration statistics,
+//! comparisons and plain-words findings (from `stats` and `campaign`), time series, counters
+//! that moved, failures, and the window/RTT ceiling when it applies. The renderers only format.
+
+use crate::analysis::stats::{describe, ttest};
+use crate::campaigns::campaign::{self, ConfigSummary, Group, Metric};
+use crate::campaigns::store::{CampaignRow, ConfigRow, RunRow, Store};
+use std::collections::BTreeMap;
+
+/// One configuration's numbers.
+#[derive(Debug, Clone)]
+pub struct ConfigView {
+    pub label: String,
+    pub dims: Vec<(String, String)>,
+    pub summary: ConfigSummary,
+    /// Goodput of each successful run, bit/s.
+    pub values: Vec<f64>,
+    /// 95% CI of the mean goodput.
+    pub mean_ci: Option<(f64, f64)>,
+    pub retransmits_mean: Option<f64>,
+    pub loss_mean: Option<f64>,
+    pub jitter_mean: Option<f64>,
+    pub cpu_local_mean: Option<f64>,
+    pub cpu_remote_mean: Option<f64>,
+    /// The physical ceiling of one TCP flow here: the receiver's advertised window (TCP_INFO
+    /// snd_wnd) over the smallest RTT, median over runs, bit/s.
+    pub ceiling_bps: Option<f64>,
+}
+
+/// A counter that moved during the runs of a configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CounterMove {
+    pub configuration: String,
+    pub counter: String,
+    pub total: i64,
+    pub runs: usize,
+}
+
+/// One run's goodput over time.
+#[derive(Debug, Clone)]
+pub struct Series {
+    pub configuration: usize,
+    pub round: u32,
+    pub points: Vec<(f64, f64)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ReportModel {
+    pub campaign: CampaignRow,
+    /// Dimensions and their values, in plan order.
+    pub dims: Vec<(String, Vec<String>)>,
+    pub configs: Vec<ConfigView>,
+    pub groups: Vec<Group>,
+    /// The dimension the comparisons are by.
+    pub compared_by: Option<String>,
+    pub findings: Vec<String>,
+    pub failed: Vec<(String, u32, String)>,
+    pub counters: Vec<CounterMove>,
+    pub series: Vec<Series>,
+    pub udp: bool,
+    pub total_runs: usize,
+    /// The doctor's warnings and problems recorded with the campaign.
+    pub doctor: Vec<crate::host::doctor::Finding>,
+}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| describe::mean(v))
+}
+
+fn mean_ci(v: &[f64]) -> Option<(f64, f64)> {
+    if v.len() < 2 {
+        return None;
+    }
+    let m = describe::mean(v);
+    let half = ttest::t_critical(0.95, (v.len() - 1) as f64) * describe::stddev(v)
+        / (v.len() as f64).sqrt();
+    Some((m - half, m + half))
+}
+
+impl ReportModel {
+    pub fn build(store: &Store, campaign: i64) -> anyhow::Result<ReportModel> {
+        let c = store.campaign(campaign)?;
+        let configs_rows = store.configurations(campaign)?;
+        let runs = store.runs(campaign)?;
+        let ceilings = window_ceilings(store, campaign)?;
+        let dims = dimensions(&configs_rows);
+        let labels: Vec<String> = configs_rows.iter().map(|r| r.label.clone()).collect();
+        let summaries = campaign::summary(&runs, &labels, Metric::BitsPerSecond);
+        let configs: Vec<ConfigView> = configs_rows
+            .iter()
+            .zip(summaries)
+            .map(|(row, summary)| config_view(row, summary, &runs, &ceilings))
+            .collect();
+        let compared_by = dims
+            .iter()
+            .rev()
+            .find(|(_, v)| v.len() > 1)
+            .map(|(d, _)| d.clone());
+        let groups = match dims.iter().find(|(d, _)| Some(d) == compared_by.as_ref()) {
+            Some((by, values)) => {
+                campaign::compare(&runs, by, values, &[], Metric::BitsPerSecond, 0.95)
+            }
+            None => Vec::new(),
+        };
+        let failed = runs
+            .iter()
+            .filter(|r| r.status != "ok")
+            .map(|r| {
+                (
+                    r.configuration.clone(),
+                    r.round,
+                    r.error.clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        let counters = counter_moves(store, campaign, &runs)?;
+        let series = interval_series(store, campaign, &runs, &configs)?;
+        let udp = runs.iter().any(|r| r.lost_percent.is_some());
+        let mut model = ReportModel {
+            campaign: c,
+            dims,
+            configs,
+            groups,
+            compared_by,
+            findings: Vec::new(),
+            failed,
+            counters,
+            series,
+            udp,
+            total_runs: runs.len(),
+            doctor: doctor_warnings(store, campaign)?,
+        };
+        model.findings = findings(&model);
+        Ok(model)
+    }
+}
+
+/// Per run: the advertised window over the minimum RTT, from the stored engine results.
+fn window_ceilings(store: &Store, campaign: i64) -> anyhow::Result<BTreeMap<i64, f64>> {
+    Ok(store
+        .run_results(campaign)?
+        .into_iter()
+        .filter_map(|(id, json)| {
+            let v: serde_json::Value = serde_json::from_str(&json?).ok()?;
+            let wnd = v.pointer("/summary/snd_wnd_max_bytes")?.as_f64()?;
+            let rtt = v.pointer("/summary/rtt_min_us")?.as_f64()?;
+            (wnd > 0.0 && rtt > 0.0).then(|| (id, wnd * 8.0 / (rtt / 1e6)))
+        })
+        .collect())
+}
+
+/// The dimensions of a campaign with their values, in the order the configurations use them.
+fn dimensions(configs: &[ConfigRow]) -> Vec<(String, Vec<String>)> {
+    let mut dims: Vec<(String, Vec<String>)> = Vec::new();
+    for cfg in configs {
+        for (k, v) in &cfg.dims {
+            match dims.iter_mut().find(|(d, _)| d == k) {
+                Some((_, vals)) if !vals.contains(v) => vals.push(v.clone()),
+                Some(_) => {}
+                None => dims.push((k.clone(), vec![v.clone()])),
+            }
+        }
+    }
+    dims
+}
+
+/// One configuration's figures over its successful runs.
+fn config_view(
+    row: &ConfigRow,
+    summary: ConfigSummary,
+    runs: &[RunRow],
+    ceilings: &BTreeMap<i64, f64>,
+) -> ConfigView {
+    let ok: Vec<&RunRow> = runs
+        .iter()
+        .filter(|r| r.configuration == row.label && r.status == "ok")
+        .collect();
+    let pick = |f: &dyn Fn(&RunRow) -> Option<f64>| {
+        mean(&ok.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
+    };
+    let values: Vec<f64> = ok.iter().filter_map(|r| r.bits_per_second).collect();
+    let mut c: Vec<f64> = ok
+        .iter()
+        .filter_map(|r| ceilings.get(&r.id).copied())
+        .collect();
+    c.sort_by(|a, b| a.total_cmp(b));
+    ConfigView {
+        label: row.label.clone(),
+        dims: row.dims.clone(),
+        mean_ci: mean_ci(&values),
+        values,
+        summary,
+        retransmits_mean: pick(&|r| r.retransmits.map(|v| v as f64)),
+        loss_mean: pick(&|r| r.lost_percent),
+        jitter_mean: pick(&|r| r.jitter_ms),
+        cpu_local_mean: pick(&|r| r.cpu_local_percent),
+        cpu_remote_mean: pick(&|r| r.cpu_remote_percent),
+        ceiling_bps: (!c.is_empty()).then(|| describe::median_sorted(&c)),
+    }
+}
+
+/// The measured (not omitted) interval goodput of every run, as time series.
+fn interval_series(
+    store: &Store,
+    campaign: i64,
+    runs: &[RunRow],
+    configs: &[ConfigView],
+) -> anyhow::Result<Vec<Series>> {
+    let label_pos: BTreeMap<&str, usize> = configs
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.label.as_str(), i))
+        .collect();
+    let mut by_run: BTreeMap<i64, Vec<(f64, f64)>> = BTreeMap::new();
+    for (run, end, bps, omitted) in store.interval_totals(campaign)? {
+        if !omitted {
+            by_run.entry(run).or_default().push((end, bps));
+        }
+    }
+    Ok(runs
+        .iter()
+        .filter_map(|r| {
+            Some(Series {
+                configuration: *label_pos.get(r.configuration.as_str())?,
+                round: r.round,
+                points: by_run.remove(&r.id)?,
+            })
+        })
+        .collect())
+}
+
+/// The doctor's warnings and problems stored with the campaign.
+fn doctor_warnings(
+    store: &Store,
+    campaign: i64,
+) -> anyhow::Result<Vec<crate::host::doctor::Finding>> {
+    Ok(store
+        .doctor(campaign)?
+        .and_then(|j| serde_json::from_str::<crate::host::doctor::Diagnosis>(&j).ok())
+        .map(|d| {
+            d.findings
+                .into_iter()
+                .filter(|f| f.severity >= crate::host::doctor::Severity::Warning)
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
+fn counter_moves(
+    store: &Store,
+    campaign: i64,
+    runs: &[RunRow],
+) -> anyhow::Result<Vec<CounterMove>> {
+    let label_of: BTreeMap<i64, &str> = runs
+        .iter()
+        .map(|r| (r.id, r.configuration.as_str()))
+        .collect();
+    let mut totals: BTreeMap<(String, String), (i64, usize)> = BTreeMap::new();
+    for (run, json) in store.run_counters(campaign)? {
+        let Some(v) = json.and_then(|j| serde_json::from_str::<serde_json::Value>(&j).ok()) else {
+            continue;
+        };
+        let Some(obj) = v.as_object() else { continue };
+        for (side, delta) in obj {
+            let Ok(d) = serde_json::from_value::<crate::host::counters::Delta>(delta.clone())
+            else {
+                continue;
+            };
+            for (name, value) in crate::host::counters::trouble(&d) {
+                let key = (
+                    label_of.get(&run).copied().unwrap_or("?").to_string(),
+                    format!("{side}: {name}"),
+                );
+                let e = totals.entry(key).or_insert((0, 0));
+                e.0 += value;
+                e.1 += 1;
+            }
+        }
+    }
+    Ok(totals
+        .into_iter()
+        .map(|((configuration, counter), (total, runs))| CounterMove {
+            configuration,
+            counter,
+            total,
+            runs,
+        })
+        .collect())
+}
+
+fn mbit(v: f64) -> String {
+    crate::units::BitRate(v).to_string()
+}
+
+/// The headline findings, in words.
+fn findings(m: &ReportModel) -> Vec<String> {
+    let mut out = Vec::new();
+    let ok_configs: Vec<&ConfigView> = m
+        .configs
+        .iter()
+        .filter(|c| c.summary.description.is_some())
+        .collect();
+    if ok_configs.is_empty() {
+        out.push(format!(
+            "No run succeeded ({} runs stored): see the failures below.",
+            m.total_runs
+        ));
+        return out;
+    }
+    let mean_of = |c: &ConfigView| c.summary.description.as_ref().map_or(0.0, |d| d.mean);
+    if let Some(best) = ok_configs
+        .iter()
+        .max_by(|a, b| mean_of(a).total_cmp(&mean_of(b)))
+    {
+        let mean_v = mean_of(best);
+        let ci = best
+            .mean_ci
+            .map(|(lo, hi)| format!(" (95% CI {} to {})", mbit(lo), mbit(hi)))
+            .unwrap_or_default();
+        out.push(format!(
+            "Fastest configuration: {} at {} mean goodput{ci}, {} runs.",
+            best.label,
+            mbit(mean_v),
+            best.values.len()
+        ));
+    }
+    if ok_configs.len() == 1 {
+        out.push("A single configuration: nothing to compare. Add a [matrix] dimension to compare settings.".into());
+    }
+    for g in &m.groups {
+        let ctx = if g.context.is_empty() {
+            String::new()
+        } else {
+            format!("At {}: ", g.context)
+        };
+        match &g.analysis {
+            Some(a) => out.extend(a.comparisons.iter().map(|c| format!("{ctx}{}.", c.verdict))),
+            None => out.push(format!("{ctx}{}.", g.note.clone().unwrap_or_default())),
+        }
+    }
+    for c in &ok_configs {
+        if let Some(d) = &c.summary.description {
+            if c.values.len() == 1 {
+                out.push(format!(
+                    "{}: a single run; repeat it to see its spread.",
+                    c.label
+                ));
+            }
+            if d.cv.is_some_and(|cv| cv > describe::HIGH_CV) {
+                out.push(format!(
+                    "{} is noisy: CV {:.1}% over {} runs.",
+                    c.label,
+                    d.cv.unwrap_or(0.0) * 100.0,
+                    d.n
+                ));
+            }
+            if !d.outliers.is_empty() {
+                out.push(format!(
+                    "{} has {} outlier run(s), kept in every number: {}.",
+                    c.label,
+                    d.outliers.len(),
+                    d.outliers
+                        .iter()
+                        .map(|v| mbit(*v))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+    }
+    if !m.failed.is_empty() {
+        out.push(format!(
+            "{} of {} runs failed; they are listed at the end and left out of the statistics.",
+            m.failed.len(),
+            m.total_runs
+        ));
+    }
+    let moved: i64 = m
+        .counters
+        .iter()
+        .filter(|c| c.counter.contains("Retrans"))
+        .map(|c| c.total)
+        .sum();
+    if moved > 0 {
+        out.push(format!("The kernel counted {moved} TCP retransmissions during the runs (see the counters that moved)."));
+    }
+    out
+}

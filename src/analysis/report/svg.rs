@@ -1,0 +1,490 @@
+//! Small SVG charts for the report: grouped bars, box plots with every run as a point, lines
+//! over time, and means with confidence intervals. Every mark carries an SVG `<title>`, which
+//! browsers show as a tooltip. Written here rather than with plotters because plotters cannot
+//! attach a title to a mark, and a report without tooltips hides its numbers.
+
+use std::fmt::Write;
+
+const W: f64 = 860.0;
+const H: f64 = 340.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 20.0;
+const TOP: f64 = 36.0;
+const BOTTOM: f64 = 80.0;
+/// Colours that stay distinct in print and for common colour blindness (Okabe-Ito).
+pub const PALETTE: [&str; 8] = [
+    "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
+];
+
+/// A category with its mean and optional confidence interval.
+pub type MeanCi = (String, f64, Option<(f64, f64)>);
+/// A line: name, colour index, points (x seconds, y).
+pub type Line = (String, usize, Vec<(f64, f64)>);
+
+/// Largest value an axis reaches; stored values beyond it are not physical figures.
+const AXIS_LIMIT: f64 = 1e300;
+/// Most grid lines on a value axis ("nice" steps give 4 to 10).
+const MAX_TICKS: usize = 20;
+
+/// Largest finite value of `values`, or 0.
+fn finite_max(values: impl Iterator<Item = f64>) -> f64 {
+    values.filter(|v| v.is_finite()).fold(0.0, f64::max)
+}
+
+/// Escapes text for XML.
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// A value axis: unit scaling and "nice" ticks.
+#[derive(Debug, Clone)]
+pub struct Axis {
+    pub max: f64,
+    pub step: f64,
+    pub scale: f64,
+    pub unit: String,
+}
+
+impl Axis {
+    /// An axis from 0 to at least `max` for values in `base_unit` (`bit/s` gets k/M/G). A
+    /// `max` that is not finite or not positive gives a unit axis; one beyond `AXIS_LIMIT` is
+    /// cut there (marks above it sit at the top), so the tick loop is always short.
+    pub fn new(max: f64, base_unit: &str) -> Axis {
+        let max = if max.is_finite() && max > 0.0 {
+            max.min(AXIS_LIMIT)
+        } else {
+            1.0
+        };
+        let (scale, unit) = if base_unit == "bit/s" {
+            match max {
+                m if m >= 1e9 => (1e9, "Gbit/s".to_string()),
+                m if m >= 1e6 => (1e6, "Mbit/s".to_string()),
+                m if m >= 1e3 => (1e3, "kbit/s".to_string()),
+                _ => (1.0, "bit/s".to_string()),
+            }
+        } else {
+            (1.0, base_unit.to_string())
+        };
+        let m = (max / scale).max(1e-9);
+        let raw = m / 5.0;
+        let mag = 10f64.powf(raw.log10().floor());
+        let step = [1.0, 2.0, 2.5, 5.0, 10.0]
+            .iter()
+            .map(|f| f * mag)
+            .find(|s| *s >= raw)
+            .unwrap_or(10.0 * mag);
+        let top = (m / step).ceil().max(1.0) * step;
+        Axis {
+            max: top,
+            step,
+            scale,
+            unit,
+        }
+    }
+
+    fn y(&self, v: f64) -> f64 {
+        let share = v / self.scale / self.max;
+        // NaN sits on the baseline; infinities are clamped like any value off the axis.
+        let share = if share.is_nan() {
+            0.0
+        } else {
+            share.clamp(0.0, 1.05)
+        };
+        TOP + (H - TOP - BOTTOM) * (1.0 - share)
+    }
+
+    /// Number of tick steps from 0 to the top (at most `MAX_TICKS`).
+    fn ticks(&self) -> usize {
+        ((self.max / self.step).round() as usize).min(MAX_TICKS)
+    }
+
+    /// A value in the axis unit, for labels and tooltips.
+    pub fn fmt(&self, v: f64) -> String {
+        let x = v / self.scale;
+        if !x.is_finite() {
+            return "not a finite value".into();
+        }
+        if x.abs() >= 100.0 {
+            format!("{x:.0} {}", self.unit)
+        } else {
+            format!("{x:.3} {}", self.unit).replace(".000 ", " ")
+        }
+    }
+}
+
+fn frame(title: &str, y_label: &str, axis: &Axis, x_label: &str) -> String {
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"{t}\" class=\"chart\">\
+         <title>{t}</title><text x=\"{}\" y=\"20\" class=\"ct\">{t}</text>",
+        W / 2.0,
+        t = esc(title)
+    );
+    for k in 0..=axis.ticks() {
+        let v = k as f64 * axis.step;
+        let y = axis.y(v * axis.scale);
+        let _ = write!(
+            s,
+            "<line x1=\"{LEFT}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" class=\"grid\"/><text x=\"{}\" y=\"{:.1}\" class=\"yt\">{}</text>",
+            W - RIGHT,
+            LEFT - 6.0,
+            y + 4.0,
+            trim_num(v)
+        );
+    }
+    let _ = write!(
+        s,
+        "<text transform=\"translate(16 {:.1}) rotate(-90)\" class=\"al\">{}</text><text x=\"{:.1}\" y=\"{}\" class=\"al\">{}</text>",
+        (TOP + H - BOTTOM) / 2.0,
+        esc(&format!("{y_label} ({})", axis.unit)),
+        (LEFT + W - RIGHT) / 2.0,
+        H - BOTTOM + 28.0,
+        esc(x_label)
+    );
+    s
+}
+
+fn trim_num(v: f64) -> String {
+    let s = format!("{v:.3}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+fn legend(s: &mut String, names: &[String]) {
+    let (mut x, mut y) = (LEFT, H - 38.0);
+    for (i, n) in names.iter().enumerate() {
+        let width = 24.0 + 6.5 * n.chars().count() as f64;
+        if x + width > W - RIGHT && x > LEFT {
+            // Wrap onto the next row.
+            x = LEFT;
+            y += 13.0;
+        }
+        let _ = write!(
+            s,
+            "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"10\" height=\"10\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"lg\">{}</text>",
+            PALETTE[i % PALETTE.len()],
+            x + 14.0,
+            y + 9.0,
+            esc(n)
+        );
+        x += width;
+    }
+}
+
+fn slot_x(i: usize, n: usize) -> (f64, f64) {
+    let w = (W - LEFT - RIGHT) / n.max(1) as f64;
+    (LEFT + w * i as f64, w)
+}
+
+fn x_tick(s: &mut String, x: f64, label: &str) {
+    let _ = write!(
+        s,
+        "<text x=\"{x:.1}\" y=\"{}\" class=\"xt\">{}</text>",
+        H - BOTTOM + 16.0,
+        esc(label)
+    );
+}
+
+/// Grouped bars: one group per category, one bar per series. `None` leaves a gap.
+/// `limits` draws a dashed marker per category (e.g. the window/RTT ceiling).
+pub fn grouped_bars(
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    unit: &str,
+    categories: &[String],
+    series: &[(String, Vec<Option<f64>>)],
+    limits: Option<&[f64]>,
+) -> String {
+    let max = finite_max(series.iter().flat_map(|(_, v)| v.iter().flatten()).copied());
+    let lim_max = limits.map_or(0.0, |l| finite_max(l.iter().copied()));
+    let axis = Axis::new(max.max(lim_max.min(max * 1.5)), unit);
+    let mut s = frame(title, y_label, &axis, x_label);
+    let n = series.len().max(1);
+    for (ci, cat) in categories.iter().enumerate() {
+        let (x0, w) = slot_x(ci, categories.len());
+        let bw = w * 0.8 / n as f64;
+        for (si, (name, vals)) in series.iter().enumerate() {
+            let Some(v) = vals.get(ci).copied().flatten() else {
+                continue;
+            };
+            let x = x0 + w * 0.1 + bw * si as f64;
+            let y = axis.y(v);
+            let _ = write!(
+                s,
+                "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{}: {} = {}</title></rect>",
+                (bw - 1.0).max(1.0),
+                (axis.y(0.0) - y).max(0.0),
+                PALETTE[si % PALETTE.len()],
+                esc(cat),
+                esc(name),
+                esc(&axis.fmt(v))
+            );
+        }
+        if let Some(l) = limits
+            .and_then(|l| l.get(ci))
+            .filter(|l| **l <= axis.max * axis.scale)
+        {
+            let y = axis.y(*l);
+            let _ = write!(
+                s,
+                "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" class=\"limit\"><title>{}: advertised window / RTT = {} (TCP_INFO)</title></line>",
+                x0 + 2.0,
+                x0 + w - 2.0,
+                esc(cat),
+                esc(&axis.fmt(*l))
+            );
+        }
+        x_tick(&mut s, x0 + w / 2.0, cat);
+    }
+    let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
+    legend(&mut s, &names);
+    if limits.is_some() {
+        let _ = write!(
+            s,
+            "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"limit\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"lg\">advertised window / RTT</text>",
+            W - RIGHT - 150.0,
+            W - RIGHT - 126.0,
+            H - 37.0,
+            H - 37.0,
+            W - RIGHT - 120.0,
+            H - 33.0
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// Box plot per category with every value drawn as a point.
+pub fn box_points(title: &str, y_label: &str, unit: &str, cats: &[(String, Vec<f64>)]) -> String {
+    let max = finite_max(cats.iter().flat_map(|(_, v)| v.iter()).copied());
+    let axis = Axis::new(max, unit);
+    let mut s = frame(title, y_label, &axis, "configuration");
+    for (i, (name, vals)) in cats.iter().enumerate() {
+        let (x0, w) = slot_x(i, cats.len());
+        let cx = x0 + w / 2.0;
+        let v = crate::analysis::stats::describe::sorted(vals);
+        if !v.is_empty() {
+            let q = |p| crate::analysis::stats::describe::quantile_sorted(&v, p);
+            let (q1, med, q3) = (q(0.25), q(0.5), q(0.75));
+            let bw = (w * 0.5).min(60.0);
+            let _ = write!(
+                s,
+                "<line x1=\"{cx:.1}\" x2=\"{cx:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"whisker\"/>\
+                 <rect x=\"{:.1}\" y=\"{:.1}\" width=\"{bw:.1}\" height=\"{:.1}\" class=\"box\"><title>{}: quartiles {} / {} / {}</title></rect>\
+                 <line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"median\"/>",
+                axis.y(v[0]),
+                axis.y(v[v.len() - 1]),
+                cx - bw / 2.0,
+                axis.y(q3),
+                (axis.y(q1) - axis.y(q3)).max(1.0),
+                esc(name),
+                esc(&axis.fmt(q1)),
+                esc(&axis.fmt(med)),
+                esc(&axis.fmt(q3)),
+                cx - bw / 2.0,
+                cx + bw / 2.0,
+                axis.y(med),
+                axis.y(med)
+            );
+        }
+        for (k, val) in vals.iter().enumerate() {
+            // Spread the points a little so equal values stay visible.
+            let dx = ((k * 7) % 11) as f64 - 5.0;
+            let _ = write!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\" fill=\"{}\"><title>{}: run {} = {}</title></circle>",
+                cx + dx * 2.0,
+                axis.y(*val),
+                PALETTE[i % PALETTE.len()],
+                esc(name),
+                k + 1,
+                esc(&axis.fmt(*val))
+            );
+        }
+        x_tick(&mut s, cx, &short(name, w));
+    }
+    s.push_str("</svg>");
+    s
+}
+
+fn short(label: &str, width: f64) -> String {
+    let max = (width / 6.5) as usize;
+    if label.len() <= max || max < 4 {
+        label.to_string()
+    } else {
+        format!(
+            "{}…",
+            &label[..label
+                .char_indices()
+                .nth(max - 1)
+                .map_or(label.len(), |(i, _)| i)]
+        )
+    }
+}
+
+/// Means with confidence-interval error bars per category.
+pub fn means_ci(title: &str, y_label: &str, unit: &str, cats: &[MeanCi]) -> String {
+    let max = finite_max(cats.iter().map(|(_, m, ci)| ci.map_or(*m, |c| c.1.max(*m))));
+    let axis = Axis::new(max, unit);
+    let mut s = frame(title, y_label, &axis, "configuration");
+    for (i, (name, mean, ci)) in cats.iter().enumerate() {
+        let (x0, w) = slot_x(i, cats.len());
+        let cx = x0 + w / 2.0;
+        if let Some((lo, hi)) = ci {
+            let _ = write!(
+                s,
+                "<line x1=\"{cx:.1}\" x2=\"{cx:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"err\"/><line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"err\"/><line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"err\"/>",
+                axis.y(*lo),
+                axis.y(*hi),
+                cx - 6.0,
+                cx + 6.0,
+                axis.y(*lo),
+                axis.y(*lo),
+                cx - 6.0,
+                cx + 6.0,
+                axis.y(*hi),
+                axis.y(*hi)
+            );
+        }
+        let ci_text = ci
+            .map(|(lo, hi)| format!(" (95% CI {} to {})", axis.fmt(lo), axis.fmt(hi)))
+            .unwrap_or_default();
+        let _ = write!(
+            s,
+            "<circle cx=\"{cx:.1}\" cy=\"{:.1}\" r=\"5\" fill=\"{}\"><title>{}: mean {}{}</title></circle>",
+            axis.y(*mean),
+            PALETTE[i % PALETTE.len()],
+            esc(name),
+            esc(&axis.fmt(*mean)),
+            esc(&ci_text)
+        );
+        x_tick(&mut s, cx, &short(name, w));
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// Lines over time: `series` are (name, colour index, points (x seconds, y)).
+pub fn lines(
+    title: &str,
+    y_label: &str,
+    unit: &str,
+    series: &[Line],
+    legend_names: &[String],
+) -> String {
+    let max = finite_max(series.iter().flat_map(|(_, _, p)| p.iter().map(|x| x.1)));
+    let xmax = finite_max(series.iter().flat_map(|(_, _, p)| p.iter().map(|x| x.0)))
+        .clamp(1e-9, AXIS_LIMIT);
+    let axis = Axis::new(max, unit);
+    let mut s = frame(title, y_label, &axis, "time in run (s)");
+    let px = |t: f64| LEFT + (W - LEFT - RIGHT) * (t / xmax).clamp(0.0, 1.0);
+    for k in 0..=4 {
+        let t = xmax * k as f64 / 4.0;
+        x_tick(&mut s, px(t), &trim_num((t * 10.0).round() / 10.0));
+    }
+    for (name, colour, pts) in series {
+        // A point with no finite time or value has no place on the chart.
+        let pts: Vec<(f64, f64)> = pts
+            .iter()
+            .copied()
+            .filter(|(t, v)| t.is_finite() && v.is_finite())
+            .collect();
+        if pts.is_empty() {
+            continue;
+        }
+        let path: Vec<String> = pts
+            .iter()
+            .map(|(t, v)| format!("{:.1},{:.1}", px(*t), axis.y(*v)))
+            .collect();
+        let _ = write!(
+            s,
+            "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" class=\"run\"><title>{}</title></polyline>",
+            path.join(" "),
+            PALETTE[colour % PALETTE.len()],
+            esc(name)
+        );
+        for (t, v) in &pts {
+            let _ = write!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2\" fill=\"{}\"><title>{}: {:.1} s {}</title></circle>",
+                px(*t),
+                axis.y(*v),
+                PALETTE[colour % PALETTE.len()],
+                esc(name),
+                t,
+                esc(&axis.fmt(*v))
+            );
+        }
+    }
+    legend(&mut s, legend_names);
+    s.push_str("</svg>");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: a stored value of about 1e308 made the grid loop run until memory ran out.
+    #[test]
+    fn absurd_values_give_a_short_axis() {
+        for v in [
+            1e308,
+            f64::MAX,
+            f64::INFINITY,
+            f64::NAN,
+            -1e308,
+            0.0,
+            5e-324,
+        ] {
+            let t0 = std::time::Instant::now();
+            let svg = box_points("t", "goodput", "bit/s", &[("a".into(), vec![1e9, v, 2e9])]);
+            assert!(t0.elapsed() < std::time::Duration::from_secs(1), "{v}");
+            assert!(
+                svg.matches("class=\"grid\"").count() <= MAX_TICKS + 1,
+                "{v}"
+            );
+            assert!(!svg.contains("NaN") && !svg.contains("inf"), "{v}: {svg}");
+            let l = lines(
+                "t",
+                "g",
+                "bit/s",
+                &[("a".into(), 0, vec![(0.0, v), (v, 1.0)])],
+                &[],
+            );
+            assert!(!l.contains("NaN") && !l.contains("inf"), "{v}");
+        }
+    }
+
+    #[test]
+    fn axes_get_nice_ticks_and_units() {
+        let a = Axis::new(965e6, "bit/s");
+        assert_eq!((a.unit.as_str(), a.step, a.max), ("Mbit/s", 200.0, 1000.0));
+        let a = Axis::new(3.2e10, "bit/s");
+        assert_eq!((a.unit.as_str(), a.max), ("Gbit/s", 40.0));
+        assert_eq!(Axis::new(7.0, "%").max, 8.0);
+    }
+
+    #[test]
+    fn every_mark_has_a_tooltip_and_text_is_escaped() {
+        let svg = grouped_bars(
+            "t<1>",
+            "x",
+            "y",
+            "bit/s",
+            &["a&b".into()],
+            &[("s".into(), vec![Some(5e6)])],
+            Some(&[4e6]),
+        );
+        assert!(
+            svg.contains("<title>a&amp;b: s = 5.000 Mbit/s</title>")
+                || svg.contains("<title>a&amp;b: s = 5 Mbit/s</title>"),
+            "{svg}"
+        );
+        assert!(svg.contains("advertised window / RTT"));
+        assert!(svg.contains("t&lt;1&gt;"));
+        assert!(!svg.contains("t<1>"));
+    }
+}

@@ -1,0 +1,246 @@
+//! The real `runner::Executor`s: loopback (a server thread on 127.0.0.1), a temporary lab
+//! (server on host b, client on host a), and the address of a running `netsweep server`.
+//! Each reads kernel counters before and after every test on the hosts it can see.
+
+use crate::campaigns::runner::{ExecOutcome, Executor};
+use crate::lab::{Host, Lab, LabOptions, LabServer, PathConfig};
+use crate::traffic::client::{self, ClientConfig, PeerProtocol};
+use crate::traffic::spec::{ServerLimits, TestSpec};
+use crate::{host::counters, host::hostfacts, traffic::server};
+use anyhow::Context;
+use serde_json::json;
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Runs the client, timing only the test itself.
+fn client_run(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    stop: &AtomicBool,
+) -> (Result<crate::traffic::result::TestResult, String>, Duration) {
+    let t = Instant::now();
+    let r = client::run_test(cfg, spec, stop, &mut |_| {}).map_err(|e| e.message);
+    (r, t.elapsed())
+}
+
+fn delta_json(before: &counters::Snapshot, after: &counters::Snapshot) -> serde_json::Value {
+    serde_json::to_value(counters::delta(before, after)).unwrap_or_default()
+}
+
+/// Runs a test from this host, with this host's counters around it under `side`.
+fn run_here(cfg: &ClientConfig, spec: &TestSpec, stop: &AtomicBool, side: &str) -> ExecOutcome {
+    let before = counters::read(Path::new("/proc"));
+    let (result, engine_time) = client_run(cfg, spec, stop);
+    let after = counters::read(Path::new("/proc"));
+    ExecOutcome {
+        result,
+        engine_time,
+        counters: Some(json!({ side: delta_json(&before, &after) })),
+    }
+}
+
+/// Runs a command of a user dimension through `sh -c`.
+fn shell(command: &str) -> Result<(), String> {
+    let out = std::process::Command::new("sh")
+        .args(["-c", command])
+        .output()
+        .map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{command}` exited with {}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+/// A netsweep server on 127.0.0.1 inside this process.
+pub struct LoopbackExecutor {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LoopbackExecutor {
+    pub fn start() -> anyhow::Result<LoopbackExecutor> {
+        let listener = TcpListener::bind("127.0.0.1:0").context("cannot listen on 127.0.0.1")?;
+        let addr = listener.local_addr()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let log: server::Log = Arc::new(|_: &str| {});
+            let _ = server::run(listener, ServerLimits::default(), &flag, log);
+        });
+        Ok(LoopbackExecutor {
+            addr,
+            stop,
+            handle: Some(handle),
+        })
+    }
+}
+
+impl Drop for LoopbackExecutor {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Executor for LoopbackExecutor {
+    fn describe(&self) -> String {
+        format!("loopback {}", self.addr)
+    }
+
+    fn host_facts(&mut self) -> serde_json::Value {
+        json!({ "local": hostfacts::collect(Path::new("/proc"), Path::new("/sys")) })
+    }
+
+    fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {
+        // Client and server share this host: one set of counters covers both sides.
+        run_here(&ClientConfig::new(self.addr), spec, stop, "local")
+    }
+
+    fn shell(&mut self, command: &str) -> Result<(), String> {
+        shell(command)
+    }
+}
+
+/// A temporary lab: netsweep's server on host b, the client on host a.
+pub struct LabExecutor {
+    server: Option<LabServer>,
+    lab: Option<Lab>,
+}
+
+impl LabExecutor {
+    pub fn start(name: &str, path: PathConfig, opts: &LabOptions) -> anyhow::Result<LabExecutor> {
+        let lab = Lab::up(name, path, opts)?;
+        let server = lab.start_server(Host::B, ServerLimits::default())?;
+        Ok(LabExecutor {
+            server: Some(server),
+            lab: Some(lab),
+        })
+    }
+
+    fn lab(&self) -> &Lab {
+        self.lab
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("the lab lives as long as the executor"))
+    }
+
+    fn snapshot(&self) -> (counters::Snapshot, counters::Snapshot) {
+        let read = |h| {
+            self.lab()
+                .run_in(h, || counters::read(Path::new("/proc")))
+                .unwrap_or_default()
+        };
+        (read(Host::A), read(Host::B))
+    }
+}
+
+impl Drop for LabExecutor {
+    fn drop(&mut self) {
+        // The server thread first, then the namespaces it lives in.
+        drop(self.server.take());
+        drop(self.lab.take());
+    }
+}
+
+impl Executor for LabExecutor {
+    fn describe(&self) -> String {
+        let lab = self.lab();
+        let p = lab.path();
+        format!(
+            "lab {} (rate {}, RTT {:?}, loss {}%, MTU {}/{}, emulator {:?})",
+            lab.name(),
+            p.rate_bps
+                .map_or("unlimited".into(), |r| crate::units::BitRate(r).to_string()),
+            p.rtt(),
+            p.loss_percent,
+            p.mtu_a,
+            p.mtu_b,
+            lab.emulator()
+        )
+    }
+
+    fn host_facts(&mut self) -> serde_json::Value {
+        let facts = |h| {
+            self.lab()
+                .run_in(h, || {
+                    hostfacts::collect(Path::new("/proc"), Path::new("/sys"))
+                })
+                .unwrap_or_default()
+        };
+        json!({ "a": facts(Host::A), "b": facts(Host::B), "path": serde_json::to_value(self.lab().path()).unwrap_or_default() })
+    }
+
+    fn tuning_targets(&self) -> Vec<crate::host::tuning::Target> {
+        [Host::A, Host::B]
+            .into_iter()
+            .map(|h| crate::host::tuning::Target::Netns(self.lab().namespace(h)))
+            .collect()
+    }
+
+    fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {
+        let (a0, b0) = self.snapshot();
+        let addr = SocketAddr::new(Host::B.address(), crate::cli::DEFAULT_PORT);
+        let (result, engine_time) = self
+            .lab()
+            .run_in(Host::A, || client_run(&ClientConfig::new(addr), spec, stop))
+            .unwrap_or_else(|e| (Err(e.to_string()), Duration::ZERO));
+        let (a1, b1) = self.snapshot();
+        ExecOutcome {
+            result,
+            engine_time,
+            counters: Some(
+                json!({ "client": delta_json(&a0, &a1), "server": delta_json(&b0, &b1) }),
+            ),
+        }
+    }
+
+    fn shell(&mut self, command: &str) -> Result<(), String> {
+        shell(command)
+    }
+}
+
+/// A `netsweep server` somewhere else; only the client's counters are visible.
+pub struct AddressExecutor {
+    pub addr: SocketAddr,
+    /// What the server speaks: netsweep, or iperf3 (an `iperf3` target).
+    pub peer: PeerProtocol,
+}
+
+impl Executor for AddressExecutor {
+    fn describe(&self) -> String {
+        match self.peer {
+            PeerProtocol::Iperf3 => format!(
+                "iperf3 server {} (the far end is iperf3: its totals per stream are its own, \
+                 and its kernel counters are not available)",
+                self.addr
+            ),
+            _ => format!("server {}", self.addr),
+        }
+    }
+
+    fn host_facts(&mut self) -> serde_json::Value {
+        json!({ "client": hostfacts::collect(Path::new("/proc"), Path::new("/sys")) })
+    }
+
+    fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {
+        let cfg = ClientConfig {
+            peer: self.peer,
+            ..ClientConfig::new(self.addr)
+        };
+        run_here(&cfg, spec, stop, "client")
+    }
+
+    fn shell(&mut self, command: &str) -> Result<(), String> {
+        shell(command)
+    }
+}

@@ -1,0 +1,623 @@
+//! Campaign plans (TOML): the target, the base test, the matrix of dimensions, user-defined
+//! dimensions with setup/teardown commands, and repetition. `Plan::parse` validates the whole
+//! file and reports every problem at once with its line. `options` turns a client option into
+//! a `TestSpec` change, `target` reads `[target]` and the tuning profiles. Used by `runner` and
+//! `app::run`.
+
+use crate::lab::{EmulatorChoice, PathConfig};
+use crate::traffic::spec::TestSpec;
+use crate::units::parse_duration;
+use std::time::Duration;
+use toml_edit::{Document, Item, TableLike};
+
+/// Where the tests go.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// A server started by netsweep on 127.0.0.1.
+    Loopback,
+    /// A temporary lab (root).
+    Lab {
+        path: PathConfig,
+        emulator: EmulatorChoice,
+    },
+    /// The lab when running as root, loopback otherwise.
+    Auto {
+        path: PathConfig,
+        emulator: EmulatorChoice,
+    },
+    /// A running `netsweep server`.
+    Address(String),
+    /// A running iperf3 server (`HOST:PORT`, port 5201 when left out), spoken to in iperf3's
+    /// protocol: the dimensions iperf3 supports, no server-side counters.
+    Iperf3(String),
+}
+
+/// Run order of a campaign.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Order {
+    /// Each round runs every configuration once, freshly shuffled.
+    Interleaved,
+    /// All repetitions of one configuration, then the next (the shell-loop order).
+    Sequential,
+}
+
+impl Order {
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Interleaved => "interleaved",
+            Order::Sequential => "sequential",
+        }
+    }
+}
+
+/// One value of a dimension.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DimValue {
+    pub label: String,
+    pub setup: Option<String>,
+    pub teardown: Option<String>,
+}
+
+/// A swept dimension: a client option, or a user-defined one with commands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dimension {
+    pub name: String,
+    /// True for user-defined dimensions (values carry setup/teardown, not options).
+    pub user: bool,
+    pub values: Vec<DimValue>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Repeat {
+    pub count: u32,
+    pub pause: Duration,
+    pub order: Order,
+    pub seed: Option<u64>,
+    /// Keep each round's configurations of one tuning profile together (fewer switches).
+    pub group_profiles: bool,
+}
+
+/// Most configurations one plan may sweep, and most runs (configurations x count).
+pub const MAX_CONFIGURATIONS: u64 = 100_000;
+pub const MAX_RUNS: u64 = 1_000_000;
+
+/// A validated plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub name: String,
+    pub source: String,
+    pub target: Target,
+    pub base: TestSpec,
+    pub dimensions: Vec<Dimension>,
+    pub repeat: Repeat,
+    /// The tuning profiles the `profile` dimension names, resolved.
+    pub profiles: Vec<crate::host::tuning::profile::Profile>,
+    /// How the server of an `address` target is tuned (`[target] server_tuning`).
+    pub server_tuning: Option<crate::host::tuning::Remote>,
+    /// Profiles may change host-wide keys on namespace targets (`[target] allow_host_wide`).
+    pub allow_host_wide: bool,
+}
+
+/// The dimension whose values are tuning profiles.
+pub const PROFILE_DIMENSION: &str = "profile";
+
+/// One problem in a plan file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanIssue {
+    pub line: usize,
+    pub message: String,
+}
+
+/// Every problem found in a plan file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", render(.file, .issues))]
+pub struct PlanError {
+    pub file: String,
+    pub issues: Vec<PlanIssue>,
+}
+
+fn render(file: &str, issues: &[PlanIssue]) -> String {
+    let mut s = format!("{} problem(s) in {file}:", issues.len());
+    for i in issues {
+        s.push_str(&format!("\n  {file}:{}: {}", i.line, i.message));
+    }
+    s
+}
+
+struct Reader<'a> {
+    text: &'a str,
+    issues: Vec<PlanIssue>,
+}
+
+impl Reader<'_> {
+    fn line_of(&self, span: Option<std::ops::Range<usize>>) -> usize {
+        span.map(|r| {
+            self.text[..r.start.min(self.text.len())]
+                .matches('\n')
+                .count()
+                + 1
+        })
+        .unwrap_or(1)
+    }
+
+    fn issue(&mut self, span: Option<std::ops::Range<usize>>, message: impl Into<String>) {
+        let line = self.line_of(span);
+        self.issues.push(PlanIssue {
+            line,
+            message: message.into(),
+        });
+    }
+
+    /// Reports keys of `table` that are not in `allowed`.
+    fn unknown_keys(&mut self, table: &dyn TableLike, section: &str, allowed: &[&str]) {
+        for (k, _) in table.iter() {
+            if !allowed.contains(&k) {
+                let span = table.get_key_value(k).and_then(|(key, _)| key.span());
+                self.issue(
+                    span,
+                    format!(
+                        "unknown key {k:?} in [{section}]; expected one of {}",
+                        allowed.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+
+    fn string(
+        &mut self,
+        table: &dyn TableLike,
+        key: &str,
+    ) -> Option<(String, Option<std::ops::Range<usize>>)> {
+        let item = table.get(key)?;
+        match item.as_value().and_then(scalar) {
+            Some(s) => Some((s, item.span())),
+            None => {
+                self.issue(
+                    item.span(),
+                    format!("{key} must be a string, number or boolean"),
+                );
+                None
+            }
+        }
+    }
+}
+
+impl Plan {
+    /// Parses and validates a plan; `file` names it in messages.
+    pub fn parse(file: &str, text: &str) -> Result<Plan, PlanError> {
+        let doc = Document::parse(text.to_string()).map_err(|e| {
+            let line = e
+                .span()
+                .map(|r| text[..r.start.min(text.len())].matches('\n').count() + 1)
+                .unwrap_or(1);
+            PlanError {
+                file: file.into(),
+                issues: vec![PlanIssue {
+                    line,
+                    message: e.message().to_string(),
+                }],
+            }
+        })?;
+        let mut r = Reader {
+            text,
+            issues: Vec::new(),
+        };
+        let root = doc.as_table();
+        r.unknown_keys(
+            root,
+            "top level",
+            &[
+                "name",
+                "target",
+                "test",
+                "matrix",
+                "dimensions",
+                "repeat",
+                "profiles",
+            ],
+        );
+        let name = r
+            .string(root, "name")
+            .map(|(s, _)| s)
+            .unwrap_or_else(|| default_name(file));
+        let target = read_target(&mut r, root.get("target"));
+        let server_tuning = root
+            .get("target")
+            .and_then(Item::as_table_like)
+            .and_then(|t| {
+                let kind = t
+                    .get("kind")
+                    .and_then(Item::as_str)
+                    .unwrap_or("loopback")
+                    .to_string();
+                read_server_tuning(&mut r, t, &kind)
+            });
+        let allow_host_wide = read_allow_host_wide(&mut r, root.get("target"));
+        let base = read_test(&mut r, root.get("test"));
+        let mut dimensions = read_matrix(&mut r, root.get("matrix"), &base);
+        dimensions.extend(read_user_dimensions(&mut r, root.get("dimensions")));
+        let file_profiles = match crate::host::tuning::profile::parse_file(text) {
+            Ok(p) => p,
+            Err(e) => {
+                r.issue(root.get("profiles").and_then(Item::span), e);
+                Vec::new()
+            }
+        };
+        let profiles = resolve_profiles(&mut r, root.get("matrix"), &target, file_profiles);
+        let repeat = read_repeat(&mut r, root.get("repeat"));
+        // Counted before anything is built: a matrix of 2 x 10^10 configurations aborted on
+        // allocation when it was expanded.
+        let configs = dimensions
+            .iter()
+            .try_fold(1u64, |n, d| n.checked_mul(d.values.len() as u64));
+        let runs = configs.and_then(|c| c.checked_mul(u64::from(repeat.count)));
+        if configs.is_none_or(|c| c > MAX_CONFIGURATIONS) || runs.is_none_or(|n| n > MAX_RUNS) {
+            let sizes: Vec<String> = dimensions
+                .iter()
+                .map(|d| format!("{} {}", d.values.len(), d.name))
+                .collect();
+            r.issue(
+                root.get("matrix").and_then(Item::span),
+                format!(
+                    "the matrix makes {} configurations ({}) and {} runs: at most {MAX_CONFIGURATIONS} \
+                     configurations and {MAX_RUNS} runs fit in one campaign",
+                    configs.map_or("more than 2^64".into(), |c| c.to_string()),
+                    sizes.join(" x "),
+                    runs.map_or("more than 2^64".into(), |c| c.to_string()),
+                ),
+            );
+        }
+        let has = |section: &str, key: &str| {
+            root.get(section)
+                .and_then(Item::as_table_like)
+                .is_some_and(|t| t.contains_key(key))
+        };
+        let udp_somewhere = base.protocol == crate::traffic::spec::Protocol::Udp
+            || dimensions
+                .iter()
+                .any(|d| d.name == "protocol" && d.values.iter().any(|v| v.label == "udp"));
+        if matches!(target, Target::Address(_) | Target::Iperf3(_))
+            && udp_somewhere
+            && !has("test", "bitrate")
+            && !has("matrix", "bitrate")
+        {
+            r.issue(
+                root.get("test").and_then(Item::span),
+                "UDP to an address target needs a rate: add bitrate = \"100M\" (or \"0\" for \
+                 unlimited) to [test]; the 1 Gbit/s default is for loopback and labs only",
+            );
+        }
+        if r.issues.is_empty() {
+            // Every configuration must make a valid test.
+            let plan = Plan {
+                name,
+                source: text.to_string(),
+                target,
+                base,
+                dimensions,
+                repeat,
+                profiles,
+                server_tuning,
+                allow_host_wide,
+            };
+            // What an iperf3 server cannot run, once per reason, with the configurations.
+            let mut iperf3_cannot: std::collections::BTreeMap<String, Vec<String>> =
+                Default::default();
+            for cfg in plan.configurations() {
+                let spec = plan
+                    .spec_for(&cfg)
+                    .and_then(|s| s.validate().map(|_| s).map_err(|e| e.to_string()));
+                match spec {
+                    Err(msg) => r.issues.push(PlanIssue {
+                        line: 1,
+                        message: format!("configuration {}: {msg}", label(&cfg)),
+                    }),
+                    Ok(spec) if matches!(plan.target, Target::Iperf3(_)) => {
+                        let adapted = crate::traffic::iperf3::client::adapt(&spec);
+                        if let Err(msg) = crate::traffic::iperf3::client::params_for(&adapted) {
+                            iperf3_cannot.entry(msg).or_default().push(label(&cfg));
+                        }
+                    }
+                    Ok(_) => {}
+                }
+            }
+            for (msg, configs) in iperf3_cannot {
+                r.issues.push(PlanIssue {
+                    line: 1,
+                    message: format!(
+                        "an iperf3 target cannot run {} configuration{} ({}{}): {msg}",
+                        configs.len(),
+                        if configs.len() == 1 { "" } else { "s" },
+                        configs[0],
+                        if configs.len() > 1 { ", ..." } else { "" }
+                    ),
+                });
+            }
+            if r.issues.is_empty() {
+                return Ok(plan);
+            }
+        }
+        r.issues.sort_by_key(|i| i.line);
+        Err(PlanError {
+            file: file.into(),
+            issues: r.issues,
+        })
+    }
+
+    /// All configurations: the cartesian product of the dimensions, in declared order (a parsed
+    /// plan has at most `MAX_CONFIGURATIONS`).
+    pub fn configurations(&self) -> Vec<Vec<(String, String)>> {
+        let mut out: Vec<Vec<(String, String)>> = vec![Vec::new()];
+        for d in &self.dimensions {
+            out = out
+                .into_iter()
+                .flat_map(|prefix| {
+                    d.values.iter().map(move |v| {
+                        let mut c = prefix.clone();
+                        c.push((d.name.clone(), v.label.clone()));
+                        c
+                    })
+                })
+                .collect();
+        }
+        out
+    }
+
+    /// The test of one configuration.
+    pub fn spec_for(&self, cfg: &[(String, String)]) -> Result<TestSpec, String> {
+        let mut spec = self.base.clone();
+        for (k, v) in cfg {
+            if self.dimensions.iter().any(|d| &d.name == k && !d.user) {
+                apply_option(&mut spec, k, v).map_err(|e| format!("{k} = {v}: {e}"))?;
+            }
+        }
+        Ok(spec)
+    }
+
+    /// The setup/teardown of a user dimension's value.
+    pub fn user_value(&self, dim: &str, label: &str) -> Option<&DimValue> {
+        self.dimensions
+            .iter()
+            .find(|d| d.user && d.name == dim)?
+            .values
+            .iter()
+            .find(|v| v.label == label)
+    }
+}
+
+/// `dim=value dim=value`, the label of a configuration.
+pub fn label(cfg: &[(String, String)]) -> String {
+    if cfg.is_empty() {
+        return "(base)".into();
+    }
+    cfg.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn default_name(file: &str) -> String {
+    std::path::Path::new(file)
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_else(|| "campaign".into())
+}
+
+fn read_test(r: &mut Reader, item: Option<&Item>) -> TestSpec {
+    let mut spec = TestSpec::tcp(Duration::from_secs(10));
+    let Some(table) = item.and_then(Item::as_table) else {
+        return spec;
+    };
+    r.unknown_keys(table, "test", &OPTIONS);
+    // Protocol first: it changes the defaults of length and bitrate.
+    let mut keys: Vec<&str> = table.iter().map(|(k, _)| k).collect();
+    keys.sort_by_key(|k| *k != "protocol");
+    for k in keys.into_iter().filter(|k| OPTIONS.contains(k)) {
+        if let Some((v, span)) = r.string(table, k)
+            && let Err(msg) = apply_option(&mut spec, k, &v)
+        {
+            r.issue(span, format!("test {k}: {msg}"));
+        }
+    }
+    spec
+}
+
+fn read_matrix(r: &mut Reader, item: Option<&Item>, base: &TestSpec) -> Vec<Dimension> {
+    let Some(table) = item.and_then(Item::as_table) else {
+        return Vec::new();
+    };
+    let mut dims = Vec::new();
+    for (k, v) in table.iter() {
+        let kspan = table.get_key_value(k).and_then(|(key, _)| key.span());
+        if k == PROFILE_DIMENSION {
+            // Values are checked by `resolve_profiles`; here they only make configurations.
+            let values = v
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(scalar)
+                        .map(|label| DimValue {
+                            label,
+                            setup: None,
+                            teardown: None,
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            dims.push(Dimension {
+                name: k.to_string(),
+                user: true,
+                values,
+            });
+            continue;
+        }
+        if !OPTIONS.contains(&k) {
+            r.issue(kspan, format!("unknown matrix dimension {k:?}: options are {}; use [dimensions.{k}] for your own", OPTIONS.join(", ")));
+            continue;
+        }
+        let Some(arr) = v.as_array() else {
+            r.issue(
+                v.span(),
+                format!("matrix {k} must be a list, e.g. {k} = [\"a\", \"b\"]"),
+            );
+            continue;
+        };
+        let mut values = Vec::new();
+        for val in arr.iter() {
+            match scalar(val) {
+                Some(s) => {
+                    let mut probe = base.clone();
+                    if let Err(msg) = apply_option(&mut probe, k, &s) {
+                        r.issue(val.span(), format!("matrix {k}: {msg}"));
+                    }
+                    values.push(DimValue {
+                        label: s,
+                        setup: None,
+                        teardown: None,
+                    });
+                }
+                None => r.issue(
+                    val.span(),
+                    format!("matrix {k}: values must be strings, numbers or booleans"),
+                ),
+            }
+        }
+        if values.is_empty() {
+            r.issue(v.span(), format!("matrix {k} has no values"));
+        }
+        dims.push(Dimension {
+            name: k.to_string(),
+            user: false,
+            values,
+        });
+    }
+    dims
+}
+
+fn read_user_dimensions(r: &mut Reader, item: Option<&Item>) -> Vec<Dimension> {
+    let Some(table) = item.and_then(Item::as_table) else {
+        return Vec::new();
+    };
+    let mut dims = Vec::new();
+    for (name, d) in table.iter() {
+        if OPTIONS.contains(&name) || name == PROFILE_DIMENSION {
+            r.issue(
+                d.span(),
+                format!("dimension {name:?} has the name of a client option or of the tuning profiles: sweep it in [matrix]"),
+            );
+            continue;
+        }
+        let Some(values_table) = d.as_table_like() else {
+            r.issue(d.span(), format!("[dimensions.{name}] must hold one table per value: VALUE = {{ setup = \"...\", teardown = \"...\" }}"));
+            continue;
+        };
+        let mut values = Vec::new();
+        for (label, v) in values_table.iter() {
+            let Some(vt) = v.as_table_like() else {
+                r.issue(
+                    v.span(),
+                    format!("dimensions.{name}.{label} must be a table with setup and teardown"),
+                );
+                continue;
+            };
+            r.unknown_keys(
+                vt,
+                &format!("dimensions.{name}.{label}"),
+                &["setup", "teardown"],
+            );
+            values.push(DimValue {
+                label: label.to_string(),
+                setup: r.string(vt, "setup").map(|(s, _)| s),
+                teardown: r.string(vt, "teardown").map(|(s, _)| s),
+            });
+        }
+        if values.is_empty() {
+            r.issue(d.span(), format!("dimension {name} has no values"));
+        }
+        dims.push(Dimension {
+            name: name.to_string(),
+            user: true,
+            values,
+        });
+    }
+    dims
+}
+
+/// `[target] allow_host_wide = true`: the plan's `--allow-host-wide`.
+fn read_allow_host_wide(r: &mut Reader, item: Option<&Item>) -> bool {
+    let table = item.and_then(Item::as_table_like);
+    let Some((v, span)) = table.and_then(|t| r.string(t, "allow_host_wide")) else {
+        return false;
+    };
+    parse_bool(&v).unwrap_or_else(|e| {
+        r.issue(span, format!("target allow_host_wide: {e}"));
+        false
+    })
+}
+
+fn read_repeat(r: &mut Reader, item: Option<&Item>) -> Repeat {
+    let mut rep = Repeat {
+        count: 3,
+        pause: Duration::ZERO,
+        order: Order::Interleaved,
+        seed: None,
+        group_profiles: false,
+    };
+    let Some(table) = item.and_then(Item::as_table) else {
+        return rep;
+    };
+    r.unknown_keys(
+        table,
+        "repeat",
+        &["count", "pause", "order", "seed", "group_profiles"],
+    );
+    if let Some((v, span)) = r.string(table, "group_profiles") {
+        match parse_bool(&v) {
+            Ok(b) => rep.group_profiles = b,
+            Err(e) => r.issue(span, format!("repeat group_profiles: {e}")),
+        }
+    }
+    if let Some((v, span)) = r.string(table, "count") {
+        match v.parse::<u32>() {
+            Ok(n) if (1..=100_000).contains(&n) => rep.count = n,
+            _ => r.issue(
+                span,
+                format!("repeat count {v:?} must be a whole number from 1 to 100000"),
+            ),
+        }
+    }
+    if let Some((v, span)) = r.string(table, "pause") {
+        match parse_duration(&v) {
+            Ok(d) => rep.pause = d,
+            Err(e) => r.issue(span, format!("repeat pause: {e}")),
+        }
+    }
+    if let Some((v, span)) = r.string(table, "order") {
+        match v.as_str() {
+            "interleaved" => rep.order = Order::Interleaved,
+            "sequential" => rep.order = Order::Sequential,
+            _ => r.issue(
+                span,
+                format!("repeat order {v:?} is not interleaved or sequential"),
+            ),
+        }
+    }
+    if let Some((v, span)) = r.string(table, "seed") {
+        match v.parse::<u64>() {
+            Ok(s) => rep.seed = Some(s),
+            Err(_) => r.issue(span, format!("repeat seed {v:?} is not a whole number")),
+        }
+    }
+    rep
+}
+
+mod options;
+mod target;
+
+pub use options::{OPTIONS, apply_option};
+use options::{parse_bool, scalar};
+use target::{read_server_tuning, read_target, resolve_profiles};
+
+#[cfg(test)]
+mod tests;

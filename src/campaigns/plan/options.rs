@@ -1,0 +1,121 @@
+//! The client options a plan can set in `[test]` or sweep in `[matrix]`, and how each value,
+//! written as a user would type it on the command line, changes a `TestSpec`.
+
+use crate::traffic::spec::{Direction, Protocol, TestSpec, UDP_DEFAULT_LENGTH, UDP_DEFAULT_RATE};
+use crate::units::{BitRate, Bytes, parse_duration};
+use toml_edit::Value;
+
+/// The client options a plan can set in `[test]` or sweep in `[matrix]`.
+pub const OPTIONS: [&str; 15] = [
+    "protocol",
+    "duration",
+    "interval",
+    "omit",
+    "parallel",
+    "streams",
+    "reverse",
+    "bidir",
+    "direction",
+    "window",
+    "mss",
+    "congestion",
+    "length",
+    "bitrate",
+    "zerocopy",
+];
+
+/// A TOML scalar as the text a user would type on the command line.
+pub(super) fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.value().clone()),
+        Value::Integer(i) => Some(i.value().to_string()),
+        Value::Float(f) => Some(f.value().to_string()),
+        Value::Boolean(b) => Some(b.value().to_string()),
+        _ => None,
+    }
+}
+
+pub(super) fn parse_bool(v: &str) -> Result<bool, String> {
+    match v {
+        "true" | "yes" | "1" => Ok(true),
+        "false" | "no" | "0" => Ok(false),
+        _ => Err(format!("{v:?} is not true or false")),
+    }
+}
+
+/// Applies one option to a spec; the error says what is accepted.
+pub fn apply_option(spec: &mut TestSpec, key: &str, v: &str) -> Result<(), String> {
+    let e = |x: crate::units::ParseError| x.to_string();
+    match key {
+        "protocol" => {
+            spec.protocol = match v {
+                "tcp" => Protocol::Tcp,
+                "udp" => {
+                    if spec.protocol != Protocol::Udp {
+                        spec.length_bytes = UDP_DEFAULT_LENGTH;
+                        spec.bitrate_bps = UDP_DEFAULT_RATE;
+                        spec.calibration = std::time::Duration::ZERO;
+                    }
+                    Protocol::Udp
+                }
+                _ => return Err(format!("protocol {v:?} is not tcp or udp")),
+            }
+        }
+        "duration" => spec.duration = parse_duration(v).map_err(e)?,
+        "interval" => spec.interval = parse_duration(v).map_err(e)?,
+        "omit" => spec.omit = parse_duration(v).map_err(e)?,
+        "parallel" | "streams" => {
+            spec.streams = v
+                .parse()
+                .map_err(|_| format!("{v:?} is not a stream count"))?
+        }
+        "reverse" => {
+            if parse_bool(v)? {
+                spec.direction = Direction::Reverse
+            } else if spec.direction == Direction::Reverse {
+                spec.direction = Direction::Forward
+            }
+        }
+        "bidir" => {
+            if parse_bool(v)? {
+                spec.direction = Direction::Bidir
+            } else if spec.direction == Direction::Bidir {
+                spec.direction = Direction::Forward
+            }
+        }
+        "direction" => {
+            spec.direction = match v {
+                "forward" => Direction::Forward,
+                "reverse" => Direction::Reverse,
+                "bidir" => Direction::Bidir,
+                _ => return Err(format!("direction {v:?} is not forward, reverse or bidir")),
+            }
+        }
+        "window" => spec.window_bytes = Some(v.parse::<Bytes>().map_err(e)?.0),
+        "mss" => {
+            spec.mss_bytes = Some(
+                v.parse()
+                    .map_err(|_| format!("{v:?} is not an MSS in bytes"))?,
+            )
+        }
+        "congestion" => spec.congestion = Some(v.to_string()),
+        // A path or size the plan names is used as named: no calibration.
+        "length" => {
+            spec.length_bytes = u32::try_from(v.parse::<Bytes>().map_err(e)?.0)
+                .map_err(|_| format!("length {v} is too large"))?;
+            spec.calibration = std::time::Duration::ZERO;
+        }
+        "bitrate" => spec.bitrate_bps = v.parse::<BitRate>().map_err(e)?.bits_per_second(),
+        "zerocopy" => {
+            spec.zerocopy = parse_bool(v)?;
+            spec.calibration = std::time::Duration::ZERO;
+        }
+        _ => {
+            return Err(format!(
+                "unknown option {key:?}; options are {}",
+                OPTIONS.join(", ")
+            ));
+        }
+    }
+    Ok(())
+}

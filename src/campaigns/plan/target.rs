@@ -1,0 +1,212 @@
+//! Reading `[target]` (loopback, lab, auto, address, and how an address target's server is
+//! tuned) and resolving the profiles the matrix names against it.
+
+use super::{PROFILE_DIMENSION, Reader, Target, scalar};
+use crate::lab::{EmulatorChoice, PathConfig};
+use crate::units::{BitRate, parse_duration, parse_percent};
+use toml_edit::{Item, TableLike};
+
+const TARGET_KEYS: [&str; 15] = [
+    "kind",
+    "host",
+    "rate",
+    "rtt",
+    "delay",
+    "jitter",
+    "loss",
+    "mtu",
+    "mtu_b",
+    "queue",
+    "emulator",
+    "server_tuning",
+    "ssh_options",
+    "remote_netsweep",
+    "allow_host_wide",
+];
+
+/// `[target] server_tuning = "ssh:USER@HOST"` (with `ssh_options` and `remote_netsweep`): how
+/// tuning profiles reach the server of an `address` target.
+pub(super) fn read_server_tuning(
+    r: &mut Reader,
+    table: &dyn TableLike,
+    kind: &str,
+) -> Option<crate::host::tuning::Remote> {
+    let (dest, span) = r.string(table, "server_tuning")?;
+    let Some(dest) = dest
+        .strip_prefix("ssh:")
+        .filter(|d| !d.is_empty() && !d.starts_with('-'))
+    else {
+        r.issue(
+            span,
+            format!("server_tuning {dest:?} must be ssh:USER@HOST"),
+        );
+        return None;
+    };
+    if kind != "address" {
+        r.issue(span.clone(), "server_tuning applies to kind = \"address\" only (lab and loopback servers are tuned directly)");
+    }
+    let ssh_options = match table.get("ssh_options") {
+        Some(item) => match item.as_array() {
+            Some(a) => a.iter().filter_map(scalar).collect(),
+            None => {
+                r.issue(
+                    item.span(),
+                    "ssh_options must be a list, e.g. [\"Port=2222\"]",
+                );
+                Vec::new()
+            }
+        },
+        None => Vec::new(),
+    };
+    let netsweep = r
+        .string(table, "remote_netsweep")
+        .map(|(s, _)| s)
+        .unwrap_or_else(|| "netsweep".into());
+    Some(crate::host::tuning::Remote {
+        dest: dest.to_string(),
+        ssh_options,
+        netsweep,
+    })
+}
+
+pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
+    let Some(table) = item.and_then(Item::as_table_like) else {
+        r.issue(
+            item.and_then(Item::span),
+            "[target] is missing: set kind = \"loopback\", \"lab\", \"auto\", \"address\" or \"iperf3\"",
+        );
+        return Target::Loopback;
+    };
+    let span = item.and_then(Item::span);
+    r.unknown_keys(table, "target", &TARGET_KEYS);
+    let kind = r
+        .string(table, "kind")
+        .map(|(s, _)| s)
+        .unwrap_or_else(|| "loopback".into());
+    let mut path = PathConfig::default();
+    let mut emulator = EmulatorChoice::Auto;
+    for key in [
+        "rate", "rtt", "delay", "jitter", "loss", "mtu", "mtu_b", "queue", "emulator",
+    ] {
+        let Some((v, vspan)) = r.string(table, key) else {
+            continue;
+        };
+        let res: Result<(), String> = (|| {
+            match key {
+                "rate" => {
+                    path.rate_bps = Some(
+                        v.parse::<BitRate>()
+                            .map_err(|e| e.to_string())?
+                            .bits_per_second(),
+                    )
+                }
+                "rtt" => path.delay = parse_duration(&v).map_err(|e| e.to_string())? / 2,
+                "delay" => path.delay = parse_duration(&v).map_err(|e| e.to_string())?,
+                "jitter" => path.jitter = parse_duration(&v).map_err(|e| e.to_string())?,
+                "loss" => path.loss_percent = parse_percent(&v).map_err(|e| e.to_string())?,
+                "mtu" => {
+                    let m = v
+                        .parse()
+                        .map_err(|_| format!("mtu {v:?} is not a number"))?;
+                    path.mtu_a = m;
+                    path.mtu_b = m;
+                }
+                "mtu_b" => {
+                    path.mtu_b = v
+                        .parse()
+                        .map_err(|_| format!("mtu_b {v:?} is not a number"))?
+                }
+                "queue" => path.queue = parse_duration(&v).map_err(|e| e.to_string())?,
+                _ => {
+                    emulator = match v.as_str() {
+                        "auto" => EmulatorChoice::Auto,
+                        "netem" => EmulatorChoice::Netem,
+                        "userspace" => EmulatorChoice::Userspace,
+                        _ => return Err(format!("emulator {v:?} is not auto, netem or userspace")),
+                    }
+                }
+            }
+            Ok(())
+        })();
+        if let Err(msg) = res {
+            r.issue(vspan, format!("target {key}: {msg}"));
+        }
+    }
+    if let Err(msg) = path.validate() {
+        r.issue(span.clone(), format!("target path: {msg}"));
+    }
+    match kind.as_str() {
+        "loopback" => Target::Loopback,
+        "lab" => Target::Lab { path, emulator },
+        "auto" => Target::Auto { path, emulator },
+        "iperf3" => match r.string(table, "host") {
+            Some((h, _)) => Target::Iperf3(h),
+            None => {
+                r.issue(
+                    span.clone(),
+                    "target kind \"iperf3\" needs host = \"HOST:5201\"",
+                );
+                Target::Loopback
+            }
+        },
+        "address" => match r.string(table, "host") {
+            Some((h, _)) => Target::Address(h),
+            None => {
+                r.issue(
+                    span.clone(),
+                    "target kind \"address\" needs host = \"HOST:PORT\"",
+                );
+                Target::Loopback
+            }
+        },
+        other => {
+            let s = table.get("kind").and_then(Item::span);
+            r.issue(
+                s,
+                format!("target kind {other:?} is not loopback, lab, auto, address or iperf3"),
+            );
+            Target::Loopback
+        }
+    }
+}
+
+/// Finds every profile the matrix names: in the plan's `[profiles]`, else a built-in
+/// (`high-bdp` and `high-bdp-ns` are sized from the lab target's rate and RTT).
+pub(super) fn resolve_profiles(
+    r: &mut Reader,
+    matrix: Option<&Item>,
+    target: &Target,
+    from_file: Vec<crate::host::tuning::profile::Profile>,
+) -> Vec<crate::host::tuning::profile::Profile> {
+    let Some(arr) = matrix
+        .and_then(Item::as_table)
+        .and_then(|t| t.get(PROFILE_DIMENSION))
+    else {
+        return Vec::new();
+    };
+    let Some(arr) = arr.as_array() else {
+        r.issue(arr.span(), "matrix profile must be a list of profile names");
+        return Vec::new();
+    };
+    let rate_rtt = match target {
+        Target::Lab { path, .. } | Target::Auto { path, .. } => path
+            .rate_bps
+            .zip((!path.delay.is_zero()).then(|| path.rtt().as_secs_f64())),
+        _ => None,
+    };
+    let mut out = Vec::new();
+    for v in arr.iter() {
+        let Some(name) = scalar(v) else { continue };
+        match from_file.iter().find(|p| p.name == name) {
+            Some(p) => out.push(p.clone()),
+            None => match crate::host::tuning::profile::builtin(&name, rate_rtt) {
+                Ok(p) => out.push(p),
+                Err(e) => r.issue(
+                    v.span(),
+                    format!("profile {name:?}: {e}; define it in [profiles.{name}.linux]"),
+                ),
+            },
+        }
+    }
+    out
+}

@@ -1,0 +1,201 @@
+use super::*;
+
+/// The plan from the issue, which must be accepted as written.
+pub const ISSUE_PLAN: &str = include_str!("../../../tests/fixtures/issue-plan.toml");
+
+#[test]
+fn the_issue_plan_is_accepted() {
+    let p = Plan::parse("plan.toml", ISSUE_PLAN).unwrap();
+    assert_eq!(p.target, Target::Loopback);
+    assert_eq!(p.base.duration, Duration::from_secs(2));
+    assert_eq!(
+        p.repeat,
+        Repeat {
+            count: 3,
+            pause: Duration::ZERO,
+            order: Order::Interleaved,
+            seed: Some(7),
+            group_profiles: false,
+        }
+    );
+    let cfgs = p.configurations();
+    assert_eq!(cfgs.len(), 4);
+    assert_eq!(label(&cfgs[0]), "window=64K parallel=1");
+    let spec = p.spec_for(&cfgs[3]).unwrap();
+    assert_eq!((spec.window_bytes, spec.streams), (Some(256 * 1024), 2));
+}
+
+#[test]
+fn the_lab_variant_is_accepted() {
+    let text = ISSUE_PLAN.replace(
+        "kind = \"loopback\"",
+        "kind = \"lab\"\nrate = \"1G\"\nrtt = \"20ms\"",
+    );
+    let p = Plan::parse("plan.toml", &text).unwrap();
+    let Target::Lab { path, .. } = p.target else {
+        panic!("{:?}", p.target)
+    };
+    assert_eq!(path.rate_bps, Some(1e9));
+    assert_eq!(path.delay, Duration::from_millis(10));
+}
+
+#[test]
+fn every_mistake_is_reported_with_its_line() {
+    let text = r#"
+[target]
+kind = "loopback"
+colour = "red"
+
+[test]
+duration = "2 fortnights"
+protocol = "tcp"
+
+[matrix]
+window = ["64K", "huge"]
+speed = [1, 2]
+
+[repeat]
+count = 0
+order = "random"
+"#;
+    let err = Plan::parse("bad.toml", text).unwrap_err();
+    let lines: Vec<(usize, &str)> = err
+        .issues
+        .iter()
+        .map(|i| (i.line, i.message.as_str()))
+        .collect();
+    let has = |line: usize, word: &str| lines.iter().any(|(l, m)| *l == line && m.contains(word));
+    assert!(has(4, "colour"), "{lines:?}");
+    assert!(has(7, "duration"), "{lines:?}");
+    assert!(has(11, "huge"), "{lines:?}");
+    assert!(has(12, "speed"), "{lines:?}");
+    assert!(has(15, "count"), "{lines:?}");
+    assert!(has(16, "random"), "{lines:?}");
+    let text = err.to_string();
+    assert!(
+        text.contains("bad.toml:4:") && text.contains("6 problem(s)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn toml_syntax_errors_have_a_line_too() {
+    let err = Plan::parse("x.toml", "[target]\nkind = \n").unwrap_err();
+    assert_eq!(err.issues[0].line, 2, "{err}");
+}
+
+#[test]
+fn profiles_from_the_plan_and_built_ins_make_a_dimension() {
+    let text = format!(
+        "{ISSUE_PLAN}\n[profiles.bigbuf.linux]\n\"net.ipv4.tcp_rmem\" = \"4096 131072 16777216\"\n"
+    );
+    let text = text.replace(
+        "parallel = [1, 2]",
+        "parallel = [1, 2]\nprofile = [\"default\", \"bigbuf\"]",
+    );
+    let p = Plan::parse("p.toml", &text).unwrap();
+    assert_eq!(p.configurations().len(), 8);
+    assert_eq!(p.profiles.len(), 2);
+    assert_eq!(
+        p.profiles[1].linux["net.ipv4.tcp_rmem"].0,
+        "4096 131072 16777216"
+    );
+    // Profiles do not change the test itself.
+    let cfg = p
+        .configurations()
+        .into_iter()
+        .find(|c| c.iter().any(|(k, v)| k == "profile" && v == "bigbuf"))
+        .unwrap();
+    assert_eq!(p.spec_for(&cfg).unwrap().window_bytes, Some(65536));
+    let bad = text.replace("\"default\", \"bigbuf\"", "\"default\", \"hugebuf\"");
+    let err = Plan::parse("p.toml", &bad).unwrap_err();
+    assert!(err.to_string().contains("hugebuf"), "{err}");
+    let bad = text.replace("4096 131072 16777216", "lots");
+    assert!(
+        Plan::parse("p.toml", &bad)
+            .unwrap_err()
+            .to_string()
+            .contains("does not parse")
+    );
+}
+
+#[test]
+fn user_dimensions_carry_commands() {
+    let text = format!(
+        "{ISSUE_PLAN}\n[dimensions.nic]\nvirtio = {{ setup = \"echo up virtio\", teardown = \"echo down\" }}\ne1000 = {{ setup = \"echo up e1000\" }}\n"
+    );
+    let p = Plan::parse("p.toml", &text).unwrap();
+    assert_eq!(p.configurations().len(), 8);
+    assert_eq!(
+        p.user_value("nic", "e1000").unwrap().setup.as_deref(),
+        Some("echo up e1000")
+    );
+    let spec = p.spec_for(&p.configurations()[0]).unwrap();
+    assert_eq!(spec.window_bytes, Some(65536));
+}
+
+#[test]
+fn invalid_configurations_are_caught_before_traffic() {
+    let text = ISSUE_PLAN.replace("parallel = [1, 2]", "parallel = [0, 2]");
+    let err = Plan::parse("p.toml", &text).unwrap_err();
+    assert!(err.to_string().contains("streams must be"), "{err}");
+}
+
+#[test]
+fn allow_host_wide_is_off_unless_the_target_asks() {
+    assert!(!Plan::parse("p.toml", ISSUE_PLAN).unwrap().allow_host_wide);
+    let on = ISSUE_PLAN.replace(
+        "kind = \"loopback\"",
+        "kind = \"loopback\"\nallow_host_wide = true",
+    );
+    assert!(Plan::parse("p.toml", &on).unwrap().allow_host_wide);
+    let bad = ISSUE_PLAN.replace(
+        "kind = \"loopback\"",
+        "kind = \"loopback\"\nallow_host_wide = \"maybe\"",
+    );
+    let err = Plan::parse("p.toml", &bad).unwrap_err();
+    assert!(
+        err.issues
+            .iter()
+            .any(|i| i.line == 4 && i.message.contains("allow_host_wide")),
+        "{err}"
+    );
+}
+
+/// Regression: `run --check` on a matrix of 2 x 10^10 configurations aborted on allocation.
+#[test]
+fn a_matrix_too_large_to_run_is_refused_by_counting() {
+    let values = |n: usize, unit: &str| {
+        (1..=n)
+            .map(|i| format!("\"{i}{unit}\""))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let text = format!(
+        "[target]\nkind = \"loopback\"\n[matrix]\nwindow = [{}]\nstreams = [{}]\nlength = [{}]\nomit = [{}]\n",
+        values(2000, "K"),
+        values(1000, ""),
+        values(1000, "K"),
+        values(10, "s")
+    );
+    let t0 = std::time::Instant::now();
+    let e = Plan::parse("big.toml", &text).unwrap_err().to_string();
+    assert!(t0.elapsed() < std::time::Duration::from_secs(2));
+    assert!(e.contains("20000000000 configurations"), "{e}");
+    assert!(
+        e.contains("2000 window x 1000 streams x 1000 length x 10 omit"),
+        "{e}"
+    );
+}
+
+/// A forgotten rate must not flood a real path: UDP to an address target needs one.
+#[test]
+fn udp_to_an_address_target_needs_an_explicit_rate() {
+    let plan = "[target]\nkind = \"address\"\nhost = \"192.0.2.1\"\n[test]\nprotocol = \"udp\"\n";
+    let e = Plan::parse("p.toml", plan).unwrap_err().to_string();
+    assert!(e.contains("needs a rate"), "{e}");
+    let ok = format!("{plan}bitrate = \"50M\"\n");
+    assert!(Plan::parse("p.toml", &ok).is_ok());
+    let lab = "[target]\nkind = \"lab\"\n[test]\nprotocol = \"udp\"\n";
+    assert!(Plan::parse("p.toml", lab).is_ok());
+}

@@ -1,0 +1,583 @@
+//! Runs a campaign: the schedule (rounds of freshly shuffled configurations, or the
+//! sequential shell-loop order), user-dimension setup/teardown, pauses, and storing each run as
+//! soon as it ends. Traffic goes through an `Executor`, so tests drive the runner with a mock
+//! (hyperfine's idea) and `executor` supplies the real loopback, lab and address targets.
+//!
+//! Resuming recomputes the same schedule from the stored seed and skips what is stored.
+
+use crate::campaigns::plan::{Order, PROFILE_DIMENSION, Plan, label};
+use crate::campaigns::store::{ConfigRow, NewRun, Store, now_unix};
+use crate::traffic::result::TestResult;
+use crate::traffic::spec::TestSpec;
+use rand::SeedableRng;
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// What an executor reports for one test.
+pub struct ExecOutcome {
+    pub result: Result<TestResult, String>,
+    /// Time spent in the test itself (connect to final result); the rest is overhead.
+    pub engine_time: Duration,
+    /// Kernel counter deltas of the hosts involved (JSON), when readable.
+    pub counters: Option<serde_json::Value>,
+}
+
+impl ExecOutcome {
+    /// A run that failed before any traffic (bad spec, failed setup or tuning).
+    pub fn failed(error: String) -> ExecOutcome {
+        ExecOutcome {
+            result: Err(error),
+            engine_time: Duration::ZERO,
+            counters: None,
+        }
+    }
+}
+
+/// Where the traffic of a campaign goes.
+pub trait Executor {
+    /// A one-line description of the target (stored with the campaign).
+    fn describe(&self) -> String;
+    /// Facts about the hosts, collected once per campaign.
+    fn host_facts(&mut self) -> serde_json::Value;
+    /// Runs one test; `stop` interrupts it.
+    fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome;
+    /// Runs a setup or teardown command of a user dimension.
+    fn shell(&mut self, command: &str) -> Result<(), String>;
+    /// Where tuning profiles are applied (client and, when reachable, server side).
+    fn tuning_targets(&self) -> Vec<crate::host::tuning::Target> {
+        vec![crate::host::tuning::Target::Local]
+    }
+}
+
+/// The run order: (configuration position, round), deterministic for a seed. With `groups`
+/// (a group number per configuration, e.g. its tuning profile), each interleaved round keeps a
+/// group's configurations together, the groups in shuffled order.
+pub fn schedule(
+    configs: usize,
+    count: u32,
+    order: Order,
+    seed: u64,
+    groups: Option<&[usize]>,
+) -> Vec<(usize, u32)> {
+    match order {
+        Order::Sequential => (0..configs)
+            .flat_map(|c| (0..count).map(move |r| (c, r)))
+            .collect(),
+        Order::Interleaved => {
+            let mut rng = StdRng::seed_from_u64(seed);
+            let mut out = Vec::with_capacity(configs * count as usize);
+            for r in 0..count {
+                let mut round: Vec<usize> = (0..configs).collect();
+                round.shuffle(&mut rng);
+                if let Some(g) = groups {
+                    let mut first_seen: Vec<usize> = Vec::new();
+                    for c in &round {
+                        let grp = g.get(*c).copied().unwrap_or(0);
+                        if !first_seen.contains(&grp) {
+                            first_seen.push(grp);
+                        }
+                    }
+                    round.sort_by_key(|c| {
+                        first_seen
+                            .iter()
+                            .position(|x| *x == g.get(*c).copied().unwrap_or(0))
+                    });
+                }
+                out.extend(round.into_iter().map(|c| (c, r)));
+            }
+            out
+        }
+    }
+}
+
+/// Progress as the campaign goes.
+#[derive(Debug, Clone)]
+pub enum Progress {
+    Started {
+        total: usize,
+        already_done: usize,
+    },
+    /// Something the user should know (e.g. tuning restored after a crash).
+    Note(String),
+    RunFinished {
+        done: usize,
+        total: usize,
+        failures: usize,
+        label: String,
+        round: u32,
+        bits_per_second: Option<f64>,
+        error: Option<String>,
+        eta: Duration,
+        /// Time spent outside the test itself (store, counters, setup), for this run.
+        overhead: Duration,
+    },
+}
+
+/// How a campaign ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    pub ran: usize,
+    pub failed: usize,
+    pub interrupted: bool,
+}
+
+/// Keeps user dimensions set up as the runs require.
+struct UserState {
+    current: Vec<(String, Option<String>)>,
+}
+
+impl UserState {
+    /// Switches user dimensions to the values of `cfg`; an error names the failed command.
+    fn switch(
+        &mut self,
+        plan: &Plan,
+        cfg: &[(String, String)],
+        exec: &mut dyn Executor,
+    ) -> Result<(), String> {
+        for (dim, value) in cfg
+            .iter()
+            .filter(|(d, _)| plan.dimensions.iter().any(|x| x.user && &x.name == d))
+        {
+            let slot = match self.current.iter_mut().find(|(d, _)| d == dim) {
+                Some(s) => s,
+                None => {
+                    self.current.push((dim.clone(), None));
+                    self.current.last_mut().ok_or("internal")?
+                }
+            };
+            if slot.1.as_deref() == Some(value.as_str()) {
+                continue;
+            }
+            if let Some(old) = slot.1.take()
+                && let Some(td) = plan.user_value(dim, &old).and_then(|v| v.teardown.clone())
+            {
+                exec.shell(&td)
+                    .map_err(|e| format!("teardown of {dim}={old} failed: {e}"))?;
+            }
+            if let Some(su) = plan.user_value(dim, value).and_then(|v| v.setup.clone()) {
+                exec.shell(&su)
+                    .map_err(|e| format!("setup of {dim}={value} failed: {e}"))?;
+            }
+            slot.1 = Some(value.clone());
+        }
+        Ok(())
+    }
+
+    fn teardown_all(&mut self, plan: &Plan, exec: &mut dyn Executor) {
+        for (dim, value) in self.current.drain(..) {
+            if let Some(td) =
+                value.and_then(|v| plan.user_value(&dim, &v).and_then(|x| x.teardown.clone()))
+            {
+                let _ = exec.shell(&td);
+            }
+        }
+    }
+}
+
+/// Runs (or resumes) campaign `campaign` of `plan` with the stored `seed`.
+pub fn run_campaign(
+    plan: &Plan,
+    store: &mut Store,
+    campaign: i64,
+    seed: u64,
+    exec: &mut dyn Executor,
+    stop: &AtomicBool,
+    on_progress: &mut dyn FnMut(&Progress),
+) -> anyhow::Result<Outcome> {
+    let configs: Vec<ConfigRow> = store.configurations(campaign)?;
+    let groups = plan
+        .repeat
+        .group_profiles
+        .then(|| profile_groups(plan, &configs));
+    let order = schedule(
+        configs.len(),
+        plan.repeat.count,
+        plan.repeat.order,
+        seed,
+        groups.as_deref(),
+    );
+    let mut tuner = (!plan.profiles.is_empty()).then(|| Tuner::new(plan, exec.tuning_targets()));
+    if let Some(t) = &tuner {
+        for note in t.recover() {
+            on_progress(&Progress::Note(note));
+        }
+    }
+    let done = store.finished_slots(campaign)?;
+    let total = order.len();
+    on_progress(&Progress::Started {
+        total,
+        already_done: done.len(),
+    });
+    let mut user = UserState {
+        current: Vec::new(),
+    };
+    let mut outcome = Outcome {
+        ran: 0,
+        failed: 0,
+        interrupted: false,
+    };
+    let mut finished = done.len();
+    let mut spent = Duration::ZERO;
+    for (sequence, &(pos, round)) in order.iter().enumerate() {
+        if done.contains(&(pos, round)) {
+            continue;
+        }
+        if stop.load(Ordering::Relaxed) {
+            outcome.interrupted = true;
+            break;
+        }
+        let t0 = Instant::now();
+        let cfg = &configs[pos];
+        let started_unix = now_unix();
+        let tuned = match (&mut tuner, profile_of(cfg)) {
+            (Some(t), Some(p)) => t.switch(&p),
+            _ => Ok(()),
+        };
+        let tuning_json = tuner.as_ref().map(|t| t.values().to_string());
+        let ExecOutcome {
+            result,
+            counters,
+            engine_time: test_time,
+        } = match tuned.and_then(|_| user.switch(plan, &cfg.dims, exec)) {
+            Ok(()) => run_configuration(plan, cfg, exec, stop),
+            Err(e) => ExecOutcome::failed(e),
+        };
+        if stop.load(Ordering::Relaxed) {
+            // An interrupted test is not a finished run: --resume runs it again.
+            outcome.interrupted = true;
+            break;
+        }
+        let error = result.as_ref().err().cloned();
+        let bps = result.as_ref().ok().map(|r| r.summary.bits_per_second);
+        store.insert_run(
+            campaign,
+            &NewRun {
+                configuration_id: cfg.id,
+                round,
+                sequence,
+                started_unix,
+                finished_unix: now_unix(),
+                error: error.clone(),
+                result: result.ok(),
+                counters_json: counters.map(|c| c.to_string()),
+                tuning_json,
+                imported: None,
+            },
+        )?;
+        outcome.ran += 1;
+        finished += 1;
+        if error.is_some() {
+            outcome.failed += 1;
+        }
+        let elapsed = t0.elapsed();
+        spent += elapsed + plan.repeat.pause;
+        let remaining = total - finished;
+        let eta = if outcome.ran > 0 {
+            spent / outcome.ran as u32 * remaining as u32
+        } else {
+            Duration::ZERO
+        };
+        on_progress(&Progress::RunFinished {
+            done: finished,
+            total,
+            failures: outcome.failed,
+            label: label(&cfg.dims),
+            round,
+            bits_per_second: bps,
+            error,
+            eta,
+            overhead: elapsed.saturating_sub(test_time),
+        });
+        if remaining > 0 && !plan.repeat.pause.is_zero() {
+            sleep_unless_stopped(plan.repeat.pause, stop);
+        }
+    }
+    user.teardown_all(plan, exec);
+    if let Some(mut t) = tuner.take() {
+        for note in t.restore_all() {
+            on_progress(&Progress::Note(note));
+        }
+    }
+    if !outcome.interrupted {
+        store.finish_campaign(campaign)?;
+    }
+    Ok(outcome)
+}
+
+/// Every reason the plan's profiles cannot be applied on these targets (a key the kernel
+/// lacks, a host-wide key on a namespace, a bad value), found before any traffic.
+pub fn tuning_problems(plan: &Plan, targets: &[crate::host::tuning::Target]) -> Vec<String> {
+    let opts = crate::host::tuning::ApplyOptions {
+        allow_host_wide: plan.allow_host_wide,
+        owner_pid: None,
+    };
+    let mut problems = Vec::new();
+    for p in &plan.profiles {
+        for t in targets {
+            if let Err(errors) = crate::host::tuning::validate(t, p, &opts) {
+                problems.extend(
+                    errors
+                        .into_iter()
+                        .map(|e| format!("profile {} on {}: {e}", p.name, t.id())),
+                );
+            }
+        }
+    }
+    problems
+}
+
+/// Congestion controls of the plan that this host's kernel will not set on a socket (a typo such
+/// as `bbrr`, a module that is not there), each tried on a throwaway socket before any traffic.
+pub fn congestion_problems(plan: &Plan) -> Vec<String> {
+    let mut names: Vec<String> = plan
+        .configurations()
+        .iter()
+        .filter_map(|c| plan.spec_for(c).ok())
+        .filter_map(|s| s.congestion)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
+                .map_err(|e| e.to_string());
+            let set = sock
+                .and_then(|s| crate::platform::sockopt::set_congestion(&s, &name).map_err(|e| e.to_string()));
+            set.err().map(|e| {
+                let read = |key| {
+                    crate::host::hostfacts::sysctl(std::path::Path::new("/proc"), key)
+                        .unwrap_or_else(|| "?".into())
+                };
+                let available = read("net.ipv4.tcp_available_congestion_control");
+                let allowed = read("net.ipv4.tcp_allowed_congestion_control");
+                if available.split_whitespace().any(|a| a == name) {
+                    format!(
+                        "congestion control {name:?} is not in net.ipv4.tcp_allowed_congestion_control \
+                         ({allowed}), so only root may set it: run as root, add it there, or leave \
+                         it out of the plan"
+                    )
+                } else {
+                    format!(
+                        "congestion control {name:?} cannot be set here ({e}); available: {available}"
+                    )
+                }
+            })
+        })
+        .collect()
+}
+
+/// A warning for plans whose runs per configuration are too few for any comparison.
+pub fn count_warning(plan: &Plan) -> Option<String> {
+    (plan.repeat.count < crate::analysis::stats::MIN_RUNS as u32).then(|| {
+        format!(
+            "[repeat] count = {}: comparisons need at least {} runs per configuration, so none \
+             will be made; raise count",
+            plan.repeat.count,
+            crate::analysis::stats::MIN_RUNS
+        )
+    })
+}
+
+/// The tuning profile a configuration runs with, if the plan sweeps profiles.
+fn profile_of(c: &ConfigRow) -> Option<String> {
+    c.dims
+        .iter()
+        .find(|(k, _)| k == PROFILE_DIMENSION)
+        .map(|(_, v)| v.clone())
+}
+
+/// Each configuration's profile as an index into the plan's profiles, so the schedule can
+/// keep the runs of one profile together within a round.
+fn profile_groups(plan: &Plan, configs: &[ConfigRow]) -> Vec<usize> {
+    configs
+        .iter()
+        .map(|c| {
+            profile_of(c)
+                .and_then(|p| plan.profiles.iter().position(|v| v.name == p))
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
+/// Runs one configuration's test, or records why its spec is invalid.
+fn run_configuration(
+    plan: &Plan,
+    cfg: &ConfigRow,
+    exec: &mut dyn Executor,
+    stop: &AtomicBool,
+) -> ExecOutcome {
+    match plan.spec_for(&cfg.dims) {
+        Ok(spec) => exec.run_test(&spec, stop),
+        Err(e) => ExecOutcome::failed(e),
+    }
+}
+
+/// Applies the tuning profile each run needs on every target, and puts everything back at
+/// the end, on error (drop) and after a crash (the journal, via `recover`).
+struct Tuner {
+    targets: Vec<crate::host::tuning::Target>,
+    /// The server side of an address target, through ssh.
+    remote: Option<crate::host::tuning::Remote>,
+    /// The remote's `tune status`, read once per profile switch (an ssh round trip per run
+    /// would be overhead).
+    remote_status: Option<String>,
+    profiles: Vec<crate::host::tuning::profile::Profile>,
+    current: Option<String>,
+    /// Keys recorded with every run: those of every profile of the plan.
+    keys: Vec<String>,
+    /// The plan's `allow_host_wide`.
+    allow_host_wide: bool,
+}
+
+impl Tuner {
+    fn new(plan: &Plan, targets: Vec<crate::host::tuning::Target>) -> Tuner {
+        let mut keys: Vec<String> = plan
+            .profiles
+            .iter()
+            .flat_map(|p| p.linux.keys().cloned())
+            .collect();
+        keys.sort();
+        keys.dedup();
+        Tuner {
+            targets,
+            remote: plan.server_tuning.clone(),
+            remote_status: None,
+            profiles: plan.profiles.clone(),
+            current: None,
+            keys,
+            allow_host_wide: plan.allow_host_wide,
+        }
+    }
+
+    fn recover(&self) -> Vec<String> {
+        // The remote keeps its own journal: an idempotent restore puts back what a crashed run left.
+        let remote = self.remote.as_ref().and_then(|r| match r.restore() {
+            Ok(true) => Some(format!(
+                "restored the tuning a previous run left on {}",
+                r.id()
+            )),
+            Ok(false) => None,
+            Err(e) => Some(e),
+        });
+        remote
+            .into_iter()
+            .chain(self.targets.iter()
+            .filter_map(|t| match crate::host::tuning::recover(t) {
+                Ok(Some(r)) => Some(format!(
+                    "restored {} setting(s) of profile {} on {} left by process {} that ended without restoring them",
+                    r.entries.len(),
+                    r.profile,
+                    t.id(),
+                    r.crashed_owner.unwrap_or(0)
+                )),
+                Ok(None) => None,
+                Err(e) => Some(format!("could not restore the tuning journal of {}: {e:#}", t.id())),
+            }))
+            .collect()
+    }
+
+    fn switch(&mut self, name: &str) -> Result<(), String> {
+        if self.current.as_deref() == Some(name) {
+            return Ok(());
+        }
+        for t in &self.targets {
+            crate::host::tuning::restore(t)
+                .map_err(|e| format!("restoring tuning on {}: {e:#}", t.id()))?;
+        }
+        if let Some(r) = &self.remote {
+            r.restore()?;
+        }
+        self.current = None;
+        let p = self
+            .profiles
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or(format!("no profile {name}"))?;
+        let opts = crate::host::tuning::ApplyOptions {
+            allow_host_wide: self.allow_host_wide,
+            owner_pid: Some(std::process::id()),
+        };
+        for t in &self.targets {
+            if let Err(e) = crate::host::tuning::apply(t, p, &opts) {
+                for u in &self.targets {
+                    let _ = crate::host::tuning::restore(u);
+                }
+                return Err(format!("applying profile {name} on {}: {e:#}", t.id()));
+            }
+        }
+        if let Some(r) = self.remote.clone()
+            && let Err(e) = r.apply(p)
+        {
+            self.restore_all();
+            return Err(format!("applying profile {name} on {}: {e}", r.id()));
+        }
+        self.remote_status = self
+            .remote
+            .as_ref()
+            .map(|r| r.status().unwrap_or_else(|e| e));
+        self.current = Some(name.to_string());
+        Ok(())
+    }
+
+    /// The values in force on every target.
+    fn values(&self) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        out.insert(
+            "profile".into(),
+            serde_json::Value::from(self.current.clone()),
+        );
+        for t in &self.targets {
+            let vals: serde_json::Map<String, serde_json::Value> = self
+                .keys
+                .iter()
+                .filter_map(|k| {
+                    t.read(k)
+                        .ok()
+                        .map(|v| (k.clone(), serde_json::Value::from(v)))
+                })
+                .collect();
+            out.insert(t.id(), serde_json::Value::Object(vals));
+        }
+        if let (Some(r), Some(status)) = (&self.remote, &self.remote_status) {
+            out.insert(r.id(), serde_json::Value::from(status.clone()));
+        }
+        serde_json::Value::Object(out)
+    }
+
+    fn restore_all(&mut self) -> Vec<String> {
+        self.current = None;
+        let remote = self.remote.as_ref().and_then(|r| r.restore().err());
+        self.targets
+            .iter()
+            .filter_map(|t| {
+                crate::host::tuning::restore(t)
+                    .err()
+                    .map(|e| format!("restoring {}: {e:#}", t.id()))
+            })
+            .chain(remote)
+            .collect()
+    }
+}
+
+impl Drop for Tuner {
+    fn drop(&mut self) {
+        for e in self.restore_all() {
+            crate::errln!("netsweep: {e}");
+        }
+    }
+}
+
+fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) {
+    let until = Instant::now() + d;
+    while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(
+            Duration::from_millis(50).min(until.saturating_duration_since(Instant::now())),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,294 @@
+use super::*;
+use crate::campaigns::plan::Plan;
+use crate::traffic::measure::{IntervalReport, Role, StreamReport};
+use crate::traffic::result::{CpuResult, StartInfo, StreamPair};
+use crate::traffic::spec::Flow;
+use std::collections::HashMap;
+
+const PLAN: &str = r#"
+[target]
+kind = "loopback"
+[test]
+duration = "1s"
+[matrix]
+window = ["64K", "256K"]
+parallel = [1, 2]
+[dimensions.nic]
+virtio = { setup = "setup virtio", teardown = "teardown virtio" }
+e1000 = { setup = "setup e1000", teardown = "teardown e1000" }
+[repeat]
+count = 3
+seed = 7
+"#;
+
+/// A synthetic result moving `bytes` per second for `spec.duration`.
+pub fn fake_result(spec: &TestSpec, bytes_per_s: u64) -> TestResult {
+    // Every slot of the grid (calibration and warm-up included) at `bytes_per_s`.
+    let intervals = spec
+        .timeline()
+        .slots()
+        .iter()
+        .enumerate()
+        .map(|(i, slot)| IntervalReport {
+            stream: 0,
+            index: i as u32,
+            role: Role::Sender,
+            bytes: (bytes_per_s as f64 * (slot.end - slot.start).as_secs_f64()).round() as u64,
+            packets: 0,
+            tcp: None,
+            udp: None,
+        })
+        .collect::<Vec<_>>();
+    let report = |role| StreamReport {
+        stream: 0,
+        flow: Flow::ClientToServer,
+        role,
+        intervals: intervals
+            .iter()
+            .cloned()
+            .map(|mut i| {
+                i.role = role;
+                i
+            })
+            .collect(),
+        tail_bytes: 0,
+        tcp_total_retransmits: None,
+        rtt_min_us: None,
+        rtt_max_us: None,
+        error: None,
+        saw_end: false,
+        highest_seq: None,
+        send: None,
+    };
+    let (s, r) = (report(Role::Sender), report(Role::Receiver));
+    let spec1 = TestSpec {
+        streams: 1,
+        direction: crate::traffic::spec::Direction::Forward,
+        ..spec.clone()
+    };
+    crate::traffic::result::build(
+        &spec1,
+        StartInfo::default(),
+        &[StreamPair {
+            flow: Flow::ClientToServer,
+            sender: &s,
+            receiver: &r,
+        }],
+        CpuResult::default(),
+        None,
+    )
+}
+
+#[derive(Default)]
+struct Mock {
+    runs: Vec<TestSpec>,
+    shell: Vec<String>,
+    fail_every: Option<usize>,
+    stop_after: Option<usize>,
+}
+
+impl Executor for Mock {
+    fn describe(&self) -> String {
+        "mock".into()
+    }
+    fn host_facts(&mut self) -> serde_json::Value {
+        serde_json::json!({"host": "mock"})
+    }
+    fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {
+        self.runs.push(spec.clone());
+        let n = self.runs.len();
+        if self.stop_after == Some(n) {
+            stop.store(true, Ordering::Relaxed);
+        }
+        if self.fail_every.is_some_and(|k| n.is_multiple_of(k)) {
+            return ExecOutcome {
+                result: Err(format!("mock failure {n}")),
+                counters: None,
+                engine_time: Duration::ZERO,
+            };
+        }
+        let bps = spec.window_bytes.unwrap_or(1) * u64::from(spec.streams);
+        ExecOutcome {
+            result: Ok(fake_result(spec, bps)),
+            counters: Some(serde_json::json!({"n": n})),
+            engine_time: Duration::ZERO,
+        }
+    }
+    fn shell(&mut self, command: &str) -> Result<(), String> {
+        self.shell.push(command.to_string());
+        Ok(())
+    }
+}
+
+fn setup(dir: &tempfile::TempDir) -> (Plan, Store, i64) {
+    let plan = Plan::parse("p.toml", PLAN).unwrap();
+    let mut store = Store::open(&dir.path().join("c.db")).unwrap();
+    let id = store
+        .create_campaign(&plan, Some("p.toml"), "mock", 7, &serde_json::json!({}))
+        .unwrap();
+    (plan, store, id)
+}
+
+/// Runs the campaign with seed 7 to its end, without progress output.
+fn run_uninterrupted(plan: &Plan, store: &mut Store, id: i64, exec: &mut Mock) -> Outcome {
+    run_campaign(
+        plan,
+        store,
+        id,
+        7,
+        exec,
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
+#[test]
+fn interleaved_rounds_run_every_configuration_once_each() {
+    let order = schedule(8, 3, Order::Interleaved, 7, None);
+    assert_eq!(order.len(), 24);
+    for r in 0..3 {
+        let mut round: Vec<usize> = order
+            .iter()
+            .filter(|(_, x)| *x == r)
+            .map(|(c, _)| *c)
+            .collect();
+        assert_eq!(
+            order[(r * 8) as usize..((r + 1) * 8) as usize]
+                .iter()
+                .filter(|(_, x)| *x == r)
+                .count(),
+            8
+        );
+        round.sort();
+        assert_eq!(round, (0..8).collect::<Vec<_>>());
+    }
+    // Freshly shuffled: rounds differ; the same seed gives the same order, another seed not.
+    assert_ne!(
+        order[0..8].iter().map(|x| x.0).collect::<Vec<_>>(),
+        order[8..16].iter().map(|x| x.0).collect::<Vec<_>>()
+    );
+    assert_eq!(order, schedule(8, 3, Order::Interleaved, 7, None));
+    assert_ne!(order, schedule(8, 3, Order::Interleaved, 8, None));
+    let seq = schedule(2, 2, Order::Sequential, 7, None);
+    // Grouping keeps each group's configurations together within a round.
+    let grouped = schedule(6, 4, Order::Interleaved, 3, Some(&[0, 1, 0, 1, 0, 1]));
+    for round in grouped.chunks(6) {
+        let g: Vec<usize> = round.iter().map(|(c, _)| c % 2).collect();
+        assert!(
+            g[..3].iter().all(|x| *x == g[0]) && g[3..].iter().all(|x| *x != g[0]),
+            "{round:?}"
+        );
+    }
+    assert_eq!(seq, vec![(0, 0), (0, 1), (1, 0), (1, 1)]);
+}
+
+#[test]
+fn every_run_is_stored_with_its_configuration_and_commands_run_on_switches() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, mut store, id) = setup(&dir);
+    let mut mock = Mock::default();
+    let out = run_uninterrupted(&plan, &mut store, id, &mut mock);
+    assert_eq!(
+        out,
+        Outcome {
+            ran: 24,
+            failed: 0,
+            interrupted: false
+        }
+    );
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 24);
+    for r in &runs {
+        let w: u64 = if r.configuration.contains("window=64K") {
+            65536
+        } else {
+            262144
+        };
+        let p: u64 = if r.configuration.contains("parallel=2") {
+            2
+        } else {
+            1
+        };
+        assert_eq!(r.bits_per_second, Some((w * p * 8) as f64), "{r:?}");
+    }
+    // Each setup is followed by its teardown before another value's setup; all torn down at the end.
+    let mut active: Option<String> = None;
+    for c in &mock.shell {
+        if let Some(v) = c.strip_prefix("setup ") {
+            assert!(
+                active.is_none(),
+                "setup while {active:?} is active: {:?}",
+                mock.shell
+            );
+            active = Some(v.into());
+        } else if let Some(v) = c.strip_prefix("teardown ") {
+            assert_eq!(active.as_deref(), Some(v));
+            active = None;
+        }
+    }
+    assert!(active.is_none());
+    assert!(store.campaign(id).unwrap().finished_unix.is_some());
+}
+
+#[test]
+fn failures_are_stored_and_the_campaign_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, mut store, id) = setup(&dir);
+    let mut mock = Mock {
+        fail_every: Some(5),
+        ..Mock::default()
+    };
+    let out = run_uninterrupted(&plan, &mut store, id, &mut mock);
+    assert_eq!((out.ran, out.failed), (24, 4));
+    let failed: Vec<_> = store
+        .runs(id)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.status == "failed")
+        .collect();
+    assert_eq!(failed.len(), 4);
+    assert!(
+        failed[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("mock failure")
+    );
+}
+
+#[test]
+fn resume_skips_finished_runs_and_keeps_the_original_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, mut store, id) = setup(&dir);
+    let stop = AtomicBool::new(false);
+    let mut first = Mock {
+        stop_after: Some(10),
+        ..Mock::default()
+    };
+    let out = run_campaign(&plan, &mut store, id, 7, &mut first, &stop, &mut |_| {}).unwrap();
+    assert!(out.interrupted);
+    assert_eq!(out.ran, 9, "the interrupted 10th run is not stored");
+    assert!(store.campaign(id).unwrap().finished_unix.is_none());
+    let mut second = Mock::default();
+    let out = run_uninterrupted(&plan, &mut store, id, &mut second);
+    assert_eq!(out.ran, 15);
+    let runs = store.runs(id).unwrap();
+    assert_eq!(runs.len(), 24);
+    // Stored sequence numbers are exactly the schedule positions, each once.
+    let seqs: Vec<u64> = runs.iter().map(|r| r.sequence).collect();
+    assert_eq!(seqs, (0..24).collect::<Vec<_>>());
+    let mut seen = HashMap::new();
+    for r in &runs {
+        *seen.entry((r.configuration.clone(), r.round)).or_insert(0) += 1;
+    }
+    assert!(seen.values().all(|&n| n == 1));
+    let expected: Vec<(usize, u32)> = schedule(8, 3, Order::Interleaved, 7, None);
+    let configs = store.configurations(id).unwrap();
+    for (r, (pos, round)) in runs.iter().zip(expected) {
+        assert_eq!(
+            (r.configuration.as_str(), r.round),
+            (configs[pos].label.as_str(), round)
+        );
+    }
+}

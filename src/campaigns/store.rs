@@ -1,0 +1,537 @@
+//! The results database (SQLite): campaigns, their configurations, and every run with its full
+//! engine result, interval rows and kernel counters. Schema changes are ordered migrations
+//! tracked in `PRAGMA user_version`; a finished run is never rewritten. Every run is written in
+//! its own transaction with `synchronous=FULL`, so a kill or power cut loses no finished run.
+//!
+//! `schema` holds the migrations; `lock::RunnerLock` keeps a second runner off the same
+//! database (an flock the kernel releases when the holder dies, even by kill -9).
+
+use anyhow::{Context, bail};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::path::Path;
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+mod lock;
+mod schema;
+
+pub use lock::RunnerLock;
+use schema::MIGRATIONS;
+
+/// An open results database.
+pub struct Store {
+    conn: Connection,
+}
+
+/// A campaign as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CampaignRow {
+    pub id: i64,
+    pub name: String,
+    pub plan_path: Option<String>,
+    pub plan_toml: String,
+    pub target: String,
+    pub run_order: String,
+    pub seed: u64,
+    pub repetitions: u32,
+    pub created_unix: f64,
+    pub finished_unix: Option<f64>,
+    pub host_facts_json: Option<String>,
+}
+
+/// A configuration of a campaign.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigRow {
+    pub id: i64,
+    pub position: usize,
+    pub label: String,
+    pub dims: Vec<(String, String)>,
+}
+
+/// One finished run, ready to store.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NewRun {
+    pub configuration_id: i64,
+    pub round: u32,
+    pub sequence: usize,
+    pub started_unix: f64,
+    pub finished_unix: f64,
+    pub error: Option<String>,
+    pub result: Option<crate::traffic::result::TestResult>,
+    pub counters_json: Option<String>,
+    pub tuning_json: Option<String>,
+    /// For runs imported from other tools: their numbers and original document.
+    pub imported: Option<Imported>,
+}
+
+/// Numbers of a run measured by another tool (iperf3 -J), kept with its original JSON.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Imported {
+    pub bits_per_second: f64,
+    pub retransmits: Option<i64>,
+    pub lost_percent: Option<f64>,
+    pub jitter_ms: Option<f64>,
+    pub cpu_local_percent: Option<f64>,
+    pub cpu_remote_percent: Option<f64>,
+    pub raw_json: String,
+}
+
+/// A stored run, flattened for comparison and export.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRow {
+    pub id: i64,
+    pub configuration: String,
+    /// Position of the configuration in the plan.
+    pub config_position: u32,
+    pub dims: Vec<(String, String)>,
+    pub round: u32,
+    pub sequence: u64,
+    pub status: String,
+    pub error: Option<String>,
+    pub bits_per_second: Option<f64>,
+    pub retransmits: Option<i64>,
+    pub lost_percent: Option<f64>,
+    pub jitter_ms: Option<f64>,
+    pub cpu_local_percent: Option<f64>,
+    pub cpu_remote_percent: Option<f64>,
+}
+
+fn hash(text: &str) -> String {
+    // FNV-1a: stable across builds, enough to recognise the same plan text.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+impl Store {
+    /// Opens (creating if needed) and migrates to `SCHEMA_VERSION`.
+    pub fn open(path: &Path) -> anyhow::Result<Store> {
+        let conn = Connection::open(path)
+            .with_context(|| format!("cannot open database {}", path.display()))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))?;
+        let mut store = Store { conn };
+        store
+            .migrate()
+            .with_context(|| format!("migrating {}", path.display()))?;
+        Ok(store)
+    }
+
+    pub fn schema_version(&self) -> anyhow::Result<u32> {
+        Ok(self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))?)
+    }
+
+    fn migrate(&mut self) -> anyhow::Result<()> {
+        let current = self.schema_version()?;
+        if current > SCHEMA_VERSION {
+            bail!(
+                "database schema version {current} is newer than this netsweep's {SCHEMA_VERSION}: upgrade netsweep"
+            );
+        }
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+            let tx = self.conn.transaction()?;
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", (i + 1) as u32)?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    /// Records a new campaign and its configurations; returns the campaign id.
+    pub fn create_campaign(
+        &mut self,
+        plan: &crate::campaigns::plan::Plan,
+        plan_path: Option<&str>,
+        target: &str,
+        seed: u64,
+        host_facts: &serde_json::Value,
+    ) -> anyhow::Result<i64> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO campaign (name, plan_path, plan_toml, plan_hash, target, run_order, seed, repetitions, created_unix, host_facts_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                plan.name,
+                plan_path,
+                plan.source,
+                hash(&plan.source),
+                target,
+                plan.repeat.order.name(),
+                seed as i64,
+                plan.repeat.count,
+                now_unix(),
+                host_facts.to_string()
+            ],
+        )?;
+        let id = tx.last_insert_rowid();
+        for (pos, cfg) in plan.configurations().iter().enumerate() {
+            let spec = plan.spec_for(cfg).map_err(anyhow::Error::msg)?;
+            tx.execute(
+                "INSERT INTO configuration (campaign_id, position, label, dims_json, spec_json) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![id, pos as i64, crate::campaigns::plan::label(cfg), serde_json::to_string(cfg)?, serde_json::to_string(&spec)?],
+            )?;
+        }
+        tx.commit()?;
+        Ok(id)
+    }
+
+    /// The newest unfinished campaign of this exact plan text.
+    pub fn unfinished_campaign(&self, plan_text: &str) -> anyhow::Result<Option<CampaignRow>> {
+        let id: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT id FROM campaign WHERE plan_hash = ?1 AND plan_toml = ?2 AND finished_unix IS NULL ORDER BY id DESC LIMIT 1",
+                params![hash(plan_text), plan_text],
+                |r| r.get(0),
+            )
+            .optional()?;
+        id.map(|id| self.campaign(id)).transpose()
+    }
+
+    pub fn campaign(&self, id: i64) -> anyhow::Result<CampaignRow> {
+        self.conn
+            .query_row(
+                "SELECT id, name, plan_path, plan_toml, target, run_order, seed, repetitions, created_unix, finished_unix, host_facts_json
+                 FROM campaign WHERE id = ?1",
+                params![id],
+                |r| {
+                    Ok(CampaignRow {
+                        id: r.get(0)?,
+                        name: r.get(1)?,
+                        plan_path: r.get(2)?,
+                        plan_toml: r.get(3)?,
+                        target: r.get(4)?,
+                        run_order: r.get(5)?,
+                        seed: r.get::<_, i64>(6)? as u64,
+                        repetitions: r.get(7)?,
+                        created_unix: r.get(8)?,
+                        finished_unix: r.get(9)?,
+                        host_facts_json: r.get(10)?,
+                    })
+                },
+            )
+            .with_context(|| format!("no campaign {id} in this database"))
+    }
+
+    /// The newest campaign's id.
+    pub fn latest_campaign(&self) -> anyhow::Result<Option<i64>> {
+        Ok(self
+            .conn
+            .query_row("SELECT max(id) FROM campaign", [], |r| r.get(0))?)
+    }
+
+    pub fn configurations(&self, campaign: i64) -> anyhow::Result<Vec<ConfigRow>> {
+        let mut st = self.conn.prepare("SELECT id, position, label, dims_json FROM configuration WHERE campaign_id = ?1 ORDER BY position")?;
+        let rows = st.query_map(params![campaign], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, pos, label, dims) = row?;
+            out.push(ConfigRow {
+                id,
+                position: pos as usize,
+                label,
+                dims: serde_json::from_str(&dims)?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// (configuration position, round) of every stored run of a campaign.
+    pub fn finished_slots(&self, campaign: i64) -> anyhow::Result<HashSet<(usize, u32)>> {
+        let mut st = self.conn.prepare(
+            "SELECT c.position, r.round FROM run r JOIN configuration c ON c.id = r.configuration_id WHERE r.campaign_id = ?1",
+        )?;
+        let rows = st.query_map(params![campaign], |r| {
+            Ok((r.get::<_, i64>(0)? as usize, r.get::<_, u32>(1)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Stores one finished run (and its intervals) in one transaction.
+    pub fn insert_run(&mut self, campaign: i64, run: &NewRun) -> anyhow::Result<i64> {
+        let tx = self.conn.transaction()?;
+        let s = run.result.as_ref().map(|r| &r.summary);
+        let imp = run.imported.as_ref();
+        let status = if run.error.is_none() { "ok" } else { "failed" };
+        tx.execute(
+            "INSERT INTO run (campaign_id, configuration_id, round, sequence, started_unix, finished_unix, status, error,
+                              bits_per_second, retransmits, lost_percent, jitter_ms, cpu_local_percent, cpu_remote_percent,
+                              result_json, counters_json, tuning_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+            params![
+                campaign,
+                run.configuration_id,
+                run.round,
+                run.sequence as i64,
+                run.started_unix,
+                run.finished_unix,
+                status,
+                run.error,
+                s.map(|s| s.bits_per_second).or(imp.map(|i| i.bits_per_second)),
+                s.and_then(|s| s.retransmits).map(|v| v as i64).or(imp.and_then(|i| i.retransmits)),
+                s.and_then(|s| s.lost_percent).or(imp.and_then(|i| i.lost_percent)),
+                s.and_then(|s| s.jitter_ms).or(imp.and_then(|i| i.jitter_ms)),
+                run.result.as_ref().map(|r| r.cpu.local_percent).or(imp.and_then(|i| i.cpu_local_percent)),
+                run.result.as_ref().map(|r| r.cpu.remote_percent).or(imp.and_then(|i| i.cpu_remote_percent)),
+                run.result.as_ref().map(serde_json::to_string).transpose()?.or(imp.map(|i| i.raw_json.clone())),
+                run.counters_json,
+                run.tuning_json,
+            ],
+        )?;
+        let run_id = tx.last_insert_rowid();
+        if let Some(result) = &run.result {
+            let mut st = tx.prepare(
+                "INSERT INTO interval (run_id, stream, idx, start_s, end_s, omitted, bytes, bits_per_second, retransmits, rtt_us, cwnd_bytes, lost_packets, jitter_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+            )?;
+            for iv in &result.intervals {
+                // Stream -1 is the total over all streams.
+                let rows = std::iter::once((-1i64, &iv.total))
+                    .chain(iv.streams.iter().map(|s| (i64::from(s.stream), s)));
+                for (stream, row) in rows {
+                    st.execute(params![
+                        run_id,
+                        stream,
+                        iv.index,
+                        iv.start_s,
+                        iv.end_s,
+                        iv.omitted,
+                        row.bytes as i64,
+                        row.bits_per_second,
+                        row.retransmits.map(|v| v as i64),
+                        row.rtt_us,
+                        row.cwnd_bytes.map(|v| v as i64),
+                        row.lost_packets.map(|v| v as i64),
+                        row.jitter_ms
+                    ])?;
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(run_id)
+    }
+
+    pub fn finish_campaign(&mut self, campaign: i64) -> anyhow::Result<()> {
+        self.conn.execute(
+            "UPDATE campaign SET finished_unix = ?1 WHERE id = ?2 AND finished_unix IS NULL",
+            params![now_unix(), campaign],
+        )?;
+        Ok(())
+    }
+
+    /// Every run of a campaign, in run order.
+    pub fn runs(&self, campaign: i64) -> anyhow::Result<Vec<RunRow>> {
+        let mut st = self.conn.prepare(
+            "SELECT r.id, c.label, c.dims_json, r.round, r.sequence, r.status, r.error, r.bits_per_second, r.retransmits,
+                    r.lost_percent, r.jitter_ms, r.cpu_local_percent, r.cpu_remote_percent, c.position
+             FROM run r JOIN configuration c ON c.id = r.configuration_id WHERE r.campaign_id = ?1 ORDER BY r.sequence",
+        )?;
+        let rows = st.query_map(params![campaign], |r| {
+            Ok(RunRow {
+                id: r.get(0)?,
+                configuration: r.get(1)?,
+                dims: serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default(),
+                round: r.get(3)?,
+                sequence: r.get::<_, i64>(4)? as u64,
+                status: r.get(5)?,
+                error: r.get(6)?,
+                bits_per_second: r.get(7)?,
+                retransmits: r.get(8)?,
+                lost_percent: r.get(9)?,
+                jitter_ms: r.get(10)?,
+                cpu_local_percent: r.get(11)?,
+                cpu_remote_percent: r.get(12)?,
+                config_position: r.get(13)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// A campaign for runs imported from other tools.
+    pub fn create_import_campaign(&mut self, name: &str) -> anyhow::Result<i64> {
+        let text = format!("# runs imported from iperf3 -J files: {name}\n");
+        self.conn.execute(
+            "INSERT INTO campaign (name, plan_toml, plan_hash, target, run_order, seed, repetitions, created_unix, finished_unix)
+             VALUES (?1, ?2, ?3, 'import', 'imported', 0, 0, ?4, ?4)",
+            params![name, text, hash(&text), now_unix()],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The newest campaign of imported runs called `name`, if any.
+    pub fn newest_import_campaign(&self, name: &str) -> anyhow::Result<Option<i64>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT max(id) FROM campaign WHERE target = 'import' AND name = ?1",
+                params![name],
+                |r| r.get(0),
+            )
+            .optional()?
+            .flatten())
+    }
+
+    /// The id of the configuration with these dimension values, created if missing.
+    pub fn configuration_for(
+        &mut self,
+        campaign: i64,
+        dims: &[(String, String)],
+    ) -> anyhow::Result<i64> {
+        let label = crate::campaigns::plan::label(dims);
+        let found: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT id FROM configuration WHERE campaign_id = ?1 AND label = ?2",
+                params![campaign, label],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(id) = found {
+            return Ok(id);
+        }
+        let pos: i64 = self.conn.query_row(
+            "SELECT coalesce(max(position) + 1, 0) FROM configuration WHERE campaign_id = ?1",
+            params![campaign],
+            |r| r.get(0),
+        )?;
+        self.conn.execute(
+            "INSERT INTO configuration (campaign_id, position, label, dims_json, spec_json) VALUES (?1, ?2, ?3, ?4, 'null')",
+            params![campaign, pos, label, serde_json::to_string(dims)?],
+        )?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Next free round of a configuration and next sequence number of a campaign.
+    pub fn next_slot(&self, campaign: i64, configuration: i64) -> anyhow::Result<(u32, usize)> {
+        let round: u32 = self.conn.query_row(
+            "SELECT coalesce(max(round) + 1, 0) FROM run WHERE configuration_id = ?1",
+            params![configuration],
+            |r| r.get(0),
+        )?;
+        let seq: i64 = self.conn.query_row(
+            "SELECT coalesce(max(sequence) + 1, 0) FROM run WHERE campaign_id = ?1",
+            params![campaign],
+            |r| r.get(0),
+        )?;
+        Ok((round, seq as usize))
+    }
+
+    /// Per-run totals of every interval: (run id, interval end in s, bit/s, omitted).
+    pub fn interval_totals(&self, campaign: i64) -> anyhow::Result<Vec<(i64, f64, f64, bool)>> {
+        let mut st = self.conn.prepare(
+            "SELECT i.run_id, i.end_s, i.bits_per_second, i.omitted FROM interval i JOIN run r ON r.id = i.run_id
+             WHERE r.campaign_id = ?1 AND i.stream = -1 ORDER BY i.run_id, i.idx",
+        )?;
+        let rows = st.query_map(params![campaign], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The engine result stored with each run (JSON), by run id.
+    pub fn run_results(&self, campaign: i64) -> anyhow::Result<Vec<(i64, Option<String>)>> {
+        let mut st = self.conn.prepare("SELECT id, result_json FROM run WHERE campaign_id = ?1 AND status = 'ok' ORDER BY sequence")?;
+        let rows = st.query_map(params![campaign], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The kernel counter deltas stored with each run (JSON), by run id.
+    pub fn run_counters(&self, campaign: i64) -> anyhow::Result<Vec<(i64, Option<String>)>> {
+        let mut st = self.conn.prepare(
+            "SELECT id, counters_json FROM run WHERE campaign_id = ?1 ORDER BY sequence",
+        )?;
+        let rows = st.query_map(params![campaign], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Stores the doctor's findings for a campaign (JSON).
+    pub fn set_doctor(&mut self, campaign: i64, json: &str) -> anyhow::Result<()> {
+        self.conn.execute(
+            "UPDATE campaign SET doctor_json = ?1 WHERE id = ?2",
+            params![json, campaign],
+        )?;
+        Ok(())
+    }
+
+    /// The doctor's findings stored with a campaign.
+    pub fn doctor(&self, campaign: i64) -> anyhow::Result<Option<String>> {
+        Ok(self.conn.query_row(
+            "SELECT doctor_json FROM campaign WHERE id = ?1",
+            params![campaign],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Direct access for importers and tests.
+    pub fn connection(&self) -> &Connection {
+        &self.conn
+    }
+}
+
+pub fn now_unix() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn migrates_an_empty_database_to_the_current_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("x.db")).unwrap();
+        assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+        // Opening again is a no-op.
+        drop(s);
+        assert_eq!(
+            Store::open(&dir.path().join("x.db"))
+                .unwrap()
+                .schema_version()
+                .unwrap(),
+            SCHEMA_VERSION
+        );
+    }
+
+    #[test]
+    fn a_second_runner_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("x.db");
+        let lock = RunnerLock::acquire(&db).unwrap();
+        let err = RunnerLock::acquire(&db).err().unwrap().to_string();
+        assert!(err.contains("another netsweep runner"), "{err}");
+        drop(lock);
+        RunnerLock::acquire(&db).unwrap();
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused_with_advice() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("x.db");
+        Connection::open(&db)
+            .unwrap()
+            .pragma_update(None, "user_version", 99)
+            .unwrap();
+        let err = Store::open(&db).err().unwrap();
+        assert!(format!("{err:#}").contains("upgrade netsweep"), "{err:#}");
+    }
+}

@@ -1,0 +1,171 @@
+//! `netsweep doctor`: runs the expert checklist (NIC model and driver, MTU, queues, offloads,
+//! drops and retransmissions, buffers against the bandwidth-delay product, congestion control,
+//! firewall state, CPU governor, kernel) and says what is wrong and how to fix it. Each
+//! finding has a stable id, a severity, the evidence read, and the fix.
+//!
+//! Checks read `/proc` and `/sys` under a `HostView` root, so fixture trees stand in for a real
+//! host; `peer` adds path checks against a running `netsweep server`, `libvirt` reads a domain
+//! definition.
+
+pub mod host;
+pub mod libvirt;
+pub mod nic;
+pub mod peer;
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// An optional value as text, `?` when unknown.
+pub(crate) fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|x| x.to_string()).unwrap_or_else(|| "?".into())
+}
+
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Ok,
+    Info,
+    Warning,
+    Problem,
+}
+
+/// One result of a check.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable identifier, e.g. `nic.emulated.eth0`.
+    pub id: String,
+    pub severity: Severity,
+    pub title: String,
+    /// The values read, as `name = value` pairs.
+    pub evidence: Vec<(String, String)>,
+    /// The command or setting to change.
+    pub fix: Option<String>,
+}
+
+impl Finding {
+    pub fn new(id: impl Into<String>, severity: Severity, title: impl Into<String>) -> Finding {
+        Finding {
+            id: id.into(),
+            severity,
+            title: title.into(),
+            evidence: Vec::new(),
+            fix: None,
+        }
+    }
+
+    pub fn evidence(mut self, k: impl Into<String>, v: impl ToString) -> Finding {
+        self.evidence.push((k.into(), v.to_string()));
+        self
+    }
+
+    pub fn fix(mut self, f: impl Into<String>) -> Finding {
+        self.fix = Some(f.into());
+        self
+    }
+}
+
+/// Where a host's `/proc` and `/sys` are (the live system or a fixture tree).
+#[derive(Debug, Clone)]
+pub struct HostView {
+    pub proc_root: PathBuf,
+    pub sys_root: PathBuf,
+    /// False for fixture trees: checks that need live commands (ethtool) say so instead.
+    pub live: bool,
+}
+
+impl HostView {
+    pub fn live() -> HostView {
+        HostView {
+            proc_root: "/proc".into(),
+            sys_root: "/sys".into(),
+            live: true,
+        }
+    }
+
+    /// A fixture tree with `proc/` and `sys/` below `root`.
+    pub fn fixture(root: &Path) -> HostView {
+        HostView {
+            proc_root: root.join("proc"),
+            sys_root: root.join("sys"),
+            live: false,
+        }
+    }
+
+    pub fn read(&self, rel: &str) -> Option<String> {
+        let (base, rest) = rel.split_once('/')?;
+        let root = if base == "proc" {
+            &self.proc_root
+        } else {
+            &self.sys_root
+        };
+        crate::inputs::read_pseudo(&root.join(rest))
+            .ok()
+            .map(|s| s.trim().to_string())
+    }
+
+    pub fn sysctl(&self, key: &str) -> Option<String> {
+        crate::host::hostfacts::sysctl(&self.proc_root, key)
+    }
+}
+
+/// What the user told us about the path.
+#[derive(Debug, Clone, Default)]
+pub struct PathHints {
+    /// Bottleneck rate, bit/s (`--rate`, else the fastest link speed).
+    pub rate_bps: Option<f64>,
+    /// Round-trip time (`--rtt`, or measured to `--peer`).
+    pub rtt: Option<std::time::Duration>,
+}
+
+/// A full diagnosis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    pub findings: Vec<Finding>,
+}
+
+impl Diagnosis {
+    pub fn worst(&self) -> Severity {
+        self.findings
+            .iter()
+            .map(|f| f.severity)
+            .max()
+            .unwrap_or(Severity::Ok)
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Finding> {
+        self.findings.iter().find(|f| f.id == id)
+    }
+}
+
+/// Renders findings for a terminal, worst first.
+pub fn render(d: &Diagnosis) -> String {
+    let mut out = String::new();
+    let mut sorted: Vec<&Finding> = d.findings.iter().collect();
+    sorted.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.id.cmp(&b.id)));
+    for f in sorted {
+        let tag = match f.severity {
+            Severity::Problem => "PROBLEM",
+            Severity::Warning => "WARNING",
+            Severity::Info => "info   ",
+            Severity::Ok => "ok     ",
+        };
+        out.push_str(&format!("{tag} {}  [{}]\n", f.title, f.id));
+        if !f.evidence.is_empty() && f.severity >= Severity::Warning {
+            let ev: Vec<String> = f.evidence.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            out.push_str(&format!("        evidence: {}\n", ev.join(", ")));
+        }
+        if let Some(fix) = &f.fix {
+            out.push_str(&format!("        fix: {fix}\n"));
+        }
+    }
+    let counts = |s| d.findings.iter().filter(|f| f.severity == s).count();
+    out.push_str(&format!(
+        "{} problem(s), {} warning(s), {} note(s), {} check(s) fine\n",
+        counts(Severity::Problem),
+        counts(Severity::Warning),
+        counts(Severity::Info),
+        counts(Severity::Ok)
+    ));
+    out
+}

@@ -1,0 +1,239 @@
+//! Path checks against a running `netsweep server`: round-trip time (TCP connects), the largest
+//! packet that passes without fragmentation (ping with DF set, bisected), and a short test in
+//! each direction with a warning when they differ by more than 2x.
+
+use super::{Finding, Severity};
+use crate::traffic::client::{self, ClientConfig};
+use crate::traffic::spec::{Direction, TestSpec};
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+/// Median time of five TCP connects.
+fn connect_rtt(addr: SocketAddr) -> Option<Duration> {
+    let mut v: Vec<Duration> = (0..5)
+        .filter_map(|_| {
+            let t = Instant::now();
+            TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+                .ok()
+                .map(|_| t.elapsed())
+        })
+        .collect();
+    v.sort();
+    v.get(v.len() / 2).copied()
+}
+
+/// The MTU this host would use towards `addr` (IP_MTU of a connected UDP socket).
+fn route_mtu(addr: SocketAddr) -> Option<u32> {
+    let any = if addr.is_ipv4() {
+        "0.0.0.0:0"
+    } else {
+        "[::]:0"
+    };
+    let s = UdpSocket::bind(any).ok()?;
+    s.connect(addr).ok()?;
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    let (level, name) = if addr.is_ipv4() {
+        (libc::IPPROTO_IP, libc::IP_MTU)
+    } else {
+        (libc::IPPROTO_IPV6, libc::IPV6_MTU)
+    };
+    // SAFETY: getsockopt writes one c_int into `v`.
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            level,
+            name,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0 && v > 0).then_some(v as u32)
+}
+
+/// Whether a packet of `size` bytes (IP total) reaches `ip` with fragmentation forbidden, in
+/// one try; `None` without ping.
+fn ping_once(ip: &str, size: u32, v6: bool, wait: Duration) -> Option<bool> {
+    let header = if v6 { 48 } else { 28 };
+    let out = Command::new("ping")
+        .args(if v6 { vec!["-6"] } else { vec!["-4"] })
+        .args([
+            "-M",
+            "do",
+            "-c",
+            "1",
+            "-W",
+            &format!("{:.3}", wait.as_secs_f64()),
+            "-s",
+            &(size.saturating_sub(header)).to_string(),
+            ip,
+        ])
+        .output()
+        .ok()?;
+    Some(out.status.success())
+}
+
+/// Largest packet size that reaches `ip` unfragmented, up to `high`; `None` without ping.
+fn path_mtu(ip: &str, high: u32, v6: bool, rtt: Duration) -> Option<u32> {
+    // A reply later than this is taken as lost (then tried again): a few RTTs, within reason.
+    let wait = (rtt * 4).clamp(Duration::from_millis(200), Duration::from_secs(2));
+    bisect_mtu(high, &mut |size| ping_once(ip, size, v6, wait))
+}
+
+/// Tries per size before it counts as blocked, so random loss does not read as a smaller MTU.
+const PROBE_TRIES: usize = 3;
+
+/// Largest size in [1280, high] for which `probe` succeeds (0 if not even 1280), by bisection.
+/// `probe` is one try; a size passes if any of `PROBE_TRIES` tries does.
+fn bisect_mtu(high: u32, probe: &mut dyn FnMut(u32) -> Option<bool>) -> Option<u32> {
+    let mut passes = |size: u32| -> Option<bool> {
+        for _ in 0..PROBE_TRIES {
+            if probe(size)? {
+                return Some(true);
+            }
+        }
+        Some(false)
+    };
+    let low = 1280;
+    if passes(high)? {
+        return Some(high);
+    }
+    if !passes(low)? {
+        return Some(0);
+    }
+    let (mut ok, mut bad) = (low, high);
+    while bad - ok > 1 {
+        let mid = ok + (bad - ok) / 2;
+        if passes(mid)? { ok = mid } else { bad = mid }
+    }
+    Some(ok)
+}
+
+fn short_test(addr: SocketAddr, direction: Direction) -> Result<f64, String> {
+    let spec = TestSpec {
+        direction,
+        omit: Duration::from_millis(500),
+        ..TestSpec::tcp(Duration::from_secs(2))
+    };
+    client::run_test(
+        &ClientConfig::new(addr),
+        &spec,
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .map(|r| r.summary.bits_per_second)
+    .map_err(|e| e.message)
+}
+
+/// Every path check; returns the findings and the measured RTT.
+pub fn check(addr: SocketAddr, run_tests: bool) -> (Vec<Finding>, Option<Duration>) {
+    let mut out = Vec::new();
+    let Some(rtt) = connect_rtt(addr) else {
+        out.push(
+            Finding::new(
+                "peer.unreachable",
+                Severity::Problem,
+                format!("cannot connect to {addr}"),
+            )
+            .fix("start `netsweep server` there and check firewalls; the peer checks need it"),
+        );
+        return (out, None);
+    };
+    out.push(
+        Finding::new(
+            "peer.rtt",
+            Severity::Info,
+            format!(
+                "round-trip time to {addr}: {:.3} ms (TCP connect, median of 5)",
+                rtt.as_secs_f64() * 1e3
+            ),
+        )
+        .evidence("rtt_ms", format!("{:.3}", rtt.as_secs_f64() * 1e3)),
+    );
+    let ip = addr.ip().to_string();
+    match route_mtu(addr) {
+        Some(mtu) => match path_mtu(&ip, mtu, addr.is_ipv6(), rtt) {
+            Some(p) if p < mtu => out.push(
+                Finding::new("peer.pmtu", Severity::Problem, format!("packets larger than {p} bytes do not reach {ip} although this host sends up to {mtu}: an MTU mismatch on the path (jumbo frames on one side only?)"))
+                    .evidence("interface_mtu", mtu)
+                    .evidence("path_mtu", p)
+                    .fix(format!("use the same MTU on both ends (ip link set dev IFACE mtu {p} here, or raise the peer's and every hop's MTU to {mtu})")),
+            ),
+            Some(p) => out.push(Finding::new("peer.pmtu", Severity::Ok, format!("packets of the full {p}-byte MTU reach {ip} unfragmented")).evidence("path_mtu", p)),
+            None => out.push(Finding::new("peer.pmtu", Severity::Info, "path MTU not probed: the ping command is missing").fix("apt-get install iputils-ping")),
+        },
+        None => out.push(Finding::new("peer.pmtu", Severity::Info, "path MTU not probed: no route MTU")),
+    }
+    if run_tests {
+        match (
+            short_test(addr, Direction::Forward),
+            short_test(addr, Direction::Reverse),
+        ) {
+            (Ok(up), Ok(down)) => {
+                let ratio = up.max(down) / up.min(down).max(1.0);
+                let mut f = Finding::new(
+                    "peer.asymmetry",
+                    Severity::Ok,
+                    format!(
+                        "to the peer {}, from the peer {}",
+                        crate::units::BitRate(up),
+                        crate::units::BitRate(down)
+                    ),
+                )
+                .evidence("upload_bps", format!("{up:.0}"))
+                .evidence("download_bps", format!("{down:.0}"));
+                if ratio > 2.0 {
+                    f.severity = Severity::Warning;
+                    f.title = format!(
+                        "the two directions differ by {ratio:.1}x (to the peer {}, from it {}): the classic sign of an emulated NIC or an offload bug",
+                        crate::units::BitRate(up),
+                        crate::units::BitRate(down)
+                    );
+                    f.fix = Some("check both hosts' NIC drivers (virtio, not rtl8139/e1000) and offloads (ethtool -k)".into());
+                }
+                out.push(f);
+            }
+            (a, b) => out.push(Finding::new(
+                "peer.test_failed",
+                Severity::Warning,
+                format!(
+                    "short tests failed: {}",
+                    [a.err(), b.err()]
+                        .into_iter()
+                        .flatten()
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            )),
+        }
+    }
+    (out, Some(rtt))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: one ping per size, so a single lost reply on a lossy path read as "too big"
+    /// and the doctor reported a smaller path MTU than the real one.
+    #[test]
+    fn lost_probes_do_not_shrink_the_path_mtu() {
+        // A 1504-byte path where the first two tries of every size are lost.
+        let mut tries: std::collections::HashMap<u32, usize> = Default::default();
+        let mut lossy = |size: u32| {
+            let n = tries.entry(size).or_default();
+            *n += 1;
+            Some(*n > 2 && size <= 1504)
+        };
+        assert_eq!(bisect_mtu(9000, &mut lossy), Some(1504));
+        let mut clean = |size: u32| Some(size <= 9000);
+        assert_eq!(bisect_mtu(9000, &mut clean), Some(9000));
+        let mut blocked = |_| Some(false);
+        assert_eq!(bisect_mtu(9000, &mut blocked), Some(0));
+        let mut no_ping = |_| None;
+        assert_eq!(bisect_mtu(9000, &mut no_ping), None);
+    }
+}

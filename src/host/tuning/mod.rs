@@ -1,0 +1,539 @@
+//! `netsweep tune`: applies sysctl profiles to a target (this host, a network namespace or lab
+//! host, or a remote host through ssh) and always puts the original values back.
+//!
+//! Safety order: every key and value is checked first (allowlist, existence, syntax, scope), so
+//! a rejected profile writes nothing; then the original values go to a journal (fsynced) before
+//! the first write; each write is read back and verified. A journal whose owner process died
+//! (kill -9, crash) is restored by the next tuning command, which says so. Restore is
+//! idempotent. The network-facing server never calls this module.
+
+pub mod profile;
+
+use crate::platform::netns;
+use anyhow::{Context, bail};
+use profile::{Profile, Scope};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Where settings are changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    Local,
+    /// A network namespace by name (`netns:NAME`, or `lab:NAME:a` for a lab host).
+    Netns(String),
+    /// `ssh:USER@HOST`: netsweep runs `netsweep tune ...` there.
+    Ssh(String),
+}
+
+impl Target {
+    pub fn parse(s: &str) -> Result<Target, String> {
+        if s == "local" {
+            return Ok(Target::Local);
+        }
+        if let Some(ns) = s
+            .strip_prefix("netns:")
+            .filter(|n| !n.is_empty() && !n.contains('/'))
+        {
+            return Ok(Target::Netns(ns.to_string()));
+        }
+        if let Some(rest) = s.strip_prefix("lab:") {
+            let (name, host) = rest
+                .rsplit_once(':')
+                .ok_or("lab targets are lab:NAME:a or lab:NAME:b")?;
+            let h =
+                crate::lab::Host::parse(host).ok_or("lab targets are lab:NAME:a or lab:NAME:b")?;
+            let names = crate::lab::LabNames::new(name)?;
+            return Ok(Target::Netns(names.namespace(h)));
+        }
+        if let Some(dest) = s
+            .strip_prefix("ssh:")
+            .filter(|d| !d.is_empty() && !d.starts_with('-'))
+        {
+            return Ok(Target::Ssh(dest.to_string()));
+        }
+        Err(format!(
+            "target {s:?} is not local, netns:NAME, lab:NAME:a|b or ssh:USER@HOST"
+        ))
+    }
+
+    /// A file-name-safe identity for the journal.
+    pub fn id(&self) -> String {
+        match self {
+            // The namespace's inode: `local` inside two namespaces is two different targets.
+            Target::Local => {
+                let ns = std::fs::read_link("/proc/thread-self/ns/net")
+                    .map(|l| l.to_string_lossy().to_string())
+                    .unwrap_or_default();
+                let inode: String = ns.chars().filter(|c| c.is_ascii_digit()).collect();
+                format!("local-net{inode}")
+            }
+            Target::Netns(n) => format!("netns-{n}"),
+            Target::Ssh(d) => format!("ssh-{}", d.replace(['/', '@', ':'], "_")),
+        }
+    }
+
+    fn path(key: &str) -> PathBuf {
+        Path::new("/proc/sys").join(key.replace('.', "/"))
+    }
+
+    /// Reads a sysctl on the target.
+    pub fn read(&self, key: &str) -> anyhow::Result<String> {
+        let p = Self::path(key);
+        let v = match self {
+            Target::Local => std::fs::read_to_string(&p),
+            Target::Netns(ns) => netns::run_in(ns, || std::fs::read_to_string(&p))?,
+            Target::Ssh(_) => bail!("ssh targets are handled by the remote netsweep"),
+        }
+        .with_context(|| format!("the kernel has no {key}"))?;
+        Ok(normalize(&v))
+    }
+
+    /// Whether this process may write `key` here; only the local host is checked (entering a
+    /// namespace needs root anyway, and the remote checks for itself).
+    fn writable(&self, key: &str) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        let Target::Local = self else {
+            return true;
+        };
+        let Ok(path) = std::ffi::CString::new(Self::path(key).as_os_str().as_bytes()) else {
+            return false;
+        };
+        // SAFETY: access(2) with a NUL-terminated path we own.
+        unsafe { libc::access(path.as_ptr(), libc::W_OK) == 0 }
+    }
+
+    fn write(&self, key: &str, value: &str) -> anyhow::Result<()> {
+        let p = Self::path(key);
+        let r = match self {
+            Target::Local => std::fs::write(&p, value),
+            Target::Netns(ns) => netns::run_in(ns, || std::fs::write(&p, value))?,
+            Target::Ssh(_) => bail!("ssh targets are handled by the remote netsweep"),
+        };
+        r.with_context(|| format!("cannot write {key} = {value}"))
+    }
+}
+
+/// Whitespace-normalised value ("4096\t131072\t6291456" -> "4096 131072 6291456").
+pub fn normalize(v: &str) -> String {
+    v.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// One changed setting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    pub key: String,
+    pub original: String,
+    pub applied: String,
+}
+
+/// The record of what a target had before tuning.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Journal {
+    pub target: String,
+    pub profile: String,
+    /// The process that restores it when it ends; `None` for `tune apply` without `--hold`,
+    /// which stays until `tune restore`.
+    pub owner_pid: Option<u32>,
+    pub created_unix: f64,
+    pub entries: Vec<Entry>,
+}
+
+/// Directory of journals: `/run/netsweep/tuning`, or the user's runtime directory.
+pub fn journal_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("NETSWEEP_RUNTIME_DIR") {
+        return PathBuf::from(d).join("tuning");
+    }
+    if crate::platform::netns::is_root() {
+        return PathBuf::from("/run/netsweep/tuning");
+    }
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir)
+        .join("netsweep/tuning")
+}
+
+fn journal_path(t: &Target) -> PathBuf {
+    journal_dir().join(format!("{}.json", t.id()))
+}
+
+pub fn read_journal(t: &Target) -> Option<Journal> {
+    serde_json::from_str(&std::fs::read_to_string(journal_path(t)).ok()?).ok()
+}
+
+/// Writes the journal durably: temporary file, fsync, rename, fsync of the directory.
+fn write_journal(t: &Target, j: &Journal) -> anyhow::Result<()> {
+    let dir = journal_dir();
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = journal_path(t);
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(&serde_json::to_vec_pretty(j)?)?;
+    f.sync_all()?;
+    std::fs::rename(&tmp, &path)?;
+    std::fs::File::open(&dir)?.sync_all()?;
+    Ok(())
+}
+
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// What a restore did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Restored {
+    pub profile: String,
+    pub entries: Vec<Entry>,
+    /// The owner that died without restoring, when this was crash recovery.
+    pub crashed_owner: Option<u32>,
+}
+
+/// Restores a journal left by a process that died; `None` if there is none to recover.
+pub fn recover(t: &Target) -> anyhow::Result<Option<Restored>> {
+    match read_journal(t) {
+        Some(j) if j.owner_pid.is_some_and(|p| !alive(p)) => {
+            let owner = j.owner_pid;
+            let mut r = restore(t)?.context("journal vanished")?;
+            r.crashed_owner = owner;
+            Ok(Some(r))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Writes the originals of `entries` back (last change first); keys already at their
+/// original value are left alone. Returns the errors.
+fn put_back(t: &Target, entries: &[Entry]) -> Vec<String> {
+    let mut errors = Vec::new();
+    for e in entries.iter().rev() {
+        if t.read(&e.key).is_ok_and(|v| v == normalize(&e.original)) {
+            continue;
+        }
+        if let Err(err) = t.write(&e.key, &e.original) {
+            errors.push(format!("{err:#}"));
+            continue;
+        }
+        match t.read(&e.key) {
+            Ok(v) if v == normalize(&e.original) => {}
+            Ok(v) => errors.push(format!(
+                "{} reads {v:?} after restoring {:?}",
+                e.key, e.original
+            )),
+            Err(err) => errors.push(format!("{err:#}")),
+        }
+    }
+    errors
+}
+
+/// Puts every journaled key back and removes the journal. `None`: nothing to restore.
+pub fn restore(t: &Target) -> anyhow::Result<Option<Restored>> {
+    let Some(j) = read_journal(t) else {
+        return Ok(None);
+    };
+    let errors = put_back(t, &j.entries);
+    if !errors.is_empty() {
+        bail!(
+            "restoring {} left the journal {} in place: {}",
+            t.id(),
+            journal_path(t).display(),
+            errors.join("; ")
+        );
+    }
+    std::fs::remove_file(journal_path(t)).ok();
+    Ok(Some(Restored {
+        profile: j.profile,
+        entries: j.entries,
+        crashed_owner: None,
+    }))
+}
+
+/// Options of `apply`.
+#[derive(Debug, Clone, Default)]
+pub struct ApplyOptions {
+    /// Allow host-wide keys on a namespace target.
+    pub allow_host_wide: bool,
+    /// Owner process (restores at its end); `None` keeps the settings until `tune restore`.
+    pub owner_pid: Option<u32>,
+}
+
+/// Checks everything a profile would write on a target; every problem at once.
+pub fn validate(t: &Target, p: &Profile, opts: &ApplyOptions) -> Result<(), Vec<String>> {
+    let mut errors = Vec::new();
+    for (k, (v, _)) in &p.linux {
+        if let Err(e) = profile::check(k, v) {
+            errors.push(e);
+            continue;
+        }
+        if matches!(t, Target::Netns(_))
+            && profile::scope(k) == Some(Scope::HostWide)
+            && !opts.allow_host_wide
+        {
+            errors.push(format!("{k} is host-wide, not per namespace: changing it on {} changes the whole host (leave it out, e.g. with the built-in high-bdp-ns instead of high-bdp; or allow it: --allow-host-wide, or allow_host_wide = true in a plan's [target])", t.id()));
+            continue;
+        }
+        if let Err(e) = t.read(k) {
+            errors.push(format!("{e:#}"));
+        } else if !t.writable(k) {
+            errors.push(format!(
+                "{k} cannot be changed by this user on {}: changing sysctls needs root",
+                t.id()
+            ));
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// Applies a profile: validate, journal, write, verify. On any failure what was written is
+/// restored.
+pub fn apply(t: &Target, p: &Profile, opts: &ApplyOptions) -> anyhow::Result<Vec<Entry>> {
+    if let Some(j) = read_journal(t) {
+        bail!(
+            "{} is already tuned with profile {} ({} settings): run `netsweep tune restore --target {}` first",
+            t.id(),
+            j.profile,
+            j.entries.len(),
+            target_arg(t)
+        );
+    }
+    validate(t, p, opts).map_err(|e| {
+        anyhow::anyhow!(
+            "profile {} was not applied, nothing was written:\n  {}",
+            p.name,
+            e.join("\n  ")
+        )
+    })?;
+    let mut entries = Vec::new();
+    for (k, (v, _)) in &p.linux {
+        let original = t.read(k)?;
+        let applied = if p.raise_only {
+            profile::raised(&original, v)
+        } else {
+            normalize(v)
+        };
+        entries.push(Entry {
+            key: k.clone(),
+            original,
+            applied,
+        });
+    }
+    let journal = Journal {
+        target: t.id(),
+        profile: p.name.clone(),
+        owner_pid: opts.owner_pid,
+        created_unix: crate::campaigns::store::now_unix(),
+        entries: entries.clone(),
+    };
+    write_journal(t, &journal)?;
+    for (i, e) in entries.iter().enumerate() {
+        let verified = t
+            .write(&e.key, &e.applied)
+            .and_then(|_| t.read(&e.key))
+            .and_then(|now| {
+                if now == e.applied {
+                    Ok(())
+                } else {
+                    bail!(
+                        "{} reads {now:?} after writing {:?} (the kernel adjusted or refused it)",
+                        e.key,
+                        e.applied
+                    )
+                }
+            });
+        if let Err(err) = verified {
+            // Undo what was written, including a partial write of this key.
+            let errors = put_back(t, &entries[..=i]);
+            if errors.is_empty() {
+                std::fs::remove_file(journal_path(t)).ok();
+                bail!("{err:#}; the original values were restored");
+            }
+            bail!(
+                "{err:#}; restoring failed too ({}), the journal {} stays for `tune restore`",
+                errors.join("; "),
+                journal_path(t).display()
+            );
+        }
+    }
+    Ok(entries)
+}
+
+/// A host tuned through OpenSSH by running `netsweep tune ... --target local` there (the
+/// server side of a campaign against a remote `netsweep server`). The remote netsweep keeps
+/// its own journal; a restore here is idempotent there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remote {
+    /// `USER@HOST`.
+    pub dest: String,
+    /// OpenSSH options, each passed as `-o OPTION`.
+    pub ssh_options: Vec<String>,
+    /// The netsweep command on the remote host.
+    pub netsweep: String,
+}
+
+impl Remote {
+    fn run(&self, args: &[&str], stdin: Option<&str>) -> Result<String, String> {
+        let mut cmd = std::process::Command::new("ssh");
+        cmd.args(["-o", "BatchMode=yes"]);
+        for o in &self.ssh_options {
+            cmd.args(["-o", o]);
+        }
+        cmd.args(["--", &self.dest, &self.netsweep, "tune"])
+            .args(args);
+        cmd.stdin(if stdin.is_some() {
+            std::process::Stdio::piped()
+        } else {
+            std::process::Stdio::null()
+        });
+        cmd.stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = cmd.spawn().map_err(|e| format!("cannot run ssh: {e}"))?;
+        if let (Some(text), Some(mut pipe)) = (stdin, child.stdin.take()) {
+            pipe.write_all(text.as_bytes())
+                .map_err(|e| format!("ssh stdin: {e}"))?;
+        }
+        let out = child.wait_with_output().map_err(|e| e.to_string())?;
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        if out.status.success() {
+            Ok(text)
+        } else {
+            Err(format!(
+                "`netsweep tune {}` on {} failed: {}{}",
+                args.join(" "),
+                self.dest,
+                text.trim(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+
+    pub fn id(&self) -> String {
+        format!("ssh:{}", self.dest)
+    }
+
+    /// Applies `p` there (sent as a profile file on standard input).
+    pub fn apply(&self, p: &Profile) -> Result<String, String> {
+        self.run(
+            &["apply", &p.name, "--profiles", "-", "--target", "local"],
+            Some(&profile::to_toml(p)),
+        )
+    }
+
+    /// Restores there; true when something was restored.
+    pub fn restore(&self) -> Result<bool, String> {
+        self.run(&["restore", "--target", "local"], None)
+            .map(|t| t.contains("restored profile"))
+    }
+
+    pub fn status(&self) -> Result<String, String> {
+        self.run(&["status", "--target", "local"], None)
+    }
+}
+
+/// How to name a target on the command line.
+pub fn target_arg(t: &Target) -> String {
+    match t {
+        Target::Local => "local".into(),
+        Target::Netns(n) => format!("netns:{n}"),
+        Target::Ssh(d) => format!("ssh:{d}"),
+    }
+}
+
+/// The bandwidth-delay product and the buffer settings it implies, against current limits.
+pub fn bdp_text(rate_bps: f64, rtt_s: f64, current: &dyn Fn(&str) -> Option<String>) -> String {
+    use crate::units::{BitRate, Bytes};
+    let bdp = (rate_bps / 8.0 * rtt_s).ceil() as u64;
+    let need = 2 * bdp;
+    let mut s = format!(
+        "bandwidth-delay product: {} x {:.3} ms = {} ({bdp} bytes)\n\
+         one TCP flow needs a window of at least the BDP; Linux advertises about half of its\n\
+         receive buffer, so the buffers should allow 2 x BDP = {need} bytes:\n",
+        BitRate(rate_bps),
+        rtt_s * 1e3,
+        Bytes(bdp)
+    );
+    let third = |v: &str| {
+        v.split_whitespace()
+            .nth(2)
+            .and_then(|x| x.parse::<u64>().ok())
+    };
+    for (key, want, max_of) in [
+        ("net.ipv4.tcp_rmem", format!("4096 131072 {need}"), true),
+        ("net.ipv4.tcp_wmem", format!("4096 16384 {need}"), true),
+        ("net.core.rmem_max", need.to_string(), false),
+        ("net.core.wmem_max", need.to_string(), false),
+    ] {
+        let cur = current(key);
+        let cur_max = cur.as_deref().and_then(|c| {
+            if max_of {
+                third(c)
+            } else {
+                c.trim().parse().ok()
+            }
+        });
+        let verdict = match cur_max {
+            Some(m) if m >= need => "enough".to_string(),
+            Some(m) => format!(
+                "too small: a flow is capped near {}",
+                BitRate(m as f64 / 2.0 * 8.0 / rtt_s)
+            ),
+            None => "unknown".into(),
+        };
+        s.push_str(&format!(
+            "  {key} = \"{want}\"   (now \"{}\": {verdict})\n",
+            cur.map(|c| normalize(&c)).unwrap_or_default()
+        ));
+    }
+    // The values as a user types them: `--rate 10000000000 --rtt 1.6ms` parses back exactly.
+    s.push_str(&format!(
+        "apply with: netsweep tune apply high-bdp --rate {} --rtt {}ms [--target T]\n",
+        rate_bps.round(),
+        rtt_s * 1000.0
+    ));
+    s.push_str(
+        "  (on a lab host or other namespace: high-bdp-ns, the same without the host-wide keys)\n",
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse() {
+        assert_eq!(Target::parse("local"), Ok(Target::Local));
+        assert_eq!(Target::parse("netns:x1"), Ok(Target::Netns("x1".into())));
+        assert_eq!(
+            Target::parse("lab:wan:b"),
+            Ok(Target::Netns("nsw-wan-b".into()))
+        );
+        assert_eq!(
+            Target::parse("ssh:me@host"),
+            Ok(Target::Ssh("me@host".into()))
+        );
+        assert!(Target::parse("ssh:-oProxyCommand=x").is_err());
+        assert!(Target::parse("netns:../x").is_err());
+        assert!(Target::parse("lab:wan:c").is_err());
+    }
+
+    #[test]
+    fn bdp_of_10g_at_1_6_ms() {
+        let text = bdp_text(10e9, 0.0016, &|k| {
+            (k == "net.ipv4.tcp_rmem").then(|| "4096\t131072\t6291456".to_string())
+        });
+        assert!(text.contains("2000000 bytes"), "{text}");
+        assert!(text.contains("net.ipv4.tcp_rmem = \"4096 131072 4000000\"   (now \"4096 131072 6291456\": enough)"), "{text}");
+        assert!(
+            text.contains("net.ipv4.tcp_wmem = \"4096 16384 4000000\"   (now \"\": unknown)"),
+            "{text}"
+        );
+        // Regression: the hint ended with `--rate RATE --rtt RTT` placeholders.
+        assert!(
+            text.contains("tune apply high-bdp --rate 10000000000 --rtt 1.6ms"),
+            "{text}"
+        );
+    }
+}

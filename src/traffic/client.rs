@@ -1,0 +1,692 @@
+//! `netsweep client`: runs one test against a `netsweep server` and returns a typed
+//! `TestResult`. Interval results are handed to a callback as soon as both ends have reported
+//! them; the command line, the campaign runner and the lab all call `run_test`.
+//!
+//! Faults end the test with a `TestError` that carries whatever was measured until then.
+
+use crate::traffic::engine::{EngineEvent, StreamSocket};
+use crate::traffic::measure::{IntervalReport, Role, StreamReport};
+use crate::traffic::protocol::{
+    self, ClientMsg, IO_DEADLINE, ServerMsg, Token, read_exact_by, read_frame, write_frame,
+};
+use crate::traffic::result::{self, CpuResult, Interval, StartInfo, StreamPair, TestResult};
+use crate::traffic::server::spawn_reader;
+use crate::traffic::session::{self, Finished};
+use crate::traffic::spec::{Flow, Protocol, TestSpec};
+use crate::traffic::timeline::Timeline;
+use socket2::{Domain, SockAddr, Socket, Type};
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant, SystemTime};
+
+mod remote;
+
+use remote::Remote;
+
+/// Where the client's sockets are bound (`-B`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bind {
+    Address(IpAddr),
+    Device(String),
+}
+
+/// Which protocol the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PeerProtocol {
+    #[default]
+    Netsweep,
+    /// An iperf3 server (`--iperf3`).
+    Iperf3,
+    /// netsweep, or iperf3 when the server does not answer netsweep's preamble within
+    /// `DETECT_WAIT` (used on iperf3's port 5201).
+    Detect,
+}
+
+/// How long a server on iperf3's port has to answer netsweep's preamble before the client
+/// speaks iperf3 to it (a netsweep server answers within one round trip).
+pub const DETECT_WAIT: Duration = Duration::from_secs(1);
+
+/// How to reach the server.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub server: SocketAddr,
+    pub peer: PeerProtocol,
+    pub bind: Option<Bind>,
+    pub connect_timeout: Duration,
+    /// What the command line's conversion chose for the user and should tell them at the start
+    /// (a default rate, a flag accepted as a no-op).
+    pub notes: Vec<String>,
+}
+
+impl ClientConfig {
+    pub fn new(server: SocketAddr) -> ClientConfig {
+        ClientConfig {
+            server,
+            peer: PeerProtocol::default(),
+            bind: None,
+            connect_timeout: Duration::from_secs(5),
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// A test that failed; `partial` holds what was measured before the failure.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct TestError {
+    pub message: String,
+    pub partial: Option<Box<TestResult>>,
+}
+
+impl TestError {
+    pub(crate) fn new(message: impl Into<String>) -> TestError {
+        TestError {
+            message: message.into(),
+            partial: None,
+        }
+    }
+}
+
+impl From<protocol::ProtocolError> for TestError {
+    fn from(e: protocol::ProtocolError) -> Self {
+        TestError::new(e.to_string())
+    }
+}
+
+pub(crate) fn new_socket(
+    cfg: &ClientConfig,
+    ty: Type,
+    proto: socket2::Protocol,
+) -> std::io::Result<Socket> {
+    let sock = Socket::new(Domain::for_address(cfg.server), ty, Some(proto))?;
+    match &cfg.bind {
+        Some(Bind::Address(ip)) => sock.bind(&SockAddr::from(SocketAddr::new(*ip, 0)))?,
+        Some(Bind::Device(dev)) => sock.bind_device(Some(dev.as_bytes()))?,
+        None => {}
+    }
+    Ok(sock)
+}
+
+pub(crate) fn connect_tcp(
+    cfg: &ClientConfig,
+    spec: Option<&TestSpec>,
+) -> std::io::Result<TcpStream> {
+    let sock = new_socket(cfg, Type::STREAM, socket2::Protocol::TCP)?;
+    if let Some(spec) = spec {
+        // Before connect: the window scale and the advertised MSS are fixed by the SYN.
+        if let Some(mss) = spec.mss_bytes {
+            sock.set_tcp_mss(mss)?;
+        }
+        let stream: TcpStream = sock.try_clone()?.into();
+        session::prepare_tcp(&stream, spec)?;
+    }
+    sock.connect_timeout(&SockAddr::from(cfg.server), cfg.connect_timeout)?;
+    Ok(sock.into())
+}
+
+/// Runs one test. `stop` ends it early (Ctrl-C); `on_interval` sees each merged interval.
+pub fn run_test(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+) -> Result<TestResult, TestError> {
+    if cfg.peer == PeerProtocol::Iperf3 {
+        return crate::traffic::iperf3::client::run_test(cfg, spec, stop, on_interval);
+    }
+    spec.validate().map_err(|e| TestError::new(e.to_string()))?;
+    let server = cfg.server;
+    let mut ctrl =
+        connect_tcp(cfg, None).map_err(|e| TestError::new(connect_advice(server, &e)))?;
+    let _ = ctrl.set_nodelay(true);
+    let t0 = Instant::now();
+    ctrl.write_all(&protocol::control_preamble())
+        .map_err(|e| TestError::new(format!("{server}: {e}")))?;
+    let mut pre = [0u8; 8];
+    let wait = if cfg.peer == PeerProtocol::Detect {
+        DETECT_WAIT
+    } else {
+        IO_DEADLINE
+    };
+    match read_exact_by(&mut ctrl, &mut pre, Instant::now() + wait) {
+        Ok(()) => {}
+        Err(protocol::ProtocolError::Timeout(_)) if cfg.peer == PeerProtocol::Detect => {
+            let mut result = crate::traffic::iperf3::client::run_after_greeting(
+                cfg,
+                spec,
+                stop,
+                on_interval,
+                ctrl,
+                &protocol::control_preamble(),
+            )?;
+            result.warnings.push(format!(
+                "{server} did not answer netsweep's greeting within {DETECT_WAIT:?}: the test ran \
+                 with iperf3's protocol (--iperf3 skips the wait)"
+            ));
+            return Ok(result);
+        }
+        Err(e) => {
+            return Err(TestError::new(format!(
+                "{server} did not answer as a netsweep server: {e}"
+            )));
+        }
+    }
+    protocol::check_control_preamble(&pre, true)
+        .map_err(|e| TestError::new(format!("server {server}: {e}")))?;
+    let control_rtt = t0.elapsed();
+    write_frame(&mut ctrl, &ClientMsg::Request { spec: spec.clone() })?;
+    let (token, udp_ports) =
+        match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
+            ServerMsg::Accepted { token, udp_ports } => (token, udp_ports),
+            ServerMsg::Refused { refusal } => {
+                return Err(TestError::new(format!("{server}: {refusal}")));
+            }
+            ServerMsg::Error { message } => {
+                return Err(TestError::new(format!("{server}: {message}")));
+            }
+            other => {
+                return Err(TestError::new(format!(
+                    "{server} answered {other:?} to a test request"
+                )));
+            }
+        };
+    let flows = spec.flows();
+    let sockets = open_data(cfg, spec, &flows, &token, &udp_ports, &ctrl)
+        .map_err(|e| TestError::new(format!("opening data connections to {server}: {e}")))?;
+    let server_sockets =
+        match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
+            ServerMsg::Ready { sockets } => sockets,
+            ServerMsg::Error { message } => {
+                return Err(TestError::new(format!("{server}: {message}")));
+            }
+            other => {
+                return Err(TestError::new(format!(
+                    "{server}: expected ready, got {other:?}"
+                )));
+            }
+        };
+    let client_sockets = sockets
+        .iter()
+        .map(|(i, _, s)| session::describe(*i, s, spec))
+        .collect();
+    let timestamp = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    write_frame(&mut ctrl, &ClientMsg::Start)?;
+    let start = Instant::now();
+    let streams = session::start_streams(
+        spec,
+        true,
+        sockets,
+        (start, start + control_rtt),
+        session::Wire::default(),
+    )
+    .map_err(|e| TestError::new(format!("cannot start stream threads: {e}")))?;
+    let info = StartInfo {
+        timestamp_unix_s: timestamp.as_secs_f64(),
+        server: server.to_string(),
+        control_rtt_us: control_rtt.as_micros() as u64,
+        client_sockets,
+        server_sockets,
+        ..StartInfo::default()
+    };
+    let run = drive(&mut ctrl, spec, &streams, stop, on_interval);
+    streams.stop_and_join();
+    let _ = write_frame(&mut ctrl, &ClientMsg::Done);
+    let _ = ctrl.shutdown(std::net::Shutdown::Both);
+    let (local, remote, error) = run;
+    let result = assemble(spec, info, local, remote, start, error.clone());
+    finish(
+        result,
+        error,
+        "the two ends' reports contradict each other, so no figure of this test can be trusted",
+    )
+}
+
+/// The test's outcome: the result, or the error that ended it (or `contradiction` and the
+/// inconsistencies found) carrying the result as measured.
+pub(crate) fn finish(
+    result: TestResult,
+    error: Option<String>,
+    contradiction: &str,
+) -> Result<TestResult, TestError> {
+    let error = error.or_else(|| {
+        (!result.inconsistencies.is_empty())
+            .then(|| format!("{contradiction}: {}", result.inconsistencies.join("; ")))
+    });
+    match error {
+        None => Ok(result),
+        Some(message) => Err(TestError {
+            message,
+            partial: Some(Box::new(result)),
+        }),
+    }
+}
+
+pub(crate) fn connect_advice(server: SocketAddr, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => {
+            format!(
+                "cannot connect to {server}: connection refused: is `netsweep server` running there?"
+            )
+        }
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+            format!("cannot connect to {server}: timed out: check the address and any firewall")
+        }
+        _ => format!("cannot connect to {server}: {e}"),
+    }
+}
+
+/// Opens every data connection (TCP) or UDP socket, in stream-id order.
+fn open_data(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    flows: &[Flow],
+    token: &Token,
+    udp_ports: &[u16],
+    ctrl: &TcpStream,
+) -> std::io::Result<Vec<(u16, Flow, StreamSocket)>> {
+    if spec.protocol == Protocol::Udp {
+        let mut socks = Vec::with_capacity(flows.len());
+        for (i, flow) in flows.iter().enumerate() {
+            let port = udp_ports.get(i).copied().ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "server sent too few UDP ports",
+                )
+            })?;
+            socks.push(udp_socket(cfg, spec, *flow, port)?);
+        }
+        let hellos: Vec<_> = (0..socks.len())
+            .map(|i| protocol::udp_hello(token, i as u16))
+            .collect();
+        confirm_udp(&socks, &hellos, ctrl, Instant::now() + UDP_HELLO_DEADLINE)?;
+        return Ok(socks
+            .into_iter()
+            .zip(flows)
+            .enumerate()
+            .map(|(i, (s, f))| (i as u16, *f, StreamSocket::Udp(s)))
+            .collect());
+    }
+    let mut out = Vec::with_capacity(flows.len());
+    for (i, flow) in flows.iter().enumerate() {
+        let mut s = connect_tcp(cfg, Some(spec))?;
+        s.write_all(&protocol::data_preamble(token, i as u16))?;
+        out.push((i as u16, *flow, StreamSocket::Tcp(s)));
+    }
+    Ok(out)
+}
+
+/// How long the client repeats its UDP hellos before it calls UDP blocked.
+const UDP_HELLO_DEADLINE: Duration = Duration::from_secs(5);
+/// How often an unanswered hello is repeated.
+const UDP_HELLO_REPEAT: Duration = Duration::from_millis(200);
+
+/// A UDP socket of one stream, connected to the server's port for it.
+pub(crate) fn udp_socket(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    flow: Flow,
+    port: u16,
+) -> std::io::Result<UdpSocket> {
+    let sock = new_socket(cfg, Type::DGRAM, socket2::Protocol::UDP)?;
+    if cfg.bind.is_none() || matches!(cfg.bind, Some(Bind::Device(_))) {
+        let any: SocketAddr = if cfg.server.is_ipv4() {
+            "0.0.0.0:0".parse()
+        } else {
+            "[::]:0".parse()
+        }
+        .map_err(|_| std::io::Error::other("address literal"))?;
+        sock.bind(&SockAddr::from(any))?;
+    }
+    let sock: UdpSocket = sock.into();
+    session::prepare_udp(&sock, spec, flow == Flow::ServerToClient)?;
+    sock.connect(SocketAddr::new(cfg.server.ip(), port))?;
+    Ok(sock)
+}
+
+/// Repeats every stream's hello until the server echoes it, or until the server speaks on the
+/// control connection: it sends `Ready` only after every hello arrived, so a lost echo (on a
+/// lossy path) does not fail the test. All streams are greeted at once, because the server
+/// takes them in order and a stream stuck on a lost echo would hold up the next one.
+fn confirm_udp(
+    socks: &[UdpSocket],
+    hellos: &[[u8; protocol::UDP_HELLO_LEN]],
+    ctrl: &impl std::os::fd::AsRawFd,
+    deadline: Instant,
+) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut confirmed = vec![false; socks.len()];
+    let mut buf = [0u8; 64];
+    while confirmed.contains(&false) {
+        let now = Instant::now();
+        if now >= deadline {
+            let port = confirmed
+                .iter()
+                .position(|c| !c)
+                .and_then(|i| socks[i].peer_addr().ok())
+                .map_or(0, |a| a.port());
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("no answer to the UDP hello on port {port}: is UDP blocked on the path?"),
+            ));
+        }
+        let waiting: Vec<usize> = (0..socks.len()).filter(|&i| !confirmed[i]).collect();
+        for &i in &waiting {
+            socks[i].send(&hellos[i])?;
+        }
+        let round_end = (now + UDP_HELLO_REPEAT).min(deadline);
+        let mut fds = vec![ctrl.as_raw_fd()];
+        fds.extend(waiting.iter().map(|&i| socks[i].as_raw_fd()));
+        while confirmed.contains(&false) {
+            let left = round_end.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let ready = crate::platform::sockopt::poll_readable(&fds, left)?;
+            if ready.first() == Some(&true) {
+                return Ok(());
+            }
+            for (&i, _) in waiting.iter().zip(&ready[1..]).filter(|(_, r)| **r) {
+                if let Ok(n) = socks[i].recv(&mut buf)
+                    && buf[..n] == hellos[i]
+                {
+                    confirmed[i] = true;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Pumps local and remote events until both ends are done, the server is gone, or `stop`.
+/// Returns local reports, the server's reports, and the error that ended the test early.
+fn drive(
+    ctrl: &mut TcpStream,
+    spec: &TestSpec,
+    streams: &session::Streams,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+) -> (Finished, Option<Finished>, Option<String>) {
+    let server_rx = match ctrl.try_clone() {
+        Ok(c) => spawn_reader::<ServerMsg>(c),
+        Err(e) => {
+            return (
+                Finished::default(),
+                None,
+                Some(format!("control connection: {e}")),
+            );
+        }
+    };
+    let mut merger = LiveMerger::new(spec);
+    let mut remote = Remote::new(spec);
+    let mut local = Finished::default();
+    let give_up = Instant::now() + spec.total_time() + Duration::from_secs(20);
+    let mut error = None;
+    while local.reports.len() < streams.count || remote.done.is_none() {
+        if stop.load(Ordering::Relaxed) {
+            let _ = write_frame(
+                ctrl,
+                &ClientMsg::Abort {
+                    reason: "interrupted".into(),
+                },
+            );
+            error = Some("interrupted: results cover the intervals measured so far".to_string());
+            break;
+        }
+        if Instant::now() > give_up {
+            error = Some("the server sent no final result 20 s after the test's end".to_string());
+            break;
+        }
+        // Everything queued, but a bounded batch, so local events are served too; nothing
+        // after the final report (the server may hang up then).
+        for _ in 0..256 {
+            if remote.done.is_some() {
+                break;
+            }
+            let Ok(msg) = server_rx.try_recv() else {
+                break;
+            };
+            if let Err(e) = remote.take(msg, &mut merger, on_interval) {
+                error = Some(e);
+                break;
+            }
+        }
+        if error.is_some() {
+            break;
+        }
+        match streams.events.recv_timeout(Duration::from_millis(20)) {
+            Ok(EngineEvent::Interval(report)) => merger.add(report, on_interval),
+            Ok(EngineEvent::StreamDone(report, cpu)) => local.add(report, cpu),
+            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+        }
+    }
+    if error.is_some() {
+        streams.stop.store(true, Ordering::Relaxed);
+        // Collect what the stream threads measured before they stop.
+        let until = Instant::now() + Duration::from_secs(2);
+        while local.reports.len() < streams.count && Instant::now() < until {
+            if let Ok(EngineEvent::StreamDone(report, cpu)) =
+                streams.events.recv_timeout(Duration::from_millis(50))
+            {
+                local.add(report, cpu);
+            }
+        }
+    }
+    (local, remote.into_finished(spec), error)
+}
+
+/// Pairs each stream's local and remote interval reports and releases whole intervals in order.
+pub(crate) struct LiveMerger {
+    spec: TestSpec,
+    timeline: Timeline,
+    flows: Vec<Flow>,
+    /// (stream, index) -> (sender, receiver)
+    pending: HashMap<(u16, u32), [Option<IntervalReport>; 2]>,
+    next: u32,
+}
+
+impl LiveMerger {
+    pub(crate) fn new(spec: &TestSpec) -> LiveMerger {
+        LiveMerger {
+            spec: spec.clone(),
+            timeline: spec.timeline(),
+            flows: spec.flows(),
+            pending: HashMap::new(),
+            next: 0,
+        }
+    }
+
+    pub(crate) fn add(&mut self, report: IntervalReport, out: &mut dyn FnMut(&Interval)) {
+        let side = usize::from(report.role == Role::Receiver);
+        let key = (report.stream, report.index);
+        if usize::from(report.stream) >= self.flows.len() {
+            return;
+        }
+        self.pending.entry(key).or_default()[side] = Some(report);
+        loop {
+            let k = self.next;
+            let Some(slot) = self.timeline.slots().get(k as usize).copied() else {
+                return;
+            };
+            let ready = (0..self.flows.len() as u16).all(|s| {
+                self.pending
+                    .get(&(s, k))
+                    .is_some_and(|p| p[0].is_some() && p[1].is_some())
+            });
+            if !ready {
+                return;
+            }
+            let streams: Vec<_> = (0..self.flows.len())
+                .map(|s| {
+                    let p = self.pending.remove(&(s as u16, k)).unwrap_or_default();
+                    result::merge_interval(
+                        self.spec.protocol,
+                        self.flows[s],
+                        &slot,
+                        p[0].as_ref(),
+                        p[1].as_ref(),
+                    )
+                })
+                .collect();
+            let secs = (slot.end - slot.start).as_secs_f64();
+            out(&Interval {
+                index: k,
+                start_s: slot.start.as_secs_f64(),
+                end_s: slot.end.as_secs_f64(),
+                omitted: slot.omitted,
+                total: result::total_of(&streams, secs),
+                streams,
+            });
+            self.next += 1;
+        }
+    }
+}
+
+/// Pairs the final reports of both ends and builds the result.
+fn assemble(
+    spec: &TestSpec,
+    info: StartInfo,
+    local: Finished,
+    remote: Option<Finished>,
+    start: Instant,
+    error: Option<String>,
+) -> TestResult {
+    let remote = remote.unwrap_or_default();
+    let find = |reports: &[StreamReport], id: u16| reports.iter().position(|r| r.stream == id);
+    let flows = spec.flows();
+    let empty: Vec<StreamReport> = flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| StreamReport::empty(i as u16, *f, Role::Receiver, Some("no report".into())))
+        .collect();
+    let pairs: Vec<StreamPair> = flows
+        .iter()
+        .enumerate()
+        .map(|(i, flow)| {
+            let id = i as u16;
+            let l = find(&local.reports, id)
+                .map(|p| &local.reports[p])
+                .unwrap_or(&empty[i]);
+            let r = find(&remote.reports, id)
+                .map(|p| &remote.reports[p])
+                .unwrap_or(&empty[i]);
+            let (sender, receiver) = if *flow == Flow::ClientToServer {
+                (l, r)
+            } else {
+                (r, l)
+            };
+            StreamPair {
+                flow: *flow,
+                sender,
+                receiver,
+            }
+        })
+        .collect();
+    let mut local_cpu = local.cpu;
+    local_cpu.wall_s = start.elapsed().as_secs_f64();
+    let cpu = CpuResult {
+        local_percent: local_cpu.percent(),
+        remote_percent: remote.cpu.percent(),
+        local: local_cpu,
+        remote: remote.cpu,
+    };
+    result::build(spec, info, &pairs, cpu, error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixStream;
+
+    /// A "server" socket and a client socket connected to it, on loopback.
+    fn udp_pair() -> (UdpSocket, UdpSocket) {
+        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        client.connect(server.local_addr().unwrap()).unwrap();
+        (server, client)
+    }
+
+    fn hello(stream: u16) -> [u8; protocol::UDP_HELLO_LEN] {
+        protocol::udp_hello(&Token([3; 16]), stream)
+    }
+
+    /// A hello lost on the way is repeated until one arrives and is echoed.
+    #[test]
+    fn a_lost_hello_is_repeated_until_echoed() {
+        let (server, client) = udp_pair();
+        let echo = std::thread::spawn(move || {
+            let mut buf = [0u8; 64];
+            // The first hello is "lost": only the second is answered.
+            let (_, _) = server.recv_from(&mut buf).unwrap();
+            let (n, from) = server.recv_from(&mut buf).unwrap();
+            server.send_to(&buf[..n], from).unwrap();
+        });
+        let (ctrl, _peer) = UnixStream::pair().unwrap();
+        let t0 = Instant::now();
+        confirm_udp(&[client], &[hello(0)], &ctrl, t0 + Duration::from_secs(3)).unwrap();
+        assert!(
+            t0.elapsed() >= UDP_HELLO_REPEAT,
+            "answered before any repeat"
+        );
+        echo.join().unwrap();
+    }
+
+    /// Regression: on a 1% loss lab path the server's single echo was lost and the client gave
+    /// up with "is UDP blocked on the path?" although the server had its hello and sent `Ready`.
+    #[test]
+    fn word_from_the_server_on_control_ends_the_wait_without_an_echo() {
+        let (_server, client) = udp_pair();
+        let (ctrl, mut peer) = UnixStream::pair().unwrap();
+        let ready = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            peer.write_all(b"R").unwrap();
+            peer
+        });
+        let t0 = Instant::now();
+        confirm_udp(&[client], &[hello(0)], &ctrl, t0 + Duration::from_secs(3)).unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+        drop(ready.join().unwrap());
+    }
+
+    #[test]
+    fn silence_times_out_naming_the_port() {
+        let (server, client) = udp_pair();
+        let port = server.local_addr().unwrap().port();
+        let (ctrl, _peer) = UnixStream::pair().unwrap();
+        let deadline = Instant::now() + Duration::from_millis(500);
+        let e = confirm_udp(&[client], &[hello(0)], &ctrl, deadline).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+        assert!(e.to_string().contains(&format!("port {port}")), "{e}");
+        assert!(Instant::now() < deadline + Duration::from_millis(300));
+    }
+
+    #[test]
+    fn every_stream_is_greeted_while_an_earlier_one_waits() {
+        let (_silent, first) = udp_pair();
+        let (second_server, second) = udp_pair();
+        let (ctrl, mut peer) = UnixStream::pair().unwrap();
+        let watcher = std::thread::spawn(move || {
+            let mut buf = [0u8; 64];
+            second_server
+                .set_read_timeout(Some(Duration::from_secs(2)))
+                .unwrap();
+            let got = second_server.recv(&mut buf).map(|n| buf[..n] == hello(1));
+            peer.write_all(b"R").unwrap();
+            got.unwrap_or(false)
+        });
+        let t0 = Instant::now();
+        confirm_udp(
+            &[first, second],
+            &[hello(0), hello(1)],
+            &ctrl,
+            t0 + Duration::from_secs(3),
+        )
+        .unwrap();
+        assert!(watcher.join().unwrap(), "stream 1 was not greeted");
+        assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+    }
+}

@@ -1,0 +1,245 @@
+//! The data plane: one thread per stream that sends or receives on one socket and reports every
+//! interval of the test's `Timeline` into a channel.
+//!
+//! `client` and `server` set up the sockets, then call `spawn_stream` for each; the engine knows
+//! nothing of terminals, JSON or control messages. Stream threads stop at the end of the grid,
+//! when the shared `stop` flag is raised, or on a socket error (reported in the stream's report).
+//!
+//! TCP senders of a test share one `SendSource` (at most 4 MiB of pattern and its in-memory
+//! files); by default they spend the test's first 0.3 s choosing their send path, which
+//! `sendpath` documents with what was measured on these machines and why it varies.
+
+mod pacer;
+pub mod sendpath;
+mod sequence;
+mod tcp;
+mod udp;
+
+pub use pacer::Pacer;
+pub use sequence::{Arrival, Jitter, SequenceTracker};
+
+use crate::platform::sockopt;
+use crate::traffic::measure::{CpuUsage, IntervalReport, Role, StreamReport};
+use crate::traffic::spec::Flow;
+use crate::traffic::timeline::Timeline;
+use crate::units::BitRate;
+use std::net::{TcpStream, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// What stream threads tell their owner.
+#[derive(Debug)]
+pub enum EngineEvent {
+    /// An interval closed on this end (sent as it happens, for live output).
+    Interval(IntervalReport),
+    /// A stream finished; its full report and the CPU its thread used.
+    StreamDone(StreamReport, CpuUsage),
+}
+
+/// The socket a stream runs on.
+pub enum StreamSocket {
+    Tcp(TcpStream),
+    /// A connected UDP socket.
+    Udp(UdpSocket),
+}
+
+impl StreamSocket {
+    /// Another descriptor of the same socket (keeps it open while the stream's own is closed).
+    pub fn try_clone(&self) -> std::io::Result<StreamSocket> {
+        Ok(match self {
+            StreamSocket::Tcp(s) => StreamSocket::Tcp(s.try_clone()?),
+            StreamSocket::Udp(s) => StreamSocket::Udp(s.try_clone()?),
+        })
+    }
+}
+
+/// Everything a stream thread needs besides its socket.
+#[derive(Clone)]
+pub struct StreamCtx {
+    pub stream: u16,
+    pub flow: Flow,
+    pub role: Role,
+    pub timeline: Arc<Timeline>,
+    /// Time zero of the grid on this end.
+    pub start: Instant,
+    /// Raised by the owner to end the stream early (peer gone, Ctrl-C).
+    pub stop: Arc<AtomicBool>,
+    pub events: Sender<EngineEvent>,
+    /// Target rate of this stream; zero is unlimited.
+    pub rate: BitRate,
+    /// TCP write size or UDP payload size.
+    pub length: usize,
+    /// Use UDP_SEGMENT on send / UDP_GRO on receive where available.
+    pub udp_offload: bool,
+    /// TCP sender: send from an in-memory file with sendfile(2).
+    pub zerocopy: bool,
+    /// TCP sender: the data it sends, shared by every sending stream of the test.
+    pub source: Option<Arc<SendSource>>,
+    /// TCP receiver: bytes asked for per read.
+    pub read_bytes: usize,
+    /// TCP sender: how long to try the send paths before keeping the fastest (`sendpath`).
+    pub calibration: Duration,
+    /// UDP: the header every datagram carries (netsweep's, or iperf3's for an iperf3 peer).
+    pub datagrams: Datagrams,
+    /// The stream runs until `stop` (an iperf3 peer ends the test when it wants), and the
+    /// interval open at the stop is kept in the report instead of dropped.
+    pub open_ended: bool,
+}
+
+/// The header UDP datagrams carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Datagrams {
+    /// Sequence number from 0 and the sender's time since its start, both big-endian u64.
+    /// Receivers attribute each datagram to the interval it was sent in.
+    #[default]
+    Netsweep,
+    /// iperf3's: big-endian wall-clock seconds and microseconds, then the sequence number from
+    /// 1 (32 bits, or 64 with `udp_counters_64bit`). The sender's clock is unknown, so receivers
+    /// attribute datagrams to the interval they arrived in, as iperf3 does.
+    Iperf3 { seq64: bool },
+}
+
+/// Largest buffer a TCP sender keeps, whatever `-l` says: a write larger than this repeats it
+/// (one `writev`), so `-l 64M` costs 4 MiB per test, not 128 MiB per stream.
+pub const SEND_BUFFER_MAX: usize = 4 << 20;
+/// Read size of TCP receivers: `-l` within these bounds...
+pub const READ_MIN: usize = 64 << 10;
+pub const READ_MAX: usize = 4 << 20;
+/// ...and at most this much over all receiving streams of a test (but `READ_MIN` each).
+pub const READ_TOTAL_MAX: usize = 64 << 20;
+
+/// Read size of each of `streams` receiving streams for writes of `length` bytes.
+pub fn read_size(length: usize, streams: usize) -> usize {
+    let share = (READ_TOTAL_MAX / streams.max(1)).max(READ_MIN);
+    length.clamp(READ_MIN, READ_MAX.min(share))
+}
+
+/// The bytes TCP senders send: a pattern buffer and, for zero-copy, in-memory files with the
+/// same bytes, one per sendfile size in use. The buffer is at most `SEND_BUFFER_MAX` long;
+/// senders share one source per test.
+pub struct SendSource {
+    pub bytes: Vec<u8>,
+    files: Vec<(usize, std::fs::File)>,
+}
+
+impl SendSource {
+    /// The source for writes of `length` bytes (a file too if `zerocopy` and memfd works), or
+    /// for every calibration candidate when `calibrate`.
+    pub fn new(length: usize, zerocopy: bool, calibrate: bool) -> SendSource {
+        let copy_len = if calibrate {
+            sendpath::CANDIDATES
+                .iter()
+                .map(|c| c.chunk_bytes)
+                .max()
+                .unwrap_or(length)
+        } else {
+            length
+        };
+        let bytes = payload(copy_len.clamp(1, SEND_BUFFER_MAX));
+        let sizes: Vec<usize> = if calibrate {
+            sendpath::CANDIDATES
+                .iter()
+                .filter(|c| c.call == sendpath::SendCall::Sendfile)
+                .map(|c| c.chunk_bytes)
+                .collect()
+        } else if zerocopy {
+            vec![bytes.len()]
+        } else {
+            Vec::new()
+        };
+        let files = sizes
+            .into_iter()
+            .filter_map(|n| {
+                // Every file size is at most the buffer's: the file holds its first bytes.
+                let n = n.clamp(1, bytes.len());
+                sockopt::memfd_with(&bytes[..n]).ok().map(|f| (n, f))
+            })
+            .collect();
+        SendSource { bytes, files }
+    }
+
+    /// The in-memory file for sendfile calls of `chunk` bytes: the smallest that holds a chunk,
+    /// else the largest (calls then move at most its length).
+    pub fn file(&self, chunk: usize) -> Option<(usize, &std::fs::File)> {
+        self.files
+            .iter()
+            .filter(|(n, _)| *n >= chunk)
+            .min_by_key(|(n, _)| *n)
+            .or_else(|| self.files.iter().max_by_key(|(n, _)| *n))
+            .map(|(n, f)| (*n, f))
+    }
+}
+
+/// How often a blocked stream wakes to close intervals and check `stop`.
+pub(crate) const POLL: Duration = Duration::from_millis(20);
+/// How long a UDP receiver waits for stragglers after the grid ends.
+pub(crate) const UDP_LINGER: Duration = Duration::from_millis(500);
+/// How long a TCP receiver drains after the grid ends before giving up on EOF.
+pub(crate) const TCP_DRAIN: Duration = Duration::from_secs(5);
+
+impl StreamCtx {
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    pub(crate) fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// An open-ended stream that was stopped keeps the interval under way (when the grid has
+    /// room for it); other streams report closed intervals only.
+    pub(crate) fn keep_open(&self, report: &mut StreamReport, current: IntervalReport) {
+        if self.open_ended && report.intervals.len() < self.timeline.len() {
+            report.intervals.push(current);
+        }
+    }
+
+    pub(crate) fn emit(&self, report: &IntervalReport) {
+        // The owner may have gone (client aborted); nothing to do then.
+        let _ = self.events.send(EngineEvent::Interval(report.clone()));
+    }
+
+    pub(crate) fn empty_interval(&self, index: usize) -> IntervalReport {
+        IntervalReport {
+            stream: self.stream,
+            index: u32::try_from(index).unwrap_or(u32::MAX),
+            role: self.role,
+            bytes: 0,
+            packets: 0,
+            tcp: None,
+            udp: None,
+        }
+    }
+
+    pub(crate) fn new_report(&self) -> StreamReport {
+        // Grows as intervals close: memory follows the time that passed, not the grid asked for.
+        StreamReport::empty(self.stream, self.flow, self.role, None)
+    }
+}
+
+/// Starts the thread of one stream.
+pub fn spawn_stream(ctx: StreamCtx, socket: StreamSocket) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(format!("stream-{}", ctx.stream))
+        .spawn(move || {
+            let cpu_start = sockopt::thread_cpu();
+            let report = match (socket, ctx.role) {
+                (StreamSocket::Tcp(s), Role::Sender) => tcp::send(&ctx, s),
+                (StreamSocket::Tcp(s), Role::Receiver) => tcp::receive(&ctx, s),
+                (StreamSocket::Udp(s), Role::Sender) => udp::send(&ctx, s),
+                (StreamSocket::Udp(s), Role::Receiver) => udp::receive(&ctx, s),
+            };
+            let cpu = sockopt::thread_cpu_since(&cpu_start);
+            let _ = ctx.events.send(EngineEvent::StreamDone(report, cpu));
+        })
+}
+
+/// The fill pattern of data buffers: not all zeroes, so compressing links cannot flatter us.
+pub(crate) fn payload(len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect()
+}

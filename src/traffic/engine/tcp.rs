@@ -1,0 +1,291 @@
+//! TCP streams: a sender that writes `length`-byte buffers (optionally paced) and samples
+//! TCP_INFO at every interval, and a receiver that counts bytes by arrival time. Bytes that
+//! arrive after the grid ends are drained but only counted as `tail_bytes`, so goodput is the
+//! bytes delivered inside the measured window divided by that window: a rate-limited path can
+//! never appear faster than its rate.
+
+use super::sendpath::{self, SendCall, SendPath, SendReport};
+use super::{POLL, Pacer, SendSource, StreamCtx, TCP_DRAIN};
+use crate::platform::sockopt;
+use crate::traffic::measure::{IntervalReport, StreamReport, TcpSample};
+use std::io::{ErrorKind, Read, Write};
+use std::time::Duration;
+
+use std::net::{Shutdown, TcpStream};
+
+/// Tracks TCP_INFO between interval boundaries on the sender.
+struct InfoSampler {
+    last: sockopt::TcpInfo,
+    last_at: std::time::Instant,
+    rtt_min: Option<u32>,
+    rtt_max: Option<u32>,
+}
+
+impl InfoSampler {
+    fn new(sock: &TcpStream) -> InfoSampler {
+        let last = sockopt::tcp_info(sock).unwrap_or_default();
+        InfoSampler {
+            last,
+            last_at: std::time::Instant::now(),
+            rtt_min: None,
+            rtt_max: None,
+        }
+    }
+
+    fn sample(&mut self, sock: &TcpStream) -> Option<TcpSample> {
+        let info = sockopt::tcp_info(sock).ok()?;
+        let now = std::time::Instant::now();
+        let span_us = now.duration_since(self.last_at).as_micros().max(1) as f64;
+        let share = |now: u64, before: u64| {
+            (now.saturating_sub(before) as f64 / span_us * 100.0).min(100.0)
+        };
+        let retransmits = u64::from(info.total_retrans.saturating_sub(self.last.total_retrans));
+        let rwnd_limited_percent = share(info.rwnd_limited_us, self.last.rwnd_limited_us);
+        let sndbuf_limited_percent = share(info.sndbuf_limited_us, self.last.sndbuf_limited_us);
+        self.last = info;
+        self.last_at = now;
+        if info.rtt_us > 0 {
+            let low = if info.min_rtt_us > 0 {
+                info.min_rtt_us
+            } else {
+                info.rtt_us
+            };
+            self.rtt_min = Some(self.rtt_min.map_or(low, |m| m.min(low)));
+            self.rtt_max = Some(self.rtt_max.map_or(info.rtt_us, |m| m.max(info.rtt_us)));
+        }
+        Some(TcpSample {
+            retransmits,
+            rtt_us: info.rtt_us,
+            rttvar_us: info.rttvar_us,
+            cwnd_bytes: u64::from(info.snd_cwnd) * u64::from(info.snd_mss),
+            snd_wnd_bytes: u64::from(info.snd_wnd),
+            rwnd_limited_percent,
+            sndbuf_limited_percent,
+        })
+    }
+}
+
+/// The sender's choice of send path: given, or being calibrated and then kept.
+struct PathChooser {
+    fixed: SendPath,
+    calibration: Duration,
+    /// Bytes written in the measured part of each candidate's turn.
+    measured: [u64; sendpath::CANDIDATES.len()],
+    chosen: Option<SendPath>,
+    report: SendReport,
+}
+
+impl PathChooser {
+    fn new(ctx: &StreamCtx, source: &SendSource) -> PathChooser {
+        let length = ctx.length.max(1);
+        let call = if ctx.zerocopy && source.file(length).is_some() {
+            SendCall::Sendfile
+        } else {
+            SendCall::Write
+        };
+        PathChooser {
+            fixed: SendPath {
+                call,
+                chunk_bytes: length,
+            },
+            // Already zero for paced senders (`TestSpec::effective_calibration`).
+            calibration: ctx.calibration,
+            measured: [0; sendpath::CANDIDATES.len()],
+            chosen: None,
+            report: SendReport::default(),
+        }
+    }
+
+    /// The path to use at `now`, and the candidate whose measured turn it is (if any).
+    fn path_at(&mut self, now: Duration) -> (SendPath, Option<usize>) {
+        if let Some((idx, measuring)) = sendpath::turn(now, self.calibration) {
+            return (sendpath::CANDIDATES[idx], measuring.then_some(idx));
+        }
+        if let Some(p) = self.chosen {
+            return (p, None);
+        }
+        let p = if self.calibration.is_zero() {
+            self.fixed
+        } else {
+            let secs = sendpath::measured_seconds(self.calibration);
+            self.report.trials = sendpath::CANDIDATES
+                .iter()
+                .zip(self.measured)
+                .map(|(path, bytes)| sendpath::Trial {
+                    path: *path,
+                    bits_per_second: bytes as f64 * 8.0 / secs,
+                })
+                .collect();
+            sendpath::choose(&self.report.trials)
+                .map_or(sendpath::CANDIDATES[0], |i| sendpath::CANDIDATES[i])
+        };
+        self.chosen = Some(p);
+        self.report.path = Some(p);
+        (p, None)
+    }
+
+    fn record(&mut self, trial: Option<usize>, bytes: usize) {
+        match trial {
+            Some(i) => self.measured[i] += bytes as u64,
+            None if self.chosen.is_some() => {
+                self.report.calls += 1;
+                self.report.bytes += bytes as u64;
+            }
+            None => {}
+        }
+    }
+}
+
+/// One send system call on `path` of at most `chunk` bytes.
+fn send_once(
+    sock: &TcpStream,
+    source: &SendSource,
+    path: SendPath,
+    chunk: usize,
+) -> std::io::Result<usize> {
+    let buf = &source.bytes;
+    match (path.call, source.file(path.chunk_bytes)) {
+        // Zero-copy: the kernel references these pages instead of copying every write.
+        (SendCall::Sendfile, Some((len, f))) => sockopt::send_file(sock, f, chunk.min(len)),
+        _ if chunk <= buf.len() => (&*sock).write(&buf[..chunk]),
+        _ => sockopt::write_repeated(sock, buf, chunk),
+    }
+}
+
+pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
+    let mut report = ctx.new_report();
+    let source = ctx.source.clone().unwrap_or_else(|| {
+        std::sync::Arc::new(SendSource::new(
+            ctx.length,
+            ctx.zerocopy,
+            !ctx.calibration.is_zero(),
+        ))
+    });
+    let mut chooser = PathChooser::new(ctx, &source);
+    let _ = sock.set_write_timeout(Some(POLL));
+    let mut sampler = InfoSampler::new(&sock);
+    let mut pacer = (!ctx.rate.is_unlimited()).then(|| {
+        sockopt::tighten_timer_slack();
+        Pacer::new(
+            ctx.rate.bits_per_second(),
+            Duration::ZERO,
+            ctx.length.max(1),
+        )
+    });
+    let slots = ctx.timeline.slots();
+    let mut current = ctx.empty_interval(0);
+    'run: loop {
+        let now = ctx.elapsed();
+        while report.intervals.len() < slots.len() && now >= slots[report.intervals.len()].end {
+            current.tcp = sampler.sample(&sock);
+            ctx.emit(&current);
+            let next = ctx.empty_interval(report.intervals.len() + 1);
+            report.intervals.push(std::mem::replace(&mut current, next));
+        }
+        if report.intervals.len() >= slots.len() {
+            break;
+        }
+        if ctx.stopped() {
+            current.tcp = sampler.sample(&sock);
+            ctx.keep_open(&mut report, current);
+            break;
+        }
+        let (path, trial) = chooser.path_at(now);
+        let mut chunk = path.chunk_bytes;
+        if let Some(p) = pacer.as_mut() {
+            let allowed = p.allowance(now) as usize;
+            if allowed == 0 {
+                let wake = p
+                    .next_time(chunk.min(64 * 1024) as u64)
+                    .min(slots[report.intervals.len()].end);
+                std::thread::sleep(wake.saturating_sub(now).min(POLL));
+                continue;
+            }
+            chunk = chunk.min(allowed);
+        }
+        loop {
+            match send_once(&sock, &source, path, chunk) {
+                Ok(n) => {
+                    current.bytes += n as u64;
+                    chooser.record(trial, n);
+                    if let Some(p) = pacer.as_mut() {
+                        p.record(n as u64);
+                    }
+                    break;
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    report.error = Some(format!("write failed: {e}"));
+                    break 'run;
+                }
+            }
+        }
+    }
+    // After an early stop or an error the report holds only the intervals that closed.
+    let _ = sock.shutdown(Shutdown::Write);
+    report.tcp_total_retransmits = sockopt::tcp_info(&sock)
+        .ok()
+        .map(|i| u64::from(i.total_retrans));
+    report.rtt_min_us = sampler.rtt_min;
+    report.rtt_max_us = sampler.rtt_max;
+    report.send = Some(chooser.report);
+    report
+}
+
+pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
+    let mut report = ctx.new_report();
+    let mut buf = vec![0u8; ctx.read_bytes.max(1)];
+    let _ = sock.set_read_timeout(Some(POLL));
+    let slots = ctx.timeline.slots();
+    let end = ctx.timeline.end();
+    let mut current = ctx.empty_interval(0);
+    let close_due = |report: &mut StreamReport, current: &mut IntervalReport, now| {
+        while report.intervals.len() < slots.len() && now >= slots[report.intervals.len()].end {
+            ctx.emit(current);
+            let next = ctx.empty_interval(report.intervals.len() + 1);
+            report.intervals.push(std::mem::replace(current, next));
+        }
+    };
+    loop {
+        let got = sock.read(&mut buf);
+        let now = ctx.elapsed();
+        close_due(&mut report, &mut current, now);
+        match got {
+            Ok(0) => {
+                report.saw_end = true;
+                // The sender finished (its clock runs slightly ahead): the rest of the grid
+                // saw no more data.
+                close_due(&mut report, &mut current, std::time::Duration::MAX);
+                break;
+            }
+            Ok(n) => {
+                if report.intervals.len() < slots.len() {
+                    current.bytes += n as u64;
+                } else {
+                    report.tail_bytes += n as u64;
+                }
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) => {}
+            Err(e) => {
+                if report.intervals.len() < slots.len() {
+                    report.error = Some(format!("read failed: {e}"));
+                }
+                break;
+            }
+        }
+        if ctx.stopped() {
+            ctx.keep_open(&mut report, current);
+            break;
+        }
+        if now >= end + TCP_DRAIN {
+            break;
+        }
+    }
+    // After an early stop or an error the report holds only the intervals that closed.
+    report
+}

@@ -1,0 +1,900 @@
+//! `netsweep client --iperf3`: one test against an unmodified iperf3 server (3.1 to 3.21).
+//!
+//! netsweep's engine sends and receives; the iperf3 server has no live intervals and reports
+//! one total per stream at the end, by its own clock. So a result against iperf3 holds:
+//! - measured here: every interval (bytes this end sent or received), TCP_INFO of the streams
+//!   this end sends, goodput, UDP jitter and arrivals of the streams this end receives, this
+//!   end's CPU;
+//! - from the peer: goodput of the streams the server receives (its bytes over its seconds), UDP
+//!   loss and jitter it measured, the bytes, datagrams and TCP retransmits of the streams it sent,
+//!   its CPU;
+//! - unavailable: the server's per-interval figures, RTT and cwnd of the streams it sends, its
+//!   out-of-order counts, socket buffers and kernel counters.
+//!
+//! `TestResult::peer` names the far end and `TestResult::provenance` lists the three.
+//! iperf3 takes whole seconds for `-t` and `-O`, and its server counts every byte from its start,
+//! so the send path is not calibrated in this mode (the path is fixed, as with `-l`).
+
+use super::control::{self, ControlError};
+use super::wire::{self, Cookie, Params, Results, State, StreamResult};
+use crate::traffic::client::{
+    ClientConfig, LiveMerger, TestError, connect_advice, connect_tcp, udp_socket,
+};
+use crate::traffic::engine::{Datagrams, EngineEvent, StreamSocket};
+use crate::traffic::measure::{CpuUsage, IntervalReport, Role, StreamReport};
+use crate::traffic::result::{
+    self, CpuResult, Interval, Provenance, StartInfo, StreamPair, TestResult,
+};
+use crate::traffic::session::{self, Finished, Wire};
+use crate::traffic::spec::{Flow, Protocol, TestSpec};
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+/// The server's output (asked for to learn its version) only for tests whose output stays
+/// small: streams x seconds at most this.
+const SERVER_OUTPUT_MAX_STREAM_SECONDS: u64 = 10_000;
+/// How long to wait for the reply to a UDP connect datagram before sending it again.
+const UDP_CONNECT_WAIT: Duration = Duration::from_secs(1);
+const UDP_CONNECT_TRIES: u32 = 5;
+/// Attempts at a control connection that the server resets (see `run_test`).
+const CONNECT_TRIES: u32 = 4;
+/// How long receiving streams may take after TEST_END to close their last interval.
+const RECEIVE_GRACE: Duration = Duration::from_secs(2);
+/// How long the server may take from TEST_END to its results.
+const RESULTS_DEADLINE: Duration = Duration::from_secs(15);
+/// How long the steps before the test may take each (iperf3 servers answer at once).
+const STEP_DEADLINE: Duration = Duration::from_secs(10);
+/// iperf3's UDP datagrams as this client sends them (32-bit sequence numbers, which every
+/// server version reads).
+const DATAGRAMS: Datagrams = Datagrams::Iperf3 { seq64: false };
+
+/// The spec as run against iperf3: no calibration (see the module documentation).
+pub fn adapt(spec: &TestSpec) -> TestSpec {
+    let mut spec = spec.clone();
+    spec.calibration = Duration::ZERO;
+    spec
+}
+
+/// iperf3's parameters for `spec`, or why iperf3 cannot run it.
+pub fn params_for(spec: &TestSpec) -> Result<Params, String> {
+    let whole = |d: Duration, flag: &str| -> Result<u64, String> {
+        if d.subsec_nanos() == 0 {
+            Ok(d.as_secs())
+        } else {
+            Err(format!(
+                "iperf3 takes whole seconds for {flag}, got {:.3}s",
+                d.as_secs_f64()
+            ))
+        }
+    };
+    let time_s = whole(spec.duration, "-t")?;
+    let omit_s = whole(spec.omit, "-O")?;
+    if time_s > wire::MAX_TIME_S || omit_s > wire::MAX_OMIT_S {
+        return Err(format!(
+            "iperf3 allows -t up to {} s and -O up to {} s",
+            wire::MAX_TIME_S,
+            wire::MAX_OMIT_S
+        ));
+    }
+    if spec.streams > wire::MAX_STREAMS {
+        return Err(format!(
+            "iperf3 allows at most {} streams (-P), got {}",
+            wire::MAX_STREAMS,
+            spec.streams
+        ));
+    }
+    let udp = spec.protocol == Protocol::Udp;
+    if !udp && spec.length_bytes > wire::MAX_TCP_BLOCK {
+        return Err(format!(
+            "iperf3 allows TCP writes (-l) of at most 1 MiB, got {} bytes",
+            spec.length_bytes
+        ));
+    }
+    if udp && spec.length_bytes < 16 {
+        return Err("iperf3 needs UDP datagrams (-l) of at least 16 bytes".into());
+    }
+    let streams = u64::from(spec.streams.max(1));
+    Ok(Params {
+        udp,
+        omit_s,
+        time_s,
+        mss: spec.mss_bytes,
+        parallel: spec.streams,
+        reverse: spec.direction == crate::traffic::spec::Direction::Reverse,
+        bidirectional: spec.direction == crate::traffic::spec::Direction::Bidir,
+        window: spec.window_bytes,
+        len: Some(spec.length_bytes),
+        // iperf3's bandwidth is per stream; netsweep's -b is the total of a direction.
+        bandwidth_bps: (spec.bitrate_bps / streams as f64).round() as u64,
+        congestion: spec.congestion.clone(),
+        get_server_output: (time_s + omit_s) * spec.flows().len() as u64
+            <= SERVER_OUTPUT_MAX_STREAM_SECONDS,
+        client_version: Some(format!("netsweep {}", env!("CARGO_PKG_VERSION"))),
+        ..Params::default()
+    })
+}
+
+/// Reads the next state, turning ACCESS_DENIED and SERVER_ERROR into the user's words.
+fn next_state(
+    ctrl: &mut TcpStream,
+    server: SocketAddr,
+    deadline: Instant,
+) -> Result<State, TestError> {
+    let state = control::read_state(ctrl, deadline).map_err(|e| control_error(server, e))?;
+    match state {
+        State::AccessDenied => Err(TestError::new(format!(
+            "{server}: iperf3 server busy (it serves one test at a time); try again when its \
+             test ends, or run `netsweep server` there, which serves several"
+        ))),
+        State::ServerError => {
+            let (code, errno) = control::read_server_error(ctrl, Instant::now() + STEP_DEADLINE)
+                .map_err(|e| control_error(server, e))?;
+            let os = if errno > 0 {
+                format!(" ({})", std::io::Error::from_raw_os_error(errno))
+            } else {
+                String::new()
+            };
+            Err(TestError::new(format!(
+                "{server}: the iperf3 server refused: {}{os}",
+                wire::error_text(code)
+            )))
+        }
+        s => Ok(s),
+    }
+}
+
+fn expect(
+    ctrl: &mut TcpStream,
+    server: SocketAddr,
+    want: State,
+    deadline: Instant,
+) -> Result<(), TestError> {
+    match next_state(ctrl, server, deadline)? {
+        s if s == want => Ok(()),
+        other => Err(TestError::new(format!(
+            "{server}: the iperf3 server said {other:?} where {want:?} was due"
+        ))),
+    }
+}
+
+/// An iperf3 server that hangs up between the parameters and the start refused the test; before
+/// 3.13 servers do so without a code for their own limits.
+fn refused_silently(e: TestError) -> TestError {
+    if e.message.ends_with("closed the control connection") {
+        TestError::new(format!(
+            "{}, after reading the parameters: it refused the test without saying why (iperf3 \
+             servers before 3.13 do so for their limits, such as --server-bitrate-limit; their \
+             log names it)",
+            e.message
+        ))
+    } else {
+        e
+    }
+}
+
+fn control_error(server: SocketAddr, e: ControlError) -> TestError {
+    TestError::new(match e {
+        ControlError::Io(crate::traffic::protocol::ProtocolError::Closed) => {
+            format!("{server}: the iperf3 server closed the control connection")
+        }
+        e => format!("{server}: iperf3 control connection: {e}"),
+    })
+}
+
+/// Runs one test against an iperf3 server.
+pub fn run_test(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+) -> Result<TestResult, TestError> {
+    let server = cfg.server;
+    let mut attempt = 0;
+    // An iperf3 server closes and reopens its listening socket between tests, for some
+    // milliseconds after it hung up on the last one: connections then are refused or reset.
+    // So both are tried again shortly (100, 200, 400 ms).
+    let opened = loop {
+        attempt += 1;
+        let retry = attempt < CONNECT_TRIES;
+        let pause = Duration::from_millis(100 << (attempt - 1));
+        let ctrl = match connect_tcp(cfg, None) {
+            Ok(c) => c,
+            Err(e) if retry && e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                std::thread::sleep(pause);
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                return Err(TestError::new(format!(
+                    "cannot connect to {server}: connection refused: is `iperf3 -s` (or \
+                     `netsweep server`) running there?"
+                )));
+            }
+            Err(e) => return Err(TestError::new(connect_advice(server, &e))),
+        };
+        match open(cfg, ctrl, &[]) {
+            Err(e) if retry && e.message.contains("reset by peer") => std::thread::sleep(pause),
+            other => break other?,
+        }
+    };
+    run_on(cfg, spec, stop, on_interval, opened)
+}
+
+/// Goes on as iperf3 on a control connection where netsweep's `greeting` went unanswered: an
+/// iperf3 server took those bytes as the start of a cookie, so the rest of a cookie follows
+/// (the server stores the cookie without looking at it; the data connections repeat it).
+pub fn run_after_greeting(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+    ctrl: TcpStream,
+    greeting: &[u8],
+) -> Result<TestResult, TestError> {
+    let opened = open(cfg, ctrl, greeting)?;
+    run_on(cfg, spec, stop, on_interval, opened)
+}
+
+/// A control connection the server asked for parameters on.
+struct Opened {
+    ctrl: TcpStream,
+    cookie: Cookie,
+    control_rtt: Duration,
+}
+
+/// Sends the cookie (after the `sent` bytes that went out already) and waits for
+/// PARAM_EXCHANGE.
+fn open(cfg: &ClientConfig, mut ctrl: TcpStream, sent: &[u8]) -> Result<Opened, TestError> {
+    let server = cfg.server;
+    let _ = ctrl.set_nodelay(true);
+    let mut cookie = Cookie::random();
+    let sent = &sent[..sent.len().min(wire::COOKIE_LEN - 1)];
+    cookie.0[..sent.len()].copy_from_slice(sent);
+    let t0 = Instant::now();
+    ctrl.write_all(&cookie.0[sent.len()..])
+        .map_err(|e| TestError::new(format!("{server}: {e}")))?;
+    expect(&mut ctrl, server, State::ParamExchange, t0 + STEP_DEADLINE)?;
+    Ok(Opened {
+        ctrl,
+        cookie,
+        control_rtt: t0.elapsed(),
+    })
+}
+
+/// The test, once the server asked for its parameters.
+fn run_on(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+    opened: Opened,
+) -> Result<TestResult, TestError> {
+    let Opened {
+        mut ctrl,
+        cookie,
+        control_rtt,
+    } = opened;
+    let spec = adapt(spec);
+    spec.validate().map_err(|e| TestError::new(e.to_string()))?;
+    let params = params_for(&spec).map_err(TestError::new)?;
+    let server = cfg.server;
+    control::write_json(&mut ctrl, &params.to_json())
+        .map_err(|e| TestError::new(format!("{server}: {e}")))?;
+    expect(
+        &mut ctrl,
+        server,
+        State::CreateStreams,
+        Instant::now() + STEP_DEADLINE,
+    )
+    .map_err(refused_silently)?;
+    let sockets = open_streams(cfg, &spec, &cookie)
+        .map_err(|e| TestError::new(format!("opening data streams to {server}: {e}")))?;
+    for state in [State::TestStart, State::TestRunning] {
+        expect(&mut ctrl, server, state, Instant::now() + STEP_DEADLINE)
+            .map_err(refused_silently)?;
+    }
+    let client_sockets = sockets
+        .iter()
+        .map(|(i, _, s)| session::describe(*i, s, &spec))
+        .collect();
+    // Held until the results are exchanged: a receiving stream that closed its socket while the
+    // server still writes would reset the connection, and iperf3 servers abort the test then.
+    let held: Vec<StreamSocket> = sockets
+        .iter()
+        .filter_map(|(_, _, s)| s.try_clone().ok())
+        .collect();
+    let timestamp = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    let start = Instant::now();
+    let wire = Wire {
+        datagrams: DATAGRAMS,
+        open_ended: false,
+    };
+    let streams = session::start_streams(&spec, true, sockets, (start, start), wire)
+        .map_err(|e| TestError::new(format!("cannot start stream threads: {e}")))?;
+    let (local, mut error) = drive(
+        &mut ctrl,
+        server,
+        &spec,
+        (streams, start),
+        stop,
+        on_interval,
+    );
+    let peer = if error.is_none() {
+        match exchange(&mut ctrl, server, &spec, &local) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                error = Some(e.message);
+                None
+            }
+        }
+    } else {
+        // Tell the server the test is over (iperf3 clients send CLIENT_TERMINATE on Ctrl-C).
+        let _ = control::write_state(&mut ctrl, State::ClientTerminate);
+        None
+    };
+    let _ = ctrl.shutdown(std::net::Shutdown::Both);
+    drop(held);
+    let info = StartInfo {
+        timestamp_unix_s: timestamp.as_secs_f64(),
+        server: server.to_string(),
+        control_rtt_us: control_rtt.as_micros() as u64,
+        client_sockets,
+        ..StartInfo::default()
+    };
+    let mut local = local;
+    local.cpu.wall_s = start.elapsed().as_secs_f64();
+    let result = assemble(&spec, info, &local, peer.as_ref(), error.clone());
+    crate::traffic::client::finish(
+        result,
+        error,
+        "the iperf3 server's report contradicts this end's",
+    )
+}
+
+/// Opens the data streams in iperf3's order (the client's sending streams first).
+fn open_streams(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    cookie: &Cookie,
+) -> std::io::Result<Vec<(u16, Flow, StreamSocket)>> {
+    let mut out = Vec::new();
+    for (i, flow) in spec.flows().into_iter().enumerate() {
+        let socket = match spec.protocol {
+            Protocol::Tcp => {
+                let mut s = connect_tcp(cfg, Some(spec))?;
+                s.write_all(&cookie.0)?;
+                StreamSocket::Tcp(s)
+            }
+            Protocol::Udp => {
+                let s = udp_socket(cfg, spec, flow, cfg.server.port())?;
+                udp_connect(&s)?;
+                StreamSocket::Udp(s)
+            }
+        };
+        out.push((i as u16, flow, socket));
+    }
+    Ok(out)
+}
+
+/// iperf3's UDP "connect": a 4-byte datagram, answered with 4 bytes (any value: versions
+/// differ). In reverse mode data may come first; it is skipped. Repeated if nothing comes back.
+fn udp_connect(s: &UdpSocket) -> std::io::Result<()> {
+    let mut buf = [0u8; 2048];
+    for _ in 0..UDP_CONNECT_TRIES {
+        s.send(&wire::UDP_CONNECT_MSG)?;
+        let until = Instant::now() + UDP_CONNECT_WAIT;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            s.set_read_timeout(Some(left))?;
+            match s.recv(&mut buf) {
+                Ok(4) => {
+                    s.set_read_timeout(None)?;
+                    return Ok(());
+                }
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    break;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "no answer to iperf3's UDP connect datagram: is UDP blocked on the path?",
+    ))
+}
+
+/// This end's role on each stream of the test.
+fn local_roles(spec: &TestSpec) -> Vec<Role> {
+    spec.flows()
+        .into_iter()
+        .map(|f| session::role(f, true))
+        .collect()
+}
+
+/// The peer's view of an interval, standing in for what it never reports: the same counts,
+/// without any sender or receiver detail (which `blank_peer_figures` removes from the rows).
+fn mirror(r: &IntervalReport) -> IntervalReport {
+    IntervalReport {
+        role: match r.role {
+            Role::Sender => Role::Receiver,
+            Role::Receiver => Role::Sender,
+        },
+        tcp: None,
+        udp: None,
+        ..r.clone()
+    }
+}
+
+/// Removes from a merged interval what only the iperf3 peer could have measured, and re-adds
+/// the totals.
+fn blank_peer_figures(iv: &mut Interval, roles: &[Role], proto: Protocol) {
+    if proto == Protocol::Udp {
+        for row in &mut iv.streams {
+            row.lost_packets = None;
+            row.lost_percent = None;
+            if roles.get(usize::from(row.stream)) == Some(&Role::Sender) {
+                row.jitter_ms = None;
+                row.out_of_order = None;
+            } else {
+                // The mirrored "sent" count is what arrived, not what the server sent.
+                row.packets = None;
+            }
+        }
+    }
+    iv.total = result::total_of(&iv.streams, iv.end_s - iv.start_s);
+}
+
+/// Pumps the stream threads until every stream has reported every interval, then says
+/// TEST_END and stops them. Returns this end's reports and the error that ended the test early.
+fn drive(
+    ctrl: &mut TcpStream,
+    server: SocketAddr,
+    spec: &TestSpec,
+    (streams, start): (session::Streams, Instant),
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+) -> (Finished, Option<String>) {
+    let roles = local_roles(spec);
+    let intervals = spec.timeline().len();
+    let mut merger = LiveMerger::new(spec);
+    let mut emitted = vec![0usize; roles.len()];
+    let mut local = Finished::default();
+    let grid_end = start + spec.total_time();
+    let give_up = grid_end + Duration::from_secs(10);
+    let mut error = None;
+    // When TEST_END went out: the server stops sending then, and the receiving streams get
+    // what is still on its way before they stop.
+    let mut ended: Option<Instant> = None;
+    let done = |emitted: &[usize], role: Role| {
+        roles
+            .iter()
+            .zip(emitted)
+            .all(|(r, &n)| *r != role || n >= intervals)
+    };
+    let mut show = |iv: &Interval| {
+        let mut iv = iv.clone();
+        blank_peer_figures(&mut iv, &roles, spec.protocol);
+        on_interval(&iv);
+    };
+    loop {
+        let now = Instant::now();
+        if ended.is_none() && now >= grid_end && done(&emitted, Role::Sender) {
+            // The end of the test, as an iperf3 client says it, at once: the server's
+            // seconds run until it reads this.
+            if let Err(e) = control::write_state(ctrl, State::TestEnd) {
+                error = Some(format!("{server}: {e}"));
+                break;
+            }
+            ended = Some(now);
+        }
+        if let Some(at) = ended
+            && (done(&emitted, Role::Receiver) || now > at + RECEIVE_GRACE)
+        {
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            error = Some("interrupted: results cover the intervals measured so far".to_string());
+            break;
+        }
+        if Instant::now() > give_up {
+            error = Some("the streams did not finish 10 s after the test's end".to_string());
+            break;
+        }
+        if ended.is_none()
+            && crate::platform::sockopt::wait_readable(ctrl, Duration::ZERO).unwrap_or(false)
+        {
+            error = Some(
+                match next_state(ctrl, server, Instant::now() + STEP_DEADLINE) {
+                    Err(e) => e.message,
+                    Ok(s) => format!("{server}: the iperf3 server said {s:?} during the test"),
+                },
+            );
+            break;
+        }
+        let wait = if ended.is_none() && now < grid_end {
+            (grid_end - now).min(Duration::from_millis(20))
+        } else {
+            Duration::from_millis(20)
+        };
+        match streams.events.recv_timeout(wait) {
+            Ok(EngineEvent::Interval(r)) => {
+                if let Some(n) = emitted.get_mut(usize::from(r.stream)) {
+                    *n += 1;
+                }
+                let m = mirror(&r);
+                merger.add(r, &mut show);
+                merger.add(m, &mut show);
+            }
+            Ok(EngineEvent::StreamDone(r, cpu)) => {
+                if r.error.is_some() && error.is_none() {
+                    error = r.error.clone();
+                }
+                local.add(r, cpu);
+            }
+            Err(_) => {}
+        }
+    }
+    streams.stop_and_collect(&mut local);
+    local.reports.sort_by_key(|r| r.stream);
+    (local, error)
+}
+
+/// After TEST_END: results both ways, then DISPLAY_RESULTS and IPERF_DONE.
+fn exchange(
+    ctrl: &mut TcpStream,
+    server: SocketAddr,
+    spec: &TestSpec,
+    local: &Finished,
+) -> Result<Results, TestError> {
+    let deadline = Instant::now() + RESULTS_DEADLINE;
+    expect(ctrl, server, State::ExchangeResults, deadline)?;
+    control::write_json(ctrl, &super::report::results(spec, local, None).to_json())
+        .map_err(|e| TestError::new(format!("{server}: {e}")))?;
+    let doc = control::read_json(ctrl, wire::MAX_RESULTS_BYTES, deadline)
+        .map_err(|e| control_error(server, e))?;
+    let results = Results::from_json(&doc)
+        .map_err(|e| TestError::new(format!("{server}: the iperf3 server's results: {e}")))?;
+    expect(ctrl, server, State::DisplayResults, deadline)?;
+    let _ = control::write_state(ctrl, State::IperfDone);
+    // Wait for the server to hang up: until it has read IPERF_DONE it is still in this test,
+    // and a next test that connects before then would be told "busy".
+    let mut rest = [0u8; 64];
+    let until = Instant::now() + Duration::from_secs(2);
+    let _ = ctrl.set_read_timeout(Some(Duration::from_millis(100)));
+    while Instant::now() < until {
+        match std::io::Read::read(ctrl, &mut rest) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break,
+        }
+    }
+    Ok(results)
+}
+
+/// The result: this end's intervals, the peer's totals where the peer measured (see the module
+/// documentation), and a provenance that says which is which.
+fn assemble(
+    spec: &TestSpec,
+    info: StartInfo,
+    local: &Finished,
+    peer: Option<&Results>,
+    error: Option<String>,
+) -> TestResult {
+    let flows = spec.flows();
+    let roles = local_roles(spec);
+    let placeholders: Vec<StreamReport> = flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| StreamReport::empty(i as u16, *f, roles[i], Some("no report".into())))
+        .collect();
+    let mine: Vec<&StreamReport> = (0..flows.len())
+        .map(|i| {
+            local
+                .reports
+                .iter()
+                .find(|r| usize::from(r.stream) == i)
+                .unwrap_or(&placeholders[i])
+        })
+        .collect();
+    let mirrored: Vec<StreamReport> = mine
+        .iter()
+        .map(|r| StreamReport {
+            role: mirror_role(r.role),
+            intervals: r.intervals.iter().map(mirror).collect(),
+            saw_end: true,
+            ..StreamReport::empty(r.stream, r.flow, mirror_role(r.role), None)
+        })
+        .collect();
+    let pairs: Vec<StreamPair> = (0..flows.len())
+        .map(|i| {
+            let (sender, receiver) = if roles[i] == Role::Sender {
+                (mine[i], &mirrored[i])
+            } else {
+                (&mirrored[i], mine[i])
+            };
+            StreamPair {
+                flow: flows[i],
+                sender,
+                receiver,
+            }
+        })
+        .collect();
+    let remote = peer.map_or_else(CpuUsage::default, |p| CpuUsage {
+        user_s: p.cpu_user / 100.0 * local.cpu.wall_s,
+        system_s: p.cpu_system / 100.0 * local.cpu.wall_s,
+        wall_s: local.cpu.wall_s,
+    });
+    let cpu = CpuResult {
+        local_percent: local.cpu.percent(),
+        remote_percent: peer.map_or(0.0, |p| p.cpu_total),
+        local: local.cpu,
+        remote,
+    };
+    let mut r = result::build(spec, info, &pairs, cpu, error);
+    // Checks of one end's report against the other's mean nothing against a mirror: the
+    // iperf3 server's totals are checked below instead.
+    r.inconsistencies.clear();
+    for iv in &mut r.intervals {
+        blank_peer_figures(iv, &roles, spec.protocol);
+    }
+    let mut inconsistencies = Vec::new();
+    for dir in &mut r.directions {
+        for ss in &mut dir.streams {
+            let i = usize::from(ss.stream);
+            let theirs = peer.and_then(|p| p.stream(wire::stream_id(i)));
+            let sent_total = result::saturating_sum(mine[i].intervals.iter().map(|x| x.bytes));
+            match (roles.get(i), theirs) {
+                (_, None) => {
+                    ss.summary = peer_less(&ss.summary, roles.get(i) == Some(&Role::Sender));
+                    if peer.is_some() {
+                        ss.error = Some("the iperf3 server sent no result for this stream".into());
+                    }
+                }
+                (Some(Role::Sender), Some(t)) => {
+                    if t.bytes > sent_total {
+                        inconsistencies.push(format!(
+                            "stream {i}: the iperf3 server received {} bytes, more than the {sent_total} sent",
+                            t.bytes
+                        ));
+                    }
+                    peer_received(&mut ss.summary, t);
+                }
+                (_, Some(t)) => {
+                    if spec.omit.is_zero() && sent_total + mine[i].tail_bytes > t.bytes {
+                        inconsistencies.push(format!(
+                            "stream {i}: {} bytes arrived, more than the {} the iperf3 server says it sent",
+                            sent_total + mine[i].tail_bytes,
+                            t.bytes
+                        ));
+                    }
+                    peer_sent(&mut ss.summary, t, mine[i], spec.length_bytes);
+                }
+            }
+        }
+        dir.summary = resum(dir.streams.iter().map(|s| &s.summary), spec.protocol);
+    }
+    r.summary = resum(r.directions.iter().map(|d| &d.summary), spec.protocol);
+    if r.error.is_none() {
+        r.inconsistencies.extend(inconsistencies);
+    }
+    r.peer = Some(match peer.and_then(|p| p.version.as_deref()) {
+        Some(v) => format!("iperf3 {v}"),
+        None => "iperf3".to_string(),
+    });
+    r.provenance = Some(provenance(spec, &roles));
+    r
+}
+
+fn mirror_role(r: Role) -> Role {
+    match r {
+        Role::Sender => Role::Receiver,
+        Role::Receiver => Role::Sender,
+    }
+}
+
+fn rate(bytes: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        bytes as f64 * 8.0 / seconds
+    } else {
+        0.0
+    }
+}
+
+/// A stream this end sent: the server's received total over its own seconds, its loss and jitter.
+fn peer_received(s: &mut result::Summary, t: &StreamResult) {
+    s.bytes = t.bytes;
+    if let Some(secs) = t.seconds() {
+        s.seconds = secs;
+    }
+    s.bits_per_second = rate(s.bytes, s.seconds);
+    s.tail_bytes = 0;
+    if let Some(sent) = s.packets {
+        let lost = u64::try_from(t.measured_errors()).unwrap_or(0);
+        s.lost_packets = Some(lost);
+        s.lost_percent = Some(if sent > 0 {
+            lost as f64 * 100.0 / sent as f64
+        } else {
+            0.0
+        });
+        s.jitter_ms = Some(t.jitter_s * 1000.0);
+        s.out_of_order = None;
+        s.duplicates = None;
+    }
+}
+
+/// A stream the server sent: what it sent and its retransmits. UDP loss is counted here as
+/// iperf3's receivers count it, by the gaps in the sequence numbers that arrived (the server's
+/// own count runs until it reads TEST_END, after this end's grid).
+fn peer_sent(s: &mut result::Summary, t: &StreamResult, mine: &StreamReport, length: u32) {
+    s.sent_bytes = t.bytes;
+    s.sent_bits_per_second = rate(t.bytes, t.seconds().unwrap_or(s.seconds));
+    if s.retransmits.is_some() {
+        s.retransmits = t.retransmits;
+    }
+    if s.packets.is_some() {
+        let received = result::saturating_sum(mine.intervals.iter().map(|i| i.packets))
+            + mine.tail_bytes / u64::from(length.max(1));
+        let sent = mine.highest_seq.map_or(0, |h| h + 1);
+        let lost = sent.saturating_sub(received);
+        s.packets = Some(sent);
+        s.lost_packets = Some(lost);
+        s.lost_percent = Some(if sent > 0 {
+            lost as f64 * 100.0 / sent as f64
+        } else {
+            0.0
+        });
+    }
+}
+
+/// A stream the peer reported nothing on: only this end's side is known.
+fn peer_less(s: &result::Summary, sender: bool) -> result::Summary {
+    let mut out = s.clone();
+    if sender {
+        out.bytes = 0;
+        out.bits_per_second = 0.0;
+        out.tail_bytes = 0;
+    } else {
+        out.sent_bytes = 0;
+        out.sent_bits_per_second = 0.0;
+        out.retransmits = None;
+    }
+    out.lost_packets = None;
+    out.lost_percent = None;
+    if sender {
+        out.jitter_ms = None;
+    }
+    out
+}
+
+fn sum_opt(values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
+    values.fold(None, |acc, v| match (acc, v) {
+        (a, None) => a,
+        (None, Some(x)) => Some(x),
+        (Some(a), Some(x)) => Some(a.saturating_add(x)),
+    })
+}
+
+/// Adds up summaries of streams that ran side by side (or of directions).
+fn resum<'a>(
+    parts: impl Iterator<Item = &'a result::Summary> + Clone,
+    proto: Protocol,
+) -> result::Summary {
+    let seconds = parts.clone().map(|s| s.seconds).fold(0.0, f64::max);
+    let bytes = result::saturating_sum(parts.clone().map(|s| s.bytes));
+    let sent_bytes = result::saturating_sum(parts.clone().map(|s| s.sent_bytes));
+    let sent_rate: f64 = parts.clone().map(|s| s.sent_bits_per_second).sum();
+    let jitters: Vec<f64> = parts.clone().filter_map(|s| s.jitter_ms).collect();
+    let mut s = result::Summary {
+        seconds,
+        bytes,
+        bits_per_second: rate(bytes, seconds),
+        sent_bytes,
+        sent_bits_per_second: sent_rate,
+        tail_bytes: result::saturating_sum(parts.clone().map(|s| s.tail_bytes)),
+        retransmits: sum_opt(parts.clone().map(|s| s.retransmits)),
+        rtt_mean_us: {
+            let v: Vec<f64> = parts.clone().filter_map(|s| s.rtt_mean_us).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        },
+        rtt_min_us: parts.clone().filter_map(|s| s.rtt_min_us).min(),
+        rtt_max_us: parts.clone().filter_map(|s| s.rtt_max_us).max(),
+        snd_wnd_max_bytes: sum_opt(parts.clone().map(|s| s.snd_wnd_max_bytes)),
+        rwnd_limited_percent: None,
+        sndbuf_limited_percent: None,
+        ..result::Summary::default()
+    };
+    if proto == Protocol::Udp {
+        s.packets = sum_opt(parts.clone().map(|p| p.packets));
+        s.lost_packets = sum_opt(parts.clone().map(|p| p.lost_packets));
+        s.lost_percent = s.lost_packets.map(|l| {
+            let p = s.packets.unwrap_or(0);
+            if p > 0 {
+                l as f64 * 100.0 / p as f64
+            } else {
+                0.0
+            }
+        });
+        s.jitter_ms =
+            (!jitters.is_empty()).then(|| jitters.iter().sum::<f64>() / jitters.len() as f64);
+        s.out_of_order = sum_opt(parts.clone().map(|p| p.out_of_order));
+        s.duplicates = sum_opt(parts.map(|p| p.duplicates));
+    }
+    s
+}
+
+/// Which figures come from where, for this test's directions.
+fn provenance(spec: &TestSpec, roles: &[Role]) -> Provenance {
+    let sends = roles.contains(&Role::Sender);
+    let receives = roles.contains(&Role::Receiver);
+    let udp = spec.protocol == Protocol::Udp;
+    let mut p = Provenance::default();
+    p.measured_here
+        .push("intervals: the bytes this end sent or received in each interval".into());
+    if sends {
+        p.measured_here.push(if udp {
+            "datagrams sent on the streams netsweep sends".into()
+        } else {
+            "TCP retransmits, RTT and cwnd (TCP_INFO) of the streams netsweep sends".into()
+        });
+    }
+    if receives {
+        p.measured_here
+            .push("goodput of the streams netsweep receives".into());
+        if udp {
+            p.measured_here
+                .push("jitter and datagrams received on the streams netsweep receives".into());
+        }
+    }
+    p.measured_here.push("CPU of this end".into());
+    if sends {
+        p.from_peer.push(
+            "goodput of the streams the iperf3 server receives: its total per stream over its own seconds"
+                .into(),
+        );
+        if udp {
+            p.from_peer
+                .push("loss and jitter of those streams, as the iperf3 server counted them".into());
+        }
+    }
+    if receives {
+        p.from_peer.push(if udp {
+            "bytes the iperf3 server sent (UDP loss is counted here, from the gaps in the \
+             sequence numbers, as iperf3 receivers count it)"
+                .into()
+        } else {
+            "bytes and TCP retransmits of the streams the iperf3 server sends (totals)".into()
+        });
+    }
+    p.from_peer.push("CPU of the server".into());
+    p.unavailable
+        .push("the iperf3 server's per-interval figures (it reports one total per stream)".into());
+    if receives && !udp {
+        p.unavailable
+            .push("RTT and cwnd of the streams the iperf3 server sends".into());
+    }
+    if sends && udp {
+        p.unavailable
+            .push("out-of-order and duplicate counts at the iperf3 server".into());
+    }
+    p.unavailable
+        .push("the server's socket buffers and kernel counters".into());
+    p
+}

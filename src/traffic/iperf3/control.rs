@@ -1,0 +1,57 @@
+//! Reading and writing iperf3's control connection with deadlines and size caps (both roles).
+
+use super::wire::{self, JsonError, State};
+use crate::traffic::protocol::{ProtocolError, read_exact_by};
+use serde_json::{Map, Value};
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::Instant;
+
+/// What went wrong on an iperf3 control connection.
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("{0}")]
+    Io(#[from] ProtocolError),
+    #[error("{0}")]
+    Json(#[from] JsonError),
+    #[error("an unknown state byte {0:#04x}")]
+    UnknownState(u8),
+}
+
+pub fn write_state(s: &mut TcpStream, state: State) -> std::io::Result<()> {
+    s.write_all(&[state.byte()])
+}
+
+pub fn write_json(s: &mut TcpStream, doc: &Value) -> std::io::Result<()> {
+    s.write_all(&wire::encode_json(doc))
+}
+
+pub fn read_state(s: &mut TcpStream, deadline: Instant) -> Result<State, ControlError> {
+    let mut b = [0u8; 1];
+    read_exact_by(s, &mut b, deadline)?;
+    State::from_byte(b[0]).ok_or(ControlError::UnknownState(b[0]))
+}
+
+/// The two int32 after SERVER_ERROR: iperf3's error code and the server's errno.
+pub fn read_server_error(s: &mut TcpStream, deadline: Instant) -> Result<(i32, i32), ControlError> {
+    let mut b = [0u8; 8];
+    read_exact_by(s, &mut b, deadline)?;
+    Ok((
+        i32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+        i32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+    ))
+}
+
+/// A length-prefixed JSON object of at most `cap` bytes, refused before it is read if larger.
+pub fn read_json(
+    s: &mut TcpStream,
+    cap: u32,
+    deadline: Instant,
+) -> Result<Map<String, Value>, ControlError> {
+    let mut len = [0u8; 4];
+    read_exact_by(s, &mut len, deadline)?;
+    let len = wire::check_json_length(len, cap)?;
+    let mut body = vec![0u8; len];
+    read_exact_by(s, &mut body, deadline)?;
+    Ok(wire::parse_json(&body)?)
+}

@@ -1,0 +1,126 @@
+//! iperf3's JSON result documents (`iperf3 -J`), read by `netsweep import`: the numbers a
+//! campaign compares, checked for range, with the original document kept.
+//!
+//! Numbers are read leniently, as iperf3 writes them: Debian's 3.12 writes -1 as
+//! 18446744073709551615, and some versions write integers as floats. A figure that is not a
+//! finite, physically possible value (a negative rate, a loss above 100%) is refused with the
+//! field named, never stored.
+
+use crate::campaigns::store::Imported;
+use serde_json::Value;
+
+/// Largest iperf3 -J document read (an hour at 0.1 s intervals with 8 streams is about 60 MB).
+pub const MAX_JSON_BYTES: u64 = 128 << 20;
+
+/// A number from iperf3's JSON: integers, floats, or u64::MAX standing for -1.
+fn lenient_f64(v: &Value) -> Option<f64> {
+    if let Some(u) = v.as_u64() {
+        return (u != u64::MAX).then_some(u as f64);
+    }
+    v.as_f64().filter(|x| x.is_finite())
+}
+
+/// A figure that must lie in `lo..=hi` when present.
+fn in_range(end: &Value, path: &str, lo: f64, hi: f64) -> Result<Option<f64>, String> {
+    match end.pointer(path).and_then(lenient_f64) {
+        Some(x) if !(lo..=hi).contains(&x) => Err(format!(
+            "end{path} is {x}, outside {lo} to {hi}: the document is damaged"
+        )),
+        other => Ok(other),
+    }
+}
+
+/// Reads the numbers of one iperf3 -J document.
+pub fn parse_json_result(text: &str) -> Result<Imported, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    if let Some(err) = v.get("error").and_then(|e| e.as_str()) {
+        return Err(format!(
+            "iperf3 reported an error: {}",
+            crate::inputs::peer_text(err)
+        ));
+    }
+    let end = v
+        .get("end")
+        .ok_or("no \"end\" section: is this iperf3 -J output?")?;
+    let udp = end.get("sum").and_then(|s| s.get("lost_percent")).is_some();
+    // 10 Tbit/s is beyond any link iperf3 has measured; a larger figure is damage, not data.
+    let max_rate = 1e13;
+    let bps = in_range(end, "/sum_received/bits_per_second", 0.0, max_rate)?
+        .or(in_range(end, "/sum/bits_per_second", 0.0, max_rate)?)
+        .ok_or("no end.sum_received.bits_per_second")?;
+    let retransmits = if udp {
+        None
+    } else {
+        in_range(end, "/sum_sent/retransmits", 0.0, 9e15)?.map(|x| x as i64)
+    };
+    let (lost_percent, jitter_ms) = if udp {
+        (
+            in_range(end, "/sum/lost_percent", 0.0, 100.0)?,
+            in_range(end, "/sum/jitter_ms", 0.0, 3.6e6)?,
+        )
+    } else {
+        (None, None)
+    };
+    Ok(Imported {
+        bits_per_second: bps,
+        retransmits,
+        lost_percent,
+        jitter_ms,
+        cpu_local_percent: in_range(end, "/cpu_utilization_percent/host_total", 0.0, 1e5)?,
+        cpu_remote_percent: in_range(end, "/cpu_utilization_percent/remote_total", 0.0, 1e5)?,
+        raw_json: text.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tcp_and_udp_documents_are_read() {
+        let tcp = r#"{"end":{"sum_sent":{"retransmits":3,"bits_per_second":9.5e8},
+            "sum_received":{"bits_per_second":9.4e8},
+            "cpu_utilization_percent":{"host_total":12.5,"remote_total":30}}}"#;
+        let t = parse_json_result(tcp).unwrap();
+        assert_eq!(t.bits_per_second, 9.4e8);
+        assert_eq!(t.retransmits, Some(3));
+        assert_eq!(t.cpu_remote_percent, Some(30.0));
+        let udp = r#"{"end":{"sum":{"bits_per_second":1e6,"lost_percent":0.5,"jitter_ms":0.01}}}"#;
+        let u = parse_json_result(udp).unwrap();
+        assert_eq!(
+            (u.lost_percent, u.jitter_ms, u.retransmits),
+            (Some(0.5), Some(0.01), None)
+        );
+    }
+
+    /// Debian's iperf3 3.12 writes -1 as 18446744073709551615.
+    #[test]
+    fn minus_one_as_u64_max_is_unknown_not_a_huge_number() {
+        let doc = r#"{"end":{"sum_sent":{"retransmits":18446744073709551615},
+            "sum_received":{"bits_per_second":1000}}}"#;
+        assert_eq!(parse_json_result(doc).unwrap().retransmits, None);
+    }
+
+    #[test]
+    fn impossible_figures_are_refused_with_the_field_named() {
+        for (doc, field) in [
+            (
+                r#"{"end":{"sum_received":{"bits_per_second":-5}}}"#,
+                "bits_per_second",
+            ),
+            (
+                r#"{"end":{"sum_received":{"bits_per_second":1e308}}}"#,
+                "bits_per_second",
+            ),
+            (
+                r#"{"end":{"sum":{"bits_per_second":1,"lost_percent":250}}}"#,
+                "lost_percent",
+            ),
+        ] {
+            let e = parse_json_result(doc).unwrap_err();
+            assert!(e.contains(field), "{e}");
+        }
+        let e = parse_json_result(r#"{"error":"\u001b[2Jbad"}"#).unwrap_err();
+        assert!(!e.contains('\x1b'), "{e:?}");
+    }
+}

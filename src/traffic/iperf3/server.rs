@@ -1,0 +1,570 @@
+//! `netsweep server` serving unmodified iperf3 clients (3.1 to 3.21) beside its own.
+//!
+//! The server tells the two apart by a connection's first bytes (an iperf3 cookie is lowercase
+//! letters and digits; netsweep's preambles start with capitals). Everything the own server
+//! promises holds for iperf3 clients: several tests at once up to `--max-tests` (over it an
+//! iperf3 client gets ACCESS_DENIED at once), limits refused with SERVER_ERROR codes iperf3
+//! clients print in words, data connections accepted only with the test's cookie and from the
+//! control peer's address, UDP streams only from that address, and a client that dies or stalls
+//! frees its slot within seconds.
+//!
+//! iperf3 clients end the test themselves (TEST_END), so the server's streams run open-ended
+//! until then, and the figures it reports run to that moment.
+
+use super::control::{self, ControlError};
+use super::wire::{self, Cookie, Params, Refusal, Results, State, code};
+use crate::traffic::engine::{Datagrams, EngineEvent, StreamSocket};
+use crate::traffic::protocol::IO_DEADLINE;
+use crate::traffic::session::{self, Finished, Wire};
+use crate::traffic::spec::{Direction, Flow, Protocol, ServerLimits, TestSpec};
+use socket2::{Domain, SockAddr, Socket, Type};
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::time::{Duration, Instant};
+
+/// How long past its asked time (and omit) a test may run before the server ends it: an
+/// iperf3 client says TEST_END within a round trip of its timer.
+const END_GRACE: Duration = Duration::from_secs(10);
+/// How long data connections may take to arrive after CREATE_STREAMS, besides the round trips.
+const STREAMS_GRACE: Duration = Duration::from_secs(5);
+/// iperf3's default block sizes, for clients that send none.
+const TCP_DEFAULT_LEN: u32 = 128 << 10;
+const UDP_DEFAULT_LEN: u32 = 1460;
+
+/// Where the tests waiting for their streams are found by the connections that bring them.
+#[derive(Default)]
+pub struct Hub {
+    data: Mutex<HashMap<Cookie, Sender<TcpStream>>>,
+    /// UDP tests waiting for connect datagrams, oldest first: (test, control peer, channel).
+    udp: Mutex<Vec<(Cookie, IpAddr, Sender<SocketAddr>)>>,
+    /// Where connect datagrams arrive, one per port served (`bind_udp`); a UDP test on a port
+    /// without one is refused.
+    udp_addrs: Mutex<Vec<SocketAddr>>,
+}
+
+impl Hub {
+    /// The test a data connection with `cookie` belongs to, if one waits for it.
+    pub fn data_channel(&self, cookie: &Cookie) -> Option<Sender<TcpStream>> {
+        self.data.lock().ok()?.get(cookie).cloned()
+    }
+
+    /// Hands a UDP connect datagram from `from` to the oldest test of that peer waiting for
+    /// one. Returns whether one took it (others are strays, ignored).
+    pub fn udp_connect(&self, from: SocketAddr) -> bool {
+        let Ok(waiting) = self.udp.lock() else {
+            return false;
+        };
+        let ip = from.ip().to_canonical();
+        waiting
+            .iter()
+            .filter(|(_, p, _)| *p == ip)
+            .any(|(_, _, tx)| tx.send(from).is_ok())
+    }
+
+    /// Records where connect datagrams arrive, once a port's UDP socket is bound.
+    pub fn add_udp_addr(&self, addr: SocketAddr) {
+        if let Ok(mut a) = self.udp_addrs.lock() {
+            a.push(addr);
+        }
+    }
+
+    fn udp_addr(&self, port: u16) -> Option<SocketAddr> {
+        self.udp_addrs
+            .lock()
+            .ok()
+            .and_then(|a| a.iter().find(|a| a.port() == port).copied())
+    }
+}
+
+/// The UDP socket on the server's port that receives iperf3's connect datagrams, with
+/// SO_REUSEPORT so each stream's socket can bind the same port connected to its peer.
+pub fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
+    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, None)?;
+    s.set_reuse_address(true)?;
+    s.set_reuse_port(true)?;
+    if addr.is_ipv6() {
+        let _ = s.set_only_v6(false);
+    }
+    s.bind(&SockAddr::from(addr))?;
+    Ok(s.into())
+}
+
+/// Reads connect datagrams until `shutdown`, handing each to its test.
+pub fn dispatch_udp(sock: &UdpSocket, hub: &Hub, shutdown: &AtomicBool) {
+    let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
+    let mut buf = [0u8; 64];
+    while !shutdown.load(Ordering::Relaxed) {
+        if let Ok((4, from)) = sock.recv_from(&mut buf) {
+            hub.udp_connect(from);
+        }
+    }
+}
+
+/// Removes a test's entries from the hub on drop.
+struct Registration<'a> {
+    hub: &'a Hub,
+    cookie: Cookie,
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut d) = self.hub.data.lock() {
+            d.remove(&self.cookie);
+        }
+        if let Ok(mut u) = self.hub.udp.lock() {
+            u.retain(|(c, _, _)| *c != self.cookie);
+        }
+    }
+}
+
+/// The netsweep test an iperf3 client's parameters ask for. The streams run open-ended (the
+/// client says when the test ends), so the grid is the asked time plus `END_GRACE`.
+pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> {
+    if p.time_s == 0 && p.bytes == 0 && p.blocks == 0 {
+        return Err(Refusal::new(code::DURATION, "a test of no time"));
+    }
+    if p.time_s == 0 && (p.reverse || p.bidirectional) {
+        return Err(Refusal::new(
+            code::UNIMPLEMENTED,
+            "-n/-k with -R or --bidir: this server sends for a time only",
+        ));
+    }
+    let asked = if p.time_s > 0 {
+        Duration::from_secs(p.time_s)
+    } else {
+        // -n/-k: the client sends until its count, then says TEST_END.
+        limits.max_duration
+    };
+    let omit = Duration::from_secs(p.omit_s);
+    if asked + omit > limits.max_duration {
+        return Err(Refusal::new(
+            duration_code(p.client_version.as_deref()),
+            format!(
+                "{} s exceed this server's --max-duration of {} s",
+                (asked + omit).as_secs(),
+                limits.max_duration.as_secs()
+            ),
+        ));
+    }
+    if p.parallel > limits.max_streams {
+        return Err(Refusal::new(
+            code::NUM_STREAMS,
+            format!(
+                "{} streams exceed this server's --max-streams of {}",
+                p.parallel, limits.max_streams
+            ),
+        ));
+    }
+    let total = p.bandwidth_bps as f64 * f64::from(p.parallel);
+    if limits.max_rate_bps > 0.0 && (total == 0.0 || total > limits.max_rate_bps) {
+        return Err(Refusal::new(
+            code::TOTAL_RATE,
+            format!(
+                "{} per direction exceeds this server's --max-rate of {}",
+                if total == 0.0 {
+                    "an unlimited rate".into()
+                } else {
+                    crate::units::BitRate(total).to_string()
+                },
+                crate::units::BitRate(limits.max_rate_bps)
+            ),
+        ));
+    }
+    let mut spec = if p.udp {
+        TestSpec::udp(asked + END_GRACE)
+    } else {
+        TestSpec::tcp(asked + END_GRACE)
+    };
+    spec.omit = omit;
+    spec.interval = Duration::from_secs(1);
+    spec.streams = p.parallel;
+    spec.direction = match (p.reverse, p.bidirectional) {
+        (_, true) => Direction::Bidir,
+        (true, _) => Direction::Reverse,
+        _ => Direction::Forward,
+    };
+    spec.window_bytes = p.window;
+    spec.mss_bytes = p.mss;
+    spec.congestion = p.congestion.clone();
+    spec.length_bytes = p.len.unwrap_or(if p.udp {
+        UDP_DEFAULT_LEN
+    } else {
+        TCP_DEFAULT_LEN
+    });
+    spec.bitrate_bps = total;
+    spec.calibration = Duration::ZERO;
+    spec.validate()
+        .map_err(|e| Refusal::new(code::RECV_PARAMS, e.to_string()))?;
+    if spec.interval_records() > limits.max_interval_records {
+        return Err(Refusal::new(
+            code::MAX_SERVER_DURATION,
+            format!(
+                "{} interval records exceed this server's --max-intervals of {}",
+                spec.interval_records(),
+                limits.max_interval_records
+            ),
+        ));
+    }
+    Ok(spec)
+}
+
+/// The code for "longer than this server allows": clients from 3.13 know
+/// IEMAXSERVERTESTDURATIONEXCEEDED; older ones print only its number, so they get IEDURATION
+/// ("test duration too long").
+fn duration_code(client_version: Option<&str>) -> i32 {
+    let newer = client_version
+        .and_then(|v| {
+            let mut parts = v.trim().split('.');
+            let major: u32 = parts.next()?.parse().ok()?;
+            let minor: u32 = parts
+                .next()?
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()?;
+            Some((major, minor) >= (3, 13))
+        })
+        .unwrap_or(false);
+    if newer {
+        code::MAX_SERVER_DURATION
+    } else {
+        code::DURATION
+    }
+}
+
+/// Sends SERVER_ERROR with `code` and closes; the client prints the code in words.
+fn refuse(ctrl: &mut TcpStream, r: &Refusal) -> anyhow::Error {
+    use std::io::Write;
+    let _ = ctrl.write_all(&wire::server_error(r.code, 0));
+    anyhow::anyhow!("refused: {}", r.reason)
+}
+
+/// Serves one iperf3 client whose cookie was read. `slot` holds the test's place among
+/// `--max-tests` and is dropped when the data stops (before the results are exchanged).
+pub fn serve<S>(
+    mut ctrl: TcpStream,
+    peer: SocketAddr,
+    cookie: Cookie,
+    limits: &ServerLimits,
+    hub: &Hub,
+    log: &dyn Fn(&str),
+    slot: S,
+) -> anyhow::Result<()> {
+    let _ = ctrl.set_nodelay(true);
+    control::write_state(&mut ctrl, State::ParamExchange)?;
+    let doc = match control::read_json(
+        &mut ctrl,
+        wire::MAX_PARAMS_BYTES,
+        Instant::now() + IO_DEADLINE,
+    ) {
+        Ok(d) => d,
+        Err(e) => {
+            let r = Refusal::new(code::RECV_PARAMS, e.to_string());
+            return Err(refuse(&mut ctrl, &r));
+        }
+    };
+    let params = Params::from_json(&doc).map_err(|r| refuse(&mut ctrl, &r))?;
+    let spec = spec_for(&params, limits).map_err(|r| refuse(&mut ctrl, &r))?;
+    let udp_addr = hub.udp_addr(ctrl.local_addr()?.port());
+    if spec.protocol == Protocol::Udp && udp_addr.is_none() {
+        let r = Refusal::new(
+            code::UNIMPLEMENTED,
+            "UDP is unavailable: the UDP port could not be bound",
+        );
+        return Err(refuse(&mut ctrl, &r));
+    }
+    let (tx, rx) = mpsc::channel();
+    let registration = Registration { hub, cookie };
+    let (udp_tx, udp_rx) = mpsc::channel();
+    if spec.protocol == Protocol::Tcp {
+        if let Ok(mut d) = hub.data.lock() {
+            d.insert(cookie, tx);
+        }
+    } else if let Ok(mut u) = hub.udp.lock() {
+        u.push((cookie, peer.ip().to_canonical(), udp_tx));
+    }
+    control::write_state(&mut ctrl, State::CreateStreams)?;
+    let flows = spec.flows();
+    let grace = STREAMS_GRACE + Duration::from_millis(200) * flows.len() as u32;
+    let sockets = match spec.protocol {
+        Protocol::Tcp => collect_tcp(&rx, &spec, &flows, peer.ip(), grace),
+        Protocol::Udp => collect_udp(&udp_rx, &spec, &flows, udp_addr, grace),
+    };
+    drop(registration);
+    drop(udp_rx);
+    let sockets = sockets
+        .map_err(|e| refuse(&mut ctrl, &Refusal::new(code::STREAM_ACCEPT, e.to_string())))?;
+    let held: Vec<StreamSocket> = sockets
+        .iter()
+        .filter_map(|(_, _, s)| s.try_clone().ok())
+        .collect();
+    control::write_state(&mut ctrl, State::TestStart)?;
+    control::write_state(&mut ctrl, State::TestRunning)?;
+    let start = Instant::now();
+    log(&format!(
+        "{peer}: iperf3 client{}: {:?} {:?} test, {} streams, {} s",
+        params
+            .client_version
+            .as_deref()
+            .map(|v| format!(" {v}"))
+            .unwrap_or_default(),
+        spec.protocol,
+        spec.direction,
+        spec.streams,
+        params.time_s + params.omit_s
+    ));
+    let wire = Wire {
+        datagrams: Datagrams::Iperf3 {
+            seq64: params.udp_counters_64bit,
+        },
+        open_ended: true,
+    };
+    let streams = session::start_streams(&spec, false, sockets, (start, start), wire)?;
+    let deadline = start + Duration::from_secs(params.time_s + params.omit_s) + END_GRACE;
+    let ended = wait_for_end(&mut ctrl, &streams, deadline);
+    let stopped = start.elapsed();
+    let mut finished = Finished::default();
+    streams.stop_and_collect(&mut finished);
+    finished.reports.sort_by_key(|r| r.stream);
+    finished.cpu.wall_s = stopped.as_secs_f64();
+    // The data has stopped: the slot is free before the results go out.
+    drop(slot);
+    if let Err(e) = ended {
+        let r = Refusal::new(code::SERVER_DURATION_EXPIRED, e.clone());
+        if e.contains("did not say") {
+            let _ = refuse(&mut ctrl, &r);
+        }
+        anyhow::bail!("{e}");
+    }
+    control::write_state(&mut ctrl, State::ExchangeResults)?;
+    let theirs = control::read_json(
+        &mut ctrl,
+        wire::MAX_RESULTS_BYTES,
+        Instant::now() + IO_DEADLINE,
+    )
+    .map_err(|e| anyhow::anyhow!("the client's results: {e}"))?;
+    let theirs =
+        Results::from_json(&theirs).map_err(|e| anyhow::anyhow!("the client's results: {e}"))?;
+    let ours = super::report::results(&spec, &finished, Some(stopped));
+    control::write_json(&mut ctrl, &ours.to_json())?;
+    control::write_state(&mut ctrl, State::DisplayResults)?;
+    // IPERF_DONE, or the client hangs up: either ends the test.
+    let _ = control::read_state(&mut ctrl, Instant::now() + IO_DEADLINE);
+    drop(held);
+    log(&summary_line(peer, &spec, &ours, &theirs));
+    Ok(())
+}
+
+/// One log line per finished test: what each direction carried, by the receiver's count.
+fn summary_line(peer: SocketAddr, spec: &TestSpec, ours: &Results, theirs: &Results) -> String {
+    let flows = spec.flows();
+    let mut parts = Vec::new();
+    for (flow, name) in [
+        (Flow::ClientToServer, "client to server"),
+        (Flow::ServerToClient, "server to client"),
+    ] {
+        let receiver = if flow == Flow::ClientToServer {
+            ours
+        } else {
+            theirs
+        };
+        let (mut bytes, mut secs) = (0u64, 0f64);
+        for (i, _) in flows.iter().enumerate().filter(|(_, f)| **f == flow) {
+            if let Some(s) = receiver.stream(wire::stream_id(i)) {
+                bytes = bytes.saturating_add(s.bytes);
+                secs = secs.max(s.seconds().unwrap_or(0.0));
+            }
+        }
+        if flows.contains(&flow) && secs > 0.0 {
+            parts.push(format!(
+                "{name} {} at {}",
+                crate::units::Bytes(bytes),
+                crate::units::BitRate(bytes as f64 * 8.0 / secs)
+            ));
+        }
+    }
+    format!("{peer}: iperf3 test done: {}", parts.join(", "))
+}
+
+/// Waits for the client's TEST_END. A client that goes away, terminates, or never says it is
+/// an error (and the streams stop at once either way).
+fn wait_for_end(
+    ctrl: &mut TcpStream,
+    streams: &session::Streams,
+    deadline: Instant,
+) -> Result<(), String> {
+    loop {
+        if Instant::now() > deadline {
+            return Err(format!(
+                "the client did not say TEST_END {} s after the test's time",
+                END_GRACE.as_secs()
+            ));
+        }
+        // Interval reports are not needed: the final reports hold them.
+        while streams
+            .events
+            .try_recv()
+            .is_ok_and(|e| matches!(e, EngineEvent::Interval(_)))
+        {}
+        if !crate::platform::sockopt::wait_readable(ctrl, Duration::from_millis(50))
+            .unwrap_or(false)
+        {
+            continue;
+        }
+        return match control::read_state(ctrl, Instant::now() + IO_DEADLINE) {
+            Ok(State::TestEnd) => Ok(()),
+            Ok(State::ClientTerminate) => Err("the client terminated the test".into()),
+            Ok(s) => Err(format!("the client said {s:?} during the test")),
+            Err(ControlError::Io(crate::traffic::protocol::ProtocolError::Closed)) => {
+                Err("the client went away mid-test".into())
+            }
+            Err(e) => Err(format!("control connection: {e}")),
+        };
+    }
+}
+
+/// Waits for every TCP data connection (with the cookie, from the control peer).
+fn collect_tcp(
+    rx: &Receiver<TcpStream>,
+    spec: &TestSpec,
+    flows: &[Flow],
+    peer_ip: IpAddr,
+    grace: Duration,
+) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
+    let deadline = Instant::now() + grace;
+    let mut out = Vec::with_capacity(flows.len());
+    while out.len() < flows.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let sock = rx.recv_timeout(left).map_err(|_| {
+            anyhow::anyhow!(
+                "only {} of {} data connections arrived within {grace:?}",
+                out.len(),
+                flows.len()
+            )
+        })?;
+        let from_peer = sock
+            .peer_addr()
+            .map(|a| a.ip().to_canonical() == peer_ip.to_canonical())
+            .unwrap_or(false);
+        if !from_peer {
+            continue;
+        }
+        session::prepare_tcp(&sock, spec)?;
+        let i = out.len();
+        out.push((i as u16, flows[i], StreamSocket::Tcp(sock)));
+    }
+    Ok(out)
+}
+
+/// Takes one connect datagram per stream from the hub, binds a socket on the server's port
+/// connected to its sender, and answers it.
+fn collect_udp(
+    rx: &Receiver<SocketAddr>,
+    spec: &TestSpec,
+    flows: &[Flow],
+    bind_to: Option<SocketAddr>,
+    grace: Duration,
+) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
+    let bind_to = bind_to.ok_or_else(|| anyhow::anyhow!("no UDP port"))?;
+    let deadline = Instant::now() + grace;
+    let mut out = Vec::with_capacity(flows.len());
+    while out.len() < flows.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let from = rx.recv_timeout(left).map_err(|_| {
+            anyhow::anyhow!(
+                "only {} of {} UDP streams said hello within {grace:?}",
+                out.len(),
+                flows.len()
+            )
+        })?;
+        let i = out.len();
+        let sock = bind_udp(bind_to)?;
+        session::prepare_udp(&sock, spec, flows[i] == Flow::ClientToServer)?;
+        sock.connect(from)?;
+        sock.send(&wire::UDP_CONNECT_REPLY)?;
+        out.push((i as u16, flows[i], StreamSocket::Udp(sock)));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_duration_code_suits_the_client_version() {
+        assert_eq!(duration_code(Some("3.12")), code::DURATION);
+        assert_eq!(duration_code(Some("3.13")), code::MAX_SERVER_DURATION);
+        assert_eq!(duration_code(Some("3.21+")), code::MAX_SERVER_DURATION);
+        assert_eq!(duration_code(Some("netsweep 0.1.0")), code::DURATION);
+        assert_eq!(duration_code(None), code::DURATION);
+    }
+
+    #[test]
+    fn parameters_become_a_test_within_the_limits() {
+        let limits = ServerLimits {
+            max_duration: Duration::from_secs(60),
+            max_streams: 8,
+            max_rate_bps: 1e9,
+            ..ServerLimits::default()
+        };
+        let p = Params {
+            udp: true,
+            time_s: 10,
+            omit_s: 2,
+            parallel: 4,
+            bidirectional: true,
+            bandwidth_bps: 100_000_000,
+            len: Some(1400),
+            ..Params::default()
+        };
+        let spec = spec_for(&p, &limits).unwrap();
+        assert_eq!(spec.direction, Direction::Bidir);
+        assert_eq!(spec.flows().len(), 8);
+        // iperf3's bandwidth is per stream; netsweep's rate is per direction.
+        assert_eq!(spec.bitrate_bps, 400e6);
+        assert_eq!(spec.duration, Duration::from_secs(10) + END_GRACE);
+        let refuse = |p: Params| spec_for(&p, &limits).unwrap_err().code;
+        assert_eq!(
+            refuse(Params {
+                time_s: 70,
+                ..p.clone()
+            }),
+            code::DURATION
+        );
+        assert_eq!(
+            refuse(Params {
+                parallel: 9,
+                ..p.clone()
+            }),
+            code::NUM_STREAMS
+        );
+        assert_eq!(
+            refuse(Params {
+                bandwidth_bps: 300_000_000,
+                ..p.clone()
+            }),
+            code::TOTAL_RATE
+        );
+        assert_eq!(
+            refuse(Params {
+                bandwidth_bps: 0,
+                ..p.clone()
+            }),
+            code::TOTAL_RATE
+        );
+        assert_eq!(
+            refuse(Params {
+                reverse: true,
+                time_s: 0,
+                bytes: 1 << 20,
+                ..p.clone()
+            }),
+            code::UNIMPLEMENTED
+        );
+        assert_eq!(refuse(Params { time_s: 0, ..p }), code::DURATION);
+    }
+}

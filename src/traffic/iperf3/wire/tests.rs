@@ -1,0 +1,265 @@
+use super::*;
+
+/// The two byte streams of a captured control connection (`tests/fixtures/iperf3/*.txt`:
+/// one line per read, "C" or "S" and hex).
+fn transcript(name: &str) -> (Vec<u8>, Vec<u8>) {
+    let path = format!(
+        "{}/tests/fixtures/iperf3/{name}.txt",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let (mut c, mut s) = (Vec::new(), Vec::new());
+    for line in text.lines() {
+        let (side, hex) = line.split_once(' ').unwrap();
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
+        if side == "C" { &mut c } else { &mut s }.extend(bytes);
+    }
+    (c, s)
+}
+
+/// Reads one length-prefixed document from the front of `b`.
+fn take_json(b: &mut &[u8], cap: u32) -> Map<String, Value> {
+    let len = check_json_length(b[..4].try_into().unwrap(), cap).unwrap();
+    let doc = parse_json(&b[4..4 + len]).unwrap();
+    *b = &b[4 + len..];
+    doc
+}
+
+fn take_state(b: &mut &[u8]) -> State {
+    let s = State::from_byte(b[0]).unwrap();
+    *b = &b[1..];
+    s
+}
+
+/// A whole exchange of Debian's iperf3 3.12 client and server decodes as the protocol says.
+fn decode_exchange(name: &str) -> (Params, Results, Results) {
+    let (c, s) = transcript(name);
+    let (mut c, mut s) = (&c[..], &s[..]);
+    let cookie = Cookie::parse(&c[..COOKIE_LEN]).expect("cookie");
+    assert!(looks_like_cookie(&cookie.0[..8]));
+    c = &c[COOKIE_LEN..];
+    assert_eq!(take_state(&mut s), State::ParamExchange);
+    let params = Params::from_json(&take_json(&mut c, MAX_PARAMS_BYTES)).unwrap();
+    for want in [State::CreateStreams, State::TestStart, State::TestRunning] {
+        assert_eq!(take_state(&mut s), want);
+    }
+    assert_eq!(take_state(&mut c), State::TestEnd);
+    assert_eq!(take_state(&mut s), State::ExchangeResults);
+    let client = Results::from_json(&take_json(&mut c, MAX_RESULTS_BYTES)).unwrap();
+    let server = Results::from_json(&take_json(&mut s, MAX_RESULTS_BYTES)).unwrap();
+    assert_eq!(take_state(&mut s), State::DisplayResults);
+    assert_eq!(take_state(&mut c), State::IperfDone);
+    assert!(c.is_empty() && s.is_empty(), "bytes left over");
+    (params, client, server)
+}
+
+#[test]
+fn captured_tcp_two_streams() {
+    let (p, client, server) = decode_exchange("tcp-p2");
+    assert!(!p.udp);
+    assert_eq!((p.time_s, p.parallel, p.len), (1, 2, Some(131_072)));
+    assert_eq!(p.client_version.as_deref(), Some("3.12"));
+    let ids: Vec<i64> = client.streams.iter().map(|s| s.id).collect();
+    assert_eq!(ids, [1, 3]);
+    assert_eq!(stream_index(3), Some(1));
+    // The client sent, so it has the retransmits; the receiving server has none (-1 as u64).
+    assert_eq!(client.sender_has_retransmits, 1);
+    assert_eq!(server.sender_has_retransmits, -1);
+    assert!(server.streams.iter().all(|s| s.retransmits.is_none()));
+    for id in ids {
+        let (sent, got) = (client.stream(id).unwrap(), server.stream(id).unwrap());
+        assert!(got.bytes > 0 && got.bytes <= sent.bytes, "{got:?} {sent:?}");
+        assert!(got.seconds().unwrap() > 0.9);
+    }
+}
+
+#[test]
+fn captured_tcp_reverse_with_options() {
+    let (p, client, server) = decode_exchange("tcp-reverse");
+    assert!(p.reverse && !p.bidirectional);
+    assert_eq!((p.omit_s, p.window), (1, Some(262_144)));
+    assert_eq!(p.congestion.as_deref(), Some("reno"));
+    assert_eq!(server.sender_has_retransmits, 1);
+    assert!(server.streams[0].retransmits.is_some());
+    assert_eq!(client.sender_has_retransmits, -1);
+}
+
+#[test]
+fn captured_tcp_bidir_lists_both_directions() {
+    let (p, client, server) = decode_exchange("tcp-bidir");
+    assert!(p.bidirectional);
+    assert_eq!(p.stream_count(), 2);
+    assert_eq!(client.streams.len(), 2);
+    assert_eq!(server.streams.len(), 2);
+}
+
+#[test]
+fn udp_documents_of_3_12_read_leniently() {
+    let read = |name: &str| {
+        let path = format!(
+            "{}/tests/fixtures/iperf3/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        parse_json(&std::fs::read(path).unwrap()).unwrap()
+    };
+    let p = Params::from_json(&read("udp-reverse-params.json")).unwrap();
+    assert!(p.udp && p.reverse && p.udp_counters_64bit);
+    assert_eq!(p.bandwidth_bps, 10_000_000);
+    // 3.12 writes "retransmits": 1.8446744073709552e+19 for "none".
+    let r = Results::from_json(&read("udp-reverse-server-results.json")).unwrap();
+    assert_eq!(r.streams[0].retransmits, None);
+    assert_eq!((r.streams[0].packets, r.streams[0].errors), (39, 0));
+    assert!(r.streams[0].jitter_s > 0.0);
+}
+
+#[test]
+fn params_round_trip() {
+    let p = Params {
+        udp: true,
+        omit_s: 2,
+        time_s: 10,
+        parallel: 4,
+        bidirectional: true,
+        window: Some(1 << 20),
+        len: Some(1400),
+        bandwidth_bps: 250_000_000,
+        congestion: Some("bbr".into()),
+        get_server_output: true,
+        udp_counters_64bit: true,
+        client_version: Some("netsweep 0.1".into()),
+        mss: Some(1400),
+        ..Params::default()
+    };
+    let doc = p.to_json();
+    let back = Params::from_json(doc.as_object().unwrap()).unwrap();
+    assert_eq!(back, p);
+}
+
+#[test]
+fn out_of_range_params_are_refused_with_iperf3_codes() {
+    let refuse = |doc: Value| {
+        Params::from_json(doc.as_object().unwrap())
+            .unwrap_err()
+            .code
+    };
+    assert_eq!(
+        refuse(json!({"tcp": true, "parallel": 500})),
+        code::NUM_STREAMS
+    );
+    assert_eq!(
+        refuse(json!({"tcp": true, "time": 999_999})),
+        code::DURATION
+    );
+    assert_eq!(
+        refuse(json!({"tcp": true, "len": 5 << 20})),
+        code::BLOCK_SIZE
+    );
+    assert_eq!(
+        refuse(json!({"udp": true, "len": 70_000})),
+        code::UDP_BLOCK_SIZE
+    );
+    assert_eq!(refuse(json!({"tcp": true, "omit": -3})), code::OMIT);
+    assert_eq!(refuse(json!({"sctp": true})), code::UNIMPLEMENTED);
+    assert_eq!(
+        refuse(json!({"tcp": true, "window": 1u64 << 40})),
+        code::BUF_SIZE
+    );
+}
+
+#[test]
+fn results_round_trip_and_missing_fields_are_named() {
+    let r = Results {
+        cpu_total: 12.5,
+        cpu_user: 2.5,
+        cpu_system: 10.0,
+        sender_has_retransmits: 1,
+        congestion_used: Some("cubic".into()),
+        streams: vec![StreamResult {
+            id: 1,
+            bytes: 123_456_789,
+            retransmits: Some(7),
+            jitter_s: 0.0,
+            errors: 0,
+            omitted_errors: Some(0),
+            packets: 0,
+            omitted_packets: Some(0),
+            start_time: Some(0.0),
+            end_time: Some(10.0),
+        }],
+        version: None,
+    };
+    let doc = r.to_json();
+    assert_eq!(Results::from_json(doc.as_object().unwrap()).unwrap(), r);
+    let e = Results::from_json(json!({"cpu_util_total": 1}).as_object().unwrap()).unwrap_err();
+    assert!(e.contains("cpu_util_user"), "{e}");
+    let e = Results::from_json(
+        json!({"cpu_util_total": 1, "cpu_util_user": 1, "cpu_util_system": 0,
+               "sender_has_retransmits": 0, "streams": [{"id": 1}]})
+        .as_object()
+        .unwrap(),
+    )
+    .unwrap_err();
+    assert!(e.contains("bytes"), "{e}");
+}
+
+#[test]
+fn the_version_is_read_from_server_output() {
+    let m = json!({"server_output_json": {"start": {"version": "iperf 3.17.1"}}});
+    assert_eq!(
+        peer_version(m.as_object().unwrap()).as_deref(),
+        Some("3.17.1")
+    );
+    let m = json!({"server_output_text": "iperf 3.9\nLinux host 5.10\n"});
+    assert_eq!(peer_version(m.as_object().unwrap()).as_deref(), Some("3.9"));
+    let m = json!({"server_output_text": "Accepted connection\n"});
+    assert_eq!(peer_version(m.as_object().unwrap()), None);
+}
+
+#[test]
+fn lengths_are_checked_before_reading() {
+    assert_eq!(check_json_length([0, 0, 0, 0], 10), Err(JsonError::Empty));
+    assert_eq!(
+        check_json_length(u32::MAX.to_be_bytes(), MAX_RESULTS_BYTES),
+        Err(JsonError::TooLarge {
+            len: u32::MAX,
+            cap: MAX_RESULTS_BYTES
+        })
+    );
+    assert!(matches!(parse_json(b"[1]"), Err(JsonError::NotObject)));
+    assert!(matches!(
+        parse_json(b"{\"a\":"),
+        Err(JsonError::Malformed(_))
+    ));
+}
+
+#[test]
+fn cookies_states_ids_and_errors() {
+    let c = Cookie::random();
+    assert_eq!(Cookie::parse(&c.0), Some(c));
+    let mut bad = c.0;
+    bad[3] = b'A';
+    assert_eq!(Cookie::parse(&bad), None);
+    bad = c.0;
+    bad[36] = b'x';
+    assert_eq!(Cookie::parse(&bad), None);
+    assert!(!looks_like_cookie(crate::traffic::protocol::DATA_MAGIC));
+    assert!(!looks_like_cookie(crate::traffic::protocol::CONTROL_MAGIC));
+    for b in 0..=255u8 {
+        if let Some(s) = State::from_byte(b) {
+            assert_eq!(s.byte(), b);
+        }
+    }
+    assert_eq!(State::AccessDenied.byte(), 0xff);
+    assert_eq!((0..4).map(stream_id).collect::<Vec<_>>(), [1, 3, 4, 5]);
+    assert_eq!(stream_index(2), None);
+    assert_eq!(server_error(37, 0)[..5], [0xfe, 0, 0, 0, 37]);
+    assert!(error_text(code::MAX_SERVER_DURATION).contains("--server-max-duration"));
+    assert!(error_text(code::TOTAL_RATE).contains("bitrate"));
+    assert_eq!(error_text(9999), "iperf3 error code 9999");
+    // The connect datagram and the reply, as bytes on the wire.
+    assert_eq!(&UDP_CONNECT_MSG, b"9876");
+    assert_eq!(UDP_CONNECT_REPLY, [0xb1, 0x68, 0xde, 0x3a]);
+}

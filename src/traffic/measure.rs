@@ -1,0 +1,157 @@
+//! What one end measures: per-stream interval reports, stream totals, socket facts and CPU use.
+//!
+//! The engine produces these on both ends; the server sends its own to the client, and
+//! `result` merges the two views (receiver bytes with sender TCP_INFO and sender packet counts).
+//! Field names carry units because these types are also the wire format.
+
+use crate::traffic::spec::Flow;
+use serde::{Deserialize, Serialize};
+
+/// Which end of a stream a report comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Sender,
+    Receiver,
+}
+
+/// Sender-side TCP state from TCP_INFO, sampled at the end of an interval.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct TcpSample {
+    /// Segments retransmitted during the interval.
+    pub retransmits: u64,
+    /// Smoothed RTT, microseconds.
+    pub rtt_us: u32,
+    /// RTT variance, microseconds.
+    pub rttvar_us: u32,
+    /// Congestion window, bytes (snd_cwnd x MSS).
+    pub cwnd_bytes: u64,
+    /// The receiver's advertised window as the sender saw it, bytes (0 if the kernel is too old).
+    #[serde(default)]
+    pub snd_wnd_bytes: u64,
+    /// Share of the interval the sender was held back by the receiver's window, percent.
+    #[serde(default)]
+    pub rwnd_limited_percent: f64,
+    /// Share of the interval the sender was held back by its own send buffer, percent.
+    #[serde(default)]
+    pub sndbuf_limited_percent: f64,
+}
+
+/// Receiver-side UDP quality for one interval.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct UdpReceived {
+    /// RFC 3550 interarrival jitter at the end of the interval, milliseconds.
+    pub jitter_ms: f64,
+    /// Datagrams that arrived after a higher sequence number.
+    pub out_of_order: u64,
+    /// Datagrams seen twice.
+    pub duplicates: u64,
+}
+
+/// One stream's interval on one end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IntervalReport {
+    pub stream: u16,
+    pub index: u32,
+    pub role: Role,
+    /// Bytes written (sender) or read (receiver) in this interval. For UDP, payload bytes of the
+    /// datagrams *sent* in this interval (the receiver attributes by the sender's timestamp).
+    pub bytes: u64,
+    /// UDP datagrams sent (sender) or received once (receiver), attributed as `bytes` is.
+    pub packets: u64,
+    pub tcp: Option<TcpSample>,
+    pub udp: Option<UdpReceived>,
+}
+
+/// Buffer sizes one end asked for and got.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SocketInfo {
+    pub stream: u16,
+    #[serde(deserialize_with = "crate::inputs::de_peer_text")]
+    pub local: String,
+    #[serde(deserialize_with = "crate::inputs::de_peer_text")]
+    pub remote: String,
+    /// SO_SNDBUF as the kernel reports it after setting (Linux doubles the request).
+    pub sndbuf_bytes: u64,
+    pub rcvbuf_bytes: u64,
+    /// MSS in use (TCP).
+    pub mss_bytes: Option<u32>,
+    /// Congestion control in use (TCP).
+    #[serde(default, deserialize_with = "crate::inputs::de_peer_text_opt")]
+    pub congestion: Option<String>,
+    /// UDP segmentation offload used by the sender, or GRO by the receiver.
+    pub udp_offload: Option<bool>,
+}
+
+/// Everything one end measured on one stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamReport {
+    pub stream: u16,
+    pub flow: Flow,
+    pub role: Role,
+    /// Every interval of the grid, in order (intervals with no traffic have zero bytes).
+    pub intervals: Vec<IntervalReport>,
+    /// Bytes moved after the grid ended (receiver draining the pipe); not in any summary.
+    pub tail_bytes: u64,
+    /// Final TCP_INFO totals on the sender: retransmits over the whole connection.
+    pub tcp_total_retransmits: Option<u64>,
+    /// Smallest and largest smoothed RTT sampled, microseconds.
+    pub rtt_min_us: Option<u32>,
+    pub rtt_max_us: Option<u32>,
+    /// A local fault that ended the stream early.
+    #[serde(default, deserialize_with = "crate::inputs::de_peer_text_opt")]
+    pub error: Option<String>,
+    /// TCP receiver: the sender's end of data (EOF) was read, so every byte sent arrived.
+    #[serde(default)]
+    pub saw_end: bool,
+    /// UDP receiver: the highest sequence number that arrived (an iperf3 peer is told it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub highest_seq: Option<u64>,
+    /// TCP sender: the send path used, how it was chosen, and its calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send: Option<crate::traffic::engine::sendpath::SendReport>,
+}
+
+impl StreamReport {
+    /// A report with no intervals yet (or none at all, with `error` saying why).
+    pub fn empty(stream: u16, flow: Flow, role: Role, error: Option<String>) -> StreamReport {
+        StreamReport {
+            stream,
+            flow,
+            role,
+            intervals: Vec::new(),
+            tail_bytes: 0,
+            tcp_total_retransmits: None,
+            rtt_min_us: None,
+            rtt_max_us: None,
+            error,
+            saw_end: false,
+            highest_seq: None,
+            send: None,
+        }
+    }
+}
+
+/// CPU used by one end's test threads, over the test's wall time.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct CpuUsage {
+    pub user_s: f64,
+    pub system_s: f64,
+    pub wall_s: f64,
+}
+
+impl CpuUsage {
+    /// Percent of one core: 100 means one core fully busy.
+    pub fn percent(&self) -> f64 {
+        if self.wall_s <= 0.0 {
+            0.0
+        } else {
+            (self.user_s + self.system_s) / self.wall_s * 100.0
+        }
+    }
+
+    pub fn add(&mut self, other: &CpuUsage) {
+        self.user_s += other.user_s;
+        self.system_s += other.system_s;
+    }
+}

@@ -1,0 +1,341 @@
+//! Human output of `netsweep client`, in iperf3's layout: one line per stream per interval, a
+//! `[SUM]` line with several streams, then sender and receiver summaries and CPU use. Renders
+//! values from `result`; computes nothing itself.
+
+use crate::traffic::result::{Interval, StreamInterval, Summary, TestResult};
+use crate::traffic::spec::{Flow, Protocol, TestSpec};
+use crate::units::{Bytes, RateFormat};
+use std::fmt::Write;
+
+/// The test asked for, in one line (`-V`).
+pub fn spec_line(spec: &TestSpec) -> String {
+    format!(
+        "Test: {:?} {:?}, {} stream(s) per direction, {:.1} s measured after {:.1} s omitted, \
+         {} s intervals, {} per {}, rate {}, window {}, congestion control {}",
+        spec.protocol,
+        spec.direction,
+        spec.streams,
+        spec.duration.as_secs_f64(),
+        spec.omit.as_secs_f64(),
+        spec.interval.as_secs_f64(),
+        Bytes(u64::from(spec.length_bytes)),
+        if spec.protocol == Protocol::Udp {
+            "datagram"
+        } else {
+            "write"
+        },
+        if spec.bitrate_bps > 0.0 {
+            crate::units::BitRate(spec.bitrate_bps).to_string()
+        } else {
+            "unlimited".into()
+        },
+        spec.window_bytes
+            .map_or("kernel autotuning".into(), |w| Bytes(w).to_string()),
+        spec.congestion.as_deref().unwrap_or("the host's default")
+    )
+}
+
+/// Every socket of both ends with what the kernel granted (`-V`).
+pub fn sockets(result: &TestResult) -> String {
+    let mut out = String::new();
+    for (side, socks) in [
+        ("client", &result.start.client_sockets),
+        ("server", &result.start.server_sockets),
+    ] {
+        for s in socks.iter() {
+            let _ = writeln!(
+                out,
+                "{side} stream {}: {} -> {}, sndbuf {}, rcvbuf {}{}{}",
+                s.stream,
+                s.local,
+                s.remote,
+                Bytes(s.sndbuf_bytes),
+                Bytes(s.rcvbuf_bytes),
+                s.mss_bytes
+                    .map(|m| format!(", MSS {m}"))
+                    .unwrap_or_default(),
+                s.congestion
+                    .as_ref()
+                    .map(|c| format!(", congestion control {c}"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    out
+}
+
+/// How the senders sent, and the calibration that chose it (TCP).
+fn send_path_line(result: &TestResult) -> Option<String> {
+    let (path, chunk) = (result.start.send_path.as_ref()?, result.start.chunk_bytes?);
+    let how = if result.start.calibration.is_empty() {
+        "as given".to_string()
+    } else {
+        let tried: Vec<String> = result
+            .start
+            .calibration
+            .iter()
+            .map(|t| format!("{} {}", t.path, crate::units::BitRate(t.bits_per_second)))
+            .collect();
+        format!(
+            "the fastest of a {:.1} s calibration left out of the results: {}",
+            result.spec.calibration.as_secs_f64(),
+            tried.join(", ")
+        )
+    };
+    Some(format!(
+        "Send path: {path} in {} per call, {how}\n",
+        Bytes(chunk)
+    ))
+}
+
+/// The column header printed before the first interval.
+pub fn header(spec: &TestSpec) -> String {
+    match spec.protocol {
+        Protocol::Tcp => "[ ID] Interval           Transfer     Bitrate           Retr   Cwnd        RTT".to_string(),
+        Protocol::Udp => "[ ID] Interval           Transfer     Bitrate           Jitter     Lost/Total Datagrams".to_string(),
+    }
+}
+
+/// The direction tag of `--bidir` lines, with its leading space (iperf3: `  receiver [TX-C]`).
+fn tag(flow: Option<Flow>, bidir: bool) -> &'static str {
+    match (bidir, flow) {
+        (false, _) | (true, None) => "",
+        (true, Some(Flow::ClientToServer)) => " [TX-C]",
+        (true, Some(Flow::ServerToClient)) => " [RX-C]",
+    }
+}
+
+/// How numbers are written: the unit of `-f`.
+struct Line<'a> {
+    id: &'a str,
+    start: f64,
+    end: f64,
+    proto: Protocol,
+    units: RateFormat,
+}
+
+fn line(l: &Line, row: &StreamInterval, suffix: &str) -> String {
+    let Line {
+        id,
+        start,
+        end,
+        proto,
+        units,
+    } = *l;
+    let mut s = format!(
+        "[{id:>3}] {start:6.2}-{end:<6.2} sec  {:>12}  {:>16}",
+        units.bytes(row.bytes),
+        units.rate(row.bits_per_second)
+    );
+    match proto {
+        Protocol::Tcp => {
+            if let Some(r) = row.retransmits {
+                let _ = write!(s, "  {r:>5}");
+            }
+            if let Some(c) = row.cwnd_bytes {
+                let _ = write!(s, "  {:>10}", Bytes(c).to_string());
+            }
+            if let Some(rtt) = row.rtt_us {
+                let _ = write!(s, "  {:>6} us", rtt);
+            }
+        }
+        Protocol::Udp => {
+            // Figures only the far end has (an iperf3 peer's, per interval) are shown as "-".
+            let jitter = row
+                .jitter_ms
+                .map_or("      -".to_string(), |j| format!("{j:>7.3}"));
+            let loss = match (row.lost_packets, row.packets, row.lost_percent) {
+                (Some(l), Some(p), Some(pc)) => format!("{l}/{p} ({pc:.2}%)"),
+                (None, Some(p), _) => format!("-/{p}"),
+                _ => "-".to_string(),
+            };
+            let _ = write!(s, "  {jitter} ms  {loss}");
+        }
+    }
+    s.push_str(suffix);
+    s
+}
+
+/// Lines for one interval: each stream, then `[SUM]` lines (one per direction with `--bidir`).
+pub fn interval_lines(spec: &TestSpec, iv: &Interval, units: RateFormat) -> String {
+    let bidir = spec.direction == crate::traffic::spec::Direction::Bidir;
+    let omitted = if iv.omitted { "  (omitted)" } else { "" };
+    let mut out = String::new();
+    for row in &iv.streams {
+        let id = format!("{}", row.stream);
+        let l = Line {
+            id: &id,
+            start: iv.start_s,
+            end: iv.end_s,
+            proto: spec.protocol,
+            units,
+        };
+        out.push_str(&line(
+            &l,
+            row,
+            &format!("{}{omitted}", tag(row.flow, bidir)),
+        ));
+        out.push('\n');
+    }
+    if iv.streams.len() > 1 {
+        let secs = iv.end_s - iv.start_s;
+        for flow in [Flow::ClientToServer, Flow::ServerToClient] {
+            let rows: Vec<StreamInterval> = iv
+                .streams
+                .iter()
+                .filter(|r| r.flow == Some(flow))
+                .cloned()
+                .collect();
+            if rows.len() > 1 || (bidir && !rows.is_empty()) {
+                let total = crate::traffic::result::total_of(&rows, secs);
+                let tagged = format!("{}{omitted}", tag(Some(flow), bidir));
+                let l = Line {
+                    id: "SUM",
+                    start: iv.start_s,
+                    end: iv.end_s,
+                    proto: spec.protocol,
+                    units,
+                };
+                out.push_str(&line(&l, &total, &tagged));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+fn summary_row(s: &Summary) -> StreamInterval {
+    StreamInterval {
+        bytes: s.bytes,
+        bits_per_second: s.bits_per_second,
+        sent_bytes: s.sent_bytes,
+        retransmits: s.retransmits,
+        packets: s.packets,
+        lost_packets: s.lost_packets,
+        lost_percent: s.lost_percent,
+        jitter_ms: s.jitter_ms,
+        ..StreamInterval::default()
+    }
+}
+
+/// Sender and receiver lines per stream and per direction, then CPU use.
+pub fn summary(result: &TestResult, units: RateFormat) -> String {
+    let spec = &result.spec;
+    let bidir = spec.direction == crate::traffic::spec::Direction::Bidir;
+    let start = spec.warmup().as_secs_f64();
+    let end = start + result.summary.seconds;
+    let mut out = String::from("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
+    out.push_str(&header(spec));
+    out.push('\n');
+    for dir in &result.directions {
+        let t = tag(Some(dir.flow), bidir);
+        let mut rows: Vec<(String, &Summary)> = dir
+            .streams
+            .iter()
+            .map(|s| (s.stream.to_string(), &s.summary))
+            .collect();
+        if dir.streams.len() > 1 {
+            rows.push(("SUM".to_string(), &dir.summary));
+        }
+        for (id, s) in rows {
+            let l = Line {
+                id: &id,
+                start,
+                end,
+                proto: spec.protocol,
+                units,
+            };
+            match spec.protocol {
+                Protocol::Tcp => {
+                    let sender = StreamInterval {
+                        bytes: s.sent_bytes,
+                        bits_per_second: s.sent_bits_per_second,
+                        retransmits: s.retransmits,
+                        ..StreamInterval::default()
+                    };
+                    out.push_str(&line(&l, &sender, &format!("  sender{t}\n")));
+                    let receiver = StreamInterval {
+                        retransmits: None,
+                        ..summary_row(s)
+                    };
+                    out.push_str(&line(&l, &receiver, &format!("         receiver{t}\n")));
+                }
+                Protocol::Udp => {
+                    // As iperf3: what the sender sent, then what arrived.
+                    let sender = StreamInterval {
+                        bytes: s.sent_bytes,
+                        bits_per_second: s.sent_bits_per_second,
+                        packets: s.packets,
+                        lost_packets: Some(0),
+                        lost_percent: Some(0.0),
+                        jitter_ms: Some(0.0),
+                        ..StreamInterval::default()
+                    };
+                    out.push_str(&line(&l, &sender, &format!("  sender{t}\n")));
+                    out.push_str(&line(&l, &summary_row(s), &format!("  receiver{t}\n")));
+                }
+            }
+        }
+    }
+    if let (Some(rw), Some(sb)) = (
+        result.summary.rwnd_limited_percent,
+        result.summary.sndbuf_limited_percent,
+    ) && (rw >= 1.0 || sb >= 1.0)
+    {
+        let _ = writeln!(
+            out,
+            "Senders held back by the receiver's window {rw:.0}% and by their send buffer {sb:.0}% of the time (TCP_INFO); largest advertised window {}",
+            Bytes(result.summary.snd_wnd_max_bytes.unwrap_or(0))
+        );
+    }
+    let c = &result.cpu;
+    let _ = writeln!(
+        out,
+        "CPU: local {:.1}% (user {:.2}s, system {:.2}s), remote {:.1}% (user {:.2}s, system {:.2}s), 100% = one core",
+        c.local_percent,
+        c.local.user_s,
+        c.local.system_s,
+        c.remote_percent,
+        c.remote.user_s,
+        c.remote.system_s
+    );
+    if let Some(s) = result.start.client_sockets.first() {
+        let server = match result.start.server_sockets.first() {
+            Some(r) => format!(
+                "server sndbuf {} rcvbuf {}",
+                Bytes(r.sndbuf_bytes),
+                Bytes(r.rcvbuf_bytes)
+            ),
+            None => "server's not reported".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "Buffers granted: client sndbuf {} rcvbuf {}, {server}{}",
+            Bytes(s.sndbuf_bytes),
+            Bytes(s.rcvbuf_bytes),
+            s.congestion
+                .as_ref()
+                .map(|c| format!(", congestion control {c}"))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(line) = send_path_line(result) {
+        out.push_str(&line);
+    }
+    if let (Some(peer), Some(p)) = (&result.peer, &result.provenance) {
+        let _ = writeln!(
+            out,
+            "Far end: {peer}. Measured here: {}. From {peer}: {}. Not available: {}.",
+            p.measured_here.join("; "),
+            p.from_peer.join("; "),
+            p.unavailable.join("; ")
+        );
+    }
+    for warning in &result.warnings {
+        let _ = writeln!(out, "WARNING: {warning}");
+    }
+    for problem in &result.inconsistencies {
+        let _ = writeln!(out, "INCONSISTENT: {problem}");
+    }
+    out
+}

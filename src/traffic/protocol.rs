@@ -1,0 +1,432 @@
+//! The control protocol shared by `client` and `server`.
+//!
+//! Every TCP connection to a server starts with an 8-byte preamble: `NSCTRL` plus a big-endian
+//! protocol version for a control connection, `NSDATA01` plus the test's 16-byte token and a
+//! stream id for a data connection. Control messages then travel as frames: a 4-byte big-endian
+//! length, checked against `MAX_FRAME` before anything is allocated, and a JSON body holding a
+//! typed message (`ClientMsg`, `ServerMsg`). UDP streams open with a `NSHELLO1` datagram that
+//! carries the token, so data from any other sender is ignored. The client repeats every
+//! stream's hello until the server echoes it or sends `Ready` (which it does only once every
+//! hello arrived), so a lost hello or echo on a lossy path does not fail the test; receivers
+//! skip hello copies still queued when the data starts.
+//!
+//! Every read here has a deadline: a peer that sends nothing, or half a frame, is dropped.
+
+use crate::traffic::measure::{CpuUsage, SocketInfo, StreamReport};
+use crate::traffic::spec::TestSpec;
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+/// Version of this protocol; both ends must speak the same one. Version 2 sends the server's
+/// final interval reports in `Intervals` frames of at most `INTERVALS_PER_FRAME` before `Done`
+/// (version 1 put them all in `Done`, which outgrew the frame cap on long or fine-grained tests).
+pub const VERSION: u16 = 2;
+/// Interval reports per `Intervals` frame; at most about 400 bytes each as JSON, so a frame
+/// stays well under `MAX_FRAME` (tested).
+pub const INTERVALS_PER_FRAME: usize = 1000;
+/// Largest control frame body accepted, checked before allocating.
+pub const MAX_FRAME: u32 = 1 << 20;
+/// How long a peer may take to send a preamble or finish a frame.
+pub const IO_DEADLINE: Duration = Duration::from_secs(10);
+
+pub const CONTROL_MAGIC: &[u8; 6] = b"NSCTRL";
+pub const DATA_MAGIC: &[u8; 8] = b"NSDATA01";
+pub const UDP_HELLO_MAGIC: &[u8; 8] = b"NSHELLO1";
+/// Size of a UDP hello: magic, token, stream id.
+pub const UDP_HELLO_LEN: usize = 8 + 16 + 2;
+
+/// A random per-test secret that every data connection and UDP hello must present.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Token(#[serde(with = "hex16")] pub [u8; 16]);
+
+impl Token {
+    pub fn random() -> Token {
+        Token(rand::random())
+    }
+}
+
+/// Why a server turned a test down.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Refusal {
+    /// All `--max-tests` slots are taken.
+    Busy { running: usize },
+    /// The spec exceeds a cap or is invalid.
+    Limit {
+        #[serde(deserialize_with = "crate::inputs::de_peer_text")]
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::Busy { running } => {
+                write!(f, "server busy, {running} tests running: try again later")
+            }
+            Refusal::Limit { reason } => write!(f, "server refused the test: {reason}"),
+        }
+    }
+}
+
+/// Messages from client to server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ClientMsg {
+    /// Ask for a test.
+    Request { spec: TestSpec },
+    /// All data connections are open: start traffic now.
+    Start,
+    /// The client's side has finished; carries its reports for the server's log.
+    Done,
+    /// The client gives up (Ctrl-C, local error); the server stops its streams.
+    Abort {
+        #[serde(deserialize_with = "crate::inputs::de_peer_text")]
+        reason: String,
+    },
+}
+
+/// Messages from server to client.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMsg {
+    /// The test is admitted; data connections must present `token`. For UDP, `udp_ports[i]` is
+    /// where stream `i` sends its hello.
+    Accepted {
+        token: Token,
+        udp_ports: Vec<u16>,
+    },
+    Refused {
+        refusal: Refusal,
+    },
+    /// Every data connection arrived; `sockets` are the server's granted buffer sizes.
+    Ready {
+        sockets: Vec<SocketInfo>,
+    },
+    /// One stream's interval on the server's side, sent as it closes.
+    Interval {
+        report: crate::traffic::measure::IntervalReport,
+    },
+    /// Final interval reports of one stream, in order, continuing the previous frame of that
+    /// stream; sent before `Done`.
+    Intervals {
+        stream: u16,
+        intervals: Vec<crate::traffic::measure::IntervalReport>,
+    },
+    /// The server's streams finished: their reports (intervals already sent in `Intervals`
+    /// frames) and the server's CPU use.
+    Done {
+        streams: Vec<StreamReport>,
+        cpu: CpuUsage,
+    },
+    /// Something failed on the server.
+    Error {
+        #[serde(deserialize_with = "crate::inputs::de_peer_text")]
+        message: String,
+    },
+}
+
+/// Errors of the control channel, with what to do about them.
+#[derive(Debug, thiserror::Error)]
+pub enum ProtocolError {
+    #[error("peer sent a frame of {0} bytes, more than the {MAX_FRAME}-byte cap")]
+    FrameTooLarge(u32),
+    #[error("peer is not a netsweep peer (unexpected preamble {0:?})")]
+    BadMagic(Vec<u8>),
+    #[error("peer speaks netsweep protocol {peer}, this side speaks {ours}: {advice}")]
+    Version {
+        peer: u16,
+        ours: u16,
+        advice: &'static str,
+    },
+    #[error("peer sent a malformed message: {0}")]
+    Malformed(String),
+    #[error("peer sent nothing for {0:?}")]
+    Timeout(Duration),
+    #[error("peer closed the connection")]
+    Closed,
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+impl ProtocolError {
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, ProtocolError::Timeout(_))
+    }
+}
+
+fn is_timeout_kind(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// Fills `buf` completely or fails once `deadline` has passed.
+pub fn read_exact_by(
+    stream: &mut TcpStream,
+    buf: &mut [u8],
+    deadline: Instant,
+) -> Result<(), ProtocolError> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(ProtocolError::Timeout(IO_DEADLINE));
+        }
+        stream.set_read_timeout(Some(left))?;
+        match stream.read(&mut buf[filled..]) {
+            Ok(0) => return Err(ProtocolError::Closed),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if is_timeout_kind(&e) => return Err(ProtocolError::Timeout(IO_DEADLINE)),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Writes one frame: length then JSON body.
+pub fn write_frame<T: Serialize>(stream: &mut TcpStream, msg: &T) -> Result<(), ProtocolError> {
+    let body = serde_json::to_vec(msg).map_err(|e| ProtocolError::Malformed(e.to_string()))?;
+    let len = u32::try_from(body.len()).map_err(|_| ProtocolError::FrameTooLarge(u32::MAX))?;
+    if len > MAX_FRAME {
+        return Err(ProtocolError::FrameTooLarge(len));
+    }
+    let mut out = Vec::with_capacity(4 + body.len());
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(&body);
+    stream.set_write_timeout(Some(IO_DEADLINE))?;
+    stream.write_all(&out)?;
+    Ok(())
+}
+
+/// Reads one frame. The first byte may take until `first_byte_by` (`None`: wait forever); once
+/// it arrives, the rest of the frame must follow within `IO_DEADLINE`.
+pub fn read_frame<T: for<'de> Deserialize<'de>>(
+    stream: &mut TcpStream,
+    first_byte_by: Option<Instant>,
+) -> Result<T, ProtocolError> {
+    let mut len_buf = [0u8; 4];
+    match first_byte_by {
+        Some(deadline) => read_exact_by(stream, &mut len_buf[..1], deadline)?,
+        None => {
+            stream.set_read_timeout(None)?;
+            loop {
+                match stream.read(&mut len_buf[..1]) {
+                    Ok(0) => return Err(ProtocolError::Closed),
+                    Ok(_) => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+    }
+    let deadline = Instant::now() + IO_DEADLINE;
+    read_exact_by(stream, &mut len_buf[1..], deadline)?;
+    let len = u32::from_be_bytes(len_buf);
+    if len > MAX_FRAME {
+        return Err(ProtocolError::FrameTooLarge(len));
+    }
+    let mut body = vec![0u8; len as usize];
+    read_exact_by(stream, &mut body, deadline)?;
+    decode(&body)
+}
+
+/// Decodes one frame body (the part after the length) into a typed message.
+pub fn decode<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, ProtocolError> {
+    if body.len() > MAX_FRAME as usize {
+        return Err(ProtocolError::FrameTooLarge(
+            u32::try_from(body.len()).unwrap_or(u32::MAX),
+        ));
+    }
+    // serde's message can quote the peer's text ("unknown variant ..."): escape it.
+    serde_json::from_slice(body)
+        .map_err(|e| ProtocolError::Malformed(crate::inputs::peer_text(&e.to_string())))
+}
+
+/// The control preamble this side sends.
+pub fn control_preamble() -> [u8; 8] {
+    let mut p = [0u8; 8];
+    p[..6].copy_from_slice(CONTROL_MAGIC);
+    p[6..].copy_from_slice(&VERSION.to_be_bytes());
+    p
+}
+
+/// Checks a peer's control preamble. `peer_is_server` picks the advice in the message.
+pub fn check_control_preamble(p: &[u8; 8], peer_is_server: bool) -> Result<(), ProtocolError> {
+    if &p[..6] != CONTROL_MAGIC {
+        return Err(ProtocolError::BadMagic(p.to_vec()));
+    }
+    let peer = u16::from_be_bytes([p[6], p[7]]);
+    if peer != VERSION {
+        let advice = match (peer_is_server, peer < VERSION) {
+            (true, true) => "upgrade the server",
+            (true, false) => "upgrade this client",
+            (false, true) => "upgrade the client",
+            (false, false) => "upgrade this server",
+        };
+        return Err(ProtocolError::Version {
+            peer,
+            ours: VERSION,
+            advice,
+        });
+    }
+    Ok(())
+}
+
+/// The preamble of a data connection: magic, token, stream id.
+pub fn data_preamble(token: &Token, stream: u16) -> [u8; 26] {
+    let mut p = [0u8; 26];
+    p[..8].copy_from_slice(DATA_MAGIC);
+    p[8..24].copy_from_slice(&token.0);
+    p[24..].copy_from_slice(&stream.to_be_bytes());
+    p
+}
+
+/// The UDP hello datagram of stream `stream`.
+pub fn udp_hello(token: &Token, stream: u16) -> [u8; UDP_HELLO_LEN] {
+    let mut p = [0u8; UDP_HELLO_LEN];
+    p[..8].copy_from_slice(UDP_HELLO_MAGIC);
+    p[8..24].copy_from_slice(&token.0);
+    p[24..].copy_from_slice(&stream.to_be_bytes());
+    p
+}
+
+/// Parses a UDP hello; `None` for anything else.
+pub fn parse_udp_hello(d: &[u8]) -> Option<(Token, u16)> {
+    if d.len() != UDP_HELLO_LEN || &d[..8] != UDP_HELLO_MAGIC {
+        return None;
+    }
+    let mut t = [0u8; 16];
+    t.copy_from_slice(&d[8..24]);
+    Some((Token(t), u16::from_be_bytes([d[24], d[25]])))
+}
+
+mod hex16 {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(b: &[u8; 16], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&b.iter().map(|x| format!("{x:02x}")).collect::<String>())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 16], D::Error> {
+        let s = String::deserialize(d)?;
+        if s.len() != 32 || !s.is_ascii() {
+            return Err(D::Error::custom("token must be 32 hex digits"));
+        }
+        let mut out = [0u8; 16];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(D::Error::custom)?;
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn pair() -> (TcpStream, TcpStream) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let a = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (b, _) = l.accept().unwrap();
+        (a, b)
+    }
+
+    #[test]
+    fn frames_round_trip() {
+        let (mut a, mut b) = pair();
+        let msg = ClientMsg::Abort {
+            reason: "test".into(),
+        };
+        write_frame(&mut a, &msg).unwrap();
+        let got: ClientMsg =
+            read_frame(&mut b, Some(Instant::now() + Duration::from_secs(1))).unwrap();
+        assert_eq!(got, msg);
+    }
+
+    #[test]
+    fn oversized_frame_is_refused_before_allocating() {
+        let (mut a, mut b) = pair();
+        a.write_all(&(u32::MAX).to_be_bytes()).unwrap();
+        let err = read_frame::<ClientMsg>(&mut b, Some(Instant::now() + Duration::from_secs(1)))
+            .unwrap_err();
+        assert!(
+            matches!(err, ProtocolError::FrameTooLarge(u32::MAX)),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn malformed_frame_is_an_error_not_a_panic() {
+        let (mut a, mut b) = pair();
+        a.write_all(&5u32.to_be_bytes()).unwrap();
+        a.write_all(b"{{{{{").unwrap();
+        let err = read_frame::<ClientMsg>(&mut b, Some(Instant::now() + Duration::from_secs(1)))
+            .unwrap_err();
+        assert!(matches!(err, ProtocolError::Malformed(_)), "{err}");
+    }
+
+    /// The largest `Intervals` frame (every field at its longest) stays under the cap.
+    #[test]
+    fn a_full_intervals_frame_fits_under_the_cap() {
+        use crate::traffic::measure::{IntervalReport, Role, TcpSample, UdpReceived};
+        let worst = IntervalReport {
+            stream: u16::MAX,
+            index: u32::MAX,
+            role: Role::Receiver,
+            bytes: u64::MAX,
+            packets: u64::MAX,
+            tcp: Some(TcpSample {
+                retransmits: u64::MAX,
+                rtt_us: u32::MAX,
+                rttvar_us: u32::MAX,
+                cwnd_bytes: u64::MAX,
+                snd_wnd_bytes: u64::MAX,
+                rwnd_limited_percent: -1.234_567_890_123_456_7e-300,
+                sndbuf_limited_percent: -1.234_567_890_123_456_7e-300,
+            }),
+            udp: Some(UdpReceived {
+                jitter_ms: -1.234_567_890_123_456_7e-300,
+                out_of_order: u64::MAX,
+                duplicates: u64::MAX,
+            }),
+        };
+        let msg = ServerMsg::Intervals {
+            stream: u16::MAX,
+            intervals: vec![worst; INTERVALS_PER_FRAME],
+        };
+        let len = serde_json::to_vec(&msg).unwrap().len();
+        assert!(len < MAX_FRAME as usize, "{len} bytes");
+    }
+
+    #[test]
+    fn version_mismatch_says_what_to_upgrade() {
+        let mut p = control_preamble();
+        p[7] = p[7].wrapping_add(1);
+        let msg = check_control_preamble(&p, true).unwrap_err().to_string();
+        assert!(msg.contains("upgrade this client"), "{msg}");
+        assert!(check_control_preamble(&control_preamble(), true).is_ok());
+        assert!(matches!(
+            check_control_preamble(b"GET / HT", false),
+            Err(ProtocolError::BadMagic(_))
+        ));
+    }
+
+    #[test]
+    fn hello_round_trips_and_rejects_junk() {
+        let t = Token::random();
+        let h = udp_hello(&t, 3);
+        assert_eq!(parse_udp_hello(&h), Some((t, 3)));
+        assert_eq!(parse_udp_hello(&h[..10]), None);
+        let json = serde_json::to_string(&t).unwrap();
+        assert_eq!(json.len(), 34);
+        assert_eq!(serde_json::from_str::<Token>(&json).unwrap(), t);
+        assert!(serde_json::from_str::<Token>("\"zz\"").is_err());
+    }
+}

@@ -1,0 +1,171 @@
+use super::*;
+use crate::traffic::measure::{IntervalReport, Role, StreamReport, TcpSample, UdpReceived};
+use std::time::Duration;
+
+fn report(stream: u16, flow: Flow, role: Role, per_interval: &[(u64, u64)]) -> StreamReport {
+    StreamReport {
+        stream,
+        flow,
+        role,
+        intervals: per_interval
+            .iter()
+            .enumerate()
+            .map(|(k, (bytes, packets))| IntervalReport {
+                stream,
+                index: k as u32,
+                role,
+                bytes: *bytes,
+                packets: *packets,
+                tcp: (role == Role::Sender).then_some(TcpSample {
+                    retransmits: 1,
+                    rtt_us: 100,
+                    rttvar_us: 10,
+                    cwnd_bytes: 1000,
+                    ..TcpSample::default()
+                }),
+                udp: (role == Role::Receiver).then_some(UdpReceived {
+                    jitter_ms: 0.5,
+                    out_of_order: 0,
+                    duplicates: 0,
+                }),
+            })
+            .collect(),
+        tail_bytes: 0,
+        tcp_total_retransmits: None,
+        rtt_min_us: Some(90),
+        rtt_max_us: Some(110),
+        error: None,
+        saw_end: false,
+        highest_seq: None,
+        send: None,
+    }
+}
+
+#[test]
+fn udp_loss_is_sent_minus_received_per_interval() {
+    let spec = TestSpec {
+        interval: Duration::from_secs(1),
+        ..TestSpec::udp(Duration::from_secs(2))
+    };
+    let s = report(
+        0,
+        Flow::ClientToServer,
+        Role::Sender,
+        &[(14_000, 10), (14_000, 10)],
+    );
+    let r = report(
+        0,
+        Flow::ClientToServer,
+        Role::Receiver,
+        &[(12_600, 9), (14_000, 10)],
+    );
+    let pairs = [StreamPair {
+        flow: Flow::ClientToServer,
+        sender: &s,
+        receiver: &r,
+    }];
+    let res = build(
+        &spec,
+        StartInfo::default(),
+        &pairs,
+        CpuResult::default(),
+        None,
+    );
+    assert_eq!(res.intervals[0].total.lost_packets, Some(1));
+    assert_eq!(res.intervals[0].total.lost_percent, Some(10.0));
+    assert_eq!(res.summary.packets, Some(20));
+    assert_eq!(res.summary.lost_packets, Some(1));
+    assert_eq!(res.summary.lost_percent, Some(5.0));
+    assert_eq!(res.summary.bytes, 26_600);
+    assert_eq!(res.summary.bits_per_second, 26_600.0 * 8.0 / 2.0);
+}
+
+#[test]
+fn parallel_streams_sum_over_the_same_period() {
+    let spec = TestSpec {
+        streams: 2,
+        interval: Duration::from_secs(1),
+        calibration: Duration::ZERO,
+        ..TestSpec::tcp(Duration::from_secs(2))
+    };
+    let s0 = report(0, Flow::ClientToServer, Role::Sender, &[(100, 0), (100, 0)]);
+    let r0 = report(
+        0,
+        Flow::ClientToServer,
+        Role::Receiver,
+        &[(100, 0), (100, 0)],
+    );
+    let s1 = report(1, Flow::ClientToServer, Role::Sender, &[(300, 0), (300, 0)]);
+    let r1 = report(
+        1,
+        Flow::ClientToServer,
+        Role::Receiver,
+        &[(300, 0), (300, 0)],
+    );
+    let pairs = [
+        StreamPair {
+            flow: Flow::ClientToServer,
+            sender: &s0,
+            receiver: &r0,
+        },
+        StreamPair {
+            flow: Flow::ClientToServer,
+            sender: &s1,
+            receiver: &r1,
+        },
+    ];
+    let res = build(
+        &spec,
+        StartInfo::default(),
+        &pairs,
+        CpuResult::default(),
+        None,
+    );
+    assert_eq!(res.summary.seconds, 2.0);
+    assert_eq!(res.summary.bytes, 800);
+    assert_eq!(res.summary.bits_per_second, 800.0 * 8.0 / 2.0);
+    assert_eq!(res.summary.retransmits, Some(4));
+    assert_eq!(
+        res.directions[0].streams[1].summary.bits_per_second,
+        600.0 * 8.0 / 2.0
+    );
+    assert_eq!(res.intervals[0].total.cwnd_bytes, Some(2000));
+    assert_eq!(res.summary.rtt_min_us, Some(90));
+}
+
+#[test]
+fn a_cut_short_test_reports_only_intervals_both_ends_saw() {
+    let spec = TestSpec {
+        interval: Duration::from_secs(1),
+        calibration: Duration::ZERO,
+        ..TestSpec::tcp(Duration::from_secs(5))
+    };
+    let s = report(
+        0,
+        Flow::ClientToServer,
+        Role::Sender,
+        &[(100, 0), (100, 0), (100, 0)],
+    );
+    let r = report(
+        0,
+        Flow::ClientToServer,
+        Role::Receiver,
+        &[(100, 0), (100, 0)],
+    );
+    let pairs = [StreamPair {
+        flow: Flow::ClientToServer,
+        sender: &s,
+        receiver: &r,
+    }];
+    let res = build(
+        &spec,
+        StartInfo::default(),
+        &pairs,
+        CpuResult::default(),
+        Some("gone".into()),
+    );
+    assert_eq!(res.intervals.len(), 2);
+    assert_eq!(res.summary.seconds, 2.0);
+    assert_eq!(res.summary.bits_per_second, 200.0 * 8.0 / 2.0);
+    assert_eq!(res.error.as_deref(), Some("gone"));
+}

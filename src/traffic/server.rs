@@ -1,0 +1,629 @@
+//! `netsweep server`: accepts control and data connections on one TCP port, admits up to
+//! `max_tests` tests at once (a client over the cap is told "busy" at once), and runs each test
+//! in its own threads.
+//!
+//! `run` takes a bound listener and a shutdown flag, so tests start it on `127.0.0.1:0` and stop
+//! it. The server never changes kernel settings.
+
+use crate::platform::sockopt;
+use crate::traffic::engine::{EngineEvent, StreamSocket};
+use crate::traffic::iperf3;
+use crate::traffic::protocol::{
+    self, ClientMsg, IO_DEADLINE, ProtocolError, Refusal, ServerMsg, Token, read_exact_by,
+    read_frame, write_frame,
+};
+use crate::traffic::session::{self, Finished};
+use crate::traffic::spec::{Flow, Protocol, ServerLimits, TestSpec};
+use std::collections::HashMap;
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Where the server writes one line per event (stderr in the binary, a buffer in tests).
+pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
+type Registry = Arc<Mutex<HashMap<Token, Sender<(u16, TcpStream)>>>>;
+
+struct Shared {
+    limits: ServerLimits,
+    running: AtomicUsize,
+    /// Connections not yet admitted to a test nor matched to one (capped at `max_pending`).
+    pending: AtomicUsize,
+    registry: Registry,
+    log: Log,
+    /// Repeated complaints (accept errors, dropped connections) at most once a second each.
+    throttled: Mutex<HashMap<&'static str, Throttle>>,
+    /// iperf3 tests waiting for their data connections and UDP streams.
+    iperf3: iperf3::server::Hub,
+}
+
+/// When a repeated log line was last written, and how many were held back since.
+struct Throttle {
+    last: Option<Instant>,
+    held: u64,
+}
+
+impl Shared {
+    /// Logs `line` under `kind` at most once a second, saying how many were held back.
+    fn log_throttled(&self, kind: &'static str, line: &str) {
+        let Ok(mut map) = self.throttled.lock() else {
+            return;
+        };
+        let now = Instant::now();
+        let t = map.entry(kind).or_insert(Throttle {
+            last: None,
+            held: 0,
+        });
+        if t.last
+            .is_some_and(|last| now.duration_since(last) < Duration::from_secs(1))
+        {
+            t.held += 1;
+            return;
+        }
+        let held = std::mem::take(&mut t.held);
+        t.last = Some(now);
+        drop(map);
+        if held > 0 {
+            (self.log)(&format!(
+                "{line} (and {held} more like it in the last second)"
+            ));
+        } else {
+            (self.log)(line);
+        }
+    }
+}
+
+/// Counts a connection as pending until it is admitted or closed.
+struct Pending<'a>(Option<&'a AtomicUsize>);
+
+impl Pending<'_> {
+    /// The connection is admitted to a test (or handed to one): it no longer counts.
+    fn release(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// Longest pause between accept attempts after errors (EMFILE and the like).
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+/// Time a test may hold its slot before its data connections (and then its start) arrive,
+/// besides a few round trips per stream.
+const DATA_GRACE: Duration = Duration::from_secs(3);
+
+/// Serves tests on `listener` until `shutdown` is raised.
+pub fn run(
+    listener: TcpListener,
+    limits: ServerLimits,
+    shutdown: &AtomicBool,
+    log: Log,
+) -> std::io::Result<()> {
+    run_all(vec![listener], limits, shutdown, log)
+}
+
+/// Serves tests on every listener (netsweep's port and iperf3's, say) until `shutdown`, with
+/// one set of limits over all of them. Each port also takes iperf3's UDP connect datagrams.
+pub fn run_all(
+    listeners: Vec<TcpListener>,
+    limits: ServerLimits,
+    shutdown: &AtomicBool,
+    log: Log,
+) -> std::io::Result<()> {
+    let shared = Arc::new(Shared {
+        limits,
+        running: AtomicUsize::new(0),
+        pending: AtomicUsize::new(0),
+        registry: Registry::default(),
+        log,
+        throttled: Mutex::new(HashMap::new()),
+        iperf3: iperf3::server::Hub::default(),
+    });
+    std::thread::scope(|scope| {
+        let mut loops = Vec::new();
+        for listener in listeners {
+            let addr = listener.local_addr()?;
+            match iperf3::server::bind_udp(addr) {
+                Ok(udp) => {
+                    if let Ok(a) = udp.local_addr() {
+                        shared.iperf3.add_udp_addr(a);
+                    }
+                    let shared = shared.clone();
+                    scope.spawn(move || {
+                        iperf3::server::dispatch_udp(&udp, &shared.iperf3, shutdown)
+                    });
+                }
+                Err(e) => (shared.log)(&format!(
+                    "UDP port {} unavailable ({e}): iperf3 clients can run TCP tests only",
+                    addr.port()
+                )),
+            }
+            let shared = shared.clone();
+            loops.push(scope.spawn(move || accept_loop(listener, &shared, shutdown)));
+        }
+        for l in loops {
+            l.join()
+                .map_err(|_| std::io::Error::other("accept loop panicked"))??;
+        }
+        Ok(())
+    })
+}
+
+/// Accepts connections on one listener until `shutdown`.
+fn accept_loop(
+    listener: TcpListener,
+    shared: &Arc<Shared>,
+    shutdown: &AtomicBool,
+) -> std::io::Result<()> {
+    let mut backoff = Duration::ZERO;
+    while !shutdown.load(Ordering::Relaxed) {
+        if !backoff.is_zero() {
+            std::thread::sleep(backoff);
+        }
+        if !sockopt::wait_readable(&listener, Duration::from_millis(100))? {
+            continue;
+        }
+        let (conn, peer) = match listener.accept() {
+            Ok(c) => {
+                backoff = Duration::ZERO;
+                c
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                // Out of descriptors or memory: retrying at once would spin. Back off.
+                backoff = (backoff * 2).clamp(Duration::from_millis(10), ACCEPT_BACKOFF_MAX);
+                shared.log_throttled("accept", &format!("accept failed: {e}"));
+                continue;
+            }
+        };
+        let max = shared.limits.max_pending;
+        let admitted = shared
+            .pending
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_ok();
+        if !admitted {
+            shared.log_throttled(
+                "pending",
+                &format!("{peer}: dropped, {max} connections already wait for admission"),
+            );
+            continue;
+        }
+        let conn_shared = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("conn-{peer}"))
+            .spawn(move || {
+                let pending = Pending(Some(&conn_shared.pending));
+                handle_connection(conn, peer, &conn_shared, pending)
+            });
+        if let Err(e) = spawned {
+            shared.pending.fetch_sub(1, Ordering::SeqCst);
+            shared.log_throttled("thread", &format!("cannot start a thread for {peer}: {e}"));
+        }
+    }
+    Ok(())
+}
+
+/// Reads the preamble and dispatches: control session, data connection, or drop.
+fn handle_connection(
+    mut conn: TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    mut pending: Pending<'_>,
+) {
+    let deadline = Instant::now() + IO_DEADLINE;
+    let mut pre = [0u8; 8];
+    if let Err(e) = read_exact_by(&mut conn, &mut pre, deadline) {
+        (shared.log)(&format!("{peer}: dropped before its preamble: {e}"));
+        return;
+    }
+    if iperf3::wire::looks_like_cookie(&pre) {
+        iperf3_connection(conn, peer, &pre, shared, pending, deadline);
+        return;
+    }
+    if &pre == protocol::DATA_MAGIC {
+        let mut rest = [0u8; 18];
+        if read_exact_by(&mut conn, &mut rest, deadline).is_err() {
+            return;
+        }
+        let mut t = [0u8; 16];
+        t.copy_from_slice(&rest[..16]);
+        let stream = u16::from_be_bytes([rest[16], rest[17]]);
+        let chan = shared
+            .registry
+            .lock()
+            .ok()
+            .and_then(|r| r.get(&Token(t)).cloned());
+        match chan {
+            Some(tx) => {
+                pending.release();
+                let _ = tx.send((stream, conn));
+            }
+            None => (shared.log)(&format!(
+                "{peer}: data connection with an unknown token, dropped"
+            )),
+        }
+        return;
+    }
+    let _ = conn.write_all(&protocol::control_preamble());
+    if let Err(e) = protocol::check_control_preamble(&pre, false) {
+        (shared.log)(&format!("{peer}: {e}"));
+        return;
+    }
+    let _ = conn.set_nodelay(true);
+    if let Err(e) = control_session(conn, peer, shared, pending) {
+        (shared.log)(&format!("{peer}: test ended with an error: {e:#}"));
+    }
+}
+
+/// A connection that starts like an iperf3 cookie: a data connection of an iperf3 test, or a
+/// new iperf3 client (ACCESS_DENIED at once when every slot is taken).
+fn iperf3_connection(
+    mut conn: TcpStream,
+    peer: SocketAddr,
+    pre: &[u8; 8],
+    shared: &Shared,
+    mut pending: Pending<'_>,
+    deadline: Instant,
+) {
+    let mut cookie = [0u8; iperf3::wire::COOKIE_LEN];
+    cookie[..8].copy_from_slice(pre);
+    if read_exact_by(&mut conn, &mut cookie[8..], deadline).is_err() {
+        (shared.log)(&format!("{peer}: dropped before its iperf3 cookie ended"));
+        return;
+    }
+    let Some(cookie) = iperf3::wire::Cookie::parse(&cookie) else {
+        (shared.log)(&format!(
+            "{peer}: dropped: neither netsweep's greeting nor an iperf3 cookie"
+        ));
+        return;
+    };
+    if let Some(tx) = shared.iperf3.data_channel(&cookie) {
+        pending.release();
+        let _ = tx.send(conn);
+        return;
+    }
+    let slot = match take_slot(shared) {
+        Ok(s) => s,
+        Err(running) => {
+            let _ = conn.write_all(&[iperf3::wire::State::AccessDenied.byte()]);
+            (shared.log)(&format!(
+                "{peer}: iperf3 client told busy ({running} tests running, --max-tests {})",
+                shared.limits.max_tests
+            ));
+            return;
+        }
+    };
+    pending.release();
+    let log = |line: &str| (shared.log)(line);
+    if let Err(e) = iperf3::server::serve(
+        conn,
+        peer,
+        cookie,
+        &shared.limits,
+        &shared.iperf3,
+        &log,
+        slot,
+    ) {
+        (shared.log)(&format!("{peer}: iperf3 test ended with an error: {e:#}"));
+    }
+}
+
+/// Holds one of the `max_tests` slots; freed on drop, whatever happens to the test.
+struct Slot<'a>(&'a AtomicUsize);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+fn take_slot(shared: &Shared) -> Result<Slot<'_>, usize> {
+    let max = shared.limits.max_tests;
+    shared
+        .running
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .map(|_| Slot(&shared.running))
+}
+
+/// Removes the token from the registry on drop.
+struct Registration<'a>(&'a Registry, Token);
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut r) = self.0.lock() {
+            r.remove(&self.1);
+        }
+    }
+}
+
+fn refuse(ctrl: &mut TcpStream, refusal: Refusal) -> anyhow::Result<()> {
+    write_frame(
+        ctrl,
+        &ServerMsg::Refused {
+            refusal: refusal.clone(),
+        },
+    )?;
+    anyhow::bail!("{refusal}")
+}
+
+fn control_session(
+    mut ctrl: TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    mut pending: Pending<'_>,
+) -> anyhow::Result<()> {
+    let spec = match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
+        ClientMsg::Request { spec } => spec,
+        other => anyhow::bail!("expected a test request, got {other:?}"),
+    };
+    if let Err(e) = spec.validate() {
+        return refuse(
+            &mut ctrl,
+            Refusal::Limit {
+                reason: e.to_string(),
+            },
+        );
+    }
+    if let Some(reason) = shared.limits.refusal(&spec) {
+        return refuse(&mut ctrl, Refusal::Limit { reason });
+    }
+    let slot = match take_slot(shared) {
+        Ok(s) => s,
+        Err(running) => return refuse(&mut ctrl, Refusal::Busy { running }),
+    };
+    pending.release();
+    // The slot is held only as long as an honest client needs to open its data connections.
+    let grace = data_grace(&ctrl, spec.flows().len());
+    let token = Token::random();
+    let (tx, rx) = mpsc::channel();
+    if let Ok(mut r) = shared.registry.lock() {
+        r.insert(token, tx);
+    }
+    let registration = Registration(&shared.registry, token);
+    let flows = spec.flows();
+    let local_ip = ctrl.local_addr()?.ip();
+    let udp = if spec.protocol == Protocol::Udp {
+        bind_udp(&spec, &flows, local_ip)?
+    } else {
+        Vec::new()
+    };
+    let udp_ports = udp
+        .iter()
+        .map(|s| s.local_addr().map(|a| a.port()))
+        .collect::<Result<_, _>>()?;
+    write_frame(&mut ctrl, &ServerMsg::Accepted { token, udp_ports })?;
+    let sockets = match spec.protocol {
+        Protocol::Tcp => collect_tcp(&rx, &spec, &flows, peer.ip(), grace)?,
+        Protocol::Udp => collect_udp(udp, &token, &flows, peer.ip(), grace)?,
+    };
+    drop(registration);
+    let infos = sockets
+        .iter()
+        .map(|(i, _, s)| session::describe(*i, s, &spec))
+        .collect();
+    write_frame(&mut ctrl, &ServerMsg::Ready { sockets: infos })?;
+    match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + grace))? {
+        ClientMsg::Start => {}
+        ClientMsg::Abort { reason } => anyhow::bail!("client aborted before the start: {reason}"),
+        other => anyhow::bail!("expected start, got {other:?}"),
+    }
+    let start = Instant::now();
+    (shared.log)(&format!(
+        "{peer}: {:?} {:?} test, {} streams, {:.1}s",
+        spec.protocol,
+        spec.direction,
+        spec.streams,
+        spec.total_time().as_secs_f64()
+    ));
+    let streams = session::start_streams(
+        &spec,
+        false,
+        sockets,
+        (start, start),
+        session::Wire::default(),
+    )?;
+    let outcome = run_test(&mut ctrl, &spec, &streams);
+    streams.stop_and_join();
+    // The test is over: free its slot before the client can see the result, so a client that
+    // starts its next test right away is never told "busy" by its own finished test.
+    drop(slot);
+    let outcome = outcome.and_then(|(done, peer_rx)| {
+        send_result(&mut ctrl, done)?;
+        // Let the client read the result and hang up first.
+        let _ = peer_rx.recv_timeout(IO_DEADLINE);
+        Ok(())
+    });
+    // Unblocks the control reader thread, whatever the client does.
+    let _ = ctrl.shutdown(std::net::Shutdown::Both);
+    outcome
+}
+
+/// How long a test may hold its slot waiting for its data connections: `DATA_GRACE` plus two
+/// round trips of the control connection per stream (clients open them one after another),
+/// at most `IO_DEADLINE`.
+fn data_grace(ctrl: &TcpStream, streams: usize) -> Duration {
+    let rtt = sockopt::tcp_info(ctrl)
+        .map(|i| Duration::from_micros(u64::from(i.rtt_us)))
+        .unwrap_or(Duration::from_millis(100));
+    (DATA_GRACE + rtt * 2 * u32::try_from(streams).unwrap_or(u32::MAX)).min(IO_DEADLINE)
+}
+
+/// Binds one UDP socket per stream on the control connection's local address.
+fn bind_udp(spec: &TestSpec, flows: &[Flow], ip: IpAddr) -> anyhow::Result<Vec<UdpSocket>> {
+    flows
+        .iter()
+        .map(|flow| {
+            let s = UdpSocket::bind(SocketAddr::new(ip, 0))?;
+            session::prepare_udp(&s, spec, *flow == Flow::ClientToServer)?;
+            Ok(s)
+        })
+        .collect()
+}
+
+/// Waits for every TCP data connection of the test.
+fn collect_tcp(
+    rx: &Receiver<(u16, TcpStream)>,
+    spec: &TestSpec,
+    flows: &[Flow],
+    peer_ip: IpAddr,
+    grace: Duration,
+) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
+    let deadline = Instant::now() + grace;
+    let mut got: Vec<Option<TcpStream>> = (0..flows.len()).map(|_| None).collect();
+    while got.iter().any(Option::is_none) {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let (id, sock) = rx.recv_timeout(left).map_err(|_| {
+            anyhow::anyhow!(
+                "only {} of {} data connections arrived within {grace:?}",
+                got.iter().flatten().count(),
+                flows.len()
+            )
+        })?;
+        // A data connection must come from the control peer and name a stream once.
+        let from_peer = sock.peer_addr().map(|a| a.ip() == peer_ip).unwrap_or(false);
+        let slot = got.get_mut(usize::from(id));
+        if let (true, Some(slot @ None)) = (from_peer, slot) {
+            session::prepare_tcp(&sock, spec)?;
+            *slot = Some(sock);
+        }
+    }
+    Ok(got
+        .into_iter()
+        .zip(flows)
+        .enumerate()
+        .filter_map(|(i, (s, f))| s.map(|s| (i as u16, *f, StreamSocket::Tcp(s))))
+        .collect())
+}
+
+/// Waits for each UDP socket's hello from the control peer, then connects it to the sender.
+fn collect_udp(
+    sockets: Vec<UdpSocket>,
+    token: &Token,
+    flows: &[Flow],
+    peer_ip: IpAddr,
+    grace: Duration,
+) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
+    let deadline = Instant::now() + grace;
+    let mut out = Vec::with_capacity(sockets.len());
+    for (i, (sock, flow)) in sockets.into_iter().zip(flows).enumerate() {
+        let mut buf = [0u8; 64];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                anyhow::bail!(
+                    "no UDP hello for stream {i} within {grace:?}: is UDP blocked on the path?"
+                );
+            }
+            sock.set_read_timeout(Some(left))?;
+            let Ok((n, from)) = sock.recv_from(&mut buf) else {
+                continue;
+            };
+            let hello = protocol::parse_udp_hello(&buf[..n]);
+            if from.ip() == peer_ip && hello == Some((*token, i as u16)) {
+                sock.connect(from)?;
+                // The echo tells the client the path works (and opens NATs for reverse mode).
+                sock.send(&buf[..n])?;
+                break;
+            }
+        }
+        out.push((i as u16, *flow, StreamSocket::Udp(sock)));
+    }
+    Ok(out)
+}
+
+/// Sends the final reports: every stream's intervals in frames of `INTERVALS_PER_FRAME`, then
+/// `Done` with the reports emptied of intervals, so no frame outgrows `MAX_FRAME` whatever the
+/// test's length, interval or stream count.
+fn send_result(ctrl: &mut TcpStream, mut done: Finished) -> Result<(), ProtocolError> {
+    for report in &mut done.reports {
+        let intervals = std::mem::take(&mut report.intervals);
+        for chunk in intervals.chunks(protocol::INTERVALS_PER_FRAME) {
+            write_frame(
+                ctrl,
+                &ServerMsg::Intervals {
+                    stream: report.stream,
+                    intervals: chunk.to_vec(),
+                },
+            )?;
+        }
+    }
+    write_frame(
+        ctrl,
+        &ServerMsg::Done {
+            streams: done.reports,
+            cpu: done.cpu,
+        },
+    )
+}
+
+/// The client's messages, read on a clone of the control socket.
+type PeerRx = Receiver<Result<ClientMsg, ProtocolError>>;
+
+/// Forwards interval reports until every stream is done; returns the final reports for the
+/// client and the reader of its messages.
+fn run_test(
+    ctrl: &mut TcpStream,
+    spec: &TestSpec,
+    streams: &session::Streams,
+) -> anyhow::Result<(Finished, PeerRx)> {
+    let peer_rx = spawn_reader(ctrl.try_clone()?);
+    let start = Instant::now();
+    let give_up = start + spec.total_time() + Duration::from_secs(30);
+    let mut finished = Finished::default();
+    while finished.reports.len() < streams.count {
+        if let Ok(msg) = peer_rx.try_recv() {
+            match msg {
+                Ok(ClientMsg::Abort { reason }) => anyhow::bail!("client aborted: {reason}"),
+                Ok(other) => anyhow::bail!("unexpected message during the test: {other:?}"),
+                Err(e) => anyhow::bail!("client gone mid-test: {e}"),
+            }
+        }
+        if Instant::now() > give_up {
+            anyhow::bail!("streams did not finish 30 s after the test's end");
+        }
+        match streams.events.recv_timeout(Duration::from_millis(50)) {
+            Ok(EngineEvent::Interval(report)) => {
+                write_frame(ctrl, &ServerMsg::Interval { report })?
+            }
+            Ok(EngineEvent::StreamDone(report, cpu)) => finished.add(report, cpu),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    finished.reports.sort_by_key(|r| r.stream);
+    finished.cpu.wall_s = start.elapsed().as_secs_f64();
+    Ok((finished, peer_rx))
+}
+
+/// Reads client messages on a clone of the control socket into a channel.
+pub(crate) fn spawn_reader<T>(mut sock: TcpStream) -> Receiver<Result<T, ProtocolError>>
+where
+    T: for<'de> serde::Deserialize<'de> + Send + 'static,
+{
+    // Bounded: a peer that floods frames is held back by TCP, not by this process's memory.
+    let (tx, rx) = mpsc::sync_channel(64);
+    let _ = std::thread::Builder::new()
+        .name("control-reader".into())
+        .spawn(move || {
+            loop {
+                let msg = read_frame::<T>(&mut sock, None);
+                let failed = msg.is_err();
+                if tx.send(msg).is_err() || failed {
+                    break;
+                }
+            }
+        });
+    rx
+}

@@ -1,0 +1,194 @@
+//! Pieces both ends of a test share: applying the spec's socket options, describing sockets,
+//! and running a set of stream threads while pumping their events.
+
+use crate::platform::sockopt;
+use crate::traffic::engine::{self, EngineEvent, StreamCtx, StreamSocket};
+use crate::traffic::measure::{CpuUsage, Role, SocketInfo, StreamReport};
+use crate::traffic::spec::{Flow, Protocol, TestSpec};
+use std::net::{TcpStream, UdpSocket};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{self, Receiver};
+use std::time::Instant;
+
+/// Receive buffer a UDP receiver asks for when the user set no window: bursts of a paced
+/// sender and scheduling hiccups of a 2-core host must not overflow it.
+pub const UDP_RCVBUF_DEFAULT: u64 = 32 << 20;
+
+/// Applies window and congestion control to a TCP data socket (either end).
+pub fn prepare_tcp(sock: &TcpStream, spec: &TestSpec) -> std::io::Result<()> {
+    if let Some(w) = spec.window_bytes {
+        sockopt::set_buffers(sock, w)?;
+    }
+    if let Some(cc) = &spec.congestion {
+        sockopt::set_congestion(sock, cc)?;
+    }
+    Ok(())
+}
+
+/// Applies the window (or the UDP receive default) to a UDP data socket.
+pub fn prepare_udp(sock: &UdpSocket, spec: &TestSpec, receiving: bool) -> std::io::Result<()> {
+    match spec.window_bytes {
+        Some(w) => sockopt::set_buffers(sock, w)?,
+        None if receiving => sockopt::raise_rcvbuf(sock, UDP_RCVBUF_DEFAULT),
+        None => {}
+    }
+    Ok(())
+}
+
+/// What one end knows about a data socket.
+pub fn describe(stream: u16, socket: &StreamSocket, spec: &TestSpec) -> SocketInfo {
+    let (local, remote, (snd, rcv), mss, cc) = match socket {
+        StreamSocket::Tcp(s) => (
+            s.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+            s.peer_addr().map(|a| a.to_string()).unwrap_or_default(),
+            sockopt::buffer_sizes(s),
+            sockopt::tcp_info(s).ok().map(|i| i.snd_mss),
+            sockopt::congestion(s),
+        ),
+        StreamSocket::Udp(s) => (
+            s.local_addr().map(|a| a.to_string()).unwrap_or_default(),
+            s.peer_addr().map(|a| a.to_string()).unwrap_or_default(),
+            sockopt::buffer_sizes(s),
+            None,
+            None,
+        ),
+    };
+    SocketInfo {
+        stream,
+        local,
+        remote,
+        sndbuf_bytes: snd,
+        rcvbuf_bytes: rcv,
+        mss_bytes: mss,
+        congestion: cc,
+        udp_offload: (spec.protocol == Protocol::Udp).then_some(spec.udp_offload),
+    }
+}
+
+/// This end's role on a stream of the given flow.
+pub fn role(flow: Flow, is_client: bool) -> Role {
+    match (flow, is_client) {
+        (Flow::ClientToServer, true) | (Flow::ServerToClient, false) => Role::Sender,
+        _ => Role::Receiver,
+    }
+}
+
+/// Stream threads of one end, running.
+pub struct Streams {
+    pub events: Receiver<EngineEvent>,
+    pub count: usize,
+    pub stop: Arc<AtomicBool>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// How the peer at the other end speaks: netsweep (the default) or iperf3.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Wire {
+    pub datagrams: engine::Datagrams,
+    /// Streams run until stopped and keep their last, partial interval (`StreamCtx::open_ended`).
+    pub open_ended: bool,
+}
+
+/// Starts one thread per socket. `receiver_start` lets the client start its receiving grids
+/// one control round trip later, when the server's first bytes can arrive.
+pub fn start_streams(
+    spec: &TestSpec,
+    is_client: bool,
+    sockets: Vec<(u16, Flow, StreamSocket)>,
+    (sender_start, receiver_start): (Instant, Instant),
+    wire: Wire,
+) -> std::io::Result<Streams> {
+    let timeline = Arc::new(spec.timeline());
+    let (tx, rx) = mpsc::channel();
+    let stop = Arc::new(AtomicBool::new(false));
+    let count = sockets.len();
+    let mut handles = Vec::with_capacity(count);
+    let roles: Vec<Role> = sockets
+        .iter()
+        .map(|(_, f, _)| role(*f, is_client))
+        .collect();
+    let tcp = spec.protocol == Protocol::Tcp;
+    let calibrate = !spec.effective_calibration().is_zero();
+    let source = (tcp && roles.contains(&Role::Sender)).then(|| {
+        Arc::new(engine::SendSource::new(
+            spec.length_bytes as usize,
+            spec.zerocopy,
+            calibrate,
+        ))
+    });
+    let receivers = roles.iter().filter(|r| **r == Role::Receiver).count();
+    let read_bytes = engine::read_size(spec.length_bytes as usize, receivers);
+    for (stream, flow, socket) in sockets {
+        let role = role(flow, is_client);
+        let ctx = StreamCtx {
+            stream,
+            flow,
+            role,
+            timeline: timeline.clone(),
+            start: if role == Role::Sender {
+                sender_start
+            } else {
+                receiver_start
+            },
+            stop: stop.clone(),
+            events: tx.clone(),
+            rate: spec.stream_rate(),
+            length: spec.length_bytes as usize,
+            udp_offload: spec.udp_offload,
+            zerocopy: spec.zerocopy,
+            source: source.clone(),
+            read_bytes,
+            calibration: spec.effective_calibration(),
+            datagrams: wire.datagrams,
+            open_ended: wire.open_ended,
+        };
+        handles.push(engine::spawn_stream(ctx, socket)?);
+    }
+    Ok(Streams {
+        events: rx,
+        count,
+        stop,
+        handles,
+    })
+}
+
+impl Streams {
+    /// Raises the stop flag, waits for every thread, and adds the final reports that `done`
+    /// does not hold yet.
+    pub fn stop_and_collect(mut self, done: &mut Finished) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+        while let Ok(ev) = self.events.try_recv() {
+            if let EngineEvent::StreamDone(r, cpu) = ev
+                && !done.reports.iter().any(|d| d.stream == r.stream)
+            {
+                done.add(r, cpu);
+            }
+        }
+    }
+
+    /// Raises the stop flag and waits for every thread.
+    pub fn stop_and_join(mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Collected stream ends and their CPU time.
+#[derive(Default)]
+pub struct Finished {
+    pub reports: Vec<StreamReport>,
+    pub cpu: CpuUsage,
+}
+
+impl Finished {
+    pub fn add(&mut self, report: StreamReport, cpu: CpuUsage) {
+        self.reports.push(report);
+        self.cpu.add(&cpu);
+    }
+}

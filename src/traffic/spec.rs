@@ -1,0 +1,541 @@
+//! The typed description of one test (`TestSpec`) that the client sends to the server, and its
+//! validation. Both sides build their interval grid (`Timeline`) from the same spec, so their
+//! interval reports line up without clock synchronisation.
+//!
+//! Built by `cli` from command-line flags, by the campaign runner from a plan, and checked by
+//! the server against its caps (`ServerLimits`) before any data flows.
+
+use crate::units::BitRate;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Transport under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Tcp,
+    Udp,
+}
+
+/// Which way data flows, seen from the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Client sends, server receives (iperf3's default).
+    Forward,
+    /// Server sends, client receives (`-R`).
+    Reverse,
+    /// Both at once, each with `streams` streams (`--bidir`).
+    Bidir,
+}
+
+/// Which side sends on one stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Flow {
+    ClientToServer,
+    ServerToClient,
+}
+
+/// Everything both ends need to run one test. Sent in the client's `Request`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestSpec {
+    pub protocol: Protocol,
+    pub direction: Direction,
+    /// Measured duration, after the omitted warm-up.
+    #[serde(with = "micros", rename = "duration_us")]
+    pub duration: Duration,
+    /// Warm-up excluded from the summary (`-O`).
+    #[serde(with = "micros", rename = "omit_us")]
+    pub omit: Duration,
+    /// Reporting interval (`-i`).
+    #[serde(with = "micros", rename = "interval_us")]
+    pub interval: Duration,
+    /// Streams per direction (`-P`).
+    pub streams: u16,
+    /// Requested SO_SNDBUF/SO_RCVBUF on both ends, bytes; `None` leaves the kernel's autotuning.
+    pub window_bytes: Option<u64>,
+    /// TCP_MAXSEG on the client's sockets (the client's SYN advertises it to the server).
+    pub mss_bytes: Option<u32>,
+    /// TCP congestion control for both ends' sockets.
+    pub congestion: Option<String>,
+    /// TCP write size, or UDP datagram payload size, in bytes.
+    pub length_bytes: u32,
+    /// Total target rate over all streams of one direction, bit/s; 0 = unlimited.
+    pub bitrate_bps: f64,
+    /// Allow UDP segmentation/receive offload (UDP_SEGMENT/UDP_GRO) where the kernel has it.
+    pub udp_offload: bool,
+    /// TCP senders hand the kernel pages with sendfile(2) instead of copying each write.
+    #[serde(default = "yes")]
+    pub zerocopy: bool,
+    /// TCP senders first try each of their send paths and chunk sizes for this long, keep the
+    /// fastest, and the grid leaves this time out like `omit`; zero sends with `length_bytes`
+    /// and `zerocopy` as given (`-l`, `--no-zerocopy` and `-b` set it to zero).
+    #[serde(with = "micros", rename = "calibration_us", default)]
+    pub calibration: Duration,
+}
+
+/// How long TCP senders calibrate their send path by default: four candidates, two turns of
+/// 37.5 ms each.
+pub const DEFAULT_CALIBRATION: Duration = Duration::from_millis(300);
+
+fn yes() -> bool {
+    true
+}
+
+/// Smallest UDP payload: sequence number and send timestamp.
+pub const UDP_HEADER_BYTES: u32 = 16;
+/// Largest UDP payload over IPv4.
+pub const UDP_MAX_PAYLOAD: u32 = 65_507;
+/// Largest TCP write size accepted.
+pub const TCP_MAX_LENGTH: u32 = 64 << 20;
+/// Default TCP write size: large writes halve the per-byte syscall cost against 128 KiB.
+pub const TCP_DEFAULT_LENGTH: u32 = 1 << 20;
+/// Default UDP payload: fits a 1500-byte MTU over IPv4 and IPv6.
+pub const UDP_DEFAULT_LENGTH: u32 = 1400;
+/// Default UDP target rate (iperf3 defaults to 1 Mbit/s, which surprises everyone).
+pub const UDP_DEFAULT_RATE: f64 = 1e9;
+
+/// Why a spec is not runnable. The message names the option and what would be accepted.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SpecError {
+    #[error("duration must be more than 0 (-t)")]
+    ZeroDuration,
+    #[error("interval must be at least 10ms (-i), got {0:?}")]
+    IntervalTooShort(Duration),
+    #[error("streams must be between 1 and 1024 (-P), got {0}")]
+    Streams(u16),
+    #[error("window must be more than 0 (-w); leave it out to keep the kernel's autotuning")]
+    ZeroWindow,
+    #[error("window {0} bytes is larger than 2 GiB")]
+    HugeWindow(u64),
+    #[error("MSS must be between 88 and 65535 bytes (-M), got {0}")]
+    Mss(u32),
+    #[error("length must be between {min} and {max} bytes for {proto} (-l), got {got}")]
+    Length {
+        proto: &'static str,
+        min: u32,
+        max: u32,
+        got: u32,
+    },
+    #[error("bitrate must be a finite rate of 0 (unlimited) or more (-b)")]
+    Bitrate,
+    #[error(
+        "bitrate {rate} would not send one {length}-byte write in {seconds:.1} s: ask for at least {least} (-b)"
+    )]
+    RateTooLow {
+        rate: BitRate,
+        length: u32,
+        seconds: f64,
+        least: BitRate,
+    },
+    #[error(
+        "congestion control name {0:?} is not valid: use a name from net.ipv4.tcp_available_congestion_control"
+    )]
+    Congestion(String),
+    #[error("{0} applies to TCP only")]
+    TcpOnly(&'static str),
+    #[error("send path calibration lasts at most 10 s")]
+    Calibration,
+}
+
+impl TestSpec {
+    /// A TCP test with the defaults of `netsweep client`.
+    pub fn tcp(duration: Duration) -> TestSpec {
+        TestSpec {
+            protocol: Protocol::Tcp,
+            direction: Direction::Forward,
+            duration,
+            omit: Duration::ZERO,
+            interval: Duration::from_secs(1),
+            streams: 1,
+            window_bytes: None,
+            mss_bytes: None,
+            congestion: None,
+            length_bytes: TCP_DEFAULT_LENGTH,
+            bitrate_bps: 0.0,
+            udp_offload: true,
+            zerocopy: true,
+            calibration: DEFAULT_CALIBRATION,
+        }
+    }
+
+    /// A UDP test with the defaults of `netsweep client -u`.
+    pub fn udp(duration: Duration) -> TestSpec {
+        TestSpec {
+            protocol: Protocol::Udp,
+            length_bytes: UDP_DEFAULT_LENGTH,
+            bitrate_bps: UDP_DEFAULT_RATE,
+            calibration: Duration::ZERO,
+            ..TestSpec::tcp(duration)
+        }
+    }
+
+    /// Checks every field; the first problem found is returned.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        if self.duration.is_zero() {
+            return Err(SpecError::ZeroDuration);
+        }
+        if self.interval < Duration::from_millis(10) {
+            return Err(SpecError::IntervalTooShort(self.interval));
+        }
+        if self.streams == 0 || self.streams > 1024 {
+            return Err(SpecError::Streams(self.streams));
+        }
+        match self.window_bytes {
+            Some(0) => return Err(SpecError::ZeroWindow),
+            Some(w) if w > (2 << 30) => return Err(SpecError::HugeWindow(w)),
+            _ => {}
+        }
+        let (proto, min, max) = match self.protocol {
+            Protocol::Tcp => ("TCP", 1, TCP_MAX_LENGTH),
+            Protocol::Udp => ("UDP", UDP_HEADER_BYTES, UDP_MAX_PAYLOAD),
+        };
+        if self.length_bytes < min || self.length_bytes > max {
+            return Err(SpecError::Length {
+                proto,
+                min,
+                max,
+                got: self.length_bytes,
+            });
+        }
+        if !self.bitrate_bps.is_finite() || self.bitrate_bps < 0.0 {
+            return Err(SpecError::Bitrate);
+        }
+        // Every stream must be able to send at least one write or datagram in the test.
+        let seconds = self.total_time().as_secs_f64();
+        let least = 8.0 * f64::from(self.length_bytes) * f64::from(self.streams.max(1)) / seconds;
+        if self.bitrate_bps > 0.0 && self.bitrate_bps < least {
+            return Err(SpecError::RateTooLow {
+                rate: BitRate(self.bitrate_bps),
+                length: self.length_bytes,
+                seconds,
+                least: BitRate(least.ceil()),
+            });
+        }
+        if self.protocol == Protocol::Udp {
+            if self.mss_bytes.is_some() {
+                return Err(SpecError::TcpOnly("-M/--mss"));
+            }
+            if self.congestion.is_some() {
+                return Err(SpecError::TcpOnly("-C/--congestion"));
+            }
+        }
+        if self.calibration > Duration::from_secs(10) {
+            return Err(SpecError::Calibration);
+        }
+        if let Some(m) = self.mss_bytes
+            && !(88..=65535).contains(&m)
+        {
+            return Err(SpecError::Mss(m));
+        }
+        if let Some(c) = &self.congestion
+            && (c.is_empty()
+                || c.len() > 15
+                || !c.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_'))
+        {
+            return Err(SpecError::Congestion(c.clone()));
+        }
+        Ok(())
+    }
+
+    /// The flows of this test, one entry per stream, in stream-id order.
+    pub fn flows(&self) -> Vec<Flow> {
+        let n = self.streams as usize;
+        match self.direction {
+            Direction::Forward => vec![Flow::ClientToServer; n],
+            Direction::Reverse => vec![Flow::ServerToClient; n],
+            Direction::Bidir => {
+                let mut v = vec![Flow::ClientToServer; n];
+                v.extend(std::iter::repeat_n(Flow::ServerToClient, n));
+                v
+            }
+        }
+    }
+
+    /// Target rate of one stream (the total is split evenly), bit/s; 0 = unlimited.
+    pub fn stream_rate(&self) -> BitRate {
+        BitRate(self.bitrate_bps / f64::from(self.streams.max(1)))
+    }
+
+    /// The calibration that happens: only unlimited TCP senders calibrate (a paced or UDP
+    /// sender's path does not limit it), so for other tests `calibration` is ignored.
+    pub fn effective_calibration(&self) -> Duration {
+        if self.protocol == Protocol::Tcp && self.bitrate_bps == 0.0 {
+            self.calibration
+        } else {
+            Duration::ZERO
+        }
+    }
+
+    /// What comes before the measured period: the send path calibration, then `omit`.
+    pub fn warmup(&self) -> Duration {
+        self.effective_calibration() + self.omit
+    }
+
+    /// Wall time from start until the senders stop.
+    pub fn total_time(&self) -> Duration {
+        self.warmup() + self.duration
+    }
+
+    /// The interval grid both ends build from this spec.
+    pub fn timeline(&self) -> crate::traffic::timeline::Timeline {
+        crate::traffic::timeline::Timeline::new(self.warmup(), self.interval, self.duration)
+    }
+
+    /// Intervals in the grid (warm-up included), computed without building it.
+    pub fn interval_count(&self) -> u64 {
+        let step = self.interval.as_nanos().max(1);
+        let phase = |d: Duration| d.as_nanos().div_ceil(step);
+        u64::try_from(phase(self.warmup()) + phase(self.duration)).unwrap_or(u64::MAX)
+    }
+
+    /// Interval reports one end keeps: one per interval per stream.
+    pub fn interval_records(&self) -> u64 {
+        self.interval_count()
+            .saturating_mul(self.flows().len() as u64)
+    }
+}
+
+/// Interval reports a server keeps for one test by default (streams x intervals): about
+/// 22 MB of reports, so four tests at once stay far below what a client could make a server
+/// commit before (1.27 GB for a UDP test of an hour at 10 ms intervals with 32 streams).
+pub const DEFAULT_MAX_INTERVAL_RECORDS: u64 = 200_000;
+/// Connections a server holds before they are admitted to a test.
+pub const DEFAULT_MAX_PENDING: usize = 64;
+
+/// Server-side caps, checked before any data flows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerLimits {
+    pub max_tests: usize,
+    pub max_duration: Duration,
+    pub max_streams: u16,
+    /// bit/s per direction; 0 = no cap.
+    pub max_rate_bps: f64,
+    /// Most interval reports (streams x intervals) one test may ask for.
+    pub max_interval_records: u64,
+    /// Most connections held before their test is admitted (or their data connection matched).
+    pub max_pending: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_tests: 4,
+            max_duration: Duration::from_secs(3600),
+            max_streams: 128,
+            max_rate_bps: 0.0,
+            max_interval_records: DEFAULT_MAX_INTERVAL_RECORDS,
+            max_pending: DEFAULT_MAX_PENDING,
+        }
+    }
+}
+
+impl ServerLimits {
+    /// Why this server refuses `spec`, if it does.
+    pub fn refusal(&self, spec: &TestSpec) -> Option<String> {
+        if spec.total_time() > self.max_duration {
+            return Some(format!(
+                "test of {:.1}s exceeds this server's --max-duration of {:.1}s",
+                spec.total_time().as_secs_f64(),
+                self.max_duration.as_secs_f64()
+            ));
+        }
+        if spec.streams > self.max_streams {
+            return Some(format!(
+                "{} streams exceed this server's --max-streams of {}",
+                spec.streams, self.max_streams
+            ));
+        }
+        if spec.interval_records() > self.max_interval_records {
+            return Some(format!(
+                "{} streams x {} intervals make {} interval reports, more than this server's \
+                 --max-intervals of {}: use a longer -i",
+                spec.flows().len(),
+                spec.interval_count(),
+                spec.interval_records(),
+                self.max_interval_records
+            ));
+        }
+        if self.max_rate_bps > 0.0
+            && (spec.bitrate_bps == 0.0 || spec.bitrate_bps > self.max_rate_bps)
+        {
+            return Some(format!(
+                "rate {} exceeds this server's --max-rate of {}: ask for -b {} or less",
+                if spec.bitrate_bps == 0.0 {
+                    "unlimited".to_string()
+                } else {
+                    BitRate(spec.bitrate_bps).to_string()
+                },
+                BitRate(self.max_rate_bps),
+                BitRate(self.max_rate_bps)
+            ));
+        }
+        None
+    }
+}
+
+/// Serde helper: a `Duration` as whole microseconds.
+pub mod micros {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_micros(u64::deserialize(d)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate() {
+        assert_eq!(TestSpec::tcp(Duration::from_secs(10)).validate(), Ok(()));
+        assert_eq!(TestSpec::udp(Duration::from_secs(10)).validate(), Ok(()));
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        let base = TestSpec::tcp(Duration::from_secs(1));
+        assert_eq!(
+            TestSpec {
+                duration: Duration::ZERO,
+                ..base.clone()
+            }
+            .validate(),
+            Err(SpecError::ZeroDuration)
+        );
+        assert_eq!(
+            TestSpec {
+                window_bytes: Some(0),
+                ..base.clone()
+            }
+            .validate(),
+            Err(SpecError::ZeroWindow)
+        );
+        assert_eq!(
+            TestSpec {
+                streams: 0,
+                ..base.clone()
+            }
+            .validate(),
+            Err(SpecError::Streams(0))
+        );
+        assert!(matches!(
+            TestSpec {
+                length_bytes: 8,
+                ..TestSpec::udp(Duration::from_secs(1))
+            }
+            .validate(),
+            Err(SpecError::Length { .. })
+        ));
+        assert!(
+            TestSpec {
+                congestion: Some("../x".into()),
+                ..base.clone()
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(
+            TestSpec {
+                mss_bytes: Some(1400),
+                ..TestSpec::udp(Duration::from_secs(1))
+            }
+            .validate()
+            .is_err()
+        );
+    }
+
+    /// Regression: `-b 0.00000000000001` panicked the sender; with `-R` the client printed zero
+    /// bytes and exited 0. Such a rate is refused with the least rate that sends anything.
+    #[test]
+    fn a_rate_that_sends_nothing_is_refused() {
+        let spec = TestSpec {
+            bitrate_bps: 1e-14,
+            ..TestSpec::udp(Duration::from_secs(10))
+        };
+        let e = spec.validate().unwrap_err().to_string();
+        assert!(e.contains("at least") && e.contains("-b"), "{e}");
+        let ok = TestSpec {
+            bitrate_bps: 8.0 * 1400.0 / 10.0,
+            ..TestSpec::udp(Duration::from_secs(10))
+        };
+        assert_eq!(ok.validate(), Ok(()));
+    }
+
+    #[test]
+    fn bidir_has_both_flows() {
+        let spec = TestSpec {
+            direction: Direction::Bidir,
+            streams: 2,
+            ..TestSpec::tcp(Duration::from_secs(1))
+        };
+        assert_eq!(
+            spec.flows(),
+            vec![
+                Flow::ClientToServer,
+                Flow::ClientToServer,
+                Flow::ServerToClient,
+                Flow::ServerToClient
+            ]
+        );
+    }
+
+    #[test]
+    fn limits_refuse_before_traffic() {
+        let limits = ServerLimits {
+            max_rate_bps: 1e9,
+            ..ServerLimits::default()
+        };
+        let spec = TestSpec::udp(Duration::from_secs(1));
+        assert!(limits.refusal(&spec).is_none());
+        let fast = TestSpec {
+            bitrate_bps: 0.0,
+            ..spec.clone()
+        };
+        assert!(limits.refusal(&fast).unwrap().contains("--max-rate"));
+        let long = TestSpec {
+            duration: Duration::from_secs(7200),
+            ..spec.clone()
+        };
+        assert!(limits.refusal(&long).unwrap().contains("--max-duration"));
+        // Regression: UDP, an hour at 10 ms with 32 streams made the server commit 1.27 GB.
+        let many = TestSpec {
+            duration: Duration::from_secs(3600),
+            interval: Duration::from_millis(10),
+            streams: 32,
+            ..spec
+        };
+        assert_eq!(many.interval_records(), 360_000 * 32);
+        assert!(limits.refusal(&many).unwrap().contains("--max-intervals"));
+    }
+
+    #[test]
+    fn interval_count_matches_the_grid() {
+        for (omit, interval, duration) in [(0, 1000, 10_000), (1500, 1000, 3000), (0, 300, 1000)] {
+            let spec = TestSpec {
+                omit: Duration::from_millis(omit),
+                interval: Duration::from_millis(interval),
+                ..TestSpec::tcp(Duration::from_millis(duration))
+            };
+            assert_eq!(spec.interval_count(), spec.timeline().len() as u64);
+        }
+    }
+
+    #[test]
+    fn spec_round_trips_through_json() {
+        let spec = TestSpec {
+            omit: Duration::from_millis(1500),
+            ..TestSpec::udp(Duration::from_secs(3))
+        };
+        let text = serde_json::to_string(&spec).unwrap();
+        assert!(text.contains("\"duration_us\":3000000"), "{text}");
+        assert_eq!(serde_json::from_str::<TestSpec>(&text).unwrap(), spec);
+    }
+}
