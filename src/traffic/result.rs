@@ -258,7 +258,7 @@ fn percent(part: u64, whole: u64) -> f64 {
     }
 }
 
-fn sum_opt(values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
+pub(crate) fn sum_opt(values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
     values.fold(None, |acc, v| match (acc, v) {
         (a, None) => a,
         (None, Some(x)) => Some(x),

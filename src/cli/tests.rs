@@ -1,0 +1,167 @@
+use super::*;
+
+fn client(args: &[&str]) -> anyhow::Result<(ClientConfig, TestSpec)> {
+    let mut v = vec!["netsweep", "client"];
+    v.extend_from_slice(args);
+    match Cli::try_parse_from(v)?.command {
+        Command::Client(c) => <(ClientConfig, TestSpec)>::try_from(&c),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn iperf3_style_flags_map_to_the_spec() {
+    let (cfg, spec) = client(&[
+        "127.0.0.1",
+        "-t",
+        "2",
+        "-P",
+        "3",
+        "-R",
+        "-w",
+        "64K",
+        "-C",
+        "reno",
+        "-O",
+        "1",
+    ])
+    .unwrap();
+    assert_eq!(cfg.server.port(), DEFAULT_PORT);
+    assert_eq!(spec.streams, 3);
+    assert_eq!(spec.direction, Direction::Reverse);
+    assert_eq!(spec.window_bytes, Some(65536));
+    assert_eq!(spec.omit, Duration::from_secs(1));
+    assert_eq!(spec.congestion.as_deref(), Some("reno"));
+}
+
+#[test]
+fn udp_is_1_gbit_only_where_the_path_is_ours() {
+    for (ip, rate) in [
+        ("127.0.0.1", 1e9),
+        ("198.18.0.2", 1e9),
+        ("198.19.255.1", 1e9),
+        ("2001:2::2", 1e9),
+        ("::1", 1e9),
+        ("192.0.2.7", 1e6),
+        ("198.20.0.1", 1e6),
+        ("2001:db8::1", 1e6),
+    ] {
+        let (r, note) = udp_default_rate(ip.parse().unwrap());
+        assert_eq!(r, rate, "{ip}");
+        assert!(note.contains("-b"), "{note}");
+    }
+}
+
+/// Regression: `netsweep -s`, `netsweep -c HOST` were refused with a misleading tip.
+#[test]
+fn iperf3_command_lines_are_understood() {
+    let v = |a: &[&str]| -> Vec<String> {
+        let os: Vec<std::ffi::OsString> = a.iter().map(|s| s.into()).collect();
+        iperf3_argv(os)
+            .into_iter()
+            .map(|s| s.to_string_lossy().to_string())
+            .collect()
+    };
+    assert_eq!(
+        v(&["netsweep", "-s", "-p", "5"]),
+        ["netsweep", "server", "-p", "5"]
+    );
+    assert_eq!(
+        v(&["netsweep", "-c", "h", "-t", "5"]),
+        ["netsweep", "client", "h", "-t", "5"]
+    );
+    assert_eq!(
+        v(&["netsweep", "-t", "5", "-c", "h", "-R"]),
+        ["netsweep", "client", "h", "-t", "5", "-R"]
+    );
+    assert_eq!(
+        v(&["netsweep", "stats", "-c", "99"]),
+        ["netsweep", "stats", "-c", "99"]
+    );
+    let cli = Cli::try_parse_from(v(&["netsweep", "-c", "127.0.0.1", "-Z", "-f", "m", "-V"]));
+    assert!(cli.is_ok(), "{cli:?}");
+}
+
+/// Regression: `-t -5` gave the tip "use '-- -5'"; `-n 1G` was refused without a word.
+#[test]
+fn negative_times_and_byte_counts_get_plain_answers() {
+    let e = format!("{:#}", client(&["127.0.0.1", "-t", "-5"]).unwrap_err());
+    assert!(e.contains("-t/--time") && !e.contains("'--"), "{e}");
+    let e = format!("{:#}", client(&["127.0.0.1", "-n", "1G"]).unwrap_err());
+    assert!(e.contains("use -t"), "{e}");
+}
+
+#[test]
+fn udp_defaults_are_1400_bytes_at_1_gbit() {
+    let (_, spec) = client(&["127.0.0.1", "-u"]).unwrap();
+    assert_eq!(spec.length_bytes, 1400);
+    assert_eq!(spec.bitrate_bps, 1e9);
+    let (_, spec) = client(&["127.0.0.1", "-u", "-b", "0", "-l", "8K"]).unwrap();
+    assert_eq!(spec.bitrate_bps, 0.0);
+    assert_eq!(spec.length_bytes, 8192);
+}
+
+#[test]
+fn bad_input_names_the_flag() {
+    for (args, flag) in [
+        (vec!["127.0.0.1", "-w", "0"], "window"),
+        (vec!["127.0.0.1", "-t", "0"], "duration"),
+        (vec!["127.0.0.1", "-w", "lots"], "-w/--window"),
+        (vec!["127.0.0.1", "-b", "fast"], "-b/--bitrate"),
+        (vec!["127.0.0.1", "-t", "10q"], "-t/--time"),
+    ] {
+        let err = format!("{:#}", client(&args).unwrap_err());
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn lab_path_flags_map_to_the_path() {
+    let cli = Cli::try_parse_from([
+        "netsweep",
+        "lab",
+        "up",
+        "x",
+        "--rate",
+        "200M",
+        "--rtt",
+        "20ms",
+        "--loss",
+        "1%",
+        "--mtu-b",
+        "9000",
+        "--sysctl-b",
+        "net.ipv4.tcp_sack=0",
+    ])
+    .unwrap();
+    let Command::Lab(LabCommand::Up { path, .. }) = cli.command else {
+        panic!()
+    };
+    let (p, e) = <(PathConfig, EmulatorChoice)>::try_from(&path).unwrap();
+    assert_eq!(p.rate_bps, Some(200e6));
+    assert_eq!(p.delay, Duration::from_millis(10));
+    assert_eq!(p.loss_percent, 1.0);
+    assert_eq!((p.mtu_a, p.mtu_b), (1500, 9000));
+    assert_eq!(
+        p.sysctls_b,
+        vec![("net.ipv4.tcp_sack".to_string(), "0".to_string())]
+    );
+    assert_eq!(e, EmulatorChoice::Auto);
+    let bad = PathArgs {
+        sysctl_a: vec!["kernel.panic=1".into()],
+        queue: "50ms".into(),
+        mtu: 1500,
+        ..PathArgs::default()
+    };
+    let err = <(PathConfig, EmulatorChoice)>::try_from(&bad)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("only net.* keys"), "{err}");
+}
+
+#[test]
+fn address_families_are_honoured() {
+    assert!(resolve("::1", 1, false, true).unwrap().is_ipv6());
+    assert!(resolve("127.0.0.1", 1, true, false).unwrap().is_ipv4());
+    assert!(resolve("127.0.0.1", 1, false, true).is_err());
+}

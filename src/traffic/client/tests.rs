@@ -1,0 +1,90 @@
+use super::*;
+use std::os::unix::net::UnixStream;
+
+/// A "server" socket and a client socket connected to it, on loopback.
+fn udp_pair() -> (UdpSocket, UdpSocket) {
+    let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+    client.connect(server.local_addr().unwrap()).unwrap();
+    (server, client)
+}
+
+fn hello(stream: u16) -> [u8; protocol::UDP_HELLO_LEN] {
+    protocol::udp_hello(&Token([3; 16]), stream)
+}
+
+/// A hello lost on the way is repeated until one arrives and is echoed.
+#[test]
+fn a_lost_hello_is_repeated_until_echoed() {
+    let (server, client) = udp_pair();
+    let echo = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        // The first hello is "lost": only the second is answered.
+        let (_, _) = server.recv_from(&mut buf).unwrap();
+        let (n, from) = server.recv_from(&mut buf).unwrap();
+        server.send_to(&buf[..n], from).unwrap();
+    });
+    let (ctrl, _peer) = UnixStream::pair().unwrap();
+    let t0 = Instant::now();
+    confirm_udp(&[client], &[hello(0)], &ctrl, t0 + Duration::from_secs(3)).unwrap();
+    assert!(
+        t0.elapsed() >= UDP_HELLO_REPEAT,
+        "answered before any repeat"
+    );
+    echo.join().unwrap();
+}
+
+/// Regression: on a 1% loss lab path the server's single echo was lost and the client gave
+/// up with "is UDP blocked on the path?" although the server had its hello and sent `Ready`.
+#[test]
+fn word_from_the_server_on_control_ends_the_wait_without_an_echo() {
+    let (_server, client) = udp_pair();
+    let (ctrl, mut peer) = UnixStream::pair().unwrap();
+    let ready = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        peer.write_all(b"R").unwrap();
+        peer
+    });
+    let t0 = Instant::now();
+    confirm_udp(&[client], &[hello(0)], &ctrl, t0 + Duration::from_secs(3)).unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    drop(ready.join().unwrap());
+}
+
+#[test]
+fn silence_times_out_naming_the_port() {
+    let (server, client) = udp_pair();
+    let port = server.local_addr().unwrap().port();
+    let (ctrl, _peer) = UnixStream::pair().unwrap();
+    let deadline = Instant::now() + Duration::from_millis(500);
+    let e = confirm_udp(&[client], &[hello(0)], &ctrl, deadline).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut);
+    assert!(e.to_string().contains(&format!("port {port}")), "{e}");
+    assert!(Instant::now() < deadline + Duration::from_millis(300));
+}
+
+#[test]
+fn every_stream_is_greeted_while_an_earlier_one_waits() {
+    let (_silent, first) = udp_pair();
+    let (second_server, second) = udp_pair();
+    let (ctrl, mut peer) = UnixStream::pair().unwrap();
+    let watcher = std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        second_server
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        let got = second_server.recv(&mut buf).map(|n| buf[..n] == hello(1));
+        peer.write_all(b"R").unwrap();
+        got.unwrap_or(false)
+    });
+    let t0 = Instant::now();
+    confirm_udp(
+        &[first, second],
+        &[hello(0), hello(1)],
+        &ctrl,
+        t0 + Duration::from_secs(3),
+    )
+    .unwrap();
+    assert!(watcher.join().unwrap(), "stream 1 was not greeted");
+    assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
+}
