@@ -1,0 +1,528 @@
+//! What matters in a campaign, by how much: the effects of its dimensions ranked (pure).
+//!
+//! Method: a factorial analysis of variance (Montgomery, *Design and Analysis of Experiments*,
+//! ch. 5) over every successful run, with the configurations (cells) as the full model. Each
+//! dimension's sum of squares comes from its marginal means; its F test is against the
+//! within-configuration mean square (pure error), so an effect "matters" only beyond the noise
+//! of repeated runs of one configuration. Pairs of dimensions get an interaction term (the
+//! variation of their joint means beyond the two main effects). The round of each run is a
+//! block: its effect on the residuals is drift over the campaign's time. Throughput is analysed
+//! on a log scale (effects on rates are multiplicative: "22x", not "+840 Mbit/s"), other
+//! metrics on their own scale. Exact for the balanced designs a full matrix gives; with failed
+//! runs (unbalanced cells) the sums are approximate and the text says so.
+
+use super::stats::ttest::{t_cdf, t_quantile};
+use serde::Serialize;
+
+/// One successful run: its configuration's dimension values, its round, and the metric.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    pub dims: Vec<(String, String)>,
+    pub round: u32,
+    pub value: f64,
+}
+
+/// The scale of the analysis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scale {
+    /// ln(value): effects are ratios.
+    Log,
+    /// The value itself: effects are differences.
+    Linear,
+}
+
+/// A value of a dimension: its mean and 95% confidence interval (on the metric's own scale;
+/// a geometric mean on the log scale).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LevelMean {
+    pub value: String,
+    pub n: usize,
+    pub mean: f64,
+    pub ci_low: f64,
+    pub ci_high: f64,
+}
+
+/// One step between consecutive values (in the plan's order).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    pub from: String,
+    pub to: String,
+    /// `to` over `from` (log scale) or `to` minus `from` (linear).
+    pub change: f64,
+    pub p: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Effect {
+    pub dimension: String,
+    /// Share of the metric's total variation this dimension explains (eta squared).
+    pub share: f64,
+    /// F test against the within-configuration noise; `None` without repeated runs.
+    pub p: Option<f64>,
+    pub means: Vec<LevelMean>,
+    pub steps: Vec<Step>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Interaction {
+    pub a: String,
+    pub b: String,
+    pub share: f64,
+    pub p: Option<f64>,
+    /// How `a`'s effect differs across `b`'s values.
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Effects {
+    pub scale: Scale,
+    pub runs: usize,
+    pub configurations: usize,
+    /// Ranked, largest share first.
+    pub effects: Vec<Effect>,
+    pub interactions: Vec<Interaction>,
+    /// The rounds as a block (drift over time), when there is more than one.
+    pub drift: Option<Effect>,
+    /// True when cells hold unequal numbers of runs (approximate sums).
+    pub unbalanced: bool,
+    pub method: String,
+    pub answer: String,
+}
+
+/// Significance level of "matters".
+pub const ALPHA: f64 = 0.05;
+
+/// Upper tail of the F distribution (bounded: statrs' regularised beta has a fixed number of
+/// continued-fraction steps).
+fn f_sf(f: f64, d1: f64, d2: f64) -> Option<f64> {
+    if !(f.is_finite() && f >= 0.0 && d1 > 0.0 && d2 > 0.0) {
+        return None;
+    }
+    // The regularised beta's continued fraction stops converging beyond about 1e5 degrees of
+    // freedom (see `ttest`); there the F distribution has long since reached its limit.
+    let (d1, d2) = (d1.min(1e5), d2.min(1e5));
+    let x = d2 / (d2 + d1 * f);
+    let p = statrs::function::beta::beta_reg(d2 / 2.0, d1 / 2.0, x);
+    p.is_finite().then_some(p.clamp(0.0, 1.0))
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// Groups `ys` by a key, keeping the first-seen order of keys.
+fn group<K: PartialEq + Clone>(keys: &[K], ys: &[f64]) -> Vec<(K, Vec<f64>)> {
+    let mut out: Vec<(K, Vec<f64>)> = Vec::new();
+    for (k, y) in keys.iter().zip(ys) {
+        match out.iter_mut().find(|(g, _)| g == k) {
+            Some((_, v)) => v.push(*y),
+            None => out.push((k.clone(), vec![*y])),
+        }
+    }
+    out
+}
+
+/// Sum of squares of group means around `grand`, weighted by group size.
+fn ss_between<K>(groups: &[(K, Vec<f64>)], grand: f64) -> f64 {
+    groups
+        .iter()
+        .map(|(_, v)| v.len() as f64 * (mean(v) - grand).powi(2))
+        .sum()
+}
+
+/// Analyses `obs` (the scale is chosen by the caller: `Log` for rates). `order` lists each
+/// dimension's values in the plan's order.
+pub fn analyze(
+    obs: &[Observation],
+    order: &[(String, Vec<String>)],
+    scale: Scale,
+    what: &str,
+) -> Effects {
+    let ys: Vec<f64> = obs
+        .iter()
+        .map(|o| match scale {
+            Scale::Log => o.value.max(f64::MIN_POSITIVE).ln(),
+            Scale::Linear => o.value,
+        })
+        .collect();
+    let n = ys.len();
+    let grand = mean(&ys);
+    let ss_total: f64 = ys.iter().map(|y| (y - grand).powi(2)).sum();
+    let cell_keys: Vec<Vec<(String, String)>> = obs.iter().map(|o| o.dims.clone()).collect();
+    let cells = group(&cell_keys, &ys);
+    let ss_within: f64 = cells
+        .iter()
+        .map(|(_, v)| {
+            let m = mean(v);
+            v.iter().map(|y| (y - m).powi(2)).sum::<f64>()
+        })
+        .sum();
+    let df_within = n.saturating_sub(cells.len()) as f64;
+    let sizes: Vec<usize> = cells.iter().map(|(_, v)| v.len()).collect();
+    let unbalanced = sizes.iter().any(|s| *s != sizes[0]);
+    // Drift: the rounds as blocks, on the residuals from the cell means.
+    let residuals: Vec<f64> = obs
+        .iter()
+        .zip(&ys)
+        .map(|(o, y)| {
+            let m = cells
+                .iter()
+                .find(|(k, _)| *k == o.dims)
+                .map_or(*y, |(_, v)| mean(v));
+            y - m
+        })
+        .collect();
+    let rounds: Vec<u32> = obs.iter().map(|o| o.round).collect();
+    let by_round = group(&rounds, &residuals);
+    let ss_round = ss_between(&by_round, 0.0);
+    let df_round = by_round.len().saturating_sub(1) as f64;
+    // Pure error with the drift taken out when there is any to take out.
+    let (ss_err, df_err) = if df_round > 0.0 && df_within - df_round > 0.0 {
+        (ss_within - ss_round, df_within - df_round)
+    } else {
+        (ss_within, df_within)
+    };
+    let ms_err = if df_err > 0.0 {
+        ss_err / df_err
+    } else {
+        f64::NAN
+    };
+    let f_p = |ss: f64, df: f64| -> Option<f64> {
+        if df <= 0.0 || ms_err.is_nan() || ms_err <= 0.0 {
+            return None;
+        }
+        f_sf((ss / df) / ms_err, df, df_err)
+    };
+    let share = |ss: f64| if ss_total > 0.0 { ss / ss_total } else { 0.0 };
+    let level_mean = |value: &str, v: &[f64]| -> LevelMean {
+        let m = mean(v);
+        // The CI of a level's mean uses the pooled error when there is one (few runs per
+        // level would make their own spread a poor estimate).
+        let se = if ms_err.is_finite() && df_err > 0.0 {
+            (ms_err / v.len() as f64).sqrt()
+        } else {
+            f64::NAN
+        };
+        let half = if se.is_finite() {
+            t_quantile(0.975, df_err) * se
+        } else {
+            f64::NAN
+        };
+        let back = |x: f64| match scale {
+            Scale::Log => x.exp(),
+            Scale::Linear => x,
+        };
+        LevelMean {
+            value: value.to_string(),
+            n: v.len(),
+            mean: back(m),
+            ci_low: back(m - half),
+            ci_high: back(m + half),
+        }
+    };
+    let mut effects = Vec::new();
+    for (dim, values) in order {
+        let keys: Vec<String> = obs
+            .iter()
+            .map(|o| {
+                o.dims
+                    .iter()
+                    .find(|(k, _)| k == dim)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_default()
+            })
+            .collect();
+        let groups = group(&keys, &ys);
+        if groups.len() < 2 {
+            continue;
+        }
+        let ss = ss_between(&groups, grand);
+        let df = (groups.len() - 1) as f64;
+        let ordered: Vec<&(String, Vec<f64>)> = values
+            .iter()
+            .filter_map(|v| groups.iter().find(|(k, _)| k == v))
+            .collect();
+        let means = ordered.iter().map(|(k, v)| level_mean(k, v)).collect();
+        let steps = ordered
+            .windows(2)
+            .map(|w| {
+                let (a, b) = (&w[0].1, &w[1].1);
+                let d = mean(b) - mean(a);
+                let se = (ms_err / a.len() as f64 + ms_err / b.len() as f64).sqrt();
+                let p = (se > 0.0 && se.is_finite() && df_err > 0.0)
+                    .then(|| 2.0 * (1.0 - t_cdf((d / se).abs(), df_err)));
+                Step {
+                    from: w[0].0.clone(),
+                    to: w[1].0.clone(),
+                    change: match scale {
+                        Scale::Log => d.exp(),
+                        Scale::Linear => d,
+                    },
+                    p,
+                }
+            })
+            .collect();
+        effects.push(Effect {
+            dimension: dim.clone(),
+            share: share(ss),
+            p: f_p(ss, df),
+            means,
+            steps,
+        });
+    }
+    effects.sort_by(|a, b| b.share.total_cmp(&a.share));
+    let mut interactions = Vec::new();
+    for (i, (a, _)) in order.iter().enumerate() {
+        for (b, b_values) in order.iter().skip(i + 1) {
+            let (Some(ea), Some(eb)) = (
+                effects.iter().find(|e| &e.dimension == a),
+                effects.iter().find(|e| &e.dimension == b),
+            ) else {
+                continue;
+            };
+            let pair = |o: &Observation| -> (String, String) {
+                let get = |d: &str| {
+                    o.dims
+                        .iter()
+                        .find(|(k, _)| k == d)
+                        .map(|(_, v)| v.clone())
+                        .unwrap_or_default()
+                };
+                (get(a), get(b))
+            };
+            let keys: Vec<(String, String)> = obs.iter().map(pair).collect();
+            let joint = group(&keys, &ys);
+            let ss = ss_between(&joint, grand) - (ea.share + eb.share) * ss_total;
+            let df = ((ea.means.len() - 1) * (eb.means.len() - 1)) as f64;
+            let p = f_p(ss.max(0.0), df);
+            if p.is_some_and(|p| p < ALPHA) {
+                interactions.push(Interaction {
+                    a: a.clone(),
+                    b: b.clone(),
+                    share: share(ss.max(0.0)),
+                    p,
+                    text: interaction_text(a, b, b_values, &joint, scale, what),
+                });
+            }
+        }
+    }
+    let drift = (by_round.len() > 1).then(|| Effect {
+        dimension: "round".into(),
+        share: share(ss_round),
+        p: if df_within - df_round > 0.0 && ss_within - ss_round > 0.0 {
+            f_sf(
+                (ss_round / df_round) / ((ss_within - ss_round) / (df_within - df_round)),
+                df_round,
+                df_within - df_round,
+            )
+        } else {
+            None
+        },
+        means: Vec::new(),
+        steps: Vec::new(),
+    });
+    let method = format!(
+        "factorial analysis of variance (Montgomery, Design and Analysis of Experiments, ch. 5) \
+         of {what}{} over {n} runs in {} configurations; F tests against the variation between \
+         repeated runs of one configuration; rounds as blocks for drift{}",
+        if scale == Scale::Log {
+            " on a log scale"
+        } else {
+            ""
+        },
+        cells.len(),
+        if unbalanced {
+            "; unequal runs per configuration make the sums approximate"
+        } else {
+            ""
+        }
+    );
+    let mut e = Effects {
+        scale,
+        runs: n,
+        configurations: cells.len(),
+        effects,
+        interactions,
+        drift,
+        unbalanced,
+        method,
+        answer: String::new(),
+    };
+    e.answer = answer(&e, what);
+    e
+}
+
+/// "congestion's effect depends on window: bbr over cubic 1.01x at 64K, 1.35x at 4M".
+fn interaction_text(
+    a: &str,
+    b: &str,
+    b_values: &[String],
+    joint: &[((String, String), Vec<f64>)],
+    scale: Scale,
+    what: &str,
+) -> String {
+    let mut parts = Vec::new();
+    for bv in b_values {
+        let here: Vec<(&String, f64)> = joint
+            .iter()
+            .filter(|((_, jb), _)| jb == bv)
+            .map(|((ja, _), v)| (ja, mean(v)))
+            .collect();
+        let (Some(hi), Some(lo)) = (
+            here.iter().max_by(|x, y| x.1.total_cmp(&y.1)),
+            here.iter().min_by(|x, y| x.1.total_cmp(&y.1)),
+        ) else {
+            continue;
+        };
+        parts.push(match scale {
+            Scale::Log => format!("{}/{} {:.2}x at {b}={bv}", hi.0, lo.0, (hi.1 - lo.1).exp()),
+            Scale::Linear => format!(
+                "{} over {} by {} at {b}={bv}",
+                hi.0,
+                lo.0,
+                fmt_num(hi.1 - lo.1)
+            ),
+        });
+    }
+    format!(
+        "{a}'s effect on {what} depends on {b}: {}",
+        parts.join(", ")
+    )
+}
+
+fn fmt_num(x: f64) -> String {
+    if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+fn change_text(scale: Scale, from: f64, to: f64, what: &str) -> String {
+    match scale {
+        Scale::Log if from > 0.0 => {
+            let r = to / from;
+            if r >= 1.0 {
+                format!("raises {what} {r:.2}x")
+            } else {
+                format!("lowers {what} to {r:.2}x")
+            }
+        }
+        _ => format!("changes {what} by {}", fmt_num(to - from)),
+    }
+}
+
+fn p_text(p: Option<f64>) -> String {
+    p.map_or("no test: no repeated runs".into(), |p| {
+        if p < 0.001 {
+            "p < 0.001".into()
+        } else {
+            format!("p = {p:.3}")
+        }
+    })
+}
+
+/// The answer, first line first: what matters most and by how much, what does not, drift.
+fn answer(e: &Effects, what: &str) -> String {
+    let mut lines = Vec::new();
+    let (matter, not): (Vec<&Effect>, Vec<&Effect>) = e
+        .effects
+        .iter()
+        .partition(|x| x.p.is_some_and(|p| p < ALPHA));
+    for (i, x) in matter.iter().enumerate() {
+        let (Some(first), Some(last)) = (x.means.first(), x.means.last()) else {
+            continue;
+        };
+        let best = x.means.iter().max_by(|a, b| a.mean.total_cmp(&b.mean));
+        let steps_ok = x
+            .steps
+            .iter()
+            .filter(|s| s.p.is_some_and(|p| p < ALPHA))
+            .count();
+        let steps = if x.steps.len() > 1 {
+            if steps_ok == x.steps.len() {
+                "; every step significant".to_string()
+            } else {
+                let flat: Vec<String> = x
+                    .steps
+                    .iter()
+                    .filter(|s| !s.p.is_some_and(|p| p < ALPHA))
+                    .map(|s| format!("{}→{}", s.from, s.to))
+                    .collect();
+                format!("; no difference shown for {}", flat.join(", "))
+            }
+        } else {
+            String::new()
+        };
+        lines.push(format!(
+            "{} {}: {}→{} {} ({:.0}% of the variation, {}{steps}){}",
+            x.dimension,
+            if i == 0 {
+                "matters most"
+            } else {
+                "matters too"
+            },
+            first.value,
+            last.value,
+            change_text(e.scale, first.mean, last.mean, what),
+            x.share * 100.0,
+            p_text(x.p),
+            best.map(|b| format!("; highest at {}={}", x.dimension, b.value))
+                .unwrap_or_default()
+        ));
+    }
+    if matter.is_empty() {
+        lines.push(format!(
+            "no dimension makes a difference to {what} beyond the noise of repeated runs"
+        ));
+    }
+    for x in &not {
+        let lo = x
+            .means
+            .iter()
+            .map(|m| m.ci_low)
+            .fold(f64::INFINITY, f64::min);
+        let hi = x
+            .means
+            .iter()
+            .map(|m| m.ci_high)
+            .fold(f64::NEG_INFINITY, f64::max);
+        let bound = match e.scale {
+            Scale::Log if lo > 0.0 && hi.is_finite() => {
+                format!(
+                    "its values' 95% CIs all within {:.1}% of each other",
+                    (hi / lo - 1.0) * 100.0
+                )
+            }
+            _ if lo.is_finite() && hi.is_finite() => {
+                format!("its values' 95% CIs all within {}", fmt_num(hi - lo))
+            }
+            _ => "too few runs to bound it".into(),
+        };
+        lines.push(format!(
+            "{} makes no difference shown ({}; {bound})",
+            x.dimension,
+            p_text(x.p)
+        ));
+    }
+    for i in &e.interactions {
+        lines.push(format!("{} ({})", i.text, p_text(i.p)));
+    }
+    match &e.drift {
+        Some(d) if d.p.is_some_and(|p| p < ALPHA) => lines.push(format!(
+            "drift over the rounds: the round explains {:.0}% of the variation ({}); the machine or path changed during the campaign",
+            d.share * 100.0,
+            p_text(d.p)
+        )),
+        Some(d) => lines.push(format!(
+            "no drift over the rounds ({})",
+            p_text(d.p)
+        )),
+        None => {}
+    }
+    lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests;

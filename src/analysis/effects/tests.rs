@@ -1,0 +1,195 @@
+use super::*;
+
+/// Deterministic noise in [-1, 1].
+struct Noise(u64);
+
+impl Noise {
+    fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    }
+}
+
+fn order(dims: &[(&str, &[&str])]) -> Vec<(String, Vec<String>)> {
+    dims.iter()
+        .map(|(d, v)| (d.to_string(), v.iter().map(|s| s.to_string()).collect()))
+        .collect()
+}
+
+/// A full matrix of `dims`, `rounds` runs each, values from `f(config, round)` with `noise`
+/// relative noise.
+fn campaign(
+    dims: &[(&str, &[&str])],
+    rounds: u32,
+    noise: f64,
+    f: impl Fn(&[(String, String)], u32) -> f64,
+) -> Vec<Observation> {
+    let mut configs: Vec<Vec<(String, String)>> = vec![Vec::new()];
+    for (d, values) in dims {
+        configs = configs
+            .into_iter()
+            .flat_map(|c| {
+                values.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.push((d.to_string(), v.to_string()));
+                    c
+                })
+            })
+            .collect();
+    }
+    let mut rng = Noise(42);
+    let mut out = Vec::new();
+    for round in 1..=rounds {
+        for c in &configs {
+            out.push(Observation {
+                dims: c.clone(),
+                round,
+                value: f(c, round) * (1.0 + noise * rng.next()),
+            });
+        }
+    }
+    out
+}
+
+fn get<'a>(c: &'a [(String, String)], d: &str) -> &'a str {
+    &c.iter().find(|(k, _)| k == d).unwrap().1
+}
+
+const WINDOWS: &[&str] = &["64K", "128K", "512K", "1M", "1536K"];
+const PROFILES: &[&str] = &["a", "b", "c"];
+
+fn window_bytes(w: &str) -> f64 {
+    match w {
+        "64K" => 64e3,
+        "128K" => 128e3,
+        "512K" => 512e3,
+        "1M" => 1e6,
+        _ => 1.536e6,
+    }
+}
+
+#[test]
+fn a_dominant_dimension_is_named_first_and_a_null_one_is_bounded() {
+    let dims = [("window", WINDOWS), ("profile", PROFILES)];
+    // Window-limited: goodput = window / 20 ms; the profile does nothing.
+    let obs = campaign(&dims, 5, 0.02, |c, _| {
+        window_bytes(get(c, "window")) * 8.0 / 0.02
+    });
+    let e = analyze(&obs, &order(&dims), Scale::Log, "goodput");
+    assert_eq!(e.effects[0].dimension, "window");
+    assert!(e.effects[0].share > 0.99, "{}", e.effects[0].share);
+    assert!(e.effects[0].p.unwrap() < 1e-6);
+    assert!(e.effects[0].steps.iter().all(|s| s.p.unwrap() < 0.05));
+    let profile = e.effects.iter().find(|x| x.dimension == "profile").unwrap();
+    assert!(profile.p.unwrap() > 0.05, "{profile:?}");
+    let first = e.answer.lines().next().unwrap();
+    assert!(
+        first.starts_with("window matters most: 64K→1536K raises goodput 24."),
+        "{first}"
+    );
+    assert!(first.contains("every step significant"), "{first}");
+    assert!(
+        e.answer.contains("profile makes no difference shown"),
+        "{}",
+        e.answer
+    );
+    assert!(e.answer.contains("within"), "{}", e.answer);
+    assert!(
+        e.answer.contains("no drift over the rounds"),
+        "{}",
+        e.answer
+    );
+    assert!(e.interactions.is_empty(), "{:?}", e.interactions);
+    // The geometric means come back on the metric's scale, with CIs around them.
+    let w64 = &e.effects[0].means[0];
+    assert!(
+        (w64.mean / (64e3 * 8.0 / 0.02) - 1.0).abs() < 0.01,
+        "{w64:?}"
+    );
+    assert!(w64.ci_low < w64.mean && w64.mean < w64.ci_high);
+}
+
+#[test]
+fn an_interaction_is_found_and_said_where_it_is() {
+    let dims = [
+        ("congestion", &["cubic", "bbr"][..]),
+        ("window", &["64K", "4M"][..]),
+    ];
+    // bbr is 35% faster only at window=4M.
+    let obs = campaign(&dims, 4, 0.02, |c, _| {
+        let base = if get(c, "window") == "4M" {
+            800e6
+        } else {
+            100e6
+        };
+        if get(c, "congestion") == "bbr" && get(c, "window") == "4M" {
+            base * 1.35
+        } else {
+            base
+        }
+    });
+    let e = analyze(&obs, &order(&dims), Scale::Log, "goodput");
+    assert_eq!(e.interactions.len(), 1, "{:?}", e.interactions);
+    let i = &e.interactions[0];
+    assert_eq!((i.a.as_str(), i.b.as_str()), ("congestion", "window"));
+    assert!(
+        i.text.contains("bbr/cubic 1.3") && i.text.contains("at window=4M"),
+        "{}",
+        i.text
+    );
+    assert!(e.answer.contains("depends on window"), "{}", e.answer);
+}
+
+#[test]
+fn drift_over_the_rounds_is_reported() {
+    let dims = [("streams", &["1", "2"][..])];
+    let obs = campaign(&dims, 6, 0.01, |c, round| {
+        let base = if get(c, "streams") == "2" { 2e9 } else { 1e9 };
+        base * (1.0 + 0.05 * f64::from(round))
+    });
+    let e = analyze(&obs, &order(&dims), Scale::Log, "goodput");
+    let d = e.drift.as_ref().unwrap();
+    assert!(d.p.unwrap() < 0.01, "{d:?}");
+    assert!(e.answer.contains("drift over the rounds"), "{}", e.answer);
+}
+
+#[test]
+fn without_repeated_runs_nothing_is_called_significant() {
+    let dims = [("window", WINDOWS)];
+    let obs = campaign(&dims, 1, 0.0, |c, _| window_bytes(get(c, "window")));
+    let e = analyze(&obs, &order(&dims), Scale::Log, "goodput");
+    assert!(e.effects.iter().all(|x| x.p.is_none()));
+    assert!(
+        e.answer.contains("no test: no repeated runs"),
+        "{}",
+        e.answer
+    );
+    assert!(
+        e.answer.starts_with("no dimension makes a difference"),
+        "{}",
+        e.answer
+    );
+}
+
+#[test]
+fn linear_metrics_speak_in_differences_and_failed_runs_are_said() {
+    let dims = [("loss", &["0%", "1%"][..])];
+    let mut obs = campaign(&dims, 5, 0.05, |c, _| {
+        if get(c, "loss") == "1%" { 40.0 } else { 2.0 }
+    });
+    obs.pop();
+    let e = analyze(&obs, &order(&dims), Scale::Linear, "retransmits");
+    assert!(e.unbalanced);
+    assert!(e.method.contains("approximate"));
+    assert!(
+        e.answer
+            .starts_with("loss matters most: 0%→1% changes retransmits by"),
+        "{}",
+        e.answer
+    );
+    assert!(f_sf(f64::NAN, 1.0, 2.0).is_none());
+    assert!((f_sf(0.0, 3.0, 10.0).unwrap() - 1.0).abs() < 1e-12);
+}
