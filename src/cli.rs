@@ -18,7 +18,8 @@ mod commands;
 mod lab;
 
 pub use commands::{
-    CompareArgs, DoctorArgs, ExportArgs, ImportArgs, ReportArgs, RunArgs, TuneCommand, TuneCommon,
+    CompareArgs, DoctorArgs, ExplainArgs, ExportArgs, ImportArgs, ReportArgs, RunArgs, TuneCommand,
+    TuneCommon,
 };
 pub use lab::{LabCommand, PathArgs};
 
@@ -74,6 +75,12 @@ pub enum Command {
         after_help = "Examples:\n  netsweep compare --db netsweep.db --by congestion\n  netsweep compare --db netsweep.db --by window --where parallel=1 --metric retransmits"
     )]
     Compare(CompareArgs),
+    /// Say what matters in a campaign, by how much, and why: effects ranked, each
+    /// configuration against its ceilings, what cannot matter by construction.
+    #[command(
+        after_help = "Examples:\n  netsweep explain --db netsweep.db\n  netsweep explain --db wan.db --campaign 2 --metric retransmits\n  netsweep explain --db wan.db --rate 1G --json"
+    )]
+    Explain(ExplainArgs),
     /// Print one row per stored run (CSV or JSON).
     Export(ExportArgs),
     /// Read iperf3 -J result files into a campaign, to compare old results with new ones.

@@ -87,6 +87,8 @@ pub struct Effects {
     /// True when cells hold unequal numbers of runs (approximate sums).
     pub unbalanced: bool,
     pub method: String,
+    /// The effects in words (`campaigns::explain` adds limits and facts to make the answer).
+    #[serde(skip)]
     pub answer: String,
 }
 

@@ -382,7 +382,7 @@ pub fn report(a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn campaign_id(store: &Store, id: Option<i64>, db: &Path) -> anyhow::Result<i64> {
+pub(super) fn campaign_id(store: &Store, id: Option<i64>, db: &Path) -> anyhow::Result<i64> {
     match id {
         Some(id) => Ok(id),
         None => store
@@ -391,7 +391,7 @@ fn campaign_id(store: &Store, id: Option<i64>, db: &Path) -> anyhow::Result<i64>
     }
 }
 
-fn open_existing(db: &Path) -> anyhow::Result<Store> {
+pub(super) fn open_existing(db: &Path) -> anyhow::Result<Store> {
     if !db.exists() {
         bail!(
             "no database {}: run a plan first (netsweep run PLAN) or pass --db",

@@ -3,6 +3,7 @@
 
 mod campaign;
 mod doctor;
+mod explain;
 pub(crate) mod lab;
 mod stats;
 mod tune;
@@ -29,6 +30,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Stats(a) => stats::run(&a),
         Command::Run(a) => campaign::run(&a),
         Command::Compare(a) => campaign::compare(&a),
+        Command::Explain(a) => explain::run(&a),
         Command::Export(a) => campaign::export(&a),
         Command::Import(a) => campaign::import(&a),
         Command::Report(a) => campaign::report(&a),

@@ -3,6 +3,7 @@
 
 pub mod campaign;
 pub mod executor;
+pub mod explain;
 pub mod plan;
 pub mod runner;
 pub mod store;

@@ -43,6 +43,23 @@ pub struct CompareArgs {
     pub json: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    #[arg(long, default_value = "netsweep.db")]
+    pub db: std::path::PathBuf,
+    /// Campaign id (default: the newest).
+    #[arg(long)]
+    pub campaign: Option<i64>,
+    /// goodput (default), retransmits, loss, jitter, cpu, cpu_remote_percent.
+    #[arg(long, default_value = "goodput")]
+    pub metric: String,
+    /// The path's rate, when the plan's target does not say it (an address target), e.g. 1G.
+    #[arg(long)]
+    pub rate: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum TuneCommand {
     /// The bandwidth-delay product and the buffer settings it implies, against this kernel.

@@ -1,0 +1,120 @@
+//! `netsweep explain`: the campaign's answer (`campaigns::explain`), printed or as JSON.
+
+use super::campaign::{campaign_id, open_existing};
+use crate::campaigns::campaign::Metric;
+use crate::campaigns::explain::{self, Explanation};
+use crate::campaigns::plan::Plan;
+use crate::campaigns::store::Store;
+use crate::cli::ExplainArgs;
+use crate::traffic::result::TestResult;
+use crate::units::BitRate;
+use anyhow::Context;
+use std::process::ExitCode;
+
+pub fn run(a: &ExplainArgs) -> anyhow::Result<ExitCode> {
+    let store = open_existing(&a.db)?;
+    let campaign = campaign_id(&store, a.campaign, &a.db)?;
+    let metric =
+        Metric::parse(&a.metric).with_context(|| format!("--metric {} is not known", a.metric))?;
+    let rate = a
+        .rate
+        .as_deref()
+        .map(|r| r.parse::<BitRate>().map(|b| b.bits_per_second()))
+        .transpose()
+        .context("--rate")?;
+    let e = explanation(&store, campaign, metric, rate)?;
+    if a.json {
+        crate::outln!("{}", serde_json::to_string_pretty(&e)?);
+    } else {
+        crate::out!("{}", render(&e));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The explanation of a stored campaign (also the report's first section and the end of `run`).
+pub fn explanation(
+    store: &Store,
+    campaign: i64,
+    metric: Metric,
+    rate: Option<f64>,
+) -> anyhow::Result<Explanation> {
+    let row = store.campaign(campaign)?;
+    let runs = store.runs(campaign)?;
+    let configs = store.configurations(campaign)?;
+    let results: Vec<(i64, TestResult)> = store
+        .run_results(campaign)?
+        .into_iter()
+        .filter_map(|(id, json)| Some((id, serde_json::from_str(json.as_deref()?).ok()?)))
+        .collect();
+    // An imported campaign's "plan" is not a plan; the answer then does without it.
+    let plan = Plan::parse(row.plan_path.as_deref().unwrap_or("plan"), &row.plan_toml).ok();
+    Ok(explain::explain(
+        &runs,
+        &configs,
+        metric,
+        &results,
+        plan.as_ref(),
+        rate,
+    ))
+}
+
+/// The answer first, then the effects table, the limits and the method.
+pub fn render(e: &Explanation) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    for line in e.answer.lines() {
+        let _ = writeln!(out, "{line}");
+    }
+    let fmt = |v: f64| match e.metric {
+        Metric::BitsPerSecond => BitRate(v).to_string(),
+        _ => format!("{v:.3}"),
+    };
+    let _ = writeln!(
+        out,
+        "\nEffects ({} runs in {} configurations):",
+        e.effects.runs, e.effects.configurations
+    );
+    for x in &e.effects.effects {
+        let p = x.p.map_or("-".to_string(), |p| format!("{p:.3}"));
+        let _ = writeln!(
+            out,
+            "  {:<14} share {:>5.1}%  p {p}",
+            x.dimension,
+            x.share * 100.0
+        );
+        for m in &x.means {
+            let _ = writeln!(
+                out,
+                "    {:<12} {:>16}  (95% CI {} to {}, {} runs)",
+                m.value,
+                fmt(m.mean),
+                fmt(m.ci_low),
+                fmt(m.ci_high),
+                m.n
+            );
+        }
+    }
+    if let Some(d) = &e.effects.drift {
+        let p = d.p.map_or("-".to_string(), |p| format!("{p:.3}"));
+        let _ = writeln!(
+            out,
+            "  {:<14} share {:>5.1}%  p {p}",
+            "(round)",
+            d.share * 100.0
+        );
+    }
+    if !e.limits.is_empty() {
+        let _ = writeln!(out, "\nCeilings:");
+        for l in &e.limits {
+            let _ = writeln!(
+                out,
+                "  {:<28} {:>16}  {}",
+                l.configuration,
+                fmt(l.goodput_bps),
+                l.text
+            );
+        }
+    }
+    let _ = writeln!(out, "\nMethod: {}.", e.effects.method);
+    out
+}

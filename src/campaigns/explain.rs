@@ -1,0 +1,421 @@
+//! `netsweep explain`: a campaign's answer. The effects of its dimensions (`analysis::effects`),
+//! each configuration against its physical ceilings (the path's rate; one flow's window over
+//! its RTT, from TCP_INFO), and what cannot matter by construction, read from the plan and the
+//! stored results, never guessed. Pure: takes stored rows and results, returns values.
+
+use super::campaign::Metric;
+use super::plan::{PROFILE_DIMENSION, Plan, Target};
+use super::store::{ConfigRow, RunRow};
+use crate::analysis::effects::{self, Effects, Observation, Scale};
+use crate::analysis::stats::describe::{median_sorted, sorted};
+use crate::traffic::result::TestResult;
+use crate::units::BitRate;
+use serde::Serialize;
+
+/// One configuration against its ceilings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Limit {
+    pub configuration: String,
+    /// Median goodput of its runs, bit/s.
+    pub goodput_bps: f64,
+    /// The path's rate, when known (a lab target, or `--rate`).
+    pub link_bps: Option<f64>,
+    /// The window the sender saw over the smoothed RTT (medians of the runs), bit/s.
+    pub window_bps: Option<f64>,
+    pub window_bytes: Option<u64>,
+    pub rtt_ms: Option<f64>,
+    /// Mean share of time the sender waited for the receiver's window / its own buffer.
+    pub rwnd_limited_percent: Option<f64>,
+    pub sndbuf_limited_percent: Option<f64>,
+    /// "link", "window", "send buffer" or "other".
+    pub limit: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    pub metric: Metric,
+    #[serde(flatten)]
+    pub effects: Effects,
+    pub limits: Vec<Limit>,
+    /// Dimensions that cannot matter by construction, and why.
+    pub cannot_matter: Vec<String>,
+    /// The whole answer in words (effects, limits, facts).
+    pub answer: String,
+}
+
+/// A goodput at or above this share of a ceiling is "at" that ceiling.
+const AT_CEILING: f64 = 0.8;
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    (!v.is_empty()).then(|| median_sorted(&sorted(&v)))
+}
+
+fn metric_words(metric: Metric) -> &'static str {
+    match metric {
+        Metric::BitsPerSecond => "goodput",
+        Metric::Retransmits => "retransmits",
+        Metric::LostPercent => "loss",
+        Metric::JitterMs => "jitter",
+        Metric::CpuLocalPercent => "local CPU",
+        Metric::CpuRemotePercent => "remote CPU",
+    }
+}
+
+/// The answer for a campaign's runs. `results` are the stored results of successful runs by run
+/// id; `plan` the campaign's plan (for its target's rate and its profiles); `rate` overrides
+/// the path's rate.
+pub fn explain(
+    runs: &[RunRow],
+    configs: &[ConfigRow],
+    metric: Metric,
+    results: &[(i64, TestResult)],
+    plan: Option<&Plan>,
+    rate: Option<f64>,
+) -> Explanation {
+    let obs: Vec<Observation> = runs
+        .iter()
+        .filter(|r| r.status == "ok")
+        .filter_map(|r| {
+            Some(Observation {
+                dims: r.dims.clone(),
+                round: r.round,
+                value: metric.value(r)?,
+            })
+        })
+        .collect();
+    let mut order: Vec<(String, Vec<String>)> = Vec::new();
+    for c in configs {
+        for (k, v) in &c.dims {
+            match order.iter_mut().find(|(d, _)| d == k) {
+                Some((_, vs)) if !vs.contains(v) => vs.push(v.clone()),
+                Some(_) => {}
+                None => order.push((k.clone(), vec![v.clone()])),
+            }
+        }
+    }
+    let scale = if metric == Metric::BitsPerSecond && obs.iter().all(|o| o.value > 0.0) {
+        Scale::Log
+    } else {
+        Scale::Linear
+    };
+    let what = metric_words(metric);
+    let effects = effects::analyze(&obs, &order, scale, what);
+    let link = rate.or_else(|| match plan.map(|p| &p.target) {
+        Some(Target::Lab { path, .. } | Target::Auto { path, .. }) => path.rate_bps,
+        _ => None,
+    });
+    let limits = if metric == Metric::BitsPerSecond {
+        limits(runs, configs, results, link)
+    } else {
+        Vec::new()
+    };
+    let cannot_matter = plan.map(|p| cannot_matter(p, results)).unwrap_or_default();
+    let mut answer = effects.answer.clone();
+    for line in limit_summary(&limits) {
+        answer.push('\n');
+        answer.push_str(&line);
+    }
+    for fact in &cannot_matter {
+        answer.push('\n');
+        answer.push_str(fact);
+    }
+    Explanation {
+        metric,
+        effects,
+        limits,
+        cannot_matter,
+        answer,
+    }
+}
+
+fn limits(
+    runs: &[RunRow],
+    configs: &[ConfigRow],
+    results: &[(i64, TestResult)],
+    link: Option<f64>,
+) -> Vec<Limit> {
+    configs
+        .iter()
+        .filter_map(|c| {
+            let mine: Vec<&TestResult> = runs
+                .iter()
+                .filter(|r| r.configuration == c.label && r.status == "ok")
+                .filter_map(|r| results.iter().find(|(id, _)| *id == r.id).map(|(_, t)| t))
+                .collect();
+            let goodput = median(
+                runs.iter()
+                    .filter(|r| r.configuration == c.label && r.status == "ok")
+                    .filter_map(|r| r.bits_per_second)
+                    .collect(),
+            )?;
+            let tcp: Vec<&TestResult> = mine
+                .into_iter()
+                .filter(|t| t.spec.protocol == crate::traffic::spec::Protocol::Tcp)
+                .collect();
+            let rtt_us = median(tcp.iter().filter_map(|t| t.summary.rtt_mean_us).collect());
+            let window = median(
+                tcp.iter()
+                    .filter_map(|t| t.summary.snd_wnd_max_bytes)
+                    .filter(|w| *w > 0)
+                    .map(|w| w as f64)
+                    .collect(),
+            );
+            let rwnd = median(
+                tcp.iter()
+                    .filter_map(|t| t.summary.rwnd_limited_percent)
+                    .collect(),
+            );
+            let sndbuf = median(
+                tcp.iter()
+                    .filter_map(|t| t.summary.sndbuf_limited_percent)
+                    .collect(),
+            );
+            let window_bps = match (window, rtt_us) {
+                (Some(w), Some(r)) if r > 0.0 => Some(w * 8.0 / (r / 1e6)),
+                _ => None,
+            };
+            let (limit, text) = classify(goodput, link, window_bps, rwnd, sndbuf);
+            Some(Limit {
+                configuration: c.label.clone(),
+                goodput_bps: goodput,
+                link_bps: link,
+                window_bps,
+                window_bytes: window.map(|w| w as u64),
+                rtt_ms: rtt_us.map(|r| r / 1000.0),
+                rwnd_limited_percent: rwnd,
+                sndbuf_limited_percent: sndbuf,
+                limit: limit.into(),
+                text,
+            })
+        })
+        .collect()
+}
+
+/// Which ceiling a configuration hit, in words.
+fn classify(
+    goodput: f64,
+    link: Option<f64>,
+    window_bps: Option<f64>,
+    rwnd: Option<f64>,
+    sndbuf: Option<f64>,
+) -> (&'static str, String) {
+    let pct = |c: f64| goodput / c * 100.0;
+    if let Some(l) = link.filter(|l| goodput >= AT_CEILING * l) {
+        return (
+            "link",
+            format!("link-limited at {:.0}% of {}", pct(l), BitRate(l)),
+        );
+    }
+    if let Some(w) = window_bps
+        && (goodput >= AT_CEILING * w || rwnd.is_some_and(|r| r >= 50.0))
+    {
+        return (
+            "window",
+            format!(
+                "window-limited at {:.0}% of window/RTT ({}){}",
+                pct(w),
+                BitRate(w),
+                rwnd.filter(|r| *r >= 1.0)
+                    .map(|r| format!(", waiting for the receiver's window {r:.0}% of the time"))
+                    .unwrap_or_default()
+            ),
+        );
+    }
+    if sndbuf.is_some_and(|s| s >= 50.0) {
+        return (
+            "send buffer",
+            format!(
+                "limited by the sender's own buffer ({:.0}% of the time)",
+                sndbuf.unwrap_or(0.0)
+            ),
+        );
+    }
+    let mut below = Vec::new();
+    if let Some(l) = link {
+        below.push(format!("{:.0}% of the link", pct(l)));
+    }
+    if let Some(w) = window_bps {
+        below.push(format!("{:.0}% of window/RTT", pct(w)));
+    }
+    (
+        "other",
+        if below.is_empty() {
+            "no ceiling known (no path rate, no TCP_INFO)".into()
+        } else {
+            format!(
+                "below its ceilings ({}): something else limits it (CPU, loss, congestion control)",
+                below.join(", ")
+            )
+        },
+    )
+}
+
+/// "window=64K, window=1M: window-limited at 95-99% of window/RTT; window=1536K: link-limited
+/// at 88% of 1.00 Gbits/sec": neighbours at one ceiling are said together, with the range of
+/// their shares.
+fn limit_summary(limits: &[Limit]) -> Vec<String> {
+    let mut groups: Vec<Vec<&Limit>> = Vec::new();
+    for l in limits {
+        match groups.last_mut() {
+            Some(v) if v[0].limit == l.limit && matches!(l.limit.as_str(), "link" | "window") => {
+                v.push(l)
+            }
+            _ => groups.push(vec![l]),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|v| {
+            let names: Vec<&str> = v.iter().map(|l| l.configuration.as_str()).collect();
+            if v.len() == 1 {
+                return format!("{}: {}", names[0], v[0].text);
+            }
+            let shares: Vec<f64> = v
+                .iter()
+                .filter_map(|l| {
+                    let ceiling = if l.limit == "link" {
+                        l.link_bps
+                    } else {
+                        l.window_bps
+                    }?;
+                    Some(l.goodput_bps / ceiling * 100.0)
+                })
+                .collect();
+            let lo = shares.iter().cloned().fold(f64::INFINITY, f64::min);
+            let hi = shares.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let range = if (hi - lo).abs() < 0.5 {
+                format!("{lo:.0}%")
+            } else {
+                format!("{lo:.0}-{hi:.0}%")
+            };
+            let of = match (v[0].limit.as_str(), v[0].link_bps) {
+                ("link", Some(l)) => format!("link-limited at {range} of {}", BitRate(l)),
+                _ => format!("window-limited at {range} of window/RTT"),
+            };
+            format!("{}: {of}", names.join(", "))
+        })
+        .collect()
+}
+
+/// Sysctls `-w` makes irrelevant: with fixed socket buffers Linux does not autotune, which is
+/// all `tcp_rmem`/`tcp_wmem` steer; as root netsweep sets the buffers with SO_*BUFFORCE, past
+/// `rmem_max`/`wmem_max`.
+const OVERRIDDEN_BY_WINDOW: [&str; 2] = ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"];
+const CAPS_OF_WINDOW: [&str; 2] = ["net.core.rmem_max", "net.core.wmem_max"];
+
+/// Dimensions that cannot change the result by construction, read from the plan and from what
+/// the runs were granted.
+fn cannot_matter(plan: &Plan, results: &[(i64, TestResult)]) -> Vec<String> {
+    let mut out = Vec::new();
+    let has_profiles = plan.dimensions.iter().any(|d| d.name == PROFILE_DIMENSION);
+    if !has_profiles || plan.profiles.is_empty() {
+        return out;
+    }
+    let configs = plan.configurations();
+    let all_fixed = configs
+        .iter()
+        .all(|c| plan.spec_for(c).is_ok_and(|s| s.window_bytes.is_some()));
+    if !all_fixed {
+        return out;
+    }
+    // Were the buffers granted as asked (root, or caps high enough)? Then the caps did not bind.
+    let granted = !results.is_empty()
+        && results.iter().all(|(_, t)| {
+            t.spec.window_bytes.is_none_or(|w| {
+                t.start
+                    .client_sockets
+                    .iter()
+                    .chain(&t.start.server_sockets)
+                    .all(|s| s.rcvbuf_bytes >= w && s.sndbuf_bytes >= w)
+            })
+        });
+    let keys: Vec<&String> = plan.profiles.iter().flat_map(|p| p.linux.keys()).collect();
+    let inert =
+        |k: &str| OVERRIDDEN_BY_WINDOW.contains(&k) || (granted && CAPS_OF_WINDOW.contains(&k));
+    if !keys.is_empty() && keys.iter().all(|k| inert(k)) {
+        let mut names: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        out.push(format!(
+            "profile cannot matter here by construction: every run fixes its socket buffers with \
+             -w (window), which turns off Linux's buffer autotuning, the only thing {} steer{}",
+            names.join(" and "),
+            if granted && names.iter().any(|n| CAPS_OF_WINDOW.contains(n)) {
+                "; the buffers were granted in full, so the caps did not bind"
+            } else {
+                ""
+            }
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_ceiling_is_named_with_its_share() {
+        let (k, t) = classify(880e6, Some(1e9), Some(2e9), Some(0.0), Some(0.0));
+        assert_eq!(k, "link");
+        assert_eq!(t, "link-limited at 88% of 1.00 Gbits/sec");
+        let (k, t) = classify(25e6, Some(1e9), Some(26e6), Some(97.0), Some(0.0));
+        assert_eq!(k, "window");
+        assert!(t.starts_with("window-limited at 96% of window/RTT"), "{t}");
+        assert!(t.contains("97% of the time"), "{t}");
+        let (k, _) = classify(5e6, Some(1e9), Some(100e6), Some(0.0), Some(80.0));
+        assert_eq!(k, "send buffer");
+        let (k, t) = classify(300e6, Some(1e9), Some(1e9), Some(0.0), Some(0.0));
+        assert_eq!(k, "other");
+        assert!(t.contains("30% of the link") && t.contains("CPU"), "{t}");
+        let (_, t) = classify(300e6, None, None, None, None);
+        assert!(t.contains("no ceiling known"), "{t}");
+    }
+
+    #[test]
+    fn neighbouring_configurations_with_one_limit_are_said_together() {
+        let l = |c: &str, kind: &str, pct: f64, text: &str| Limit {
+            configuration: c.into(),
+            goodput_bps: pct,
+            link_bps: Some(100.0),
+            window_bps: Some(100.0),
+            window_bytes: None,
+            rtt_ms: None,
+            rwnd_limited_percent: None,
+            sndbuf_limited_percent: None,
+            limit: kind.into(),
+            text: text.into(),
+        };
+        let lines = limit_summary(&[
+            l(
+                "window=64K",
+                "window",
+                97.0,
+                "window-limited at 97% of window/RTT",
+            ),
+            l(
+                "window=1M",
+                "window",
+                95.0,
+                "window-limited at 95% of window/RTT",
+            ),
+            l(
+                "window=1536K",
+                "link",
+                88.0,
+                "link-limited at 88% of 1 Gbit/s",
+            ),
+            l("window=2M", "other", 50.0, "below its ceilings"),
+            l("window=4M", "other", 40.0, "below its ceilings too"),
+        ]);
+        assert_eq!(lines.len(), 4, "{lines:?}");
+        assert_eq!(
+            lines[0],
+            "window=64K, window=1M: window-limited at 95-97% of window/RTT"
+        );
+        assert_eq!(lines[1], "window=1536K: link-limited at 88% of 1 Gbit/s");
+        assert_eq!(lines[3], "window=4M: below its ceilings too");
+    }
+}
