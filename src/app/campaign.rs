@@ -294,6 +294,12 @@ fn print_summary(store: &Store, campaign: i64, plan: &Plan) -> anyhow::Result<()
             ))
         );
     }
+    // The answer last, where the eye lands when the campaign ends.
+    let e = super::explain::explanation(store, campaign, Metric::BitsPerSecond, None)?;
+    crate::outln!("\nThe answer (netsweep explain --db ... for the details):");
+    for line in e.answer.lines() {
+        crate::outln!("  {line}");
+    }
     Ok(())
 }
 

@@ -1,0 +1,99 @@
+//! `netsweep explain` on a real lab campaign (root; CI runs it): the issue's window x profile
+//! sweep on a 1 Gbit/s, 20 ms path must name the window as what matters, the profile as not
+//! mattering (and why it cannot), and the ceiling each window hit.
+
+mod common;
+
+use serde_json::Value;
+use std::process::Command;
+
+const PLAN: &str = r#"name = "window x profile"
+[target]
+kind = "lab"
+rate = "1G"
+rtt = "20ms"
+emulator = "userspace"
+[test]
+duration = "3s"
+omit = "1s"
+[matrix]
+window = ["64K", "512K", "4M"]
+profile = ["small", "large"]
+[repeat]
+count = 3
+[profiles.small.linux]
+"net.ipv4.tcp_rmem" = "4096 65536 1048576"
+"net.ipv4.tcp_wmem" = "4096 16384 1048576"
+[profiles.large.linux]
+"net.ipv4.tcp_rmem" = "4096 131072 33554432"
+"net.ipv4.tcp_wmem" = "4096 65536 33554432"
+"#;
+
+#[test]
+fn a_window_by_profile_campaign_is_explained_right() {
+    if !common::root_or_skip("a_window_by_profile_campaign_is_explained_right") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("plan.toml"), PLAN).unwrap();
+    let netsweep = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(args)
+            .current_dir(dir.path())
+            .env("NETSWEEP_RUNTIME_DIR", dir.path().join("rt"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{args:?}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let run = netsweep(&["run", "plan.toml", "--db", "e.db"]);
+    assert!(run.contains("The answer"), "{run}");
+    let text = netsweep(&["explain", "--db", "e.db"]);
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with("window matters most: 64K→4M raises goodput"),
+        "{text}"
+    );
+    assert!(text.contains("profile makes no difference shown"), "{text}");
+    assert!(
+        text.contains("profile cannot matter here by construction"),
+        "{text}"
+    );
+    let doc: Value =
+        serde_json::from_str(&netsweep(&["explain", "--db", "e.db", "--json"])).unwrap();
+    assert_eq!(doc["effects"][0]["dimension"], "window");
+    assert!(
+        doc["effects"][0]["share"].as_f64().unwrap() > 0.9,
+        "{}",
+        doc["effects"]
+    );
+    let limits = doc["limits"].as_array().unwrap();
+    assert_eq!(limits.len(), 6);
+    for l in limits {
+        let config = l["configuration"].as_str().unwrap();
+        let kind = l["limit"].as_str().unwrap();
+        // 64K and 512K over 20 ms cannot reach 1 Gbit/s: window/RTT holds them; 4M can.
+        let want = if config.contains("window=4M") {
+            "link"
+        } else {
+            "window"
+        };
+        assert_eq!(kind, want, "{config}: {}", l["text"]);
+        // Physics: no configuration beyond the link or beyond its window over its RTT.
+        let goodput = l["goodput_bps"].as_f64().unwrap();
+        assert!(goodput <= 1e9 * 1.02, "{config}: {goodput}");
+        if let Some(w) = l["window_bps"].as_f64() {
+            assert!(
+                goodput <= w * 1.05,
+                "{config}: {goodput} over window/RTT {w}"
+            );
+        }
+    }
+    assert!(text.contains("window-limited at"), "{text}");
+    assert!(text.contains("link-limited at"), "{text}");
+}
