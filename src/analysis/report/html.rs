@@ -63,6 +63,13 @@ pub fn render(m: &ReportModel) -> String {
         esc(&c.run_order),
         c.seed
     );
+    if !m.answer.is_empty() {
+        s.push_str("<section id=\"answer\"><h2>The answer</h2><ul>");
+        for line in &m.answer {
+            let _ = write!(s, "<li>{}</li>", esc(line));
+        }
+        s.push_str("</ul></section>");
+    }
     s.push_str("<section id=\"findings\"><h2>Findings</h2><ul>");
     for f in &m.findings {
         let _ = write!(s, "<li>{}</li>", esc(f));

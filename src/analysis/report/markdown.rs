@@ -29,7 +29,7 @@ fn md_table(rows: &[Vec<String>]) -> String {
 pub fn render(m: &ReportModel, stem: &str) -> (String, Vec<(String, String)>) {
     let c = &m.campaign;
     let mut s = format!(
-        "# netsweep report: {}\n\nCampaign {}, started {}, target {}, {} runs ({} failed), {} order, seed {}.\n\n## Findings\n\n",
+        "# netsweep report: {}\n\nCampaign {}, started {}, target {}, {} runs ({} failed), {} order, seed {}.\n\n",
         c.name,
         c.id,
         utc(c.created_unix),
@@ -39,6 +39,14 @@ pub fn render(m: &ReportModel, stem: &str) -> (String, Vec<(String, String)>) {
         c.run_order,
         c.seed
     );
+    if !m.answer.is_empty() {
+        s.push_str("## The answer\n\n");
+        for line in &m.answer {
+            let _ = writeln!(s, "- {line}");
+        }
+        s.push('\n');
+    }
+    s.push_str("## Findings\n\n");
     for f in &m.findings {
         let _ = writeln!(s, "- {f}");
     }

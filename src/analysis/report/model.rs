@@ -61,6 +61,10 @@ pub struct ReportModel {
     pub total_runs: usize,
     /// The doctor's warnings and problems recorded with the campaign.
     pub doctor: Vec<crate::host::doctor::Finding>,
+    /// The answer (`netsweep explain`), one sentence a line: the report's first section.
+    pub answer: Vec<String>,
+    /// The path's rate, when the plan's target says it (a lab).
+    pub link_bps: Option<f64>,
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -129,7 +133,34 @@ impl ReportModel {
             udp,
             total_runs: runs.len(),
             doctor: doctor_warnings(store, campaign)?,
+            answer: Vec::new(),
+            link_bps: None,
         };
+        let configs_for_answer = store.configurations(campaign)?;
+        let results: Vec<(i64, crate::traffic::result::TestResult)> = store
+            .run_results(campaign)?
+            .into_iter()
+            .filter_map(|(id, json)| Some((id, serde_json::from_str(json.as_deref()?).ok()?)))
+            .collect();
+        let plan = crate::campaigns::plan::Plan::parse(
+            model.campaign.plan_path.as_deref().unwrap_or("plan"),
+            &model.campaign.plan_toml,
+        )
+        .ok();
+        model.link_bps = plan.as_ref().and_then(|p| match &p.target {
+            crate::campaigns::plan::Target::Lab { path, .. }
+            | crate::campaigns::plan::Target::Auto { path, .. } => path.rate_bps,
+            _ => None,
+        });
+        let explanation = crate::campaigns::explain::explain(
+            &runs,
+            &configs_for_answer,
+            Metric::BitsPerSecond,
+            &results,
+            plan.as_ref(),
+            None,
+        );
+        model.answer = explanation.answer.lines().map(str::to_string).collect();
         model.findings = findings(&model);
         Ok(model)
     }
@@ -307,23 +338,7 @@ fn findings(m: &ReportModel) -> Vec<String> {
         ));
         return out;
     }
-    let mean_of = |c: &ConfigView| c.summary.description.as_ref().map_or(0.0, |d| d.mean);
-    if let Some(best) = ok_configs
-        .iter()
-        .max_by(|a, b| mean_of(a).total_cmp(&mean_of(b)))
-    {
-        let mean_v = mean_of(best);
-        let ci = best
-            .mean_ci
-            .map(|(lo, hi)| format!(" (95% CI {} to {})", mbit(lo), mbit(hi)))
-            .unwrap_or_default();
-        out.push(format!(
-            "Fastest configuration: {} at {} mean goodput{ci}, {} runs.",
-            best.label,
-            mbit(mean_v),
-            best.values.len()
-        ));
-    }
+    out.extend(fastest(&ok_configs, m.link_bps));
     if ok_configs.len() == 1 {
         out.push("A single configuration: nothing to compare. Add a [matrix] dimension to compare settings.".into());
     }
@@ -382,7 +397,182 @@ fn findings(m: &ReportModel) -> Vec<String> {
         .map(|c| c.total)
         .sum();
     if moved > 0 {
-        out.push(format!("The kernel counted {moved} TCP retransmissions during the runs (see the counters that moved)."));
+        let sockets: f64 = m
+            .configs
+            .iter()
+            .filter_map(|c| c.retransmits_mean.map(|r| r * c.values.len() as f64))
+            .sum();
+        let mut sides: Vec<&str> = m
+            .counters
+            .iter()
+            .filter(|c| c.counter.contains("Retrans"))
+            .filter_map(|c| c.counter.split_once(':').map(|(side, _)| side))
+            .collect();
+        sides.sort_unstable();
+        sides.dedup();
+        let why = match (moved as f64).total_cmp(&sockets.round()) {
+            std::cmp::Ordering::Greater => {
+                "more: those counters include every other TCP connection of the hosts".to_string()
+            }
+            std::cmp::Ordering::Less => format!(
+                "fewer: the kernel's counters were read on the {} side only, so they miss the \
+                 streams sent from elsewhere",
+                sides.join(" and ")
+            ),
+            std::cmp::Ordering::Equal => "the same".to_string(),
+        };
+        out.push(format!(
+            "The kernel counted {moved} TCP retransmissions during the runs (host-wide counters of \
+             /proc/net/snmp on the {} side: every TCP connection there, control connections \
+             included); the tests' own data sockets counted {sockets:.0} (TCP_INFO of each \
+             sending stream): {why}.",
+            sides.join(" and ")
+        ));
     }
     out
+}
+
+/// "Fastest" only when the fastest is distinguishable from the next (Welch, 95%); else the
+/// fastest group. A CI reaching beyond the path's rate is said to be too wide to mean more.
+fn fastest(ok: &[&ConfigView], link: Option<f64>) -> Vec<String> {
+    let mean_of = |c: &ConfigView| c.summary.description.as_ref().map_or(0.0, |d| d.mean);
+    let mut ranked: Vec<&ConfigView> = ok.to_vec();
+    ranked.sort_by(|a, b| mean_of(b).total_cmp(&mean_of(a)));
+    let Some(best) = ranked.first() else {
+        return Vec::new();
+    };
+    let ci = |c: &ConfigView| {
+        c.mean_ci
+            .map(|(lo, hi)| {
+                let beyond = link
+                    .filter(|l| hi > *l)
+                    .map(|l| {
+                        format!(
+                            "; its upper end is beyond the path's {}: the runs are too noisy for a tighter bound",
+                            mbit(l)
+                        )
+                    })
+                    .unwrap_or_default();
+                format!(" (95% CI {} to {}{beyond})", mbit(lo.max(0.0)), mbit(hi))
+            })
+            .unwrap_or_default()
+    };
+    // The group of configurations not shown slower than the best.
+    let group: Vec<&ConfigView> = ranked
+        .iter()
+        .copied()
+        .take_while(|c| {
+            std::ptr::eq(*c, *best)
+                || c.values.len() < 2
+                || best.values.len() < 2
+                || !ttest::welch(&c.values, &best.values, 0.95).significant
+        })
+        .collect();
+    if ranked.len() == 1 {
+        return vec![format!(
+            "Configuration {} at {} mean goodput{}, {} runs.",
+            best.label,
+            mbit(mean_of(best)),
+            ci(best),
+            best.values.len()
+        )];
+    }
+    if group.len() == 1 {
+        vec![format!(
+            "Fastest configuration: {} at {} mean goodput{}, {} runs; faster than the next ({}) \
+             at 95% confidence.",
+            best.label,
+            mbit(mean_of(best)),
+            ci(best),
+            best.values.len(),
+            ranked[1].label
+        )]
+    } else {
+        let names: Vec<String> = group
+            .iter()
+            .map(|c| format!("{} ({})", c.label, mbit(mean_of(c))))
+            .collect();
+        vec![format!(
+            "The fastest group: {} (indistinguishable at 95% confidence; the highest mean{})",
+            names.join(", "),
+            ci(best)
+        )]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn view(label: &str, values: &[f64]) -> ConfigView {
+        let row = ConfigRow {
+            id: 1,
+            position: 0,
+            label: label.into(),
+            dims: Vec::new(),
+        };
+        let summary = ConfigSummary {
+            label: label.into(),
+            ok: values.len(),
+            failed: 0,
+            description: Some(crate::analysis::stats::describe(values)),
+        };
+        let runs: Vec<RunRow> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| RunRow {
+                id: i as i64,
+                configuration: label.into(),
+                config_position: 0,
+                dims: Vec::new(),
+                round: i as u32 + 1,
+                sequence: i as u64,
+                status: "ok".into(),
+                error: None,
+                bits_per_second: Some(*v),
+                retransmits: None,
+                lost_percent: None,
+                jitter_ms: None,
+                cpu_local_percent: None,
+                cpu_remote_percent: None,
+            })
+            .collect();
+        config_view(&row, summary, &runs, &BTreeMap::new())
+    }
+
+    /// Regression: "Fastest configuration: window=4M congestion=bbr at 813 Mbits/sec (95% CI
+    /// 283 Mbits/sec to 1.34 Gbits/sec)" on a 1 Gbit/s path, with bbr and cubic
+    /// indistinguishable (p = 0.71).
+    #[test]
+    fn fastest_only_when_distinguishable_and_cis_beyond_the_path_are_called_noisy() {
+        let bbr = view("window=4M congestion=bbr", &[500e6, 980e6, 960e6]);
+        let cubic = view("window=4M congestion=cubic", &[700e6, 890e6, 760e6]);
+        let slow = view("window=64K congestion=cubic", &[25e6, 26e6, 25.5e6]);
+        let lines = fastest(&[&slow, &cubic, &bbr], Some(1e9));
+        assert_eq!(lines.len(), 1);
+        let l = &lines[0];
+        assert!(
+            l.starts_with("The fastest group: window=4M congestion=bbr"),
+            "{l}"
+        );
+        assert!(
+            l.contains("window=4M congestion=cubic") && l.contains("indistinguishable"),
+            "{l}"
+        );
+        assert!(!l.contains("64K"), "{l}");
+        assert!(
+            l.contains("beyond the path's 1.00 Gbits/sec") && l.contains("too noisy"),
+            "{l}"
+        );
+        // A clear winner is called the fastest, and said to be faster than the next.
+        let fast = view("window=4M", &[950e6, 951e6, 949e6]);
+        let lines = fastest(&[&slow, &fast], Some(1e9));
+        assert!(
+            lines[0].starts_with("Fastest configuration: window=4M at"),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[0].contains("faster than the next (window=64K congestion=cubic)"));
+        assert!(!lines[0].contains("noisy"));
+    }
 }
