@@ -418,3 +418,46 @@ fn check_refuses_unknown_congestion_controls_and_warns_of_too_few_runs() {
     let (ok, out) = check();
     assert!(ok && !out.contains("warning"), "{out}");
 }
+
+/// Regression: raising `count` in a finished plan and running `--resume` said "nothing to
+/// resume". `--more N` adds N interleaved rounds to the finished campaign, keeping its seed.
+#[test]
+fn more_rounds_extend_a_finished_campaign() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"loopback\"\n[test]\nduration = \"200ms\"\ninterval = \"100ms\"\n\
+         [matrix]\nparallel = [1, 2]\n[repeat]\ncount = 3\nseed = 5\n",
+    )
+    .unwrap();
+    let db = dir.path().join("m.db");
+    let (p, d) = (plan.to_str().unwrap(), db.to_str().unwrap());
+    let (ok, out) = netsweep(&["run", p, "--db", d]);
+    assert!(ok, "{out}");
+    assert_eq!(stored(&db).len(), 6);
+    // --more before a campaign exists elsewhere, and with 0, are refused with words.
+    let (ok, out) = netsweep(&["run", p, "--db", d, "--more", "0"]);
+    assert!(!ok && out.contains("adds nothing"), "{out}");
+    let (ok, out) = netsweep(&["run", p, "--db", d, "--resume"]);
+    assert!(!ok && out.contains("--more N"), "{out}");
+    let (ok, out) = netsweep(&["run", p, "--db", d, "--more", "2"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("adding 2 rounds to campaign 1 (5 rounds in all)"),
+        "{out}"
+    );
+    let runs = stored(&db);
+    assert_eq!(runs.len(), 10, "{runs:?}");
+    let rounds: std::collections::BTreeSet<u32> = runs.keys().map(|(_, r)| *r).collect();
+    assert_eq!(rounds.into_iter().collect::<Vec<_>>(), [0, 1, 2, 3, 4]);
+    let store = netsweep::campaigns::store::Store::open(&db).unwrap();
+    let c = store.campaign(1).unwrap();
+    assert_eq!(c.repetitions, 5);
+    assert!(c.finished_unix.is_some());
+    assert_eq!(
+        store.latest_campaign().unwrap(),
+        Some(1),
+        "a new campaign was made"
+    );
+}

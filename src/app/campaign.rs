@@ -77,7 +77,8 @@ fn reachable(host: &str, default_port: u16, what: &str) -> anyhow::Result<std::n
 fn check_resume(a: &RunArgs, db: &Path, unfinished: Option<&CampaignRow>) -> anyhow::Result<()> {
     match unfinished {
         None if a.resume => bail!(
-            "nothing to resume: {} has no unfinished campaign of this plan",
+            "nothing to resume: {} has no unfinished campaign of this plan (to add rounds to a \
+             finished one, keep its plan as it was and use --more N)",
             db.display()
         ),
         Some(c) if !a.resume && !a.new => bail!(
@@ -87,6 +88,40 @@ fn check_resume(a: &RunArgs, db: &Path, unfinished: Option<&CampaignRow>) -> any
         ),
         _ => Ok(()),
     }
+}
+
+/// The finished campaign `--more N` extends, and its rounds in all afterwards.
+fn more_rounds(
+    store: &Store,
+    plan: &Plan,
+    db: &Path,
+    unfinished: Option<&CampaignRow>,
+    n: u32,
+) -> anyhow::Result<(CampaignRow, u32)> {
+    if n == 0 {
+        bail!("--more 0 adds nothing");
+    }
+    if let Some(c) = unfinished {
+        bail!(
+            "campaign {} of this plan is unfinished: finish it with --resume first, then add rounds",
+            c.id
+        );
+    }
+    let Some(c) = store.finished_campaign(&plan.source)? else {
+        bail!(
+            "{} has no finished campaign of this plan to add rounds to (the plan must be the \
+             same text as when it ran)",
+            db.display()
+        );
+    };
+    let rounds = c
+        .repetitions
+        .checked_add(n)
+        .filter(|r| {
+            u64::from(*r) * plan.configurations().len() as u64 <= crate::campaigns::plan::MAX_RUNS
+        })
+        .with_context(|| format!("--more {n}: more runs than one campaign holds"))?;
+    Ok((c, rounds))
 }
 
 fn bar(done: usize, total: usize) -> String {
@@ -124,7 +159,17 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let _lock = RunnerLock::acquire(&db)?;
     let mut store = Store::open(&db)?;
     let unfinished = store.unfinished_campaign(&plan.source)?;
-    check_resume(a, &db, unfinished.as_ref())?;
+    let extended = match a.more {
+        Some(n) => Some(more_rounds(&store, &plan, &db, unfinished.as_ref(), n)?),
+        None => {
+            check_resume(a, &db, unfinished.as_ref())?;
+            None
+        }
+    };
+    let mut plan = plan;
+    if let Some((_, rounds)) = &extended {
+        plan.repeat.count = *rounds;
+    }
     let cc = runner::congestion_problems(&plan);
     if !cc.is_empty() {
         crate::errln!("{file}: {}, nothing was run", cc.join("; "));
@@ -152,7 +197,16 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    let (campaign, seed) = match unfinished.filter(|_| a.resume) {
+    if let Some((c, rounds)) = &extended {
+        store.extend_campaign(c.id, *rounds)?;
+        crate::outln!(
+            "adding {} rounds to campaign {} ({} rounds in all)",
+            rounds - c.repetitions,
+            c.id,
+            rounds
+        );
+    }
+    let (campaign, seed) = match unfinished.filter(|_| a.resume).or(extended.map(|(c, _)| c)) {
         Some(c) => {
             crate::outln!("resuming campaign {} (seed {})", c.id, c.seed);
             (c.id, c.seed)

@@ -185,6 +185,28 @@ impl Store {
         Ok(id)
     }
 
+    /// The newest finished campaign of this exact plan text.
+    pub fn finished_campaign(&self, plan_text: &str) -> anyhow::Result<Option<CampaignRow>> {
+        let id: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT id FROM campaign WHERE plan_hash = ?1 AND plan_toml = ?2 AND finished_unix IS NOT NULL ORDER BY id DESC LIMIT 1",
+                params![hash(plan_text), plan_text],
+                |r| r.get(0),
+            )
+            .optional()?;
+        id.map(|id| self.campaign(id)).transpose()
+    }
+
+    /// Reopens a finished campaign for `rounds` rounds in all (`run --more`).
+    pub fn extend_campaign(&mut self, campaign: i64, rounds: u32) -> anyhow::Result<()> {
+        self.conn.execute(
+            "UPDATE campaign SET repetitions = ?1, finished_unix = NULL WHERE id = ?2",
+            params![rounds, campaign],
+        )?;
+        Ok(())
+    }
+
     /// The newest unfinished campaign of this exact plan text.
     pub fn unfinished_campaign(&self, plan_text: &str) -> anyhow::Result<Option<CampaignRow>> {
         let id: Option<i64> = self

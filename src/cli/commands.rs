@@ -18,6 +18,10 @@ pub struct RunArgs {
     /// Check the plan and the target, then stop before any traffic.
     #[arg(long)]
     pub check: bool,
+    /// Add N interleaved rounds to the finished campaign of this plan (its seed and
+    /// configurations kept), when the answer is not clear yet.
+    #[arg(long, value_name = "N", conflicts_with_all = ["new", "resume"])]
+    pub more: Option<u32>,
 }
 
 #[derive(Debug, Args)]
