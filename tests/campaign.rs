@@ -461,3 +461,53 @@ fn more_rounds_extend_a_finished_campaign() {
         "a new campaign was made"
     );
 }
+
+/// `[repeat] until`: a campaign stops once the answer is clear (after `min` rounds), else at
+/// `max`; the rounds stay interleaved.
+#[test]
+fn repeat_until_stops_when_the_answer_is_clear_and_not_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, repeat: &str| {
+        let plan = dir.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &plan,
+            format!(
+                "[target]\nkind = \"loopback\"\n[test]\nduration = \"200ms\"\ninterval = \"100ms\"\n\
+                 [matrix]\nparallel = [1, 2]\n[repeat]\n{repeat}\n"
+            ),
+        )
+        .unwrap();
+        let db = dir.path().join(format!("{name}.db"));
+        let (ok, out) = netsweep(&["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+        assert!(ok, "{out}");
+        (out, stored(&db))
+    };
+    // Loose enough to hold after the minimum of 3 rounds on any machine.
+    let (out, runs) = run("loose", "until = \"90%\"\nmin = 3\nmax = 8");
+    assert!(
+        out.contains("stopping after 3 of at most 8 rounds"),
+        "{out}"
+    );
+    assert!(out.contains("known within ±90.0%"), "{out}");
+    assert_eq!(runs.len(), 6);
+    // Never met: all rounds up to max run.
+    let (out, runs) = run("tight", "until = \"0.0001%\"\nmin = 2\nmax = 4");
+    assert!(!out.contains("stopping after"), "{out}");
+    assert_eq!(runs.len(), 8);
+    // And the plan checks the keys that go with it.
+    let plan = dir.path().join("bad.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"loopback\"\n[test]\nduration = \"1s\"\n[repeat]\nuntil = \"2\"\ncount = 5\nmin = 9\nmax = 4\n",
+    )
+    .unwrap();
+    let (ok, out) = netsweep(&["run", plan.to_str().unwrap(), "--check"]);
+    assert!(!ok);
+    for words in [
+        "is not a precision",
+        "give min and max instead of count",
+        "min 9 is above max 4",
+    ] {
+        assert!(out.contains(words), "{words}: {out}");
+    }
+}

@@ -192,6 +192,69 @@ pub fn compare(
         .collect()
 }
 
+/// Whether a campaign has enough rounds for `[repeat] until` (the reason, in words), judged
+/// on goodput. `by` is the dimension compared for `decided` (values in plan order).
+pub fn until_met(
+    runs: &[RunRow],
+    until: crate::campaigns::plan::Until,
+    by: Option<(&str, &[String])>,
+) -> Option<String> {
+    use crate::campaigns::plan::Until;
+    let mut labels: Vec<String> = Vec::new();
+    for r in runs {
+        if !labels.contains(&r.configuration) {
+            labels.push(r.configuration.clone());
+        }
+    }
+    match until {
+        Until::Precision(p) => {
+            let rows = summary(runs, &labels, Metric::BitsPerSecond);
+            let widest = rows
+                .iter()
+                .map(|r| {
+                    let d = r.description.as_ref()?;
+                    if d.n < 2 || d.mean <= 0.0 {
+                        return None;
+                    }
+                    let half = stats::ttest::t_critical(0.95, (d.n - 1) as f64) * d.stddev
+                        / (d.n as f64).sqrt();
+                    Some(half / d.mean)
+                })
+                .collect::<Option<Vec<f64>>>()?
+                .into_iter()
+                .fold(0.0, f64::max);
+            (widest <= p).then(|| {
+                format!(
+                    "every configuration's mean is known within ±{:.1}% at 95% (the widest ±{:.1}%)",
+                    p * 100.0,
+                    widest * 100.0
+                )
+            })
+        }
+        Until::Decided(change) => {
+            let Some((by, values)) = by else {
+                return Some("nothing to compare: the rounds asked for at least are done".into());
+            };
+            let groups = compare(runs, by, values, &[], Metric::BitsPerSecond, 0.95);
+            let decided = groups.iter().all(|g| {
+                g.analysis.as_ref().is_some_and(|a| {
+                    a.comparisons.iter().all(|c| {
+                        c.significant
+                            || matches!((c.percent_ci_low, c.percent_ci_high),
+                                (Some(lo), Some(hi)) if lo > -change * 100.0 && hi < change * 100.0)
+                    })
+                })
+            });
+            decided.then(|| {
+                format!(
+                    "every comparison by {by} is decided: a difference shown, or a change of {:.0}% ruled out",
+                    change * 100.0
+                )
+            })
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,5 +330,35 @@ mod tests {
         assert_eq!(filtered.len(), 1);
         let s = summary(&runs, &["window=64K cc=bbr".into()], Metric::BitsPerSecond);
         assert_eq!((s[0].ok, s[0].failed), (4, 1));
+    }
+
+    #[test]
+    fn decided_means_shown_or_ruled_out_and_precision_means_narrow_cis() {
+        use crate::campaigns::plan::Until;
+        let values = ["cubic".to_string(), "bbr".to_string()];
+        let by = Some(("cc", &values[..]));
+        let runs_with = |bbr: &[f64], cubic: &[f64]| -> Vec<RunRow> {
+            let mut v: Vec<RunRow> = cubic
+                .iter()
+                .map(|x| row(&[("cc", "cubic")], *x, true))
+                .collect();
+            v.extend(bbr.iter().map(|x| row(&[("cc", "bbr")], *x, true)));
+            v
+        };
+        // A clear difference is decided.
+        let clear = runs_with(&[120.0, 121.0, 119.0], &[100.0, 101.0, 99.0]);
+        assert!(until_met(&clear, Until::Decided(0.05), by).is_some());
+        // No difference, measured tightly enough to rule out 5%: decided.
+        let same = runs_with(&[100.0, 100.2, 99.9, 100.1], &[100.1, 99.8, 100.0, 100.2]);
+        assert!(until_met(&same, Until::Decided(0.05), by).is_some());
+        // No difference shown and 5% not ruled out: not yet.
+        let noisy = runs_with(&[80.0, 120.0, 100.0], &[90.0, 125.0, 95.0]);
+        assert_eq!(until_met(&noisy, Until::Decided(0.05), by), None);
+        // Precision: within 1% for the tight runs, not for the noisy ones.
+        assert!(until_met(&same, Until::Precision(0.01), by).is_some());
+        assert_eq!(until_met(&noisy, Until::Precision(0.01), by), None);
+        // A configuration with a single run has no CI: not met.
+        let single = runs_with(&[100.0], &[100.0, 100.0]);
+        assert_eq!(until_met(&single, Until::Precision(0.5), by), None);
     }
 }

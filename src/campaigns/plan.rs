@@ -75,6 +75,20 @@ pub struct Repeat {
     pub seed: Option<u64>,
     /// Keep each round's configurations of one tuning profile together (fewer switches).
     pub group_profiles: bool,
+    /// Stop before `count` (then the most rounds) once the answer is clear, after at least
+    /// `min` rounds.
+    pub until: Option<Until>,
+    pub min: u32,
+}
+
+/// When a campaign has enough rounds (`[repeat] until`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Until {
+    /// Every configuration's mean known within this fraction at 95% (`until = "2%"`).
+    Precision(f64),
+    /// Every comparison significant, or ruling out a change of this fraction (`until =
+    /// "decided"`, with `change = "5%"`).
+    Decided(f64),
 }
 
 /// Most configurations one plan may sweep, and most runs (configurations x count).
@@ -563,6 +577,8 @@ fn read_repeat(r: &mut Reader, item: Option<&Item>) -> Repeat {
         order: Order::Interleaved,
         seed: None,
         group_profiles: false,
+        until: None,
+        min: 3,
     };
     let Some(table) = item.and_then(Item::as_table) else {
         return rep;
@@ -570,7 +586,17 @@ fn read_repeat(r: &mut Reader, item: Option<&Item>) -> Repeat {
     r.unknown_keys(
         table,
         "repeat",
-        &["count", "pause", "order", "seed", "group_profiles"],
+        &[
+            "count",
+            "pause",
+            "order",
+            "seed",
+            "group_profiles",
+            "until",
+            "min",
+            "max",
+            "change",
+        ],
     );
     if let Some((v, span)) = r.string(table, "group_profiles") {
         match parse_bool(&v) {
@@ -609,7 +635,82 @@ fn read_repeat(r: &mut Reader, item: Option<&Item>) -> Repeat {
             Err(_) => r.issue(span, format!("repeat seed {v:?} is not a whole number")),
         }
     }
+    read_until(r, table, &mut rep);
     rep
+}
+
+/// `until`, `min`, `max` and `change` of `[repeat]`: `max` is the count when `until` is set.
+fn read_until(r: &mut Reader, table: &toml_edit::Table, rep: &mut Repeat) {
+    let change = match r.string(table, "change") {
+        Some((v, span)) => match crate::units::parse_percent(&v) {
+            Ok(c) if c > 0.0 && c < 100.0 => c / 100.0,
+            _ => {
+                r.issue(
+                    span,
+                    format!("repeat change {v:?} must be a percentage such as \"5%\""),
+                );
+                0.05
+            }
+        },
+        None => 0.05,
+    };
+    let Some((v, span)) = r.string(table, "until") else {
+        for key in ["min", "max", "change"] {
+            if table.contains_key(key) {
+                r.issue(
+                    table.get(key).and_then(Item::span),
+                    format!("repeat {key} applies with until = \"2%\" or until = \"decided\""),
+                );
+            }
+        }
+        return;
+    };
+    rep.until = match v.as_str() {
+        "decided" => Some(Until::Decided(change)),
+        p => match crate::units::parse_percent(p) {
+            Ok(x) if x > 0.0 && x < 100.0 && p.ends_with('%') => Some(Until::Precision(x / 100.0)),
+            _ => {
+                r.issue(
+                    span.clone(),
+                    format!("repeat until {v:?} is not a precision such as \"2%\" or \"decided\""),
+                );
+                None
+            }
+        },
+    };
+    if table.contains_key("count") {
+        r.issue(
+            span.clone(),
+            "repeat until sets the number of rounds itself: give min and max instead of count",
+        );
+    }
+    let whole = |r: &mut Reader, key: &str, default: u32| match r.string(table, key) {
+        Some((v, s)) => match v.parse::<u32>() {
+            Ok(n) if (1..=100_000).contains(&n) => n,
+            _ => {
+                r.issue(
+                    s,
+                    format!("repeat {key} {v:?} must be a whole number from 1 to 100000"),
+                );
+                default
+            }
+        },
+        None => default,
+    };
+    rep.min = whole(r, "min", 3);
+    rep.count = whole(r, "max", 20);
+    if rep.min > rep.count {
+        r.issue(
+            span.clone(),
+            format!("repeat min {} is above max {}", rep.min, rep.count),
+        );
+    }
+    if rep.order == Order::Sequential && rep.until.is_some() {
+        r.issue(
+            span,
+            "repeat until needs order = \"interleaved\": rounds end only then",
+        );
+    }
 }
 
 mod options;

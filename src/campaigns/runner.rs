@@ -290,6 +290,10 @@ pub fn run_campaign(
             eta,
             overhead: elapsed.saturating_sub(test_time),
         });
+        if let Some(why) = round_settles(plan, store, campaign, &order, sequence, round)? {
+            on_progress(&Progress::Note(why));
+            break;
+        }
         if remaining > 0 && !plan.repeat.pause.is_zero() {
             sleep_unless_stopped(plan.repeat.pause, stop);
         }
@@ -304,6 +308,49 @@ pub fn run_campaign(
         store.finish_campaign(campaign)?;
     }
     Ok(outcome)
+}
+
+/// At the end of a round, whether `[repeat] until` is met (after at least `min` rounds): the
+/// note that says why the campaign stops there.
+fn round_settles(
+    plan: &Plan,
+    store: &Store,
+    campaign: i64,
+    order: &[(usize, u32)],
+    sequence: usize,
+    round: u32,
+) -> anyhow::Result<Option<String>> {
+    let Some(until) = plan.repeat.until else {
+        return Ok(None);
+    };
+    let round_ends = order.get(sequence + 1).is_none_or(|(_, r)| *r != round);
+    let rounds = round + 1;
+    if !round_ends || rounds < plan.repeat.min || rounds >= plan.repeat.count {
+        return Ok(None);
+    }
+    let runs = store.runs(campaign)?;
+    let by = plan
+        .dimensions
+        .iter()
+        .rev()
+        .find(|d| d.values.len() > 1)
+        .map(|d| {
+            (
+                d.name.clone(),
+                d.values.iter().map(|v| v.label.clone()).collect::<Vec<_>>(),
+            )
+        });
+    Ok(crate::campaigns::campaign::until_met(
+        &runs,
+        until,
+        by.as_ref().map(|(n, v)| (n.as_str(), v.as_slice())),
+    )
+    .map(|why| {
+        format!(
+            "stopping after {rounds} of at most {} rounds: {why}",
+            plan.repeat.count
+        )
+    }))
 }
 
 /// Every reason the plan's profiles cannot be applied on these targets (a key the kernel

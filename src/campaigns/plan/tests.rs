@@ -16,6 +16,8 @@ fn the_issue_plan_is_accepted() {
             order: Order::Interleaved,
             seed: Some(7),
             group_profiles: false,
+            until: None,
+            min: 3,
         }
     );
     let cfgs = p.configurations();
