@@ -90,6 +90,33 @@ fn check_resume(a: &RunArgs, db: &Path, unfinished: Option<&CampaignRow>) -> any
     }
 }
 
+/// This host's limits that the plan's values meet (`runner::value_warnings`).
+fn host_limits() -> runner::HostLimits {
+    let read = |key: &str| {
+        crate::inputs::read_pseudo(Path::new("/proc/sys/net/core").join(key).as_path())
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+    };
+    let release = crate::inputs::read_pseudo(Path::new("/proc/sys/kernel/osrelease"))
+        .map(|r| r.trim().to_string())
+        .unwrap_or_default();
+    let module_dir = Path::new("/lib/modules")
+        .join(&release)
+        .join("kernel/net/sched");
+    let netem = Path::new("/sys/module/sch_netem").exists()
+        || std::fs::read_dir(&module_dir).is_ok_and(|d| {
+            d.filter_map(Result::ok)
+                .any(|e| e.file_name().to_string_lossy().starts_with("sch_netem"))
+        });
+    runner::HostLimits {
+        // SAFETY: geteuid has no preconditions.
+        root: unsafe { libc::geteuid() } == 0,
+        rmem_max: read("rmem_max"),
+        wmem_max: read("wmem_max"),
+        netem,
+    }
+}
+
 /// The finished campaign `--more N` extends, and its rounds in all afterwards.
 fn more_rounds(
     store: &Store,
@@ -175,7 +202,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         crate::errln!("{file}: {}, nothing was run", cc.join("; "));
         return Ok(ExitCode::from(2));
     }
-    if let Some(w) = runner::count_warning(&plan) {
+    for w in runner::value_warnings(&plan, &host_limits()) {
         crate::errln!("warning: {w}");
     }
     let mut exec = executor_for(&plan)?;

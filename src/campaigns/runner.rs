@@ -5,7 +5,7 @@
 //!
 //! Resuming recomputes the same schedule from the stored seed and skips what is stored.
 
-use crate::campaigns::plan::{Order, PROFILE_DIMENSION, Plan, label};
+use crate::campaigns::plan::{Order, PROFILE_DIMENSION, Plan, Target, label};
 use crate::campaigns::store::{ConfigRow, NewRun, Store, now_unix};
 use crate::traffic::result::TestResult;
 use crate::traffic::spec::TestSpec;
@@ -426,6 +426,78 @@ pub fn count_warning(plan: &Plan) -> Option<String> {
             crate::analysis::stats::MIN_RUNS
         )
     })
+}
+
+/// What the plan's values meet on this host, for `value_warnings`.
+#[derive(Debug, Clone, Default)]
+pub struct HostLimits {
+    pub root: bool,
+    /// `net.core.rmem_max` and `wmem_max`: the caps of `-w` without root.
+    pub rmem_max: Option<u64>,
+    pub wmem_max: Option<u64>,
+    /// The kernel has `sch_netem` (else labs use the userspace delay line).
+    pub netem: bool,
+}
+
+/// What the userspace delay line carries on this kind of machine (measured: 2.5 Gbit/s of
+/// 1500-byte packets without loss at 20 ms RTT, README "Measured").
+pub const DELAY_LINE_CEILING_BPS: f64 = 2.5e9;
+
+/// Values that run but will not mean what the plan says, found before any traffic: too few
+/// runs, a duration shorter than its interval, windows the kernel will not grant, a lab rate
+/// beyond what the emulator carries.
+pub fn value_warnings(plan: &Plan, host: &HostLimits) -> Vec<String> {
+    let mut out: Vec<String> = count_warning(plan).into_iter().collect();
+    let specs: Vec<TestSpec> = plan
+        .configurations()
+        .iter()
+        .filter_map(|c| plan.spec_for(c).ok())
+        .collect();
+    if let Some(s) = specs.iter().find(|s| s.duration < s.interval) {
+        out.push(format!(
+            "duration {:?} is shorter than the interval {:?}: each test reports one short interval",
+            s.duration, s.interval
+        ));
+    }
+    let local = matches!(
+        plan.target,
+        Target::Loopback | Target::Lab { .. } | Target::Auto { .. }
+    );
+    if local && !host.root {
+        let cap = host.rmem_max.into_iter().chain(host.wmem_max).min();
+        let widest = specs.iter().filter_map(|s| s.window_bytes).max();
+        if let (Some(cap), Some(w)) = (cap, widest)
+            && w > cap
+        {
+            out.push(format!(
+                "window {} is above net.core.rmem_max/wmem_max ({}): without root the kernel \
+                 grants at most {} (twice the cap), so larger windows measure the cap; run as \
+                 root or raise the caps",
+                crate::units::Bytes(w),
+                crate::units::Bytes(cap),
+                crate::units::Bytes(cap.saturating_mul(2))
+            ));
+        }
+    }
+    if let Target::Lab { path, emulator } | Target::Auto { path, emulator } = &plan.target {
+        let userspace = match emulator {
+            crate::lab::EmulatorChoice::Userspace => true,
+            crate::lab::EmulatorChoice::Auto => !host.netem,
+            crate::lab::EmulatorChoice::Netem => false,
+        };
+        if let Some(rate) = path
+            .rate_bps
+            .filter(|r| userspace && *r > DELAY_LINE_CEILING_BPS)
+        {
+            out.push(format!(
+                "rate {} is above what the userspace delay line carries (about {} measured on \
+                 this kind of machine): goodput near the top will show the emulator, not the rate",
+                crate::units::BitRate(rate),
+                crate::units::BitRate(DELAY_LINE_CEILING_BPS)
+            ));
+        }
+    }
+    out
 }
 
 /// The tuning profile a configuration runs with, if the plan sweeps profiles.

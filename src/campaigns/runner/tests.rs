@@ -292,3 +292,41 @@ fn resume_skips_finished_runs_and_keeps_the_original_order() {
         );
     }
 }
+
+#[test]
+fn plan_values_that_will_not_mean_what_they_say_are_warned_of() {
+    let plan = |text: &str| Plan::parse("p.toml", text).unwrap();
+    let host = HostLimits {
+        root: false,
+        rmem_max: Some(212_992),
+        wmem_max: Some(212_992),
+        netem: false,
+    };
+    let p = plan(
+        "[target]\nkind = \"lab\"\nrate = \"10G\"\nrtt = \"1ms\"\n[test]\nduration = \"500ms\"\ninterval = \"1s\"\n\
+         [matrix]\nwindow = [\"64K\", \"4M\"]\n[repeat]\ncount = 2\n",
+    );
+    let w = value_warnings(&p, &host).join("\n");
+    for words in [
+        "count = 2",
+        "shorter than the interval",
+        "window 4.00 MBytes is above net.core.rmem_max/wmem_max (208 KBytes)",
+        "rate 10.0 Gbits/sec is above what the userspace delay line carries",
+    ] {
+        assert!(w.contains(words), "{words}: {w}");
+    }
+    // As root the caps do not bind (SO_*BUFFORCE), and netem carries the rate.
+    let root = HostLimits {
+        root: true,
+        netem: true,
+        ..host.clone()
+    };
+    let w = value_warnings(&p, &root).join("\n");
+    assert!(!w.contains("rmem_max") && !w.contains("delay line"), "{w}");
+    // An address target's grants are the server's: not judged here.
+    let p = plan(
+        "[target]\nkind = \"address\"\nhost = \"198.18.0.2:5310\"\n[test]\nduration = \"2s\"\n\
+         [matrix]\nwindow = [\"8M\"]\n[repeat]\ncount = 3\n",
+    );
+    assert!(value_warnings(&p, &host).is_empty());
+}
