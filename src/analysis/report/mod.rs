@@ -38,7 +38,7 @@ pub fn charts(m: &ReportModel) -> Vec<Chart> {
                 unit,
                 &short,
                 &[(stem.to_string(), values)],
-                None,
+                svg::Marks::default(),
             );
             (stem.to_string(), caption.to_string(), svg)
         };
@@ -128,7 +128,10 @@ fn sweep_bars(m: &ReportModel) -> Vec<Chart> {
             "bit/s",
             values,
             &series,
-            limits.as_deref(),
+            svg::Marks {
+                limits: limits.as_deref(),
+                rate: m.link_bps,
+            },
         );
         out.push((format!("bars-{}", out.len() + 1), title, svg));
     }
@@ -158,12 +161,24 @@ fn distribution_charts(m: &ReportModel, short: &[String]) -> [Chart; 2] {
         (
             "runs".into(),
             "Every run's goodput over a box plot per configuration".into(),
-            svg::box_points("Goodput of every run", "goodput", "bit/s", &cats),
+            svg::box_points(
+                "Goodput of every run",
+                "goodput",
+                "bit/s",
+                &cats,
+                m.link_bps,
+            ),
         ),
         (
             "means".into(),
             "Mean goodput with 95% confidence intervals".into(),
-            svg::means_ci("Mean goodput and 95% CI", "goodput", "bit/s", &means),
+            svg::means_ci(
+                "Mean goodput and 95% CI",
+                "goodput",
+                "bit/s",
+                &means,
+                m.link_bps,
+            ),
         ),
     ]
 }

@@ -46,7 +46,14 @@ pub struct Axis {
     pub step: f64,
     pub scale: f64,
     pub unit: String,
+    /// A logarithmic axis from 10^lo to 10^hi (in the axis unit), when the values span more
+    /// than `LOG_SPAN`.
+    pub log: Option<(i32, i32)>,
 }
+
+/// Values spanning more than this ratio get a logarithmic axis (a linear one would flatten the
+/// small ones to the baseline).
+pub const LOG_SPAN: f64 = 20.0;
 
 impl Axis {
     /// An axis from 0 to at least `max` for values in `base_unit` (`bit/s` gets k/M/G). A
@@ -82,10 +89,45 @@ impl Axis {
             step,
             scale,
             unit,
+            log: None,
         }
     }
 
+    /// An axis for `values` (and `reference`, a line such as the path's rate): logarithmic when
+    /// the positive finite values span more than `LOG_SPAN`, else from 0 like `new`.
+    pub fn for_values(
+        values: impl Iterator<Item = f64>,
+        reference: Option<f64>,
+        unit: &str,
+    ) -> Axis {
+        let v: Vec<f64> = values
+            .chain(reference)
+            .filter(|x| x.is_finite() && *x > 0.0 && *x <= AXIS_LIMIT)
+            .collect();
+        let max = v.iter().copied().fold(0.0, f64::max);
+        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let mut axis = Axis::new(max, unit);
+        if max / min > LOG_SPAN {
+            let lo = (min / axis.scale).log10().floor() as i32;
+            let hi = ((max / axis.scale).log10().ceil() as i32).max(lo + 1);
+            // At most MAX_TICKS decades: beyond that the low end is cut.
+            axis.log = Some((lo.max(hi - MAX_TICKS as i32), hi));
+        }
+        axis
+    }
+
     fn y(&self, v: f64) -> f64 {
+        if let Some((lo, hi)) = self.log {
+            let x = v / self.scale;
+            let share = if x > 0.0 && x.is_finite() {
+                ((x.log10() - f64::from(lo)) / f64::from(hi - lo)).clamp(0.0, 1.05)
+            } else if x.is_infinite() && x > 0.0 {
+                1.05
+            } else {
+                0.0
+            };
+            return TOP + (H - TOP - BOTTOM) * (1.0 - share);
+        }
         let share = v / self.scale / self.max;
         // NaN sits on the baseline; infinities are clamped like any value off the axis.
         let share = if share.is_nan() {
@@ -122,8 +164,11 @@ fn frame(title: &str, y_label: &str, axis: &Axis, x_label: &str) -> String {
         W / 2.0,
         t = esc(title)
     );
-    for k in 0..=axis.ticks() {
-        let v = k as f64 * axis.step;
+    let ticks: Vec<f64> = match axis.log {
+        Some((lo, hi)) => (lo..=hi).map(|e| 10f64.powi(e)).collect(),
+        None => (0..=axis.ticks()).map(|k| k as f64 * axis.step).collect(),
+    };
+    for v in ticks {
         let y = axis.y(v * axis.scale);
         let _ = write!(
             s,
@@ -138,12 +183,37 @@ fn frame(title: &str, y_label: &str, axis: &Axis, x_label: &str) -> String {
         s,
         "<text transform=\"translate(16 {:.1}) rotate(-90)\" class=\"al\">{}</text><text x=\"{:.1}\" y=\"{}\" class=\"al\">{}</text>",
         (TOP + H - BOTTOM) / 2.0,
-        esc(&format!("{y_label} ({})", axis.unit)),
+        esc(&format!(
+            "{y_label} ({}{})",
+            axis.unit,
+            if axis.log.is_some() {
+                ", log scale"
+            } else {
+                ""
+            }
+        )),
         (LEFT + W - RIGHT) / 2.0,
         H - BOTTOM + 28.0,
         esc(x_label)
     );
     s
+}
+
+/// A dashed line across the plot at `v` (the path's rate), labelled.
+fn reference_line(s: &mut String, axis: &Axis, v: Option<f64>, label: &str) {
+    let Some(v) = v.filter(|v| v.is_finite() && *v > 0.0) else {
+        return;
+    };
+    let y = axis.y(v);
+    let _ = write!(
+        s,
+        "<line x1=\"{LEFT}\" x2=\"{}\" y1=\"{y:.1}\" y2=\"{y:.1}\" class=\"rate\"><title>{}</title></line><text x=\"{}\" y=\"{:.1}\" class=\"lg\" text-anchor=\"end\">{}</text>",
+        W - RIGHT,
+        esc(&format!("{label}: {}", axis.fmt(v))),
+        W - RIGHT - 4.0,
+        y - 4.0,
+        esc(&format!("{label} {}", axis.fmt(v)))
+    );
 }
 
 fn trim_num(v: f64) -> String {
@@ -186,6 +256,14 @@ fn x_tick(s: &mut String, x: f64, label: &str) {
     );
 }
 
+/// Reference marks on a chart: a dashed marker per category (the window/RTT ceiling) and a
+/// line across it (the path's rate).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Marks<'a> {
+    pub limits: Option<&'a [f64]>,
+    pub rate: Option<f64>,
+}
+
 /// Grouped bars: one group per category, one bar per series. `None` leaves a gap.
 /// `limits` draws a dashed marker per category (e.g. the window/RTT ceiling).
 pub fn grouped_bars(
@@ -195,12 +273,22 @@ pub fn grouped_bars(
     unit: &str,
     categories: &[String],
     series: &[(String, Vec<Option<f64>>)],
-    limits: Option<&[f64]>,
+    marks: Marks<'_>,
 ) -> String {
+    let Marks { limits, rate } = marks;
     let max = finite_max(series.iter().flat_map(|(_, v)| v.iter().flatten()).copied());
     let lim_max = limits.map_or(0.0, |l| finite_max(l.iter().copied()));
-    let axis = Axis::new(max.max(lim_max.min(max * 1.5)), unit);
+    let axis = Axis::for_values(
+        series
+            .iter()
+            .flat_map(|(_, v)| v.iter().flatten())
+            .copied()
+            .chain(std::iter::once(lim_max.min(max * 1.5))),
+        rate,
+        unit,
+    );
     let mut s = frame(title, y_label, &axis, x_label);
+    reference_line(&mut s, &axis, rate, "path rate");
     let n = series.len().max(1);
     for (ci, cat) in categories.iter().enumerate() {
         let (x0, w) = slot_x(ci, categories.len());
@@ -224,7 +312,7 @@ pub fn grouped_bars(
         }
         if let Some(l) = limits
             .and_then(|l| l.get(ci))
-            .filter(|l| **l <= axis.max * axis.scale)
+            .filter(|l| axis.log.is_some() || **l <= axis.max * axis.scale)
         {
             let y = axis.y(*l);
             let _ = write!(
@@ -257,10 +345,16 @@ pub fn grouped_bars(
 }
 
 /// Box plot per category with every value drawn as a point.
-pub fn box_points(title: &str, y_label: &str, unit: &str, cats: &[(String, Vec<f64>)]) -> String {
-    let max = finite_max(cats.iter().flat_map(|(_, v)| v.iter()).copied());
-    let axis = Axis::new(max, unit);
+pub fn box_points(
+    title: &str,
+    y_label: &str,
+    unit: &str,
+    cats: &[(String, Vec<f64>)],
+    rate: Option<f64>,
+) -> String {
+    let axis = Axis::for_values(cats.iter().flat_map(|(_, v)| v.iter()).copied(), rate, unit);
     let mut s = frame(title, y_label, &axis, "configuration");
+    reference_line(&mut s, &axis, rate, "path rate");
     for (i, (name, vals)) in cats.iter().enumerate() {
         let (x0, w) = slot_x(i, cats.len());
         let cx = x0 + w / 2.0;
@@ -325,10 +419,20 @@ fn short(label: &str, width: f64) -> String {
 }
 
 /// Means with confidence-interval error bars per category.
-pub fn means_ci(title: &str, y_label: &str, unit: &str, cats: &[MeanCi]) -> String {
-    let max = finite_max(cats.iter().map(|(_, m, ci)| ci.map_or(*m, |c| c.1.max(*m))));
-    let axis = Axis::new(max, unit);
+pub fn means_ci(
+    title: &str,
+    y_label: &str,
+    unit: &str,
+    cats: &[MeanCi],
+    rate: Option<f64>,
+) -> String {
+    let axis = Axis::for_values(
+        cats.iter().map(|(_, m, ci)| ci.map_or(*m, |c| c.1.max(*m))),
+        rate,
+        unit,
+    );
     let mut s = frame(title, y_label, &axis, "configuration");
+    reference_line(&mut s, &axis, rate, "path rate");
     for (i, (name, mean, ci)) in cats.iter().enumerate() {
         let (x0, w) = slot_x(i, cats.len());
         let cx = x0 + w / 2.0;
@@ -440,7 +544,13 @@ mod tests {
             5e-324,
         ] {
             let t0 = std::time::Instant::now();
-            let svg = box_points("t", "goodput", "bit/s", &[("a".into(), vec![1e9, v, 2e9])]);
+            let svg = box_points(
+                "t",
+                "goodput",
+                "bit/s",
+                &[("a".into(), vec![1e9, v, 2e9])],
+                None,
+            );
             assert!(t0.elapsed() < std::time::Duration::from_secs(1), "{v}");
             assert!(
                 svg.matches("class=\"grid\"").count() <= MAX_TICKS + 1,
@@ -476,7 +586,10 @@ mod tests {
             "bit/s",
             &["a&b".into()],
             &[("s".into(), vec![Some(5e6)])],
-            Some(&[4e6]),
+            Marks {
+                limits: Some(&[4e6]),
+                rate: None,
+            },
         );
         assert!(
             svg.contains("<title>a&amp;b: s = 5.000 Mbit/s</title>")
@@ -486,5 +599,34 @@ mod tests {
         assert!(svg.contains("advertised window / RTT"));
         assert!(svg.contains("t&lt;1&gt;"));
         assert!(!svg.contains("t<1>"));
+    }
+
+    #[test]
+    fn values_spanning_more_than_20x_get_a_log_axis_with_the_rate_line() {
+        let svg = grouped_bars(
+            "Goodput by window",
+            "window",
+            "goodput",
+            "bit/s",
+            &["64K".into(), "4M".into()],
+            &[("cubic".into(), vec![Some(31e6), Some(965e6)])],
+            Marks {
+                limits: None,
+                rate: Some(1e9),
+            },
+        );
+        assert!(svg.contains("log scale"), "{svg}");
+        assert!(svg.contains("path rate 1 Gbit/s"), "{svg}");
+        // 31 Mbit/s is drawn well above the baseline, not flattened onto it.
+        let axis = Axis::for_values([31e6, 965e6].into_iter(), Some(1e9), "bit/s");
+        assert!(axis.log.is_some());
+        assert!(axis.y(0.0) - axis.y(31e6) > 50.0, "{}", axis.y(31e6));
+        // A narrow span stays linear from zero.
+        let axis = Axis::for_values([900e6, 965e6].into_iter(), Some(1e9), "bit/s");
+        assert!(axis.log.is_none());
+        // Absurd values never make an unbounded number of decades.
+        let axis = Axis::for_values([1e-300, 1e300].into_iter(), None, "bit/s");
+        let (lo, hi) = axis.log.unwrap();
+        assert!(hi - lo <= MAX_TICKS as i32);
     }
 }
