@@ -187,15 +187,7 @@ impl Store {
 
     /// The newest finished campaign of this exact plan text.
     pub fn finished_campaign(&self, plan_text: &str) -> anyhow::Result<Option<CampaignRow>> {
-        let id: Option<i64> = self
-            .conn
-            .query_row(
-                "SELECT id FROM campaign WHERE plan_hash = ?1 AND plan_toml = ?2 AND finished_unix IS NOT NULL ORDER BY id DESC LIMIT 1",
-                params![hash(plan_text), plan_text],
-                |r| r.get(0),
-            )
-            .optional()?;
-        id.map(|id| self.campaign(id)).transpose()
+        self.campaign_of_plan(plan_text, true)
     }
 
     /// Reopens a finished campaign for `rounds` rounds in all (`run --more`).
@@ -209,11 +201,20 @@ impl Store {
 
     /// The newest unfinished campaign of this exact plan text.
     pub fn unfinished_campaign(&self, plan_text: &str) -> anyhow::Result<Option<CampaignRow>> {
+        self.campaign_of_plan(plan_text, false)
+    }
+
+    fn campaign_of_plan(
+        &self,
+        plan_text: &str,
+        finished: bool,
+    ) -> anyhow::Result<Option<CampaignRow>> {
         let id: Option<i64> = self
             .conn
             .query_row(
-                "SELECT id FROM campaign WHERE plan_hash = ?1 AND plan_toml = ?2 AND finished_unix IS NULL ORDER BY id DESC LIMIT 1",
-                params![hash(plan_text), plan_text],
+                "SELECT id FROM campaign WHERE plan_hash = ?1 AND plan_toml = ?2 \
+                 AND (finished_unix IS NOT NULL) = ?3 ORDER BY id DESC LIMIT 1",
+                params![hash(plan_text), plan_text, finished],
                 |r| r.get(0),
             )
             .optional()?;

@@ -4,7 +4,6 @@
 
 use super::svg::esc;
 use super::{ReportModel, charts, table_rows, utc};
-use crate::analysis::ministat;
 use crate::campaigns::store::CampaignRow;
 use std::fmt::Write;
 
@@ -118,7 +117,7 @@ fn comparisons_section(m: &ReportModel) -> String {
                     let _ = write!(
                         s,
                         "<pre>{}</pre>",
-                        esc(&ministat::render(a, &g.values, None))
+                        esc(&super::comparison_text(a, &g.values))
                     );
                 }
                 None => {

@@ -2,7 +2,6 @@
 //! ministat-style comparisons, with each chart written as an SVG file beside it.
 
 use super::{ReportModel, charts, table_rows, utc};
-use crate::analysis::ministat;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -65,7 +64,7 @@ pub fn render(m: &ReportModel, stem: &str) -> (String, Vec<(String, String)>) {
             let _ = writeln!(s, "### {ctx}\n");
             match &g.analysis {
                 Some(a) => {
-                    let _ = writeln!(s, "```\n{}```\n", ministat::render(a, &g.values, None));
+                    let _ = writeln!(s, "```\n{}```\n", super::comparison_text(a, &g.values));
                 }
                 None => {
                     let _ = writeln!(s, "{}\n", g.note.as_deref().unwrap_or(""));

@@ -322,6 +322,40 @@ pub fn table_rows(m: &ReportModel) -> Vec<Vec<String>> {
     rows
 }
 
+/// A comparison in ministat's layout with the goodput in a readable unit (Mbit/s or Gbit/s,
+/// said on the first line) instead of raw bit/s such as 5.8222522e+08. The analysis is done
+/// again on the scaled values, so every figure in the block is in that unit.
+pub fn comparison_text(a: &crate::analysis::stats::Analysis, values: &[Vec<f64>]) -> String {
+    let top = values
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let (scale, unit) = if top >= 1e9 {
+        (1e9, "Gbit/s")
+    } else {
+        (1e6, "Mbit/s")
+    };
+    let sets: Vec<(String, Vec<f64>)> = a
+        .sets
+        .iter()
+        .zip(values)
+        .map(|(s, v)| (s.name.clone(), v.iter().map(|x| x / scale).collect()))
+        .collect();
+    let cfg = crate::campaigns::campaign::Metric::BitsPerSecond.stats_config(a.confidence);
+    match crate::analysis::stats::analyze(&sets, &cfg) {
+        Ok(scaled) => {
+            let scaled_values: Vec<Vec<f64>> = sets.into_iter().map(|(_, v)| v).collect();
+            format!(
+                "goodput in {unit}\n{}",
+                super::ministat::render(&scaled, &scaled_values, None)
+            )
+        }
+        Err(_) => super::ministat::render(a, values, None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -311,8 +311,12 @@ fn verdict(
         && floor >= alpha
     {
         // Not a disagreement: with so few runs the exact test cannot go below `floor`.
+        let enough = (2..=64usize)
+            .find(|n| rank::smallest_exact_p(*n, *n) < alpha)
+            .map(|n| format!("; {n} runs each could"))
+            .unwrap_or_default();
         line.push_str(&format!(
-            "; Mann-Whitney cannot reach p < {alpha:.2} with {} (its smallest p is {floor:.3})",
+            "; Mann-Whitney cannot reach p < {alpha:.2} with {} (its smallest p is {floor:.3}{enough})",
             runs_text(nb, no)
         ));
     } else if mw_significant != c.significant {
