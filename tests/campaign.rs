@@ -482,13 +482,14 @@ fn repeat_until_stops_when_the_answer_is_clear_and_not_before() {
         assert!(ok, "{out}");
         (out, stored(&db))
     };
-    // Loose enough to hold after the minimum of 3 rounds on any machine.
-    let (out, runs) = run("loose", "until = \"90%\"\nmin = 3\nmax = 8");
+    // Loose enough to hold after the minimum of 3 rounds on any machine (loopback runs swing by
+    // 2x on a shared 2-core VM).
+    let (out, runs) = run("loose", "until = \"1000%\"\nmin = 3\nmax = 8");
     assert!(
         out.contains("stopping after 3 of at most 8 rounds"),
         "{out}"
     );
-    assert!(out.contains("known within ±90.0%"), "{out}");
+    assert!(out.contains("known within ±1000.0%"), "{out}");
     assert_eq!(runs.len(), 6);
     // Never met: all rounds up to max run.
     let (out, runs) = run("tight", "until = \"0.0001%\"\nmin = 2\nmax = 4");

@@ -104,8 +104,12 @@ fn read_until(r: &mut Reader, table: &toml_edit::Table, rep: &mut Repeat) {
     };
     rep.until = match v.as_str() {
         "decided" => Some(Until::Decided(change)),
-        p => match crate::units::parse_percent(p) {
-            Ok(x) if x > 0.0 && x < 100.0 && p.ends_with('%') => Some(Until::Precision(x / 100.0)),
+        // Any positive precision up to 1000% (wide ones suit noisy paths and quick checks).
+        p => match p
+            .strip_suffix('%')
+            .and_then(|t| t.trim().parse::<f64>().ok())
+        {
+            Some(x) if x > 0.0 && x <= 1000.0 => Some(Until::Precision(x / 100.0)),
             _ => {
                 r.issue(
                     span.clone(),
