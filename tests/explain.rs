@@ -59,7 +59,10 @@ fn a_window_by_profile_campaign_is_explained_right() {
         first.starts_with("window matters most: 64K→4M raises goodput"),
         "{text}"
     );
-    assert!(text.contains("profile makes no difference shown"), "{text}");
+    // Not mattering: no difference shown, or one too small to count (runs this quiet can show
+    // a real 0.2%).
+    assert!(text.contains("profile makes no"), "{text}");
+    assert!(!text.contains("profile matters"), "{text}");
     assert!(
         text.contains("profile cannot matter here by construction"),
         "{text}"

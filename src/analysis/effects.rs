@@ -94,6 +94,24 @@ pub struct Effects {
 
 /// Significance level of "matters".
 pub const ALPHA: f64 = 0.05;
+/// The smallest effect that matters in practice: the largest mean of a dimension's values over
+/// the smallest, less one (log scale), or their difference over the overall mean (linear). With
+/// very quiet runs a 0.2% difference is significant; it is real, and still too small to matter.
+pub const PRACTICAL: f64 = 0.02;
+
+/// How large an effect is: the spread of its means (see `PRACTICAL`).
+fn magnitude(means: &[LevelMean], scale: Scale, grand: f64) -> f64 {
+    let hi = means
+        .iter()
+        .map(|m| m.mean)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let lo = means.iter().map(|m| m.mean).fold(f64::INFINITY, f64::min);
+    match scale {
+        Scale::Log if lo > 0.0 => hi / lo - 1.0,
+        _ if grand.abs() > 0.0 => (hi - lo) / grand.abs(),
+        _ => f64::INFINITY,
+    }
+}
 
 /// Upper tail of the F distribution (bounded: statrs' regularised beta has a fixed number of
 /// continued-fraction steps).
@@ -298,7 +316,9 @@ pub fn analyze(
             let ss = ss_between(&joint, grand) - (ea.share + eb.share) * ss_total;
             let df = ((ea.means.len() - 1) * (eb.means.len() - 1)) as f64;
             let p = f_p(ss.max(0.0), df);
-            if p.is_some_and(|p| p < ALPHA) {
+            if p.is_some_and(|p| p < ALPHA)
+                && interaction_size(b_values, &joint, scale, grand) >= PRACTICAL
+            {
                 interactions.push(Interaction {
                     a: a.clone(),
                     b: b.clone(),
@@ -327,13 +347,15 @@ pub fn analyze(
     let method = format!(
         "factorial analysis of variance (Montgomery, Design and Analysis of Experiments, ch. 5) \
          of {what}{} over {n} runs in {} configurations; F tests against the variation between \
-         repeated runs of one configuration; rounds as blocks for drift{}",
+         repeated runs of one configuration, and effects under {:.0}% called too small to matter; \
+         rounds as blocks for drift{}",
         if scale == Scale::Log {
             " on a log scale"
         } else {
             ""
         },
         cells.len(),
+        PRACTICAL * 100.0,
         if unbalanced {
             "; unequal runs per configuration make the sums approximate"
         } else {
@@ -351,8 +373,39 @@ pub fn analyze(
         method,
         answer: String::new(),
     };
-    e.answer = answer(&e, what);
+    e.answer = answer(&e, what, grand);
     e
+}
+
+/// How much a dimension's effect (its largest over its smallest mean, or their difference)
+/// differs between the values of another: the practical size of an interaction.
+fn interaction_size(
+    b_values: &[String],
+    joint: &[((String, String), Vec<f64>)],
+    scale: Scale,
+    grand: f64,
+) -> f64 {
+    let effects: Vec<f64> = b_values
+        .iter()
+        .filter_map(|bv| {
+            let here: Vec<f64> = joint
+                .iter()
+                .filter(|((_, jb), _)| jb == bv)
+                .map(|(_, v)| mean(v))
+                .collect();
+            let hi = here.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let lo = here.iter().copied().fold(f64::INFINITY, f64::min);
+            (here.len() > 1).then_some(hi - lo)
+        })
+        .collect();
+    let hi = effects.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let lo = effects.iter().copied().fold(f64::INFINITY, f64::min);
+    match scale {
+        // Differences of logs: their spread is the ratio of the ratios.
+        Scale::Log => (hi - lo).exp() - 1.0,
+        Scale::Linear if grand.abs() > 0.0 => (hi - lo) / grand.abs(),
+        Scale::Linear => f64::INFINITY,
+    }
 }
 
 /// "congestion's effect depends on window: bbr over cubic 1.01x at 64K, 1.35x at 4M".
@@ -426,12 +479,21 @@ fn p_text(p: Option<f64>) -> String {
 }
 
 /// The answer, first line first: what matters most and by how much, what does not, drift.
-fn answer(e: &Effects, what: &str) -> String {
+fn answer(e: &Effects, what: &str, grand: f64) -> String {
     let mut lines = Vec::new();
-    let (matter, not): (Vec<&Effect>, Vec<&Effect>) = e
+    let significant = |x: &Effect| x.p.is_some_and(|p| p < ALPHA);
+    let size = |x: &Effect| magnitude(&x.means, e.scale, grand);
+    let matter: Vec<&Effect> = e
         .effects
         .iter()
-        .partition(|x| x.p.is_some_and(|p| p < ALPHA));
+        .filter(|x| significant(x) && size(x) >= PRACTICAL)
+        .collect();
+    let small: Vec<&Effect> = e
+        .effects
+        .iter()
+        .filter(|x| significant(x) && size(x) < PRACTICAL)
+        .collect();
+    let not: Vec<&Effect> = e.effects.iter().filter(|x| !significant(x)).collect();
     for (i, x) in matter.iter().enumerate() {
         let (Some(first), Some(last)) = (x.means.first(), x.means.last()) else {
             continue;
@@ -476,7 +538,17 @@ fn answer(e: &Effects, what: &str) -> String {
     }
     if matter.is_empty() {
         lines.push(format!(
-            "no dimension makes a difference to {what} beyond the noise of repeated runs"
+            "no dimension makes a difference to {what} that matters beyond the noise of repeated runs"
+        ));
+    }
+    for x in &small {
+        lines.push(format!(
+            "{} makes no practical difference: its values' means are within {:.1}% of each other \
+             ({}: real, but below the {:.0}% that counts)",
+            x.dimension,
+            size(x) * 100.0,
+            p_text(x.p),
+            PRACTICAL * 100.0
         ));
     }
     for x in &not {

@@ -193,3 +193,44 @@ fn linear_metrics_speak_in_differences_and_failed_runs_are_said() {
     assert!(f_sf(f64::NAN, 1.0, 2.0).is_none());
     assert!((f_sf(0.0, 3.0, 10.0).unwrap() - 1.0).abs() < 1e-12);
 }
+
+/// Regression: with very quiet runs (CV 0.3%) a 0.2% profile difference was significant and the
+/// answer said "profile matters too: small→large raises goodput 1.00x", beside "profile cannot
+/// matter here by construction".
+#[test]
+fn a_significant_but_tiny_effect_is_said_not_to_matter() {
+    let dims = [
+        ("window", &["64K", "4M"][..]),
+        ("profile", &["small", "large"][..]),
+    ];
+    let obs = campaign(&dims, 6, 0.001, |c, _| {
+        let base = if get(c, "window") == "4M" {
+            965e6
+        } else {
+            31e6
+        };
+        if get(c, "profile") == "large" {
+            base * 1.003
+        } else {
+            base
+        }
+    });
+    let e = analyze(&obs, &order(&dims), Scale::Log, "goodput");
+    let profile = e.effects.iter().find(|x| x.dimension == "profile").unwrap();
+    assert!(
+        profile.p.unwrap() < 0.05,
+        "the test needs a significant effect: {profile:?}"
+    );
+    assert!(!e.answer.contains("profile matters"), "{}", e.answer);
+    assert!(
+        e.answer.contains("profile makes no practical difference"),
+        "{}",
+        e.answer
+    );
+    assert!(
+        e.answer.contains("within 0.3% of each other"),
+        "{}",
+        e.answer
+    );
+    assert!(e.answer.starts_with("window matters most"), "{}", e.answer);
+}
