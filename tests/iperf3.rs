@@ -673,3 +673,37 @@ fn iperf3_clients_over_netsweep_server_limits_are_refused_in_their_words() {
         "{log}"
     );
 }
+
+/// Regression: netsweep's client in iperf3 mode shuts down its sending side at the end, before
+/// TEST_END; a netsweep server dropped the stream reports that ended that way, so every figure
+/// it sent back was zero.
+#[test]
+fn netsweep_speaks_iperf3_to_itself_in_every_direction() {
+    let _s = serial();
+    let server = TestServer::start(ServerLimits::default());
+    // A race (the end of data against TEST_END): each case runs a few times.
+    let cases = [
+        with(tcp(1), Direction::Forward, 2),
+        with(tcp(1), Direction::Bidir, 1),
+        with(udp(1, 100e6), Direction::Bidir, 1),
+    ];
+    for spec in cases.iter().cycle().take(9) {
+        let r = against_iperf3(server.addr, &spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+        check_common(&r, &spec);
+        for d in &r.directions {
+            assert!(
+                d.summary.bytes > 0 && d.summary.sent_bytes > 0,
+                "{spec:?}: {:?}",
+                d.summary
+            );
+            for s in &d.streams {
+                assert!(
+                    s.summary.bytes > 0,
+                    "{spec:?} stream {}: {:?}",
+                    s.stream,
+                    s.summary
+                );
+            }
+        }
+    }
+}

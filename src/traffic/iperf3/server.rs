@@ -324,9 +324,9 @@ pub fn serve<S>(
     };
     let streams = session::start_streams(&spec, false, sockets, (start, start), wire)?;
     let deadline = start + Duration::from_secs(params.time_s + params.omit_s) + END_GRACE;
-    let ended = wait_for_end(&mut ctrl, &streams, deadline);
-    let stopped = start.elapsed();
     let mut finished = Finished::default();
+    let ended = wait_for_end(&mut ctrl, &streams, deadline, &mut finished);
+    let stopped = start.elapsed();
     streams.stop_and_collect(&mut finished);
     finished.reports.sort_by_key(|r| r.stream);
     finished.cpu.wall_s = stopped.as_secs_f64();
@@ -395,6 +395,7 @@ fn wait_for_end(
     ctrl: &mut TcpStream,
     streams: &session::Streams,
     deadline: Instant,
+    finished: &mut Finished,
 ) -> Result<(), String> {
     loop {
         if Instant::now() > deadline {
@@ -403,12 +404,13 @@ fn wait_for_end(
                 END_GRACE.as_secs()
             ));
         }
-        // Interval reports are not needed: the final reports hold them.
-        while streams
-            .events
-            .try_recv()
-            .is_ok_and(|e| matches!(e, EngineEvent::Interval(_)))
-        {}
+        // Interval reports are not needed (the final reports hold them); a stream that ends
+        // before TEST_END (its sender shut down its side, as netsweep's does) is kept.
+        while let Ok(ev) = streams.events.try_recv() {
+            if let EngineEvent::StreamDone(r, cpu) = ev {
+                finished.add(r, cpu);
+            }
+        }
         if !crate::platform::sockopt::wait_readable(ctrl, Duration::from_millis(50))
             .unwrap_or(false)
         {
