@@ -688,8 +688,8 @@ fn netsweep_speaks_iperf3_to_itself_in_every_direction() {
         with(udp(1, 100e6), Direction::Bidir, 1),
     ];
     for spec in cases.iter().cycle().take(9) {
-        let r = against_iperf3(server.addr, &spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
-        check_common(&r, &spec);
+        let r = against_iperf3(server.addr, spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+        check_common(&r, spec);
         for d in &r.directions {
             assert!(
                 d.summary.bytes > 0 && d.summary.sent_bytes > 0,
