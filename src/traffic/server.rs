@@ -38,6 +38,8 @@ struct Shared {
     throttled: Mutex<HashMap<&'static str, Throttle>>,
     /// iperf3 tests waiting for their data connections and UDP streams.
     iperf3: iperf3::server::Hub,
+    /// Connections accepted so far, over every listener (each one's place in accept order).
+    accepted: std::sync::atomic::AtomicU64,
 }
 
 /// When a repeated log line was last written, and how many were held back since.
@@ -126,6 +128,7 @@ pub fn run_all(
         log,
         throttled: Mutex::new(HashMap::new()),
         iperf3: iperf3::server::Hub::default(),
+        accepted: std::sync::atomic::AtomicU64::new(0),
     });
     std::thread::scope(|scope| {
         let mut loops = Vec::new();
@@ -199,11 +202,14 @@ fn accept_loop(
             continue;
         }
         let conn_shared = shared.clone();
+        // The order of accept is the order the client opened its connections in (each connect
+        // completes before the next starts); iperf3's data connections carry no stream number.
+        let arrival = shared.accepted.fetch_add(1, Ordering::SeqCst);
         let spawned = std::thread::Builder::new()
             .name(format!("conn-{peer}"))
             .spawn(move || {
                 let pending = Pending(Some(&conn_shared.pending));
-                handle_connection(conn, peer, &conn_shared, pending)
+                handle_connection(conn, peer, arrival, &conn_shared, pending)
             });
         if let Err(e) = spawned {
             shared.pending.fetch_sub(1, Ordering::SeqCst);
@@ -217,6 +223,7 @@ fn accept_loop(
 fn handle_connection(
     mut conn: TcpStream,
     peer: SocketAddr,
+    arrival: u64,
     shared: &Shared,
     mut pending: Pending<'_>,
 ) {
@@ -227,7 +234,7 @@ fn handle_connection(
         return;
     }
     if iperf3::wire::looks_like_cookie(&pre) {
-        iperf3_connection(conn, peer, &pre, shared, pending, deadline);
+        iperf3_connection((arrival, conn), peer, &pre, shared, pending, deadline);
         return;
     }
     if &pre == protocol::DATA_MAGIC {
@@ -268,7 +275,7 @@ fn handle_connection(
 /// A connection that starts like an iperf3 cookie: a data connection of an iperf3 test, or a
 /// new iperf3 client (ACCESS_DENIED at once when every slot is taken).
 fn iperf3_connection(
-    mut conn: TcpStream,
+    (arrival, mut conn): (u64, TcpStream),
     peer: SocketAddr,
     pre: &[u8; 8],
     shared: &Shared,
@@ -289,7 +296,7 @@ fn iperf3_connection(
     };
     if let Some(tx) = shared.iperf3.data_channel(&cookie) {
         pending.release();
-        let _ = tx.send(conn);
+        let _ = tx.send((arrival, conn));
         return;
     }
     let slot = match take_slot(shared) {

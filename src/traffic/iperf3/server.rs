@@ -34,10 +34,14 @@ const STREAMS_GRACE: Duration = Duration::from_secs(5);
 const TCP_DEFAULT_LEN: u32 = 128 << 10;
 const UDP_DEFAULT_LEN: u32 = 1460;
 
+/// A data connection and its place in the server's accept order (the order the client opened
+/// its streams in: iperf3's data connections carry no stream number).
+pub type Arrival = (u64, TcpStream);
+
 /// Where the tests waiting for their streams are found by the connections that bring them.
 #[derive(Default)]
 pub struct Hub {
-    data: Mutex<HashMap<Cookie, Sender<TcpStream>>>,
+    data: Mutex<HashMap<Cookie, Sender<Arrival>>>,
     /// UDP tests waiting for connect datagrams, oldest first: (test, control peer, channel).
     udp: Mutex<Vec<(Cookie, IpAddr, Sender<SocketAddr>)>>,
     /// Where connect datagrams arrive, one per port served (`bind_udp`); a UDP test on a port
@@ -47,7 +51,7 @@ pub struct Hub {
 
 impl Hub {
     /// The test a data connection with `cookie` belongs to, if one waits for it.
-    pub fn data_channel(&self, cookie: &Cookie) -> Option<Sender<TcpStream>> {
+    pub fn data_channel(&self, cookie: &Cookie) -> Option<Sender<Arrival>> {
         self.data.lock().ok()?.get(cookie).cloned()
     }
 
@@ -428,22 +432,25 @@ fn wait_for_end(
     }
 }
 
-/// Waits for every TCP data connection (with the cookie, from the control peer).
+/// Waits for every TCP data connection (with the cookie, from the control peer) and numbers
+/// them in the order they were accepted: the threads that read their cookies hand them over in
+/// any order, and a stream taken for another (a receiver for a sender with `--bidir`) would
+/// leave both ends waiting for data.
 fn collect_tcp(
-    rx: &Receiver<TcpStream>,
+    rx: &Receiver<Arrival>,
     spec: &TestSpec,
     flows: &[Flow],
     peer_ip: IpAddr,
     grace: Duration,
 ) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
     let deadline = Instant::now() + grace;
-    let mut out = Vec::with_capacity(flows.len());
-    while out.len() < flows.len() {
+    let mut got: Vec<Arrival> = Vec::with_capacity(flows.len());
+    while got.len() < flows.len() {
         let left = deadline.saturating_duration_since(Instant::now());
-        let sock = rx.recv_timeout(left).map_err(|_| {
+        let (arrival, sock) = rx.recv_timeout(left).map_err(|_| {
             anyhow::anyhow!(
                 "only {} of {} data connections arrived within {grace:?}",
-                out.len(),
+                got.len(),
                 flows.len()
             )
         })?;
@@ -451,14 +458,18 @@ fn collect_tcp(
             .peer_addr()
             .map(|a| a.ip().to_canonical() == peer_ip.to_canonical())
             .unwrap_or(false);
-        if !from_peer {
-            continue;
+        if from_peer {
+            session::prepare_tcp(&sock, spec)?;
+            got.push((arrival, sock));
         }
-        session::prepare_tcp(&sock, spec)?;
-        let i = out.len();
-        out.push((i as u16, flows[i], StreamSocket::Tcp(sock)));
     }
-    Ok(out)
+    got.sort_by_key(|(arrival, _)| *arrival);
+    Ok(got
+        .into_iter()
+        .zip(flows)
+        .enumerate()
+        .map(|(i, ((_, sock), flow))| (i as u16, *flow, StreamSocket::Tcp(sock)))
+        .collect())
 }
 
 /// Takes one connect datagram per stream from the hub, binds a socket on the server's port
