@@ -96,12 +96,25 @@ fn iperf3_client(lab: &Lab, port: u16, spec: &TestSpec) -> Figures {
             &format!("{}", spec.bitrate_bps as u64),
         ]);
     }
-    let out = c.output().expect("iperf3 -c");
-    let doc: Value = serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let udp = spec.protocol == netsweep::traffic::spec::Protocol::Udp;
+    let mut attempt = 0;
+    let doc = loop {
+        attempt += 1;
+        let out = c.output().expect("iperf3 -c");
+        let doc: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let error = doc["error"].as_str().unwrap_or_default();
+        // iperf3's UDP hello is one datagram each way, never repeated: on a lossy path a lost
+        // hello or answer ends its client with this error (against iperf3's own server too).
+        if udp && attempt < 3 && error.starts_with("unable to read from stream socket") {
+            eprintln!("iperf3 client lost its UDP hello on the lossy path ({error}); again");
+            continue;
+        }
+        break doc;
+    };
     assert!(doc.get("error").is_none(), "{}", doc["error"]);
     let end = &doc["end"];
-    if spec.protocol == netsweep::traffic::spec::Protocol::Udp {
+    if udp {
         Figures {
             bits_per_second: end["sum"]["bits_per_second"].as_f64().unwrap(),
             lost_percent: end["sum"]["lost_percent"].as_f64(),

@@ -369,7 +369,7 @@ fn open_streams(
             }
             Protocol::Udp => {
                 let s = udp_socket(cfg, spec, flow, cfg.server.port())?;
-                udp_connect(&s)?;
+                udp_connect(&s, flow == Flow::ServerToClient, UDP_CONNECT_WAIT)?;
                 StreamSocket::Udp(s)
             }
         };
@@ -379,24 +379,33 @@ fn open_streams(
 }
 
 /// iperf3's UDP "connect": a 4-byte datagram, answered with 4 bytes (any value: versions
-/// differ). In reverse mode data may come first; it is skipped. Repeated if nothing comes back.
-fn udp_connect(s: &UdpSocket) -> std::io::Result<()> {
-    let mut buf = [0u8; 2048];
+/// differ). Repeated if nothing comes back within `wait`. When the server sends on this stream
+/// (`data_answers`), its data proves it has our address: on a lossy path the answer can be lost
+/// while the data flows (iperf3's own client then fails with "unable to read from stream
+/// socket"), so the first data datagram counts as the answer and stays queued for the receiver.
+fn udp_connect(s: &UdpSocket, data_answers: bool, wait: Duration) -> std::io::Result<()> {
+    let mut buf = [0u8; 64];
     for _ in 0..UDP_CONNECT_TRIES {
         s.send(&wire::UDP_CONNECT_MSG)?;
-        let until = Instant::now() + UDP_CONNECT_WAIT;
+        let until = Instant::now() + wait;
         loop {
             let left = until.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 break;
             }
             s.set_read_timeout(Some(left))?;
-            match s.recv(&mut buf) {
-                Ok(4) => {
+            match s.peek(&mut buf) {
+                Ok(n) if n == wire::UDP_CONNECT_REPLY.len() || !data_answers => {
+                    let _ = s.recv(&mut buf)?;
+                    if n == wire::UDP_CONNECT_REPLY.len() {
+                        s.set_read_timeout(None)?;
+                        return Ok(());
+                    }
+                }
+                Ok(_) => {
                     s.set_read_timeout(None)?;
                     return Ok(());
                 }
-                Ok(_) => {}
                 Err(e)
                     if matches!(
                         e.kind(),
@@ -545,4 +554,58 @@ fn exchange(
         }
     }
     Ok(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server end on loopback and a client socket connected to it.
+    fn pair() -> (UdpSocket, UdpSocket) {
+        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        client.connect(server.local_addr().unwrap()).unwrap();
+        server.connect(client.local_addr().unwrap()).unwrap();
+        (server, client)
+    }
+
+    #[test]
+    fn the_connect_answer_is_taken_and_consumed() {
+        let (server, client) = pair();
+        server.send(&wire::UDP_CONNECT_REPLY).unwrap();
+        udp_connect(&client, false, Duration::from_secs(2)).unwrap();
+        let mut buf = [0u8; 16];
+        assert_eq!(server.recv(&mut buf).unwrap(), 4, "the connect datagram");
+        client.set_nonblocking(true).unwrap();
+        assert!(client.recv(&mut buf).is_err(), "the answer was consumed");
+    }
+
+    #[test]
+    fn data_stands_for_a_lost_answer_when_the_server_sends_and_stays_queued() {
+        let (server, client) = pair();
+        server.send(&[7u8; 1400]).unwrap();
+        udp_connect(&client, true, Duration::from_secs(2)).unwrap();
+        let mut buf = [0u8; 2048];
+        assert_eq!(
+            client.recv(&mut buf).unwrap(),
+            1400,
+            "the data is left for the receiver"
+        );
+    }
+
+    #[test]
+    fn data_is_no_answer_on_a_stream_the_server_does_not_send_on() {
+        let (server, client) = pair();
+        server.send(&[7u8; 1400]).unwrap();
+        let err = udp_connect(&client, false, Duration::from_millis(100)).unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
+        // Each try sent a connect datagram again.
+        let mut buf = [0u8; 16];
+        server.set_nonblocking(true).unwrap();
+        let mut tries = 0;
+        while server.recv(&mut buf).is_ok() {
+            tries += 1;
+        }
+        assert_eq!(tries, UDP_CONNECT_TRIES);
+    }
 }
