@@ -4,6 +4,7 @@
 #[cfg(test)]
 use crate::lab::{EmulatorChoice, PathConfig};
 use crate::traffic::client::{Bind, ClientConfig, PeerProtocol};
+use crate::traffic::latency::LatencySpec;
 use crate::traffic::spec::{
     Direction, Protocol, ServerLimits, TestSpec, UDP_DEFAULT_LENGTH, UDP_DEFAULT_RATE,
 };
@@ -328,6 +329,21 @@ pub struct ClientArgs {
     /// detected when the server does not answer netsweep's greeting within a second.
     #[arg(long)]
     pub iperf3: bool,
+    /// Latency under load: small UDP probes echoed by the server, from an idle baseline
+    /// before the load through the whole test (idle and loaded RTT percentiles, the latency
+    /// the load added, probe loss, one-way delay variation per direction).
+    #[arg(long)]
+    pub latency: bool,
+    /// Latency probes per second (implies --latency; 1 to 1000).
+    #[arg(long, value_name = "N")]
+    pub probe_rate: Option<u32>,
+    /// Idle baseline before the load starts (implies --latency), e.g. 2s, 500ms, 0.
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub latency_idle: Option<String>,
+    /// Load and latency at once, in the spirit of flent's RRUL: TCP in both directions with
+    /// 4 streams each (or -P) plus the latency probe with its idle baseline.
+    #[arg(long, conflicts_with_all = ["udp", "reverse", "bidir"])]
+    pub rrul: bool,
     /// iperf3's byte count (-n): netsweep measures for a time; answered with the -t to use.
     #[arg(short = 'n', long = "bytes", hide = true)]
     pub bytes: Option<String>,
@@ -393,6 +409,9 @@ pub fn udp_default_rate(server: IpAddr) -> (f64, String) {
         )
     }
 }
+
+/// Streams per direction of `--rrul` when -P is not given.
+pub const RRUL_STREAMS: u16 = 4;
 
 /// UDP's default rate off loopback and labs (iperf3's).
 pub const UDP_WAN_DEFAULT_RATE: f64 = 1e6;
@@ -482,6 +501,25 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
                  where it is the fastest here (--no-zerocopy or -l fix the path)"
                     .into(),
             );
+        }
+        if a.rrul {
+            spec.direction = Direction::Bidir;
+            if a.parallel == 1 {
+                spec.streams = RRUL_STREAMS;
+            }
+        }
+        if a.latency || a.rrul || a.probe_rate.is_some() || a.latency_idle.is_some() {
+            let mut l = LatencySpec::default();
+            if let Some(r) = a.probe_rate {
+                l.probe_rate_hz = r;
+            }
+            if let Some(i) = &a.latency_idle {
+                l.idle = parse_duration(i).context("--latency-idle")?;
+            }
+            if a.iperf3 {
+                bail!("--latency needs a netsweep server: iperf3 servers do not echo its probes");
+            }
+            spec.latency = Some(l);
         }
         spec.validate()?;
         cfg.peer = if a.iperf3 {

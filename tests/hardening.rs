@@ -289,6 +289,7 @@ fn fake_server(script: impl FnOnce(&mut TcpStream) + Send + 'static) -> SocketAd
             &ServerMsg::Accepted {
                 token: Token([1; 16]),
                 udp_ports: vec![],
+                echo_port: None,
             },
         )
         .unwrap();

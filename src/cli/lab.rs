@@ -73,7 +73,8 @@ pub struct PathArgs {
     /// MTU of host b only, for mismatch experiments.
     #[arg(long)]
     pub mtu_b: Option<u32>,
-    /// Queue of the rate limiter, as time at the rate.
+    /// Queue of the rate limiter: a size (32K, 256K, 2M: the most bytes waiting for the rate)
+    /// or a time at the rate (20ms).
     #[arg(long, default_value = "50ms")]
     pub queue: String,
     /// Delay/loss emulator: auto prefers netem and falls back to netsweep's delay line.
@@ -111,7 +112,8 @@ impl TryFrom<&PathArgs> for (PathConfig, EmulatorChoice) {
         if let Some(l) = &a.loss {
             p.loss_percent = parse_percent(l).context("--loss")?;
         }
-        p.queue = parse_duration(&a.queue).context("--queue")?;
+        p.set_queue(&a.queue)
+            .map_err(|e| anyhow::anyhow!("--queue: {e}"))?;
         p.sysctls_a = key_values(&a.sysctl_a, "--sysctl-a")?;
         p.sysctls_b = key_values(&a.sysctl_b, "--sysctl-b")?;
         p.validate().map_err(anyhow::Error::msg)?;

@@ -121,9 +121,45 @@ pub struct PathConfig {
     /// Queue of the rate limiter, as time at the rate (`tbf latency`).
     #[serde(with = "crate::traffic::spec::micros", rename = "queue_us")]
     pub queue: Duration,
+    /// Queue of the rate limiter in bytes (`tbf limit`), when given as a size; it then takes
+    /// the place of `queue`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
     /// Per-namespace sysctls to set on each host, `key=value`.
     pub sysctls_a: Vec<(String, String)>,
     pub sysctls_b: Vec<(String, String)>,
+}
+
+impl PathConfig {
+    /// Sets the rate limiter's queue from a size in bytes ("256K", "2M": the most bytes waiting
+    /// for the rate) or a time at the rate ("20ms").
+    pub fn set_queue(&mut self, v: &str) -> Result<(), String> {
+        let lower = v.trim().to_ascii_lowercase();
+        if lower.ends_with('s') {
+            self.queue = crate::units::parse_duration(v).map_err(|e| e.to_string())?;
+            self.queue_bytes = None;
+        } else {
+            let b = v
+                .parse::<crate::units::Bytes>()
+                .map_err(|e| format!("queue: {e} (or a time at the rate, e.g. 20ms)"))?;
+            if b.0 < 1500 {
+                return Err(format!(
+                    "queue {v:?} is smaller than one packet: give at least 1500 bytes"
+                ));
+            }
+            self.queue_bytes = Some(b.0);
+        }
+        Ok(())
+    }
+
+    /// The longest a packet can wait in the rate limiter's queue, when the path has a rate.
+    pub fn queue_delay(&self) -> Option<Duration> {
+        let rate = self.rate_bps?;
+        Some(match self.queue_bytes {
+            Some(b) => Duration::from_secs_f64(b as f64 * 8.0 / rate),
+            None => self.queue,
+        })
+    }
 }
 
 impl Default for PathConfig {
@@ -136,6 +172,7 @@ impl Default for PathConfig {
             mtu_a: 1500,
             mtu_b: 1500,
             queue: Duration::from_millis(50),
+            queue_bytes: None,
             sysctls_a: Vec::new(),
             sysctls_b: Vec::new(),
         }
@@ -226,9 +263,11 @@ pub fn qdisc_commands(
             format!("{}bit", rate.round() as u64),
             "burst".into(),
             burst.to_string(),
-            "latency".into(),
-            format!("{}us", path.queue.as_micros()),
         ]);
+        match path.queue_bytes {
+            Some(bytes) => a.extend(["limit".into(), bytes.to_string()]),
+            None => a.extend(["latency".into(), format!("{}us", path.queue.as_micros())]),
+        }
         Some(a)
     };
     if emulator == Emulator::Netem {

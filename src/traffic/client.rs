@@ -5,6 +5,8 @@
 //! Faults end the test with a `TestError` that carries whatever was measured until then.
 
 use crate::traffic::engine::{EngineEvent, StreamSocket};
+use crate::traffic::latency::prober::{ProbeRecord, Prober};
+use crate::traffic::latency::summary::summarize;
 use crate::traffic::measure::{IntervalReport, Role, StreamReport};
 use crate::traffic::protocol::{
     self, ClientMsg, IO_DEADLINE, ServerMsg, Token, read_exact_by, read_frame, write_frame,
@@ -153,6 +155,14 @@ pub fn run_test(
     };
     match read_exact_by(&mut ctrl, &mut pre, Instant::now() + wait) {
         Ok(()) => {}
+        Err(protocol::ProtocolError::Timeout(_))
+            if cfg.peer == PeerProtocol::Detect && spec.latency.is_some() =>
+        {
+            return Err(TestError::new(format!(
+                "{server} did not answer netsweep's greeting within {DETECT_WAIT:?}: an iperf3 \
+                 server cannot echo latency probes (--latency needs a netsweep server)"
+            )));
+        }
         Err(protocol::ProtocolError::Timeout(_)) if cfg.peer == PeerProtocol::Detect => {
             let mut result = crate::traffic::iperf3::client::run_after_greeting(
                 cfg,
@@ -178,9 +188,13 @@ pub fn run_test(
         .map_err(|e| TestError::new(format!("server {server}: {e}")))?;
     let control_rtt = t0.elapsed();
     write_frame(&mut ctrl, &ClientMsg::Request { spec: spec.clone() })?;
-    let (token, udp_ports) =
+    let (token, udp_ports, echo_port) =
         match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
-            ServerMsg::Accepted { token, udp_ports } => (token, udp_ports),
+            ServerMsg::Accepted {
+                token,
+                udp_ports,
+                echo_port,
+            } => (token, udp_ports, echo_port),
             ServerMsg::Refused { refusal } => {
                 return Err(TestError::new(format!("{server}: {refusal}")));
             }
@@ -215,6 +229,24 @@ pub fn run_test(
     let timestamp = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or_default();
+    let prober = match spec.latency {
+        Some(l) => {
+            let port = echo_port.ok_or_else(|| {
+                TestError::new(format!(
+                    "{server} does not answer latency probes (--latency): upgrade its netsweep"
+                ))
+            })?;
+            let p = start_prober(cfg, spec, l, token, port)
+                .map_err(|e| TestError::new(format!("latency probe: {e}")))?;
+            // The idle baseline: probes only, before any load.
+            let until = Instant::now() + l.idle;
+            while Instant::now() < until && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(until.saturating_duration_since(Instant::now()).min(POLL));
+            }
+            Some(p)
+        }
+        None => None,
+    };
     write_frame(&mut ctrl, &ClientMsg::Start)?;
     let start = Instant::now();
     let streams = session::start_streams(
@@ -235,15 +267,64 @@ pub fn run_test(
     };
     let run = drive(&mut ctrl, spec, &streams, stop, on_interval);
     streams.stop_and_join();
+    let probes = prober.map(|p| {
+        let start_ns = u64::try_from(start.duration_since(p.base()).as_nanos()).unwrap_or(0);
+        (p.finish(), start_ns)
+    });
     let _ = write_frame(&mut ctrl, &ClientMsg::Done);
     let _ = ctrl.shutdown(std::net::Shutdown::Both);
     let (local, remote, error) = run;
-    let result = assemble(spec, info, local, remote, start, error.clone());
+    let mut result = assemble(spec, info, local, remote, start, error.clone());
+    if let (Some((records, start_ns)), Some(l)) = (probes, spec.latency) {
+        attach_latency(&mut result, &records, start_ns, l.probe_rate_hz);
+    }
     finish(
         result,
         error,
         "the two ends' reports contradict each other, so no figure of this test can be trusted",
     )
+}
+
+/// How often waits look at the stop flag.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Starts the latency prober on a UDP socket bound like the data sockets and connected to the
+/// server's echo port.
+fn start_prober(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    l: crate::traffic::latency::LatencySpec,
+    token: Token,
+    port: u16,
+) -> std::io::Result<Prober> {
+    let sock = new_socket(cfg, Type::DGRAM, socket2::Protocol::UDP)?;
+    if cfg.bind.is_none() {
+        sock.bind(&SockAddr::from(SocketAddr::new(
+            match cfg.server {
+                SocketAddr::V4(_) => IpAddr::from([0u8; 4]),
+                SocketAddr::V6(_) => IpAddr::from([0u16; 8]),
+            },
+            0,
+        )))?;
+    }
+    sock.connect(&SockAddr::from(SocketAddr::new(cfg.server.ip(), port)))?;
+    let span = spec.wall_time() + Duration::from_secs(10);
+    let max = (span.as_secs_f64() * f64::from(l.probe_rate_hz)).ceil() as usize;
+    Prober::start(sock.into(), token, l.probe_rate_hz, max)
+}
+
+/// Puts the probes' figures into the result and its intervals.
+pub(crate) fn attach_latency(
+    result: &mut TestResult,
+    records: &[ProbeRecord],
+    start_ns: u64,
+    rate_hz: u32,
+) {
+    let (summary, per_slot) = summarize(records, start_ns, &result.spec.timeline(), rate_hz);
+    for iv in &mut result.intervals {
+        iv.latency = per_slot.get(iv.index as usize).copied();
+    }
+    result.latency = Some(summary);
 }
 
 /// The test's outcome: the result, or the error that ended it (or `contradiction` and the
@@ -540,6 +621,7 @@ impl LiveMerger {
                 omitted: slot.omitted,
                 total: result::total_of(&streams, secs),
                 streams,
+                latency: None,
             });
             self.next += 1;
         }

@@ -1,11 +1,12 @@
 //! The traffic engine and its protocols: the test's description (`spec`, `timeline`), the
 //! engine's stream loops (`engine`), what each end measures (`measure`) and the merged result
 //! (`result`), netsweep's control protocol (`protocol`, `session`, `server`, `client`), iperf3's
-//! (`iperf3`), and iperf3-style text output (`output`).
+//! (`iperf3`), the latency probe beside a test (`latency`), and iperf3-style text output (`output`).
 
 pub mod client;
 pub mod engine;
 pub mod iperf3;
+pub mod latency;
 pub mod measure;
 pub mod output;
 pub mod protocol;

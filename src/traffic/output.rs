@@ -2,6 +2,7 @@
 //! `[SUM]` line with several streams, then sender and receiver summaries and CPU use. Renders
 //! values from `result`; computes nothing itself.
 
+use crate::traffic::latency::summary::LatencyResult;
 use crate::traffic::result::{Interval, StreamInterval, Summary, TestResult};
 use crate::traffic::spec::{Flow, Protocol, TestSpec};
 use crate::units::{Bytes, RateFormat};
@@ -319,6 +320,9 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
                 .unwrap_or_default()
         );
     }
+    if let Some(l) = &result.latency {
+        out.push_str(&latency_lines(l));
+    }
     if let Some(line) = send_path_line(result) {
         out.push_str(&line);
     }
@@ -337,5 +341,56 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     for problem in &result.inconsistencies {
         let _ = writeln!(out, "INCONSISTENT: {problem}");
     }
+    out
+}
+
+/// The latency probe's summary: idle and loaded round trips, what the load added, probe loss
+/// and one-way delay variation.
+pub fn latency_lines(l: &LatencyResult) -> String {
+    let v = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.2}"));
+    let mut out = String::new();
+    let mut phase = |name: &str, n: u64, p: [Option<f64>; 4]| {
+        let _ = writeln!(
+            out,
+            "Latency {name:<6} p50 {} ms  p90 {}  p99 {}  max {}  ({n} probes)",
+            v(p[0]),
+            v(p[1]),
+            v(p[2]),
+            v(p[3])
+        );
+    };
+    phase(
+        "idle",
+        l.idle_probes,
+        [l.idle_p50_ms, l.idle_p90_ms, l.idle_p99_ms, l.idle_max_ms],
+    );
+    phase(
+        "loaded",
+        l.loaded_probes,
+        [
+            l.loaded_p50_ms,
+            l.loaded_p90_ms,
+            l.loaded_p99_ms,
+            l.loaded_max_ms,
+        ],
+    );
+    let _ = writeln!(
+        out,
+        "Latency added by the load {} ms (loaded p50 - idle p50); probes lost {}% ({} of {}, {}/s)",
+        v(l.added_ms),
+        l.probe_loss_percent
+            .map_or("-".to_string(), |p| format!("{p:.1}")),
+        l.probes_lost,
+        l.idle_probes + l.loaded_probes,
+        l.probe_rate_hz
+    );
+    let _ = writeln!(
+        out,
+        "One-way delay above its minimum under load: client->server p50 {} p99 {} ms, server->client p50 {} p99 {} ms",
+        v(l.forward.p50_ms),
+        v(l.forward.p99_ms),
+        v(l.reverse.p50_ms),
+        v(l.reverse.p99_ms)
+    );
     out
 }

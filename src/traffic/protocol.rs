@@ -94,10 +94,13 @@ pub enum ClientMsg {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ServerMsg {
     /// The test is admitted; data connections must present `token`. For UDP, `udp_ports[i]` is
-    /// where stream `i` sends its hello.
+    /// where stream `i` sends its hello. `echo_port` answers latency probes when the spec asks
+    /// for them (a server that predates them leaves it out).
     Accepted {
         token: Token,
         udp_ports: Vec<u16>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        echo_port: Option<u16>,
     },
     Refused {
         refusal: Refusal,

@@ -59,6 +59,10 @@ pub struct Interval {
     #[serde(flatten)]
     pub total: StreamInterval,
     pub streams: Vec<StreamInterval>,
+    /// The latency probes sent in this interval (`--latency`): `rtt_p50_ms`, `rtt_p99_ms`,
+    /// `probes`, `probes_lost`.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<crate::traffic::latency::summary::IntervalLatency>,
 }
 
 /// Totals over the measured intervals.
@@ -184,6 +188,9 @@ pub struct TestResult {
     /// Which figures this end measured, which the peer reported, and which no end had.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<Provenance>,
+    /// Latency under load (`--latency`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<crate::traffic::latency::summary::LatencyResult>,
 }
 
 /// Where a result's figures come from when the far end is not netsweep.
@@ -430,6 +437,7 @@ pub fn build(
                 omitted: slot.omitted,
                 total: total_of(&streams, (slot.end - slot.start).as_secs_f64()),
                 streams,
+                latency: None,
             }
         })
         .collect();
@@ -507,6 +515,7 @@ pub fn build(
         warnings,
         peer: None,
         provenance: None,
+        latency: None,
     }
 }
 

@@ -8,6 +8,7 @@
 use crate::platform::sockopt;
 use crate::traffic::engine::{EngineEvent, StreamSocket};
 use crate::traffic::iperf3;
+use crate::traffic::latency::echo::EchoServer;
 use crate::traffic::protocol::{
     self, ClientMsg, IO_DEADLINE, ProtocolError, Refusal, ServerMsg, Token, read_exact_by,
     read_frame, write_frame,
@@ -410,7 +411,25 @@ fn control_session(
         .iter()
         .map(|s| s.local_addr().map(|a| a.port()))
         .collect::<Result<_, _>>()?;
-    write_frame(&mut ctrl, &ServerMsg::Accepted { token, udp_ports })?;
+    // The echo lives as long as this session, and never past the test's own time.
+    let echo = match spec.latency {
+        Some(l) => Some(EchoServer::spawn(
+            local_ip,
+            token,
+            peer.ip(),
+            l.probe_rate_hz,
+            Instant::now() + grace + spec.wall_time() + IO_DEADLINE,
+        )?),
+        None => None,
+    };
+    write_frame(
+        &mut ctrl,
+        &ServerMsg::Accepted {
+            token,
+            udp_ports,
+            echo_port: echo.as_ref().map(EchoServer::port),
+        },
+    )?;
     let sockets = match spec.protocol {
         Protocol::Tcp => collect_tcp(&rx, &spec, &flows, peer.ip(), grace)?,
         Protocol::Udp => collect_udp(udp, &token, &flows, peer.ip(), grace)?,
@@ -421,7 +440,9 @@ fn control_session(
         .map(|(i, _, s)| session::describe(*i, s, &spec))
         .collect();
     write_frame(&mut ctrl, &ServerMsg::Ready { sockets: infos })?;
-    match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + grace))? {
+    // With latency probes the client measures its idle baseline before it says start.
+    let idle = spec.latency.map(|l| l.idle).unwrap_or_default();
+    match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + grace + idle))? {
         ClientMsg::Start => {}
         ClientMsg::Abort { reason } => anyhow::bail!("client aborted before the start: {reason}"),
         other => anyhow::bail!("expected start, got {other:?}"),

@@ -73,6 +73,9 @@ pub struct TestSpec {
     /// and `zerocopy` as given (`-l`, `--no-zerocopy` and `-b` set it to zero).
     #[serde(with = "micros", rename = "calibration_us", default)]
     pub calibration: Duration,
+    /// Latency probes beside the test (`--latency`), with an idle baseline before the load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<crate::traffic::latency::LatencySpec>,
 }
 
 /// How long TCP senders calibrate their send path by default: four candidates, two turns of
@@ -137,6 +140,8 @@ pub enum SpecError {
     TcpOnly(&'static str),
     #[error("send path calibration lasts at most 10 s")]
     Calibration,
+    #[error("{0}")]
+    Latency(String),
 }
 
 impl TestSpec {
@@ -157,6 +162,7 @@ impl TestSpec {
             udp_offload: true,
             zerocopy: true,
             calibration: DEFAULT_CALIBRATION,
+            latency: None,
         }
     }
 
@@ -236,7 +242,16 @@ impl TestSpec {
         {
             return Err(SpecError::Congestion(c.clone()));
         }
+        if let Some(problem) = self.latency.as_ref().and_then(|l| l.problem()) {
+            return Err(SpecError::Latency(problem));
+        }
         Ok(())
+    }
+
+    /// How long the test holds the server: the idle baseline of the latency probe, then the
+    /// warm-up and the measured duration.
+    pub fn wall_time(&self) -> Duration {
+        self.latency.map(|l| l.idle).unwrap_or_default() + self.total_time()
     }
 
     /// The flows of this test, one entry per stream, in stream-id order.
@@ -334,10 +349,10 @@ impl Default for ServerLimits {
 impl ServerLimits {
     /// Why this server refuses `spec`, if it does.
     pub fn refusal(&self, spec: &TestSpec) -> Option<String> {
-        if spec.total_time() > self.max_duration {
+        if spec.wall_time() > self.max_duration {
             return Some(format!(
                 "test of {:.1}s exceeds this server's --max-duration of {:.1}s",
-                spec.total_time().as_secs_f64(),
+                spec.wall_time().as_secs_f64(),
                 self.max_duration.as_secs_f64()
             ));
         }

@@ -116,7 +116,7 @@ pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
                         .parse()
                         .map_err(|_| format!("mtu_b {v:?} is not a number"))?
                 }
-                "queue" => path.queue = parse_duration(&v).map_err(|e| e.to_string())?,
+                "queue" => path.set_queue(&v)?,
                 _ => {
                     emulator = match v.as_str() {
                         "auto" => EmulatorChoice::Auto,
