@@ -441,7 +441,7 @@ pub struct HostLimits {
 
 /// What the userspace delay line carries on this kind of machine (measured: 2.5 Gbit/s of
 /// 1500-byte packets without loss at 20 ms RTT, README "Measured").
-pub const DELAY_LINE_CEILING_BPS: f64 = 2.5e9;
+pub const DELAY_LINE_CEILING_BPS: f64 = crate::lab::delayline::CEILING_BPS;
 
 /// Values that run but will not mean what the plan says, found before any traffic: too few
 /// runs, a duration shorter than its interval, windows the kernel will not grant, a lab rate

@@ -3,6 +3,12 @@
 //! delay (plus jitter), dropped with the loss probability, and written to the other host's
 //! TUN device. One thread per direction; packets keep their order (jitter never reorders).
 //!
+//! The path's rate and queue are applied here too, as a router would: each packet waits for
+//! the link (its size at the rate) behind the bytes already queued, and is dropped at the tail
+//! when the queue is full. A `tbf` on the sender's own TUN device would not do: TCP small
+//! queues (TSQ) let one socket keep only about a millisecond of data in its host's qdiscs, so
+//! TCP could never fill the queue and the queueing delay a user asks for would not appear.
+//!
 //! `Schedule` is the pure part (release times, loss draws) and is unit-tested; `forward` is
 //! the I/O loop.
 
@@ -15,6 +21,9 @@ use std::io::{ErrorKind, Read, Write};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+/// About the most one direction of the delay line carries on this machine kind (measured).
+pub const CEILING_BPS: f64 = 2.5e9;
+
 /// What one direction of the path does to packets.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Impairment {
@@ -23,6 +32,45 @@ pub struct Impairment {
     pub jitter: Duration,
     /// Probability in [0, 1].
     pub loss: f64,
+    /// The bottleneck's rate and queue, when the path has a rate.
+    pub shaper: Option<Shaper>,
+}
+
+/// A link of `rate_bps` fed by a tail-drop queue of at most `queue_bytes`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Shaper {
+    pub rate_bps: f64,
+    pub queue_bytes: u64,
+}
+
+impl Impairment {
+    /// What a lab path does to each direction's packets.
+    pub fn of(path: &crate::lab::PathConfig) -> Impairment {
+        Impairment {
+            delay: path.delay,
+            jitter: path.jitter,
+            loss: path.loss_percent / 100.0,
+            shaper: path.rate_bps.map(|rate_bps| Shaper {
+                rate_bps,
+                queue_bytes: path.queue_bytes.unwrap_or_else(|| {
+                    (path.queue.as_secs_f64() * rate_bps / 8.0)
+                        .round()
+                        .max(1500.0) as u64
+                }),
+            }),
+        }
+    }
+}
+
+/// What happens to one packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fate {
+    /// Written to the other host at this time.
+    Release(Instant),
+    /// Lost at random (the path's loss).
+    Lost,
+    /// Dropped at the tail of a full queue.
+    QueueFull,
 }
 
 /// Decides each packet's fate: dropped, or released at a time.
@@ -30,6 +78,8 @@ pub struct Schedule {
     imp: Impairment,
     rng: StdRng,
     last_release: Option<Instant>,
+    /// When the link finishes sending what is queued.
+    link_free: Option<Instant>,
 }
 
 impl Schedule {
@@ -38,24 +88,35 @@ impl Schedule {
             imp,
             rng: StdRng::seed_from_u64(seed),
             last_release: None,
+            link_free: None,
         }
     }
 
-    /// When a packet that arrived at `now` leaves, or `None` if it is lost.
-    pub fn admit(&mut self, now: Instant) -> Option<Instant> {
+    /// The fate of a packet of `len` bytes that arrived at `now`.
+    pub fn admit(&mut self, now: Instant, len: usize) -> Fate {
         if self.imp.loss > 0.0 && self.rng.gen_bool(self.imp.loss.min(1.0)) {
-            return None;
+            return Fate::Lost;
+        }
+        let mut sent = now;
+        if let Some(sh) = self.imp.shaper {
+            let free = self.link_free.map_or(now, |f| f.max(now));
+            let backlog = free.saturating_duration_since(now).as_secs_f64() * sh.rate_bps / 8.0;
+            if backlog + len as f64 > sh.queue_bytes as f64 {
+                return Fate::QueueFull;
+            }
+            sent = free + Duration::from_secs_f64(len as f64 * 8.0 / sh.rate_bps);
+            self.link_free = Some(sent);
         }
         let mut delay = self.imp.delay.as_secs_f64();
         if !self.imp.jitter.is_zero() {
             let j = self.imp.jitter.as_secs_f64();
             delay = (delay + self.rng.gen_range(-j..=j)).max(0.0);
         }
-        let release = now + Duration::from_secs_f64(delay);
+        let release = sent + Duration::from_secs_f64(delay);
         // FIFO: a packet never overtakes the one before it.
         let release = self.last_release.map_or(release, |l| release.max(l));
         self.last_release = Some(release);
-        Some(release)
+        Fate::Release(release)
     }
 }
 
@@ -94,13 +155,13 @@ pub fn forward(
                     let mut buf = spare.pop().unwrap_or_default();
                     buf.clear();
                     buf.extend_from_slice(&scratch[..n]);
-                    match schedule.admit(Instant::now()) {
-                        Some(_) if queue.len() >= MAX_QUEUE => {
+                    match schedule.admit(Instant::now(), n) {
+                        Fate::Release(at) if queue.len() < MAX_QUEUE => queue.push_back((at, buf)),
+                        Fate::Release(_) | Fate::QueueFull => {
                             counters.dropped_queue.fetch_add(1, Ordering::Relaxed);
                             spare.push(buf);
                         }
-                        Some(at) => queue.push_back((at, buf)),
-                        None => {
+                        Fate::Lost => {
                             counters.dropped_loss.fetch_add(1, Ordering::Relaxed);
                             spare.push(buf);
                         }
@@ -147,6 +208,14 @@ mod tests {
             delay: Duration::from_millis(delay_ms),
             jitter: Duration::from_millis(jitter_ms),
             loss,
+            shaper: None,
+        }
+    }
+
+    fn at(f: Fate) -> Instant {
+        match f {
+            Fate::Release(t) => t,
+            other => panic!("{other:?}"),
         }
     }
 
@@ -154,14 +223,19 @@ mod tests {
     fn fixed_delay_is_exact() {
         let mut s = Schedule::new(imp(10, 0, 0.0), 1);
         let t = Instant::now();
-        assert_eq!(s.admit(t), Some(t + Duration::from_millis(10)));
+        assert_eq!(
+            s.admit(t, 1500),
+            Fate::Release(t + Duration::from_millis(10))
+        );
     }
 
     #[test]
     fn loss_rate_matches_the_probability() {
         let mut s = Schedule::new(imp(0, 0, 0.01), 7);
         let t = Instant::now();
-        let lost = (0..200_000).filter(|_| s.admit(t).is_none()).count();
+        let lost = (0..200_000)
+            .filter(|_| s.admit(t, 1500) == Fate::Lost)
+            .count();
         let rate = lost as f64 / 200_000.0;
         assert!((rate - 0.01).abs() < 0.001, "{rate}");
     }
@@ -173,10 +247,59 @@ mod tests {
         let mut last = t0;
         for i in 0..10_000u64 {
             let now = t0 + Duration::from_micros(i * 10);
-            let at = s.admit(now).unwrap();
+            let at = at(s.admit(now, 100));
             assert!(at >= last, "reordered");
             assert!(at <= now + Duration::from_millis(13) + Duration::from_micros(10));
             last = at;
         }
+    }
+
+    #[test]
+    fn the_shaper_sends_at_the_rate_and_drops_at_the_tail_of_a_full_queue() {
+        // 12 Mbit/s: a 1500-byte packet takes 1 ms on the link; the queue holds 10 packets.
+        let mut s = Schedule::new(
+            Impairment {
+                shaper: Some(Shaper {
+                    rate_bps: 12e6,
+                    queue_bytes: 15_000,
+                }),
+                ..imp(5, 0, 0.0)
+            },
+            1,
+        );
+        let t0 = Instant::now();
+        let fates: Vec<Fate> = (0..12).map(|_| s.admit(t0, 1500)).collect();
+        for (i, f) in fates.iter().take(10).enumerate() {
+            let want = t0 + Duration::from_millis(5 + 1 + i as u64);
+            let got = at(*f);
+            let err = if got > want { got - want } else { want - got };
+            assert!(err < Duration::from_micros(1), "packet {i}: {err:?}");
+        }
+        assert_eq!(&fates[10..], &[Fate::QueueFull, Fate::QueueFull]);
+        // Once the link has sent some, the queue takes packets again; the delay a packet sees
+        // is the queue ahead of it at the rate plus the path's delay.
+        let later = t0 + Duration::from_micros(3500);
+        let got = at(s.admit(later, 1500));
+        assert_eq!(got, t0 + Duration::from_millis(5 + 11));
+        // An idle link sends at once.
+        let idle = t0 + Duration::from_secs(1);
+        assert_eq!(
+            s.admit(idle, 1500),
+            Fate::Release(idle + Duration::from_millis(6))
+        );
+    }
+
+    #[test]
+    fn a_paths_queue_is_its_size_or_its_time_at_the_rate() {
+        let mut p = crate::lab::PathConfig {
+            rate_bps: Some(100e6),
+            queue: Duration::from_millis(20),
+            ..crate::lab::PathConfig::default()
+        };
+        assert_eq!(Impairment::of(&p).shaper.unwrap().queue_bytes, 250_000);
+        p.set_queue("32K").unwrap();
+        assert_eq!(Impairment::of(&p).shaper.unwrap().queue_bytes, 32_768);
+        p.rate_bps = None;
+        assert_eq!(Impairment::of(&p).shaper, None);
     }
 }

@@ -164,8 +164,14 @@ impl Lab {
         netns::run("ip", &["netns", "add", &b])?;
         write_state(&self.state_dir, &self.state)?;
         // An explicit choice is honoured even on an unimpaired path; auto uses no emulator there.
-        self.state.emulator = match (self.state.path.impaired(), opts.emulator) {
-            (false, EmulatorChoice::Auto) => Emulator::None,
+        let path = &self.state.path;
+        self.state.emulator = match (path.impaired(), opts.emulator) {
+            (false, EmulatorChoice::Auto)
+                if !path.rate_needs_delay_line() || netem_available(&a) =>
+            {
+                Emulator::None
+            }
+            (false, EmulatorChoice::Auto) => Emulator::Userspace,
             (_, EmulatorChoice::Userspace) => Emulator::Userspace,
             (_, choice) => {
                 if netem_available(&a) {
@@ -264,11 +270,7 @@ impl Lab {
     }
 
     fn impairment(&self) -> Impairment {
-        Impairment {
-            delay: self.state.path.delay,
-            jitter: self.state.path.jitter,
-            loss: self.state.path.loss_percent / 100.0,
-        }
+        Impairment::of(&self.state.path)
     }
 
     fn start_relay(&mut self, mode: &RelayMode) -> anyhow::Result<()> {

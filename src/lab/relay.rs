@@ -54,11 +54,7 @@ pub fn spawn_delay_line(names: &LabNames, imp: Impairment) -> anyhow::Result<Del
 pub fn run_relay(name: &str, state_dir: &Path, stop: &AtomicBool) -> anyhow::Result<()> {
     let state = read_state(state_dir, name).with_context(|| format!("no state for lab {name}"))?;
     let names = LabNames::new(name).map_err(anyhow::Error::msg)?;
-    let imp = Impairment {
-        delay: state.path.delay,
-        jitter: state.path.jitter,
-        loss: state.path.loss_percent / 100.0,
-    };
+    let imp = Impairment::of(&state.path);
     let (line_stop, handles, _) = spawn_delay_line(&names, imp)?;
     crate::outln!("ready");
     while !stop.load(Ordering::Relaxed) {

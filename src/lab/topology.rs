@@ -185,6 +185,14 @@ impl PathConfig {
         !self.delay.is_zero() || !self.jitter.is_zero() || self.loss_percent > 0.0
     }
 
+    /// Whether the rate limit needs the delay line where there is no netem: a `tbf` on the
+    /// sender's own device cannot be filled by TCP (TCP small queues), so its queue would
+    /// never show; above the delay line's ceiling `tbf` is the only way to the rate.
+    pub fn rate_needs_delay_line(&self) -> bool {
+        self.rate_bps
+            .is_some_and(|r| r <= crate::lab::delayline::CEILING_BPS)
+    }
+
     pub fn rtt(&self) -> Duration {
         self.delay * 2
     }
@@ -287,9 +295,10 @@ pub fn qdisc_commands(
         }
         out.push(a);
         out.extend(tbf(&["parent", "1:1", "handle", "10:"]));
-    } else {
+    } else if emulator == Emulator::None {
         out.extend(tbf(&["root", "handle", "10:"]));
     }
+    // The userspace delay line applies the rate and queue itself (see `delayline`).
     out
 }
 
@@ -333,12 +342,13 @@ mod tests {
     }
 
     #[test]
-    fn userspace_and_plain_paths_only_shape_the_rate() {
+    fn plain_paths_only_shape_the_rate_and_the_delay_line_shapes_its_own() {
         let path = PathConfig {
             rate_bps: Some(1e9),
             ..PathConfig::default()
         };
-        let cmds = qdisc_commands("ns", "d", &path, Emulator::Userspace, 9000);
+        assert!(qdisc_commands("ns", "d", &path, Emulator::Userspace, 9000).is_empty());
+        let cmds = qdisc_commands("ns", "d", &path, Emulator::None, 9000);
         assert_eq!(cmds.len(), 1);
         assert!(
             cmds[0]

@@ -1,0 +1,190 @@
+//! Latency under load against physics (root; CI runs it): on lab paths with a known delay,
+//! rate and queue, the probe must find the path's RTT idle and the queue's delay under load.
+//! Off root, a loopback test checks the probe end to end.
+
+mod common;
+
+use common::TestServer;
+use netsweep::lab::{EmulatorChoice, Host, Lab, LabOptions, PathConfig};
+use netsweep::traffic::client::{self, ClientConfig};
+use netsweep::traffic::latency::LatencySpec;
+use netsweep::traffic::latency::summary::LatencyResult;
+use netsweep::traffic::result::TestResult;
+use netsweep::traffic::spec::{ServerLimits, TestSpec};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+fn with_latency(spec: TestSpec, idle: Duration) -> TestSpec {
+    TestSpec {
+        latency: Some(LatencySpec {
+            probe_rate_hz: 100,
+            idle,
+        }),
+        ..spec
+    }
+}
+
+fn lab(tag: &str, dir: &tempfile::TempDir, path: PathConfig) -> Lab {
+    let opts = LabOptions {
+        state_dir: dir.path().to_path_buf(),
+        emulator: EmulatorChoice::Auto,
+        ..LabOptions::default()
+    };
+    Lab::up(
+        &format!("{tag}{}", std::process::id() % 100_000),
+        path,
+        &opts,
+    )
+    .expect("lab up")
+}
+
+fn run(lab: &Lab, spec: &TestSpec) -> TestResult {
+    let server = lab
+        .start_server(Host::B, ServerLimits::default())
+        .expect("server in b");
+    let cfg = ClientConfig::new(server.addr);
+    lab.run_in(Host::A, || {
+        client::run_test(&cfg, spec, &AtomicBool::new(false), &mut |_| {})
+    })
+    .expect("thread in a")
+    .unwrap_or_else(|e| panic!("{spec:?}: {e}"))
+}
+
+fn latency(r: &TestResult) -> &LatencyResult {
+    r.latency.as_ref().expect("latency figures")
+}
+
+#[test]
+fn the_probe_runs_beside_a_loopback_test_and_accounts_for_every_probe() {
+    let server = TestServer::start(ServerLimits::default());
+    let spec = with_latency(
+        TestSpec {
+            omit: Duration::from_secs(1),
+            ..TestSpec::tcp(Duration::from_secs(2))
+        },
+        Duration::from_millis(500),
+    );
+    let r = server.run(&spec).unwrap();
+    let l = latency(&r);
+    // 100 probes/s: about 50 idle, 200 loaded (the warm-up's are per interval only).
+    assert!((40..=55).contains(&l.idle_probes), "{l:?}");
+    assert!((180..=205).contains(&l.loaded_probes), "{l:?}");
+    assert!(l.probe_loss_percent.unwrap() < 5.0, "{l:?}");
+    let (idle, loaded) = (l.idle_p50_ms.unwrap(), l.loaded_p50_ms.unwrap());
+    assert!(idle > 0.0 && idle < 20.0, "{l:?}");
+    assert!((l.added_ms.unwrap() - (loaded - idle)).abs() < 1e-9);
+    assert!(l.loaded_p50_ms <= l.loaded_p90_ms && l.loaded_p90_ms <= l.loaded_p99_ms);
+    assert!(l.loaded_p99_ms <= l.loaded_max_ms);
+    // Every interval has its probes; the measured ones add up to the loaded count.
+    let measured: u64 = r
+        .intervals
+        .iter()
+        .filter(|i| !i.omitted)
+        .map(|i| i.latency.expect("per interval").probes)
+        .sum();
+    assert_eq!(measured, l.loaded_probes);
+    // The JSON carries the figures by the names users script against.
+    let json = serde_json::to_value(&r).unwrap();
+    for key in [
+        "idle_p50_ms",
+        "loaded_p50_ms",
+        "loaded_p90_ms",
+        "loaded_p99_ms",
+        "added_ms",
+        "probe_loss_percent",
+    ] {
+        assert!(json["latency"][key].is_number(), "latency.{key}: {json}");
+    }
+    assert!(json["intervals"][1]["rtt_p50_ms"].is_number());
+    // A result read back is the same result.
+    let back: TestResult = serde_json::from_value(json).unwrap();
+    assert_eq!(back.latency, r.latency);
+    assert_eq!(back.intervals, r.intervals);
+}
+
+#[test]
+fn the_probe_finds_the_paths_rtt_idle_and_the_queues_delay_under_load() {
+    if !common::root_or_skip("the_probe_finds_the_paths_rtt_idle_and_the_queues_delay_under_load") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A 20 ms RTT path, idle: the probe's median is the path's RTT.
+    let rtt20 = lab(
+        "lt",
+        &dir,
+        PathConfig {
+            delay: Duration::from_millis(10),
+            ..PathConfig::default()
+        },
+    );
+    let spec = with_latency(
+        TestSpec {
+            bitrate_bps: 10e6,
+            ..TestSpec::tcp(Duration::from_secs(2))
+        },
+        Duration::from_secs(2),
+    );
+    let r = run(&rtt20, &spec);
+    let idle = latency(&r).idle_p50_ms.unwrap();
+    assert!(
+        (idle - 20.0).abs() <= 1.0,
+        "idle p50 {idle} ms on a 20 ms path"
+    );
+    drop(rtt20);
+
+    // 100 Mbit/s with a 250 KB queue, saturated by a loss-based TCP: the queue adds about
+    // Q*8/R = 20 ms, never more than that plus the emulator's own error; a small queue adds
+    // less.
+    let mut added = Vec::new();
+    for (queue, qdelay_ms) in [
+        ("250K", 256_000.0 * 8.0 / 100e6 * 1e3),
+        ("32K", 32_768.0 * 8.0 / 100e6 * 1e3),
+    ] {
+        let mut path = PathConfig {
+            rate_bps: Some(100e6),
+            delay: Duration::from_millis(1),
+            ..PathConfig::default()
+        };
+        path.set_queue(queue).unwrap();
+        let l = lab("lq", &dir, path);
+        let spec = with_latency(
+            TestSpec {
+                omit: Duration::from_secs(2),
+                congestion: Some("cubic".into()),
+                ..TestSpec::tcp(Duration::from_secs(4))
+            },
+            Duration::from_secs(1),
+        );
+        let r = run(&l, &spec);
+        let lat = latency(&r);
+        let add = lat.added_ms.unwrap();
+        // The emulator's error: the token bucket's burst drains at the rate too (a few packets),
+        // plus scheduling of the delay line on a shared machine.
+        let error_ms = 3.0;
+        assert!(
+            add <= qdelay_ms + error_ms,
+            "queue {queue}: added {add:.2} ms above the queue's {qdelay_ms:.2} ms: {lat:?}"
+        );
+        assert!(
+            lat.loaded_p90_ms.unwrap() - lat.idle_p50_ms.unwrap() <= qdelay_ms + error_ms,
+            "queue {queue}: {lat:?}"
+        );
+        assert!(
+            r.summary.bits_per_second <= 100e6 * 1.01,
+            "a 100 Mbit/s path carried {}",
+            r.summary.bits_per_second
+        );
+        added.push((queue, qdelay_ms, add));
+        drop(l);
+    }
+    let (_, big_q, big) = added[0];
+    let (_, _, small) = added[1];
+    assert!(
+        big >= big_q * 0.5,
+        "a full 250 KB queue added only {big:.2} ms: {added:?}"
+    );
+    assert!(
+        small < big / 2.0,
+        "the small queue added {small:.2} ms, the big {big:.2}"
+    );
+}
