@@ -442,9 +442,10 @@ fn lab_commands_up_list_exec_down() {
     assert!(ok && text.contains("nothing to remove"), "{text}");
 }
 
-/// A UDP sender held back on its own host (here the lab's 200 Mbit/s rate limit on the
-/// sender's egress) must not pass for a sender at the asked rate: the result warns, names the
-/// rate it reached, and the loss figure is for that rate.
+/// A UDP sender held back on its own host (here a 200 Mbit/s `tbf` on the sender's own egress
+/// device; the lab's path rate is a router's, further on) must not pass for a sender at the
+/// asked rate: the result warns, names the rate it reached, and the loss figure is for that
+/// rate.
 #[test]
 fn a_udp_sender_below_its_target_rate_is_flagged() {
     if !common::root_or_skip("a_udp_sender_below_its_target_rate_is_flagged") {
@@ -452,7 +453,25 @@ fn a_udp_sender_below_its_target_rate_is_flagged() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let lab = rate_lab("uf", &dir, 200e6);
+    let lab = Lab::up(
+        &name("uf"),
+        PathConfig {
+            delay: Duration::from_millis(1),
+            ..PathConfig::default()
+        },
+        &options(&dir),
+    )
+    .expect("lab up");
+    let ns = lab.namespace(Host::A);
+    let out = lab
+        .command(Host::A, "tc")
+        .args([
+            "qdisc", "add", "dev", &ns, "root", "tbf", "rate", "200mbit", "burst", "32k",
+            "latency", "50ms",
+        ])
+        .output()
+        .expect("tc");
+    assert!(out.status.success(), "{out:?}");
     let spec = TestSpec {
         bitrate_bps: 400e6,
         ..TestSpec::udp(Duration::from_secs(3))

@@ -16,6 +16,11 @@ pub enum Metric {
     JitterMs,
     CpuLocalPercent,
     CpuRemotePercent,
+    /// Latency probe's loaded round trip, median and 99th percentile (`--latency`).
+    LoadedP50Ms,
+    LoadedP99Ms,
+    /// Loaded median minus idle median: the queueing the load added.
+    AddedLatencyMs,
 }
 
 impl Metric {
@@ -27,6 +32,9 @@ impl Metric {
             "jitter_ms" | "jitter" => Metric::JitterMs,
             "cpu_local_percent" | "cpu" => Metric::CpuLocalPercent,
             "cpu_remote_percent" => Metric::CpuRemotePercent,
+            "loaded_p50_ms" | "latency" => Metric::LoadedP50Ms,
+            "loaded_p99_ms" => Metric::LoadedP99Ms,
+            "added_latency_ms" | "added_ms" | "bufferbloat" => Metric::AddedLatencyMs,
             _ => return None,
         })
     }
@@ -39,6 +47,9 @@ impl Metric {
             Metric::JitterMs => r.jitter_ms,
             Metric::CpuLocalPercent => r.cpu_local_percent,
             Metric::CpuRemotePercent => r.cpu_remote_percent,
+            Metric::LoadedP50Ms => r.loaded_p50_ms,
+            Metric::LoadedP99Ms => r.loaded_p99_ms,
+            Metric::AddedLatencyMs => r.added_latency_ms,
         }
     }
 
@@ -279,6 +290,9 @@ mod tests {
             jitter_ms: None,
             cpu_local_percent: None,
             cpu_remote_percent: None,
+            loaded_p50_ms: None,
+            loaded_p99_ms: None,
+            added_latency_ms: None,
         }
     }
 

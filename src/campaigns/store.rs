@@ -97,6 +97,10 @@ pub struct RunRow {
     pub jitter_ms: Option<f64>,
     pub cpu_local_percent: Option<f64>,
     pub cpu_remote_percent: Option<f64>,
+    /// Latency probe figures, when the run had them.
+    pub loaded_p50_ms: Option<f64>,
+    pub loaded_p99_ms: Option<f64>,
+    pub added_latency_ms: Option<f64>,
 }
 
 fn hash(text: &str) -> String {
@@ -292,12 +296,14 @@ impl Store {
         let tx = self.conn.transaction()?;
         let s = run.result.as_ref().map(|r| &r.summary);
         let imp = run.imported.as_ref();
+        let lat = run.result.as_ref().and_then(|r| r.latency.as_ref());
         let status = if run.error.is_none() { "ok" } else { "failed" };
         tx.execute(
             "INSERT INTO run (campaign_id, configuration_id, round, sequence, started_unix, finished_unix, status, error,
                               bits_per_second, retransmits, lost_percent, jitter_ms, cpu_local_percent, cpu_remote_percent,
-                              result_json, counters_json, tuning_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                              result_json, counters_json, tuning_json,
+                              latency_idle_p50_ms, latency_loaded_p50_ms, latency_loaded_p99_ms, latency_added_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)",
             params![
                 campaign,
                 run.configuration_id,
@@ -316,6 +322,10 @@ impl Store {
                 run.result.as_ref().map(serde_json::to_string).transpose()?.or(imp.map(|i| i.raw_json.clone())),
                 run.counters_json,
                 run.tuning_json,
+                lat.and_then(|l| l.idle_p50_ms),
+                lat.and_then(|l| l.loaded_p50_ms),
+                lat.and_then(|l| l.loaded_p99_ms),
+                lat.and_then(|l| l.added_ms),
             ],
         )?;
         let run_id = tx.last_insert_rowid();
@@ -363,7 +373,8 @@ impl Store {
     pub fn runs(&self, campaign: i64) -> anyhow::Result<Vec<RunRow>> {
         let mut st = self.conn.prepare(
             "SELECT r.id, c.label, c.dims_json, r.round, r.sequence, r.status, r.error, r.bits_per_second, r.retransmits,
-                    r.lost_percent, r.jitter_ms, r.cpu_local_percent, r.cpu_remote_percent, c.position
+                    r.lost_percent, r.jitter_ms, r.cpu_local_percent, r.cpu_remote_percent, c.position,
+                    r.latency_loaded_p50_ms, r.latency_loaded_p99_ms, r.latency_added_ms
              FROM run r JOIN configuration c ON c.id = r.configuration_id WHERE r.campaign_id = ?1 ORDER BY r.sequence",
         )?;
         let rows = st.query_map(params![campaign], |r| {
@@ -382,6 +393,9 @@ impl Store {
                 cpu_local_percent: r.get(11)?,
                 cpu_remote_percent: r.get(12)?,
                 config_position: r.get(13)?,
+                loaded_p50_ms: r.get(14)?,
+                loaded_p99_ms: r.get(15)?,
+                added_latency_ms: r.get(16)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

@@ -535,6 +535,9 @@ mod tests {
                 jitter_ms: None,
                 cpu_local_percent: None,
                 cpu_remote_percent: None,
+                loaded_p50_ms: None,
+                loaded_p99_ms: None,
+                added_latency_ms: None,
             })
             .collect();
         config_view(&row, summary, &runs, &BTreeMap::new())

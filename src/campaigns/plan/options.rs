@@ -1,12 +1,13 @@
 //! The client options a plan can set in `[test]` or sweep in `[matrix]`, and how each value,
 //! written as a user would type it on the command line, changes a `TestSpec`.
 
+use crate::traffic::latency::LatencySpec;
 use crate::traffic::spec::{Direction, Protocol, TestSpec, UDP_DEFAULT_LENGTH, UDP_DEFAULT_RATE};
 use crate::units::{BitRate, Bytes, parse_duration};
 use toml_edit::Value;
 
 /// The client options a plan can set in `[test]` or sweep in `[matrix]`.
-pub const OPTIONS: [&str; 15] = [
+pub const OPTIONS: [&str; 19] = [
     "protocol",
     "duration",
     "interval",
@@ -22,6 +23,10 @@ pub const OPTIONS: [&str; 15] = [
     "length",
     "bitrate",
     "zerocopy",
+    "latency",
+    "probe_rate",
+    "latency_idle",
+    "rrul",
 ];
 
 /// A TOML scalar as the text a user would type on the command line.
@@ -109,6 +114,33 @@ pub fn apply_option(spec: &mut TestSpec, key: &str, v: &str) -> Result<(), Strin
         "zerocopy" => {
             spec.zerocopy = parse_bool(v)?;
             spec.calibration = std::time::Duration::ZERO;
+        }
+        "latency" => {
+            spec.latency = if parse_bool(v)? {
+                Some(spec.latency.unwrap_or_default())
+            } else {
+                None
+            }
+        }
+        "probe_rate" => {
+            let l = spec.latency.get_or_insert_with(LatencySpec::default);
+            l.probe_rate_hz = v
+                .parse()
+                .map_err(|_| format!("{v:?} is not a number of probes per second"))?;
+        }
+        "latency_idle" => {
+            spec.latency.get_or_insert_with(LatencySpec::default).idle =
+                parse_duration(v).map_err(e)?
+        }
+        // As `client --rrul`: TCP both ways, 4 streams each unless the plan says, and the probe.
+        "rrul" => {
+            if parse_bool(v)? {
+                spec.direction = Direction::Bidir;
+                if spec.streams == 1 {
+                    spec.streams = crate::cli::RRUL_STREAMS;
+                }
+                spec.latency.get_or_insert_with(LatencySpec::default);
+            }
         }
         _ => {
             return Err(format!(

@@ -3,7 +3,7 @@
 //! fixture database of the old version in `tests/fixtures/`.
 
 /// Ordered migrations; index + 1 is the schema version they produce.
-pub(super) const MIGRATIONS: [&str; 2] = [
+pub(super) const MIGRATIONS: [&str; 3] = [
     // Version 1: campaigns, configurations, runs, intervals.
     "CREATE TABLE campaign (
         id INTEGER PRIMARY KEY,
@@ -68,4 +68,9 @@ pub(super) const MIGRATIONS: [&str; 2] = [
     // Version 2: per-run tuning values and per-campaign diagnostics (for `tune` and `doctor`).
     "ALTER TABLE run ADD COLUMN tuning_json TEXT;
      ALTER TABLE campaign ADD COLUMN doctor_json TEXT;",
+    // Version 3: latency under load (`latency = true` in a plan's [test] or matrix).
+    "ALTER TABLE run ADD COLUMN latency_idle_p50_ms REAL;
+     ALTER TABLE run ADD COLUMN latency_loaded_p50_ms REAL;
+     ALTER TABLE run ADD COLUMN latency_loaded_p99_ms REAL;
+     ALTER TABLE run ADD COLUMN latency_added_ms REAL;",
 ];
