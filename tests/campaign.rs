@@ -512,3 +512,47 @@ fn repeat_until_stops_when_the_answer_is_clear_and_not_before() {
         assert!(out.contains(words), "{words}: {out}");
     }
 }
+
+/// Latency probes in a plan: every run stores its idle, loaded and added latency, and the
+/// statistics and the explanation take them as metrics.
+#[test]
+fn latency_in_a_plan_is_stored_and_compared() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"loopback\"\n[test]\nduration = \"500ms\"\ninterval = \"250ms\"\n\
+         latency = true\nlatency_idle = \"200ms\"\nprobe_rate = 200\n\
+         [matrix]\nparallel = [1, 2]\n[repeat]\ncount = 3\nseed = 5\n",
+    )
+    .unwrap();
+    let db = dir.path().join("l.db");
+    let (p, d) = (plan.to_str().unwrap(), db.to_str().unwrap());
+    let (ok, out) = netsweep(&["run", p, "--db", d]);
+    assert!(ok, "{out}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let rows: Vec<(Option<f64>, Option<f64>, Option<f64>, String)> = conn
+        .prepare("SELECT latency_idle_p50_ms, latency_loaded_p50_ms, latency_added_ms, result_json FROM run")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(|x| x.unwrap())
+        .collect();
+    assert_eq!(rows.len(), 6);
+    for (idle, loaded, added, json) in &rows {
+        let (idle, loaded, added) = (idle.unwrap(), loaded.unwrap(), added.unwrap());
+        assert!(idle > 0.0 && loaded > 0.0, "{json}");
+        assert!((added - (loaded - idle)).abs() < 1e-9);
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        assert_eq!(v["spec"]["latency"]["probe_rate_hz"], 200);
+        let in_json = v["latency"]["loaded_p50_ms"].as_f64().unwrap();
+        assert!((in_json - loaded).abs() < 1e-9, "{in_json} {loaded}");
+    }
+    for metric in ["loaded_p50_ms", "added_latency_ms"] {
+        let (ok, out) = netsweep(&["compare", "--db", d, "--metric", metric]);
+        assert!(ok, "{metric}: {out}");
+        assert!(out.contains("parallel=2"), "{metric}: {out}");
+    }
+    let (ok, out) = netsweep(&["explain", "--db", d, "--metric", "added_latency_ms"]);
+    assert!(ok && out.contains("latency added by the load"), "{out}");
+}

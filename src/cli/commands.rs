@@ -37,7 +37,8 @@ pub struct CompareArgs {
     /// Only runs with DIM=VALUE (repeatable).
     #[arg(long = "where")]
     pub filters: Vec<String>,
-    /// bits_per_second (default), retransmits, lost_percent, jitter_ms, cpu_local_percent, cpu_remote_percent.
+    /// bits_per_second (default), retransmits, lost_percent, jitter_ms, cpu_local_percent,
+    /// cpu_remote_percent; with latency probes loaded_p50_ms, loaded_p99_ms, added_latency_ms.
     #[arg(long, default_value = "bits_per_second")]
     pub metric: String,
     /// Confidence level in percent.
@@ -54,7 +55,8 @@ pub struct ExplainArgs {
     /// Campaign id (default: the newest).
     #[arg(long)]
     pub campaign: Option<i64>,
-    /// goodput (default), retransmits, loss, jitter, cpu, cpu_remote_percent.
+    /// goodput (default), retransmits, loss, jitter, cpu, cpu_remote_percent; with latency
+    /// probes loaded_p50_ms, loaded_p99_ms, added_latency_ms.
     #[arg(long, default_value = "goodput")]
     pub metric: String,
     /// The path's rate, when the plan's target does not say it (an address target), e.g. 1G.
