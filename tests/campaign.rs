@@ -531,7 +531,8 @@ fn latency_in_a_plan_is_stored_and_compared() {
     let (ok, out) = netsweep(&["run", p, "--db", d]);
     assert!(ok, "{out}");
     let conn = rusqlite::Connection::open(&db).unwrap();
-    let rows: Vec<(Option<f64>, Option<f64>, Option<f64>, String)> = conn
+    type Row = (Option<f64>, Option<f64>, Option<f64>, String);
+    let rows: Vec<Row> = conn
         .prepare("SELECT latency_idle_p50_ms, latency_loaded_p50_ms, latency_added_ms, result_json FROM run")
         .unwrap()
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
