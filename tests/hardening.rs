@@ -398,6 +398,7 @@ fn a_server_whose_counts_contradict_the_client_is_flagged() {
             error: None,
             saw_end: true,
             highest_seq: None,
+            udp_timing: None,
             send: None,
         };
         let _ = write_frame(

@@ -50,6 +50,54 @@ fn run(lab: &Lab, spec: &TestSpec) -> TestResult {
     .unwrap_or_else(|e| panic!("{spec:?}: {e}"))
 }
 
+/// UDP at 100 Mbit/s in 1400-byte datagrams: the receiver's arrival gaps peak at the pacing
+/// interval, 112 µs (within a bin of it: bins are 12% wide), and the histograms count every
+/// datagram that arrived.
+fn assert_gaps_peak_at_the_pacing_interval(r: &TestResult, what: &str) {
+    let t = r.directions[0].udp_timing.as_ref().expect("udp_timing");
+    let (lo, hi, _) = t.inter_arrival.mode().expect("gaps");
+    let gap_us = 1400.0 * 8.0 / 100e6 * 1e6;
+    assert!(
+        lo / 1.13 <= gap_us && gap_us <= hi * 1.13,
+        "{what}: gaps peak at {lo:.1}-{hi:.1} us, not at {gap_us:.0}: {:?}",
+        t.inter_arrival.bins().collect::<Vec<_>>()
+    );
+    let near: u64 = t
+        .inter_arrival
+        .bins()
+        .filter(|(l, h, _)| *h > gap_us / 1.3 && *l < gap_us * 1.3)
+        .map(|(_, _, c)| c)
+        .sum();
+    assert!(
+        near * 2 > t.inter_arrival.total(),
+        "{what}: only {near} of {} gaps near {gap_us:.0} us",
+        t.inter_arrival.total()
+    );
+    let received = r.summary.packets.unwrap() - r.summary.lost_packets.unwrap_or(0);
+    // One delay sample per datagram that arrived in the measured grid.
+    assert!(
+        t.delay_above_min.total() >= received,
+        "{what}: {received} arrived"
+    );
+}
+
+fn paced_udp() -> TestSpec {
+    TestSpec {
+        bitrate_bps: 100e6,
+        length_bytes: 1400,
+        ..TestSpec::udp(Duration::from_secs(2))
+    }
+}
+
+#[test]
+fn udp_arrival_gaps_peak_at_the_pacing_interval_on_loopback() {
+    let server = TestServer::start(ServerLimits::default());
+    let r = server.run(&paced_udp()).unwrap();
+    assert_gaps_peak_at_the_pacing_interval(&r, "loopback");
+    let text = netsweep::traffic::output::summary(&r, Default::default());
+    assert!(text.contains("arrival gaps peak at"), "{text}");
+}
+
 fn latency(r: &TestResult) -> &LatencyResult {
     r.latency.as_ref().expect("latency figures")
 }
@@ -130,6 +178,9 @@ fn the_probe_finds_the_paths_rtt_idle_and_the_queues_delay_under_load() {
         (idle - 20.0).abs() <= 1.0,
         "idle p50 {idle} ms on a 20 ms path"
     );
+    // The same path, paced UDP: the delay line keeps the datagrams' spacing.
+    let r = run(&rtt20, &paced_udp());
+    assert_gaps_peak_at_the_pacing_interval(&r, "20 ms lab path");
     drop(rtt20);
 
     // 100 Mbit/s with a 250 KB queue, saturated by a loss-based TCP: the queue adds about

@@ -44,6 +44,7 @@ fn result(spec: &TestSpec, per_s: &[u64], retrans: u64) -> TestResult {
         error: None,
         saw_end: false,
         highest_seq: None,
+        udp_timing: None,
         send: None,
     };
     let (s, r) = (report(Role::Sender), report(Role::Receiver));

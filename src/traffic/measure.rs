@@ -110,6 +110,10 @@ pub struct StreamReport {
     /// TCP sender: the send path used, how it was chosen, and its calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send: Option<crate::traffic::engine::sendpath::SendReport>,
+    /// UDP receiver: arrival gaps and delay variation. A server sends one merged over all its
+    /// receiving streams (on the first of them), so the frame stays small at any stream count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_timing: Option<crate::traffic::histogram::UdpTiming>,
 }
 
 impl StreamReport {
@@ -128,6 +132,7 @@ impl StreamReport {
             saw_end: false,
             highest_seq: None,
             send: None,
+            udp_timing: None,
         }
     }
 }

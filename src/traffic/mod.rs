@@ -5,6 +5,7 @@
 
 pub mod client;
 pub mod engine;
+pub mod histogram;
 pub mod iperf3;
 pub mod latency;
 pub mod measure;

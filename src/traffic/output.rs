@@ -2,6 +2,7 @@
 //! `[SUM]` line with several streams, then sender and receiver summaries and CPU use. Renders
 //! values from `result`; computes nothing itself.
 
+use crate::traffic::histogram::{LogHistogram, UdpTiming};
 use crate::traffic::latency::summary::LatencyResult;
 use crate::traffic::result::{Interval, StreamInterval, Summary, TestResult};
 use crate::traffic::spec::{Flow, Protocol, TestSpec};
@@ -320,6 +321,11 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
                 .unwrap_or_default()
         );
     }
+    for dir in &result.directions {
+        if let Some(t) = &dir.udp_timing {
+            out.push_str(&timing_line(t, &tag(Some(dir.flow), true)));
+        }
+    }
     if let Some(l) = &result.latency {
         out.push_str(&latency_lines(l));
     }
@@ -393,4 +399,21 @@ pub fn latency_lines(l: &LatencyResult) -> String {
         v(l.reverse.p99_ms)
     );
     out
+}
+
+/// Where a UDP receiver's arrival gaps and delay variation peaked.
+fn timing_line(t: &UdpTiming, flow: &str) -> String {
+    let peak = |h: &LogHistogram| match h.mode() {
+        Some((lo, hi, c)) if h.total() > 0 => format!(
+            "{lo:.0}-{hi:.0} us ({:.0}% of {})",
+            100.0 * c as f64 / h.total() as f64,
+            h.total()
+        ),
+        _ => "-".to_string(),
+    };
+    format!(
+        "Receiver timing{flow}: arrival gaps peak at {}, delay above its minimum peaks at {} (JSON udp_timing has the histograms)\n",
+        peak(&t.inter_arrival),
+        peak(&t.delay_above_min)
+    )
 }

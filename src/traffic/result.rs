@@ -115,6 +115,9 @@ pub struct DirectionResult {
     pub summary: Summary,
     /// Per-stream summaries.
     pub streams: Vec<StreamSummary>,
+    /// UDP: the receiver's arrival gaps and delay variation over this direction's streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_timing: Option<crate::traffic::histogram::UdpTiming>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -479,10 +482,22 @@ pub fn build(
                     .or_else(|| pairs[i].receiver.error.clone()),
             })
             .collect();
+        let udp_timing = dir_pairs
+            .iter()
+            .filter_map(|p| p.receiver.udp_timing.as_ref())
+            .fold(
+                None,
+                |acc: Option<crate::traffic::histogram::UdpTiming>, t| {
+                    let mut m = acc.unwrap_or_default();
+                    m.merge(t);
+                    Some(m)
+                },
+            );
         directions.push(DirectionResult {
             flow,
             summary: dsum,
             streams,
+            udp_timing,
         });
     }
     let mut start = start;

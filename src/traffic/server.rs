@@ -575,6 +575,19 @@ fn collect_udp(
 /// `Done` with the reports emptied of intervals, so no frame outgrows `MAX_FRAME` whatever the
 /// test's length, interval or stream count.
 fn send_result(ctrl: &mut TcpStream, mut done: Finished) -> Result<(), ProtocolError> {
+    let mut merged: Option<crate::traffic::histogram::UdpTiming> = None;
+    for report in &mut done.reports {
+        if let Some(t) = report.udp_timing.take() {
+            merged.get_or_insert_with(Default::default).merge(&t);
+        }
+    }
+    if let Some(first) = done
+        .reports
+        .iter_mut()
+        .find(|r| r.role == crate::traffic::measure::Role::Receiver)
+    {
+        first.udp_timing = merged;
+    }
     for report in &mut done.reports {
         let intervals = std::mem::take(&mut report.intervals);
         for chunk in intervals.chunks(protocol::INTERVALS_PER_FRAME) {

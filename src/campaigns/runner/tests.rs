@@ -58,6 +58,7 @@ pub fn fake_result(spec: &TestSpec, bytes_per_s: u64) -> TestResult {
         error: None,
         saw_end: false,
         highest_seq: None,
+        udp_timing: None,
         send: None,
     };
     let (s, r) = (report(Role::Sender), report(Role::Receiver));

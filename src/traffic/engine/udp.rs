@@ -6,6 +6,7 @@
 
 use super::{Datagrams, POLL, Pacer, StreamCtx, UDP_LINGER, payload};
 use crate::platform::sockopt;
+use crate::traffic::histogram::UdpTiming;
 use crate::traffic::measure::{IntervalReport, StreamReport, UdpReceived};
 use crate::traffic::spec::UDP_HEADER_BYTES;
 use std::io::ErrorKind;
@@ -191,9 +192,27 @@ struct Receiver<'a> {
     tracker: SequenceTracker,
     jitter: Jitter,
     tail_bytes: u64,
+    timing: UdpTiming,
+    /// When the previous datagram was read, ns since this end's start.
+    last_arrival_ns: Option<u64>,
+    /// The lowest one-way transit so far (between the two ends' clocks), ns.
+    min_transit_ns: Option<i128>,
 }
 
-impl Receiver<'_> {
+impl<'a> Receiver<'a> {
+    fn new(ctx: &'a StreamCtx) -> Receiver<'a> {
+        Receiver {
+            ctx,
+            counts: Vec::new(),
+            tracker: SequenceTracker::default(),
+            jitter: Jitter::default(),
+            tail_bytes: 0,
+            timing: UdpTiming::default(),
+            last_arrival_ns: None,
+            min_transit_ns: None,
+        }
+    }
+
     /// Makes room for interval `index` (and every one before it).
     fn grow_to(&mut self, index: usize) {
         while self.counts.len() <= index {
@@ -244,6 +263,18 @@ impl Receiver<'_> {
             Arrival::InOrder => {}
         }
         let arrival_ns = u64::try_from(now.as_nanos()).unwrap_or(u64::MAX);
+        if let Some(last) = self.last_arrival_ns {
+            self.timing
+                .inter_arrival
+                .record_ns(arrival_ns.saturating_sub(last));
+        }
+        self.last_arrival_ns = Some(arrival_ns);
+        let transit = i128::from(arrival_ns) - i128::from(send_ns);
+        let floor = self.min_transit_ns.map_or(transit, |m| m.min(transit));
+        self.min_transit_ns = Some(floor);
+        self.timing
+            .delay_above_min
+            .record_ns(u64::try_from(transit - floor).unwrap_or(u64::MAX));
         self.jitter.update(send_ns, arrival_ns);
         udp.jitter_ms = self.jitter.millis();
         slot.packets += 1;
@@ -257,13 +288,7 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
     let mut buf = vec![0u8; if gro { 1 << 16 } else { ctx.length.max(2048) }];
     let _ = sock.set_read_timeout(Some(POLL));
     let slots = ctx.timeline.slots();
-    let mut rx = Receiver {
-        ctx,
-        counts: Vec::new(),
-        tracker: SequenceTracker::default(),
-        jitter: Jitter::default(),
-        tail_bytes: 0,
-    };
+    let mut rx = Receiver::new(ctx);
     let stop_at = ctx.timeline.end() + UDP_LINGER;
     let mut emitted = 0;
     let mut stopped_early = false;
@@ -318,6 +343,7 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
     report.intervals = counts;
     report.tail_bytes = rx.tail_bytes;
     report.highest_seq = rx.tracker.highest();
+    report.udp_timing = Some(rx.timing);
     report
 }
 
@@ -387,11 +413,8 @@ mod tests {
             open_ended: false,
         };
         let mut rx = Receiver {
-            ctx: &ctx,
             counts: vec![ctx.empty_interval(0)],
-            tracker: SequenceTracker::default(),
-            jitter: Jitter::default(),
-            tail_bytes: 0,
+            ..Receiver::new(&ctx)
         };
         let hello =
             crate::traffic::protocol::udp_hello(&crate::traffic::protocol::Token([7; 16]), 0);

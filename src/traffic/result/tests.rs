@@ -37,6 +37,7 @@ fn report(stream: u16, flow: Flow, role: Role, per_interval: &[(u64, u64)]) -> S
         error: None,
         saw_end: false,
         highest_seq: None,
+        udp_timing: None,
         send: None,
     }
 }
