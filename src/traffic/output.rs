@@ -323,7 +323,7 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     }
     for dir in &result.directions {
         if let Some(t) = &dir.udp_timing {
-            out.push_str(&timing_line(t, &tag(Some(dir.flow), true)));
+            out.push_str(&timing_line(t, tag(Some(dir.flow), true)));
         }
     }
     if let Some(l) = &result.latency {
