@@ -116,6 +116,8 @@ impl Executor for LoopbackExecutor {
 pub struct LabExecutor {
     server: Option<LabServer>,
     lab: Option<Lab>,
+    name: String,
+    opts: LabOptions,
 }
 
 impl LabExecutor {
@@ -125,6 +127,8 @@ impl LabExecutor {
         Ok(LabExecutor {
             server: Some(server),
             lab: Some(lab),
+            name: name.to_string(),
+            opts: opts.clone(),
         })
     }
 
@@ -185,6 +189,25 @@ impl Executor for LabExecutor {
             .into_iter()
             .map(|h| crate::host::tuning::Target::Netns(self.lab().namespace(h)))
             .collect()
+    }
+
+    fn set_path(&mut self, path: &PathConfig) -> Result<bool, String> {
+        if self.lab.as_ref().map(Lab::path) == Some(path) {
+            return Ok(false);
+        }
+        // The server thread first, then the namespaces it lives in; then the new lab.
+        drop(self.server.take());
+        if let Some(old) = self.lab.take() {
+            old.down().map_err(|e| format!("cannot take the lab down: {e:#}"))?;
+        }
+        let lab = Lab::up(&self.name, path.clone(), &self.opts)
+            .map_err(|e| format!("cannot rebuild the lab: {e:#}"))?;
+        let server = lab
+            .start_server(Host::B, ServerLimits::default())
+            .map_err(|e| format!("cannot start the server in the lab: {e:#}"))?;
+        self.lab = Some(lab);
+        self.server = Some(server);
+        Ok(true)
     }
 
     fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {

@@ -60,9 +60,9 @@ fn metric_words(metric: Metric) -> &'static str {
         Metric::JitterMs => "jitter",
         Metric::CpuLocalPercent => "local CPU",
         Metric::CpuRemotePercent => "remote CPU",
-        Metric::LoadedP50Ms => "loaded latency (p50)",
-        Metric::LoadedP99Ms => "loaded latency (p99)",
-        Metric::AddedLatencyMs => "latency added by the load",
+        Metric::LoadedP50Ms => "loaded latency p50 (ms)",
+        Metric::LoadedP99Ms => "loaded latency p99 (ms)",
+        Metric::AddedLatencyMs => "latency added by the load (ms)",
     }
 }
 

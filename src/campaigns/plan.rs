@@ -63,6 +63,8 @@ pub struct Dimension {
     pub name: String,
     /// True for user-defined dimensions (values carry setup/teardown, not options).
     pub user: bool,
+    /// True for a setting of the lab's path (`queue`, `rate`, ...): the lab is rebuilt.
+    pub path: bool,
     pub values: Vec<DimValue>,
 }
 
@@ -301,6 +303,17 @@ impl Plan {
                  unlimited) to [test]; the 1 Gbit/s default is for loopback and labs only",
             );
         }
+        if !matches!(target, Target::Lab { .. } | Target::Auto { .. })
+            && let Some(d) = dimensions.iter().find(|d| d.path)
+        {
+            r.issue(
+                root.get("matrix").and_then(Item::span),
+                format!(
+                    "matrix {} changes the path of a lab: it needs [target] kind = \"lab\"",
+                    d.name
+                ),
+            );
+        }
         if r.issues.is_empty() {
             // Every configuration must make a valid test.
             let plan = Plan {
@@ -381,11 +394,33 @@ impl Plan {
     pub fn spec_for(&self, cfg: &[(String, String)]) -> Result<TestSpec, String> {
         let mut spec = self.base.clone();
         for (k, v) in cfg {
-            if self.dimensions.iter().any(|d| &d.name == k && !d.user) {
+            if self.dimensions.iter().any(|d| &d.name == k && !d.user && !d.path) {
                 apply_option(&mut spec, k, v).map_err(|e| format!("{k} = {v}: {e}"))?;
             }
         }
         Ok(spec)
+    }
+
+    /// The lab path of one configuration, when the plan sweeps path settings.
+    pub fn path_for(&self, cfg: &[(String, String)]) -> Option<Result<PathConfig, String>> {
+        let base = match &self.target {
+            Target::Lab { path, .. } | Target::Auto { path, .. } => path,
+            _ => return None,
+        };
+        let dims: Vec<_> = cfg
+            .iter()
+            .filter(|(k, _)| self.dimensions.iter().any(|d| &d.name == k && d.path))
+            .collect();
+        if dims.is_empty() {
+            return None;
+        }
+        let mut path = base.clone();
+        for (k, v) in dims {
+            if let Err(e) = target::apply_path(&mut path, k, v) {
+                return Some(Err(format!("{k} = {v}: {e}")));
+            }
+        }
+        Some(Ok(path))
     }
 
     /// The setup/teardown of a user dimension's value.
@@ -461,12 +496,14 @@ fn read_matrix(r: &mut Reader, item: Option<&Item>, base: &TestSpec) -> Vec<Dime
             dims.push(Dimension {
                 name: k.to_string(),
                 user: true,
+                path: false,
                 values,
             });
             continue;
         }
-        if !OPTIONS.contains(&k) {
-            r.issue(kspan, format!("unknown matrix dimension {k:?}: options are {}; use [dimensions.{k}] for your own", OPTIONS.join(", ")));
+        let path = target::PATH_DIMENSIONS.contains(&k);
+        if !OPTIONS.contains(&k) && !path {
+            r.issue(kspan, format!("unknown matrix dimension {k:?}: options are {}, and on a lab {}; use [dimensions.{k}] for your own", OPTIONS.join(", "), target::PATH_DIMENSIONS.join(", ")));
             continue;
         }
         let Some(arr) = v.as_array() else {
@@ -480,8 +517,12 @@ fn read_matrix(r: &mut Reader, item: Option<&Item>, base: &TestSpec) -> Vec<Dime
         for val in arr.iter() {
             match scalar(val) {
                 Some(s) => {
-                    let mut probe = base.clone();
-                    if let Err(msg) = apply_option(&mut probe, k, &s) {
+                    let checked = if path {
+                        target::apply_path(&mut PathConfig::default(), k, &s)
+                    } else {
+                        apply_option(&mut base.clone(), k, &s)
+                    };
+                    if let Err(msg) = checked {
                         r.issue(val.span(), format!("matrix {k}: {msg}"));
                     }
                     values.push(DimValue {
@@ -502,6 +543,7 @@ fn read_matrix(r: &mut Reader, item: Option<&Item>, base: &TestSpec) -> Vec<Dime
         dims.push(Dimension {
             name: k.to_string(),
             user: false,
+            path,
             values,
         });
     }
@@ -514,10 +556,13 @@ fn read_user_dimensions(r: &mut Reader, item: Option<&Item>) -> Vec<Dimension> {
     };
     let mut dims = Vec::new();
     for (name, d) in table.iter() {
-        if OPTIONS.contains(&name) || name == PROFILE_DIMENSION {
+        if OPTIONS.contains(&name)
+            || name == PROFILE_DIMENSION
+            || target::PATH_DIMENSIONS.contains(&name)
+        {
             r.issue(
                 d.span(),
-                format!("dimension {name:?} has the name of a client option or of the tuning profiles: sweep it in [matrix]"),
+                format!("dimension {name:?} has the name of a client option, a lab path setting or the tuning profiles: sweep it in [matrix]"),
             );
             continue;
         }
@@ -551,6 +596,7 @@ fn read_user_dimensions(r: &mut Reader, item: Option<&Item>) -> Vec<Dimension> {
         dims.push(Dimension {
             name: name.to_string(),
             user: true,
+            path: false,
             values,
         });
     }
@@ -574,6 +620,7 @@ mod repeat;
 mod target;
 
 pub use options::{OPTIONS, apply_option};
+pub use target::{PATH_DIMENSIONS, apply_path};
 use options::{parse_bool, scalar};
 use repeat::read_repeat;
 use target::{read_server_tuning, read_target, resolve_profiles};

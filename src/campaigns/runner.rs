@@ -49,6 +49,11 @@ pub trait Executor {
     fn tuning_targets(&self) -> Vec<crate::host::tuning::Target> {
         vec![crate::host::tuning::Target::Local]
     }
+    /// Gives the lab this path (a `[matrix]` path setting such as `queue`); returns whether
+    /// the lab was rebuilt (which resets the tuning inside it).
+    fn set_path(&mut self, _path: &crate::lab::PathConfig) -> Result<bool, String> {
+        Err("this target has no lab path to change (path settings need a lab)".into())
+    }
 }
 
 /// The run order: (configuration position, round), deterministic for a seed. With `groups`
@@ -240,7 +245,10 @@ pub fn run_campaign(
             result,
             counters,
             engine_time: test_time,
-        } = match tuned.and_then(|_| user.switch(plan, &cfg.dims, exec)) {
+        } = match tuned
+            .and_then(|_| user.switch(plan, &cfg.dims, exec))
+            .and_then(|_| switch_path(plan, cfg, exec, tuner.as_mut()))
+        {
             Ok(()) => run_configuration(plan, cfg, exec, stop),
             Err(e) => ExecOutcome::failed(e),
         };
@@ -522,6 +530,26 @@ fn profile_groups(plan: &Plan, configs: &[ConfigRow]) -> Vec<usize> {
 }
 
 /// Runs one configuration's test, or records why its spec is invalid.
+/// Rebuilds the lab when this configuration's path settings differ from the current ones, then
+/// puts the configuration's tuning profile back into the new namespaces.
+fn switch_path(
+    plan: &Plan,
+    cfg: &ConfigRow,
+    exec: &mut dyn Executor,
+    tuner: Option<&mut Tuner>,
+) -> Result<(), String> {
+    let Some(path) = plan.path_for(&cfg.dims) else {
+        return Ok(());
+    };
+    if exec.set_path(&path?)?
+        && let (Some(t), Some(p)) = (tuner, profile_of(cfg))
+    {
+        t.current = None;
+        t.switch(&p)?;
+    }
+    Ok(())
+}
+
 fn run_configuration(
     plan: &Plan,
     cfg: &ConfigRow,

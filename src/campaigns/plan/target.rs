@@ -24,6 +24,31 @@ const TARGET_KEYS: [&str; 15] = [
     "allow_host_wide",
 ];
 
+/// Settings of a lab's path that a plan can also sweep in `[matrix]` (the lab is rebuilt
+/// when the value changes).
+pub const PATH_DIMENSIONS: [&str; 6] = ["rate", "rtt", "delay", "jitter", "loss", "queue"];
+
+/// Applies one path setting, written as on `lab up`'s command line.
+pub fn apply_path(path: &mut PathConfig, key: &str, v: &str) -> Result<(), String> {
+    let d = |v: &str| parse_duration(v).map_err(|e| e.to_string());
+    match key {
+        "rate" => {
+            path.rate_bps = Some(
+                v.parse::<BitRate>()
+                    .map_err(|e| e.to_string())?
+                    .bits_per_second(),
+            )
+        }
+        "rtt" => path.delay = d(v)? / 2,
+        "delay" => path.delay = d(v)?,
+        "jitter" => path.jitter = d(v)?,
+        "loss" => path.loss_percent = parse_percent(v).map_err(|e| e.to_string())?,
+        "queue" => path.set_queue(v)?,
+        _ => return Err(format!("{key:?} is not a path setting")),
+    }
+    path.validate()
+}
+
 /// `[target] server_tuning = "ssh:USER@HOST"` (with `ssh_options` and `remote_netsweep`): how
 /// tuning profiles reach the server of an `address` target.
 pub(super) fn read_server_tuning(
@@ -93,17 +118,6 @@ pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
         };
         let res: Result<(), String> = (|| {
             match key {
-                "rate" => {
-                    path.rate_bps = Some(
-                        v.parse::<BitRate>()
-                            .map_err(|e| e.to_string())?
-                            .bits_per_second(),
-                    )
-                }
-                "rtt" => path.delay = parse_duration(&v).map_err(|e| e.to_string())? / 2,
-                "delay" => path.delay = parse_duration(&v).map_err(|e| e.to_string())?,
-                "jitter" => path.jitter = parse_duration(&v).map_err(|e| e.to_string())?,
-                "loss" => path.loss_percent = parse_percent(&v).map_err(|e| e.to_string())?,
                 "mtu" => {
                     let m = v
                         .parse()
@@ -116,8 +130,7 @@ pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
                         .parse()
                         .map_err(|_| format!("mtu_b {v:?} is not a number"))?
                 }
-                "queue" => path.set_queue(&v)?,
-                _ => {
+                "emulator" => {
                     emulator = match v.as_str() {
                         "auto" => EmulatorChoice::Auto,
                         "netem" => EmulatorChoice::Netem,
@@ -125,6 +138,7 @@ pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
                         _ => return Err(format!("emulator {v:?} is not auto, netem or userspace")),
                     }
                 }
+                _ => apply_path(&mut path, key, &v)?,
             }
             Ok(())
         })();
