@@ -239,3 +239,87 @@ fn the_probe_finds_the_paths_rtt_idle_and_the_queues_delay_under_load() {
         "the small queue added {small:.2} ms, the big {big:.2}"
     );
 }
+
+fn campaign_labs() -> Vec<String> {
+    let mut v: Vec<String> = netsweep::platform::netns::list()
+        .into_iter()
+        .filter(|n| n.starts_with("nsw-r"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The queue as a campaign dimension: the lab is rebuilt for each value, the runs interleave,
+/// and each run's stored added latency respects its queue's delay, the big queue adding more.
+#[test]
+fn a_queue_dimension_shows_bufferbloat_appear_and_disappear() {
+    if !common::root_or_skip("a_queue_dimension_shows_bufferbloat_appear_and_disappear") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("q.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"lab\"\nrate = \"100M\"\nrtt = \"4ms\"\n\
+         [test]\nduration = \"2s\"\nomit = \"1s\"\ncongestion = \"cubic\"\nlatency = true\n\
+         latency_idle = \"500ms\"\n[matrix]\nqueue = [\"32K\", \"512K\"]\n[repeat]\ncount = 3\n",
+    )
+    .unwrap();
+    let db = dir.path().join("q.db");
+    let before = campaign_labs();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let rows: Vec<(String, f64, u32)> = conn
+        .prepare("SELECT c.label, r.latency_added_ms, r.round FROM run r JOIN configuration c ON c.id = r.configuration_id ORDER BY r.sequence")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(|x| x.unwrap())
+        .collect();
+    assert_eq!(rows.len(), 6, "{rows:?}");
+    let of = |q: &str| -> Vec<f64> {
+        rows.iter()
+            .filter(|(l, _, _)| l == &format!("queue={q}"))
+            .map(|(_, a, _)| *a)
+            .collect()
+    };
+    for (q, bytes) in [("32K", 32_768.0), ("512K", 524_288.0)] {
+        let bound = bytes * 8.0 / 100e6 * 1e3 + 3.0;
+        for a in of(q) {
+            assert!(
+                a <= bound,
+                "queue {q}: added {a:.2} ms above {bound:.2}: {rows:?}"
+            );
+        }
+    }
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let (small, big) = (median(of("32K")), median(of("512K")));
+    assert!(
+        big > small + 10.0,
+        "32K added {small:.2} ms, 512K {big:.2}: {rows:?}"
+    );
+    // The campaign's lab is gone with it (labs of campaigns are named r<pid>).
+    let after: Vec<String> = campaign_labs();
+    assert_eq!(after, before, "a campaign lab was left behind");
+    let explain = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args([
+            "explain",
+            "--db",
+            db.to_str().unwrap(),
+            "--metric",
+            "added_latency_ms",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&explain.stdout);
+    assert!(text.contains("queue matters most"), "{text}");
+}

@@ -198,7 +198,8 @@ impl Executor for LabExecutor {
         // The server thread first, then the namespaces it lives in; then the new lab.
         drop(self.server.take());
         if let Some(old) = self.lab.take() {
-            old.down().map_err(|e| format!("cannot take the lab down: {e:#}"))?;
+            old.down()
+                .map_err(|e| format!("cannot take the lab down: {e:#}"))?;
         }
         let lab = Lab::up(&self.name, path.clone(), &self.opts)
             .map_err(|e| format!("cannot rebuild the lab: {e:#}"))?;

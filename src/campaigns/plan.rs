@@ -394,7 +394,11 @@ impl Plan {
     pub fn spec_for(&self, cfg: &[(String, String)]) -> Result<TestSpec, String> {
         let mut spec = self.base.clone();
         for (k, v) in cfg {
-            if self.dimensions.iter().any(|d| &d.name == k && !d.user && !d.path) {
+            if self
+                .dimensions
+                .iter()
+                .any(|d| &d.name == k && !d.user && !d.path)
+            {
                 apply_option(&mut spec, k, v).map_err(|e| format!("{k} = {v}: {e}"))?;
             }
         }
@@ -620,9 +624,9 @@ mod repeat;
 mod target;
 
 pub use options::{OPTIONS, apply_option};
-pub use target::{PATH_DIMENSIONS, apply_path};
 use options::{parse_bool, scalar};
 use repeat::read_repeat;
+pub use target::{PATH_DIMENSIONS, apply_path};
 use target::{read_server_tuning, read_target, resolve_profiles};
 
 #[cfg(test)]

@@ -201,3 +201,37 @@ fn udp_to_an_address_target_needs_an_explicit_rate() {
     let lab = "[target]\nkind = \"lab\"\n[test]\nprotocol = \"udp\"\n";
     assert!(Plan::parse("p.toml", lab).is_ok());
 }
+
+#[test]
+fn lab_path_settings_are_dimensions_that_leave_the_test_alone() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/bufferbloat.toml"
+    ))
+    .unwrap();
+    let p = Plan::parse("bufferbloat.toml", &text).unwrap();
+    let cfgs = p.configurations();
+    assert_eq!(cfgs.len(), 3);
+    let spec = p.spec_for(&cfgs[1]).unwrap();
+    assert_eq!(spec, p.base, "a path setting is not a test option");
+    assert!(spec.latency.is_some());
+    let path = p.path_for(&cfgs[1]).unwrap().unwrap();
+    assert_eq!(path.queue_bytes, Some(256 * 1024));
+    assert_eq!(path.rate_bps, Some(100e6));
+    assert_eq!(
+        path.queue_delay(),
+        Some(Duration::from_secs_f64(256.0 * 1024.0 * 8.0 / 100e6))
+    );
+    // On a target without a lab, and with a value that is no queue, the plan is refused.
+    let loopback = text.replace("kind = \"lab\"", "kind = \"loopback\"");
+    let err = Plan::parse("p.toml", &loopback).unwrap_err().to_string();
+    assert!(
+        err.contains("matrix queue changes the path of a lab"),
+        "{err}"
+    );
+    let bad = text.replace("\"32K\"", "\"12\"");
+    let err = Plan::parse("p.toml", &bad).unwrap_err().to_string();
+    assert!(err.contains("smaller than one packet"), "{err}");
+    let clash = format!("{text}\n[dimensions.queue]\na = {{ setup = \"true\" }}\n");
+    assert!(Plan::parse("p.toml", &clash).is_err());
+}
