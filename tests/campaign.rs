@@ -523,7 +523,7 @@ fn latency_in_a_plan_is_stored_and_compared() {
         &plan,
         "[target]\nkind = \"loopback\"\n[test]\nduration = \"500ms\"\ninterval = \"250ms\"\n\
          latency = true\nlatency_idle = \"200ms\"\nprobe_rate = 200\n\
-         [matrix]\nparallel = [1, 2]\n[repeat]\ncount = 3\nseed = 5\n",
+         [matrix]\nprotocol = [\"tcp\", \"udp\"]\n[repeat]\ncount = 3\nseed = 5\n",
     )
     .unwrap();
     let db = dir.path().join("l.db");
@@ -552,8 +552,22 @@ fn latency_in_a_plan_is_stored_and_compared() {
     for metric in ["loaded_p50_ms", "added_latency_ms"] {
         let (ok, out) = netsweep(&["compare", "--db", d, "--metric", metric]);
         assert!(ok, "{metric}: {out}");
-        assert!(out.contains("parallel=2"), "{metric}: {out}");
+        assert!(out.contains("protocol=udp"), "{metric}: {out}");
     }
     let (ok, out) = netsweep(&["explain", "--db", d, "--metric", "added_latency_ms"]);
     assert!(ok && out.contains("latency added by the load"), "{out}");
+    // The report draws the probe's CDF, its course over time, goodput against latency, and
+    // the UDP runs' arrival gaps.
+    let html = dir.path().join("l.html");
+    let (ok, out) = netsweep(&["report", "--db", d, "-o", html.to_str().unwrap()]);
+    assert!(ok, "{out}");
+    let html = std::fs::read_to_string(html).unwrap();
+    for title in [
+        "Loaded round-trip time (CDF)",
+        "Round-trip time under load over time",
+        "Goodput against latency under load",
+        "UDP arrival gaps",
+    ] {
+        assert!(html.contains(&format!("aria-label=\"{title}\"")), "{title}");
+    }
 }

@@ -29,6 +29,7 @@ pub fn charts(m: &ReportModel) -> Vec<Chart> {
         .collect();
     out.extend(distribution_charts(m, &short));
     out.push(time_chart(m));
+    out.extend(latency_charts(m));
     let per_config =
         |stem: &str, caption: &str, title: &str, unit: &str, values: Vec<Option<f64>>| {
             let svg = svg::grouped_bars(
@@ -70,6 +71,86 @@ pub fn charts(m: &ReportModel) -> Vec<Chart> {
             "TCP retransmissions per run",
             "segments",
             retransmits,
+        ));
+    }
+    out
+}
+
+/// The latency probe's charts (CDF of loaded round trips, round trips over time, goodput
+/// against latency) and the UDP arrival-gap histogram, for the configurations that have them.
+fn latency_charts(m: &ReportModel) -> Vec<Chart> {
+    let l = &m.latency;
+    let lines_of = |v: &[(usize, Vec<(f64, f64)>)]| -> (Vec<svg::Line>, Vec<String>) {
+        let lines = v
+            .iter()
+            .enumerate()
+            .map(|(k, (ci, pts))| (m.configs[*ci].label.clone(), k, pts.clone()))
+            .collect();
+        let names = v
+            .iter()
+            .map(|(ci, _)| m.configs[*ci].label.clone())
+            .collect();
+        (lines, names)
+    };
+    let mut out = Vec::new();
+    if !l.cdf.is_empty() {
+        let (lines, names) = lines_of(&l.cdf);
+        out.push((
+            "latency-cdf".to_string(),
+            "Round trips of the latency probe under load, as a CDF per configuration (each quantile averaged over the runs)".to_string(),
+            svg::xy(
+                "Loaded round-trip time (CDF)",
+                ("probes at or below", "%"),
+                svg::XAxis { label: "round-trip time (ms)", log: false },
+                &lines,
+                &names,
+                true,
+            ),
+        ));
+    }
+    if l.over_time.iter().any(|(_, p)| !p.is_empty()) {
+        let (lines, names) = lines_of(&l.over_time);
+        out.push((
+            "latency-time".to_string(),
+            "Median probe round trip of each interval under load (median over the runs)"
+                .to_string(),
+            svg::lines(
+                "Round-trip time under load over time",
+                "round trip",
+                "ms",
+                &lines,
+                &names,
+            ),
+        ));
+    }
+    if l.scatter.iter().any(|(_, p)| !p.is_empty()) {
+        let (lines, names) = lines_of(&l.scatter);
+        out.push((
+            "latency-goodput".to_string(),
+            "Goodput against loaded median round trip, one point per run: up and to the left is better".to_string(),
+            svg::xy(
+                "Goodput against latency under load",
+                ("goodput", "bit/s"),
+                svg::XAxis { label: "loaded median round trip (ms)", log: false },
+                &lines,
+                &names,
+                false,
+            ),
+        ));
+    }
+    if !l.gaps.is_empty() {
+        let (lines, names) = lines_of(&l.gaps);
+        out.push((
+            "udp-gaps".to_string(),
+            "Gaps between arriving UDP datagrams, share per bin (bins 12% wide; gaps under 1 us, datagrams read in one batch, are not drawn)".to_string(),
+            svg::xy(
+                "UDP arrival gaps",
+                ("share of gaps", "%"),
+                svg::XAxis { label: "gap (us, log scale)", log: true },
+                &lines,
+                &names,
+                true,
+            ),
         ));
     }
     out

@@ -65,6 +65,109 @@ pub struct ReportModel {
     pub answer: Vec<String>,
     /// The path's rate, when the plan's target says it (a lab).
     pub link_bps: Option<f64>,
+    /// Latency probe and UDP timing figures, for the runs that have them.
+    pub latency: LatencyCharts,
+}
+
+/// What the latency charts draw, per configuration (its index in `configs`) and point.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LatencyCharts {
+    /// Loaded round trips as a CDF, (ms, percent of probes): each quantile averaged over runs.
+    pub cdf: Vec<(usize, Vec<(f64, f64)>)>,
+    /// Each interval's median round trip under load, (interval end s, ms): the median over runs.
+    pub over_time: Vec<(usize, Vec<(f64, f64)>)>,
+    /// Every run's (loaded median round trip in ms, goodput in bit/s).
+    pub scatter: Vec<(usize, Vec<(f64, f64)>)>,
+    /// UDP arrival gaps merged over runs and directions, (bin centre us, percent of gaps).
+    pub gaps: Vec<(usize, Vec<(f64, f64)>)>,
+}
+
+/// The latency charts of `results` (run id, result), whose runs are in `runs`.
+pub fn latency_charts(
+    configs: &[ConfigView],
+    runs: &[RunRow],
+    results: &[(i64, crate::traffic::result::TestResult)],
+) -> LatencyCharts {
+    let mut out = LatencyCharts::default();
+    for (ci, c) in configs.iter().enumerate() {
+        let mine: Vec<&crate::traffic::result::TestResult> = results
+            .iter()
+            .filter(|(id, _)| {
+                runs.iter()
+                    .any(|r| r.id == *id && r.configuration == c.label)
+            })
+            .map(|(_, r)| r)
+            .collect();
+        let lat: Vec<_> = mine
+            .iter()
+            .filter_map(|r| r.latency.as_ref().map(|l| (*r, l)))
+            .collect();
+        if !lat.is_empty() {
+            let cdfs: Vec<&Vec<[f64; 2]>> = lat
+                .iter()
+                .map(|(_, l)| &l.loaded_cdf)
+                .filter(|c| !c.is_empty())
+                .collect();
+            if let Some(first) = cdfs.first() {
+                let points = (0..first.len())
+                    .filter(|i| {
+                        cdfs.iter()
+                            .all(|c| c.len() == first.len() && c[*i][0] == first[*i][0])
+                    })
+                    .map(|i| {
+                        let ms: Vec<f64> = cdfs.iter().map(|c| c[i][1]).collect();
+                        (describe::mean(&ms), first[i][0] * 100.0)
+                    })
+                    .collect();
+                out.cdf.push((ci, points));
+            }
+            let mut by_end: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+            for (r, _) in &lat {
+                for iv in r.intervals.iter().filter(|i| !i.omitted) {
+                    if let Some(ms) = iv.latency.and_then(|l| l.rtt_p50_ms) {
+                        by_end
+                            .entry((iv.end_s * 1e3).round() as u64)
+                            .or_default()
+                            .push(ms);
+                    }
+                }
+            }
+            out.over_time.push((
+                ci,
+                by_end
+                    .into_iter()
+                    .map(|(end, mut v)| {
+                        v.sort_by(f64::total_cmp);
+                        (end as f64 / 1e3, describe::median_sorted(&v))
+                    })
+                    .collect(),
+            ));
+            out.scatter.push((
+                ci,
+                lat.iter()
+                    .filter_map(|(r, l)| Some((l.loaded_p50_ms?, r.summary.bits_per_second)))
+                    .collect(),
+            ));
+        }
+        let mut gaps = crate::traffic::histogram::LogHistogram::default();
+        for t in mine
+            .iter()
+            .flat_map(|r| r.directions.iter())
+            .filter_map(|d| d.udp_timing.as_ref())
+        {
+            gaps.merge(&t.inter_arrival);
+        }
+        let total = gaps.total();
+        if total > 0 {
+            out.gaps.push((
+                ci,
+                gaps.bins()
+                    .map(|(lo, hi, n)| ((lo * hi).sqrt(), 100.0 * n as f64 / total as f64))
+                    .collect(),
+            ));
+        }
+    }
+    out
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
@@ -135,6 +238,7 @@ impl ReportModel {
             doctor: doctor_warnings(store, campaign)?,
             answer: Vec::new(),
             link_bps: None,
+            latency: LatencyCharts::default(),
         };
         let configs_for_answer = store.configurations(campaign)?;
         let results: Vec<(i64, crate::traffic::result::TestResult)> = store
@@ -142,6 +246,7 @@ impl ReportModel {
             .into_iter()
             .filter_map(|(id, json)| Some((id, serde_json::from_str(json.as_deref()?).ok()?)))
             .collect();
+        model.latency = latency_charts(&model.configs, &runs, &results);
         let plan = crate::campaigns::plan::Plan::parse(
             model.campaign.plan_path.as_deref().unwrap_or("plan"),
             &model.campaign.plan_toml,
@@ -577,5 +682,65 @@ mod tests {
         );
         assert!(lines[0].contains("faster than the next (window=64K congestion=cubic)"));
         assert!(!lines[0].contains("noisy"));
+    }
+
+    #[test]
+    fn latency_charts_average_each_quantile_and_keep_every_run() {
+        use crate::traffic::latency::summary::LatencyResult;
+        let spec = crate::traffic::spec::TestSpec::tcp(std::time::Duration::from_secs(1));
+        let result = |p50: f64, bps: f64| {
+            let mut r = crate::traffic::result::build(
+                &spec,
+                Default::default(),
+                &[],
+                Default::default(),
+                None,
+            );
+            r.summary.bits_per_second = bps;
+            r.latency = Some(LatencyResult {
+                loaded_p50_ms: Some(p50),
+                loaded_cdf: vec![[0.0, p50 - 1.0], [0.5, p50], [1.0, p50 + 1.0]],
+                ..LatencyResult::default()
+            });
+            r
+        };
+        let configs = vec![view("queue=32K", &[1e8, 2e8]), view("queue=1M", &[1e8])];
+        let runs: Vec<RunRow> = [(0, "queue=32K"), (1, "queue=32K"), (2, "queue=1M")]
+            .iter()
+            .map(|(id, label)| RunRow {
+                id: *id,
+                configuration: label.to_string(),
+                config_position: 0,
+                dims: Vec::new(),
+                round: 0,
+                sequence: *id as u64,
+                status: "ok".into(),
+                error: None,
+                bits_per_second: None,
+                retransmits: None,
+                lost_percent: None,
+                jitter_ms: None,
+                cpu_local_percent: None,
+                cpu_remote_percent: None,
+                loaded_p50_ms: None,
+                loaded_p99_ms: None,
+                added_latency_ms: None,
+            })
+            .collect();
+        let results = vec![
+            (0, result(10.0, 1e8)),
+            (1, result(20.0, 2e8)),
+            (2, result(80.0, 9e7)),
+        ];
+        let l = latency_charts(&configs, &runs, &results);
+        assert_eq!(
+            l.cdf,
+            vec![
+                (0, vec![(14.0, 0.0), (15.0, 50.0), (16.0, 100.0)]),
+                (1, vec![(79.0, 0.0), (80.0, 50.0), (81.0, 100.0)])
+            ]
+        );
+        assert_eq!(l.scatter[0], (0, vec![(10.0, 1e8), (20.0, 2e8)]));
+        assert!(l.gaps.is_empty(), "no UDP run");
     }
 }

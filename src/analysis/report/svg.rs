@@ -478,46 +478,104 @@ pub fn lines(
     series: &[Line],
     legend_names: &[String],
 ) -> String {
-    let max = finite_max(series.iter().flat_map(|(_, _, p)| p.iter().map(|x| x.1)));
-    let xmax = finite_max(series.iter().flat_map(|(_, _, p)| p.iter().map(|x| x.0)))
-        .clamp(1e-9, AXIS_LIMIT);
+    xy(
+        title,
+        (y_label, unit),
+        XAxis {
+            label: "time in run (s)",
+            log: false,
+        },
+        series,
+        legend_names,
+        true,
+    )
+}
+
+/// The horizontal axis of `xy`: its label (with the unit) and whether it is logarithmic.
+#[derive(Debug, Clone, Copy)]
+pub struct XAxis<'a> {
+    pub label: &'a str,
+    pub log: bool,
+}
+
+/// Points of several series against a value axis: joined by lines (`connect`) or as a
+/// scatter. `y` is (label, unit) of the value axis; a logarithmic x axis spans whole decades.
+pub fn xy(
+    title: &str,
+    y: (&str, &str),
+    x: XAxis,
+    series: &[Line],
+    legend_names: &[String],
+    connect: bool,
+) -> String {
+    let (y_label, unit) = y;
+    let finite = |p: &&(f64, f64)| {
+        p.0.is_finite() && p.1.is_finite() && (!x.log || p.0 > 0.0) && p.0.abs() <= AXIS_LIMIT
+    };
+    let all = || series.iter().flat_map(|(_, _, p)| p.iter().filter(finite));
+    let max = finite_max(all().map(|p| p.1));
+    let xmax = finite_max(all().map(|p| p.0)).clamp(1e-9, AXIS_LIMIT);
+    let (lo, hi) = if x.log {
+        let xmin = all().map(|p| p.0).fold(f64::INFINITY, f64::min);
+        let lo = if xmin.is_finite() {
+            xmin.log10().floor() as i32
+        } else {
+            0
+        };
+        let hi = (xmax.log10().ceil() as i32).max(lo + 1);
+        (lo.max(hi - MAX_TICKS as i32), hi)
+    } else {
+        (0, 0)
+    };
     let axis = Axis::new(max, unit);
-    let mut s = frame(title, y_label, &axis, "time in run (s)");
-    let px = |t: f64| LEFT + (W - LEFT - RIGHT) * (t / xmax).clamp(0.0, 1.0);
-    for k in 0..=4 {
-        let t = xmax * k as f64 / 4.0;
-        x_tick(&mut s, px(t), &trim_num((t * 10.0).round() / 10.0));
+    let mut s = frame(title, y_label, &axis, x.label);
+    let px = |t: f64| {
+        let share = if x.log {
+            (t.log10() - f64::from(lo)) / f64::from(hi - lo)
+        } else {
+            t / xmax
+        };
+        LEFT + (W - LEFT - RIGHT) * share.clamp(0.0, 1.0)
+    };
+    if x.log {
+        for e in lo..=hi {
+            x_tick(&mut s, px(10f64.powi(e)), &trim_num(10f64.powi(e)));
+        }
+    } else {
+        for k in 0..=4 {
+            let t = xmax * k as f64 / 4.0;
+            x_tick(&mut s, px(t), &trim_num((t * 10.0).round() / 10.0));
+        }
     }
     for (name, colour, pts) in series {
-        // A point with no finite time or value has no place on the chart.
-        let pts: Vec<(f64, f64)> = pts
-            .iter()
-            .copied()
-            .filter(|(t, v)| t.is_finite() && v.is_finite())
-            .collect();
+        // A point with no finite place on the chart is left out.
+        let pts: Vec<(f64, f64)> = pts.iter().filter(finite).copied().collect();
         if pts.is_empty() {
             continue;
         }
-        let path: Vec<String> = pts
-            .iter()
-            .map(|(t, v)| format!("{:.1},{:.1}", px(*t), axis.y(*v)))
-            .collect();
-        let _ = write!(
-            s,
-            "<polyline points=\"{}\" fill=\"none\" stroke=\"{}\" class=\"run\"><title>{}</title></polyline>",
-            path.join(" "),
-            PALETTE[colour % PALETTE.len()],
-            esc(name)
-        );
+        let colour = PALETTE[colour % PALETTE.len()];
+        if connect {
+            let path: Vec<String> = pts
+                .iter()
+                .map(|(t, v)| format!("{:.1},{:.1}", px(*t), axis.y(*v)))
+                .collect();
+            let _ = write!(
+                s,
+                "<polyline points=\"{}\" fill=\"none\" stroke=\"{colour}\" class=\"run\"><title>{}</title></polyline>",
+                path.join(" "),
+                esc(name)
+            );
+        }
         for (t, v) in &pts {
             let _ = write!(
                 s,
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"2\" fill=\"{}\"><title>{}: {:.1} s {}</title></circle>",
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"{}\" fill=\"{colour}\"><title>{}: {} {}, {}</title></circle>",
                 px(*t),
                 axis.y(*v),
-                PALETTE[colour % PALETTE.len()],
+                if connect { 2 } else { 4 },
                 esc(name),
-                t,
+                trim_num(*t),
+                esc(x.label),
                 esc(&axis.fmt(*v))
             );
         }
