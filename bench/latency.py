@@ -64,6 +64,10 @@ def cost(prefix, host, port, seconds, rounds, label):
     for k, v in got.items():
         print(f"  {k:<20} {statistics.median(v) / 1e9:8.3f} Gbit/s   runs {[round(x / 1e9, 2) for x in v]}")
     print(f"  with/without = {b / a:.4f}  (difference {100 * (b / a - 1):+.2f}%)")
+    # The two runs of a round are adjacent in time: their ratio cancels the machine's drift.
+    paired = [w / o for w, o in zip(got["with --latency"], got["without --latency"])]
+    print(f"  median of the per-round ratios = {statistics.median(paired):.4f}  "
+          f"(rounds {[round(x, 3) for x in paired]})")
 
 
 def resolution(port):
