@@ -58,7 +58,7 @@ pub enum Command {
     Server(ServerArgs),
     /// Run one test against a `netsweep server`.
     #[command(
-        after_help = "Examples:\n  netsweep client 127.0.0.1 -t 10\n  netsweep client 198.18.0.2 -P 4 -w 1M -C cubic --json\n  netsweep client ::1 -6 -u -b 1G -l 1400\n  netsweep client host -R -O 2 -t 30\n  netsweep client nas.example --iperf3 -P 4     # against an iperf3 server"
+        after_help = "Examples:\n  netsweep client 127.0.0.1 -t 10\n  netsweep client 198.18.0.2 -P 4 -w 1M -C cubic --json\n  netsweep client ::1 -6 -u -b 1G -l 1400\n  netsweep client host -R -O 2 -t 30\n  netsweep client nas.example --iperf3 -P 4     # against an iperf3 server\n  netsweep client 198.18.0.2 --latency -t 30    # latency under load: idle and loaded RTT\n  netsweep client 198.18.0.2 --rrul -t 30       # TCP both ways, 4 streams each, plus the probe"
     )]
     Client(ClientArgs),
     /// ministat-compatible statistics of number files, with Welch, Mann-Whitney and a verdict.
@@ -68,7 +68,7 @@ pub enum Command {
     Stats(StatsArgs),
     /// Run a campaign plan: sweep, repeat in interleaved order, store every run in SQLite.
     #[command(
-        after_help = "Examples:\n  netsweep run examples/quickstart.toml\n  netsweep run plan.toml --db results.db\n  netsweep run plan.toml --resume        # after Ctrl-C or a crash"
+        after_help = "Examples:\n  netsweep run examples/quickstart.toml\n  netsweep run plan.toml --db results.db\n  netsweep run plan.toml --resume        # after Ctrl-C or a crash\n  netsweep run examples/bufferbloat.toml # queue size against latency under load (root)"
     )]
     Run(RunArgs),
     /// Compare stored runs: one dimension's values within each combination of the others.
@@ -79,7 +79,7 @@ pub enum Command {
     /// Say what matters in a campaign, by how much, and why: effects ranked, each
     /// configuration against its ceilings, what cannot matter by construction.
     #[command(
-        after_help = "Examples:\n  netsweep explain --db netsweep.db\n  netsweep explain --db wan.db --campaign 2 --metric retransmits\n  netsweep explain --db wan.db --rate 1G --json"
+        after_help = "Examples:\n  netsweep explain --db netsweep.db\n  netsweep explain --db wan.db --campaign 2 --metric retransmits\n  netsweep explain --db wan.db --rate 1G --json\n  netsweep explain --db bufferbloat.db --metric added_latency_ms"
     )]
     Explain(ExplainArgs),
     /// Print one row per stored run (CSV or JSON).

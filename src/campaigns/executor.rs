@@ -163,8 +163,14 @@ impl Executor for LabExecutor {
         format!(
             "lab {} (rate {}, RTT {:?}, loss {}%, MTU {}/{}, emulator {:?})",
             lab.name(),
-            p.rate_bps
-                .map_or("unlimited".into(), |r| crate::units::BitRate(r).to_string()),
+            match (p.rate_bps, p.queue_delay()) {
+                (Some(r), Some(q)) => format!(
+                    "{} with a queue of {:.1} ms",
+                    crate::units::BitRate(r),
+                    q.as_secs_f64() * 1e3
+                ),
+                _ => "unlimited".into(),
+            },
             p.rtt(),
             p.loss_percent,
             p.mtu_a,
