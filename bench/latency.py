@@ -40,6 +40,13 @@ def run_json(cmd, timeout):
     return json.loads(out.stdout)
 
 
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def start_server(prefix, port):
     p = subprocess.Popen(prefix + [NETSWEEP, "server", "--port", str(port)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -52,12 +59,16 @@ def cost(prefix, host, port, seconds, rounds, label):
     base = [NETSWEEP, "client", host, "-p", str(port), "-t", str(seconds), "-O", "1", "-J"]
     cases = {"without --latency": base, "with --latency": base + ["--latency", "--latency-idle", "1s"]}
     got = {k: [] for k in cases}
+    cpu = {k: [] for k in cases}
     for _ in range(rounds):
         order = list(cases)
         random.shuffle(order)
         for k in order:
             d = run_json(prefix + cases[k], seconds + 30)
             got[k].append(d["summary"]["bits_per_second"])
+            c = d["cpu"]
+            secs = sum(c[side][f] for side in ("local", "remote") for f in ("user_s", "system_s"))
+            cpu[k].append(secs / max(d["summary"]["bytes"] / 1e9, 1e-9))
     a = statistics.median(got["without --latency"])
     b = statistics.median(got["with --latency"])
     print(f"[cost, {label}] TCP goodput, median of {rounds} interleaved rounds:")
@@ -68,6 +79,8 @@ def cost(prefix, host, port, seconds, rounds, label):
     paired = [w / o for w, o in zip(got["with --latency"], got["without --latency"])]
     print(f"  median of the per-round ratios = {statistics.median(paired):.4f}  "
           f"(rounds {[round(x, 3) for x in paired]})")
+    print("  CPU seconds per GB moved (both ends): " + ", ".join(
+        f"{k} {statistics.median(v):.3f}" for k, v in cpu.items()))
 
 
 def resolution(port):
@@ -128,12 +141,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--loopback-only", action="store_true", help="the loopback parts only")
     a = ap.parse_args()
     if not os.path.exists(NETSWEEP):
         sys.exit("build first: cargo build --release")
-    start_server([], 5311)
-    resolution(5311)
-    cost([], "127.0.0.1", 5311, a.seconds, a.rounds, "loopback")
+    port = free_port()
+    start_server([], port)
+    resolution(port)
+    cost([], "127.0.0.1", port, a.seconds, a.rounds, "loopback")
+    if a.loopback_only:
+        return
     if os.geteuid() != 0:
         print("[lab parts skipped: not root]")
         return
