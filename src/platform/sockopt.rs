@@ -230,35 +230,96 @@ pub fn send_segmented<S: AsRawFd>(sock: &S, buf: &[u8], segment: u16) -> io::Res
 /// Receives into `buf`; returns the byte count and, when the kernel coalesced several
 /// datagrams (UDP_GRO), their segment size.
 pub fn recv_coalesced<S: AsRawFd>(sock: &S, buf: &mut [u8]) -> io::Result<(usize, Option<usize>)> {
+    let mut segment = None;
+    let n = recv_with_cmsgs(sock, buf, 0, |level, kind, data| {
+        if level == SOL_UDP && kind == UDP_GRO && data.len() >= std::mem::size_of::<libc::c_int>() {
+            // SAFETY: the kernel wrote a c_int there (length checked above).
+            let v = unsafe { std::ptr::read_unaligned(data.as_ptr().cast::<libc::c_int>()) };
+            if v > 0 {
+                segment = Some(v as usize);
+            }
+        }
+    })?;
+    Ok((n, segment))
+}
+
+/// Asks the kernel to stamp every datagram `sock` receives with its arrival time
+/// (SO_TIMESTAMPNS, read by `recv_stamped`). False when the kernel refuses.
+pub fn enable_rx_timestamps<S: AsFd>(sock: &S) -> bool {
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt with a valid int option value on a valid descriptor.
+    unsafe {
+        libc::setsockopt(
+            sock.as_fd().as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        ) == 0
+    }
+}
+
+/// Receives one datagram without waiting (EWOULDBLOCK when none is queued); returns its size
+/// and, when `enable_rx_timestamps` was called, when the kernel received it (CLOCK_REALTIME).
+pub fn recv_stamped_nowait<S: AsRawFd>(
+    sock: &S,
+    buf: &mut [u8],
+) -> io::Result<(usize, Option<std::time::SystemTime>)> {
+    let mut stamp = None;
+    let n = recv_with_cmsgs(sock, buf, libc::MSG_DONTWAIT, |level, kind, data| {
+        if level == libc::SOL_SOCKET
+            && kind == libc::SO_TIMESTAMPNS
+            && data.len() >= std::mem::size_of::<libc::timespec>()
+        {
+            // SAFETY: the kernel wrote a timespec there (length checked above).
+            let ts = unsafe { std::ptr::read_unaligned(data.as_ptr().cast::<libc::timespec>()) };
+            if let (Ok(s), Ok(ns)) = (u64::try_from(ts.tv_sec), u32::try_from(ts.tv_nsec)) {
+                stamp = std::time::UNIX_EPOCH.checked_add(std::time::Duration::new(s, ns));
+            }
+        }
+    })?;
+    Ok((n, stamp))
+}
+
+/// recvmsg(2) into `buf` with `flags`; calls `each` with every control message's level, type
+/// and data.
+fn recv_with_cmsgs<S: AsRawFd>(
+    sock: &S,
+    buf: &mut [u8],
+    flags: libc::c_int,
+    mut each: impl FnMut(libc::c_int, libc::c_int, &[u8]),
+) -> io::Result<usize> {
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),
     };
     let mut control = [0u64; 8];
     // SAFETY: as in `send_segmented`; the kernel writes at most msg_controllen bytes of cmsgs,
-    // which are walked with the CMSG_* macros only within that length.
+    // which are walked with the CMSG_* macros only within that length, and each cmsg's data
+    // slice ends at its cmsg_len, inside `control`.
     unsafe {
         let mut msg: libc::msghdr = std::mem::zeroed();
         msg.msg_iov = &mut iov;
         msg.msg_iovlen = 1;
         msg.msg_control = control.as_mut_ptr().cast();
         msg.msg_controllen = std::mem::size_of_val(&control) as _;
-        let rc = libc::recvmsg(sock.as_raw_fd(), &mut msg, 0);
+        let rc = libc::recvmsg(sock.as_raw_fd(), &mut msg, flags);
         if rc < 0 {
             return Err(io::Error::last_os_error());
         }
-        let mut segment = None;
         let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
         while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == SOL_UDP && (*cmsg).cmsg_type == UDP_GRO {
-                let v = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
-                if v > 0 {
-                    segment = Some(v as usize);
-                }
-            }
+            let data = libc::CMSG_DATA(cmsg);
+            let header = data.offset_from(cmsg.cast::<u8>()) as usize;
+            let len = ((*cmsg).cmsg_len as usize).saturating_sub(header);
+            each(
+                (*cmsg).cmsg_level,
+                (*cmsg).cmsg_type,
+                std::slice::from_raw_parts(data, len),
+            );
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
-        Ok((rc as usize, segment))
+        Ok(rc as usize)
     }
 }
 

@@ -39,7 +39,10 @@ impl EchoServer {
         let flag = stop.clone();
         let handle = std::thread::Builder::new()
             .name("latency-echo".into())
-            .spawn(move || serve(&sock, &token, peer, rate_hz, until, &flag))?;
+            .spawn(move || {
+                let _ = crate::platform::sched::prefer_timely();
+                serve(&sock, &token, peer, rate_hz, until, &flag)
+            })?;
         Ok(EchoServer {
             port,
             stop,

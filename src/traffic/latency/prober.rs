@@ -4,12 +4,13 @@
 //! (wrong token, unknown or repeated sequence number) is ignored.
 
 use super::probe::{self, ECHO_LEN, Probe};
+use crate::platform::sockopt;
 use crate::traffic::protocol::Token;
 use std::net::UdpSocket;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 /// What became of one probe. Times are ns; `sent` is on the client's clock since the prober
 /// started.
@@ -53,7 +54,10 @@ impl Prober {
         let period = Duration::from_secs_f64(1.0 / f64::from(rate_hz.max(1)));
         let handle = std::thread::Builder::new()
             .name("latency-probe".into())
-            .spawn(move || run(&sock, &token, base, period, max_probes, &flag))?;
+            .spawn(move || {
+                let _ = crate::platform::sched::prefer_timely();
+                run(&sock, &token, base, period, max_probes, &flag)
+            })?;
         Ok(Prober { base, stop, handle })
     }
 
@@ -69,6 +73,70 @@ impl Prober {
     }
 }
 
+/// The prober's state: the records so far and how to read an echo into them.
+struct Log<'a> {
+    token: &'a Token,
+    base: Instant,
+    records: Vec<ProbeRecord>,
+    max_rtt: Duration,
+}
+
+impl Log<'_> {
+    fn ns(&self, t: Instant) -> u64 {
+        u64::try_from(t.duration_since(self.base).as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Records the echo in `datagram`, which arrived at `arrived`; anything that is not the
+    /// first answer to a probe we sent is ignored.
+    fn answer(&mut self, datagram: &[u8], arrived: Instant) {
+        let arrived = self.ns(arrived);
+        let Some(e) = probe::parse_echo(datagram, self.token) else {
+            return;
+        };
+        let Some(r) = usize::try_from(e.probe.seq)
+            .ok()
+            .and_then(|i| self.records.get_mut(i))
+        else {
+            return;
+        };
+        if r.answer.is_some() || r.sent_ns != e.probe.sent_ns || arrived < r.sent_ns {
+            return;
+        }
+        let held = e.server_tx_ns.saturating_sub(e.server_rx_ns);
+        let rtt_ns = (arrived - r.sent_ns).saturating_sub(held);
+        self.max_rtt = self.max_rtt.max(Duration::from_nanos(rtt_ns));
+        r.answer = Some(Answer {
+            rtt_ns,
+            forward_raw_ns: signed(e.server_rx_ns) - signed(r.sent_ns),
+            reverse_raw_ns: signed(arrived) - signed(e.server_tx_ns),
+        });
+    }
+
+    fn all_answered(&self) -> bool {
+        self.records.iter().all(|r| r.answer.is_some())
+    }
+}
+
+/// When a datagram the kernel stamped at `stamp` (wall clock) arrived, on the monotonic clock:
+/// its age now, taken from `now`. Without a stamp, or with one from a clock step, it is `now`.
+fn arrival(now: Instant, stamp: Option<SystemTime>, wall_now: SystemTime) -> Instant {
+    stamp
+        .and_then(|s| wall_now.duration_since(s).ok())
+        .filter(|age| *age <= MAX_STAMP_AGE)
+        .and_then(|age| now.checked_sub(age))
+        .unwrap_or(now)
+}
+
+/// An older kernel stamp than this is taken for a clock step and ignored.
+const MAX_STAMP_AGE: Duration = Duration::from_secs(2);
+
+/// Longest sleep between looks at the stop flag.
+const NAP_MAX: Duration = Duration::from_millis(100);
+
+/// The probing loop. While probing it wakes once per probe: it sends, takes the echoes queued
+/// since the last probe with the kernel's arrival stamps (so the wake-up delay is not in the
+/// round trip), and sleeps to the next probe. Every wake-up of a thread costs a host whose
+/// cores are all busy some throughput, so there are as few as the rate allows.
 fn run(
     sock: &UdpSocket,
     token: &Token,
@@ -77,73 +145,50 @@ fn run(
     max_probes: usize,
     stop: &AtomicBool,
 ) -> Vec<ProbeRecord> {
-    let ns = |t: Instant| u64::try_from(t.duration_since(base).as_nanos()).unwrap_or(u64::MAX);
-    let mut records: Vec<ProbeRecord> = Vec::with_capacity(max_probes.min(1 << 20));
+    let mut log = Log {
+        token,
+        base,
+        records: Vec::with_capacity(max_probes.min(1 << 20)),
+        max_rtt: Duration::ZERO,
+    };
+    let stamped = sockopt::enable_rx_timestamps(sock);
     let mut next = base;
     let mut buf = [0u8; ECHO_LEN + 1];
-    let mut max_rtt = Duration::ZERO;
-    let mut drain_until: Option<Instant> = None;
-    loop {
+    while !stop.load(Ordering::Relaxed) {
         let now = Instant::now();
-        if drain_until.is_none() && stop.load(Ordering::Relaxed) {
-            // Twice the slowest round trip seen, at least 200 ms, at most DRAIN_MAX.
-            let wait = (max_rtt * 2).clamp(Duration::from_millis(200), DRAIN_MAX);
-            drain_until = Some(now + wait);
+        if now >= next && log.records.len() < max_probes {
+            let seq = log.records.len() as u64;
+            let sent_ns = log.ns(now);
+            // A send that fails (a full queue, an ICMP error) loses this probe only.
+            let _ = sock.send(&probe::encode_probe(token, Probe { seq, sent_ns }));
+            log.records.push(ProbeRecord {
+                sent_ns,
+                answer: None,
+            });
+            // Never catch up in a burst after a stall: the next probe is one period on.
+            next = (next + period).max(now);
         }
-        let wake = match drain_until {
-            Some(d) if now >= d => break,
-            Some(d) => d,
-            None if now >= next && records.len() < max_probes => {
-                let seq = records.len() as u64;
-                let sent_ns = ns(now);
-                let p = probe::encode_probe(token, Probe { seq, sent_ns });
-                // A send that fails (a full queue, an ICMP error) loses this probe only.
-                let _ = sock.send(&p);
-                records.push(ProbeRecord {
-                    sent_ns,
-                    answer: None,
-                });
-                // Never catch up in a burst after a stall: the next probe is one period on.
-                next = (next + period).max(now);
-                continue;
-            }
-            None => next.min(now + Duration::from_millis(50)),
-        };
-        let wait = wake
-            .saturating_duration_since(now)
-            .max(Duration::from_micros(50));
-        if sock.set_read_timeout(Some(wait)).is_err() {
+        while let Ok((n, stamp)) = sockopt::recv_stamped_nowait(sock, &mut buf) {
+            let arrived = arrival(Instant::now(), stamp.filter(|_| stamped), SystemTime::now());
+            log.answer(&buf[..n], arrived);
+        }
+        let nap = next.saturating_duration_since(Instant::now()).min(NAP_MAX);
+        std::thread::sleep(nap.max(Duration::from_micros(20)));
+    }
+    // Stopped: wait for the echoes still under way, twice the slowest round trip seen, at least
+    // 200 ms, at most DRAIN_MAX, taking each as it comes.
+    let until = Instant::now() + (log.max_rtt * 2).clamp(Duration::from_millis(200), DRAIN_MAX);
+    while !log.all_answered() {
+        let wait = until.saturating_duration_since(Instant::now());
+        if wait.is_zero() || sockopt::wait_readable(sock, wait).ok() != Some(true) {
             break;
         }
-        let Ok(n) = sock.recv(&mut buf) else {
-            continue;
-        };
-        let arrived = ns(Instant::now());
-        let Some(e) = probe::parse_echo(&buf[..n], token) else {
-            continue;
-        };
-        let Some(r) = usize::try_from(e.probe.seq)
-            .ok()
-            .and_then(|i| records.get_mut(i))
-        else {
-            continue;
-        };
-        if r.answer.is_some() || r.sent_ns != e.probe.sent_ns || arrived < r.sent_ns {
-            continue;
-        }
-        let held = e.server_tx_ns.saturating_sub(e.server_rx_ns);
-        let rtt_ns = (arrived - r.sent_ns).saturating_sub(held);
-        max_rtt = max_rtt.max(Duration::from_nanos(rtt_ns));
-        r.answer = Some(Answer {
-            rtt_ns,
-            forward_raw_ns: signed(e.server_rx_ns) - signed(r.sent_ns),
-            reverse_raw_ns: signed(arrived) - signed(e.server_tx_ns),
-        });
-        if drain_until.is_some() && records.iter().all(|r| r.answer.is_some()) {
-            break;
+        while let Ok((n, stamp)) = sockopt::recv_stamped_nowait(sock, &mut buf) {
+            let arrived = arrival(Instant::now(), stamp.filter(|_| stamped), SystemTime::now());
+            log.answer(&buf[..n], arrived);
         }
     }
-    records
+    log.records
 }
 
 fn signed(v: u64) -> i64 {
@@ -155,6 +200,45 @@ mod tests {
     use super::*;
     use crate::traffic::latency::echo::EchoServer;
     use std::net::{IpAddr, SocketAddr};
+
+    #[test]
+    fn an_echo_arrived_when_the_kernel_stamped_it_not_when_the_prober_woke() {
+        let now = Instant::now();
+        let wall = SystemTime::now();
+        let ms = Duration::from_millis;
+        // Stamped 3 ms before the prober looked: it arrived 3 ms ago.
+        assert_eq!(arrival(now, Some(wall - ms(3)), wall), now - ms(3));
+        // No stamp, a stamp from the future or one older than a clock step allows: now.
+        assert_eq!(arrival(now, None, wall), now);
+        assert_eq!(arrival(now, Some(wall + ms(5)), wall), now);
+        assert_eq!(
+            arrival(now, Some(wall - Duration::from_secs(60)), wall),
+            now
+        );
+    }
+
+    #[test]
+    fn the_kernel_stamps_a_queued_datagram_and_an_empty_socket_does_not_wait() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        assert!(sockopt::enable_rx_timestamps(&rx));
+        let mut buf = [0u8; 64];
+        let empty = sockopt::recv_stamped_nowait(&rx, &mut buf).unwrap_err();
+        assert_eq!(empty.kind(), std::io::ErrorKind::WouldBlock);
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let before = SystemTime::now();
+        tx.send_to(b"stamp me", rx.local_addr().unwrap()).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let (n, stamp) = sockopt::recv_stamped_nowait(&rx, &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"stamp me");
+        let stamp = stamp.expect("SO_TIMESTAMPNS gives a stamp");
+        // Stamped on arrival, not when read 20 ms later (a generous bound for a busy host).
+        let age = SystemTime::now().duration_since(stamp).unwrap();
+        assert!(
+            stamp >= before - Duration::from_millis(1),
+            "{stamp:?} {before:?}"
+        );
+        assert!(age >= Duration::from_millis(19), "{age:?}");
+    }
 
     #[test]
     fn probes_a_live_echo_and_survives_an_absent_one() {
