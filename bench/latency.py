@@ -117,15 +117,18 @@ def against_ping(seconds):
         ["ip", "netns", "exec", NS_A, "ping", "-D", "-n", "-i", "0.05", "-w", str(total + 1),
          "198.18.0.2"], total, pings))
     t.start()
-    t0 = time.time()
     d = run_json(["ip", "netns", "exec", NS_A, NETSWEEP, "client", "198.18.0.2", "-t", str(seconds),
                   "-O", "1", "-C", "cubic", "-J", "--latency", "--latency-idle", f"{idle}s"], total + 30)
     t.join()
     lat = d["latency"]
-    # The probe's phases in wall time: idle from t0, load after `idle` seconds and the warm-up.
-    load_from = t0 + idle + 1 + 0.3 + 0.5
-    idle_ping = [r for ts, r in pings if t0 + 0.2 <= ts < t0 + idle - 0.2]
-    loaded_ping = [r for ts, r in pings if load_from <= ts < load_from + seconds - 1]
+    # The probe's phases in wall time: the idle baseline from the start stamp, then the load; a
+    # ping counts as loaded when it falls in a measured (not omitted) interval, as probes do.
+    # (ping -D stamps the reply, so a ping's window is shifted by its own RTT: a few percent.)
+    t0 = d["start"]["timestamp_unix_s"]
+    load_at = t0 + lat["idle_s"]
+    measured = [(load_at + i["start_s"], load_at + i["end_s"]) for i in d["intervals"] if not i["omitted"]]
+    idle_ping = [r for ts, r in pings if t0 + r / 1e3 <= ts < load_at]
+    loaded_ping = [r for ts, r in pings if any(a <= ts - r / 1e3 < b for a, b in measured)]
     print("[against ping] lab 100 Mbit/s, 20 ms RTT, 256 KB queue, cubic, ping -i 0.05 beside the test:")
     if idle_ping and loaded_ping:
         print(f"  idle   p50: netsweep {lat['idle_p50_ms']:7.2f} ms   ping {statistics.median(idle_ping):7.2f} ms "
@@ -142,9 +145,13 @@ def main():
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--loopback-only", action="store_true", help="the loopback parts only")
+    ap.add_argument("--ping-only", action="store_true", help="only the comparison with ping (root)")
     a = ap.parse_args()
     if not os.path.exists(NETSWEEP):
         sys.exit("build first: cargo build --release")
+    if a.ping_only:
+        against_ping(a.seconds)
+        return
     port = free_port()
     start_server([], port)
     resolution(port)
