@@ -339,7 +339,14 @@ fn the_reported_send_path_is_the_one_used() {
     };
     let (path, chunk, r) = check(&TestSpec::tcp(Duration::from_secs(2)));
     assert_eq!(r.start.calibration.len(), 4, "{:?}", r.start);
-    assert!(r.start.calibration.iter().all(|t| t.bits_per_second > 0.0));
+    assert!(
+        r.start
+            .calibration
+            .iter()
+            .all(|t| t.bits_per_second.is_some_and(|b| b > 0.0) && t.calls >= 4),
+        "{:?}",
+        r.start.calibration
+    );
     let best = netsweep::traffic::engine::sendpath::choose(&r.start.calibration).unwrap();
     let chosen = r.start.calibration[best].path;
     assert_eq!(

@@ -76,7 +76,13 @@ fn send_path_line(result: &TestResult) -> Option<String> {
             .start
             .calibration
             .iter()
-            .map(|t| format!("{} {}", t.path, crate::units::BitRate(t.bits_per_second)))
+            .map(|t| match t.bits_per_second {
+                Some(r) => format!("{} {}", t.path, crate::units::BitRate(r)),
+                None => format!(
+                    "{} not measured ({} calls: each outlasts a turn)",
+                    t.path, t.calls
+                ),
+            })
             .collect();
         format!(
             "the fastest of a {:.1} s calibration left out of the results: {}",

@@ -91,27 +91,46 @@ pub const CANDIDATES: [SendPath; 4] = [
 /// How close to the fastest a cheaper candidate must be to win (measurement noise).
 pub const TIE: f64 = 0.03;
 
-/// One candidate's turn during calibration.
+/// One candidate's turns during calibration.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Trial {
     pub path: SendPath,
-    /// Rate written into the socket in the measured part of its turn.
-    pub bits_per_second: f64,
+    /// Rate written into the socket in the measured parts of its turns; `None` when too few of
+    /// its calls started there to tell (calls that outlast a turn: large chunks on a slow path).
+    pub bits_per_second: Option<f64>,
+    /// Send calls that started in the measured parts of its turns.
+    #[serde(default)]
+    pub calls: u64,
 }
 
-/// The index of the trial to keep: the fastest, or an earlier one within `TIE` of it.
+/// Fewer calls than this in a candidate's measured time leave its rate unknown: a call is
+/// counted whole where it started, so one call that outlasts a turn would credit the turn with
+/// bytes sent after it.
+pub const MIN_CALLS: u64 = 4;
+
+impl Trial {
+    /// The trial of `path` that wrote `bytes` in `calls` calls over `seconds` of measured time.
+    pub fn of(path: SendPath, bytes: u64, calls: u64, seconds: f64) -> Trial {
+        let measured = calls >= MIN_CALLS && seconds > 0.0;
+        Trial {
+            path,
+            bits_per_second: measured.then(|| bytes as f64 * 8.0 / seconds),
+            calls,
+        }
+    }
+}
+
+/// The index of the trial to keep: the fastest, or an earlier one within `TIE` of it; trials
+/// without a rate are passed over.
 pub fn choose(trials: &[Trial]) -> Option<usize> {
-    let best = trials
-        .iter()
-        .map(|t| t.bits_per_second)
-        .filter(|r| r.is_finite())
-        .fold(f64::NAN, f64::max);
+    let rate = |t: &Trial| t.bits_per_second.filter(|r| r.is_finite());
+    let best = trials.iter().filter_map(rate).fold(f64::NAN, f64::max);
     if best.is_nan() || best <= 0.0 {
         return None;
     }
     trials
         .iter()
-        .position(|t| t.bits_per_second.is_finite() && t.bits_per_second >= best * (1.0 - TIE))
+        .position(|t| rate(t).is_some_and(|r| r >= best * (1.0 - TIE)))
 }
 
 /// The turns of a calibration: every candidate twice, mirrored.
@@ -159,9 +178,26 @@ mod tests {
             .zip(CANDIDATES)
             .map(|(r, path)| Trial {
                 path,
-                bits_per_second: *r,
+                bits_per_second: Some(*r),
+                calls: 100,
             })
             .collect()
+    }
+
+    #[test]
+    fn a_candidate_whose_calls_outlast_its_turns_has_no_rate_and_is_passed_over() {
+        // 100 Mbit/s path: 1 MiB calls take 84 ms, longer than a 40 ms turn.
+        let secs = measured_seconds(Duration::from_millis(300));
+        let slow = Trial::of(CANDIDATES[1], 1 << 20, 1, secs);
+        assert_eq!(slow.bits_per_second, None);
+        let fine = Trial::of(CANDIDATES[0], 10 * 65536, 10, secs);
+        let rate = fine.bits_per_second.unwrap();
+        assert!((rate - 10.0 * 65536.0 * 8.0 / secs).abs() < 1e-6);
+        assert_eq!(choose(&[slow, fine]), Some(1));
+        assert_eq!(choose(&[slow]), None);
+        // What the JSON says of it.
+        let json = serde_json::to_value(slow).unwrap();
+        assert!(json["bits_per_second"].is_null(), "{json}");
     }
 
     #[test]

@@ -69,8 +69,8 @@ impl InfoSampler {
 struct PathChooser {
     fixed: SendPath,
     calibration: Duration,
-    /// Bytes written in the measured part of each candidate's turn.
-    measured: [u64; sendpath::CANDIDATES.len()],
+    /// Bytes written, and calls started, in the measured part of each candidate's turns.
+    measured: [(u64, u64); sendpath::CANDIDATES.len()],
     chosen: Option<SendPath>,
     report: SendReport,
 }
@@ -90,7 +90,7 @@ impl PathChooser {
             },
             // Already zero for paced senders (`TestSpec::effective_calibration`).
             calibration: ctx.calibration,
-            measured: [0; sendpath::CANDIDATES.len()],
+            measured: [(0, 0); sendpath::CANDIDATES.len()],
             chosen: None,
             report: SendReport::default(),
         }
@@ -111,10 +111,7 @@ impl PathChooser {
             self.report.trials = sendpath::CANDIDATES
                 .iter()
                 .zip(self.measured)
-                .map(|(path, bytes)| sendpath::Trial {
-                    path: *path,
-                    bits_per_second: bytes as f64 * 8.0 / secs,
-                })
+                .map(|(path, (bytes, calls))| sendpath::Trial::of(*path, bytes, calls, secs))
                 .collect();
             sendpath::choose(&self.report.trials)
                 .map_or(sendpath::CANDIDATES[0], |i| sendpath::CANDIDATES[i])
@@ -126,7 +123,10 @@ impl PathChooser {
 
     fn record(&mut self, trial: Option<usize>, bytes: usize) {
         match trial {
-            Some(i) => self.measured[i] += bytes as u64,
+            Some(i) => {
+                self.measured[i].0 += bytes as u64;
+                self.measured[i].1 += 1;
+            }
             None if self.chosen.is_some() => {
                 self.report.calls += 1;
                 self.report.bytes += bytes as u64;
