@@ -261,9 +261,28 @@ fn chromium_loads_the_report_with_every_chart_and_no_errors_or_requests() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (store, id) = campaign(dir.path(), PLAN, 3, 10);
+    // Ten configurations: more than the palette's colours, so the time chart is drawn as
+    // small multiples (one panel per configuration), each of which must draw too.
+    let plan = PLAN.replace(
+        "window = [\"64K\", \"256K\", \"1M\"]",
+        "window = [\"64K\", \"128K\", \"256K\", \"512K\", \"1M\"]",
+    );
+    let (store, id) = campaign(dir.path(), &plan, 3, 10);
     let model = ReportModel::build(&store, id).unwrap();
-    let expected = netsweep::analysis::report::charts(&model).len();
+    let charts = netsweep::analysis::report::charts(&model);
+    let time = charts.iter().find(|c| c.0 == "time").unwrap();
+    assert!(
+        time.2.starts_with("<div class=\"multiples\">"),
+        "{}",
+        time.2
+    );
+    // A panel per configuration with a successful run (every 10th run fails: here all four
+    // of the tenth configuration).
+    let with_runs: std::collections::BTreeSet<usize> =
+        model.series.iter().map(|s| s.configuration).collect();
+    assert_eq!(with_runs.len(), 9);
+    assert_eq!(time.2.matches("<svg ").count(), 9);
+    let expected: usize = charts.iter().map(|c| c.2.matches("<svg ").count()).sum();
     let file = dir.path().join("report.html");
     std::fs::write(&file, html::render(&model)).unwrap();
     let profile = dir.path().join("profile");

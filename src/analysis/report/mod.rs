@@ -98,11 +98,11 @@ fn latency_charts(m: &ReportModel) -> Vec<Chart> {
         out.push((
             "latency-cdf".to_string(),
             "Round trips of the latency probe under load, as a CDF per configuration (each quantile averaged over the runs)".to_string(),
-            svg::xy(
+            lines_chart(
                 "Loaded round-trip time (CDF)",
                 ("probes at or below", "%"),
                 svg::XAxis { label: "round-trip time (ms)", log: false },
-                &lines,
+                lines,
                 &names,
                 true,
             ),
@@ -114,12 +114,13 @@ fn latency_charts(m: &ReportModel) -> Vec<Chart> {
             "latency-time".to_string(),
             "Median probe round trip of each interval under load (median over the runs)"
                 .to_string(),
-            svg::lines(
+            lines_chart(
                 "Round-trip time under load over time",
-                "round trip",
-                "ms",
-                &lines,
+                ("round trip", "ms"),
+                TIME_AXIS,
+                lines,
                 &names,
+                true,
             ),
         ));
     }
@@ -128,11 +129,11 @@ fn latency_charts(m: &ReportModel) -> Vec<Chart> {
         out.push((
             "latency-goodput".to_string(),
             "Goodput against loaded median round trip, one point per run: up and to the left is better".to_string(),
-            svg::xy(
+            lines_chart(
                 "Goodput against latency under load",
                 ("goodput", "bit/s"),
                 svg::XAxis { label: "loaded median round trip (ms)", log: false },
-                &lines,
+                lines,
                 &names,
                 false,
             ),
@@ -143,11 +144,11 @@ fn latency_charts(m: &ReportModel) -> Vec<Chart> {
         out.push((
             "udp-gaps".to_string(),
             "Gaps between arriving UDP datagrams, share per bin (bins 12% wide; gaps under 1 us, datagrams read in one batch, are not drawn)".to_string(),
-            svg::xy(
+            lines_chart(
                 "UDP arrival gaps",
                 ("share of gaps", "%"),
                 svg::XAxis { label: "gap (us, log scale)", log: true },
-                &lines,
+                lines,
                 &names,
                 true,
             ),
@@ -285,14 +286,56 @@ fn time_chart(m: &ReportModel) -> Chart {
     (
         "time".into(),
         "Per-interval goodput of every run".into(),
-        svg::lines(
+        lines_chart(
             "Goodput over time, every run",
-            "goodput",
-            "bit/s",
-            &series,
+            ("goodput", "bit/s"),
+            TIME_AXIS,
+            series,
             &labels,
+            true,
         ),
     )
+}
+
+const TIME_AXIS: svg::XAxis = svg::XAxis {
+    label: "time in run (s)",
+    log: false,
+};
+
+/// One chart of `lines` (each coloured by its index into `names`) while the colours stay
+/// distinct; beyond the palette, small multiples: a panel per name on shared axes, its lines
+/// told apart by the rest of their names (the rounds of a configuration).
+fn lines_chart(
+    title: &str,
+    y: (&str, &str),
+    x: svg::XAxis,
+    lines: Vec<svg::Line>,
+    names: &[String],
+    connect: bool,
+) -> String {
+    if names.len() <= svg::PALETTE.len() {
+        return svg::xy(title, y, x, &lines, names, connect);
+    }
+    let mut panels: Vec<svg::Panel> = names
+        .iter()
+        .map(|n| svg::Panel {
+            title: n.clone(),
+            ..Default::default()
+        })
+        .collect();
+    for (name, group, points) in lines {
+        let Some(p) = panels.get_mut(group) else {
+            continue;
+        };
+        let rest = name.strip_prefix(p.title.as_str()).unwrap_or(&name).trim();
+        if !rest.is_empty() {
+            p.legend.push(rest.to_string());
+        }
+        let colour = p.lines.len();
+        p.lines.push((name, colour, points));
+    }
+    panels.retain(|p| !p.lines.is_empty());
+    svg::small_multiples(y, x, &panels, connect)
 }
 
 /// A Unix time as `YYYY-MM-DD HH:MM UTC` (civil-from-days, Howard Hinnant's algorithm).

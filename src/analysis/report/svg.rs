@@ -470,27 +470,6 @@ pub fn means_ci(
     s
 }
 
-/// Lines over time: `series` are (name, colour index, points (x seconds, y)).
-pub fn lines(
-    title: &str,
-    y_label: &str,
-    unit: &str,
-    series: &[Line],
-    legend_names: &[String],
-) -> String {
-    xy(
-        title,
-        (y_label, unit),
-        XAxis {
-            label: "time in run (s)",
-            log: false,
-        },
-        series,
-        legend_names,
-        true,
-    )
-}
-
 /// The horizontal axis of `xy`: its label (with the unit) and whether it is logarithmic.
 #[derive(Debug, Clone, Copy)]
 pub struct XAxis<'a> {
@@ -508,11 +487,54 @@ pub fn xy(
     legend_names: &[String],
     connect: bool,
 ) -> String {
+    xy_scaled(title, y, x, series, series, legend_names, connect)
+}
+
+/// Small multiples: one small `xy` chart per panel (a title and its lines), all on the axes
+/// of all panels' points so they compare at a glance, in a grid. For more series than
+/// `PALETTE` has colours, where one chart would repeat colours.
+pub fn small_multiples(y: (&str, &str), x: XAxis, panels: &[Panel], connect: bool) -> String {
+    let all: Vec<Line> = panels
+        .iter()
+        .flat_map(|p| p.lines.iter().cloned())
+        .collect();
+    let mut s = String::from("<div class=\"multiples\">");
+    for p in panels {
+        s.push_str(&xy_scaled(
+            &p.title, y, x, &p.lines, &all, &p.legend, connect,
+        ));
+    }
+    s.push_str("</div>");
+    s
+}
+
+/// One chart of `small_multiples`: its title, its lines and their legend (by colour index).
+#[derive(Debug, Clone, Default)]
+pub struct Panel {
+    pub title: String,
+    pub lines: Vec<Line>,
+    pub legend: Vec<String>,
+}
+
+/// `xy` with the axes fitted to the points of `scale_from` (a superset of `series`).
+fn xy_scaled(
+    title: &str,
+    y: (&str, &str),
+    x: XAxis,
+    series: &[Line],
+    scale_from: &[Line],
+    legend_names: &[String],
+    connect: bool,
+) -> String {
     let (y_label, unit) = y;
     let finite = |p: &&(f64, f64)| {
         p.0.is_finite() && p.1.is_finite() && (!x.log || p.0 > 0.0) && p.0.abs() <= AXIS_LIMIT
     };
-    let all = || series.iter().flat_map(|(_, _, p)| p.iter().filter(finite));
+    let all = || {
+        scale_from
+            .iter()
+            .flat_map(|(_, _, p)| p.iter().filter(finite))
+    };
     let max = finite_max(all().map(|p| p.1));
     let xmax = finite_max(all().map(|p| p.0)).clamp(1e-9, AXIS_LIMIT);
     let (lo, hi) = if x.log {
@@ -615,14 +637,45 @@ mod tests {
                 "{v}"
             );
             assert!(!svg.contains("NaN") && !svg.contains("inf"), "{v}: {svg}");
-            let l = lines(
+            let time = XAxis {
+                label: "time in run (s)",
+                log: false,
+            };
+            let l = xy(
                 "t",
-                "g",
-                "bit/s",
+                ("g", "bit/s"),
+                time,
                 &[("a".into(), 0, vec![(0.0, v), (v, 1.0)])],
                 &[],
+                true,
             );
             assert!(!l.contains("NaN") && !l.contains("inf"), "{v}");
+        }
+    }
+
+    #[test]
+    fn small_multiples_share_their_axes() {
+        let time = XAxis {
+            label: "time in run (s)",
+            log: false,
+        };
+        let panel = |title: &str, top: f64| Panel {
+            title: title.into(),
+            lines: vec![(title.into(), 0, vec![(0.0, 1e8), (10.0, top)])],
+            legend: vec![],
+        };
+        let svg = small_multiples(
+            ("goodput", "bit/s"),
+            time,
+            &[panel("slow", 2e8), panel("fast", 9e8)],
+            true,
+        );
+        assert!(svg.starts_with("<div class=\"multiples\">") && svg.ends_with("</div>"));
+        assert_eq!(svg.matches("<svg ").count(), 2);
+        // Both panels end at the larger panel's top (1 Gbit/s) and the longest time (10 s).
+        for chart in svg.split("<svg ").skip(1) {
+            assert!(chart.contains(">1000</text>"), "{chart}");
+            assert!(chart.contains(">10</text>"), "{chart}");
         }
     }
 
