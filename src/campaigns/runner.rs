@@ -493,10 +493,14 @@ pub fn value_warnings(plan: &Plan, host: &HostLimits) -> Vec<String> {
             crate::lab::EmulatorChoice::Auto => !host.netem,
             crate::lab::EmulatorChoice::Netem => false,
         };
-        if let Some(rate) = path
-            .rate_bps
-            .filter(|r| userspace && *r > DELAY_LINE_CEILING_BPS)
-        {
+        // The target's rate, or the fastest a `rate` dimension of the matrix asks for.
+        let fastest = plan
+            .configurations()
+            .iter()
+            .filter_map(|c| plan.path_for(c)?.ok()?.rate_bps)
+            .chain(path.rate_bps)
+            .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))));
+        if let Some(rate) = fastest.filter(|r| userspace && *r > DELAY_LINE_CEILING_BPS) {
             out.push(format!(
                 "rate {} is above what the userspace delay line carries (about {} measured on \
                  this kind of machine): goodput near the top will show the emulator, not the rate",

@@ -324,6 +324,23 @@ fn plan_values_that_will_not_mean_what_they_say_are_warned_of() {
     };
     let w = value_warnings(&p, &root).join("\n");
     assert!(!w.contains("rmem_max") && !w.contains("delay line"), "{w}");
+    // A rate swept in the matrix is judged by its fastest value.
+    let p = plan(
+        "[target]\nkind = \"lab\"\nrtt = \"10ms\"\n[matrix]\nrate = [\"100M\", \"5G\"]\n[repeat]\ncount = 3\n",
+    );
+    let w = value_warnings(&p, &host).join("\n");
+    assert!(
+        w.contains("rate 5.00 Gbits/sec is above what the userspace delay line carries"),
+        "{w}"
+    );
+    let p = plan(
+        "[target]\nkind = \"lab\"\nrtt = \"10ms\"\n[matrix]\nrate = [\"100M\", \"1G\"]\n[repeat]\ncount = 3\n",
+    );
+    assert!(
+        value_warnings(&p, &host).is_empty(),
+        "{:?}",
+        value_warnings(&p, &host)
+    );
     // An address target's grants are the server's: not judged here.
     let p = plan(
         "[target]\nkind = \"address\"\nhost = \"198.18.0.2:5310\"\n[test]\nduration = \"2s\"\n\
