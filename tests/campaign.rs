@@ -556,6 +556,28 @@ fn latency_in_a_plan_is_stored_and_compared() {
     }
     let (ok, out) = netsweep(&["explain", "--db", d, "--metric", "added_latency_ms"]);
     assert!(ok && out.contains("latency added by the load"), "{out}");
+    // UDP configurations are judged against the rate asked (loopback's default 1 Gbit/s) and
+    // what the sender reached, not against a TCP window.
+    let (ok, out) = netsweep(&["explain", "--db", d, "--json"]);
+    assert!(ok, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let limits = v["limits"].as_array().unwrap();
+    let udp = limits
+        .iter()
+        .find(|l| l["configuration"] == "protocol=udp")
+        .unwrap();
+    assert_eq!(udp["asked_bps"].as_f64(), Some(1e9), "{udp}");
+    assert!(udp["sent_bps"].as_f64().is_some_and(|s| s > 0.0), "{udp}");
+    assert!(
+        ["asked rate", "sender", "other"].contains(&udp["limit"].as_str().unwrap()),
+        "{udp}"
+    );
+    assert!(udp["text"].as_str().unwrap().contains("asked"), "{udp}");
+    let tcp = limits
+        .iter()
+        .find(|l| l["configuration"] == "protocol=tcp")
+        .unwrap();
+    assert!(tcp["asked_bps"].is_null(), "{tcp}");
     // The report draws the probe's CDF, its course over time, goodput against latency, and
     // the UDP runs' arrival gaps.
     let html = dir.path().join("l.html");

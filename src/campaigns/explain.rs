@@ -27,7 +27,13 @@ pub struct Limit {
     /// Mean share of time the sender waited for the receiver's window / its own buffer.
     pub rwnd_limited_percent: Option<f64>,
     pub sndbuf_limited_percent: Option<f64>,
-    /// "link", "window", "send buffer" or "other".
+    /// UDP: the rate asked for (all directions), what the senders reached, and the loss
+    /// (medians of the runs).
+    pub asked_bps: Option<f64>,
+    pub sent_bps: Option<f64>,
+    pub loss_percent: Option<f64>,
+    /// "link", "window", "send buffer", "sender" (UDP: the sender fell short of the rate
+    /// asked), "asked rate" (UDP: delivered what was asked) or "other".
     pub limit: String,
     pub text: String,
 }
@@ -153,10 +159,12 @@ fn limits(
                     .filter_map(|r| r.bits_per_second)
                     .collect(),
             )?;
-            let tcp: Vec<&TestResult> = mine
+            let (tcp, udp): (Vec<&TestResult>, Vec<&TestResult>) = mine
                 .into_iter()
-                .filter(|t| t.spec.protocol == crate::traffic::spec::Protocol::Tcp)
-                .collect();
+                .partition(|t| t.spec.protocol == crate::traffic::spec::Protocol::Tcp);
+            if !udp.is_empty() && tcp.is_empty() {
+                return Some(udp_limit(c, goodput, link, &udp));
+            }
             let rtt_us = median(tcp.iter().filter_map(|t| t.summary.rtt_mean_us).collect());
             let window = median(
                 tcp.iter()
@@ -189,11 +197,116 @@ fn limits(
                 rtt_ms: rtt_us.map(|r| r / 1000.0),
                 rwnd_limited_percent: rwnd,
                 sndbuf_limited_percent: sndbuf,
+                asked_bps: None,
+                sent_bps: None,
+                loss_percent: None,
                 limit: limit.into(),
                 text,
             })
         })
         .collect()
+}
+
+/// A UDP configuration against its ceilings: the rate asked, the senders' own reach, the link.
+fn udp_limit(c: &ConfigRow, goodput: f64, link: Option<f64>, udp: &[&TestResult]) -> Limit {
+    let asked = median(
+        udp.iter()
+            .map(|t| {
+                let directions = if t.spec.direction == crate::traffic::spec::Direction::Bidir {
+                    2.0
+                } else {
+                    1.0
+                };
+                t.spec.bitrate_bps * directions
+            })
+            .filter(|r| *r > 0.0)
+            .collect(),
+    );
+    let sent = median(udp.iter().map(|t| t.summary.sent_bits_per_second).collect());
+    let loss = median(udp.iter().filter_map(|t| t.summary.lost_percent).collect());
+    let (limit, text) = classify_udp(goodput, link, asked, sent, loss);
+    Limit {
+        configuration: c.label.clone(),
+        goodput_bps: goodput,
+        link_bps: link,
+        window_bps: None,
+        window_bytes: None,
+        rtt_ms: None,
+        rwnd_limited_percent: None,
+        sndbuf_limited_percent: None,
+        asked_bps: asked,
+        sent_bps: sent,
+        loss_percent: loss,
+        limit: limit.into(),
+        text,
+    }
+}
+
+/// A UDP sender below this share of the asked rate fell short of it.
+const SENDER_SHORT: f64 = 0.95;
+
+/// Which ceiling a UDP configuration hit, in words. The sender's shortfall comes first: the
+/// loss then says nothing about the rate that was asked.
+fn classify_udp(
+    goodput: f64,
+    link: Option<f64>,
+    asked: Option<f64>,
+    sent: Option<f64>,
+    loss: Option<f64>,
+) -> (&'static str, String) {
+    let loss_words = loss.map(|l| format!(", {l:.2}% lost")).unwrap_or_default();
+    if let (Some(a), Some(s)) = (asked, sent)
+        && s < SENDER_SHORT * a
+    {
+        return (
+            "sender",
+            format!(
+                "sender-limited: the senders reached {} of the {} asked (limited on the sending \
+                 host), so the loss{} is for {}",
+                BitRate(s),
+                BitRate(a),
+                loss_words,
+                BitRate(s)
+            ),
+        );
+    }
+    if let Some(l) = link.filter(|l| goodput >= AT_CEILING * l) {
+        return (
+            "link",
+            format!(
+                "link-limited at {:.0}% of {}{}{}",
+                goodput / l * 100.0,
+                BitRate(l),
+                asked
+                    .map(|a| format!(" (asked {})", BitRate(a)))
+                    .unwrap_or_default(),
+                loss_words
+            ),
+        );
+    }
+    match asked {
+        Some(a) if goodput >= SENDER_SHORT * a => (
+            "asked rate",
+            format!(
+                "delivered the asked rate: {:.0}% of {}{loss_words}",
+                goodput / a * 100.0,
+                BitRate(a)
+            ),
+        ),
+        Some(a) => (
+            "other",
+            format!(
+                "below the asked rate: {:.0}% of {} delivered{loss_words}: the path or the \
+                 receiver dropped the rest",
+                goodput / a * 100.0,
+                BitRate(a)
+            ),
+        ),
+        None => (
+            "other",
+            format!("unlimited UDP: {}{loss_words}", BitRate(goodput)),
+        ),
+    }
 }
 
 /// Which ceiling a configuration hit, in words.
@@ -378,6 +491,36 @@ mod tests {
     }
 
     #[test]
+    fn a_udp_configuration_is_judged_against_what_was_asked_and_what_was_sent() {
+        // The issue's new user: -b 600M on a 500 Mbit/s path, the sender reaching 483.
+        let (k, t) = classify_udp(480e6, Some(500e6), Some(600e6), Some(483e6), Some(0.99));
+        assert_eq!(k, "sender");
+        assert!(
+            t.contains("reached 483 Mbits/sec of the 600 Mbits/sec asked")
+                && t.contains("0.99% lost")
+                && t.contains("is for 483 Mbits/sec"),
+            "{t}"
+        );
+        let (k, t) = classify_udp(495e6, Some(500e6), Some(600e6), Some(600e6), Some(17.5));
+        assert_eq!(k, "link");
+        assert_eq!(
+            t,
+            "link-limited at 99% of 500 Mbits/sec (asked 600 Mbits/sec), 17.50% lost"
+        );
+        let (k, t) = classify_udp(99.9e6, Some(1e9), Some(100e6), Some(100e6), Some(0.1));
+        assert_eq!(k, "asked rate");
+        assert!(
+            t.starts_with("delivered the asked rate: 100% of 100 Mbits/sec"),
+            "{t}"
+        );
+        let (k, t) = classify_udp(50e6, None, Some(100e6), Some(100e6), Some(50.0));
+        assert_eq!(k, "other");
+        assert!(t.contains("50% of 100 Mbits/sec delivered"), "{t}");
+        let (_, t) = classify_udp(3e9, None, None, Some(5e9), Some(40.0));
+        assert!(t.starts_with("unlimited UDP"), "{t}");
+    }
+
+    #[test]
     fn neighbouring_configurations_with_one_limit_are_said_together() {
         let l = |c: &str, kind: &str, pct: f64, text: &str| Limit {
             configuration: c.into(),
@@ -388,6 +531,9 @@ mod tests {
             rtt_ms: None,
             rwnd_limited_percent: None,
             sndbuf_limited_percent: None,
+            asked_bps: None,
+            sent_bps: None,
+            loss_percent: None,
             limit: kind.into(),
             text: text.into(),
         };

@@ -259,27 +259,32 @@ pub fn serve<S>(
 ) -> anyhow::Result<()> {
     let _ = ctrl.set_nodelay(true);
     control::write_state(&mut ctrl, State::ParamExchange)?;
-    let doc = match control::read_json(
+    let udp_addr = hub.udp_addr(ctrl.local_addr()?.port());
+    let accepted = control::read_json(
         &mut ctrl,
         wire::MAX_PARAMS_BYTES,
         Instant::now() + IO_DEADLINE,
-    ) {
-        Ok(d) => d,
-        Err(e) => {
-            let r = Refusal::new(code::RECV_PARAMS, e.to_string());
+    )
+    .map_err(|e| Refusal::new(code::RECV_PARAMS, e.to_string()))
+    .and_then(|doc| Params::from_json(&doc))
+    .and_then(|params| Ok((spec_for(&params, limits)?, params)))
+    .and_then(|(spec, params)| {
+        if spec.protocol == Protocol::Udp && udp_addr.is_none() {
+            return Err(Refusal::new(
+                code::UNIMPLEMENTED,
+                "UDP is unavailable: the UDP port could not be bound",
+            ));
+        }
+        Ok((spec, params))
+    });
+    let (spec, params) = match accepted {
+        Ok(a) => a,
+        Err(r) => {
+            // The slot is free before the client hears why: it may try again at once.
+            drop(slot);
             return Err(refuse(&mut ctrl, &r));
         }
     };
-    let params = Params::from_json(&doc).map_err(|r| refuse(&mut ctrl, &r))?;
-    let spec = spec_for(&params, limits).map_err(|r| refuse(&mut ctrl, &r))?;
-    let udp_addr = hub.udp_addr(ctrl.local_addr()?.port());
-    if spec.protocol == Protocol::Udp && udp_addr.is_none() {
-        let r = Refusal::new(
-            code::UNIMPLEMENTED,
-            "UDP is unavailable: the UDP port could not be bound",
-        );
-        return Err(refuse(&mut ctrl, &r));
-    }
     let (tx, rx) = mpsc::channel();
     let registration = Registration { hub, cookie };
     let (udp_tx, udp_rx) = mpsc::channel();
