@@ -12,6 +12,7 @@ pub mod delayline;
 mod registry;
 mod relay;
 pub mod topology;
+pub mod vm;
 
 pub use registry::{LabState, Listing, down_by_name, list, read_state, reap_orphans};
 use registry::{now_unix, write_state};

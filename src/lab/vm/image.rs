@@ -1,0 +1,372 @@
+//! The guest image: built from this machine's Debian packages, cached in a directory.
+//!
+//! `kernel/` holds `vmlinux` (the ELF inside Debian's `vmlinuz`), the NIC driver modules and
+//! the kernel's version; it is made once (`apt-get download` of the package that
+//! `linux-image-amd64` depends on, `dpkg -x`, `xz -dc` from the XZ stream's magic). `initrd.cpio`
+//! is rebuilt on every boot preparation, because it carries the running netsweep binary.
+
+use super::cpio::{self, Entry};
+use anyhow::{Context, bail};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where images are kept unless `NETSWEEP_VM_DIR` says otherwise.
+pub const DEFAULT_DIR: &str = "/var/cache/netsweep/vm";
+
+/// The NIC driver modules, in load order (each after the modules it depends on; the package
+/// has no usable modules.dep for a hand-made initramfs).
+pub const MODULES: [&str; 12] = [
+    "mii",
+    "8139too",
+    "8139cp",
+    "e1000",
+    "virtio_ring",
+    "virtio",
+    "virtio_pci_modern_dev",
+    "virtio_pci_legacy_dev",
+    "virtio_pci",
+    "failover",
+    "net_failover",
+    "virtio_net",
+];
+
+/// What to install when a tool is missing.
+pub const PACKAGES: &str = "qemu-system-x86 busybox-static xz-utils";
+
+/// A built image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    pub dir: PathBuf,
+    pub vmlinux: PathBuf,
+    pub initrd: PathBuf,
+    pub kernel_version: String,
+}
+
+/// The image directory in use.
+pub fn dir() -> PathBuf {
+    std::env::var_os("NETSWEEP_VM_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DIR))
+}
+
+/// The kernel if already cached, without building anything.
+pub fn cached_kernel(dir: &Path) -> Option<(PathBuf, String)> {
+    let k = dir.join("kernel");
+    let version = std::fs::read_to_string(k.join("version")).ok()?;
+    let vmlinux = k.join("vmlinux");
+    vmlinux
+        .is_file()
+        .then(|| (vmlinux, version.trim().to_string()))
+}
+
+/// Makes sure the kernel is cached and writes a fresh initramfs with `netsweep` in it.
+pub fn prepare(dir: &Path, netsweep: &Path, log: &dyn Fn(&str)) -> anyhow::Result<Image> {
+    let (vmlinux, kernel_version) = match cached_kernel(dir) {
+        Some(k) => k,
+        None => fetch_kernel(dir, log)?,
+    };
+    let initrd = dir.join("initrd.cpio");
+    let entries = initramfs(&dir.join("kernel/modules"), netsweep)?;
+    let tmp = initrd.with_extension("tmp");
+    std::fs::write(&tmp, cpio::archive(&entries))
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &initrd)?;
+    Ok(Image {
+        dir: dir.to_path_buf(),
+        vmlinux,
+        initrd,
+        kernel_version,
+    })
+}
+
+fn output(program: &str, args: &[&str], cwd: Option<&Path>) -> anyhow::Result<String> {
+    let mut c = Command::new(program);
+    c.args(args);
+    if let Some(d) = cwd {
+        c.current_dir(d);
+    }
+    let out = c.output().with_context(|| {
+        format!("cannot run {program}: the guest image needs Debian's apt and {PACKAGES}")
+    })?;
+    if !out.status.success() {
+        bail!(
+            "`{program} {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Downloads and unpacks the kernel package, keeps vmlinux and the NIC modules.
+fn fetch_kernel(dir: &Path, log: &dyn Fn(&str)) -> anyhow::Result<(PathBuf, String)> {
+    let package = kernel_package(&output(
+        "apt-cache",
+        &["depends", "linux-image-amd64"],
+        None,
+    )?)
+    .context("apt-cache names no kernel package for linux-image-amd64 (run apt-get update)")?;
+    let work = dir.join("download");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).with_context(|| format!("cannot create {}", work.display()))?;
+    log(&format!("downloading {package} (about 70 MB, once)"));
+    output("apt-get", &["download", &package], Some(&work))?;
+    let deb = std::fs::read_dir(&work)?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "deb"))
+        .context("apt-get download left no .deb")?;
+    let root = work.join("root");
+    output(
+        "dpkg",
+        &["-x", &deb.to_string_lossy(), &root.to_string_lossy()],
+        None,
+    )?;
+    let vmlinuz = std::fs::read_dir(root.join("boot"))?
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("vmlinuz-"))
+        })
+        .context("the kernel package has no boot/vmlinuz-*")?;
+    let version = vmlinuz
+        .file_name()
+        .map(|n| {
+            n.to_string_lossy()
+                .trim_start_matches("vmlinuz-")
+                .to_string()
+        })
+        .unwrap_or_default();
+    let kernel = dir.join("kernel");
+    let _ = std::fs::remove_dir_all(&kernel);
+    std::fs::create_dir_all(kernel.join("modules"))?;
+    log("taking the uncompressed kernel out of vmlinuz");
+    let packed = std::fs::read(&vmlinuz)?;
+    let at = xz_stream(&packed).context("no XZ stream in vmlinuz (not a Debian x86 kernel?)")?;
+    let elf = unxz(&packed[at..])?;
+    if !elf.starts_with(b"\x7fELF") {
+        bail!(
+            "the XZ stream in {} is not an ELF kernel",
+            vmlinuz.display()
+        );
+    }
+    std::fs::write(kernel.join("vmlinux"), elf)?;
+    let tree = root.join("lib/modules").join(&version);
+    for m in MODULES {
+        let found = find_module(&tree, m)
+            .with_context(|| format!("module {m} is not in {}", tree.display()))?;
+        std::fs::copy(&found, kernel.join("modules").join(format!("{m}.ko")))?;
+    }
+    std::fs::write(kernel.join("version"), &version)?;
+    let _ = std::fs::remove_dir_all(&work);
+    Ok((kernel.join("vmlinux"), version))
+}
+
+/// `xz -dc --single-stream` of `data`.
+fn unxz(data: &[u8]) -> anyhow::Result<Vec<u8>> {
+    use std::io::Write;
+    let mut child = Command::new("xz")
+        .args(["-dc", "--single-stream"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run xz (install {PACKAGES})"))?;
+    let mut stdin = child.stdin.take().context("xz stdin")?;
+    let data = data.to_vec();
+    // Fed from a thread: xz writes while it reads, and both pipes must keep moving.
+    let feeder = std::thread::spawn(move || stdin.write_all(&data));
+    let out = child.wait_with_output()?;
+    let _ = feeder.join();
+    if out.stdout.is_empty() {
+        bail!("xz: {}", String::from_utf8_lossy(&out.stderr).trim());
+    }
+    Ok(out.stdout)
+}
+
+fn find_module(tree: &Path, name: &str) -> Option<PathBuf> {
+    let want = format!("{name}.ko");
+    let mut stack = vec![tree.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).ok()?.filter_map(Result::ok) {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if e.file_name().to_string_lossy() == want {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// Where the XZ stream inside a compressed kernel starts (its magic FD 37 7A 58 5A 00).
+pub fn xz_stream(bytes: &[u8]) -> Option<usize> {
+    const MAGIC: [u8; 6] = [0xfd, b'7', b'z', b'X', b'Z', 0];
+    bytes.windows(MAGIC.len()).position(|w| w == MAGIC)
+}
+
+/// The kernel package in `apt-cache depends linux-image-amd64` output.
+pub fn kernel_package(depends: &str) -> Option<String> {
+    depends.lines().find_map(|l| {
+        let p = l.trim().strip_prefix("Depends:")?.trim();
+        p.starts_with("linux-image-").then(|| p.to_string())
+    })
+}
+
+/// The libraries `ldd` names, at their absolute paths (the loader included).
+pub fn ldd_libraries(ldd: &str) -> Vec<PathBuf> {
+    ldd.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let path = match l.split_once("=>") {
+                Some((_, rest)) => rest.split_whitespace().next()?,
+                None => l.split_whitespace().next()?,
+            };
+            path.starts_with('/').then(|| PathBuf::from(path))
+        })
+        .collect()
+}
+
+/// The guest's /init.
+pub fn init_script() -> String {
+    let modules = MODULES.join(" ");
+    format!(
+        r#"#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+for m in {modules}; do insmod /lib/modules/$m.ko 2>/dev/null; done
+IP=198.18.0.2/24
+PORT=5201
+for w in $(cat /proc/cmdline); do
+  case "$w" in
+    netsweep.ip=*) IP="${{w#netsweep.ip=}}" ;;
+    netsweep.port=*) PORT="${{w#netsweep.port=}}" ;;
+  esac
+done
+ip link set lo up
+i=0
+while [ ! -e /sys/class/net/eth0 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+ip addr add "$IP" dev eth0
+ip link set eth0 up
+DRIVER=$(basename "$(readlink /sys/class/net/eth0/device/driver)")
+echo "netsweep-guest: driver=$DRIVER"
+/bin/netsweep server --port "$PORT" > /dev/console 2>&1 &
+echo "netsweep-guest: ready"
+while true; do sleep 3600; done
+"#
+    )
+}
+
+/// The initramfs: busybox, netsweep and their libraries, the modules, /init.
+fn initramfs(modules: &Path, netsweep: &Path) -> anyhow::Result<Vec<Entry>> {
+    let busybox = Path::new("/bin/busybox");
+    if !busybox.is_file() {
+        bail!("no /bin/busybox: install {PACKAGES}");
+    }
+    let mut entries: Vec<Entry> = ["bin", "dev", "proc", "sys", "tmp", "lib", "lib/modules"]
+        .iter()
+        .map(|d| Entry::Dir {
+            path: d.to_string(),
+        })
+        .collect();
+    let mut dirs: Vec<String> = entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Dir { path } => Some(path.clone()),
+            _ => None,
+        })
+        .collect();
+    let mut add_file = |entries: &mut Vec<Entry>, at: &Path, from: &Path, executable: bool| {
+        let data =
+            std::fs::read(from).with_context(|| format!("cannot read {}", from.display()))?;
+        let mut parent = PathBuf::new();
+        for c in at.parent().into_iter().flat_map(|p| p.components()).skip(1) {
+            parent.push(c);
+            let p = parent.to_string_lossy().to_string();
+            if !dirs.contains(&p) {
+                entries.push(Entry::Dir { path: p.clone() });
+                dirs.push(p);
+            }
+        }
+        entries.push(Entry::File {
+            path: at.to_string_lossy().to_string(),
+            data,
+            executable,
+        });
+        anyhow::Ok(())
+    };
+    add_file(&mut entries, Path::new("/bin/busybox"), busybox, true)?;
+    add_file(&mut entries, Path::new("/bin/netsweep"), netsweep, true)?;
+    let ldd = output("ldd", &[&netsweep.to_string_lossy()], None)?;
+    for lib in ldd_libraries(&ldd) {
+        add_file(&mut entries, &lib, &lib, true)?;
+    }
+    for m in MODULES {
+        let from = modules.join(format!("{m}.ko"));
+        add_file(
+            &mut entries,
+            &Path::new("/lib/modules").join(format!("{m}.ko")),
+            &from,
+            false,
+        )?;
+    }
+    entries.push(Entry::File {
+        path: "init".into(),
+        data: init_script().into_bytes(),
+        executable: true,
+    });
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kernel_package_is_read_from_apt_cache() {
+        let text = "linux-image-amd64\n  Depends: linux-image-6.1.0-56-amd64\n";
+        assert_eq!(
+            kernel_package(text).as_deref(),
+            Some("linux-image-6.1.0-56-amd64")
+        );
+        assert_eq!(kernel_package("linux-image-amd64\n"), None);
+    }
+
+    #[test]
+    fn ldd_output_gives_absolute_library_paths() {
+        let text = "\tlinux-vdso.so.1 (0x00007f0f5c5c1000)\n\
+                    \tlibgcc_s.so.1 => /lib/x86_64-linux-gnu/libgcc_s.so.1 (0x00007f0f5c58f000)\n\
+                    \tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f0f5bc1e000)\n\
+                    \t/lib64/ld-linux-x86-64.so.2 (0x00007f0f5c5c3000)\n";
+        assert_eq!(
+            ldd_libraries(text),
+            vec![
+                PathBuf::from("/lib/x86_64-linux-gnu/libgcc_s.so.1"),
+                PathBuf::from("/lib/x86_64-linux-gnu/libc.so.6"),
+                PathBuf::from("/lib64/ld-linux-x86-64.so.2"),
+            ]
+        );
+        assert!(ldd_libraries("\tnot a dynamic executable\n").is_empty());
+    }
+
+    #[test]
+    fn the_xz_stream_is_found_after_the_setup_code() {
+        let mut k = vec![0u8; 1000];
+        k.extend_from_slice(&[0xfd, b'7', b'z', b'X', b'Z', 0, 1, 2]);
+        assert_eq!(xz_stream(&k), Some(1000));
+        assert_eq!(xz_stream(&[0u8; 100]), None);
+    }
+
+    #[test]
+    fn init_loads_every_module_and_reads_its_address_from_the_command_line() {
+        let s = init_script();
+        assert!(s.starts_with("#!/bin/busybox sh\n"));
+        assert!(s.contains("mii 8139too 8139cp e1000 virtio_ring"), "{s}");
+        assert!(s.contains("netsweep.ip=*) IP=\"${w#netsweep.ip=}\""), "{s}");
+        assert!(s.contains("netsweep-guest: ready"));
+    }
+}
