@@ -22,7 +22,7 @@ pub use commands::{
     CompareArgs, DoctorArgs, ExplainArgs, ExportArgs, ImportArgs, ReportArgs, RunArgs, TuneCommand,
     TuneCommon,
 };
-pub use lab::{LabCommand, PathArgs};
+pub use lab::{LabCommand, PathArgs, VmArgs};
 
 /// Default port of `netsweep server` (beside iperf3's 5201).
 pub const DEFAULT_PORT: u16 = 5310;

@@ -1,7 +1,7 @@
 //! The `lab` subcommands.
 
-use crate::cli::{Cli, ClientArgs, Command, LabCommand, PathArgs};
-use crate::lab::{self, EmulatorChoice, Host, Lab, LabOptions, PathConfig, RelayMode};
+use crate::cli::{Cli, ClientArgs, Command, LabCommand, PathArgs, VmArgs};
+use crate::lab::{self, EmulatorChoice, Host, Lab, LabOptions, PathConfig, RelayMode, VmOptions};
 use crate::traffic::client::ClientConfig;
 use crate::traffic::spec::{ServerLimits, TestSpec};
 use crate::units::BitRate;
@@ -18,7 +18,8 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
         reap(&state_dir);
     }
     match cmd {
-        LabCommand::Up { name, path } => up(&name, &path, state_dir),
+        LabCommand::Up { name, path, vm } => up(&name, &path, &vm, state_dir),
+        LabCommand::VmImage => vm_image(),
         LabCommand::Down { name } => {
             netns::check_privileges()?;
             let removed = lab::down_by_name(&name, &state_dir)?;
@@ -52,7 +53,7 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
                 .exec();
             Err(err).context("cannot run ip netns exec")
         }
-        LabCommand::Test { path, client } => test(&path, &client),
+        LabCommand::Test { path, vm, client } => test(&path, &vm, &client),
         LabCommand::Relay {
             name,
             state_dir: dir,
@@ -99,13 +100,62 @@ pub fn jitter_note(p: &PathConfig, emulator: lab::Emulator) -> Option<String> {
     })
 }
 
-fn up(name: &str, path: &PathArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
+/// The guest options for a lab, with this netsweep binary as the guest's server.
+fn vm_options(vm: &VmArgs) -> anyhow::Result<Option<VmOptions>> {
+    let Some(spec) = vm.spec()? else {
+        return Ok(None);
+    };
+    let netsweep = std::env::current_exe().context("cannot find the netsweep executable")?;
+    Ok(Some(VmOptions { spec, netsweep }))
+}
+
+/// "guest: e1000 NIC (driver e1000), 1 vCPU, 256 MiB, TCG (emulated CPU), booted in 5.2 s".
+pub fn describe_guest(g: &lab::vm::guest::GuestState) -> String {
+    format!(
+        "QEMU guest: {} NIC (guest driver {}), {} vCPU, {} MiB, {}, booted in {:.1} s",
+        g.spec.nic.name(),
+        if g.driver.is_empty() {
+            "none"
+        } else {
+            &g.driver
+        },
+        g.spec.vcpus,
+        g.spec.memory_mib,
+        match g.accel {
+            lab::vm::Accel::Kvm => "KVM",
+            lab::vm::Accel::Tcg =>
+                "TCG (the guest CPU is emulated: its cost weighs on every NIC model's figure)",
+        },
+        g.boot_s
+    )
+}
+
+fn vm_image() -> anyhow::Result<ExitCode> {
+    let dir = lab::vm::image::dir();
+    let exe = std::env::current_exe().context("cannot find the netsweep executable")?;
+    let image = lab::vm::image::prepare(&dir, &exe, &|m| crate::errln!("{m}"))?;
+    crate::outln!("guest image in {}:", image.dir.display());
+    crate::outln!(
+        "  kernel {} ({})",
+        image.kernel_version,
+        image.vmlinux.display()
+    );
+    crate::outln!(
+        "  initramfs {} (busybox, NIC modules, this netsweep)",
+        image.initrd.display()
+    );
+    crate::outln!("use it: netsweep lab up NAME --vm b --nic virtio|e1000|rtl8139");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn up(name: &str, path: &PathArgs, vm: &VmArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
     let (path, emulator) = <(PathConfig, EmulatorChoice)>::try_from(path)?;
     let exe = std::env::current_exe().context("cannot find the netsweep executable")?;
     let opts = LabOptions {
         state_dir,
         emulator,
         relay: RelayMode::Daemon(exe),
+        vm: vm_options(vm)?,
     };
     let lab = Lab::up(name, path, &opts)?;
     crate::outln!("lab {name} is up: {}", describe(lab.path(), lab.emulator()));
@@ -118,15 +168,27 @@ fn up(name: &str, path: &PathArgs, state_dir: PathBuf) -> anyhow::Result<ExitCod
         Host::A.ipv4(),
         Host::A.ipv6()
     );
-    crate::outln!(
-        "  host b: namespace {} address {} / {}",
-        lab.namespace(Host::B),
-        Host::B.ipv4(),
-        Host::B.ipv6()
-    );
-    crate::outln!(
-        "try: netsweep lab exec {name} b -- netsweep server &   netsweep lab exec {name} a -- netsweep client 198.18.0.2"
-    );
+    if let Some(g) = lab.guest() {
+        crate::outln!(
+            "  host b: {} at {}, its netsweep server on port {}",
+            describe_guest(g),
+            Host::B.ipv4(),
+            crate::cli::DEFAULT_PORT
+        );
+        crate::outln!(
+            "try: netsweep lab exec {name} a -- netsweep client 198.18.0.2     (and -R for guest to host)"
+        );
+    } else {
+        crate::outln!(
+            "  host b: namespace {} address {} / {}",
+            lab.namespace(Host::B),
+            Host::B.ipv4(),
+            Host::B.ipv6()
+        );
+        crate::outln!(
+            "try: netsweep lab exec {name} b -- netsweep server &   netsweep lab exec {name} a -- netsweep client 198.18.0.2"
+        );
+    }
     crate::outln!("remove it with: netsweep lab down {name}");
     lab.persist();
     Ok(ExitCode::SUCCESS)
@@ -150,7 +212,14 @@ fn list(state_dir: &std::path::Path) {
     }
     for l in labs {
         let what = match &l.state {
-            Some(s) => describe(&s.path, s.emulator),
+            Some(s) => match &s.guest {
+                Some(g) => format!(
+                    "{}; host b: {}",
+                    describe(&s.path, s.emulator),
+                    describe_guest(g)
+                ),
+                None => describe(&s.path, s.emulator),
+            },
             None => "no state file".to_string(),
         };
         let flag = if l.leftover {
@@ -162,7 +231,7 @@ fn list(state_dir: &std::path::Path) {
     }
 }
 
-fn test(path: &PathArgs, client_args: &[String]) -> anyhow::Result<ExitCode> {
+fn test(path: &PathArgs, vm: &VmArgs, client_args: &[String]) -> anyhow::Result<ExitCode> {
     let (path, emulator) = <(PathConfig, EmulatorChoice)>::try_from(path)?;
     let mut argv = vec![
         "netsweep".to_string(),
@@ -182,6 +251,7 @@ fn test(path: &PathArgs, client_args: &[String]) -> anyhow::Result<ExitCode> {
     let name = format!("t{}", std::process::id() % 100_000_000);
     let opts = LabOptions {
         emulator,
+        vm: vm_options(vm)?,
         ..LabOptions::default()
     };
     let lab = Lab::up(&name, path, &opts)?;
@@ -190,8 +260,15 @@ fn test(path: &PathArgs, client_args: &[String]) -> anyhow::Result<ExitCode> {
         if let Some(note) = jitter_note(lab.path(), lab.emulator()) {
             crate::outln!("  {note}");
         }
+        if let Some(g) = lab.guest() {
+            crate::outln!("  host b: {}", describe_guest(g));
+        }
     }
-    let server = lab.start_server(Host::B, ServerLimits::default())?;
+    // A guest runs its own server (started by its init); a namespace gets one here.
+    let server = match lab.guest() {
+        Some(_) => None,
+        None => Some(lab.start_server(Host::B, ServerLimits::default())?),
+    };
     let code = lab.run_in(Host::A, || crate::app::client_and_print(&cfg, &spec, &view));
     drop(server);
     lab.down()?;

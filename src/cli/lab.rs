@@ -10,13 +10,21 @@ use clap::{Args, Subcommand};
 pub enum LabCommand {
     /// Create a lab that stays until `lab down`.
     #[command(
-        after_help = "Examples:\n  netsweep lab up wan --rate 1G --rtt 20ms\n  netsweep lab up lossy --rate 100M --delay 5ms --loss 1%\n  netsweep lab up jumbo --mtu 9000 --mtu-b 1500"
+        after_help = "Examples:\n  netsweep lab up wan --rate 1G --rtt 20ms\n  netsweep lab up lossy --rate 100M --delay 5ms --loss 1%\n  netsweep lab up jumbo --mtu 9000 --mtu-b 1500\n  netsweep lab up vm --vm b --nic e1000 --rtt 2ms     (host b a QEMU guest)"
     )]
     Up {
         name: String,
         #[command(flatten)]
         path: PathArgs,
+        #[command(flatten)]
+        vm: VmArgs,
     },
+    /// Build the guest image for `--vm` labs (once; later calls show it).
+    #[command(
+        name = "vm-image",
+        after_help = "Builds from this machine's Debian packages: the kernel package that linux-image-amd64\ndepends on (downloaded with apt-get, unpacked, not installed), busybox-static, and this\nnetsweep binary. Needs: apt-get install qemu-system-x86 busybox-static xz-utils\n\nExamples:\n  netsweep lab vm-image\n  NETSWEEP_VM_DIR=/srv/vm netsweep lab vm-image"
+    )]
+    VmImage,
     /// Remove a lab (also the leftovers of a crashed run).
     Down { name: String },
     /// Show labs and leftovers.
@@ -32,11 +40,13 @@ pub enum LabCommand {
     },
     /// Bring up a temporary lab, test across it with `netsweep client`, tear it down.
     #[command(
-        after_help = "Examples:\n  netsweep lab test --rate 200M --rtt 20ms -- -t 5\n  netsweep lab test --rtt 20ms --loss 1% -- -u -b 100M --json\n  netsweep lab test --rate 1G --rtt 20ms -- -w 64K -t 10"
+        after_help = "Examples:\n  netsweep lab test --rate 200M --rtt 20ms -- -t 5\n  netsweep lab test --vm b --nic rtl8139 -- -t 5 -R\n  netsweep lab test --rtt 20ms --loss 1% -- -u -b 100M --json\n  netsweep lab test --rate 1G --rtt 20ms -- -w 64K -t 10"
     )]
     Test {
         #[command(flatten)]
         path: PathArgs,
+        #[command(flatten)]
+        vm: VmArgs,
         /// Options for `netsweep client` (the server address is filled in).
         #[arg(last = true)]
         client: Vec<String>,
@@ -86,6 +96,43 @@ pub struct PathArgs {
     /// Per-namespace sysctl on host b, KEY=VALUE (repeatable).
     #[arg(long = "sysctl-b")]
     pub sysctl_b: Vec<String>,
+}
+
+/// Host b as a QEMU guest.
+#[derive(Debug, Args, Clone, Default)]
+pub struct VmArgs {
+    /// Make host b a QEMU guest (only b for now) running netsweep's server.
+    #[arg(long, value_parser = ["b"])]
+    pub vm: Option<String>,
+    /// The guest's NIC model: virtio, e1000 or rtl8139.
+    #[arg(long, requires = "vm", default_value = "virtio")]
+    pub nic: String,
+    /// The guest's virtual CPUs.
+    #[arg(long, requires = "vm", default_value_t = 1)]
+    pub vcpus: u32,
+    /// The guest's memory, MiB.
+    #[arg(long, requires = "vm", default_value_t = 256)]
+    pub memory: u32,
+    /// virtio-net queue pairs (multiqueue; virtio only).
+    #[arg(long, requires = "vm", default_value_t = 1)]
+    pub queues: u32,
+}
+
+impl VmArgs {
+    /// The guest asked for, if any.
+    pub fn spec(&self) -> anyhow::Result<Option<crate::lab::vm::guest::GuestSpec>> {
+        if self.vm.is_none() {
+            return Ok(None);
+        }
+        let spec = crate::lab::vm::guest::GuestSpec {
+            nic: crate::lab::vm::NicModel::parse(&self.nic).map_err(anyhow::Error::msg)?,
+            vcpus: self.vcpus,
+            memory_mib: self.memory,
+            queues: self.queues,
+        };
+        spec.validate().map_err(anyhow::Error::msg)?;
+        Ok(Some(spec))
+    }
 }
 
 impl TryFrom<&PathArgs> for (PathConfig, EmulatorChoice) {

@@ -55,7 +55,19 @@ pub struct LabOptions {
     pub state_dir: PathBuf,
     pub emulator: EmulatorChoice,
     pub relay: RelayMode,
+    /// Host b as a QEMU guest.
+    pub vm: Option<VmOptions>,
 }
+
+/// A guest for host b: what it is given, and the netsweep binary it runs as its server.
+#[derive(Debug, Clone)]
+pub struct VmOptions {
+    pub spec: vm::guest::GuestSpec,
+    pub netsweep: PathBuf,
+}
+
+/// Longest wait for a guest to boot (TCG on a busy 2-core machine takes 4-10 s).
+pub const GUEST_BOOT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 impl Default for LabOptions {
     fn default() -> Self {
@@ -63,6 +75,7 @@ impl Default for LabOptions {
             state_dir: PathBuf::from(STATE_DIR),
             emulator: EmulatorChoice::Auto,
             relay: RelayMode::InProcess,
+            vm: None,
         }
     }
 }
@@ -148,6 +161,7 @@ impl Lab {
                 relay_pid: None,
                 created_unix_s: now_unix(),
                 owner_pid: Some(std::process::id()),
+                guest: None,
             },
             names,
             state_dir: opts.state_dir.clone(),
@@ -208,16 +222,85 @@ impl Lab {
             )?;
         }
         for h in [Host::A, Host::B] {
-            self.configure_host(h)?;
+            self.configure_host(h, opts.vm.is_some() && h == Host::B)?;
         }
         if self.state.emulator == Emulator::Userspace {
             self.start_relay(&opts.relay)?;
         }
         write_state(&self.state_dir, &self.state)?;
+        if let Some(vm) = &opts.vm {
+            self.boot_guest(vm)?;
+            write_state(&self.state_dir, &self.state)?;
+        }
         Ok(())
     }
 
-    fn configure_host(&self, h: Host) -> anyhow::Result<()> {
+    /// Host b's namespace becomes a router for the guest behind its TAP device: the guest
+    /// has host b's address, the namespace answers ARP for each side (proxy ARP) and forwards,
+    /// so the path (rate, delay, loss, queue) between the namespaces is the guest's path.
+    fn route_to_guest(&self) -> anyhow::Result<()> {
+        let ns = self.names.namespace(Host::B);
+        let dev = self.names.device(Host::B);
+        let tap = self.names.tap();
+        let mtu = self.state.path.mtu(Host::B).to_string();
+        netns::run(
+            "ip",
+            &["-n", &ns, "tuntap", "add", "dev", &tap, "mode", "tap"],
+        )?;
+        netns::run(
+            "ip",
+            &["-n", &ns, "link", "set", "dev", &tap, "mtu", &mtu, "up"],
+        )?;
+        // An address of the router's own (from the benchmarking range) for its ARP requests.
+        netns::run(
+            "ip",
+            &["-n", &ns, "addr", "add", "198.18.0.254/32", "dev", &tap],
+        )?;
+        for (key, value) in [
+            ("net.ipv4.ip_forward".to_string(), "1"),
+            (format!("net.ipv4.conf.{dev}.proxy_arp"), "1"),
+            (format!("net.ipv4.conf.{tap}.proxy_arp"), "1"),
+        ] {
+            netns::run_in(&ns, || std::fs::write(sysctl_path(&key), value))?
+                .with_context(|| format!("cannot set {key} in {ns}"))?;
+        }
+        let a = format!("{}/32", Host::A.ipv4());
+        let b = format!("{}/32", Host::B.ipv4());
+        netns::run("ip", &["-n", &ns, "route", "add", &a, "dev", &dev])?;
+        netns::run("ip", &["-n", &ns, "route", "add", &b, "dev", &tap])?;
+        Ok(())
+    }
+
+    fn boot_guest(&mut self, vm: &VmOptions) -> anyhow::Result<()> {
+        let image = vm::image::prepare(&vm::image::dir(), &vm.netsweep, &|m| {
+            crate::errln!("lab {}: {m}", self.state.name)
+        })?;
+        let accel = vm::guest::choose_accel(&image, std::time::Duration::from_secs(20));
+        let net = vm::guest::GuestNet {
+            tap: Some(self.names.tap()),
+            ip_cidr: format!("{}/24", Host::B.ipv4()),
+            port: crate::cli::DEFAULT_PORT,
+        };
+        let files = vm::guest::Files::in_dir(&self.state_dir, &self.state.name);
+        let guest = vm::guest::boot(
+            Some(&self.names.namespace(Host::B)),
+            &image,
+            &vm.spec,
+            accel,
+            &net,
+            &files,
+            GUEST_BOOT_TIMEOUT,
+        )?;
+        self.state.guest = Some(guest);
+        Ok(())
+    }
+
+    /// Host b's guest, when it is one.
+    pub fn guest(&self) -> Option<&vm::guest::GuestState> {
+        self.state.guest.as_ref()
+    }
+
+    fn configure_host(&self, h: Host, guest_behind: bool) -> anyhow::Result<()> {
         let ns = self.names.namespace(h);
         let dev = self.names.device(h);
         let mtu = self.state.path.mtu(h).to_string();
@@ -226,6 +309,10 @@ impl Lab {
             "ip",
             &["-n", &ns, "link", "set", "dev", &dev, "mtu", &mtu, "up"],
         )?;
+        if guest_behind {
+            self.route_to_guest()?;
+            return self.shape(h);
+        }
         netns::run(
             "ip",
             &[
@@ -252,6 +339,13 @@ impl Lab {
                 "nodad",
             ],
         )?;
+        self.shape(h)
+    }
+
+    /// The path's qdiscs and the host's sysctls.
+    fn shape(&self, h: Host) -> anyhow::Result<()> {
+        let ns = self.names.namespace(h);
+        let dev = self.names.device(h);
         for cmd in topology::qdisc_commands(
             &ns,
             &dev,

@@ -21,6 +21,9 @@ pub struct LabState {
     /// kept by `lab up`. A lab whose owner died without removing it is an orphan (`reap`).
     #[serde(default)]
     pub owner_pid: Option<u32>,
+    /// Host b as a QEMU guest (`--vm b`).
+    #[serde(default)]
+    pub guest: Option<super::vm::guest::GuestState>,
 }
 
 pub(super) fn now_unix() -> u64 {
@@ -60,6 +63,23 @@ pub fn down_by_name(name: &str, state_dir: &Path) -> anyhow::Result<Vec<String>>
         stop_process(pid);
         removed.push(format!("delay line process {pid}"));
     }
+    // A guest: by the PID its state records, or by its pidfile if the state was never
+    // written (a crash during the boot).
+    let files = super::vm::guest::Files::in_dir(state_dir, name);
+    let guest_pid = read_state(state_dir, name)
+        .and_then(|s| s.guest.map(|g| g.pid))
+        .or_else(|| {
+            std::fs::read_to_string(&files.pidfile)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+        });
+    if let Some(pid) = guest_pid
+        && super::vm::guest::stop(pid, &files.pidfile)
+    {
+        removed.push(format!("guest (QEMU process {pid})"));
+    }
+    let _ = std::fs::remove_file(&files.console);
+    let _ = std::fs::remove_file(&files.pidfile);
     let mut errors = Vec::new();
     for h in [Host::A, Host::B] {
         let ns = names.namespace(h);

@@ -80,6 +80,11 @@ impl LabNames {
         format!("nsw-{}-{}", self.name, h.letter())
     }
 
+    /// The TAP device of host b's guest (in host b's namespace).
+    pub fn tap(&self) -> String {
+        format!("nsw{}t", self.name)
+    }
+
     pub fn device(&self, h: Host) -> String {
         format!("nsw-{}-{}", self.name, h.letter())
     }

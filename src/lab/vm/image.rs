@@ -255,6 +255,8 @@ ip link set eth0 up
 DRIVER=$(basename "$(readlink /sys/class/net/eth0/device/driver)")
 echo "netsweep-guest: driver=$DRIVER"
 /bin/netsweep server --port "$PORT" > /dev/console 2>&1 &
+i=0
+while ! netstat -ltn 2>/dev/null | grep -q ":$PORT " && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
 echo "netsweep-guest: ready"
 while true; do sleep 3600; done
 "#

