@@ -7,7 +7,7 @@ mod common;
 
 use netsweep::lab::vm::NicModel;
 use netsweep::lab::vm::guest::{GuestSpec, is_our_qemu};
-use netsweep::lab::{EmulatorChoice, Host, Lab, LabOptions, PathConfig, VmOptions};
+use netsweep::lab::{EmulatorChoice, Host, Lab, LabOptions, PathConfig};
 use netsweep::traffic::client::{self, ClientConfig};
 use netsweep::traffic::result::TestResult;
 use netsweep::traffic::spec::{Direction, TestSpec};
@@ -24,18 +24,23 @@ fn ready(test: &str) -> bool {
     common::root_or_skip(test) && common::tool_or_skip(test, "qemu-system-x86_64")
 }
 
-fn options(dir: &tempfile::TempDir, nic: NicModel) -> LabOptions {
+fn options(dir: &tempfile::TempDir) -> LabOptions {
     LabOptions {
         state_dir: dir.path().to_path_buf(),
         emulator: EmulatorChoice::Userspace,
-        vm: Some(VmOptions {
-            spec: GuestSpec {
-                nic,
-                ..GuestSpec::default()
-            },
-            netsweep: PathBuf::from(env!("CARGO_BIN_EXE_netsweep")),
-        }),
+        guest_netsweep: Some(PathBuf::from(env!("CARGO_BIN_EXE_netsweep"))),
         ..LabOptions::default()
+    }
+}
+
+/// A path whose host b is a guest with `nic`.
+fn with_guest(nic: NicModel, path: PathConfig) -> PathConfig {
+    PathConfig {
+        guest: Some(GuestSpec {
+            nic,
+            ..GuestSpec::default()
+        }),
+        ..path
     }
 }
 
@@ -78,8 +83,12 @@ fn each_nic_model_binds_its_driver_and_carries_traffic_both_ways() {
     for nic in NicModel::ALL {
         let dir = tempfile::tempdir().unwrap();
         let name = format!("v{}{}", &nic.name()[..1], std::process::id() % 10_000);
-        let lab = Lab::up(&name, PathConfig::default(), &options(&dir, nic))
-            .unwrap_or_else(|e| panic!("{}: {e:#}", nic.name()));
+        let lab = Lab::up(
+            &name,
+            with_guest(nic, PathConfig::default()),
+            &options(&dir),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e:#}", nic.name()));
         let guest = lab.guest().expect("a guest").clone();
         assert_eq!(guest.driver, nic.guest_driver(), "{}", nic.name());
         // Host to guest: every byte the guest's server received went out of the TAP device
@@ -127,7 +136,7 @@ fn a_guest_behind_a_rate_limited_path_gets_at_most_the_rate() {
         delay: Duration::from_millis(5),
         ..PathConfig::default()
     };
-    let lab = Lab::up(&name, path, &options(&dir, NicModel::Virtio)).unwrap();
+    let lab = Lab::up(&name, with_guest(NicModel::Virtio, path), &options(&dir)).unwrap();
     for direction in [Direction::Forward, Direction::Reverse] {
         let r = run(
             &lab,
@@ -162,8 +171,8 @@ fn a_kept_lab_is_removed_by_name_with_its_guest() {
     let name = format!("vk{}", std::process::id() % 10_000);
     let lab = Lab::up(
         &name,
-        PathConfig::default(),
-        &options(&dir, NicModel::E1000),
+        with_guest(NicModel::E1000, PathConfig::default()),
+        &options(&dir),
     )
     .unwrap();
     let guest = lab.guest().unwrap().clone();

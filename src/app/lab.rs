@@ -1,7 +1,7 @@
 //! The `lab` subcommands.
 
 use crate::cli::{Cli, ClientArgs, Command, LabCommand, PathArgs, VmArgs};
-use crate::lab::{self, EmulatorChoice, Host, Lab, LabOptions, PathConfig, RelayMode, VmOptions};
+use crate::lab::{self, EmulatorChoice, Host, Lab, LabOptions, PathConfig, RelayMode};
 use crate::traffic::client::ClientConfig;
 use crate::traffic::spec::{ServerLimits, TestSpec};
 use crate::units::BitRate;
@@ -100,34 +100,11 @@ pub fn jitter_note(p: &PathConfig, emulator: lab::Emulator) -> Option<String> {
     })
 }
 
-/// The guest options for a lab, with this netsweep binary as the guest's server.
-fn vm_options(vm: &VmArgs) -> anyhow::Result<Option<VmOptions>> {
-    let Some(spec) = vm.spec()? else {
-        return Ok(None);
-    };
-    let netsweep = std::env::current_exe().context("cannot find the netsweep executable")?;
-    Ok(Some(VmOptions { spec, netsweep }))
-}
-
-/// "guest: e1000 NIC (driver e1000), 1 vCPU, 256 MiB, TCG (emulated CPU), booted in 5.2 s".
-pub fn describe_guest(g: &lab::vm::guest::GuestState) -> String {
-    format!(
-        "QEMU guest: {} NIC (guest driver {}), {} vCPU, {} MiB, {}, booted in {:.1} s",
-        g.spec.nic.name(),
-        if g.driver.is_empty() {
-            "none"
-        } else {
-            &g.driver
-        },
-        g.spec.vcpus,
-        g.spec.memory_mib,
-        match g.accel {
-            lab::vm::Accel::Kvm => "KVM",
-            lab::vm::Accel::Tcg =>
-                "TCG (the guest CPU is emulated: its cost weighs on every NIC model's figure)",
-        },
-        g.boot_s
-    )
+/// The lab's path, with host b a guest when `--vm` asks for one.
+fn lab_path(path: &PathArgs, vm: &VmArgs) -> anyhow::Result<(PathConfig, EmulatorChoice)> {
+    let (mut p, emulator) = <(PathConfig, EmulatorChoice)>::try_from(path)?;
+    p.guest = vm.spec()?;
+    Ok((p, emulator))
 }
 
 fn vm_image() -> anyhow::Result<ExitCode> {
@@ -149,13 +126,13 @@ fn vm_image() -> anyhow::Result<ExitCode> {
 }
 
 fn up(name: &str, path: &PathArgs, vm: &VmArgs, state_dir: PathBuf) -> anyhow::Result<ExitCode> {
-    let (path, emulator) = <(PathConfig, EmulatorChoice)>::try_from(path)?;
+    let (path, emulator) = lab_path(path, vm)?;
     let exe = std::env::current_exe().context("cannot find the netsweep executable")?;
     let opts = LabOptions {
         state_dir,
         emulator,
         relay: RelayMode::Daemon(exe),
-        vm: vm_options(vm)?,
+        guest_netsweep: None,
     };
     let lab = Lab::up(name, path, &opts)?;
     crate::outln!("lab {name} is up: {}", describe(lab.path(), lab.emulator()));
@@ -171,7 +148,7 @@ fn up(name: &str, path: &PathArgs, vm: &VmArgs, state_dir: PathBuf) -> anyhow::R
     if let Some(g) = lab.guest() {
         crate::outln!(
             "  host b: {} at {}, its netsweep server on port {}",
-            describe_guest(g),
+            g.describe(),
             Host::B.ipv4(),
             crate::cli::DEFAULT_PORT
         );
@@ -216,7 +193,7 @@ fn list(state_dir: &std::path::Path) {
                 Some(g) => format!(
                     "{}; host b: {}",
                     describe(&s.path, s.emulator),
-                    describe_guest(g)
+                    g.describe()
                 ),
                 None => describe(&s.path, s.emulator),
             },
@@ -232,7 +209,7 @@ fn list(state_dir: &std::path::Path) {
 }
 
 fn test(path: &PathArgs, vm: &VmArgs, client_args: &[String]) -> anyhow::Result<ExitCode> {
-    let (path, emulator) = <(PathConfig, EmulatorChoice)>::try_from(path)?;
+    let (path, emulator) = lab_path(path, vm)?;
     let mut argv = vec![
         "netsweep".to_string(),
         "client".to_string(),
@@ -251,7 +228,6 @@ fn test(path: &PathArgs, vm: &VmArgs, client_args: &[String]) -> anyhow::Result<
     let name = format!("t{}", std::process::id() % 100_000_000);
     let opts = LabOptions {
         emulator,
-        vm: vm_options(vm)?,
         ..LabOptions::default()
     };
     let lab = Lab::up(&name, path, &opts)?;
@@ -261,7 +237,7 @@ fn test(path: &PathArgs, vm: &VmArgs, client_args: &[String]) -> anyhow::Result<
             crate::outln!("  {note}");
         }
         if let Some(g) = lab.guest() {
-            crate::outln!("  host b: {}", describe_guest(g));
+            crate::outln!("  host b: {}", g.describe());
         }
     }
     // A guest runs its own server (started by its init); a namespace gets one here.

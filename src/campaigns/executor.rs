@@ -123,9 +123,9 @@ pub struct LabExecutor {
 impl LabExecutor {
     pub fn start(name: &str, path: PathConfig, opts: &LabOptions) -> anyhow::Result<LabExecutor> {
         let lab = Lab::up(name, path, opts)?;
-        let server = lab.start_server(Host::B, ServerLimits::default())?;
+        let server = Self::serve(&lab).map_err(anyhow::Error::msg)?;
         Ok(LabExecutor {
-            server: Some(server),
+            server,
             lab: Some(lab),
             name: name.to_string(),
             opts: opts.clone(),
@@ -138,13 +138,25 @@ impl LabExecutor {
             .unwrap_or_else(|| unreachable!("the lab lives as long as the executor"))
     }
 
-    fn snapshot(&self) -> (counters::Snapshot, counters::Snapshot) {
+    fn snapshot(&self) -> (counters::Snapshot, Option<counters::Snapshot>) {
         let read = |h| {
             self.lab()
                 .run_in(h, || counters::read(Path::new("/proc")))
                 .unwrap_or_default()
         };
-        (read(Host::A), read(Host::B))
+        // A guest's kernel is not readable from here: host b's namespace only routes to it.
+        let b = self.lab().guest().is_none().then(|| read(Host::B));
+        (read(Host::A), b)
+    }
+
+    /// Starts netsweep's server on host b, unless host b is a guest (its init starts one).
+    fn serve(lab: &Lab) -> Result<Option<LabServer>, String> {
+        if lab.guest().is_some() {
+            return Ok(None);
+        }
+        lab.start_server(Host::B, ServerLimits::default())
+            .map(Some)
+            .map_err(|e| format!("cannot start the server in the lab: {e:#}"))
     }
 }
 
@@ -160,8 +172,12 @@ impl Executor for LabExecutor {
     fn describe(&self) -> String {
         let lab = self.lab();
         let p = lab.path();
+        let guest = lab
+            .guest()
+            .map(|g| format!("; host b: {}", g.describe()))
+            .unwrap_or_default();
         format!(
-            "lab {} (rate {}, RTT {:?}, loss {}%, MTU {}/{}, emulator {:?})",
+            "lab {} (rate {}, RTT {:?}, loss {}%, MTU {}/{}, emulator {:?}){guest}",
             lab.name(),
             match (p.rate_bps, p.queue_delay()) {
                 (Some(r), Some(q)) => format!(
@@ -187,11 +203,21 @@ impl Executor for LabExecutor {
                 })
                 .unwrap_or_default()
         };
-        json!({ "a": facts(Host::A), "b": facts(Host::B), "path": serde_json::to_value(self.lab().path()).unwrap_or_default() })
+        // A guest reports what it was given and the driver it bound (from its console).
+        let b = match self.lab().guest() {
+            Some(g) => serde_json::to_value(g).unwrap_or_default(),
+            None => facts(Host::B),
+        };
+        json!({ "a": facts(Host::A), "b": b, "path": serde_json::to_value(self.lab().path()).unwrap_or_default() })
     }
 
     fn tuning_targets(&self) -> Vec<crate::host::tuning::Target> {
-        [Host::A, Host::B]
+        // A guest is not tuned (no channel into it yet): only host a is.
+        let hosts = match self.lab().guest() {
+            Some(_) => vec![Host::A],
+            None => vec![Host::A, Host::B],
+        };
+        hosts
             .into_iter()
             .map(|h| crate::host::tuning::Target::Netns(self.lab().namespace(h)))
             .collect()
@@ -209,11 +235,8 @@ impl Executor for LabExecutor {
         }
         let lab = Lab::up(&self.name, path.clone(), &self.opts)
             .map_err(|e| format!("cannot rebuild the lab: {e:#}"))?;
-        let server = lab
-            .start_server(Host::B, ServerLimits::default())
-            .map_err(|e| format!("cannot start the server in the lab: {e:#}"))?;
+        self.server = Self::serve(&lab)?;
         self.lab = Some(lab);
-        self.server = Some(server);
         Ok(true)
     }
 
@@ -225,12 +248,14 @@ impl Executor for LabExecutor {
             .run_in(Host::A, || client_run(&ClientConfig::new(addr), spec, stop))
             .unwrap_or_else(|e| (Err(e.to_string()), Duration::ZERO));
         let (a1, b1) = self.snapshot();
+        let server = match (b0, b1) {
+            (Some(b0), Some(b1)) => delta_json(&b0, &b1),
+            _ => json!(null),
+        };
         ExecOutcome {
             result,
             engine_time,
-            counters: Some(
-                json!({ "client": delta_json(&a0, &a1), "server": delta_json(&b0, &b1) }),
-            ),
+            counters: Some(json!({ "client": delta_json(&a0, &a1), "server": server })),
         }
     }
 

@@ -55,15 +55,9 @@ pub struct LabOptions {
     pub state_dir: PathBuf,
     pub emulator: EmulatorChoice,
     pub relay: RelayMode,
-    /// Host b as a QEMU guest.
-    pub vm: Option<VmOptions>,
-}
-
-/// A guest for host b: what it is given, and the netsweep binary it runs as its server.
-#[derive(Debug, Clone)]
-pub struct VmOptions {
-    pub spec: vm::guest::GuestSpec,
-    pub netsweep: PathBuf,
+    /// The netsweep binary a guest runs as its server (`PathConfig::guest`); this
+    /// executable when `None`.
+    pub guest_netsweep: Option<PathBuf>,
 }
 
 /// Longest wait for a guest to boot (TCG on a busy 2-core machine takes 4-10 s).
@@ -75,7 +69,7 @@ impl Default for LabOptions {
             state_dir: PathBuf::from(STATE_DIR),
             emulator: EmulatorChoice::Auto,
             relay: RelayMode::InProcess,
-            vm: None,
+            guest_netsweep: None,
         }
     }
 }
@@ -221,15 +215,20 @@ impl Lab {
                 ],
             )?;
         }
+        let guest = self.state.path.guest;
         for h in [Host::A, Host::B] {
-            self.configure_host(h, opts.vm.is_some() && h == Host::B)?;
+            self.configure_host(h, guest.is_some() && h == Host::B)?;
         }
         if self.state.emulator == Emulator::Userspace {
             self.start_relay(&opts.relay)?;
         }
         write_state(&self.state_dir, &self.state)?;
-        if let Some(vm) = &opts.vm {
-            self.boot_guest(vm)?;
+        if let Some(spec) = guest {
+            let exe = match &opts.guest_netsweep {
+                Some(p) => p.clone(),
+                None => std::env::current_exe().context("cannot find the netsweep executable")?,
+            };
+            self.boot_guest(&spec, &exe)?;
             write_state(&self.state_dir, &self.state)?;
         }
         Ok(())
@@ -271,8 +270,8 @@ impl Lab {
         Ok(())
     }
 
-    fn boot_guest(&mut self, vm: &VmOptions) -> anyhow::Result<()> {
-        let image = vm::image::prepare(&vm::image::dir(), &vm.netsweep, &|m| {
+    fn boot_guest(&mut self, spec: &vm::guest::GuestSpec, netsweep: &Path) -> anyhow::Result<()> {
+        let image = vm::image::prepare(&vm::image::dir(), netsweep, &|m| {
             crate::errln!("lab {}: {m}", self.state.name)
         })?;
         let accel = vm::guest::choose_accel(&image, std::time::Duration::from_secs(20));
@@ -285,7 +284,7 @@ impl Lab {
         let guest = vm::guest::boot(
             Some(&self.names.namespace(Host::B)),
             &image,
-            &vm.spec,
+            spec,
             accel,
             &net,
             &files,

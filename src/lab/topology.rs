@@ -133,6 +133,9 @@ pub struct PathConfig {
     /// Per-namespace sysctls to set on each host, `key=value`.
     pub sysctls_a: Vec<(String, String)>,
     pub sysctls_b: Vec<(String, String)>,
+    /// Host b as a QEMU guest with this NIC model, CPUs and memory (`--vm b`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest: Option<super::vm::guest::GuestSpec>,
 }
 
 impl PathConfig {
@@ -180,6 +183,7 @@ impl Default for PathConfig {
             queue_bytes: None,
             sysctls_a: Vec::new(),
             sysctls_b: Vec::new(),
+            guest: None,
         }
     }
 }
@@ -224,6 +228,16 @@ impl PathConfig {
         }
         for (k, v) in self.sysctls_a.iter().chain(&self.sysctls_b) {
             crate::lab::check_sysctl(k, v)?;
+        }
+        if let Some(g) = &self.guest {
+            g.validate()?;
+            if !self.sysctls_b.is_empty() {
+                return Err(
+                    "sysctls of host b cannot be set when it is a guest (there is no channel into \
+                     the guest yet); set them on host a"
+                        .into(),
+                );
+            }
         }
         Ok(())
     }

@@ -6,8 +6,13 @@ use crate::lab::{EmulatorChoice, PathConfig};
 use crate::units::{BitRate, parse_duration, parse_percent};
 use toml_edit::{Item, TableLike};
 
-const TARGET_KEYS: [&str; 15] = [
+const TARGET_KEYS: [&str; 20] = [
     "kind",
+    "vm",
+    "nic",
+    "vcpus",
+    "memory",
+    "queues",
     "host",
     "rate",
     "rtt",
@@ -24,13 +29,34 @@ const TARGET_KEYS: [&str; 15] = [
     "allow_host_wide",
 ];
 
-/// Settings of a lab's path that a plan can also sweep in `[matrix]` (the lab is rebuilt
-/// when the value changes).
-pub const PATH_DIMENSIONS: [&str; 6] = ["rate", "rtt", "delay", "jitter", "loss", "queue"];
+/// Settings of a lab's path, and of its guest (`vm = "b"`), that a plan can also sweep in
+/// `[matrix]` (the lab is rebuilt, and the guest rebooted, when the value changes).
+pub const PATH_DIMENSIONS: [&str; 10] = [
+    "rate", "rtt", "delay", "jitter", "loss", "queue", "nic", "vcpus", "memory", "queues",
+];
 
 /// Applies one path setting, written as on `lab up`'s command line.
 pub fn apply_path(path: &mut PathConfig, key: &str, v: &str) -> Result<(), String> {
     let d = |v: &str| parse_duration(v).map_err(|e| e.to_string());
+    if matches!(key, "nic" | "vcpus" | "memory" | "queues") {
+        let Some(g) = path.guest.as_mut() else {
+            return Err(format!(
+                "{key} is a setting of a guest: add vm = \"b\" to a lab [target]"
+            ));
+        };
+        let n = || {
+            v.parse::<u32>()
+                .map_err(|_| format!("{key} {v:?} is not a whole number"))
+        };
+        match key {
+            "nic" => g.nic = crate::lab::vm::NicModel::parse(v)?,
+            "vcpus" => g.vcpus = n()?,
+            "memory" => g.memory_mib = n()?,
+            _ => g.queues = n()?,
+        }
+        g.validate()?;
+        return path.validate();
+    }
     match key {
         "rate" => {
             path.rate_bps = Some(
@@ -110,8 +136,19 @@ pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
         .unwrap_or_else(|| "loopback".into());
     let mut path = PathConfig::default();
     let mut emulator = EmulatorChoice::Auto;
+    if let Some((v, vspan)) = r.string(table, "vm") {
+        if v == "b" && kind == "lab" {
+            path.guest = Some(crate::lab::vm::guest::GuestSpec::default());
+        } else {
+            r.issue(
+                vspan,
+                format!("vm {v:?}: only vm = \"b\" (host b a QEMU guest) on kind = \"lab\""),
+            );
+        }
+    }
     for key in [
-        "rate", "rtt", "delay", "jitter", "loss", "mtu", "mtu_b", "queue", "emulator",
+        "rate", "rtt", "delay", "jitter", "loss", "mtu", "mtu_b", "queue", "emulator", "nic",
+        "vcpus", "memory", "queues",
     ] {
         let Some((v, vspan)) = r.string(table, key) else {
             continue;

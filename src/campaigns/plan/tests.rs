@@ -235,3 +235,47 @@ fn lab_path_settings_are_dimensions_that_leave_the_test_alone() {
     let clash = format!("{text}\n[dimensions.queue]\na = {{ setup = \"true\" }}\n");
     assert!(Plan::parse("p.toml", &clash).is_err());
 }
+
+#[test]
+fn a_lab_target_with_a_guest_sweeps_nic_models_and_refuses_guest_keys_elsewhere() {
+    let p = Plan::parse(
+        "p.toml",
+        "[target]\nkind = \"lab\"\nvm = \"b\"\nmemory = 320\n[matrix]\nnic = [\"virtio\", \"e1000\", \"rtl8139\"]\ndirection = [\"forward\", \"reverse\"]\n[repeat]\ncount = 3\n",
+    )
+    .unwrap();
+    let cfgs = p.configurations();
+    assert_eq!(cfgs.len(), 6);
+    let nics: Vec<_> = cfgs
+        .iter()
+        .map(|c| {
+            let g = p.path_for(c).unwrap().unwrap().guest.unwrap();
+            assert_eq!(g.memory_mib, 320);
+            g.nic.name()
+        })
+        .collect();
+    for m in ["virtio", "e1000", "rtl8139"] {
+        assert_eq!(nics.iter().filter(|n| **n == m).count(), 2, "{nics:?}");
+    }
+    // A guest setting without a guest, a NIC QEMU does not have, vm on a loopback target.
+    for (text, words) in [
+        (
+            "[target]\nkind = \"lab\"\n[matrix]\nnic = [\"e1000\"]\n",
+            "add vm = \"b\"",
+        ),
+        (
+            "[target]\nkind = \"lab\"\nvm = \"b\"\n[matrix]\nnic = [\"ne2k\"]\n",
+            "virtio, e1000 or rtl8139",
+        ),
+        (
+            "[target]\nkind = \"loopback\"\nvm = \"b\"\n",
+            "only vm = \"b\"",
+        ),
+        (
+            "[target]\nkind = \"lab\"\nvm = \"b\"\nnic = \"e1000\"\n[matrix]\nqueues = [\"1\", \"2\"]\n",
+            "needs virtio",
+        ),
+    ] {
+        let e = Plan::parse("p.toml", text).unwrap_err().to_string();
+        assert!(e.contains(words), "{words}: {e}");
+    }
+}

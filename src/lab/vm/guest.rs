@@ -65,6 +65,29 @@ pub struct GuestState {
     pub boot_s: f64,
 }
 
+impl GuestState {
+    /// "QEMU guest: e1000 NIC (guest driver e1000), 1 vCPU, 256 MiB, TCG (...), booted in 2.6 s".
+    pub fn describe(&self) -> String {
+        format!(
+            "QEMU guest: {} NIC (guest driver {}), {} vCPU, {} MiB, {}, booted in {:.1} s",
+            self.spec.nic.name(),
+            if self.driver.is_empty() {
+                "none"
+            } else {
+                &self.driver
+            },
+            self.spec.vcpus,
+            self.spec.memory_mib,
+            match self.accel {
+                Accel::Kvm => "KVM",
+                Accel::Tcg =>
+                    "TCG (the guest CPU is emulated: its cost weighs on every NIC model's figure)",
+            },
+            self.boot_s
+        )
+    }
+}
+
 /// Where the guest's console and pidfile go.
 #[derive(Debug, Clone)]
 pub struct Files {
