@@ -250,8 +250,23 @@ impl Plan {
             });
         let allow_host_wide = read_allow_host_wide(&mut r, root.get("target"));
         let base = read_test(&mut r, root.get("test"));
-        let mut dimensions = read_matrix(&mut r, root.get("matrix"), &base);
-        dimensions.extend(read_user_dimensions(&mut r, root.get("dimensions")));
+        let lab_path = match &target {
+            Target::Lab { path, .. } | Target::Auto { path, .. } => path.clone(),
+            _ => PathConfig::default(),
+        };
+        let mut dimensions = read_matrix(&mut r, root.get("matrix"), &base, &lab_path);
+        for d in read_user_dimensions(&mut r, root.get("dimensions")) {
+            if dimensions.iter().any(|m| m.name == d.name) {
+                r.issue(
+                    root.get("dimensions").and_then(Item::span),
+                    format!(
+                        "dimension {:?} is both in [matrix] and in [dimensions]: keep one",
+                        d.name
+                    ),
+                );
+            }
+            dimensions.push(d);
+        }
         let file_profiles = match crate::host::tuning::profile::parse_file(text) {
             Ok(p) => p,
             Err(e) => {
@@ -475,7 +490,12 @@ fn read_test(r: &mut Reader, item: Option<&Item>) -> TestSpec {
     spec
 }
 
-fn read_matrix(r: &mut Reader, item: Option<&Item>, base: &TestSpec) -> Vec<Dimension> {
+fn read_matrix(
+    r: &mut Reader,
+    item: Option<&Item>,
+    base: &TestSpec,
+    lab_path: &PathConfig,
+) -> Vec<Dimension> {
     let Some(table) = item.and_then(Item::as_table) else {
         return Vec::new();
     };
@@ -522,7 +542,7 @@ fn read_matrix(r: &mut Reader, item: Option<&Item>, base: &TestSpec) -> Vec<Dime
             match scalar(val) {
                 Some(s) => {
                     let checked = if path {
-                        target::apply_path(&mut PathConfig::default(), k, &s)
+                        target::apply_path(&mut lab_path.clone(), k, &s)
                     } else {
                         apply_option(&mut base.clone(), k, &s)
                     };
@@ -560,9 +580,12 @@ fn read_user_dimensions(r: &mut Reader, item: Option<&Item>) -> Vec<Dimension> {
     };
     let mut dims = Vec::new();
     for (name, d) in table.iter() {
+        // A guest's settings (nic, vcpus, ...) may also be the user's own dimension on other
+        // targets (a NIC switched by commands, as with a libvirt domain).
         if OPTIONS.contains(&name)
             || name == PROFILE_DIMENSION
-            || target::PATH_DIMENSIONS.contains(&name)
+            || (target::PATH_DIMENSIONS.contains(&name)
+                && !target::GUEST_DIMENSIONS.contains(&name))
         {
             r.issue(
                 d.span(),
@@ -626,7 +649,7 @@ mod target;
 pub use options::{OPTIONS, apply_option};
 use options::{parse_bool, scalar};
 use repeat::read_repeat;
-pub use target::{PATH_DIMENSIONS, apply_path};
+pub use target::{GUEST_DIMENSIONS, PATH_DIMENSIONS, apply_path};
 use target::{read_server_tuning, read_target, resolve_profiles};
 
 #[cfg(test)]

@@ -35,10 +35,13 @@ pub const PATH_DIMENSIONS: [&str; 10] = [
     "rate", "rtt", "delay", "jitter", "loss", "queue", "nic", "vcpus", "memory", "queues",
 ];
 
+/// The settings of a guest among `PATH_DIMENSIONS`.
+pub const GUEST_DIMENSIONS: [&str; 4] = ["nic", "vcpus", "memory", "queues"];
+
 /// Applies one path setting, written as on `lab up`'s command line.
 pub fn apply_path(path: &mut PathConfig, key: &str, v: &str) -> Result<(), String> {
     let d = |v: &str| parse_duration(v).map_err(|e| e.to_string());
-    if matches!(key, "nic" | "vcpus" | "memory" | "queues") {
+    if GUEST_DIMENSIONS.contains(&key) {
         let Some(g) = path.guest.as_mut() else {
             return Err(format!(
                 "{key} is a setting of a guest: add vm = \"b\" to a lab [target]"
