@@ -192,3 +192,58 @@ fn a_kept_lab_is_removed_by_name_with_its_guest() {
     assert!(!is_our_qemu(guest.pid, &guest.pidfile));
     assert!(!guest.console.exists() && !guest.pidfile.exists());
 }
+
+/// `[target] vm = "b"` with `nic` swept: every run is stored with its model, the guest is
+/// rebooted between models, the answer names the NIC, and nothing of the lab is left.
+#[test]
+fn a_campaign_sweeps_nic_models_of_a_guest() {
+    if !ready("a_campaign_sweeps_nic_models_of_a_guest") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("nic.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"lab\"\nvm = \"b\"\n[test]\nduration = \"1s\"\n\
+         [matrix]\nnic = [\"virtio\", \"rtl8139\"]\n[repeat]\ncount = 3\nseed = 3\n",
+    )
+    .unwrap();
+    let db = dir.path().join("nic.db");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The runner names its lab after its PID (src/app/campaign.rs).
+    let lab = format!("r{}", child.id() % 100_000_000);
+    let out = child.wait_with_output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("QEMU guest") && text.contains("nic=rtl8139"),
+        "{text}"
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let ok: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM run WHERE status = 'ok' AND bits_per_second > 1e6",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(ok, 6, "{text}");
+    assert!(
+        text.contains("nic matters") || text.contains("nic makes"),
+        "{text}"
+    );
+    // Nothing of that lab is left: namespaces, and no QEMU with its pidfile.
+    for h in ["a", "b"] {
+        let ns = format!("nsw-{lab}-{h}");
+        assert!(!netsweep::platform::netns::exists(&ns), "{ns} left");
+    }
+    let pidfile = std::path::Path::new(netsweep::lab::STATE_DIR).join(format!("{lab}.qemu.pid"));
+    assert!(!pidfile.exists(), "{} left", pidfile.display());
+}

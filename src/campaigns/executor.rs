@@ -174,7 +174,13 @@ impl Executor for LabExecutor {
         let p = lab.path();
         let guest = lab
             .guest()
-            .map(|g| format!("; host b: {}", g.describe()))
+            .map(|g| {
+                format!(
+                    "; host b: {}; first with a {} (a swept nic reboots it with each model)",
+                    g.machine(),
+                    g.nic()
+                )
+            })
             .unwrap_or_default();
         format!(
             "lab {} (rate {}, RTT {:?}, loss {}%, MTU {}/{}, emulator {:?}){guest}",

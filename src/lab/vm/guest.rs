@@ -66,16 +66,28 @@ pub struct GuestState {
 }
 
 impl GuestState {
-    /// "QEMU guest: e1000 NIC (guest driver e1000), 1 vCPU, 256 MiB, TCG (...), booted in 2.6 s".
+    /// "e1000 NIC (guest driver e1000), QEMU guest: 1 vCPU, 256 MiB, TCG (...), booted in 2.6 s".
     pub fn describe(&self) -> String {
+        format!("{}, {}", self.nic(), self.machine())
+    }
+
+    /// "virtio NIC (guest driver virtio_net)".
+    pub fn nic(&self) -> String {
         format!(
-            "QEMU guest: {} NIC (guest driver {}), {} vCPU, {} MiB, {}, booted in {:.1} s",
+            "{} NIC (guest driver {})",
             self.spec.nic.name(),
             if self.driver.is_empty() {
                 "none"
             } else {
                 &self.driver
-            },
+            }
+        )
+    }
+
+    /// "QEMU guest: 1 vCPU, 256 MiB, TCG (...), booted in 2.6 s".
+    pub fn machine(&self) -> String {
+        format!(
+            "QEMU guest: {} vCPU, {} MiB, {}, booted in {:.1} s",
             self.spec.vcpus,
             self.spec.memory_mib,
             match self.accel {
