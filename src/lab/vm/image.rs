@@ -67,7 +67,8 @@ pub fn prepare(dir: &Path, netsweep: &Path, log: &dyn Fn(&str)) -> anyhow::Resul
     };
     let initrd = dir.join("initrd.cpio");
     let entries = initramfs(&dir.join("kernel/modules"), netsweep)?;
-    let tmp = initrd.with_extension("tmp");
+    // A name of this process's own: two labs may prepare the image at once.
+    let tmp = initrd.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, cpio::archive(&entries))
         .with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, &initrd)?;
