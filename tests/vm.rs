@@ -1,6 +1,7 @@
 //! VM labs (root; CI runs these): host b as a QEMU guest of each NIC model, booted from the
-//! image built out of this machine's Debian packages; the driver each model binds, traffic
-//! both ways checked against the TAP device's counters, a rate-limited path's ceiling, and
+//! image built out of this machine's Debian packages; the driver each model binds, what
+//! `netsweep doctor` says inside the guest, traffic both ways checked against the TAP device's
+//! counters, a rate-limited path's ceiling, and
 //! nothing left after `down`, after a crash-like exit, or after a failed boot.
 
 mod common;
@@ -91,6 +92,20 @@ fn each_nic_model_binds_its_driver_and_carries_traffic_both_ways() {
         .unwrap_or_else(|e| panic!("{}: {e:#}", nic.name()));
         let guest = lab.guest().expect("a guest").clone();
         assert_eq!(guest.driver, nic.guest_driver(), "{}", nic.name());
+        // netsweep's doctor, run inside the guest, names the NIC it finds there.
+        let (doctor, _) = lab
+            .exec_in_guest(&["netsweep".into(), "doctor".into()])
+            .unwrap();
+        let expected = match nic {
+            NicModel::Virtio => "eth0 uses virtio_net",
+            NicModel::E1000 => "eth0 is an emulated Intel e1000 NIC in a virtual machine",
+            NicModel::Rtl8139 => "eth0 is an emulated Realtek RTL8139 NIC (8139cp)",
+        };
+        assert!(doctor.contains(expected), "{}: {doctor}", nic.name());
+        let (_, rc) = lab
+            .exec_in_guest(&["sh".into(), "-c".into(), "exit 7".into()])
+            .unwrap();
+        assert_eq!(rc, 7);
         // Host to guest: every byte the guest's server received went out of the TAP device
         // (plus headers: at most 15% more over the whole test, calibration included).
         let before = tap_counter(&lab, &name, "tx_bytes");
@@ -238,6 +253,16 @@ fn a_campaign_sweeps_nic_models_of_a_guest() {
     assert!(
         text.contains("nic matters") || text.contains("nic makes"),
         "{text}"
+    );
+    // Host b's facts: the guest's settings, its driver and its own doctor's findings.
+    let facts: String = conn
+        .query_row("SELECT host_facts_json FROM campaign", [], |r| r.get(0))
+        .unwrap();
+    let facts: serde_json::Value = serde_json::from_str(&facts).unwrap();
+    assert!(facts["b"]["guest"]["driver"].is_string(), "{facts}");
+    assert!(
+        facts["b"]["doctor"].to_string().contains("eth0"),
+        "the guest's doctor: {facts}"
     );
     // Nothing of that lab is left: namespaces, and no QEMU with its pidfile.
     for h in ["a", "b"] {

@@ -42,6 +42,12 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
         } => {
             let h =
                 Host::parse(&host).with_context(|| format!("host must be a or b, not {host:?}"))?;
+            if h == Host::B && lab::read_state(&state_dir, &name).is_some_and(|s| s.guest.is_some())
+            {
+                let (out, rc) = lab::exec_in_guest(&name, &command)?;
+                crate::out!("{out}");
+                return Ok(ExitCode::from(u8::try_from(rc).unwrap_or(1)));
+            }
             let names = lab::LabNames::new(&name).map_err(anyhow::Error::msg)?;
             let ns = names.namespace(h);
             if !netns::exists(&ns) {

@@ -209,9 +209,18 @@ impl Executor for LabExecutor {
                 })
                 .unwrap_or_default()
         };
-        // A guest reports what it was given and the driver it bound (from its console).
+        // A guest: what it was given, the driver it bound, and its own doctor's findings (run
+        // inside it through the lab's command channel).
         let b = match self.lab().guest() {
-            Some(g) => serde_json::to_value(g).unwrap_or_default(),
+            Some(g) => {
+                let doctor = self
+                    .lab()
+                    .exec_in_guest(&["netsweep".into(), "doctor".into(), "--json".into()])
+                    .ok()
+                    .and_then(|(out, _)| serde_json::from_str::<serde_json::Value>(&out).ok())
+                    .unwrap_or(serde_json::Value::Null);
+                json!({ "guest": serde_json::to_value(g).unwrap_or_default(), "doctor": doctor })
+            }
             None => facts(Host::B),
         };
         json!({ "a": facts(Host::A), "b": b, "path": serde_json::to_value(self.lab().path()).unwrap_or_default() })

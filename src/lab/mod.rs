@@ -299,6 +299,28 @@ impl Lab {
         self.state.guest.as_ref()
     }
 
+    /// Runs `argv` inside host b's guest; its output and exit status.
+    pub fn exec_in_guest(&self, argv: &[String]) -> anyhow::Result<(String, i32)> {
+        exec_in_guest(&self.state.name, argv)
+    }
+}
+
+/// How long a command in a guest may stay silent before `exec_in_guest` gives up.
+pub const GUEST_EXEC_SILENCE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Runs `argv` inside lab `name`'s guest (host b), through the guest's command channel,
+/// connecting from host a's namespace.
+pub fn exec_in_guest(name: &str, argv: &[String]) -> anyhow::Result<(String, i32)> {
+    let names = LabNames::new(name).map_err(anyhow::Error::msg)?;
+    let addr = std::net::SocketAddr::new(Host::B.address(), vm::guest::EXEC_PORT);
+    let stream = netns::run_in(&names.namespace(Host::A), || {
+        std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5))
+    })?
+    .with_context(|| format!("cannot reach the guest's command channel at {addr}"))?;
+    vm::guest::exec(stream, argv, GUEST_EXEC_SILENCE)
+}
+
+impl Lab {
     fn configure_host(&self, h: Host, guest_behind: bool) -> anyhow::Result<()> {
         let ns = self.names.namespace(h);
         let dev = self.names.device(h);

@@ -233,12 +233,14 @@ pub fn ldd_libraries(ldd: &str) -> Vec<PathBuf> {
 /// The guest's /init.
 pub fn init_script() -> String {
     let modules = MODULES.join(" ");
+    let exec_port = super::guest::EXEC_PORT;
     format!(
         r#"#!/bin/busybox sh
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
+export PATH=/bin
 for m in {modules}; do insmod /lib/modules/$m.ko 2>/dev/null; done
 IP=198.18.0.2/24
 PORT=5201
@@ -258,6 +260,9 @@ echo "netsweep-guest: driver=$DRIVER"
 /bin/netsweep server --port "$PORT" > /dev/console 2>&1 &
 i=0
 while ! netstat -ltn 2>/dev/null | grep -q ":$PORT " && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+# The lab's command channel (`lab exec NAME b`): a shell per connection, reachable only
+# inside the lab's namespaces.
+nc -ll -p {exec_port} -e /bin/sh > /dev/null 2>&1 &
 echo "netsweep-guest: ready"
 while true; do sleep 3600; done
 "#
