@@ -260,9 +260,36 @@ fn a_campaign_sweeps_nic_models_of_a_guest() {
         .unwrap();
     let facts: serde_json::Value = serde_json::from_str(&facts).unwrap();
     assert!(facts["b"]["guest"]["driver"].is_string(), "{facts}");
+    for nic in ["virtio", "rtl8139"] {
+        let g = &facts["guests"][nic];
+        assert!(g["guest"]["driver"].is_string(), "{nic}: {facts}");
+        assert!(
+            g["doctor"].to_string().contains("eth0"),
+            "{nic}'s doctor: {facts}"
+        );
+    }
+    // The report shows the rtl8139 guest's own finding, with its fix, beside the comparison.
+    let html = dir.path().join("nic.html");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args([
+            "report",
+            "--db",
+            db.to_str().unwrap(),
+            "-o",
+            html.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     assert!(
-        facts["b"]["doctor"].to_string().contains("eth0"),
-        "the guest's doctor: {facts}"
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        html.contains("host b (the lab&#39;s guest): eth0 is an emulated Realtek RTL8139")
+            || html.contains("host b (the lab's guest): eth0 is an emulated Realtek RTL8139"),
+        "guest finding missing from the report"
     );
     // Nothing of that lab is left: namespaces, and no QEMU with its pidfile.
     for h in ["a", "b"] {

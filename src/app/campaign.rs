@@ -268,6 +268,9 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         stop,
         &mut |p| printer.show(p),
     )?;
+    if let Some(gathered) = exec.facts_gathered() {
+        store.add_host_fact(campaign, "guests", &gathered)?;
+    }
     drop(exec);
     printer.print_overhead();
     print_summary(&store, campaign, &plan)?;

@@ -118,18 +118,48 @@ pub struct LabExecutor {
     lab: Option<Lab>,
     name: String,
     opts: LabOptions,
+    /// Each guest booted so far, by its NIC: its state and its own doctor's findings.
+    guests: serde_json::Map<String, serde_json::Value>,
 }
 
 impl LabExecutor {
     pub fn start(name: &str, path: PathConfig, opts: &LabOptions) -> anyhow::Result<LabExecutor> {
         let lab = Lab::up(name, path, opts)?;
         let server = Self::serve(&lab).map_err(anyhow::Error::msg)?;
-        Ok(LabExecutor {
+        let mut exec = LabExecutor {
             server,
             lab: Some(lab),
             name: name.to_string(),
             opts: opts.clone(),
-        })
+            guests: serde_json::Map::new(),
+        };
+        exec.note_guest();
+        Ok(exec)
+    }
+
+    /// The running guest's facts: its state and what its own doctor says (run inside it).
+    fn guest_facts(&self) -> Option<(String, serde_json::Value)> {
+        let g = self.lab().guest()?;
+        let doctor = self
+            .lab()
+            .exec_in_guest(&["netsweep".into(), "doctor".into(), "--json".into()])
+            .ok()
+            .and_then(|(out, _)| serde_json::from_str::<serde_json::Value>(&out).ok())
+            .unwrap_or(serde_json::Value::Null);
+        Some((
+            g.spec.nic.name().to_string(),
+            json!({ "guest": serde_json::to_value(g).unwrap_or_default(), "doctor": doctor }),
+        ))
+    }
+
+    /// Keeps the facts of a newly booted guest, once per NIC model.
+    fn note_guest(&mut self) {
+        let nic = self.lab().guest().map(|g| g.spec.nic.name().to_string());
+        if nic.is_some_and(|n| !self.guests.contains_key(&n))
+            && let Some((k, v)) = self.guest_facts()
+        {
+            self.guests.insert(k, v);
+        }
     }
 
     fn lab(&self) -> &Lab {
@@ -210,17 +240,9 @@ impl Executor for LabExecutor {
                 .unwrap_or_default()
         };
         // A guest: what it was given, the driver it bound, and its own doctor's findings (run
-        // inside it through the lab's command channel).
-        let b = match self.lab().guest() {
-            Some(g) => {
-                let doctor = self
-                    .lab()
-                    .exec_in_guest(&["netsweep".into(), "doctor".into(), "--json".into()])
-                    .ok()
-                    .and_then(|(out, _)| serde_json::from_str::<serde_json::Value>(&out).ok())
-                    .unwrap_or(serde_json::Value::Null);
-                json!({ "guest": serde_json::to_value(g).unwrap_or_default(), "doctor": doctor })
-            }
+        // inside it through the lab's command channel); later guests in `facts_gathered`.
+        let b = match self.guest_facts() {
+            Some((_, g)) => g,
             None => facts(Host::B),
         };
         json!({ "a": facts(Host::A), "b": b, "path": serde_json::to_value(self.lab().path()).unwrap_or_default() })
@@ -252,6 +274,7 @@ impl Executor for LabExecutor {
             .map_err(|e| format!("cannot rebuild the lab: {e:#}"))?;
         self.server = Self::serve(&lab)?;
         self.lab = Some(lab);
+        self.note_guest();
         Ok(true)
     }
 
@@ -276,6 +299,10 @@ impl Executor for LabExecutor {
 
     fn shell(&mut self, command: &str) -> Result<(), String> {
         shell(command)
+    }
+
+    fn facts_gathered(&mut self) -> Option<serde_json::Value> {
+        (!self.guests.is_empty()).then(|| serde_json::Value::Object(self.guests.clone()))
     }
 }
 

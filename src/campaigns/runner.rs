@@ -54,6 +54,11 @@ pub trait Executor {
     fn set_path(&mut self, _path: &crate::lab::PathConfig) -> Result<bool, String> {
         Err("this target has no lab path to change (path settings need a lab)".into())
     }
+    /// Facts gathered during the campaign that `host_facts` could not have at its start: each
+    /// guest a lab booted (its NIC model, driver and own doctor), keyed by its description.
+    fn facts_gathered(&mut self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// The run order: (configuration position, round), deterministic for a seed. With `groups`

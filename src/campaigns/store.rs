@@ -498,6 +498,30 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// Adds `value` under `key` to a campaign's host facts (facts gathered while it ran).
+    pub fn add_host_fact(
+        &mut self,
+        campaign: i64,
+        key: &str,
+        value: &serde_json::Value,
+    ) -> anyhow::Result<()> {
+        let current: Option<String> = self.conn.query_row(
+            "SELECT host_facts_json FROM campaign WHERE id = ?1",
+            params![campaign],
+            |r| r.get(0),
+        )?;
+        let mut facts: serde_json::Value = current
+            .and_then(|j| serde_json::from_str(&j).ok())
+            .filter(serde_json::Value::is_object)
+            .unwrap_or_else(|| serde_json::json!({}));
+        facts[key] = value.clone();
+        self.conn.execute(
+            "UPDATE campaign SET host_facts_json = ?1 WHERE id = ?2",
+            params![facts.to_string(), campaign],
+        )?;
+        Ok(())
+    }
+
     /// Stores the doctor's findings for a campaign (JSON).
     pub fn set_doctor(&mut self, campaign: i64, json: &str) -> anyhow::Result<()> {
         self.conn.execute(

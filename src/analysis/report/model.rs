@@ -223,6 +223,7 @@ impl ReportModel {
         let counters = counter_moves(store, campaign, &runs)?;
         let series = interval_series(store, campaign, &runs, &configs)?;
         let udp = runs.iter().any(|r| r.lost_percent.is_some());
+        let doctor = doctor_warnings(store, campaign, c.host_facts_json.as_deref())?;
         let mut model = ReportModel {
             campaign: c,
             dims,
@@ -235,7 +236,7 @@ impl ReportModel {
             series,
             udp,
             total_runs: runs.len(),
-            doctor: doctor_warnings(store, campaign)?,
+            doctor,
             answer: Vec::new(),
             link_bps: None,
             latency: LatencyCharts::default(),
@@ -365,21 +366,43 @@ fn interval_series(
         .collect())
 }
 
-/// The doctor's warnings and problems stored with the campaign.
+/// The doctor's warnings and problems stored with the campaign: this host's, then those a
+/// lab's guest found inside itself (its NIC model, with the fix), stored with host b's facts.
 fn doctor_warnings(
     store: &Store,
     campaign: i64,
+    host_facts: Option<&str>,
 ) -> anyhow::Result<Vec<crate::host::doctor::Finding>> {
-    Ok(store
+    use crate::host::doctor::{Diagnosis, Finding, Severity};
+    let serious = |d: Diagnosis| -> Vec<Finding> {
+        d.findings
+            .into_iter()
+            .filter(|f| f.severity >= Severity::Warning)
+            .collect()
+    };
+    let mut out: Vec<Finding> = store
         .doctor(campaign)?
-        .and_then(|j| serde_json::from_str::<crate::host::doctor::Diagnosis>(&j).ok())
-        .map(|d| {
-            d.findings
-                .into_iter()
-                .filter(|f| f.severity >= crate::host::doctor::Severity::Warning)
-                .collect()
-        })
-        .unwrap_or_default())
+        .and_then(|j| serde_json::from_str::<Diagnosis>(&j).ok())
+        .map(serious)
+        .unwrap_or_default();
+    // Every guest the campaign booted (one per NIC model), else the one at its start.
+    let facts = host_facts
+        .and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
+        .unwrap_or_default();
+    let guests: Vec<serde_json::Value> = match facts["guests"].as_object() {
+        Some(g) => g.values().cloned().collect(),
+        None => vec![facts["b"].clone()],
+    };
+    for g in guests {
+        let Ok(d) = serde_json::from_value::<Diagnosis>(g["doctor"].clone()) else {
+            continue;
+        };
+        out.extend(serious(d).into_iter().map(|mut f| {
+            f.title = format!("host b (the lab's guest): {}", f.title);
+            f
+        }));
+    }
+    Ok(out)
 }
 
 fn counter_moves(
