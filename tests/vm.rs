@@ -254,6 +254,7 @@ fn a_campaign_sweeps_nic_models_of_a_guest() {
         text.contains("nic matters") || text.contains("nic makes"),
         "{text}"
     );
+    assert!(text.contains("the guest limits it"), "{text}");
     // Host b's facts: the guest's settings, its driver and its own doctor's findings.
     let facts: String = conn
         .query_row("SELECT host_facts_json FROM campaign", [], |r| r.get(0))

@@ -115,11 +115,19 @@ pub fn explain(
         Some(Target::Lab { path, .. } | Target::Auto { path, .. }) => path.rate_bps,
         _ => None,
     });
-    let limits = if metric == Metric::BitsPerSecond {
+    let mut limits = if metric == Metric::BitsPerSecond {
         limits(runs, configs, results, link)
     } else {
         Vec::new()
     };
+    // Host b a QEMU guest: what limits a run below its ceilings is, first, the emulation.
+    let guest =
+        matches!(plan.map(|p| &p.target), Some(Target::Lab { path, .. }) if path.guest.is_some());
+    if guest {
+        for l in limits.iter_mut().filter(|l| l.limit == "other") {
+            l.text = in_a_guest(&l.text);
+        }
+    }
     let cannot_matter = plan.map(|p| cannot_matter(p, results)).unwrap_or_default();
     let mut answer = effects.answer.clone();
     for line in limit_summary(&limits) {
@@ -368,6 +376,16 @@ fn classify(
     )
 }
 
+/// The "something else limits it" of a configuration whose server is a QEMU guest: its
+/// emulated NIC and virtual CPU come first.
+fn in_a_guest(text: &str) -> String {
+    text.replace(
+        "something else limits it (CPU, loss, congestion control)",
+        "the guest limits it (its NIC model's emulation and its virtual CPU; under TCG the \
+         emulated CPU first)",
+    )
+}
+
 /// "window=64K, window=1M: window-limited at 95-99% of window/RTT; window=1536K: link-limited
 /// at 88% of 1.00 Gbits/sec": neighbours at one ceiling are said together, with the range of
 /// their shares.
@@ -518,6 +536,17 @@ mod tests {
         assert!(t.contains("50% of 100 Mbits/sec delivered"), "{t}");
         let (_, t) = classify_udp(3e9, None, None, Some(5e9), Some(40.0));
         assert!(t.starts_with("unlimited UDP"), "{t}");
+    }
+
+    #[test]
+    fn below_the_ceilings_in_a_guest_names_the_guest() {
+        let (_, t) = classify(300e6, Some(1e9), Some(1e9), Some(0.0), Some(0.0));
+        let t = in_a_guest(&t);
+        assert!(
+            t.contains("the guest limits it (its NIC model's emulation"),
+            "{t}"
+        );
+        assert!(!t.contains("something else"), "{t}");
     }
 
     #[test]
