@@ -313,8 +313,18 @@ pub const GUEST_EXEC_SILENCE: std::time::Duration = std::time::Duration::from_se
 pub fn exec_in_guest(name: &str, argv: &[String]) -> anyhow::Result<(String, i32)> {
     let names = LabNames::new(name).map_err(anyhow::Error::msg)?;
     let addr = std::net::SocketAddr::new(Host::B.address(), vm::guest::EXEC_PORT);
+    // A few tries: a guest that has just booted may still be starting its channel.
     let stream = netns::run_in(&names.namespace(Host::A), || {
-        std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5))
+        let mut tries = 0;
+        loop {
+            match std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5)) {
+                Err(e) if tries < 20 && e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(250));
+                }
+                other => break other,
+            }
+        }
     })?
     .with_context(|| format!("cannot reach the guest's command channel at {addr}"))?;
     vm::guest::exec(stream, argv, GUEST_EXEC_SILENCE)

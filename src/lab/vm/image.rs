@@ -258,11 +258,16 @@ ip link set eth0 up
 DRIVER=$(basename "$(readlink /sys/class/net/eth0/device/driver)")
 echo "netsweep-guest: driver=$DRIVER"
 /bin/netsweep server --port "$PORT" > /dev/console 2>&1 &
-i=0
-while ! netstat -ltn 2>/dev/null | grep -q ":$PORT " && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
 # The lab's command channel (`lab exec NAME b`): a shell per connection, reachable only
 # inside the lab's namespaces.
 nc -ll -p {exec_port} -e /bin/sh > /dev/null 2>&1 &
+# Ready once both listen.
+i=0
+while [ $i -lt 600 ]; do
+  L=$(netstat -ltn 2>/dev/null)
+  case "$L" in *":$PORT "*) case "$L" in *":{exec_port} "*) break ;; esac ;; esac
+  sleep 0.1; i=$((i+1))
+done
 echo "netsweep-guest: ready"
 while true; do sleep 3600; done
 "#
@@ -376,5 +381,10 @@ mod tests {
         assert!(s.contains("mii 8139too 8139cp e1000 virtio_ring"), "{s}");
         assert!(s.contains("netsweep.ip=*) IP=\"${w#netsweep.ip=}\""), "{s}");
         assert!(s.contains("netsweep-guest: ready"));
+        // Ready only once the server and the command channel both listen.
+        assert!(
+            s.contains("*\":$PORT \"*) case \"$L\" in *\":5311 \"*) break"),
+            "{s}"
+        );
     }
 }

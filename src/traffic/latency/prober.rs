@@ -168,10 +168,7 @@ fn run(
             // Never catch up in a burst after a stall: the next probe is one period on.
             next = (next + period).max(now);
         }
-        while let Ok((n, stamp)) = sockopt::recv_stamped_nowait(sock, &mut buf) {
-            let arrived = arrival(Instant::now(), stamp.filter(|_| stamped), SystemTime::now());
-            log.answer(&buf[..n], arrived);
-        }
+        take_queued(sock, stamped, &mut buf, &mut log);
         let nap = next.saturating_duration_since(Instant::now()).min(NAP_MAX);
         std::thread::sleep(nap.max(Duration::from_micros(20)));
     }
@@ -183,12 +180,24 @@ fn run(
         if wait.is_zero() || sockopt::wait_readable(sock, wait).ok() != Some(true) {
             break;
         }
-        while let Ok((n, stamp)) = sockopt::recv_stamped_nowait(sock, &mut buf) {
-            let arrived = arrival(Instant::now(), stamp.filter(|_| stamped), SystemTime::now());
-            log.answer(&buf[..n], arrived);
-        }
+        take_queued(sock, stamped, &mut buf, &mut log);
     }
     log.records
+}
+
+/// Most datagrams taken per wake-up: a flood from the echo's address cannot keep the prober
+/// from sending, or from seeing that it was stopped.
+const TAKE_MAX: usize = 256;
+
+/// Takes the datagrams queued on `sock` (at most `TAKE_MAX`) into `log`.
+fn take_queued(sock: &UdpSocket, stamped: bool, buf: &mut [u8], log: &mut Log) {
+    for _ in 0..TAKE_MAX {
+        let Ok((n, stamp)) = sockopt::recv_stamped_nowait(sock, buf) else {
+            break;
+        };
+        let arrived = arrival(Instant::now(), stamp.filter(|_| stamped), SystemTime::now());
+        log.answer(&buf[..n], arrived);
+    }
 }
 
 fn signed(v: u64) -> i64 {
@@ -276,6 +285,36 @@ mod tests {
         let records = p.finish();
         assert!(t.elapsed() <= DRAIN_MAX + Duration::from_millis(500));
         assert!(records.len() >= 10 && records.iter().all(|r| r.answer.is_none()));
+    }
+
+    /// A flood from the echo's own address neither stops the probes nor the prober's end.
+    #[test]
+    fn a_flooding_echo_does_not_stall_the_prober() {
+        let token = Token::random();
+        let fake = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.connect(fake.local_addr().unwrap()).unwrap();
+        let client = sock.local_addr().unwrap();
+        let flood = std::thread::spawn(move || {
+            // Bounded: three seconds of junk as fast as one thread can send it.
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(3) {
+                let _ = fake.send_to(&[0x5a; 56], client);
+            }
+        });
+        let p = Prober::start(sock, token, 100, 10_000).unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+        let t0 = Instant::now();
+        let records = p.finish();
+        assert!(
+            t0.elapsed() < Duration::from_millis(2500),
+            "{:?}",
+            t0.elapsed()
+        );
+        // About 50 probes in 0.5 s; a generous floor for a busy machine.
+        assert!(records.len() >= 10, "{} probes sent", records.len());
+        assert!(records.iter().all(|r| r.answer.is_none()));
+        flood.join().unwrap();
     }
 
     #[test]
