@@ -4,7 +4,7 @@
 
 mod common;
 
-use netsweep::lab::{EmulatorChoice, Host, Lab, LabOptions, PathConfig};
+use netsweep::lab::{EmulatorChoice, Host, Lab, PathConfig};
 use netsweep::traffic::client::{self, ClientConfig, PeerProtocol};
 use netsweep::traffic::spec::{Direction, ServerLimits, TestSpec};
 use serde_json::Value;
@@ -24,17 +24,7 @@ impl Drop for Proc {
 }
 
 fn lab(tag: &str, dir: &tempfile::TempDir, path: PathConfig) -> Lab {
-    let opts = LabOptions {
-        state_dir: dir.path().to_path_buf(),
-        emulator: EmulatorChoice::Userspace,
-        ..LabOptions::default()
-    };
-    Lab::up(
-        &format!("{tag}{}", std::process::id() % 100_000),
-        path,
-        &opts,
-    )
-    .expect("lab up")
+    common::lab_up(tag, dir, path, EmulatorChoice::Userspace)
 }
 
 /// One direction's receiver goodput and UDP loss, whoever measured them.

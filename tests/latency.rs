@@ -5,7 +5,7 @@
 mod common;
 
 use common::TestServer;
-use netsweep::lab::{EmulatorChoice, Host, Lab, LabOptions, PathConfig};
+use netsweep::lab::{EmulatorChoice, Host, Lab, PathConfig};
 use netsweep::traffic::client::{self, ClientConfig};
 use netsweep::traffic::latency::LatencySpec;
 use netsweep::traffic::latency::summary::LatencyResult;
@@ -25,17 +25,7 @@ fn with_latency(spec: TestSpec, idle: Duration) -> TestSpec {
 }
 
 fn lab(tag: &str, dir: &tempfile::TempDir, path: PathConfig) -> Lab {
-    let opts = LabOptions {
-        state_dir: dir.path().to_path_buf(),
-        emulator: EmulatorChoice::Auto,
-        ..LabOptions::default()
-    };
-    Lab::up(
-        &format!("{tag}{}", std::process::id() % 100_000),
-        path,
-        &opts,
-    )
-    .expect("lab up")
+    common::lab_up(tag, dir, path, EmulatorChoice::Auto)
 }
 
 fn run(lab: &Lab, spec: &TestSpec) -> TestResult {

@@ -241,8 +241,9 @@ impl Executor for LabExecutor {
         };
         // A guest: what it was given, the driver it bound, and its own doctor's findings (run
         // inside it through the lab's command channel); later guests in `facts_gathered`.
-        let b = match self.guest_facts() {
-            Some((_, g)) => g,
+        let current = self.lab().guest().map(|g| g.spec.nic.name());
+        let b = match current.and_then(|n| self.guests.get(n)) {
+            Some(g) => g.clone(),
             None => facts(Host::B),
         };
         json!({ "a": facts(Host::A), "b": b, "path": serde_json::to_value(self.lab().path()).unwrap_or_default() })

@@ -152,3 +152,23 @@ pub fn wait_listening_quietly(addr: SocketAddr) {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// A lab for one test, named after `tag` and this process, its state in `dir`.
+pub fn lab_up(
+    tag: &str,
+    dir: &tempfile::TempDir,
+    path: netsweep::lab::PathConfig,
+    emulator: netsweep::lab::EmulatorChoice,
+) -> netsweep::lab::Lab {
+    let opts = netsweep::lab::LabOptions {
+        state_dir: dir.path().to_path_buf(),
+        emulator,
+        ..netsweep::lab::LabOptions::default()
+    };
+    netsweep::lab::Lab::up(
+        &format!("{tag}{}", std::process::id() % 100_000),
+        path,
+        &opts,
+    )
+    .expect("lab up")
+}
