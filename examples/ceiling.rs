@@ -12,7 +12,6 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 fn size(s: &str) -> usize {
@@ -62,23 +61,15 @@ fn run(case: &Case, secs: f64) -> std::io::Result<f64> {
     let data: Vec<u8> = (0..case.source)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
-    let file = netsweep::platform::sockopt::memfd_with(&data)?;
+    let file = netsweep::platform::zerocopy::payload_file(&data)?;
     let end = Instant::now() + Duration::from_secs_f64(secs);
     let mut offset = 0usize;
     while Instant::now() < end {
         for _ in 0..64 {
             let n = match case.path.as_str() {
                 "sendfile" => {
-                    let mut off = offset as libc::off_t;
                     let want = case.chunk.min(case.source - offset);
-                    // SAFETY: both descriptors are open; `off` is a local.
-                    let rc = unsafe {
-                        libc::sendfile(sock.as_raw_fd(), file.as_raw_fd(), &mut off, want)
-                    };
-                    if rc < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                    rc as usize
+                    netsweep::platform::zerocopy::send_file(&sock, &file, offset as u64, want)?
                 }
                 _ => {
                     let want = case.chunk.min(case.source - offset);

@@ -59,8 +59,8 @@ impl ServerProc {
             unsafe {
                 cmd.pre_exec(move || {
                     let lim = libc::rlimit {
-                        rlim_cur: n,
-                        rlim_max: n,
+                        rlim_cur: n as libc::rlim_t,
+                        rlim_max: n as libc::rlim_t,
                     };
                     if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 {
                         return Err(std::io::Error::last_os_error());

@@ -106,7 +106,9 @@ pub(crate) fn new_socket(
     let sock = Socket::new(Domain::for_address(cfg.server), ty, Some(proto))?;
     match &cfg.bind {
         Some(Bind::Address(ip)) => sock.bind(&SockAddr::from(SocketAddr::new(*ip, 0)))?,
-        Some(Bind::Device(dev)) => sock.bind_device(Some(dev.as_bytes()))?,
+        Some(Bind::Device(dev)) => {
+            crate::platform::sockopt::bind_device(&sock, dev, cfg.server.is_ipv6())?
+        }
         None => {}
     }
     Ok(sock)

@@ -24,17 +24,18 @@ pub struct TcpSample {
     pub rtt_us: u32,
     /// RTT variance, microseconds.
     pub rttvar_us: u32,
-    /// Congestion window, bytes (snd_cwnd x MSS).
+    /// Congestion window, bytes (Linux: snd_cwnd x MSS; FreeBSD: snd_cwnd, already bytes).
     pub cwnd_bytes: u64,
     /// The receiver's advertised window as the sender saw it, bytes (0 if the kernel is too old).
     #[serde(default)]
     pub snd_wnd_bytes: u64,
-    /// Share of the interval the sender was held back by the receiver's window, percent.
+    /// Share of the interval the sender was held back by the receiver's window, percent;
+    /// `None` where the kernel does not say (FreeBSD, Linux before 4.9).
     #[serde(default)]
-    pub rwnd_limited_percent: f64,
+    pub rwnd_limited_percent: Option<f64>,
     /// Share of the interval the sender was held back by its own send buffer, percent.
     #[serde(default)]
-    pub sndbuf_limited_percent: f64,
+    pub sndbuf_limited_percent: Option<f64>,
 }
 
 /// Receiver-side UDP quality for one interval.

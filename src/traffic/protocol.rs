@@ -391,8 +391,8 @@ mod tests {
                 rttvar_us: u32::MAX,
                 cwnd_bytes: u64::MAX,
                 snd_wnd_bytes: u64::MAX,
-                rwnd_limited_percent: -1.234_567_890_123_456_7e-300,
-                sndbuf_limited_percent: -1.234_567_890_123_456_7e-300,
+                rwnd_limited_percent: Some(-1.234_567_890_123_456_7e-300),
+                sndbuf_limited_percent: None,
             }),
             udp: Some(UdpReceived {
                 jitter_ms: -1.234_567_890_123_456_7e-300,

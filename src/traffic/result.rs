@@ -241,8 +241,8 @@ pub fn merge_interval(
                 row.rttvar_us = Some(t.rttvar_us);
                 row.cwnd_bytes = Some(t.cwnd_bytes);
                 row.snd_wnd_bytes = Some(t.snd_wnd_bytes);
-                row.rwnd_limited_percent = Some(t.rwnd_limited_percent);
-                row.sndbuf_limited_percent = Some(t.sndbuf_limited_percent);
+                row.rwnd_limited_percent = t.rwnd_limited_percent;
+                row.sndbuf_limited_percent = t.sndbuf_limited_percent;
             }
         }
         Protocol::Udp => {

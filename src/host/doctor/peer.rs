@@ -5,8 +5,7 @@
 use super::{Finding, Severity};
 use crate::traffic::client::{self, ClientConfig};
 use crate::traffic::spec::{Direction, TestSpec};
-use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::net::{SocketAddr, TcpStream};
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -23,35 +22,6 @@ fn connect_rtt(addr: SocketAddr) -> Option<Duration> {
         .collect();
     v.sort();
     v.get(v.len() / 2).copied()
-}
-
-/// The MTU this host would use towards `addr` (IP_MTU of a connected UDP socket).
-fn route_mtu(addr: SocketAddr) -> Option<u32> {
-    let any = if addr.is_ipv4() {
-        "0.0.0.0:0"
-    } else {
-        "[::]:0"
-    };
-    let s = UdpSocket::bind(any).ok()?;
-    s.connect(addr).ok()?;
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    let (level, name) = if addr.is_ipv4() {
-        (libc::IPPROTO_IP, libc::IP_MTU)
-    } else {
-        (libc::IPPROTO_IPV6, libc::IPV6_MTU)
-    };
-    // SAFETY: getsockopt writes one c_int into `v`.
-    let rc = unsafe {
-        libc::getsockopt(
-            s.as_raw_fd(),
-            level,
-            name,
-            (&mut v as *mut libc::c_int).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0 && v > 0).then_some(v as u32)
 }
 
 /// Whether a packet of `size` bytes (IP total) reaches `ip` with fragmentation forbidden, in
@@ -154,7 +124,7 @@ pub fn check(addr: SocketAddr, run_tests: bool) -> (Vec<Finding>, Option<Duratio
         .evidence("rtt_ms", format!("{:.3}", rtt.as_secs_f64() * 1e3)),
     );
     let ip = addr.ip().to_string();
-    match route_mtu(addr) {
+    match crate::platform::sockopt::route_mtu(addr) {
         Some(mtu) => match path_mtu(&ip, mtu, addr.is_ipv6(), rtt) {
             Some(p) if p < mtu => out.push(
                 Finding::new("peer.pmtu", Severity::Problem, format!("packets larger than {p} bytes do not reach {ip} although this host sends up to {mtu}: an MTU mismatch on the path (jumbo frames on one side only?)"))

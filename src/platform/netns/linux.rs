@@ -1,10 +1,10 @@
-//! Platform leaf for labs: network namespaces (entering one from a thread), TUN devices, and
-//! running `ip`/`tc` with their errors captured. Linux only.
+//! Network namespaces (entering one from a thread) and TUN devices: the Linux leaf.
 //!
 //! A thread that enters a namespace with `setns` stays there, and threads it spawns inherit
 //! it; sockets keep the namespace they were created in. `run_in` and `spawn_in` use this to run
 //! netsweep's own server and client inside lab hosts without a second binary.
 
+use super::is_root;
 use anyhow::{Context, bail};
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd};
@@ -13,12 +13,6 @@ use std::process::Command;
 
 /// Where `ip netns` keeps its namespaces.
 pub const NETNS_DIR: &str = "/run/netns";
-
-/// Whether this process runs as root.
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
 
 /// Fails with what is needed unless this process can create namespaces.
 pub fn check_privileges() -> anyhow::Result<()> {
@@ -33,22 +27,6 @@ pub fn check_privileges() -> anyhow::Result<()> {
     }
     if Command::new("ip").arg("-V").output().is_err() {
         bail!("the `ip` command is missing: install iproute2 (apt-get install iproute2)");
-    }
-    Ok(())
-}
-
-/// Runs a command, failing with its stderr.
-pub fn run(program: &str, args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new(program)
-        .args(args)
-        .output()
-        .with_context(|| format!("cannot run {program}"))?;
-    if !out.status.success() {
-        bail!(
-            "`{program} {}` failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
     }
     Ok(())
 }

@@ -1,115 +1,58 @@
 //! Platform leaf: socket options and system calls the engine needs beyond `std` and `socket2`:
-//! TCP_INFO, forced buffer sizes, UDP segmentation/receive offload (UDP_SEGMENT/UDP_GRO),
-//! the timer slack that precise pacing needs, and per-thread CPU time.
+//! TCP_INFO, buffer sizes, receive timestamps, binding to a device, the route's MTU, the timer
+//! slack that precise pacing needs, and per-thread CPU time. Every other module calls these
+//! functions and never `libc` directly.
 //!
-//! Linux only for now; every other module calls these functions and never `libc` directly.
+//! What differs between systems lives in one file per system (`linux.rs`, `freebsd.rs`),
+//! chosen here by `cfg(target_os)`; what POSIX shares stays in this file. FreeBSD's
+//! `struct tcp_info` is translated by `freebsd_tcp_info`, which is plain byte decoding and is
+//! compiled and tested everywhere.
+
+pub mod freebsd_tcp_info;
+
+#[cfg(target_os = "freebsd")]
+mod freebsd;
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "freebsd")]
+use freebsd as os;
+#[cfg(target_os = "linux")]
+use linux as os;
+
+pub use os::{
+    BUFFER_CAP_SETTING, bind_device, enable_rx_timestamps, raise_rcvbuf, route_mtu, set_buffers,
+    tcp_info, tighten_timer_slack,
+};
 
 use crate::traffic::measure::CpuUsage;
 use socket2::SockRef;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 
-/// The TCP_INFO fields netsweep reports.
+/// The TCP_INFO fields netsweep reports, in the same units on every system. Fields a system
+/// does not have are `None` (reported as unavailable, never as zero).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TcpInfo {
+    /// Segments retransmitted over the connection's life (Linux `tcpi_total_retrans`, FreeBSD
+    /// `tcpi_snd_rexmitpack`).
     pub total_retrans: u32,
     pub rtt_us: u32,
     pub rttvar_us: u32,
-    pub min_rtt_us: u32,
-    pub snd_cwnd: u32,
+    /// The smallest RTT seen (Linux 4.6+); FreeBSD has none.
+    pub min_rtt_us: Option<u32>,
+    /// The congestion window in bytes (Linux counts segments: multiplied by the MSS here;
+    /// FreeBSD counts bytes already).
+    pub cwnd_bytes: u64,
     pub snd_mss: u32,
-    /// The peer's advertised receive window, bytes (0 on kernels before 5.4).
+    /// The peer's advertised receive window, bytes (0 on Linux before 5.4).
     pub snd_wnd: u32,
-    /// Time the sender was limited by the peer's window / its own send buffer, microseconds.
-    pub rwnd_limited_us: u64,
-    pub sndbuf_limited_us: u64,
+    /// Time the sender was limited by the peer's window / its own send buffer, microseconds
+    /// (Linux 4.9+); FreeBSD has none.
+    pub rwnd_limited_us: Option<u64>,
+    pub sndbuf_limited_us: Option<u64>,
 }
 
-/// The kernel's `struct tcp_info` (include/uapi/linux/tcp.h) up to `tcpi_snd_wnd`. Declared
-/// here because libc's copy differs between C libraries; the kernel fills what it has.
-#[repr(C)]
-#[derive(Default)]
-struct KernelTcpInfo {
-    state: [u8; 8],
-    rto: u32,
-    ato: u32,
-    snd_mss: u32,
-    rcv_mss: u32,
-    unacked: u32,
-    sacked: u32,
-    lost: u32,
-    retrans: u32,
-    fackets: u32,
-    last_data_sent: u32,
-    last_ack_sent: u32,
-    last_data_recv: u32,
-    last_ack_recv: u32,
-    pmtu: u32,
-    rcv_ssthresh: u32,
-    rtt: u32,
-    rttvar: u32,
-    snd_ssthresh: u32,
-    snd_cwnd: u32,
-    advmss: u32,
-    reordering: u32,
-    rcv_rtt: u32,
-    rcv_space: u32,
-    total_retrans: u32,
-    pacing_rate: u64,
-    max_pacing_rate: u64,
-    bytes_acked: u64,
-    bytes_received: u64,
-    segs_out: u32,
-    segs_in: u32,
-    notsent_bytes: u32,
-    min_rtt: u32,
-    data_segs_in: u32,
-    data_segs_out: u32,
-    delivery_rate: u64,
-    busy_time: u64,
-    rwnd_limited: u64,
-    sndbuf_limited: u64,
-    delivered: u32,
-    delivered_ce: u32,
-    bytes_sent: u64,
-    bytes_retrans: u64,
-    dsack_dups: u32,
-    reord_seen: u32,
-    rcv_ooopack: u32,
-    snd_wnd: u32,
-}
-
-/// Reads TCP_INFO of a connected TCP socket.
-pub fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<TcpInfo> {
-    let mut info = KernelTcpInfo::default();
-    let mut len = std::mem::size_of::<KernelTcpInfo>() as libc::socklen_t;
-    // SAFETY: the kernel writes at most `len` bytes into our plain-data struct.
-    let rc = unsafe {
-        libc::getsockopt(
-            sock.as_raw_fd(),
-            libc::IPPROTO_TCP,
-            libc::TCP_INFO,
-            (&mut info as *mut KernelTcpInfo).cast(),
-            &mut len,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(TcpInfo {
-        total_retrans: info.total_retrans,
-        rtt_us: info.rtt,
-        rttvar_us: info.rttvar,
-        min_rtt_us: info.min_rtt,
-        snd_cwnd: info.snd_cwnd,
-        snd_mss: info.snd_mss,
-        snd_wnd: info.snd_wnd,
-        rwnd_limited_us: info.rwnd_limited,
-        sndbuf_limited_us: info.sndbuf_limited,
-    })
-}
-
-fn setsockopt_int<S: AsRawFd>(
+pub(crate) fn setsockopt_int<S: AsRawFd>(
     sock: &S,
     level: libc::c_int,
     name: libc::c_int,
@@ -129,30 +72,6 @@ fn setsockopt_int<S: AsRawFd>(
         Ok(())
     } else {
         Err(io::Error::last_os_error())
-    }
-}
-
-/// Sets SO_SNDBUF and SO_RCVBUF to `bytes`. As root the `*FORCE` variants lift the
-/// `net.core.{w,r}mem_max` cap; otherwise the kernel clamps silently. Read the granted sizes
-/// back with `buffer_sizes`.
-pub fn set_buffers<S: AsFd + AsRawFd>(sock: &S, bytes: u64) -> io::Result<()> {
-    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    for (force, plain) in [
-        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
-        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
-    ] {
-        if setsockopt_int(sock, libc::SOL_SOCKET, force, v).is_err() {
-            setsockopt_int(sock, libc::SOL_SOCKET, plain, v)?;
-        }
-    }
-    Ok(())
-}
-
-/// Raises only the receive buffer (UDP receivers), best effort.
-pub fn raise_rcvbuf<S: AsRawFd>(sock: &S, bytes: u64) {
-    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    if setsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_err() {
-        let _ = setsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVBUF, v);
     }
 }
 
@@ -187,78 +106,6 @@ pub fn congestion<S: AsFd>(sock: &S) -> Option<String> {
     })
 }
 
-const SOL_UDP: libc::c_int = 17;
-const UDP_SEGMENT: libc::c_int = 103;
-const UDP_GRO: libc::c_int = 104;
-
-/// Asks the kernel to coalesce received datagrams (UDP_GRO); false when unsupported.
-pub fn enable_udp_gro<S: AsRawFd>(sock: &S) -> bool {
-    setsockopt_int(sock, SOL_UDP, UDP_GRO, 1).is_ok()
-}
-
-/// Sends `buf` as datagrams of `segment` bytes each in one call (UDP_SEGMENT). The last
-/// datagram may be shorter. The socket must be connected.
-pub fn send_segmented<S: AsRawFd>(sock: &S, buf: &[u8], segment: u16) -> io::Result<usize> {
-    let mut iov = libc::iovec {
-        iov_base: buf.as_ptr() as *mut libc::c_void,
-        iov_len: buf.len(),
-    };
-    // Room for one cmsg carrying a u16.
-    let mut control = [0u64; 4];
-    // SAFETY: msghdr is plain data; every pointer in it refers to locals that outlive the call,
-    // and CMSG_* compute offsets inside `control`, which is large enough for one u16 cmsg.
-    unsafe {
-        let mut msg: libc::msghdr = std::mem::zeroed();
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<u16>() as u32) as _;
-        let cmsg = libc::CMSG_FIRSTHDR(&msg);
-        (*cmsg).cmsg_level = SOL_UDP;
-        (*cmsg).cmsg_type = UDP_SEGMENT;
-        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u16>() as u32) as _;
-        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), segment);
-        let rc = libc::sendmsg(sock.as_raw_fd(), &msg, 0);
-        if rc < 0 {
-            Err(io::Error::last_os_error())
-        } else {
-            Ok(rc as usize)
-        }
-    }
-}
-
-/// Receives into `buf`; returns the byte count and, when the kernel coalesced several
-/// datagrams (UDP_GRO), their segment size.
-pub fn recv_coalesced<S: AsRawFd>(sock: &S, buf: &mut [u8]) -> io::Result<(usize, Option<usize>)> {
-    let mut segment = None;
-    let n = recv_with_cmsgs(sock, buf, 0, |level, kind, data| {
-        if level == SOL_UDP && kind == UDP_GRO && data.len() >= std::mem::size_of::<libc::c_int>() {
-            // SAFETY: the kernel wrote a c_int there (length checked above).
-            let v = unsafe { std::ptr::read_unaligned(data.as_ptr().cast::<libc::c_int>()) };
-            if v > 0 {
-                segment = Some(v as usize);
-            }
-        }
-    })?;
-    Ok((n, segment))
-}
-
-/// Asks the kernel to stamp every datagram `sock` receives with its arrival time
-/// (SO_TIMESTAMPNS, read by `recv_stamped`). False when the kernel refuses.
-pub fn enable_rx_timestamps<S: AsFd>(sock: &S) -> bool {
-    let on: libc::c_int = 1;
-    // SAFETY: setsockopt with a valid int option value on a valid descriptor.
-    unsafe {
-        libc::setsockopt(
-            sock.as_fd().as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        ) == 0
-    }
-}
-
 /// Receives one datagram without waiting (EWOULDBLOCK when none is queued); returns its size
 /// and, when `enable_rx_timestamps` was called, when the kernel received it (CLOCK_REALTIME).
 pub fn recv_stamped_nowait<S: AsRawFd>(
@@ -267,15 +114,8 @@ pub fn recv_stamped_nowait<S: AsRawFd>(
 ) -> io::Result<(usize, Option<std::time::SystemTime>)> {
     let mut stamp = None;
     let n = recv_with_cmsgs(sock, buf, libc::MSG_DONTWAIT, |level, kind, data| {
-        if level == libc::SOL_SOCKET
-            && kind == libc::SO_TIMESTAMPNS
-            && data.len() >= std::mem::size_of::<libc::timespec>()
-        {
-            // SAFETY: the kernel wrote a timespec there (length checked above).
-            let ts = unsafe { std::ptr::read_unaligned(data.as_ptr().cast::<libc::timespec>()) };
-            if let (Ok(s), Ok(ns)) = (u64::try_from(ts.tv_sec), u32::try_from(ts.tv_nsec)) {
-                stamp = std::time::UNIX_EPOCH.checked_add(std::time::Duration::new(s, ns));
-            }
+        if let Some(t) = os::rx_stamp(level, kind, data) {
+            stamp = Some(t);
         }
     })?;
     Ok((n, stamp))
@@ -283,7 +123,7 @@ pub fn recv_stamped_nowait<S: AsRawFd>(
 
 /// recvmsg(2) into `buf` with `flags`; calls `each` with every control message's level, type
 /// and data.
-fn recv_with_cmsgs<S: AsRawFd>(
+pub(crate) fn recv_with_cmsgs<S: AsRawFd>(
     sock: &S,
     buf: &mut [u8],
     flags: libc::c_int,
@@ -320,14 +160,6 @@ fn recv_with_cmsgs<S: AsRawFd>(
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
         Ok(rc as usize)
-    }
-}
-
-/// Makes this thread's sleeps wake within microseconds instead of the default 50 µs slack.
-pub fn tighten_timer_slack() {
-    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and touches only this thread.
-    unsafe {
-        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
 }
 
@@ -403,21 +235,6 @@ pub fn poll_readable(fds: &[RawFd], timeout: std::time::Duration) -> io::Result<
     Ok(polls.iter().map(|p| p.revents != 0).collect())
 }
 
-/// An anonymous in-memory file holding `data`, for zero-copy sends with `send_file`.
-pub fn memfd_with(data: &[u8]) -> io::Result<std::fs::File> {
-    use std::io::Write;
-    use std::os::fd::FromRawFd;
-    // SAFETY: the name is a valid C string; on success we own the returned descriptor.
-    let fd = unsafe { libc::memfd_create(c"netsweep-payload".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a fresh descriptor nobody else owns.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-    file.write_all(data)?;
-    Ok(file)
-}
-
 /// Writes `len` bytes made of `buf` repeated, in one `writev(2)` (so a large `-l` keeps its
 /// one-system-call-per-write meaning without a buffer of that size).
 pub fn write_repeated<S: AsRawFd>(sock: &S, buf: &[u8], len: usize) -> io::Result<usize> {
@@ -437,19 +254,6 @@ pub fn write_repeated<S: AsRawFd>(sock: &S, buf: &[u8], len: usize) -> io::Resul
     let count = libc::c_int::try_from(iov.len()).unwrap_or(1024);
     // SAFETY: every iovec points into `buf`, which outlives the call; the kernel only reads.
     let rc = unsafe { libc::writev(sock.as_raw_fd(), iov.as_ptr(), count) };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(rc as usize)
-    }
-}
-
-/// Sends the first `len` bytes of `file` on `sock` without copying them through user space
-/// (sendfile(2)). Honours the socket's send timeout like `write`.
-pub fn send_file<S: AsRawFd, F: AsRawFd>(sock: &S, file: &F, len: usize) -> io::Result<usize> {
-    let mut offset: libc::off_t = 0;
-    // SAFETY: both descriptors are open for the duration of the call; `offset` is a local.
-    let rc = unsafe { libc::sendfile(sock.as_raw_fd(), file.as_raw_fd(), &mut offset, len) };
     if rc < 0 {
         Err(io::Error::last_os_error())
     } else {

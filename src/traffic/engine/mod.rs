@@ -155,7 +155,9 @@ impl SendSource {
             .filter_map(|n| {
                 // Every file size is at most the buffer's: the file holds its first bytes.
                 let n = n.clamp(1, bytes.len());
-                sockopt::memfd_with(&bytes[..n]).ok().map(|f| (n, f))
+                crate::platform::zerocopy::payload_file(&bytes[..n])
+                    .ok()
+                    .map(|f| (n, f))
             })
             .collect();
         SendSource { bytes, files }

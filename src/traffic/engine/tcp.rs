@@ -40,16 +40,15 @@ impl InfoSampler {
             (now.saturating_sub(before) as f64 / span_us * 100.0).min(100.0)
         };
         let retransmits = u64::from(info.total_retrans.saturating_sub(self.last.total_retrans));
-        let rwnd_limited_percent = share(info.rwnd_limited_us, self.last.rwnd_limited_us);
-        let sndbuf_limited_percent = share(info.sndbuf_limited_us, self.last.sndbuf_limited_us);
+        // Unavailable on this system (FreeBSD) or kernel: reported as unavailable, not 0%.
+        let limited =
+            |now: Option<u64>, before: Option<u64>| Some(share(now?, before.unwrap_or(0)));
+        let rwnd_limited_percent = limited(info.rwnd_limited_us, self.last.rwnd_limited_us);
+        let sndbuf_limited_percent = limited(info.sndbuf_limited_us, self.last.sndbuf_limited_us);
         self.last = info;
         self.last_at = now;
         if info.rtt_us > 0 {
-            let low = if info.min_rtt_us > 0 {
-                info.min_rtt_us
-            } else {
-                info.rtt_us
-            };
+            let low = info.min_rtt_us.unwrap_or(info.rtt_us);
             self.rtt_min = Some(self.rtt_min.map_or(low, |m| m.min(low)));
             self.rtt_max = Some(self.rtt_max.map_or(info.rtt_us, |m| m.max(info.rtt_us)));
         }
@@ -57,7 +56,7 @@ impl InfoSampler {
             retransmits,
             rtt_us: info.rtt_us,
             rttvar_us: info.rttvar_us,
-            cwnd_bytes: u64::from(info.snd_cwnd) * u64::from(info.snd_mss),
+            cwnd_bytes: info.cwnd_bytes,
             snd_wnd_bytes: u64::from(info.snd_wnd),
             rwnd_limited_percent,
             sndbuf_limited_percent,
@@ -146,7 +145,9 @@ fn send_once(
     let buf = &source.bytes;
     match (path.call, source.file(path.chunk_bytes)) {
         // Zero-copy: the kernel references these pages instead of copying every write.
-        (SendCall::Sendfile, Some((len, f))) => sockopt::send_file(sock, f, chunk.min(len)),
+        (SendCall::Sendfile, Some((len, f))) => {
+            crate::platform::zerocopy::send_file(sock, f, 0, chunk.min(len))
+        }
         _ if chunk <= buf.len() => (&*sock).write(&buf[..chunk]),
         _ => sockopt::write_repeated(sock, buf, chunk),
     }

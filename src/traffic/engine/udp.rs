@@ -5,7 +5,7 @@
 //! was *sent*, so per-interval loss is exact: sent in interval k minus received of interval k.
 
 use super::{Datagrams, POLL, Pacer, StreamCtx, UDP_LINGER, payload};
-use crate::platform::sockopt;
+use crate::platform::{sockopt, udpbatch};
 use crate::traffic::histogram::UdpTiming;
 use crate::traffic::measure::{IntervalReport, StreamReport, UdpReceived};
 use crate::traffic::spec::UDP_HEADER_BYTES;
@@ -97,7 +97,7 @@ fn batch_size(len: usize, offload: bool) -> usize {
 pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
     let mut report = ctx.new_report();
     let len = ctx.length.max(UDP_HEADER_BYTES as usize);
-    let mut gso = ctx.udp_offload && len <= usize::from(u16::MAX);
+    let mut gso = ctx.udp_offload && udpbatch::SEGMENTATION && len <= usize::from(u16::MAX);
     let mut max_batch = batch_size(len, gso);
     // Big enough for a batch either way: GSO can fall back to plain sends mid-test.
     let mut buf = payload(len * batch_size(len, false).max(batch_size(len, true)));
@@ -143,7 +143,7 @@ pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
             write_header(ctx.datagrams, &mut buf[i * len..], seq + i as u64, ts);
         }
         let sent = if gso {
-            match sockopt::send_segmented(&sock, &buf[..n * len], len as u16) {
+            match udpbatch::send_segmented(&sock, &buf[..n * len], len as u16) {
                 Ok(_) => n,
                 Err(e) if transient(&e) => 0,
                 Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
@@ -284,7 +284,7 @@ impl<'a> Receiver<'a> {
 
 pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
     let mut report = ctx.new_report();
-    let gro = ctx.udp_offload && sockopt::enable_udp_gro(&sock);
+    let gro = ctx.udp_offload && udpbatch::enable_udp_gro(&sock);
     let mut buf = vec![0u8; if gro { 1 << 16 } else { ctx.length.max(2048) }];
     let _ = sock.set_read_timeout(Some(POLL));
     let slots = ctx.timeline.slots();
@@ -293,7 +293,7 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
     let mut emitted = 0;
     let mut stopped_early = false;
     loop {
-        match sockopt::recv_coalesced(&sock, &mut buf) {
+        match udpbatch::recv_coalesced(&sock, &mut buf) {
             Ok((n, segment)) => {
                 let segment = segment.unwrap_or(n).max(1);
                 let arrived = ctx.elapsed();

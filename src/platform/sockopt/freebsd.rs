@@ -1,0 +1,158 @@
+//! Socket options of FreeBSD: its own `struct tcp_info` (decoded by `freebsd_tcp_info`), plain
+//! buffer sizes capped by `kern.ipc.maxsockbuf` (no `SO_*BUFFORCE`), SO_TIMESTAMP, binding by
+//! the device's address (no SO_BINDTODEVICE), no IP_MTU and no timer slack to tighten.
+
+use super::{TcpInfo, freebsd_tcp_info, setsockopt_int};
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsFd, AsRawFd};
+
+/// The setting that caps `-w` (for every user: FreeBSD has no forced variant).
+pub const BUFFER_CAP_SETTING: &str = "kern.ipc.maxsockbuf";
+
+/// Reads TCP_INFO of a connected TCP socket.
+pub fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<TcpInfo> {
+    let mut buf = [0u8; freebsd_tcp_info::BUFFER];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into `buf`.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let filled = (len as usize).min(buf.len());
+    freebsd_tcp_info::decode(&buf[..filled]).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("TCP_INFO returned {filled} bytes, fewer than FreeBSD's struct tcp_info"),
+        )
+    })
+}
+
+/// Sets one buffer to `bytes`, or, when `kern.ipc.maxsockbuf` refuses that much (ENOBUFS),
+/// to the largest size it allows (found by bisection), so the test runs with what the host
+/// grants and the grant is reported next to the ask.
+fn set_capped<S: AsRawFd>(sock: &S, name: libc::c_int, bytes: u64) -> io::Result<()> {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    match setsockopt_int(sock, libc::SOL_SOCKET, name, v) {
+        Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+            let (mut ok, mut bad) = (0, v);
+            while bad - ok > 1 {
+                let mid = ok + (bad - ok) / 2;
+                if setsockopt_int(sock, libc::SOL_SOCKET, name, mid).is_ok() {
+                    ok = mid;
+                } else {
+                    bad = mid;
+                }
+            }
+            if ok == 0 {
+                return Err(e);
+            }
+            setsockopt_int(sock, libc::SOL_SOCKET, name, ok)
+        }
+        other => other,
+    }
+}
+
+/// Sets SO_SNDBUF and SO_RCVBUF to `bytes`, each capped by `kern.ipc.maxsockbuf` (read the
+/// granted sizes back with `buffer_sizes`).
+pub fn set_buffers<S: AsFd + AsRawFd>(sock: &S, bytes: u64) -> io::Result<()> {
+    set_capped(sock, libc::SO_SNDBUF, bytes)?;
+    set_capped(sock, libc::SO_RCVBUF, bytes)
+}
+
+/// Raises only the receive buffer (UDP receivers), best effort.
+pub fn raise_rcvbuf<S: AsRawFd>(sock: &S, bytes: u64) {
+    let _ = set_capped(sock, libc::SO_RCVBUF, bytes);
+}
+
+/// Asks the kernel to stamp every datagram `sock` receives with its arrival time
+/// (SO_TIMESTAMP: a `struct timeval`, CLOCK_REALTIME). False when the kernel refuses.
+pub fn enable_rx_timestamps<S: AsFd>(sock: &S) -> bool {
+    setsockopt_int(&sock.as_fd(), libc::SOL_SOCKET, libc::SO_TIMESTAMP, 1).is_ok()
+}
+
+/// The arrival time in a control message, if this is the one `enable_rx_timestamps` asked for.
+pub(super) fn rx_stamp(
+    level: libc::c_int,
+    kind: libc::c_int,
+    data: &[u8],
+) -> Option<std::time::SystemTime> {
+    if level != libc::SOL_SOCKET
+        || kind != libc::SCM_TIMESTAMP
+        || data.len() < std::mem::size_of::<libc::timeval>()
+    {
+        return None;
+    }
+    // SAFETY: the kernel wrote a timeval there (length checked above).
+    let tv = unsafe { std::ptr::read_unaligned(data.as_ptr().cast::<libc::timeval>()) };
+    let (s, us) = (
+        u64::try_from(tv.tv_sec).ok()?,
+        u32::try_from(tv.tv_usec).ok()?,
+    );
+    std::time::UNIX_EPOCH.checked_add(std::time::Duration::new(s, us.checked_mul(1000)?))
+}
+
+/// FreeBSD's sleeps have no per-thread slack to tighten (`kern.timecounter` decides).
+pub fn tighten_timer_slack() {}
+
+/// FreeBSD has no SO_BINDTODEVICE: binds `sock` to the device's own address of the socket's
+/// family instead (routing by a FIB, `setfib(1)`, is the other way to choose the way out).
+pub fn bind_device(sock: &socket2::Socket, dev: &str, v6: bool) -> io::Result<()> {
+    let ip = interface_address(dev, v6)?;
+    sock.bind(&socket2::SockAddr::from(SocketAddr::new(ip, 0)))
+}
+
+/// The first address of family `v6` on interface `dev` (getifaddrs).
+fn interface_address(dev: &str, v6: bool) -> io::Result<std::net::IpAddr> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs allocates a list we free below with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut found = None;
+    let mut cur = head;
+    // SAFETY: walks the list getifaddrs returned; every pointer is checked for null and the
+    // sockaddr is read as the family it declares.
+    unsafe {
+        while !cur.is_null() && found.is_none() {
+            let ifa = &*cur;
+            let name = std::ffi::CStr::from_ptr(ifa.ifa_name).to_string_lossy();
+            if name == dev && !ifa.ifa_addr.is_null() {
+                let family = i32::from((*ifa.ifa_addr).sa_family);
+                if family == libc::AF_INET && !v6 {
+                    let a = &*(ifa.ifa_addr as *const libc::sockaddr_in);
+                    found = Some(std::net::IpAddr::from(
+                        u32::from_be(a.sin_addr.s_addr).to_be_bytes(),
+                    ));
+                } else if family == libc::AF_INET6 && v6 {
+                    let a = &*(ifa.ifa_addr as *const libc::sockaddr_in6);
+                    found = Some(std::net::IpAddr::from(a.sin6_addr.s6_addr));
+                }
+            }
+            cur = ifa.ifa_next;
+        }
+        libc::freeifaddrs(head);
+    }
+    found.ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!(
+                "interface {dev} has no {} address to bind to (FreeBSD binds by address, not by device)",
+                if v6 { "IPv6" } else { "IPv4" }
+            ),
+        )
+    })
+}
+
+/// FreeBSD has no IP_MTU socket option: the path MTU check uses ping alone.
+pub fn route_mtu(_addr: SocketAddr) -> Option<u32> {
+    None
+}

@@ -1,0 +1,201 @@
+//! Socket options of Linux: `struct tcp_info` as the kernel lays it out, forced buffer sizes
+//! (root lifts `net.core.{w,r}mem_max`), SO_TIMESTAMPNS, SO_BINDTODEVICE, IP_MTU, timer slack.
+
+use super::{TcpInfo, setsockopt_int};
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::{AsFd, AsRawFd};
+
+/// The setting that caps `-w` for programs without privileges.
+pub const BUFFER_CAP_SETTING: &str = "net.core.wmem_max/rmem_max";
+
+/// The kernel's `struct tcp_info` (include/uapi/linux/tcp.h) up to `tcpi_snd_wnd`. Declared
+/// here because libc's copy differs between C libraries; the kernel fills what it has.
+#[repr(C)]
+#[derive(Default)]
+struct KernelTcpInfo {
+    state: [u8; 8],
+    rto: u32,
+    ato: u32,
+    snd_mss: u32,
+    rcv_mss: u32,
+    unacked: u32,
+    sacked: u32,
+    lost: u32,
+    retrans: u32,
+    fackets: u32,
+    last_data_sent: u32,
+    last_ack_sent: u32,
+    last_data_recv: u32,
+    last_ack_recv: u32,
+    pmtu: u32,
+    rcv_ssthresh: u32,
+    rtt: u32,
+    rttvar: u32,
+    snd_ssthresh: u32,
+    snd_cwnd: u32,
+    advmss: u32,
+    reordering: u32,
+    rcv_rtt: u32,
+    rcv_space: u32,
+    total_retrans: u32,
+    pacing_rate: u64,
+    max_pacing_rate: u64,
+    bytes_acked: u64,
+    bytes_received: u64,
+    segs_out: u32,
+    segs_in: u32,
+    notsent_bytes: u32,
+    min_rtt: u32,
+    data_segs_in: u32,
+    data_segs_out: u32,
+    delivery_rate: u64,
+    busy_time: u64,
+    rwnd_limited: u64,
+    sndbuf_limited: u64,
+    delivered: u32,
+    delivered_ce: u32,
+    bytes_sent: u64,
+    bytes_retrans: u64,
+    dsack_dups: u32,
+    reord_seen: u32,
+    rcv_ooopack: u32,
+    snd_wnd: u32,
+}
+
+/// Reads TCP_INFO of a connected TCP socket.
+pub fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<TcpInfo> {
+    let mut info = KernelTcpInfo::default();
+    let mut len = std::mem::size_of::<KernelTcpInfo>() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` bytes into our plain-data struct.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut KernelTcpInfo).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // Fields past what this kernel filled in stay zero: older kernels lack them.
+    let has = |end: usize| len as usize >= end;
+    let min_rtt_end = std::mem::offset_of!(KernelTcpInfo, min_rtt) + 4;
+    let limited_end = std::mem::offset_of!(KernelTcpInfo, sndbuf_limited) + 8;
+    Ok(TcpInfo {
+        total_retrans: info.total_retrans,
+        rtt_us: info.rtt,
+        rttvar_us: info.rttvar,
+        min_rtt_us: (has(min_rtt_end) && info.min_rtt > 0).then_some(info.min_rtt),
+        cwnd_bytes: u64::from(info.snd_cwnd) * u64::from(info.snd_mss),
+        snd_mss: info.snd_mss,
+        snd_wnd: info.snd_wnd,
+        rwnd_limited_us: has(limited_end).then_some(info.rwnd_limited),
+        sndbuf_limited_us: has(limited_end).then_some(info.sndbuf_limited),
+    })
+}
+
+/// Sets SO_SNDBUF and SO_RCVBUF to `bytes`. As root the `*FORCE` variants lift the
+/// `net.core.{w,r}mem_max` cap; otherwise the kernel clamps silently. Read the granted sizes
+/// back with `buffer_sizes`.
+pub fn set_buffers<S: AsFd + AsRawFd>(sock: &S, bytes: u64) -> io::Result<()> {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    for (force, plain) in [
+        (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+        (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+    ] {
+        if setsockopt_int(sock, libc::SOL_SOCKET, force, v).is_err() {
+            setsockopt_int(sock, libc::SOL_SOCKET, plain, v)?;
+        }
+    }
+    Ok(())
+}
+
+/// Raises only the receive buffer (UDP receivers), best effort.
+pub fn raise_rcvbuf<S: AsRawFd>(sock: &S, bytes: u64) {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    if setsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_err() {
+        let _ = setsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVBUF, v);
+    }
+}
+
+/// Asks the kernel to stamp every datagram `sock` receives with its arrival time
+/// (SO_TIMESTAMPNS, read by `recv_stamped`). False when the kernel refuses.
+pub fn enable_rx_timestamps<S: AsFd>(sock: &S) -> bool {
+    let on: libc::c_int = 1;
+    // SAFETY: setsockopt with a valid int option value on a valid descriptor.
+    unsafe {
+        libc::setsockopt(
+            sock.as_fd().as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        ) == 0
+    }
+}
+
+/// The arrival time in a control message, if this is the one `enable_rx_timestamps` asked for.
+pub(super) fn rx_stamp(
+    level: libc::c_int,
+    kind: libc::c_int,
+    data: &[u8],
+) -> Option<std::time::SystemTime> {
+    if level != libc::SOL_SOCKET
+        || kind != libc::SO_TIMESTAMPNS
+        || data.len() < std::mem::size_of::<libc::timespec>()
+    {
+        return None;
+    }
+    // SAFETY: the kernel wrote a timespec there (length checked above).
+    let ts = unsafe { std::ptr::read_unaligned(data.as_ptr().cast::<libc::timespec>()) };
+    let (s, ns) = (
+        u64::try_from(ts.tv_sec).ok()?,
+        u32::try_from(ts.tv_nsec).ok()?,
+    );
+    std::time::UNIX_EPOCH.checked_add(std::time::Duration::new(s, ns))
+}
+
+/// Makes this thread's sleeps wake within microseconds instead of the default 50 µs slack.
+pub fn tighten_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and touches only this thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}
+
+/// Binds `sock` to network device `dev` (SO_BINDTODEVICE): its traffic leaves by that device.
+pub fn bind_device(sock: &socket2::Socket, dev: &str, _v6: bool) -> io::Result<()> {
+    sock.bind_device(Some(dev.as_bytes()))
+}
+
+/// The MTU this host would use towards `addr` (IP_MTU of a connected UDP socket).
+pub fn route_mtu(addr: SocketAddr) -> Option<u32> {
+    let any = if addr.is_ipv4() {
+        "0.0.0.0:0"
+    } else {
+        "[::]:0"
+    };
+    let s = UdpSocket::bind(any).ok()?;
+    s.connect(addr).ok()?;
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    let (level, name) = if addr.is_ipv4() {
+        (libc::IPPROTO_IP, libc::IP_MTU)
+    } else {
+        (libc::IPPROTO_IPV6, libc::IPV6_MTU)
+    };
+    // SAFETY: getsockopt writes one c_int into `v`.
+    let rc = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            level,
+            name,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0 && v > 0).then_some(v as u32)
+}
