@@ -2,15 +2,52 @@
 
 use crate::cli::DoctorArgs;
 use crate::host::doctor::{self, Diagnosis, HostView, PathHints};
+use crate::host::freebsd;
 use crate::inputs;
 use crate::units::{BitRate, parse_duration};
 use anyhow::Context;
 use std::process::ExitCode;
 
+/// Where a host's facts come from: Linux's `/proc` and `/sys` (live or a fixture tree), or a
+/// FreeBSD host's tool outputs (live, or saved in a directory).
+enum Source {
+    Linux(HostView),
+    FreeBsd(Option<std::path::PathBuf>),
+}
+
+impl Source {
+    fn live() -> Source {
+        match crate::platform::THIS_OS {
+            crate::platform::Os::Linux => Source::Linux(HostView::live()),
+            crate::platform::Os::FreeBsd => Source::FreeBsd(None),
+        }
+    }
+
+    fn capture(dir: &Option<std::path::PathBuf>) -> freebsd::Capture {
+        dir.as_deref()
+            .and_then(freebsd::Capture::from_dir)
+            .unwrap_or_else(freebsd::Capture::live)
+    }
+
+    fn check(&self, hints: &PathHints) -> Vec<doctor::Finding> {
+        match self {
+            Source::Linux(view) => doctor::host::check(view, hints),
+            Source::FreeBsd(dir) => doctor::freebsd::check(&Self::capture(dir), hints),
+        }
+    }
+
+    fn sample(&self) -> doctor::host::Sample {
+        match self {
+            Source::Linux(view) => doctor::host::sample(view),
+            Source::FreeBsd(dir) => doctor::freebsd::sample(&Self::capture(dir)),
+        }
+    }
+}
+
 /// The live host's diagnosis without a peer (stored with every campaign).
 pub fn host_only() -> Diagnosis {
     Diagnosis {
-        findings: doctor::host::check(&HostView::live(), &PathHints::default()),
+        findings: Source::live().check(&PathHints::default()),
     }
 }
 
@@ -24,9 +61,9 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
         };
         doctor::libvirt::check(&xml).map_err(|e| anyhow::anyhow!("{src}: {e}"))?
     } else {
-        let view = match &a.root {
-            Some(r) => fixture_view(r)?,
-            None => HostView::live(),
+        let source = match &a.root {
+            Some(r) => fixture_source(r)?,
+            None => Source::live(),
         };
         let watch = a.watch.map(watch_seconds).transpose()?;
         let mut hints = PathHints {
@@ -56,11 +93,11 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
             findings.extend(f);
             hints.rtt = hints.rtt.or(rtt);
         }
-        let before = watch.map(|_| doctor::host::sample(&view));
-        findings.extend(doctor::host::check(&view, &hints));
+        let before = watch.map(|_| source.sample());
+        findings.extend(source.check(&hints));
         if let (Some(secs), Some(before)) = (watch, before) {
             std::thread::sleep(std::time::Duration::from_secs_f64(secs));
-            let after = doctor::host::sample(&view);
+            let after = source.sample();
             // SAFETY: sysconf has no preconditions.
             let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
             findings.extend(doctor::host::change_checks(&before, &after, secs, ticks));
@@ -76,17 +113,27 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A fixture tree for `--root`: it must exist and hold `proc/` or `sys/`, else every check
-/// would read nothing and report a healthy host.
-fn fixture_view(root: &std::path::Path) -> anyhow::Result<HostView> {
+/// A fixture for `--root`: a FreeBSD capture (`sysctl.txt` and the other files of
+/// `host::freebsd::FILES`), or a Linux tree holding `proc/` or `sys/`; anything else would read
+/// nothing and report a healthy host.
+fn fixture_source(root: &std::path::Path) -> anyhow::Result<Source> {
+    if freebsd::Capture::from_dir(root).is_some() {
+        return Ok(Source::FreeBsd(Some(root.to_path_buf())));
+    }
     let view = HostView::fixture(root);
     if !view.proc_root.is_dir() && !view.sys_root.is_dir() {
         anyhow::bail!(
-            "--root {}: no proc/ or sys/ directory there; give a copy of a host's /proc and /sys",
-            root.display()
+            "--root {}: no proc/ or sys/ directory there (a copy of a Linux host's /proc and \
+             /sys), and no sysctl.txt (a FreeBSD host's saved outputs: {})",
+            root.display(),
+            freebsd::FILES
+                .iter()
+                .map(|(f, cmd)| format!("`{cmd} > {f}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
-    Ok(view)
+    Ok(Source::Linux(view))
 }
 
 /// `--watch SECONDS`: a finite number from 0.1 to 3600.

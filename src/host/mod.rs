@@ -3,5 +3,6 @@
 
 pub mod counters;
 pub mod doctor;
+pub mod freebsd;
 pub mod hostfacts;
 pub mod tuning;

@@ -83,9 +83,9 @@ pub fn sample(view: &HostView) -> Sample {
     }
 }
 
-fn counter_checks(s: &Sample, out: &mut Vec<Finding>) {
+pub(super) fn counter_checks(s: &Sample, out: &mut Vec<Finding>) {
     for (name, c) in &s.counters.interfaces {
-        if name == "lo" {
+        if name == "lo" || name == "lo0" {
             continue;
         }
         let bad = c.rx_errors + c.rx_dropped + c.tx_errors + c.tx_dropped;

@@ -7,6 +7,7 @@
 //! host; `peer` adds path checks against a running `netsweep server`, `libvirt` reads a domain
 //! definition.
 
+pub mod freebsd;
 pub mod host;
 pub mod libvirt;
 pub mod nic;

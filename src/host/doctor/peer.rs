@@ -28,21 +28,21 @@ fn connect_rtt(addr: SocketAddr) -> Option<Duration> {
 /// one try; `None` without ping.
 fn ping_once(ip: &str, size: u32, v6: bool, wait: Duration) -> Option<bool> {
     let header = if v6 { 48 } else { 28 };
-    let out = Command::new("ping")
-        .args(if v6 { vec!["-6"] } else { vec!["-4"] })
-        .args([
-            "-M",
-            "do",
-            "-c",
-            "1",
-            "-W",
-            &format!("{:.3}", wait.as_secs_f64()),
-            "-s",
-            &(size.saturating_sub(header)).to_string(),
-            ip,
-        ])
-        .output()
-        .ok()?;
+    let payload = size.saturating_sub(header).to_string();
+    let mut cmd = Command::new("ping");
+    match crate::platform::THIS_OS {
+        // iputils: -M do forbids fragmentation, -W waits in seconds.
+        crate::platform::Os::Linux => cmd
+            .arg(if v6 { "-6" } else { "-4" })
+            .args(["-M", "do", "-c", "1", "-W"])
+            .arg(format!("{:.3}", wait.as_secs_f64())),
+        // FreeBSD: -D sets DF (IPv4; IPv6 never fragments in flight), -W waits in ms.
+        crate::platform::Os::FreeBsd => cmd
+            .args(if v6 { vec!["-6"] } else { vec!["-4", "-D"] })
+            .args(["-c", "1", "-W"])
+            .arg(wait.as_millis().to_string()),
+    };
+    let out = cmd.args(["-s", &payload, ip]).output().ok()?;
     Some(out.status.success())
 }
 
