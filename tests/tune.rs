@@ -497,6 +497,79 @@ fn ssh_tools(test: &str) -> bool {
         && common::tool_or_skip(test, "/usr/sbin/sshd")
 }
 
+/// `netsweep tune ARGS --target ssh:root@198.18.0.2` run in lab host a, with `remote` as
+/// the netsweep command on host b and `runtime` (if any) as this end's runtime directory.
+fn tune_over_ssh(
+    lab: &netsweep::lab::Lab,
+    key: &Path,
+    remote: &str,
+    runtime: Option<&Path>,
+    args: &[&str],
+) -> Output {
+    let mut c = Command::new("ip");
+    c.args([
+        "netns",
+        "exec",
+        &lab.namespace(netsweep::lab::Host::A),
+        env!("CARGO_BIN_EXE_netsweep"),
+        "tune",
+    ])
+    .args(args)
+    .args([
+        "--target",
+        "ssh:root@198.18.0.2",
+        "--remote-netsweep",
+        remote,
+    ]);
+    for o in ssh_options(key) {
+        c.args(["--ssh-option", &o]);
+    }
+    if let Some(r) = runtime {
+        c.env("NETSWEEP_RUNTIME_DIR", r);
+    }
+    c.output().unwrap()
+}
+
+/// A remote host without netsweep is tuned with plain `sysctl -w` over ssh: the profile's
+/// Linux table there, the journal kept on this end, and restore puts every value back.
+#[test]
+fn a_remote_host_without_netsweep_is_tuned_with_plain_sysctl() {
+    if !ssh_tools("a_remote_host_without_netsweep_is_tuned_with_plain_sysctl") {
+        return;
+    }
+    use netsweep::lab::Host;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let lab = plain_lab("tp", d);
+    let nb = Ns(lab.namespace(Host::B));
+    let before = snapshot(&nb);
+    let (mut sshd, key) = start_sshd(&lab, d);
+    let file = profile_file(d, BIGBUF);
+    let rt = d.join("rt");
+    let run = |args: &[&str]| tune_over_ssh(&lab, &key, "/nonexistent/netsweep", Some(&rt), args);
+    let o = run(&["apply", "bigbuf", "--profiles", &file]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("plain sysctl commands"), "{}", text(&o));
+    assert_eq!(nb.read("net.ipv4.tcp_rmem"), "4096 131072 16777216");
+    assert_eq!(nb.read("net.ipv4.tcp_no_metrics_save"), "1");
+    // The journal is on this end, under this end's runtime directory.
+    let journal = rt.join("tuning/ssh-root_198.18.0.2.json");
+    let j = std::fs::read_to_string(&journal).expect("local journal");
+    assert!(j.contains("net.ipv4.tcp_wmem"), "{j}");
+    assert!(
+        !j.contains("kern.ipc.maxsockbuf"),
+        "the FreeBSD table is not for a Linux host"
+    );
+    let o = run(&["status"]);
+    assert!(text(&o).contains("4096 131072 16777216"), "{}", text(&o));
+    let o = run(&["restore"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(snapshot(&nb), before);
+    assert!(!journal.exists());
+    let _ = sshd.kill();
+    let _ = sshd.wait();
+}
+
 /// The ssh target end to end: `netsweep tune ... --target ssh:root@198.18.0.2` from host a
 /// tunes host b through a real OpenSSH server.
 #[test]
@@ -512,27 +585,8 @@ fn the_ssh_target_tunes_and_restores_a_remote_host() {
     let before = snapshot(&nb);
     let (mut sshd, key) = start_sshd(&lab, d);
     let file = profile_file(d, BIGBUF);
-    let ssh_tune = |args: &[&str]| -> Output {
-        let mut c = Command::new("ip");
-        c.args([
-            "netns",
-            "exec",
-            &lab.namespace(Host::A),
-            env!("CARGO_BIN_EXE_netsweep"),
-            "tune",
-        ])
-        .args(args)
-        .args([
-            "--target",
-            "ssh:root@198.18.0.2",
-            "--remote-netsweep",
-            env!("CARGO_BIN_EXE_netsweep"),
-        ]);
-        for o in ssh_options(&key) {
-            c.args(["--ssh-option", &o]);
-        }
-        c.output().unwrap()
-    };
+    let ssh_tune =
+        |args: &[&str]| tune_over_ssh(&lab, &key, env!("CARGO_BIN_EXE_netsweep"), None, args);
     let o = ssh_tune(&["apply", "bigbuf", "--profiles", &file]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(

@@ -108,9 +108,21 @@ pub fn run(cmd: TuneCommand) -> anyhow::Result<ExitCode> {
         TuneCommand::Restore { common } => (common, Action::Restore),
         TuneCommand::Status { common } => (common, Action::Status),
     };
-    let t = Target::parse(&common.target).map_err(anyhow::Error::msg)?;
+    let mut t = Target::parse(&common.target).map_err(anyhow::Error::msg)?;
     if let Target::Ssh(dest) = &t {
-        return over_ssh(dest, &common);
+        let (has_netsweep, host) =
+            tuning::SshHost::probe(dest, &common.ssh_options, &common.remote_netsweep)?;
+        if has_netsweep {
+            return over_ssh(dest, &common);
+        }
+        crate::errln!(
+            "netsweep: {dest} ({}) has no `{}`: tuning it with plain sysctl commands over ssh, \
+             the journal kept here in {}",
+            host.os.name(),
+            common.remote_netsweep,
+            tuning::journal_dir().display()
+        );
+        t = Target::SshSysctl(host);
     }
     match action {
         Action::Apply {
@@ -146,10 +158,7 @@ fn bdp(rate: &str, rtt: &str) -> anyhow::Result<ExitCode> {
     let t = parse_duration(rtt).context("--rtt")?.as_secs_f64();
     crate::out!(
         "{}",
-        tuning::bdp_text(r, t, &|k| crate::host::hostfacts::sysctl(
-            std::path::Path::new("/proc"),
-            k
-        ))
+        tuning::bdp_text(r, t, &|k| crate::platform::sysctl::read(k).ok())
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -182,14 +191,12 @@ fn show(name: Option<String>, common: &TuneCommon) -> anyhow::Result<ExitCode> {
             crate::outln!("  {k} = \"{v}\"{why}");
         }
         for (k, v) in &p.freebsd {
-            let linux = profile::FREEBSD
+            let meaning = profile::FREEBSD
                 .iter()
                 .find(|(f, _)| f == k)
-                .map(|(_, l)| l.join(", "))
+                .map(|(_, l)| format!("means {} on Linux; ", l.join(", ")))
                 .unwrap_or_default();
-            crate::outln!(
-                "  (FreeBSD) {k} = \"{v}\"   # means {linux} on Linux; applied on FreeBSD only"
-            );
+            crate::outln!("  (FreeBSD) {k} = \"{v}\"   # {meaning}applied on FreeBSD only");
         }
     }
     Ok(ExitCode::SUCCESS)

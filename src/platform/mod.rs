@@ -9,6 +9,7 @@ pub mod netns;
 pub mod sched;
 pub mod signals;
 pub mod sockopt;
+pub mod sysctl;
 pub mod udpbatch;
 pub mod zerocopy;
 

@@ -9,12 +9,13 @@
 
 pub mod profile;
 
-use crate::platform::netns;
+pub use crate::platform::sysctl::normalize;
+use crate::platform::{Os, THIS_OS, netns, sysctl};
 use anyhow::{Context, bail};
 use profile::{Profile, Scope};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Where settings are changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,6 +25,73 @@ pub enum Target {
     Netns(String),
     /// `ssh:USER@HOST`: netsweep runs `netsweep tune ...` there.
     Ssh(String),
+    /// A host reached through ssh that has no netsweep: plain `sysctl` commands there, with
+    /// the journal kept here (made by `tune` after probing, never parsed).
+    SshSysctl(SshHost),
+}
+
+/// A host tuned with plain `sysctl` commands over OpenSSH.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SshHost {
+    /// `USER@HOST`.
+    pub dest: String,
+    /// OpenSSH options, each passed as `-o OPTION`.
+    pub ssh_options: Vec<String>,
+    /// Its system (from `uname -s`): which table of a profile applies and how to write.
+    pub os: Os,
+}
+
+impl SshHost {
+    /// Runs `words` there (each word single-quoted for the remote shell); its standard output.
+    fn run(&self, words: &[&str]) -> anyhow::Result<String> {
+        let mut cmd = std::process::Command::new("ssh");
+        cmd.args(["-o", "BatchMode=yes"]);
+        for o in &self.ssh_options {
+            cmd.args(["-o", o]);
+        }
+        let quoted: Vec<String> = words
+            .iter()
+            .map(|w| format!("'{}'", w.replace('\'', "")))
+            .collect();
+        let out = cmd
+            .args(["--", &self.dest])
+            .arg(quoted.join(" "))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .context("cannot run ssh (install openssh-client)")?;
+        if !out.status.success() {
+            bail!(
+                "`{}` on {} failed: {}",
+                words.join(" "),
+                self.dest,
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).to_string())
+    }
+
+    /// Probes `dest`: whether `netsweep` (the command given) runs there, and its system.
+    pub fn probe(
+        dest: &str,
+        ssh_options: &[String],
+        netsweep: &str,
+    ) -> anyhow::Result<(bool, SshHost)> {
+        let mut host = SshHost {
+            dest: dest.to_string(),
+            ssh_options: ssh_options.to_vec(),
+            os: Os::Linux,
+        };
+        let uname = host.run(&["uname", "-s"])?;
+        host.os = match uname.trim() {
+            "Linux" => Os::Linux,
+            "FreeBSD" => Os::FreeBsd,
+            other => bail!("{dest} runs {other:?}: netsweep tunes Linux and FreeBSD hosts"),
+        };
+        let has = host
+            .run(&["sh", "-c", &format!("command -v {netsweep}")])
+            .is_ok();
+        Ok((has, host))
+    }
 }
 
 impl Target {
@@ -70,53 +138,57 @@ impl Target {
             }
             Target::Netns(n) => format!("netns-{n}"),
             Target::Ssh(d) => format!("ssh-{}", d.replace(['/', '@', ':'], "_")),
+            Target::SshSysctl(h) => format!("ssh-{}", h.dest.replace(['/', '@', ':'], "_")),
         }
     }
 
-    fn path(key: &str) -> PathBuf {
-        Path::new("/proc/sys").join(key.replace('.', "/"))
+    /// The system whose settings this target holds (whose table of a profile applies).
+    pub fn os(&self) -> Os {
+        match self {
+            Target::Local => THIS_OS,
+            Target::Netns(_) => Os::Linux,
+            Target::Ssh(_) => THIS_OS,
+            Target::SshSysctl(h) => h.os,
+        }
     }
 
     /// Reads a sysctl on the target.
     pub fn read(&self, key: &str) -> anyhow::Result<String> {
-        let p = Self::path(key);
         let v = match self {
-            Target::Local => std::fs::read_to_string(&p),
-            Target::Netns(ns) => netns::run_in(ns, || std::fs::read_to_string(&p))?,
+            Target::Local => sysctl::read(key),
+            Target::Netns(ns) => netns::run_in(ns, || sysctl::read(key))?,
             Target::Ssh(_) => bail!("ssh targets are handled by the remote netsweep"),
+            Target::SshSysctl(h) => return h.run(&["sysctl", "-n", key]).map(|v| normalize(&v)),
         }
         .with_context(|| format!("the kernel has no {key}"))?;
-        Ok(normalize(&v))
+        Ok(v)
     }
 
     /// Whether this process may write `key` here; only the local host is checked (entering a
     /// namespace needs root anyway, and the remote checks for itself).
     fn writable(&self, key: &str) -> bool {
-        use std::os::unix::ffi::OsStrExt;
-        let Target::Local = self else {
-            return true;
-        };
-        let Ok(path) = std::ffi::CString::new(Self::path(key).as_os_str().as_bytes()) else {
-            return false;
-        };
-        // SAFETY: access(2) with a NUL-terminated path we own.
-        unsafe { libc::access(path.as_ptr(), libc::W_OK) == 0 }
+        match self {
+            Target::Local => sysctl::writable(key),
+            _ => true,
+        }
     }
 
     fn write(&self, key: &str, value: &str) -> anyhow::Result<()> {
-        let p = Self::path(key);
         let r = match self {
-            Target::Local => std::fs::write(&p, value),
-            Target::Netns(ns) => netns::run_in(ns, || std::fs::write(&p, value))?,
+            Target::Local => sysctl::write(key, value),
+            Target::Netns(ns) => netns::run_in(ns, || sysctl::write(key, value))?,
             Target::Ssh(_) => bail!("ssh targets are handled by the remote netsweep"),
+            Target::SshSysctl(h) => {
+                let set = format!("{key}={value}");
+                let words: Vec<&str> = match h.os {
+                    Os::Linux => vec!["sysctl", "-w", &set],
+                    Os::FreeBsd => vec!["sysctl", &set],
+                };
+                return h.run(&words).map(|_| ());
+            }
         };
         r.with_context(|| format!("cannot write {key} = {value}"))
     }
-}
-
-/// Whitespace-normalised value ("4096\t131072\t6291456" -> "4096 131072 6291456").
-pub fn normalize(v: &str) -> String {
-    v.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// One changed setting.
@@ -175,8 +247,14 @@ fn write_journal(t: &Target, j: &Journal) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Whether process `pid` exists (kill with signal 0: no /proc needed, as on FreeBSD).
 fn alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists; nothing is delivered.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// What a restore did.
@@ -259,8 +337,13 @@ pub struct ApplyOptions {
 /// Checks everything a profile would write on a target; every problem at once.
 pub fn validate(t: &Target, p: &Profile, opts: &ApplyOptions) -> Result<(), Vec<String>> {
     let mut errors = Vec::new();
-    for (k, (v, _)) in &p.linux {
-        if let Err(e) = profile::check(k, v) {
+    let os = t.os();
+    if let Some(e) = profile::missing_table(p, os) {
+        return Err(vec![e]);
+    }
+    for (k, v) in p.table(os) {
+        let (k, v) = (&k, &v);
+        if let Err(e) = profile::check_for(os, k, v) {
             errors.push(e);
             continue;
         }
@@ -307,15 +390,15 @@ pub fn apply(t: &Target, p: &Profile, opts: &ApplyOptions) -> anyhow::Result<Vec
         )
     })?;
     let mut entries = Vec::new();
-    for (k, (v, _)) in &p.linux {
-        let original = t.read(k)?;
+    for (k, v) in p.table(t.os()) {
+        let original = t.read(&k)?;
         let applied = if p.raise_only {
-            profile::raised(&original, v)
+            profile::raised(&original, &v)
         } else {
-            normalize(v)
+            normalize(&v)
         };
         entries.push(Entry {
-            key: k.clone(),
+            key: k,
             original,
             applied,
         });
@@ -413,8 +496,33 @@ impl Remote {
         format!("ssh:{}", self.dest)
     }
 
-    /// Applies `p` there (sent as a profile file on standard input).
+    /// The host as a plain-sysctl target when it has no netsweep; `None` when it has one.
+    fn without_netsweep(&self) -> Result<Option<Target>, String> {
+        let (has, host) = SshHost::probe(&self.dest, &self.ssh_options, &self.netsweep)
+            .map_err(|e| format!("{e:#}"))?;
+        Ok((!has).then_some(Target::SshSysctl(host)))
+    }
+
+    /// Applies `p` there: through the remote netsweep (sent as a profile file on standard
+    /// input; it picks the table of its own system), or, on a host without netsweep, with
+    /// plain `sysctl` commands and the journal kept here.
     pub fn apply(&self, p: &Profile) -> Result<String, String> {
+        if let Some(t) = self.without_netsweep()? {
+            let opts = ApplyOptions {
+                allow_host_wide: true,
+                owner_pid: Some(std::process::id()),
+            };
+            return apply(&t, p, &opts)
+                .map(|e| {
+                    format!(
+                        "applied profile {} on {} with sysctl ({} settings)",
+                        p.name,
+                        self.dest,
+                        e.len()
+                    )
+                })
+                .map_err(|e| format!("{e:#}"));
+        }
         self.run(
             &["apply", &p.name, "--profiles", "-", "--target", "local"],
             Some(&profile::to_toml(p)),
@@ -423,6 +531,11 @@ impl Remote {
 
     /// Restores there; true when something was restored.
     pub fn restore(&self) -> Result<bool, String> {
+        if let Some(t) = self.without_netsweep()? {
+            return restore(&t)
+                .map(|r| r.is_some())
+                .map_err(|e| format!("{e:#}"));
+        }
         self.run(&["restore", "--target", "local"], None)
             .map(|t| t.contains("restored profile"))
     }
@@ -438,6 +551,7 @@ pub fn target_arg(t: &Target) -> String {
         Target::Local => "local".into(),
         Target::Netns(n) => format!("netns:{n}"),
         Target::Ssh(d) => format!("ssh:{d}"),
+        Target::SshSysctl(h) => format!("ssh:{}", h.dest),
     }
 }
 
@@ -534,6 +648,26 @@ mod tests {
         assert!(
             text.contains("tune apply high-bdp --rate 10000000000 --rtt 1.6ms"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_profile_without_the_targets_table_is_refused_before_any_command() {
+        let t = Target::SshSysctl(SshHost {
+            dest: "root@198.18.0.9".into(),
+            ssh_options: Vec::new(),
+            os: Os::FreeBsd,
+        });
+        assert_eq!(t.os(), Os::FreeBsd);
+        assert_eq!(t.id(), "ssh-root_198.18.0.9");
+        let p = profile::builtin("large-buffers", None).unwrap();
+        let mut linux_only = p.clone();
+        linux_only.freebsd.clear();
+        // No ssh runs: the missing table is found first.
+        let e = validate(&t, &linux_only, &ApplyOptions::default()).unwrap_err();
+        assert!(
+            e[0].contains("no [profiles.large-buffers.freebsd] table"),
+            "{e:?}"
         );
     }
 }

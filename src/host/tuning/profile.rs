@@ -3,6 +3,7 @@
 //! guides), profile files in TOML, the allowlist of network sysctls, and the FreeBSD names
 //! understood (mapped to their Linux meaning).
 
+use crate::platform::Os;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -72,6 +73,54 @@ pub fn check(key: &str, value: &str) -> Result<(), String> {
             "{key} is not on netsweep's allowlist of network sysctls"
         ));
     };
+    check_value(key, value, *text)
+}
+
+/// FreeBSD sysctls netsweep may change, and whether the value is text (a name). All are
+/// host-wide (FreeBSD's VNET jails aside).
+pub const FREEBSD_ALLOWED: [(&str, bool); 15] = [
+    ("kern.ipc.maxsockbuf", false),
+    ("kern.ipc.somaxconn", false),
+    ("net.inet.tcp.sendbuf_max", false),
+    ("net.inet.tcp.recvbuf_max", false),
+    ("net.inet.tcp.sendspace", false),
+    ("net.inet.tcp.recvspace", false),
+    ("net.inet.tcp.sendbuf_auto", false),
+    ("net.inet.tcp.recvbuf_auto", false),
+    ("net.inet.tcp.sendbuf_inc", false),
+    ("net.inet.tcp.recvbuf_inc", false),
+    ("net.inet.tcp.cc.algorithm", true),
+    ("net.inet.tcp.sack.enable", false),
+    ("net.inet.tcp.rfc1323", false),
+    ("net.inet.tcp.delayed_ack", false),
+    ("net.inet.tcp.mssdflt", false),
+];
+
+/// Checks a FreeBSD key and value against `FREEBSD_ALLOWED`.
+pub fn check_freebsd(key: &str, value: &str) -> Result<(), String> {
+    if value.contains(['\n', '\r', '\0']) {
+        return Err(format!("value for {key} contains a line break or NUL"));
+    }
+    let Some((_, text)) = FREEBSD_ALLOWED.iter().find(|(k, _)| *k == key) else {
+        return Err(format!(
+            "{key} is not on netsweep's allowlist of FreeBSD network sysctls ({})",
+            FREEBSD_ALLOWED.map(|(k, _)| k).join(", ")
+        ));
+    };
+    check_value(key, value, *text)
+}
+
+/// Checks a key and value for the table of `os`.
+pub fn check_for(os: Os, key: &str, value: &str) -> Result<(), String> {
+    match os {
+        Os::Linux => check(key, value),
+        Os::FreeBsd => check_freebsd(key, value),
+    }
+}
+
+/// A value is a short name (`text`) or one to three whole numbers.
+fn check_value(key: &str, value: &str, text: bool) -> Result<(), String> {
+    let text = &text;
     let ok = if *text {
         !value.is_empty()
             && value.len() <= 32
@@ -114,6 +163,28 @@ pub const FREEBSD: [(&str, &[&str]); 6] = [
     ),
 ];
 
+/// Why a profile cannot tune a host of `os`: it has settings, but none for that system.
+pub fn missing_table(p: &Profile, os: Os) -> Option<String> {
+    let (mine, other) = match os {
+        Os::Linux => (p.linux.len(), p.freebsd.len()),
+        Os::FreeBsd => (p.freebsd.len(), p.linux.len()),
+    };
+    (mine == 0 && other > 0).then(|| {
+        format!(
+            "profile {} has no [profiles.{}.{}] table: nothing in it applies to a {} host \
+             (its {} settings are for the other system)",
+            p.name,
+            p.name,
+            match os {
+                Os::Linux => "linux",
+                Os::FreeBsd => "freebsd",
+            },
+            os.name(),
+            other
+        )
+    })
+}
+
 /// A named profile.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Profile {
@@ -126,6 +197,20 @@ pub struct Profile {
     /// Only raise: a numeric setting already above the profile's value is kept, field by field
     /// (the built-ins, which exist to make buffers large enough, never shrink a larger one).
     pub raise_only: bool,
+}
+
+impl Profile {
+    /// The settings (name, value) this profile writes on a host of `os`.
+    pub fn table(&self, os: Os) -> BTreeMap<String, String> {
+        match os {
+            Os::Linux => self
+                .linux
+                .iter()
+                .map(|(k, (v, _))| (k.clone(), v.clone()))
+                .collect(),
+            Os::FreeBsd => self.freebsd.clone(),
+        }
+    }
 }
 
 /// What a raise-only profile writes over `current`: the larger of each numeric field, or the
@@ -148,8 +233,19 @@ pub fn raised(current: &str, wanted: &str) -> String {
 /// path's rate (bit/s) and RTT (s).
 pub fn builtin(name: &str, rate_rtt: Option<(f64, f64)>) -> Result<Profile, String> {
     let mut linux = BTreeMap::new();
+    let mut freebsd = BTreeMap::new();
     let mut set = |k: &str, v: String, why: &str| {
         linux.insert(k.to_string(), (v, why.to_string()));
+    };
+    // FreeBSD: kern.ipc.maxsockbuf bounds every buffer including its mbuf overhead (a cluster
+    // of 2048 bytes costs 2304), so it gets an eighth more than the buffers it must allow.
+    let mut bsd = |max: u64| {
+        freebsd.insert(
+            "kern.ipc.maxsockbuf".to_string(),
+            (max + max / 8).to_string(),
+        );
+        freebsd.insert("net.inet.tcp.sendbuf_max".to_string(), max.to_string());
+        freebsd.insert("net.inet.tcp.recvbuf_max".to_string(), max.to_string());
     };
     let description = match name {
         "default" => "change nothing; the values in force are recorded".to_string(),
@@ -158,6 +254,7 @@ pub fn builtin(name: &str, rate_rtt: Option<(f64, f64)>) -> Result<Profile, Stri
                 rate_rtt.ok_or_else(|| format!("the {name} profile needs --rate and --rtt"))?;
             let bdp = (rate / 8.0 * rtt).ceil() as u64;
             let max = (2 * bdp).max(4 << 20);
+            bsd(max);
             let host_wide = name == "high-bdp";
             if host_wide {
                 set(
@@ -200,6 +297,7 @@ pub fn builtin(name: &str, rate_rtt: Option<(f64, f64)>) -> Result<Profile, Stri
             )
         }
         "large-buffers" => {
+            bsd(33_554_432);
             // ESnet host tuning for 10 Gbit/s paths up to about 100 ms.
             set(
                 "net.core.rmem_max",
@@ -244,20 +342,28 @@ pub fn builtin(name: &str, rate_rtt: Option<(f64, f64)>) -> Result<Profile, Stri
         name: name.to_string(),
         description,
         linux,
-        freebsd: BTreeMap::new(),
+        freebsd,
         raise_only: name != "default",
     })
 }
 
-/// Writes a profile back as a profile file (Linux keys).
+/// Writes a profile back as a profile file (both systems' tables).
 pub fn to_toml(p: &Profile) -> String {
     let mut s = String::new();
     if p.raise_only {
         s.push_str(&format!("[profiles.{}]\nraise_only = true\n", p.name));
     }
-    s.push_str(&format!("[profiles.{}.linux]\n", p.name));
-    for (k, (v, _)) in &p.linux {
-        s.push_str(&format!("\"{k}\" = \"{v}\"\n"));
+    for (os, table) in [
+        ("linux", p.table(Os::Linux)),
+        ("freebsd", p.table(Os::FreeBsd)),
+    ] {
+        if table.is_empty() {
+            continue;
+        }
+        s.push_str(&format!("[profiles.{}.{os}]\n", p.name));
+        for (k, v) in table {
+            s.push_str(&format!("\"{k}\" = \"{v}\"\n"));
+        }
     }
     s
 }
@@ -309,11 +415,8 @@ pub fn parse_file(text: &str) -> Result<Vec<Profile>, String> {
                         p.linux.insert(k.to_string(), (v, String::new()));
                     }
                     "freebsd" => {
-                        if !FREEBSD.iter().any(|(f, _)| *f == k) {
-                            return Err(format!(
-                                "profiles.{name}.freebsd: {k} is not a FreeBSD name netsweep knows"
-                            ));
-                        }
+                        check_freebsd(k, &v)
+                            .map_err(|e| format!("profiles.{name}.freebsd: {e}"))?;
                         p.freebsd.insert(k.to_string(), v);
                     }
                     other => {
@@ -430,5 +533,56 @@ mod tests {
             ns.linux.keys()
         );
         assert!(builtin("high-bdp-ns", None).is_err());
+    }
+
+    #[test]
+    fn each_system_gets_its_own_table() {
+        let text = "[profiles.mixed.linux]\n\"net.ipv4.tcp_rmem\" = \"4096 131072 8388608\"\n\
+                    [profiles.mixed.freebsd]\n\"kern.ipc.maxsockbuf\" = 9437184\n\
+                    \"net.inet.tcp.recvspace\" = \"131072\"\n\"net.inet.tcp.cc.algorithm\" = \"cubic\"\n";
+        let p = parse_file(text).unwrap().remove(0);
+        assert_eq!(p.table(Os::Linux).len(), 1);
+        let bsd = p.table(Os::FreeBsd);
+        assert_eq!(bsd["kern.ipc.maxsockbuf"], "9437184");
+        assert_eq!(bsd["net.inet.tcp.cc.algorithm"], "cubic");
+        // Both tables survive the trip to a remote netsweep.
+        let back = parse_file(&to_toml(&p)).unwrap().remove(0);
+        assert_eq!(back.table(Os::FreeBsd), bsd);
+        assert_eq!(back.table(Os::Linux), p.table(Os::Linux));
+        assert!(missing_table(&p, Os::FreeBsd).is_none());
+        let linux_only = parse_file("[profiles.l.linux]\n\"net.ipv4.tcp_sack\" = \"1\"\n")
+            .unwrap()
+            .remove(0);
+        let e = missing_table(&linux_only, Os::FreeBsd).unwrap();
+        assert!(e.contains("no [profiles.l.freebsd] table"), "{e}");
+    }
+
+    #[test]
+    fn freebsd_names_are_checked_against_their_own_allowlist() {
+        assert!(check_freebsd("net.inet.tcp.sendspace", "65536").is_ok());
+        assert!(check_freebsd("net.inet.tcp.cc.algorithm", "htcp").is_ok());
+        assert!(check_freebsd("kern.securelevel", "-1").is_err());
+        assert!(check_freebsd("kern.ipc.maxsockbuf", "1;reboot").is_err());
+        assert!(check_freebsd("net.inet.tcp.cc.algorithm", "a b").is_err());
+        assert!(parse_file("[profiles.x.freebsd]\n\"kern.securelevel\" = \"-1\"\n").is_err());
+        // A Linux name in the FreeBSD table is refused, and the other way round.
+        assert!(check_for(Os::FreeBsd, "net.ipv4.tcp_rmem", "1 2 3").is_err());
+        assert!(check_for(Os::Linux, "kern.ipc.maxsockbuf", "1").is_err());
+    }
+
+    #[test]
+    fn builtins_carry_a_freebsd_table_sized_like_the_linux_one() {
+        let p = builtin("high-bdp", Some((10e9, 0.01))).unwrap();
+        // BDP 12.5 MB; buffers 2 x BDP; maxsockbuf an eighth more for mbuf overhead.
+        let b = p.table(Os::FreeBsd);
+        assert_eq!(b["net.inet.tcp.recvbuf_max"], "25000000");
+        assert_eq!(b["kern.ipc.maxsockbuf"], "28125000");
+        assert_eq!(p.linux["net.ipv4.tcp_rmem"].0, "4096 131072 25000000");
+        assert!(
+            builtin("default", None)
+                .unwrap()
+                .table(Os::FreeBsd)
+                .is_empty()
+        );
     }
 }

@@ -1,0 +1,28 @@
+//! Platform leaf: reading and writing kernel settings (sysctls) of this host by their dotted
+//! names. Linux keeps them as files under `/proc/sys` (per network namespace for `net.*`);
+//! FreeBSD serves them through sysctl(3), used here through its `sysctl(8)` command, which
+//! prints every type (numbers, strings, multi-line tables) as text.
+
+#[cfg(target_os = "freebsd")]
+mod freebsd;
+#[cfg(target_os = "linux")]
+mod linux;
+#[cfg(target_os = "freebsd")]
+pub use freebsd::*;
+#[cfg(target_os = "linux")]
+pub use linux::*;
+
+/// Whitespace-normalised value ("4096\t131072\t6291456" -> "4096 131072 6291456").
+pub fn normalize(v: &str) -> String {
+    v.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Whether `key` is a plain dotted sysctl name (no path tricks, no shell or line breaks).
+pub fn valid_name(key: &str) -> bool {
+    !key.is_empty()
+        && !key.contains("..")
+        && !key.starts_with('.')
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '%'))
+}
