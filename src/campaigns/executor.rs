@@ -10,7 +10,6 @@ use crate::{host::counters, host::hostfacts, traffic::server};
 use anyhow::Context;
 use serde_json::json;
 use std::net::{SocketAddr, TcpListener};
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -32,9 +31,9 @@ fn delta_json(before: &counters::Snapshot, after: &counters::Snapshot) -> serde_
 
 /// Runs a test from this host, with this host's counters around it under `side`.
 fn run_here(cfg: &ClientConfig, spec: &TestSpec, stop: &AtomicBool, side: &str) -> ExecOutcome {
-    let before = counters::read(Path::new("/proc"));
+    let before = counters::read_live();
     let (result, engine_time) = client_run(cfg, spec, stop);
-    let after = counters::read(Path::new("/proc"));
+    let after = counters::read_live();
     ExecOutcome {
         result,
         engine_time,
@@ -99,7 +98,7 @@ impl Executor for LoopbackExecutor {
     }
 
     fn host_facts(&mut self) -> serde_json::Value {
-        json!({ "local": hostfacts::collect(Path::new("/proc"), Path::new("/sys")) })
+        json!({ "local": hostfacts::collect_live() })
     }
 
     fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {
@@ -171,7 +170,7 @@ impl LabExecutor {
     fn snapshot(&self) -> (counters::Snapshot, Option<counters::Snapshot>) {
         let read = |h| {
             self.lab()
-                .run_in(h, || counters::read(Path::new("/proc")))
+                .run_in(h, counters::read_live)
                 .unwrap_or_default()
         };
         // A guest's kernel is not readable from here: host b's namespace only routes to it.
@@ -234,9 +233,7 @@ impl Executor for LabExecutor {
     fn host_facts(&mut self) -> serde_json::Value {
         let facts = |h| {
             self.lab()
-                .run_in(h, || {
-                    hostfacts::collect(Path::new("/proc"), Path::new("/sys"))
-                })
+                .run_in(h, hostfacts::collect_live)
                 .unwrap_or_default()
         };
         // A guest: what it was given, the driver it bound, and its own doctor's findings (run
@@ -327,7 +324,7 @@ impl Executor for AddressExecutor {
     }
 
     fn host_facts(&mut self) -> serde_json::Value {
-        json!({ "client": hostfacts::collect(Path::new("/proc"), Path::new("/sys")) })
+        json!({ "client": hostfacts::collect_live() })
     }
 
     fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {

@@ -408,8 +408,7 @@ pub fn congestion_problems(plan: &Plan) -> Vec<String> {
                 .and_then(|s| crate::platform::sockopt::set_congestion(&s, &name).map_err(|e| e.to_string()));
             set.err().map(|e| {
                 let read = |key| {
-                    crate::host::hostfacts::sysctl(std::path::Path::new("/proc"), key)
-                        .unwrap_or_else(|| "?".into())
+                    crate::platform::sysctl::read(key).unwrap_or_else(|_| "?".into())
                 };
                 let available = read("net.ipv4.tcp_available_congestion_control");
                 let allowed = read("net.ipv4.tcp_allowed_congestion_control");

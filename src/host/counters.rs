@@ -99,6 +99,17 @@ pub fn read(proc_root: &Path) -> Snapshot {
     s
 }
 
+/// A snapshot of this host (on Linux: the calling thread's namespace) from this system's own
+/// sources: `/proc` on Linux, `netstat --libxo json` on FreeBSD.
+pub fn read_live() -> Snapshot {
+    match crate::platform::THIS_OS {
+        crate::platform::Os::Linux => read(Path::new("/proc")),
+        crate::platform::Os::FreeBsd => {
+            crate::host::freebsd::counters(&crate::host::freebsd::Capture::live_counters())
+        }
+    }
+}
+
 /// What moved between two snapshots: only non-zero changes are kept.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Delta {

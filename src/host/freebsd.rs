@@ -83,6 +83,15 @@ impl Capture {
         }
     }
 
+    /// Only the counters (the two `netstat` outputs): cheap enough to take around every test.
+    pub fn live_counters() -> Capture {
+        Capture {
+            netstat_interfaces: run("netstat", &["-ibn", "--libxo", "json"]),
+            netstat_protocols: run("netstat", &["-s", "--libxo", "json"]),
+            ..Capture::default()
+        }
+    }
+
     /// A capture saved in `dir` (the `FILES`); `None` when `dir` has no `sysctl.txt`.
     pub fn from_dir(dir: &Path) -> Option<Capture> {
         let read = |f: &str| {

@@ -39,6 +39,17 @@ pub fn sysctl(proc_root: &Path, key: &str) -> Option<String> {
         .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
+/// The facts of the host (or, on Linux, the namespace) the calling thread is in, read from
+/// this system's own sources: `/proc` and `/sys` on Linux, its tools on FreeBSD.
+pub fn collect_live() -> Value {
+    match crate::platform::THIS_OS {
+        crate::platform::Os::Linux => collect(Path::new("/proc"), Path::new("/sys")),
+        crate::platform::Os::FreeBsd => {
+            crate::host::freebsd::facts(&crate::host::freebsd::Capture::live())
+        }
+    }
+}
+
 /// Collects the facts of the host (or namespace) the calling thread is in.
 pub fn collect(proc_root: &Path, sys_root: &Path) -> Value {
     let cpuinfo = crate::inputs::read_pseudo(&proc_root.join("cpuinfo")).unwrap_or_default();

@@ -516,7 +516,8 @@ pub fn build(
         // A test cut short leaves the ends' counts legitimately apart.
         Vec::new()
     };
-    let warnings = checks::shortfalls(spec, &directions);
+    let mut warnings = checks::shortfalls(spec, &directions);
+    warnings.extend(checks::window_grants(spec, &start));
     TestResult {
         netsweep_version: env!("CARGO_PKG_VERSION").to_string(),
         spec: spec.clone(),

@@ -89,10 +89,16 @@ pub fn set_congestion<S: AsFd>(sock: &S, name: &str) -> io::Result<()> {
     SockRef::from(sock).set_tcp_congestion(name.as_bytes()).map_err(|e| {
         io::Error::new(
             e.kind(),
-            format!(
-                "congestion control {name:?} refused ({e}): see net.ipv4.tcp_available_congestion_control \
-                 and tcp_allowed_congestion_control"
-            ),
+            match crate::platform::THIS_OS {
+                crate::platform::Os::Linux => format!(
+                    "congestion control {name:?} refused ({e}): see net.ipv4.tcp_available_congestion_control \
+                     and tcp_allowed_congestion_control"
+                ),
+                crate::platform::Os::FreeBsd => format!(
+                    "congestion control {name:?} refused ({e}): see net.inet.tcp.cc.available; \
+                     load it with `kldload cc_{name}`"
+                ),
+            },
         )
     })
 }

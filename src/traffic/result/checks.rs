@@ -12,6 +12,35 @@ use crate::traffic::timeline::Timeline;
 /// A paced UDP sender below this share of its target did not send what was asked.
 pub const SHORTFALL: f64 = 0.97;
 
+/// Sockets whose buffers the kernel granted smaller than `-w` asked: the test then ran with
+/// the smaller window. FreeBSD grants exactly what it allows (`kern.ipc.maxsockbuf` caps it for
+/// every user); Linux grants twice the request, capped by `net.core.{w,r}mem_max` unless set
+/// by root. A grant below the request is capped on either system.
+pub fn window_grants(spec: &TestSpec, start: &super::StartInfo) -> Vec<String> {
+    let Some(asked) = spec.window_bytes else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (end, sockets) in [
+        ("client", &start.client_sockets),
+        ("server", &start.server_sockets),
+    ] {
+        let Some(s) = sockets.first() else { continue };
+        let least = s.sndbuf_bytes.min(s.rcvbuf_bytes);
+        if least > 0 && least < asked {
+            out.push(format!(
+                "-w asked {} but the {end}'s kernel granted send {} / receive {}: the window was \
+                 capped by that host's limit (FreeBSD: kern.ipc.maxsockbuf; Linux: \
+                 net.core.wmem_max/rmem_max, which only root lifts); raise it to compare windows",
+                crate::units::Bytes(asked),
+                crate::units::Bytes(s.sndbuf_bytes),
+                crate::units::Bytes(s.rcvbuf_bytes)
+            ));
+        }
+    }
+    out
+}
+
 /// UDP directions whose senders fell short of the asked rate: the loss figure is then for the
 /// rate that was sent, and the limit was on the sending host (CPU, a local rate limit, a
 /// qdisc), since nothing on the path pushes back on UDP.

@@ -170,3 +170,39 @@ fn a_cut_short_test_reports_only_intervals_both_ends_saw() {
     assert_eq!(res.summary.bits_per_second, 200.0 * 8.0 / 2.0);
     assert_eq!(res.error.as_deref(), Some("gone"));
 }
+
+#[test]
+fn a_window_granted_smaller_than_asked_is_said() {
+    use crate::traffic::measure::SocketInfo;
+    let sock = |snd: u64, rcv: u64| SocketInfo {
+        sndbuf_bytes: snd,
+        rcvbuf_bytes: rcv,
+        ..SocketInfo::default()
+    };
+    let spec = TestSpec {
+        window_bytes: Some(4 << 20),
+        ..TestSpec::tcp(Duration::from_secs(1))
+    };
+    // Linux as root: twice the request on the client. FreeBSD server capped by
+    // kern.ipc.maxsockbuf (2 MiB): it grants what it allows, no more.
+    let start = StartInfo {
+        client_sockets: vec![sock(8 << 20, 8 << 20)],
+        server_sockets: vec![sock(1_864_135, 1_864_135)],
+        ..StartInfo::default()
+    };
+    let w = checks::window_grants(&spec, &start);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].contains("server's kernel granted") && w[0].contains("kern.ipc.maxsockbuf"),
+        "{}",
+        w[0]
+    );
+    // Granted in full on both ends, or no -w: nothing to say.
+    let full = StartInfo {
+        server_sockets: vec![sock(4 << 20, 4 << 20)],
+        ..start.clone()
+    };
+    assert!(checks::window_grants(&spec, &full).is_empty());
+    let no_w = TestSpec::tcp(Duration::from_secs(1));
+    assert!(checks::window_grants(&no_w, &start).is_empty());
+}
