@@ -402,3 +402,47 @@ fn the_measurement_itself_is_not_a_cpu_hog() {
         "{found:?}"
     );
 }
+
+/// `doctor --root` on a FreeBSD host's saved outputs: FreeBSD's evidence and fixes, with the
+/// same stable ids as on Linux.
+#[test]
+fn a_freebsd_capture_is_diagnosed_with_freebsd_fixes() {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/freebsd/vm-re0");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args([
+            "doctor", "--json", "--rate", "1G", "--rtt", "20ms", "--root",
+        ])
+        .arg(&root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let d: Diagnosis = serde_json::from_slice(&out.stdout).unwrap();
+    let nic = d.get("nic.emulated.re0").expect("re0 flagged");
+    assert_eq!(nic.severity, Severity::Problem);
+    assert!(
+        nic.evidence
+            .iter()
+            .any(|(k, v)| k == "pci_id" && v == "10ec:8139")
+    );
+    let buf = d
+        .get("buffers.maxsockbuf")
+        .expect("maxsockbuf compared with the BDP");
+    assert_eq!(buf.severity, Severity::Problem);
+    assert!(
+        buf.fix
+            .as_deref()
+            .unwrap()
+            .starts_with("sysctl kern.ipc.maxsockbuf=")
+    );
+    // No Linux advice for a FreeBSD host.
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("ethtool") && !text.contains("net.ipv4"),
+        "{text}"
+    );
+}

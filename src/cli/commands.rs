@@ -145,7 +145,9 @@ pub struct DoctorArgs {
     /// Watch counters for this many seconds and report what grows.
     #[arg(long, allow_hyphen_values = true)]
     pub watch: Option<f64>,
-    /// Read proc/ and sys/ below this directory instead of the live system.
+    /// Diagnose a saved host instead of the live system: a Linux host's proc/ and sys/ below
+    /// this directory, or a FreeBSD host's saved outputs (sysctl.txt, netstat-i.json,
+    /// netstat-s.json, ifconfig.txt).
     #[arg(long)]
     pub root: Option<std::path::PathBuf>,
     /// Check a libvirt domain definition (file, or - for standard input) instead of this host.
