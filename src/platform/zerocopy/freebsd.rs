@@ -7,17 +7,9 @@ use std::os::fd::AsRawFd;
 
 /// An anonymous in-memory file holding `data`, for zero-copy sends with `send_file`.
 pub fn payload_file(data: &[u8]) -> io::Result<std::fs::File> {
-    use std::io::Write;
-    use std::os::fd::FromRawFd;
     // SAFETY: SHM_ANON asks for an unnamed object; on success we own the descriptor.
     let fd = unsafe { libc::shm_open(libc::SHM_ANON, libc::O_RDWR | libc::O_CLOEXEC, 0o600) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a fresh descriptor nobody else owns.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-    file.write_all(data)?;
-    Ok(file)
+    super::filled(fd, data)
 }
 
 /// Sends `len` bytes of `file` from `offset` on `sock` without copying them through user

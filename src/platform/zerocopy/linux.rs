@@ -5,17 +5,9 @@ use std::os::fd::AsRawFd;
 
 /// An anonymous in-memory file holding `data`, for zero-copy sends with `send_file`.
 pub fn payload_file(data: &[u8]) -> io::Result<std::fs::File> {
-    use std::io::Write;
-    use std::os::fd::FromRawFd;
     // SAFETY: the name is a valid C string; on success we own the returned descriptor.
     let fd = unsafe { libc::memfd_create(c"netsweep-payload".as_ptr(), libc::MFD_CLOEXEC) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: `fd` is a fresh descriptor nobody else owns.
-    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-    file.write_all(data)?;
-    Ok(file)
+    super::filled(fd, data)
 }
 
 /// Sends `len` bytes of `file` from `offset` on `sock` without copying them through user

@@ -11,3 +11,17 @@ mod linux;
 pub use freebsd::*;
 #[cfg(target_os = "linux")]
 pub use linux::*;
+
+/// Takes ownership of a fresh in-memory file descriptor (negative: the call that made it
+/// failed) and writes `data` into it.
+fn filled(fd: std::os::fd::RawFd, data: &[u8]) -> std::io::Result<std::fs::File> {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a fresh descriptor nobody else owns.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    file.write_all(data)?;
+    Ok(file)
+}
