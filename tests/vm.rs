@@ -292,6 +292,11 @@ fn a_campaign_sweeps_nic_models_of_a_guest() {
             || html.contains("host b (the lab's guest): eth0 is an emulated Realtek RTL8139"),
         "guest finding missing from the report"
     );
+    // And what `doctor --libvirt-xml` tells a libvirt user with the same model, with its fix.
+    assert!(
+        html.contains("nic=rtl8139, as a libvirt guest (doctor --libvirt-xml)"),
+        "libvirt advice missing from the report"
+    );
     // Nothing of that lab is left: namespaces, and no QEMU with its pidfile.
     for h in ["a", "b"] {
         let ns = format!("nsw-{lab}-{h}");

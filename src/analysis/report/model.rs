@@ -390,7 +390,24 @@ fn doctor_warnings(
         .and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
         .unwrap_or_default();
     let guests: Vec<serde_json::Value> = match facts["guests"].as_object() {
-        Some(g) => g.values().cloned().collect(),
+        Some(g) => {
+            // What `doctor --libvirt-xml` would tell a libvirt user with each model measured.
+            for nic in g.keys() {
+                out.extend(
+                    crate::host::doctor::libvirt::advice_for_model(nic)
+                        .into_iter()
+                        .filter(|f| f.severity >= Severity::Warning)
+                        .map(|mut f| {
+                            f.title = format!(
+                                "nic={nic}, as a libvirt guest (doctor --libvirt-xml): {}",
+                                f.title
+                            );
+                            f
+                        }),
+                );
+            }
+            g.values().cloned().collect()
+        }
         None => vec![facts["b"].clone()],
     };
     for g in guests {

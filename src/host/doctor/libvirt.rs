@@ -4,6 +4,24 @@
 
 use super::{Finding, Severity};
 
+/// What `doctor --libvirt-xml` says of a libvirt guest given NIC `model` (`virtio`, `e1000`,
+/// `rtl8139`, as QEMU names them): for a campaign that measured a QEMU guest of that model, the
+/// advice a libvirt user with the same model would get, with its corrected XML.
+pub fn advice_for_model(model: &str) -> Vec<Finding> {
+    if model.is_empty()
+        || !model
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Vec::new();
+    }
+    let xml = format!(
+        "<domain type='kvm'><name>guest</name><devices><interface type='network'>\
+         <source network='default'/><model type='{model}'/></interface></devices></domain>"
+    );
+    check(&xml).unwrap_or_default()
+}
+
 /// Findings for every `<interface>` of the domain.
 pub fn check(xml: &str) -> Result<Vec<Finding>, String> {
     let doc = roxmltree::Document::parse(xml).map_err(|e| format!("not valid XML: {e}"))?;
@@ -156,5 +174,21 @@ mod tests {
             check(&domain("")).unwrap()[0].id.as_str(),
             "libvirt.no_interfaces"
         );
+    }
+
+    #[test]
+    fn the_advice_for_a_measured_model_is_what_a_libvirt_user_would_get() {
+        let f = advice_for_model("rtl8139");
+        assert_eq!(f[0].severity, Severity::Problem);
+        assert!(
+            f[0].fix
+                .as_deref()
+                .unwrap()
+                .contains("<model type='virtio'/>"),
+            "{:?}",
+            f[0]
+        );
+        assert_eq!(advice_for_model("virtio")[0].severity, Severity::Ok);
+        assert!(advice_for_model("x'/><evil").is_empty());
     }
 }
