@@ -305,3 +305,87 @@ fn a_campaign_sweeps_nic_models_of_a_guest() {
     let pidfile = std::path::Path::new(netsweep::lab::STATE_DIR).join(format!("{lab}.qemu.pid"));
     assert!(!pidfile.exists(), "{} left", pidfile.display());
 }
+
+/// Ctrl-C on `netsweep lab test --vm b`, while the guest boots and while the test runs, leaves
+/// no namespace, QEMU process or pidfile of that lab; the interrupted test prints what it had.
+#[test]
+fn ctrl_c_on_a_guest_lab_test_leaves_nothing() {
+    if !ready("ctrl_c_on_a_guest_lab_test_leaves_nothing") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    use std::io::BufRead;
+    for during_test in [false, true] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args([
+                "lab", "test", "--vm", "b", "--nic", "virtio", "--", "-t", "60", "-i", "0.5",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // `lab test` names its lab after its process id.
+        let lab = format!("t{}", child.id() % 100_000_000);
+        let ns_a = format!("nsw-{lab}-a");
+        let pidfile =
+            std::path::Path::new(netsweep::lab::STATE_DIR).join(format!("{lab}.qemu.pid"));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut all = String::new();
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if line.contains("sec") {
+                    let _ = tx.send(());
+                }
+                all.push_str(&line);
+                all.push('\n');
+            }
+            all
+        });
+        let t0 = std::time::Instant::now();
+        if during_test {
+            // The first interval line: the guest is up and the test runs.
+            rx.recv_timeout(Duration::from_secs(180))
+                .expect("the guest lab test never started");
+        } else {
+            // The namespaces exist: the guest is being set up or booting.
+            while !netsweep::platform::netns::exists(&ns_a) {
+                assert!(t0.elapsed() < Duration::from_secs(60), "no lab appeared");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let status = child.wait().unwrap();
+        let out = reader.join().unwrap();
+        if during_test {
+            assert!(out.contains("receiver"), "partial results printed: {out}");
+        } else {
+            assert!(!status.success(), "an interrupted boot is no success");
+        }
+        for h in ["a", "b"] {
+            let ns = format!("nsw-{lab}-{h}");
+            assert!(
+                !netsweep::platform::netns::exists(&ns),
+                "{ns} left (during_test {during_test})"
+            );
+        }
+        assert!(!pidfile.exists(), "{} left", pidfile.display());
+        let qemu_left = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .any(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .map(|c| String::from_utf8_lossy(&c).contains(&format!("{lab}.qemu.pid")))
+                    .unwrap_or(false)
+            });
+        assert!(
+            !qemu_left,
+            "a QEMU of lab {lab} still runs (during_test {during_test})"
+        );
+    }
+}

@@ -140,7 +140,7 @@ fn up(name: &str, path: &PathArgs, vm: &VmArgs, state_dir: PathBuf) -> anyhow::R
         relay: RelayMode::Daemon(exe),
         guest_netsweep: None,
     };
-    let lab = Lab::up(name, path, &opts)?;
+    let lab = up_interruptibly(name, path, &opts)?;
     crate::outln!("lab {name} is up: {}", describe(lab.path(), lab.emulator()));
     if let Some(note) = jitter_note(lab.path(), lab.emulator()) {
         crate::outln!("  {note}");
@@ -214,6 +214,19 @@ fn list(state_dir: &std::path::Path) {
     }
 }
 
+/// Builds a lab with Ctrl-C, SIGTERM and SIGHUP caught first: a signal while the namespaces
+/// are made or a guest boots (seconds under emulation) no longer kills the process half way,
+/// leaving them and QEMU behind; the lab is finished, then removed, and the command stops.
+fn up_interruptibly(name: &str, path: PathConfig, opts: &LabOptions) -> anyhow::Result<Lab> {
+    let stop = signals::install();
+    let lab = Lab::up(name, path, opts)?;
+    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+        lab.down()?;
+        bail!("interrupted while lab {name} was being built: removed it again");
+    }
+    Ok(lab)
+}
+
 fn test(path: &PathArgs, vm: &VmArgs, client_args: &[String]) -> anyhow::Result<ExitCode> {
     let (path, emulator) = lab_path(path, vm)?;
     let mut argv = vec![
@@ -236,7 +249,7 @@ fn test(path: &PathArgs, vm: &VmArgs, client_args: &[String]) -> anyhow::Result<
         emulator,
         ..LabOptions::default()
     };
-    let lab = Lab::up(&name, path, &opts)?;
+    let lab = up_interruptibly(&name, path, &opts)?;
     if !args.json {
         crate::outln!("lab {name}: {}", describe(lab.path(), lab.emulator()));
         if let Some(note) = jitter_note(lab.path(), lab.emulator()) {
