@@ -87,9 +87,7 @@ fn describe(p: &PathConfig, emulator: lab::Emulator) -> String {
     };
     format!(
         "rate {rate}, {rtt}, loss {}%, MTU {}/{}, {emulator}",
-        p.loss_percent,
-        p.mtu_a,
-        p.mtu_b
+        p.loss_percent, p.mtu_a, p.mtu_b
     )
 }
 

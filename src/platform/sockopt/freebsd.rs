@@ -7,9 +7,6 @@ use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsFd, AsRawFd};
 
-/// The setting that caps `-w` (for every user: FreeBSD has no forced variant).
-pub const BUFFER_CAP_SETTING: &str = "kern.ipc.maxsockbuf";
-
 /// Reads TCP_INFO of a connected TCP socket.
 pub fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<TcpInfo> {
     let mut buf = [0u8; freebsd_tcp_info::BUFFER];

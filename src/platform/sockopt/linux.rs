@@ -6,9 +6,6 @@ use std::io;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd};
 
-/// The setting that caps `-w` for programs without privileges.
-pub const BUFFER_CAP_SETTING: &str = "net.core.wmem_max/rmem_max";
-
 /// The kernel's `struct tcp_info` (include/uapi/linux/tcp.h) up to `tcpi_snd_wnd`. Declared
 /// here because libc's copy differs between C libraries; the kernel fills what it has.
 #[repr(C)]

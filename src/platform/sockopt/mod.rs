@@ -20,8 +20,8 @@ use freebsd as os;
 use linux as os;
 
 pub use os::{
-    BUFFER_CAP_SETTING, bind_device, enable_rx_timestamps, raise_rcvbuf, route_mtu, set_buffers,
-    tcp_info, tighten_timer_slack,
+    bind_device, enable_rx_timestamps, raise_rcvbuf, route_mtu, set_buffers, tcp_info,
+    tighten_timer_slack,
 };
 
 use crate::traffic::measure::CpuUsage;
