@@ -249,6 +249,14 @@ pub fn driver_and_unit(ifname: &str) -> Option<(&str, u32)> {
     Some((d, u.parse().ok()?))
 }
 
+/// A libxo value as a whole number: JSON numbers, or digits in a string (libxo quotes values
+/// whose format it does not know to be numeric).
+fn whole(v: &Value) -> Option<i64> {
+    v.as_i64()
+        .or_else(|| v.as_u64().map(|u| i64::try_from(u).unwrap_or(i64::MAX)))
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+}
+
 /// The interface counters of `netstat -ibn --libxo json`: one `<Link#N>` entry per
 /// interface (the per-address entries repeat a subset and are skipped).
 pub fn parse_netstat_interfaces(json_text: &str) -> BTreeMap<String, DevCounters> {
@@ -267,7 +275,11 @@ pub fn parse_netstat_interfaces(json_text: &str) -> BTreeMap<String, DevCounters
         let Some(name) = i["name"].as_str().filter(|_| is_link) else {
             continue;
         };
-        let n = |k: &str| i[k].as_u64().unwrap_or(0);
+        let n = |k: &str| {
+            whole(&i[k])
+                .and_then(|v| u64::try_from(v).ok())
+                .unwrap_or(0)
+        };
         out.insert(
             name.to_string(),
             DevCounters {
@@ -318,7 +330,7 @@ pub fn parse_netstat_protocols(json_text: &str) -> BTreeMap<String, i64> {
         for part in path.split('.') {
             cur = cur.get(part)?;
         }
-        cur.as_i64()
+        whole(cur)
     };
     for (bsd, linux) in PROTOCOL_NAMES {
         if let Some(x) = get(bsd) {
@@ -328,7 +340,7 @@ pub fn parse_netstat_protocols(json_text: &str) -> BTreeMap<String, i64> {
     for proto in ["tcp", "udp"] {
         if let Some(fields) = stats[proto].as_object() {
             for (k, x) in fields {
-                if let Some(x) = x.as_i64() {
+                if let Some(x) = whole(x) {
                     out.insert(format!("freebsd.{proto}.{k}"), x);
                 }
             }

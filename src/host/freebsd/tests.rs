@@ -104,3 +104,15 @@ fn a_directory_without_sysctl_output_is_no_capture() {
     let dir = tempfile::tempdir().unwrap();
     assert!(Capture::from_dir(dir.path()).is_none());
 }
+
+#[test]
+fn libxo_numbers_in_strings_are_read_too() {
+    let i = r#"{"statistics": {"interface": [{"name":"vtnet0","network":"<Link#1>","mtu":"1500","received-bytes":"123","dropped-packets":"4"}]}}"#;
+    let c = parse_netstat_interfaces(i);
+    assert_eq!(c["vtnet0"].rx_bytes, 123);
+    assert_eq!(c["vtnet0"].rx_dropped, 4);
+    let s = r#"{"statistics": {"tcp": {"sent-retransmitted-packets":"9","sack":{"recovery-episodes":"1"}}}}"#;
+    let p = parse_netstat_protocols(s);
+    assert_eq!(p["Tcp.RetransSegs"], 9);
+    assert_eq!(p["TcpExt.TCPSackRecovery"], 1);
+}
