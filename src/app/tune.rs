@@ -57,12 +57,7 @@ fn over_ssh(dest: &str, c: &TuneCommon) -> anyhow::Result<ExitCode> {
             _ => args.push(a),
         }
     }
-    let mut cmd = std::process::Command::new("ssh");
-    cmd.args(["-o", "BatchMode=yes"]);
-    for o in &c.ssh_options {
-        cmd.args(["-o", o]);
-    }
-    let status = cmd
+    let status = tuning::ssh_command(&c.ssh_options)
         .args(["--", dest, &c.remote_netsweep])
         .args(&args)
         .status()

@@ -117,11 +117,7 @@ impl Capture {
 
 /// Whether `name` looks like a sysctl name (`a.b`, letters, digits, `_`, `%`, `.`, `-`).
 fn is_sysctl_name(name: &str) -> bool {
-    name.contains('.')
-        && !name.starts_with('.')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '%' | '.' | '-'))
+    name.contains('.') && crate::platform::sysctl::valid_name(name)
 }
 
 /// Parses `sysctl` output (`name: value` per line; a value spanning several lines, such as
@@ -381,8 +377,7 @@ fn pnp_field<'a>(pnp: &'a str, key: &str) -> Option<&'a str> {
 
 /// The NICs of a capture (loopback and interfaces without a device node, such as bridges
 /// and tunnels, keep `driver: None`).
-pub fn nics(c: &Capture) -> Vec<Nic> {
-    let sysctls = c.sysctls();
+pub fn nics(c: &Capture, sysctls: &BTreeMap<String, String>) -> Vec<Nic> {
     parse_ifconfig(&c.ifconfig)
         .into_iter()
         .filter(|i| !i.flags.iter().any(|f| f == "LOOPBACK"))
@@ -438,7 +433,7 @@ pub fn facts(c: &Capture) -> Value {
         .iter()
         .filter_map(|k| s.get(*k).map(|v| (k.to_string(), Value::String(v.clone()))))
         .collect();
-    let interfaces: Vec<Value> = nics(c)
+    let interfaces: Vec<Value> = nics(c, &s)
         .iter()
         .map(|n| {
             json!({

@@ -32,11 +32,11 @@ fn read_trim(p: &Path) -> Option<String> {
 
 /// Reads one sysctl under `proc_root` (`net.ipv4.tcp_rmem` -> `sys/net/ipv4/tcp_rmem`).
 pub fn sysctl(proc_root: &Path, key: &str) -> Option<String> {
-    if key.contains("..") || key.contains('/') {
+    if !crate::platform::sysctl::valid_name(key) {
         return None;
     }
     read_trim(&proc_root.join("sys").join(key.replace('.', "/")))
-        .map(|v| v.split_whitespace().collect::<Vec<_>>().join(" "))
+        .map(|v| crate::platform::sysctl::normalize(&v))
 }
 
 /// The facts of the host (or, on Linux, the namespace) the calling thread is in, read from

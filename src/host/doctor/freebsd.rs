@@ -282,7 +282,7 @@ pub fn check(c: &Capture, hints: &PathHints) -> Vec<Finding> {
     let in_vm = s
         .get("kern.vm_guest")
         .is_some_and(|g| !g.is_empty() && g != "none");
-    let nics = freebsd::nics(c);
+    let nics = freebsd::nics(c, &s);
     let mut out = Vec::new();
     nic_checks(&nics, in_vm, &mut out);
     counter_checks(&sample(c), &mut out);

@@ -75,7 +75,8 @@ fn netstat_libxo_counters_under_linux_names() {
 
 #[test]
 fn nics_take_driver_model_and_pci_id_from_dev_sysctls() {
-    let n = nics(&fixture("vm-re0"));
+    let c = fixture("vm-re0");
+    let n = nics(&c, &c.sysctls());
     assert_eq!(n.len(), 1, "loopback left out");
     assert_eq!(n[0].driver.as_deref(), Some("re"));
     assert_eq!(

@@ -30,6 +30,16 @@ pub enum Target {
     SshSysctl(SshHost),
 }
 
+/// `ssh -o BatchMode=yes [-o OPTION]...`: how every remote tuning command starts.
+pub fn ssh_command(ssh_options: &[String]) -> std::process::Command {
+    let mut cmd = std::process::Command::new("ssh");
+    cmd.args(["-o", "BatchMode=yes"]);
+    for o in ssh_options {
+        cmd.args(["-o", o]);
+    }
+    cmd
+}
+
 /// A host tuned with plain `sysctl` commands over OpenSSH.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SshHost {
@@ -44,11 +54,7 @@ pub struct SshHost {
 impl SshHost {
     /// Runs `words` there (each word single-quoted for the remote shell); its standard output.
     fn run(&self, words: &[&str]) -> anyhow::Result<String> {
-        let mut cmd = std::process::Command::new("ssh");
-        cmd.args(["-o", "BatchMode=yes"]);
-        for o in &self.ssh_options {
-            cmd.args(["-o", o]);
-        }
+        let mut cmd = ssh_command(&self.ssh_options);
         let quoted: Vec<String> = words
             .iter()
             .map(|w| format!("'{}'", w.replace('\'', "")))
@@ -341,8 +347,7 @@ pub fn validate(t: &Target, p: &Profile, opts: &ApplyOptions) -> Result<(), Vec<
     if let Some(e) = profile::missing_table(p, os) {
         return Err(vec![e]);
     }
-    for (k, v) in p.table(os) {
-        let (k, v) = (&k, &v);
+    for (k, v) in &p.table(os) {
         if let Err(e) = profile::check_for(os, k, v) {
             errors.push(e);
             continue;
@@ -458,11 +463,7 @@ pub struct Remote {
 
 impl Remote {
     fn run(&self, args: &[&str], stdin: Option<&str>) -> Result<String, String> {
-        let mut cmd = std::process::Command::new("ssh");
-        cmd.args(["-o", "BatchMode=yes"]);
-        for o in &self.ssh_options {
-            cmd.args(["-o", o]);
-        }
+        let mut cmd = ssh_command(&self.ssh_options);
         cmd.args(["--", &self.dest, &self.netsweep, "tune"])
             .args(args);
         cmd.stdin(if stdin.is_some() {
