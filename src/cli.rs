@@ -319,6 +319,10 @@ pub struct ClientArgs {
     /// Append the output to this file instead of printing it (iperf3's --logfile).
     #[arg(long)]
     pub logfile: Option<std::path::PathBuf>,
+    /// (internal) The whole test as JSON, as a campaign hands it to a guest's netsweep; the
+    /// options that shape a test are then ignored.
+    #[arg(long, hide = true)]
+    pub spec_json: Option<String>,
     /// Accepted for iperf3's sake: netsweep flushes every line already.
     #[arg(long)]
     pub forceflush: bool,
@@ -520,6 +524,9 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
                 bail!("--latency needs a netsweep server: iperf3 servers do not echo its probes");
             }
             spec.latency = Some(l);
+        }
+        if let Some(j) = &a.spec_json {
+            spec = serde_json::from_str(j).context("--spec-json is not a netsweep test")?;
         }
         spec.validate()?;
         cfg.peer = if a.iperf3 {

@@ -59,7 +59,7 @@ fn run(lab: &Lab, spec: &TestSpec) -> TestResult {
 
 /// A counter of the guest's TAP device, read inside host b's namespace.
 fn tap_counter(lab: &Lab, name: &str, counter: &str) -> u64 {
-    let tap = netsweep::lab::LabNames::new(name).unwrap().tap();
+    let tap = netsweep::lab::LabNames::new(name).unwrap().tap(Host::B);
     let out = lab
         .command(Host::B, "cat")
         .arg(format!("/sys/class/net/{tap}/statistics/{counter}"))
@@ -94,7 +94,7 @@ fn each_nic_model_binds_its_driver_and_carries_traffic_both_ways() {
         assert_eq!(guest.driver, nic.guest_driver(), "{}", nic.name());
         // netsweep's doctor, run inside the guest, names the NIC it finds there.
         let (doctor, _) = lab
-            .exec_in_guest(&["netsweep".into(), "doctor".into()])
+            .exec_in_guest(Host::B, &["netsweep".into(), "doctor".into()])
             .unwrap();
         let expected = match nic {
             NicModel::Virtio => "eth0 uses virtio_net",
@@ -103,7 +103,7 @@ fn each_nic_model_binds_its_driver_and_carries_traffic_both_ways() {
         };
         assert!(doctor.contains(expected), "{}: {doctor}", nic.name());
         let (_, rc) = lab
-            .exec_in_guest(&["sh".into(), "-c".into(), "exit 7".into()])
+            .exec_in_guest(Host::B, &["sh".into(), "-c".into(), "exit 7".into()])
             .unwrap();
         assert_eq!(rc, 7);
         // Host to guest: every byte the guest's server received went out of the TAP device
@@ -127,7 +127,9 @@ fn each_nic_model_binds_its_driver_and_carries_traffic_both_ways() {
         let pid = guest.pid;
         let removed = lab.down().unwrap();
         assert!(
-            removed.iter().any(|r| r.contains("guest (QEMU process")),
+            removed
+                .iter()
+                .any(|r| r.contains("guest of host b (QEMU process")),
             "{removed:?}"
         );
         assert!(!is_our_qemu(pid, &guest.pidfile), "QEMU {pid} still runs");

@@ -42,9 +42,8 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
         } => {
             let h =
                 Host::parse(&host).with_context(|| format!("host must be a or b, not {host:?}"))?;
-            if h == Host::B && lab::read_state(&state_dir, &name).is_some_and(|s| s.guest.is_some())
-            {
-                let (out, rc) = lab::exec_in_guest(&name, &command)?;
+            if lab::read_state(&state_dir, &name).is_some_and(|s| s.guest_at(h).is_some()) {
+                let (out, rc) = lab::exec_in_guest(&name, h, &command)?;
                 crate::out!("{out}");
                 return Ok(ExitCode::from(u8::try_from(rc).unwrap_or(1)));
             }
@@ -116,6 +115,7 @@ pub fn jitter_note(p: &PathConfig, emulator: lab::Emulator) -> Option<String> {
 fn lab_path(path: &PathArgs, vm: &VmArgs) -> anyhow::Result<(PathConfig, EmulatorChoice)> {
     let (mut p, emulator) = <(PathConfig, EmulatorChoice)>::try_from(path)?;
     p.guest = vm.spec()?;
+    p.guest_a = vm.both();
     Ok((p, emulator))
 }
 
@@ -151,12 +151,15 @@ fn up(name: &str, path: &PathArgs, vm: &VmArgs, state_dir: PathBuf) -> anyhow::R
     if let Some(note) = jitter_note(lab.path(), lab.emulator()) {
         crate::outln!("  {note}");
     }
-    crate::outln!(
-        "  host a: namespace {} address {} / {}",
-        lab.namespace(Host::A),
-        Host::A.ipv4(),
-        Host::A.ipv6()
-    );
+    match lab.guest_at(Host::A) {
+        Some(g) => crate::outln!("  host a: {} at {}", g.describe(), Host::A.ipv4()),
+        None => crate::outln!(
+            "  host a: namespace {} address {} / {}",
+            lab.namespace(Host::A),
+            Host::A.ipv4(),
+            Host::A.ipv6()
+        ),
+    }
     if let Some(g) = lab.guest() {
         crate::outln!(
             "  host b: {} at {}, its netsweep server on port {}",
@@ -165,7 +168,12 @@ fn up(name: &str, path: &PathArgs, vm: &VmArgs, state_dir: PathBuf) -> anyhow::R
             crate::cli::DEFAULT_PORT
         );
         crate::outln!(
-            "try: netsweep lab exec {name} a -- netsweep client 198.18.0.2     (and -R for guest to host)"
+            "try: netsweep lab exec {name} a -- netsweep client 198.18.0.2     (and -R for {} to host)",
+            if lab.guest_at(Host::A).is_some() {
+                "guest b to guest a: the client runs in guest a"
+            } else {
+                "guest"
+            }
         );
     } else {
         crate::outln!(
@@ -201,14 +209,15 @@ fn list(state_dir: &std::path::Path) {
     }
     for l in labs {
         let what = match &l.state {
-            Some(s) => match &s.guest {
-                Some(g) => format!(
-                    "{}; host b: {}",
-                    describe(&s.path, s.emulator),
-                    g.describe()
-                ),
-                None => describe(&s.path, s.emulator),
-            },
+            Some(s) => {
+                let mut text = describe(&s.path, s.emulator);
+                for h in [Host::A, Host::B] {
+                    if let Some(g) = s.guest_at(h) {
+                        text.push_str(&format!("; host {}: {}", h.letter(), g.describe()));
+                    }
+                }
+                text
+            }
             None => "no state file".to_string(),
         };
         let flag = if l.leftover {
@@ -261,8 +270,10 @@ fn test(path: &PathArgs, vm: &VmArgs, client_args: &[String]) -> anyhow::Result<
         if let Some(note) = jitter_note(lab.path(), lab.emulator()) {
             crate::outln!("  {note}");
         }
-        if let Some(g) = lab.guest() {
-            crate::outln!("  host b: {}", g.describe());
+        for h in [Host::A, Host::B] {
+            if let Some(g) = lab.guest_at(h) {
+                crate::outln!("  host {}: {}", h.letter(), g.describe());
+            }
         }
     }
     // A guest runs its own server (started by its init); a namespace gets one here.
@@ -270,7 +281,14 @@ fn test(path: &PathArgs, vm: &VmArgs, client_args: &[String]) -> anyhow::Result<
         Some(_) => None,
         None => Some(lab.start_server(Host::B, ServerLimits::default())?),
     };
-    let code = lab.run_in(Host::A, || crate::app::client_and_print(&cfg, &spec, &view));
+    let code = match lab.guest_at(Host::A) {
+        // Guest to guest: the client runs in host a's guest, which prints its own result.
+        Some(_) => lab.exec_in_guest(Host::A, &argv).map(|(out, rc)| {
+            crate::out!("{out}");
+            ExitCode::from(u8::try_from(rc).unwrap_or(1))
+        }),
+        None => lab.run_in(Host::A, || crate::app::client_and_print(&cfg, &spec, &view)),
+    };
     drop(server);
     lab.down()?;
     code

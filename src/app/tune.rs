@@ -72,13 +72,7 @@ fn over_ssh(dest: &str, c: &TuneCommon) -> anyhow::Result<ExitCode> {
 /// Restores a journal left by a crashed owner, saying so.
 fn recover_first(t: &Target) -> anyhow::Result<()> {
     if let Some(r) = tuning::recover(t)? {
-        crate::errln!(
-            "netsweep: restored {} setting(s) of profile {} on {} left by process {} that ended without restoring them",
-            r.entries.len(),
-            r.profile,
-            t.id(),
-            r.crashed_owner.unwrap_or(0)
-        );
+        crate::errln!("netsweep: {}", r.recovery_line(t));
     }
     Ok(())
 }
@@ -249,6 +243,11 @@ fn apply(
 
 fn restore(t: &Target) -> anyhow::Result<ExitCode> {
     match tuning::restore(t)? {
+        Some(r) if r.target_gone => crate::outln!(
+            "{} no longer exists: its settings of profile {} went with it (journal removed)",
+            t.id(),
+            r.profile
+        ),
         Some(r) => {
             crate::outln!("restored profile {} on {}:", r.profile, t.id());
             for e in &r.entries {

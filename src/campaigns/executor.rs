@@ -5,6 +5,7 @@
 use crate::campaigns::runner::{ExecOutcome, Executor};
 use crate::lab::{Host, Lab, LabOptions, LabServer, PathConfig};
 use crate::traffic::client::{self, ClientConfig, PeerProtocol};
+use crate::traffic::result::TestResult;
 use crate::traffic::spec::{ServerLimits, TestSpec};
 use crate::{host::counters, host::hostfacts, traffic::server};
 use anyhow::Context;
@@ -39,6 +40,27 @@ fn run_here(cfg: &ClientConfig, spec: &TestSpec, stop: &AtomicBool, side: &str) 
         engine_time,
         counters: Some(json!({ side: delta_json(&before, &after) })),
     }
+}
+
+/// The result document a guest's `netsweep client --json` printed (its warnings, on the same
+/// channel, come before it), or what it said instead.
+fn result_document(out: &str) -> Result<TestResult, String> {
+    let start = out
+        .find("\n{")
+        .map(|i| i + 1)
+        .or(out.starts_with('{').then_some(0));
+    let Some(start) = start else {
+        return Err(format!(
+            "the guest's client printed no result: {}",
+            out.trim()
+        ));
+    };
+    serde_json::from_str(out[start..].trim_end()).map_err(|e| {
+        format!(
+            "the guest's client result cannot be read ({e}): {}",
+            out.trim()
+        )
+    })
 }
 
 /// Runs a command of a user dimension through `sh -c`.
@@ -141,7 +163,10 @@ impl LabExecutor {
         let g = self.lab().guest()?;
         let doctor = self
             .lab()
-            .exec_in_guest(&["netsweep".into(), "doctor".into(), "--json".into()])
+            .exec_in_guest(
+                Host::B,
+                &["netsweep".into(), "doctor".into(), "--json".into()],
+            )
             .ok()
             .and_then(|(out, _)| serde_json::from_str::<serde_json::Value>(&out).ok())
             .unwrap_or(serde_json::Value::Null);
@@ -167,15 +192,42 @@ impl LabExecutor {
             .unwrap_or_else(|| unreachable!("the lab lives as long as the executor"))
     }
 
-    fn snapshot(&self) -> (counters::Snapshot, Option<counters::Snapshot>) {
-        let read = |h| {
-            self.lab()
-                .run_in(h, counters::read_live)
-                .unwrap_or_default()
+    /// Each host's kernel counters: a namespace's read here, a guest's read inside it through
+    /// the lab's command channel (`None` if the guest did not answer).
+    fn snapshot(&self) -> (Option<counters::Snapshot>, Option<counters::Snapshot>) {
+        let lab = self.lab();
+        let read = |h| match lab.guest_at(h) {
+            Some(_) => crate::lab::guest_counters(lab.name(), h).ok(),
+            None => lab.run_in(h, counters::read_live).ok(),
         };
-        // A guest's kernel is not readable from here: host b's namespace only routes to it.
-        let b = self.lab().guest().is_none().then(|| read(Host::B));
-        (read(Host::A), b)
+        (read(Host::A), read(Host::B))
+    }
+
+    /// Runs the test from host a's guest: its netsweep gets the whole test as JSON and
+    /// answers with its result document.
+    fn run_in_guest_a(&self, spec: &TestSpec) -> (Result<TestResult, String>, Duration) {
+        let json = match serde_json::to_string(spec) {
+            Ok(j) => j,
+            Err(e) => return (Err(e.to_string()), Duration::ZERO),
+        };
+        let argv: Vec<String> = [
+            "netsweep",
+            "client",
+            &Host::B.ipv4().to_string(),
+            "--json",
+            "--spec-json",
+            &json,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let t = Instant::now();
+        let r = self
+            .lab()
+            .exec_in_guest(Host::A, &argv)
+            .map_err(|e| format!("{e:#}"))
+            .and_then(|(out, _)| result_document(&out));
+        (r, t.elapsed())
     }
 
     /// Starts netsweep's server on host b, unless host b is a guest (its init starts one).
@@ -205,7 +257,11 @@ impl Executor for LabExecutor {
             .guest()
             .map(|g| {
                 format!(
-                    "; host b: {}; first with a {} (a swept nic reboots it with each model)",
+                    "; {}: {}; first with a {} (a swept nic reboots it with each model)",
+                    match lab.guest_at(Host::A) {
+                        Some(_) => "hosts a and b (guest to guest)",
+                        None => "host b",
+                    },
                     g.machine(),
                     g.nic()
                 )
@@ -247,14 +303,18 @@ impl Executor for LabExecutor {
     }
 
     fn tuning_targets(&self) -> Vec<crate::host::tuning::Target> {
-        // A guest is not tuned (no channel into it yet): only host a is.
-        let hosts = match self.lab().guest() {
-            Some(_) => vec![Host::A],
-            None => vec![Host::A, Host::B],
-        };
-        hosts
+        // A guest is tuned inside its own kernel, through the lab's command channel.
+        let lab = self.lab();
+        [Host::A, Host::B]
             .into_iter()
-            .map(|h| crate::host::tuning::Target::Netns(self.lab().namespace(h)))
+            .map(|h| match lab.guest_at(h) {
+                Some(_) => crate::host::tuning::Target::Guest {
+                    lab: lab.name().to_string(),
+                    host: h,
+                    state_dir: lab.state_dir().to_path_buf(),
+                },
+                None => crate::host::tuning::Target::Netns(lab.namespace(h)),
+            })
             .collect()
     }
 
@@ -279,19 +339,22 @@ impl Executor for LabExecutor {
     fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {
         let (a0, b0) = self.snapshot();
         let addr = SocketAddr::new(Host::B.address(), crate::cli::DEFAULT_PORT);
-        let (result, engine_time) = self
-            .lab()
-            .run_in(Host::A, || client_run(&ClientConfig::new(addr), spec, stop))
-            .unwrap_or_else(|e| (Err(e.to_string()), Duration::ZERO));
+        let (result, engine_time) = match self.lab().guest_at(Host::A) {
+            Some(_) => self.run_in_guest_a(spec),
+            None => self
+                .lab()
+                .run_in(Host::A, || client_run(&ClientConfig::new(addr), spec, stop))
+                .unwrap_or_else(|e| (Err(e.to_string()), Duration::ZERO)),
+        };
         let (a1, b1) = self.snapshot();
-        let server = match (b0, b1) {
-            (Some(b0), Some(b1)) => delta_json(&b0, &b1),
+        let delta = |x: Option<counters::Snapshot>, y: Option<counters::Snapshot>| match (x, y) {
+            (Some(x), Some(y)) => delta_json(&x, &y),
             _ => json!(null),
         };
         ExecOutcome {
             result,
             engine_time,
-            counters: Some(json!({ "client": delta_json(&a0, &a1), "server": server })),
+            counters: Some(json!({ "client": delta(a0, a1), "server": delta(b0, b1) })),
         }
     }
 

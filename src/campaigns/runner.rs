@@ -619,18 +619,18 @@ impl Tuner {
         });
         remote
             .into_iter()
-            .chain(self.targets.iter()
-            .filter_map(|t| match crate::host::tuning::recover(t) {
-                Ok(Some(r)) => Some(format!(
-                    "restored {} setting(s) of profile {} on {} left by process {} that ended without restoring them",
-                    r.entries.len(),
-                    r.profile,
-                    t.id(),
-                    r.crashed_owner.unwrap_or(0)
-                )),
-                Ok(None) => None,
-                Err(e) => Some(format!("could not restore the tuning journal of {}: {e:#}", t.id())),
-            }))
+            .chain(
+                self.targets
+                    .iter()
+                    .filter_map(|t| match crate::host::tuning::recover(t) {
+                        Ok(Some(r)) => Some(r.recovery_line(t)),
+                        Ok(None) => None,
+                        Err(e) => Some(format!(
+                            "could not restore the tuning journal of {}: {e:#}",
+                            t.id()
+                        )),
+                    }),
+            )
             .collect()
     }
 

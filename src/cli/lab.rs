@@ -40,7 +40,7 @@ pub enum LabCommand {
     },
     /// Bring up a temporary lab, test across it with `netsweep client`, tear it down.
     #[command(
-        after_help = "Examples:\n  netsweep lab test --rate 200M --rtt 20ms -- -t 5\n  netsweep lab test --vm b --nic rtl8139 -- -t 5 -R\n  netsweep lab test --rtt 20ms --loss 1% -- -u -b 100M --json\n  netsweep lab test --rate 1G --rtt 20ms -- -w 64K -t 10"
+        after_help = "Examples:\n  netsweep lab test --rate 200M --rtt 20ms -- -t 5\n  netsweep lab test --vm b --nic rtl8139 -- -t 5 -R\n  netsweep lab test --vm both --nic e1000 -- -t 5\n  netsweep lab test --rtt 20ms --loss 1% -- -u -b 100M --json\n  netsweep lab test --rate 1G --rtt 20ms -- -w 64K -t 10"
     )]
     Test {
         #[command(flatten)]
@@ -101,8 +101,9 @@ pub struct PathArgs {
 /// Host b as a QEMU guest.
 #[derive(Debug, Args, Clone, Default)]
 pub struct VmArgs {
-    /// Make host b a QEMU guest (only b for now) running netsweep's server.
-    #[arg(long, value_parser = ["b"])]
+    /// Make host b a QEMU guest running netsweep's server (b), or both hosts guests given the
+    /// same (both: guest to guest).
+    #[arg(long, value_parser = ["b", "both"])]
     pub vm: Option<String>,
     /// The guest's NIC model: virtio, e1000 or rtl8139.
     #[arg(long, requires = "vm", default_value = "virtio")]
@@ -132,6 +133,11 @@ impl VmArgs {
         };
         spec.validate().map_err(anyhow::Error::msg)?;
         Ok(Some(spec))
+    }
+
+    /// Whether host a is a guest too (`--vm both`).
+    pub fn both(&self) -> bool {
+        self.vm.as_deref() == Some("both")
     }
 }
 

@@ -156,6 +156,7 @@ impl Lab {
                 created_unix_s: now_unix(),
                 owner_pid: Some(std::process::id()),
                 guest: None,
+                guest_a: None,
             },
             names,
             state_dir: opts.state_dir.clone(),
@@ -215,33 +216,42 @@ impl Lab {
                 ],
             )?;
         }
-        let guest = self.state.path.guest;
         for h in [Host::A, Host::B] {
-            self.configure_host(h, guest.is_some() && h == Host::B)?;
+            self.configure_host(h, self.state.path.guest_on(h).is_some())?;
         }
         if self.state.emulator == Emulator::Userspace {
             self.start_relay(&opts.relay)?;
         }
         write_state(&self.state_dir, &self.state)?;
-        if let Some(spec) = guest {
+        for h in [Host::B, Host::A] {
+            let Some(spec) = self.state.path.guest_on(h) else {
+                continue;
+            };
             let exe = match &opts.guest_netsweep {
                 Some(p) => p.clone(),
                 None => std::env::current_exe().context("cannot find the netsweep executable")?,
             };
-            self.boot_guest(&spec, &exe)?;
+            self.boot_guest(h, &spec, &exe)?;
             write_state(&self.state_dir, &self.state)?;
+            // The host's sysctls go into its guest's kernel, through the command channel.
+            for (k, v) in self.state.path.sysctls(h) {
+                guest_sysctl_write(&self.state.name, h, k, v).with_context(|| {
+                    format!("cannot set {k}={v} in host {}'s guest", h.letter())
+                })?;
+            }
         }
         Ok(())
     }
 
-    /// Host b's namespace becomes a router for the guest behind its TAP device: the guest
-    /// has host b's address, the namespace answers ARP for each side (proxy ARP) and forwards,
-    /// so the path (rate, delay, loss, queue) between the namespaces is the guest's path.
-    fn route_to_guest(&self) -> anyhow::Result<()> {
-        let ns = self.names.namespace(Host::B);
-        let dev = self.names.device(Host::B);
-        let tap = self.names.tap();
-        let mtu = self.state.path.mtu(Host::B).to_string();
+    /// Host `h`'s namespace becomes a router for the guest behind its TAP device: the guest
+    /// has the host's address, the namespace answers ARP for each side (proxy ARP) and
+    /// forwards, so the path (rate, delay, loss, queue) between the namespaces is the guest's
+    /// path.
+    fn route_to_guest(&self, h: Host) -> anyhow::Result<()> {
+        let ns = self.names.namespace(h);
+        let dev = self.names.device(h);
+        let tap = self.names.tap(h);
+        let mtu = self.state.path.mtu(h).to_string();
         netns::run(
             "ip",
             &["-n", &ns, "tuntap", "add", "dev", &tap, "mode", "tap"],
@@ -250,11 +260,10 @@ impl Lab {
             "ip",
             &["-n", &ns, "link", "set", "dev", &tap, "mtu", &mtu, "up"],
         )?;
-        // An address of the router's own (from the benchmarking range) for its ARP requests.
-        netns::run(
-            "ip",
-            &["-n", &ns, "addr", "add", "198.18.0.254/32", "dev", &tap],
-        )?;
+        // An address of the router's own (from the benchmarking range) for its ARP requests;
+        // one per host, since a router drops ARP requests that come from its own address.
+        let router = format!("{}/32", h.router_ipv4());
+        netns::run("ip", &["-n", &ns, "addr", "add", &router, "dev", &tap])?;
         for (key, value) in [
             ("net.ipv4.ip_forward".to_string(), "1"),
             (format!("net.ipv4.conf.{dev}.proxy_arp"), "1"),
@@ -263,26 +272,31 @@ impl Lab {
             netns::run_in(&ns, || std::fs::write(sysctl_path(&key), value))?
                 .with_context(|| format!("cannot set {key} in {ns}"))?;
         }
-        let a = format!("{}/32", Host::A.ipv4());
-        let b = format!("{}/32", Host::B.ipv4());
-        netns::run("ip", &["-n", &ns, "route", "add", &a, "dev", &dev])?;
-        netns::run("ip", &["-n", &ns, "route", "add", &b, "dev", &tap])?;
+        let far = format!("{}/32", h.other().ipv4());
+        let own = format!("{}/32", h.ipv4());
+        netns::run("ip", &["-n", &ns, "route", "add", &far, "dev", &dev])?;
+        netns::run("ip", &["-n", &ns, "route", "add", &own, "dev", &tap])?;
         Ok(())
     }
 
-    fn boot_guest(&mut self, spec: &vm::guest::GuestSpec, netsweep: &Path) -> anyhow::Result<()> {
+    fn boot_guest(
+        &mut self,
+        h: Host,
+        spec: &vm::guest::GuestSpec,
+        netsweep: &Path,
+    ) -> anyhow::Result<()> {
         let image = vm::image::prepare(&vm::image::dir(), netsweep, &|m| {
             crate::errln!("lab {}: {m}", self.state.name)
         })?;
         let accel = vm::guest::choose_accel(&image, std::time::Duration::from_secs(20));
         let net = vm::guest::GuestNet {
-            tap: Some(self.names.tap()),
-            ip_cidr: format!("{}/24", Host::B.ipv4()),
+            tap: Some(self.names.tap(h)),
+            ip_cidr: format!("{}/24", h.ipv4()),
             port: crate::cli::DEFAULT_PORT,
         };
-        let files = vm::guest::Files::in_dir(&self.state_dir, &self.state.name);
+        let files = vm::guest::Files::for_host(&self.state_dir, &self.state.name, h);
         let guest = vm::guest::boot(
-            Some(&self.names.namespace(Host::B)),
+            Some(&self.names.namespace(h)),
             &image,
             spec,
             accel,
@@ -290,7 +304,10 @@ impl Lab {
             &files,
             GUEST_BOOT_TIMEOUT,
         )?;
-        self.state.guest = Some(guest);
+        match h {
+            Host::A => self.state.guest_a = Some(guest),
+            Host::B => self.state.guest = Some(guest),
+        }
         Ok(())
     }
 
@@ -299,22 +316,28 @@ impl Lab {
         self.state.guest.as_ref()
     }
 
-    /// Runs `argv` inside host b's guest; its output and exit status.
-    pub fn exec_in_guest(&self, argv: &[String]) -> anyhow::Result<(String, i32)> {
-        exec_in_guest(&self.state.name, argv)
+    /// Host `h`'s guest, when it is one.
+    pub fn guest_at(&self, h: Host) -> Option<&vm::guest::GuestState> {
+        self.state.guest_at(h)
+    }
+
+    /// Runs `argv` inside host `h`'s guest; its output and exit status.
+    pub fn exec_in_guest(&self, h: Host, argv: &[String]) -> anyhow::Result<(String, i32)> {
+        exec_in_guest(&self.state.name, h, argv)
     }
 }
 
 /// How long a command in a guest may stay silent before `exec_in_guest` gives up.
 pub const GUEST_EXEC_SILENCE: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// Runs `argv` inside lab `name`'s guest (host b), through the guest's command channel,
-/// connecting from host a's namespace.
-pub fn exec_in_guest(name: &str, argv: &[String]) -> anyhow::Result<(String, i32)> {
+/// Runs `argv` inside the guest of lab `name`'s host `h`, through the guest's command
+/// channel, connecting from the host's own namespace (over the TAP device, so the channel
+/// never crosses the lab's path).
+pub fn exec_in_guest(name: &str, h: Host, argv: &[String]) -> anyhow::Result<(String, i32)> {
     let names = LabNames::new(name).map_err(anyhow::Error::msg)?;
-    let addr = std::net::SocketAddr::new(Host::B.address(), vm::guest::EXEC_PORT);
+    let addr = std::net::SocketAddr::new(h.address(), vm::guest::EXEC_PORT);
     // A few tries: a guest that has just booted may still be starting its channel.
-    let stream = netns::run_in(&names.namespace(Host::A), || {
+    let stream = netns::run_in(&names.namespace(h), || {
         let mut tries = 0;
         loop {
             match std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5)) {
@@ -330,6 +353,56 @@ pub fn exec_in_guest(name: &str, argv: &[String]) -> anyhow::Result<(String, i32
     vm::guest::exec(stream, argv, GUEST_EXEC_SILENCE)
 }
 
+/// Runs a shell script in a guest and returns its output, or an error with the output when it
+/// fails.
+fn guest_shell(name: &str, h: Host, script: &str) -> anyhow::Result<String> {
+    let (out, rc) = exec_in_guest(name, h, &["sh".into(), "-c".into(), script.into()])?;
+    if rc != 0 {
+        bail!("{}", out.trim());
+    }
+    Ok(out)
+}
+
+/// Reads a sysctl in a guest (through `/proc/sys`, which every guest kernel has).
+pub fn guest_sysctl_read(name: &str, h: Host, key: &str) -> anyhow::Result<String> {
+    if !crate::platform::sysctl::valid_name(key) {
+        bail!("{key:?} is not a sysctl name");
+    }
+    let path = sysctl_path(key).display().to_string();
+    match exec_in_guest(name, h, &["cat".into(), path])? {
+        (v, 0) => Ok(crate::platform::sysctl::normalize(&v)),
+        _ => bail!("the kernel of host {}'s guest has no {key}", h.letter()),
+    }
+}
+
+/// Writes a sysctl in a guest.
+pub fn guest_sysctl_write(name: &str, h: Host, key: &str, value: &str) -> anyhow::Result<()> {
+    if !crate::platform::sysctl::valid_name(key) {
+        bail!("{key:?} is not a sysctl name");
+    }
+    if value.contains(['\'', '\n', '\0']) {
+        bail!("sysctl value {value:?} for {key} is not valid");
+    }
+    let path = sysctl_path(key);
+    guest_shell(name, h, &format!("echo '{value}' > '{}'", path.display())).map(|_| ())
+}
+
+/// Kernel counters of a guest, read from its `/proc/net` through the command channel.
+pub fn guest_counters(name: &str, h: Host) -> anyhow::Result<crate::host::counters::Snapshot> {
+    let out = guest_shell(
+        name,
+        h,
+        "cat /proc/net/snmp /proc/net/netstat; echo @@dev; cat /proc/net/dev",
+    )?;
+    let (pairs, dev) = out
+        .split_once("@@dev\n")
+        .context("the guest's counters came back cut off")?;
+    let mut s = crate::host::counters::Snapshot::default();
+    crate::host::counters::parse_pairs(pairs, &mut s.protocol);
+    s.interfaces = crate::host::counters::parse_dev(dev);
+    Ok(s)
+}
+
 impl Lab {
     fn configure_host(&self, h: Host, guest_behind: bool) -> anyhow::Result<()> {
         let ns = self.names.namespace(h);
@@ -341,7 +414,7 @@ impl Lab {
             &["-n", &ns, "link", "set", "dev", &dev, "mtu", &mtu, "up"],
         )?;
         if guest_behind {
-            self.route_to_guest()?;
+            self.route_to_guest(h)?;
             return self.shape(h);
         }
         netns::run(
@@ -387,7 +460,12 @@ impl Lab {
             let args: Vec<&str> = cmd[1..].iter().map(String::as_str).collect();
             netns::run(&cmd[0], &args)?;
         }
-        for (k, v) in self.state.path.sysctls(h) {
+        // A guest's host: its sysctls go into the guest once it has booted.
+        let sysctls = match self.state.path.guest_on(h) {
+            Some(_) => &[][..],
+            None => self.state.path.sysctls(h),
+        };
+        for (k, v) in sysctls {
             check_sysctl(k, v).map_err(anyhow::Error::msg)?;
             netns::run_in(&ns, || std::fs::write(sysctl_path(k), v))?
                 .with_context(|| format!("cannot set {k}={v} on host {}", h.letter()))?;
@@ -421,6 +499,11 @@ impl Lab {
 
     pub fn name(&self) -> &str {
         &self.state.name
+    }
+
+    /// Where the lab's state file is.
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
     }
 
     pub fn emulator(&self) -> Emulator {

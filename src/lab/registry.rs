@@ -24,6 +24,19 @@ pub struct LabState {
     /// Host b as a QEMU guest (`--vm b`).
     #[serde(default)]
     pub guest: Option<super::vm::guest::GuestState>,
+    /// Host a as a QEMU guest (`--vm both`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_a: Option<super::vm::guest::GuestState>,
+}
+
+impl LabState {
+    /// Host `h`'s guest, when it is one.
+    pub fn guest_at(&self, h: Host) -> Option<&super::vm::guest::GuestState> {
+        match h {
+            Host::A => self.guest_a.as_ref(),
+            Host::B => self.guest.as_ref(),
+        }
+    }
 }
 
 pub(super) fn now_unix() -> u64 {
@@ -63,23 +76,27 @@ pub fn down_by_name(name: &str, state_dir: &Path) -> anyhow::Result<Vec<String>>
         stop_process(pid);
         removed.push(format!("delay line process {pid}"));
     }
-    // A guest: by the PID its state records, or by its pidfile if the state was never
+    // Guests: by the PID the state records, or by the pidfile if the state was never
     // written (a crash during the boot).
-    let files = super::vm::guest::Files::in_dir(state_dir, name);
-    let guest_pid = read_state(state_dir, name)
-        .and_then(|s| s.guest.map(|g| g.pid))
-        .or_else(|| {
-            std::fs::read_to_string(&files.pidfile)
-                .ok()
-                .and_then(|t| t.trim().parse().ok())
-        });
-    if let Some(pid) = guest_pid
-        && super::vm::guest::stop(pid, &files.pidfile)
-    {
-        removed.push(format!("guest (QEMU process {pid})"));
+    let state = read_state(state_dir, name);
+    for h in [Host::A, Host::B] {
+        let files = super::vm::guest::Files::for_host(state_dir, name, h);
+        let guest_pid = state
+            .as_ref()
+            .and_then(|s| s.guest_at(h).map(|g| g.pid))
+            .or_else(|| {
+                std::fs::read_to_string(&files.pidfile)
+                    .ok()
+                    .and_then(|t| t.trim().parse().ok())
+            });
+        if let Some(pid) = guest_pid
+            && super::vm::guest::stop(pid, &files.pidfile)
+        {
+            removed.push(format!("guest of host {} (QEMU process {pid})", h.letter()));
+        }
+        let _ = std::fs::remove_file(&files.console);
+        let _ = std::fs::remove_file(&files.pidfile);
     }
-    let _ = std::fs::remove_file(&files.console);
-    let _ = std::fs::remove_file(&files.pidfile);
     let mut errors = Vec::new();
     for h in [Host::A, Host::B] {
         let ns = names.namespace(h);
@@ -94,6 +111,24 @@ pub fn down_by_name(name: &str, state_dir: &Path) -> anyhow::Result<Vec<String>>
         let f = state_dir.join(format!("{name}.{ext}"));
         if f.exists() && std::fs::remove_file(&f).is_ok() && ext == "json" {
             removed.push(format!("state file {}", f.display()));
+        }
+    }
+    // Tuning journals of its guests: their kernels are gone, and the settings with them.
+    for h in [Host::A, Host::B] {
+        let t = crate::host::tuning::Target::Guest {
+            lab: name.to_string(),
+            host: h,
+            state_dir: state_dir.to_path_buf(),
+        };
+        if crate::host::tuning::read_journal(&t).is_some()
+            && let Ok(Some(r)) = crate::host::tuning::restore(&t)
+            && r.target_gone
+        {
+            removed.push(format!(
+                "tuning journal of {} (profile {})",
+                t.id(),
+                r.profile
+            ));
         }
     }
     if !errors.is_empty() {
@@ -128,12 +163,17 @@ pub fn reap_orphans(state_dir: &Path) -> Vec<String> {
             if !netns::exists(&ns) {
                 continue;
             }
-            match crate::host::tuning::recover(&crate::host::tuning::Target::Netns(ns.clone())) {
-                Ok(Some(r)) => done.push(format!(
-                    "restored {} setting(s) of profile {} in {ns}",
-                    r.entries.len(),
-                    r.profile
-                )),
+            // A guest host was tuned inside its guest, a namespace host in the namespace.
+            let target = match l.state.as_ref().is_some_and(|s| s.guest_at(h).is_some()) {
+                true => crate::host::tuning::Target::Guest {
+                    lab: l.name.clone(),
+                    host: h,
+                    state_dir: state_dir.to_path_buf(),
+                },
+                false => crate::host::tuning::Target::Netns(ns.clone()),
+            };
+            match crate::host::tuning::recover(&target) {
+                Ok(Some(r)) => done.push(r.recovery_line(&target)),
                 Ok(None) => {}
                 Err(e) => done.push(format!("could not restore the tuning of {ns}: {e:#}")),
             }

@@ -22,6 +22,14 @@ impl Host {
         }
     }
 
+    /// The host at the other end of the path.
+    pub fn other(self) -> Host {
+        match self {
+            Host::A => Host::B,
+            Host::B => Host::A,
+        }
+    }
+
     pub fn letter(self) -> char {
         match self {
             Host::A => 'a',
@@ -34,6 +42,15 @@ impl Host {
         match self {
             Host::A => Ipv4Addr::new(198, 18, 0, 1),
             Host::B => Ipv4Addr::new(198, 18, 0, 2),
+        }
+    }
+
+    /// The address of the host's namespace when it routes to a guest that has the host's
+    /// address (198.18.0.253 for a, .254 for b).
+    pub fn router_ipv4(self) -> Ipv4Addr {
+        match self {
+            Host::A => Ipv4Addr::new(198, 18, 0, 253),
+            Host::B => Ipv4Addr::new(198, 18, 0, 254),
         }
     }
 
@@ -80,9 +97,9 @@ impl LabNames {
         format!("nsw-{}-{}", self.name, h.letter())
     }
 
-    /// The TAP device of host b's guest (in host b's namespace).
-    pub fn tap(&self) -> String {
-        format!("nsw{}t", self.name)
+    /// The TAP device of host `h`'s guest (in host `h`'s namespace).
+    pub fn tap(&self, h: Host) -> String {
+        format!("nsw{}t{}", self.name, h.letter())
     }
 
     pub fn device(&self, h: Host) -> String {
@@ -136,6 +153,9 @@ pub struct PathConfig {
     /// Host b as a QEMU guest with this NIC model, CPUs and memory (`--vm b`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest: Option<super::vm::guest::GuestSpec>,
+    /// Host a a guest too, given the same (`--vm both`: guest to guest).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub guest_a: bool,
 }
 
 impl PathConfig {
@@ -184,6 +204,7 @@ impl Default for PathConfig {
             sysctls_a: Vec::new(),
             sysctls_b: Vec::new(),
             guest: None,
+            guest_a: false,
         }
     }
 }
@@ -231,15 +252,23 @@ impl PathConfig {
         }
         if let Some(g) = &self.guest {
             g.validate()?;
-            if !self.sysctls_b.is_empty() {
-                return Err(
-                    "sysctls of host b cannot be set when it is a guest (there is no channel into \
-                     the guest yet); set them on host a"
-                        .into(),
-                );
-            }
+        } else if self.guest_a {
+            return Err("host a can be a guest only with host b (--vm both)".into());
         }
         Ok(())
+    }
+
+    /// What host `h`'s guest is given, when `h` is a guest.
+    pub fn guest_on(&self, h: Host) -> Option<super::vm::guest::GuestSpec> {
+        match h {
+            Host::A => self.guest.filter(|_| self.guest_a),
+            Host::B => self.guest,
+        }
+    }
+
+    /// "b" or "both": which hosts are guests, as `--vm` and a plan's `vm` say it.
+    pub fn vm_hosts(&self) -> Option<&'static str> {
+        self.guest.map(|_| if self.guest_a { "both" } else { "b" })
     }
 
     pub fn mtu(&self, h: Host) -> u32 {

@@ -29,7 +29,7 @@ const TARGET_KEYS: [&str; 20] = [
     "allow_host_wide",
 ];
 
-/// Settings of a lab's path, and of its guest (`vm = "b"`), that a plan can also sweep in
+/// Settings of a lab's path, and of its guests (`vm = "b"` or `"both"`), that a plan can also sweep in
 /// `[matrix]` (the lab is rebuilt, and the guest rebooted, when the value changes).
 pub const PATH_DIMENSIONS: [&str; 10] = [
     "rate", "rtt", "delay", "jitter", "loss", "queue", "nic", "vcpus", "memory", "queues",
@@ -140,12 +140,16 @@ pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
     let mut path = PathConfig::default();
     let mut emulator = EmulatorChoice::Auto;
     if let Some((v, vspan)) = r.string(table, "vm") {
-        if v == "b" && kind == "lab" {
+        if (v == "b" || v == "both") && kind == "lab" {
             path.guest = Some(crate::lab::vm::guest::GuestSpec::default());
+            path.guest_a = v == "both";
         } else {
             r.issue(
                 vspan,
-                format!("vm {v:?}: only vm = \"b\" (host b a QEMU guest) on kind = \"lab\""),
+                format!(
+                    "vm {v:?}: vm = \"b\" (host b a QEMU guest) or \"both\" (guest to guest) \
+                     on kind = \"lab\""
+                ),
             );
         }
     }

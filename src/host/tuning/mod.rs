@@ -28,6 +28,14 @@ pub enum Target {
     /// A host reached through ssh that has no netsweep: plain `sysctl` commands there, with
     /// the journal kept here (made by `tune` after probing, never parsed).
     SshSysctl(SshHost),
+    /// The QEMU guest of a lab host (`lab:NAME:b` when b is a guest): its own kernel, written
+    /// through the lab's command channel, with the journal kept here. `state_dir` holds the
+    /// lab's state, which says whether the guest still runs.
+    Guest {
+        lab: String,
+        host: crate::lab::Host,
+        state_dir: PathBuf,
+    },
 }
 
 /// `ssh -o BatchMode=yes [-o OPTION]...`: how every remote tuning command starts.
@@ -118,7 +126,21 @@ impl Target {
             let h =
                 crate::lab::Host::parse(host).ok_or("lab targets are lab:NAME:a or lab:NAME:b")?;
             let names = crate::lab::LabNames::new(name)?;
-            return Ok(Target::Netns(names.namespace(h)));
+            // A guest (or one that was, whose journal is still here to be cleared).
+            let guest = Target::Guest {
+                lab: name.to_string(),
+                host: h,
+                state_dir: PathBuf::from(crate::lab::STATE_DIR),
+            };
+            let is_guest =
+                crate::lab::read_state(std::path::Path::new(crate::lab::STATE_DIR), name)
+                    .is_some_and(|s| s.guest_at(h).is_some())
+                    || read_journal(&guest).is_some();
+            return Ok(if is_guest {
+                guest
+            } else {
+                Target::Netns(names.namespace(h))
+            });
         }
         if let Some(dest) = s
             .strip_prefix("ssh:")
@@ -145,6 +167,7 @@ impl Target {
             Target::Netns(n) => format!("netns-{n}"),
             Target::Ssh(d) => format!("ssh-{}", d.replace(['/', '@', ':'], "_")),
             Target::SshSysctl(h) => format!("ssh-{}", h.dest.replace(['/', '@', ':'], "_")),
+            Target::Guest { lab, host, .. } => format!("guest-{lab}-{}", host.letter()),
         }
     }
 
@@ -155,6 +178,7 @@ impl Target {
             Target::Netns(_) => Os::Linux,
             Target::Ssh(_) => THIS_OS,
             Target::SshSysctl(h) => h.os,
+            Target::Guest { .. } => Os::Linux,
         }
     }
 
@@ -165,6 +189,9 @@ impl Target {
             Target::Netns(ns) => netns::run_in(ns, || sysctl::read(key))?,
             Target::Ssh(_) => bail!("ssh targets are handled by the remote netsweep"),
             Target::SshSysctl(h) => return h.run(&["sysctl", "-n", key]).map(|v| normalize(&v)),
+            Target::Guest { lab, host, .. } => {
+                return crate::lab::guest_sysctl_read(lab, *host, key);
+            }
         }
         .with_context(|| format!("the kernel has no {key}"))?;
         Ok(v)
@@ -191,6 +218,10 @@ impl Target {
                     Os::FreeBsd => vec!["sysctl", &set],
                 };
                 return h.run(&words).map(|_| ());
+            }
+            Target::Guest { lab, host, .. } => {
+                return crate::lab::guest_sysctl_write(lab, *host, key, value)
+                    .with_context(|| format!("cannot write {key} = {value} in {}", self.id()));
             }
         };
         r.with_context(|| format!("cannot write {key} = {value}"))
@@ -270,6 +301,30 @@ pub struct Restored {
     pub entries: Vec<Entry>,
     /// The owner that died without restoring, when this was crash recovery.
     pub crashed_owner: Option<u32>,
+    /// The target no longer exists (its settings went with it): nothing was written.
+    pub target_gone: bool,
+}
+
+impl Restored {
+    /// One line on what crash recovery did on `t`.
+    pub fn recovery_line(&self, t: &Target) -> String {
+        let owner = self.crashed_owner.unwrap_or(0);
+        if self.target_gone {
+            format!(
+                "dropped the tuning journal of profile {} on {} left by process {owner}: {} no longer exists, and its settings went with it",
+                self.profile,
+                t.id(),
+                t.id()
+            )
+        } else {
+            format!(
+                "restored {} setting(s) of profile {} on {} left by process {owner} that ended without restoring them",
+                self.entries.len(),
+                self.profile,
+                t.id()
+            )
+        }
+    }
 }
 
 /// Restores a journal left by a process that died; `None` if there is none to recover.
@@ -282,6 +337,20 @@ pub fn recover(t: &Target) -> anyhow::Result<Option<Restored>> {
             Ok(Some(r))
         }
         _ => Ok(None),
+    }
+}
+
+/// Whether the target itself is gone (a lab's guest that was stopped, with its kernel):
+/// its settings went with it, so its journal has nothing left to restore.
+/// (A namespace is not: host-wide keys written from it outlive it.)
+fn gone(t: &Target) -> bool {
+    match t {
+        Target::Guest {
+            lab,
+            host,
+            state_dir,
+        } => crate::lab::read_state(state_dir, lab).is_none_or(|s| s.guest_at(*host).is_none()),
+        _ => false,
     }
 }
 
@@ -314,7 +383,12 @@ pub fn restore(t: &Target) -> anyhow::Result<Option<Restored>> {
     let Some(j) = read_journal(t) else {
         return Ok(None);
     };
-    let errors = put_back(t, &j.entries);
+    let target_gone = gone(t);
+    let errors = if target_gone {
+        Vec::new()
+    } else {
+        put_back(t, &j.entries)
+    };
     if !errors.is_empty() {
         bail!(
             "restoring {} left the journal {} in place: {}",
@@ -328,6 +402,7 @@ pub fn restore(t: &Target) -> anyhow::Result<Option<Restored>> {
         profile: j.profile,
         entries: j.entries,
         crashed_owner: None,
+        target_gone,
     }))
 }
 
@@ -553,6 +628,7 @@ pub fn target_arg(t: &Target) -> String {
         Target::Netns(n) => format!("netns:{n}"),
         Target::Ssh(d) => format!("ssh:{d}"),
         Target::SshSysctl(h) => format!("ssh:{}", h.dest),
+        Target::Guest { lab, host, .. } => format!("lab:{lab}:{}", host.letter()),
     }
 }
 

@@ -108,6 +108,15 @@ pub struct Files {
 }
 
 impl Files {
+    /// Lab `name`'s guest on host `h` (`NAME.console` for b, `NAME-a.console` for a: lab
+    /// names have no `-`, so no other lab's files are named so).
+    pub fn for_host(dir: &Path, name: &str, h: crate::lab::Host) -> Files {
+        match h {
+            crate::lab::Host::B => Files::in_dir(dir, name),
+            crate::lab::Host::A => Files::in_dir(dir, &format!("{name}-a")),
+        }
+    }
+
     pub fn in_dir(dir: &Path, name: &str) -> Files {
         Files {
             console: dir.join(format!("{name}.console")),
@@ -361,6 +370,8 @@ pub fn stop(pid: u32, pidfile: &Path) -> bool {
 /// the image directory (`accel`), so the probe runs once per image.
 pub fn choose_accel(image: &Image, timeout: Duration) -> Accel {
     let verdict = image.dir.join("accel");
+    // One probe at a time (they share the probe's files); a waiter then reads the verdict.
+    let _lock = super::image::lock(&image.dir).ok();
     match std::fs::read_to_string(&verdict).as_deref().map(str::trim) {
         Ok("kvm") => return Accel::Kvm,
         Ok("tcg") => return Accel::Tcg,

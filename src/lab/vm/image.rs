@@ -59,11 +59,28 @@ pub fn cached_kernel(dir: &Path) -> Option<(PathBuf, String)> {
         .then(|| (vmlinux, version.trim().to_string()))
 }
 
+/// The image directory's lock (`DIR/.lock`), held while the kernel is fetched or the
+/// accelerator probed; waits for another holder.
+pub fn lock(dir: &Path) -> anyhow::Result<crate::platform::filelock::FileLock> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join(".lock");
+    crate::platform::filelock::FileLock::acquire(&path)
+        .with_context(|| format!("cannot lock {}", path.display()))
+}
+
 /// Makes sure the kernel is cached and writes a fresh initramfs with `netsweep` in it.
 pub fn prepare(dir: &Path, netsweep: &Path, log: &dyn Fn(&str)) -> anyhow::Result<Image> {
     let (vmlinux, kernel_version) = match cached_kernel(dir) {
         Some(k) => k,
-        None => fetch_kernel(dir, log)?,
+        None => {
+            // Two labs building the image for the first time at once: one downloads, the
+            // other waits for it and finds the kernel cached.
+            let _lock = lock(dir)?;
+            match cached_kernel(dir) {
+                Some(k) => k,
+                None => fetch_kernel(dir, log)?,
+            }
+        }
     };
     let initrd = dir.join("initrd.cpio");
     let entries = initramfs(&dir.join("kernel/modules"), netsweep)?;
