@@ -391,3 +391,187 @@ fn ctrl_c_on_a_guest_lab_test_leaves_nothing() {
         );
     }
 }
+
+/// A guest's kernel counters, read inside it through the lab's command channel.
+fn guest_counter(name: &str, h: Host, counter: &str) -> u64 {
+    let s = netsweep::lab::guest_counters(name, h).expect("the guest's counters");
+    let eth0 = s.interfaces.get("eth0").expect("eth0 in the guest");
+    match counter {
+        "rx_bytes" => eth0.rx_bytes,
+        _ => eth0.tx_bytes,
+    }
+}
+
+/// `--vm both`: two guests, the client in guest a and the server in guest b, across a
+/// 200 Mbit/s 10 ms path; a host's sysctl and a tuning profile go into its guest's own kernel
+/// and come back out; the figures hold against both guests' counters and the path's physics.
+#[test]
+fn guest_to_guest_over_a_path_with_tuning_and_counters_inside_the_guests() {
+    if !ready("guest_to_guest_over_a_path_with_tuning_and_counters_inside_the_guests") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("vg{}", std::process::id() % 10_000);
+    let path = PathConfig {
+        rate_bps: Some(200e6),
+        delay: Duration::from_millis(5),
+        guest_a: true,
+        sysctls_b: vec![("net.ipv4.tcp_congestion_control".into(), "reno".into())],
+        ..with_guest(NicModel::E1000, PathConfig::default())
+    };
+    let lab = Lab::up(&name, path, &options(&dir)).unwrap();
+    let (ga, gb) = (
+        lab.guest_at(Host::A).expect("guest a").clone(),
+        lab.guest_at(Host::B).expect("guest b").clone(),
+    );
+    assert_eq!((ga.driver.as_str(), gb.driver.as_str()), ("e1000", "e1000"));
+    assert_ne!(ga.pid, gb.pid);
+    // Host b's sysctl went into guest b's kernel, not into its namespace.
+    assert_eq!(
+        netsweep::lab::guest_sysctl_read(&name, Host::B, "net.ipv4.tcp_congestion_control")
+            .unwrap(),
+        "reno"
+    );
+    // A tuning profile inside guest b: applied, verified, and restored to the original.
+    let target = netsweep::host::tuning::Target::Guest {
+        lab: name.clone(),
+        host: Host::B,
+        state_dir: dir.path().to_path_buf(),
+    };
+    let original = target.read("net.core.rmem_max").unwrap();
+    let profile =
+        netsweep::host::tuning::profile::builtin("high-bdp-ns", Some((200e6, 0.01))).unwrap();
+    let entries = netsweep::host::tuning::apply(&target, &profile, &Default::default()).unwrap();
+    assert!(!entries.is_empty());
+    for e in &entries {
+        assert_eq!(target.read(&e.key).unwrap(), e.applied, "{}", e.key);
+    }
+    // Guest a to guest b: the client runs inside guest a.
+    let rx0 = guest_counter(&name, Host::B, "rx_bytes");
+    let tx0 = guest_counter(&name, Host::A, "tx_bytes");
+    let (out, rc) = lab
+        .exec_in_guest(
+            Host::A,
+            &[
+                "netsweep".into(),
+                "client".into(),
+                "198.18.0.2".into(),
+                "-t".into(),
+                "3".into(),
+                "--json".into(),
+            ],
+        )
+        .unwrap();
+    assert_eq!(rc, 0, "{out}");
+    let r: TestResult = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
+    let received = guest_counter(&name, Host::B, "rx_bytes") - rx0;
+    let sent = guest_counter(&name, Host::A, "tx_bytes") - tx0;
+    let g = r.summary.bits_per_second;
+    assert!(g <= 200e6 * 1.02, "{g} above the 200 Mbit/s path");
+    assert!(g >= 50e6, "{g}");
+    assert!(
+        r.summary.rtt_min_us.unwrap_or(0) >= 10_000,
+        "RTT below the path's 10 ms: {:?}",
+        r.summary.rtt_min_us
+    );
+    assert!(
+        received >= r.summary.bytes && sent >= r.summary.bytes,
+        "guest b's eth0 received {received}, guest a's sent {sent}, the test counted {}",
+        r.summary.bytes
+    );
+    netsweep::host::tuning::restore(&target).unwrap().unwrap();
+    assert_eq!(target.read("net.core.rmem_max").unwrap(), original);
+    // A journal left in a guest is dropped with the lab (its kernel is gone).
+    let target_a = netsweep::host::tuning::Target::Guest {
+        lab: name.clone(),
+        host: Host::A,
+        state_dir: dir.path().to_path_buf(),
+    };
+    netsweep::host::tuning::apply(&target_a, &profile, &Default::default()).unwrap();
+    let removed = lab.down().unwrap();
+    for h in ["a", "b"] {
+        assert!(
+            removed
+                .iter()
+                .any(|r| r.contains(&format!("guest of host {h} (QEMU"))),
+            "{removed:?}"
+        );
+    }
+    assert!(
+        removed
+            .iter()
+            .any(|r| r.contains("tuning journal of guest-")),
+        "{removed:?}"
+    );
+    assert!(netsweep::host::tuning::read_journal(&target_a).is_none());
+    for g in [&ga, &gb] {
+        assert!(!is_our_qemu(g.pid, &g.pidfile), "QEMU {} still runs", g.pid);
+        assert!(!g.pidfile.exists() && !g.console.exists());
+    }
+    for h in [Host::A, Host::B] {
+        let ns = format!("nsw-{name}-{}", h.letter());
+        assert!(!netsweep::platform::netns::exists(&ns), "{ns} left");
+    }
+}
+
+/// `vm = "both"` in a plan: the client runs in guest a, a profile is applied inside both
+/// guests, and each run stores both guests' kernel counters.
+#[test]
+fn a_guest_to_guest_campaign_tunes_and_counts_inside_the_guests() {
+    if !ready("a_guest_to_guest_campaign_tunes_and_counts_inside_the_guests") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("gg.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"lab\"\nvm = \"both\"\nrate = \"300M\"\nrtt = \"10ms\"\n\
+         [test]\nduration = \"2s\"\n[matrix]\nprofile = [\"default\", \"high-bdp-ns\"]\n\
+         [repeat]\ncount = 1\nseed = 5\n",
+    )
+    .unwrap();
+    let db = dir.path().join("gg.db");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("hosts a and b (guest to guest)"), "{text}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT c.label, r.bits_per_second, r.result_json, r.counters_json, r.tuning_json \
+             FROM run r JOIN configuration c ON c.id = r.configuration_id WHERE r.status = 'ok'",
+        )
+        .unwrap();
+    let rows: Vec<(String, f64, String, String, Option<String>)> = stmt
+        .query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    for (label, bps, result, counters, tuning) in &rows {
+        assert!(*bps > 20e6 && *bps <= 300e6 * 1.02, "{label}: {bps}");
+        let result: serde_json::Value = serde_json::from_str(result).unwrap();
+        let bytes = result["summary"]["bytes"].as_u64().unwrap();
+        let c: serde_json::Value = serde_json::from_str(counters).unwrap();
+        let eth0 = |side: &str, k: &str| c[side]["interfaces"]["eth0"][k].as_u64().unwrap_or(0);
+        assert!(
+            eth0("client", "tx_bytes") >= bytes && eth0("server", "rx_bytes") >= bytes,
+            "{label}: guests' eth0 counters {c} below the test's {bytes} bytes"
+        );
+        if label.contains("high-bdp-ns") {
+            let t = tuning.as_deref().unwrap_or("");
+            assert!(
+                t.contains("guest-") && t.contains("net.ipv4.tcp_rmem"),
+                "{label}: {t}"
+            );
+        }
+    }
+}

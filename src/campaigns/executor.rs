@@ -402,3 +402,24 @@ impl Executor for AddressExecutor {
         shell(command)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_guests_result_document_is_read_after_its_warnings() {
+        let spec = TestSpec::tcp(Duration::from_secs(2));
+        let r = crate::campaigns::runner::tests::fake_result(&spec, 1_000_000);
+        let doc = serde_json::to_string_pretty(&r).unwrap();
+        let out = format!("netsweep: -w 4M: granted 425 KBytes\n{doc}\n");
+        assert_eq!(result_document(&out).unwrap(), r);
+        assert_eq!(result_document(&doc).unwrap(), r);
+        let e = result_document("netsweep: cannot connect to 198.18.0.2:5310\n").unwrap_err();
+        assert!(
+            e.contains("printed no result") && e.contains("cannot connect"),
+            "{e}"
+        );
+        assert!(result_document("{ cut off").is_err());
+    }
+}

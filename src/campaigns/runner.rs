@@ -735,4 +735,4 @@ fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -367,6 +367,25 @@ mod tests {
     }
 
     #[test]
+    fn each_guest_host_has_its_own_tap_and_router_address() {
+        let n = LabNames::new("abcdefghi").unwrap();
+        assert_ne!(n.tap(Host::A), n.tap(Host::B));
+        assert!(n.tap(Host::A).len() <= 15 && n.tap(Host::B).len() <= 15);
+        assert_ne!(Host::A.router_ipv4(), Host::B.router_ipv4());
+        let mut p = PathConfig {
+            guest_a: true,
+            ..PathConfig::default()
+        };
+        assert!(p.validate().unwrap_err().contains("--vm both"));
+        p.guest = Some(crate::lab::vm::guest::GuestSpec::default());
+        assert!(p.validate().is_ok());
+        assert_eq!(p.guest_on(Host::A), p.guest);
+        assert_eq!(p.vm_hosts(), Some("both"));
+        p.guest_a = false;
+        assert_eq!((p.guest_on(Host::A), p.vm_hosts()), (None, Some("b")));
+    }
+
+    #[test]
     fn netem_gets_delay_loss_and_a_tbf_child() {
         let path = PathConfig {
             rate_bps: Some(200e6),

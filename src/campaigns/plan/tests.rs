@@ -256,6 +256,17 @@ fn a_lab_target_with_a_guest_sweeps_nic_models_and_refuses_guest_keys_elsewhere(
     for m in ["virtio", "e1000", "rtl8139"] {
         assert_eq!(nics.iter().filter(|n| **n == m).count(), 2, "{nics:?}");
     }
+    // vm = "both": host a is a guest too, with the swept model.
+    let both = Plan::parse(
+        "p.toml",
+        "[target]\nkind = \"lab\"\nvm = \"both\"\n[matrix]\nnic = [\"virtio\", \"e1000\"]\n[repeat]\ncount = 3\n",
+    )
+    .unwrap();
+    for c in both.configurations() {
+        let path = both.path_for(&c).unwrap().unwrap();
+        assert_eq!(path.vm_hosts(), Some("both"));
+        assert_eq!(path.guest_on(crate::lab::Host::A), path.guest);
+    }
     // A guest setting without a guest, a NIC QEMU does not have, vm on a loopback target.
     for (text, words) in [
         (
@@ -268,7 +279,11 @@ fn a_lab_target_with_a_guest_sweeps_nic_models_and_refuses_guest_keys_elsewhere(
         ),
         (
             "[target]\nkind = \"loopback\"\nvm = \"b\"\n",
-            "only vm = \"b\"",
+            "or \"both\" (guest to guest) on kind = \"lab\"",
+        ),
+        (
+            "[target]\nkind = \"lab\"\nvm = \"a\"\n",
+            "vm \"a\": vm = \"b\"",
         ),
         (
             "[target]\nkind = \"lab\"\nvm = \"b\"\nnic = \"e1000\"\n[matrix]\nqueues = [\"1\", \"2\"]\n",
