@@ -2,14 +2,17 @@
 //!
 //! Method: a factorial analysis of variance (Montgomery, *Design and Analysis of Experiments*,
 //! ch. 5) over every successful run, with the configurations (cells) as the full model. Each
-//! dimension's sum of squares comes from its marginal means; its F test is against the
+//! dimension's F test is against the
 //! within-configuration mean square (pure error), so an effect "matters" only beyond the noise
 //! of repeated runs of one configuration. Pairs of dimensions get an interaction term (the
 //! variation of their joint means beyond the two main effects). The round of each run is a
-//! block: its effect on the residuals is drift over the campaign's time. Throughput is analysed
+//! block beside the configurations: its effect is drift over the campaign's time. Throughput is analysed
 //! on a log scale (effects on rates are multiplicative: "22x", not "+840 Mbit/s"), other
-//! metrics on their own scale. Exact for the balanced designs a full matrix gives; with failed
-//! runs (unbalanced cells) the sums are approximate and the text says so.
+//! metrics on their own scale. The sums of squares come from least-squares fits (type II:
+//! each dimension given the others, each interaction given the main effects; Langsrud 2003), and
+//! a value's mean is the average of its configurations' means: equal to the classical marginal
+//! sums and means when every configuration has the same number of runs, and still exact when
+//! failed runs leave them unequal.
 
 use super::stats::ttest::{t_cdf, t_quantile};
 use serde::Serialize;
@@ -84,7 +87,7 @@ pub struct Effects {
     pub interactions: Vec<Interaction>,
     /// The rounds as a block (drift over time), when there is more than one.
     pub drift: Option<Effect>,
-    /// True when cells hold unequal numbers of runs (approximate sums).
+    /// True when cells hold unequal numbers of runs (failed runs).
     pub unbalanced: bool,
     pub method: String,
     /// The effects in words (`campaigns::explain` adds limits and facts to make the answer).
@@ -143,12 +146,95 @@ fn group<K: PartialEq + Clone>(keys: &[K], ys: &[f64]) -> Vec<(K, Vec<f64>)> {
     out
 }
 
-/// Sum of squares of group means around `grand`, weighted by group size.
-fn ss_between<K>(groups: &[(K, Vec<f64>)], grand: f64) -> f64 {
-    groups
+/// Least squares of `y` on `cols`: the residual sum of squares and the rank of the columns.
+/// Modified Gram-Schmidt, twice per column for accuracy; a column that is (numerically) a
+/// combination of earlier ones is dropped, so a configuration with no run costs a degree of
+/// freedom instead of failing.
+fn least_squares(cols: &[Vec<f64>], y: &[f64]) -> (f64, usize) {
+    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
+    let mut basis: Vec<Vec<f64>> = Vec::new();
+    for c in cols {
+        let norm0 = dot(c, c).sqrt();
+        if norm0 == 0.0 {
+            continue;
+        }
+        let mut v = c.clone();
+        for _ in 0..2 {
+            for q in &basis {
+                let k = dot(q, &v);
+                v.iter_mut().zip(q).for_each(|(x, qi)| *x -= k * qi);
+            }
+        }
+        let norm = dot(&v, &v).sqrt();
+        if norm > 1e-9 * norm0 {
+            v.iter_mut().for_each(|x| *x /= norm);
+            basis.push(v);
+        }
+    }
+    let mut r = y.to_vec();
+    for q in &basis {
+        let k = dot(q, &r);
+        r.iter_mut().zip(q).for_each(|(x, qi)| *x -= k * qi);
+    }
+    (dot(&r, &r), basis.len())
+}
+
+/// Indicator columns of a factor (one per level after the first: treatment coding).
+fn dummies(keys: &[String]) -> Vec<Vec<f64>> {
+    let mut levels: Vec<&String> = Vec::new();
+    for k in keys {
+        if !levels.contains(&k) {
+            levels.push(k);
+        }
+    }
+    levels
         .iter()
-        .map(|(_, v)| v.len() as f64 * (mean(v) - grand).powi(2))
-        .sum()
+        .skip(1)
+        .map(|l| keys.iter().map(|k| f64::from(u8::from(k == *l))).collect())
+        .collect()
+}
+
+/// The columns of an interaction: products of the two factors' indicator columns.
+fn products(a: &[Vec<f64>], b: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    a.iter()
+        .flat_map(|x| {
+            b.iter()
+                .map(move |y| x.iter().zip(y).map(|(p, q)| p * q).collect())
+        })
+        .collect()
+}
+
+/// A dimension, its values in the plan's order, and its indicator columns.
+type Factor<'a> = (&'a String, &'a Vec<String>, Vec<Vec<f64>>);
+
+/// One configuration (cell): its mean and number of runs.
+struct Cell {
+    dims: Vec<(String, String)>,
+    mean: f64,
+    n: usize,
+}
+
+impl Cell {
+    fn value(&self, dim: &str) -> &str {
+        self.dims
+            .iter()
+            .find(|(k, _)| k == dim)
+            .map_or("", |(_, v)| v.as_str())
+    }
+}
+
+/// The estimated marginal mean of the cells `pick` selects: the plain average of their means,
+/// so every configuration weighs the same however many of its runs failed (Searle, Speed and
+/// Milliken 1980). Its variance, in units of the error mean square: sum(1/n) / k^2.
+fn marginal(cells: &[Cell], pick: impl Fn(&Cell) -> bool) -> Option<(f64, f64)> {
+    let chosen: Vec<&Cell> = cells.iter().filter(|c| pick(c)).collect();
+    let k = chosen.len() as f64;
+    (k > 0.0).then(|| {
+        (
+            chosen.iter().map(|c| c.mean).sum::<f64>() / k,
+            chosen.iter().map(|c| 1.0 / c.n as f64).sum::<f64>() / (k * k),
+        )
+    })
 }
 
 /// Analyses `obs` (the scale is chosen by the caller: `Log` for rates). `order` lists each
@@ -170,8 +256,16 @@ pub fn analyze(
     let grand = mean(&ys);
     let ss_total: f64 = ys.iter().map(|y| (y - grand).powi(2)).sum();
     let cell_keys: Vec<Vec<(String, String)>> = obs.iter().map(|o| o.dims.clone()).collect();
-    let cells = group(&cell_keys, &ys);
-    let ss_within: f64 = cells
+    let groups = group(&cell_keys, &ys);
+    let cells: Vec<Cell> = groups
+        .iter()
+        .map(|(k, v)| Cell {
+            dims: k.clone(),
+            mean: mean(v),
+            n: v.len(),
+        })
+        .collect();
+    let ss_within: f64 = groups
         .iter()
         .map(|(_, v)| {
             let m = mean(v);
@@ -179,27 +273,22 @@ pub fn analyze(
         })
         .sum();
     let df_within = n.saturating_sub(cells.len()) as f64;
-    let sizes: Vec<usize> = cells.iter().map(|(_, v)| v.len()).collect();
-    let unbalanced = sizes.iter().any(|s| *s != sizes[0]);
-    // Drift: the rounds as blocks, on the residuals from the cell means.
-    let residuals: Vec<f64> = obs
-        .iter()
-        .zip(&ys)
-        .map(|(o, y)| {
-            let m = cells
-                .iter()
-                .find(|(k, _)| *k == o.dims)
-                .map_or(*y, |(_, v)| mean(v));
-            y - m
-        })
-        .collect();
-    let rounds: Vec<u32> = obs.iter().map(|o| o.round).collect();
-    let by_round = group(&rounds, &residuals);
-    let ss_round = ss_between(&by_round, 0.0);
-    let df_round = by_round.len().saturating_sub(1) as f64;
+    let unbalanced = cells.iter().any(|c| c.n != cells[0].n);
+    let ones = vec![1.0; n];
+    // Drift: the rounds as blocks beside the configurations (exact whatever failed).
+    let cell_labels: Vec<String> = cell_keys.iter().map(|k| format!("{k:?}")).collect();
+    let rounds: Vec<String> = obs.iter().map(|o| o.round.to_string()).collect();
+    let round_cols = dummies(&rounds);
+    let distinct_rounds = round_cols.len() + 1;
+    let mut cols: Vec<Vec<f64>> = vec![ones.clone()];
+    cols.extend(dummies(&cell_labels));
+    cols.extend(round_cols);
+    let (ss_blocked, rank_blocked) = least_squares(&cols, &ys);
+    let df_round = (rank_blocked as f64 - cells.len() as f64).max(0.0);
+    let ss_round = (ss_within - ss_blocked).max(0.0);
     // Pure error with the drift taken out when there is any to take out.
     let (ss_err, df_err) = if df_round > 0.0 && df_within - df_round > 0.0 {
-        (ss_within - ss_round, df_within - df_round)
+        (ss_blocked, df_within - df_round)
     } else {
         (ss_within, df_within)
     };
@@ -215,36 +304,35 @@ pub fn analyze(
         f_sf((ss / df) / ms_err, df, df_err)
     };
     let share = |ss: f64| if ss_total > 0.0 { ss / ss_total } else { 0.0 };
-    let level_mean = |value: &str, v: &[f64]| -> LevelMean {
-        let m = mean(v);
-        // The CI of a level's mean uses the pooled error when there is one (few runs per
-        // level would make their own spread a poor estimate).
+    let t = t_quantile(0.975, df_err.max(1.0));
+    let back = |x: f64| match scale {
+        Scale::Log => x.exp(),
+        Scale::Linear => x,
+    };
+    let level_mean = |dim: &str, value: &str| -> Option<LevelMean> {
+        let (m, var) = marginal(&cells, |c| c.value(dim) == value)?;
+        // The CI uses the pooled error (few runs per level would make their own spread a
+        // poor estimate).
         let se = if ms_err.is_finite() && df_err > 0.0 {
-            (ms_err / v.len() as f64).sqrt()
+            (ms_err * var).sqrt()
         } else {
             f64::NAN
         };
-        let half = if se.is_finite() {
-            t_quantile(0.975, df_err) * se
-        } else {
-            f64::NAN
-        };
-        let back = |x: f64| match scale {
-            Scale::Log => x.exp(),
-            Scale::Linear => x,
-        };
-        LevelMean {
+        let half = if se.is_finite() { t * se } else { f64::NAN };
+        Some(LevelMean {
             value: value.to_string(),
-            n: v.len(),
+            n: obs
+                .iter()
+                .filter(|o| o.dims.iter().any(|(k, v)| k == dim && v == value))
+                .count(),
             mean: back(m),
             ci_low: back(m - half),
             ci_high: back(m + half),
-        }
+        })
     };
-    let mut effects = Vec::new();
-    for (dim, values) in order {
-        let keys: Vec<String> = obs
-            .iter()
+    // Each dimension's indicator columns; those with one value have none and are left out.
+    let factor = |dim: &str| -> Vec<String> {
+        obs.iter()
             .map(|o| {
                 o.dims
                     .iter()
@@ -252,29 +340,48 @@ pub fn analyze(
                     .map(|(_, v)| v.clone())
                     .unwrap_or_default()
             })
-            .collect();
-        let groups = group(&keys, &ys);
-        if groups.len() < 2 {
-            continue;
+            .collect()
+    };
+    let factors: Vec<Factor> = order
+        .iter()
+        .map(|(d, values)| (d, values, dummies(&factor(d))))
+        .filter(|(_, _, cols)| !cols.is_empty())
+        .collect();
+    let mains = |skip: Option<&str>| -> Vec<Vec<f64>> {
+        let mut cols = vec![ones.clone()];
+        for (d, _, c) in &factors {
+            if Some(d.as_str()) != skip {
+                cols.extend(c.iter().cloned());
+            }
         }
-        let ss = ss_between(&groups, grand);
-        let df = (groups.len() - 1) as f64;
-        let ordered: Vec<&(String, Vec<f64>)> = values
-            .iter()
-            .filter_map(|v| groups.iter().find(|(k, _)| k == v))
-            .collect();
-        let means = ordered.iter().map(|(k, v)| level_mean(k, v)).collect();
-        let steps = ordered
+        cols
+    };
+    // Type II sums of squares (Langsrud 2003): each dimension given all the others, each pair's
+    // interaction given every main effect; equal to the classical sums when the design is
+    // balanced, and exact when failed runs make it unbalanced.
+    let all_mains = mains(None);
+    let (rss_mains, rank_mains) = least_squares(&all_mains, &ys);
+    let mut effects = Vec::new();
+    for (dim, values, _) in &factors {
+        let (rss_without, rank_without) = least_squares(&mains(Some(dim)), &ys);
+        let ss = (rss_without - rss_mains).max(0.0);
+        let df = rank_mains.saturating_sub(rank_without) as f64;
+        let means: Vec<LevelMean> = values.iter().filter_map(|v| level_mean(dim, v)).collect();
+        let steps = means
             .windows(2)
             .map(|w| {
-                let (a, b) = (&w[0].1, &w[1].1);
-                let d = mean(b) - mean(a);
-                let se = (ms_err / a.len() as f64 + ms_err / b.len() as f64).sqrt();
+                let (a, b) = (&w[0].value, &w[1].value);
+                let pick = |v: &str| marginal(&cells, |c| c.value(dim) == v);
+                let (Some((ma, va)), Some((mb, vb))) = (pick(a), pick(b)) else {
+                    unreachable!("both values have means")
+                };
+                let d = mb - ma;
+                let se = (ms_err * (va + vb)).sqrt();
                 let p = (se > 0.0 && se.is_finite() && df_err > 0.0)
                     .then(|| 2.0 * (1.0 - t_cdf((d / se).abs(), df_err)));
                 Step {
-                    from: w[0].0.clone(),
-                    to: w[1].0.clone(),
+                    from: a.clone(),
+                    to: b.clone(),
                     change: match scale {
                         Scale::Log => d.exp(),
                         Scale::Linear => d,
@@ -284,7 +391,7 @@ pub fn analyze(
             })
             .collect();
         effects.push(Effect {
-            dimension: dim.clone(),
+            dimension: dim.to_string(),
             share: share(ss),
             p: f_p(ss, df),
             means,
@@ -293,48 +400,44 @@ pub fn analyze(
     }
     effects.sort_by(|a, b| b.share.total_cmp(&a.share));
     let mut interactions = Vec::new();
-    for (i, (a, _)) in order.iter().enumerate() {
-        for (b, b_values) in order.iter().skip(i + 1) {
-            let (Some(ea), Some(eb)) = (
-                effects.iter().find(|e| &e.dimension == a),
-                effects.iter().find(|e| &e.dimension == b),
-            ) else {
-                continue;
-            };
-            let pair = |o: &Observation| -> (String, String) {
-                let get = |d: &str| {
-                    o.dims
-                        .iter()
-                        .find(|(k, _)| k == d)
-                        .map(|(_, v)| v.clone())
-                        .unwrap_or_default()
-                };
-                (get(a), get(b))
-            };
-            let keys: Vec<(String, String)> = obs.iter().map(pair).collect();
-            let joint = group(&keys, &ys);
-            let ss = ss_between(&joint, grand) - (ea.share + eb.share) * ss_total;
-            let df = ((ea.means.len() - 1) * (eb.means.len() - 1)) as f64;
-            let p = f_p(ss.max(0.0), df);
+    for (i, (a, _, ca)) in factors.iter().enumerate() {
+        for (b, b_values, cb) in factors.iter().skip(i + 1) {
+            let mut cols = all_mains.clone();
+            cols.extend(products(ca, cb));
+            let (rss_ab, rank_ab) = least_squares(&cols, &ys);
+            let ss = (rss_mains - rss_ab).max(0.0);
+            let df = rank_ab.saturating_sub(rank_mains) as f64;
+            let p = f_p(ss, df);
+            // The pair's marginal means, every configuration weighing the same.
+            let mut joint: Vec<((String, String), f64)> = Vec::new();
+            for c in &cells {
+                let key = (c.value(a).to_string(), c.value(b).to_string());
+                if joint.iter().all(|(k, _)| *k != key)
+                    && let Some((m, _)) =
+                        marginal(&cells, |x| x.value(a) == key.0 && x.value(b) == key.1)
+                {
+                    joint.push((key, m));
+                }
+            }
             if p.is_some_and(|p| p < ALPHA)
                 && interaction_size(b_values, &joint, scale, grand) >= PRACTICAL
             {
                 interactions.push(Interaction {
-                    a: a.clone(),
-                    b: b.clone(),
-                    share: share(ss.max(0.0)),
+                    a: a.to_string(),
+                    b: b.to_string(),
+                    share: share(ss),
                     p,
                     text: interaction_text(a, b, b_values, &joint, scale, what),
                 });
             }
         }
     }
-    let drift = (by_round.len() > 1).then(|| Effect {
+    let drift = (distinct_rounds > 1).then(|| Effect {
         dimension: "round".into(),
         share: share(ss_round),
-        p: if df_within - df_round > 0.0 && ss_within - ss_round > 0.0 {
+        p: if df_round > 0.0 && df_within - df_round > 0.0 && ss_blocked > 0.0 {
             f_sf(
-                (ss_round / df_round) / ((ss_within - ss_round) / (df_within - df_round)),
+                (ss_round / df_round) / (ss_blocked / (df_within - df_round)),
                 df_round,
                 df_within - df_round,
             )
@@ -357,7 +460,9 @@ pub fn analyze(
         cells.len(),
         PRACTICAL * 100.0,
         if unbalanced {
-            "; unequal runs per configuration make the sums approximate"
+            "; unequal runs per configuration (failed runs): type II sums of squares by least \
+             squares (Langsrud 2003) and marginal means that weigh every configuration equally, \
+             both exact"
         } else {
             ""
         }
@@ -381,7 +486,7 @@ pub fn analyze(
 /// differs between the values of another: the practical size of an interaction.
 fn interaction_size(
     b_values: &[String],
-    joint: &[((String, String), Vec<f64>)],
+    joint: &[((String, String), f64)],
     scale: Scale,
     grand: f64,
 ) -> f64 {
@@ -391,7 +496,7 @@ fn interaction_size(
             let here: Vec<f64> = joint
                 .iter()
                 .filter(|((_, jb), _)| jb == bv)
-                .map(|(_, v)| mean(v))
+                .map(|(_, m)| *m)
                 .collect();
             let hi = here.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let lo = here.iter().copied().fold(f64::INFINITY, f64::min);
@@ -413,7 +518,7 @@ fn interaction_text(
     a: &str,
     b: &str,
     b_values: &[String],
-    joint: &[((String, String), Vec<f64>)],
+    joint: &[((String, String), f64)],
     scale: Scale,
     what: &str,
 ) -> String {
@@ -422,7 +527,7 @@ fn interaction_text(
         let here: Vec<(&String, f64)> = joint
             .iter()
             .filter(|((_, jb), _)| jb == bv)
-            .map(|((ja, _), v)| (ja, mean(v)))
+            .map(|((ja, _), m)| (ja, *m))
             .collect();
         let (Some(hi), Some(lo)) = (
             here.iter().max_by(|x, y| x.1.total_cmp(&y.1)),

@@ -183,7 +183,7 @@ fn linear_metrics_speak_in_differences_and_failed_runs_are_said() {
     obs.pop();
     let e = analyze(&obs, &order(&dims), Scale::Linear, "retransmits");
     assert!(e.unbalanced);
-    assert!(e.method.contains("approximate"));
+    assert!(e.method.contains("type II sums of squares"));
     assert!(
         e.answer
             .starts_with("loss matters most: 0%→1% changes retransmits by"),
@@ -233,4 +233,86 @@ fn a_significant_but_tiny_effect_is_said_not_to_matter() {
         e.answer
     );
     assert!(e.answer.starts_with("window matters most"), "{}", e.answer);
+}
+
+/// Failed runs that fall unevenly (most `x` runs at the slow window, most `y` runs at the fast
+/// one) make the raw means of a null dimension differ 2.4x; the least-squares sums and the
+/// configuration-weighted means see through it.
+#[test]
+fn failed_runs_that_confound_a_null_dimension_do_not_make_it_matter() {
+    let dims = [("window", &["64K", "4M"][..]), ("profile", &["x", "y"][..])];
+    let all = campaign(&dims, 6, 0.02, |c, _| {
+        if get(c, "window") == "4M" { 1e9 } else { 1e8 }
+    });
+    // Keep 6 runs of (64K, x) and (4M, y), 2 of the other two.
+    let mut kept = std::collections::HashMap::new();
+    let obs: Vec<Observation> = all
+        .into_iter()
+        .filter(|o| {
+            let key = (
+                get(&o.dims, "window").to_string(),
+                get(&o.dims, "profile").to_string(),
+            );
+            let limit = if (key.0 == "64K") == (key.1 == "x") {
+                6
+            } else {
+                2
+            };
+            let n = kept.entry(key).or_insert(0);
+            *n += 1;
+            *n <= limit
+        })
+        .collect();
+    assert_eq!(obs.len(), 16);
+    let raw = |p: &str| {
+        let v: Vec<f64> = obs
+            .iter()
+            .filter(|o| get(&o.dims, "profile") == p)
+            .map(|o| o.value)
+            .collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    assert!(raw("y") / raw("x") > 2.0, "the raw means are confounded");
+    let e = analyze(&obs, &order(&dims), Scale::Log, "goodput");
+    assert!(e.unbalanced);
+    let profile = e.effects.iter().find(|x| x.dimension == "profile").unwrap();
+    assert!(profile.p.unwrap() > 0.05, "{profile:?}");
+    assert!(profile.share < 0.01, "{profile:?}");
+    let (x, y) = (profile.means[0].mean, profile.means[1].mean);
+    assert!((y / x - 1.0).abs() < 0.03, "marginal means {x} and {y}");
+    assert_eq!((profile.means[0].n, profile.means[1].n), (8, 8));
+    assert!(e.answer.starts_with("window matters most"), "{}", e.answer);
+    assert!(!e.answer.contains("profile matters"), "{}", e.answer);
+}
+
+/// One dimension, unequal groups: the least-squares sum of squares is the textbook weighted
+/// between-groups sum.
+#[test]
+fn an_unbalanced_one_way_design_gives_the_textbook_sums() {
+    let ys = [1.0, 2.0, 3.0, 10.0, 12.0, 20.0];
+    let levels = ["a", "a", "a", "b", "b", "c"];
+    let obs: Vec<Observation> = ys
+        .iter()
+        .zip(levels)
+        .enumerate()
+        .map(|(i, (y, l))| Observation {
+            dims: vec![("d".into(), l.into())],
+            round: i as u32,
+            value: *y,
+        })
+        .collect();
+    let e = analyze(
+        &obs,
+        &order(&[("d", &["a", "b", "c"][..])]),
+        Scale::Linear,
+        "x",
+    );
+    let grand = ys.iter().sum::<f64>() / 6.0;
+    let total: f64 = ys.iter().map(|y| (y - grand).powi(2)).sum();
+    let between =
+        3.0 * (2.0 - grand).powi(2) + 2.0 * (11.0 - grand).powi(2) + (20.0 - grand).powi(2);
+    let d = &e.effects[0];
+    assert!((d.share - between / total).abs() < 1e-9, "{d:?}");
+    let means: Vec<f64> = d.means.iter().map(|m| m.mean).collect();
+    assert_eq!(means, vec![2.0, 11.0, 20.0]);
 }
