@@ -197,13 +197,14 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     if let Some((_, rounds)) = &extended {
         plan.repeat.count = *rounds;
     }
+    // Every warning and every refusal at once, before any traffic.
+    for w in runner::value_warnings(&plan, &host_limits()) {
+        crate::errln!("warning: {w}");
+    }
     let cc = runner::congestion_problems(&plan);
     if !cc.is_empty() {
         crate::errln!("{file}: {}, nothing was run", cc.join("; "));
         return Ok(ExitCode::from(2));
-    }
-    for w in runner::value_warnings(&plan, &host_limits()) {
-        crate::errln!("warning: {w}");
     }
     let mut exec = executor_for(&plan)?;
     let problems = runner::tuning_problems(&plan, &exec.tuning_targets());

@@ -274,7 +274,13 @@ impl Plan {
                 Vec::new()
             }
         };
-        let profiles = resolve_profiles(&mut r, root.get("matrix"), &target, file_profiles);
+        let profiles = resolve_profiles(
+            &mut r,
+            root.get("matrix"),
+            &target,
+            file_profiles,
+            root.get("profiles"),
+        );
         let repeat = read_repeat(&mut r, root.get("repeat"));
         // Counted before anything is built: a matrix of 2 x 10^10 configurations aborted on
         // allocation when it was expanded.

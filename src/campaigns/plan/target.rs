@@ -235,6 +235,7 @@ pub(super) fn resolve_profiles(
     matrix: Option<&Item>,
     target: &Target,
     from_file: Vec<crate::host::tuning::profile::Profile>,
+    profiles_table: Option<&Item>,
 ) -> Vec<crate::host::tuning::profile::Profile> {
     let Some(arr) = matrix
         .and_then(Item::as_table)
@@ -259,6 +260,11 @@ pub(super) fn resolve_profiles(
             Some(p) => out.push(p.clone()),
             None => match crate::host::tuning::profile::builtin(&name, rate_rtt) {
                 Ok(p) => out.push(p),
+                // Defined in the file but refused there: that problem is already reported.
+                Err(_)
+                    if profiles_table
+                        .and_then(Item::as_table_like)
+                        .is_some_and(|t| t.contains_key(&name)) => {}
                 Err(e) => r.issue(
                     v.span(),
                     format!("profile {name:?}: {e}; define it in [profiles.{name}.linux]"),
