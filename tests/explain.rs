@@ -100,3 +100,71 @@ fn a_window_by_profile_campaign_is_explained_right() {
     assert!(text.contains("window-limited at"), "{text}");
     assert!(text.contains("link-limited at"), "{text}");
 }
+
+/// A real interaction, made by physics: a 64K window over 20 ms holds a flow near 26 Mbit/s
+/// whatever the link's rate, while a 4M window fills either link; so the rate's effect depends on
+/// the window. The answer must say so, from a real lab campaign.
+#[test]
+fn a_real_window_by_rate_interaction_is_found() {
+    if !common::root_or_skip("a_real_window_by_rate_interaction_is_found") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("plan.toml"),
+        "name = \"window x rate\"\n[target]\nkind = \"lab\"\nrtt = \"20ms\"\nemulator = \"userspace\"\n\
+         [test]\nduration = \"2s\"\nomit = \"1s\"\n[matrix]\nwindow = [\"64K\", \"4M\"]\n\
+         rate = [\"100M\", \"400M\"]\n[repeat]\ncount = 3\nseed = 11\n",
+    )
+    .unwrap();
+    let netsweep = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(args)
+            .current_dir(dir.path())
+            .env("NETSWEEP_RUNTIME_DIR", dir.path().join("rt"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{args:?}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    netsweep(&["run", "plan.toml", "--db", "i.db"]);
+    let doc: Value =
+        serde_json::from_str(&netsweep(&["explain", "--db", "i.db", "--json"])).unwrap();
+    let interactions = doc["interactions"].as_array().unwrap();
+    let found = interactions.iter().find(|i| {
+        let pair = [i["a"].as_str().unwrap(), i["b"].as_str().unwrap()];
+        pair.contains(&"window") && pair.contains(&"rate")
+    });
+    let found = found.unwrap_or_else(|| panic!("no window x rate interaction: {doc}"));
+    assert!(found["p"].as_f64().unwrap() < 0.05, "{found}");
+    let text = found["text"].as_str().unwrap();
+    assert!(text.contains("depends on"), "{text}");
+    let answer = doc["answer"].as_str().unwrap();
+    assert!(answer.contains(text), "the answer leaves it out: {answer}");
+    // Each link-limited configuration against its own link (a swept rate).
+    for rate in ["of 100 Mbits/sec", "of 400 Mbits/sec"] {
+        assert!(answer.contains(rate), "{rate}: {answer}");
+    }
+    // Physics behind it: every 64K run is window-limited, below both links; the 4M runs reach
+    // each link's rate, and none exceeds it.
+    for l in doc["limits"].as_array().unwrap() {
+        let config = l["configuration"].as_str().unwrap();
+        let goodput = l["goodput_bps"].as_f64().unwrap();
+        let rate = if config.contains("rate=100M") {
+            100e6
+        } else {
+            400e6
+        };
+        assert!(goodput <= rate * 1.02, "{config}: {goodput}");
+        if config.contains("window=64K") {
+            assert_eq!(l["limit"], "window", "{config}: {}", l["text"]);
+        } else {
+            assert_eq!(l["limit"], "link", "{config}: {}", l["text"]);
+        }
+    }
+}

@@ -111,12 +111,22 @@ pub fn explain(
     };
     let what = metric_words(metric);
     let effects = effects::analyze(&obs, &order, scale, what);
-    let link = rate.or_else(|| match plan.map(|p| &p.target) {
-        Some(Target::Lab { path, .. } | Target::Auto { path, .. }) => path.rate_bps,
-        _ => None,
-    });
+    // Each configuration's link: `--rate`, else its lab path's rate (a swept `rate` included).
+    let link = |c: &ConfigRow| -> Option<f64> {
+        rate.or_else(|| {
+            let plan = plan?;
+            match plan.path_for(&c.dims) {
+                Some(Ok(path)) => path.rate_bps,
+                Some(Err(_)) => None,
+                None => match &plan.target {
+                    Target::Lab { path, .. } | Target::Auto { path, .. } => path.rate_bps,
+                    _ => None,
+                },
+            }
+        })
+    };
     let mut limits = if metric == Metric::BitsPerSecond {
-        limits(runs, configs, results, link)
+        limits(runs, configs, results, &link)
     } else {
         Vec::new()
     };
@@ -151,11 +161,12 @@ fn limits(
     runs: &[RunRow],
     configs: &[ConfigRow],
     results: &[(i64, TestResult)],
-    link: Option<f64>,
+    link_of: &dyn Fn(&ConfigRow) -> Option<f64>,
 ) -> Vec<Limit> {
     configs
         .iter()
         .filter_map(|c| {
+            let link = link_of(c);
             let mine: Vec<&TestResult> = runs
                 .iter()
                 .filter(|r| r.configuration == c.label && r.status == "ok")
@@ -393,7 +404,12 @@ fn limit_summary(limits: &[Limit]) -> Vec<String> {
     let mut groups: Vec<Vec<&Limit>> = Vec::new();
     for l in limits {
         match groups.last_mut() {
-            Some(v) if v[0].limit == l.limit && matches!(l.limit.as_str(), "link" | "window") => {
+            // Link-limited configurations share a line only when they share the link.
+            Some(v)
+                if v[0].limit == l.limit
+                    && (l.limit == "window"
+                        || (l.limit == "link" && v[0].link_bps == l.link_bps)) =>
+            {
                 v.push(l)
             }
             _ => groups.push(vec![l]),

@@ -253,7 +253,10 @@ impl ReportModel {
             &model.campaign.plan_toml,
         )
         .ok();
+        // One path rate for the charts' line, unless the plan sweeps the rate (each
+        // configuration's own ceiling is then in the explanation's limits).
         model.link_bps = plan.as_ref().and_then(|p| match &p.target {
+            _ if p.dimensions.iter().any(|d| d.name == "rate") => None,
             crate::campaigns::plan::Target::Lab { path, .. }
             | crate::campaigns::plan::Target::Auto { path, .. } => path.rate_bps,
             _ => None,
