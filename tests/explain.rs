@@ -5,7 +5,6 @@
 mod common;
 
 use serde_json::Value;
-use std::process::Command;
 
 const PLAN: &str = r#"name = "window x profile"
 [target]
@@ -36,21 +35,7 @@ fn a_window_by_profile_campaign_is_explained_right() {
     }
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("plan.toml"), PLAN).unwrap();
-    let netsweep = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-            .args(args)
-            .current_dir(dir.path())
-            .env("NETSWEEP_RUNTIME_DIR", dir.path().join("rt"))
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(
-            out.status.success(),
-            "{args:?}: {text}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        text
-    };
+    let netsweep = |args: &[&str]| common::netsweep_ok(dir.path(), args);
     let run = netsweep(&["run", "plan.toml", "--db", "e.db"]);
     assert!(run.contains("The answer"), "{run}");
     let text = netsweep(&["explain", "--db", "e.db"]);
@@ -117,21 +102,7 @@ fn a_real_window_by_rate_interaction_is_found() {
          rate = [\"100M\", \"400M\"]\n[repeat]\ncount = 3\nseed = 11\n",
     )
     .unwrap();
-    let netsweep = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-            .args(args)
-            .current_dir(dir.path())
-            .env("NETSWEEP_RUNTIME_DIR", dir.path().join("rt"))
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(
-            out.status.success(),
-            "{args:?}: {text}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        text
-    };
+    let netsweep = |args: &[&str]| common::netsweep_ok(dir.path(), args);
     netsweep(&["run", "plan.toml", "--db", "i.db"]);
     let doc: Value =
         serde_json::from_str(&netsweep(&["explain", "--db", "i.db", "--json"])).unwrap();

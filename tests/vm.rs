@@ -433,6 +433,14 @@ fn guest_to_guest_over_a_path_with_tuning_and_counters_inside_the_guests() {
             .unwrap(),
         "reno"
     );
+    // The image loads tcp_bbr: a congestion-control dimension runs in guests as on the host.
+    let cc = netsweep::lab::guest_sysctl_read(
+        &name,
+        Host::B,
+        "net.ipv4.tcp_available_congestion_control",
+    )
+    .unwrap();
+    assert!(cc.split_whitespace().any(|c| c == "bbr"), "{cc}");
     // A tuning profile inside guest b: applied, verified, and restored to the original.
     let target = netsweep::host::tuning::Target::Guest {
         lab: name.clone(),
@@ -533,13 +541,10 @@ fn a_guest_to_guest_campaign_tunes_and_counts_inside_the_guests() {
     )
     .unwrap();
     let db = dir.path().join("gg.db");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args(["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{text}");
+    let text = common::netsweep_ok(
+        dir.path(),
+        &["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()],
+    );
     assert!(text.contains("hosts a and b (guest to guest)"), "{text}");
     let conn = rusqlite::Connection::open(&db).unwrap();
     let mut stmt = conn

@@ -573,6 +573,16 @@ fn change_text(scale: Scale, from: f64, to: f64, what: &str) -> String {
     }
 }
 
+/// "78%", or "under 1%" for a share that rounds to nothing but is not (a real effect beside a
+/// 16x one explains little of the variation).
+fn share_text(share: f64) -> String {
+    if share > 0.0 && share < 0.005 {
+        "under 1%".into()
+    } else {
+        format!("{:.0}%", share * 100.0)
+    }
+}
+
 fn p_text(p: Option<f64>) -> String {
     p.map_or("no test: no repeated runs".into(), |p| {
         if p < 0.001 {
@@ -625,7 +635,7 @@ fn answer(e: &Effects, what: &str, grand: f64) -> String {
             String::new()
         };
         lines.push(format!(
-            "{} {}: {}→{} {} ({:.0}% of the variation, {}{steps}){}",
+            "{} {}: {}→{} {} ({} of the variation, {}{steps}){}",
             x.dimension,
             if i == 0 {
                 "matters most"
@@ -635,7 +645,7 @@ fn answer(e: &Effects, what: &str, grand: f64) -> String {
             first.value,
             last.value,
             change_text(e.scale, first.mean, last.mean, what),
-            x.share * 100.0,
+            share_text(x.share),
             p_text(x.p),
             best.map(|b| format!("; highest at {}={}", x.dimension, b.value))
                 .unwrap_or_default()
@@ -690,8 +700,8 @@ fn answer(e: &Effects, what: &str, grand: f64) -> String {
     }
     match &e.drift {
         Some(d) if d.p.is_some_and(|p| p < ALPHA) => lines.push(format!(
-            "drift over the rounds: the round explains {:.0}% of the variation ({}); the machine or path changed during the campaign",
-            d.share * 100.0,
+            "drift over the rounds: the round explains {} of the variation ({}); the machine or path changed during the campaign",
+            share_text(d.share),
             p_text(d.p)
         )),
         Some(d) => lines.push(format!(

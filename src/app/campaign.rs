@@ -207,6 +207,11 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let mut exec = executor_for(&plan)?;
+    let far = runner::far_congestion_problems(&plan, &exec.far_congestion_controls());
+    if !far.is_empty() {
+        crate::errln!("{file}: {}, nothing was run", far.join("; "));
+        return Ok(ExitCode::from(2));
+    }
     let problems = runner::tuning_problems(&plan, &exec.tuning_targets());
     if !problems.is_empty() {
         crate::errln!(

@@ -365,6 +365,21 @@ impl Executor for LabExecutor {
     fn facts_gathered(&mut self) -> Option<serde_json::Value> {
         (!self.guests.is_empty()).then(|| serde_json::Value::Object(self.guests.clone()))
     }
+
+    fn far_congestion_controls(&self) -> Vec<(String, String)> {
+        let lab = self.lab();
+        [Host::A, Host::B]
+            .into_iter()
+            .filter(|h| lab.guest_at(*h).is_some())
+            .map(|h| {
+                let key = "net.ipv4.tcp_available_congestion_control";
+                (
+                    format!("host {}'s guest", h.letter()),
+                    crate::lab::guest_sysctl_read(lab.name(), h, key).unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
 }
 
 /// A `netsweep server` somewhere else; only the client's counters are visible.

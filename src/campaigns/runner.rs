@@ -59,6 +59,11 @@ pub trait Executor {
     fn facts_gathered(&mut self) -> Option<serde_json::Value> {
         None
     }
+    /// The congestion controls of the ends other than this host that the executor can ask
+    /// (a lab's guests): each end's name and its kernel's available list.
+    fn far_congestion_controls(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// The run order: (configuration position, round), deterministic for a seed. With `groups`
@@ -391,15 +396,7 @@ pub fn tuning_problems(plan: &Plan, targets: &[crate::host::tuning::Target]) -> 
 /// Congestion controls of the plan that this host's kernel will not set on a socket (a typo such
 /// as `bbrr`, a module that is not there), each tried on a throwaway socket before any traffic.
 pub fn congestion_problems(plan: &Plan) -> Vec<String> {
-    let mut names: Vec<String> = plan
-        .configurations()
-        .iter()
-        .filter_map(|c| plan.spec_for(c).ok())
-        .filter_map(|s| s.congestion)
-        .collect();
-    names.sort();
-    names.dedup();
-    names
+    congestion_names(plan)
         .into_iter()
         .filter_map(|name| {
             let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
@@ -424,6 +421,35 @@ pub fn congestion_problems(plan: &Plan) -> Vec<String> {
                     )
                 }
             })
+        })
+        .collect()
+}
+
+/// The congestion controls a plan's configurations ask for, each once.
+fn congestion_names(plan: &Plan) -> Vec<String> {
+    let mut names: Vec<String> = plan
+        .configurations()
+        .iter()
+        .filter_map(|c| plan.spec_for(c).ok())
+        .filter_map(|s| s.congestion)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Congestion controls of the plan that a far end's kernel does not have (`ends`: each end's
+/// name and its `tcp_available_congestion_control`); both ends set the test's control.
+pub fn far_congestion_problems(plan: &Plan, ends: &[(String, String)]) -> Vec<String> {
+    let names = congestion_names(plan);
+    ends.iter()
+        .flat_map(|(end, available)| {
+            names
+                .iter()
+                .filter(|n| !available.split_whitespace().any(|a| a == n.as_str()))
+                .map(move |n| {
+                    format!("congestion control {n:?} is not available on {end} (available: {available})")
+                })
         })
         .collect()
 }

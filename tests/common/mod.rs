@@ -172,3 +172,19 @@ pub fn lab_up(
     )
     .expect("lab up")
 }
+
+/// Runs `netsweep ARGS` in `dir` (its runtime files there too), asserts that it succeeded and
+/// returns its standard output and error together.
+#[allow(dead_code)]
+pub fn netsweep_ok(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(args)
+        .current_dir(dir)
+        .env("NETSWEEP_RUNTIME_DIR", dir.join("rt"))
+        .output()
+        .expect("netsweep runs");
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{args:?}: {text}");
+    text
+}

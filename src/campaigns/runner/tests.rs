@@ -348,3 +348,25 @@ fn plan_values_that_will_not_mean_what_they_say_are_warned_of() {
     );
     assert!(value_warnings(&p, &host).is_empty());
 }
+
+/// A congestion control the host has but a guest's kernel lacks is refused before any traffic,
+/// naming the end; one every end has passes.
+#[test]
+fn congestion_controls_are_checked_against_the_far_ends() {
+    let plan = Plan::parse(
+        "p.toml",
+        "[target]\nkind = \"loopback\"\n[matrix]\ncongestion = [\"cubic\", \"bbr\"]\n[repeat]\ncount = 3\n",
+    )
+    .unwrap();
+    let ends = [("host b's guest".to_string(), "reno cubic".to_string())];
+    let problems = far_congestion_problems(&plan, &ends);
+    assert_eq!(
+        problems,
+        vec![
+            "congestion control \"bbr\" is not available on host b's guest (available: reno cubic)"
+                .to_string()
+        ]
+    );
+    let all = [("host a's guest".to_string(), "reno cubic bbr".to_string())];
+    assert!(far_congestion_problems(&plan, &all).is_empty());
+}

@@ -15,7 +15,7 @@ pub const DEFAULT_DIR: &str = "/var/cache/netsweep/vm";
 
 /// The NIC driver modules, in load order (each after the modules it depends on; the package
 /// has no usable modules.dep for a hand-made initramfs).
-pub const MODULES: [&str; 12] = [
+pub const MODULES: [&str; 13] = [
     "mii",
     "8139too",
     "8139cp",
@@ -28,6 +28,8 @@ pub const MODULES: [&str; 12] = [
     "failover",
     "net_failover",
     "virtio_net",
+    // BBR, so a congestion-control dimension runs in guests as on the host.
+    "tcp_bbr",
 ];
 
 /// What to install when a tool is missing.
@@ -54,9 +56,11 @@ pub fn cached_kernel(dir: &Path) -> Option<(PathBuf, String)> {
     let k = dir.join("kernel");
     let version = std::fs::read_to_string(k.join("version")).ok()?;
     let vmlinux = k.join("vmlinux");
-    vmlinux
-        .is_file()
-        .then(|| (vmlinux, version.trim().to_string()))
+    // A cache made before a module joined the list is made again.
+    let complete = MODULES
+        .iter()
+        .all(|m| k.join("modules").join(format!("{m}.ko")).is_file());
+    (vmlinux.is_file() && complete).then(|| (vmlinux, version.trim().to_string()))
 }
 
 /// The image directory's lock (`DIR/.lock`), held while the kernel is fetched or the
