@@ -168,11 +168,11 @@ fn up(name: &str, path: &PathArgs, vm: &VmArgs, state_dir: PathBuf) -> anyhow::R
             crate::cli::DEFAULT_PORT
         );
         crate::outln!(
-            "try: netsweep lab exec {name} a -- netsweep client 198.18.0.2     (and -R for {} to host)",
+            "try: netsweep lab exec {name} a -- netsweep client 198.18.0.2     ({})",
             if lab.guest_at(Host::A).is_some() {
-                "guest b to guest a: the client runs in guest a"
+                "the client in guest a, the server in guest b; -R for guest b to guest a"
             } else {
-                "guest"
+                "-R for guest to host"
             }
         );
     } else {

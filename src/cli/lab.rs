@@ -29,8 +29,11 @@ pub enum LabCommand {
     Down { name: String },
     /// Show labs and leftovers.
     List,
-    /// Run a command on host a (198.18.0.1) or b (198.18.0.2) of a lab.
-    #[command(after_help = "Example:\n  netsweep lab exec wan a -- ping -c 3 198.18.0.2")]
+    /// Run a command on host a (198.18.0.1) or b (198.18.0.2) of a lab (inside its QEMU guest
+    /// when the host is one).
+    #[command(
+        after_help = "Examples:\n  netsweep lab exec wan a -- ping -c 3 198.18.0.2\n  netsweep lab exec vm b -- netsweep doctor"
+    )]
     Exec {
         name: String,
         /// a or b
