@@ -74,19 +74,13 @@ fn describe(p: &PathConfig, emulator: lab::Emulator) -> String {
     let rate = p
         .rate_bps
         .map_or("unlimited".to_string(), |r| BitRate(r).to_string());
-    // A lab without delay adds none: its RTT is the hosts' own (microseconds), not "0ns".
-    let rtt = if p.rtt().is_zero() && p.jitter.is_zero() {
-        "no delay added".to_string()
-    } else {
-        format!("RTT {:?} (jitter {:?})", p.rtt(), p.jitter)
-    };
-    let emulator = match emulator {
-        lab::Emulator::None => "no path emulation".to_string(),
-        e => format!("emulator {e:?}"),
-    };
     format!(
-        "rate {rate}, {rtt}, loss {}%, MTU {}/{}, {emulator}",
-        p.loss_percent, p.mtu_a, p.mtu_b
+        "rate {rate}, {}, loss {}%, MTU {}/{}, {}",
+        p.delay_text(),
+        p.loss_percent,
+        p.mtu_a,
+        p.mtu_b,
+        emulator.describe()
     )
 }
 

@@ -268,7 +268,7 @@ impl Executor for LabExecutor {
             })
             .unwrap_or_default();
         format!(
-            "lab {} (rate {}, RTT {:?}, loss {}%, MTU {}/{}, emulator {:?}){guest}",
+            "lab {} (rate {}, {}, loss {}%, MTU {}/{}, {}){guest}",
             lab.name(),
             match (p.rate_bps, p.queue_delay()) {
                 (Some(r), Some(q)) => format!(
@@ -278,11 +278,11 @@ impl Executor for LabExecutor {
                 ),
                 _ => "unlimited".into(),
             },
-            p.rtt(),
+            p.delay_text(),
             p.loss_percent,
             p.mtu_a,
             p.mtu_b,
-            lab.emulator()
+            lab.emulator().describe()
         )
     }
 

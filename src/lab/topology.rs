@@ -209,6 +209,16 @@ impl Default for PathConfig {
     }
 }
 
+impl Emulator {
+    /// "no path emulation", "emulator Netem", "emulator Userspace".
+    pub fn describe(self) -> String {
+        match self {
+            Emulator::None => "no path emulation".to_string(),
+            e => format!("emulator {e:?}"),
+        }
+    }
+}
+
 impl PathConfig {
     /// True when the path needs an emulator (netem or the delay line).
     pub fn impaired(&self) -> bool {
@@ -263,6 +273,16 @@ impl PathConfig {
         match h {
             Host::A => self.guest.filter(|_| self.guest_a),
             Host::B => self.guest,
+        }
+    }
+
+    /// "RTT 20ms", "RTT 20ms (jitter 1ms)", or "no delay added" (the hosts' own RTT is
+    /// microseconds, not 0).
+    pub fn delay_text(&self) -> String {
+        match (self.rtt().is_zero(), self.jitter.is_zero()) {
+            (true, true) => "no delay added".to_string(),
+            (_, true) => format!("RTT {:?}", self.rtt()),
+            _ => format!("RTT {:?} (jitter {:?})", self.rtt(), self.jitter),
         }
     }
 
@@ -364,6 +384,18 @@ mod tests {
         assert!(LabNames::new("a/b").is_err());
         assert_eq!(LabNames::owner_of("nsw-x1-a"), Some(("x1".into(), Host::A)));
         assert_eq!(LabNames::owner_of("other"), None);
+    }
+
+    #[test]
+    fn a_path_describes_its_delay_in_words() {
+        let mut p = PathConfig::default();
+        assert_eq!(p.delay_text(), "no delay added");
+        p.delay = Duration::from_millis(10);
+        assert_eq!(p.delay_text(), "RTT 20ms");
+        p.jitter = Duration::from_millis(1);
+        assert_eq!(p.delay_text(), "RTT 20ms (jitter 1ms)");
+        assert_eq!(Emulator::None.describe(), "no path emulation");
+        assert_eq!(Emulator::Userspace.describe(), "emulator Userspace");
     }
 
     #[test]
