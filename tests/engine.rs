@@ -355,6 +355,16 @@ fn the_reported_send_path_is_the_one_used() {
     );
     // The calibration is in the warm-up, not in the results.
     assert!(r.intervals[0].omitted && (r.intervals[0].end_s - 0.3).abs() < 1e-9);
+    assert_eq!(r.start.send_streams, Some(1));
+    // Parallel streams share one calibration: every one of them keeps the reported path, and
+    // the calls counted are all of theirs (each moving at most a chunk, checked above).
+    let parallel = TestSpec {
+        streams: 3,
+        ..TestSpec::tcp(Duration::from_secs(2))
+    };
+    let (_, _, r) = check(&parallel);
+    assert_eq!(r.start.send_streams, Some(3), "{:?}", r.start);
+    assert_eq!(r.start.calibration.len(), 4, "{:?}", r.start);
     let given = TestSpec {
         length_bytes: 64 << 10,
         calibration: Duration::ZERO,

@@ -5,6 +5,7 @@
 //! Invariants (tested): the sum of `intervals[].bytes` over measured intervals equals
 //! `summary.bytes`; `summary.bits_per_second` is `summary.bytes * 8 / summary.seconds`.
 
+use crate::traffic::engine::sendpath::SendReport;
 use crate::traffic::measure::{CpuUsage, IntervalReport, SocketInfo, StreamReport};
 use crate::traffic::spec::{Flow, Protocol, TestSpec};
 use crate::traffic::timeline::Slot;
@@ -147,20 +148,24 @@ pub struct StartInfo {
     pub control_rtt_us: u64,
     pub client_sockets: Vec<SocketInfo>,
     pub server_sockets: Vec<SocketInfo>,
-    /// TCP: how the first stream's sender sent ("sendfile" or "write"), bytes per call, and
-    /// the calibration trials that chose it (empty when `-l`/`--no-zerocopy`/`-b` fixed it).
+    /// TCP: how the senders of the first stream's direction sent ("sendfile" or "write"),
+    /// bytes per call, and the calibration trials that chose it (empty when
+    /// `-l`/`--no-zerocopy`/`-b` fixed it). All sending streams of a direction share one
+    /// calibration, so they all keep this path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_path: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chunk_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calibration: Vec<crate::traffic::engine::sendpath::Trial>,
-    /// That sender's send calls after the choice, and the bytes they moved (so bytes per call
-    /// can be checked against `chunk_bytes`).
+    /// Those senders' send calls after the choice, and the bytes they moved (so bytes per call
+    /// can be checked against `chunk_bytes`), and how many streams used the path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_calls: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_call_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_streams: Option<u64>,
 }
 
 /// The result of one test.
@@ -501,14 +506,24 @@ pub fn build(
         });
     }
     let mut start = start;
-    if let Some(send) = pairs.first().and_then(|p| p.sender.send.as_ref())
+    if let Some(first) = pairs.first()
+        && let Some(send) = first.sender.send.as_ref()
         && let Some(path) = send.path
     {
+        // Every sending stream of a direction keeps the path of one shared calibration
+        // (`sendpath::Pool`): the calls of all of them are counted.
+        let same: Vec<&SendReport> = pairs
+            .iter()
+            .filter(|p| p.flow == first.flow)
+            .filter_map(|p| p.sender.send.as_ref())
+            .filter(|s| s.path == Some(path))
+            .collect();
         start.send_path = Some(path.call.name().to_string());
         start.chunk_bytes = Some(path.chunk_bytes as u64);
         start.calibration = send.trials.clone();
-        start.send_calls = Some(send.calls);
-        start.send_call_bytes = Some(send.bytes);
+        start.send_calls = Some(same.iter().map(|s| s.calls).sum());
+        start.send_call_bytes = Some(same.iter().map(|s| s.bytes).sum());
+        start.send_streams = Some(same.len() as u64);
     }
     let inconsistencies = if error.is_none() {
         checks::inconsistencies(spec, pairs, &timeline)

@@ -117,6 +117,10 @@ pub fn start_streams(
             calibrate,
         ))
     });
+    // One calibration for all sending streams of the test on this end (`sendpath::Pool`).
+    let send_pool = source
+        .as_ref()
+        .map(|_| Arc::new(engine::sendpath::Pool::default()));
     let receivers = roles.iter().filter(|r| **r == Role::Receiver).count();
     let read_bytes = engine::read_size(spec.length_bytes as usize, receivers);
     for (stream, flow, socket) in sockets {
@@ -138,6 +142,7 @@ pub fn start_streams(
             udp_offload: spec.udp_offload,
             zerocopy: spec.zerocopy,
             source: source.clone(),
+            send_pool: send_pool.clone(),
             read_bytes,
             calibration: spec.effective_calibration(),
             datagrams: wire.datagrams,

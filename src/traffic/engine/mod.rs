@@ -78,6 +78,8 @@ pub struct StreamCtx {
     pub zerocopy: bool,
     /// TCP sender: the data it sends, shared by every sending stream of the test.
     pub source: Option<Arc<SendSource>>,
+    /// TCP sender: the calibration shared by every sending stream of the test on this end.
+    pub send_pool: Option<Arc<sendpath::Pool>>,
     /// TCP receiver: bytes asked for per read.
     pub read_bytes: usize,
     /// TCP sender: how long to try the send paths before keeping the fastest (`sendpath`).

@@ -30,6 +30,8 @@
 //! the most. That time is part of the grid's warm-up and in no result.
 
 use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A way to send: which system call, and how many bytes per call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,6 +158,60 @@ pub fn measured_seconds(total: std::time::Duration) -> f64 {
     total.as_secs_f64() / ORDER.len() as f64 * MEASURED_SHARE * turns_each
 }
 
+/// The path to keep, and the trials that chose it, from the bytes and calls each candidate
+/// wrote in the measured parts of a calibration of `total`.
+pub fn decide(
+    measured: [(u64, u64); CANDIDATES.len()],
+    total: std::time::Duration,
+) -> (SendPath, Vec<Trial>) {
+    let secs = measured_seconds(total);
+    let trials: Vec<Trial> = CANDIDATES
+        .iter()
+        .zip(measured)
+        .map(|(path, (bytes, calls))| Trial::of(*path, bytes, calls, secs))
+        .collect();
+    let path = choose(&trials).map_or(CANDIDATES[0], |i| CANDIDATES[i]);
+    (path, trials)
+}
+
+/// The calibration of every sending stream of a test on one end. The streams share the test's
+/// clock, so they try each candidate in the same turns; what they write is added up and one
+/// path is kept for all of them, chosen on the sum: what the test as a whole carries, which is
+/// what matters with `-P`, and a steadier estimate than any one stream's. (Each stream choosing
+/// alone, two streams on loopback kept different paths in one test and the result could name
+/// only one of them.) The first stream past the calibration decides; a call another stream
+/// started in the last measured turn and has not finished is left out of the sums, and that
+/// turn is the cheapest candidate's, whose calls are short.
+#[derive(Debug, Default)]
+pub struct Pool {
+    bytes: [AtomicU64; CANDIDATES.len()],
+    calls: [AtomicU64; CANDIDATES.len()],
+    decision: OnceLock<(SendPath, Vec<Trial>)>,
+}
+
+impl Pool {
+    /// One call of `bytes` that started in candidate `idx`'s measured time.
+    pub fn record(&self, idx: usize, bytes: u64) {
+        if let (Some(b), Some(c)) = (self.bytes.get(idx), self.calls.get(idx)) {
+            b.fetch_add(bytes, Ordering::Relaxed);
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The path every stream keeps after a calibration of `total`, and the trials that chose it.
+    pub fn decision(&self, total: std::time::Duration) -> &(SendPath, Vec<Trial>) {
+        self.decision.get_or_init(|| {
+            let measured = std::array::from_fn(|i| {
+                (
+                    self.bytes[i].load(Ordering::Relaxed),
+                    self.calls[i].load(Ordering::Relaxed),
+                )
+            });
+            decide(measured, total)
+        })
+    }
+}
+
 /// What a sender reports about its send path: the one it used after calibration (or the one
 /// given), the trials that chose it, and its system calls in the measured period.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -214,6 +270,36 @@ mod tests {
             Some(3)
         );
         assert_eq!(choose(&[]), None);
+    }
+
+    #[test]
+    fn streams_of_a_test_pool_their_calibration_and_keep_one_path() {
+        let total = Duration::from_millis(300);
+        let secs = measured_seconds(total);
+        let pool = Pool::default();
+        // Stream 1 alone would keep sendfile 64 KiB (candidate 0): 10 GB/s against 9.
+        // Stream 2 writes far more with write 4 MiB (candidate 3): the sum decides.
+        let per_sec = |gbytes: f64| (gbytes * 1e9 * secs) as u64;
+        pool.record(0, per_sec(10.0));
+        pool.record(3, per_sec(9.0));
+        for _ in 0..3 {
+            pool.record(0, 0);
+            pool.record(3, 0);
+        }
+        pool.record(0, per_sec(2.0));
+        pool.record(3, per_sec(8.0));
+        let (path, trials) = pool.decision(total).clone();
+        assert_eq!(path, CANDIDATES[3]);
+        assert_eq!(trials.len(), CANDIDATES.len());
+        assert_eq!(trials[0].calls, 5);
+        let rate = trials[3].bits_per_second.unwrap();
+        assert!((rate - 17e9 * 8.0).abs() / rate < 1e-6, "{rate}");
+        // Candidates nobody measured have no rate; the decision is made once.
+        assert_eq!(trials[1].bits_per_second, None);
+        pool.record(0, per_sec(100.0));
+        assert_eq!(pool.decision(total).0, CANDIDATES[3]);
+        // Out-of-range candidates are ignored rather than panicking.
+        pool.record(CANDIDATES.len(), 1);
     }
 
     #[test]

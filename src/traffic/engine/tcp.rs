@@ -9,6 +9,7 @@ use super::{POLL, Pacer, SendSource, StreamCtx, TCP_DRAIN};
 use crate::platform::sockopt;
 use crate::traffic::measure::{IntervalReport, StreamReport, TcpSample};
 use std::io::{ErrorKind, Read, Write};
+use std::sync::Arc;
 use std::time::Duration;
 
 use std::net::{Shutdown, TcpStream};
@@ -68,8 +69,8 @@ impl InfoSampler {
 struct PathChooser {
     fixed: SendPath,
     calibration: Duration,
-    /// Bytes written, and calls started, in the measured part of each candidate's turns.
-    measured: [(u64, u64); sendpath::CANDIDATES.len()],
+    /// What every sending stream of the test wrote in each candidate's measured turns.
+    pool: Arc<sendpath::Pool>,
     chosen: Option<SendPath>,
     report: SendReport,
 }
@@ -89,7 +90,7 @@ impl PathChooser {
             },
             // Already zero for paced senders (`TestSpec::effective_calibration`).
             calibration: ctx.calibration,
-            measured: [(0, 0); sendpath::CANDIDATES.len()],
+            pool: ctx.send_pool.clone().unwrap_or_default(),
             chosen: None,
             report: SendReport::default(),
         }
@@ -106,14 +107,9 @@ impl PathChooser {
         let p = if self.calibration.is_zero() {
             self.fixed
         } else {
-            let secs = sendpath::measured_seconds(self.calibration);
-            self.report.trials = sendpath::CANDIDATES
-                .iter()
-                .zip(self.measured)
-                .map(|(path, (bytes, calls))| sendpath::Trial::of(*path, bytes, calls, secs))
-                .collect();
-            sendpath::choose(&self.report.trials)
-                .map_or(sendpath::CANDIDATES[0], |i| sendpath::CANDIDATES[i])
+            let (path, trials) = self.pool.decision(self.calibration);
+            self.report.trials = trials.clone();
+            *path
         };
         self.chosen = Some(p);
         self.report.path = Some(p);
@@ -122,10 +118,7 @@ impl PathChooser {
 
     fn record(&mut self, trial: Option<usize>, bytes: usize) {
         match trial {
-            Some(i) => {
-                self.measured[i].0 += bytes as u64;
-                self.measured[i].1 += 1;
-            }
+            Some(i) => self.pool.record(i, bytes as u64),
             None if self.chosen.is_some() => {
                 self.report.calls += 1;
                 self.report.bytes += bytes as u64;

@@ -407,6 +407,7 @@ mod tests {
             udp_offload: false,
             zerocopy: false,
             source: None,
+            send_pool: None,
             read_bytes: 0,
             calibration: Duration::ZERO,
             datagrams: super::Datagrams::Netsweep,
