@@ -21,6 +21,16 @@
 //! figures also swing by a factor of 1.5 between runs of one configuration on a shared 2-core
 //! VM, so compare medians of interleaved rounds (`bench/peers.py`), never single runs.
 //!
+//! What does not help here (same machine kind, 2026-11-23, a C sender/receiver pair on loopback,
+//! kernel 6.18): receiving without a copy (`TCP_ZEROCOPY_RECEIVE` into an mmap of the socket)
+//! maps nothing on loopback, since the kernel maps only whole, plain pages: sendfile's frags are
+//! page-cache pages (they have a mapping), write(2)'s socket pages are compound, and
+//! `TCP_MAXSEG` cannot make segments a multiple of the page size (it stops at 32767). Sending
+//! with `MSG_ZEROCOPY` is copied anyway when loopback delivers it and costs its completions:
+//! 23 Gbit/s against write(2)'s 44 in the same run. Pinning the sender and the receiver to
+//! different cores did not move the median either. The receiver's read size matters little:
+//! 128 KiB to 16 MiB reads behind 4 MiB writes stayed within the run-to-run noise (37-46).
+//!
 //! # Calibration
 //! A sender with `TestSpec::calibration` > 0 gives each of `CANDIDATES` two turns, in the
 //! mirrored order of `ORDER` (so a drift over the calibration, such as the receiver's buffer
@@ -28,6 +38,10 @@
 //! turn (the first third refills the socket buffer after the switch), and keeps the fastest. A candidate within `TIE` of the fastest
 //! that comes earlier in the list wins: the list runs from the least CPU per byte (sendfile) to
 //! the most. That time is part of the grid's warm-up and in no result.
+//!
+//! All sending streams of a test on one end calibrate together (`Pool`): on loopback with two
+//! streams, each stream choosing alone sometimes kept sendfile 64 KiB (45 Gbit/s in total)
+//! where write(2) carried 52-59, and the streams of one test could keep different paths.
 
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
