@@ -2,6 +2,8 @@
 //! at random moments with --resume, located plan errors, the runner lock, compare/export/import,
 //! and a database of an older schema version.
 
+mod common;
+
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -592,4 +594,54 @@ fn latency_in_a_plan_is_stored_and_compared() {
     ] {
         assert!(html.contains(&format!("aria-label=\"{title}\"")), "{title}");
     }
+}
+
+/// A campaign against a netsweep server puts its tests to the server before any traffic: a
+/// test over the server's caps stops `--check` and the run, naming the configuration.
+#[test]
+fn a_far_server_refusing_a_test_stops_the_plan_before_any_traffic() {
+    let limits = netsweep::traffic::spec::ServerLimits {
+        max_duration: Duration::from_secs(2),
+        ..Default::default()
+    };
+    let server = common::TestServer::start(limits);
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.toml");
+    let db = dir.path().join("p.db");
+    let write = |duration: &str| {
+        std::fs::write(
+            &plan,
+            format!(
+                "[target]\nkind = \"address\"\nhost = \"{}\"\n[test]\nduration = \"{duration}\"\n\
+                 [matrix]\nwindow = [\"64K\", \"128K\"]\n[repeat]\ncount = 3\n",
+                server.addr
+            ),
+        )
+        .unwrap();
+    };
+    let args = |check: bool| {
+        let mut a = vec!["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()];
+        if check {
+            a.push("--check");
+        }
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    write("3s");
+    for check in [true, false] {
+        let argv = args(check);
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let (ok, out) = netsweep(&argv);
+        assert!(!ok, "{out}");
+        assert!(out.contains("window=64K: server refused the test"), "{out}");
+        assert!(out.contains("nothing was run"), "{out}");
+        assert!(
+            !out.contains("window=128K: server refused"),
+            "one line per refusal: {out}"
+        );
+    }
+    write("1s");
+    let argv = args(true);
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let (ok, out) = netsweep(&argv);
+    assert!(ok && out.contains("is valid"), "{out}");
 }

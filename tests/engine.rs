@@ -386,3 +386,60 @@ fn the_reported_send_path_is_the_one_used() {
         "reverse: the server's sender"
     );
 }
+
+/// A client can ask a server whether it would admit a test, without running it: the server
+/// checks the spec, its caps and its kernel's congestion controls, and takes no slot.
+#[test]
+fn a_server_says_whether_it_would_admit_a_test() {
+    use netsweep::traffic::client::{self, Admission, ClientConfig};
+    let limits = netsweep::traffic::spec::ServerLimits {
+        max_tests: 1,
+        max_duration: Duration::from_secs(5),
+        ..Default::default()
+    };
+    let server = common::TestServer::start(limits);
+    let cfg = ClientConfig::new(server.addr);
+    // Many questions in a row: none holds the single slot.
+    for _ in 0..5 {
+        assert_eq!(client::check(&cfg, &tcp(1.0)), Admission::Admissible);
+    }
+    let long = TestSpec {
+        duration: Duration::from_secs(10),
+        ..tcp(1.0)
+    };
+    match client::check(&cfg, &long) {
+        Admission::Refused(why) => assert!(why.contains("server refused the test"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    let typo = TestSpec {
+        congestion: Some("bbrr".into()),
+        ..tcp(1.0)
+    };
+    match client::check(&cfg, &typo) {
+        Admission::Refused(why) => assert!(
+            why.contains("congestion control \"bbrr\" cannot be set on the server"),
+            "{why}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // The slot is free: a real test still runs.
+    let r = server.run(&tcp(0.5)).expect("test after the questions");
+    check_invariants(&r);
+    // Something that is not a netsweep server cannot be asked, and says so.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let quiet = ClientConfig::new(silent.local_addr().unwrap());
+    let t = std::time::Instant::now();
+    let closer = std::thread::spawn(move || {
+        if let Ok((s, _)) = silent.accept() {
+            drop(s);
+        }
+    });
+    match client::check(&quiet, &tcp(1.0)) {
+        Admission::Unknown(why) => {
+            assert!(why.contains("not answered as a netsweep server"), "{why}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(t.elapsed() < Duration::from_secs(10));
+    closer.join().unwrap();
+}

@@ -207,7 +207,10 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let mut exec = executor_for(&plan)?;
-    let far = runner::far_congestion_problems(&plan, &exec.far_congestion_controls());
+    let (far, far_warnings) = exec.far_check(&plan);
+    for w in far_warnings {
+        crate::errln!("warning: {w}");
+    }
     if !far.is_empty() {
         crate::errln!("{file}: {}, nothing was run", far.join("; "));
         return Ok(ExitCode::from(2));

@@ -2,7 +2,8 @@
 //! (server on host b, client on host a), and the address of a running `netsweep server`.
 //! Each reads kernel counters before and after every test on the hosts it can see.
 
-use crate::campaigns::runner::{ExecOutcome, Executor};
+use crate::campaigns::plan::Plan;
+use crate::campaigns::runner::{self, ExecOutcome, Executor};
 use crate::lab::{Host, Lab, LabOptions, LabServer, PathConfig};
 use crate::traffic::client::{self, ClientConfig, PeerProtocol};
 use crate::traffic::result::TestResult;
@@ -366,9 +367,9 @@ impl Executor for LabExecutor {
         (!self.guests.is_empty()).then(|| serde_json::Value::Object(self.guests.clone()))
     }
 
-    fn far_congestion_controls(&self) -> Vec<(String, String)> {
+    fn far_check(&self, plan: &Plan) -> (Vec<String>, Vec<String>) {
         let lab = self.lab();
-        [Host::A, Host::B]
+        let ends: Vec<(String, String)> = [Host::A, Host::B]
             .into_iter()
             .filter(|h| lab.guest_at(*h).is_some())
             .map(|h| {
@@ -378,7 +379,8 @@ impl Executor for LabExecutor {
                     crate::lab::guest_sysctl_read(lab.name(), h, key).unwrap_or_default(),
                 )
             })
-            .collect()
+            .collect();
+        (runner::far_congestion_problems(plan, &ends), Vec::new())
     }
 }
 
@@ -411,6 +413,21 @@ impl Executor for AddressExecutor {
             ..ClientConfig::new(self.addr)
         };
         run_here(&cfg, spec, stop, "client")
+    }
+
+    fn far_check(&self, plan: &Plan) -> (Vec<String>, Vec<String>) {
+        if self.peer == PeerProtocol::Iperf3 {
+            let warning = (!runner::congestion_names(plan).is_empty()).then(|| {
+                format!(
+                    "the plan's congestion controls cannot be checked on the iperf3 server {} \
+                     before the campaign: a run whose control it lacks fails when it runs",
+                    self.addr
+                )
+            });
+            return (Vec::new(), warning.into_iter().collect());
+        }
+        let cfg = ClientConfig::new(self.addr);
+        runner::far_refusals(plan, |spec| client::check(&cfg, spec))
     }
 
     fn shell(&mut self, command: &str) -> Result<(), String> {

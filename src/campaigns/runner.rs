@@ -59,10 +59,11 @@ pub trait Executor {
     fn facts_gathered(&mut self) -> Option<serde_json::Value> {
         None
     }
-    /// The congestion controls of the ends other than this host that the executor can ask
-    /// (a lab's guests): each end's name and its kernel's available list.
-    fn far_congestion_controls(&self) -> Vec<(String, String)> {
-        Vec::new()
+    /// What the ends other than this host say of the plan before any traffic (a lab's guests:
+    /// their congestion controls; a netsweep server: whether it admits each test): problems that
+    /// stop the campaign, and warnings.
+    fn far_check(&self, _plan: &Plan) -> (Vec<String>, Vec<String>) {
+        (Vec::new(), Vec::new())
     }
 }
 
@@ -398,35 +399,12 @@ pub fn tuning_problems(plan: &Plan, targets: &[crate::host::tuning::Target]) -> 
 pub fn congestion_problems(plan: &Plan) -> Vec<String> {
     congestion_names(plan)
         .into_iter()
-        .filter_map(|name| {
-            let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
-                .map_err(|e| e.to_string());
-            let set = sock
-                .and_then(|s| crate::platform::sockopt::set_congestion(&s, &name).map_err(|e| e.to_string()));
-            set.err().map(|e| {
-                let read = |key| {
-                    crate::platform::sysctl::read(key).unwrap_or_else(|_| "?".into())
-                };
-                let available = read("net.ipv4.tcp_available_congestion_control");
-                let allowed = read("net.ipv4.tcp_allowed_congestion_control");
-                if available.split_whitespace().any(|a| a == name) {
-                    format!(
-                        "congestion control {name:?} is not in net.ipv4.tcp_allowed_congestion_control \
-                         ({allowed}), so only root may set it: run as root, add it there, or leave \
-                         it out of the plan"
-                    )
-                } else {
-                    format!(
-                        "congestion control {name:?} cannot be set here ({e}); available: {available}"
-                    )
-                }
-            })
-        })
+        .filter_map(|name| crate::host::congestion::unusable(&name, "here"))
         .collect()
 }
 
 /// The congestion controls a plan's configurations ask for, each once.
-fn congestion_names(plan: &Plan) -> Vec<String> {
+pub fn congestion_names(plan: &Plan) -> Vec<String> {
     let mut names: Vec<String> = plan
         .configurations()
         .iter()
@@ -451,6 +429,56 @@ pub fn far_congestion_problems(plan: &Plan, ends: &[(String, String)]) -> Vec<St
                     format!("congestion control {n:?} is not available on {end} (available: {available})")
                 })
         })
+        .collect()
+}
+
+/// At most this many distinct tests of a plan are put to a far server before the campaign.
+pub const FAR_CHECKS_MAX: usize = 256;
+
+/// What a far end that can be asked (a netsweep server, through `ask`) says of the plan's
+/// tests before any traffic: each distinct refusal once, with the first configuration that met
+/// it (the problems), and a warning if the end could not be asked (then nothing more is asked).
+pub fn far_refusals(
+    plan: &Plan,
+    mut ask: impl FnMut(&TestSpec) -> crate::traffic::client::Admission,
+) -> (Vec<String>, Vec<String>) {
+    use crate::traffic::client::Admission;
+    let mut problems: Vec<(String, String)> = Vec::new();
+    let mut asked = std::collections::HashSet::new();
+    for cfg in plan.configurations() {
+        // A configuration whose spec cannot be built is refused by the plan's own checks.
+        let Ok(spec) = plan.spec_for(&cfg) else {
+            continue;
+        };
+        if !asked.insert(serde_json::to_string(&spec).unwrap_or_default()) {
+            continue;
+        }
+        if asked.len() > FAR_CHECKS_MAX {
+            break;
+        }
+        match ask(&spec) {
+            Admission::Admissible => {}
+            Admission::Refused(why) => {
+                if !problems.iter().any(|(w, _)| *w == why) {
+                    problems.push((why, label(&cfg)));
+                }
+            }
+            Admission::Unknown(why) => {
+                let warning = format!(
+                    "the plan's tests could not be put to the server before the campaign, so a \
+                     test it refuses fails only when it runs: {why}"
+                );
+                return (render_refusals(problems), vec![warning]);
+            }
+        }
+    }
+    (render_refusals(problems), Vec::new())
+}
+
+fn render_refusals(problems: Vec<(String, String)>) -> Vec<String> {
+    problems
+        .into_iter()
+        .map(|(why, cfg)| format!("{cfg}: {why}"))
         .collect()
 }
 

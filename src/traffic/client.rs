@@ -131,6 +131,42 @@ pub(crate) fn connect_tcp(
     Ok(sock.into())
 }
 
+/// What a netsweep server says of a test it was asked about (`ClientMsg::Check`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Admission {
+    Admissible,
+    /// Refused, with the server's reason.
+    Refused(String),
+    /// The server could not be asked (unreachable, not a netsweep server, one that predates
+    /// the question): why.
+    Unknown(String),
+}
+
+/// Asks the server whether it would admit a test of `spec`, without running it.
+pub fn check(cfg: &ClientConfig, spec: &TestSpec) -> Admission {
+    let server = cfg.server;
+    let ask = || -> Result<ServerMsg, String> {
+        let mut ctrl = connect_tcp(cfg, None).map_err(|e| connect_advice(server, &e))?;
+        let _ = ctrl.set_nodelay(true);
+        ctrl.write_all(&protocol::control_preamble())
+            .map_err(|e| e.to_string())?;
+        let mut pre = [0u8; 8];
+        read_exact_by(&mut ctrl, &mut pre, Instant::now() + IO_DEADLINE)
+            .and_then(|()| protocol::check_control_preamble(&pre, true))
+            .map_err(|e| format!("not answered as a netsweep server: {e}"))?;
+        write_frame(&mut ctrl, &ClientMsg::Check { spec: spec.clone() })
+            .map_err(|e| e.to_string())?;
+        read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))
+            .map_err(|e| format!("no answer to the question (a server older than it?): {e}"))
+    };
+    match ask() {
+        Ok(ServerMsg::Admissible) => Admission::Admissible,
+        Ok(ServerMsg::Refused { refusal }) => Admission::Refused(refusal.to_string()),
+        Ok(other) => Admission::Unknown(format!("answered {other:?}")),
+        Err(e) => Admission::Unknown(format!("{server}: {e}")),
+    }
+}
+
 /// Runs one test. `stop` ends it early (Ctrl-C); `on_interval` sees each merged interval.
 pub fn run_test(
     cfg: &ClientConfig,

@@ -78,6 +78,10 @@ impl std::fmt::Display for Refusal {
 pub enum ClientMsg {
     /// Ask for a test.
     Request { spec: TestSpec },
+    /// Ask whether a test would be admitted (its spec valid, within the server's caps, its
+    /// congestion control usable there), without running it: the server answers `Admissible`
+    /// or `Refused`, takes no slot and opens nothing. Campaigns ask before any traffic.
+    Check { spec: TestSpec },
     /// All data connections are open: start traffic now.
     Start,
     /// The client's side has finished; carries its reports for the server's log.
@@ -105,6 +109,8 @@ pub enum ServerMsg {
     Refused {
         refusal: Refusal,
     },
+    /// The answer to `Check`: the test would be admitted (if a slot is free then).
+    Admissible,
     /// Every data connection arrived; `sockets` are the server's granted buffer sizes.
     Ready {
         sockets: Vec<SocketInfo>,

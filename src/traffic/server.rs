@@ -366,6 +366,20 @@ fn refuse(ctrl: &mut TcpStream, refusal: Refusal) -> anyhow::Result<()> {
     anyhow::bail!("{refusal}")
 }
 
+/// Why a test of `spec` is not admitted here (invalid, over a cap, a congestion control this
+/// kernel will not set), or `None`.
+fn admission(spec: &TestSpec, shared: &Shared) -> Option<String> {
+    if let Err(e) = spec.validate() {
+        return Some(e.to_string());
+    }
+    if let Some(reason) = shared.limits.refusal(spec) {
+        return Some(reason);
+    }
+    spec.congestion
+        .as_deref()
+        .and_then(|cc| crate::host::congestion::unusable(cc, "on the server"))
+}
+
 fn control_session(
     mut ctrl: TcpStream,
     peer: SocketAddr,
@@ -374,17 +388,15 @@ fn control_session(
 ) -> anyhow::Result<()> {
     let spec = match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
         ClientMsg::Request { spec } => spec,
+        ClientMsg::Check { spec } => {
+            return match admission(&spec, shared) {
+                Some(reason) => refuse(&mut ctrl, Refusal::Limit { reason }),
+                None => Ok(write_frame(&mut ctrl, &ServerMsg::Admissible)?),
+            };
+        }
         other => anyhow::bail!("expected a test request, got {other:?}"),
     };
-    if let Err(e) = spec.validate() {
-        return refuse(
-            &mut ctrl,
-            Refusal::Limit {
-                reason: e.to_string(),
-            },
-        );
-    }
-    if let Some(reason) = shared.limits.refusal(&spec) {
+    if let Some(reason) = admission(&spec, shared) {
         return refuse(&mut ctrl, Refusal::Limit { reason });
     }
     let slot = match take_slot(shared) {

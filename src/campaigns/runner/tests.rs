@@ -370,3 +370,44 @@ fn congestion_controls_are_checked_against_the_far_ends() {
     let all = [("host a's guest".to_string(), "reno cubic bbr".to_string())];
     assert!(far_congestion_problems(&plan, &all).is_empty());
 }
+
+/// A netsweep server is asked about each distinct test of the plan before any traffic: each
+/// refusal is reported once with the first configuration that met it, and a server that cannot
+/// be asked gives one warning and no more questions.
+#[test]
+fn a_far_server_is_asked_about_every_distinct_test_once() {
+    use crate::traffic::client::Admission;
+    let plan = Plan::parse(
+        "p.toml",
+        "[target]\nkind = \"address\"\nhost = \"198.18.0.2:5310\"\n[matrix]\n\
+         congestion = [\"cubic\", \"bbrr\"]\nwindow = [\"64K\", \"128K\"]\n\
+         [dimensions.label]\nx = { setup = \"true\" }\ny = { setup = \"true\" }\n[repeat]\ncount = 3\n",
+    )
+    .unwrap();
+    let mut asked = Vec::new();
+    let (problems, warnings) = far_refusals(&plan, |spec| {
+        asked.push((spec.congestion.clone(), spec.window_bytes));
+        match spec.congestion.as_deref() {
+            Some("bbrr") => Admission::Refused("no bbrr there".into()),
+            _ => Admission::Admissible,
+        }
+    });
+    // 8 configurations, 4 distinct tests (the label is not part of the test).
+    assert_eq!(asked.len(), 4, "{asked:?}");
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].starts_with("congestion=bbrr window=64K")
+            && problems[0].ends_with(": no bbrr there"),
+        "{problems:?}"
+    );
+    assert!(warnings.is_empty());
+    let mut calls = 0;
+    let (problems, warnings) = far_refusals(&plan, |_| {
+        calls += 1;
+        Admission::Unknown("198.18.0.2:5310: connection refused".into())
+    });
+    assert_eq!(calls, 1);
+    assert!(problems.is_empty());
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].contains("connection refused"), "{warnings:?}");
+}
