@@ -116,11 +116,11 @@ pub(super) fn read_server_tuning(
         .string(table, "remote_netsweep")
         .map(|(s, _)| s)
         .unwrap_or_else(|| "netsweep".into());
-    Some(crate::host::tuning::Remote {
-        dest: dest.to_string(),
+    Some(crate::host::tuning::Remote::new(
+        dest,
         ssh_options,
         netsweep,
-    })
+    ))
 }
 
 pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {

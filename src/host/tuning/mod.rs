@@ -534,9 +534,32 @@ pub struct Remote {
     pub ssh_options: Vec<String>,
     /// The netsweep command on the remote host.
     pub netsweep: String,
+    /// What probing it found, kept after the first success: a campaign switches profiles many
+    /// times and the host does not change between them.
+    pub probed: Probed,
 }
 
+/// The first successful probe of a remote host (shared by clones; not part of equality).
+#[derive(Debug, Clone, Default)]
+pub struct Probed(std::sync::Arc<std::sync::OnceLock<Option<SshHost>>>);
+
+impl PartialEq for Probed {
+    fn eq(&self, _: &Probed) -> bool {
+        true
+    }
+}
+impl Eq for Probed {}
+
 impl Remote {
+    pub fn new(dest: &str, ssh_options: Vec<String>, netsweep: String) -> Remote {
+        Remote {
+            dest: dest.to_string(),
+            ssh_options,
+            netsweep,
+            probed: Probed::default(),
+        }
+    }
+
     fn run(&self, args: &[&str], stdin: Option<&str>) -> Result<String, String> {
         let mut cmd = ssh_command(&self.ssh_options);
         cmd.args(["--", &self.dest, &self.netsweep, "tune"])
@@ -574,9 +597,14 @@ impl Remote {
 
     /// The host as a plain-sysctl target when it has no netsweep; `None` when it has one.
     fn without_netsweep(&self) -> Result<Option<Target>, String> {
+        if let Some(found) = self.probed.0.get() {
+            return Ok(found.clone().map(Target::SshSysctl));
+        }
         let (has, host) = SshHost::probe(&self.dest, &self.ssh_options, &self.netsweep)
             .map_err(|e| format!("{e:#}"))?;
-        Ok((!has).then_some(Target::SshSysctl(host)))
+        // A failed probe (a network blip) is not kept: the next call asks again.
+        let found = self.probed.0.get_or_init(|| (!has).then_some(host));
+        Ok(found.clone().map(Target::SshSysctl))
     }
 
     /// Applies `p` there: through the remote netsweep (sent as a profile file on standard
