@@ -377,16 +377,8 @@ fn ctrl_c_on_a_guest_lab_test_leaves_nothing() {
             );
         }
         assert!(!pidfile.exists(), "{} left", pidfile.display());
-        let qemu_left = std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .any(|e| {
-                std::fs::read(e.path().join("cmdline"))
-                    .map(|c| String::from_utf8_lossy(&c).contains(&format!("{lab}.qemu.pid")))
-                    .unwrap_or(false)
-            });
         assert!(
-            !qemu_left,
+            !qemu_of_lab_runs(&lab),
             "a QEMU of lab {lab} still runs (during_test {during_test})"
         );
     }
@@ -579,4 +571,109 @@ fn a_guest_to_guest_campaign_tunes_and_counts_inside_the_guests() {
             );
         }
     }
+}
+
+/// Whether a QEMU of lab `lab` (either host's guest) still runs.
+fn qemu_of_lab_runs(lab: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .any(|e| {
+            std::fs::read(e.path().join("cmdline"))
+                .map(|c| {
+                    let c = String::from_utf8_lossy(&c);
+                    c.contains(&format!("{lab}.qemu.pid"))
+                        || c.contains(&format!("{lab}-a.qemu.pid"))
+                })
+                .unwrap_or(false)
+        })
+}
+
+/// Ctrl-C while a guest-to-guest campaign's test runs inside guest a: the campaign stops at
+/// once (it used to wait for the guest's test to end), stores no partial run, and leaves no
+/// namespace, QEMU or pidfile.
+#[test]
+fn ctrl_c_during_a_guest_to_guest_campaign_stops_at_once() {
+    if !ready("ctrl_c_during_a_guest_to_guest_campaign_stops_at_once") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("gg.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"lab\"\nvm = \"both\"\nrate = \"200M\"\n\
+         [test]\nduration = \"60s\"\n[repeat]\ncount = 3\n",
+    )
+    .unwrap();
+    let db = dir.path().join("gg.db");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // A campaign names its lab after its process id.
+    let lab = format!("r{}", child.id() % 100_000_000);
+    let names = netsweep::lab::LabNames::new(&lab).unwrap();
+    let (ns, tap) = (
+        names.namespace(netsweep::lab::Host::A),
+        names.tap(netsweep::lab::Host::A),
+    );
+    // The test runs once guest a's TAP has carried a few megabytes towards guest b.
+    let t0 = std::time::Instant::now();
+    loop {
+        let out = std::process::Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &ns,
+                "cat",
+                &format!("/sys/class/net/{tap}/statistics/rx_bytes"),
+            ])
+            .output()
+            .unwrap();
+        let rx: u64 = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        if rx > 5_000_000 {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the campaign ended before its first test ran"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(240),
+            "the test in guest a never started"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let signalled = std::time::Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    let took = signalled.elapsed();
+    assert!(
+        took < Duration::from_secs(30),
+        "the campaign took {took:?} to stop; its test had 60 s to go"
+    );
+    assert!(!status.success(), "an interrupted campaign is no success");
+    for h in ["a", "b"] {
+        let ns = format!("nsw-{lab}-{h}");
+        assert!(!netsweep::platform::netns::exists(&ns), "{ns} left");
+    }
+    for file in [format!("{lab}.qemu.pid"), format!("{lab}-a.qemu.pid")] {
+        let p = std::path::Path::new(netsweep::lab::STATE_DIR).join(file);
+        assert!(!p.exists(), "{} left", p.display());
+    }
+    assert!(!qemu_of_lab_runs(&lab), "a QEMU of lab {lab} still runs");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let stored: i64 = conn
+        .query_row("SELECT count(*) FROM run WHERE status = 'ok'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(stored, 0, "an interrupted run was stored");
 }

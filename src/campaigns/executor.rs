@@ -205,8 +205,13 @@ impl LabExecutor {
     }
 
     /// Runs the test from host a's guest: its netsweep gets the whole test as JSON and
-    /// answers with its result document.
-    fn run_in_guest_a(&self, spec: &TestSpec) -> (Result<TestResult, String>, Duration) {
+    /// answers with its result document. `stop` (Ctrl-C) stops the wait at once: the run is
+    /// then discarded, and the guest, still running it, goes with the lab.
+    fn run_in_guest_a(
+        &self,
+        spec: &TestSpec,
+        stop: &AtomicBool,
+    ) -> (Result<TestResult, String>, Duration) {
         let json = match serde_json::to_string(spec) {
             Ok(j) => j,
             Err(e) => return (Err(e.to_string()), Duration::ZERO),
@@ -223,12 +228,24 @@ impl LabExecutor {
         .map(|s| s.to_string())
         .collect();
         let t = Instant::now();
-        let r = self
-            .lab()
-            .exec_in_guest(Host::A, &argv)
-            .map_err(|e| format!("{e:#}"))
-            .and_then(|(out, _)| result_document(&out));
-        (r, t.elapsed())
+        let name = self.lab().name().to_string();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(crate::lab::exec_in_guest(&name, Host::A, &argv));
+        });
+        loop {
+            match rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(r) => {
+                    let r = r
+                        .map_err(|e| format!("{e:#}"))
+                        .and_then(|(out, _)| result_document(&out));
+                    return (r, t.elapsed());
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+                    if !stop.load(Ordering::Relaxed) => {}
+                Err(_) => return (Err("interrupted".into()), t.elapsed()),
+            }
+        }
     }
 
     /// Starts netsweep's server on host b, unless host b is a guest (its init starts one).
@@ -341,12 +358,16 @@ impl Executor for LabExecutor {
         let (a0, b0) = self.snapshot();
         let addr = SocketAddr::new(Host::B.address(), crate::cli::DEFAULT_PORT);
         let (result, engine_time) = match self.lab().guest_at(Host::A) {
-            Some(_) => self.run_in_guest_a(spec),
+            Some(_) => self.run_in_guest_a(spec, stop),
             None => self
                 .lab()
                 .run_in(Host::A, || client_run(&ClientConfig::new(addr), spec, stop))
                 .unwrap_or_else(|e| (Err(e.to_string()), Duration::ZERO)),
         };
+        if stop.load(Ordering::Relaxed) {
+            // Discarded by the runner; a guest may still be busy with the test it was given.
+            return ExecOutcome::failed("interrupted".into());
+        }
         let (a1, b1) = self.snapshot();
         let delta = |x: Option<counters::Snapshot>, y: Option<counters::Snapshot>| match (x, y) {
             (Some(x), Some(y)) => delta_json(&x, &y),
