@@ -415,6 +415,16 @@ fn lab_commands_up_list_exec_down() {
                 + &String::from_utf8_lossy(&out.stderr),
         )
     };
+    // Removed even when an assertion below fails (a second `lab down` says nothing to remove).
+    struct Down<'a>(&'a str, &'a str);
+    impl Drop for Down<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new(self.0)
+                .args(["lab", "down", self.1])
+                .output();
+        }
+    }
+    let _down = Down(exe, &n);
     let (ok, text) = run(&[
         "lab",
         "up",
@@ -429,9 +439,14 @@ fn lab_commands_up_list_exec_down() {
     assert!(ok, "{text}");
     let (ok, text) = run(&["lab", "up", &n]);
     assert!(!ok && text.contains("already exists"), "{text}");
+    // Other labs may exist (other tests', a user's): only this one's line counts.
     let (_, text) = run(&["lab", "list"]);
+    let ours = text
+        .lines()
+        .find(|l| l.starts_with(&format!("{n}: ")))
+        .unwrap_or_else(|| panic!("{n} not listed: {text}"));
     assert!(
-        text.contains(&n) && text.contains("Userspace") && !text.contains("LEFTOVER"),
+        ours.contains("Userspace") && !ours.contains("LEFTOVER"),
         "{text}"
     );
     let (ok, text) = run(&["lab", "exec", &n, "a", "--", "ip", "-4", "addr"]);
