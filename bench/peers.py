@@ -11,8 +11,8 @@ every run is bounded by --seconds and a timeout.
     python3 bench/peers.py --seconds 5 --rounds 5 --cases interop,interopudp   # iperf3 protocol
 
 The bench also builds and runs `examples/ceiling.rs`, a bare sender/receiver pair with each
-send path and chunk size, and prints netsweep's figure as a share of the best bare figure of
-the same run.
+send path and chunk size (one pair for tcp1, two at once for tcp2), and prints netsweep's
+figure as a share of the best bare figure of the same run.
 
 Needs: iperf3, iperf, nuttcp on PATH and a release build (cargo build --release).
 """
@@ -31,6 +31,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NETSWEEP = os.path.join(ROOT, "target", "release", "netsweep")
 CEILING = os.path.join(ROOT, "target", "release", "examples", "ceiling")
 BARE = [("sendfile", "16K"), ("sendfile", "64K"), ("write", "1M"), ("write", "4M")]
+# The two-stream ceiling (tcp2): the paths that were best for one stream.
+BARE2 = ["bare sendfile 64K", "bare write 4M"]
 HOST = "127.0.0.1"
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -61,6 +63,8 @@ def cases(sec):
             "iperf2": ("iperf2", i2),
         },
         "tcp2": {
+            **{f"{k} x2": (t, argv + ["--streams", "2"]) for k, (t, argv) in bare.items()
+               if k in BARE2},
             "netsweep -P 2": ("netsweep", ns + ["-P", "2"]),
             "iperf2 -P 2": ("iperf2", i2 + ["-P", "2"]),
             "iperf3 -P 2": ("iperf3", i3 + ["-P", "2"]),
@@ -222,6 +226,16 @@ def main():
     ratio("tcp1", "netsweep", "iperf3 -Z", 1.2)
     ratio("tcp1", "netsweep", "nuttcp", 1.0)
     ratio("tcp1", "netsweep --no-zerocopy", "iperf3", 1.0)
+    if "tcp2" in med:
+        bare = {k: v for k, v in med["tcp2"].items() if k.startswith("bare ")}
+        if bare:
+            best = max(bare, key=lambda k: bare[k]["bps"])
+            med["tcp2"]["best bare"] = bare[best]
+            print(f"  tcp2: best bare figure of this run: {best}, {bare[best]['bps'] / 1e9:.2f} Gbit/s")
+            ratio("tcp2", "netsweep -P 2", "best bare", 0.9)
+            i2 = med["tcp2"]["iperf2 -P 2"]["bps"] / bare[best]["bps"]
+            print(f"  tcp2: iperf2 -P 2 / best bare = {i2:.2f}x, so 1.2x iperf2 -P 2 needs "
+                  f"{1.2 * i2:.2f}x the bare ceiling")
     ratio("tcp2", "netsweep -P 2", "iperf2 -P 2", 1.2)
     ratio("udpmax", "netsweep", "iperf3", 2.0)
     for c in ["interop", "interopudp"]:

@@ -1,12 +1,13 @@
-//! The machine's own ceiling for one TCP stream on loopback: a bare sender and receiver (two
-//! threads, no measurement machinery) moving data for a few seconds with each send path and
-//! chunk size, so netsweep's figure can be read as a fraction of what this host can carry.
+//! The machine's own ceiling for TCP on loopback: a bare sender and receiver (two threads, no
+//! measurement machinery) moving data for a few seconds with each send path and chunk size, so
+//! netsweep's figure can be read as a fraction of what this host can carry.
 //!
 //!     cargo run --release --example ceiling -- --seconds 4 --paths sendfile,write \
 //!         --chunks 16K,64K,256K,1M,4M
 //!
 //! Prints one JSON object per line: `{"path":"sendfile","chunk":65536,"source":65536,
-//! "read":65536,"gbps":38.2}`. `--source SIZE` sets the size of the data the sender cycles
+//! "read":65536,"streams":1,"gbps":38.2}`. `--streams N` runs N such pairs at once (the
+//! ceiling for `-P N`) and prints their sum. `--source SIZE` sets the size of the data the sender cycles
 //! through (default: the chunk); `--read SIZE` the receiver's read size (default: the larger of
 //! 64 KiB and the chunk). Traffic goes to 127.0.0.1 only and stops after `--seconds`.
 
@@ -86,6 +87,19 @@ fn run(case: &Case, secs: f64) -> std::io::Result<f64> {
     Ok(bytes as f64 * 8.0 / took.as_secs_f64().max(1e-9) / 1e9)
 }
 
+/// `streams` pairs at once; the sum of their rates (each measured over its own receiving time,
+/// which all but coincide: they start together and stop at the same deadline).
+fn run_parallel(case: &Case, secs: f64, streams: usize) -> std::io::Result<f64> {
+    std::thread::scope(|s| {
+        let pairs: Vec<_> = (0..streams).map(|_| s.spawn(|| run(case, secs))).collect();
+        pairs.into_iter().try_fold(0.0, |sum, p| {
+            p.join()
+                .map_err(|_| std::io::Error::other("stream panicked"))?
+                .map(|g| sum + g)
+        })
+    })
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let get = |flag: &str| {
@@ -99,6 +113,10 @@ fn main() {
         .clamp(0.2, 60.0);
     let paths = get("--paths").unwrap_or_else(|| "sendfile,write".into());
     let chunks = get("--chunks").unwrap_or_else(|| "16K,64K,256K,1M,4M".into());
+    let streams: usize = get("--streams")
+        .and_then(|s| s.parse::<usize>().ok())
+        .unwrap_or(1)
+        .clamp(1, 16);
     for path in paths.split(',') {
         for chunk in chunks.split(',').map(size) {
             let source = get("--source").map_or(chunk, |s| size(&s)).max(chunk);
@@ -109,9 +127,9 @@ fn main() {
                 source,
                 read,
             };
-            match run(&case, secs) {
+            match run_parallel(&case, secs, streams) {
                 Ok(gbps) => println!(
-                    "{{\"path\":\"{path}\",\"chunk\":{chunk},\"source\":{source},\"read\":{read},\"gbps\":{gbps:.2}}}"
+                    "{{\"path\":\"{path}\",\"chunk\":{chunk},\"source\":{source},\"read\":{read},\"streams\":{streams},\"gbps\":{gbps:.2}}}"
                 ),
                 Err(e) => eprintln!("ceiling: {path} {chunk}: {e}"),
             }
