@@ -7,7 +7,9 @@
 //!
 //! Prints one JSON object per line: `{"path":"sendfile","chunk":65536,"source":65536,
 //! "read":65536,"streams":1,"gbps":38.2}`. `--streams N` runs N such pairs at once (the
-//! ceiling for `-P N`) and prints their sum. `--source SIZE` sets the size of the data the sender cycles
+//! ceiling for `-P N`) and prints their sum. `--discard` makes the receiver drop the data in
+//! the kernel without copying it (`recv` with `MSG_TRUNC`): an experiment on where the ceiling
+//! comes from (see `traffic::engine::sendpath`), not a path netsweep uses. `--source SIZE` sets the size of the data the sender cycles
 //! through (default: the chunk); `--read SIZE` the receiver's read size (default: the larger of
 //! 64 KiB and the chunk). Traffic goes to 127.0.0.1 only and stops after `--seconds`.
 
@@ -33,6 +35,20 @@ struct Case {
     chunk: usize,
     source: usize,
     read: usize,
+    /// The receiver takes the data out of the socket without copying it (`MSG_TRUNC`).
+    discard: bool,
+}
+
+/// recv(2) with `MSG_TRUNC`: TCP drops up to `len` bytes from the socket without copying them.
+fn recv_discarding(s: &TcpStream, len: usize) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: with MSG_TRUNC on a TCP socket the kernel writes nothing to the (null) buffer.
+    let n = unsafe { libc::recv(s.as_raw_fd(), std::ptr::null_mut(), len, libc::MSG_TRUNC) };
+    if n < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
 }
 
 /// One run: returns the receiver's rate in Gbit/s over `secs`.
@@ -40,13 +56,19 @@ fn run(case: &Case, secs: f64) -> std::io::Result<f64> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?;
     let read = case.read;
+    let discard = case.discard;
     let receiver = std::thread::spawn(move || -> std::io::Result<(u64, Duration)> {
         let (mut s, _) = listener.accept()?;
         let mut buf = vec![0u8; read];
         let mut total = 0u64;
         let mut t0 = None;
         loop {
-            match s.read(&mut buf) {
+            let got = if discard {
+                recv_discarding(&s, buf.len())
+            } else {
+                s.read(&mut buf)
+            };
+            match got {
                 Ok(0) => break,
                 Ok(n) => {
                     t0.get_or_insert_with(Instant::now);
@@ -126,6 +148,7 @@ fn main() {
                 chunk,
                 source,
                 read,
+                discard: args.iter().any(|a| a == "--discard"),
             };
             match run_parallel(&case, secs, streams) {
                 Ok(gbps) => println!(

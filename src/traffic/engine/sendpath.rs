@@ -30,6 +30,13 @@
 //! 23 Gbit/s against write(2)'s 44 in the same run. Pinning the sender and the receiver to
 //! different cores did not move the median either. The receiver's read size matters little:
 //! 128 KiB to 16 MiB reads behind 4 MiB writes stayed within the run-to-run noise (37-46).
+//! Nor does a receiver that takes the data out of the socket without copying it (`recv` with
+//! `MSG_TRUNC`, `examples/ceiling.rs --discard`, 2026-11-23): behind 4 MiB writes it carried
+//! 31-44 Gbit/s against 37-45 for the copying receiver in the same interleaved rounds, so the
+//! receiver's copy is not the whole limit either: on two cores the sender's copy, both halves
+//! of the protocol and the wake-ups of a receiver that drains faster (more, smaller reads and
+//! ACKs) share the same CPUs. Both halves of one stream run at the ceiling together, which is
+//! why netsweep matches the bare pair and none of the tricks above moved the pair itself.
 //!
 //! # Calibration
 //! A sender with `TestSpec::calibration` > 0 gives each of `CANDIDATES` two turns, in the
