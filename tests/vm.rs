@@ -133,10 +133,7 @@ fn each_nic_model_binds_its_driver_and_carries_traffic_both_ways() {
             "{removed:?}"
         );
         assert!(!is_our_qemu(pid, &guest.pidfile), "QEMU {pid} still runs");
-        for h in [Host::A, Host::B] {
-            let ns = format!("nsw-{name}-{}", h.letter());
-            assert!(!netsweep::platform::netns::exists(&ns), "{ns} left");
-        }
+        assert_namespaces_gone(&name, "");
     }
 }
 
@@ -300,10 +297,7 @@ fn a_campaign_sweeps_nic_models_of_a_guest() {
         "libvirt advice missing from the report"
     );
     // Nothing of that lab is left: namespaces, and no QEMU with its pidfile.
-    for h in ["a", "b"] {
-        let ns = format!("nsw-{lab}-{h}");
-        assert!(!netsweep::platform::netns::exists(&ns), "{ns} left");
-    }
+    assert_namespaces_gone(&lab, "");
     let pidfile = std::path::Path::new(netsweep::lab::STATE_DIR).join(format!("{lab}.qemu.pid"));
     assert!(!pidfile.exists(), "{} left", pidfile.display());
 }
@@ -369,13 +363,7 @@ fn ctrl_c_on_a_guest_lab_test_leaves_nothing() {
         } else {
             assert!(!status.success(), "an interrupted boot is no success");
         }
-        for h in ["a", "b"] {
-            let ns = format!("nsw-{lab}-{h}");
-            assert!(
-                !netsweep::platform::netns::exists(&ns),
-                "{ns} left (during_test {during_test})"
-            );
-        }
+        assert_namespaces_gone(&lab, &format!(" (during_test {during_test})"));
         assert!(!pidfile.exists(), "{} left", pidfile.display());
         assert!(
             !qemu_of_lab_runs(&lab),
@@ -509,10 +497,7 @@ fn guest_to_guest_over_a_path_with_tuning_and_counters_inside_the_guests() {
         assert!(!is_our_qemu(g.pid, &g.pidfile), "QEMU {} still runs", g.pid);
         assert!(!g.pidfile.exists() && !g.console.exists());
     }
-    for h in [Host::A, Host::B] {
-        let ns = format!("nsw-{name}-{}", h.letter());
-        assert!(!netsweep::platform::netns::exists(&ns), "{ns} left");
-    }
+    assert_namespaces_gone(&name, "");
 }
 
 /// `vm = "both"` in a plan: the client runs in guest a, a profile is applied inside both
@@ -570,6 +555,14 @@ fn a_guest_to_guest_campaign_tunes_and_counts_inside_the_guests() {
                 "{label}: {t}"
             );
         }
+    }
+}
+
+/// Both namespaces of lab `lab` are gone (`why` is added to the failure message).
+fn assert_namespaces_gone(lab: &str, why: &str) {
+    for h in ["a", "b"] {
+        let ns = format!("nsw-{lab}-{h}");
+        assert!(!netsweep::platform::netns::exists(&ns), "{ns} left{why}");
     }
 }
 
@@ -660,10 +653,7 @@ fn ctrl_c_during_a_guest_to_guest_campaign_stops_at_once() {
         "the campaign took {took:?} to stop; its test had 60 s to go"
     );
     assert!(!status.success(), "an interrupted campaign is no success");
-    for h in ["a", "b"] {
-        let ns = format!("nsw-{lab}-{h}");
-        assert!(!netsweep::platform::netns::exists(&ns), "{ns} left");
-    }
+    assert_namespaces_gone(&lab, "");
     for file in [format!("{lab}.qemu.pid"), format!("{lab}-a.qemu.pid")] {
         let p = std::path::Path::new(netsweep::lab::STATE_DIR).join(file);
         assert!(!p.exists(), "{} left", p.display());
