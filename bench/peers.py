@@ -11,8 +11,8 @@ every run is bounded by --seconds and a timeout.
     python3 bench/peers.py --seconds 5 --rounds 5 --cases interop,interopudp   # iperf3 protocol
 
 The bench also builds and runs `examples/ceiling.rs`, a bare sender/receiver pair with each
-send path and chunk size (one pair for tcp1, two at once for tcp2), and prints netsweep's
-figure as a share of the best bare figure of the same run.
+send path and chunk size, with and without a receive low-water mark (one pair for tcp1, two at
+once for tcp2), and prints netsweep's figure as a share of the best bare figure of the same run.
 
 Needs: iperf3, iperf, nuttcp on PATH and a release build (cargo build --release).
 """
@@ -30,9 +30,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 NETSWEEP = os.path.join(ROOT, "target", "release", "netsweep")
 CEILING = os.path.join(ROOT, "target", "release", "examples", "ceiling")
-BARE = [("sendfile", "16K"), ("sendfile", "64K"), ("write", "1M"), ("write", "4M")]
+# Bare pairs: send path, chunk, and the receiver's low-water mark ("" for the kernel's
+# default of 1 byte; netsweep's receivers set one that follows their rate, up to 1 MiB).
+BARE = [("sendfile", "16K", ""), ("sendfile", "64K", ""), ("write", "1M", ""), ("write", "4M", ""),
+        ("sendfile", "64K", "1M"), ("write", "4M", "1M")]
 # The two-stream ceiling (tcp2): the paths that were best for one stream.
-BARE2 = ["bare sendfile 64K", "bare write 4M"]
+BARE2 = ["bare write 4M", "bare write 4M lowat 1M"]
 HOST = "127.0.0.1"
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -50,8 +53,10 @@ def cases(sec):
     i3 = ["iperf3", "-c", HOST, "-p", "5201", "-t", s, "-J"]
     i2 = ["iperf", "-c", HOST, "-p", "5002", "-t", s, "-y", "C"]
     nu = ["nuttcp", "-P", "5000", "-fparse", "-T", s]
-    bare = {f"bare {p} {c}": ("ceiling", [CEILING, "--seconds", s, "--paths", p, "--chunks", c])
-            for p, c in BARE}
+    bare = {f"bare {p} {c}" + (f" lowat {w}" if w else ""):
+            ("ceiling", [CEILING, "--seconds", s, "--paths", p, "--chunks", c]
+             + (["--rcvlowat", w] if w else []))
+            for p, c, w in BARE}
     return {
         "tcp1": {
             **bare,

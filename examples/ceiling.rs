@@ -9,7 +9,9 @@
 //! "read":65536,"streams":1,"gbps":38.2}`. `--streams N` runs N such pairs at once (the
 //! ceiling for `-P N`) and prints their sum. `--discard` makes the receiver drop the data in
 //! the kernel without copying it (`recv` with `MSG_TRUNC`): an experiment on where the ceiling
-//! comes from (see `traffic::engine::sendpath`), not a path netsweep uses. `--source SIZE` sets the size of the data the sender cycles
+//! comes from (see `traffic::engine::sendpath`), not a path netsweep uses. `--rcvlowat SIZE`
+//! sets the receiver's low-water mark (`SO_RCVLOWAT`; netsweep's receivers set one that
+//! follows their rate, see `traffic::engine::lowater`). `--source SIZE` sets the size of the data the sender cycles
 //! through (default: the chunk); `--read SIZE` the receiver's read size (default: the larger of
 //! 64 KiB and the chunk). Traffic goes to 127.0.0.1 only and stops after `--seconds`.
 
@@ -37,6 +39,8 @@ struct Case {
     read: usize,
     /// The receiver takes the data out of the socket without copying it (`MSG_TRUNC`).
     discard: bool,
+    /// SO_RCVLOWAT on the receiver (0: the kernel's default of 1 byte).
+    rcvlowat: usize,
 }
 
 /// recv(2) with `MSG_TRUNC`: TCP drops up to `len` bytes from the socket without copying them.
@@ -57,8 +61,12 @@ fn run(case: &Case, secs: f64) -> std::io::Result<f64> {
     let addr = listener.local_addr()?;
     let read = case.read;
     let discard = case.discard;
+    let lowat = case.rcvlowat;
     let receiver = std::thread::spawn(move || -> std::io::Result<(u64, Duration)> {
         let (mut s, _) = listener.accept()?;
+        if lowat > 0 {
+            netsweep::platform::sockopt::set_rcvlowat(&s, lowat)?;
+        }
         let mut buf = vec![0u8; read];
         let mut total = 0u64;
         let mut t0 = None;
@@ -149,6 +157,7 @@ fn main() {
                 source,
                 read,
                 discard: args.iter().any(|a| a == "--discard"),
+                rcvlowat: get("--rcvlowat").map_or(0, |s| size(&s)),
             };
             match run_parallel(&case, secs, streams) {
                 Ok(gbps) => println!(

@@ -387,6 +387,68 @@ fn the_reported_send_path_is_the_one_used() {
     );
 }
 
+/// TCP receivers batch their reads with a low-water mark that follows their rate (about a
+/// millisecond of data, at most 1 MiB, at most a quarter of the receive buffer, none under
+/// 2 Gbit/s): the reads reported agree with the bytes moved, a fixed window bounds the mark,
+/// and a slow paced stream keeps the default and even intervals.
+#[test]
+fn receivers_batch_their_reads_by_their_rate_and_keep_intervals_true() {
+    let server = TestServer::start(ServerLimits::default());
+    let marked = netsweep::traffic::engine::lowater::ENABLED;
+    let mean_read = |r: &TestResult| {
+        let reads = r.start.receive_reads.expect("receivers report their reads");
+        assert!(reads > 0, "{:?}", r.start);
+        // Every byte read: the warm-up's intervals too, and the tail after the grid.
+        let bytes: u64 = r.intervals.iter().map(|i| i.total.bytes).sum();
+        (bytes + r.summary.tail_bytes) as f64 / reads as f64
+    };
+    // Unlimited on loopback: even on a busy machine, far more than 1 Gbit/s, so a mark of
+    // more than 64 KiB (a loopback segment), and reads that size on average.
+    let r = server.run(&tcp(2.0)).expect("test");
+    check_invariants(&r);
+    let mark = r.start.receive_low_water_bytes.unwrap();
+    assert!(mark <= 1 << 20, "{:?}", r.start);
+    if marked {
+        assert!(mark > 64 << 10, "{:?}", r.start);
+        assert!(
+            mean_read(&r) > 64.0 * 1024.0,
+            "{} bytes a read",
+            mean_read(&r)
+        );
+    }
+    // A 64 KiB window (the kernel grants a 128 KiB buffer): the mark stays at a quarter of it.
+    let r = server
+        .run(&TestSpec {
+            window_bytes: Some(64 << 10),
+            ..tcp(2.0)
+        })
+        .expect("test");
+    check_invariants(&r);
+    let mark = r.start.receive_low_water_bytes.unwrap();
+    let rcvbuf = r.start.server_sockets[0].rcvbuf_bytes;
+    assert!(
+        mark as f64 <= rcvbuf as f64 / 4.0,
+        "mark {mark}, buffer {rcvbuf}"
+    );
+    // Paced at 100 Mbit/s, under the floor: the kernel's default mark, and every interval
+    // within 10% of the rate.
+    let r = server
+        .run(&TestSpec {
+            bitrate_bps: 100e6,
+            interval: Duration::from_millis(250),
+            ..tcp(2.0)
+        })
+        .expect("test");
+    check_invariants(&r);
+    assert_eq!(r.start.receive_low_water_bytes, Some(1), "{:?}", r.start);
+    for i in r.intervals.iter().filter(|i| !i.omitted) {
+        assert!(
+            (i.total.bits_per_second / 100e6 - 1.0).abs() < 0.10,
+            "interval {i:?} of a stream paced at 100 Mbit/s"
+        );
+    }
+}
+
 /// A client can ask a server whether it would admit a test, without running it: the server
 /// checks the spec, its caps and its kernel's congestion controls, and takes no slot.
 #[test]

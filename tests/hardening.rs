@@ -400,6 +400,7 @@ fn a_server_whose_counts_contradict_the_client_is_flagged() {
             highest_seq: None,
             udp_timing: None,
             send: None,
+            receive: None,
         };
         let _ = write_frame(
             ctrl,

@@ -46,6 +46,7 @@ fn result(spec: &TestSpec, per_s: &[u64], retrans: u64) -> TestResult {
         highest_seq: None,
         udp_timing: None,
         send: None,
+        receive: None,
     };
     let (s, r) = (report(Role::Sender), report(Role::Receiver));
     // The fixture's intervals are the measured ones: no calibration slot before them.

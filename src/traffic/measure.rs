@@ -111,10 +111,21 @@ pub struct StreamReport {
     /// TCP sender: the send path used, how it was chosen, and its calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send: Option<crate::traffic::engine::sendpath::SendReport>,
+    /// TCP receiver: its reads and the largest low-water mark it set (`engine::lowater`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive: Option<ReceiveReport>,
     /// UDP receiver: arrival gaps and delay variation. A server sends one merged over all its
     /// receiving streams (on the first of them), so the frame stays small at any stream count.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub udp_timing: Option<crate::traffic::histogram::UdpTiming>,
+}
+
+/// How a TCP receiver read: `reads` calls that returned data, and the largest low-water mark
+/// (`SO_RCVLOWAT`) it set; 1 is the kernel's default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ReceiveReport {
+    pub reads: u64,
+    pub low_water_bytes: u64,
 }
 
 impl StreamReport {
@@ -133,6 +144,7 @@ impl StreamReport {
             saw_end: false,
             highest_seq: None,
             send: None,
+            receive: None,
             udp_timing: None,
         }
     }

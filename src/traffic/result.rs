@@ -6,7 +6,7 @@
 //! `summary.bytes`; `summary.bits_per_second` is `summary.bytes * 8 / summary.seconds`.
 
 use crate::traffic::engine::sendpath::SendReport;
-use crate::traffic::measure::{CpuUsage, IntervalReport, SocketInfo, StreamReport};
+use crate::traffic::measure::{CpuUsage, IntervalReport, ReceiveReport, SocketInfo, StreamReport};
 use crate::traffic::spec::{Flow, Protocol, TestSpec};
 use crate::traffic::timeline::Slot;
 use serde::{Deserialize, Serialize};
@@ -166,6 +166,13 @@ pub struct StartInfo {
     pub send_call_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_streams: Option<u64>,
+    /// TCP: the receivers of that direction: their reads that returned data (so bytes per read
+    /// can be computed), and the largest low-water mark (`SO_RCVLOWAT`) any of them set to
+    /// batch its reads (`engine::lowater`; 1 is the kernel's default, FreeBSD keeps it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_reads: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_low_water_bytes: Option<u64>,
 }
 
 /// The result of one test.
@@ -524,6 +531,17 @@ pub fn build(
         start.send_calls = Some(same.iter().map(|s| s.calls).sum());
         start.send_call_bytes = Some(same.iter().map(|s| s.bytes).sum());
         start.send_streams = Some(same.len() as u64);
+    }
+    if let Some(first) = pairs.first() {
+        let received: Vec<ReceiveReport> = pairs
+            .iter()
+            .filter(|p| p.flow == first.flow)
+            .filter_map(|p| p.receiver.receive)
+            .collect();
+        if !received.is_empty() {
+            start.receive_reads = Some(received.iter().map(|r| r.reads).sum());
+            start.receive_low_water_bytes = received.iter().map(|r| r.low_water_bytes).max();
+        }
     }
     let inconsistencies = if error.is_none() {
         checks::inconsistencies(spec, pairs, &timeline)

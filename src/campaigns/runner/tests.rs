@@ -60,6 +60,7 @@ pub fn fake_result(spec: &TestSpec, bytes_per_s: u64) -> TestResult {
         highest_seq: None,
         udp_timing: None,
         send: None,
+        receive: None,
     };
     let (s, r) = (report(Role::Sender), report(Role::Receiver));
     let spec1 = TestSpec {

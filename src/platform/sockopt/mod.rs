@@ -75,6 +75,14 @@ pub(crate) fn setsockopt_int<S: AsRawFd>(
     }
 }
 
+/// Sets a socket's receive low-water mark (`SO_RCVLOWAT`): a blocking read returns once this
+/// many bytes (or the read's size, if smaller) are queued, at the end of the data, or when its
+/// timeout passes with some data queued.
+pub fn set_rcvlowat<S: AsRawFd>(sock: &S, bytes: usize) -> io::Result<()> {
+    let v = libc::c_int::try_from(bytes.max(1)).unwrap_or(libc::c_int::MAX);
+    setsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVLOWAT, v)
+}
+
 /// Granted (SO_SNDBUF, SO_RCVBUF) in bytes.
 pub fn buffer_sizes<S: AsFd>(sock: &S) -> (u64, u64) {
     let s = SockRef::from(sock);

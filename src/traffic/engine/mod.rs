@@ -7,8 +7,10 @@
 //!
 //! TCP senders of a test share one `SendSource` (at most 4 MiB of pattern and its in-memory
 //! files); by default they spend the test's first 0.3 s choosing their send path, which
-//! `sendpath` documents with what was measured on these machines and why it varies.
+//! `sendpath` documents with what was measured on these machines and why it varies. TCP
+//! receivers batch their reads with a low-water mark that follows their rate (`lowater`).
 
+pub mod lowater;
 mod pacer;
 pub mod sendpath;
 mod sequence;

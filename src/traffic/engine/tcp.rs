@@ -4,10 +4,11 @@
 //! bytes delivered inside the measured window divided by that window: a rate-limited path can
 //! never appear faster than its rate.
 
+use super::lowater::{self, LowWater};
 use super::sendpath::{self, SendCall, SendPath, SendReport};
 use super::{POLL, Pacer, SendSource, StreamCtx, TCP_DRAIN};
 use crate::platform::sockopt;
-use crate::traffic::measure::{IntervalReport, StreamReport, TcpSample};
+use crate::traffic::measure::{IntervalReport, ReceiveReport, StreamReport, TcpSample};
 use std::io::{ErrorKind, Read, Write};
 use std::sync::Arc;
 use std::time::Duration;
@@ -231,6 +232,9 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
     let mut report = ctx.new_report();
     let mut buf = vec![0u8; ctx.read_bytes.max(1)];
     let _ = sock.set_read_timeout(Some(POLL));
+    let mut low_water = LowWater::new(ctx.elapsed());
+    let mut received = ReceiveReport::default();
+    let mut total = 0u64;
     let slots = ctx.timeline.slots();
     let end = ctx.timeline.end();
     let mut current = ctx.empty_interval(0);
@@ -259,6 +263,16 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                 } else {
                     report.tail_bytes += n as u64;
                 }
+                received.reads += 1;
+                total += n as u64;
+                if lowater::ENABLED
+                    && let Some(mark) = low_water.update(now, total, buf.len(), || {
+                        sockopt::buffer_sizes(&sock).1 as usize
+                    })
+                {
+                    // Without the mark the reads are only smaller: nothing to report.
+                    let _ = sockopt::set_rcvlowat(&sock, mark);
+                }
             }
             Err(e)
                 if matches!(
@@ -281,5 +295,7 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
         }
     }
     // After an early stop or an error the report holds only the intervals that closed.
+    received.low_water_bytes = low_water.largest as u64;
+    report.receive = Some(received);
     report
 }

@@ -39,6 +39,7 @@ fn report(stream: u16, flow: Flow, role: Role, per_interval: &[(u64, u64)]) -> S
         highest_seq: None,
         udp_timing: None,
         send: None,
+        receive: None,
     }
 }
 
