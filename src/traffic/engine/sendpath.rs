@@ -7,8 +7,8 @@
 //! reached 38-42. netsweep's engine with a given path matches the bare program
 //! (`examples/ceiling.rs`) within noise, so the path, not the engine, is what varied.
 //!
-//! Why: on loopback the receiver's copy out of the socket is the bottleneck, and what it copies
-//! from differs. sendfile's segments reference the same few pages of the file again and again:
+//! Why: on loopback the receiving side is the bottleneck (see below: its wake-ups more than its
+//! copy), and what it copies from differs. sendfile's segments reference the same few pages of the file again and again:
 //! the source stays in cache, but every segment takes and drops a page reference, an atomic
 //! on a cache line that the sending and the receiving core pass back and forth; larger files
 //! spread the references but lose the cache. write(2) copies into fresh socket pages that the
@@ -35,8 +35,9 @@
 //! 31-44 Gbit/s against 37-45 for the copying receiver in the same interleaved rounds, so the
 //! receiver's copy is not the whole limit either: on two cores the sender's copy, both halves
 //! of the protocol and the wake-ups of a receiver that drains faster (more, smaller reads and
-//! ACKs) share the same CPUs. Both halves of one stream run at the ceiling together, which is
-//! why netsweep matches the bare pair and none of the tricks above moved the pair itself.
+//! ACKs) share the same CPUs. What did move the pair is fewer wake-ups of the receiver: a
+//! low-water mark of 1 MiB took it from 40-44 to 60-66 Gbit/s (`lowater`, which netsweep's
+//! receivers use); the comparisons above were all made without one.
 //!
 //! # Calibration
 //! A sender with `TestSpec::calibration` > 0 gives each of `CANDIDATES` two turns, in the
