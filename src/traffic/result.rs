@@ -539,7 +539,7 @@ pub fn build(
             .filter_map(|p| p.receiver.receive)
             .collect();
         if !received.is_empty() {
-            start.receive_reads = Some(received.iter().map(|r| r.reads).sum());
+            start.receive_reads = Some(saturating_sum(received.iter().map(|r| r.reads)));
             start.receive_low_water_bytes = received.iter().map(|r| r.low_water_bytes).max();
         }
     }
