@@ -58,6 +58,7 @@ pub fn mark(bytes_per_sec: f64, read_bytes: usize, rcvbuf: usize) -> usize {
 /// One receiving stream's mark over time.
 #[derive(Debug, Clone)]
 pub struct LowWater {
+    read_bytes: usize,
     since: Duration,
     since_bytes: u64,
     current: usize,
@@ -66,9 +67,11 @@ pub struct LowWater {
 }
 
 impl LowWater {
-    /// A stream at the kernel's default mark, measuring from `now`.
-    pub fn new(now: Duration) -> LowWater {
+    /// A stream reading `read_bytes` at a time, at the kernel's default mark, measuring from
+    /// `now`.
+    pub fn new(read_bytes: usize, now: Duration) -> LowWater {
         LowWater {
+            read_bytes,
             since: now,
             since_bytes: 0,
             current: 1,
@@ -82,7 +85,6 @@ impl LowWater {
         &mut self,
         now: Duration,
         total: u64,
-        read_bytes: usize,
         rcvbuf: impl FnOnce() -> usize,
     ) -> Option<usize> {
         let span = now.saturating_sub(self.since);
@@ -92,7 +94,7 @@ impl LowWater {
         let rate = total.saturating_sub(self.since_bytes) as f64 / span.as_secs_f64();
         self.since = now;
         self.since_bytes = total;
-        let next = mark(rate, read_bytes, rcvbuf());
+        let next = mark(rate, self.read_bytes, rcvbuf());
         let (lo, hi) = (self.current.min(next), self.current.max(next));
         if hi * 4 <= lo * 5 {
             return None;
@@ -127,29 +129,20 @@ mod tests {
     #[test]
     fn the_mark_follows_the_rate_and_ignores_small_moves() {
         let ms = Duration::from_millis;
-        let mut lw = LowWater::new(ms(0));
+        let mut lw = LowWater::new(4 << 20, ms(0));
         let big = 6 << 20;
         // Too soon to measure.
-        assert_eq!(lw.update(ms(10), 1_000_000, 4 << 20, || big), None);
+        assert_eq!(lw.update(ms(10), 1_000_000, || big), None);
         // 50 ms at 4 Gbit/s: 500 kB.
-        assert_eq!(
-            lw.update(ms(50), 25_000_000, 4 << 20, || big),
-            Some(500_000)
-        );
+        assert_eq!(lw.update(ms(50), 25_000_000, || big), Some(500_000));
         // 10% faster: not worth a system call.
-        assert_eq!(lw.update(ms(100), 52_500_000, 4 << 20, || big), None);
+        assert_eq!(lw.update(ms(100), 52_500_000, || big), None);
         // Half as fast: follows.
-        assert_eq!(
-            lw.update(ms(150), 66_250_000, 4 << 20, || big),
-            Some(275_000)
-        );
+        assert_eq!(lw.update(ms(150), 66_250_000, || big), Some(275_000));
         // Under the floor: back to the kernel's default.
-        assert_eq!(lw.update(ms(200), 67_250_000, 4 << 20, || big), Some(1));
+        assert_eq!(lw.update(ms(200), 67_250_000, || big), Some(1));
         assert_eq!(lw.largest, 500_000);
         // The buffer is asked only when the rate is measured.
-        assert_eq!(
-            lw.update(ms(210), 70_000_000, 4 << 20, || panic!("asked")),
-            None
-        );
+        assert_eq!(lw.update(ms(210), 70_000_000, || panic!("asked")), None);
     }
 }

@@ -232,7 +232,7 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
     let mut report = ctx.new_report();
     let mut buf = vec![0u8; ctx.read_bytes.max(1)];
     let _ = sock.set_read_timeout(Some(POLL));
-    let mut low_water = LowWater::new(ctx.elapsed());
+    let mut low_water = LowWater::new(buf.len(), ctx.elapsed());
     let mut received = ReceiveReport::default();
     let mut total = 0u64;
     let slots = ctx.timeline.slots();
@@ -266,9 +266,8 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                 received.reads += 1;
                 total += n as u64;
                 if lowater::ENABLED
-                    && let Some(mark) = low_water.update(now, total, buf.len(), || {
-                        sockopt::buffer_sizes(&sock).1 as usize
-                    })
+                    && let Some(mark) =
+                        low_water.update(now, total, || sockopt::buffer_sizes(&sock).1 as usize)
                 {
                     // Without the mark the reads are only smaller: nothing to report.
                     let _ = sockopt::set_rcvlowat(&sock, mark);
