@@ -122,7 +122,7 @@ pub fn start_streams(
         .as_ref()
         .map(|_| Arc::new(engine::sendpath::Pool::default()));
     let receivers = roles.iter().filter(|r| **r == Role::Receiver).count();
-    let read_bytes = engine::read_size(spec.length_bytes as usize, receivers);
+    let read_bytes = engine::read_size(receivers);
     for (stream, flow, socket) in sockets {
         let role = role(flow, is_client);
         let ctx = StreamCtx {

@@ -28,8 +28,10 @@
 //! `TCP_MAXSEG` cannot make segments a multiple of the page size (it stops at 32767). Sending
 //! with `MSG_ZEROCOPY` is copied anyway when loopback delivers it and costs its completions:
 //! 23 Gbit/s against write(2)'s 44 in the same run. Pinning the sender and the receiver to
-//! different cores did not move the median either. The receiver's read size matters little:
-//! 128 KiB to 16 MiB reads behind 4 MiB writes stayed within the run-to-run noise (37-46).
+//! different cores did not move the median either. Without a low-water mark the receiver's
+//! read size matters little: 128 KiB to 16 MiB reads behind 4 MiB writes stayed within the
+//! run-to-run noise (37-46); with one, two streams need reads larger than the mark
+//! (`read_size`).
 //! Nor does a receiver that takes the data out of the socket without copying it (`recv` with
 //! `MSG_TRUNC`, `examples/ceiling.rs --discard`, 2026-11-23): behind 4 MiB writes it carried
 //! 31-44 Gbit/s against 37-45 for the copying receiver in the same interleaved rounds, so the
