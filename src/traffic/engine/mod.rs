@@ -8,7 +8,8 @@
 //! TCP senders of a test share one `SendSource` (at most 4 MiB of pattern and its in-memory
 //! files); by default they spend the test's first 0.3 s choosing their send path, which
 //! `sendpath` documents with what was measured on these machines and why it varies. TCP
-//! receivers batch their reads with a low-water mark that follows their rate (`lowater`).
+//! receivers read up to 4 MiB per call (`read_size`) and batch their wake-ups with a low-water
+//! mark that follows their rate (`lowater`).
 
 pub mod lowater;
 mod pacer;
