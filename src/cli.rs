@@ -283,7 +283,7 @@ pub struct ClientArgs {
     #[arg(long, short = 'C')]
     pub congestion: Option<String>,
     /// TCP write size (default: chosen by a 0.3 s calibration, which giving it skips; receivers
-    /// read up to 4 MiB at a time either way) or UDP datagram payload (default 1400).
+    /// read 1-4 MiB at a time either way) or UDP datagram payload (default 1400).
     #[arg(long, short = 'l')]
     pub length: Option<String>,
     /// Test UDP instead of TCP.

@@ -7,9 +7,9 @@
 //!
 //! TCP senders of a test share one `SendSource` (at most 4 MiB of pattern and its in-memory
 //! files); by default they spend the test's first 0.3 s choosing their send path, which
-//! `sendpath` documents with what was measured on these machines and why it varies. TCP
-//! receivers read up to 4 MiB per call (`read_size`) and batch their wake-ups with a low-water
-//! mark that follows their rate (`lowater`).
+//! `sendpath` documents with what was measured on these machines and why it varies. A TCP
+//! test's only receiving stream reads 1 MiB per call, several read 4 MiB each (`read_size`);
+//! they batch their wake-ups with a low-water mark that follows their rate (`lowater`).
 
 pub mod lowater;
 mod pacer;
@@ -110,23 +110,32 @@ pub enum Datagrams {
 /// Largest buffer a TCP sender keeps, whatever `-l` says: a write larger than this repeats it
 /// (one `writev`), so `-l 64M` costs 4 MiB per test, not 128 MiB per stream.
 pub const SEND_BUFFER_MAX: usize = 4 << 20;
-/// Read size of TCP receivers: this much per stream...
+/// Read size of a test's only TCP receiving stream.
+pub const READ_ONE: usize = 1 << 20;
+/// Read size of each of several receiving streams...
 pub const READ_MAX: usize = 4 << 20;
-/// ...but at most this much over all receiving streams of a test...
+/// ...but at most this much over all of them...
 pub const READ_TOTAL_MAX: usize = 64 << 20;
 /// ...and never less than this.
 pub const READ_MIN: usize = 64 << 10;
 
-/// Read size of each of `streams` receiving streams: as large as memory allows, whatever the
-/// sender's write size (`-l`), which the receiver cannot know when the sender calibrates. A
-/// larger read never waits longer (it returns once the low-water mark is met and nothing more
-/// is queued) and takes what arrived during the copy without another wake-up. Loopback,
-/// default `-P 2` tests of 4 s, 6 interleaved rounds, 2026-11-23: receivers reading 1 MiB
-/// (then `-l`'s default) carried a median 58.6 Gbit/s (39.5-64.4), reading 4 MiB 75.6
-/// (66.8-84.7), and the senders' calibration then kept write 4 MiB in 5 tests of 6 instead of
-/// 1 MiB; one stream carried the same either way (46.4 and 46.5).
+/// Read size of each of `streams` receiving streams, whatever the sender's write size (`-l`),
+/// which the receiver cannot know when the sender calibrates. A larger read never waits longer
+/// (it returns once the low-water mark is met and nothing more is queued); what it changes is
+/// how much data one call copies. Loopback on this 2-core VM, 4 s tests in interleaved rounds,
+/// 2026-11-23, medians of 5 (with reads of 1 MiB / 4 MiB):
+/// - one stream: write 1 MiB 46.3 / 46.3 Gbit/s, sendfile 64 KiB 47.6 / 38.9, write 4 MiB
+///   47.1 / 35.2, calibrated 46-51 / 43-52 by the path kept: with 4 MiB reads the paths the
+///   calibration may keep differ by a quarter, so one stream reads 1 MiB (its buffer stays in
+///   the core's cache, which the copy from a cache-hot 64 KiB file then enjoys);
+/// - two streams: write 1 MiB 56.2 / 59.3, write 4 MiB 59.4 / 71.0, calibrated 58.6 / 75.6
+///   (the calibration kept write 4 MiB in 5 tests of 6 with 4 MiB reads, in 1 of 6 with 1 MiB):
+///   four busy threads on two cores lose their caches anyway, and fewer, larger copies win.
 pub fn read_size(streams: usize) -> usize {
-    (READ_TOTAL_MAX / streams.max(1)).clamp(READ_MIN, READ_MAX)
+    if streams <= 1 {
+        return READ_ONE;
+    }
+    (READ_TOTAL_MAX / streams).clamp(READ_MIN, READ_MAX)
 }
 
 /// The bytes TCP senders send: a pattern buffer and, for zero-copy, in-memory files with the
@@ -263,10 +272,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn receivers_read_as_much_as_the_test_memory_allows() {
-        // One to sixteen streams read 4 MiB each, more share 64 MiB, and none reads under 64 KiB.
-        assert_eq!(read_size(0), READ_MAX);
-        assert_eq!(read_size(1), READ_MAX);
+    fn one_receiver_reads_1_mib_several_as_much_as_the_test_memory_allows() {
+        assert_eq!(read_size(0), READ_ONE);
+        assert_eq!(read_size(1), READ_ONE);
+        // Two to sixteen streams read 4 MiB each, more share 64 MiB, none reads under 64 KiB.
+        assert_eq!(read_size(2), READ_MAX);
         assert_eq!(read_size(16), READ_MAX);
         assert_eq!(read_size(32), 2 << 20);
         assert_eq!(read_size(128), 512 << 10);
