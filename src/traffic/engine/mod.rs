@@ -125,12 +125,15 @@ pub const READ_MIN: usize = 64 << 10;
 /// how much data one call copies. Loopback on this 2-core VM, 4 s tests in interleaved rounds,
 /// 2026-11-23, medians of 5 (with reads of 1 MiB / 4 MiB):
 /// - one stream: write 1 MiB 46.3 / 46.3 Gbit/s, sendfile 64 KiB 47.6 / 38.9, write 4 MiB
-///   47.1 / 35.2, calibrated 46-51 / 43-52 by the path kept: with 4 MiB reads the paths the
-///   calibration may keep differ by a quarter, so one stream reads 1 MiB (its buffer stays in
-///   the core's cache, which the copy from a cache-hot 64 KiB file then enjoys);
+///   47.1 / 35.2: with 4 MiB reads the paths the calibration may keep differ by a quarter, so
+///   one stream reads 1 MiB;
 /// - two streams: write 1 MiB 56.2 / 59.3, write 4 MiB 59.4 / 71.0, calibrated 58.6 / 75.6
-///   (the calibration kept write 4 MiB in 5 tests of 6 with 4 MiB reads, in 1 of 6 with 1 MiB):
-///   four busy threads on two cores lose their caches anyway, and fewer, larger copies win.
+///   (the calibration kept write 4 MiB in 5 tests of 6 with 4 MiB reads, in 1 of 6 with 1 MiB).
+///
+/// A likely cause, not confirmed (this VM exposes no cache counters to `perf`): a 1 MiB buffer
+/// stays in the receiving core's cache, which a copy from sendfile's cache-hot 64 KiB file
+/// makes the most of, while four busy threads on two cores evict each other's caches anyway
+/// and then fewer, larger copies win.
 pub fn read_size(streams: usize) -> usize {
     if streams <= 1 {
         return READ_ONE;
