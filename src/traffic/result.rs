@@ -513,15 +513,16 @@ pub fn build(
         });
     }
     let mut start = start;
+    // `start` describes the streams of the first direction.
+    let first_flow = pairs.first().map(|p| p.flow);
+    let first_direction = || pairs.iter().filter(|p| Some(p.flow) == first_flow);
     if let Some(first) = pairs.first()
         && let Some(send) = first.sender.send.as_ref()
         && let Some(path) = send.path
     {
         // Every sending stream of a direction keeps the path of one shared calibration
         // (`sendpath::Pool`): the calls of all of them are counted.
-        let same: Vec<&SendReport> = pairs
-            .iter()
-            .filter(|p| p.flow == first.flow)
+        let same: Vec<&SendReport> = first_direction()
             .filter_map(|p| p.sender.send.as_ref())
             .filter(|s| s.path == Some(path))
             .collect();
@@ -532,16 +533,12 @@ pub fn build(
         start.send_call_bytes = Some(same.iter().map(|s| s.bytes).sum());
         start.send_streams = Some(same.len() as u64);
     }
-    if let Some(first) = pairs.first() {
-        let received: Vec<ReceiveReport> = pairs
-            .iter()
-            .filter(|p| p.flow == first.flow)
-            .filter_map(|p| p.receiver.receive)
-            .collect();
-        if !received.is_empty() {
-            start.receive_reads = Some(saturating_sum(received.iter().map(|r| r.reads)));
-            start.receive_low_water_bytes = received.iter().map(|r| r.low_water_bytes).max();
-        }
+    let received: Vec<ReceiveReport> = first_direction()
+        .filter_map(|p| p.receiver.receive)
+        .collect();
+    if !received.is_empty() {
+        start.receive_reads = Some(saturating_sum(received.iter().map(|r| r.reads)));
+        start.receive_low_water_bytes = received.iter().map(|r| r.low_water_bytes).max();
     }
     let inconsistencies = if error.is_none() {
         checks::inconsistencies(spec, pairs, &timeline)
