@@ -1,3 +1,4 @@
+use super::anova::f_sf;
 use super::*;
 
 /// Deterministic noise in [-1, 1].
