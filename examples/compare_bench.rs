@@ -50,7 +50,7 @@ fn main() -> anyhow::Result<()> {
         &["cubic".into(), "bbr".into()],
         &[],
         Metric::BitsPerSecond,
-        0.95,
+        &campaign::Judging::default(),
     );
     let total = t.elapsed();
     println!(

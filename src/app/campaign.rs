@@ -373,22 +373,28 @@ fn print_summary(store: &Store, campaign: i64, plan: &Plan) -> anyhow::Result<()
         "{}",
         summary_table(&campaign::summary(&runs, &labels, Metric::BitsPerSecond))
     );
+    let ask = crate::campaigns::explain::Ask::new(Metric::BitsPerSecond);
     if let Some(d) = plan.dimensions.last().filter(|d| d.values.len() > 1) {
         let values: Vec<String> = d.values.iter().map(|v| v.label.clone()).collect();
+        let used = if ask.keeps_outliers(Some(plan)) {
+            runs.clone()
+        } else {
+            campaign::screen(&runs, Metric::BitsPerSecond).0
+        };
         crate::out!(
             "{}",
             groups_text(&campaign::compare(
-                &runs,
+                &used,
                 &d.name,
                 &values,
                 &[],
                 Metric::BitsPerSecond,
-                0.95
+                &ask.judging(Some(plan))
             ))
         );
     }
     // The answer last, where the eye lands when the campaign ends.
-    let e = super::explain::explanation(store, campaign, Metric::BitsPerSecond, None)?;
+    let e = super::explain::explanation(store, campaign, &ask)?;
     crate::outln!("\nThe answer (netsweep explain --db ... for the details):");
     for line in e.answer.lines() {
         crate::outln!("  {line}");
@@ -530,15 +536,53 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
             values.push(v.clone());
         }
     }
-    let runs = store.runs(campaign)?;
-    let groups = campaign::compare(&runs, &by, &values, &filters, metric, a.confidence / 100.0);
+    let all_runs = store.runs(campaign)?;
+    let row = store.campaign(campaign)?;
+    let plan = Plan::parse(row.plan_path.as_deref().unwrap_or("plan"), &row.plan_toml).ok();
+    if !(a.confidence > 0.0 && a.confidence < 100.0) {
+        bail!(
+            "-c: the confidence level is a percentage between 0 and 100, got {}",
+            a.confidence
+        );
+    }
+    let mut ask = crate::campaigns::explain::Ask::new(metric);
+    ask.confidence = a.confidence / 100.0;
+    ask.keep_outliers = a.keep_outliers;
+    ask.change = a
+        .change
+        .as_deref()
+        .map(|c| crate::units::parse_percent(c).map(|x| x / 100.0))
+        .transpose()
+        .context("--change")?;
+    let judging = ask.judging(plan.as_ref());
+    let (screened, outliers) = campaign::screen(&all_runs, metric);
+    let keep = ask.keeps_outliers(plan.as_ref());
+    let runs = if keep { all_runs } else { screened };
+    let groups = campaign::compare(&runs, &by, &values, &filters, metric, &judging);
     if a.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&groups)?);
+        crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "groups": groups,
+                "outliers": outliers,
+                "outliers_kept": keep,
+            }))?
+        );
         return Ok(ExitCode::SUCCESS);
     }
-    let target = store.campaign(campaign)?.target;
+    let target = row.target;
     if target.starts_with("iperf3 server") {
         crate::outln!("Far end: {target}");
+    }
+    for o in &outliers {
+        if keep {
+            crate::outln!("outlier kept (--keep-outliers): {}", o.text);
+        } else {
+            crate::outln!("outlier: {}", o.text);
+        }
+    }
+    if !outliers.is_empty() && !keep {
+        crate::outln!("(to compare with them included: add --keep-outliers)");
     }
     for g in &groups {
         let ctx = g.title();
@@ -546,6 +590,12 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         match &g.analysis {
             Some(an) => {
                 crate::out!("{}", ministat::render(an, &g.values, None));
+                if an.comparisons.len() > 1 {
+                    crate::outln!(
+                        "(the {} comparisons' p-values are Holm-adjusted as one family, Holm 1979)",
+                        an.comparisons.len()
+                    );
+                }
             }
             None => crate::outln!("  {}", g.note.clone().unwrap_or_default()),
         }

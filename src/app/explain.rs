@@ -2,7 +2,7 @@
 
 use super::campaign::{campaign_id, open_existing};
 use crate::campaigns::campaign::Metric;
-use crate::campaigns::explain::{self, Explanation};
+use crate::campaigns::explain::{self, Ask, Explanation};
 use crate::campaigns::plan::Plan;
 use crate::campaigns::store::Store;
 use crate::cli::ExplainArgs;
@@ -22,7 +22,23 @@ pub fn run(a: &ExplainArgs) -> anyhow::Result<ExitCode> {
         .map(|r| r.parse::<BitRate>().map(|b| b.bits_per_second()))
         .transpose()
         .context("--rate")?;
-    let e = explanation(&store, campaign, metric, rate)?;
+    let mut ask = Ask::new(metric);
+    ask.rate = rate;
+    ask.keep_outliers = a.keep_outliers;
+    ask.change = a
+        .change
+        .as_deref()
+        .map(|c| crate::units::parse_percent(c).map(|x| x / 100.0))
+        .transpose()
+        .context("--change")?;
+    if !(a.confidence > 0.0 && a.confidence < 100.0) {
+        anyhow::bail!(
+            "-c: the confidence level is a percentage between 0 and 100, got {}",
+            a.confidence
+        );
+    }
+    ask.confidence = a.confidence / 100.0;
+    let e = explanation(&store, campaign, &ask)?;
     if a.json {
         crate::outln!("{}", serde_json::to_string_pretty(&e)?);
     } else {
@@ -32,12 +48,7 @@ pub fn run(a: &ExplainArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// The explanation of a stored campaign (also the report's first section and the end of `run`).
-pub fn explanation(
-    store: &Store,
-    campaign: i64,
-    metric: Metric,
-    rate: Option<f64>,
-) -> anyhow::Result<Explanation> {
+pub fn explanation(store: &Store, campaign: i64, ask: &Ask) -> anyhow::Result<Explanation> {
     let row = store.campaign(campaign)?;
     let runs = store.runs(campaign)?;
     let configs = store.configurations(campaign)?;
@@ -46,16 +57,29 @@ pub fn explanation(
         .into_iter()
         .filter_map(|(id, json)| Some((id, serde_json::from_str(json.as_deref()?).ok()?)))
         .collect();
+    let counters = stored_counters(store, campaign)?;
     // An imported campaign's "plan" is not a plan; the answer then does without it.
     let plan = Plan::parse(row.plan_path.as_deref().unwrap_or("plan"), &row.plan_toml).ok();
     Ok(explain::explain(
         &runs,
         &configs,
-        metric,
         &results,
+        &counters,
         plan.as_ref(),
-        rate,
+        ask,
     ))
+}
+
+/// Each run's stored counters (kernel counters, host CPU), parsed.
+pub fn stored_counters(
+    store: &Store,
+    campaign: i64,
+) -> anyhow::Result<Vec<(i64, serde_json::Value)>> {
+    Ok(store
+        .run_counters(campaign)?
+        .into_iter()
+        .filter_map(|(id, json)| Some((id, serde_json::from_str(json.as_deref()?).ok()?)))
+        .collect())
 }
 
 /// The answer first, then the effects table, the limits and the method.
@@ -85,9 +109,10 @@ pub fn render(e: &Explanation) -> String {
         for m in &x.means {
             let _ = writeln!(
                 out,
-                "    {:<12} {:>16}  (95% CI {} to {}, {} runs)",
+                "    {:<12} {:>16}  ({} CI {} to {}, {} runs)",
                 m.value,
                 fmt(m.mean),
+                crate::analysis::decide::words::level(e.effects.confidence),
                 fmt(m.ci_low),
                 fmt(m.ci_high),
                 m.n

@@ -1,10 +1,150 @@
-//! Statistics over a campaign's stored runs: the per-configuration summary table and the
-//! comparisons of one dimension's values within each combination of the others. Pure: takes
-//! `RunRow`s, returns values; `app` renders them and `report` will too.
+//! Statistics over a campaign's stored runs: the runs set aside as outliers (`screen`), the
+//! per-configuration summary table, the comparisons of one dimension's values within each
+//! combination of the others, and whether `[repeat] until` is met. Pure: takes `RunRow`s,
+//! returns values; `app` and `report` render them. Every verdict comes from
+//! `analysis::decide`, the engine `explain` uses.
 
-use crate::analysis::stats::{self, Analysis, Config, Description};
-use crate::campaigns::store::RunRow;
+use crate::analysis::decide::robust;
+use crate::analysis::effects::{self, Observation, Scale};
+use crate::analysis::stats::{self, Analysis, Config, Description, Pairs};
+use crate::campaigns::store::{ConfigRow, RunRow};
+use crate::units::BitRate;
 use serde::Serialize;
+
+/// How comparisons are judged: the confidence level, the practical change, the baselines of
+/// unordered dimensions (from the plan's `[answer]` or the command line).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judging {
+    pub confidence: f64,
+    pub change: f64,
+    pub baselines: Vec<(String, String)>,
+}
+
+impl Default for Judging {
+    fn default() -> Self {
+        Judging {
+            confidence: 0.95,
+            change: crate::analysis::decide::DEFAULT_CHANGE,
+            baselines: Vec::new(),
+        }
+    }
+}
+
+/// A run set aside: far outside the other runs of its configuration.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutlierRun {
+    pub run_id: i64,
+    pub configuration: String,
+    /// Counted from 1.
+    pub round: u32,
+    pub value: f64,
+    pub siblings: usize,
+    pub siblings_median: f64,
+    /// How many times below (or above) its siblings' median.
+    pub factor: f64,
+    pub text: String,
+}
+
+/// The successful runs of each configuration, less those far outside their siblings (goodput
+/// only, `decide::robust`); the others are returned apart, said in words.
+pub fn screen(runs: &[RunRow], metric: Metric) -> (Vec<RunRow>, Vec<OutlierRun>) {
+    if metric != Metric::BitsPerSecond {
+        return (runs.to_vec(), Vec::new());
+    }
+    let mut labels: Vec<&str> = Vec::new();
+    for r in runs {
+        if !labels.contains(&r.configuration.as_str()) {
+            labels.push(&r.configuration);
+        }
+    }
+    let mut out_ids = Vec::new();
+    let mut outliers = Vec::new();
+    for label in labels {
+        let mine: Vec<(usize, &RunRow)> = runs
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.configuration == label && r.status == "ok")
+            .filter(|(_, r)| metric.value(r).is_some())
+            .collect();
+        let values: Vec<f64> = mine.iter().filter_map(|(_, r)| metric.value(r)).collect();
+        for o in robust::outside(&values) {
+            let (at, r) = mine[o.index];
+            let factor = if o.factor.is_finite() {
+                format!("{:.0}x", o.factor)
+            } else {
+                "infinitely".into()
+            };
+            let factor = if o.factor < 10.0 && o.factor.is_finite() {
+                format!("{:.1}x", o.factor)
+            } else {
+                factor
+            };
+            outliers.push(OutlierRun {
+                run_id: r.id,
+                configuration: label.to_string(),
+                round: r.round + 1,
+                value: values[o.index],
+                siblings: values.len() - 1,
+                siblings_median: o.siblings_median,
+                factor: o.factor,
+                text: format!(
+                    "{label} round {}: {}, {factor} {} its {} siblings (median {}), excluded from the effects",
+                    r.round + 1,
+                    BitRate(values[o.index]),
+                    if o.below { "below" } else { "above" },
+                    values.len() - 1,
+                    BitRate(o.siblings_median)
+                ),
+            });
+            out_ids.push(at);
+        }
+    }
+    let kept = runs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !out_ids.contains(i))
+        .map(|(_, r)| r.clone())
+        .collect();
+    (kept, outliers)
+}
+
+/// Each dimension's values in the order of the campaign's configurations.
+pub fn dimension_order(configs: &[ConfigRow]) -> Vec<(String, Vec<String>)> {
+    let mut order: Vec<(String, Vec<String>)> = Vec::new();
+    for c in configs {
+        for (k, v) in &c.dims {
+            match order.iter_mut().find(|(d, _)| d == k) {
+                Some((_, vs)) if !vs.contains(v) => vs.push(v.clone()),
+                Some(_) => {}
+                None => order.push((k.clone(), vec![v.clone()])),
+            }
+        }
+    }
+    order
+}
+
+/// The successful runs as observations of `metric`.
+pub fn observations(runs: &[RunRow], metric: Metric) -> Vec<Observation> {
+    runs.iter()
+        .filter(|r| r.status == "ok")
+        .filter_map(|r| {
+            Some(Observation {
+                dims: r.dims.clone(),
+                round: r.round,
+                value: metric.value(r)?,
+            })
+        })
+        .collect()
+}
+
+/// The scale a metric is analysed on: rates as ratios when every value is positive.
+pub fn scale_of(metric: Metric, obs: &[Observation]) -> Scale {
+    if metric == Metric::BitsPerSecond && obs.iter().all(|o| o.value > 0.0) {
+        Scale::Log
+    } else {
+        Scale::Linear
+    }
+}
 
 /// Which per-run number is analysed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -63,6 +203,11 @@ impl Metric {
             confidence,
             more: more.into(),
             less: less.into(),
+            scale: if self == Metric::BitsPerSecond {
+                Scale::Log
+            } else {
+                Scale::Linear
+            },
             ..Config::default()
         }
     }
@@ -132,16 +277,31 @@ pub fn context_of(dims: &[(String, String)], by: &str) -> String {
         .join(" ")
 }
 
-/// Compares the values of `by` (in `values_order`), grouped by the other dimensions, over runs
-/// that match every `filters` entry.
+/// Compares the values of `by`, grouped by the other dimensions, over runs that match every
+/// `filters` entry: numeric values step by step from low to high, others against the baseline
+/// (`judging`'s, or the first in `values_order`). Runs of one round are paired.
 pub fn compare(
     runs: &[RunRow],
     by: &str,
     values_order: &[String],
     filters: &[(String, String)],
     metric: Metric,
-    confidence: f64,
+    judging: &Judging,
 ) -> Vec<Group> {
+    let (values_order, pairs) = match effects::ordered_values(values_order) {
+        Some(v) => (v, Pairs::Steps),
+        None => {
+            let mut v = values_order.to_vec();
+            if let Some((_, b)) = judging.baselines.iter().find(|(d, _)| d == by)
+                && let Some(i) = v.iter().position(|x| x == b)
+            {
+                let base = v.remove(i);
+                v.insert(0, base);
+            }
+            (v, Pairs::AgainstFirst)
+        }
+    };
+    let values_order = &values_order[..];
     let matching: Vec<&RunRow> = runs
         .iter()
         .filter(|r| r.status == "ok")
@@ -161,26 +321,32 @@ pub fn compare(
             contexts.push(c);
         }
     }
-    let cfg = metric.stats_config(confidence);
+    let mut cfg = metric.stats_config(judging.confidence);
+    cfg.detect_change = judging.change;
+    cfg.pairs = pairs;
     contexts
         .into_iter()
         .map(|context| {
+            let mut blocks: Vec<Vec<u32>> = Vec::new();
             let sets: Vec<(String, Vec<f64>)> = values_order
                 .iter()
-                .map(|v| {
-                    let vals = matching
+                .filter_map(|v| {
+                    let (vals, rounds): (Vec<f64>, Vec<u32>) = matching
                         .iter()
                         .filter(|r| {
                             context_of(&r.dims, by) == context
                                 && r.dims.iter().any(|(k, dv)| k == by && dv == v)
                         })
-                        .filter_map(|r| metric.value(r))
-                        .collect();
-                    (format!("{by}={v}"), vals)
+                        .filter_map(|r| Some((metric.value(r)?, r.round)))
+                        .unzip();
+                    if vals.is_empty() {
+                        return None;
+                    }
+                    blocks.push(rounds);
+                    Some((format!("{by}={v}"), vals))
                 })
-                .filter(|(_, v): &(String, Vec<f64>)| !v.is_empty())
                 .collect();
-            let (analysis, note) = match stats::analyze(&sets, &cfg) {
+            let (analysis, note) = match stats::analyze_blocked(&sets, Some(&blocks), &cfg) {
                 Ok(a) if sets.len() >= 2 => (Some(a), None),
                 Ok(_) => (
                     None,
@@ -204,22 +370,25 @@ pub fn compare(
 }
 
 /// Whether a campaign has enough rounds for `[repeat] until` (the reason, in words), judged
-/// on goodput. `by` is the dimension compared for `decided` (values in plan order).
+/// on goodput with outliers set aside: `decided` when every comparison of the answer
+/// (`explain`'s) shows a difference or an equivalence within the change.
 pub fn until_met(
     runs: &[RunRow],
     until: crate::campaigns::plan::Until,
-    by: Option<(&str, &[String])>,
+    order: &[(String, Vec<String>)],
+    judging: &Judging,
 ) -> Option<String> {
     use crate::campaigns::plan::Until;
+    let (runs, _) = screen(runs, Metric::BitsPerSecond);
     let mut labels: Vec<String> = Vec::new();
-    for r in runs {
+    for r in &runs {
         if !labels.contains(&r.configuration) {
             labels.push(r.configuration.clone());
         }
     }
     match until {
         Until::Precision(p) => {
-            let rows = summary(runs, &labels, Metric::BitsPerSecond);
+            let rows = summary(&runs, &labels, Metric::BitsPerSecond);
             let widest = rows
                 .iter()
                 .map(|r| {
@@ -242,24 +411,21 @@ pub fn until_met(
                 )
             })
         }
-        Until::Decided(change) => {
-            let Some((by, values)) = by else {
+        Until::Decided(_) => {
+            let obs = observations(&runs, Metric::BitsPerSecond);
+            if order.iter().all(|(_, v)| v.len() < 2) {
                 return Some("nothing to compare: the rounds asked for at least are done".into());
-            };
-            let groups = compare(runs, by, values, &[], Metric::BitsPerSecond, 0.95);
-            let decided = groups.iter().all(|g| {
-                g.analysis.as_ref().is_some_and(|a| {
-                    a.comparisons.iter().all(|c| {
-                        c.significant
-                            || matches!((c.percent_ci_low, c.percent_ci_high),
-                                (Some(lo), Some(hi)) if lo > -change * 100.0 && hi < change * 100.0)
-                    })
-                })
-            });
-            decided.then(|| {
+            }
+            let mut opts = effects::Options::new(scale_of(Metric::BitsPerSecond, &obs), "goodput");
+            opts.settings.confidence = judging.confidence;
+            opts.settings.change = judging.change;
+            opts.baselines = judging.baselines.clone();
+            let e = effects::analyze(&obs, order, &opts);
+            let n: usize = e.effects.iter().map(|x| x.comparisons.len()).sum();
+            e.decided().then(|| {
                 format!(
-                    "every comparison by {by} is decided: a difference shown, or a change of {:.0}% ruled out",
-                    change * 100.0
+                    "every comparison of the answer ({n}) is decided: a difference shown, or a change of {} ruled out",
+                    crate::analysis::decide::words::percent_text(judging.change)
                 )
             })
         }
@@ -321,7 +487,7 @@ mod tests {
             &["cubic".into(), "bbr".into()],
             &[],
             Metric::BitsPerSecond,
-            0.95,
+            &Judging::default(),
         );
         assert_eq!(groups.len(), 2);
         assert_eq!(groups[0].context, "window=64K");
@@ -339,7 +505,7 @@ mod tests {
             &["cubic".into(), "bbr".into()],
             &[("window".into(), "1M".into())],
             Metric::BitsPerSecond,
-            0.95,
+            &Judging::default(),
         );
         assert_eq!(filtered.len(), 1);
         let s = summary(&runs, &["window=64K cc=bbr".into()], Metric::BitsPerSecond);
@@ -350,7 +516,8 @@ mod tests {
     fn decided_means_shown_or_ruled_out_and_precision_means_narrow_cis() {
         use crate::campaigns::plan::Until;
         let values = ["cubic".to_string(), "bbr".to_string()];
-        let by = Some(("cc", &values[..]));
+        let by: &[(String, Vec<String>)] = &[("cc".to_string(), values.to_vec())];
+        let j = &Judging::default();
         let runs_with = |bbr: &[f64], cubic: &[f64]| -> Vec<RunRow> {
             let mut v: Vec<RunRow> = cubic
                 .iter()
@@ -361,18 +528,18 @@ mod tests {
         };
         // A clear difference is decided.
         let clear = runs_with(&[120.0, 121.0, 119.0], &[100.0, 101.0, 99.0]);
-        assert!(until_met(&clear, Until::Decided(0.05), by).is_some());
+        assert!(until_met(&clear, Until::Decided(0.05), by, j).is_some());
         // No difference, measured tightly enough to rule out 5%: decided.
         let same = runs_with(&[100.0, 100.2, 99.9, 100.1], &[100.1, 99.8, 100.0, 100.2]);
-        assert!(until_met(&same, Until::Decided(0.05), by).is_some());
+        assert!(until_met(&same, Until::Decided(0.05), by, j).is_some());
         // No difference shown and 5% not ruled out: not yet.
         let noisy = runs_with(&[80.0, 120.0, 100.0], &[90.0, 125.0, 95.0]);
-        assert_eq!(until_met(&noisy, Until::Decided(0.05), by), None);
+        assert_eq!(until_met(&noisy, Until::Decided(0.05), by, j), None);
         // Precision: within 1% for the tight runs, not for the noisy ones.
-        assert!(until_met(&same, Until::Precision(0.01), by).is_some());
-        assert_eq!(until_met(&noisy, Until::Precision(0.01), by), None);
+        assert!(until_met(&same, Until::Precision(0.01), by, j).is_some());
+        assert_eq!(until_met(&noisy, Until::Precision(0.01), by, j), None);
         // A configuration with a single run has no CI: not met.
         let single = runs_with(&[100.0], &[100.0, 100.0]);
-        assert_eq!(until_met(&single, Until::Precision(0.5), by), None);
+        assert_eq!(until_met(&single, Until::Precision(0.5), by, j), None);
     }
 }

@@ -3,14 +3,18 @@
 //! its RTT, from TCP_INFO), and what cannot matter by construction, read from the plan and the
 //! stored results, never guessed. Pure: takes stored rows and results, returns values.
 
-use super::campaign::Metric;
+use super::campaign::{self, Judging, Metric, OutlierRun};
 use super::plan::{PROFILE_DIMENSION, Plan, Target};
 use super::store::{ConfigRow, RunRow};
-use crate::analysis::effects::{self, Effects, Observation, Scale};
+use crate::analysis::decide::Decision;
+use crate::analysis::effects::{self, Effects, Options};
 use crate::analysis::stats::describe::{median_sorted, sorted};
 use crate::traffic::result::TestResult;
 use crate::units::BitRate;
 use serde::Serialize;
+
+mod trust;
+pub use trust::Flag;
 
 /// One configuration against its ceilings.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -43,11 +47,72 @@ pub struct Explanation {
     pub metric: Metric,
     #[serde(flatten)]
     pub effects: Effects,
+    /// Every comparison of the answer, with its dimension.
+    pub comparisons: Vec<NamedDecision>,
+    /// Runs set aside as far outside their configuration's siblings (`--keep-outliers` keeps
+    /// them).
+    pub outliers: Vec<OutlierRun>,
+    /// Whether the outliers were kept in the effects.
+    pub outliers_kept: bool,
+    /// Configurations none of whose runs succeeded.
+    pub broken: Vec<String>,
+    /// What limits trust in the figures: saturated hosts, intervals beyond a ceiling, noise.
+    pub trust: Vec<Flag>,
     pub limits: Vec<Limit>,
     /// Dimensions that cannot matter by construction, and why.
     pub cannot_matter: Vec<String>,
     /// The whole answer in words (effects, limits, facts).
     pub answer: String,
+}
+
+/// A comparison of the answer and the dimension it belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NamedDecision {
+    pub dimension: String,
+    #[serde(flatten)]
+    pub decision: Decision,
+}
+
+/// What an explanation is asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ask {
+    pub metric: Metric,
+    /// Overrides the path's rate (bit/s).
+    pub rate: Option<f64>,
+    /// Keep outliers in the effects (else they are set aside and named).
+    pub keep_outliers: bool,
+    /// Overrides the plan's practical change.
+    pub change: Option<f64>,
+    pub confidence: f64,
+}
+
+impl Ask {
+    pub fn new(metric: Metric) -> Ask {
+        Ask {
+            metric,
+            rate: None,
+            keep_outliers: false,
+            change: None,
+            confidence: 0.95,
+        }
+    }
+
+    /// How comparisons are judged, with the plan's `[answer]` where the ask leaves it open.
+    pub fn judging(&self, plan: Option<&Plan>) -> Judging {
+        Judging {
+            confidence: self.confidence,
+            change: self
+                .change
+                .or(plan.map(|p| p.answer.change))
+                .unwrap_or(crate::analysis::decide::DEFAULT_CHANGE),
+            baselines: plan.map(|p| p.answer.baselines.clone()).unwrap_or_default(),
+        }
+    }
+
+    /// Outliers kept: asked, or the plan says so.
+    pub fn keeps_outliers(&self, plan: Option<&Plan>) -> bool {
+        self.keep_outliers || plan.is_some_and(|p| p.answer.keep_outliers)
+    }
 }
 
 /// A goodput at or above this share of a ceiling is "at" that ceiling.
@@ -73,47 +138,35 @@ fn metric_words(metric: Metric) -> &'static str {
 }
 
 /// The answer for a campaign's runs. `results` are the stored results of successful runs by run
-/// id; `plan` the campaign's plan (for its target's rate and its profiles); `rate` overrides
-/// the path's rate.
+/// id, `counters` their stored counters (host CPU); `plan` the campaign's plan (for its
+/// target's rate, its profiles and its `[answer]`).
 pub fn explain(
     runs: &[RunRow],
     configs: &[ConfigRow],
-    metric: Metric,
     results: &[(i64, TestResult)],
+    counters: &[(i64, serde_json::Value)],
     plan: Option<&Plan>,
-    rate: Option<f64>,
+    ask: &Ask,
 ) -> Explanation {
-    let obs: Vec<Observation> = runs
-        .iter()
-        .filter(|r| r.status == "ok")
-        .filter_map(|r| {
-            Some(Observation {
-                dims: r.dims.clone(),
-                round: r.round,
-                value: metric.value(r)?,
-            })
-        })
-        .collect();
-    let mut order: Vec<(String, Vec<String>)> = Vec::new();
-    for c in configs {
-        for (k, v) in &c.dims {
-            match order.iter_mut().find(|(d, _)| d == k) {
-                Some((_, vs)) if !vs.contains(v) => vs.push(v.clone()),
-                Some(_) => {}
-                None => order.push((k.clone(), vec![v.clone()])),
-            }
-        }
-    }
-    let scale = if metric == Metric::BitsPerSecond && obs.iter().all(|o| o.value > 0.0) {
-        Scale::Log
-    } else {
-        Scale::Linear
-    };
+    let metric = ask.metric;
+    let judging = ask.judging(plan);
+    let keep = ask.keeps_outliers(plan);
+    let (screened, outliers) = campaign::screen(runs, metric);
+    let used: &[RunRow] = if keep { runs } else { &screened };
+    let obs = campaign::observations(used, metric);
+    let order = campaign::dimension_order(configs);
     let what = metric_words(metric);
-    let effects = effects::analyze(&obs, &order, scale, what);
+    let mut opts = Options::new(campaign::scale_of(metric, &obs), what);
+    opts.settings.confidence = judging.confidence;
+    opts.settings.change = judging.change;
+    opts.baselines = judging.baselines.clone();
+    if metric == Metric::BitsPerSecond {
+        opts.unit = |x| BitRate(x).to_string();
+    }
+    let effects = effects::analyze(&obs, &order, &opts);
     // Each configuration's link: `--rate`, else its lab path's rate (a swept `rate` included).
     let link = |c: &ConfigRow| -> Option<f64> {
-        rate.or_else(|| {
+        ask.rate.or_else(|| {
             let plan = plan?;
             match plan.path_for(&c.dims) {
                 Some(Ok(path)) => path.rate_bps,
@@ -126,7 +179,7 @@ pub fn explain(
         })
     };
     let mut limits = if metric == Metric::BitsPerSecond {
-        limits(runs, configs, results, &link)
+        limits(used, configs, results, &link)
     } else {
         Vec::new()
     };
@@ -138,23 +191,120 @@ pub fn explain(
             l.text = in_a_guest(&l.text);
         }
     }
+    let broken = broken(runs, configs);
+    let trust = trust::flags(
+        used,
+        configs,
+        results,
+        counters,
+        &link,
+        metric,
+        judging.confidence,
+    );
     let cannot_matter = plan.map(|p| cannot_matter(p, results)).unwrap_or_default();
-    let mut answer = effects.answer.clone();
-    for line in limit_summary(&limits) {
-        answer.push('\n');
-        answer.push_str(&line);
-    }
-    for fact in &cannot_matter {
-        answer.push('\n');
-        answer.push_str(fact);
-    }
+    let comparisons = effects
+        .effects
+        .iter()
+        .flat_map(|e| {
+            e.comparisons
+                .iter()
+                .chain(e.span.iter())
+                .map(|d| NamedDecision {
+                    dimension: e.dimension.clone(),
+                    decision: d.clone(),
+                })
+        })
+        .collect();
+    let answer = words(
+        &effects,
+        &outliers,
+        keep,
+        &broken,
+        &trust,
+        &limits,
+        &cannot_matter,
+    );
     Explanation {
         metric,
         effects,
+        comparisons,
+        outliers,
+        outliers_kept: keep,
+        broken,
+        trust,
         limits,
         cannot_matter,
         answer,
     }
+}
+
+/// The answer: trust first when it is in doubt, then the effects, the outliers, the broken
+/// configurations, the ceilings and the facts.
+fn words(
+    effects: &Effects,
+    outliers: &[OutlierRun],
+    kept: bool,
+    broken: &[String],
+    trust: &[Flag],
+    limits: &[Limit],
+    cannot_matter: &[String],
+) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    let serious: Vec<&Flag> = trust.iter().filter(|f| f.serious).collect();
+    lines.extend(effects.answer.lines().map(str::to_string));
+    // After the headline: what the reader must know before believing it.
+    let at = 1.min(lines.len());
+    let mut warn: Vec<String> = serious.iter().map(|f| f.text.clone()).collect();
+    for b in broken {
+        warn.push(b.clone());
+    }
+    for (k, w) in warn.into_iter().enumerate() {
+        lines.insert(at + k, w);
+    }
+    for o in outliers {
+        if kept {
+            lines.push(o.text.replace(
+                "excluded from the effects",
+                "kept in the effects (--keep-outliers)",
+            ));
+        } else {
+            lines.push(o.text.clone());
+        }
+    }
+    if !outliers.is_empty() && !kept {
+        lines.push("(the answer with them included: add --keep-outliers)".into());
+    }
+    for f in trust.iter().filter(|f| !f.serious) {
+        lines.push(f.text.clone());
+    }
+    lines.extend(limit_summary(limits));
+    lines.extend(cannot_matter.iter().cloned());
+    lines.join("\n")
+}
+
+/// Configurations with runs, none of which succeeded: broken, not slow.
+fn broken(runs: &[RunRow], configs: &[ConfigRow]) -> Vec<String> {
+    configs
+        .iter()
+        .filter_map(|c| {
+            let mine: Vec<&RunRow> = runs.iter().filter(|r| r.configuration == c.label).collect();
+            if mine.is_empty() || mine.iter().any(|r| r.status == "ok") {
+                return None;
+            }
+            let last = mine
+                .iter()
+                .rev()
+                .find_map(|r| r.error.clone())
+                .unwrap_or_else(|| "no error recorded".into());
+            Some(format!(
+                "{} is broken, not slow: all {} of its runs failed (last: {}); it is left out of \
+                 the effects",
+                c.label,
+                mine.len(),
+                crate::inputs::peer_text(&last)
+            ))
+        })
+        .collect()
 }
 
 fn limits(

@@ -111,6 +111,19 @@ pub struct Plan {
     pub server_tuning: Option<crate::host::tuning::Remote>,
     /// Profiles may change host-wide keys on namespace targets (`[target] allow_host_wide`).
     pub allow_host_wide: bool,
+    /// How the answer is judged (`[answer]`).
+    pub answer: AnswerSettings,
+}
+
+/// How a campaign's answer is judged (`[answer]`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnswerSettings {
+    /// The smallest change that matters, relative (0.05 = 5%).
+    pub change: f64,
+    /// The value each unordered dimension is compared with.
+    pub baselines: Vec<(String, String)>,
+    /// Keep runs far outside their siblings in the effects.
+    pub keep_outliers: bool,
 }
 
 /// The dimension whose values are tuning profiles.
@@ -230,6 +243,7 @@ impl Plan {
                 "dimensions",
                 "repeat",
                 "profiles",
+                "answer",
             ],
         );
         let name = r
@@ -282,6 +296,15 @@ impl Plan {
             root.get("profiles"),
         );
         let repeat = read_repeat(&mut r, root.get("repeat"));
+        let repeat_change = root
+            .get("repeat")
+            .and_then(Item::as_table_like)
+            .filter(|t| t.contains_key("change"))
+            .and(match repeat.until {
+                Some(Until::Decided(c)) => Some(c),
+                _ => None,
+            });
+        let answer = answer::read_answer(&mut r, root.get("answer"), &dimensions, repeat_change);
         // Counted before anything is built: a matrix of 2 x 10^10 configurations aborted on
         // allocation when it was expanded.
         let configs = dimensions
@@ -347,6 +370,7 @@ impl Plan {
                 profiles,
                 server_tuning,
                 allow_host_wide,
+                answer,
             };
             // What an iperf3 server cannot run, once per reason, with the configurations.
             let mut iperf3_cannot: std::collections::BTreeMap<String, Vec<String>> =
@@ -648,6 +672,7 @@ fn read_allow_host_wide(r: &mut Reader, item: Option<&Item>) -> bool {
     })
 }
 
+mod answer;
 mod options;
 mod repeat;
 mod target;

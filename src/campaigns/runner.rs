@@ -348,28 +348,27 @@ fn round_settles(
         return Ok(None);
     }
     let runs = store.runs(campaign)?;
-    let by = plan
+    let order: Vec<(String, Vec<String>)> = plan
         .dimensions
         .iter()
-        .rev()
-        .find(|d| d.values.len() > 1)
         .map(|d| {
             (
                 d.name.clone(),
                 d.values.iter().map(|v| v.label.clone()).collect::<Vec<_>>(),
             )
-        });
-    Ok(crate::campaigns::campaign::until_met(
-        &runs,
-        until,
-        by.as_ref().map(|(n, v)| (n.as_str(), v.as_slice())),
+        })
+        .collect();
+    let judging =
+        crate::campaigns::explain::Ask::new(crate::campaigns::campaign::Metric::BitsPerSecond)
+            .judging(Some(plan));
+    Ok(
+        crate::campaigns::campaign::until_met(&runs, until, &order, &judging).map(|why| {
+            format!(
+                "stopping after {rounds} of at most {} rounds: {why}",
+                plan.repeat.count
+            )
+        }),
     )
-    .map(|why| {
-        format!(
-            "stopping after {rounds} of at most {} rounds: {why}",
-            plan.repeat.count
-        )
-    }))
 }
 
 /// Every reason the plan's profiles cannot be applied on these targets (a key the kernel

@@ -44,6 +44,12 @@ pub struct CompareArgs {
     /// Confidence level in percent.
     #[arg(short = 'c', long, default_value_t = 95.0)]
     pub confidence: f64,
+    /// Keep runs far outside their configuration's siblings (set aside and named by default).
+    #[arg(long)]
+    pub keep_outliers: bool,
+    /// The smallest change that matters, e.g. 5% (default: the plan's [answer] change, or 5%).
+    #[arg(long)]
+    pub change: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -62,6 +68,16 @@ pub struct ExplainArgs {
     /// The path's rate, when the plan's target does not say it (an address target), e.g. 1G.
     #[arg(long)]
     pub rate: Option<String>,
+    /// Keep runs far outside their configuration's siblings in the effects (they are set
+    /// aside and named by default).
+    #[arg(long)]
+    pub keep_outliers: bool,
+    /// The smallest change that matters, e.g. 5% (default: the plan's [answer] change, or 5%).
+    #[arg(long)]
+    pub change: Option<String>,
+    /// Confidence level in percent.
+    #[arg(short = 'c', long, default_value_t = 95.0)]
+    pub confidence: f64,
     #[arg(long)]
     pub json: bool,
 }

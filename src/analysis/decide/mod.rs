@@ -180,6 +180,42 @@ pub fn combined(contexts: &[(&[f64], &[f64])]) -> Option<Estimate> {
     })
 }
 
+/// `to` against `from`, each a name, its values and (in a campaign) each value's round: paired
+/// by round when two rounds pair up (a round with several values gives their mean), else
+/// Welch's test, on the settings' scale.
+pub fn between(
+    from: (&str, &[f64], Option<&[u32]>),
+    to: (&str, &[f64], Option<&[u32]>),
+    s: &Settings,
+) -> Decision {
+    let on_scale = |v: &[f64]| -> Option<Vec<f64>> { v.iter().map(|x| s.scale.to(*x)).collect() };
+    let (Some(ya), Some(yb)) = (on_scale(from.1), on_scale(to.1)) else {
+        return too_few(from.0, to.0, from.1.len(), to.1.len(), s);
+    };
+    let reference = mean(&ya);
+    if let (Some(ba), Some(bb)) = (from.2, to.2) {
+        let by_block = |ys: &[f64], bs: &[u32]| {
+            let mut m: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
+            for (y, b) in ys.iter().zip(bs) {
+                m.entry(*b).or_default().push(*y);
+            }
+            m
+        };
+        let (ma, mb) = (by_block(&ya, ba), by_block(&yb, bb));
+        let diffs: Vec<f64> = ma
+            .iter()
+            .filter_map(|(k, a)| Some(mean(mb.get(k)?) - mean(a)))
+            .collect();
+        if let Some(e) = paired(&diffs) {
+            return decide(from.0, to.0, e, reference, s);
+        }
+    }
+    match independent(&ya, &yb) {
+        Some(e) => decide(from.0, to.0, e, reference, s),
+        None => too_few(from.0, to.0, ya.len(), yb.len(), s),
+    }
+}
+
 /// The outcome of one comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -224,6 +260,10 @@ pub struct Decision {
     pub equivalence_p: f64,
     pub equivalence_p_adjusted: f64,
     pub equivalent: bool,
+    /// The 1 - 2 alpha interval the equivalence test uses (90% at 95%), on the same scale as
+    /// `ci_low`/`ci_high`: equivalence is shown when it lies inside the practical change.
+    pub equivalence_ci_low: f64,
+    pub equivalence_ci_high: f64,
     pub outcome: Outcome,
     /// The largest relative change the data cannot rule out (from the 1 - 2 alpha interval
     /// that the equivalence test uses), e.g. 0.18.
@@ -242,6 +282,16 @@ pub struct Decision {
     estimate: Estimate,
     #[serde(skip)]
     margin: f64,
+    /// The `from` mean on the analysis scale.
+    #[serde(skip)]
+    reference: f64,
+}
+
+impl Decision {
+    /// The `from` mean on the analysis scale (linear differences are relative to it).
+    pub fn reference_mean(&self) -> f64 {
+        self.reference
+    }
 }
 
 /// Largest number of rounds `rounds_needed` looks at.
@@ -259,6 +309,12 @@ pub fn decide(from: &str, to: &str, estimate: Estimate, reference: f64, s: &Sett
     } else {
         (value, value)
     };
+    let t_eq = ttest::t_critical(1.0 - 2.0 * s.alpha(), df);
+    let (elo, ehi) = if se > 0.0 {
+        (value - t_eq * se, value + t_eq * se)
+    } else {
+        (value, value)
+    };
     let mut d = Decision {
         from: from.to_string(),
         to: to.to_string(),
@@ -271,6 +327,8 @@ pub fn decide(from: &str, to: &str, estimate: Estimate, reference: f64, s: &Sett
         equivalence_p,
         equivalence_p_adjusted: equivalence_p,
         equivalent: false,
+        equivalence_ci_low: s.scale.back(elo),
+        equivalence_ci_high: s.scale.back(ehi),
         outcome: Outcome::Undecided,
         not_ruled_out: not_ruled_out(value, se, df, s, reference),
         rounds_needed: None,
@@ -280,6 +338,7 @@ pub fn decide(from: &str, to: &str, estimate: Estimate, reference: f64, s: &Sett
         scale: s.scale,
         estimate,
         margin,
+        reference,
     };
     judge(&mut d, s);
     d
@@ -299,6 +358,8 @@ pub fn too_few(from: &str, to: &str, n_from: usize, n_to: usize, s: &Settings) -
         equivalence_p: 1.0,
         equivalence_p_adjusted: 1.0,
         equivalent: false,
+        equivalence_ci_low: f64::NAN,
+        equivalence_ci_high: f64::NAN,
         outcome: Outcome::TooFew,
         not_ruled_out: f64::INFINITY,
         rounds_needed: None,
@@ -321,6 +382,7 @@ pub fn too_few(from: &str, to: &str, n_from: usize, n_to: usize, s: &Settings) -
             },
         },
         margin: f64::NAN,
+        reference: f64::NAN,
     }
 }
 

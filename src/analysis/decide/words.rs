@@ -63,17 +63,32 @@ pub fn size_text(d: &Decision, unit: &dyn Fn(f64) -> String) -> String {
 
 /// Its interval: "95% CI 29.8-32.0x" or "95% CI -3.1 to +21.9".
 pub fn ci_text(d: &Decision, unit: &dyn Fn(f64) -> String) -> String {
-    let lvl = level(d.confidence);
-    match d.scale {
+    interval(d.confidence, d.ci_low, d.ci_high, d.scale, unit)
+}
+
+/// The interval the equivalence test uses (1 - 2 alpha: "90% CI 0.98-1.01x").
+pub fn equivalence_ci_text(d: &Decision, unit: &dyn Fn(f64) -> String) -> String {
+    interval(
+        1.0 - 2.0 * (1.0 - d.confidence),
+        d.equivalence_ci_low,
+        d.equivalence_ci_high,
+        d.scale,
+        unit,
+    )
+}
+
+fn interval(conf: f64, lo: f64, hi: f64, scale: Scale, unit: &dyn Fn(f64) -> String) -> String {
+    let lvl = level(conf);
+    match scale {
         Scale::Log => format!(
             "{lvl} CI {}-{}",
-            ratio_text(d.ci_low).trim_end_matches('x'),
-            ratio_text(d.ci_high)
+            ratio_text(lo).trim_end_matches('x'),
+            ratio_text(hi)
         ),
         Scale::Linear => format!(
             "{lvl} CI {} to {}",
-            signed_plus(d.ci_low, unit),
-            signed_plus(d.ci_high, unit)
+            signed_plus(lo, unit),
+            signed_plus(hi, unit)
         ),
     }
 }
@@ -131,7 +146,7 @@ pub fn verdict(d: &Decision, what: &str, unit: &dyn Fn(f64) -> String, adjusted:
             "no difference in {what} larger than {change} (equivalence shown, {}; {}, {})",
             p_of(d, adjusted, true),
             size_text(d, unit),
-            ci_text(d, unit)
+            equivalence_ci_text(d, unit)
         ),
         Outcome::Undecided => {
             let bound = if d.not_ruled_out.is_finite() {

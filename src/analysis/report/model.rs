@@ -13,8 +13,9 @@ pub struct ConfigView {
     pub label: String,
     pub dims: Vec<(String, String)>,
     pub summary: ConfigSummary,
-    /// Goodput of each successful run, bit/s.
+    /// Goodput of each successful run that is not an outlier, bit/s, and its round.
     pub values: Vec<f64>,
+    pub rounds: Vec<u32>,
     /// 95% CI of the mean goodput.
     pub mean_ci: Option<(f64, f64)>,
     pub retransmits_mean: Option<f64>,
@@ -67,6 +68,11 @@ pub struct ReportModel {
     pub link_bps: Option<f64>,
     /// Latency probe and UDP timing figures, for the runs that have them.
     pub latency: LatencyCharts,
+    /// Runs set aside as far outside their siblings (kept when the plan says so).
+    pub outliers: Vec<campaign::OutlierRun>,
+    pub outliers_kept: bool,
+    /// How comparisons are judged (the plan's `[answer]`).
+    pub judging: campaign::Judging,
 }
 
 /// What the latency charts draw, per configuration (its index in `configs`) and point.
@@ -188,7 +194,21 @@ impl ReportModel {
     pub fn build(store: &Store, campaign: i64) -> anyhow::Result<ReportModel> {
         let c = store.campaign(campaign)?;
         let configs_rows = store.configurations(campaign)?;
-        let runs = store.runs(campaign)?;
+        let all_runs = store.runs(campaign)?;
+        let plan = crate::campaigns::plan::Plan::parse(
+            c.plan_path.as_deref().unwrap_or("plan"),
+            &c.plan_toml,
+        )
+        .ok();
+        let ask = crate::campaigns::explain::Ask::new(Metric::BitsPerSecond);
+        let judging = ask.judging(plan.as_ref());
+        let outliers_kept = ask.keeps_outliers(plan.as_ref());
+        let (screened, outliers) = campaign::screen(&all_runs, Metric::BitsPerSecond);
+        let runs = if outliers_kept {
+            all_runs.clone()
+        } else {
+            screened
+        };
         let ceilings = window_ceilings(store, campaign)?;
         let dims = dimensions(&configs_rows);
         let labels: Vec<String> = configs_rows.iter().map(|r| r.label.clone()).collect();
@@ -205,11 +225,11 @@ impl ReportModel {
             .map(|(d, _)| d.clone());
         let groups = match dims.iter().find(|(d, _)| Some(d) == compared_by.as_ref()) {
             Some((by, values)) => {
-                campaign::compare(&runs, by, values, &[], Metric::BitsPerSecond, 0.95)
+                campaign::compare(&runs, by, values, &[], Metric::BitsPerSecond, &judging)
             }
             None => Vec::new(),
         };
-        let failed = runs
+        let failed = all_runs
             .iter()
             .filter(|r| r.status != "ok")
             .map(|r| {
@@ -235,11 +255,14 @@ impl ReportModel {
             counters,
             series,
             udp,
-            total_runs: runs.len(),
+            total_runs: all_runs.len(),
             doctor,
             answer: Vec::new(),
             link_bps: None,
             latency: LatencyCharts::default(),
+            outliers,
+            outliers_kept,
+            judging,
         };
         let configs_for_answer = store.configurations(campaign)?;
         let results: Vec<(i64, crate::traffic::result::TestResult)> = store
@@ -248,11 +271,11 @@ impl ReportModel {
             .filter_map(|(id, json)| Some((id, serde_json::from_str(json.as_deref()?).ok()?)))
             .collect();
         model.latency = latency_charts(&model.configs, &runs, &results);
-        let plan = crate::campaigns::plan::Plan::parse(
-            model.campaign.plan_path.as_deref().unwrap_or("plan"),
-            &model.campaign.plan_toml,
-        )
-        .ok();
+        let counters: Vec<(i64, serde_json::Value)> = store
+            .run_counters(campaign)?
+            .into_iter()
+            .filter_map(|(id, json)| Some((id, serde_json::from_str(json.as_deref()?).ok()?)))
+            .collect();
         // One path rate for the charts' line, unless the plan sweeps the rate (each
         // configuration's own ceiling is then in the explanation's limits).
         model.link_bps = plan.as_ref().and_then(|p| match &p.target {
@@ -262,12 +285,12 @@ impl ReportModel {
             _ => None,
         });
         let explanation = crate::campaigns::explain::explain(
-            &runs,
+            &all_runs,
             &configs_for_answer,
-            Metric::BitsPerSecond,
             &results,
+            &counters,
             plan.as_ref(),
-            None,
+            &ask,
         );
         model.answer = explanation.answer.lines().map(str::to_string).collect();
         model.findings = findings(&model);
@@ -318,7 +341,10 @@ fn config_view(
     let pick = |f: &dyn Fn(&RunRow) -> Option<f64>| {
         mean(&ok.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
     };
-    let values: Vec<f64> = ok.iter().filter_map(|r| r.bits_per_second).collect();
+    let (values, rounds): (Vec<f64>, Vec<u32>) = ok
+        .iter()
+        .filter_map(|r| Some((r.bits_per_second?, r.round)))
+        .unzip();
     let mut c: Vec<f64> = ok
         .iter()
         .filter_map(|r| ceilings.get(&r.id).copied())
@@ -329,6 +355,7 @@ fn config_view(
         dims: row.dims.clone(),
         mean_ci: mean_ci(&values),
         values,
+        rounds,
         summary,
         retransmits_mean: pick(&|r| r.retransmits.map(|v| v as f64)),
         loss_mean: pick(&|r| r.lost_percent),
@@ -486,7 +513,17 @@ fn findings(m: &ReportModel) -> Vec<String> {
         ));
         return out;
     }
-    out.extend(fastest(&ok_configs, m.link_bps));
+    out.extend(fastest(&ok_configs, m.link_bps, &m.judging));
+    for o in &m.outliers {
+        out.push(if m.outliers_kept {
+            format!(
+                "{} (kept: the plan says keep_outliers).",
+                o.text.replace(", excluded from the effects", "")
+            )
+        } else {
+            format!("{}, and from every number below.", o.text)
+        });
+    }
     if ok_configs.len() == 1 {
         out.push("A single configuration: nothing to compare. Add a [matrix] dimension to compare settings.".into());
     }
@@ -517,9 +554,9 @@ fn findings(m: &ReportModel) -> Vec<String> {
                     d.n
                 ));
             }
-            if !d.outliers.is_empty() {
+            if !d.outliers.is_empty() && m.outliers_kept {
                 out.push(format!(
-                    "{} has {} outlier run(s), kept in every number: {}.",
+                    "{} has {} run(s) outside Tukey's fences, kept in every number: {}.",
                     c.label,
                     d.outliers.len(),
                     d.outliers
@@ -580,9 +617,17 @@ fn findings(m: &ReportModel) -> Vec<String> {
     out
 }
 
-/// "Fastest" only when the fastest is distinguishable from the next (Welch, 95%); else the
-/// fastest group. A CI reaching beyond the path's rate is said to be too wide to mean more.
-fn fastest(ok: &[&ConfigView], link: Option<f64>) -> Vec<String> {
+/// "Fastest" only when the fastest is shown faster than the next (the decision engine: runs of
+/// one round paired, ratios; as `compare` and `explain` judge); else the fastest group. A CI
+/// reaching beyond the path's rate is said to be too wide to mean more.
+fn fastest(ok: &[&ConfigView], link: Option<f64>, judging: &campaign::Judging) -> Vec<String> {
+    use crate::analysis::decide;
+    let s = decide::Settings {
+        confidence: judging.confidence,
+        change: judging.change,
+        scale: decide::Scale::Log,
+    };
+    let lvl = decide::words::level(judging.confidence);
     let mean_of = |c: &ConfigView| c.summary.description.as_ref().map_or(0.0, |d| d.mean);
     let mut ranked: Vec<&ConfigView> = ok.to_vec();
     ranked.sort_by(|a, b| mean_of(b).total_cmp(&mean_of(a)));
@@ -605,17 +650,25 @@ fn fastest(ok: &[&ConfigView], link: Option<f64>) -> Vec<String> {
             })
             .unwrap_or_default()
     };
-    // The group of configurations not shown slower than the best.
-    let group: Vec<&ConfigView> = ranked
+    // The group of configurations not shown slower than the best (Holm over those comparisons).
+    let mut against: Vec<decide::Decision> = ranked[1..]
         .iter()
-        .copied()
-        .take_while(|c| {
-            std::ptr::eq(*c, *best)
-                || c.values.len() < 2
-                || best.values.len() < 2
-                || !ttest::welch(&c.values, &best.values, 0.95).significant
+        .map(|c| {
+            decide::between(
+                (&c.label, &c.values, Some(&c.rounds)),
+                (&best.label, &best.values, Some(&best.rounds)),
+                &s,
+            )
         })
         .collect();
+    decide::adjust(&mut against, &s);
+    let mut group: Vec<&ConfigView> = vec![*best];
+    for (c, d) in ranked[1..].iter().zip(&against) {
+        if d.outcome == decide::Outcome::Different {
+            break;
+        }
+        group.push(*c);
+    }
     if ranked.len() == 1 {
         return vec![format!(
             "Configuration {} at {} mean goodput{}, {} runs.",
@@ -628,7 +681,7 @@ fn fastest(ok: &[&ConfigView], link: Option<f64>) -> Vec<String> {
     if group.len() == 1 {
         vec![format!(
             "Fastest configuration: {} at {} mean goodput{}, {} runs; faster than the next ({}) \
-             at 95% confidence.",
+             at {lvl} confidence.",
             best.label,
             mbit(mean_of(best)),
             ci(best),
@@ -641,7 +694,7 @@ fn fastest(ok: &[&ConfigView], link: Option<f64>) -> Vec<String> {
             .map(|c| format!("{} ({})", c.label, mbit(mean_of(c))))
             .collect();
         vec![format!(
-            "The fastest group: {} (indistinguishable at 95% confidence; the highest mean{})",
+            "The fastest group: {} (none shown slower than the fastest at {lvl} confidence; the highest mean{})",
             names.join(", "),
             ci(best)
         )]
@@ -699,7 +752,11 @@ mod tests {
         let bbr = view("window=4M congestion=bbr", &[500e6, 980e6, 960e6]);
         let cubic = view("window=4M congestion=cubic", &[700e6, 890e6, 760e6]);
         let slow = view("window=64K congestion=cubic", &[25e6, 26e6, 25.5e6]);
-        let lines = fastest(&[&slow, &cubic, &bbr], Some(1e9));
+        let lines = fastest(
+            &[&slow, &cubic, &bbr],
+            Some(1e9),
+            &campaign::Judging::default(),
+        );
         assert_eq!(lines.len(), 1);
         let l = &lines[0];
         assert!(
@@ -707,7 +764,7 @@ mod tests {
             "{l}"
         );
         assert!(
-            l.contains("window=4M congestion=cubic") && l.contains("indistinguishable"),
+            l.contains("window=4M congestion=cubic") && l.contains("none shown slower"),
             "{l}"
         );
         assert!(!l.contains("64K"), "{l}");
@@ -717,7 +774,7 @@ mod tests {
         );
         // A clear winner is called the fastest, and said to be faster than the next.
         let fast = view("window=4M", &[950e6, 951e6, 949e6]);
-        let lines = fastest(&[&slow, &fast], Some(1e9));
+        let lines = fastest(&[&slow, &fast], Some(1e9), &campaign::Judging::default());
         assert!(
             lines[0].starts_with("Fastest configuration: window=4M at"),
             "{}",

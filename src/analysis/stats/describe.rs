@@ -86,6 +86,11 @@ pub fn stddev(values: &[f64]) -> f64 {
 }
 
 /// Sample variance (N - 1); infinite when it exceeds the f64 range.
+/// The sample variance of a described set.
+pub fn variance_of(d: &Description) -> f64 {
+    d.stddev * d.stddev
+}
+
 pub fn variance(values: &[f64]) -> f64 {
     stddev(values).powi(2)
 }

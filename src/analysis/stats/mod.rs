@@ -4,6 +4,10 @@
 //!
 //! `analyze` is the entry point for `netsweep stats`, `compare` and the report: it takes named
 //! sets, the first being the baseline, and returns an `Analysis` (also the `--json` document).
+//! Each comparison's verdict comes from the decision engine (`analysis::decide`), the one
+//! `explain` uses: a difference, an equivalence within `detect_change`, or undecided with the
+//! runs that would settle it. ministat's pooled Student's t is kept beside it, and the verdict
+//! says when the two disagree and why.
 
 pub mod describe;
 pub mod rank;
@@ -25,6 +29,20 @@ pub struct Config {
     /// Words for "more" and "less" in verdicts ("higher"/"lower", or "faster"/"slower").
     pub more: String,
     pub less: String,
+    /// The scale the decision is made on (`Log` for rates: ratios, paired runs of a round as
+    /// ratios too).
+    pub scale: crate::analysis::decide::Scale,
+    /// Which pairs are compared.
+    pub pairs: Pairs,
+}
+
+/// Which pairs of sets an analysis compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pairs {
+    /// Every set against the first (ministat).
+    AgainstFirst,
+    /// Each set against the one before it (numeric values, low to high).
+    Steps,
 }
 
 impl Default for Config {
@@ -35,6 +53,8 @@ impl Default for Config {
             power: 0.8,
             more: "higher".into(),
             less: "lower".into(),
+            scale: crate::analysis::decide::Scale::Linear,
+            pairs: Pairs::AgainstFirst,
         }
     }
 }
@@ -59,7 +79,7 @@ pub struct SetSummary {
 }
 
 /// One set against the baseline.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
     pub baseline: String,
     pub other: String,
@@ -77,12 +97,14 @@ pub struct Comparison {
     pub hodges_lehmann: rank::HodgesLehmann,
     /// Runs per set that would detect `detect_change` at `power`; `None` if undefined.
     pub runs_needed: Option<usize>,
-    /// Welch (Holm-adjusted) says the difference is real.
+    /// The decision engine's verdict says the difference is real (Holm-adjusted).
     pub significant: bool,
+    /// The decision (`analysis::decide`): the one `explain` makes for the same pair.
+    pub decision: crate::analysis::decide::Decision,
     pub verdict: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Analysis {
     pub confidence: f64,
     pub sets: Vec<SetSummary>,
@@ -161,6 +183,16 @@ fn check(name: &str, values: &[f64]) -> Result<(), StatsError> {
 
 /// Analyses named sets; the first is the baseline.
 pub fn analyze(sets: &[(String, Vec<f64>)], cfg: &Config) -> Result<Analysis, StatsError> {
+    analyze_blocked(sets, None, cfg)
+}
+
+/// Analyses named sets whose values carry their block (a campaign's round): values of one
+/// block are paired when at least two blocks pair up.
+pub fn analyze_blocked(
+    sets: &[(String, Vec<f64>)],
+    blocks: Option<&[Vec<u32>]>,
+    cfg: &Config,
+) -> Result<Analysis, StatsError> {
     if !(cfg.confidence > 0.0 && cfg.confidence < 1.0) {
         return Err(StatsError::Confidence(cfg.confidence));
     }
@@ -181,18 +213,37 @@ pub fn analyze(sets: &[(String, Vec<f64>)], cfg: &Config) -> Result<Analysis, St
             comparisons: Vec::new(),
         });
     };
-    let mut comparisons: Vec<Comparison> = sets[1..]
+    let _ = (base_name, base);
+    let pairs: Vec<(usize, usize)> = match cfg.pairs {
+        Pairs::AgainstFirst => (1..sets.len()).map(|i| (0, i)).collect(),
+        Pairs::Steps => (1..sets.len()).map(|i| (i - 1, i)).collect(),
+    };
+    let block = |i: usize| blocks.and_then(|b| b.get(i)).map(Vec::as_slice);
+    let mut comparisons: Vec<Comparison> = pairs
         .iter()
-        .map(|(name, v)| compare(base_name, base, name, v, cfg))
+        .map(|&(a, b)| {
+            compare(
+                (&sets[a].0, &sets[a].1, block(a)),
+                (&sets[b].0, &sets[b].1, block(b)),
+                cfg,
+            )
+        })
         .collect();
     let adjusted = holm(&comparisons.iter().map(|c| c.welch.p).collect::<Vec<_>>());
-    for (c, p) in comparisons.iter_mut().zip(adjusted) {
+    let mut decisions: Vec<_> = comparisons.iter().map(|c| c.decision.clone()).collect();
+    crate::analysis::decide::adjust(&mut decisions, &engine_settings(cfg));
+    for ((c, p), d) in comparisons.iter_mut().zip(adjusted).zip(decisions) {
         c.welch_p_holm = p;
-        c.significant = p < 1.0 - cfg.confidence;
+        c.significant = matches!(
+            d.outcome,
+            crate::analysis::decide::Outcome::Different
+                | crate::analysis::decide::Outcome::SmallDifference
+        );
+        c.decision = d;
     }
     let several = comparisons.len() > 1;
-    for (i, c) in comparisons.iter_mut().enumerate() {
-        c.verdict = verdict(c, &summaries[0], &summaries[i + 1], cfg, several);
+    for (c, &(a, b)) in comparisons.iter_mut().zip(&pairs) {
+        c.verdict = verdict(c, &summaries[a], &summaries[b], cfg, several);
     }
     Ok(Analysis {
         confidence: cfg.confidence,
@@ -201,7 +252,37 @@ pub fn analyze(sets: &[(String, Vec<f64>)], cfg: &Config) -> Result<Analysis, St
     })
 }
 
-fn compare(base_name: &str, base: &[f64], name: &str, other: &[f64], cfg: &Config) -> Comparison {
+/// The decision engine's settings for this analysis.
+fn engine_settings(cfg: &Config) -> crate::analysis::decide::Settings {
+    crate::analysis::decide::Settings {
+        confidence: cfg.confidence,
+        change: cfg.detect_change,
+        scale: cfg.scale,
+    }
+}
+
+/// A bound of a decision's interval as a change relative to the baseline.
+fn relative(bound: f64, d: &crate::analysis::decide::Decision) -> f64 {
+    match d.scale {
+        crate::analysis::decide::Scale::Log => bound - 1.0,
+        crate::analysis::decide::Scale::Linear => bound / d.reference_mean().abs(),
+    }
+}
+
+/// A set: its name, its values and (in a campaign) each value's round.
+type Set<'a> = (&'a String, &'a Vec<f64>, Option<&'a [u32]>);
+
+fn decision(base: Set, other: Set, cfg: &Config) -> crate::analysis::decide::Decision {
+    crate::analysis::decide::between(
+        (base.0, base.1, base.2),
+        (other.0, other.1, other.2),
+        &engine_settings(cfg),
+    )
+}
+
+fn compare(base_set: Set, other_set: Set, cfg: &Config) -> Comparison {
+    let (base_name, base, _) = base_set;
+    let (name, other, _) = other_set;
     let welch = ttest::welch(base, other, cfg.confidence);
     let percent = ttest::percent_difference(base, other, cfg.confidence, welch.df);
     let (nb, no) = (base.len() as f64, other.len() as f64);
@@ -224,6 +305,7 @@ fn compare(base_name: &str, base: &[f64], name: &str, other: &[f64], cfg: &Confi
         mann_whitney: rank::mann_whitney(base, other),
         hodges_lehmann: rank::hodges_lehmann(base, other, cfg.confidence),
         runs_needed: runs_needed(pooled_sd, delta, cfg.confidence, cfg.power),
+        decision: decision(base_set, other_set, cfg),
         verdict: String::new(),
     }
 }
@@ -244,7 +326,8 @@ fn runs_text(a: usize, b: usize) -> String {
     }
 }
 
-/// One line in plain words, with warnings about noise, outliers and disagreeing tests.
+/// One line in plain words from the decision, with warnings about noise, outliers and
+/// disagreeing tests.
 fn verdict(
     c: &Comparison,
     base: &SetSummary,
@@ -252,55 +335,121 @@ fn verdict(
     cfg: &Config,
     holm_applied: bool,
 ) -> String {
-    let conf = cfg.confidence * 100.0;
-    let p = if holm_applied {
-        format!("Holm-adjusted Welch {}", p_text(c.welch_p_holm))
-    } else {
-        format!("Welch {}", p_text(c.welch.p))
+    use crate::analysis::decide::{Outcome, words};
+    let d = &c.decision;
+    let lvl = words::level(cfg.confidence);
+    let change = words::percent_text(cfg.detect_change);
+    let name = match d.design {
+        crate::analysis::decide::Design::Paired { .. } => "paired t",
+        crate::analysis::decide::Design::Independent { .. } => "Welch",
     };
-    let ci = match (c.percent_ci_low, c.percent_ci_high) {
-        (Some(lo), Some(hi)) => format!(" ({conf:.0}% CI {lo:.1}% to {hi:.1}%)"),
+    let p = if holm_applied {
+        format!("Holm-adjusted {name} {}", p_text(d.p_adjusted))
+    } else {
+        format!("{name} {}", p_text(d.p))
+    };
+    let ci = match (cfg.scale, c.percent_ci_low, c.percent_ci_high) {
+        (crate::analysis::decide::Scale::Log, _, _) => format!(
+            " ({lvl} CI {:.1}% to {:.1}%)",
+            (d.ci_low - 1.0) * 100.0,
+            (d.ci_high - 1.0) * 100.0
+        ),
+        (_, Some(lo), Some(hi)) => format!(" ({lvl} CI {lo:.1}% to {hi:.1}%)"),
         _ => String::new(),
     };
-    let mut line = if c.significant {
-        let word = if c.difference > 0.0 {
-            &cfg.more
-        } else {
-            &cfg.less
-        };
-        format!(
-            "{} is {word} than {} by {:.1}%{ci}; {p}; {}",
+    let pct = match d.ratio {
+        Some(r) => (r - 1.0) * 100.0,
+        None => c.percent,
+    };
+    let runs = words::runs_text(d);
+    let mut line = match d.outcome {
+        Outcome::Different | Outcome::SmallDifference => {
+            let word = if pct > 0.0 { &cfg.more } else { &cfg.less };
+            let mut l = format!(
+                "{} is {word} than {} by {:.1}%{ci}; {p}; {runs}",
+                c.other,
+                c.baseline,
+                pct.abs()
+            );
+            if d.outcome == Outcome::SmallDifference {
+                l.push_str(&format!("; real, but within the {change} that matters"));
+            }
+            l
+        }
+        Outcome::Equivalent => format!(
+            "no difference larger than {change} between {} and {} (equivalence shown, {}{}; the {} CI {:.1}% to {:.1}% that the equivalence test uses lies inside ±{change}); {runs}",
             c.other,
             c.baseline,
-            c.percent.abs(),
-            runs_text(base.description.n, other.description.n)
-        )
-    } else {
-        let n = base.description.n.min(other.description.n);
-        let change = cfg.detect_change * 100.0;
-        match c.runs_needed {
-            Some(need) if need > n => format!(
-                "no difference shown between {} and {} ({p}): need about {need} runs per set to detect a {change:.0}% change at this noise",
-                c.other, c.baseline
-            ),
-            // Enough runs by the power calculation; the interval says whether it really
-            // excludes a change of that size (Welch's df can be far below the pooled one).
-            Some(_) => match (c.percent_ci_low, c.percent_ci_high) {
-                (Some(lo), Some(hi)) if lo > -change && hi < change => format!(
-                    "no difference shown between {} and {} ({p}); the {conf:.0}% CI {lo:.1}% to {hi:.1}% rules out a {change:.0}% change",
-                    c.other, c.baseline
+            if holm_applied { "Holm-adjusted " } else { "" },
+            p_text(if holm_applied {
+                d.equivalence_p_adjusted
+            } else {
+                d.equivalence_p
+            }),
+            words::level(1.0 - 2.0 * (1.0 - cfg.confidence)),
+            relative(d.equivalence_ci_low, d) * 100.0,
+            relative(d.equivalence_ci_high, d) * 100.0
+        ),
+        Outcome::Undecided => {
+            let more = match d.rounds_needed {
+                Some(n) => format!(
+                    ": about {n} more {} would settle it",
+                    match d.design {
+                        crate::analysis::decide::Design::Paired { .. } =>
+                            if n == 1 {
+                                "round"
+                            } else {
+                                "rounds"
+                            },
+                        _ =>
+                            if n == 1 {
+                                "run of each"
+                            } else {
+                                "runs of each"
+                            },
+                    }
                 ),
-                _ => format!(
-                    "no difference shown between {} and {} ({p}){ci}: a {change:.0}% change is not ruled out yet; a few more runs per set would settle it",
-                    c.other, c.baseline
+                None => format!(
+                    ": a change this close to {change} would take more runs than are practical"
                 ),
-            },
-            None => format!(
-                "no difference shown between {} and {} ({p})",
-                c.other, c.baseline
-            ),
+            };
+            format!(
+                "no difference shown between {} and {} ({p}){ci}, but the data cannot rule out a change of up to {}{more}",
+                c.other,
+                c.baseline,
+                words::percent_text(d.not_ruled_out)
+            )
         }
+        Outcome::TooFew => format!(
+            "too few runs to compare {} and {} ({runs})",
+            c.other, c.baseline
+        ),
     };
+    // ministat's pooled t (the block above) when it says otherwise, and why.
+    if cfg.scale == crate::analysis::decide::Scale::Linear
+        && name == "Welch"
+        && d.outcome != Outcome::TooFew
+        && c.student.significant != (d.p < 1.0 - cfg.confidence)
+    {
+        let (vb, vo) = (
+            describe::variance_of(&base.description),
+            describe::variance_of(&other.description),
+        );
+        let ratio = if vb > 0.0 && vo > 0.0 {
+            format!(", {:.1}x apart here", vb.max(vo) / vb.min(vo))
+        } else {
+            String::new()
+        };
+        line.push_str(&format!(
+            "; ministat's pooled Student's t above {} a difference because it assumes equal \
+             variances{ratio}; this verdict uses Welch's test, which does not",
+            if c.student.significant {
+                "finds"
+            } else {
+                "finds no"
+            }
+        ));
+    }
     let alpha = 1.0 - cfg.confidence;
     let mw_significant = c.mann_whitney.p < alpha;
     let (nb, no) = (base.description.n, other.description.n);

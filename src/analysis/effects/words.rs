@@ -1,0 +1,383 @@
+//! The effects in words, first line first: what matters most and by how much (the largest
+//! difference, with its interval), the steps or the comparisons with the baseline, the best
+//! group; what makes no difference (shown, or bounded with the rounds that would settle it);
+//! interactions; drift; and, once, how the comparisons were corrected.
+
+use super::{Effect, Effects, Options, Scale};
+use crate::analysis::decide::words::{self as say, percent_text, ratio_text};
+use crate::analysis::decide::{Decision, Outcome};
+
+pub(super) fn fmt_num(x: f64) -> String {
+    if x.abs() >= 100.0 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// "78%", or "under 1%" for a share that rounds to nothing but is not.
+fn share_text(share: f64) -> String {
+    if share > 0.0 && share < 0.005 {
+        "under 1%".into()
+    } else {
+        format!("{:.0}%", share * 100.0)
+    }
+}
+
+fn p_text(p: Option<f64>) -> String {
+    p.map_or("no test: no repeated runs".into(), say::p_text)
+}
+
+/// "raises goodput 30.9x" / "lowers goodput to 0.13x" / "raises retransmits by +12".
+fn change_words(d: &Decision, what: &str, unit: &dyn Fn(f64) -> String) -> String {
+    match (d.ratio, d.difference) {
+        (Some(r), _) if r >= 1.0 => format!("raises {what} {}", ratio_text(r)),
+        (Some(r), _) => format!("lowers {what} to {}", ratio_text(r)),
+        (_, Some(x)) if x >= 0.0 => format!("raises {what} by {}", unit(x)),
+        (_, Some(x)) => format!("lowers {what} by {}", unit(-x)),
+        _ => format!("changes {what}"),
+    }
+}
+
+/// A comparison in a few words, for lists: "2.03x", "1.01x (within 5%)", "no difference
+/// larger than 5%", "not shown yet".
+fn short(d: &Decision, unit: &dyn Fn(f64) -> String) -> String {
+    let change = percent_text(d.change);
+    match d.outcome {
+        Outcome::Different => say::size_text(d, unit),
+        Outcome::SmallDifference => format!("{} (within {change})", say::size_text(d, unit)),
+        Outcome::Equivalent => format!("no difference larger than {change}"),
+        Outcome::Undecided => format!(
+            "not shown either way (up to {} not ruled out)",
+            percent_text(d.not_ruled_out)
+        ),
+        Outcome::TooFew => "too few runs".into(),
+    }
+}
+
+fn matters(x: &Effect) -> bool {
+    x.comparisons
+        .iter()
+        .chain(x.span.iter())
+        .any(|d| d.outcome == Outcome::Different)
+}
+
+fn small(x: &Effect) -> bool {
+    !matters(x)
+        && x.comparisons
+            .iter()
+            .any(|d| d.outcome == Outcome::SmallDifference)
+}
+
+/// The comparison a headline names: the span (lowest to highest) of an ordered dimension, the
+/// largest difference from the baseline of an unordered one.
+fn headline(x: &Effect) -> Option<&Decision> {
+    if x.ordered {
+        return x.span.as_ref().or(x.comparisons.first());
+    }
+    x.comparisons
+        .iter()
+        .filter(|d| d.outcome == Outcome::Different)
+        .max_by(|a, b| size(a).total_cmp(&size(b)))
+}
+
+fn size(d: &Decision) -> f64 {
+    match (d.ratio, d.difference) {
+        (Some(r), _) => r.ln().abs(),
+        (_, Some(x)) => x.abs(),
+        _ => 0.0,
+    }
+}
+
+fn matter_line(x: &Effect, first: bool, opts: &Options) -> String {
+    let unit = &|v: f64| (opts.unit)(v);
+    let what = &opts.what;
+    let rank = if first { "matters most" } else { "matters too" };
+    let Some(h) = headline(x) else {
+        return format!("{} {rank}", x.dimension);
+    };
+    let stats = format!(
+        "{}, {}; {} of the variation",
+        say::ci_text(h, unit),
+        p_adj(h),
+        share_text(x.share)
+    );
+    let mut line = if x.ordered {
+        format!(
+            "{} {rank}: {}→{} {} ({stats})",
+            x.dimension,
+            h.from,
+            h.to,
+            change_words(h, what, unit)
+        )
+    } else {
+        let base = x.baseline.as_deref().unwrap_or(&h.from);
+        let of = if h.ratio.is_some() {
+            format!(" of {base}")
+        } else {
+            format!(" against {base}")
+        };
+        format!(
+            "{} {rank}: {} {}{of} ({stats})",
+            x.dimension,
+            h.to,
+            change_words(h, what, unit)
+        )
+    };
+    if x.ordered && x.comparisons.len() > 1 {
+        let steps: Vec<String> = x
+            .comparisons
+            .iter()
+            .map(|d| format!("{}→{} {}", d.from, d.to, short(d, unit)))
+            .collect();
+        line.push_str(&format!("; steps: {}", steps.join(", ")));
+    } else if !x.ordered {
+        let others: Vec<String> = x
+            .comparisons
+            .iter()
+            .filter(|d| !std::ptr::eq(*d, h))
+            .map(|d| format!("{} {}", d.to, short(d, unit)))
+            .collect();
+        if !others.is_empty() {
+            line.push_str(&format!(
+                "; against {}: {}",
+                x.baseline.as_deref().unwrap_or("the baseline"),
+                others.join(", ")
+            ));
+        }
+    }
+    match x.best.as_slice() {
+        [] => {}
+        [one] => line.push_str(&format!("; highest at {}={one}", x.dimension)),
+        [one, rest @ ..] => line.push_str(&format!(
+            "; highest at {}={one}, with {} not shown below it",
+            x.dimension,
+            rest.join(", ")
+        )),
+    }
+    line
+}
+
+fn p_adj(d: &Decision) -> String {
+    if (d.p_adjusted - d.p).abs() > 1e-12 {
+        format!("Holm-adjusted {}", say::p_text(d.p_adjusted))
+    } else {
+        say::p_text(d.p)
+    }
+}
+
+fn null_line(x: &Effect, opts: &Options) -> String {
+    let change = percent_text(opts.settings.change);
+    let alpha = opts.settings.alpha();
+    let what = &opts.what;
+    if let Some(p) = x.equivalence_p.filter(|p| *p < alpha) {
+        let every = if x.pairs.len() > 1 {
+            " for every pair of its values"
+        } else {
+            ""
+        };
+        return format!(
+            "{} makes no difference larger than {change} to {what} (equivalence shown{every}, {}; F test {})",
+            x.dimension,
+            say::p_text(p),
+            p_text(x.p)
+        );
+    }
+    if x.pairs.iter().any(|d| d.outcome == Outcome::TooFew) || x.pairs.is_empty() {
+        return format!(
+            "{} makes no difference shown ({}); too few runs of some values to bound it",
+            x.dimension,
+            p_text(x.p)
+        );
+    }
+    let bound = x.pairs.iter().map(|d| d.not_ruled_out).fold(0.0, f64::max);
+    let needed = x
+        .pairs
+        .iter()
+        .filter(|d| !d.equivalent)
+        .map(|d| d.rounds_needed)
+        .try_fold(0usize, |m, r| r.map(|r| m.max(r)));
+    let more = match needed {
+        Some(n) if n > 0 => format!(
+            ": about {n} more round{} would settle it",
+            if n == 1 { "" } else { "s" }
+        ),
+        Some(_) => String::new(),
+        None => format!(
+            ": a change this close to the {change} threshold would take more rounds than are practical"
+        ),
+    };
+    format!(
+        "{}: no difference in {what} shown ({}), but the data cannot rule out a change of up to {}{more}",
+        x.dimension,
+        p_text(x.p),
+        percent_text(bound)
+    )
+}
+
+fn small_line(x: &Effect, opts: &Options) -> String {
+    let unit = &|v: f64| (opts.unit)(v);
+    let sizes: Vec<String> = x
+        .comparisons
+        .iter()
+        .map(|d| format!("{}→{} {}", d.from, d.to, short(d, unit)))
+        .collect();
+    format!(
+        "{} makes no practical difference to {}: real ({}), but within the {} that matters ({})",
+        x.dimension,
+        opts.what,
+        p_text(x.p),
+        percent_text(opts.settings.change),
+        sizes.join(", ")
+    )
+}
+
+/// The answer, first line first.
+pub(super) fn answer(e: &Effects, opts: &Options) -> String {
+    let mut lines = Vec::new();
+    let matter: Vec<&Effect> = e.effects.iter().filter(|x| matters(x)).collect();
+    for (i, x) in matter.iter().enumerate() {
+        lines.push(matter_line(x, i == 0, opts));
+    }
+    if matter.is_empty() {
+        lines.push(format!(
+            "no dimension makes a difference to {} that matters beyond the noise of repeated runs",
+            opts.what
+        ));
+    }
+    for x in e.effects.iter().filter(|x| small(x)) {
+        lines.push(small_line(x, opts));
+    }
+    for x in e.effects.iter().filter(|x| !matters(x) && !small(x)) {
+        lines.push(null_line(x, opts));
+    }
+    for i in &e.interactions {
+        lines.push(format!("{} ({})", i.text, p_text(i.p)));
+    }
+    match &e.drift {
+        Some(d) if d.p.is_some_and(|p| p < super::ALPHA) => lines.push(format!(
+            "drift over the rounds: the round explains {} of the variation ({}); the machine or path changed during the campaign",
+            share_text(d.share),
+            p_text(d.p)
+        )),
+        Some(d) => lines.push(format!("no drift over the rounds ({})", p_text(d.p))),
+        None => {}
+    }
+    let family: usize = e
+        .effects
+        .iter()
+        .map(|x| x.comparisons.len() + usize::from(x.span.is_some()))
+        .sum();
+    if family > 0 {
+        lines.push(format!(
+            "(each comparison: runs of one round paired where they can be, a difference by t test \
+             at {}, 'no difference larger than {}' by two one-sided tests (Schuirmann 1987){})",
+            say::level(opts.settings.confidence),
+            percent_text(opts.settings.change),
+            if family > 1 {
+                format!(
+                    "; the {family} comparisons' p-values are Holm-adjusted as one family (Holm 1979)"
+                )
+            } else {
+                String::new()
+            }
+        ));
+    }
+    lines.join("\n")
+}
+
+/// How the analysis was made, in one sentence.
+pub(super) fn method(opts: &Options, n: usize, cells: usize, unbalanced: bool) -> String {
+    format!(
+        "factorial analysis of variance (Montgomery, Design and Analysis of Experiments, ch. 5) \
+         of {}{} over {n} runs in {cells} configurations; F tests against the variation between \
+         repeated runs of one configuration; comparisons of values judged at {} with a practical \
+         change of {} (t tests, runs of one round paired; equivalence by two one-sided tests, \
+         Schuirmann 1987; Holm 1979 over every comparison of the answer); each value's interval \
+         from its own configurations' spread (Satterthwaite 1946); rounds as blocks for drift{}",
+        opts.what,
+        if opts.settings.scale == Scale::Log {
+            " on a log scale"
+        } else {
+            ""
+        },
+        say::level(opts.settings.confidence),
+        percent_text(opts.settings.change),
+        if unbalanced {
+            "; unequal runs per configuration (failed runs or outliers): type II sums of squares \
+             by least squares (Langsrud 2003) and marginal means that weigh every configuration \
+             equally, both exact"
+        } else {
+            ""
+        }
+    )
+}
+
+/// How much a dimension's effect (its largest over its smallest mean, or their difference)
+/// differs between the values of another: the practical size of an interaction.
+pub(super) fn interaction_size(
+    b_values: &[String],
+    joint: &[((String, String), f64)],
+    scale: Scale,
+    grand: f64,
+) -> f64 {
+    let effects: Vec<f64> = b_values
+        .iter()
+        .filter_map(|bv| {
+            let here: Vec<f64> = joint
+                .iter()
+                .filter(|((_, jb), _)| jb == bv)
+                .map(|(_, m)| *m)
+                .collect();
+            let hi = here.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let lo = here.iter().copied().fold(f64::INFINITY, f64::min);
+            (here.len() > 1).then_some(hi - lo)
+        })
+        .collect();
+    let hi = effects.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let lo = effects.iter().copied().fold(f64::INFINITY, f64::min);
+    match scale {
+        // Differences of logs: their spread is the ratio of the ratios.
+        Scale::Log => (hi - lo).exp() - 1.0,
+        Scale::Linear if grand.abs() > 0.0 => (hi - lo) / grand.abs(),
+        Scale::Linear => f64::INFINITY,
+    }
+}
+
+/// "congestion's effect depends on window: bbr over cubic 1.01x at 64K, 1.35x at 4M".
+pub(super) fn interaction_text(
+    a: &str,
+    b: &str,
+    b_values: &[String],
+    joint: &[((String, String), f64)],
+    scale: Scale,
+    what: &str,
+) -> String {
+    let mut parts = Vec::new();
+    for bv in b_values {
+        let here: Vec<(&String, f64)> = joint
+            .iter()
+            .filter(|((_, jb), _)| jb == bv)
+            .map(|((ja, _), m)| (ja, *m))
+            .collect();
+        let (Some(hi), Some(lo)) = (
+            here.iter().max_by(|x, y| x.1.total_cmp(&y.1)),
+            here.iter().min_by(|x, y| x.1.total_cmp(&y.1)),
+        ) else {
+            continue;
+        };
+        parts.push(match scale {
+            Scale::Log => format!("{}/{} {:.2}x at {b}={bv}", hi.0, lo.0, (hi.1 - lo.1).exp()),
+            Scale::Linear => format!(
+                "{} over {} by {} at {b}={bv}",
+                hi.0,
+                lo.0,
+                fmt_num(hi.1 - lo.1)
+            ),
+        });
+    }
+    format!(
+        "{a}'s effect on {what} depends on {b}: {}",
+        parts.join(", ")
+    )
+}
