@@ -653,7 +653,10 @@ fn cannot_matter(plan: &Plan, results: &[(i64, TestResult)]) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+mod tests;
+
+#[cfg(test)]
+mod unit_tests {
     use super::*;
 
     #[test]

@@ -1,11 +1,14 @@
 //! Runs far outside their siblings (the other runs of their configuration), found on the log
 //! scale with a robust rule so one stalled run cannot hide itself by inflating the spread:
 //! each run against the median and the median absolute deviation (MAD) of its siblings, the
-//! modified z-score of Iglewicz and Hoaglin (1993), |y - median| / (1.4826 MAD) > 3.5. Two
-//! guards keep ordinary noise in: a run must also be at least `MIN_FACTOR` away from its
-//! siblings' median (tight configurations would otherwise lose runs 3% off), and outliers are
-//! only ever a minority (with half the runs "outside", there is no consensus to be outside of).
-//! A run at zero (or below) among positive siblings is always outside.
+//! modified z-score of Iglewicz and Hoaglin (1993), |y - median| / (1.4826 MAD) > 3.5, when a
+//! run has at least `MIN_SIBLINGS_FOR_MAD` siblings (the MAD of two values is half their
+//! distance, which says little). Guards keep ordinary noise in: a run must also be at least
+//! `MIN_FACTOR` away from its siblings' median (tight configurations would otherwise lose runs
+//! 3% off; loopback runs swing 1.5x), and outliers are only ever a minority (with half the runs
+//! "outside", there is no consensus to be outside of). With fewer siblings only a run
+//! `EXTREME_FACTOR` away from siblings that agree within 2x is outside (a stall). A run at zero
+//! (or below) among positive siblings is always outside.
 
 use crate::analysis::stats::describe::{median_sorted, sorted};
 
@@ -14,7 +17,11 @@ pub const Z_CUT: f64 = 3.5;
 /// The MAD's scale to a normal standard deviation.
 const MAD_TO_SD: f64 = 1.4826;
 /// Smallest factor between a run and its siblings' median that counts as outside.
-pub const MIN_FACTOR: f64 = 1.25;
+pub const MIN_FACTOR: f64 = 1.5;
+/// Siblings needed for the MAD rule.
+pub const MIN_SIBLINGS_FOR_MAD: usize = 3;
+/// With fewer siblings, the factor that makes a run outside.
+pub const EXTREME_FACTOR: f64 = 10.0;
 /// Fewest runs in which outliers are looked for.
 pub const MIN_RUNS: usize = 3;
 
@@ -59,7 +66,11 @@ pub fn outside(values: &[f64]) -> Vec<Outside> {
         } else {
             f64::INFINITY
         };
-        if z > Z_CUT && distance >= MIN_FACTOR.ln() {
+        let by_mad =
+            siblings.len() >= MIN_SIBLINGS_FOR_MAD && z > Z_CUT && distance >= MIN_FACTOR.ln();
+        let spread = s[s.len() - 1] - s[0];
+        let extreme = distance >= EXTREME_FACTOR.ln() && spread <= 2f64.ln();
+        if by_mad || extreme {
             let below = logs[i] < med;
             found.push(Outside {
                 index: i,
@@ -99,8 +110,12 @@ mod tests {
     fn ordinary_noise_is_kept() {
         // 5% CV: nothing outside.
         assert!(outside(&[100.0, 95.0, 106.0, 99.0, 104.0]).is_empty());
-        // Very tight runs and one 8% off: real noise on a real path, not a stall.
+        // Very tight runs and one 8% (or 30%) off: real noise on a real path, not a stall.
         assert!(outside(&[100.0, 100.1, 99.9, 100.0, 92.0]).is_empty());
+        assert!(outside(&[100.0, 100.1, 99.9, 100.0, 130.0]).is_empty());
+        // Loopback's swings with three runs (regression: "1.3x above its 2 siblings").
+        assert!(outside(&[7.75, 24.0, 24.6]).is_empty());
+        assert!(outside(&[17.1, 13.0, 13.2]).is_empty());
         // Noisy runs (CV 30%) with one at 0.5x: inside their spread.
         assert!(outside(&[100.0, 70.0, 130.0, 85.0, 50.0]).is_empty());
     }
@@ -119,6 +134,7 @@ mod tests {
         // Two groups of equal size: no consensus.
         assert!(outside(&[100.0, 101.0, 10.0, 10.1]).is_empty());
         // Two stalls among five: both outside.
+        assert!(outside(&[100.0, 101.0, 10.0, 10.1]).is_empty());
         let o = outside(&[100.0, 101.0, 1.0, 99.0, 2.0]);
         assert_eq!(o.iter().map(|x| x.index).collect::<Vec<_>>(), vec![2, 4]);
     }

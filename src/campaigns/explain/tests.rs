@@ -1,0 +1,343 @@
+//! The answer on campaigns with a known truth: each wrong sentence of issue 27 as a regression
+//! test (one stalled run, an unordered dimension whose middle value is the odd one, a null
+//! measured tightly and noisily, a real 8% difference, broken configurations, CPU-bound runs).
+
+use super::*;
+use crate::analysis::decide::Outcome;
+
+/// Deterministic noise in [-1, 1].
+struct Noise(u64);
+
+impl Noise {
+    fn next(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+    }
+}
+
+fn run(id: i64, dims: &[(&str, &str)], round: u32, bps: Option<f64>) -> RunRow {
+    let dims: Vec<(String, String)> = dims
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    RunRow {
+        id,
+        configuration: crate::campaigns::plan::label(&dims),
+        config_position: 0,
+        dims,
+        round,
+        sequence: id as u64,
+        status: if bps.is_some() { "ok" } else { "failed" }.into(),
+        error: bps
+            .is_none()
+            .then(|| "Permission denied (os error 13)".to_string()),
+        bits_per_second: bps,
+        retransmits: Some(0),
+        lost_percent: None,
+        jitter_ms: None,
+        cpu_local_percent: Some(20.0),
+        cpu_remote_percent: Some(20.0),
+        loaded_p50_ms: None,
+        loaded_p99_ms: None,
+        added_latency_ms: None,
+    }
+}
+
+fn configs(runs: &[RunRow]) -> Vec<ConfigRow> {
+    let mut out: Vec<ConfigRow> = Vec::new();
+    for r in runs {
+        if !out.iter().any(|c| c.label == r.configuration) {
+            out.push(ConfigRow {
+                id: out.len() as i64 + 1,
+                position: out.len(),
+                label: r.configuration.clone(),
+                dims: r.dims.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// One dimension, `rounds` rounds, `mean(value)` with relative noise `cv`.
+fn sweep(
+    dim: &str,
+    values: &[&str],
+    rounds: u32,
+    cv: f64,
+    mean: impl Fn(&str) -> f64,
+) -> Vec<RunRow> {
+    let mut rng = Noise(7);
+    let mut out = Vec::new();
+    for round in 0..rounds {
+        for v in values {
+            let id = out.len() as i64 + 1;
+            out.push(run(
+                id,
+                &[(dim, v)],
+                round,
+                Some(mean(v) * (1.0 + cv * rng.next())),
+            ));
+        }
+    }
+    out
+}
+
+fn answer(runs: &[RunRow], ask: &Ask) -> Explanation {
+    explain(runs, &configs(runs), &[], &[], None, ask)
+}
+
+fn ask() -> Ask {
+    Ask::new(Metric::BitsPerSecond)
+}
+
+const WINDOWS: &[&str] = &["64K", "128K", "512K", "1024K", "1536K"];
+
+fn window_rate(w: &str) -> f64 {
+    match w {
+        "64K" => 31e6,
+        "128K" => 63e6,
+        "512K" => 245e6,
+        "1024K" => 462e6,
+        _ => 690e6,
+    }
+}
+
+/// Regression: one 1536K run at 2.3 Mbit/s made "no difference shown" of every step, a 64K
+/// CI of 10.7-90.8 Mbit/s for runs between 30.8 and 31.6, and "indistinguishable" levels.
+#[test]
+fn one_stalled_run_is_named_and_kept_out_of_the_effects() {
+    let mut runs = sweep("window", WINDOWS, 5, 0.02, window_rate);
+    let stalled = runs
+        .iter_mut()
+        .find(|r| r.dims[0].1 == "1536K" && r.round == 3)
+        .unwrap();
+    stalled.bits_per_second = Some(2.3e6);
+    let e = answer(&runs, &ask());
+    assert_eq!(e.outliers.len(), 1, "{:?}", e.outliers);
+    let o = &e.outliers[0];
+    assert!(
+        o.text
+            .starts_with("window=1536K round 4: 2.30 Mbits/sec, 300x below its 4 siblings")
+            && o.text.ends_with("excluded from the effects"),
+        "{}",
+        o.text
+    );
+    let first = e.answer.lines().next().unwrap();
+    assert!(
+        first.starts_with("window matters most: 64K→1536K raises goodput 22."),
+        "{first}"
+    );
+    // Every step shown, each with its own size.
+    let window = e
+        .effects
+        .effects
+        .iter()
+        .find(|x| x.dimension == "window")
+        .unwrap();
+    assert!(
+        window
+            .comparisons
+            .iter()
+            .all(|d| d.outcome == Outcome::Different),
+        "{:?}",
+        window.comparisons
+    );
+    assert!(!e.answer.contains("no difference shown"), "{}", e.answer);
+    // 64K's interval comes from its own runs (2% noise), not from a pooled error.
+    let w64 = &window.means[0];
+    assert!(w64.ci_low > 29e6 && w64.ci_high < 33e6, "{w64:?}");
+    assert!(e.answer.contains("--keep-outliers"), "{}", e.answer);
+    // One line away: the answer with it.
+    let mut keep = ask();
+    keep.keep_outliers = true;
+    let k = answer(&runs, &keep);
+    assert!(k.outliers_kept);
+    assert!(k.answer.contains("kept in the effects"), "{}", k.answer);
+}
+
+/// Regression: "profile matters most: default→high-bdp-ns lowers goodput to 1.00x" where
+/// tcpsmall, in the middle, carried 0.13x.
+#[test]
+fn an_unordered_dimension_is_compared_with_its_baseline_and_the_odd_one_is_named() {
+    let runs = sweep(
+        "profile",
+        &["default", "tcpsmall", "high-bdp-ns"],
+        5,
+        0.02,
+        |p| {
+            if p == "tcpsmall" { 120e6 } else { 940e6 }
+        },
+    );
+    let e = answer(&runs, &ask());
+    let first = e.answer.lines().next().unwrap();
+    assert!(
+        first.starts_with(
+            "profile matters most: tcpsmall lowers goodput to 0.13x of default (95% CI 0.1"
+        ),
+        "{first}"
+    );
+    assert!(
+        first.contains("against default: high-bdp-ns no difference larger than 5%"),
+        "{first}"
+    );
+    assert!(first.contains("highest at profile="), "{first}");
+    assert!(
+        first.contains("with") && first.contains("not shown below it"),
+        "{first}"
+    );
+    // A baseline the plan names.
+    let plan = Plan::parse(
+        "p.toml",
+        "[target]\nkind = \"loopback\"\n[matrix]\nprofile = [\"default\", \"tcpsmall\", \"high-bdp-ns\"]\n[answer]\nchange = \"5%\"\n[answer.baseline]\nprofile = \"high-bdp-ns\"\n",
+    );
+    if let Ok(plan) = plan {
+        let e = explain(&runs, &configs(&runs), &[], &[], Some(&plan), &ask());
+        assert!(
+            e.answer
+                .lines()
+                .next()
+                .unwrap()
+                .contains("tcpsmall lowers goodput to 0.13x of high-bdp-ns"),
+            "{}",
+            e.answer
+        );
+    }
+}
+
+#[test]
+fn a_null_measured_tightly_is_equivalent_and_noisily_is_not() {
+    let tight = sweep("congestion", &["cubic", "bbr"], 5, 0.01, |_| 940e6);
+    let e = answer(&tight, &ask());
+    assert!(
+        e.answer.contains(
+            "congestion makes no difference larger than 5% to goodput (equivalence shown"
+        ),
+        "{}",
+        e.answer
+    );
+    assert!(e.effects.decided());
+    assert!(e.comparisons.iter().all(|c| c.decision.equivalent));
+    let noisy = sweep("congestion", &["cubic", "bbr"], 3, 0.25, |_| 500e6);
+    let e = answer(&noisy, &ask());
+    assert!(!e.effects.decided());
+    let line = e
+        .answer
+        .lines()
+        .find(|l| l.starts_with("congestion"))
+        .unwrap();
+    assert!(
+        line.contains("no difference in goodput shown")
+            && line.contains("cannot rule out a change of up to")
+            && line.contains("more rounds would settle it"),
+        "{line}"
+    );
+    assert!(
+        e.effects.rounds_needed.is_some(),
+        "{:?}",
+        e.effects.rounds_needed
+    );
+}
+
+#[test]
+fn a_real_eight_percent_difference_is_found_with_enough_rounds() {
+    let runs = sweep("nic", &["e1000", "virtio"], 8, 0.02, |n| {
+        if n == "virtio" { 1.08e9 } else { 1e9 }
+    });
+    let e = answer(&runs, &ask());
+    let c = &e.comparisons[0].decision;
+    assert_eq!(c.outcome, Outcome::Different, "{c:?}");
+    assert!(c.ci_low > 1.04 && c.ci_high < 1.12, "{c:?}");
+    assert!(
+        e.answer
+            .starts_with("nic matters most: virtio raises goodput 1.08x of e1000"),
+        "{}",
+        e.answer
+    );
+}
+
+#[test]
+fn a_configuration_whose_runs_all_fail_is_broken_not_slow() {
+    let mut runs = sweep("window", &["64K", "1M", "4M"], 3, 0.02, window_rate);
+    for r in runs.iter_mut().filter(|r| r.dims[0].1 == "4M") {
+        r.status = "failed".into();
+        r.bits_per_second = None;
+        r.error = Some("Permission denied (os error 13)".into());
+    }
+    let e = answer(&runs, &ask());
+    assert_eq!(e.broken.len(), 1);
+    assert!(
+        e.answer.contains(
+            "window=4M is broken, not slow: all 3 of its runs failed (last: Permission denied"
+        ),
+        "{}",
+        e.answer
+    );
+}
+
+/// Under CPU load the lab test's 4M window had a 95% CI of 358 Mbit/s to 2.6 Gbit/s on a
+/// 1 Gbit/s path and nothing said the host was the limit.
+#[test]
+fn cpu_bound_runs_and_intervals_past_the_path_are_flagged() {
+    let mut runs = sweep("window", &["64K", "4M"], 3, 0.02, |w| {
+        if w == "4M" { 940e6 } else { 26e6 }
+    });
+    let wild = [500e6, 1.4e9, 900e6];
+    for (r, v) in runs.iter_mut().filter(|r| r.dims[0].1 == "4M").zip(wild) {
+        r.bits_per_second = Some(v);
+    }
+    let counters: Vec<(i64, serde_json::Value)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r.id,
+                serde_json::json!({"host_cpu": {"busy_percent": 99.0, "cores": 2}}),
+            )
+        })
+        .collect();
+    let mut a = ask();
+    a.rate = Some(1e9);
+    let e = explain(&runs, &configs(&runs), &[], &counters, None, &a);
+    let cpu = e
+        .trust
+        .iter()
+        .find(|f| f.kind == "cpu")
+        .expect("a CPU flag");
+    assert_eq!(cpu.runs.len(), runs.len());
+    assert!(cpu.serious);
+    assert!(
+        e.answer
+            .lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("CAUTION: 6 of 6 runs were CPU-bound"),
+        "{}",
+        e.answer
+    );
+    assert!(
+        e.trust.iter().any(|f| f.kind == "ceiling"
+            && f.text.contains("window=4M")
+            && f.text.contains("reaches past the path's 1.00 Gbits/sec")),
+        "{:?}",
+        e.trust
+    );
+    // An idle host: no CPU flag.
+    let e = answer(
+        &sweep("window", &["64K", "4M"], 3, 0.02, window_rate),
+        &ask(),
+    );
+    assert!(e.trust.iter().all(|f| f.kind != "cpu"), "{:?}", e.trust);
+}
+
+/// Regression: a Ctrl-C'd campaign's partial answer said "CIs all within 12786.4% of each
+/// other" (one round of some values).
+#[test]
+fn a_partial_campaign_says_what_it_cannot_bound() {
+    let mut runs = sweep("window", &["64K", "1M"], 2, 0.02, window_rate);
+    runs.retain(|r| !(r.dims[0].1 == "1M" && r.round == 1));
+    let e = answer(&runs, &ask());
+    assert!(!e.answer.contains("12786"), "{}", e.answer);
+    assert!(!e.answer.contains("% of each other"), "{}", e.answer);
+}
