@@ -203,10 +203,16 @@ pub fn format_problems(result: &Value) -> Vec<String> {
     out
 }
 
-/// Schema problems, and for a result that claims success, rendering problems too.
+/// Schema problems, and for a result that claims success with figures, rendering problems too.
+/// (The server participant's result claims success with no figures of its own: they are in
+/// participant 0's result, and pScheduler renders the merged one.)
 pub fn problems(result: &Value) -> Vec<String> {
     let mut out = schema_problems(result);
-    if result.get("succeeded") == Some(&Value::Bool(true)) {
+    let has_figures = result
+        .get("intervals")
+        .and_then(Value::as_array)
+        .is_some_and(|i| !i.is_empty());
+    if result.get("succeeded") == Some(&Value::Bool(true)) && has_figures {
         out.extend(format_problems(result));
     }
     out
@@ -305,5 +311,9 @@ mod tests {
         // A failure only has to match the schema.
         v["succeeded"] = json!(false);
         assert_eq!(problems(&v), Vec::<String>::new());
+        // So does a success without figures (the server participant's).
+        let served = json!({"succeeded": true, "diags": "", "intervals": [],
+                            "summary": {"streams": [], "summary": {}}});
+        assert_eq!(problems(&served), Vec::<String>::new());
     }
 }
