@@ -29,10 +29,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, Iso8601Error> {
         .strip_prefix('P')
         .ok_or_else(|| err(text, what, "it must start with P"))?;
     let (date, time) = match rest.split_once('T') {
-        Some((d, t)) if t.is_empty() => {
-            let _ = d;
-            return Err(err(text, what, "nothing follows T"));
-        }
+        Some((_, "")) => return Err(err(text, what, "nothing follows T")),
         Some((d, t)) => (d, Some(t)),
         None => (rest, None),
     };

@@ -101,9 +101,8 @@ fn summary_block(
 
 /// The measured period: from the first measured interval's start to the last one's end.
 fn measured_window(r: &TestResult) -> (f64, f64) {
-    let mut measured = r.intervals.iter().filter(|i| !i.omitted);
-    let first = measured.next();
-    let last = measured.last().or(first);
+    let first = r.intervals.iter().find(|i| !i.omitted);
+    let last = r.intervals.iter().rev().find(|i| !i.omitted);
     match (first, last) {
         (Some(f), Some(l)) => (f.start_s, l.end_s),
         _ => (0.0, 0.0),

@@ -248,7 +248,8 @@ mod tests {
 
     #[test]
     fn each_rule_of_the_schema_is_enforced() {
-        let cases: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+        type Change = Box<dyn Fn(&mut Value)>;
+        let cases: Vec<(&str, Change)> = vec![
             (
                 "\"diags\" is missing",
                 Box::new(|v| {
