@@ -505,3 +505,47 @@ fn two_participants_as_pscheduler_runs_them_in_child_processes() {
     assert_eq!(merged["succeeded"], json!(true), "{merged}");
     check_physics(&merged, &spec);
 }
+
+/// The server participant stops after its one test: `Served` counts admitted tests that
+/// ended, not admission questions nor refusals.
+#[test]
+fn the_server_counts_only_admitted_tests_that_end() {
+    use netsweep::traffic::client::{self, Admission, ClientConfig};
+    use netsweep::traffic::server::{self, Served};
+    use netsweep::traffic::spec::{ServerLimits, TestSpec};
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let cfg = ClientConfig::new(listener.local_addr().expect("addr"));
+    let served = Arc::new(Served::default());
+    let shutdown = AtomicBool::new(false);
+    let limits = ServerLimits {
+        max_streams: 2,
+        ..ServerLimits::default()
+    };
+    std::thread::scope(|s| {
+        let (observer, shutdown) = (served.clone(), &shutdown);
+        let log: server::Log = Arc::new(|_: &str| {});
+        let handle =
+            s.spawn(move || server::run_observed(vec![listener], limits, shutdown, log, observer));
+        let mut spec = TestSpec::tcp(Duration::from_millis(500));
+        spec.calibration = Duration::ZERO;
+        assert_eq!(client::check(&cfg, &spec), Admission::Admissible);
+        let mut too_many = spec.clone();
+        too_many.streams = 3;
+        let stop = AtomicBool::new(false);
+        assert!(client::run_test(&cfg, &too_many, &stop, &mut |_| {}).is_err());
+        assert_eq!(served.ended(), 0, "a question and a refusal are not tests");
+        let r = client::run_test(&cfg, &spec, &stop, &mut |_| {});
+        assert!(r.is_ok(), "{:?}", r.err());
+        let t0 = Instant::now();
+        while served.ended() == 0 && t0.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        shutdown.store(true, Ordering::SeqCst);
+        let _ = handle.join();
+    });
+    assert_eq!(served.ok.load(Ordering::SeqCst), 1);
+    assert_eq!(served.failed.load(Ordering::SeqCst), 0);
+}
