@@ -21,7 +21,16 @@ pub fn run(method: PschedulerMethod) -> anyhow::Result<ExitCode> {
         Ok(v) => v,
         Err(e) => return Ok(fail(&format!("the input is not JSON: {e}"))),
     };
-    let config = ToolConfig::load()?;
+    let config = match ToolConfig::load() {
+        Ok(c) => c,
+        Err(e) => {
+            let message = format!("the netsweep tool's configuration: {e:#}");
+            if method == PschedulerMethod::Run {
+                emit(&pscheduler::result::failure(&message, "", None));
+            }
+            return Ok(fail(&message));
+        }
+    };
     Ok(match method {
         PschedulerMethod::Enumerate => emit(&pscheduler::enumerate()),
         PschedulerMethod::CanRun => emit(&pscheduler::spec::can_run(&input, &config)),
@@ -38,7 +47,7 @@ pub fn run(method: PschedulerMethod) -> anyhow::Result<ExitCode> {
         PschedulerMethod::Run => {
             let stop = crate::platform::signals::install();
             match pscheduler::run::run(&input, &config, stop) {
-                Ok(v) => emit(&v),
+                Ok(v) => emit(&checked(v)),
                 Err(e) => {
                     // The JSON too, so the run's record says why.
                     emit(&pscheduler::result::failure(&e.0, "", None));
@@ -48,6 +57,24 @@ pub fn run(method: PschedulerMethod) -> anyhow::Result<ExitCode> {
         }
         PschedulerMethod::MergedResults => emit(&pscheduler::result::merge(&input)),
     })
+}
+
+/// A run's result as pScheduler will validate it; one that would not validate (a defect)
+/// becomes a failure that says why, keeping the diagnostics.
+fn checked(v: Value) -> Value {
+    let problems = pscheduler::schema::problems(&v);
+    if problems.is_empty() {
+        return v;
+    }
+    let diags = v.get("diags").and_then(Value::as_str).unwrap_or("");
+    pscheduler::result::failure(
+        &format!(
+            "netsweep made a result outside the throughput schema: {}",
+            problems.join("; ")
+        ),
+        diags,
+        None,
+    )
 }
 
 fn emit(v: &Value) -> ExitCode {
