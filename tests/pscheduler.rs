@@ -549,3 +549,46 @@ fn the_server_counts_only_admitted_tests_that_end() {
     assert_eq!(served.ok.load(Ordering::SeqCst), 1);
     assert_eq!(served.failed.load(Ordering::SeqCst), 0);
 }
+
+/// The destination's limits hold even when the source's `can-run` allowed the test (the
+/// hosts' configurations differ): the client fails at once with the server's reason.
+#[test]
+fn the_server_participant_enforces_its_own_limits() {
+    let spec = json!({"schema": 1, "dest": "127.0.0.1", "duration": "PT1S", "parallel": 2,
+                      "link-rtt": "PT0.01S"});
+    let strict = ToolConfig {
+        max_streams: 1,
+        ..ToolConfig::default()
+    };
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let start = SystemTime::now();
+    let stop = AtomicBool::new(false);
+    let t0 = Instant::now();
+    let (client, server) = std::thread::scope(|s| {
+        let server_input = run_input(1, port, &spec, start);
+        let (strict, stop) = (&strict, &stop);
+        let server = s.spawn(move || run::run_with(&server_input, strict, stop, Some(listener)));
+        let client = run::run(
+            &run_input(0, port, &spec, start),
+            &ToolConfig::default(),
+            stop,
+        );
+        (
+            client.expect("client input"),
+            server.join().expect("server thread"),
+        )
+    });
+    let server = server.expect("server input");
+    let e = client["error"].as_str().unwrap_or("");
+    assert!(
+        e.contains("refused") && e.contains("max-streams"),
+        "{client}"
+    );
+    // The server waited out its slot (1 + 3 + 0.3 + 1 + 2 s) for a test that never came.
+    assert_eq!(server["succeeded"], json!(false), "{server}");
+    assert!(t0.elapsed() < Duration::from_secs(12), "{:?}", t0.elapsed());
+    let merged = result::merge(&json!({"test": {"spec": spec}, "results": [client, server]}));
+    assert_eq!(merged["succeeded"], json!(false));
+    assert_valid(&[&client, &server, &merged]);
+}
