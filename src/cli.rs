@@ -105,6 +105,25 @@ pub enum Command {
     /// A two-host network on this machine (root): namespaces, rate, delay, jitter, loss.
     #[command(subcommand)]
     Lab(LabCommand),
+    /// One method of the perfSONAR pScheduler tool plugin (JSON on standard input and output).
+    #[command(
+        after_help = "pScheduler calls these through contrib/pscheduler/netsweep/; by hand:\n  netsweep pscheduler enumerate\n  echo '{\"type\": \"throughput\", \"spec\": {\"schema\": 1, \"dest\": \"host\"}}' | netsweep pscheduler can-run"
+    )]
+    Pscheduler {
+        #[arg(value_enum)]
+        method: PschedulerMethod,
+    },
+}
+
+/// The methods of a pScheduler tool plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PschedulerMethod {
+    Enumerate,
+    CanRun,
+    Duration,
+    ParticipantData,
+    Run,
+    MergedResults,
 }
 
 /// Parses repeated `KEY=VALUE` options.

@@ -8,6 +8,8 @@
 //! - `lab`: two-host networks in namespaces with rate, delay and loss.
 //! - `campaigns`: plans, the runner and its executors, the SQLite store, campaign statistics.
 //! - `analysis`: ministat-compatible statistics and verdicts, ministat rendering, reports.
+//! - `pscheduler`: netsweep as a perfSONAR pScheduler tool: the plugin's methods, the
+//!   throughput spec and result formats (above `traffic`, below `app`).
 //! - `host`: `doctor` diagnostics, sysctl `tuning` with its journal, kernel counters and facts.
 //! - `units`, `inputs`, `console`: quantities and their parsers, bounded reading and escaping of
 //!   outside text, printing that survives a closed pipe.
@@ -27,5 +29,6 @@ pub mod host;
 pub mod inputs;
 pub mod lab;
 pub mod platform;
+pub mod pscheduler;
 pub mod traffic;
 pub mod units;

@@ -5,6 +5,7 @@ mod campaign;
 mod doctor;
 mod explain;
 pub(crate) mod lab;
+mod pscheduler;
 mod stats;
 mod tune;
 
@@ -36,6 +37,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Report(a) => campaign::report(&a),
         Command::Doctor(a) => doctor::run(&a),
         Command::Tune(c) => tune::run(c),
+        Command::Pscheduler { method } => pscheduler::run(method),
     }
 }
 

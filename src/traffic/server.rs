@@ -41,6 +41,40 @@ struct Shared {
     iperf3: iperf3::server::Hub,
     /// Connections accepted so far, over every listener (each one's place in accept order).
     accepted: std::sync::atomic::AtomicU64,
+    /// Admitted netsweep tests that have ended, for callers that serve a set number of tests.
+    served: Arc<Served>,
+}
+
+/// How many admitted netsweep tests have ended, and how (`run_observed`): pScheduler's server
+/// participant stops after its one test instead of waiting out its time slot.
+#[derive(Debug, Default)]
+pub struct Served {
+    pub ok: std::sync::atomic::AtomicU64,
+    pub failed: std::sync::atomic::AtomicU64,
+}
+
+impl Served {
+    /// Tests ended either way.
+    pub fn ended(&self) -> u64 {
+        self.ok.load(Ordering::SeqCst) + self.failed.load(Ordering::SeqCst)
+    }
+}
+
+/// Counts one admitted test in `Served` when it ends, as failed unless `ok` was set.
+struct Ending<'a> {
+    served: &'a Served,
+    ok: bool,
+}
+
+impl Drop for Ending<'_> {
+    fn drop(&mut self) {
+        let c = if self.ok {
+            &self.served.ok
+        } else {
+            &self.served.failed
+        };
+        c.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
 /// When a repeated log line was last written, and how many were held back since.
@@ -121,6 +155,17 @@ pub fn run_all(
     shutdown: &AtomicBool,
     log: Log,
 ) -> std::io::Result<()> {
+    run_observed(listeners, limits, shutdown, log, Arc::default())
+}
+
+/// `run_all`, counting the admitted netsweep tests that end in `served`.
+pub fn run_observed(
+    listeners: Vec<TcpListener>,
+    limits: ServerLimits,
+    shutdown: &AtomicBool,
+    log: Log,
+    served: Arc<Served>,
+) -> std::io::Result<()> {
     let shared = Arc::new(Shared {
         limits,
         running: AtomicUsize::new(0),
@@ -130,6 +175,7 @@ pub fn run_all(
         throttled: Mutex::new(HashMap::new()),
         iperf3: iperf3::server::Hub::default(),
         accepted: std::sync::atomic::AtomicU64::new(0),
+        served,
     });
     std::thread::scope(|scope| {
         let mut loops = Vec::new();
@@ -403,6 +449,10 @@ fn control_session(
         Ok(s) => s,
         Err(running) => return refuse(&mut ctrl, Refusal::Busy { running }),
     };
+    let mut ending = Ending {
+        served: &shared.served,
+        ok: false,
+    };
     pending.release();
     // The slot is held only as long as an honest client needs to open its data connections.
     let grace = data_grace(&ctrl, spec.flows().len());
@@ -487,6 +537,7 @@ fn control_session(
     });
     // Unblocks the control reader thread, whatever the client does.
     let _ = ctrl.shutdown(std::net::Shutdown::Both);
+    ending.ok = outcome.is_ok();
     outcome
 }
 

@@ -1,0 +1,232 @@
+use super::*;
+use crate::traffic::spec::Protocol;
+use serde_json::json;
+
+fn can_run_spec(spec: Value) -> Value {
+    can_run(
+        &json!({"type": "throughput", "spec": spec}),
+        &ToolConfig::default(),
+    )
+}
+
+fn reasons(v: &Value) -> Vec<String> {
+    v["reasons"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn every_supported_field_is_accepted_and_mapped() {
+    let spec = json!({
+        "schema": 7, "source": "198.18.0.1", "source-node": "ps1:443", "dest": "198.18.0.2",
+        "dest-node": "ps2:443", "duration": "PT20S", "interval": "PT2S", "link-rtt": "PT0.1S",
+        "parallel": 4, "udp": false, "bandwidth": 500_000_000u64, "window-size": 4_194_304,
+        "mss": 1400, "buffer-length": 131_072, "ip-version": 4, "local-address": "198.18.0.1",
+        "omit": "PT3S", "congestion": "cubic", "zero-copy": true, "reverse": true,
+        "single-ended": false, "single-ended-port": 5201, "loopback": false, "ip-tos": 0,
+        "no-delay": false
+    });
+    assert_eq!(can_run_spec(spec.clone()), json!({"can-run": true}));
+    let t = Throughput::from_json(&spec).map_err(|r| r.join("; "));
+    let test = t
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(Throughput::test_spec);
+    let Ok(test) = test else {
+        panic!("{test:?}");
+    };
+    assert_eq!(test.protocol, Protocol::Tcp);
+    assert_eq!(test.direction, Direction::Reverse);
+    assert_eq!(test.duration, Duration::from_secs(20));
+    assert_eq!(test.interval, Duration::from_secs(2));
+    assert_eq!(test.omit, Duration::from_secs(3));
+    assert_eq!(test.streams, 4);
+    assert_eq!(test.bitrate_bps, 5e8);
+    assert_eq!(test.window_bytes, Some(4_194_304));
+    assert_eq!(test.mss_bytes, Some(1400));
+    assert_eq!(test.length_bytes, 131_072);
+    assert_eq!(
+        test.calibration,
+        Duration::ZERO,
+        "a named buffer-length skips calibration"
+    );
+    assert_eq!(test.congestion.as_deref(), Some("cubic"));
+}
+
+#[test]
+fn unsupported_fields_are_refused_by_name_all_at_once() {
+    let v = can_run_spec(json!({
+        "schema": 7, "dest": "h", "fq-rate": 1000, "flow-label": 7, "client-cpu-affinity": 1,
+        "server-cpu-affinity": 2, "burst-size": 10, "bandwidth-strict": true,
+        "reverse-connections": true, "ip-tos": 32, "no-delay": true, "sctp": true
+    }));
+    assert_eq!(v["can-run"], json!(false));
+    let r = reasons(&v);
+    for name in [
+        "fq-rate",
+        "flow-label",
+        "client-cpu-affinity",
+        "server-cpu-affinity",
+        "burst-size",
+        "bandwidth-strict",
+        "reverse-connections",
+        "ip-tos",
+        "no-delay",
+        "sctp",
+    ] {
+        assert!(
+            r.iter()
+                .any(|l| l.contains(name) && l.contains("netsweep does not support")),
+            "{name}: {r:?}"
+        );
+    }
+    assert_eq!(r.len(), 10, "{r:?}");
+}
+
+#[test]
+fn malformed_values_and_other_tests_are_refused_with_reasons() {
+    let cases = [
+        (
+            json!({"type": "latency", "spec": {"dest": "h"}}),
+            "Unsupported test type",
+        ),
+        (json!({"spec": {"dest": "h"}}), "Missing test type"),
+        (json!({"type": "throughput"}), "Missing test specification"),
+        (
+            json!({"type": "throughput", "spec": []}),
+            "not a JSON object",
+        ),
+        (
+            json!({"type": "throughput", "spec": {"schema": 8, "dest": "h"}}),
+            "schema 8",
+        ),
+        (
+            json!({"type": "throughput", "spec": {"schema": 1}}),
+            "dest is missing",
+        ),
+        (
+            json!({"type": "throughput", "spec": {"dest": "h", "duration": "10"}}),
+            "duration",
+        ),
+        (
+            json!({"type": "throughput", "spec": {"dest": "h", "parallel": 0}}),
+            "parallel",
+        ),
+        (
+            json!({"type": "throughput", "spec": {"dest": "h", "parallel": "2"}}),
+            "parallel",
+        ),
+        (
+            json!({"type": "throughput", "spec": {"dest": "h", "udp": "yes"}}),
+            "udp",
+        ),
+        (
+            json!({"type": "throughput", "spec": {"dest": "h", "ip-version": 5}}),
+            "ip-version",
+        ),
+        (
+            json!({"type": "throughput", "spec": {"dest": "h", "parallel": 5000}}),
+            "streams",
+        ),
+        (
+            json!({"type": "throughput", "spec": {"dest": "h", "interval": "PT0.001S"}}),
+            "interval",
+        ),
+        (
+            json!({"type": "throughput", "spec": {"dest": "h", "udp": true, "buffer-length": 9}}),
+            "length",
+        ),
+        (
+            json!({"type": "throughput", "spec": {"dest": "h", "mss": 10}}),
+            "MSS",
+        ),
+    ];
+    for (input, needle) in cases {
+        let v = can_run(&input, &ToolConfig::default());
+        assert_eq!(v["can-run"], json!(false), "{input}");
+        assert!(
+            reasons(&v).iter().any(|r| r.contains(needle)),
+            "{input}: {needle:?} not in {v}"
+        );
+    }
+}
+
+#[test]
+fn the_hosts_configured_limits_refuse_in_can_run() {
+    let config = ToolConfig {
+        max_streams: 4,
+        max_rate_bps: 1e9,
+        max_duration: Duration::from_secs(60),
+        ..ToolConfig::default()
+    };
+    let ask = |spec: Value| can_run(&json!({"type": "throughput", "spec": spec}), &config);
+    let ok = ask(json!({"dest": "h", "parallel": 4, "bandwidth": 1_000_000_000u64}));
+    assert_eq!(ok, json!({"can-run": true}));
+    for (spec, needle) in [
+        (
+            json!({"dest": "h", "parallel": 8, "bandwidth": 100_000_000u64}),
+            "max-streams",
+        ),
+        (json!({"dest": "h"}), "max-rate"),
+        (
+            json!({"dest": "h", "duration": "PT2M", "bandwidth": 100_000_000u64}),
+            "max-duration",
+        ),
+    ] {
+        let v = ask(spec.clone());
+        assert!(
+            reasons(&v).iter().any(|r| r.contains(needle)),
+            "{spec}: {v}"
+        );
+    }
+}
+
+#[test]
+fn duration_adds_setup_wait_warmup_and_shutdown() {
+    let d = |spec: Value| duration(&json!({"type": "throughput", "spec": spec}));
+    // setup max(200 ms / 50 ms, 1) = 4 s, wait 3, calibration 0.3, test 10, shutdown 2.
+    assert_eq!(d(json!({"dest": "h"})), Ok(json!({"duration": "PT20S"})));
+    // No calibration with a buffer length; omit 5; one second of setup for a 10 ms path.
+    assert_eq!(
+        d(
+            json!({"dest": "h", "duration": "PT30S", "omit": "PT5S", "buffer-length": 65536,
+                 "link-rtt": "PT0.01S"})
+        ),
+        Ok(json!({"duration": "PT41S"}))
+    );
+    // A 500 ms path needs ten seconds to set up.
+    assert_eq!(
+        d(json!({"dest": "h", "udp": true, "duration": "PT5S", "link-rtt": "PT0.5S"})),
+        Ok(json!({"duration": "PT20S"}))
+    );
+    assert!(d(json!({"dest": "h", "duration": "5s"})).is_err());
+    assert!(duration(&json!({})).is_err());
+}
+
+#[test]
+fn udp_without_bandwidth_runs_at_iperf3s_default() {
+    let t = Throughput::from_json(&json!({"dest": "h", "udp": true}))
+        .map_err(|r| r.join("; "))
+        .and_then(|t| t.test_spec());
+    assert_eq!(
+        t.map(|t| (t.protocol, t.bitrate_bps)),
+        Ok((Protocol::Udp, 1e6))
+    );
+}
+
+#[test]
+fn zero_copy_false_fixes_the_copying_path() {
+    let t = Throughput::from_json(&json!({"dest": "h", "zero-copy": false}))
+        .map_err(|r| r.join("; "))
+        .and_then(|t| t.test_spec());
+    assert_eq!(
+        t.map(|t| (t.zerocopy, t.calibration)),
+        Ok((false, Duration::ZERO))
+    );
+}
