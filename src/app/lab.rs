@@ -139,6 +139,7 @@ fn up(name: &str, path: &PathArgs, vm: &VmArgs, state_dir: PathBuf) -> anyhow::R
         emulator,
         relay: RelayMode::Daemon(exe),
         guest_netsweep: None,
+        interrupt: None,
     };
     let lab = up_interruptibly(name, path, &opts)?;
     crate::outln!("lab {name} is up: {}", describe(lab.path(), lab.emulator()));
@@ -212,6 +213,9 @@ fn list(state_dir: &std::path::Path) {
                 }
                 text
             }
+            None if l.only_processes => {
+                "no state file and no namespaces, but its delay line or QEMU still runs".to_string()
+            }
             None => "no state file".to_string(),
         };
         let flag = if l.leftover {
@@ -228,7 +232,11 @@ fn list(state_dir: &std::path::Path) {
 /// leaving them and QEMU behind; the lab is finished, then removed, and the command stops.
 fn up_interruptibly(name: &str, path: PathConfig, opts: &LabOptions) -> anyhow::Result<Lab> {
     let stop = signals::install();
-    let lab = Lab::up(name, path, opts)?;
+    let opts = LabOptions {
+        interrupt: Some(stop),
+        ..opts.clone()
+    };
+    let lab = Lab::up(name, path, &opts).with_context(|| format!("lab {name} was not built"))?;
     if stop.load(std::sync::atomic::Ordering::SeqCst) {
         lab.down()?;
         bail!("interrupted while lab {name} was being built: removed it again");

@@ -9,6 +9,7 @@
 //! runner and the physics tests.
 
 pub mod delayline;
+pub mod processes;
 mod registry;
 mod relay;
 pub mod topology;
@@ -58,6 +59,9 @@ pub struct LabOptions {
     /// The netsweep binary a guest runs as its server (`PathConfig::guest`); this
     /// executable when `None`.
     pub guest_netsweep: Option<PathBuf>,
+    /// Raised by a signal (`platform::signals`): the build stops at its next step, or while
+    /// it waits for a guest, and removes what it made.
+    pub interrupt: Option<&'static AtomicBool>,
 }
 
 /// Longest wait for a guest to boot (TCG on a busy 2-core machine takes 4-10 s).
@@ -70,6 +74,7 @@ impl Default for LabOptions {
             emulator: EmulatorChoice::Auto,
             relay: RelayMode::InProcess,
             guest_netsweep: None,
+            interrupt: None,
         }
     }
 }
@@ -170,9 +175,11 @@ impl Lab {
 
     fn build(&mut self, opts: &LabOptions) -> anyhow::Result<()> {
         let (a, b) = (self.names.namespace(Host::A), self.names.namespace(Host::B));
+        // Recorded before anything is made, so whatever a kill leaves is found by its name.
+        write_state(&self.state_dir, &self.state)?;
+        interrupted(opts)?;
         netns::run("ip", &["netns", "add", &a])?;
         netns::run("ip", &["netns", "add", &b])?;
-        write_state(&self.state_dir, &self.state)?;
         // An explicit choice is honoured even on an unimpaired path; auto uses no emulator there.
         let path = &self.state.path;
         self.state.emulator = match (path.impaired(), opts.emulator) {
@@ -217,22 +224,31 @@ impl Lab {
             )?;
         }
         for h in [Host::A, Host::B] {
+            interrupted(opts)?;
             self.configure_host(h, self.state.path.guest_on(h).is_some())?;
         }
+        // The emulator is recorded before the relay starts; the relay names its lab and
+        // state directory on its command line, where `down_by_name` finds it before its PID
+        // is written.
+        write_state(&self.state_dir, &self.state)?;
+        interrupted(opts)?;
         if self.state.emulator == Emulator::Userspace {
             self.start_relay(&opts.relay)?;
         }
+        test_pause("relay-started");
         write_state(&self.state_dir, &self.state)?;
         for h in [Host::B, Host::A] {
             let Some(spec) = self.state.path.guest_on(h) else {
                 continue;
             };
+            interrupted(opts)?;
             let exe = match &opts.guest_netsweep {
                 Some(p) => p.clone(),
                 None => std::env::current_exe().context("cannot find the netsweep executable")?,
             };
-            self.boot_guest(h, &spec, &exe)?;
+            self.boot_guest(h, &spec, &exe, opts.interrupt)?;
             write_state(&self.state_dir, &self.state)?;
+            interrupted(opts)?;
             // The host's sysctls go into its guest's kernel, through the command channel.
             for (k, v) in self.state.path.sysctls(h) {
                 guest_sysctl_write(&self.state.name, h, k, v).with_context(|| {
@@ -284,6 +300,7 @@ impl Lab {
         h: Host,
         spec: &vm::guest::GuestSpec,
         netsweep: &Path,
+        interrupt: Option<&AtomicBool>,
     ) -> anyhow::Result<()> {
         let image = vm::image::prepare(&vm::image::dir(), netsweep, &|m| {
             crate::errln!("lab {}: {m}", self.state.name)
@@ -303,6 +320,7 @@ impl Lab {
             &net,
             &files,
             GUEST_BOOT_TIMEOUT,
+            interrupt,
         )?;
         match h {
             Host::A => self.state.guest_a = Some(guest),
@@ -324,6 +342,24 @@ impl Lab {
     /// Runs `argv` inside host `h`'s guest; its output and exit status.
     pub fn exec_in_guest(&self, h: Host, argv: &[String]) -> anyhow::Result<(String, i32)> {
         exec_in_guest(&self.state.name, h, argv)
+    }
+}
+
+/// Fails once the build's interrupt flag is raised (a signal arrived).
+fn interrupted(opts: &LabOptions) -> anyhow::Result<()> {
+    if opts.interrupt.is_some_and(|f| f.load(Ordering::SeqCst)) {
+        bail!("interrupted by a signal while the lab was being built");
+    }
+    Ok(())
+}
+
+/// Test hook: with `NETSWEEP_TEST_PAUSE=POINT` in the environment, the build stops at the named
+/// point for at most 60 s, saying so on standard error, so a test can kill it there (the points
+/// are `relay-started`, `guest-started` and `image-written`).
+pub fn test_pause(point: &str) {
+    if std::env::var_os("NETSWEEP_TEST_PAUSE").is_some_and(|p| p == point) {
+        crate::errln!("netsweep: test pause at {point}");
+        std::thread::sleep(std::time::Duration::from_secs(60));
     }
 }
 

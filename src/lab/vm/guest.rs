@@ -223,6 +223,7 @@ pub fn boot(
     net: &GuestNet,
     files: &Files,
     timeout: Duration,
+    interrupt: Option<&std::sync::atomic::AtomicBool>,
 ) -> anyhow::Result<GuestState> {
     spec.validate().map_err(anyhow::Error::msg)?;
     let _ = std::fs::remove_file(&files.console);
@@ -253,6 +254,7 @@ pub fn boot(
         .ok()
         .and_then(|t| t.trim().parse().ok())
         .context("QEMU started but wrote no pidfile")?;
+    crate::lab::test_pause("guest-started");
     loop {
         let text = std::fs::read_to_string(&files.console).unwrap_or_default();
         let (driver, ready) = console_status(&text);
@@ -268,6 +270,10 @@ pub fn boot(
             });
         }
         let alive = is_our_qemu(pid, &files.pidfile);
+        if interrupt.is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst)) {
+            stop(pid, &files.pidfile);
+            bail!("interrupted by a signal while the guest was booting");
+        }
         if !alive || t0.elapsed() > timeout {
             stop(pid, &files.pidfile);
             let tail: Vec<&str> = text.lines().rev().take(8).collect();
@@ -392,6 +398,7 @@ pub fn choose_accel(image: &Image, timeout: Duration) -> Accel {
             &net,
             &files,
             timeout,
+            None,
         ) {
             Ok(g) => {
                 stop(g.pid, &files.pidfile);
