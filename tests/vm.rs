@@ -373,8 +373,8 @@ fn ctrl_c_on_a_guest_lab_test_leaves_nothing() {
 }
 
 /// A guest's kernel counters, read inside it through the lab's command channel.
-fn guest_counter(name: &str, h: Host, counter: &str) -> u64 {
-    let s = netsweep::lab::guest_counters(name, h).expect("the guest's counters");
+fn guest_counter(dir: &std::path::Path, name: &str, h: Host, counter: &str) -> u64 {
+    let s = netsweep::lab::guest_counters(dir, name, h).expect("the guest's counters");
     let eth0 = s.interfaces.get("eth0").expect("eth0 in the guest");
     match counter {
         "rx_bytes" => eth0.rx_bytes,
@@ -409,12 +409,18 @@ fn guest_to_guest_over_a_path_with_tuning_and_counters_inside_the_guests() {
     assert_ne!(ga.pid, gb.pid);
     // Host b's sysctl went into guest b's kernel, not into its namespace.
     assert_eq!(
-        netsweep::lab::guest_sysctl_read(&name, Host::B, "net.ipv4.tcp_congestion_control")
-            .unwrap(),
+        netsweep::lab::guest_sysctl_read(
+            dir.path(),
+            &name,
+            Host::B,
+            "net.ipv4.tcp_congestion_control"
+        )
+        .unwrap(),
         "reno"
     );
     // The image loads tcp_bbr: a congestion-control dimension runs in guests as on the host.
     let cc = netsweep::lab::guest_sysctl_read(
+        dir.path(),
         &name,
         Host::B,
         "net.ipv4.tcp_available_congestion_control",
@@ -436,8 +442,8 @@ fn guest_to_guest_over_a_path_with_tuning_and_counters_inside_the_guests() {
         assert_eq!(target.read(&e.key).unwrap(), e.applied, "{}", e.key);
     }
     // Guest a to guest b: the client runs inside guest a.
-    let rx0 = guest_counter(&name, Host::B, "rx_bytes");
-    let tx0 = guest_counter(&name, Host::A, "tx_bytes");
+    let rx0 = guest_counter(dir.path(), &name, Host::B, "rx_bytes");
+    let tx0 = guest_counter(dir.path(), &name, Host::A, "tx_bytes");
     let (out, rc) = lab
         .exec_in_guest(
             Host::A,
@@ -453,8 +459,8 @@ fn guest_to_guest_over_a_path_with_tuning_and_counters_inside_the_guests() {
         .unwrap();
     assert_eq!(rc, 0, "{out}");
     let r: TestResult = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
-    let received = guest_counter(&name, Host::B, "rx_bytes") - rx0;
-    let sent = guest_counter(&name, Host::A, "tx_bytes") - tx0;
+    let received = guest_counter(dir.path(), &name, Host::B, "rx_bytes") - rx0;
+    let sent = guest_counter(dir.path(), &name, Host::A, "tx_bytes") - tx0;
     let g = r.summary.bits_per_second;
     assert!(g <= 200e6 * 1.02, "{g} above the 200 Mbit/s path");
     assert!(g >= 50e6, "{g}");
@@ -666,4 +672,69 @@ fn ctrl_c_during_a_guest_to_guest_campaign_stops_at_once() {
         })
         .unwrap();
     assert_eq!(stored, 0, "an interrupted run was stored");
+}
+
+/// Regression (issue 31, item 13): the guest's command channel (busybox `nc -ll -e /bin/sh`,
+/// root, no authentication) was reachable from host a's namespace across the emulated path.
+/// Now it listens on the control address behind the TAP device only, which the host's
+/// namespace never forwards to from the path, and runs nothing without the lab's token; the
+/// lab's own commands still work.
+#[test]
+fn the_guests_command_channel_is_closed_to_the_path_and_asks_for_the_token() {
+    if !ready("the_guests_command_channel_is_closed_to_the_path_and_asks_for_the_token") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("vc{}", std::process::id() % 10_000);
+    let path = PathConfig {
+        delay: Duration::from_millis(1),
+        ..with_guest(NicModel::Virtio, PathConfig::default())
+    };
+    let lab = Lab::up(&name, path, &options(&dir)).expect("lab up");
+    // The lab's own commands work.
+    let (out, rc) = lab
+        .exec_in_guest(
+            Host::B,
+            &["sh".into(), "-c".into(), "echo own-$((6*7))".into()],
+        )
+        .unwrap();
+    assert_eq!((rc, out.trim()), (0, "own-42"));
+    let connect = |h: Host, ip: std::net::Ipv4Addr| {
+        let addr = SocketAddr::new(ip.into(), netsweep::lab::vm::guest::EXEC_PORT);
+        lab.run_in(h, move || {
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        })
+        .expect("thread in the namespace")
+    };
+    // From host a, across the path: the guest's path address has no channel...
+    let r = connect(Host::A, Host::B.ipv4());
+    assert!(
+        r.is_err(),
+        "host a reached the channel on 198.18.0.2: {r:?}"
+    );
+    // ...and the control address is not forwarded from the path, even with a route to it.
+    let dev = lab.namespace(Host::A);
+    let route = std::process::Command::new("ip")
+        .args(["-n", &dev, "route", "add"])
+        .arg(format!("{}/32", Host::B.control_ipv4()))
+        .args(["dev", &dev])
+        .output()
+        .unwrap();
+    assert!(route.status.success(), "{route:?}");
+    let r = connect(Host::A, Host::B.control_ipv4());
+    assert!(r.is_err(), "host a reached the control address: {r:?}");
+    // From host b's own namespace the channel answers, but runs nothing without the token.
+    let mut s = connect(Host::B, Host::B.control_ipv4()).expect("b reaches its guest");
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(b"0123456789abcdef0123456789abcdef\necho PWNED; exit\n")
+        .unwrap();
+    let mut reply = String::new();
+    let _ = s.read_to_string(&mut reply);
+    assert!(
+        !reply.contains("PWNED") && reply.contains("refused"),
+        "a wrong token ran a command: {reply:?}"
+    );
+    lab.down().unwrap();
 }

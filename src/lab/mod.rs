@@ -152,6 +152,7 @@ impl Lab {
                 );
             }
         }
+        let guests = path.guest_on(Host::A).is_some() || path.guest_on(Host::B).is_some();
         let mut lab = Lab {
             state: LabState {
                 name: name.into(),
@@ -162,12 +163,16 @@ impl Lab {
                 owner_pid: Some(std::process::id()),
                 guest: None,
                 guest_a: None,
+                guest_token: None,
             },
             names,
             state_dir: opts.state_dir.clone(),
             relay: Relay::None,
             keep: false,
         };
+        if guests {
+            lab.state.guest_token = Some(vm::channel::new_token());
+        }
         // From here on, dropping `lab` removes whatever was made.
         lab.build(opts)?;
         Ok(lab)
@@ -251,9 +256,9 @@ impl Lab {
             interrupted(opts)?;
             // The host's sysctls go into its guest's kernel, through the command channel.
             for (k, v) in self.state.path.sysctls(h) {
-                guest_sysctl_write(&self.state.name, h, k, v).with_context(|| {
-                    format!("cannot set {k}={v} in host {}'s guest", h.letter())
-                })?;
+                guest_sysctl_write(&self.state_dir, &self.state.name, h, k, v).with_context(
+                    || format!("cannot set {k}={v} in host {}'s guest", h.letter()),
+                )?;
             }
         }
         Ok(())
@@ -292,6 +297,25 @@ impl Lab {
         let own = format!("{}/32", h.ipv4());
         netns::run("ip", &["-n", &ns, "route", "add", &far, "dev", &dev])?;
         netns::run("ip", &["-n", &ns, "route", "add", &own, "dev", &tap])?;
+        // The guest's command channel: reachable from this namespace's own sockets only. Its
+        // route is in a table that only locally made packets consult (`iif lo`), so packets
+        // from the path (forwarded) find no route to it.
+        let control = format!("{}/32", h.control_ipv4());
+        let router = h.router_ipv4().to_string();
+        let table = CONTROL_TABLE.to_string();
+        netns::run(
+            "ip",
+            &[
+                "-n", &ns, "route", "add", &control, "dev", &tap, "src", &router, "table", &table,
+            ],
+        )?;
+        netns::run(
+            "ip",
+            &[
+                "-n", &ns, "rule", "add", "to", &control, "iif", "lo", "lookup", &table, "pref",
+                &table,
+            ],
+        )?;
         Ok(())
     }
 
@@ -306,10 +330,20 @@ impl Lab {
             crate::errln!("lab {}: {m}", self.state.name)
         })?;
         let accel = vm::guest::choose_accel(&image, std::time::Duration::from_secs(20));
+        let token = self
+            .state
+            .guest_token
+            .clone()
+            .context("a lab with a guest has a token")?;
         let net = vm::guest::GuestNet {
             tap: Some(self.names.tap(h)),
             ip_cidr: format!("{}/24", h.ipv4()),
             port: crate::cli::DEFAULT_PORT,
+            channel: Some(vm::guest::ChannelNet {
+                addr: h.control_ipv4(),
+                peer: h.router_ipv4(),
+                token,
+            }),
         };
         let files = vm::guest::Files::for_host(&self.state_dir, &self.state.name, h);
         let guest = vm::guest::boot(
@@ -341,7 +375,7 @@ impl Lab {
 
     /// Runs `argv` inside host `h`'s guest; its output and exit status.
     pub fn exec_in_guest(&self, h: Host, argv: &[String]) -> anyhow::Result<(String, i32)> {
-        exec_in_guest(&self.state.name, h, argv)
+        exec_in_guest(&self.state_dir, &self.state.name, h, argv)
     }
 }
 
@@ -366,12 +400,28 @@ pub fn test_pause(point: &str) {
 /// How long a command in a guest may stay silent before `exec_in_guest` gives up.
 pub const GUEST_EXEC_SILENCE: std::time::Duration = std::time::Duration::from_secs(300);
 
-/// Runs `argv` inside the guest of lab `name`'s host `h`, through the guest's command
-/// channel, connecting from the host's own namespace (over the TAP device, so the channel
-/// never crosses the lab's path).
-pub fn exec_in_guest(name: &str, h: Host, argv: &[String]) -> anyhow::Result<(String, i32)> {
+/// The routing table of a guest's command channel in its host's namespace.
+const CONTROL_TABLE: u32 = 5311;
+
+/// Runs `argv` inside the guest of lab `name`'s host `h` (state in `state_dir`), through the
+/// guest's command channel, connecting from the host's own namespace (over the TAP device, so
+/// the channel never crosses the lab's path) with the lab's token.
+pub fn exec_in_guest(
+    state_dir: &Path,
+    name: &str,
+    h: Host,
+    argv: &[String],
+) -> anyhow::Result<(String, i32)> {
     let names = LabNames::new(name).map_err(anyhow::Error::msg)?;
-    let addr = std::net::SocketAddr::new(h.address(), vm::guest::EXEC_PORT);
+    let token = read_state(state_dir, name)
+        .and_then(|s| s.guest_token)
+        .with_context(|| {
+            format!(
+                "lab {name} has no guest token in {}: take it down and up again",
+                state_dir.display()
+            )
+        })?;
+    let addr = std::net::SocketAddr::new(h.control_ipv4().into(), vm::guest::EXEC_PORT);
     // A few tries: a guest that has just booted may still be starting its channel.
     let stream = netns::run_in(&names.namespace(h), || {
         let mut tries = 0;
@@ -386,13 +436,18 @@ pub fn exec_in_guest(name: &str, h: Host, argv: &[String]) -> anyhow::Result<(St
         }
     })?
     .with_context(|| format!("cannot reach the guest's command channel at {addr}"))?;
-    vm::guest::exec(stream, argv, GUEST_EXEC_SILENCE)
+    vm::guest::exec(stream, &token, argv, GUEST_EXEC_SILENCE)
 }
 
 /// Runs a shell script in a guest and returns its output, or an error with the output when it
 /// fails.
-fn guest_shell(name: &str, h: Host, script: &str) -> anyhow::Result<String> {
-    let (out, rc) = exec_in_guest(name, h, &["sh".into(), "-c".into(), script.into()])?;
+fn guest_shell(state_dir: &Path, name: &str, h: Host, script: &str) -> anyhow::Result<String> {
+    let (out, rc) = exec_in_guest(
+        state_dir,
+        name,
+        h,
+        &["sh".into(), "-c".into(), script.into()],
+    )?;
     if rc != 0 {
         bail!("{}", out.trim());
     }
@@ -400,19 +455,30 @@ fn guest_shell(name: &str, h: Host, script: &str) -> anyhow::Result<String> {
 }
 
 /// Reads a sysctl in a guest (through `/proc/sys`, which every guest kernel has).
-pub fn guest_sysctl_read(name: &str, h: Host, key: &str) -> anyhow::Result<String> {
+pub fn guest_sysctl_read(
+    state_dir: &Path,
+    name: &str,
+    h: Host,
+    key: &str,
+) -> anyhow::Result<String> {
     if !crate::platform::sysctl::valid_name(key) {
         bail!("{key:?} is not a sysctl name");
     }
     let path = sysctl_path(key).display().to_string();
-    match exec_in_guest(name, h, &["cat".into(), path])? {
+    match exec_in_guest(state_dir, name, h, &["cat".into(), path])? {
         (v, 0) => Ok(crate::platform::sysctl::normalize(&v)),
         _ => bail!("the kernel of host {}'s guest has no {key}", h.letter()),
     }
 }
 
 /// Writes a sysctl in a guest.
-pub fn guest_sysctl_write(name: &str, h: Host, key: &str, value: &str) -> anyhow::Result<()> {
+pub fn guest_sysctl_write(
+    state_dir: &Path,
+    name: &str,
+    h: Host,
+    key: &str,
+    value: &str,
+) -> anyhow::Result<()> {
     if !crate::platform::sysctl::valid_name(key) {
         bail!("{key:?} is not a sysctl name");
     }
@@ -420,12 +486,23 @@ pub fn guest_sysctl_write(name: &str, h: Host, key: &str, value: &str) -> anyhow
         bail!("sysctl value {value:?} for {key} is not valid");
     }
     let path = sysctl_path(key);
-    guest_shell(name, h, &format!("echo '{value}' > '{}'", path.display())).map(|_| ())
+    guest_shell(
+        state_dir,
+        name,
+        h,
+        &format!("echo '{value}' > '{}'", path.display()),
+    )
+    .map(|_| ())
 }
 
 /// Kernel counters of a guest, read from its `/proc/net` through the command channel.
-pub fn guest_counters(name: &str, h: Host) -> anyhow::Result<crate::host::counters::Snapshot> {
+pub fn guest_counters(
+    state_dir: &Path,
+    name: &str,
+    h: Host,
+) -> anyhow::Result<crate::host::counters::Snapshot> {
     let out = guest_shell(
+        state_dir,
         name,
         h,
         "cat /proc/net/snmp /proc/net/netstat; echo @@dev; cat /proc/net/dev",

@@ -28,6 +28,10 @@ pub struct LabState {
     /// Host a as a QEMU guest (`--vm both`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest_a: Option<super::vm::guest::GuestState>,
+    /// The secret its guests' command channels ask for first (`vm::channel`); only in this
+    /// owner-only file and on the guests' kernel command lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_token: Option<String>,
 }
 
 impl LabState {

@@ -301,10 +301,16 @@ export PATH=/bin
 for m in {modules}; do insmod /lib/modules/$m.ko 2>/dev/null; done
 IP=198.18.0.2/24
 PORT=5201
+CTL=
+PEER=
+TOKEN=
 for w in $(cat /proc/cmdline); do
   case "$w" in
     netsweep.ip=*) IP="${{w#netsweep.ip=}}" ;;
     netsweep.port=*) PORT="${{w#netsweep.port=}}" ;;
+    netsweep.ctl=*) CTL="${{w#netsweep.ctl=}}" ;;
+    netsweep.peer=*) PEER="${{w#netsweep.peer=}}" ;;
+    netsweep.token=*) TOKEN="${{w#netsweep.token=}}" ;;
   esac
 done
 ip link set lo up
@@ -315,14 +321,19 @@ ip link set eth0 up
 DRIVER=$(basename "$(readlink /sys/class/net/eth0/device/driver)")
 echo "netsweep-guest: driver=$DRIVER"
 /bin/netsweep server --port "$PORT" > /dev/console 2>&1 &
-# The lab's command channel (`lab exec NAME b`): a shell per connection, reachable only
-# inside the lab's namespaces.
-nc -ll -p {exec_port} -e /bin/sh > /dev/null 2>&1 &
+# The lab's command channel (`lab exec NAME b`): a shell per connection that sent the lab's
+# token, on the control address only (the host namespace's side of the TAP device).
+if [ -n "$CTL" ]; then
+  ip addr add "$CTL/32" dev eth0
+  (umask 077; echo "$TOKEN" > /tmp/channel.token)
+  /bin/netsweep lab guest-channel --listen "$CTL:{exec_port}" --peer "$PEER" \
+    --token-file /tmp/channel.token > /dev/console 2>&1 &
+fi
 # Ready once both listen.
 i=0
 while [ $i -lt 600 ]; do
   L=$(netstat -ltn 2>/dev/null)
-  case "$L" in *":$PORT "*) case "$L" in *":{exec_port} "*) break ;; esac ;; esac
+  case "$L" in *":$PORT "*) [ -z "$CTL" ] && break; case "$L" in *":{exec_port} "*) break ;; esac ;; esac
   sleep 0.1; i=$((i+1))
 done
 echo "netsweep-guest: ready"
@@ -456,8 +467,17 @@ mod tests {
         assert!(s.contains("netsweep-guest: ready"));
         // Ready only once the server and the command channel both listen.
         assert!(
-            s.contains("*\":$PORT \"*) case \"$L\" in *\":5311 \"*) break"),
+            s.contains(
+                "*\":$PORT \"*) [ -z \"$CTL\" ] && break; case \"$L\" in *\":5311 \"*) break"
+            ),
             "{s}"
         );
+        // The channel: netsweep's, on the control address, asking for the token; no
+        // unauthenticated busybox shell.
+        assert!(
+            s.contains("lab guest-channel --listen \"$CTL:5311\" --peer \"$PEER\""),
+            "{s}"
+        );
+        assert!(!s.contains("nc -ll"), "{s}");
     }
 }
