@@ -647,3 +647,42 @@ fn a_lab_up_killed_after_the_relay_started_leaves_no_relay() {
         assert!(left.is_empty(), "{recovery}: left {left:?}");
     }
 }
+
+/// Issue 31, item 6, for `lab up`: a SIGTERM while it builds (namespaces, the relay process)
+/// stops the build and removes what was made, the relay included.
+#[test]
+fn sigterm_while_lab_up_builds_leaves_nothing() {
+    if !common::root_or_skip("sigterm_while_lab_up_builds_leaves_nothing") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let state_dir = std::path::Path::new(netsweep::lab::STATE_DIR);
+    let mut interrupted = 0;
+    // `lab up` of this path takes about 0.2 s here: the delays fall inside it.
+    for (i, ms) in [10u64, 40, 80, 130, 200].into_iter().enumerate() {
+        let n = name(&format!("su{i}"));
+        let _down = common::LabDown(n.clone());
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["lab", "up", &n, "--rate", "100M", "--rtt", "4ms"])
+            .args(["--emulator", "userspace"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(ms));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        common::wait_bounded(&mut child, Duration::from_secs(30), "the signalled lab up");
+        // A `lab up` that finished before the signal keeps its lab, as asked; anything else
+        // must have left nothing.
+        let status = child.wait().unwrap();
+        let left = common::lab_leftovers(&n, state_dir);
+        if status.success() {
+            eprintln!("lab up was done before the signal after {ms} ms");
+            continue;
+        }
+        interrupted += 1;
+        assert!(left.is_empty(), "SIGTERM after {ms} ms left {left:?}");
+    }
+    assert!(interrupted > 0, "every lab up was done before its signal");
+}
