@@ -353,8 +353,10 @@ impl Lab {
             accel,
             &net,
             &files,
-            GUEST_BOOT_TIMEOUT,
-            interrupt,
+            vm::guest::BootWait {
+                timeout: GUEST_BOOT_TIMEOUT,
+                interrupt,
+            },
         )?;
         match h {
             Host::A => self.state.guest_a = Some(guest),

@@ -63,7 +63,7 @@ pub fn run_relay(name: &str, state_dir: &Path, stop: &AtomicBool) -> anyhow::Res
         ticks += 1;
         // A lab removed without this relay (its namespaces deleted by a recovery that could
         // not see it) is not kept alive by the TUN devices held here: the relay ends.
-        if ticks % 10 == 0
+        if ticks.is_multiple_of(10)
             && [Host::A, Host::B]
                 .iter()
                 .any(|h| !netns::exists(&names.namespace(*h)))

@@ -228,6 +228,13 @@ pub fn console_status(text: &str) -> (Option<String>, bool) {
     (driver, text.contains("netsweep-guest: ready"))
 }
 
+/// How long `boot` waits for the guest, and the flag (a signal) that stops the wait at once.
+#[derive(Debug, Clone, Copy)]
+pub struct BootWait<'a> {
+    pub timeout: Duration,
+    pub interrupt: Option<&'a std::sync::atomic::AtomicBool>,
+}
+
 /// Starts QEMU (inside namespace `ns` when given) and waits up to `timeout` for the guest's
 /// ready line. On failure QEMU is stopped and the console's last lines are in the error.
 pub fn boot(
@@ -237,9 +244,9 @@ pub fn boot(
     accel: Accel,
     net: &GuestNet,
     files: &Files,
-    timeout: Duration,
-    interrupt: Option<&std::sync::atomic::AtomicBool>,
+    wait: BootWait<'_>,
 ) -> anyhow::Result<GuestState> {
+    let BootWait { timeout, interrupt } = wait;
     spec.validate().map_err(anyhow::Error::msg)?;
     let _ = std::fs::remove_file(&files.console);
     let _ = std::fs::remove_file(&files.pidfile);
@@ -417,8 +424,10 @@ pub fn choose_accel(image: &Image, timeout: Duration) -> Accel {
             Accel::Kvm,
             &net,
             &files,
-            timeout,
-            None,
+            BootWait {
+                timeout,
+                interrupt: None,
+            },
         ) {
             Ok(g) => {
                 stop(g.pid, &files.pidfile);
