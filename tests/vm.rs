@@ -749,30 +749,46 @@ fn a_lab_killed_before_qemu_wrote_its_pidfile_leaves_no_qemu() {
         return;
     }
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let name = format!("vk{}", std::process::id() % 10_000);
-    let _down = common::LabDown(name.clone());
     let state_dir = std::path::Path::new(netsweep::lab::STATE_DIR);
-    let mut child = common::netsweep_paused_at(
-        &["lab", "up", &name, "--vm", "b"],
-        &[],
-        "guest-started",
-        Duration::from_secs(180),
-    );
-    common::kill9(&mut child);
-    assert!(qemu_of_lab_runs(&name), "QEMU should run after the kill");
-    std::fs::remove_file(state_dir.join(format!("{name}.qemu.pid"))).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args(["lab", "list"])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        text.contains(&format!("lab {name} was left by process")) && text.contains("QEMU"),
-        "the recovery should say it stopped QEMU: {text}"
-    );
-    assert!(!qemu_of_lab_runs(&name), "QEMU of lab {name} still runs");
-    let left = common::lab_leftovers(&name, state_dir);
-    assert!(left.is_empty(), "left {left:?}");
+    // Then also with its state file and namespaces gone (what an older recovery, or a user's
+    // `ip netns del`, leaves): only the QEMU process itself is left to find.
+    for only_qemu in [false, true] {
+        let name = format!("vk{}{}", u8::from(only_qemu), std::process::id() % 10_000);
+        let _down = common::LabDown(name.clone());
+        let mut child = common::netsweep_paused_at(
+            &["lab", "up", &name, "--vm", "b"],
+            &[],
+            "guest-started",
+            Duration::from_secs(180),
+        );
+        common::kill9(&mut child);
+        assert!(qemu_of_lab_runs(&name), "QEMU should run after the kill");
+        std::fs::remove_file(state_dir.join(format!("{name}.qemu.pid"))).unwrap();
+        if only_qemu {
+            std::fs::remove_file(state_dir.join(format!("{name}.json"))).unwrap();
+            for h in ["a", "b"] {
+                let _ = std::process::Command::new("ip")
+                    .args(["netns", "del", &format!("nsw-{name}-{h}")])
+                    .output();
+            }
+        }
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["lab", "list"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        let said = match only_qemu {
+            false => format!("lab {name} was left by process"),
+            true => format!("lab {name} had no state file and no namespaces left"),
+        };
+        assert!(
+            text.contains(&said) && text.contains("QEMU"),
+            "the recovery should say it stopped QEMU: {text}"
+        );
+        assert!(!qemu_of_lab_runs(&name), "QEMU of lab {name} still runs");
+        let left = common::lab_leftovers(&name, state_dir);
+        assert!(left.is_empty(), "left {left:?}");
+    }
 }
 
 /// Regression (issue 31, item 7): a kill while the guest image was written left
