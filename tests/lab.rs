@@ -521,3 +521,168 @@ fn a_udp_sender_below_its_target_rate_is_flagged() {
     };
     assert!(run(&lab, &calm).warnings.is_empty());
 }
+
+/// Regression (issue 31, item 6): `run` on a lab target installed its signal handlers only
+/// after the lab was built, so a SIGTERM in its first 0.05-2.5 s left both namespaces. A
+/// SIGTERM at any of these moments must leave nothing of the campaign's lab.
+#[test]
+fn sigterm_while_a_lab_campaign_starts_leaves_nothing() {
+    if !common::root_or_skip("sigterm_while_a_lab_campaign_starts_leaves_nothing") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"lab\"\nrate = \"100M\"\nrtt = \"10ms\"\nemulator = \"userspace\"\n\
+         [test]\nduration = \"3s\"\n[repeat]\ncount = 2\n",
+    )
+    .unwrap();
+    let state_dir = std::path::Path::new(netsweep::lab::STATE_DIR);
+    let mut built_when_signalled = 0;
+    for (i, ms) in [50u64, 150, 300, 600, 1000, 1600, 2500]
+        .into_iter()
+        .enumerate()
+    {
+        let db = dir.path().join(format!("p{i}.db"));
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // A campaign names its lab after its process id.
+        let lab = format!("r{}", child.id() % 100_000_000);
+        let _down = common::LabDown(lab.clone());
+        std::thread::sleep(Duration::from_millis(ms));
+        if netsweep::platform::netns::exists(&format!("nsw-{lab}-a")) {
+            built_when_signalled += 1;
+        }
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        common::wait_bounded(
+            &mut child,
+            Duration::from_secs(60),
+            "the signalled campaign",
+        );
+        let left = common::lab_leftovers(&lab, state_dir);
+        assert!(left.is_empty(), "SIGTERM after {ms} ms left {left:?}");
+    }
+    // The delays must have met the build, not only the time before or after it.
+    assert!(
+        built_when_signalled > 0,
+        "no signal arrived while the lab existed"
+    );
+}
+
+/// Regression (issue 31, item 7): a kill -9 of `lab up` between the delay line's start and the
+/// state write left `netsweep lab relay NAME` running, holding both TUN devices, invisible to
+/// `lab list` and `lab down`. The next command's recovery finds and stops it; a relay whose
+/// namespaces are removed behind its back ends by itself.
+#[test]
+fn a_lab_up_killed_after_the_relay_started_leaves_no_relay() {
+    if !common::root_or_skip("a_lab_up_killed_after_the_relay_started_leaves_no_relay") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let state_dir = std::path::Path::new(netsweep::lab::STATE_DIR);
+    let relays = |n: &str| {
+        netsweep::lab::processes::of_lab(n, state_dir)
+            .into_iter()
+            .filter(|p| p.kind == netsweep::lab::processes::Kind::Relay)
+            .count()
+    };
+    for recovery in ["next command", "namespaces removed"] {
+        let n = name(if recovery == "next command" {
+            "krel"
+        } else {
+            "kns"
+        });
+        let _down = common::LabDown(n.clone());
+        let args = [
+            "lab",
+            "up",
+            n.as_str(),
+            "--rate",
+            "100M",
+            "--rtt",
+            "4ms",
+            "--emulator",
+            "userspace",
+        ];
+        let mut child =
+            common::netsweep_paused_at(&args, &[], "relay-started", Duration::from_secs(60));
+        common::kill9(&mut child);
+        assert_eq!(
+            relays(&n),
+            1,
+            "the relay should run, unrecorded ({recovery})"
+        );
+        if recovery == "next command" {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+                .args(["lab", "list"])
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                text.contains(&format!("lab {n} was left by process"))
+                    && text.contains("delay line process"),
+                "the recovery should say what it removed: {text}"
+            );
+        } else {
+            // What a recovery that could not see the relay did (or a user's `ip netns del`).
+            for h in ["a", "b"] {
+                let _ = std::process::Command::new("ip")
+                    .args(["netns", "del", &format!("nsw-{n}-{h}")])
+                    .output();
+            }
+            let _ = std::fs::remove_file(state_dir.join(format!("{n}.json")));
+            let t0 = std::time::Instant::now();
+            while relays(&n) > 0 && t0.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        let left = common::lab_leftovers(&n, state_dir);
+        assert!(left.is_empty(), "{recovery}: left {left:?}");
+    }
+}
+
+/// Issue 31, item 6, for `lab up`: a SIGTERM while it builds (namespaces, the relay process)
+/// stops the build and removes what was made, the relay included.
+#[test]
+fn sigterm_while_lab_up_builds_leaves_nothing() {
+    if !common::root_or_skip("sigterm_while_lab_up_builds_leaves_nothing") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let state_dir = std::path::Path::new(netsweep::lab::STATE_DIR);
+    let mut interrupted = 0;
+    // `lab up` of this path takes about 0.2 s here: the delays fall inside it.
+    for (i, ms) in [10u64, 40, 80, 130, 200].into_iter().enumerate() {
+        let n = name(&format!("su{i}"));
+        let _down = common::LabDown(n.clone());
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["lab", "up", &n, "--rate", "100M", "--rtt", "4ms"])
+            .args(["--emulator", "userspace"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(ms));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        common::wait_bounded(&mut child, Duration::from_secs(30), "the signalled lab up");
+        // A `lab up` that finished before the signal keeps its lab, as asked; anything else
+        // must have left nothing.
+        let status = child.wait().unwrap();
+        let left = common::lab_leftovers(&n, state_dir);
+        if status.success() {
+            eprintln!("lab up was done before the signal after {ms} ms");
+            continue;
+        }
+        interrupted += 1;
+        assert!(left.is_empty(), "SIGTERM after {ms} ms left {left:?}");
+    }
+    assert!(interrupted > 0, "every lab up was done before its signal");
+}

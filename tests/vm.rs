@@ -373,8 +373,8 @@ fn ctrl_c_on_a_guest_lab_test_leaves_nothing() {
 }
 
 /// A guest's kernel counters, read inside it through the lab's command channel.
-fn guest_counter(name: &str, h: Host, counter: &str) -> u64 {
-    let s = netsweep::lab::guest_counters(name, h).expect("the guest's counters");
+fn guest_counter(dir: &std::path::Path, name: &str, h: Host, counter: &str) -> u64 {
+    let s = netsweep::lab::guest_counters(dir, name, h).expect("the guest's counters");
     let eth0 = s.interfaces.get("eth0").expect("eth0 in the guest");
     match counter {
         "rx_bytes" => eth0.rx_bytes,
@@ -409,12 +409,18 @@ fn guest_to_guest_over_a_path_with_tuning_and_counters_inside_the_guests() {
     assert_ne!(ga.pid, gb.pid);
     // Host b's sysctl went into guest b's kernel, not into its namespace.
     assert_eq!(
-        netsweep::lab::guest_sysctl_read(&name, Host::B, "net.ipv4.tcp_congestion_control")
-            .unwrap(),
+        netsweep::lab::guest_sysctl_read(
+            dir.path(),
+            &name,
+            Host::B,
+            "net.ipv4.tcp_congestion_control"
+        )
+        .unwrap(),
         "reno"
     );
     // The image loads tcp_bbr: a congestion-control dimension runs in guests as on the host.
     let cc = netsweep::lab::guest_sysctl_read(
+        dir.path(),
         &name,
         Host::B,
         "net.ipv4.tcp_available_congestion_control",
@@ -436,8 +442,8 @@ fn guest_to_guest_over_a_path_with_tuning_and_counters_inside_the_guests() {
         assert_eq!(target.read(&e.key).unwrap(), e.applied, "{}", e.key);
     }
     // Guest a to guest b: the client runs inside guest a.
-    let rx0 = guest_counter(&name, Host::B, "rx_bytes");
-    let tx0 = guest_counter(&name, Host::A, "tx_bytes");
+    let rx0 = guest_counter(dir.path(), &name, Host::B, "rx_bytes");
+    let tx0 = guest_counter(dir.path(), &name, Host::A, "tx_bytes");
     let (out, rc) = lab
         .exec_in_guest(
             Host::A,
@@ -453,8 +459,8 @@ fn guest_to_guest_over_a_path_with_tuning_and_counters_inside_the_guests() {
         .unwrap();
     assert_eq!(rc, 0, "{out}");
     let r: TestResult = serde_json::from_str(&out[out.find('{').unwrap()..]).unwrap();
-    let received = guest_counter(&name, Host::B, "rx_bytes") - rx0;
-    let sent = guest_counter(&name, Host::A, "tx_bytes") - tx0;
+    let received = guest_counter(dir.path(), &name, Host::B, "rx_bytes") - rx0;
+    let sent = guest_counter(dir.path(), &name, Host::A, "tx_bytes") - tx0;
     let g = r.summary.bits_per_second;
     assert!(g <= 200e6 * 1.02, "{g} above the 200 Mbit/s path");
     assert!(g >= 50e6, "{g}");
@@ -666,4 +672,212 @@ fn ctrl_c_during_a_guest_to_guest_campaign_stops_at_once() {
         })
         .unwrap();
     assert_eq!(stored, 0, "an interrupted run was stored");
+}
+
+/// Regression (issue 31, item 13): the guest's command channel (busybox `nc -ll -e /bin/sh`,
+/// root, no authentication) was reachable from host a's namespace across the emulated path.
+/// Now it listens on the control address behind the TAP device only, which the host's
+/// namespace never forwards to from the path, and runs nothing without the lab's token; the
+/// lab's own commands still work.
+#[test]
+fn the_guests_command_channel_is_closed_to_the_path_and_asks_for_the_token() {
+    if !ready("the_guests_command_channel_is_closed_to_the_path_and_asks_for_the_token") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("vc{}", std::process::id() % 10_000);
+    let path = PathConfig {
+        delay: Duration::from_millis(1),
+        ..with_guest(NicModel::Virtio, PathConfig::default())
+    };
+    let lab = Lab::up(&name, path, &options(&dir)).expect("lab up");
+    // The lab's own commands work.
+    let (out, rc) = lab
+        .exec_in_guest(
+            Host::B,
+            &["sh".into(), "-c".into(), "echo own-$((6*7))".into()],
+        )
+        .unwrap();
+    assert_eq!((rc, out.trim()), (0, "own-42"));
+    let connect = |h: Host, ip: std::net::Ipv4Addr| {
+        let addr = SocketAddr::new(ip.into(), netsweep::lab::vm::guest::EXEC_PORT);
+        lab.run_in(h, move || {
+            std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        })
+        .expect("thread in the namespace")
+    };
+    // From host a, across the path: the guest's path address has no channel...
+    let r = connect(Host::A, Host::B.ipv4());
+    assert!(
+        r.is_err(),
+        "host a reached the channel on 198.18.0.2: {r:?}"
+    );
+    // ...and the control address is not forwarded from the path, even with a route to it.
+    let dev = lab.namespace(Host::A);
+    let route = std::process::Command::new("ip")
+        .args(["-n", &dev, "route", "add"])
+        .arg(format!("{}/32", Host::B.control_ipv4()))
+        .args(["dev", &dev])
+        .output()
+        .unwrap();
+    assert!(route.status.success(), "{route:?}");
+    let r = connect(Host::A, Host::B.control_ipv4());
+    assert!(r.is_err(), "host a reached the control address: {r:?}");
+    // From host b's own namespace the channel answers, but runs nothing without the token.
+    let mut s = connect(Host::B, Host::B.control_ipv4()).expect("b reaches its guest");
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(b"0123456789abcdef0123456789abcdef\necho PWNED; exit\n")
+        .unwrap();
+    let mut reply = String::new();
+    let _ = s.read_to_string(&mut reply);
+    assert!(
+        !reply.contains("PWNED") && reply.contains("refused"),
+        "a wrong token ran a command: {reply:?}"
+    );
+    lab.down().unwrap();
+}
+
+/// Regression (issue 31, item 7): a lab reaped before QEMU wrote its pidfile left QEMU
+/// running (283 MB, 8% CPU) while `lab list` said "no labs". `lab up` is killed once QEMU runs,
+/// its pidfile removed (as before QEMU wrote it): the next command's recovery still finds and
+/// stops that QEMU by its command line.
+#[test]
+fn a_lab_killed_before_qemu_wrote_its_pidfile_leaves_no_qemu() {
+    if !ready("a_lab_killed_before_qemu_wrote_its_pidfile_leaves_no_qemu") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let state_dir = std::path::Path::new(netsweep::lab::STATE_DIR);
+    // Then also with its state file and namespaces gone (what an older recovery, or a user's
+    // `ip netns del`, leaves): only the QEMU process itself is left to find.
+    for only_qemu in [false, true] {
+        let name = format!("vk{}{}", u8::from(only_qemu), std::process::id() % 10_000);
+        let _down = common::LabDown(name.clone());
+        let mut child = common::netsweep_paused_at(
+            &["lab", "up", &name, "--vm", "b"],
+            &[],
+            "guest-started",
+            Duration::from_secs(180),
+        );
+        common::kill9(&mut child);
+        assert!(qemu_of_lab_runs(&name), "QEMU should run after the kill");
+        std::fs::remove_file(state_dir.join(format!("{name}.qemu.pid"))).unwrap();
+        if only_qemu {
+            std::fs::remove_file(state_dir.join(format!("{name}.json"))).unwrap();
+            for h in ["a", "b"] {
+                let _ = std::process::Command::new("ip")
+                    .args(["netns", "del", &format!("nsw-{name}-{h}")])
+                    .output();
+            }
+        }
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["lab", "list"])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        let said = match only_qemu {
+            false => format!("lab {name} was left by process"),
+            true => format!("lab {name} had no state file and no namespaces left"),
+        };
+        assert!(
+            text.contains(&said) && text.contains("QEMU"),
+            "the recovery should say it stopped QEMU: {text}"
+        );
+        assert!(!qemu_of_lab_runs(&name), "QEMU of lab {name} still runs");
+        let left = common::lab_leftovers(&name, state_dir);
+        assert!(left.is_empty(), "left {left:?}");
+    }
+}
+
+/// Regression (issue 31, item 7): a kill while the guest image was written left
+/// `initrd.tmpPID` files (2-4 MB) forever; the next preparation removes them.
+#[test]
+fn a_kill_while_the_guest_image_is_written_leaves_no_temp_file() {
+    if !ready("a_kill_while_the_guest_image_is_written_leaves_no_temp_file") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // The kernel once, in the usual directory; this test's image directory shares it.
+    common::netsweep_ok(std::env::temp_dir().as_path(), &["lab", "vm-image"]);
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(
+        netsweep::lab::vm::image::dir().join("kernel"),
+        dir.path().join("kernel"),
+    )
+    .unwrap();
+    let vm_dir = dir.path().to_str().unwrap();
+    let temps = || -> Vec<String> {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("initrd.tmp"))
+            .collect()
+    };
+    let mut child = common::netsweep_paused_at(
+        &["lab", "vm-image"],
+        &[("NETSWEEP_VM_DIR", vm_dir)],
+        "image-written",
+        Duration::from_secs(120),
+    );
+    let pid = child.id();
+    common::kill9(&mut child);
+    assert_eq!(temps(), vec![format!("initrd.tmp{pid}")]);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["lab", "vm-image"])
+        .env("NETSWEEP_VM_DIR", vm_dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(temps().is_empty(), "left {:?}", temps());
+    assert!(dir.path().join("initrd.cpio").is_file());
+}
+
+/// Regression (issue 31, item 6): a signal in the first seconds of `run` on a lab target with
+/// a guest left both namespaces and a running guest (7 of 9 tries). SIGTERM at moments from
+/// the namespaces' creation to the guest's boot leaves no namespace, QEMU or pidfile.
+#[test]
+fn sigterm_while_a_guest_lab_campaign_is_built_leaves_nothing() {
+    if !ready("sigterm_while_a_guest_lab_campaign_is_built_leaves_nothing") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("g.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"lab\"\nvm = \"b\"\nrtt = \"4ms\"\n\
+         [test]\nduration = \"2s\"\n[repeat]\ncount = 1\n",
+    )
+    .unwrap();
+    let state_dir = std::path::Path::new(netsweep::lab::STATE_DIR);
+    let mut saw_qemu = false;
+    for (i, ms) in [50u64, 400, 1500, 2500, 4000].into_iter().enumerate() {
+        let db = dir.path().join(format!("g{i}.db"));
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let lab = format!("r{}", child.id() % 100_000_000);
+        let _down = common::LabDown(lab.clone());
+        std::thread::sleep(Duration::from_millis(ms));
+        saw_qemu |= qemu_of_lab_runs(&lab);
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        common::wait_bounded(
+            &mut child,
+            Duration::from_secs(60),
+            "the signalled campaign",
+        );
+        let left = common::lab_leftovers(&lab, state_dir);
+        assert!(left.is_empty(), "SIGTERM after {ms} ms left {left:?}");
+        assert!(!qemu_of_lab_runs(&lab), "SIGTERM after {ms} ms left QEMU");
+        let pidfile = state_dir.join(format!("{lab}.qemu.pid"));
+        assert!(!pidfile.exists(), "{} left", pidfile.display());
+    }
+    assert!(saw_qemu, "no signal arrived while the guest was booting");
 }

@@ -25,6 +25,9 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
     let lab = |path: &crate::lab::PathConfig, emulator| -> anyhow::Result<Box<dyn Executor>> {
         let opts = LabOptions {
             emulator,
+            // Handlers are installed before anything is built (`run`); a signal during the
+            // build stops it and removes what was made.
+            interrupt: Some(signals::flag()),
             ..LabOptions::default()
         };
         Ok(Box::new(LabExecutor::start(
@@ -167,6 +170,9 @@ fn fmt_eta(d: std::time::Duration) -> String {
 }
 
 pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
+    // First: a signal at any later moment (the lab and its guests being built included) is
+    // seen, and whatever was made is removed, instead of the process dying half way.
+    let stop = signals::install();
     let text = inputs::read_file(&a.plan, inputs::MAX_CONFIG_BYTES)
         .with_context(|| format!("cannot read plan {}", a.plan.display()))?;
     let file = a.plan.display().to_string();
@@ -207,6 +213,11 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let mut exec = executor_for(&plan)?;
+    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+        drop(exec);
+        crate::errln!("interrupted before the campaign started: nothing was run");
+        return Ok(ExitCode::from(130));
+    }
     let (far, far_warnings) = exec.far_check(&plan);
     for w in far_warnings {
         crate::errln!("warning: {w}");
@@ -266,7 +277,6 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         exec.describe(),
         db.display()
     );
-    let stop = signals::install();
     let mut printer = ProgressPrinter::default();
     let outcome = runner::run_campaign(
         &plan,

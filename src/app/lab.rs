@@ -14,7 +14,10 @@ use std::process::ExitCode;
 
 pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
     let state_dir = PathBuf::from(lab::STATE_DIR);
-    if !matches!(cmd, LabCommand::Relay { .. }) {
+    if !matches!(
+        cmd,
+        LabCommand::Relay { .. } | LabCommand::GuestChannel { .. }
+    ) {
         reap(&state_dir);
     }
     match cmd {
@@ -43,7 +46,7 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
             let h =
                 Host::parse(&host).with_context(|| format!("host must be a or b, not {host:?}"))?;
             if lab::read_state(&state_dir, &name).is_some_and(|s| s.guest_at(h).is_some()) {
-                let (out, rc) = lab::exec_in_guest(&name, h, &command)?;
+                let (out, rc) = lab::exec_in_guest(&state_dir, &name, h, &command)?;
                 crate::out!("{out}");
                 return Ok(ExitCode::from(u8::try_from(rc).unwrap_or(1)));
             }
@@ -65,6 +68,16 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
         } => {
             let stop = signals::install();
             lab::run_relay(&name, &dir.unwrap_or(state_dir), stop)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        LabCommand::GuestChannel {
+            listen,
+            peer,
+            token_file,
+        } => {
+            let listener = std::net::TcpListener::bind(listen)
+                .with_context(|| format!("cannot listen on {listen}"))?;
+            lab::vm::channel::serve(listener, &token_file, peer)?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -139,6 +152,7 @@ fn up(name: &str, path: &PathArgs, vm: &VmArgs, state_dir: PathBuf) -> anyhow::R
         emulator,
         relay: RelayMode::Daemon(exe),
         guest_netsweep: None,
+        interrupt: None,
     };
     let lab = up_interruptibly(name, path, &opts)?;
     crate::outln!("lab {name} is up: {}", describe(lab.path(), lab.emulator()));
@@ -212,6 +226,9 @@ fn list(state_dir: &std::path::Path) {
                 }
                 text
             }
+            None if l.only_processes => {
+                "no state file and no namespaces, but its delay line or QEMU still runs".to_string()
+            }
             None => "no state file".to_string(),
         };
         let flag = if l.leftover {
@@ -228,7 +245,11 @@ fn list(state_dir: &std::path::Path) {
 /// leaving them and QEMU behind; the lab is finished, then removed, and the command stops.
 fn up_interruptibly(name: &str, path: PathConfig, opts: &LabOptions) -> anyhow::Result<Lab> {
     let stop = signals::install();
-    let lab = Lab::up(name, path, opts)?;
+    let opts = LabOptions {
+        interrupt: Some(stop),
+        ..opts.clone()
+    };
+    let lab = Lab::up(name, path, &opts).with_context(|| format!("lab {name} was not built"))?;
     if stop.load(std::sync::atomic::Ordering::SeqCst) {
         lab.down()?;
         bail!("interrupted while lab {name} was being built: removed it again");

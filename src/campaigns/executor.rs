@@ -198,7 +198,7 @@ impl LabExecutor {
     fn snapshot(&self) -> (Option<counters::Snapshot>, Option<counters::Snapshot>) {
         let lab = self.lab();
         let read = |h| match lab.guest_at(h) {
-            Some(_) => crate::lab::guest_counters(lab.name(), h).ok(),
+            Some(_) => crate::lab::guest_counters(lab.state_dir(), lab.name(), h).ok(),
             None => lab.run_in(h, counters::read_live).ok(),
         };
         (read(Host::A), read(Host::B))
@@ -229,9 +229,10 @@ impl LabExecutor {
         .collect();
         let t = Instant::now();
         let name = self.lab().name().to_string();
+        let dir = self.lab().state_dir().to_path_buf();
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
-            let _ = tx.send(crate::lab::exec_in_guest(&name, Host::A, &argv));
+            let _ = tx.send(crate::lab::exec_in_guest(&dir, &name, Host::A, &argv));
         });
         loop {
             match rx.recv_timeout(Duration::from_millis(100)) {
@@ -397,7 +398,8 @@ impl Executor for LabExecutor {
                 let key = "net.ipv4.tcp_available_congestion_control";
                 (
                     format!("host {}'s guest", h.letter()),
-                    crate::lab::guest_sysctl_read(lab.name(), h, key).unwrap_or_default(),
+                    crate::lab::guest_sysctl_read(lab.state_dir(), lab.name(), h, key)
+                        .unwrap_or_default(),
                 )
             })
             .collect();

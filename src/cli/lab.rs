@@ -61,6 +61,19 @@ pub enum LabCommand {
         #[arg(long)]
         state_dir: Option<std::path::PathBuf>,
     },
+    /// (internal, inside a lab's guest) serve the guest's command channel.
+    #[command(name = "guest-channel", hide = true)]
+    GuestChannel {
+        /// The control address and port to listen on.
+        #[arg(long)]
+        listen: std::net::SocketAddr,
+        /// The only address a connection is accepted from.
+        #[arg(long)]
+        peer: Option<std::net::IpAddr>,
+        /// The file holding the lab's token.
+        #[arg(long)]
+        token_file: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Args, Clone, Default)]

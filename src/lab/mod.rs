@@ -7,13 +7,24 @@
 //! `Lab::down` (also on drop). `down_by_name` and `list` clean and show labs left by other
 //! processes, using the state files in `state_dir`. Used by the `lab` commands, the campaign
 //! runner and the physics tests.
+//!
+//! A lab is recorded in its state file before anything of it is made, and its child processes
+//! (the relay, QEMU) are also found by their command lines (`processes`), so a kill at any point
+//! leaves nothing that `lab list`, `lab down` or the next start's recovery cannot find.
+//! `LabOptions::interrupt` (a signal's flag) stops a build between its steps or while a guest
+//! boots, and the build removes what it made. `guest_exec` runs commands in guests.
 
 pub mod delayline;
+mod guest_exec;
+pub mod processes;
 mod registry;
 mod relay;
 pub mod topology;
 pub mod vm;
 
+pub use guest_exec::{
+    GUEST_EXEC_SILENCE, exec_in_guest, guest_counters, guest_sysctl_read, guest_sysctl_write,
+};
 pub use registry::{LabState, Listing, down_by_name, list, read_state, reap_orphans};
 use registry::{now_unix, write_state};
 use relay::spawn_relay_daemon;
@@ -58,6 +69,9 @@ pub struct LabOptions {
     /// The netsweep binary a guest runs as its server (`PathConfig::guest`); this
     /// executable when `None`.
     pub guest_netsweep: Option<PathBuf>,
+    /// Raised by a signal (`platform::signals`): the build stops at its next step, or while
+    /// it waits for a guest, and removes what it made.
+    pub interrupt: Option<&'static AtomicBool>,
 }
 
 /// Longest wait for a guest to boot (TCG on a busy 2-core machine takes 4-10 s).
@@ -70,6 +84,7 @@ impl Default for LabOptions {
             emulator: EmulatorChoice::Auto,
             relay: RelayMode::InProcess,
             guest_netsweep: None,
+            interrupt: None,
         }
     }
 }
@@ -147,6 +162,7 @@ impl Lab {
                 );
             }
         }
+        let guests = path.guest_on(Host::A).is_some() || path.guest_on(Host::B).is_some();
         let mut lab = Lab {
             state: LabState {
                 name: name.into(),
@@ -157,12 +173,16 @@ impl Lab {
                 owner_pid: Some(std::process::id()),
                 guest: None,
                 guest_a: None,
+                guest_token: None,
             },
             names,
             state_dir: opts.state_dir.clone(),
             relay: Relay::None,
             keep: false,
         };
+        if guests {
+            lab.state.guest_token = Some(vm::channel::new_token());
+        }
         // From here on, dropping `lab` removes whatever was made.
         lab.build(opts)?;
         Ok(lab)
@@ -170,9 +190,11 @@ impl Lab {
 
     fn build(&mut self, opts: &LabOptions) -> anyhow::Result<()> {
         let (a, b) = (self.names.namespace(Host::A), self.names.namespace(Host::B));
+        // Recorded before anything is made, so whatever a kill leaves is found by its name.
+        write_state(&self.state_dir, &self.state)?;
+        interrupted(opts)?;
         netns::run("ip", &["netns", "add", &a])?;
         netns::run("ip", &["netns", "add", &b])?;
-        write_state(&self.state_dir, &self.state)?;
         // An explicit choice is honoured even on an unimpaired path; auto uses no emulator there.
         let path = &self.state.path;
         self.state.emulator = match (path.impaired(), opts.emulator) {
@@ -217,27 +239,36 @@ impl Lab {
             )?;
         }
         for h in [Host::A, Host::B] {
+            interrupted(opts)?;
             self.configure_host(h, self.state.path.guest_on(h).is_some())?;
         }
+        // The emulator is recorded before the relay starts; the relay names its lab and
+        // state directory on its command line, where `down_by_name` finds it before its PID
+        // is written.
+        write_state(&self.state_dir, &self.state)?;
+        interrupted(opts)?;
         if self.state.emulator == Emulator::Userspace {
             self.start_relay(&opts.relay)?;
         }
+        test_pause("relay-started");
         write_state(&self.state_dir, &self.state)?;
         for h in [Host::B, Host::A] {
             let Some(spec) = self.state.path.guest_on(h) else {
                 continue;
             };
+            interrupted(opts)?;
             let exe = match &opts.guest_netsweep {
                 Some(p) => p.clone(),
                 None => std::env::current_exe().context("cannot find the netsweep executable")?,
             };
-            self.boot_guest(h, &spec, &exe)?;
+            self.boot_guest(h, &spec, &exe, opts.interrupt)?;
             write_state(&self.state_dir, &self.state)?;
+            interrupted(opts)?;
             // The host's sysctls go into its guest's kernel, through the command channel.
             for (k, v) in self.state.path.sysctls(h) {
-                guest_sysctl_write(&self.state.name, h, k, v).with_context(|| {
-                    format!("cannot set {k}={v} in host {}'s guest", h.letter())
-                })?;
+                guest_sysctl_write(&self.state_dir, &self.state.name, h, k, v).with_context(
+                    || format!("cannot set {k}={v} in host {}'s guest", h.letter()),
+                )?;
             }
         }
         Ok(())
@@ -276,6 +307,25 @@ impl Lab {
         let own = format!("{}/32", h.ipv4());
         netns::run("ip", &["-n", &ns, "route", "add", &far, "dev", &dev])?;
         netns::run("ip", &["-n", &ns, "route", "add", &own, "dev", &tap])?;
+        // The guest's command channel: reachable from this namespace's own sockets only. Its
+        // route is in a table that only locally made packets consult (`iif lo`), so packets
+        // from the path (forwarded) find no route to it.
+        let control = format!("{}/32", h.control_ipv4());
+        let router = h.router_ipv4().to_string();
+        let table = CONTROL_TABLE.to_string();
+        netns::run(
+            "ip",
+            &[
+                "-n", &ns, "route", "add", &control, "dev", &tap, "src", &router, "table", &table,
+            ],
+        )?;
+        netns::run(
+            "ip",
+            &[
+                "-n", &ns, "rule", "add", "to", &control, "iif", "lo", "lookup", &table, "pref",
+                &table,
+            ],
+        )?;
         Ok(())
     }
 
@@ -284,15 +334,26 @@ impl Lab {
         h: Host,
         spec: &vm::guest::GuestSpec,
         netsweep: &Path,
+        interrupt: Option<&AtomicBool>,
     ) -> anyhow::Result<()> {
         let image = vm::image::prepare(&vm::image::dir(), netsweep, &|m| {
             crate::errln!("lab {}: {m}", self.state.name)
         })?;
         let accel = vm::guest::choose_accel(&image, std::time::Duration::from_secs(20));
+        let token = self
+            .state
+            .guest_token
+            .clone()
+            .context("a lab with a guest has a token")?;
         let net = vm::guest::GuestNet {
             tap: Some(self.names.tap(h)),
             ip_cidr: format!("{}/24", h.ipv4()),
             port: crate::cli::DEFAULT_PORT,
+            channel: Some(vm::guest::ChannelNet {
+                addr: h.control_ipv4(),
+                peer: h.router_ipv4(),
+                token,
+            }),
         };
         let files = vm::guest::Files::for_host(&self.state_dir, &self.state.name, h);
         let guest = vm::guest::boot(
@@ -302,7 +363,10 @@ impl Lab {
             accel,
             &net,
             &files,
-            GUEST_BOOT_TIMEOUT,
+            vm::guest::BootWait {
+                timeout: GUEST_BOOT_TIMEOUT,
+                interrupt,
+            },
         )?;
         match h {
             Host::A => self.state.guest_a = Some(guest),
@@ -323,85 +387,30 @@ impl Lab {
 
     /// Runs `argv` inside host `h`'s guest; its output and exit status.
     pub fn exec_in_guest(&self, h: Host, argv: &[String]) -> anyhow::Result<(String, i32)> {
-        exec_in_guest(&self.state.name, h, argv)
+        exec_in_guest(&self.state_dir, &self.state.name, h, argv)
     }
 }
 
-/// How long a command in a guest may stay silent before `exec_in_guest` gives up.
-pub const GUEST_EXEC_SILENCE: std::time::Duration = std::time::Duration::from_secs(300);
-
-/// Runs `argv` inside the guest of lab `name`'s host `h`, through the guest's command
-/// channel, connecting from the host's own namespace (over the TAP device, so the channel
-/// never crosses the lab's path).
-pub fn exec_in_guest(name: &str, h: Host, argv: &[String]) -> anyhow::Result<(String, i32)> {
-    let names = LabNames::new(name).map_err(anyhow::Error::msg)?;
-    let addr = std::net::SocketAddr::new(h.address(), vm::guest::EXEC_PORT);
-    // A few tries: a guest that has just booted may still be starting its channel.
-    let stream = netns::run_in(&names.namespace(h), || {
-        let mut tries = 0;
-        loop {
-            match std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5)) {
-                Err(e) if tries < 20 && e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                    tries += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(250));
-                }
-                other => break other,
-            }
-        }
-    })?
-    .with_context(|| format!("cannot reach the guest's command channel at {addr}"))?;
-    vm::guest::exec(stream, argv, GUEST_EXEC_SILENCE)
+/// Fails once the build's interrupt flag is raised (a signal arrived).
+fn interrupted(opts: &LabOptions) -> anyhow::Result<()> {
+    if opts.interrupt.is_some_and(|f| f.load(Ordering::SeqCst)) {
+        bail!("interrupted by a signal while the lab was being built");
+    }
+    Ok(())
 }
 
-/// Runs a shell script in a guest and returns its output, or an error with the output when it
-/// fails.
-fn guest_shell(name: &str, h: Host, script: &str) -> anyhow::Result<String> {
-    let (out, rc) = exec_in_guest(name, h, &["sh".into(), "-c".into(), script.into()])?;
-    if rc != 0 {
-        bail!("{}", out.trim());
-    }
-    Ok(out)
-}
-
-/// Reads a sysctl in a guest (through `/proc/sys`, which every guest kernel has).
-pub fn guest_sysctl_read(name: &str, h: Host, key: &str) -> anyhow::Result<String> {
-    if !crate::platform::sysctl::valid_name(key) {
-        bail!("{key:?} is not a sysctl name");
-    }
-    let path = sysctl_path(key).display().to_string();
-    match exec_in_guest(name, h, &["cat".into(), path])? {
-        (v, 0) => Ok(crate::platform::sysctl::normalize(&v)),
-        _ => bail!("the kernel of host {}'s guest has no {key}", h.letter()),
+/// Test hook: with `NETSWEEP_TEST_PAUSE=POINT` in the environment, the build stops at the named
+/// point for at most 60 s, saying so on standard error, so a test can kill it there (the points
+/// are `relay-started`, `guest-started` and `image-written`).
+pub fn test_pause(point: &str) {
+    if std::env::var_os("NETSWEEP_TEST_PAUSE").is_some_and(|p| p == point) {
+        crate::errln!("netsweep: test pause at {point}");
+        std::thread::sleep(std::time::Duration::from_secs(60));
     }
 }
 
-/// Writes a sysctl in a guest.
-pub fn guest_sysctl_write(name: &str, h: Host, key: &str, value: &str) -> anyhow::Result<()> {
-    if !crate::platform::sysctl::valid_name(key) {
-        bail!("{key:?} is not a sysctl name");
-    }
-    if value.contains(['\'', '\n', '\0']) {
-        bail!("sysctl value {value:?} for {key} is not valid");
-    }
-    let path = sysctl_path(key);
-    guest_shell(name, h, &format!("echo '{value}' > '{}'", path.display())).map(|_| ())
-}
-
-/// Kernel counters of a guest, read from its `/proc/net` through the command channel.
-pub fn guest_counters(name: &str, h: Host) -> anyhow::Result<crate::host::counters::Snapshot> {
-    let out = guest_shell(
-        name,
-        h,
-        "cat /proc/net/snmp /proc/net/netstat; echo @@dev; cat /proc/net/dev",
-    )?;
-    let (pairs, dev) = out
-        .split_once("@@dev\n")
-        .context("the guest's counters came back cut off")?;
-    let mut s = crate::host::counters::Snapshot::default();
-    crate::host::counters::parse_pairs(pairs, &mut s.protocol);
-    s.interfaces = crate::host::counters::parse_dev(dev);
-    Ok(s)
-}
+/// The routing table of a guest's command channel in its host's namespace.
+const CONTROL_TABLE: u32 = 5311;
 
 impl Lab {
     fn configure_host(&self, h: Host, guest_behind: bool) -> anyhow::Result<()> {

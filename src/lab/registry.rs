@@ -2,6 +2,7 @@
 //! per lab (written atomically), the listing that also finds namespaces a crash left behind, and
 //! `down_by_name`, which removes whatever of a lab is still there.
 
+use super::processes::{Kind, LabProcess};
 use super::relay::{is_our_relay, stop_process};
 use super::topology::{Emulator, Host, LabNames, PathConfig};
 use crate::platform::netns;
@@ -27,6 +28,10 @@ pub struct LabState {
     /// Host a as a QEMU guest (`--vm both`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guest_a: Option<super::vm::guest::GuestState>,
+    /// The secret its guests' command channels ask for first (`vm::channel`); only in this
+    /// owner-only file and on the guests' kernel command lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guest_token: Option<String>,
 }
 
 impl LabState {
@@ -57,10 +62,20 @@ pub fn read_state(dir: &Path, name: &str) -> Option<LabState> {
 }
 
 pub(super) fn write_state(dir: &Path, state: &LabState) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = state_file(dir, &state.name);
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(state)?)?;
+    let _ = std::fs::remove_file(&tmp);
+    // Owner-only: the state holds the lab's token for its guests' command channels.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(&serde_json::to_vec_pretty(state)?))
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, &path)?;
     Ok(())
 }
@@ -96,6 +111,22 @@ pub fn down_by_name(name: &str, state_dir: &Path) -> anyhow::Result<Vec<String>>
         }
         let _ = std::fs::remove_file(&files.console);
         let _ = std::fs::remove_file(&files.pidfile);
+    }
+    // What no state or pidfile names: a relay or QEMU started just before its starter was
+    // killed. A few passes, for a QEMU that forks while it daemonizes.
+    for _ in 0..3 {
+        let found = super::processes::of_lab(name, state_dir);
+        if found.is_empty() {
+            break;
+        }
+        for p in found {
+            if stop_found(name, state_dir, &p) {
+                removed.push(match p.kind {
+                    Kind::Relay => format!("delay line process {} (found running)", p.pid),
+                    Kind::Guest => format!("QEMU process {} (found running)", p.pid),
+                });
+            }
+        }
     }
     let mut errors = Vec::new();
     for h in [Host::A, Host::B] {
@@ -137,6 +168,23 @@ pub fn down_by_name(name: &str, state_dir: &Path) -> anyhow::Result<Vec<String>>
     Ok(removed)
 }
 
+/// Stops a process `scan` found, after checking again that it is still that process.
+fn stop_found(name: &str, state_dir: &Path, p: &LabProcess) -> bool {
+    match p.kind {
+        Kind::Relay => {
+            let ok = is_our_relay(p.pid, name);
+            if ok {
+                stop_process(p.pid);
+            }
+            ok
+        }
+        Kind::Guest => [Host::A, Host::B].into_iter().any(|h| {
+            let files = super::vm::guest::Files::for_host(state_dir, name, h);
+            super::vm::guest::stop(p.pid, &files.pidfile)
+        }),
+    }
+}
+
 /// True while process `pid` exists.
 fn alive(pid: u32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
@@ -149,6 +197,18 @@ pub fn reap_orphans(state_dir: &Path) -> Vec<String> {
     let mut out = Vec::new();
     for l in list(state_dir) {
         let Some(owner) = l.state.as_ref().and_then(|s| s.owner_pid) else {
+            // Processes of a lab with neither state nor namespaces: a lab is recorded before
+            // anything of it is made, so no live process is building this one.
+            if l.state.is_none() && l.only_processes {
+                match down_by_name(&l.name, state_dir) {
+                    Ok(removed) => out.push(format!(
+                        "lab {} had no state file and no namespaces left, only processes: removed {}",
+                        l.name,
+                        removed.join(", ")
+                    )),
+                    Err(e) => out.push(format!("{e:#}")),
+                }
+            }
             continue;
         };
         if alive(owner) {
@@ -198,6 +258,9 @@ pub struct Listing {
     pub state: Option<LabState>,
     /// Namespaces present without a state file, or a dead relay: left by a crash.
     pub leftover: bool,
+    /// Only processes of the lab remain (a relay or QEMU, found by its command line): no
+    /// namespace of it exists.
+    pub only_processes: bool,
 }
 
 /// Labs with state files, and namespaces of ours without one.
@@ -219,6 +282,8 @@ pub fn list(state_dir: &Path) -> Vec<Listing> {
             .iter()
             .filter_map(|ns| LabNames::owner_of(ns).map(|(n, _)| n)),
     );
+    let running = super::processes::scan(state_dir);
+    names.extend(running.iter().map(|p| p.lab.clone()));
     names.sort();
     names.dedup();
     names
@@ -232,11 +297,15 @@ pub fn list(state_dir: &Path) -> Vec<Listing> {
                         .is_some_and(|p| Path::new(&format!("/proc/{p}")).exists())
             });
             let lab_names = LabNames::new(&name);
-            let complete = lab_names.is_ok_and(|n| {
-                netns::exists(&n.namespace(Host::A)) && netns::exists(&n.namespace(Host::B))
+            let present = [Host::A, Host::B].map(|h| {
+                lab_names
+                    .as_ref()
+                    .is_ok_and(|n| netns::exists(&n.namespace(h)))
             });
+            let only_processes = present == [false, false] && running.iter().any(|p| p.lab == name);
             Listing {
-                leftover: state.is_none() || relay_dead || !complete,
+                leftover: state.is_none() || relay_dead || present != [true, true],
+                only_processes,
                 name,
                 state,
             }

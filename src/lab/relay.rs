@@ -57,8 +57,20 @@ pub fn run_relay(name: &str, state_dir: &Path, stop: &AtomicBool) -> anyhow::Res
     let imp = Impairment::of(&state.path);
     let (line_stop, handles, _) = spawn_delay_line(&names, imp)?;
     crate::outln!("ready");
+    let mut ticks = 0u64;
     while !stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(100));
+        ticks += 1;
+        // A lab removed without this relay (its namespaces deleted by a recovery that could
+        // not see it) is not kept alive by the TUN devices held here: the relay ends.
+        if ticks.is_multiple_of(10)
+            && [Host::A, Host::B]
+                .iter()
+                .any(|h| !netns::exists(&names.namespace(*h)))
+        {
+            crate::errln!("lab {name}: its namespaces are gone, the delay line stops");
+            break;
+        }
     }
     line_stop.store(true, Ordering::Relaxed);
     for h in handles {

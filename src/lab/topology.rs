@@ -45,6 +45,16 @@ impl Host {
         }
     }
 
+    /// The guest's command channel address (198.19.255.1 for a's guest, .2 for b's): on its
+    /// TAP side only, routed by the host's namespace for its own connections and never
+    /// forwarded from the lab's path.
+    pub fn control_ipv4(self) -> Ipv4Addr {
+        match self {
+            Host::A => Ipv4Addr::new(198, 19, 255, 1),
+            Host::B => Ipv4Addr::new(198, 19, 255, 2),
+        }
+    }
+
     /// The address of the host's namespace when it routes to a guest that has the host's
     /// address (198.18.0.253 for a, .254 for b).
     pub fn router_ipv4(self) -> Ipv4Addr {

@@ -188,3 +188,100 @@ pub fn netsweep_ok(dir: &std::path::Path, args: &[&str]) -> String {
     assert!(out.status.success(), "{args:?}: {text}");
     text
 }
+
+/// What of lab `name` (state in `state_dir`) is still there: its namespaces, its state file,
+/// and its processes (a relay or QEMU, found by their command lines). Empty when nothing is.
+pub fn lab_leftovers(name: &str, state_dir: &std::path::Path) -> Vec<String> {
+    let mut left: Vec<String> = ["a", "b"]
+        .iter()
+        .map(|h| format!("nsw-{name}-{h}"))
+        .filter(|ns| netsweep::platform::netns::exists(ns))
+        .map(|ns| format!("namespace {ns}"))
+        .collect();
+    let state = state_dir.join(format!("{name}.json"));
+    if state.exists() {
+        left.push(format!("state file {}", state.display()));
+    }
+    left.extend(
+        netsweep::lab::processes::of_lab(name, state_dir)
+            .into_iter()
+            .map(|p| format!("{:?} process {}", p.kind, p.pid)),
+    );
+    left
+}
+
+/// Waits at most `limit` for `child` to end (then kills it and fails).
+pub fn wait_bounded(child: &mut std::process::Child, limit: std::time::Duration, what: &str) {
+    let t0 = std::time::Instant::now();
+    while child.try_wait().ok().flatten().is_none() {
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what} did not end within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Starts `netsweep ARGS` with the test hook `NETSWEEP_TEST_PAUSE=point` and waits (at most
+/// `limit`) until it says it paused there; the child is then stopped at that point.
+pub fn netsweep_paused_at(
+    args: &[&str],
+    envs: &[(&str, &str)],
+    point: &str,
+    limit: std::time::Duration,
+) -> std::process::Child {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(args)
+        .envs(envs.iter().copied())
+        .env("NETSWEEP_TEST_PAUSE", point)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("netsweep starts");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let want = format!("test pause at {point}");
+    std::thread::spawn(move || {
+        let mut seen = String::new();
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains(&want) {
+                let _ = tx.send(Ok(()));
+            }
+            seen.push_str(&line);
+            seen.push('\n');
+        }
+        let _ = tx.send(Err(seen));
+    });
+    match rx.recv_timeout(limit) {
+        Ok(Ok(())) => child,
+        other => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} never paused at {point}: {other:?}");
+        }
+    }
+}
+
+/// kill -9 of a child, reaped.
+pub fn kill9(child: &mut std::process::Child) {
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+}
+
+/// Removes lab `name` (state in the default directory) when dropped: cleanup even when an
+/// assertion fails.
+pub struct LabDown(pub String);
+
+impl Drop for LabDown {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["lab", "down", &self.0])
+            .output();
+    }
+}

@@ -189,8 +189,12 @@ impl Target {
             Target::Netns(ns) => netns::run_in(ns, || sysctl::read(key))?,
             Target::Ssh(_) => bail!("ssh targets are handled by the remote netsweep"),
             Target::SshSysctl(h) => return h.run(&["sysctl", "-n", key]).map(|v| normalize(&v)),
-            Target::Guest { lab, host, .. } => {
-                return crate::lab::guest_sysctl_read(lab, *host, key);
+            Target::Guest {
+                lab,
+                host,
+                state_dir,
+            } => {
+                return crate::lab::guest_sysctl_read(state_dir, lab, *host, key);
             }
         }
         .with_context(|| format!("the kernel has no {key}"))?;
@@ -219,8 +223,12 @@ impl Target {
                 };
                 return h.run(&words).map(|_| ());
             }
-            Target::Guest { lab, host, .. } => {
-                return crate::lab::guest_sysctl_write(lab, *host, key, value)
+            Target::Guest {
+                lab,
+                host,
+                state_dir,
+            } => {
+                return crate::lab::guest_sysctl_write(state_dir, lab, *host, key, value)
                     .with_context(|| format!("cannot write {key} = {value} in {}", self.id()));
             }
         };

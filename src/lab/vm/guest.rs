@@ -131,6 +131,16 @@ pub struct GuestNet {
     pub tap: Option<String>,
     pub ip_cidr: String,
     pub port: u16,
+    /// The command channel (`channel`); none for the accelerator probe.
+    pub channel: Option<ChannelNet>,
+}
+
+/// Where the guest's command channel listens, whom it answers, and the token it asks for.
+#[derive(Debug, Clone)]
+pub struct ChannelNet {
+    pub addr: std::net::Ipv4Addr,
+    pub peer: std::net::Ipv4Addr,
+    pub token: String,
 }
 
 /// QEMU's arguments (after the program name).
@@ -169,8 +179,13 @@ pub fn qemu_args(
         image.initrd.display().to_string(),
         "-append".into(),
         format!(
-            "console=ttyS0 loglevel=3 panic=-1 netsweep.ip={} netsweep.port={}",
-            net.ip_cidr, net.port
+            "console=ttyS0 loglevel=3 panic=-1 netsweep.ip={} netsweep.port={}{}",
+            net.ip_cidr,
+            net.port,
+            net.channel.as_ref().map_or(String::new(), |c| format!(
+                " netsweep.ctl={} netsweep.peer={} netsweep.token={}",
+                c.addr, c.peer, c.token
+            ))
         ),
     ]);
     match &net.tap {
@@ -213,6 +228,13 @@ pub fn console_status(text: &str) -> (Option<String>, bool) {
     (driver, text.contains("netsweep-guest: ready"))
 }
 
+/// How long `boot` waits for the guest, and the flag (a signal) that stops the wait at once.
+#[derive(Debug, Clone, Copy)]
+pub struct BootWait<'a> {
+    pub timeout: Duration,
+    pub interrupt: Option<&'a std::sync::atomic::AtomicBool>,
+}
+
 /// Starts QEMU (inside namespace `ns` when given) and waits up to `timeout` for the guest's
 /// ready line. On failure QEMU is stopped and the console's last lines are in the error.
 pub fn boot(
@@ -222,8 +244,9 @@ pub fn boot(
     accel: Accel,
     net: &GuestNet,
     files: &Files,
-    timeout: Duration,
+    wait: BootWait<'_>,
 ) -> anyhow::Result<GuestState> {
+    let BootWait { timeout, interrupt } = wait;
     spec.validate().map_err(anyhow::Error::msg)?;
     let _ = std::fs::remove_file(&files.console);
     let _ = std::fs::remove_file(&files.pidfile);
@@ -253,6 +276,7 @@ pub fn boot(
         .ok()
         .and_then(|t| t.trim().parse().ok())
         .context("QEMU started but wrote no pidfile")?;
+    crate::lab::test_pause("guest-started");
     loop {
         let text = std::fs::read_to_string(&files.console).unwrap_or_default();
         let (driver, ready) = console_status(&text);
@@ -268,6 +292,10 @@ pub fn boot(
             });
         }
         let alive = is_our_qemu(pid, &files.pidfile);
+        if interrupt.is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst)) {
+            stop(pid, &files.pidfile);
+            bail!("interrupted by a signal while the guest was booting");
+        }
         if !alive || t0.elapsed() > timeout {
             stop(pid, &files.pidfile);
             let tail: Vec<&str> = text.lines().rev().take(8).collect();
@@ -285,7 +313,7 @@ pub fn boot(
     }
 }
 
-/// The guest's command channel: busybox `nc -ll -e /bin/sh`, one shell per connection.
+/// The guest's command channel (`channel`): one shell per connection, after the lab's token.
 pub const EXEC_PORT: u16 = 5311;
 
 /// The script that runs `argv` in the guest's shell and reports its exit status last.
@@ -313,16 +341,17 @@ pub fn exec_reply(text: &str) -> (String, Option<i32>) {
     }
 }
 
-/// Runs `argv` in the guest over `stream` (connected to its `EXEC_PORT`); returns its output
-/// and exit status. Waits at most `timeout` for each read.
+/// Runs `argv` in the guest over `stream` (connected to its `EXEC_PORT`), sending `token`
+/// first; returns its output and exit status. Waits at most `timeout` for each read.
 pub fn exec(
     mut stream: std::net::TcpStream,
+    token: &str,
     argv: &[String],
     timeout: Duration,
 ) -> anyhow::Result<(String, i32)> {
     use std::io::{Read, Write};
     stream.set_read_timeout(Some(timeout))?;
-    stream.write_all(exec_script(argv).as_bytes())?;
+    stream.write_all(format!("{token}\n{}", exec_script(argv)).as_bytes())?;
     let mut out = Vec::new();
     // The guest's output is bounded like any file netsweep reads.
     (&mut stream)
@@ -330,6 +359,9 @@ pub fn exec(
         .read_to_end(&mut out)
         .context("reading the guest's answer")?;
     let (text, rc) = exec_reply(&String::from_utf8_lossy(&out));
+    if rc.is_none() && text.starts_with(super::channel::REFUSED) {
+        bail!("the guest's command channel refused the lab's token (a guest of another lab?)");
+    }
     let rc = rc.context("the guest's shell ended without an exit status")?;
     Ok((text, rc))
 }
@@ -383,6 +415,7 @@ pub fn choose_accel(image: &Image, timeout: Duration) -> Accel {
             tap: None,
             ip_cidr: "198.18.0.2/24".into(),
             port: 5201,
+            channel: None,
         };
         match boot(
             None,
@@ -391,7 +424,10 @@ pub fn choose_accel(image: &Image, timeout: Duration) -> Accel {
             Accel::Kvm,
             &net,
             &files,
-            timeout,
+            BootWait {
+                timeout,
+                interrupt: None,
+            },
         ) {
             Ok(g) => {
                 stop(g.pid, &files.pidfile);
@@ -426,6 +462,11 @@ mod tests {
             tap: Some("nswxt".into()),
             ip_cidr: "198.18.0.2/24".into(),
             port: 5201,
+            channel: Some(ChannelNet {
+                addr: "198.19.255.2".parse().unwrap(),
+                peer: "198.18.0.254".parse().unwrap(),
+                token: "00ff".repeat(8),
+            }),
         };
         let spec = GuestSpec {
             nic: NicModel::Rtl8139,
@@ -439,6 +480,14 @@ mod tests {
         );
         assert!(
             a.contains("netsweep.ip=198.18.0.2/24 netsweep.port=5201"),
+            "{a}"
+        );
+        // The command channel's address, its one peer and the lab's token.
+        assert!(
+            a.contains(&format!(
+                "netsweep.ctl=198.19.255.2 netsweep.peer=198.18.0.254 netsweep.token={}",
+                "00ff".repeat(8)
+            )),
             "{a}"
         );
         assert!(

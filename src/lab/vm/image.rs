@@ -88,10 +88,13 @@ pub fn prepare(dir: &Path, netsweep: &Path, log: &dyn Fn(&str)) -> anyhow::Resul
     };
     let initrd = dir.join("initrd.cpio");
     let entries = initramfs(&dir.join("kernel/modules"), netsweep)?;
+    // What a process killed while writing left (its own name, so never removed).
+    remove_stale_temp(dir);
     // A name of this process's own: two labs may prepare the image at once.
     let tmp = initrd.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, cpio::archive(&entries))
         .with_context(|| format!("cannot write {}", tmp.display()))?;
+    crate::lab::test_pause("image-written");
     std::fs::rename(&tmp, &initrd)?;
     Ok(Image {
         dir: dir.to_path_buf(),
@@ -99,6 +102,39 @@ pub fn prepare(dir: &Path, netsweep: &Path, log: &dyn Fn(&str)) -> anyhow::Resul
         initrd,
         kernel_version,
     })
+}
+
+/// How long an unfinished initramfs may stay, even if a process of its PID runs (a reused PID):
+/// writing one takes well under a second.
+const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Removes `initrd.tmpPID` files of processes that no longer run (or older than
+/// `STALE_TEMP`): left by a kill while the image was written. Returns the removed names.
+pub fn remove_stale_temp(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut removed = Vec::new();
+    for e in entries.filter_map(Result::ok) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("initrd.tmp")
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > STALE_TEMP);
+        let dead = !Path::new(&format!("/proc/{pid}")).exists();
+        if pid != std::process::id() && (dead || old) && std::fs::remove_file(e.path()).is_ok() {
+            removed.push(name);
+        }
+    }
+    removed
 }
 
 fn output(program: &str, args: &[&str], cwd: Option<&Path>) -> anyhow::Result<String> {
@@ -265,10 +301,16 @@ export PATH=/bin
 for m in {modules}; do insmod /lib/modules/$m.ko 2>/dev/null; done
 IP=198.18.0.2/24
 PORT=5201
+CTL=
+PEER=
+TOKEN=
 for w in $(cat /proc/cmdline); do
   case "$w" in
     netsweep.ip=*) IP="${{w#netsweep.ip=}}" ;;
     netsweep.port=*) PORT="${{w#netsweep.port=}}" ;;
+    netsweep.ctl=*) CTL="${{w#netsweep.ctl=}}" ;;
+    netsweep.peer=*) PEER="${{w#netsweep.peer=}}" ;;
+    netsweep.token=*) TOKEN="${{w#netsweep.token=}}" ;;
   esac
 done
 ip link set lo up
@@ -279,14 +321,19 @@ ip link set eth0 up
 DRIVER=$(basename "$(readlink /sys/class/net/eth0/device/driver)")
 echo "netsweep-guest: driver=$DRIVER"
 /bin/netsweep server --port "$PORT" > /dev/console 2>&1 &
-# The lab's command channel (`lab exec NAME b`): a shell per connection, reachable only
-# inside the lab's namespaces.
-nc -ll -p {exec_port} -e /bin/sh > /dev/null 2>&1 &
+# The lab's command channel (`lab exec NAME b`): a shell per connection that sent the lab's
+# token, on the control address only (the host namespace's side of the TAP device).
+if [ -n "$CTL" ]; then
+  ip addr add "$CTL/32" dev eth0
+  (umask 077; echo "$TOKEN" > /tmp/channel.token)
+  /bin/netsweep lab guest-channel --listen "$CTL:{exec_port}" --peer "$PEER" \
+    --token-file /tmp/channel.token > /dev/console 2>&1 &
+fi
 # Ready once both listen.
 i=0
 while [ $i -lt 600 ]; do
   L=$(netstat -ltn 2>/dev/null)
-  case "$L" in *":$PORT "*) case "$L" in *":{exec_port} "*) break ;; esac ;; esac
+  case "$L" in *":$PORT "*) [ -z "$CTL" ] && break; case "$L" in *":{exec_port} "*) break ;; esac ;; esac
   sleep 0.1; i=$((i+1))
 done
 echo "netsweep-guest: ready"
@@ -360,6 +407,22 @@ fn initramfs(modules: &Path, netsweep: &Path) -> anyhow::Result<Vec<Entry>> {
 mod tests {
     use super::*;
 
+    /// Regression (issue 31, item 7): a kill while the guest image was written left
+    /// `initrd.tmpPID` files (2-4 MB each) forever.
+    #[test]
+    fn stale_initrd_temp_files_of_dead_processes_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        // Above any pid_max Linux allows: no such process.
+        let dead = dir.path().join("initrd.tmp4999999");
+        let own = dir.path().join(format!("initrd.tmp{}", std::process::id()));
+        let other = dir.path().join("initrd.cpio");
+        for f in [&dead, &own, &other] {
+            std::fs::write(f, b"x").unwrap();
+        }
+        assert_eq!(remove_stale_temp(dir.path()), vec!["initrd.tmp4999999"]);
+        assert!(!dead.exists() && own.exists() && other.exists());
+    }
+
     #[test]
     fn the_kernel_package_is_read_from_apt_cache() {
         let text = "linux-image-amd64\n  Depends: linux-image-6.1.0-56-amd64\n";
@@ -404,8 +467,17 @@ mod tests {
         assert!(s.contains("netsweep-guest: ready"));
         // Ready only once the server and the command channel both listen.
         assert!(
-            s.contains("*\":$PORT \"*) case \"$L\" in *\":5311 \"*) break"),
+            s.contains(
+                "*\":$PORT \"*) [ -z \"$CTL\" ] && break; case \"$L\" in *\":5311 \"*) break"
+            ),
             "{s}"
         );
+        // The channel: netsweep's, on the control address, asking for the token; no
+        // unauthenticated busybox shell.
+        assert!(
+            s.contains("lab guest-channel --listen \"$CTL:5311\" --peer \"$PEER\""),
+            "{s}"
+        );
+        assert!(!s.contains("nc -ll"), "{s}");
     }
 }

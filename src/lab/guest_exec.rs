@@ -1,0 +1,127 @@
+//! Commands inside a lab's guests, through their command channels (`vm::channel`): `lab exec`
+//! on a guest host, a guest's sysctls (the host's sysctls and tuning profiles go into its
+//! guest's kernel) and its kernel counters. Each connects from the guest's host namespace to
+//! the guest's control address, over the TAP device, with the lab's token from its state.
+
+use super::registry::read_state;
+use super::topology::{Host, LabNames};
+use super::{sysctl_path, vm};
+use crate::platform::netns;
+use anyhow::{Context, bail};
+use std::path::Path;
+
+/// How long a command in a guest may stay silent before `exec_in_guest` gives up.
+pub const GUEST_EXEC_SILENCE: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Runs `argv` inside the guest of lab `name`'s host `h` (state in `state_dir`), through the
+/// guest's command channel, connecting from the host's own namespace (over the TAP device, so
+/// the channel never crosses the lab's path) with the lab's token.
+pub fn exec_in_guest(
+    state_dir: &Path,
+    name: &str,
+    h: Host,
+    argv: &[String],
+) -> anyhow::Result<(String, i32)> {
+    let names = LabNames::new(name).map_err(anyhow::Error::msg)?;
+    let token = read_state(state_dir, name)
+        .and_then(|s| s.guest_token)
+        .with_context(|| {
+            format!(
+                "lab {name} has no guest token in {}: take it down and up again",
+                state_dir.display()
+            )
+        })?;
+    let addr = std::net::SocketAddr::new(h.control_ipv4().into(), vm::guest::EXEC_PORT);
+    // A few tries: a guest that has just booted may still be starting its channel.
+    let stream = netns::run_in(&names.namespace(h), || {
+        let mut tries = 0;
+        loop {
+            match std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5)) {
+                Err(e) if tries < 20 && e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(250));
+                }
+                other => break other,
+            }
+        }
+    })?
+    .with_context(|| format!("cannot reach the guest's command channel at {addr}"))?;
+    vm::guest::exec(stream, &token, argv, GUEST_EXEC_SILENCE)
+}
+
+/// Runs a shell script in a guest and returns its output, or an error with the output when it
+/// fails.
+fn guest_shell(state_dir: &Path, name: &str, h: Host, script: &str) -> anyhow::Result<String> {
+    let (out, rc) = exec_in_guest(
+        state_dir,
+        name,
+        h,
+        &["sh".into(), "-c".into(), script.into()],
+    )?;
+    if rc != 0 {
+        bail!("{}", out.trim());
+    }
+    Ok(out)
+}
+
+/// Reads a sysctl in a guest (through `/proc/sys`, which every guest kernel has).
+pub fn guest_sysctl_read(
+    state_dir: &Path,
+    name: &str,
+    h: Host,
+    key: &str,
+) -> anyhow::Result<String> {
+    if !crate::platform::sysctl::valid_name(key) {
+        bail!("{key:?} is not a sysctl name");
+    }
+    let path = sysctl_path(key).display().to_string();
+    match exec_in_guest(state_dir, name, h, &["cat".into(), path])? {
+        (v, 0) => Ok(crate::platform::sysctl::normalize(&v)),
+        _ => bail!("the kernel of host {}'s guest has no {key}", h.letter()),
+    }
+}
+
+/// Writes a sysctl in a guest.
+pub fn guest_sysctl_write(
+    state_dir: &Path,
+    name: &str,
+    h: Host,
+    key: &str,
+    value: &str,
+) -> anyhow::Result<()> {
+    if !crate::platform::sysctl::valid_name(key) {
+        bail!("{key:?} is not a sysctl name");
+    }
+    if value.contains(['\'', '\n', '\0']) {
+        bail!("sysctl value {value:?} for {key} is not valid");
+    }
+    let path = sysctl_path(key);
+    guest_shell(
+        state_dir,
+        name,
+        h,
+        &format!("echo '{value}' > '{}'", path.display()),
+    )
+    .map(|_| ())
+}
+
+/// Kernel counters of a guest, read from its `/proc/net` through the command channel.
+pub fn guest_counters(
+    state_dir: &Path,
+    name: &str,
+    h: Host,
+) -> anyhow::Result<crate::host::counters::Snapshot> {
+    let out = guest_shell(
+        state_dir,
+        name,
+        h,
+        "cat /proc/net/snmp /proc/net/netstat; echo @@dev; cat /proc/net/dev",
+    )?;
+    let (pairs, dev) = out
+        .split_once("@@dev\n")
+        .context("the guest's counters came back cut off")?;
+    let mut s = crate::host::counters::Snapshot::default();
+    crate::host::counters::parse_pairs(pairs, &mut s.protocol);
+    s.interfaces = crate::host::counters::parse_dev(dev);
+    Ok(s)
+}
