@@ -362,6 +362,8 @@ pub(crate) fn attach_latency(
     for iv in &mut result.intervals {
         iv.latency = per_slot.get(iv.index as usize).copied();
     }
+    // A dropped echo or a phase without percentiles is said where warnings are.
+    result.warnings.extend(summary.notes.iter().cloned());
     result.latency = Some(summary);
 }
 
