@@ -19,8 +19,8 @@ mod commands;
 mod lab;
 
 pub use commands::{
-    CompareArgs, DoctorArgs, ExplainArgs, ExportArgs, ImportArgs, ReportArgs, RunArgs, TuneCommand,
-    TuneCommon,
+    CompareArgs, DoctorArgs, ExplainArgs, ExportArgs, ImportArgs, MigrateArgs, ReportArgs, RunArgs,
+    TuneCommand, TuneCommon,
 };
 pub use lab::{LabCommand, PathArgs, VmArgs};
 
@@ -89,6 +89,9 @@ pub enum Command {
         after_help = "Example:\n  netsweep import --db old.db --set nic=e1000 e1000-*.json\n  netsweep import --db old.db --campaign 1 --set nic=virtio virtio-*.json"
     )]
     Import(ImportArgs),
+    /// Upgrade a results database to this netsweep's schema (read commands never do).
+    #[command(after_help = "Example:\n  netsweep migrate --db old.db")]
+    Migrate(MigrateArgs),
     /// Write a self-contained HTML report (or Markdown with SVG files) of a campaign.
     #[command(
         after_help = "Examples:\n  netsweep report --db netsweep.db\n  netsweep report --db netsweep.db --campaign 3 -o wan.html\n  netsweep report --db netsweep.db --format md -o wan.md"

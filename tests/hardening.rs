@@ -431,6 +431,60 @@ fn a_server_whose_counts_contradict_the_client_is_flagged() {
     );
 }
 
+/// Regression (issue 31, item 3): a netsweep server's CPU of -50% or a 300-digit figure was
+/// believed. Its counts here agree with the client's; only its CPU is impossible.
+#[test]
+fn a_netsweep_server_claiming_impossible_cpu_is_inconsistent() {
+    let addr = fake_server(|ctrl| {
+        std::thread::sleep(Duration::from_millis(1300));
+        let report = StreamReport {
+            stream: 0,
+            flow: Flow::ClientToServer,
+            role: Role::Receiver,
+            intervals: vec![interval(0, 1), interval(1, 1)],
+            tail_bytes: 0,
+            tcp_total_retransmits: None,
+            rtt_min_us: None,
+            rtt_max_us: None,
+            error: None,
+            saw_end: false,
+            highest_seq: None,
+            udp_timing: None,
+            send: None,
+            receive: None,
+        };
+        let _ = write_frame(
+            ctrl,
+            &ServerMsg::Intervals {
+                stream: 0,
+                intervals: report.intervals.clone(),
+            },
+        );
+        let _ = write_frame(
+            ctrl,
+            &ServerMsg::Done {
+                streams: vec![StreamReport {
+                    intervals: vec![],
+                    ..report
+                }],
+                cpu: CpuUsage {
+                    user_s: 1e300,
+                    system_s: -0.5,
+                    wall_s: 1.0,
+                },
+            },
+        );
+    });
+    let e = run_against(addr, &spec(1.0, 500)).unwrap_err();
+    let partial = e.partial.expect("the numbers are kept, flagged");
+    assert!(
+        partial.inconsistencies.iter().any(|p| p.contains("CPU")),
+        "{:?} / {}",
+        partial.inconsistencies,
+        e.message
+    );
+}
+
 /// Runs netsweep with its standard output already closed by the reader (`| head -c 0`);
 /// returns its exit status and standard error.
 fn run_with_closed_stdout(args: &[&str]) -> (std::process::ExitStatus, String) {

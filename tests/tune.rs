@@ -132,6 +132,43 @@ fn apply_status_restore_in_a_namespace() {
     );
 }
 
+/// Regression (issue 31, item 11): after a `tune apply` killed between its writes, `tune
+/// status` said "profile X applied". The journal state of such an apply is made here by
+/// putting the last key back to its original value after a complete apply.
+#[test]
+fn an_interrupted_tune_apply_is_reported_partially_applied() {
+    if !common::root_or_skip("an_interrupted_tune_apply_is_reported_partially_applied") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ns = Ns::new("p");
+    let before = snapshot(&ns);
+    let original = ns.read("net.ipv4.tcp_no_metrics_save");
+    let file = profile_file(dir.path(), BIGBUF);
+    let t = ns.target();
+    let o = tune(
+        dir.path(),
+        &["apply", "bigbuf", "--profiles", &file, "--target", &t],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let key = "/proc/sys/net/ipv4/tcp_no_metrics_save";
+    let ok = Command::new("ip")
+        .args(["netns", "exec", &ns.0, "sh", "-c"])
+        .arg(format!("echo {original} > {key}"))
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "cannot put the key back");
+    let o = tune(dir.path(), &["status", "--target", &t]);
+    let out = text(&o);
+    assert!(out.contains("PARTIALLY applied: 2 of 3 keys"), "{out}");
+    assert!(!out.contains("profile bigbuf applied"), "{out}");
+    assert!(out.contains("[NOT applied]"), "{out}");
+    let o = tune(dir.path(), &["restore", "--target", &t]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(snapshot(&ns), before);
+}
+
 fn wait_for_journal(runtime: &Path) {
     let t0 = Instant::now();
     while std::fs::read_dir(runtime.join("tuning"))

@@ -477,7 +477,7 @@ pub fn write_report(store: &Store, campaign: i64, path: &Path, format: &str) -> 
     if format == "md" {
         crate::analysis::report::markdown::write(&model, path)
     } else {
-        std::fs::write(path, crate::analysis::report::html::render(&model))
+        crate::platform::outfile::write(path, crate::analysis::report::html::render(&model))
             .with_context(|| format!("cannot write {}", path.display()))
     }
 }
@@ -513,7 +513,27 @@ pub(super) fn open_existing(db: &Path) -> anyhow::Result<Store> {
             db.display()
         );
     }
-    Store::open(db)
+    Store::open_read_only(db)
+}
+
+/// `migrate`: upgrades a store to this netsweep's schema (what read commands ask for).
+pub fn migrate(a: &crate::cli::MigrateArgs) -> anyhow::Result<ExitCode> {
+    if !a.db.exists() {
+        bail!("no database {}", a.db.display());
+    }
+    let _lock = RunnerLock::acquire(&a.db)?;
+    let before = Store::stored_version(&a.db)?;
+    let store = Store::open(&a.db)?;
+    let now = store.schema_version()?;
+    if before == now {
+        crate::outln!("{}: schema v{now}, nothing to do", a.db.display());
+    } else {
+        crate::outln!(
+            "{}: upgraded from schema v{before} to v{now}",
+            a.db.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {

@@ -34,6 +34,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Explain(a) => explain::run(&a),
         Command::Export(a) => campaign::export(&a),
         Command::Import(a) => campaign::import(&a),
+        Command::Migrate(a) => campaign::migrate(&a),
         Command::Report(a) => campaign::report(&a),
         Command::Doctor(a) => doctor::run(&a),
         Command::Tune(c) => tune::run(c),

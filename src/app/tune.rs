@@ -269,13 +269,19 @@ fn status(t: &Target) -> anyhow::Result<ExitCode> {
         .map_or("kept until `tune restore`".to_string(), |p| {
             format!("held by process {p}")
         });
-    crate::outln!("{}: profile {} applied ({owner})", t.id(), j.profile);
-    for e in &j.entries {
-        let now = t
-            .read(&e.key)
-            .unwrap_or_else(|e| format!("unreadable: {e:#}"));
+    let read = |k: &str| t.read(k).map_err(|e| format!("{e:#}"));
+    let keys = tuning::state::key_states(&j, &read);
+    let state = tuning::state::profile_state(&keys);
+    crate::outln!("{}", tuning::state::headline(&t.id(), &j, &state, &owner));
+    for (e, s) in &keys {
+        let (now, mark) = match s {
+            tuning::state::KeyState::Applied => (e.applied.clone(), "applied"),
+            tuning::state::KeyState::Original => (e.original.clone(), "NOT applied"),
+            tuning::state::KeyState::Other(v) => (v.clone(), "changed since"),
+            tuning::state::KeyState::Unreadable(err) => (format!("unreadable: {err}"), "unknown"),
+        };
         crate::outln!(
-            "  {} = \"{now}\" (applied \"{}\", original \"{}\")",
+            "  {} = \"{now}\" [{mark}] (applied \"{}\", original \"{}\")",
             e.key,
             e.applied,
             e.original

@@ -493,6 +493,27 @@ pub fn count_warning(plan: &Plan) -> Option<String> {
     })
 }
 
+/// Plans above this many configurations are questioned (`size_warning`).
+pub const SANE_CONFIGURATIONS: usize = 10_000;
+
+/// A warning for a plan over `SANE_CONFIGURATIONS`: its count and the time its runs would
+/// take at its tests' wall times (`specs`, one per configuration), overhead not counted.
+pub fn size_warning(plan: &Plan, specs: &[TestSpec]) -> Option<String> {
+    let n = specs.len();
+    (n > SANE_CONFIGURATIONS).then(|| {
+        let per_round: f64 = specs.iter().map(|s| s.wall_time().as_secs_f64()).sum();
+        let total = per_round * f64::from(plan.repeat.count);
+        format!(
+            "the plan has {n} configurations (more than {SANE_CONFIGURATIONS}): {} runs would \
+             take at least {:.0} hours ({:.1} days) of tests alone; is a dimension swept by \
+             mistake? Sweep fewer values, or split the plan",
+            n as u64 * u64::from(plan.repeat.count),
+            total / 3600.0,
+            total / 86_400.0
+        )
+    })
+}
+
 /// What the plan's values meet on this host, for `value_warnings`.
 #[derive(Debug, Clone, Default)]
 pub struct HostLimits {
@@ -518,6 +539,7 @@ pub fn value_warnings(plan: &Plan, host: &HostLimits) -> Vec<String> {
         .iter()
         .filter_map(|c| plan.spec_for(c).ok())
         .collect();
+    out.extend(size_warning(plan, &specs));
     if let Some(s) = specs.iter().find(|s| s.duration < s.interval) {
         out.push(format!(
             "duration {:?} is shorter than the interval {:?}: each test reports one short interval",

@@ -4,7 +4,9 @@
 //! its own transaction with `synchronous=FULL`, so a kill or power cut loses no finished run.
 //!
 //! `schema` holds the migrations; `lock::RunnerLock` keeps a second runner off the same
-//! database (an flock the kernel releases when the holder dies, even by kill -9).
+//! database (an flock the kernel releases when the holder dies, even by kill -9). Read
+//! commands use `Store::open_read_only` (`readonly`), which writes nothing and migrates
+//! nothing; `Store::open` refuses a path that is a symlink to anything but a database.
 
 use anyhow::{Context, bail};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -16,6 +18,7 @@ use std::path::Path;
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
 mod lock;
+mod readonly;
 mod schema;
 
 pub use lock::RunnerLock;
@@ -116,6 +119,8 @@ fn hash(text: &str) -> String {
 impl Store {
     /// Opens (creating if needed) and migrates to `SCHEMA_VERSION`.
     pub fn open(path: &Path) -> anyhow::Result<Store> {
+        crate::platform::outfile::refuse_symlink_to_non_database(path)
+            .map_err(anyhow::Error::msg)?;
         let conn = Connection::open(path)
             .with_context(|| format!("cannot open database {}", path.display()))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -127,6 +132,46 @@ impl Store {
             .migrate()
             .with_context(|| format!("migrating {}", path.display()))?;
         Ok(store)
+    }
+
+    /// Opens an existing store to read it only: SQLite's read-only mode, no WAL switch, no
+    /// migration. A store of an older schema is refused with the command that upgrades it.
+    pub fn open_read_only(path: &Path) -> anyhow::Result<Store> {
+        let conn = readonly::open(path)
+            .with_context(|| format!("cannot open database {} to read it", path.display()))?;
+        let store = Store { conn };
+        let v = store.schema_version()?;
+        if v > SCHEMA_VERSION {
+            bail!(
+                "database {} has schema version {v}, newer than this netsweep's {SCHEMA_VERSION}: upgrade netsweep",
+                path.display()
+            );
+        }
+        if v == 0 {
+            bail!(
+                "{} holds no netsweep store (an empty or foreign SQLite file): pass the --db of a \
+                 store `netsweep run` or `import` wrote",
+                path.display()
+            );
+        }
+        if v < SCHEMA_VERSION {
+            bail!(
+                "store {} is schema v{v}, this netsweep reads v{SCHEMA_VERSION}: run `netsweep \
+                 migrate --db {}` (or any write command on it, such as `run` or `import`) to \
+                 upgrade it; read commands never write, so a store you cannot write must be \
+                 copied first",
+                path.display(),
+                path.display()
+            );
+        }
+        Ok(store)
+    }
+
+    /// The schema version of the store at `path`, read without writing anything.
+    pub fn stored_version(path: &Path) -> anyhow::Result<u32> {
+        let conn = readonly::open(path)
+            .with_context(|| format!("cannot open database {} to read it", path.display()))?;
+        Ok(conn.pragma_query_value(None, "user_version", |r| r.get(0))?)
     }
 
     pub fn schema_version(&self) -> anyhow::Result<u32> {
@@ -582,6 +627,44 @@ mod tests {
         assert!(err.contains("another netsweep runner"), "{err}");
         drop(lock);
         RunnerLock::acquire(&db).unwrap();
+    }
+
+    #[test]
+    fn a_read_only_open_writes_nothing_and_names_the_migration() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("x.db");
+        let v1 = Connection::open(&db).unwrap();
+        v1.execute_batch(MIGRATIONS[0]).unwrap();
+        v1.pragma_update(None, "user_version", 1).unwrap();
+        drop(v1);
+        let before = std::fs::read(&db).unwrap();
+        let err = format!("{:#}", Store::open_read_only(&db).err().unwrap());
+        assert!(
+            err.contains("is schema v1") && err.contains("netsweep migrate --db"),
+            "{err}"
+        );
+        assert_eq!(std::fs::read(&db).unwrap(), before, "the store was written");
+        drop(Store::open(&db).unwrap());
+        let s = Store::open_read_only(&db).unwrap();
+        assert_eq!(s.schema_version().unwrap(), SCHEMA_VERSION);
+        assert_eq!(s.latest_campaign().unwrap(), None);
+        let missing = Store::open_read_only(&dir.path().join("none.db"))
+            .err()
+            .unwrap();
+        assert!(format!("{missing:#}").contains("to read it"), "{missing:#}");
+        assert!(!dir.path().join("none.db").exists());
+    }
+
+    #[test]
+    fn a_store_symlinked_to_a_non_database_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("notes.txt");
+        std::fs::write(&target, "").unwrap();
+        let link = dir.path().join("c.db");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let err = format!("{:#}", Store::open(&link).err().unwrap());
+        assert!(err.contains("not a SQLite database"), "{err}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"");
     }
 
     #[test]

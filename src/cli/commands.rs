@@ -201,6 +201,12 @@ pub struct ExportArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct MigrateArgs {
+    #[arg(long, default_value = "netsweep.db")]
+    pub db: std::path::PathBuf,
+}
+
+#[derive(Debug, Args)]
 pub struct ImportArgs {
     #[arg(long, default_value = "netsweep.db")]
     pub db: std::path::PathBuf,

@@ -2,11 +2,13 @@
 //! small interface with one file per operating system chosen by `cfg(target_os)`: socket
 //! options and TCP_INFO (`sockopt`), zero-copy sending (`zerocopy`), UDP batching
 //! (`udpbatch`), thread scheduling (`sched`), network namespaces for labs (`netns`, Linux
-//! only), signals (`signals`), file locks (`filelock`). Kernel counters, host and NIC facts and sysctl access are read
+//! only), signals (`signals`), file locks (`filelock`), output files that never follow a
+//! final symlink (`outfile`). Kernel counters, host and NIC facts and sysctl access are read
 //! through `host`, which picks the system's sources by `THIS_OS`.
 
 pub mod filelock;
 pub mod netns;
+pub mod outfile;
 pub mod sched;
 pub mod signals;
 pub mod sockopt;

@@ -362,16 +362,27 @@ pub(crate) fn attach_latency(
     for iv in &mut result.intervals {
         iv.latency = per_slot.get(iv.index as usize).copied();
     }
+    // A dropped echo or a phase without percentiles is said where warnings are.
+    result.warnings.extend(summary.notes.iter().cloned());
     result.latency = Some(summary);
 }
 
 /// The test's outcome: the result, or the error that ended it (or `contradiction` and the
-/// inconsistencies found) carrying the result as measured.
+/// inconsistencies found, including the implausible figures of `checks::implausible`)
+/// carrying the result as measured.
 pub(crate) fn finish(
-    result: TestResult,
+    mut result: TestResult,
     error: Option<String>,
     contradiction: &str,
 ) -> Result<TestResult, TestError> {
+    if error.is_none() {
+        // Whoever measured them, figures no test can produce are not believed.
+        for problem in crate::traffic::result::checks::implausible(&result) {
+            if !result.inconsistencies.contains(&problem) {
+                result.inconsistencies.push(problem);
+            }
+        }
+    }
     let error = error.or_else(|| {
         (!result.inconsistencies.is_empty())
             .then(|| format!("{contradiction}: {}", result.inconsistencies.join("; ")))

@@ -2,6 +2,7 @@
 //! ministat-style comparisons, with each chart written as an SVG file beside it.
 
 use super::{ReportModel, charts, table_rows, utc};
+use anyhow::Context;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -95,9 +96,13 @@ pub fn write(m: &ReportModel, path: &Path) -> anyhow::Result<()> {
         .unwrap_or_else(|| "report".into());
     let (text, files) = render(m, &stem);
     let dir = path.parent().unwrap_or(Path::new("."));
+    // Never through a symlink at the output path (see `platform::outfile`).
     for (name, svg) in files {
-        std::fs::write(dir.join(&name), svg)?;
+        let file = dir.join(&name);
+        crate::platform::outfile::write(&file, svg)
+            .with_context(|| format!("cannot write {}", file.display()))?;
     }
-    std::fs::write(path, text)?;
+    crate::platform::outfile::write(path, text)
+        .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }

@@ -5,9 +5,11 @@
 //! a rejected profile writes nothing; then the original values go to a journal (fsynced) before
 //! the first write; each write is read back and verified. A journal whose owner process died
 //! (kill -9, crash) is restored by the next tuning command, which says so. Restore is
-//! idempotent. The network-facing server never calls this module.
+//! idempotent. The network-facing server never calls this module. `state` tells how far a
+//! journal's profile is applied now (all, some keys after an interrupted apply, none).
 
 pub mod profile;
+pub mod state;
 
 pub use crate::platform::sysctl::normalize;
 use crate::platform::{Os, THIS_OS, netns, sysctl};

@@ -120,7 +120,10 @@ pub(crate) fn assemble(
     for iv in &mut r.intervals {
         blank_peer_figures(iv, &roles, spec.protocol);
     }
-    let mut inconsistencies = Vec::new();
+    let mut inconsistencies = match peer {
+        Some(p) => super::peer_checks::check(spec, p, &mine, &roles),
+        None => Vec::new(),
+    };
     for dir in &mut r.directions {
         for ss in &mut dir.streams {
             let i = usize::from(ss.stream);

@@ -1,7 +1,9 @@
 //! The client's side of the latency probe: a thread that sends a probe every 1/rate seconds on
 //! a UDP socket connected to the server's echo port and records each echo. Sending never waits
 //! for an answer, so a lost, late or absent echo costs nothing but that probe; a hostile echo
-//! (wrong token, unknown or repeated sequence number) is ignored.
+//! (wrong token, unknown or repeated sequence number) is ignored. An echo claiming to have
+//! held the probe longer than its whole round trip (or to have sent it before receiving it)
+//! is impossible: the probe is marked `rejected`, not answered, and `summary` says so.
 
 use super::probe::{self, ECHO_LEN, Probe};
 use crate::platform::sockopt;
@@ -18,6 +20,8 @@ use std::time::{Duration, Instant, SystemTime};
 pub struct ProbeRecord {
     pub sent_ns: u64,
     pub answer: Option<Answer>,
+    /// The echo claimed an impossible hold (longer than the round trip, or negative).
+    pub rejected: bool,
 }
 
 /// An echo's times: the round trip without the server's own holding time, and the raw one-way
@@ -99,11 +103,20 @@ impl Log<'_> {
         else {
             return;
         };
-        if r.answer.is_some() || r.sent_ns != e.probe.sent_ns || arrived < r.sent_ns {
+        if r.answer.is_some() || r.rejected || r.sent_ns != e.probe.sent_ns || arrived < r.sent_ns {
             return;
         }
-        let held = e.server_tx_ns.saturating_sub(e.server_rx_ns);
-        let rtt_ns = (arrived - r.sent_ns).saturating_sub(held);
+        let round_trip = arrived - r.sent_ns;
+        let Some(held) = e.server_tx_ns.checked_sub(e.server_rx_ns) else {
+            r.rejected = true;
+            return;
+        };
+        if held > round_trip {
+            // Zero latency by subtraction: the echo's clock or its word cannot be right.
+            r.rejected = true;
+            return;
+        }
+        let rtt_ns = round_trip - held;
         self.max_rtt = self.max_rtt.max(Duration::from_nanos(rtt_ns));
         r.answer = Some(Answer {
             rtt_ns,
@@ -164,6 +177,7 @@ fn run(
             log.records.push(ProbeRecord {
                 sent_ns,
                 answer: None,
+                rejected: false,
             });
             // Never catch up in a burst after a stall: the next probe is one period on.
             next = (next + period).max(now);
@@ -247,6 +261,53 @@ mod tests {
             "{stamp:?} {before:?}"
         );
         assert!(age >= Duration::from_millis(19), "{age:?}");
+    }
+
+    /// Regression (issue 31, item 5): an echo claiming a 50 ms hold made the round trip zero.
+    #[test]
+    fn a_lying_echo_claiming_a_hold_longer_than_the_round_trip_is_rejected() {
+        let token = Token::random();
+        let liar = UdpSocket::bind("127.0.0.1:0").unwrap();
+        liar.set_read_timeout(Some(Duration::from_millis(50)))
+            .unwrap();
+        let addr = liar.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let echo = std::thread::spawn(move || {
+            let mut buf = [0u8; 128];
+            let until = Instant::now() + Duration::from_secs(10);
+            while !flag.load(Ordering::Relaxed) && Instant::now() < until {
+                let Ok((n, from)) = liar.recv_from(&mut buf) else {
+                    continue;
+                };
+                if let Some(p) = probe::parse_probe(&buf[..n], &token) {
+                    let e = probe::Echo {
+                        probe: p,
+                        server_rx_ns: 1_000,
+                        server_tx_ns: 1_000 + 50_000_000,
+                    };
+                    let _ = liar.send_to(&probe::encode_echo(&token, e), from);
+                }
+            }
+        });
+        let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.connect(addr).unwrap();
+        let p = Prober::start(sock, token, 100, 10_000).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let records = p.finish();
+        stop.store(true, Ordering::Relaxed);
+        let _ = echo.join();
+        assert!(records.len() >= 10, "{}", records.len());
+        assert!(
+            records.iter().all(|r| r.answer.is_none()),
+            "a zero round trip was believed"
+        );
+        let rejected = records.iter().filter(|r| r.rejected).count();
+        assert!(
+            rejected * 2 >= records.len(),
+            "{rejected} of {}",
+            records.len()
+        );
     }
 
     #[test]

@@ -1,12 +1,39 @@
 //! From probe records to figures (pure). A probe belongs to the phase in which it was sent:
 //! before the load started (idle), in a measured interval of the test (loaded), or in the
 //! warm-up (`-O`, reported per interval only). Percentiles interpolate like R's default
-//! (`stats::describe::quantile_sorted`). A probe with no echo by the end is lost.
+//! (`stats::describe::quantile_sorted`). A probe with no echo by the end is lost; one whose
+//! echo claimed an impossible hold is rejected (`prober`). A phase whose answers are too few
+//! (under `MIN_ANSWERS`) or too small a share of its probes (more than `MAX_INVALID_SHARE` lost
+//! or rejected) gets no percentiles, only a note saying why: what is left is the part of the
+//! probes a drained or lying echo chose to answer, not the path's latency.
 
 use super::prober::ProbeRecord;
 use crate::analysis::stats::describe::quantile_sorted;
 use crate::traffic::timeline::Timeline;
 use serde::{Deserialize, Serialize};
+
+/// A phase with fewer valid answers than this gets no percentiles.
+pub const MIN_ANSWERS: usize = 5;
+/// A phase (or interval) whose lost and rejected probes exceed this share of those sent gets
+/// no percentiles.
+pub const MAX_INVALID_SHARE: f64 = 0.5;
+
+/// Why the answers of a phase of `sent` probes, `valid` of them answered believably, do not
+/// make percentiles; `None` when they do. `min` is the fewest answers accepted.
+fn unusable(sent: usize, valid: usize, min: usize) -> Option<String> {
+    if valid < min {
+        return Some(format!(
+            "{valid} valid answers of {sent} probes, fewer than {min}"
+        ));
+    }
+    let invalid = sent.saturating_sub(valid);
+    (sent > 0 && invalid as f64 > MAX_INVALID_SHARE * sent as f64).then(|| {
+        format!(
+            "{invalid} of {sent} probes lost or rejected, more than {:.0}%",
+            MAX_INVALID_SHARE * 100.0
+        )
+    })
+}
 
 /// The test's latency figures (JSON `latency`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -29,6 +56,12 @@ pub struct LatencyResult {
     /// Probes of the idle and loaded phases with no echo, percent of those sent.
     pub probe_loss_percent: Option<f64>,
     pub probes_lost: u64,
+    /// Echoes dropped because they claimed an impossible hold (longer than the round trip).
+    #[serde(default)]
+    pub probes_rejected: u64,
+    /// Why figures are missing or what was dropped, one sentence each (printed as warnings).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// One-way delay variation under load, relative to the lowest one-way delay of the test.
     pub forward: DelayVariation,
     pub reverse: DelayVariation,
@@ -111,8 +144,34 @@ pub fn summarize(
         }
     }
     let rtts = |v: &[&ProbeRecord]| sorted_ms(v.iter().filter_map(|r| r.answer.map(|a| a.rtt_ns)));
-    let idle_rtt = rtts(&idle);
-    let loaded_rtt = rtts(&loaded);
+    let mut notes = Vec::new();
+    let rejected = idle
+        .iter()
+        .chain(loaded.iter())
+        .filter(|r| r.rejected)
+        .count() as u64;
+    if rejected > 0 {
+        notes.push(format!(
+            "{rejected} latency echoes claimed to have held the probe longer than its whole round \
+             trip (or sent it before receiving it): impossible, so dropped; the echo's clock or \
+             its word is wrong"
+        ));
+    }
+    let mut usable = |name: &str, v: &[&ProbeRecord]| -> Vec<f64> {
+        let r = rtts(v);
+        if v.is_empty() {
+            return r;
+        }
+        match unusable(v.len(), r.len(), MIN_ANSWERS) {
+            None => r,
+            Some(why) => {
+                notes.push(format!("no {name} latency percentiles: {why}"));
+                Vec::new()
+            }
+        }
+    };
+    let idle_rtt = usable("idle", &idle);
+    let loaded_rtt = usable("loaded", &loaded);
     // One-way minimum over every answered probe of the test, idle ones included.
     let answered = || records.iter().filter_map(|r| r.answer);
     let fwd_min = answered().map(|a| a.forward_raw_ns).min();
@@ -137,7 +196,7 @@ pub fn summarize(
     let lost = idle
         .iter()
         .chain(loaded.iter())
-        .filter(|r| r.answer.is_none())
+        .filter(|r| r.answer.is_none() && !r.rejected)
         .count() as u64;
     let idle_p50 = q(&idle_rtt, 0.5);
     let loaded_p50 = q(&loaded_rtt, 0.5);
@@ -157,6 +216,8 @@ pub fn summarize(
         added_ms: idle_p50.zip(loaded_p50).map(|(i, l)| l - i),
         probe_loss_percent: (sent > 0).then(|| 100.0 * lost as f64 / sent as f64),
         probes_lost: lost,
+        probes_rejected: rejected,
+        notes,
         forward: variation(fwd_min, |a| a.forward_raw_ns),
         reverse: variation(rev_min, |a| a.reverse_raw_ns),
         loaded_cdf: cdf(&loaded_rtt),
@@ -165,12 +226,18 @@ pub fn summarize(
     let intervals = per_slot
         .iter()
         .map(|v| {
-            let r = rtts(v);
+            let mut r = rtts(v);
+            if unusable(v.len(), r.len(), 0).is_some() {
+                r.clear();
+            }
             IntervalLatency {
                 rtt_p50_ms: q(&r, 0.5),
                 rtt_p99_ms: q(&r, 0.99),
                 probes: v.len() as u64,
-                probes_lost: v.iter().filter(|r| r.answer.is_none()).count() as u64,
+                probes_lost: v
+                    .iter()
+                    .filter(|r| r.answer.is_none() && !r.rejected)
+                    .count() as u64,
             }
         })
         .collect();
@@ -192,7 +259,55 @@ mod tests {
                 forward_raw_ns: 5_000_000_000 + fwd_extra_ms * 1_000_000,
                 reverse_raw_ns: -3_000_000_000,
             }),
+            rejected: false,
         }
+    }
+
+    /// Regression (issue 31, item 5): a drained echo answered 26 of 600 probes and the client
+    /// printed percentiles from them; a lying echo's rejected answers are not answers either.
+    #[test]
+    fn a_drained_or_lying_echo_gives_no_percentiles_only_why() {
+        let timeline = Timeline::new(
+            Duration::ZERO,
+            Duration::from_secs(1),
+            Duration::from_secs(2),
+        );
+        // Idle: 100 probes, 4 answered. Loaded: 200 probes, 150 rejected, 50 answered.
+        let mut records: Vec<_> = (0..100)
+            .map(|i| rec(i * 10, (i % 25 == 0).then_some(10), 0))
+            .collect();
+        for i in 0..200 {
+            let mut r = rec(1000 + i * 10, (i % 4 == 0).then_some(20), 0);
+            r.rejected = i % 4 != 0;
+            records.push(r);
+        }
+        let (r, iv) = summarize(&records, 1_000_000_000, &timeline, 100);
+        assert_eq!(
+            (r.idle_p50_ms, r.loaded_p50_ms, r.added_ms),
+            (None, None, None)
+        );
+        assert!(r.loaded_cdf.is_empty());
+        assert_eq!(r.probes_rejected, 150);
+        assert_eq!(r.probes_lost, 96);
+        let notes = r.notes.join(" | ");
+        assert!(notes.contains("150 latency echoes claimed"), "{notes}");
+        assert!(
+            notes.contains("no idle latency percentiles: 4 valid answers"),
+            "{notes}"
+        );
+        assert!(
+            notes.contains("no loaded latency percentiles: 150 of 200"),
+            "{notes}"
+        );
+        assert!(iv.iter().all(|i| i.rtt_p50_ms.is_none()), "{iv:?}");
+        // With most answers valid, the figures come back.
+        for r in &mut records {
+            r.rejected = false;
+            r.answer = r.answer.or(rec(0, Some(20), 0).answer);
+        }
+        let (r, _) = summarize(&records, 1_000_000_000, &timeline, 100);
+        assert_eq!(r.loaded_p50_ms, Some(20.0));
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
     }
 
     #[test]

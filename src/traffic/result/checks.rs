@@ -3,6 +3,9 @@
 //! read to the end of the data has every byte sent, a UDP receiver cannot get more datagrams of
 //! an interval than were sent in it, no count reaches 2^64, and no stream moves more than
 //! `MAX_RATE_BPS`. Pure; `result::build` calls it for tests that ended normally.
+//! `implausible` checks the finished result's figures against the test and physics (rates,
+//! loss, jitter, CPU, seconds) whichever end measured them; `client::finish` calls it for
+//! both netsweep and iperf3 peers.
 
 use super::saturating_sum;
 use crate::traffic::measure::{IntervalReport, StreamReport};
@@ -135,4 +138,97 @@ pub fn inconsistencies(
         }
     }
     out
+}
+
+/// Slack on the test's wall time for a peer's measured seconds: a server counts until it reads
+/// the end of the test, some control round trips after the grid ends. 2 s plus 10%.
+pub fn time_slack(wall: std::time::Duration) -> f64 {
+    2.0 + wall.as_secs_f64() * 0.1
+}
+
+/// Threads that can have used CPU at one end: one per stream (both directions) plus two (control and timer). A
+/// process cannot use more than 100% of a core per thread, whatever the host's core count.
+pub fn max_cpu_percent(spec: &TestSpec) -> f64 {
+    100.0 * (spec.flows().len() as f64 + 2.0)
+}
+
+/// Figures of a finished result that no test could have produced: rates above `MAX_RATE_BPS`
+/// per stream, loss outside 0-100%, negative or non-finite jitter (or more than the test
+/// lasted), CPU outside 0..`max_cpu_percent`, seconds beyond the test. One sentence each.
+pub fn implausible(r: &super::TestResult) -> Vec<String> {
+    let spec = &r.spec;
+    let wall = spec.wall_time().as_secs_f64();
+    let mut out = Vec::new();
+    let mut summary = |what: &str, s: &super::Summary, streams: f64| {
+        for (name, rate) in [
+            ("goodput", s.bits_per_second),
+            ("send rate", s.sent_bits_per_second),
+        ] {
+            if !rate.is_finite() || rate < 0.0 || rate > MAX_RATE_BPS * streams.max(1.0) {
+                out.push(format!(
+                    "{what}: a {name} of {rate:e} bit/s is beyond any link (at most {MAX_RATE_BPS:e} \
+                     bit/s per stream)"
+                ));
+            }
+        }
+        if !s.seconds.is_finite()
+            || s.seconds < 0.0
+            || s.seconds > wall + time_slack(spec.wall_time())
+        {
+            out.push(format!(
+                "{what}: {} seconds measured in a test of {wall:.1} s",
+                s.seconds
+            ));
+        }
+        if let Some(l) = s.lost_percent.filter(|l| !(0.0..=100.0).contains(l)) {
+            out.push(format!("{what}: a loss of {l}%, outside 0-100%"));
+        }
+        if let Some(j) = s.jitter_ms.filter(|j| !plausible_jitter_ms(*j, wall)) {
+            out.push(format!(
+                "{what}: a jitter of {j} ms (it must be finite, at least 0 and under the test's \
+                 {wall:.1} s)"
+            ));
+        }
+    };
+    summary("the test's summary", &r.summary, spec.flows().len() as f64);
+    for d in &r.directions {
+        for st in &d.streams {
+            summary(&format!("stream {}", st.stream), &st.summary, 1.0);
+        }
+    }
+    for iv in &r.intervals {
+        let bad = iv
+            .streams
+            .iter()
+            .find(|row| row.jitter_ms.is_some_and(|j| !plausible_jitter_ms(j, wall)));
+        if let Some(row) = bad {
+            out.push(format!(
+                "stream {}, interval {}: a jitter of {} ms",
+                row.stream,
+                iv.index,
+                row.jitter_ms.unwrap_or_default()
+            ));
+            break;
+        }
+    }
+    let most = max_cpu_percent(spec);
+    let c = &r.cpu;
+    let cpu_ok = |p: f64| p.is_finite() && (0.0..=most).contains(&p);
+    let seconds_ok = |s: f64| s.is_finite() && s >= 0.0;
+    if !cpu_ok(c.remote_percent) || !seconds_ok(c.remote.user_s) || !seconds_ok(c.remote.system_s) {
+        out.push(format!(
+            "the server's CPU use of {}% (user {} s, system {} s) is outside 0-{most}% ({} threads \
+             at most 100% each)",
+            c.remote_percent,
+            c.remote.user_s,
+            c.remote.system_s,
+            most / 100.0
+        ));
+    }
+    out
+}
+
+/// Jitter, milliseconds: finite, not negative, and no longer than the test.
+fn plausible_jitter_ms(j: f64, wall_s: f64) -> bool {
+    j.is_finite() && j >= 0.0 && j <= wall_s * 1000.0
 }

@@ -1,0 +1,286 @@
+//! Range checks of an iperf3 server's results document against the test this end ran (pure):
+//! its seconds lie within the test, no stream claims bytes in no time or faster than any link,
+//! its byte and datagram counts agree with what this end sent or received (within a stated
+//! tolerance), its loss, jitter and CPU are possible. `peer_result::assemble` calls `check`;
+//! every sentence it returns becomes an `INCONSISTENT` line and a failed test.
+
+use super::wire::{Results, StreamResult};
+use crate::traffic::measure::{Role, StreamReport};
+use crate::traffic::result::checks::{MAX_RATE_BPS, max_cpu_percent, time_slack};
+use crate::traffic::result::saturating_sum;
+use crate::traffic::spec::{Protocol, TestSpec};
+
+/// A stream's seconds below this with bytes counted is a zero-length interval.
+pub const MIN_SECONDS: f64 = 0.001;
+
+/// Bytes a peer's count may differ from this end's in the direction physics allows: what sat
+/// in socket buffers and on the path when the test's clocks stopped. The largest of 64 MiB,
+/// a quarter of this end's count, and four times the asked window.
+pub fn byte_slack(spec: &TestSpec, ours: u64) -> u64 {
+    let window = spec.window_bytes.unwrap_or(0).saturating_mul(4);
+    (64u64 << 20).max(ours / 4).max(window)
+}
+
+/// The contradictions between the server's results and the test, one sentence each.
+pub fn check(
+    spec: &TestSpec,
+    peer: &Results,
+    mine: &[&StreamReport],
+    roles: &[Role],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, report) in mine.iter().enumerate() {
+        let Some(t) = peer.stream(super::wire::stream_id(i)) else {
+            continue;
+        };
+        let role = roles.get(i).copied().unwrap_or(Role::Sender);
+        out.extend(
+            timing(spec, t)
+                .into_iter()
+                .map(|p| format!("stream {i}: {p}")),
+        );
+        out.extend(
+            counts(spec, t, report, role)
+                .into_iter()
+                .map(|p| format!("stream {i}: {p}")),
+        );
+    }
+    let most = max_cpu_percent(spec);
+    for (name, v) in [
+        ("total", peer.cpu_total),
+        ("user", peer.cpu_user),
+        ("system", peer.cpu_system),
+    ] {
+        if !(v.is_finite() && (0.0..=most).contains(&v)) {
+            out.push(format!(
+                "the iperf3 server's {name} CPU of {}% is outside 0-{most}% (at most 100% for \
+                 each of its threads)",
+                short(v)
+            ));
+        }
+    }
+    out
+}
+
+/// The server's seconds: within the test and its slack, not zero with bytes, not faster than
+/// any link.
+fn timing(spec: &TestSpec, t: &StreamResult) -> Vec<String> {
+    let mut out = Vec::new();
+    let wall = spec.wall_time();
+    let limit = wall.as_secs_f64() + time_slack(wall);
+    let start = t.start_time.unwrap_or(0.0);
+    let Some(end) = t.end_time else {
+        return out;
+    };
+    if !(start.is_finite() && end.is_finite() && start >= 0.0 && end >= start) {
+        out.push(format!(
+            "the iperf3 server's interval {}-{} s is not an interval",
+            short(start),
+            short(end)
+        ));
+        return out;
+    }
+    if end > limit {
+        out.push(format!(
+            "the iperf3 server's interval {start:.2}-{} s ends after the {:.2} s test (allowed: \
+             {limit:.2} s)",
+            short(end),
+            wall.as_secs_f64()
+        ));
+    }
+    let secs = end - start;
+    if t.bytes > 0 && secs < MIN_SECONDS {
+        out.push(format!(
+            "the iperf3 server counts {} bytes in a zero-length interval {start:.3}-{end:.3} s",
+            t.bytes
+        ));
+    } else if secs >= MIN_SECONDS && t.bytes as f64 * 8.0 / secs > MAX_RATE_BPS {
+        out.push(format!(
+            "the iperf3 server counts {} bytes in {secs:.3} s, faster than any link ({:e} bit/s)",
+            t.bytes, MAX_RATE_BPS
+        ));
+    }
+    out
+}
+
+/// The server's counts against this end's: bytes, datagrams, loss and jitter.
+fn counts(spec: &TestSpec, t: &StreamResult, mine: &StreamReport, role: Role) -> Vec<String> {
+    let mut out = Vec::new();
+    let wall_s = spec.wall_time().as_secs_f64();
+    let ours =
+        saturating_sum(mine.intervals.iter().map(|x| x.bytes)).saturating_add(mine.tail_bytes);
+    let slack = byte_slack(spec, ours);
+    let tcp = spec.protocol == Protocol::Tcp;
+    match role {
+        // The server received what this end sent: a TCP receiver gets nearly all of it.
+        Role::Sender if tcp && spec.omit.is_zero() && t.bytes.saturating_add(slack) < ours => {
+            out.push(format!(
+                "the iperf3 server received {} bytes of the {ours} sent (more than {slack} bytes \
+                 short)",
+                t.bytes
+            ));
+        }
+        // The server sent what this end received, and what was still in flight at the end.
+        Role::Receiver if tcp && t.bytes > ours.saturating_add(slack) => {
+            out.push(format!(
+                "the iperf3 server says it sent {} bytes, {ours} arrived (more than {slack} bytes \
+                 apart)",
+                t.bytes
+            ));
+        }
+        _ => {}
+    }
+    if spec.protocol == Protocol::Udp {
+        let claimed = "the iperf3 server";
+        if !(t.jitter_s.is_finite() && t.jitter_s >= 0.0 && t.jitter_s <= wall_s) {
+            out.push(format!(
+                "{claimed}'s jitter of {} ms is impossible (finite, at least 0, under the test)",
+                short(t.jitter_s * 1000.0)
+            ));
+        }
+        if role == Role::Sender {
+            let sent = saturating_sum(mine.intervals.iter().map(|x| x.packets));
+            let lost = t.measured_errors();
+            if lost < 0 || u64::try_from(lost).is_ok_and(|l| l > sent) {
+                out.push(format!(
+                    "{claimed} counts {lost} datagrams lost of the {sent} sent (a loss outside \
+                     0-100%)"
+                ));
+            }
+            let seen = t.measured_packets();
+            if seen < 0 || u64::try_from(seen).is_ok_and(|s| s > sent.saturating_add(sent / 4)) {
+                out.push(format!(
+                    "{claimed} saw {seen} datagrams' sequence numbers, {sent} were sent"
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// A number as a sentence can carry it: a 300-digit figure in scientific notation.
+fn short(v: f64) -> String {
+    if v.is_finite() && v.abs() < 1e9 {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traffic::measure::IntervalReport;
+    use crate::traffic::spec::Flow;
+    use std::time::Duration;
+
+    fn mine(bytes: u64, packets: u64, role: Role) -> StreamReport {
+        let mut r = StreamReport::empty(0, Flow::ClientToServer, role, None);
+        r.intervals.push(IntervalReport {
+            stream: 0,
+            index: 0,
+            role,
+            bytes,
+            packets,
+            tcp: None,
+            udp: None,
+        });
+        r
+    }
+
+    fn results(t: StreamResult) -> Results {
+        Results {
+            cpu_total: 5.0,
+            cpu_user: 1.0,
+            cpu_system: 4.0,
+            streams: vec![t],
+            ..Results::default()
+        }
+    }
+
+    fn honest() -> StreamResult {
+        StreamResult {
+            id: 1,
+            bytes: 1_000_000,
+            start_time: Some(0.0),
+            end_time: Some(2.0),
+            ..StreamResult::default()
+        }
+    }
+
+    fn spec() -> TestSpec {
+        TestSpec::tcp(Duration::from_secs(2))
+    }
+
+    #[test]
+    fn an_honest_server_passes() {
+        let m = mine(1_000_000, 0, Role::Sender);
+        assert!(check(&spec(), &results(honest()), &[&m], &[Role::Sender]).is_empty());
+    }
+
+    #[test]
+    fn a_server_interval_longer_than_the_test_is_inconsistent() {
+        let m = mine(1_000_000, 0, Role::Sender);
+        let t = StreamResult {
+            end_time: Some(1000.0),
+            ..honest()
+        };
+        let p = check(&spec(), &results(t), &[&m], &[Role::Sender]);
+        assert!(p.iter().any(|p| p.contains("ends after")), "{p:?}");
+    }
+
+    #[test]
+    fn a_server_zero_length_interval_with_bytes_is_inconsistent() {
+        let m = mine(1_000_000, 0, Role::Sender);
+        let t = StreamResult {
+            end_time: Some(0.0),
+            ..honest()
+        };
+        let p = check(&spec(), &results(t), &[&m], &[Role::Sender]);
+        assert!(p.iter().any(|p| p.contains("zero-length")), "{p:?}");
+    }
+
+    #[test]
+    fn a_server_cpu_of_300_digits_or_negative_is_inconsistent() {
+        let m = mine(1_000_000, 0, Role::Sender);
+        for cpu in [1e300, -50.0] {
+            let r = Results {
+                cpu_total: cpu,
+                ..results(honest())
+            };
+            let p = check(&spec(), &r, &[&m], &[Role::Sender]);
+            assert!(p.iter().any(|p| p.contains("CPU")), "{cpu}: {p:?}");
+            assert!(p.iter().all(|p| p.len() < 300), "{p:?}");
+        }
+    }
+
+    #[test]
+    fn a_reverse_server_claiming_exabytes_is_inconsistent() {
+        let m = mine(1_000_000, 0, Role::Receiver);
+        let t = StreamResult {
+            bytes: 4_294_967_296u64 << 30,
+            ..honest()
+        };
+        let p = check(&spec(), &results(t), &[&m], &[Role::Receiver]);
+        assert!(p.iter().any(|p| p.contains("says it sent")), "{p:?}");
+        assert!(
+            p.iter().any(|p| p.contains("faster than any link")),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn udp_loss_beyond_what_was_sent_and_negative_jitter_are_inconsistent() {
+        let spec = TestSpec::udp(Duration::from_secs(2));
+        let m = mine(1_400_000, 1000, Role::Sender);
+        let t = StreamResult {
+            errors: 560_224_089_635,
+            packets: 1000,
+            jitter_s: -3.0,
+            ..honest()
+        };
+        let p = check(&spec, &results(t), &[&m], &[Role::Sender]);
+        assert!(p.iter().any(|p| p.contains("datagrams lost")), "{p:?}");
+        assert!(p.iter().any(|p| p.contains("jitter")), "{p:?}");
+    }
+}
