@@ -2,9 +2,10 @@
 //! small interface with one file per operating system chosen by `cfg(target_os)`: socket
 //! options and TCP_INFO (`sockopt`), zero-copy sending (`zerocopy`), UDP batching
 //! (`udpbatch`), thread scheduling (`sched`), network namespaces for labs (`netns`, Linux
-//! only), signals (`signals`), file locks (`filelock`). Kernel counters, host and NIC facts and sysctl access are read
+//! only), signals (`signals`), file locks (`filelock`), the open-file limit (`fdlimit`). Kernel counters, host and NIC facts and sysctl access are read
 //! through `host`, which picks the system's sources by `THIS_OS`.
 
+pub mod fdlimit;
 pub mod filelock;
 pub mod netns;
 pub mod sched;
