@@ -40,6 +40,10 @@ const END_GRACE: Duration = Duration::from_secs(10);
 /// clients send about 300 bytes per stream), and never more than `wire::MAX_RESULTS_BYTES`.
 const RESULTS_BASE: u32 = 64 << 10;
 const RESULTS_PER_STREAM: u32 = 4 << 10;
+/// How long a sender of stray connect datagrams stays known (and can take no stream).
+const STRAY_MEMORY: Duration = Duration::from_secs(60);
+/// Most stray senders remembered.
+const MAX_STRAYS: usize = 4096;
 /// iperf3's default block sizes, for clients that send none.
 const TCP_DEFAULT_LEN: u32 = 128 << 10;
 const UDP_DEFAULT_LEN: u32 = 1460;
@@ -54,6 +58,9 @@ pub struct Hub {
     data: Mutex<HashMap<Cookie, Sender<Arrival>>>,
     /// UDP tests, oldest first, from CREATE_STREAMS to their end.
     udp: Mutex<Vec<UdpTest>>,
+    /// Senders of connect datagrams no test was waiting for, and when they last sent one: a
+    /// sprayer is known before a test starts and never takes its streams.
+    strays: Mutex<HashMap<SocketAddr, Instant>>,
     /// Where connect datagrams arrive, one per port served (`bind_udp`); a UDP test on a port
     /// without one is refused.
     udp_addrs: Mutex<Vec<SocketAddr>>,
@@ -67,7 +74,8 @@ impl Hub {
 
     /// Hands a UDP connect datagram from `from` to the oldest test of that peer still waiting
     /// for streams. Returns whether one took it. A hello from an address that already has a
-    /// stream is a repeat (ignored); one from a new port of a peer whose tests have all their
+    /// stream is a repeat, and one from a known stray (a sender heard when no test of its
+    /// address waited) is ignored; one from a new port of a peer whose tests have all their
     /// streams contests them: someone else raced the client, and those tests are ended.
     pub fn udp_connect(&self, from: SocketAddr) -> bool {
         let Ok(mut tests) = self.udp.lock() else {
@@ -76,6 +84,13 @@ impl Hub {
         let ip = from.ip().to_canonical();
         let mine = |t: &&mut UdpTest| t.peer == ip;
         if tests.iter_mut().filter(mine).any(|t| t.taken.contains(&from)) {
+            return false;
+        }
+        if self.known_stray(from) {
+            return false;
+        }
+        if !tests.iter_mut().any(|t| t.peer == ip) {
+            self.record_stray(from);
             return false;
         }
         if let Some(t) = tests
@@ -91,6 +106,34 @@ impl Hub {
             t.contested.get_or_insert(from);
         }
         false
+    }
+
+    /// Whether `from` sent a connect datagram no test waited for within `STRAY_MEMORY` (and
+    /// keeps it known a while longer).
+    fn known_stray(&self, from: SocketAddr) -> bool {
+        let Ok(mut strays) = self.strays.lock() else {
+            return false;
+        };
+        match strays.get_mut(&from) {
+            Some(seen) if seen.elapsed() < STRAY_MEMORY => {
+                *seen = Instant::now();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Remembers a stray sender, forgetting old ones so the table stays under `MAX_STRAYS`.
+    fn record_stray(&self, from: SocketAddr) {
+        let Ok(mut strays) = self.strays.lock() else {
+            return;
+        };
+        if strays.len() >= MAX_STRAYS {
+            strays.retain(|_, seen| seen.elapsed() < STRAY_MEMORY);
+        }
+        if strays.len() < MAX_STRAYS {
+            strays.insert(from, Instant::now());
+        }
     }
 
     /// The sender that raced the client of test `cookie` for a UDP stream, if one did.
