@@ -126,8 +126,7 @@ fn results_attack(addr: SocketAddr) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     };
     let _data = c.data_connection();
-    if c.state() != Some(State::TestStart.byte()) || c.state() != Some(State::TestRunning.byte())
-    {
+    if c.state() != Some(State::TestStart.byte()) || c.state() != Some(State::TestRunning.byte()) {
         return false;
     }
     let _ = c.ctrl.write_all(&[State::TestEnd.byte()]);
@@ -184,7 +183,10 @@ fn huge_iperf3_results_from_many_clients_do_not_grow_the_server() {
     });
     let grew_mib = peak.load(Ordering::Relaxed).saturating_sub(before) / 1024;
     eprintln!("results attack: {reached} of 20 reached the results, VmRSS grew {grew_mib} MiB");
-    assert!(reached >= 2, "the attack did not run: {reached} clients got a test");
+    assert!(
+        reached >= 2,
+        "the attack did not run: {reached} clients got a test"
+    );
     assert!(grew_mib < 64, "the server grew {grew_mib} MiB");
     served_within(&server, Duration::from_secs(8), "after the results attack");
     assert!(
@@ -255,7 +257,11 @@ fn iperf3_clients_that_stall_or_vanish_free_the_slot_within_seconds() {
     assert!(vanished.ask(big));
     let _some: Vec<TcpStream> = (0..3).map(|_| vanished.data_connection()).collect();
     drop(vanished.ctrl);
-    let took = served_within(&server, Duration::from_secs(2), "a closed control connection");
+    let took = served_within(
+        &server,
+        Duration::from_secs(2),
+        "a closed control connection",
+    );
     eprintln!("closed control connection: served after {took:?}");
     drop(bare);
     let log = server.log_text();
@@ -293,7 +299,11 @@ fn netsweep_clients_that_stall_or_vanish_free_the_slot_within_seconds() {
     let (vanished, got) = netsweep_request(server.addr, big);
     assert!(matches!(got, ServerMsg::Accepted { .. }), "{got:?}");
     drop(vanished);
-    let took = served_within(&server, Duration::from_secs(2), "a closed control connection");
+    let took = served_within(
+        &server,
+        Duration::from_secs(2),
+        "a closed control connection",
+    );
     eprintln!("netsweep, closed control connection: served after {took:?}");
 }
 
@@ -306,8 +316,10 @@ fn a_stranger_racing_for_an_iperf3_udp_stream_ends_the_test() {
     let _s = serial();
     let server = TestServer::start(ServerLimits::default());
     let mut c = RawIperf3::connect(server.addr);
-    assert!(c.ask(json!({"udp": true, "time": 10, "parallel": 1, "reverse": true,
-        "bandwidth": 10_000_000, "len": 1400})));
+    assert!(c.ask(
+        json!({"udp": true, "time": 10, "parallel": 1, "reverse": true,
+        "bandwidth": 10_000_000, "len": 1400})
+    ));
     let thief = UdpSocket::bind("127.0.0.1:0").unwrap();
     thief.connect(server.addr).unwrap();
     thief.send(&wire::UDP_CONNECT_MSG).unwrap();
@@ -315,7 +327,11 @@ fn a_stranger_racing_for_an_iperf3_udp_stream_ends_the_test() {
         .set_read_timeout(Some(Duration::from_millis(500)))
         .unwrap();
     let mut buf = [0u8; 2048];
-    assert_eq!(thief.recv(&mut buf).ok(), Some(4), "the thief's hello is answered");
+    assert_eq!(
+        thief.recv(&mut buf).ok(),
+        Some(4),
+        "the thief's hello is answered"
+    );
     // The real client says hello after the thief.
     let real = UdpSocket::bind("127.0.0.1:0").unwrap();
     real.connect(server.addr).unwrap();
@@ -340,29 +356,46 @@ fn a_stranger_racing_for_an_iperf3_udp_stream_ends_the_test() {
     }
     eprintln!("the thief received {stolen} datagrams before the test ended");
     assert!(stolen < 500, "{stolen}");
-    assert!(server.log_text().contains("raced the client"), "{}", server.log_text());
+    assert!(
+        server.log_text().contains("raced the client"),
+        "{}",
+        server.log_text()
+    );
     // A sender heard before any test (a sprayer) never takes a stream, and nor does a second
     // hello once the stream is connected: the next test runs with its own client only.
     let sprayer = UdpSocket::bind("127.0.0.1:0").unwrap();
-    sprayer.send_to(&wire::UDP_CONNECT_MSG, server.addr).unwrap();
+    sprayer
+        .send_to(&wire::UDP_CONNECT_MSG, server.addr)
+        .unwrap();
     std::thread::sleep(Duration::from_millis(200));
     let mut c = RawIperf3::connect(server.addr);
-    assert!(c.ask(json!({"udp": true, "time": 10, "parallel": 1, "reverse": true,
-        "bandwidth": 10_000_000, "len": 1400})));
-    sprayer.send_to(&wire::UDP_CONNECT_MSG, server.addr).unwrap();
+    assert!(c.ask(
+        json!({"udp": true, "time": 10, "parallel": 1, "reverse": true,
+        "bandwidth": 10_000_000, "len": 1400})
+    ));
+    sprayer
+        .send_to(&wire::UDP_CONNECT_MSG, server.addr)
+        .unwrap();
     std::thread::sleep(Duration::from_millis(100));
     let real = UdpSocket::bind("127.0.0.1:0").unwrap();
     real.connect(server.addr).unwrap();
     real.send(&wire::UDP_CONNECT_MSG).unwrap();
     real.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    assert_eq!(real.recv(&mut buf).ok(), Some(4), "the real client's hello is answered");
+    assert_eq!(
+        real.recv(&mut buf).ok(),
+        Some(4),
+        "the real client's hello is answered"
+    );
     assert_eq!(c.state(), Some(State::TestStart.byte()));
     assert_eq!(c.state(), Some(State::TestRunning.byte()));
     assert!(real.recv(&mut buf).is_ok(), "the real client gets the data");
     sprayer
         .set_read_timeout(Some(Duration::from_millis(300)))
         .unwrap();
-    assert!(sprayer.recv(&mut buf).is_err(), "the sprayer got a datagram");
+    assert!(
+        sprayer.recv(&mut buf).is_err(),
+        "the sprayer got a datagram"
+    );
     let _ = c.ctrl.write_all(&[State::ClientTerminate.byte()]);
 }
 
@@ -399,7 +432,9 @@ fn a_netsweep_udp_stream_answers_only_its_token() {
     real.send_to(&protocol::udp_hello(&token, 0), ("127.0.0.1", port))
         .unwrap();
     real.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    let (n, _) = real.recv_from(&mut buf).expect("the real hello is answered");
+    let (n, _) = real
+        .recv_from(&mut buf)
+        .expect("the real hello is answered");
     assert_eq!(protocol::parse_udp_hello(&buf[..n]), Some((token, 0)));
 }
 
@@ -467,7 +502,10 @@ fn a_server_stopped_mid_test_logs_the_aborted_test() {
     }
     let t0 = Instant::now();
     while child.0.try_wait().ok().flatten().is_none() {
-        assert!(t0.elapsed() < Duration::from_secs(10), "server did not stop");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "server did not stop"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let mut err = String::new();

@@ -40,6 +40,8 @@ fn read() -> Option<libc::rlimit> {
     (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0).then_some(lim)
 }
 
+// rlim_t is u64 on Linux but i64 on FreeBSD, so the cast is needed there.
+#[allow(clippy::unnecessary_cast)]
 fn as_count(v: libc::rlim_t) -> u64 {
     if v == libc::RLIM_INFINITY {
         u64::MAX

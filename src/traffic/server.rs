@@ -669,7 +669,10 @@ fn run_test(
         if let Ok(msg) = peer_rx.try_recv() {
             match msg {
                 Ok(ClientMsg::Abort { reason }) => anyhow::bail!("client aborted: {reason}"),
-                Ok(other) => anyhow::bail!("unexpected message during the test: {}", client_words(&other)),
+                Ok(other) => anyhow::bail!(
+                    "unexpected message during the test: {}",
+                    client_words(&other)
+                ),
                 Err(e) => anyhow::bail!("client gone mid-test: {e}"),
             }
         }

@@ -487,7 +487,10 @@ fn drive(
             error = Some(
                 match next_state(ctrl, server, Instant::now() + STEP_DEADLINE) {
                     Err(e) => e.message,
-                    Ok(s) => format!("{server}: the iperf3 server {} during the test", s.as_peer_act()),
+                    Ok(s) => format!(
+                        "{server}: the iperf3 server {} during the test",
+                        s.as_peer_act()
+                    ),
                 },
             );
             break;

@@ -83,7 +83,11 @@ impl Hub {
         };
         let ip = from.ip().to_canonical();
         let mine = |t: &&mut UdpTest| t.peer == ip;
-        if tests.iter_mut().filter(mine).any(|t| t.taken.contains(&from)) {
+        if tests
+            .iter_mut()
+            .filter(mine)
+            .any(|t| t.taken.contains(&from))
+        {
             return false;
         }
         if self.known_stray(from) {
@@ -502,8 +506,8 @@ pub fn serve(
     }
     control::write_state(&mut ctrl, State::ExchangeResults)?;
     let cap = results_cap(flows.len());
-    let theirs = control::read_json(&mut ctrl, cap, Instant::now() + STAGE_DEADLINE)
-        .map_err(|e| {
+    let theirs =
+        control::read_json(&mut ctrl, cap, Instant::now() + STAGE_DEADLINE).map_err(|e| {
             let _ = refuse(&mut ctrl, &Refusal::new(code::RECV_RESULTS, e.to_string()));
             anyhow::anyhow!(
                 "the client's results (at most {cap} bytes within {} s): {e}",
