@@ -266,6 +266,7 @@ impl TryFrom<&ServerArgs> for ServerConfig {
                 max_rate_bps,
                 max_interval_records: a.max_intervals,
                 max_pending: a.max_pending.max(1),
+                max_open_files: 0,
             },
         })
     }

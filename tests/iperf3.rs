@@ -360,7 +360,7 @@ fn server_errors_and_hostile_servers_end_the_client_with_words() {
                 vec![State::ExchangeResults.byte()],
             ]
             .concat(),
-            "where CreateStreams was due",
+            "said EXCHANGE_RESULTS (send the results) where CREATE_STREAMS was due",
         ),
     ];
     for (reply, words) in cases {

@@ -61,6 +61,8 @@ fn listen_on(addr: std::net::SocketAddr) -> anyhow::Result<TcpListener> {
 
 fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
     let cfg = ServerConfig::try_from(a)?;
+    // Tests' sockets are budgeted under the open-file limit: take all the system allows.
+    crate::platform::fdlimit::raise_to_hard();
     let mut listeners = vec![bind_listener(&cfg)?];
     for port in &cfg.extra_ports {
         listeners.push(

@@ -3,9 +3,11 @@
 //! options and TCP_INFO (`sockopt`), zero-copy sending (`zerocopy`), UDP batching
 //! (`udpbatch`), thread scheduling (`sched`), network namespaces for labs (`netns`, Linux
 //! only), signals (`signals`), file locks (`filelock`), output files that never follow a
-//! final symlink (`outfile`). Kernel counters, host and NIC facts and sysctl access are read
+//! final symlink (`outfile`), the open-file limit (`fdlimit`). Kernel counters, host and NIC
+//! facts and sysctl access are read
 //! through `host`, which picks the system's sources by `THIS_OS`.
 
+pub mod fdlimit;
 pub mod filelock;
 pub mod netns;
 pub mod outfile;

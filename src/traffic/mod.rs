@@ -1,8 +1,10 @@
 //! The traffic engine and its protocols: the test's description (`spec`, `timeline`), the
 //! engine's stream loops (`engine`), what each end measures (`measure`) and the merged result
-//! (`result`), netsweep's control protocol (`protocol`, `session`, `server`, `client`), iperf3's
-//! (`iperf3`), the latency probe beside a test (`latency`), and iperf3-style text output (`output`).
+//! (`result`), netsweep's control protocol (`protocol`, `session`, `server`, `client`), what a
+//! server lets clients hold and for how long (`admission`), iperf3's (`iperf3`), the latency
+//! probe beside a test (`latency`), and iperf3-style text output (`output`).
 
+pub mod admission;
 pub mod client;
 pub mod engine;
 pub mod histogram;

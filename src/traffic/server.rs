@@ -6,6 +6,7 @@
 //! it. The server never changes kernel settings.
 
 use crate::platform::sockopt;
+use crate::traffic::admission::{self, Admission, Expecting, Pending, STAGE_DEADLINE, StreamClock};
 use crate::traffic::engine::{EngineEvent, StreamSocket};
 use crate::traffic::iperf3;
 use crate::traffic::latency::echo::EchoServer;
@@ -18,7 +19,7 @@ use crate::traffic::spec::{Flow, Protocol, ServerLimits, TestSpec};
 use std::collections::HashMap;
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -30,9 +31,8 @@ type Registry = Arc<Mutex<HashMap<Token, Sender<(u16, TcpStream)>>>>;
 
 struct Shared {
     limits: ServerLimits,
-    running: AtomicUsize,
-    /// Connections not yet admitted to a test nor matched to one (capped at `max_pending`).
-    pending: AtomicUsize,
+    /// Slots, pending connections, expected data connections, descriptors, running tests.
+    admission: Admission,
     registry: Registry,
     log: Log,
     /// Repeated complaints (accept errors, dropped connections) at most once a second each.
@@ -113,29 +113,8 @@ impl Shared {
     }
 }
 
-/// Counts a connection as pending until it is admitted or closed.
-struct Pending<'a>(Option<&'a AtomicUsize>);
-
-impl Pending<'_> {
-    /// The connection is admitted to a test (or handed to one): it no longer counts.
-    fn release(&mut self) {
-        if let Some(c) = self.0.take() {
-            c.fetch_sub(1, Ordering::SeqCst);
-        }
-    }
-}
-
-impl Drop for Pending<'_> {
-    fn drop(&mut self) {
-        self.release();
-    }
-}
-
 /// Longest pause between accept attempts after errors (EMFILE and the like).
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
-/// Time a test may hold its slot before its data connections (and then its start) arrive,
-/// besides a few round trips per stream.
-const DATA_GRACE: Duration = Duration::from_secs(3);
 
 /// Serves tests on `listener` until `shutdown` is raised.
 pub fn run(
@@ -167,9 +146,8 @@ pub fn run_observed(
     served: Arc<Served>,
 ) -> std::io::Result<()> {
     let shared = Arc::new(Shared {
+        admission: Admission::new(&limits, crate::platform::fdlimit::soft()),
         limits,
-        running: AtomicUsize::new(0),
-        pending: AtomicUsize::new(0),
         registry: Registry::default(),
         log,
         throttled: Mutex::new(HashMap::new()),
@@ -203,6 +181,10 @@ pub fn run_observed(
             l.join()
                 .map_err(|_| std::io::Error::other("accept loop panicked"))??;
         }
+        // Stopped (a signal, or the caller): tests still running end with the process.
+        for line in shared.admission.running_tests() {
+            (shared.log)(&line);
+        }
         Ok(())
     })
 }
@@ -234,32 +216,30 @@ fn accept_loop(
                 continue;
             }
         };
-        let max = shared.limits.max_pending;
-        let admitted = shared
-            .pending
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .is_ok();
-        if !admitted {
+        // A data connection an admitted test expects from this peer is not pending; any other
+        // connection counts against `max_pending` until it is admitted or matched.
+        let Some(pending) = shared.admission.connection(peer.ip()) else {
             shared.log_throttled(
                 "pending",
-                &format!("{peer}: dropped, {max} connections already wait for admission"),
+                &format!(
+                    "{peer}: dropped, {} connections already wait for admission",
+                    shared.admission.max_pending()
+                ),
             );
             continue;
-        }
-        let conn_shared = shared.clone();
+        };
         // The order of accept is the order the client opened its connections in (each connect
         // completes before the next starts); iperf3's data connections carry no stream number.
         let arrival = shared.accepted.fetch_add(1, Ordering::SeqCst);
+        let conn_shared = shared.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("conn-{peer}"))
             .spawn(move || {
-                let pending = Pending(Some(&conn_shared.pending));
+                let pending = conn_shared.admission.pending(pending);
                 handle_connection(conn, peer, arrival, &conn_shared, pending)
             });
         if let Err(e) = spawned {
-            shared.pending.fetch_sub(1, Ordering::SeqCst);
+            drop(shared.admission.pending(pending));
             shared.log_throttled("thread", &format!("cannot start a thread for {peer}: {e}"));
         }
     }
@@ -346,49 +326,28 @@ fn iperf3_connection(
         let _ = tx.send((arrival, conn));
         return;
     }
-    let slot = match take_slot(shared) {
+    let slot = match shared.admission.slot(peer) {
         Ok(s) => s,
         Err(running) => {
             let _ = conn.write_all(&[iperf3::wire::State::AccessDenied.byte()]);
             (shared.log)(&format!(
                 "{peer}: iperf3 client told busy ({running} tests running, --max-tests {})",
-                shared.limits.max_tests
+                shared.admission.max_tests()
             ));
             return;
         }
     };
     pending.release();
     let log = |line: &str| (shared.log)(line);
-    if let Err(e) = iperf3::server::serve(
-        conn,
-        peer,
-        cookie,
-        &shared.limits,
-        &shared.iperf3,
-        &log,
-        slot,
-    ) {
+    let ctx = iperf3::server::Context {
+        limits: &shared.limits,
+        hub: &shared.iperf3,
+        admission: &shared.admission,
+        log: &log,
+    };
+    if let Err(e) = iperf3::server::serve(conn, peer, cookie, &ctx, slot) {
         (shared.log)(&format!("{peer}: iperf3 test ended with an error: {e:#}"));
     }
-}
-
-/// Holds one of the `max_tests` slots; freed on drop, whatever happens to the test.
-struct Slot<'a>(&'a AtomicUsize);
-
-impl Drop for Slot<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-fn take_slot(shared: &Shared) -> Result<Slot<'_>, usize> {
-    let max = shared.limits.max_tests;
-    shared
-        .running
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-            (n < max).then_some(n + 1)
-        })
-        .map(|_| Slot(&shared.running))
 }
 
 /// Removes the token from the registry on drop.
@@ -440,29 +399,36 @@ fn control_session(
                 None => Ok(write_frame(&mut ctrl, &ServerMsg::Admissible)?),
             };
         }
-        other => anyhow::bail!("expected a test request, got {other:?}"),
+        other => anyhow::bail!("expected a test request, got {}", client_words(&other)),
     };
     if let Some(reason) = admission(&spec, shared) {
         return refuse(&mut ctrl, Refusal::Limit { reason });
     }
-    let slot = match take_slot(shared) {
+    let mut slot = match shared.admission.slot(peer) {
         Ok(s) => s,
         Err(running) => return refuse(&mut ctrl, Refusal::Busy { running }),
     };
+    let flows = spec.flows();
+    if let Err(reason) = slot.reserve_streams(flows.len()) {
+        return refuse(&mut ctrl, Refusal::Limit { reason });
+    }
+    slot.describe(format!("{}, set up", test_words(&spec)));
     let mut ending = Ending {
         served: &shared.served,
         ok: false,
     };
     pending.release();
-    // The slot is held only as long as an honest client needs to open its data connections.
-    let grace = data_grace(&ctrl, spec.flows().len());
+    // The slot is held only as long as an honest client needs to open its data connections,
+    // and not a moment after its control connection closes.
+    let mut clock = StreamClock::new(flows.len(), control_rtt(&ctrl));
     let token = Token::random();
     let (tx, rx) = mpsc::channel();
     if let Ok(mut r) = shared.registry.lock() {
         r.insert(token, tx);
     }
     let registration = Registration(&shared.registry, token);
-    let flows = spec.flows();
+    let mut expecting = (spec.protocol == Protocol::Tcp)
+        .then(|| Expecting::new(&shared.admission, peer.ip(), flows.len()));
     let local_ip = ctrl.local_addr()?.ip();
     let udp = if spec.protocol == Protocol::Udp {
         bind_udp(&spec, &flows, local_ip)?
@@ -480,7 +446,7 @@ fn control_session(
             token,
             peer.ip(),
             l.probe_rate_hz,
-            Instant::now() + grace + spec.wall_time() + IO_DEADLINE,
+            clock.latest() + STAGE_DEADLINE + spec.wall_time() + IO_DEADLINE,
         )?),
         None => None,
     };
@@ -492,10 +458,16 @@ fn control_session(
             echo_port: echo.as_ref().map(EchoServer::port),
         },
     )?;
-    let sockets = match spec.protocol {
-        Protocol::Tcp => collect_tcp(&rx, &spec, &flows, peer.ip(), grace)?,
-        Protocol::Udp => collect_udp(udp, &token, &flows, peer.ip(), grace)?,
+    let setup = Setup {
+        ctrl: &ctrl,
+        flows: &flows,
+        peer_ip: peer.ip(),
     };
+    let sockets = match spec.protocol {
+        Protocol::Tcp => collect_tcp(&rx, &spec, &setup, &mut clock, expecting.as_mut())?,
+        Protocol::Udp => collect_udp(udp, &token, &setup, &mut clock)?,
+    };
+    drop(expecting);
     drop(registration);
     let infos = sockets
         .iter()
@@ -504,19 +476,14 @@ fn control_session(
     write_frame(&mut ctrl, &ServerMsg::Ready { sockets: infos })?;
     // With latency probes the client measures its idle baseline before it says start.
     let idle = spec.latency.map(|l| l.idle).unwrap_or_default();
-    match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + grace + idle))? {
+    match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + STAGE_DEADLINE + idle))? {
         ClientMsg::Start => {}
         ClientMsg::Abort { reason } => anyhow::bail!("client aborted before the start: {reason}"),
-        other => anyhow::bail!("expected start, got {other:?}"),
+        other => anyhow::bail!("expected start, got {}", client_words(&other)),
     }
     let start = Instant::now();
-    (shared.log)(&format!(
-        "{peer}: {:?} {:?} test, {} streams, {:.1}s",
-        spec.protocol,
-        spec.direction,
-        spec.streams,
-        spec.total_time().as_secs_f64()
-    ));
+    slot.describe(test_words(&spec));
+    (shared.log)(&format!("{peer}: {} test", test_words(&spec)));
     let streams = session::start_streams(
         &spec,
         false,
@@ -526,29 +493,82 @@ fn control_session(
     )?;
     let outcome = run_test(&mut ctrl, &spec, &streams);
     streams.stop_and_join();
-    // The test is over: free its slot before the client can see the result, so a client that
-    // starts its next test right away is never told "busy" by its own finished test.
-    drop(slot);
+    // The slot (and the result it holds) is kept until the client has read the result and
+    // hung up, within STAGE_DEADLINE of the result's last frame; a client that starts its next
+    // test at once waits for the slot briefly instead of being told "busy".
     let outcome = outcome.and_then(|(done, peer_rx)| {
         send_result(&mut ctrl, done)?;
-        // Let the client read the result and hang up first.
-        let _ = peer_rx.recv_timeout(IO_DEADLINE);
+        let _ = peer_rx.recv_timeout(STAGE_DEADLINE);
         Ok(())
     });
     // Unblocks the control reader thread, whatever the client does.
     let _ = ctrl.shutdown(std::net::Shutdown::Both);
     ending.ok = outcome.is_ok();
+    drop(slot);
     outcome
 }
 
-/// How long a test may hold its slot waiting for its data connections: `DATA_GRACE` plus two
-/// round trips of the control connection per stream (clients open them one after another),
-/// at most `IO_DEADLINE`.
-fn data_grace(ctrl: &TcpStream, streams: usize) -> Duration {
-    let rtt = sockopt::tcp_info(ctrl)
+/// A test in words for the log: "TCP forward test, 4 streams, 10.0 s".
+fn test_words(spec: &TestSpec) -> String {
+    let protocol = match spec.protocol {
+        Protocol::Tcp => "TCP",
+        Protocol::Udp => "UDP",
+    };
+    let direction = match spec.direction {
+        crate::traffic::spec::Direction::Forward => "forward",
+        crate::traffic::spec::Direction::Reverse => "reverse",
+        crate::traffic::spec::Direction::Bidir => "bidirectional",
+    };
+    format!(
+        "{protocol} {direction} test, {} streams, {:.1} s",
+        spec.streams,
+        spec.total_time().as_secs_f64()
+    )
+}
+
+/// A client message named in the protocol's words, not Rust's.
+fn client_words(msg: &ClientMsg) -> &'static str {
+    match msg {
+        ClientMsg::Request { .. } => "a test request",
+        ClientMsg::Check { .. } => "an admission check",
+        ClientMsg::Start => "start",
+        ClientMsg::Done => "done",
+        ClientMsg::Abort { .. } => "abort",
+    }
+}
+
+/// The control connection's smoothed round trip (100 ms when the kernel does not say).
+fn control_rtt(ctrl: &TcpStream) -> Duration {
+    sockopt::tcp_info(ctrl)
         .map(|i| Duration::from_micros(u64::from(i.rtt_us)))
-        .unwrap_or(Duration::from_millis(100));
-    (DATA_GRACE + rtt * 2 * u32::try_from(streams).unwrap_or(u32::MAX)).min(IO_DEADLINE)
+        .unwrap_or(Duration::from_millis(100))
+}
+
+/// What the collectors of a test's data connections check them against.
+struct Setup<'a> {
+    /// The control connection: when it closes, setup ends at once.
+    ctrl: &'a TcpStream,
+    flows: &'a [Flow],
+    peer_ip: IpAddr,
+}
+
+impl Setup<'_> {
+    /// Why setup ends early or late, if it does.
+    fn gave_up(&self, clock: &StreamClock, got: usize) -> Option<String> {
+        if admission::control_closed(self.ctrl) {
+            return Some(format!(
+                "the client closed its control connection with {got} of {} data connections open",
+                self.flows.len()
+            ));
+        }
+        clock.expired().then(|| {
+            format!(
+                "only {got} of {} data connections arrived (each must follow the last within {} s)",
+                self.flows.len(),
+                admission::STREAM_IDLE.as_secs()
+            )
+        })
+    }
 }
 
 /// Binds one UDP socket per stream on the control connection's local address.
@@ -563,69 +583,79 @@ fn bind_udp(spec: &TestSpec, flows: &[Flow], ip: IpAddr) -> anyhow::Result<Vec<U
         .collect()
 }
 
-/// Waits for every TCP data connection of the test.
+/// Waits for every TCP data connection of the test, while the client is alive and its
+/// connections keep coming (`clock`).
 fn collect_tcp(
     rx: &Receiver<(u16, TcpStream)>,
     spec: &TestSpec,
-    flows: &[Flow],
-    peer_ip: IpAddr,
-    grace: Duration,
+    setup: &Setup<'_>,
+    clock: &mut StreamClock,
+    mut expecting: Option<&mut Expecting<'_>>,
 ) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
-    let deadline = Instant::now() + grace;
-    let mut got: Vec<Option<TcpStream>> = (0..flows.len()).map(|_| None).collect();
-    while got.iter().any(Option::is_none) {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let (id, sock) = rx.recv_timeout(left).map_err(|_| {
-            anyhow::anyhow!(
-                "only {} of {} data connections arrived within {grace:?}",
-                got.iter().flatten().count(),
-                flows.len()
-            )
-        })?;
+    let mut got: Vec<Option<TcpStream>> = (0..setup.flows.len()).map(|_| None).collect();
+    let mut count = 0;
+    while count < setup.flows.len() {
+        if let Some(why) = setup.gave_up(clock, count) {
+            anyhow::bail!(why);
+        }
+        let (id, sock) = match rx.recv_timeout(clock.wait(Duration::from_millis(100))) {
+            Ok(a) => a,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the server is stopping"),
+        };
         // A data connection must come from the control peer and name a stream once.
-        let from_peer = sock.peer_addr().map(|a| a.ip() == peer_ip).unwrap_or(false);
+        let from_peer = sock
+            .peer_addr()
+            .map(|a| a.ip().to_canonical() == setup.peer_ip.to_canonical())
+            .unwrap_or(false);
         let slot = got.get_mut(usize::from(id));
         if let (true, Some(slot @ None)) = (from_peer, slot) {
             session::prepare_tcp(&sock, spec)?;
             *slot = Some(sock);
+            count += 1;
+            clock.progressed();
+            if let Some(e) = expecting.as_deref_mut() {
+                e.arrived();
+            }
         }
     }
     Ok(got
         .into_iter()
-        .zip(flows)
+        .zip(setup.flows)
         .enumerate()
         .filter_map(|(i, (s, f))| s.map(|s| (i as u16, *f, StreamSocket::Tcp(s))))
         .collect())
 }
 
-/// Waits for each UDP socket's hello from the control peer, then connects it to the sender.
+/// Waits for each UDP socket's hello (with the test's token and the stream's number) from the
+/// control peer, then connects it to that sender: a datagram from anyone else, or without the
+/// token, never takes a stream.
 fn collect_udp(
     sockets: Vec<UdpSocket>,
     token: &Token,
-    flows: &[Flow],
-    peer_ip: IpAddr,
-    grace: Duration,
+    setup: &Setup<'_>,
+    clock: &mut StreamClock,
 ) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
-    let deadline = Instant::now() + grace;
     let mut out = Vec::with_capacity(sockets.len());
-    for (i, (sock, flow)) in sockets.into_iter().zip(flows).enumerate() {
+    for (i, (sock, flow)) in sockets.into_iter().zip(setup.flows).enumerate() {
         let mut buf = [0u8; 64];
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                anyhow::bail!(
-                    "no UDP hello for stream {i} within {grace:?}: is UDP blocked on the path?"
-                );
+            if let Some(why) = setup.gave_up(clock, i) {
+                anyhow::bail!("{why}: is UDP blocked on the path?");
             }
-            sock.set_read_timeout(Some(left))?;
+            let wait = clock.wait(Duration::from_millis(100));
+            sock.set_read_timeout(Some(wait.max(Duration::from_millis(1))))?;
             let Ok((n, from)) = sock.recv_from(&mut buf) else {
                 continue;
             };
             let hello = protocol::parse_udp_hello(&buf[..n]);
-            if from.ip() == peer_ip && hello == Some((*token, i as u16)) {
+            if from.ip().to_canonical() == setup.peer_ip.to_canonical()
+                && hello == Some((*token, i as u16))
+            {
                 sock.connect(from)?;
                 // The echo tells the client the path works (and opens NATs for reverse mode).
                 sock.send(&buf[..n])?;
+                clock.progressed();
                 break;
             }
         }
@@ -690,7 +720,10 @@ fn run_test(
         if let Ok(msg) = peer_rx.try_recv() {
             match msg {
                 Ok(ClientMsg::Abort { reason }) => anyhow::bail!("client aborted: {reason}"),
-                Ok(other) => anyhow::bail!("unexpected message during the test: {other:?}"),
+                Ok(other) => anyhow::bail!(
+                    "unexpected message during the test: {}",
+                    client_words(&other)
+                ),
                 Err(e) => anyhow::bail!("client gone mid-test: {e}"),
             }
         }

@@ -331,6 +331,9 @@ pub struct ServerLimits {
     pub max_interval_records: u64,
     /// Most connections held before their test is admitted (or their data connection matched).
     pub max_pending: usize,
+    /// Open files the server budgets its tests' sockets under; 0 = the soft RLIMIT_NOFILE
+    /// (`ulimit -n`, raised to the hard limit by `netsweep server`).
+    pub max_open_files: u64,
 }
 
 impl Default for ServerLimits {
@@ -342,6 +345,7 @@ impl Default for ServerLimits {
             max_rate_bps: 0.0,
             max_interval_records: DEFAULT_MAX_INTERVAL_RECORDS,
             max_pending: DEFAULT_MAX_PENDING,
+            max_open_files: 0,
         }
     }
 }

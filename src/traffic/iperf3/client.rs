@@ -153,7 +153,8 @@ fn expect(
     match next_state(ctrl, server, deadline)? {
         s if s == want => Ok(()),
         other => Err(TestError::new(format!(
-            "{server}: the iperf3 server said {other:?} where {want:?} was due"
+            "{server}: the iperf3 server {} where {want} was due",
+            other.as_peer_act()
         ))),
     }
 }
@@ -486,7 +487,10 @@ fn drive(
             error = Some(
                 match next_state(ctrl, server, Instant::now() + STEP_DEADLINE) {
                     Err(e) => e.message,
-                    Ok(s) => format!("{server}: the iperf3 server said {s:?} during the test"),
+                    Ok(s) => format!(
+                        "{server}: the iperf3 server {} during the test",
+                        s.as_peer_act()
+                    ),
                 },
             );
             break;

@@ -8,13 +8,21 @@
 //! control peer's address, UDP streams only from that address, and a client that dies or stalls
 //! frees its slot within seconds.
 //!
+//! A test's slot (`traffic::admission`) is held until its results are exchanged and its data
+//! sockets closed, so whatever a test holds (streams, the client's results document, read
+//! under a cap that follows the stream count and within `STAGE_DEADLINE`) is bounded by
+//! `--max-tests`. A UDP stream belongs to the first sender from the control peer's address
+//! that says hello for it (the socket is then connected to that address and port); a further
+//! hello from another port of that address while the test runs means someone else raced the
+//! client for a stream, and the test is ended rather than run with a stranger.
+//!
 //! iperf3 clients end the test themselves (TEST_END), so the server's streams run open-ended
 //! until then, and the figures it reports run to that moment.
 
 use super::control::{self, ControlError};
 use super::wire::{self, Cookie, Params, Refusal, Results, State, code};
+use crate::traffic::admission::{self, Admission, Expecting, STAGE_DEADLINE, Slot, StreamClock};
 use crate::traffic::engine::{Datagrams, EngineEvent, StreamSocket};
-use crate::traffic::protocol::IO_DEADLINE;
 use crate::traffic::session::{self, Finished, Wire};
 use crate::traffic::spec::{Direction, Flow, Protocol, ServerLimits, TestSpec};
 use socket2::{Domain, SockAddr, Socket, Type};
@@ -22,14 +30,20 @@ use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 /// How long past its asked time (and omit) a test may run before the server ends it: an
 /// iperf3 client says TEST_END within a round trip of its timer.
 const END_GRACE: Duration = Duration::from_secs(10);
-/// How long data connections may take to arrive after CREATE_STREAMS, besides the round trips.
-const STREAMS_GRACE: Duration = Duration::from_secs(5);
+/// The client's results document: this much, plus `RESULTS_PER_STREAM` per stream (iperf3
+/// clients send about 300 bytes per stream), and never more than `wire::MAX_RESULTS_BYTES`.
+const RESULTS_BASE: u32 = 64 << 10;
+const RESULTS_PER_STREAM: u32 = 4 << 10;
+/// How long a sender of stray connect datagrams stays known (and can take no stream).
+const STRAY_MEMORY: Duration = Duration::from_secs(60);
+/// Most stray senders remembered.
+const MAX_STRAYS: usize = 4096;
 /// iperf3's default block sizes, for clients that send none.
 const TCP_DEFAULT_LEN: u32 = 128 << 10;
 const UDP_DEFAULT_LEN: u32 = 1460;
@@ -42,8 +56,11 @@ pub type Arrival = (u64, TcpStream);
 #[derive(Default)]
 pub struct Hub {
     data: Mutex<HashMap<Cookie, Sender<Arrival>>>,
-    /// UDP tests waiting for connect datagrams, oldest first: (test, control peer, channel).
-    udp: Mutex<Vec<(Cookie, IpAddr, Sender<SocketAddr>)>>,
+    /// UDP tests, oldest first, from CREATE_STREAMS to their end.
+    udp: Mutex<Vec<UdpTest>>,
+    /// Senders of connect datagrams no test was waiting for, and when they last sent one: a
+    /// sprayer is known before a test starts and never takes its streams.
+    strays: Mutex<HashMap<SocketAddr, Instant>>,
     /// Where connect datagrams arrive, one per port served (`bind_udp`); a UDP test on a port
     /// without one is refused.
     udp_addrs: Mutex<Vec<SocketAddr>>,
@@ -55,17 +72,82 @@ impl Hub {
         self.data.lock().ok()?.get(cookie).cloned()
     }
 
-    /// Hands a UDP connect datagram from `from` to the oldest test of that peer waiting for
-    /// one. Returns whether one took it (others are strays, ignored).
+    /// Hands a UDP connect datagram from `from` to the oldest test of that peer still waiting
+    /// for streams. Returns whether one took it. A hello from an address that already has a
+    /// stream is a repeat, and one from a known stray (a sender heard when no test of its
+    /// address waited) is ignored; one from a new port of a peer whose tests have all their
+    /// streams contests them: someone else raced the client, and those tests are ended.
     pub fn udp_connect(&self, from: SocketAddr) -> bool {
-        let Ok(waiting) = self.udp.lock() else {
+        let Ok(mut tests) = self.udp.lock() else {
             return false;
         };
         let ip = from.ip().to_canonical();
-        waiting
+        let mine = |t: &&mut UdpTest| t.peer == ip;
+        if tests
+            .iter_mut()
+            .filter(mine)
+            .any(|t| t.taken.contains(&from))
+        {
+            return false;
+        }
+        if self.known_stray(from) {
+            return false;
+        }
+        if !tests.iter_mut().any(|t| t.peer == ip) {
+            self.record_stray(from);
+            return false;
+        }
+        if let Some(t) = tests
+            .iter_mut()
+            .filter(mine)
+            .find(|t| t.taken.len() < t.want)
+            && t.tx.send(from).is_ok()
+        {
+            t.taken.push(from);
+            return true;
+        }
+        for t in tests.iter_mut().filter(mine) {
+            t.contested.get_or_insert(from);
+        }
+        false
+    }
+
+    /// Whether `from` sent a connect datagram no test waited for within `STRAY_MEMORY` (and
+    /// keeps it known a while longer).
+    fn known_stray(&self, from: SocketAddr) -> bool {
+        let Ok(mut strays) = self.strays.lock() else {
+            return false;
+        };
+        match strays.get_mut(&from) {
+            Some(seen) if seen.elapsed() < STRAY_MEMORY => {
+                *seen = Instant::now();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Remembers a stray sender, forgetting old ones so the table stays under `MAX_STRAYS`.
+    fn record_stray(&self, from: SocketAddr) {
+        let Ok(mut strays) = self.strays.lock() else {
+            return;
+        };
+        if strays.len() >= MAX_STRAYS {
+            strays.retain(|_, seen| seen.elapsed() < STRAY_MEMORY);
+        }
+        if strays.len() < MAX_STRAYS {
+            strays.insert(from, Instant::now());
+        }
+    }
+
+    /// The sender that raced the client of test `cookie` for a UDP stream, if one did.
+    fn contested(&self, cookie: &Cookie) -> Option<SocketAddr> {
+        self.udp
+            .lock()
+            .ok()?
             .iter()
-            .filter(|(_, p, _)| *p == ip)
-            .any(|(_, _, tx)| tx.send(from).is_ok())
+            .find(|t| t.cookie == *cookie)
+            .and_then(|t| t.contested)
     }
 
     /// Records where connect datagrams arrive, once a port's UDP socket is bound.
@@ -96,12 +178,35 @@ pub fn bind_udp(addr: SocketAddr) -> std::io::Result<UdpSocket> {
     Ok(s.into())
 }
 
+/// A UDP test in the hub: who may say hello for its streams and who did.
+struct UdpTest {
+    cookie: Cookie,
+    /// The control connection's peer address: hellos from elsewhere are strays.
+    peer: IpAddr,
+    /// Streams the test has.
+    want: usize,
+    /// Senders handed a stream, in order.
+    taken: Vec<SocketAddr>,
+    tx: Sender<SocketAddr>,
+    /// A further sender from the peer's address once every stream was taken.
+    contested: Option<SocketAddr>,
+}
+
+/// Whether `d` is iperf3's UDP connect datagram, as a little- or big-endian client writes it.
+fn is_connect_datagram(d: &[u8]) -> bool {
+    let mut swapped = wire::UDP_CONNECT_MSG;
+    swapped.reverse();
+    d == wire::UDP_CONNECT_MSG || d == swapped
+}
+
 /// Reads connect datagrams until `shutdown`, handing each to its test.
 pub fn dispatch_udp(sock: &UdpSocket, hub: &Hub, shutdown: &AtomicBool) {
     let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
     let mut buf = [0u8; 64];
     while !shutdown.load(Ordering::Relaxed) {
-        if let Ok((4, from)) = sock.recv_from(&mut buf) {
+        if let Ok((n, from)) = sock.recv_from(&mut buf)
+            && is_connect_datagram(&buf[..n])
+        {
             hub.udp_connect(from);
         }
     }
@@ -119,7 +224,7 @@ impl Drop for Registration<'_> {
             d.remove(&self.cookie);
         }
         if let Ok(mut u) = self.hub.udp.lock() {
-            u.retain(|(c, _, _)| *c != self.cookie);
+            u.retain(|t| t.cookie != self.cookie);
         }
     }
 }
@@ -246,38 +351,66 @@ fn refuse(ctrl: &mut TcpStream, r: &Refusal) -> anyhow::Error {
     anyhow::anyhow!("refused: {}", r.reason)
 }
 
+/// What `serve` needs of the server around it.
+pub struct Context<'a> {
+    pub limits: &'a ServerLimits,
+    pub hub: &'a Hub,
+    pub admission: &'a Admission,
+    pub log: &'a dyn Fn(&str),
+}
+
+/// Most bytes of results accepted from a client of a test of `streams` streams.
+fn results_cap(streams: usize) -> u32 {
+    let per = u32::try_from(streams)
+        .unwrap_or(u32::MAX)
+        .saturating_mul(RESULTS_PER_STREAM);
+    RESULTS_BASE
+        .saturating_add(per)
+        .min(wire::MAX_RESULTS_BYTES)
+}
+
+/// Reads the client's parameters (within `STAGE_DEADLINE`) and checks them against the limits.
+fn accept_params(
+    ctrl: &mut TcpStream,
+    ctx: &Context<'_>,
+    slot: &mut Slot<'_>,
+) -> Result<(TestSpec, Params, Option<SocketAddr>), Refusal> {
+    let udp_addr = ctrl
+        .local_addr()
+        .ok()
+        .and_then(|a| ctx.hub.udp_addr(a.port()));
+    let doc = control::read_json(
+        ctrl,
+        wire::MAX_PARAMS_BYTES,
+        Instant::now() + STAGE_DEADLINE,
+    )
+    .map_err(|e| Refusal::new(code::RECV_PARAMS, e.to_string()))?;
+    let params = Params::from_json(&doc)?;
+    let spec = spec_for(&params, ctx.limits)?;
+    if spec.protocol == Protocol::Udp && udp_addr.is_none() {
+        return Err(Refusal::new(
+            code::UNIMPLEMENTED,
+            "UDP is unavailable: the UDP port could not be bound",
+        ));
+    }
+    slot.reserve_streams(spec.flows().len())
+        .map_err(|reason| Refusal::new(code::NUM_STREAMS, reason))?;
+    Ok((spec, params, udp_addr))
+}
+
 /// Serves one iperf3 client whose cookie was read. `slot` holds the test's place among
-/// `--max-tests` and is dropped when the data stops (before the results are exchanged).
-pub fn serve<S>(
+/// `--max-tests` until its results are exchanged and its data sockets closed.
+pub fn serve(
     mut ctrl: TcpStream,
     peer: SocketAddr,
     cookie: Cookie,
-    limits: &ServerLimits,
-    hub: &Hub,
-    log: &dyn Fn(&str),
-    slot: S,
+    ctx: &Context<'_>,
+    mut slot: Slot<'_>,
 ) -> anyhow::Result<()> {
+    let hub = ctx.hub;
     let _ = ctrl.set_nodelay(true);
     control::write_state(&mut ctrl, State::ParamExchange)?;
-    let udp_addr = hub.udp_addr(ctrl.local_addr()?.port());
-    let accepted = control::read_json(
-        &mut ctrl,
-        wire::MAX_PARAMS_BYTES,
-        Instant::now() + IO_DEADLINE,
-    )
-    .map_err(|e| Refusal::new(code::RECV_PARAMS, e.to_string()))
-    .and_then(|doc| Params::from_json(&doc))
-    .and_then(|params| Ok((spec_for(&params, limits)?, params)))
-    .and_then(|(spec, params)| {
-        if spec.protocol == Protocol::Udp && udp_addr.is_none() {
-            return Err(Refusal::new(
-                code::UNIMPLEMENTED,
-                "UDP is unavailable: the UDP port could not be bound",
-            ));
-        }
-        Ok((spec, params))
-    });
-    let (spec, params) = match accepted {
+    let (spec, params, udp_addr) = match accept_params(&mut ctrl, ctx, &mut slot) {
         Ok(a) => a,
         Err(r) => {
             // The slot is free before the client hears why: it may try again at once.
@@ -285,25 +418,47 @@ pub fn serve<S>(
             return Err(refuse(&mut ctrl, &r));
         }
     };
+    let flows = spec.flows();
+    slot.describe(format!("{}, set up", test_words(&spec, &params)));
     let (tx, rx) = mpsc::channel();
     let registration = Registration { hub, cookie };
     let (udp_tx, udp_rx) = mpsc::channel();
+    let mut expecting = None;
     if spec.protocol == Protocol::Tcp {
+        expecting = Some(Expecting::new(ctx.admission, peer.ip(), flows.len()));
         if let Ok(mut d) = hub.data.lock() {
             d.insert(cookie, tx);
         }
     } else if let Ok(mut u) = hub.udp.lock() {
-        u.push((cookie, peer.ip().to_canonical(), udp_tx));
+        u.push(UdpTest {
+            cookie,
+            peer: peer.ip().to_canonical(),
+            want: flows.len(),
+            taken: Vec::new(),
+            tx: udp_tx,
+            contested: None,
+        });
     }
     control::write_state(&mut ctrl, State::CreateStreams)?;
-    let flows = spec.flows();
-    let grace = STREAMS_GRACE + Duration::from_millis(200) * flows.len() as u32;
-    let sockets = match spec.protocol {
-        Protocol::Tcp => collect_tcp(&rx, &spec, &flows, peer.ip(), grace),
-        Protocol::Udp => collect_udp(&udp_rx, &spec, &flows, udp_addr, grace),
+    let rtt = crate::platform::sockopt::tcp_info(&ctrl)
+        .map(|i| Duration::from_micros(u64::from(i.rtt_us)))
+        .unwrap_or(Duration::from_millis(100));
+    let mut clock = StreamClock::new(flows.len(), rtt);
+    let setup = Setup {
+        ctrl: &ctrl,
+        spec: &spec,
+        flows: &flows,
     };
-    drop(registration);
-    drop(udp_rx);
+    let sockets = match spec.protocol {
+        Protocol::Tcp => collect_tcp(&rx, &setup, peer.ip(), &mut clock, expecting.as_mut()),
+        Protocol::Udp => collect_udp(&udp_rx, &setup, udp_addr, &mut clock),
+    };
+    drop(expecting);
+    // TCP data connections are all in; a UDP test stays in the hub until it ends, so a
+    // stranger's hello for its streams is noticed.
+    if let Ok(mut d) = hub.data.lock() {
+        d.remove(&cookie);
+    }
     let sockets = sockets
         .map_err(|e| refuse(&mut ctrl, &Refusal::new(code::STREAM_ACCEPT, e.to_string())))?;
     let held: Vec<StreamSocket> = sockets
@@ -313,17 +468,15 @@ pub fn serve<S>(
     control::write_state(&mut ctrl, State::TestStart)?;
     control::write_state(&mut ctrl, State::TestRunning)?;
     let start = Instant::now();
-    log(&format!(
-        "{peer}: iperf3 client{}: {:?} {:?} test, {} streams, {} s",
+    slot.describe(test_words(&spec, &params));
+    (ctx.log)(&format!(
+        "{peer}: iperf3 client{}: {}",
         params
             .client_version
             .as_deref()
             .map(|v| format!(" {v}"))
             .unwrap_or_default(),
-        spec.protocol,
-        spec.direction,
-        spec.streams,
-        params.time_s + params.omit_s
+        test_words(&spec, &params)
     ));
     let wire = Wire {
         datagrams: Datagrams::Iperf3 {
@@ -334,37 +487,64 @@ pub fn serve<S>(
     let streams = session::start_streams(&spec, false, sockets, (start, start), wire)?;
     let deadline = start + Duration::from_secs(params.time_s + params.omit_s) + END_GRACE;
     let mut finished = Finished::default();
-    let ended = wait_for_end(&mut ctrl, &streams, deadline, &mut finished);
+    let ended = wait_for_end(&mut ctrl, &streams, deadline, &mut finished, || {
+        hub.contested(&cookie)
+    });
     let stopped = start.elapsed();
     streams.stop_and_collect(&mut finished);
+    drop(registration);
     finished.reports.sort_by_key(|r| r.stream);
     finished.cpu.wall_s = stopped.as_secs_f64();
-    // The data has stopped: the slot is free before the results go out.
-    drop(slot);
     if let Err(e) = ended {
         let r = Refusal::new(code::SERVER_DURATION_EXPIRED, e.clone());
         if e.contains("did not say") {
             let _ = refuse(&mut ctrl, &r);
+        } else if e.contains("raced") {
+            let _ = refuse(&mut ctrl, &Refusal::new(code::STREAM_ACCEPT, e.clone()));
         }
         anyhow::bail!("{e}");
     }
     control::write_state(&mut ctrl, State::ExchangeResults)?;
-    let theirs = control::read_json(
-        &mut ctrl,
-        wire::MAX_RESULTS_BYTES,
-        Instant::now() + IO_DEADLINE,
-    )
-    .map_err(|e| anyhow::anyhow!("the client's results: {e}"))?;
+    let cap = results_cap(flows.len());
+    let theirs =
+        control::read_json(&mut ctrl, cap, Instant::now() + STAGE_DEADLINE).map_err(|e| {
+            let _ = refuse(&mut ctrl, &Refusal::new(code::RECV_RESULTS, e.to_string()));
+            anyhow::anyhow!(
+                "the client's results (at most {cap} bytes within {} s): {e}",
+                STAGE_DEADLINE.as_secs()
+            )
+        })?;
     let theirs =
         Results::from_json(&theirs).map_err(|e| anyhow::anyhow!("the client's results: {e}"))?;
     let ours = super::report::results(&spec, &finished, Some(stopped));
     control::write_json(&mut ctrl, &ours.to_json())?;
     control::write_state(&mut ctrl, State::DisplayResults)?;
     // IPERF_DONE, or the client hangs up: either ends the test.
-    let _ = control::read_state(&mut ctrl, Instant::now() + IO_DEADLINE);
+    let _ = control::read_state(&mut ctrl, Instant::now() + STAGE_DEADLINE);
     drop(held);
-    log(&summary_line(peer, &spec, &ours, &theirs));
+    drop(ctrl);
+    // Only now is everything the test held released: the slot goes last.
+    drop(slot);
+    (ctx.log)(&summary_line(peer, &spec, &ours, &theirs));
     Ok(())
+}
+
+/// A test in words for the log: "TCP reverse test, 4 streams, 10 s".
+fn test_words(spec: &TestSpec, params: &Params) -> String {
+    let protocol = match spec.protocol {
+        Protocol::Tcp => "TCP",
+        Protocol::Udp => "UDP",
+    };
+    let direction = match spec.direction {
+        Direction::Forward => "forward",
+        Direction::Reverse => "reverse",
+        Direction::Bidir => "bidirectional",
+    };
+    format!(
+        "{protocol} {direction} test, {} streams, {} s",
+        spec.streams,
+        params.time_s + params.omit_s
+    )
 }
 
 /// One log line per finished test: what each direction carried, by the receiver's count.
@@ -405,8 +585,15 @@ fn wait_for_end(
     streams: &session::Streams,
     deadline: Instant,
     finished: &mut Finished,
+    contested: impl Fn() -> Option<SocketAddr>,
 ) -> Result<(), String> {
     loop {
+        if let Some(other) = contested() {
+            return Err(format!(
+                "{other} raced the client for one of its UDP streams: the test is ended so no \
+                 stream goes to the wrong peer"
+            ));
+        }
         if Instant::now() > deadline {
             return Err(format!(
                 "the client did not say TEST_END {} s after the test's time",
@@ -425,15 +612,42 @@ fn wait_for_end(
         {
             continue;
         }
-        return match control::read_state(ctrl, Instant::now() + IO_DEADLINE) {
+        return match control::read_state(ctrl, Instant::now() + STAGE_DEADLINE) {
             Ok(State::TestEnd) => Ok(()),
             Ok(State::ClientTerminate) => Err("the client terminated the test".into()),
-            Ok(s) => Err(format!("the client said {s:?} during the test")),
+            Ok(s) => Err(format!("the client {} during the test", s.as_peer_act())),
             Err(ControlError::Io(crate::traffic::protocol::ProtocolError::Closed)) => {
                 Err("the client went away mid-test".into())
             }
             Err(e) => Err(format!("control connection: {e}")),
         };
+    }
+}
+
+/// What the collectors of a test's streams check them against.
+struct Setup<'a> {
+    /// The control connection: when it closes, setup ends at once.
+    ctrl: &'a TcpStream,
+    spec: &'a TestSpec,
+    flows: &'a [Flow],
+}
+
+impl Setup<'_> {
+    /// Why setup ends early or late, if it does.
+    fn gave_up(&self, clock: &StreamClock, got: usize, what: &str) -> Option<String> {
+        if admission::control_closed(self.ctrl) {
+            return Some(format!(
+                "the client closed its control connection with {got} of {} {what} open",
+                self.flows.len()
+            ));
+        }
+        clock.expired().then(|| {
+            format!(
+                "only {got} of {} {what} arrived (each must follow the last within {} s)",
+                self.flows.len(),
+                admission::STREAM_IDLE.as_secs()
+            )
+        })
     }
 }
 
@@ -443,29 +657,33 @@ fn wait_for_end(
 /// leave both ends waiting for data.
 fn collect_tcp(
     rx: &Receiver<Arrival>,
-    spec: &TestSpec,
-    flows: &[Flow],
+    setup: &Setup<'_>,
     peer_ip: IpAddr,
-    grace: Duration,
+    clock: &mut StreamClock,
+    mut expecting: Option<&mut Expecting<'_>>,
 ) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
-    let deadline = Instant::now() + grace;
+    let flows = setup.flows;
     let mut got: Vec<Arrival> = Vec::with_capacity(flows.len());
     while got.len() < flows.len() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let (arrival, sock) = rx.recv_timeout(left).map_err(|_| {
-            anyhow::anyhow!(
-                "only {} of {} data connections arrived within {grace:?}",
-                got.len(),
-                flows.len()
-            )
-        })?;
+        if let Some(why) = setup.gave_up(clock, got.len(), "data connections") {
+            anyhow::bail!(why);
+        }
+        let (arrival, sock) = match rx.recv_timeout(clock.wait(Duration::from_millis(100))) {
+            Ok(a) => a,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the server is stopping"),
+        };
         let from_peer = sock
             .peer_addr()
             .map(|a| a.ip().to_canonical() == peer_ip.to_canonical())
             .unwrap_or(false);
         if from_peer {
-            session::prepare_tcp(&sock, spec)?;
+            session::prepare_tcp(&sock, setup.spec)?;
             got.push((arrival, sock));
+            clock.progressed();
+            if let Some(e) = expecting.as_deref_mut() {
+                e.arrived();
+            }
         }
     }
     got.sort_by_key(|(arrival, _)| *arrival);
@@ -478,31 +696,31 @@ fn collect_tcp(
 }
 
 /// Takes one connect datagram per stream from the hub, binds a socket on the server's port
-/// connected to its sender, and answers it.
+/// connected to its sender (so only that address and port reach the stream), and answers it.
 fn collect_udp(
     rx: &Receiver<SocketAddr>,
-    spec: &TestSpec,
-    flows: &[Flow],
+    setup: &Setup<'_>,
     bind_to: Option<SocketAddr>,
-    grace: Duration,
+    clock: &mut StreamClock,
 ) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
     let bind_to = bind_to.ok_or_else(|| anyhow::anyhow!("no UDP port"))?;
-    let deadline = Instant::now() + grace;
+    let flows = setup.flows;
     let mut out = Vec::with_capacity(flows.len());
     while out.len() < flows.len() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let from = rx.recv_timeout(left).map_err(|_| {
-            anyhow::anyhow!(
-                "only {} of {} UDP streams said hello within {grace:?}",
-                out.len(),
-                flows.len()
-            )
-        })?;
+        if let Some(why) = setup.gave_up(clock, out.len(), "UDP streams") {
+            anyhow::bail!(why);
+        }
+        let from = match rx.recv_timeout(clock.wait(Duration::from_millis(100))) {
+            Ok(a) => a,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the server is stopping"),
+        };
         let i = out.len();
         let sock = bind_udp(bind_to)?;
-        session::prepare_udp(&sock, spec, flows[i] == Flow::ClientToServer)?;
+        session::prepare_udp(&sock, setup.spec, flows[i] == Flow::ClientToServer)?;
         sock.connect(from)?;
         sock.send(&wire::UDP_CONNECT_REPLY)?;
+        clock.progressed();
         out.push((i as u16, flows[i], StreamSocket::Udp(sock)));
     }
     Ok(out)

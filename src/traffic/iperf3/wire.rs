@@ -127,6 +127,44 @@ impl State {
             _ => return None,
         })
     }
+
+    /// iperf3's own name for the state (`iperf_api.h`), and what it means, for messages.
+    pub fn words(self) -> (&'static str, &'static str) {
+        match self {
+            State::TestStart => ("TEST_START", "the test starts"),
+            State::TestRunning => ("TEST_RUNNING", "the test runs"),
+            State::TestEnd => ("TEST_END", "the test's time is up"),
+            State::ParamExchange => ("PARAM_EXCHANGE", "send the parameters"),
+            State::CreateStreams => ("CREATE_STREAMS", "open the streams"),
+            State::ServerTerminate => ("SERVER_TERMINATE", "it was stopped or hit an error"),
+            State::ClientTerminate => ("CLIENT_TERMINATE", "it was stopped or hit an error"),
+            State::ExchangeResults => ("EXCHANGE_RESULTS", "send the results"),
+            State::DisplayResults => ("DISPLAY_RESULTS", "the results are exchanged"),
+            State::IperfStart => ("IPERF_START", "starting"),
+            State::IperfDone => ("IPERF_DONE", "done"),
+            State::AccessDenied => ("ACCESS_DENIED", "busy with another test"),
+            State::ServerError => ("SERVER_ERROR", "an error, with its code"),
+        }
+    }
+
+    /// What a peer that sent this state out of turn did, in words: "ended the test
+    /// (SERVER_TERMINATE: it was stopped or hit an error)" or "said CREATE_STREAMS (open the
+    /// streams)".
+    pub fn as_peer_act(self) -> String {
+        let (name, meaning) = self.words();
+        match self {
+            State::ServerTerminate | State::ClientTerminate => {
+                format!("ended the test ({name}: {meaning})")
+            }
+            _ => format!("said {name} ({meaning})"),
+        }
+    }
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.words().0)
+    }
 }
 
 /// A JSON document behind its 4-byte big-endian length.
