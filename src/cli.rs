@@ -308,9 +308,25 @@ pub struct ClientArgs {
     /// Bind to a local address or network device.
     #[arg(long, short = 'B')]
     pub bind: Option<String>,
-    /// Print one JSON document instead of text.
-    #[arg(long, short = 'J')]
-    pub json: bool,
+    /// Print one JSON document instead of text: iperf3's (3.21's schema, netsweep's extra
+    /// figures under `extensions`) in iperf3 mode (`--iperf3`, or `netsweep -c HOST`), else
+    /// netsweep's own; `--json=iperf3` or `--json=netsweep` chooses.
+    #[arg(
+        long,
+        short = 'J',
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "auto",
+        value_name = "SCHEMA"
+    )]
+    pub json: Option<String>,
+    /// iperf3's JSON as events, one line each, as iperf3 3.17+ writes them: start, every
+    /// interval as it ends, then end ({"event":"interval","data":{...}}).
+    #[arg(long)]
+    pub json_stream: bool,
+    /// (internal) Set when the command line was iperf3's (`netsweep -c HOST ...`).
+    #[arg(long, hide = true)]
+    pub iperf3_cli: bool,
     /// Units of the text output: k m g t (bits/sec) or K M G T (Bytes/sec), as iperf3's -f.
     #[arg(long, short = 'f')]
     pub format: Option<String>,
@@ -358,7 +374,8 @@ pub struct ClientArgs {
 }
 
 /// Rewrites iperf3's command lines into netsweep's: `netsweep -s ...` is `netsweep server
-/// ...` and `netsweep -c HOST ...` is `netsweep client HOST ...` (`-c HOST` may stand anywhere).
+/// ...` and `netsweep -c HOST ...` is `netsweep client HOST --iperf3-cli ...` (`-c HOST` may
+/// stand anywhere; `--iperf3-cli` makes `-J` print iperf3's document).
 pub fn iperf3_argv(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let Some((prog, rest)) = args.split_first() else {
         return args;
@@ -377,7 +394,12 @@ pub fn iperf3_argv(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
         .filter(|_| starts_with_flag)
         && i + 1 < rest.len()
     {
-        let mut out = vec![prog.clone(), "client".into(), rest[i + 1].clone()];
+        let mut out = vec![
+            prog.clone(),
+            "client".into(),
+            rest[i + 1].clone(),
+            "--iperf3-cli".into(),
+        ];
         out.extend(rest[..i].iter().cloned());
         out.extend(rest[i + 2..].iter().cloned());
         return out;

@@ -68,11 +68,11 @@ fn iperf3_command_lines_are_understood() {
     );
     assert_eq!(
         v(&["netsweep", "-c", "h", "-t", "5"]),
-        ["netsweep", "client", "h", "-t", "5"]
+        ["netsweep", "client", "h", "--iperf3-cli", "-t", "5"]
     );
     assert_eq!(
         v(&["netsweep", "-t", "5", "-c", "h", "-R"]),
-        ["netsweep", "client", "h", "-t", "5", "-R"]
+        ["netsweep", "client", "h", "--iperf3-cli", "-t", "5", "-R"]
     );
     assert_eq!(
         v(&["netsweep", "stats", "-c", "99"]),

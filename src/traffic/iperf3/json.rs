@@ -58,7 +58,12 @@ pub fn document(result: &TestResult, server: SocketAddr) -> Value {
 
 /// One `--json-stream` line: `{"event":NAME,"data":DATA}` on one line, as iperf3 3.17+ writes.
 pub fn stream_event(name: &str, data: &Value) -> String {
-    json!({ "event": name, "data": data }).to_string()
+    // Written by hand so "event" comes first, as in iperf3's lines (a JSON object's keys are
+    // otherwise sorted here).
+    format!(
+        "{{\"event\":{},\"data\":{data}}}",
+        Value::String(name.into())
+    )
 }
 
 /// The `start` object. `info` may be `StartInfo::default()` with only a timestamp when the
@@ -185,11 +190,23 @@ fn client_sends(flow: Flow) -> bool {
 /// intervals of a test without `-O`: they are netsweep's send path calibration, which iperf3
 /// has no interval for (it is under `extensions.calibration`).
 fn interval_times(spec: &TestSpec, iv: &Interval) -> Option<(f64, f64)> {
-    if iv.omitted {
-        return (!spec.omit.is_zero()).then_some((iv.start_s, iv.end_s));
-    }
-    let origin = spec.warmup().as_secs_f64();
-    Some(((iv.start_s - origin).max(0.0), (iv.end_s - origin).max(0.0)))
+    let origin = if iv.omitted {
+        if spec.omit.is_zero() {
+            return None;
+        }
+        0.0
+    } else {
+        spec.warmup().as_secs_f64()
+    };
+    Some((
+        micros(iv.start_s - origin).max(0.0),
+        micros(iv.end_s - origin).max(0.0),
+    ))
+}
+
+/// Seconds rounded to the microsecond (iperf3 prints six decimals), so that 1.3 - 0.3 is 1.
+fn micros(s: f64) -> f64 {
+    (s * 1e6).round() / 1e6
 }
 
 fn rate(bytes: u64, seconds: f64) -> f64 {
@@ -203,7 +220,7 @@ fn rate(bytes: u64, seconds: f64) -> f64 {
 /// One `intervals[]` entry, or `None` for netsweep's calibration intervals.
 pub fn interval(spec: &TestSpec, iv: &Interval) -> Option<Value> {
     let (start, end) = interval_times(spec, iv)?;
-    let seconds = end - start;
+    let seconds = micros(end - start);
     let mut out = Map::new();
     out.insert(
         "streams".into(),
@@ -260,9 +277,12 @@ fn interval_stream(
     o.insert("socket".into(), json!(socket_id(row.stream)));
     o.insert("start".into(), json!(start));
     o.insert("end".into(), json!(end));
-    o.insert("seconds".into(), json!(end - start));
+    o.insert("seconds".into(), json!(micros(end - start)));
     o.insert("bytes".into(), json!(bytes));
-    o.insert("bits_per_second".into(), json!(rate(bytes, end - start)));
+    o.insert(
+        "bits_per_second".into(),
+        json!(rate(bytes, micros(end - start))),
+    );
     match (proto, sender) {
         (Protocol::Tcp, true) => {
             if let Some(r) = row.retransmits {
@@ -390,7 +410,7 @@ pub fn end(result: &TestResult) -> Value {
             .server_sockets
             .iter()
             .find_map(|s| s.congestion.clone())
-            .or_else(|| spec.congestion.clone());
+            .or_else(|| result.start.peer_congestion.clone());
         let (snd, rcv) = if spec.direction == Direction::Reverse {
             (server, client)
         } else {

@@ -252,6 +252,10 @@ fn stream_events_are_one_line_each() {
         &interval(&r.spec, &r.intervals[2]).expect("measured"),
     );
     assert!(!line.contains('\n'));
+    assert!(
+        line.starts_with("{\"event\":\"interval\",\"data\":{"),
+        "{line}"
+    );
     let v: Value = serde_json::from_str(&line).expect("json");
     assert_eq!(v["event"], json!("interval"));
     assert!(v["data"]["sum"]["bytes"].is_u64());
