@@ -371,6 +371,67 @@ pub struct ClientArgs {
     /// iperf3's block count (-k): answered like -n.
     #[arg(short = 'k', long = "blockcount", hide = true)]
     pub blockcount: Option<String>,
+    #[command(flatten)]
+    pub unimplemented: Iperf3ClientOptions,
+}
+
+/// iperf3 client options netsweep's client does not implement yet: accepted by the parser
+/// only so that each is refused by name (`Iperf3ClientOptions::refusal`), not as an unknown
+/// argument, and never ignored.
+#[derive(Debug, Args, Clone, Default)]
+pub struct Iperf3ClientOptions {
+    #[arg(short = 'S', long = "tos", hide = true)]
+    pub tos: Option<String>,
+    #[arg(long, hide = true)]
+    pub dscp: Option<String>,
+    #[arg(long, hide = true)]
+    pub fq_rate: Option<String>,
+    #[arg(long, hide = true)]
+    pub cport: Option<String>,
+    #[arg(long, hide = true)]
+    pub connect_timeout: Option<String>,
+    #[arg(short = 'm', long, hide = true)]
+    pub mptcp: bool,
+    #[arg(long, hide = true)]
+    pub get_server_output: bool,
+    #[arg(short = 'L', long, hide = true)]
+    pub flowlabel: Option<String>,
+    #[arg(long, hide = true)]
+    pub dont_fragment: bool,
+}
+
+impl Iperf3ClientOptions {
+    /// The options given, by name.
+    pub fn given(&self) -> Vec<&'static str> {
+        [
+            (self.tos.is_some(), "-S/--tos"),
+            (self.dscp.is_some(), "--dscp"),
+            (self.fq_rate.is_some(), "--fq-rate"),
+            (self.cport.is_some(), "--cport"),
+            (self.connect_timeout.is_some(), "--connect-timeout"),
+            (self.mptcp, "-m/--mptcp"),
+            (self.get_server_output, "--get-server-output"),
+            (self.flowlabel.is_some(), "-L/--flowlabel"),
+            (self.dont_fragment, "--dont-fragment"),
+        ]
+        .into_iter()
+        .filter_map(|(given, name)| given.then_some(name))
+        .collect()
+    }
+
+    /// Why the test cannot run as asked, when any of these options was given.
+    pub fn refusal(&self) -> Option<String> {
+        let given = self.given();
+        (!given.is_empty()).then(|| {
+            format!(
+                "{}: iperf3's option{}, not implemented by netsweep's client yet; run without \
+                 {}, or with iperf3",
+                given.join(", "),
+                if given.len() > 1 { "s" } else { "" },
+                if given.len() > 1 { "them" } else { "it" }
+            )
+        })
+    }
 }
 
 /// Rewrites iperf3's command lines into netsweep's: `netsweep -s ...` is `netsweep server
@@ -466,6 +527,9 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
     type Error = anyhow::Error;
 
     fn try_from(a: &ClientArgs) -> anyhow::Result<(ClientConfig, TestSpec)> {
+        if let Some(why) = a.unimplemented.refusal() {
+            bail!("{why}");
+        }
         if let Some(n) = a.bytes.as_ref().or(a.blockcount.as_ref()) {
             bail!(
                 "-n/-k {n}: netsweep measures for a time, not a byte count, so both ends share one \
