@@ -372,7 +372,7 @@ pub struct ClientArgs {
     #[arg(short = 'k', long = "blockcount", hide = true)]
     pub blockcount: Option<String>,
     #[command(flatten)]
-    pub unimplemented: Iperf3ClientOptions,
+    pub unimplemented: Box<Iperf3ClientOptions>,
 }
 
 /// iperf3 client options netsweep's client does not implement yet: accepted by the parser

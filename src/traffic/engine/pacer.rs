@@ -157,7 +157,7 @@ mod tests {
             // The sender wakes when the next chunk is due, but every 50th wake-up the core
             // is busy elsewhere for 30 ms.
             let wake = p.next_time(64 * 1024).max(now + Duration::from_micros(20));
-            now = if sends % 50 == 0 {
+            now = if sends.is_multiple_of(50) {
                 wake + Duration::from_millis(30)
             } else {
                 wake
