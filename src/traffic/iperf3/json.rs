@@ -364,12 +364,13 @@ fn interval_sum(
 
 /// Seconds behind a rate: `bytes * 8 / bits_per_second`, so the pair stays on the time base
 /// the rate was computed on (the counting end's); `fallback` when there is no rate.
+/// Rounded to the microsecond, as iperf3 prints it.
 fn seconds_of(bytes: u64, bits_per_second: f64, fallback: f64) -> f64 {
-    if bits_per_second > 0.0 && bytes > 0 {
+    micros(if bits_per_second > 0.0 && bytes > 0 {
         bytes as f64 * 8.0 / bits_per_second
     } else {
         fallback
-    }
+    })
 }
 
 /// The `end` object.
@@ -455,7 +456,7 @@ fn end_stream(result: &TestResult, dir: &DirectionResult, ss: &StreamSummary) ->
             "end": sender_secs,
             "seconds": sender_secs,
             "bytes": s.sent_bytes,
-            "bits_per_second": s.sent_bits_per_second,
+            "bits_per_second": rate(s.sent_bytes, sender_secs),
             "jitter_ms": s.jitter_ms.unwrap_or(0.0),
             "lost_packets": lost,
             "packets": packets,
@@ -470,7 +471,10 @@ fn end_stream(result: &TestResult, dir: &DirectionResult, ss: &StreamSummary) ->
     snd.insert("end".into(), json!(sender_secs));
     snd.insert("seconds".into(), json!(sender_secs));
     snd.insert("bytes".into(), json!(s.sent_bytes));
-    snd.insert("bits_per_second".into(), json!(s.sent_bits_per_second));
+    snd.insert(
+        "bits_per_second".into(),
+        json!(rate(s.sent_bytes, sender_secs)),
+    );
     if let Some(r) = s.retransmits {
         // iperf3 writes these whenever the sender reported retransmits, 0 where unknown.
         snd.insert("retransmits".into(), json!(r));
@@ -496,7 +500,7 @@ fn end_stream(result: &TestResult, dir: &DirectionResult, ss: &StreamSummary) ->
             // iperf3 writes this end's own seconds here (its `end_time`).
             "seconds": local_secs,
             "bytes": s.bytes,
-            "bits_per_second": s.bits_per_second,
+            "bits_per_second": rate(s.bytes, receiver_secs),
             "sender": sender,
         },
     })
@@ -508,17 +512,17 @@ fn end_sums(spec: &TestSpec, dir: &DirectionResult, end: &mut Map<String, Value>
     let sender = client_sends(dir.flow);
     let sender_secs = seconds_of(s.sent_bytes, s.sent_bits_per_second, s.seconds);
     let receiver_secs = seconds_of(s.bytes, s.bits_per_second, s.seconds);
-    let base = |secs: f64, bytes: u64, bps: f64| {
+    let base = |secs: f64, bytes: u64, bps_secs: f64| {
         let mut m = Map::new();
         m.insert("start".into(), json!(0.0));
         m.insert("end".into(), json!(secs));
         m.insert("seconds".into(), json!(secs));
         m.insert("bytes".into(), json!(bytes));
-        m.insert("bits_per_second".into(), json!(bps));
+        m.insert("bits_per_second".into(), json!(rate(bytes, bps_secs)));
         m
     };
-    let mut sent = base(sender_secs, s.sent_bytes, s.sent_bits_per_second);
-    let mut received = base(receiver_secs, s.bytes, s.bits_per_second);
+    let mut sent = base(sender_secs, s.sent_bytes, sender_secs);
+    let mut received = base(receiver_secs, s.bytes, receiver_secs);
     match spec.protocol {
         Protocol::Tcp => {
             if let Some(r) = s.retransmits {
@@ -532,7 +536,7 @@ fn end_sums(spec: &TestSpec, dir: &DirectionResult, end: &mut Map<String, Value>
             let lost = s.lost_packets.unwrap_or(0);
             let jitter = s.jitter_ms.unwrap_or(0.0);
             // iperf3's original UDP summary: bytes sent, over the receiver's seconds.
-            let mut sum = base(receiver_secs, s.sent_bytes, s.sent_bits_per_second);
+            let mut sum = base(receiver_secs, s.sent_bytes, sender_secs);
             sum.insert("jitter_ms".into(), json!(jitter));
             sum.insert("lost_packets".into(), json!(lost));
             sum.insert("packets".into(), json!(packets));
