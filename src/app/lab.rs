@@ -280,7 +280,7 @@ fn test(path: &PathArgs, vm: &VmArgs, client_args: &[String]) -> anyhow::Result<
         ..LabOptions::default()
     };
     let lab = up_interruptibly(&name, path, &opts)?;
-    if !args.json {
+    if view.json.is_none() {
         crate::outln!("lab {name}: {}", describe(lab.path(), lab.emulator()));
         if let Some(note) = jitter_note(lab.path(), lab.emulator()) {
             crate::outln!("  {note}");

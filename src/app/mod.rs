@@ -11,8 +11,9 @@ mod tune;
 
 use crate::cli::{Cli, ClientArgs, Command, ServerArgs, ServerConfig};
 use crate::traffic::client::{self, ClientConfig};
+use crate::traffic::iperf3::json as iperf3_json;
 use crate::traffic::output;
-use crate::traffic::result::TestResult;
+use crate::traffic::result::{StartInfo, TestResult};
 use crate::traffic::spec::TestSpec;
 use crate::units::RateFormat;
 use crate::{platform::signals, traffic::server};
@@ -95,19 +96,46 @@ fn run_client(a: &ClientArgs) -> anyhow::Result<ExitCode> {
 /// How `netsweep client` shows its result: JSON or text, in which units, how much detail.
 #[derive(Debug, Clone, Default)]
 pub struct ClientView {
-    pub json: bool,
+    /// `None`: text.
+    pub json: Option<JsonSchema>,
     pub units: RateFormat,
     pub verbose: bool,
     /// Where the output goes instead of standard output (`--logfile`).
     pub logfile: Option<std::path::PathBuf>,
 }
 
+/// Which JSON a client prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonSchema {
+    /// netsweep's own result document (`TestResult`).
+    Netsweep,
+    /// iperf3 3.21's `-J` document (`traffic::iperf3::json`).
+    Iperf3,
+    /// iperf3's `--json-stream`: one event per line, intervals as they end.
+    Iperf3Stream,
+}
+
 impl TryFrom<&ClientArgs> for ClientView {
     type Error = anyhow::Error;
 
     fn try_from(a: &ClientArgs) -> anyhow::Result<ClientView> {
+        let iperf3_mode = a.iperf3 || a.iperf3_cli;
+        let json = match (a.json.as_deref(), a.json_stream) {
+            (Some("netsweep"), true) => anyhow::bail!(
+                "--json-stream writes iperf3's events; netsweep's own document is --json=netsweep"
+            ),
+            (_, true) => Some(JsonSchema::Iperf3Stream),
+            (None, false) => None,
+            (Some("auto"), false) if iperf3_mode => Some(JsonSchema::Iperf3),
+            (Some("auto" | "netsweep"), false) => Some(JsonSchema::Netsweep),
+            (Some("iperf3"), false) => Some(JsonSchema::Iperf3),
+            (Some(other), false) => anyhow::bail!(
+                "--json={other}: expected --json (iperf3's document in iperf3 mode, else \
+                 netsweep's), --json=iperf3 or --json=netsweep"
+            ),
+        };
         Ok(ClientView {
-            json: a.json,
+            json,
             units: a
                 .format
                 .as_deref()
@@ -121,9 +149,9 @@ impl TryFrom<&ClientArgs> for ClientView {
     }
 }
 
-/// Runs one test, printing intervals live (text) or one document at the end (`--json`).
-/// Ctrl-C prints what was measured so far. The column header waits for the first interval,
-/// so a test that never starts prints only why.
+/// Runs one test, printing intervals live (text, `--json-stream`) or one document at the end
+/// (`--json`). Ctrl-C prints what was measured so far. The column header waits for the first
+/// interval, so a test that never starts prints only why.
 pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) -> ExitCode {
     if let Some(path) = &view.logfile
         && let Err(e) = crate::console::log_to(path)
@@ -133,13 +161,13 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
     }
     let stop = signals::install();
     for note in &cfg.notes {
-        if view.json {
+        if view.json.is_some() {
             crate::errln!("netsweep: {note}");
         } else {
             crate::outln!("{note}");
         }
     }
-    if !view.json {
+    if view.json.is_none() {
         crate::outln!(
             "Connecting to host {}, port {}",
             cfg.server.ip(),
@@ -149,24 +177,37 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
             crate::outln!("{}", output::spec_line(spec));
         }
     }
-    let mut header_shown = false;
-    let mut print_interval = |iv: &crate::traffic::result::Interval| {
-        if !view.json {
-            if !header_shown {
+    let mut started = false;
+    let mut print_interval = |iv: &crate::traffic::result::Interval| match view.json {
+        None => {
+            if !started {
                 crate::outln!("{}", output::header(spec));
-                header_shown = true;
+                started = true;
             }
             crate::out!("{}", output::interval_lines(spec, iv, view.units));
         }
+        Some(JsonSchema::Iperf3Stream) => {
+            if !started {
+                stream_start(cfg, spec, &now_only());
+                started = true;
+            }
+            if let Some(data) = iperf3_json::interval(spec, iv) {
+                crate::outln!("{}", iperf3_json::stream_event("interval", &data));
+            }
+        }
+        Some(_) => {}
     };
-    match client::run_test(cfg, spec, stop, &mut print_interval) {
+    let outcome = client::run_test(cfg, spec, stop, &mut print_interval);
+    let stream_started = started && view.json == Some(JsonSchema::Iperf3Stream);
+    match outcome {
         Ok(result) => {
-            print_result(&result, view);
+            print_result(cfg, &result, view, stream_started);
             ExitCode::SUCCESS
         }
         Err(e) => {
-            if let Some(partial) = &e.partial {
-                print_result(partial, view);
+            match &e.partial {
+                Some(partial) => print_result(cfg, partial, view, stream_started),
+                None => print_failure(cfg, spec, view, &e.message, stream_started),
             }
             crate::errln!("netsweep: {}", e.message);
             ExitCode::FAILURE
@@ -174,16 +215,78 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
     }
 }
 
-fn print_result(result: &TestResult, view: &ClientView) {
-    if view.json {
-        match serde_json::to_string_pretty(result) {
-            Ok(text) => crate::outln!("{text}"),
+/// A start time and nothing else: what is known before the first interval.
+fn now_only() -> StartInfo {
+    StartInfo {
+        timestamp_unix_s: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64()),
+        ..StartInfo::default()
+    }
+}
+
+fn stream_start(cfg: &ClientConfig, spec: &TestSpec, info: &StartInfo) {
+    let data = iperf3_json::start(spec, info, cfg.server);
+    crate::outln!("{}", iperf3_json::stream_event("start", &data));
+}
+
+fn print_json(doc: &serde_json::Value) {
+    match serde_json::to_string_pretty(doc) {
+        Ok(text) => crate::outln!("{text}"),
+        Err(e) => crate::errln!("netsweep: cannot encode the result: {e}"),
+    }
+}
+
+fn print_result(cfg: &ClientConfig, result: &TestResult, view: &ClientView, stream_started: bool) {
+    match view.json {
+        Some(JsonSchema::Netsweep) => match serde_json::to_value(result) {
+            Ok(doc) => print_json(&doc),
             Err(e) => crate::errln!("netsweep: cannot encode the result: {e}"),
+        },
+        Some(JsonSchema::Iperf3) => print_json(&iperf3_json::document(result, cfg.server)),
+        Some(JsonSchema::Iperf3Stream) => {
+            if !stream_started {
+                stream_start(cfg, &result.spec, &result.start);
+            }
+            if let Some(e) = &result.error {
+                let event = iperf3_json::stream_event("error", &serde_json::json!(e));
+                crate::outln!("{event}");
+            }
+            let end = iperf3_json::end(result);
+            crate::outln!("{}", iperf3_json::stream_event("end", &end));
         }
-    } else {
-        crate::out!("{}", output::summary(result, view.units));
-        if view.verbose {
-            crate::out!("{}", output::sockets(result));
+        None => {
+            crate::out!("{}", output::summary(result, view.units));
+            if view.verbose {
+                crate::out!("{}", output::sockets(result));
+            }
         }
+    }
+}
+
+/// A test that failed before measuring anything: iperf3's JSON readers still get a document
+/// (or an event) with the `error` they look for.
+fn print_failure(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    view: &ClientView,
+    message: &str,
+    stream_started: bool,
+) {
+    match view.json {
+        Some(JsonSchema::Iperf3) => print_json(&serde_json::json!({
+            "start": iperf3_json::start(spec, &now_only(), cfg.server),
+            "intervals": [],
+            "end": {},
+            "error": message,
+        })),
+        Some(JsonSchema::Iperf3Stream) => {
+            if !stream_started {
+                stream_start(cfg, spec, &now_only());
+            }
+            let event = iperf3_json::stream_event("error", &serde_json::json!(message));
+            crate::outln!("{event}");
+        }
+        Some(JsonSchema::Netsweep) | None => {}
     }
 }

@@ -68,11 +68,11 @@ fn iperf3_command_lines_are_understood() {
     );
     assert_eq!(
         v(&["netsweep", "-c", "h", "-t", "5"]),
-        ["netsweep", "client", "h", "-t", "5"]
+        ["netsweep", "client", "h", "--iperf3-cli", "-t", "5"]
     );
     assert_eq!(
         v(&["netsweep", "-t", "5", "-c", "h", "-R"]),
-        ["netsweep", "client", "h", "-t", "5", "-R"]
+        ["netsweep", "client", "h", "--iperf3-cli", "-t", "5", "-R"]
     );
     assert_eq!(
         v(&["netsweep", "stats", "-c", "99"]),
@@ -164,4 +164,34 @@ fn address_families_are_honoured() {
     assert!(resolve("::1", 1, false, true).unwrap().is_ipv6());
     assert!(resolve("127.0.0.1", 1, true, false).unwrap().is_ipv4());
     assert!(resolve("127.0.0.1", 1, false, true).is_err());
+}
+
+/// iperf3's options the client does not implement are refused by name, not as unknown
+/// arguments and never ignored.
+#[test]
+fn unimplemented_iperf3_options_are_refused_by_name() {
+    for (args, name) in [
+        (&["127.0.0.1", "-S", "16"][..], "-S/--tos"),
+        (&["127.0.0.1", "--dscp", "ef"][..], "--dscp"),
+        (&["127.0.0.1", "--fq-rate", "1G"][..], "--fq-rate"),
+        (&["127.0.0.1", "--cport", "5000"][..], "--cport"),
+        (
+            &["127.0.0.1", "--connect-timeout", "500"][..],
+            "--connect-timeout",
+        ),
+        (&["127.0.0.1", "-m"][..], "-m/--mptcp"),
+        (
+            &["127.0.0.1", "--get-server-output"][..],
+            "--get-server-output",
+        ),
+        (&["127.0.0.1", "-L", "7"][..], "-L/--flowlabel"),
+        (&["127.0.0.1", "--dont-fragment"][..], "--dont-fragment"),
+    ] {
+        let e = format!("{:#}", client(args).unwrap_err());
+        assert!(
+            e.contains(name) && e.contains("not implemented"),
+            "{args:?}: {e}"
+        );
+    }
+    assert!(client(&["127.0.0.1", "-t", "1"]).is_ok());
 }

@@ -40,3 +40,28 @@ impl Os {
 pub const THIS_OS: Os = Os::Linux;
 #[cfg(target_os = "freebsd")]
 pub const THIS_OS: Os = Os::FreeBsd;
+
+/// `uname -a`'s first fields, as iperf3's `system_info`: "Linux host 6.1.0 #1 SMP ... x86_64".
+pub fn system_info() -> String {
+    // SAFETY: `uname` fills the zeroed struct it is given; its fields are NUL-terminated.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return std::env::consts::OS.to_string();
+    }
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|c| **c != 0)
+            .map(|c| *c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    [
+        field(&u.sysname),
+        field(&u.nodename),
+        field(&u.release),
+        field(&u.version),
+        field(&u.machine),
+    ]
+    .join(" ")
+}

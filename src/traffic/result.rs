@@ -173,6 +173,10 @@ pub struct StartInfo {
     pub receive_reads: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receive_low_water_bytes: Option<u64>,
+    /// The congestion control the far end used when it is an iperf3 server (its
+    /// `congestion_used`; a netsweep server's is in `server_sockets`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_congestion: Option<String>,
 }
 
 /// The result of one test.

@@ -346,6 +346,8 @@ fn run_on(
     };
     let mut local = local;
     local.cpu.wall_s = start.elapsed().as_secs_f64();
+    let mut info = info;
+    info.peer_congestion = peer.as_ref().and_then(|p| p.congestion_used.clone());
     let result = assemble(&spec, info, &local, peer.as_ref(), error.clone());
     crate::traffic::client::finish(
         result,

@@ -4,6 +4,7 @@
 pub mod client;
 pub mod control;
 pub mod import;
+pub mod json;
 pub mod peer_checks;
 pub mod peer_result;
 pub mod report;

@@ -232,6 +232,15 @@ impl Drop for Registration<'_> {
 /// The netsweep test an iperf3 client's parameters ask for. The streams run open-ended (the
 /// client says when the test ends), so the grid is the asked time plus `END_GRACE`.
 pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> {
+    if !p.unimplemented.is_empty() {
+        return Err(Refusal::new(
+            code::UNIMPLEMENTED,
+            format!(
+                "the client asked for {}, which this netsweep server does not implement",
+                p.unimplemented.join(", ")
+            ),
+        ));
+    }
     if p.time_s == 0 && p.bytes == 0 && p.blocks == 0 {
         return Err(Refusal::new(code::DURATION, "a test of no time"));
     }
@@ -485,7 +494,9 @@ pub fn serve(
         open_ended: true,
     };
     let streams = session::start_streams(&spec, false, sockets, (start, start), wire)?;
-    let deadline = start + Duration::from_secs(params.time_s + params.omit_s) + END_GRACE;
+    // The grid's end: the asked time plus `END_GRACE`, or, with -n/-k (no time), the
+    // longest test this server accepts (a byte count's end is the client's TEST_END).
+    let deadline = start + spec.omit + spec.duration;
     let mut finished = Finished::default();
     let ended = wait_for_end(&mut ctrl, &streams, deadline, &mut finished, || {
         hub.contested(&cookie)
@@ -517,7 +528,17 @@ pub fn serve(
     let theirs =
         Results::from_json(&theirs).map_err(|e| anyhow::anyhow!("the client's results: {e}"))?;
     let ours = super::report::results(&spec, &finished, Some(stopped));
-    control::write_json(&mut ctrl, &ours.to_json())?;
+    let mut doc = ours.to_json();
+    if params.get_server_output
+        && let Some(m) = doc.as_object_mut()
+    {
+        // iperf3's --get-server-output: the server's own account, as text.
+        m.insert(
+            "server_output_text".into(),
+            serde_json::Value::String(server_output(peer, &spec, &ours, &theirs)),
+        );
+    }
+    control::write_json(&mut ctrl, &doc)?;
     control::write_state(&mut ctrl, State::DisplayResults)?;
     // IPERF_DONE, or the client hangs up: either ends the test.
     let _ = control::read_state(&mut ctrl, Instant::now() + STAGE_DEADLINE);
@@ -544,6 +565,15 @@ fn test_words(spec: &TestSpec, params: &Params) -> String {
         "{protocol} {direction} test, {} streams, {} s",
         spec.streams,
         params.time_s + params.omit_s
+    )
+}
+
+/// The text an iperf3 client asked for with `--get-server-output`.
+fn server_output(peer: SocketAddr, spec: &TestSpec, ours: &Results, theirs: &Results) -> String {
+    format!(
+        "netsweep {} server, iperf3 protocol\n{}\n",
+        env!("CARGO_PKG_VERSION"),
+        summary_line(peer, spec, ours, theirs)
     )
 }
 

@@ -265,6 +265,39 @@ pub struct Params {
     pub client_version: Option<String>,
     /// The client sent an RSA authentication token.
     pub authtoken: bool,
+    /// iperf3 options the client asked for that a netsweep server does not implement, by
+    /// their command-line names (`--fq-rate`, `-S/--tos/--dscp`, ...): such a test is refused
+    /// with `code::UNIMPLEMENTED` and the server's log names them, never run without them.
+    pub unimplemented: Vec<&'static str>,
+}
+
+/// Parameters an iperf3 client sends for options a netsweep server does not implement, with
+/// the options' command-line names; a key counts when it is true or a non-zero number.
+/// (`gso`/`gro`, `zerocopy`, `pacing_timer`, `repeating_payload`, `skip_rx_copy`, `title` and
+/// `extra_data` change how a sender works or what it writes, not what is measured: accepted.)
+const UNIMPLEMENTED_OPTIONS: &[(&str, &str)] = &[
+    ("fqrate", "--fq-rate"),
+    ("TOS", "-S/--tos/--dscp"),
+    ("mptcp", "-m/--mptcp"),
+    ("flowlabel", "-L/--flowlabel"),
+    ("dont_fragment", "--dont-fragment"),
+    ("server_affinity", "-A (server CPU affinity)"),
+    ("burst", "-b RATE/BURST"),
+    ("authtoken", "--username (authentication)"),
+];
+
+/// The options of `UNIMPLEMENTED_OPTIONS` a parameter document asks for.
+fn unimplemented_options(m: &Map<String, Value>) -> Vec<&'static str> {
+    UNIMPLEMENTED_OPTIONS
+        .iter()
+        .filter(|(key, _)| match m.get(*key) {
+            Some(Value::Bool(b)) => *b,
+            Some(Value::Number(n)) => n.as_f64().is_some_and(|v| v != 0.0),
+            Some(Value::String(s)) => !s.is_empty(),
+            _ => false,
+        })
+        .map(|(_, name)| *name)
+        .collect()
 }
 
 /// Why a client's parameters were refused: the iperf3 error code to send back, and words.
@@ -416,6 +449,7 @@ impl Params {
             udp_counters_64bit: flag(m, "udp_counters_64bit"),
             client_version: text(m, "client_version"),
             authtoken: m.contains_key("authtoken"),
+            unimplemented: unimplemented_options(m),
         })
     }
 
