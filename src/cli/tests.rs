@@ -165,3 +165,21 @@ fn address_families_are_honoured() {
     assert!(resolve("127.0.0.1", 1, true, false).unwrap().is_ipv4());
     assert!(resolve("127.0.0.1", 1, false, true).is_err());
 }
+
+#[test]
+fn window_auto_leaves_autotuning_and_window_mode_ask_is_carried() {
+    let (_, spec) = client(&["127.0.0.1", "-w", "auto"]).unwrap();
+    assert_eq!(spec.window_bytes, None);
+    let (_, spec) = client(&["127.0.0.1", "-w", "default"]).unwrap();
+    assert_eq!(spec.window_bytes, None);
+    let (_, spec) = client(&["127.0.0.1", "-w", "1536K", "--window-mode", "ask"]).unwrap();
+    assert_eq!(spec.window_bytes, Some(1536 * 1024));
+    assert_eq!(spec.window_mode, crate::traffic::spec::WindowMode::Ask);
+    let (_, spec) = client(&["127.0.0.1", "-w", "64K"]).unwrap();
+    assert_eq!(spec.window_mode, crate::traffic::spec::WindowMode::Force);
+    let e = client(&["127.0.0.1", "--window-mode", "gently"]).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("--window-mode: window mode \"gently\""),
+        "{e:#}"
+    );
+}
