@@ -9,8 +9,9 @@
 //! - `campaigns`: plans, the runner and its executors, the SQLite store, campaign statistics.
 //! - `analysis`: ministat-compatible statistics and verdicts, ministat rendering, reports.
 //! - `host`: `doctor` diagnostics, sysctl `tuning` with its journal, kernel counters and facts.
-//! - `units`, `inputs`, `console`: quantities and their parsers, bounded reading and escaping of
-//!   outside text, printing that survives a closed pipe.
+//! - `units`, `inputs`, `console`, `paste`: quantities and their parsers, bounded reading and
+//!   escaping of outside text, printing that survives a closed pipe, suggested commands that run
+//!   as printed.
 //! - `cli`: command-line syntax, converted once into validated configurations; `app`: what
 //!   each subcommand does, called by `main`.
 //!
@@ -26,6 +27,7 @@ pub mod console;
 pub mod host;
 pub mod inputs;
 pub mod lab;
+pub mod paste;
 pub mod platform;
 pub mod traffic;
 pub mod units;

@@ -285,11 +285,26 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     print_summary(&store, campaign, &plan)?;
     if outcome.interrupted {
         crate::outln!(
-            "interrupted: {} runs stored; continue with `netsweep run {} --resume`",
+            "interrupted: {} runs stored; continue with: {}",
             outcome.ran,
-            a.plan.display()
+            resume_command(a)
         );
         return Ok(ExitCode::from(130));
+    }
+    if outcome.skipped > 0 {
+        crate::outln!(
+            "{} configuration(s) were skipped for failing the same way round after round (the \
+             notes above say why); after a fix, retry them with: {}",
+            outcome.skipped,
+            resume_command(a)
+        );
+    }
+    if outcome.all_failing {
+        crate::errln!(
+            "campaign {campaign} stopped: every configuration failed the same way in two \
+             consecutive rounds"
+        );
+        return Ok(ExitCode::from(1));
     }
     let stem = db
         .file_stem()
@@ -303,6 +318,19 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     );
     crate::outln!("report: {}", report.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The command that continues this campaign, as the user would paste it: the running binary,
+/// the plan as given, and `--db` when the user named one (without it the database beside the
+/// plan is meant).
+pub fn resume_command(a: &RunArgs) -> String {
+    let mut args: Vec<std::ffi::OsString> = vec!["run".into(), a.plan.clone().into()];
+    if let Some(db) = &a.db {
+        args.push("--db".into());
+        args.push(db.clone().into());
+    }
+    args.push("--resume".into());
+    crate::paste::netsweep(&args)
 }
 
 /// Prints a campaign's progress, one line per finished run, and keeps the runner's overhead.
