@@ -8,6 +8,7 @@
 //! idempotent. The network-facing server never calls this module.
 
 pub mod profile;
+pub mod trial;
 
 pub use crate::platform::sysctl::normalize;
 use crate::platform::{Os, THIS_OS, netns, sysctl};
@@ -427,6 +428,17 @@ pub fn validate(t: &Target, p: &Profile, opts: &ApplyOptions) -> Result<(), Vec<
             errors.push(e);
             continue;
         }
+        // Tried first: the true reason a key cannot act in a namespace, whatever is allowed.
+        if matches!(t, Target::Netns(_))
+            && let Some(why) = trial::in_namespace(k)
+        {
+            errors.push(format!(
+                "{k} cannot act on {}: {why}; {}",
+                t.id(),
+                trial::ELSEWHERE
+            ));
+            continue;
+        }
         if matches!(t, Target::Netns(_))
             && profile::scope(k) == Some(Scope::HostWide)
             && !opts.allow_host_wide
@@ -441,6 +453,10 @@ pub fn validate(t: &Target, p: &Profile, opts: &ApplyOptions) -> Result<(), Vec<
                 "{k} cannot be changed by this user on {}: changing sysctls needs root",
                 t.id()
             ));
+        } else if matches!(t, Target::Guest { .. })
+            && let Some(why) = trial::read_back(t, k)
+        {
+            errors.push(why);
         }
     }
     if errors.is_empty() {
