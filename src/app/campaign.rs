@@ -596,10 +596,24 @@ fn csv_field(s: &str) -> String {
     }
 }
 
+/// Runs as exports number them: the first round and the first run of the campaign are 1 in
+/// CSV and JSON alike (the store counts from 0).
+fn counted_from_one(
+    runs: Vec<crate::campaigns::store::RunRow>,
+) -> Vec<crate::campaigns::store::RunRow> {
+    runs.into_iter()
+        .map(|r| crate::campaigns::store::RunRow {
+            round: r.round + 1,
+            sequence: r.sequence + 1,
+            ..r
+        })
+        .collect()
+}
+
 pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     let store = open_existing(&a.db)?;
     let campaign = campaign_id(&store, a.campaign, &a.db)?;
-    let runs = store.runs(campaign)?;
+    let runs = counted_from_one(store.runs(campaign)?);
     if a.format == "json" {
         crate::outln!("{}", serde_json::to_string_pretty(&runs)?);
         return Ok(ExitCode::SUCCESS);
@@ -628,7 +642,7 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         let mut row = vec![
             r.id.to_string(),
             r.sequence.to_string(),
-            (r.round + 1).to_string(),
+            r.round.to_string(),
         ];
         row.extend(dims.iter().map(|d| csv_field(&value_of(&r.dims, d))));
         row.extend([

@@ -77,6 +77,9 @@ pub struct Comparison {
     pub hodges_lehmann: rank::HodgesLehmann,
     /// Runs per set that would detect `detect_change` at `power`; `None` if undefined.
     pub runs_needed: Option<usize>,
+    /// The relative change `runs_needed` is for (0.05 = 5%), so its line can name it.
+    #[serde(default)]
+    pub detect_change: f64,
     /// Welch (Holm-adjusted) says the difference is real.
     pub significant: bool,
     pub verdict: String,
@@ -224,6 +227,7 @@ fn compare(base_name: &str, base: &[f64], name: &str, other: &[f64], cfg: &Confi
         mann_whitney: rank::mann_whitney(base, other),
         hodges_lehmann: rank::hodges_lehmann(base, other, cfg.confidence),
         runs_needed: runs_needed(pooled_sd, delta, cfg.confidence, cfg.power),
+        detect_change: cfg.detect_change,
         verdict: String::new(),
     }
 }
