@@ -296,9 +296,14 @@ pub struct ClientArgs {
     /// Both directions at once.
     #[arg(long)]
     pub bidir: bool,
-    /// Socket buffer size on both ends (SO_SNDBUF/SO_RCVBUF), e.g. 64K, 4M.
+    /// Socket buffer size on both ends (SO_SNDBUF/SO_RCVBUF), e.g. 64K, 4M; auto (or default)
+    /// leaves the kernel's autotuning, as no -w.
     #[arg(long, short = 'w')]
     pub window: Option<String>,
+    /// How -w is asked of the kernel: force (default; past net.core.rmem_max/wmem_max where
+    /// root may) or ask (capped by them, as a non-root iperf; the granted sizes are reported).
+    #[arg(long, value_name = "ask|force")]
+    pub window_mode: Option<String>,
     /// TCP maximum segment size.
     #[arg(long, short = 'M')]
     pub mss: Option<u32>,
@@ -573,12 +578,15 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             (_, true) => Direction::Bidir,
             _ => Direction::Forward,
         };
-        spec.window_bytes = a
-            .window
-            .as_deref()
-            .map(|w| w.parse::<Bytes>().map(|b| b.0))
-            .transpose()
-            .context("-w/--window")?;
+        spec.window_bytes = match a.window.as_deref() {
+            Some(w) => crate::traffic::spec::parse_window(w).context("-w/--window")?,
+            None => None,
+        };
+        if let Some(m) = &a.window_mode {
+            spec.window_mode = m
+                .parse()
+                .map_err(|e: String| anyhow::anyhow!("--window-mode: {e}"))?;
+        }
         spec.mss_bytes = a.mss;
         spec.congestion = a.congestion.clone();
         if let Some(l) = &a.length {

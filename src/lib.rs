@@ -11,8 +11,9 @@
 //! - `pscheduler`: netsweep as a perfSONAR pScheduler tool: the plugin's methods, the
 //!   throughput spec and result formats (above `traffic`, below `app`).
 //! - `host`: `doctor` diagnostics, sysctl `tuning` with its journal, kernel counters and facts.
-//! - `units`, `inputs`, `console`: quantities and their parsers, bounded reading and escaping of
-//!   outside text, printing that survives a closed pipe.
+//! - `units`, `inputs`, `console`, `paste`: quantities and their parsers, bounded reading and
+//!   escaping of outside text, printing that survives a closed pipe, suggested commands that run
+//!   as printed.
 //! - `cli`: command-line syntax, converted once into validated configurations; `app`: what
 //!   each subcommand does, called by `main`.
 //!
@@ -28,6 +29,7 @@ pub mod console;
 pub mod host;
 pub mod inputs;
 pub mod lab;
+pub mod paste;
 pub mod platform;
 pub mod pscheduler;
 pub mod traffic;

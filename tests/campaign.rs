@@ -382,12 +382,18 @@ fn check_refuses_unknown_congestion_controls_and_warns_of_too_few_runs() {
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("p.toml");
     let db = dir.path().join("p.db");
+    // A dimension lists each value once (a repeated value is refused at parse).
     let write = |cc: &str, count: u32| {
+        let list = if cc == "reno" {
+            "\"reno\"".to_string()
+        } else {
+            format!("\"reno\", \"{cc}\"")
+        };
         std::fs::write(
             &plan,
             format!(
                 "[target]\nkind = \"loopback\"\n[test]\nduration = \"1s\"\n[matrix]\n\
-                 congestion = [\"reno\", \"{cc}\"]\n[repeat]\ncount = {count}\n"
+                 congestion = [{list}]\n[repeat]\ncount = {count}\n"
             ),
         )
         .unwrap();

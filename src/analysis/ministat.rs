@@ -299,7 +299,8 @@ pub fn extra_block(a: &Analysis, k: usize) -> String {
     if let Some(n) = c.runs_needed {
         let _ = writeln!(
             out,
-            "\tRuns per set to detect the configured change at 80% power: about {n}"
+            "\tRuns per set to detect a {}% change (the configured change) at 80% power: about {n}",
+            fmt_g(c.detect_change * 100.0, 4)
         );
     }
     let _ = writeln!(out, "Verdict: {}", c.verdict);
@@ -426,6 +427,25 @@ pub fn parse_values(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: the line said "the configured change" without saying what it was.
+    #[test]
+    fn runs_per_set_names_the_change_it_is_for() {
+        let sets = vec![
+            ("a".to_string(), vec![10.0, 11.0, 12.0, 10.5, 11.5]),
+            ("b".to_string(), vec![10.2, 11.1, 12.3, 10.4, 11.7]),
+        ];
+        let cfg = crate::analysis::stats::Config {
+            detect_change: 0.1,
+            ..Default::default()
+        };
+        let a = crate::analysis::stats::analyze(&sets, &cfg).unwrap();
+        let text = extra_block(&a, 0);
+        assert!(
+            text.contains("Runs per set to detect a 10% change (the configured change)"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn g_formatting_matches_printf() {

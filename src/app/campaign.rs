@@ -295,11 +295,26 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     print_summary(&store, campaign, &plan)?;
     if outcome.interrupted {
         crate::outln!(
-            "interrupted: {} runs stored; continue with `netsweep run {} --resume`",
+            "interrupted: {} runs stored; continue with: {}",
             outcome.ran,
-            a.plan.display()
+            resume_command(a)
         );
         return Ok(ExitCode::from(130));
+    }
+    if outcome.skipped > 0 {
+        crate::outln!(
+            "{} configuration(s) were skipped for failing the same way round after round (the \
+             notes above say why); after a fix, retry them with: {}",
+            outcome.skipped,
+            resume_command(a)
+        );
+    }
+    if outcome.all_failing {
+        crate::errln!(
+            "campaign {campaign} stopped: every configuration failed the same way in two \
+             consecutive rounds"
+        );
+        return Ok(ExitCode::from(1));
     }
     let stem = db
         .file_stem()
@@ -313,6 +328,19 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     );
     crate::outln!("report: {}", report.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The command that continues this campaign, as the user would paste it: the running binary,
+/// the plan as given, and `--db` when the user named one (without it the database beside the
+/// plan is meant).
+pub fn resume_command(a: &RunArgs) -> String {
+    let mut args: Vec<std::ffi::OsString> = vec!["run".into(), a.plan.clone().into()];
+    if let Some(db) = &a.db {
+        args.push("--db".into());
+        args.push(db.clone().into());
+    }
+    args.push("--resume".into());
+    crate::paste::netsweep(&args)
 }
 
 /// Prints a campaign's progress, one line per finished run, and keeps the runner's overhead.
@@ -648,10 +676,24 @@ fn csv_field(s: &str) -> String {
     }
 }
 
+/// Runs as exports number them: the first round and the first run of the campaign are 1 in
+/// CSV and JSON alike (the store counts from 0).
+fn counted_from_one(
+    runs: Vec<crate::campaigns::store::RunRow>,
+) -> Vec<crate::campaigns::store::RunRow> {
+    runs.into_iter()
+        .map(|r| crate::campaigns::store::RunRow {
+            round: r.round + 1,
+            sequence: r.sequence + 1,
+            ..r
+        })
+        .collect()
+}
+
 pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     let store = open_existing(&a.db)?;
     let campaign = campaign_id(&store, a.campaign, &a.db)?;
-    let runs = store.runs(campaign)?;
+    let runs = counted_from_one(store.runs(campaign)?);
     if a.format == "json" {
         crate::outln!("{}", serde_json::to_string_pretty(&runs)?);
         return Ok(ExitCode::SUCCESS);
@@ -680,7 +722,7 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
         let mut row = vec![
             r.id.to_string(),
             r.sequence.to_string(),
-            (r.round + 1).to_string(),
+            r.round.to_string(),
         ];
         row.extend(dims.iter().map(|d| csv_field(&value_of(&r.dims, d))));
         row.extend([

@@ -176,7 +176,8 @@ fn up(name: &str, path: &PathArgs, vm: &VmArgs, state_dir: PathBuf) -> anyhow::R
             crate::cli::DEFAULT_PORT
         );
         crate::outln!(
-            "try: netsweep lab exec {name} a -- netsweep client 198.18.0.2     ({})",
+            "try: {} -- netsweep client 198.18.0.2     ({})",
+            crate::paste::netsweep(&["lab", "exec", name, "a"]),
             if lab.guest_at(Host::A).is_some() {
                 "the client in guest a, the server in guest b; -R for guest b to guest a"
             } else {
@@ -190,11 +191,17 @@ fn up(name: &str, path: &PathArgs, vm: &VmArgs, state_dir: PathBuf) -> anyhow::R
             Host::B.ipv4(),
             Host::B.ipv6()
         );
+        let me = crate::paste::program();
         crate::outln!(
-            "try: netsweep lab exec {name} b -- netsweep server &   netsweep lab exec {name} a -- netsweep client 198.18.0.2"
+            "try: {} -- {me} server &   {} -- {me} client 198.18.0.2",
+            crate::paste::netsweep(&["lab", "exec", name, "b"]),
+            crate::paste::netsweep(&["lab", "exec", name, "a"]),
         );
     }
-    crate::outln!("remove it with: netsweep lab down {name}");
+    crate::outln!(
+        "remove it with: {}",
+        crate::paste::netsweep(&["lab", "down", name])
+    );
     lab.persist();
     Ok(ExitCode::SUCCESS)
 }

@@ -534,19 +534,22 @@ fn read_matrix(
         let kspan = table.get_key_value(k).and_then(|(key, _)| key.span());
         if k == PROFILE_DIMENSION {
             // Values are checked by `resolve_profiles`; here they only make configurations.
-            let values = v
-                .as_array()
-                .map(|a| {
-                    a.iter()
-                        .filter_map(scalar)
-                        .map(|label| DimValue {
-                            label,
-                            setup: None,
-                            teardown: None,
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
+            let mut values: Vec<DimValue> = Vec::new();
+            for val in v.as_array().into_iter().flatten() {
+                let Some(label) = scalar(val) else { continue };
+                if values.iter().any(|d| d.label == label) {
+                    r.issue(
+                        val.span(),
+                        format!("matrix profile: {label:?} is listed twice; list it once"),
+                    );
+                    continue;
+                }
+                values.push(DimValue {
+                    label,
+                    setup: None,
+                    teardown: None,
+                });
+            }
             dims.push(Dimension {
                 name: k.to_string(),
                 user: true,
@@ -567,9 +570,16 @@ fn read_matrix(
             );
             continue;
         };
-        let mut values = Vec::new();
+        let mut values: Vec<DimValue> = Vec::new();
         for val in arr.iter() {
             match scalar(val) {
+                Some(s) if values.iter().any(|v| v.label == s) => r.issue(
+                    val.span(),
+                    format!(
+                        "matrix {k}: {s:?} is listed twice; each value makes one configuration, \
+                         so list it once (repeat counts go in [repeat] count)"
+                    ),
+                ),
                 Some(s) => {
                     let checked = if path {
                         target::apply_path(&mut lab_path.clone(), k, &s)

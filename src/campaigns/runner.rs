@@ -137,6 +137,11 @@ pub struct Outcome {
     pub ran: usize,
     pub failed: usize,
     pub interrupted: bool,
+    /// Configurations skipped for failing the same way in consecutive rounds (`failfast`);
+    /// the campaign is left unfinished so `--resume` retries them.
+    pub skipped: usize,
+    /// Every configuration was skipped, so the campaign stopped.
+    pub all_failing: bool,
 }
 
 /// Keeps user dimensions set up as the runs require.
@@ -233,11 +238,28 @@ pub fn run_campaign(
         ran: 0,
         failed: 0,
         interrupted: false,
+        skipped: 0,
+        all_failing: false,
     };
+    let earlier = store.skipped(campaign)?;
+    if !earlier.is_empty() {
+        let names: Vec<String> = earlier
+            .iter()
+            .filter_map(|(id, _)| configs.iter().find(|c| c.id == *id))
+            .map(|c| label(&c.dims))
+            .collect();
+        on_progress(&Progress::Note(format!(
+            "retrying {} configuration(s) skipped earlier for failing round after round: {}",
+            earlier.len(),
+            names.join(", ")
+        )));
+        store.clear_skips(campaign)?;
+    }
+    let mut failfast = failfast::FailFast::default();
     let mut finished = done.len();
     let mut spent = Duration::ZERO;
     for (sequence, &(pos, round)) in order.iter().enumerate() {
-        if done.contains(&(pos, round)) {
+        if done.contains(&(pos, round)) || failfast.is_skipped(pos) {
             continue;
         }
         if stop.load(Ordering::Relaxed) {
@@ -305,10 +327,28 @@ pub fn run_campaign(
             label: label(&cfg.dims),
             round,
             bits_per_second: bps,
-            error,
+            error: error.clone(),
             eta,
             overhead: elapsed.saturating_sub(test_time),
         });
+        if let Some(skip) = failfast.record(pos, round, error.as_deref()) {
+            store.skip_configuration(campaign, cfg.id, &skip.reason)?;
+            outcome.skipped += 1;
+            on_progress(&Progress::Note(format!(
+                "skipping {} for the rest of the campaign: {}",
+                label(&cfg.dims),
+                skip.reason
+            )));
+            if failfast.skipped_count() == configs.len() {
+                outcome.all_failing = true;
+                on_progress(&Progress::Note(
+                    "every configuration is failing round after round: the campaign stops here; \
+                     fix the cause named above and retry them with --resume"
+                        .into(),
+                ));
+                break;
+            }
+        }
         if let Some(why) = round_settles(plan, store, campaign, &order, sequence, round)? {
             on_progress(&Progress::Note(why));
             break;
@@ -323,7 +363,8 @@ pub fn run_campaign(
             on_progress(&Progress::Note(note));
         }
     }
-    if !outcome.interrupted {
+    // A campaign with skipped configurations stays open, so `--resume` can retry them.
+    if !outcome.interrupted && outcome.skipped == 0 {
         store.finish_campaign(campaign)?;
     }
     Ok(outcome)
@@ -808,6 +849,8 @@ fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) {
         );
     }
 }
+
+pub mod failfast;
 
 #[cfg(test)]
 pub(crate) mod tests;

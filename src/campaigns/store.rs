@@ -20,6 +20,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 mod lock;
 mod readonly;
 mod schema;
+mod skips;
 
 pub use lock::RunnerLock;
 use schema::MIGRATIONS;

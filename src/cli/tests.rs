@@ -195,3 +195,56 @@ fn unimplemented_iperf3_options_are_refused_by_name() {
     }
     assert!(client(&["127.0.0.1", "-t", "1"]).is_ok());
 }
+
+#[test]
+fn window_auto_leaves_autotuning_and_window_mode_ask_is_carried() {
+    let (_, spec) = client(&["127.0.0.1", "-w", "auto"]).unwrap();
+    assert_eq!(spec.window_bytes, None);
+    let (_, spec) = client(&["127.0.0.1", "-w", "default"]).unwrap();
+    assert_eq!(spec.window_bytes, None);
+    let (_, spec) = client(&["127.0.0.1", "-w", "1536K", "--window-mode", "ask"]).unwrap();
+    assert_eq!(spec.window_bytes, Some(1536 * 1024));
+    assert_eq!(spec.window_mode, crate::traffic::spec::WindowMode::Ask);
+    let (_, spec) = client(&["127.0.0.1", "-w", "64K"]).unwrap();
+    assert_eq!(spec.window_mode, crate::traffic::spec::WindowMode::Force);
+    let e = client(&["127.0.0.1", "--window-mode", "gently"]).unwrap_err();
+    assert!(
+        format!("{e:#}").contains("--window-mode: window mode \"gently\""),
+        "{e:#}"
+    );
+}
+
+/// Regression: `tune bdp` printed `--rate 10000000000`; its hint now names the running binary
+/// and units, and the CLI parses it back to the same path.
+#[test]
+fn the_tune_bdp_hint_parses_back_to_the_same_path() {
+    let text = crate::host::tuning::bdp_text(10e9, 0.0016, &|_| None);
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("apply with: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let line = line.strip_suffix(" [--target T]").unwrap_or(line);
+    let program = crate::paste::program();
+    let rest = line
+        .strip_prefix(&program)
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(rest.contains("--rate 10G"), "{line}");
+    let mut argv = vec!["netsweep"];
+    argv.extend(rest.split_whitespace());
+    let Command::Tune(t) = Cli::try_parse_from(argv).unwrap().command else {
+        panic!("{line}")
+    };
+    let TuneCommand::Apply {
+        profile, common, ..
+    } = t
+    else {
+        panic!("{line}")
+    };
+    assert_eq!(profile, "high-bdp");
+    let rate: crate::units::BitRate = common.rate.unwrap().parse().unwrap();
+    assert_eq!(rate.bits_per_second(), 10e9);
+    assert_eq!(
+        crate::units::parse_duration(&common.rtt.unwrap()).unwrap(),
+        Duration::from_micros(1600)
+    );
+}

@@ -25,18 +25,45 @@ pub fn unusable(name: &str, end: &str) -> Option<String> {
         }
     };
     Some(if available.split_whitespace().any(|a| a == name) {
+        let allowed = read("net.ipv4.tcp_allowed_congestion_control");
         format!(
-            "congestion control {name:?} is not in net.ipv4.tcp_allowed_congestion_control ({}) \
-             {end}, so only root may set it: run as root, add it there, or leave it out",
-            read("net.ipv4.tcp_allowed_congestion_control")
+            "congestion control {name:?} is not in net.ipv4.tcp_allowed_congestion_control \
+             ({allowed}) {end}, so only root may set it: run as root, allow it {end} with `{}`, \
+             or leave it out",
+            allow_command(&allowed, name)
         )
     } else {
         format!("congestion control {name:?} cannot be set {end} ({error}); available: {available}")
     })
 }
 
+/// The exact command that adds `name` to the allowed list `allowed` (kept in its order).
+pub fn allow_command(allowed: &str, name: &str) -> String {
+    let mut names: Vec<&str> = allowed.split_whitespace().collect();
+    if !names.contains(&name) {
+        names.push(name);
+    }
+    crate::host::tuning::advice::sysctl_line(
+        "net.ipv4.tcp_allowed_congestion_control",
+        &names.join(" "),
+    )
+}
+
 #[cfg(test)]
 mod tests {
+    /// Regression: the advice said "add it there", which is not a command.
+    #[test]
+    fn the_allowed_list_advice_is_a_command() {
+        assert_eq!(
+            super::allow_command("reno bbr", "cubic"),
+            "sysctl -w net.ipv4.tcp_allowed_congestion_control='reno bbr cubic'"
+        );
+        assert_eq!(
+            super::allow_command("reno bbr", "bbr"),
+            "sysctl -w net.ipv4.tcp_allowed_congestion_control='reno bbr'"
+        );
+    }
+
     #[test]
     fn a_name_no_kernel_has_is_explained_and_the_default_is_usable() {
         let why = super::unusable("nosuchcc", "on the server").expect("refused");

@@ -32,7 +32,11 @@ pub fn spec_line(spec: &TestSpec) -> String {
             "unlimited".into()
         },
         spec.window_bytes
-            .map_or("kernel autotuning".into(), |w| Bytes(w).to_string()),
+            .map_or("kernel autotuning".into(), |w| format!(
+                "{} ({})",
+                Bytes(w),
+                spec.window_mode.name()
+            )),
         spec.congestion.as_deref().unwrap_or("the host's default")
     )
 }

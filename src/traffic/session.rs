@@ -4,7 +4,7 @@
 use crate::platform::sockopt;
 use crate::traffic::engine::{self, EngineEvent, StreamCtx, StreamSocket};
 use crate::traffic::measure::{CpuUsage, Role, SocketInfo, StreamReport};
-use crate::traffic::spec::{Flow, Protocol, TestSpec};
+use crate::traffic::spec::{Flow, Protocol, TestSpec, WindowMode};
 use std::net::{TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -18,7 +18,7 @@ pub const UDP_RCVBUF_DEFAULT: u64 = 32 << 20;
 /// Applies window and congestion control to a TCP data socket (either end).
 pub fn prepare_tcp(sock: &TcpStream, spec: &TestSpec) -> std::io::Result<()> {
     if let Some(w) = spec.window_bytes {
-        sockopt::set_buffers(sock, w)?;
+        sockopt::set_buffers(sock, w, spec.window_mode == WindowMode::Force)?;
     }
     if let Some(cc) = &spec.congestion {
         sockopt::set_congestion(sock, cc)?;
@@ -29,7 +29,7 @@ pub fn prepare_tcp(sock: &TcpStream, spec: &TestSpec) -> std::io::Result<()> {
 /// Applies the window (or the UDP receive default) to a UDP data socket.
 pub fn prepare_udp(sock: &UdpSocket, spec: &TestSpec, receiving: bool) -> std::io::Result<()> {
     match spec.window_bytes {
-        Some(w) => sockopt::set_buffers(sock, w)?,
+        Some(w) => sockopt::set_buffers(sock, w, spec.window_mode == WindowMode::Force)?,
         None if receiving => sockopt::raise_rcvbuf(sock, UDP_RCVBUF_DEFAULT),
         None => {}
     }

@@ -37,6 +37,53 @@ pub enum Flow {
     ServerToClient,
 }
 
+/// How a window (`-w`) is asked of the kernel (`--window-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WindowMode {
+    /// `SO_SNDBUFFORCE`/`SO_RCVBUFFORCE` where allowed (root on Linux): the window is what was
+    /// asked whatever the host's maxima, so a profile raising them cannot change the test.
+    #[default]
+    Force,
+    /// Plain `SO_SNDBUF`/`SO_RCVBUF`, as a non-root iperf: the kernel caps the request at its
+    /// maxima (`net.core.wmem_max`/`rmem_max`, `kern.ipc.maxsockbuf`) and the granted sizes
+    /// are reported; a profile raising the maxima can then let a larger window through.
+    Ask,
+}
+
+impl WindowMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            WindowMode::Force => "force",
+            WindowMode::Ask => "ask",
+        }
+    }
+}
+
+impl std::str::FromStr for WindowMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "force" => Ok(WindowMode::Force),
+            "ask" => Ok(WindowMode::Ask),
+            _ => Err(format!(
+                "window mode {s:?} is not ask (capped by the kernel's maxima, as a non-root iperf) \
+                 or force (past them, as root)"
+            )),
+        }
+    }
+}
+
+/// Parses a window as a user writes it: a size, or `auto`/`default` for none (the kernel's
+/// autotuning, no `-w` at all).
+pub fn parse_window(v: &str) -> Result<Option<u64>, crate::units::ParseError> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "auto" | "default" => Ok(None),
+        _ => v.parse::<crate::units::Bytes>().map(|b| Some(b.0)),
+    }
+}
+
 /// Everything both ends need to run one test. Sent in the client's `Request`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestSpec {
@@ -55,6 +102,11 @@ pub struct TestSpec {
     pub streams: u16,
     /// Requested SO_SNDBUF/SO_RCVBUF on both ends, bytes; `None` leaves the kernel's autotuning.
     pub window_bytes: Option<u64>,
+    /// How `window_bytes` is asked of the kernel: forced past its maxima, or asked the way a
+    /// non-root iperf does (capped by `net.core.{r,w}mem_max` / `kern.ipc.maxsockbuf`).
+    /// Absent from an older peer's request: forced, as before.
+    #[serde(default)]
+    pub window_mode: WindowMode,
     /// TCP_MAXSEG on the client's sockets (the client's SYN advertises it to the server).
     pub mss_bytes: Option<u32>,
     /// TCP congestion control for both ends' sockets.
@@ -108,7 +160,9 @@ pub enum SpecError {
     IntervalTooShort(Duration),
     #[error("streams must be between 1 and 1024 (-P), got {0}")]
     Streams(u16),
-    #[error("window must be more than 0 (-w); leave it out to keep the kernel's autotuning")]
+    #[error(
+        "window must be more than 0 (-w); leave it out or write auto to keep the kernel's autotuning"
+    )]
     ZeroWindow,
     #[error("window {0} bytes is larger than 2 GiB")]
     HugeWindow(u64),
@@ -155,6 +209,7 @@ impl TestSpec {
             interval: Duration::from_secs(1),
             streams: 1,
             window_bytes: None,
+            window_mode: WindowMode::Force,
             mss_bytes: None,
             congestion: None,
             length_bytes: TCP_DEFAULT_LENGTH,
@@ -556,5 +611,25 @@ mod tests {
         let text = serde_json::to_string(&spec).unwrap();
         assert!(text.contains("\"duration_us\":3000000"), "{text}");
         assert_eq!(serde_json::from_str::<TestSpec>(&text).unwrap(), spec);
+    }
+
+    /// A request from a netsweep without `--window-mode` is forced, as it always was; the mode
+    /// travels to the server.
+    #[test]
+    fn the_window_mode_travels_and_defaults_to_force() {
+        let mut spec = TestSpec::tcp(Duration::from_secs(1));
+        spec.window_mode = WindowMode::Ask;
+        let json = serde_json::to_value(&spec).unwrap();
+        assert_eq!(json["window_mode"], "ask");
+        let back: TestSpec = serde_json::from_value(json.clone()).unwrap();
+        assert_eq!(back.window_mode, WindowMode::Ask);
+        let mut old = json;
+        old.as_object_mut().unwrap().remove("window_mode");
+        let back: TestSpec = serde_json::from_value(old).unwrap();
+        assert_eq!(back.window_mode, WindowMode::Force);
+        assert_eq!(parse_window("auto").unwrap(), None);
+        assert_eq!(parse_window("Default").unwrap(), None);
+        assert_eq!(parse_window("64K").unwrap(), Some(65536));
+        assert!(parse_window("none").is_err());
     }
 }

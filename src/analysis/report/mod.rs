@@ -101,7 +101,7 @@ fn latency_charts(m: &ReportModel) -> Vec<Chart> {
             lines_chart(
                 "Loaded round-trip time (CDF)",
                 ("probes at or below", "%"),
-                svg::XAxis { label: "round-trip time (ms)", log: false },
+                svg::XAxis { label: "round-trip time (ms)", log: false, from_data: false },
                 lines,
                 &names,
                 true,
@@ -132,7 +132,7 @@ fn latency_charts(m: &ReportModel) -> Vec<Chart> {
             lines_chart(
                 "Goodput against latency under load",
                 ("goodput", "bit/s"),
-                svg::XAxis { label: "loaded median round trip (ms)", log: false },
+                svg::XAxis { label: "loaded median round trip (ms)", log: false, from_data: false },
                 lines,
                 &names,
                 false,
@@ -147,7 +147,7 @@ fn latency_charts(m: &ReportModel) -> Vec<Chart> {
             lines_chart(
                 "UDP arrival gaps",
                 ("share of gaps", "%"),
-                svg::XAxis { label: "gap (us, log scale)", log: true },
+                svg::XAxis { label: "gap (us, log scale)", log: true, from_data: false },
                 lines,
                 &names,
                 true,
@@ -300,6 +300,7 @@ fn time_chart(m: &ReportModel) -> Chart {
 const TIME_AXIS: svg::XAxis = svg::XAxis {
     label: "time in run (s)",
     log: false,
+    from_data: true,
 };
 
 /// One chart of `lines` (each coloured by its index into `names`) while the colours stay

@@ -475,6 +475,9 @@ pub fn means_ci(
 pub struct XAxis<'a> {
     pub label: &'a str,
     pub log: bool,
+    /// A linear axis starts at the smallest x of the data instead of 0 (time in a run, whose
+    /// first measured interval ends after the calibration and warm-up).
+    pub from_data: bool,
 }
 
 /// Points of several series against a value axis: joined by lines (`connect`) or as a
@@ -549,13 +552,23 @@ fn xy_scaled(
     } else {
         (0, 0)
     };
+    let xmin = if x.from_data && !x.log {
+        let m = all().map(|p| p.0).fold(f64::INFINITY, f64::min);
+        if m.is_finite() && m > 0.0 && m < xmax {
+            m
+        } else {
+            0.0
+        }
+    } else {
+        0.0
+    };
     let axis = Axis::new(max, unit);
     let mut s = frame(title, y_label, &axis, x.label);
     let px = |t: f64| {
         let share = if x.log {
             (t.log10() - f64::from(lo)) / f64::from(hi - lo)
         } else {
-            t / xmax
+            (t - xmin) / (xmax - xmin)
         };
         LEFT + (W - LEFT - RIGHT) * share.clamp(0.0, 1.0)
     };
@@ -565,7 +578,7 @@ fn xy_scaled(
         }
     } else {
         for k in 0..=4 {
-            let t = xmax * k as f64 / 4.0;
+            let t = xmin + (xmax - xmin) * k as f64 / 4.0;
             x_tick(&mut s, px(t), &trim_num((t * 10.0).round() / 10.0));
         }
     }
@@ -638,6 +651,7 @@ mod tests {
             );
             assert!(!svg.contains("NaN") && !svg.contains("inf"), "{v}: {svg}");
             let time = XAxis {
+                from_data: false,
                 label: "time in run (s)",
                 log: false,
             };
@@ -653,11 +667,50 @@ mod tests {
         }
     }
 
+    /// Regression: the goodput-over-time chart began at 0 s though a run's first measured
+    /// interval ends after its calibration and warm-up, leaving an empty band on the left.
+    #[test]
+    fn a_time_axis_from_the_data_starts_at_the_first_point() {
+        let time = XAxis {
+            label: "time in run (s)",
+            log: false,
+            from_data: true,
+        };
+        let svg = xy(
+            "t",
+            ("goodput", "bit/s"),
+            time,
+            &[("a".into(), 0, vec![(1.3, 9e8), (2.3, 9.5e8), (3.3, 9.4e8)])],
+            &[],
+            true,
+        );
+        let first = svg.find("<circle cx=\"").map(|i| &svg[i + 12..]).unwrap();
+        let cx: f64 = first[..first.find('"').unwrap()].parse().unwrap();
+        assert!(
+            (cx - LEFT).abs() < 0.2,
+            "first point at {cx}, axis starts at {LEFT}"
+        );
+        assert!(svg.contains(">1.3<"), "first tick at the data: {svg}");
+        let from_zero = xy(
+            "t",
+            ("goodput", "bit/s"),
+            XAxis {
+                from_data: false,
+                ..time
+            },
+            &[("a".into(), 0, vec![(1.3, 9e8), (3.3, 9.4e8)])],
+            &[],
+            true,
+        );
+        assert!(!from_zero.contains("<circle cx=\"70.0\""), "{from_zero}");
+    }
+
     #[test]
     fn small_multiples_share_their_axes() {
         let time = XAxis {
             label: "time in run (s)",
             log: false,
+            from_data: false,
         };
         let panel = |title: &str, top: f64| Panel {
             title: title.into(),

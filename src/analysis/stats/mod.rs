@@ -97,6 +97,9 @@ pub struct Comparison {
     pub hodges_lehmann: rank::HodgesLehmann,
     /// Runs per set that would detect `detect_change` at `power`; `None` if undefined.
     pub runs_needed: Option<usize>,
+    /// The relative change `runs_needed` is for (0.05 = 5%), so its line can name it.
+    #[serde(default)]
+    pub detect_change: f64,
     /// The decision engine's verdict says the difference is real (Holm-adjusted).
     pub significant: bool,
     /// The decision (`analysis::decide`): the one `explain` makes for the same pair.
@@ -306,6 +309,7 @@ fn compare(base_set: Set, other_set: Set, cfg: &Config) -> Comparison {
         hodges_lehmann: rank::hodges_lehmann(base, other, cfg.confidence),
         runs_needed: runs_needed(pooled_sd, delta, cfg.confidence, cfg.power),
         decision: decision(base_set, other_set, cfg),
+        detect_change: cfg.detect_change,
         verdict: String::new(),
     }
 }

@@ -7,7 +7,7 @@ use crate::units::{BitRate, Bytes, parse_duration};
 use toml_edit::Value;
 
 /// The client options a plan can set in `[test]` or sweep in `[matrix]`.
-pub const OPTIONS: [&str; 19] = [
+pub const OPTIONS: [&str; 20] = [
     "protocol",
     "duration",
     "interval",
@@ -18,6 +18,7 @@ pub const OPTIONS: [&str; 19] = [
     "bidir",
     "direction",
     "window",
+    "window_mode",
     "mss",
     "congestion",
     "length",
@@ -96,7 +97,9 @@ pub fn apply_option(spec: &mut TestSpec, key: &str, v: &str) -> Result<(), Strin
                 _ => return Err(format!("direction {v:?} is not forward, reverse or bidir")),
             }
         }
-        "window" => spec.window_bytes = Some(v.parse::<Bytes>().map_err(e)?.0),
+        // `auto`/`default`: no window, the kernel's autotuning (a value of the dimension too).
+        "window" => spec.window_bytes = crate::traffic::spec::parse_window(v).map_err(e)?,
+        "window_mode" => spec.window_mode = v.parse()?,
         "mss" => {
             spec.mss_bytes = Some(
                 v.parse()

@@ -294,3 +294,68 @@ fn a_lab_target_with_a_guest_sweeps_nic_models_and_refuses_guest_keys_elsewhere(
         assert!(e.contains(words), "{words}: {e}");
     }
 }
+
+#[test]
+fn a_window_of_auto_or_default_is_autotuning_and_window_mode_is_a_key_and_a_dimension() {
+    let p = Plan::parse(
+        "plan.toml",
+        "[target]\nkind = \"loopback\"\n[test]\nwindow_mode = \"ask\"\n[matrix]\nwindow = [\"auto\", \"1M\", \"default\"]\n",
+    )
+    .unwrap();
+    let specs: Vec<TestSpec> = p
+        .configurations()
+        .iter()
+        .map(|c| p.spec_for(c).unwrap())
+        .collect();
+    let windows: Vec<Option<u64>> = specs.iter().map(|s| s.window_bytes).collect();
+    assert_eq!(windows, [None, Some(1 << 20), None]);
+    assert!(
+        specs
+            .iter()
+            .all(|s| s.window_mode == crate::traffic::spec::WindowMode::Ask)
+    );
+    let p = Plan::parse(
+        "plan.toml",
+        "[target]\nkind = \"loopback\"\n[test]\nwindow = \"1M\"\n[matrix]\nwindow_mode = [\"ask\", \"force\"]\n",
+    )
+    .unwrap();
+    let modes: Vec<_> = p
+        .configurations()
+        .iter()
+        .map(|c| p.spec_for(c).unwrap().window_mode)
+        .collect();
+    use crate::traffic::spec::WindowMode;
+    assert_eq!(modes, [WindowMode::Ask, WindowMode::Force]);
+    let e = Plan::parse(
+        "plan.toml",
+        "[target]\nkind = \"loopback\"\n[matrix]\nwindow_mode = [\"ask\", \"maybe\"]\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("plan.toml:4: matrix window_mode: window mode \"maybe\""),
+        "{e}"
+    );
+}
+
+/// Regression: `window = ["64K", "64K"]` made two configurations with the same label.
+#[test]
+fn duplicate_values_in_a_dimension_are_refused_at_parse() {
+    let e = Plan::parse(
+        "plan.toml",
+        "[target]\nkind = \"loopback\"\n[matrix]\nparallel = [1, 2]\nwindow = [\"64K\", \"1M\", \"64K\"]\n",
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("plan.toml:5: matrix window: \"64K\" is listed twice"),
+        "{text}"
+    );
+    assert_eq!(e.issues.len(), 1, "{text}");
+    let e = Plan::parse(
+        "plan.toml",
+        "[target]\nkind = \"loopback\"\n[matrix]\nprofile = [\"default\", \"default\"]\n",
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("\"default\" is listed twice"), "{e}");
+}

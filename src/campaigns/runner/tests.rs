@@ -87,6 +87,8 @@ struct Mock {
     shell: Vec<String>,
     fail_every: Option<usize>,
     stop_after: Option<usize>,
+    /// Runs of this window (bytes; 0 = every run) fail with an error that names the run.
+    broken_window: Option<u64>,
 }
 
 impl Executor for Mock {
@@ -101,6 +103,13 @@ impl Executor for Mock {
         let n = self.runs.len();
         if self.stop_after == Some(n) {
             stop.store(true, Ordering::Relaxed);
+        }
+        if let Some(w) = self.broken_window
+            && (w == 0 || spec.window_bytes == Some(w))
+        {
+            return ExecOutcome::failed(format!(
+                "run {n}: setsockopt: Permission denied (os error 13)"
+            ));
         }
         if self.fail_every.is_some_and(|k| n.is_multiple_of(k)) {
             return ExecOutcome {
@@ -196,7 +205,9 @@ fn every_run_is_stored_with_its_configuration_and_commands_run_on_switches() {
         Outcome {
             ran: 24,
             failed: 0,
-            interrupted: false
+            interrupted: false,
+            skipped: 0,
+            all_failing: false,
         }
     );
     let runs = store.runs(id).unwrap();
@@ -411,4 +422,84 @@ fn a_far_server_is_asked_about_every_distinct_test_once() {
     assert!(problems.is_empty());
     assert_eq!(warnings.len(), 1);
     assert!(warnings[0].contains("connection refused"), "{warnings:?}");
+}
+
+/// Runs a campaign of `plan` to its end, keeping its notes.
+fn run_noting(plan: &Plan, store: &mut Store, id: i64, exec: &mut Mock) -> (Outcome, Vec<String>) {
+    let mut notes = Vec::new();
+    let out = run_campaign(
+        plan,
+        store,
+        id,
+        7,
+        exec,
+        &AtomicBool::new(false),
+        &mut |p| {
+            if let Progress::Note(n) = p {
+                notes.push(n.clone());
+            }
+        },
+    )
+    .unwrap();
+    (out, notes)
+}
+
+#[test]
+fn a_configuration_failing_the_same_way_twice_is_skipped_and_resume_retries_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, mut store, id) = setup(&dir);
+    // window=64K fails in 4 of the 8 configurations (x parallel x nic).
+    let mut mock = Mock {
+        broken_window: Some(64 << 10),
+        ..Mock::default()
+    };
+    let (out, notes) = run_noting(&plan, &mut store, id, &mut mock);
+    // Rounds 1 and 2 fail; round 3 of those four is skipped; the others run all their rounds.
+    assert_eq!((out.ran, out.failed, out.skipped), (20, 8, 4), "{notes:?}");
+    assert!(!out.all_failing && !out.interrupted);
+    let skips: Vec<&String> = notes.iter().filter(|n| n.starts_with("skipping")).collect();
+    assert_eq!(skips.len(), 4, "once per configuration: {notes:?}");
+    assert!(
+        skips.iter().all(|n| n.contains("window=64K")
+            && n.contains("rounds 1 and 2")
+            && n.contains("Permission denied (os error 13)")),
+        "{skips:?}"
+    );
+    let stored = store.skipped(id).unwrap();
+    assert_eq!(stored.len(), 4);
+    assert!(
+        store.campaign(id).unwrap().finished_unix.is_none(),
+        "left open for --resume"
+    );
+    // After the fix, resume runs the skipped rounds and finishes the campaign.
+    let mut fixed = Mock::default();
+    let (out, notes) = run_noting(&plan, &mut store, id, &mut fixed);
+    assert_eq!((out.ran, out.failed, out.skipped), (4, 0, 0), "{notes:?}");
+    assert!(
+        notes[0].starts_with("retrying 4 configuration(s)"),
+        "{notes:?}"
+    );
+    assert!(fixed.runs.iter().all(|s| s.window_bytes == Some(64 << 10)));
+    assert!(store.skipped(id).unwrap().is_empty());
+    assert!(store.campaign(id).unwrap().finished_unix.is_some());
+    assert_eq!(store.runs(id).unwrap().len(), 24);
+}
+
+#[test]
+fn when_every_configuration_is_failing_the_campaign_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, mut store, id) = setup(&dir);
+    let mut mock = Mock {
+        broken_window: Some(0),
+        ..Mock::default()
+    };
+    let (out, notes) = run_noting(&plan, &mut store, id, &mut mock);
+    assert!(out.all_failing, "{notes:?}");
+    assert_eq!((out.ran, out.failed, out.skipped), (16, 16, 8));
+    assert!(
+        notes
+            .last()
+            .is_some_and(|n| n.starts_with("every configuration is failing")),
+        "{notes:?}"
+    );
 }

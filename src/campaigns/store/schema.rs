@@ -3,7 +3,7 @@
 //! fixture database of the old version in `tests/fixtures/`.
 
 /// Ordered migrations; index + 1 is the schema version they produce.
-pub(super) const MIGRATIONS: [&str; 3] = [
+pub(super) const MIGRATIONS: [&str; 4] = [
     // Version 1: campaigns, configurations, runs, intervals.
     "CREATE TABLE campaign (
         id INTEGER PRIMARY KEY,
@@ -73,4 +73,13 @@ pub(super) const MIGRATIONS: [&str; 3] = [
      ALTER TABLE run ADD COLUMN latency_loaded_p50_ms REAL;
      ALTER TABLE run ADD COLUMN latency_loaded_p99_ms REAL;
      ALTER TABLE run ADD COLUMN latency_added_ms REAL;",
+    // Version 4: configurations skipped for failing the same way round after round, kept so
+    // `--resume` can retry them after a fix.
+    "CREATE TABLE skipped (
+        campaign_id INTEGER NOT NULL REFERENCES campaign(id),
+        configuration_id INTEGER NOT NULL REFERENCES configuration(id),
+        reason TEXT NOT NULL,
+        skipped_unix REAL NOT NULL,
+        PRIMARY KEY (campaign_id, configuration_id)
+     );",
 ];

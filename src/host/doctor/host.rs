@@ -308,9 +308,10 @@ fn buffer_checks(view: &HostView, ifaces: &[Iface], hints: &PathHints, out: &mut
         );
         return;
     };
-    let bdp = rate / 8.0 * rtt.as_secs_f64();
     // Linux advertises about half of the receive buffer as window; autotuning needs 2 x BDP.
-    let need = (2.0 * bdp).ceil() as u64;
+    // The same advice as `tune bdp` gives (`tuning::advice`).
+    let advice = crate::host::tuning::advice::BufferAdvice::for_path(rate, rtt.as_secs_f64());
+    let (bdp, need) = (advice.bdp as f64, advice.need);
     let ev = |f: Finding| {
         f.evidence("rate", BitRate(rate))
             .evidence("rtt", format!("{:?}", rtt))
@@ -327,7 +328,14 @@ fn buffer_checks(view: &HostView, ifaces: &[Iface], hints: &PathHints, out: &mut
             out.push(
                 ev(Finding::new(id, Severity::Problem, format!("{key} max {} is below 2 x BDP ({}): one TCP flow's {side} window caps it near {}", Bytes(max), Bytes(need), BitRate(ceiling))))
                     .evidence(key, max)
-                    .fix(format!("sysctl -w {key}='4096 131072 {need}' on both hosts")),
+                    .fix(format!(
+                        "on both hosts: {}",
+                        crate::host::tuning::advice::sysctl_line(
+                            key,
+                            &crate::host::tuning::advice::BufferAdvice::value(key, need)
+                                .unwrap_or_default()
+                        )
+                    )),
             );
         } else {
             out.push(ev(Finding::new(
@@ -345,7 +353,7 @@ fn buffer_checks(view: &HostView, ifaces: &[Iface], hints: &PathHints, out: &mut
             out.push(
                 Finding::new(format!("buffers.{}", key.rsplit('.').next().unwrap_or(key)), Severity::Warning, format!("{key} {} is below 2 x BDP: programs that set their buffers (iperf3 -w, iperf -w, netsweep -w without root) are capped there; netsweep run as root forces -w past it (SO_SNDBUFFORCE/SO_RCVBUFFORCE)", Bytes(m)))
                     .evidence(key, m)
-                    .fix(format!("sysctl -w {key}={need}")),
+                    .fix(crate::host::tuning::advice::sysctl_line(key, &need.to_string())),
             );
         }
     }

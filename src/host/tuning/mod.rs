@@ -8,8 +8,10 @@
 //! idempotent. The network-facing server never calls this module. `state` tells how far a
 //! journal's profile is applied now (all, some keys after an interrupted apply, none).
 
+pub mod advice;
 pub mod profile;
 pub mod state;
+pub mod trial;
 
 pub use crate::platform::sysctl::normalize;
 use crate::platform::{Os, THIS_OS, netns, sysctl};
@@ -437,6 +439,17 @@ pub fn validate(t: &Target, p: &Profile, opts: &ApplyOptions) -> Result<(), Vec<
             errors.push(e);
             continue;
         }
+        // Tried first: the true reason a key cannot act in a namespace, whatever is allowed.
+        if matches!(t, Target::Netns(_))
+            && let Some(why) = trial::in_namespace(k)
+        {
+            errors.push(format!(
+                "{k} cannot act on {}: {why}; {}",
+                t.id(),
+                trial::ELSEWHERE
+            ));
+            continue;
+        }
         if matches!(t, Target::Netns(_))
             && profile::scope(k) == Some(Scope::HostWide)
             && !opts.allow_host_wide
@@ -451,6 +464,10 @@ pub fn validate(t: &Target, p: &Profile, opts: &ApplyOptions) -> Result<(), Vec<
                 "{k} cannot be changed by this user on {}: changing sysctls needs root",
                 t.id()
             ));
+        } else if matches!(t, Target::Guest { .. })
+            && let Some(why) = trial::read_back(t, k)
+        {
+            errors.push(why);
         }
     }
     if errors.is_empty() {
@@ -673,8 +690,8 @@ pub fn target_arg(t: &Target) -> String {
 /// The bandwidth-delay product and the buffer settings it implies, against current limits.
 pub fn bdp_text(rate_bps: f64, rtt_s: f64, current: &dyn Fn(&str) -> Option<String>) -> String {
     use crate::units::{BitRate, Bytes};
-    let bdp = (rate_bps / 8.0 * rtt_s).ceil() as u64;
-    let need = 2 * bdp;
+    let advice = advice::BufferAdvice::for_path(rate_bps, rtt_s);
+    let (bdp, need) = (advice.bdp, advice.need);
     let mut s = format!(
         "bandwidth-delay product: {} x {:.3} ms = {} ({bdp} bytes)\n\
          one TCP flow needs a window of at least the BDP; Linux advertises about half of its\n\
@@ -688,12 +705,13 @@ pub fn bdp_text(rate_bps: f64, rtt_s: f64, current: &dyn Fn(&str) -> Option<Stri
             .nth(2)
             .and_then(|x| x.parse::<u64>().ok())
     };
-    for (key, want, max_of) in [
-        ("net.ipv4.tcp_rmem", format!("4096 131072 {need}"), true),
-        ("net.ipv4.tcp_wmem", format!("4096 16384 {need}"), true),
-        ("net.core.rmem_max", need.to_string(), false),
-        ("net.core.wmem_max", need.to_string(), false),
+    for (key, max_of) in [
+        ("net.ipv4.tcp_rmem", true),
+        ("net.ipv4.tcp_wmem", true),
+        ("net.core.rmem_max", false),
+        ("net.core.wmem_max", false),
     ] {
+        let want = advice::BufferAdvice::value(key, need).unwrap_or_default();
         let cur = current(key);
         let cur_max = cur.as_deref().and_then(|c| {
             if max_of {
@@ -715,11 +733,18 @@ pub fn bdp_text(rate_bps: f64, rtt_s: f64, current: &dyn Fn(&str) -> Option<Stri
             cur.map(|c| normalize(&c)).unwrap_or_default()
         ));
     }
-    // The values as a user types them: `--rate 10000000000 --rtt 1.6ms` parses back exactly.
+    // The values as a user types them (`--rate 10G --rtt 1.6ms`), each parsing back exactly.
     s.push_str(&format!(
-        "apply with: netsweep tune apply high-bdp --rate {} --rtt {}ms [--target T]\n",
-        rate_bps.round(),
-        rtt_s * 1000.0
+        "apply with: {} [--target T]\n",
+        crate::paste::netsweep(&[
+            "tune".to_string(),
+            "apply".into(),
+            "high-bdp".into(),
+            "--rate".into(),
+            advice::rate_arg(rate_bps),
+            "--rtt".into(),
+            format!("{}ms", rtt_s * 1000.0),
+        ])
     ));
     s.push_str(
         "  (on a lab host or other namespace: high-bdp-ns, the same without the host-wide keys)\n",
@@ -761,7 +786,7 @@ mod tests {
         );
         // Regression: the hint ended with `--rate RATE --rtt RTT` placeholders.
         assert!(
-            text.contains("tune apply high-bdp --rate 10000000000 --rtt 1.6ms"),
+            text.contains("tune apply high-bdp --rate 10G --rtt 1.6ms"),
             "{text}"
         );
     }

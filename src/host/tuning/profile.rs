@@ -270,12 +270,12 @@ pub fn builtin(name: &str, rate_rtt: Option<(f64, f64)>) -> Result<Profile, Stri
             }
             set(
                 "net.ipv4.tcp_rmem",
-                format!("4096 131072 {max}"),
+                super::advice::BufferAdvice::value("net.ipv4.tcp_rmem", max).unwrap_or_default(),
                 "min, default and autotuning maximum of TCP receive buffers: 2 x BDP keeps a window of one BDP",
             );
             set(
                 "net.ipv4.tcp_wmem",
-                format!("4096 16384 {max}"),
+                super::advice::BufferAdvice::value("net.ipv4.tcp_wmem", max).unwrap_or_default(),
                 "min, default and autotuning maximum of TCP send buffers",
             );
             set(

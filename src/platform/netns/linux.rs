@@ -82,6 +82,24 @@ pub fn run_in<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> anyhow::Result
     })
 }
 
+/// Runs `f` on a thread inside a new, unnamed network namespace of its own (`unshare`), which
+/// the kernel removes when the thread ends: a scratch namespace to try things in that leaves
+/// nothing behind, not even a name under `/run/netns`.
+pub fn run_in_scratch<T: Send>(f: impl FnOnce() -> T + Send) -> anyhow::Result<T> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // SAFETY: unshare of the network namespace affects only this thread.
+            if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+                return Err(std::io::Error::last_os_error())
+                    .context("cannot create a scratch network namespace (needs root)");
+            }
+            Ok(f())
+        })
+        .join()
+        .map_err(|_| anyhow::anyhow!("thread in a scratch namespace panicked"))?
+    })
+}
+
 /// Starts a long-running thread inside namespace `ns`.
 pub fn spawn_in<F>(ns: &str, f: F) -> anyhow::Result<std::thread::JoinHandle<()>>
 where

@@ -36,6 +36,10 @@ pub fn run_in<T: Send>(_ns: &str, _f: impl FnOnce() -> T + Send) -> anyhow::Resu
     Err(refusal())
 }
 
+pub fn run_in_scratch<T: Send>(_f: impl FnOnce() -> T + Send) -> anyhow::Result<T> {
+    Err(refusal())
+}
+
 pub fn spawn_in<F>(_ns: &str, _f: F) -> anyhow::Result<std::thread::JoinHandle<()>>
 where
     F: FnOnce() + Send + 'static,

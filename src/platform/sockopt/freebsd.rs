@@ -59,8 +59,9 @@ fn set_capped<S: AsRawFd>(sock: &S, name: libc::c_int, bytes: u64) -> io::Result
 }
 
 /// Sets SO_SNDBUF and SO_RCVBUF to `bytes`, each capped by `kern.ipc.maxsockbuf` (read the
-/// granted sizes back with `buffer_sizes`).
-pub fn set_buffers<S: AsFd + AsRawFd>(sock: &S, bytes: u64) -> io::Result<()> {
+/// granted sizes back with `buffer_sizes`). FreeBSD has no forcing option, so `force` changes
+/// nothing: every window is asked.
+pub fn set_buffers<S: AsFd + AsRawFd>(sock: &S, bytes: u64, _force: bool) -> io::Result<()> {
     set_capped(sock, libc::SO_SNDBUF, bytes)?;
     set_capped(sock, libc::SO_RCVBUF, bytes)
 }

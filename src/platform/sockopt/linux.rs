@@ -94,16 +94,17 @@ pub fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<TcpInfo> {
     })
 }
 
-/// Sets SO_SNDBUF and SO_RCVBUF to `bytes`. As root the `*FORCE` variants lift the
-/// `net.core.{w,r}mem_max` cap; otherwise the kernel clamps silently. Read the granted sizes
-/// back with `buffer_sizes`.
-pub fn set_buffers<S: AsFd + AsRawFd>(sock: &S, bytes: u64) -> io::Result<()> {
+/// Sets SO_SNDBUF and SO_RCVBUF to `bytes`. With `force`, as root, the `*FORCE` variants lift
+/// the `net.core.{w,r}mem_max` cap (without the privilege the plain options are used); without
+/// `force` the plain options are used as a non-root iperf does and the kernel clamps silently.
+/// Read the granted sizes back with `buffer_sizes`.
+pub fn set_buffers<S: AsFd + AsRawFd>(sock: &S, bytes: u64, force: bool) -> io::Result<()> {
     let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    for (force, plain) in [
+    for (forced, plain) in [
         (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
         (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
     ] {
-        if setsockopt_int(sock, libc::SOL_SOCKET, force, v).is_err() {
+        if !force || setsockopt_int(sock, libc::SOL_SOCKET, forced, v).is_err() {
             setsockopt_int(sock, libc::SOL_SOCKET, plain, v)?;
         }
     }

@@ -31,10 +31,20 @@ pub fn window_grants(spec: &TestSpec, start: &super::StartInfo) -> Vec<String> {
         let Some(s) = sockets.first() else { continue };
         let least = s.sndbuf_bytes.min(s.rcvbuf_bytes);
         if least > 0 && least < asked {
+            let why = match spec.window_mode {
+                crate::traffic::spec::WindowMode::Ask => {
+                    "the window was asked (--window-mode ask) and capped by that host's maxima \
+                     (FreeBSD: kern.ipc.maxsockbuf; Linux: net.core.wmem_max/rmem_max); a profile \
+                     raising them lets a larger window through"
+                }
+                crate::traffic::spec::WindowMode::Force => {
+                    "the window was capped by that host's limit (FreeBSD: kern.ipc.maxsockbuf; \
+                     Linux: net.core.wmem_max/rmem_max, which only root lifts); raise it to \
+                     compare windows"
+                }
+            };
             out.push(format!(
-                "-w asked {} but the {end}'s kernel granted send {} / receive {}: the window was \
-                 capped by that host's limit (FreeBSD: kern.ipc.maxsockbuf; Linux: \
-                 net.core.wmem_max/rmem_max, which only root lifts); raise it to compare windows",
+                "-w asked {} but the {end}'s kernel granted send {} / receive {}: {why}",
                 crate::units::Bytes(asked),
                 crate::units::Bytes(s.sndbuf_bytes),
                 crate::units::Bytes(s.rcvbuf_bytes)

@@ -1,0 +1,107 @@
+//! Buffer advice for a path, computed in one place for `doctor` and `tune bdp` (and the
+//! `high-bdp` profiles): the bandwidth-delay product, the buffers one flow needs (2 x BDP, as
+//! Linux advertises about half of a receive buffer), the TCP buffer triples with Linux's own
+//! middle values, `sysctl -w` lines that paste as printed, and rates written back as a user
+//! types them (`--rate 10G`).
+
+use crate::units::BitRate;
+
+/// The middle ("default") value of `net.ipv4.tcp_rmem` netsweep suggests: Linux's own.
+pub const RMEM_MIDDLE: u64 = 131_072;
+/// The middle value of `net.ipv4.tcp_wmem` netsweep suggests: Linux's own.
+pub const WMEM_MIDDLE: u64 = 16_384;
+
+/// What one TCP flow over a path of `rate_bps` and `rtt_s` needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BufferAdvice {
+    /// Bandwidth-delay product, bytes.
+    pub bdp: u64,
+    /// Buffers that keep a window of one BDP: 2 x BDP, bytes.
+    pub need: u64,
+}
+
+impl BufferAdvice {
+    pub fn for_path(rate_bps: f64, rtt_s: f64) -> BufferAdvice {
+        let bdp = (rate_bps / 8.0 * rtt_s).ceil().max(0.0) as u64;
+        BufferAdvice {
+            bdp,
+            need: bdp.saturating_mul(2),
+        }
+    }
+
+    /// The value advised for `key` with an autotuning maximum of `max` bytes; `None` for keys
+    /// this advice does not cover.
+    pub fn value(key: &str, max: u64) -> Option<String> {
+        match key {
+            "net.ipv4.tcp_rmem" => Some(format!("4096 {RMEM_MIDDLE} {max}")),
+            "net.ipv4.tcp_wmem" => Some(format!("4096 {WMEM_MIDDLE} {max}")),
+            "net.core.rmem_max" | "net.core.wmem_max" => Some(max.to_string()),
+            _ => None,
+        }
+    }
+
+    /// `sysctl -w KEY=VALUE` for this path's `key`, quoted for the shell.
+    pub fn sysctl_line(&self, key: &str) -> Option<String> {
+        Self::value(key, self.need).map(|v| sysctl_line(key, &v))
+    }
+}
+
+/// `sysctl -w KEY=VALUE`, the value quoted for the shell when it needs it.
+pub fn sysctl_line(key: &str, value: &str) -> String {
+    format!("sysctl -w {key}={}", crate::paste::quote(value))
+}
+
+/// A rate as a user types it for `--rate`, parsing back to the same number: `10G`, `1500M`,
+/// `64K`, else whole bits per second.
+pub fn rate_arg(bps: f64) -> String {
+    let whole = bps.round();
+    for (unit, size) in [("T", 1e12), ("G", 1e9), ("M", 1e6), ("K", 1e3)] {
+        if whole >= size && (whole / size).fract() == 0.0 {
+            return format!("{}{unit}", whole / size);
+        }
+    }
+    format!("{whole}")
+}
+
+/// `rate_arg` checked against the parser: what the hint says is what the user asked.
+pub fn rate_round_trips(bps: f64) -> bool {
+    rate_arg(bps)
+        .parse::<BitRate>()
+        .is_ok_and(|r| r.bits_per_second() == bps.round())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_are_written_with_units_and_parse_back() {
+        assert_eq!(rate_arg(10e9), "10G");
+        assert_eq!(rate_arg(1.5e9), "1500M");
+        assert_eq!(rate_arg(100e6), "100M");
+        assert_eq!(rate_arg(64e3), "64K");
+        assert_eq!(rate_arg(1234.0), "1234");
+        for r in [10e9, 1.5e9, 100e6, 64e3, 1234.0, 2.5e12] {
+            assert!(rate_round_trips(r), "{r}: {}", rate_arg(r));
+        }
+    }
+
+    /// Regression: doctor advised a tcp_wmem middle of 131072 where `tune bdp` kept 16384.
+    #[test]
+    fn one_middle_value_per_key_and_pasteable_lines() {
+        let a = BufferAdvice::for_path(1e9, 0.02);
+        assert_eq!((a.bdp, a.need), (2_500_000, 5_000_000));
+        assert_eq!(
+            a.sysctl_line("net.ipv4.tcp_wmem").unwrap(),
+            "sysctl -w net.ipv4.tcp_wmem='4096 16384 5000000'"
+        );
+        assert_eq!(
+            a.sysctl_line("net.ipv4.tcp_rmem").unwrap(),
+            "sysctl -w net.ipv4.tcp_rmem='4096 131072 5000000'"
+        );
+        assert_eq!(
+            a.sysctl_line("net.core.rmem_max").unwrap(),
+            "sysctl -w net.core.rmem_max=5000000"
+        );
+    }
+}
