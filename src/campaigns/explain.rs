@@ -614,12 +614,17 @@ fn cannot_matter(plan: &Plan, results: &[(i64, TestResult)]) -> Vec<String> {
         return out;
     }
     let configs = plan.configurations();
-    let all_fixed = configs
+    let specs: Vec<_> = configs
         .iter()
-        .all(|c| plan.spec_for(c).is_ok_and(|s| s.window_bytes.is_some()));
+        .filter_map(|c| plan.spec_for(c).ok())
+        .collect();
+    let all_fixed = specs.len() == configs.len() && specs.iter().all(|s| s.window_bytes.is_some());
     if !all_fixed {
         return out;
     }
+    let all_forced = specs
+        .iter()
+        .all(|s| s.window_mode == crate::traffic::spec::WindowMode::Force);
     // Were the buffers granted as asked (root, or caps high enough)? Then the caps did not bind.
     let granted = !results.is_empty()
         && results.iter().all(|(_, t)| {
@@ -632,20 +637,27 @@ fn cannot_matter(plan: &Plan, results: &[(i64, TestResult)]) -> Vec<String> {
             })
         });
     let keys: Vec<&String> = plan.profiles.iter().flat_map(|p| p.linux.keys()).collect();
-    let inert =
-        |k: &str| OVERRIDDEN_BY_WINDOW.contains(&k) || (granted && CAPS_OF_WINDOW.contains(&k));
+    // Forced windows pass the caps by construction; asked ones only when granted in full.
+    let inert = |k: &str| {
+        OVERRIDDEN_BY_WINDOW.contains(&k)
+            || ((granted || all_forced) && CAPS_OF_WINDOW.contains(&k))
+    };
     if !keys.is_empty() && keys.iter().all(|k| inert(k)) {
         let mut names: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
         names.sort_unstable();
         names.dedup();
         out.push(format!(
             "profile cannot matter here by construction: every run fixes its socket buffers with \
-             -w (window), which turns off Linux's buffer autotuning, the only thing {} steer{}",
+             -w (window) in --window-mode {}, which turns off Linux's buffer autotuning, the only \
+             thing {} steer{}",
+            if all_forced { "force" } else { "ask" },
             names.join(" and "),
-            if granted && names.iter().any(|n| CAPS_OF_WINDOW.contains(n)) {
-                "; the buffers were granted in full, so the caps did not bind"
-            } else {
-                ""
+            match (all_forced, names.iter().any(|n| CAPS_OF_WINDOW.contains(n))) {
+                (true, true) =>
+                    "; forced windows pass net.core.rmem_max/wmem_max, so the caps \
+                                 cannot bind (window_mode = \"ask\" lets them)",
+                (false, true) => "; the buffers were granted in full, so the caps did not bind",
+                _ => "",
             }
         ));
     }

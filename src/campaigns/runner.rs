@@ -274,9 +274,11 @@ pub fn run_campaign(
             _ => Ok(()),
         };
         let tuning_json = tuner.as_ref().map(|t| t.values().to_string());
+        // The host's CPUs around the test: a run on a saturated host measures the host.
+        let cpu_before = crate::platform::cputime::read(std::path::Path::new("/proc"));
         let ExecOutcome {
             result,
-            counters,
+            mut counters,
             engine_time: test_time,
         } = match tuned
             .and_then(|_| user.switch(plan, &cfg.dims, exec))
@@ -290,6 +292,7 @@ pub fn run_campaign(
             outcome.interrupted = true;
             break;
         }
+        host_cpu_into(&mut counters, cpu_before);
         let error = result.as_ref().err().cloned();
         let bps = result.as_ref().ok().map(|r| r.summary.bits_per_second);
         store.insert_run(
@@ -368,6 +371,28 @@ pub fn run_campaign(
         store.finish_campaign(campaign)?;
     }
     Ok(outcome)
+}
+
+/// Adds the host's CPU use since `before` to a run's counters (`host_cpu.busy_percent`).
+fn host_cpu_into(
+    counters: &mut Option<serde_json::Value>,
+    before: Option<crate::platform::cputime::CpuTicks>,
+) {
+    use crate::platform::cputime;
+    let (Some(b), Some(a)) = (before, cputime::read(std::path::Path::new("/proc"))) else {
+        return;
+    };
+    let Some(busy) = cputime::busy_percent(b, a) else {
+        return;
+    };
+    let entry = serde_json::json!({ "busy_percent": busy, "cores": a.cores });
+    match counters {
+        Some(serde_json::Value::Object(m)) => {
+            m.insert("host_cpu".into(), entry);
+        }
+        None => *counters = Some(serde_json::json!({ "host_cpu": entry })),
+        Some(_) => {}
+    }
 }
 
 /// At the end of a round, whether `[repeat] until` is met (after at least `min` rounds): the

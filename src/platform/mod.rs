@@ -7,6 +7,7 @@
 //! facts and sysctl access are read
 //! through `host`, which picks the system's sources by `THIS_OS`.
 
+pub mod cputime;
 pub mod fdlimit;
 pub mod filelock;
 pub mod netns;
