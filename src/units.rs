@@ -397,3 +397,29 @@ mod tests {
         assert_eq!(BitRate::from_bytes(1, Duration::ZERO), BitRate(0.0));
     }
 }
+
+/// The proleptic Gregorian date (year, month 1-12, day 1-31) of a day count since 1970-01-01
+/// (Howard Hinnant's `civil_from_days`, chrono-compatible algorithms). One copy for every
+/// timestamp netsweep writes (reports, iperf3's JSON, pScheduler's ISO 8601).
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod civil_tests {
+    #[test]
+    fn civil_dates_of_known_days() {
+        assert_eq!(super::civil_from_days(0), (1970, 1, 1));
+        assert_eq!(super::civil_from_days(20_415), (2025, 11, 23));
+        assert_eq!(super::civil_from_days(-1), (1969, 12, 31));
+        assert_eq!(super::civil_from_days(11_016), (2000, 2, 29));
+    }
+}

@@ -597,21 +597,9 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let all_runs = store.runs(campaign)?;
     let row = store.campaign(campaign)?;
     let plan = Plan::parse(row.plan_path.as_deref().unwrap_or("plan"), &row.plan_toml).ok();
-    if !(a.confidence > 0.0 && a.confidence < 100.0) {
-        bail!(
-            "-c: the confidence level is a percentage between 0 and 100, got {}",
-            a.confidence
-        );
-    }
     let mut ask = crate::campaigns::explain::Ask::new(metric);
-    ask.confidence = a.confidence / 100.0;
+    (ask.change, ask.confidence) = super::explain::judging_args(a.change.as_deref(), a.confidence)?;
     ask.keep_outliers = a.keep_outliers;
-    ask.change = a
-        .change
-        .as_deref()
-        .map(|c| crate::units::parse_percent(c).map(|x| x / 100.0))
-        .transpose()
-        .context("--change")?;
     let judging = ask.judging(plan.as_ref());
     let (screened, outliers) = campaign::screen(&all_runs, metric);
     let keep = ask.keeps_outliers(plan.as_ref());

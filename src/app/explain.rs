@@ -25,19 +25,7 @@ pub fn run(a: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let mut ask = Ask::new(metric);
     ask.rate = rate;
     ask.keep_outliers = a.keep_outliers;
-    ask.change = a
-        .change
-        .as_deref()
-        .map(|c| crate::units::parse_percent(c).map(|x| x / 100.0))
-        .transpose()
-        .context("--change")?;
-    if !(a.confidence > 0.0 && a.confidence < 100.0) {
-        anyhow::bail!(
-            "-c: the confidence level is a percentage between 0 and 100, got {}",
-            a.confidence
-        );
-    }
-    ask.confidence = a.confidence / 100.0;
+    (ask.change, ask.confidence) = judging_args(a.change.as_deref(), a.confidence)?;
     let e = explanation(&store, campaign, &ask)?;
     if a.json {
         crate::outln!("{}", serde_json::to_string_pretty(&e)?);
@@ -45,6 +33,21 @@ pub fn run(a: &ExplainArgs) -> anyhow::Result<ExitCode> {
         crate::out!("{}", render(&e));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--change` and `-c` of `explain` and `compare`: the practical change and the confidence,
+/// both as fractions.
+pub fn judging_args(change: Option<&str>, confidence: f64) -> anyhow::Result<(Option<f64>, f64)> {
+    let change = change
+        .map(|c| crate::units::parse_percent(c).map(|x| x / 100.0))
+        .transpose()
+        .context("--change")?;
+    if !(confidence > 0.0 && confidence < 100.0) {
+        anyhow::bail!(
+            "-c: the confidence level is a percentage between 0 and 100, got {confidence}"
+        );
+    }
+    Ok((change, confidence / 100.0))
 }
 
 /// The explanation of a stored campaign (also the report's first section and the end of `run`).

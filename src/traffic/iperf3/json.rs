@@ -614,16 +614,7 @@ pub fn rfc1123(unix_s: u64) -> String {
     ];
     let days = unix_s / 86_400;
     let secs = unix_s % 86_400;
-    // Howard Hinnant's civil_from_days, for days since 1970-01-01 (non-negative here).
-    let z = days as i64 + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = crate::units::civil_from_days(days as i64);
     format!(
         "{}, {day:02} {} {year} {:02}:{:02}:{:02} GMT",
         DAYS[(days % 7) as usize],
