@@ -1,13 +1,19 @@
 //! netsweep: measure, tune and explain network throughput.
 //!
 //! # Layout (layers, from the wire up)
-//! - `platform`: Linux leaves (socket options and TCP_INFO, namespaces, signals).
+//! - `platform`: Linux and FreeBSD leaves (socket options and TCP_INFO, namespaces, signals,
+//!   host CPU time, the open-file limit, output files that never follow a symlink).
 //! - `traffic`: the test (`spec`, `timeline`), the engine's stream loops, what each end
 //!   measures and the merged, checked result; netsweep's control protocol, its server and
-//!   client; iperf3's protocol in both roles and its JSON import; iperf3-style text output.
+//!   client and their shared admission (slots, deadlines, descriptor budget); iperf3's
+//!   protocol in both roles, its JSON document and import; iperf3-style text output.
 //! - `lab`: two-host networks in namespaces with rate, delay and loss.
 //! - `campaigns`: plans, the runner and its executors, the SQLite store, campaign statistics.
-//! - `analysis`: ministat-compatible statistics and verdicts, ministat rendering, reports.
+//! - `analysis`: the decision engine every verdict comes from (`decide`: paired or Welch t,
+//!   equivalence within a practical change, Holm, robust outliers), the effects of a campaign's
+//!   dimensions (`effects`), ministat-compatible statistics and rendering, reports. Known
+//!   exception, to be moved (issue 29): `analysis::report` reads the store and `campaigns`,
+//!   and `campaigns` uses `analysis::{decide, effects, stats}`.
 //! - `pscheduler`: netsweep as a perfSONAR pScheduler tool: the plugin's methods, the
 //!   throughput spec and result formats (above `traffic`, below `app`).
 //! - `host`: `doctor` diagnostics, sysctl `tuning` with its journal, kernel counters and facts.
@@ -17,7 +23,7 @@
 //! - `cli`: command-line syntax, converted once into validated configurations; `app`: what
 //!   each subcommand does, called by `main`.
 //!
-//! Calculation (`analysis::stats`, `traffic::result`, `traffic::timeline`, `traffic::engine`'s
+//! Calculation (`analysis::decide`, `analysis::effects`, `analysis::stats`, `traffic::result`, `traffic::timeline`, `traffic::engine`'s
 //! pacer, sequence and send path choice, `campaigns::campaign`, `campaigns::plan`,
 //! `traffic::iperf3::wire`) is apart from I/O and rendering.
 
