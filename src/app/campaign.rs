@@ -292,7 +292,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     drop(exec);
     printer.print_overhead();
-    print_summary(&store, campaign, &plan)?;
+    let rounds_needed = print_summary(&store, campaign, &plan)?;
     if outcome.interrupted {
         crate::outln!(
             "interrupted: {} runs stored; continue with: {}",
@@ -323,11 +323,33 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let report = db.with_file_name(format!("{stem}-campaign{campaign}.html"));
     write_report(&store, campaign, &report, "html")?;
     crate::outln!(
-        "compare other ways: netsweep compare --db {} --by DIMENSION",
-        db.display()
+        "compare other ways: {} --by DIMENSION",
+        crate::paste::netsweep(&[
+            std::ffi::OsStr::new("compare"),
+            "--db".as_ref(),
+            db.as_os_str()
+        ])
     );
     crate::outln!("report: {}", report.display());
+    if let Some(n) = rounds_needed {
+        crate::outln!(
+            "to settle the undecided comparisons: {}",
+            more_command(a, n)
+        );
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The command that adds `n` rounds to this campaign, as the user would paste it.
+pub fn more_command(a: &RunArgs, n: usize) -> String {
+    let mut args: Vec<std::ffi::OsString> = vec!["run".into(), a.plan.clone().into()];
+    if let Some(db) = &a.db {
+        args.push("--db".into());
+        args.push(db.clone().into());
+    }
+    args.push("--more".into());
+    args.push(n.to_string().into());
+    crate::paste::netsweep(&args)
 }
 
 /// The command that continues this campaign, as the user would paste it: the running binary,
@@ -400,7 +422,9 @@ impl ProgressPrinter {
 }
 
 /// The summary table per configuration, then the comparison by the last dimension.
-fn print_summary(store: &Store, campaign: i64, plan: &Plan) -> anyhow::Result<()> {
+/// Prints the summary and the answer; returns the rounds that would settle the undecided
+/// comparisons, if any.
+fn print_summary(store: &Store, campaign: i64, plan: &Plan) -> anyhow::Result<Option<usize>> {
     let runs = store.runs(campaign)?;
     let labels: Vec<String> = store
         .configurations(campaign)?
@@ -437,7 +461,7 @@ fn print_summary(store: &Store, campaign: i64, plan: &Plan) -> anyhow::Result<()
     for line in e.answer.lines() {
         crate::outln!("  {line}");
     }
-    Ok(())
+    Ok(e.effects.rounds_needed)
 }
 
 fn summary_table(rows: &[campaign::ConfigSummary]) -> String {
