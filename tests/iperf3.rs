@@ -109,22 +109,28 @@ fn check_common(r: &TestResult, spec: &TestSpec) {
 
 /// A paced UDP direction delivered its rate with (almost) no loss.
 fn check_paced(r: &TestResult, rate: f64) {
+    if let Err(e) = paced(r, rate) {
+        panic!("{e}");
+    }
+}
+
+/// A paced UDP test held its rate with little loss on loopback.
+fn paced(r: &TestResult, rate: f64) -> Result<(), String> {
     for d in &r.directions {
         let s = &d.summary;
         let share = s.bits_per_second / rate;
-        assert!(
-            (0.93..=1.03).contains(&share),
-            "{:?}: {share:.3} of {rate}",
-            d.flow
-        );
-        let loss = s.lost_percent.expect("loss");
-        assert!(
-            loss < 2.0,
-            "{:?}: {loss}% lost at {rate} on loopback",
-            d.flow
-        );
-        assert!(s.jitter_ms.is_some());
+        if !(0.93..=1.03).contains(&share) {
+            return Err(format!("{:?}: {share:.3} of {rate}", d.flow));
+        }
+        let loss = s.lost_percent.ok_or("no loss figure")?;
+        if loss >= 2.0 {
+            return Err(format!("{:?}: {loss}% lost at {rate} on loopback", d.flow));
+        }
+        if s.jitter_ms.is_none() {
+            return Err(format!("{:?}: no jitter", d.flow));
+        }
     }
+    Ok(())
 }
 
 #[test]
@@ -160,11 +166,20 @@ fn netsweep_client_runs_every_mode_against_an_iperf3_server() {
         with(udp(2, 50e6), Direction::Bidir, 1),
     ];
     for spec in &cases {
-        let r = against_iperf3(addr, spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
-        check_common(&r, spec);
-        if spec.protocol == netsweep::traffic::spec::Protocol::Udp {
-            check_paced(&r, spec.bitrate_bps);
-        }
+        let udp = spec.protocol == netsweep::traffic::spec::Protocol::Udp;
+        // A paced UDP run on a shared machine can lose datagrams at iperf3's one-threaded
+        // receiver or fall short while descheduled (issue 31, 15): the rate must hold in one
+        // of up to 3 runs; every run is still checked for what no load can excuse.
+        let mut misses = Vec::new();
+        let r = loop {
+            let r = against_iperf3(addr, spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
+            check_common(&r, spec);
+            match (udp, udp.then(|| paced(&r, spec.bitrate_bps))) {
+                (true, Some(Err(e))) if misses.len() < 2 => misses.push(e),
+                (true, Some(Err(e))) => panic!("{spec:?}: in 3 runs: {misses:?}, {e}"),
+                _ => break r,
+            }
+        };
         if spec.congestion.is_some() {
             assert_eq!(
                 r.start.client_sockets[0].congestion.as_deref(),
