@@ -440,8 +440,10 @@ pub fn table_rows(m: &ReportModel) -> Vec<Vec<String>> {
 }
 
 /// A comparison in ministat's layout with the goodput in a readable unit (Mbit/s or Gbit/s,
-/// said on the first line) instead of raw bit/s such as 5.8222522e+08. The analysis is done
-/// again on the scaled values, so every figure in the block is in that unit.
+/// said on the first line) instead of raw bit/s such as 5.8222522e+08. The block's figures are
+/// computed again on the scaled values, so every one is in that unit; the verdicts are the
+/// campaign's own (paired by round, the decision engine's), so the report never gives a pair
+/// two verdicts.
 pub fn comparison_text(a: &crate::analysis::stats::Analysis, values: &[Vec<f64>]) -> String {
     let top = values
         .iter()
@@ -460,9 +462,25 @@ pub fn comparison_text(a: &crate::analysis::stats::Analysis, values: &[Vec<f64>]
         .zip(values)
         .map(|(s, v)| (s.name.clone(), v.iter().map(|x| x / scale).collect()))
         .collect();
-    let cfg = crate::campaigns::campaign::Metric::BitsPerSecond.stats_config(a.confidence);
+    let mut cfg = crate::campaigns::campaign::Metric::BitsPerSecond.stats_config(a.confidence);
+    let steps = a
+        .comparisons
+        .iter()
+        .enumerate()
+        .all(|(k, c)| a.sets.get(k).is_some_and(|s| s.name == c.baseline));
+    if steps && a.comparisons.len() > 1 {
+        cfg.pairs = crate::analysis::stats::Pairs::Steps;
+    }
+    if let Some(c) = a.comparisons.first() {
+        cfg.detect_change = c.decision.change;
+    }
     match crate::analysis::stats::analyze(&sets, &cfg) {
-        Ok(scaled) => {
+        Ok(mut scaled) => {
+            for (s, c) in scaled.comparisons.iter_mut().zip(&a.comparisons) {
+                s.verdict = c.verdict.clone();
+                s.decision = c.decision.clone();
+                s.significant = c.significant;
+            }
             let scaled_values: Vec<Vec<f64>> = sets.into_iter().map(|(_, v)| v).collect();
             format!(
                 "goodput in {unit}\n{}",
