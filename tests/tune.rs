@@ -254,10 +254,11 @@ fn rejected_keys_and_values_write_nothing() {
     let before = snapshot(&ns);
     let t = ns.target();
     for (body, why) in [
-        // A good key with a host-wide one: refused as a whole on a namespace.
+        // A good key with a host-wide one: refused as a whole on a namespace, with the true
+        // reason on this kernel (read-only there) or on kernels without it in a namespace.
         (
             "[profiles.p.linux]\n\"net.ipv4.tcp_sack\" = \"0\"\n\"net.core.rmem_max\" = \"9999999\"\n",
-            "host-wide",
+            "read-only inside a network namespace|host-wide",
         ),
         // A value that does not parse.
         (
@@ -280,7 +281,11 @@ fn rejected_keys_and_values_write_nothing() {
             &["apply", "p", "--profiles", &file, "--target", &t],
         );
         assert!(!o.status.success(), "{body}");
-        assert!(text(&o).contains(why), "{why}: {}", text(&o));
+        assert!(
+            why.split('|').any(|w| text(&o).contains(w)),
+            "{why}: {}",
+            text(&o)
+        );
         assert_eq!(snapshot(&ns), before, "nothing written for {why}");
         assert_eq!(
             std::fs::read_dir(dir.path().join("tuning"))
