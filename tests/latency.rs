@@ -42,10 +42,19 @@ fn run(lab: &Lab, spec: &TestSpec) -> TestResult {
 
 /// UDP at 100 Mbit/s in 1400-byte datagrams: the receiver's arrival gaps peak at the pacing
 /// interval, 112 µs (within a bin of it: bins are 12% wide), and the histograms count every
-/// datagram that arrived.
+/// datagram that arrived. Gaps under `BURST_US` are back-to-back arrivals of a batch (a
+/// receiver or a delay line woken late on a busy machine reads what queued meanwhile) and are
+/// left out of the peak and of the share near it (regression, issue 31 item 15: with one core
+/// busy the gaps peaked at 1.6-1.8 µs, with a second peak at 112-126 µs).
 fn assert_gaps_peak_at_the_pacing_interval(r: &TestResult, what: &str) {
+    const BURST_US: f64 = 10.0;
     let t = r.directions[0].udp_timing.as_ref().expect("udp_timing");
-    let (lo, hi, _) = t.inter_arrival.mode().expect("gaps");
+    let (lo, hi, _) = t
+        .inter_arrival
+        .bins()
+        .filter(|(l, _, _)| *l >= BURST_US)
+        .max_by_key(|(_, _, c)| *c)
+        .expect("gaps");
     let gap_us = 1400.0 * 8.0 / 100e6 * 1e6;
     assert!(
         lo / 1.13 <= gap_us && gap_us <= hi * 1.13,
@@ -61,10 +70,15 @@ fn assert_gaps_peak_at_the_pacing_interval(r: &TestResult, what: &str) {
     // A busy machine delays some wake-ups of the receiver and spreads the gaps (seen: a third
     // within 30% on a loaded 2-core CI machine); a fifth rules out a flat spread (the ±30% band
     // is 5 of the about 100 bins a spread from 1 µs to 10 ms would fill).
+    let paced: u64 = t
+        .inter_arrival
+        .bins()
+        .filter(|(l, _, _)| *l >= BURST_US)
+        .map(|(_, _, c)| c)
+        .sum();
     assert!(
-        near * 5 > t.inter_arrival.total(),
-        "{what}: only {near} of {} gaps near {gap_us:.0} us",
-        t.inter_arrival.total()
+        near * 5 > paced,
+        "{what}: only {near} of {paced} gaps of {BURST_US} us or more near {gap_us:.0} us"
     );
     let received = r.summary.packets.unwrap() - r.summary.lost_packets.unwrap_or(0);
     // One delay sample per datagram that arrived in the measured grid.
