@@ -50,7 +50,7 @@ SERVERS = {
 
 def cases(sec):
     s = str(sec)
-    ns = [NETSWEEP, "client", HOST, "-t", s, "--json"]
+    ns = [NETSWEEP, "client", HOST, "-t", s, "--json=netsweep"]
     i3 = ["iperf3", "-c", HOST, "-p", "5201", "-t", s, "-J"]
     i2 = ["iperf", "-c", HOST, "-p", "5002", "-t", s, "-y", "C"]
     nu = ["nuttcp", "-P", "5000", "-fparse", "-T", s]
