@@ -33,6 +33,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
+mod ending;
+use ending::*;
+
 /// How long past its asked time (and omit) a test may run before the server ends it: an
 /// iperf3 client says TEST_END within a round trip of its timer.
 const END_GRACE: Duration = Duration::from_secs(10);
@@ -548,110 +551,6 @@ pub fn serve(
     drop(slot);
     (ctx.log)(&summary_line(peer, &spec, &ours, &theirs));
     Ok(())
-}
-
-/// A test in words for the log: "TCP reverse test, 4 streams, 10 s".
-fn test_words(spec: &TestSpec, params: &Params) -> String {
-    let protocol = match spec.protocol {
-        Protocol::Tcp => "TCP",
-        Protocol::Udp => "UDP",
-    };
-    let direction = match spec.direction {
-        Direction::Forward => "forward",
-        Direction::Reverse => "reverse",
-        Direction::Bidir => "bidirectional",
-    };
-    format!(
-        "{protocol} {direction} test, {} streams, {} s",
-        spec.streams,
-        params.time_s + params.omit_s
-    )
-}
-
-/// The text an iperf3 client asked for with `--get-server-output`.
-fn server_output(peer: SocketAddr, spec: &TestSpec, ours: &Results, theirs: &Results) -> String {
-    format!(
-        "netsweep {} server, iperf3 protocol\n{}\n",
-        env!("CARGO_PKG_VERSION"),
-        summary_line(peer, spec, ours, theirs)
-    )
-}
-
-/// One log line per finished test: what each direction carried, by the receiver's count.
-fn summary_line(peer: SocketAddr, spec: &TestSpec, ours: &Results, theirs: &Results) -> String {
-    let flows = spec.flows();
-    let mut parts = Vec::new();
-    for (flow, name) in [
-        (Flow::ClientToServer, "client to server"),
-        (Flow::ServerToClient, "server to client"),
-    ] {
-        let receiver = if flow == Flow::ClientToServer {
-            ours
-        } else {
-            theirs
-        };
-        let (mut bytes, mut secs) = (0u64, 0f64);
-        for (i, _) in flows.iter().enumerate().filter(|(_, f)| **f == flow) {
-            if let Some(s) = receiver.stream(wire::stream_id(i)) {
-                bytes = bytes.saturating_add(s.bytes);
-                secs = secs.max(s.seconds().unwrap_or(0.0));
-            }
-        }
-        if flows.contains(&flow) && secs > 0.0 {
-            parts.push(format!(
-                "{name} {} at {}",
-                crate::units::Bytes(bytes),
-                crate::units::BitRate(bytes as f64 * 8.0 / secs)
-            ));
-        }
-    }
-    format!("{peer}: iperf3 test done: {}", parts.join(", "))
-}
-
-/// Waits for the client's TEST_END. A client that goes away, terminates, or never says it is
-/// an error (and the streams stop at once either way).
-fn wait_for_end(
-    ctrl: &mut TcpStream,
-    streams: &session::Streams,
-    deadline: Instant,
-    finished: &mut Finished,
-    contested: impl Fn() -> Option<SocketAddr>,
-) -> Result<(), String> {
-    loop {
-        if let Some(other) = contested() {
-            return Err(format!(
-                "{other} raced the client for one of its UDP streams: the test is ended so no \
-                 stream goes to the wrong peer"
-            ));
-        }
-        if Instant::now() > deadline {
-            return Err(format!(
-                "the client did not say TEST_END {} s after the test's time",
-                END_GRACE.as_secs()
-            ));
-        }
-        // Interval reports are not needed (the final reports hold them); a stream that ends
-        // before TEST_END (its sender shut down its side, as netsweep's does) is kept.
-        while let Ok(ev) = streams.events.try_recv() {
-            if let EngineEvent::StreamDone(r, cpu) = ev {
-                finished.add(r, cpu);
-            }
-        }
-        if !crate::platform::sockopt::wait_readable(ctrl, Duration::from_millis(50))
-            .unwrap_or(false)
-        {
-            continue;
-        }
-        return match control::read_state(ctrl, Instant::now() + STAGE_DEADLINE) {
-            Ok(State::TestEnd) => Ok(()),
-            Ok(State::ClientTerminate) => Err("the client terminated the test".into()),
-            Ok(s) => Err(format!("the client {} during the test", s.as_peer_act())),
-            Err(ControlError::Io(crate::traffic::protocol::ProtocolError::Closed)) => {
-                Err("the client went away mid-test".into())
-            }
-            Err(e) => Err(format!("control connection: {e}")),
-        };
-    }
 }
 
 /// What the collectors of a test's streams check them against.

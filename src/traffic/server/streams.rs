@@ -1,0 +1,100 @@
+//! A netsweep test's data streams on the server: binding its UDP sockets and collecting its TCP and UDP streams as they arrive, each against the test's token and deadlines.
+
+use super::*;
+
+/// Binds one UDP socket per stream on the control connection's local address.
+pub(super) fn bind_udp(
+    spec: &TestSpec,
+    flows: &[Flow],
+    ip: IpAddr,
+) -> anyhow::Result<Vec<UdpSocket>> {
+    flows
+        .iter()
+        .map(|flow| {
+            let s = UdpSocket::bind(SocketAddr::new(ip, 0))?;
+            session::prepare_udp(&s, spec, *flow == Flow::ClientToServer)?;
+            Ok(s)
+        })
+        .collect()
+}
+
+/// Waits for every TCP data connection of the test, while the client is alive and its
+/// connections keep coming (`clock`).
+pub(super) fn collect_tcp(
+    rx: &Receiver<(u16, TcpStream)>,
+    spec: &TestSpec,
+    setup: &Setup<'_>,
+    clock: &mut StreamClock,
+    mut expecting: Option<&mut Expecting<'_>>,
+) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
+    let mut got: Vec<Option<TcpStream>> = (0..setup.flows.len()).map(|_| None).collect();
+    let mut count = 0;
+    while count < setup.flows.len() {
+        if let Some(why) = setup.gave_up(clock, count) {
+            anyhow::bail!(why);
+        }
+        let (id, sock) = match rx.recv_timeout(clock.wait(Duration::from_millis(100))) {
+            Ok(a) => a,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the server is stopping"),
+        };
+        // A data connection must come from the control peer and name a stream once.
+        let from_peer = sock
+            .peer_addr()
+            .map(|a| a.ip().to_canonical() == setup.peer_ip.to_canonical())
+            .unwrap_or(false);
+        let slot = got.get_mut(usize::from(id));
+        if let (true, Some(slot @ None)) = (from_peer, slot) {
+            session::prepare_tcp(&sock, spec)?;
+            *slot = Some(sock);
+            count += 1;
+            clock.progressed();
+            if let Some(e) = expecting.as_deref_mut() {
+                e.arrived();
+            }
+        }
+    }
+    Ok(got
+        .into_iter()
+        .zip(setup.flows)
+        .enumerate()
+        .filter_map(|(i, (s, f))| s.map(|s| (i as u16, *f, StreamSocket::Tcp(s))))
+        .collect())
+}
+
+/// Waits for each UDP socket's hello (with the test's token and the stream's number) from the
+/// control peer, then connects it to that sender: a datagram from anyone else, or without the
+/// token, never takes a stream.
+pub(super) fn collect_udp(
+    sockets: Vec<UdpSocket>,
+    token: &Token,
+    setup: &Setup<'_>,
+    clock: &mut StreamClock,
+) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
+    let mut out = Vec::with_capacity(sockets.len());
+    for (i, (sock, flow)) in sockets.into_iter().zip(setup.flows).enumerate() {
+        let mut buf = [0u8; 64];
+        loop {
+            if let Some(why) = setup.gave_up(clock, i) {
+                anyhow::bail!("{why}: is UDP blocked on the path?");
+            }
+            let wait = clock.wait(Duration::from_millis(100));
+            sock.set_read_timeout(Some(wait.max(Duration::from_millis(1))))?;
+            let Ok((n, from)) = sock.recv_from(&mut buf) else {
+                continue;
+            };
+            let hello = protocol::parse_udp_hello(&buf[..n]);
+            if from.ip().to_canonical() == setup.peer_ip.to_canonical()
+                && hello == Some((*token, i as u16))
+            {
+                sock.connect(from)?;
+                // The echo tells the client the path works (and opens NATs for reverse mode).
+                sock.send(&buf[..n])?;
+                clock.progressed();
+                break;
+            }
+        }
+        out.push((i as u16, *flow, StreamSocket::Udp(sock)));
+    }
+    Ok(out)
+}
