@@ -69,15 +69,10 @@ pub fn screen(runs: &[RunRow], metric: Metric) -> (Vec<RunRow>, Vec<OutlierRun>)
         let values: Vec<f64> = mine.iter().filter_map(|(_, r)| metric.value(r)).collect();
         for o in robust::outside(&values) {
             let (at, r) = mine[o.index];
-            let factor = if o.factor.is_finite() {
-                format!("{:.0}x", o.factor)
-            } else {
-                "infinitely".into()
-            };
-            let factor = if o.factor < 10.0 && o.factor.is_finite() {
-                format!("{:.1}x", o.factor)
-            } else {
-                factor
+            let factor = match o.factor {
+                f if !f.is_finite() => "infinitely".to_string(),
+                f if f < 10.0 => format!("{f:.1}x"),
+                f => format!("{f:.0}x"),
             };
             outliers.push(OutlierRun {
                 run_id: r.id,

@@ -209,14 +209,13 @@ pub fn analyze_blocked(
             description: describe(v),
         })
         .collect();
-    let Some((base_name, base)) = sets.first() else {
+    if sets.is_empty() {
         return Ok(Analysis {
             confidence: cfg.confidence,
             sets: summaries,
             comparisons: Vec::new(),
         });
-    };
-    let _ = (base_name, base);
+    }
     let pairs: Vec<(usize, usize)> = match cfg.pairs {
         Pairs::AgainstFirst => (1..sets.len()).map(|i| (0, i)).collect(),
         Pairs::Steps => (1..sets.len()).map(|i| (i - 1, i)).collect(),
