@@ -278,7 +278,8 @@ pub struct ClientArgs {
     pub host: String,
     #[arg(long, short = 'p', default_value_t = DEFAULT_PORT)]
     pub port: u16,
-    /// Measured time, after the warm-up (10, 2s, 500ms).
+    /// Measured time, after the warm-up (10, 2s, 500ms), or `auto`: end once the interval
+    /// rates are steady (at most 30 s; `auto:60s` sets the ceiling; netsweep servers only).
     #[arg(long, short = 't', default_value = "10", allow_hyphen_values = true)]
     pub time: String,
     /// Reporting interval.
@@ -564,12 +565,14 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
                  interval grid; use -t (for example -t 10), and read the bytes moved in the summary"
             );
         }
-        let duration = parse_duration(&a.time).context("-t/--time")?;
+        let (duration, steady) = crate::traffic::steady::parse_duration(&a.time)
+            .map_err(|e| anyhow::anyhow!("-t/--time: {e}"))?;
         let mut spec = if a.udp {
             TestSpec::udp(duration)
         } else {
             TestSpec::tcp(duration)
         };
+        spec.steady = steady;
         spec.interval = parse_duration(&a.interval).context("-i/--interval")?;
         spec.omit = parse_duration(&a.omit).context("-O/--omit")?;
         spec.streams = a.parallel;

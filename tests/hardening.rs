@@ -290,6 +290,7 @@ fn fake_server(script: impl FnOnce(&mut TcpStream) + Send + 'static) -> SocketAd
                 token: Token([1; 16]),
                 udp_ports: vec![],
                 echo_port: None,
+                ends_early: false,
             },
         )
         .unwrap();

@@ -31,6 +31,9 @@ use remote::Remote;
 mod assemble;
 use assemble::*;
 
+mod ending;
+use ending::AutoEnd;
+
 /// Where the client's sockets are bound (`-B`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Bind {
@@ -177,6 +180,9 @@ pub fn run_test(
     stop: &AtomicBool,
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Result<TestResult, TestError> {
+    if spec.steady.is_some() && cfg.peer == PeerProtocol::Iperf3 {
+        return Err(TestError::new(NO_AUTO_WITH_IPERF3.to_string()));
+    }
     if cfg.peer == PeerProtocol::Iperf3 {
         return crate::traffic::iperf3::client::run_test(cfg, spec, stop, on_interval);
     }
@@ -204,6 +210,13 @@ pub fn run_test(
                  server cannot echo latency probes (--latency needs a netsweep server)"
             )));
         }
+        Err(protocol::ProtocolError::Timeout(_))
+            if cfg.peer == PeerProtocol::Detect && spec.steady.is_some() =>
+        {
+            return Err(TestError::new(format!(
+                "{server} did not answer netsweep's greeting within {DETECT_WAIT:?}: {NO_AUTO_WITH_IPERF3}"
+            )));
+        }
         Err(protocol::ProtocolError::Timeout(_)) if cfg.peer == PeerProtocol::Detect => {
             let mut result = crate::traffic::iperf3::client::run_after_greeting(
                 cfg,
@@ -229,13 +242,14 @@ pub fn run_test(
         .map_err(|e| TestError::new(format!("server {server}: {e}")))?;
     let control_rtt = t0.elapsed();
     write_frame(&mut ctrl, &ClientMsg::Request { spec: spec.clone() })?;
-    let (token, udp_ports, echo_port) =
+    let (token, udp_ports, echo_port, ends_early) =
         match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
             ServerMsg::Accepted {
                 token,
                 udp_ports,
                 echo_port,
-            } => (token, udp_ports, echo_port),
+                ends_early,
+            } => (token, udp_ports, echo_port, ends_early),
             ServerMsg::Refused { refusal } => {
                 return Err(TestError::new(format!("{server}: {refusal}")));
             }
@@ -306,7 +320,12 @@ pub fn run_test(
         server_sockets,
         ..StartInfo::default()
     };
-    let run = drive(&mut ctrl, spec, &streams, stop, on_interval);
+    let auto = AutoEnd::new(spec).filter(|_| ends_early);
+    let pace = Pace {
+        start,
+        rtt: control_rtt,
+    };
+    let (run, auto) = drive(&mut ctrl, spec, &streams, stop, on_interval, pace, auto);
     streams.stop_and_join();
     let probes = prober.map(|p| {
         let start_ns = u64::try_from(start.duration_since(p.base()).as_nanos()).unwrap_or(0);
@@ -316,6 +335,14 @@ pub fn run_test(
     let _ = ctrl.shutdown(std::net::Shutdown::Both);
     let (local, remote, error) = run;
     let mut result = assemble(spec, info, local, remote, start, error.clone());
+    if let Some(auto) = auto {
+        ended(&mut result, &auto);
+    } else if spec.steady.is_some() {
+        result.warnings.push(format!(
+            "{server} does not end tests early (a netsweep before duration = \"auto\"): this \
+             test ran to its ceiling"
+        ));
+    }
     if let (Some((records, start_ns)), Some(l)) = (probes, spec.latency) {
         attach_latency(&mut result, &records, start_ns, l.probe_rate_hz);
     }
@@ -328,6 +355,34 @@ pub fn run_test(
 
 /// How often waits look at the stop flag.
 const POLL: Duration = Duration::from_millis(50);
+
+const NO_AUTO_WITH_IPERF3: &str = "duration = \"auto\" (-t auto) needs a netsweep server: \
+     iperf3's protocol cannot end a test when its rates are steady; give a time (-t 10)";
+
+/// When the client's grid started, and the control connection's round trip.
+#[derive(Clone, Copy)]
+struct Pace {
+    start: Instant,
+    rtt: Duration,
+}
+
+/// Records how a `duration = "auto"` test ended, and gives its spec the duration it ran.
+fn ended(result: &mut TestResult, auto: &AutoEnd) {
+    let ceiling = result.spec.duration;
+    let measured = result
+        .intervals
+        .iter()
+        .filter(|i| !i.omitted)
+        .map(|i| i.end_s - i.start_s)
+        .sum::<f64>();
+    result.ending = Some(auto.ending(measured, ceiling));
+    if let Some(last) = result.intervals.last() {
+        let run = Duration::from_secs_f64(last.end_s).saturating_sub(result.spec.warmup());
+        if !run.is_zero() && run < ceiling {
+            result.spec.duration = run;
+        }
+    }
+}
 
 /// Starts the latency prober on a UDP socket bound like the data sockets and connected to the
 /// server's echo port.
@@ -537,23 +592,41 @@ fn confirm_udp(
 
 /// Pumps local and remote events until both ends are done, the server is gone, or `stop`.
 /// Returns local reports, the server's reports, and the error that ended the test early.
+#[allow(clippy::type_complexity)]
 fn drive(
     ctrl: &mut TcpStream,
     spec: &TestSpec,
     streams: &session::Streams,
     stop: &AtomicBool,
     on_interval: &mut dyn FnMut(&Interval),
-) -> (Finished, Option<Finished>, Option<String>) {
+    pace: Pace,
+    auto: Option<AutoEnd>,
+) -> (
+    (Finished, Option<Finished>, Option<String>),
+    Option<AutoEnd>,
+) {
     let server_rx = match ctrl.try_clone() {
         Ok(c) => spawn_reader::<ServerMsg>(c),
         Err(e) => {
             return (
-                Finished::default(),
-                None,
-                Some(format!("control connection: {e}")),
+                (
+                    Finished::default(),
+                    None,
+                    Some(format!("control connection: {e}")),
+                ),
+                auto,
             );
         }
     };
+    // Every merged interval goes to the caller, and to the steadiness rule of an auto test.
+    let auto = std::cell::RefCell::new(auto);
+    let mut forward = |iv: &Interval| {
+        if let Some(a) = auto.borrow_mut().as_mut() {
+            a.take(iv);
+        }
+        on_interval(iv);
+    };
+    let on_interval: &mut dyn FnMut(&Interval) = &mut forward;
     let mut merger = LiveMerger::new(spec);
     let mut remote = Remote::new(spec);
     let mut local = Finished::default();
@@ -596,6 +669,18 @@ fn drive(
             Ok(EngineEvent::StreamDone(report, cpu)) => local.add(report, cpu),
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
         }
+        let cut = auto
+            .borrow_mut()
+            .as_mut()
+            .and_then(|a| a.due(pace.start.elapsed(), pace.rtt));
+        if let Some(slots) = cut {
+            streams.cut.at(slots);
+            let slots = u32::try_from(slots).unwrap_or(u32::MAX);
+            if let Err(e) = write_frame(ctrl, &ClientMsg::End { slots }) {
+                error = Some(format!("control connection: {e}"));
+                break;
+            }
+        }
     }
     if error.is_some() {
         streams.stop.store(true, Ordering::Relaxed);
@@ -609,7 +694,10 @@ fn drive(
             }
         }
     }
-    (local, remote.into_finished(spec), error)
+    (
+        (local, remote.into_finished(spec), error),
+        auto.into_inner(),
+    )
 }
 
 /// Pairs each stream's local and remote interval reports and releases whole intervals in order.

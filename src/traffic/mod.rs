@@ -17,4 +17,5 @@ pub mod result;
 pub mod server;
 pub mod session;
 pub mod spec;
+pub mod steady;
 pub mod timeline;

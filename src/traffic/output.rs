@@ -342,6 +342,9 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     if let Some(line) = send_path_line(result) {
         out.push_str(&line);
     }
+    if let Some(e) = &result.ending {
+        let _ = writeln!(out, "Duration auto: {}.", e.sentence());
+    }
     if let (Some(peer), Some(p)) = (&result.peer, &result.provenance) {
         let _ = writeln!(
             out,

@@ -84,6 +84,10 @@ pub enum ClientMsg {
     Check { spec: TestSpec },
     /// All data connections are open: start traffic now.
     Start,
+    /// A `duration = "auto"` test is steady: end the grid after this many slots (warm-up
+    /// included). Sent only to a server that said `ends_early`; a cut already passed ends at
+    /// the end of the server's current slot.
+    End { slots: u32 },
     /// The client's side has finished; carries its reports for the server's log.
     Done,
     /// The client gives up (Ctrl-C, local error); the server stops its streams.
@@ -105,6 +109,10 @@ pub enum ServerMsg {
         udp_ports: Vec<u16>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         echo_port: Option<u16>,
+        /// This server ends a test early when the client sends `End` (`duration = "auto"`);
+        /// an older server leaves it out and runs every test to its duration.
+        #[serde(default)]
+        ends_early: bool,
     },
     Refused {
         refusal: Refusal,

@@ -210,6 +210,9 @@ pub struct TestResult {
     /// Latency under load (`--latency`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<crate::traffic::latency::summary::LatencyResult>,
+    /// How a `duration = "auto"` test ended: steady, or at its ceiling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ending: Option<crate::traffic::steady::Ending>,
 }
 
 /// Where a result's figures come from when the far end is not netsweep.
@@ -566,6 +569,7 @@ pub fn build(
         peer: None,
         provenance: None,
         latency: None,
+        ending: None,
     }
 }
 

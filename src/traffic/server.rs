@@ -459,6 +459,7 @@ fn control_session(
             token,
             udp_ports,
             echo_port: echo.as_ref().map(EchoServer::port),
+            ends_early: true,
         },
     )?;
     let setup = Setup {
@@ -522,8 +523,13 @@ fn test_words(spec: &TestSpec) -> String {
         crate::traffic::spec::Direction::Reverse => "reverse",
         crate::traffic::spec::Direction::Bidir => "bidirectional",
     };
+    let until = if spec.steady.is_some() {
+        "until steady, at most "
+    } else {
+        ""
+    };
     format!(
-        "{protocol} {direction} test, {} streams, {:.1} s",
+        "{protocol} {direction} test, {} streams, {until}{:.1} s",
         spec.streams,
         spec.total_time().as_secs_f64()
     )
@@ -535,6 +541,7 @@ fn client_words(msg: &ClientMsg) -> &'static str {
         ClientMsg::Request { .. } => "a test request",
         ClientMsg::Check { .. } => "an admission check",
         ClientMsg::Start => "start",
+        ClientMsg::End { .. } => "end",
         ClientMsg::Done => "done",
         ClientMsg::Abort { .. } => "abort",
     }
@@ -630,6 +637,20 @@ fn run_test(
         if let Ok(msg) = peer_rx.try_recv() {
             match msg {
                 Ok(ClientMsg::Abort { reason }) => anyhow::bail!("client aborted: {reason}"),
+                Ok(ClientMsg::End { slots }) => {
+                    let timeline = spec.timeline();
+                    if slots == 0 || slots as usize > timeline.len() {
+                        anyhow::bail!(
+                            "the client asked to end after slot {slots} of a {}-slot test",
+                            timeline.len()
+                        );
+                    }
+                    // A cut this end has already passed ends at the end of its current slot.
+                    let now = timeline
+                        .index_at(start.elapsed())
+                        .map_or(timeline.len(), |i| i + 1);
+                    streams.cut.at((slots as usize).max(now));
+                }
                 Ok(other) => anyhow::bail!(
                     "unexpected message during the test: {}",
                     client_words(&other)

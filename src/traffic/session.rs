@@ -5,6 +5,7 @@ use crate::platform::sockopt;
 use crate::traffic::engine::{self, EngineEvent, StreamCtx, StreamSocket};
 use crate::traffic::measure::{CpuUsage, Role, SocketInfo, StreamReport};
 use crate::traffic::spec::{Flow, Protocol, TestSpec, WindowMode};
+use crate::traffic::timeline::Cut;
 use std::net::{TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -79,6 +80,8 @@ pub struct Streams {
     pub events: Receiver<EngineEvent>,
     pub count: usize,
     pub stop: Arc<AtomicBool>,
+    /// Where the streams' grid stops: cut short when a `duration = "auto"` test is steady.
+    pub cut: Arc<Cut>,
     handles: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -100,6 +103,7 @@ pub fn start_streams(
     wire: Wire,
 ) -> std::io::Result<Streams> {
     let timeline = Arc::new(spec.timeline());
+    let cut = Arc::new(Cut::new(timeline.len()));
     let (tx, rx) = mpsc::channel();
     let stop = Arc::new(AtomicBool::new(false));
     let count = sockets.len();
@@ -147,6 +151,7 @@ pub fn start_streams(
             calibration: spec.effective_calibration(),
             datagrams: wire.datagrams,
             open_ended: wire.open_ended,
+            cut: cut.clone(),
         };
         handles.push(engine::spawn_stream(ctx, socket)?);
     }
@@ -154,6 +159,7 @@ pub fn start_streams(
         events: rx,
         count,
         stop,
+        cut,
         handles,
     })
 }

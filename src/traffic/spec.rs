@@ -128,6 +128,10 @@ pub struct TestSpec {
     /// Latency probes beside the test (`--latency`), with an idle baseline before the load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<crate::traffic::latency::LatencySpec>,
+    /// `duration = "auto"`: the test ends once its interval rates are steady (`steady`), and
+    /// `duration` is its ceiling. Absent: the test runs for `duration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady: Option<crate::traffic::steady::Steady>,
 }
 
 /// How long TCP senders calibrate their send path by default: four candidates, two turns of
@@ -196,6 +200,10 @@ pub enum SpecError {
     Calibration,
     #[error("{0}")]
     Latency(String),
+    #[error(
+        "duration auto needs a precision between 0 and 100% and a ceiling of at least its {0:.1} s floor (-t auto:30s)"
+    )]
+    Steady(f64),
 }
 
 impl TestSpec {
@@ -218,6 +226,7 @@ impl TestSpec {
             zerocopy: true,
             calibration: DEFAULT_CALIBRATION,
             latency: None,
+            steady: None,
         }
     }
 
@@ -236,6 +245,11 @@ impl TestSpec {
     pub fn validate(&self) -> Result<(), SpecError> {
         if self.duration.is_zero() {
             return Err(SpecError::ZeroDuration);
+        }
+        if let Some(rule) = self.steady
+            && (!(rule.precision > 0.0 && rule.precision < 1.0) || rule.floor > self.duration)
+        {
+            return Err(SpecError::Steady(rule.floor.as_secs_f64()));
         }
         if self.interval < Duration::from_millis(10) {
             return Err(SpecError::IntervalTooShort(self.interval));

@@ -2,7 +2,29 @@
 //! `omit + duration`. Both ends build the same grid from the same `TestSpec`, so interval `k` on
 //! the client and interval `k` on the server cover the same part of the test.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+
+/// Where one end's grid stops: after every slot of the timeline, or earlier once a
+/// `duration = "auto"` test's rates are steady. Shared by the stream threads of one end, which
+/// read it on every turn; it only ever moves earlier.
+#[derive(Debug)]
+pub struct Cut(AtomicUsize);
+
+impl Cut {
+    pub fn new(slots: usize) -> Cut {
+        Cut(AtomicUsize::new(slots))
+    }
+
+    /// Ends the grid after `slots` slots; a later cut is ignored.
+    pub fn at(&self, slots: usize) {
+        self.0.fetch_min(slots, Ordering::Relaxed);
+    }
+
+    pub fn slots(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+}
 
 /// One cell of the grid, in time since the start of the test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

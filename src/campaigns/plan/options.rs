@@ -67,7 +67,9 @@ pub fn apply_option(spec: &mut TestSpec, key: &str, v: &str) -> Result<(), Strin
                 _ => return Err(format!("protocol {v:?} is not tcp or udp")),
             }
         }
-        "duration" => spec.duration = parse_duration(v).map_err(e)?,
+        "duration" => {
+            (spec.duration, spec.steady) = crate::traffic::steady::parse_duration(v)?;
+        }
         "interval" => spec.interval = parse_duration(v).map_err(e)?,
         "omit" => spec.omit = parse_duration(v).map_err(e)?,
         "parallel" | "streams" => {

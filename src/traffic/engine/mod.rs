@@ -24,7 +24,7 @@ pub use sequence::{Arrival, Jitter, SequenceTracker};
 use crate::platform::sockopt;
 use crate::traffic::measure::{CpuUsage, IntervalReport, Role, StreamReport};
 use crate::traffic::spec::Flow;
-use crate::traffic::timeline::Timeline;
+use crate::traffic::timeline::{Cut, Slot, Timeline};
 use crate::units::BitRate;
 use std::net::{TcpStream, UdpSocket};
 use std::sync::Arc;
@@ -92,6 +92,9 @@ pub struct StreamCtx {
     /// The stream runs until `stop` (an iperf3 peer ends the test when it wants), and the
     /// interval open at the stop is kept in the report instead of dropped.
     pub open_ended: bool,
+    /// Where this end's grid stops (`Cut`): the whole timeline unless a `duration = "auto"`
+    /// test ends early.
+    pub cut: Arc<Cut>,
 }
 
 /// The header UDP datagrams carry.
@@ -211,6 +214,19 @@ impl StreamCtx {
         self.start.elapsed()
     }
 
+    /// The slots this stream measures: the timeline up to the cut.
+    pub(crate) fn slots(&self) -> &[Slot] {
+        let all = self.timeline.slots();
+        &all[..self.cut.slots().min(all.len())]
+    }
+
+    /// The slot containing `elapsed`, or `None` at or after the cut.
+    pub(crate) fn index_at(&self, elapsed: Duration) -> Option<usize> {
+        self.timeline
+            .index_at(elapsed)
+            .filter(|&i| i < self.cut.slots())
+    }
+
     pub(crate) fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
     }
@@ -218,7 +234,7 @@ impl StreamCtx {
     /// An open-ended stream that was stopped keeps the interval under way (when the grid has
     /// room for it); other streams report closed intervals only.
     pub(crate) fn keep_open(&self, report: &mut StreamReport, current: IntervalReport) {
-        if self.open_ended && report.intervals.len() < self.timeline.len() {
+        if self.open_ended && report.intervals.len() < self.slots().len() {
             report.intervals.push(current);
         }
     }

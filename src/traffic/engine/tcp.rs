@@ -167,10 +167,11 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
             ctx.length.max(1),
         )
     });
-    let slots = ctx.timeline.slots();
     let mut current = ctx.empty_interval(0);
     'run: loop {
         let now = ctx.elapsed();
+        // Read on every turn: a `duration = "auto"` test may cut the grid short.
+        let slots = ctx.slots();
         while report.intervals.len() < slots.len() && now >= slots[report.intervals.len()].end {
             current.tcp = sampler.sample(&sock);
             ctx.emit(&current);
@@ -235,10 +236,9 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
     let mut low_water = LowWater::new(buf.len(), ctx.elapsed());
     let mut received = ReceiveReport::default();
     let mut total = 0u64;
-    let slots = ctx.timeline.slots();
-    let end = ctx.timeline.end();
     let mut current = ctx.empty_interval(0);
     let close_due = |report: &mut StreamReport, current: &mut IntervalReport, now| {
+        let slots = ctx.slots();
         while report.intervals.len() < slots.len() && now >= slots[report.intervals.len()].end {
             ctx.emit(current);
             let next = ctx.empty_interval(report.intervals.len() + 1);
@@ -258,7 +258,7 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                 break;
             }
             Ok(n) => {
-                if report.intervals.len() < slots.len() {
+                if report.intervals.len() < ctx.slots().len() {
                     current.bytes += n as u64;
                 } else {
                     report.tail_bytes += n as u64;
@@ -279,7 +279,7 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                     ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
                 ) => {}
             Err(e) => {
-                if report.intervals.len() < slots.len() {
+                if report.intervals.len() < ctx.slots().len() {
                     report.error = Some(format!("read failed: {e}"));
                 }
                 break;
@@ -289,6 +289,7 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
             ctx.keep_open(&mut report, current);
             break;
         }
+        let end = ctx.slots().last().map(|s| s.end).unwrap_or_default();
         if now >= end + TCP_DRAIN {
             break;
         }

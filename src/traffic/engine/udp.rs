@@ -105,11 +105,12 @@ pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
         sockopt::tighten_timer_slack();
         Pacer::new(ctx.rate.bits_per_second(), Duration::ZERO, len * max_batch)
     });
-    let slots = ctx.timeline.slots();
     let mut current = ctx.empty_interval(0);
     let mut seq: u64 = 0;
     loop {
         let now = ctx.elapsed();
+        // Read on every turn: a `duration = "auto"` test may cut the grid short.
+        let slots = ctx.slots();
         while report.intervals.len() < slots.len() && now >= slots[report.intervals.len()].end {
             ctx.emit(&current);
             let next = ctx.empty_interval(report.intervals.len() + 1);
@@ -238,11 +239,11 @@ impl<'a> Receiver<'a> {
                 // A send time far beyond this end's clock is a damaged or forged header:
                 // attributing it would make the receiver keep intervals not yet happened.
                 (sent_at <= now + CLOCK_LEAD)
-                    .then(|| self.ctx.timeline.index_at(sent_at))
+                    .then(|| self.ctx.index_at(sent_at))
                     .flatten()
             }
             // The sender's clock is another host's wall clock: attribute by arrival.
-            Datagrams::Iperf3 { .. } => self.ctx.timeline.index_at(now),
+            Datagrams::Iperf3 { .. } => self.ctx.index_at(now),
         };
         if let Some(i) = index {
             self.grow_to(i);
@@ -287,9 +288,7 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
     let gro = ctx.udp_offload && udpbatch::enable_udp_gro(&sock);
     let mut buf = vec![0u8; if gro { 1 << 16 } else { ctx.length.max(2048) }];
     let _ = sock.set_read_timeout(Some(POLL));
-    let slots = ctx.timeline.slots();
     let mut rx = Receiver::new(ctx);
-    let stop_at = ctx.timeline.end() + UDP_LINGER;
     let mut emitted = 0;
     let mut stopped_early = false;
     loop {
@@ -309,6 +308,7 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
             }
         }
         let now = ctx.elapsed();
+        let slots = ctx.slots();
         while emitted < slots.len() && now >= slots[emitted].end + LIVE_GRACE {
             rx.grow_to(emitted);
             ctx.emit(&rx.counts[emitted]);
@@ -318,12 +318,13 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
             stopped_early = true;
             break;
         }
-        if now >= stop_at {
+        if now >= slots.last().map(|s| s.end).unwrap_or_default() + UDP_LINGER {
             break;
         }
     }
     // Every interval that passed is in the report, with zero counts where nothing arrived
     // (and the one under way, for an open-ended stream).
+    let slots = ctx.slots();
     let passed = if stopped_early {
         let now = ctx.elapsed();
         let closed = slots.iter().take_while(|s| s.end <= now).count();
@@ -412,6 +413,7 @@ mod tests {
             calibration: Duration::ZERO,
             datagrams: super::Datagrams::Netsweep,
             open_ended: false,
+            cut: Arc::new(crate::traffic::timeline::Cut::new(1)),
         };
         let mut rx = Receiver {
             counts: vec![ctx.empty_interval(0)],

@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Time to answer: the documents' fixed protocol against `duration = "auto"` + `until = "decided"`.
+
+The sweep is issue 27's: 5 windows x 3 sysctl profiles on a 1 Gbit/s, 20 ms lab (root: the lab
+is two network namespaces the run creates and removes). Two campaigns of the same plan:
+
+  fixed  5 rounds x 30 s per configuration, as the documents ran iperf by hand (without their
+         60 s pauses, which would double the time again);
+  auto   each run ends once its interval rates are steady (`duration = "auto"`), and the
+         campaign ends once every comparison of the answer is decided (`until = "decided"`).
+
+For each it prints the wall time, the runs, the measured seconds, and the answer (the headline,
+each comparison's outcome, the windows' order); then whether both reached the same answer and the
+ratio of wall times (target: the same answer in at most a tenth of the time).
+
+    python3 bench/time_to_answer.py                      # both phases, about 45 minutes
+    python3 bench/time_to_answer.py --phase auto         # one phase; results kept in --out
+    python3 bench/time_to_answer.py --summary            # compare the phases kept in --out
+
+The binary is copied at the start, so rebuilding during a run does not change what is measured.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+
+WINDOWS = ["64K", "128K", "512K", "1024K", "1536K"]
+
+PROFILES = """
+[profiles.small.linux]
+"net.ipv4.tcp_rmem" = "4096 65536 1048576"
+"net.ipv4.tcp_wmem" = "4096 16384 1048576"
+[profiles.medium.linux]
+"net.ipv4.tcp_rmem" = "4096 131072 6291456"
+"net.ipv4.tcp_wmem" = "4096 16384 4194304"
+[profiles.large.linux]
+"net.ipv4.tcp_rmem" = "4096 131072 33554432"
+"net.ipv4.tcp_wmem" = "4096 65536 33554432"
+"""
+
+
+def plan(phase, seed):
+    if phase == "fixed":
+        test = 'duration = "30s"\ninterval = "1s"'
+        repeat = 'count = 5\norder = "interleaved"\npause = "0s"'
+    else:
+        test = 'duration = "auto"\ninterval = "0.5s"'
+        repeat = 'until = "decided"\nmin = 3\nmax = 10\norder = "interleaved"\npause = "0s"'
+    windows = ", ".join(f'"{w}"' for w in WINDOWS)
+    return f"""name = "time to answer: {phase}"
+[target]
+kind = "lab"
+rate = "1G"
+rtt = "20ms"
+[test]
+{test}
+[matrix]
+window = [{windows}]
+profile = ["small", "medium", "large"]
+[repeat]
+{repeat}
+seed = {seed}
+{PROFILES}"""
+
+
+def answer_of(doc):
+    """What the answer says, in a form two campaigns can be compared by."""
+    dims = doc.get("effects", {}).get("effects", [])
+    verdicts = {}
+    for c in doc.get("comparisons", []):
+        d = c.get("decision", c)
+        outcome = d.get("outcome")
+        if outcome == "different":
+            ratio = d.get("ratio") or 1.0
+            word = "raises" if ratio > 1 else "lowers"
+        elif outcome in ("small_difference", "equivalent"):
+            word = "no practical difference"
+        else:
+            word = outcome or "?"
+        verdicts[f"{c.get('dimension')}: {d.get('from')} -> {d.get('to')}"] = word
+    return {
+        "headline": doc.get("answer", "").splitlines()[0] if doc.get("answer") else "",
+        "first_dimension": dims[0].get("dimension") if dims else None,
+        "verdicts": verdicts,
+    }
+
+
+def run_phase(phase, binary, out, seed):
+    work = tempfile.mkdtemp(prefix=f"tta-{phase}-")
+    try:
+        with open(os.path.join(work, "plan.toml"), "w") as f:
+            f.write(plan(phase, seed))
+        db = os.path.join(work, "c.db")
+        t0 = time.monotonic()
+        run = subprocess.run(
+            [binary, "run", "plan.toml", "--db", db],
+            cwd=work, capture_output=True, text=True, timeout=4 * 3600,
+        )
+        wall = time.monotonic() - t0
+        if run.returncode != 0:
+            sys.stderr.write(run.stdout + run.stderr)
+            raise SystemExit(f"{phase}: netsweep run failed ({run.returncode})")
+        explain = subprocess.run(
+            [binary, "explain", "--db", db, "--json"],
+            cwd=work, capture_output=True, text=True, timeout=600, check=True,
+        )
+        text = subprocess.run(
+            [binary, "explain", "--db", db],
+            cwd=work, capture_output=True, text=True, timeout=600, check=True,
+        ).stdout
+        with sqlite3.connect(db) as con:
+            runs, run_wall = con.execute(
+                "SELECT count(*), sum(finished_unix - started_unix) FROM run"
+            ).fetchone()
+            measured = con.execute(
+                "SELECT sum(s) FROM (SELECT max(end_s) - min(start_s) AS s "
+                "FROM interval WHERE omitted = 0 GROUP BY run_id)"
+            ).fetchone()[0]
+        doc = json.loads(explain.stdout)
+        record = {
+            "phase": phase,
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "wall_s": wall,
+            "runs": runs,
+            "measured_s": measured,
+            "runs_wall_s": run_wall,
+            "answer": answer_of(doc),
+            "explain": text,
+        }
+        with open(os.path.join(out, f"{phase}.json"), "w") as f:
+            json.dump(record, f, indent=2)
+        print(f"== {phase}: {wall:.0f} s wall, {runs} runs")
+        print(text)
+        return record
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def summary(out):
+    recs = {}
+    for phase in ("fixed", "auto"):
+        p = os.path.join(out, f"{phase}.json")
+        if os.path.exists(p):
+            with open(p) as f:
+                recs[phase] = json.load(f)
+    for phase, r in recs.items():
+        print(f"{phase:6} {r['date']}: wall {r['wall_s']:7.0f} s, runs {r['runs']}, "
+              f"measured {r['measured_s'] or 0:.0f} s")
+        print(f"       {r['answer']['headline']}")
+    if len(recs) < 2:
+        print("both phases are needed for the comparison")
+        return 1
+    fixed, auto = recs["fixed"]["answer"], recs["auto"]["answer"]
+    same_first = fixed["first_dimension"] == auto["first_dimension"]
+    keys = sorted(set(fixed["verdicts"]) | set(auto["verdicts"]))
+    differ = [k for k in keys if fixed["verdicts"].get(k) != auto["verdicts"].get(k)]
+    for k in keys:
+        mark = "  " if k not in differ else "!="
+        print(f"  {mark} {k:40} fixed: {fixed['verdicts'].get(k, '-'):26} "
+              f"auto: {auto['verdicts'].get(k, '-')}")
+    ratio = recs["auto"]["wall_s"] / recs["fixed"]["wall_s"]
+    same = same_first and not differ
+    print(f"same answer: {'yes' if same else 'no'} (what matters most: "
+          f"{fixed['first_dimension']} / {auto['first_dimension']}; "
+          f"{len(keys) - len(differ)} of {len(keys)} comparisons agree)")
+    print(f"wall time auto/fixed: {ratio:.3f} (target <= 0.100)")
+    return 0 if same and ratio <= 0.1 else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--phase", choices=["fixed", "auto", "both"], default="both")
+    ap.add_argument("--summary", action="store_true", help="only compare the kept phases")
+    ap.add_argument("--netsweep", default="target/release/netsweep")
+    ap.add_argument("--out", default="bench/results/time_to_answer")
+    ap.add_argument("--seed", type=int, default=27)
+    a = ap.parse_args()
+    os.makedirs(a.out, exist_ok=True)
+    if not a.summary:
+        if os.geteuid() != 0:
+            raise SystemExit("the lab needs root")
+        keep = tempfile.mkdtemp(prefix="tta-bin-")
+        binary = shutil.copy(a.netsweep, os.path.join(keep, "netsweep"))
+        try:
+            for phase in (["fixed", "auto"] if a.phase == "both" else [a.phase]):
+                run_phase(phase, binary, a.out, a.seed)
+        finally:
+            shutil.rmtree(keep, ignore_errors=True)
+    return summary(a.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

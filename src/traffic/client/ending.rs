@@ -1,0 +1,103 @@
+//! The client's side of `duration = "auto"`: it reads the merged interval rates as they are
+//! released, and once they are steady (`steady::read`) cuts its grid at a slot boundary far
+//! enough ahead for the server to hear of it, and tells the server where (`ClientMsg::End`).
+
+use crate::traffic::result::Interval;
+use crate::traffic::spec::TestSpec;
+use crate::traffic::steady::{self, Ending, Reading, Steady};
+use crate::traffic::timeline::Timeline;
+use std::time::Duration;
+
+/// Least time left in the current slot for a cut at its end: the `End` message must reach the
+/// server before its grid passes the boundary.
+const MARGIN: Duration = Duration::from_millis(50);
+
+pub(super) struct AutoEnd {
+    rule: Steady,
+    interval: Duration,
+    timeline: Timeline,
+    rates: Vec<f64>,
+    reading: Option<Reading>,
+    /// Slots kept, once the cut is decided.
+    cut: Option<usize>,
+}
+
+impl AutoEnd {
+    /// For a spec with `duration = "auto"`.
+    pub(super) fn new(spec: &TestSpec) -> Option<AutoEnd> {
+        spec.steady.map(|rule| AutoEnd {
+            rule,
+            interval: spec.interval,
+            timeline: spec.timeline(),
+            rates: Vec::new(),
+            reading: None,
+            cut: None,
+        })
+    }
+
+    /// Takes one merged interval (in order).
+    pub(super) fn take(&mut self, iv: &Interval) {
+        if iv.omitted || self.cut.is_some() {
+            return;
+        }
+        self.rates.push(iv.total.bits_per_second);
+        self.reading = steady::read(&self.rule, self.interval, &self.rates);
+    }
+
+    /// Where to cut, once: when the rates are steady, `elapsed` into the grid, with the
+    /// control connection's round trip `rtt`.
+    pub(super) fn due(&mut self, elapsed: Duration, rtt: Duration) -> Option<usize> {
+        if self.cut.is_some() || !self.reading.is_some_and(|r| r.steady) {
+            return None;
+        }
+        let at = cut_slot(&self.timeline, elapsed, MARGIN.max(rtt * 2))?;
+        self.cut = Some(at);
+        Some(at)
+    }
+
+    /// How the test ended, given the measured seconds of its result.
+    pub(super) fn ending(&self, measured_s: f64, ceiling: Duration) -> Ending {
+        Ending {
+            rule: self.rule,
+            measured_s,
+            ceiling_s: ceiling.as_secs_f64(),
+            reading: self.reading,
+        }
+    }
+}
+
+/// The slot count to cut the grid at, `elapsed` into it: the end of the current slot when at
+/// least `margin` of it is left, else the end of the next one; `None` once the grid is over.
+pub(super) fn cut_slot(timeline: &Timeline, elapsed: Duration, margin: Duration) -> Option<usize> {
+    let cur = timeline.index_at(elapsed)?;
+    let left = timeline.slots()[cur].end.saturating_sub(elapsed);
+    Some(if left >= margin {
+        cur + 1
+    } else {
+        (cur + 2).min(timeline.len())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid() -> Timeline {
+        Timeline::new(
+            Duration::from_secs(1),
+            Duration::from_millis(500),
+            Duration::from_secs(5),
+        )
+    }
+
+    #[test]
+    fn the_cut_is_the_current_slots_end_with_time_to_spare_else_the_next() {
+        let ms = Duration::from_millis;
+        // Slots of 0.5 s; at 2.1 s the fifth (index 4) runs until 2.5 s.
+        assert_eq!(cut_slot(&grid(), ms(2100), ms(50)), Some(5));
+        assert_eq!(cut_slot(&grid(), ms(2480), ms(50)), Some(6));
+        // In the last slot, the grid ends there anyway.
+        assert_eq!(cut_slot(&grid(), ms(5990), ms(50)), Some(12));
+        assert_eq!(cut_slot(&grid(), ms(6000), ms(50)), None);
+    }
+}
