@@ -51,7 +51,7 @@ def plan(phase, seed):
         repeat = 'count = 5\norder = "interleaved"\npause = "0s"'
     else:
         test = 'duration = "auto"\ninterval = "0.5s"'
-        repeat = 'until = "decided"\nmin = 3\nmax = 10\norder = "interleaved"\npause = "0s"'
+        repeat = 'until = "decided"\nmin = 3\nmax = 5\norder = "interleaved"\npause = "0s"'
     windows = ", ".join(f'"{w}"' for w in WINDOWS)
     return f"""name = "time to answer: {phase}"
 [target]
@@ -71,10 +71,10 @@ seed = {seed}
 
 def answer_of(doc):
     """What the answer says, in a form two campaigns can be compared by."""
-    dims = doc.get("effects", {}).get("effects", [])
+    dims = doc.get("effects", [])
     verdicts = {}
     for c in doc.get("comparisons", []):
-        d = c.get("decision", c)
+        d = c
         outcome = d.get("outcome")
         if outcome == "different":
             ratio = d.get("ratio") or 1.0
@@ -96,7 +96,12 @@ def run_phase(phase, binary, out, seed):
     try:
         with open(os.path.join(work, "plan.toml"), "w") as f:
             f.write(plan(phase, seed))
-        db = os.path.join(work, "c.db")
+        # The store is kept in --out: the campaign is the expensive part, and the analysis
+        # can be redone from it (--summary reads the JSON written below).
+        db = os.path.abspath(os.path.join(out, f"{phase}.db"))
+        for stale in (db, db + "-wal", db + "-shm", db + ".lock"):
+            if os.path.exists(stale):
+                os.remove(stale)
         t0 = time.monotonic()
         run = subprocess.run(
             [binary, "run", "plan.toml", "--db", db],

@@ -19,8 +19,8 @@ mod commands;
 mod lab;
 
 pub use commands::{
-    CompareArgs, DoctorArgs, ExplainArgs, ExportArgs, ImportArgs, MigrateArgs, ReportArgs, RunArgs,
-    TuneCommand, TuneCommon,
+    CompareArgs, DoctorArgs, ExplainArgs, ExportArgs, ImportArgs, MigrateArgs, More, ReportArgs,
+    RunArgs, TuneCommand, TuneCommon,
 };
 pub use lab::{LabCommand, PathArgs, VmArgs};
 

@@ -435,8 +435,9 @@ fn more_rounds_extend_a_finished_campaign() {
     let plan = dir.path().join("plan.toml");
     std::fs::write(
         &plan,
+        // Paced: parallel streams share the rate, so the answer settles in a few rounds.
         "[target]\nkind = \"loopback\"\n[test]\nduration = \"200ms\"\ninterval = \"100ms\"\n\
-         [matrix]\nparallel = [1, 2]\n[repeat]\ncount = 3\nseed = 5\n",
+         bitrate = \"200M\"\n[matrix]\nparallel = [1, 2]\n[repeat]\ncount = 3\nseed = 5\n",
     )
     .unwrap();
     let db = dir.path().join("m.db");
@@ -467,6 +468,36 @@ fn more_rounds_extend_a_finished_campaign() {
         store.latest_campaign().unwrap(),
         Some(1),
         "a new campaign was made"
+    );
+    drop(store);
+    // --more auto adds what the answer says it needs, or says that it needs nothing.
+    let explain = |db: &std::path::Path| -> serde_json::Value {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["explain", "--db", db.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let needed = explain(&db)["rounds_needed"].as_u64();
+    let (ok, out) = netsweep(&["run", p, "--db", d, "--more", "auto"]);
+    assert!(ok, "{out}");
+    match needed {
+        Some(n) => {
+            assert!(
+                out.contains(&format!("needs about {n} more rounds")),
+                "{out}"
+            );
+            assert_eq!(stored(&db).len() as u64, 10 + 2 * n, "{out}");
+        }
+        None => {
+            assert!(out.contains("no rounds to add"), "{out}");
+            assert_eq!(stored(&db).len(), 10);
+        }
+    }
+    let (ok, out) = netsweep(&["run", p, "--db", d, "--more", "some"]);
+    assert!(
+        !ok && out.contains("not a number of rounds or auto"),
+        "{out}"
     );
 }
 

@@ -5,7 +5,7 @@ use crate::campaigns::executor::{AddressExecutor, LabExecutor, LoopbackExecutor}
 use crate::campaigns::plan::{Plan, Target};
 use crate::campaigns::runner::{self, Executor, Progress};
 use crate::campaigns::store::{CampaignRow, NewRun, RunnerLock, Store, now_unix};
-use crate::cli::{CompareArgs, ExportArgs, ImportArgs, RunArgs, pairs};
+use crate::cli::{CompareArgs, ExportArgs, ImportArgs, More, RunArgs, pairs};
 use crate::lab::LabOptions;
 use crate::units::BitRate;
 use crate::{analysis::ministat, platform::signals};
@@ -123,6 +123,51 @@ fn host_limits() -> runner::HostLimits {
     }
 }
 
+/// How many rounds `--more` adds: the number given, or with `auto` the rounds the finished
+/// campaign's answer says would settle its undecided comparisons (`None`, said once, when
+/// every comparison is decided already).
+fn rounds_to_add(store: &Store, plan: &Plan, more: More) -> anyhow::Result<Option<u32>> {
+    let More::Rounds(n) = more else {
+        let Some(c) = store.finished_campaign(&plan.source)? else {
+            // more_rounds says why there is nothing to extend.
+            return Ok(Some(1));
+        };
+        let ask = crate::campaigns::explain::Ask::new(Metric::BitsPerSecond);
+        let e = super::explain::explanation(store, c.id, &ask)?;
+        let undecided = e
+            .comparisons
+            .iter()
+            .filter(|d| d.decision.outcome == crate::analysis::decide::Outcome::Undecided)
+            .count();
+        if undecided > 0 && e.effects.rounds_needed.is_none() {
+            bail!(
+                "--more auto: {undecided} comparison(s) of campaign {}'s answer are undecided, \
+                 and at this noise no practical number of rounds would settle them: make the \
+                 runs quieter (longer runs, an idle host) or give --more N",
+                c.id
+            );
+        }
+        return Ok(match e.effects.rounds_needed {
+            Some(n) => {
+                crate::outln!(
+                    "the answer of campaign {} needs about {n} more rounds to settle its \
+                     undecided comparisons",
+                    c.id
+                );
+                Some(u32::try_from(n).unwrap_or(u32::MAX))
+            }
+            None => {
+                crate::outln!(
+                    "every comparison of campaign {}'s answer is decided: no rounds to add",
+                    c.id
+                );
+                None
+            }
+        });
+    };
+    Ok(Some(n))
+}
+
 /// The finished campaign `--more N` extends, and its rounds in all afterwards.
 fn more_rounds(
     store: &Store,
@@ -196,7 +241,12 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     let mut store = Store::open(&db)?;
     let unfinished = store.unfinished_campaign(&plan.source)?;
     let extended = match a.more {
-        Some(n) => Some(more_rounds(&store, &plan, &db, unfinished.as_ref(), n)?),
+        Some(more) => {
+            let Some(n) = rounds_to_add(&store, &plan, more)? else {
+                return Ok(ExitCode::SUCCESS);
+            };
+            Some(more_rounds(&store, &plan, &db, unfinished.as_ref(), n)?)
+        }
         None => {
             check_resume(a, &db, unfinished.as_ref())?;
             None

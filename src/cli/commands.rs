@@ -19,9 +19,26 @@ pub struct RunArgs {
     #[arg(long)]
     pub check: bool,
     /// Add N interleaved rounds to the finished campaign of this plan (its seed and
-    /// configurations kept), when the answer is not clear yet.
-    #[arg(long, value_name = "N", conflicts_with_all = ["new", "resume"])]
-    pub more: Option<u32>,
+    /// configurations kept), when the answer is not clear yet; `auto` adds the rounds the
+    /// answer says would settle its undecided comparisons.
+    #[arg(long, value_name = "N|auto", conflicts_with_all = ["new", "resume"], value_parser = parse_more)]
+    pub more: Option<More>,
+}
+
+/// `run --more`: a number of rounds, or as many as the answer needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum More {
+    Rounds(u32),
+    Auto,
+}
+
+fn parse_more(text: &str) -> Result<More, String> {
+    if text.eq_ignore_ascii_case("auto") {
+        return Ok(More::Auto);
+    }
+    text.parse()
+        .map(More::Rounds)
+        .map_err(|_| format!("{text:?} is not a number of rounds or auto"))
 }
 
 #[derive(Debug, Args)]
