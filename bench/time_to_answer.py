@@ -50,7 +50,7 @@ def plan(phase, seed):
         test = 'duration = "30s"\ninterval = "1s"'
         repeat = 'count = 5\norder = "interleaved"\npause = "0s"'
     else:
-        test = 'duration = "auto"\ninterval = "0.5s"'
+        test = 'duration = "auto"\ninterval = "0.25s"'
         repeat = 'until = "decided"\nmin = 3\nmax = 5\norder = "interleaved"\npause = "0s"'
     windows = ", ".join(f'"{w}"' for w in WINDOWS)
     return f"""name = "time to answer: {phase}"

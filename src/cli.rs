@@ -279,7 +279,8 @@ pub struct ClientArgs {
     #[arg(long, short = 'p', default_value_t = DEFAULT_PORT)]
     pub port: u16,
     /// Measured time, after the warm-up (10, 2s, 500ms), or `auto`: end once the interval
-    /// rates are steady (at most 30 s; `auto:60s` sets the ceiling; netsweep servers only).
+    /// rates are steady (mean known to ±5%, at most 30 s; `auto:60s:2%` sets the ceiling and
+    /// the precision; netsweep servers only).
     #[arg(long, short = 't', default_value = "10", allow_hyphen_values = true)]
     pub time: String,
     /// Reporting interval.

@@ -1,21 +1,25 @@
-//! The stopping rule against reference values (scipy 1.17.1: `stats.t.ppf(0.975, m - 1) *
-//! std(ddof=1) / sqrt(m) / mean` over the later half, at least 4) and the shapes it must tell
-//! apart: slow start then steady, a rising trend, a stalled flow.
+//! The stopping rule against reference values (scipy 1.17.1: MSER's `d` as in `truncation`,
+//! then `stats.t.ppf(0.975, m - 1) * std(ddof=1) / sqrt(m) / mean` over what it keeps) and the
+//! shapes it must tell apart: slow start then steady, a rising trend, a stalled flow.
 
 use super::*;
 
 const HALF: Duration = Duration::from_millis(500);
 
+/// The rule at γ = 2%: the tests' reference values are judged against it.
 fn rule() -> Steady {
-    Steady::default()
+    Steady {
+        precision: 0.02,
+        ..Steady::default()
+    }
 }
 
 #[test]
-fn the_half_width_matches_scipy_over_the_later_half() {
+fn the_half_width_matches_scipy_over_what_mser_keeps() {
     let r = read(&rule(), HALF, &[100.0, 101.0, 99.0, 100.0, 100.5, 99.5]).unwrap();
-    assert_eq!((r.intervals, r.used), (6, 4));
-    assert!((r.mean_bps - 99.75).abs() < 1e-12);
-    assert!((r.half_width - 0.010297043893536443).abs() < 1e-9, "{r:?}");
+    assert_eq!((r.intervals, r.used), (6, 6));
+    assert!((r.mean_bps - 100.0).abs() < 1e-12);
+    assert!((r.half_width - 0.0074206305738929446).abs() < 1e-9, "{r:?}");
     let r = read(
         &rule(),
         Duration::from_secs(1),
@@ -23,10 +27,25 @@ fn the_half_width_matches_scipy_over_the_later_half() {
     )
     .unwrap();
     assert!((r.half_width - 0.007317741178618332).abs() < 1e-9, "{r:?}");
+    // A rising trend: MSER deletes the most it may (half), and the rest still rises.
     let trend: Vec<f64> = (1..=8).map(|k| f64::from(k) * 10.0).collect();
+    assert_eq!(truncation(&trend), 4);
     let r = read(&rule(), HALF, &trend).unwrap();
     assert!((r.half_width - 0.3160400395016186).abs() < 1e-9, "{r:?}");
     assert!(!r.steady);
+}
+
+#[test]
+fn mser_deletes_the_ramp_and_nothing_of_a_flat_series() {
+    let ramp = [50e6, 400e6, 900e6, 940e6, 942e6, 941e6, 939e6, 940e6];
+    assert_eq!(truncation(&ramp), 3);
+    let r = read(&rule(), HALF, &ramp).unwrap();
+    assert_eq!(r.used, 5);
+    assert!((r.half_width - 0.0015054389376672394).abs() < 1e-9, "{r:?}");
+    // Noise spread evenly is kept whole (scipy/numpy reference: d = 0).
+    assert_eq!(truncation(&[5.0, 5.0, 5.1, 4.9, 5.05, 4.95, 5.0]), 0);
+    // Never fewer than four intervals kept.
+    assert_eq!(truncation(&[1.0, 2.0, 3.0, 4.0, 5.0]), 1);
 }
 
 #[test]
@@ -49,8 +68,10 @@ fn slow_start_is_left_behind_once_the_later_half_is_flat() {
     rates.extend([940e6, 942e6, 941e6, 939e6, 940e6]);
     // 8 intervals: the later 4 are flat.
     assert!(read(&rule(), HALF, &rates).unwrap().steady);
-    // 5 intervals: the later half reaches back into the ramp.
-    assert!(!read(&rule(), HALF, &rates[..5]).unwrap().steady);
+    // 5 intervals: what may be kept reaches back into the ramp (scipy: ±52.9%).
+    let r = read(&rule(), HALF, &rates[..5]).unwrap();
+    assert!((r.half_width - 0.5288248911587763).abs() < 1e-9, "{r:?}");
+    assert!(!r.steady);
 }
 
 #[test]
@@ -62,8 +83,11 @@ fn a_stalled_flow_is_steady_at_zero_and_a_restarting_one_is_not() {
 
 #[test]
 fn the_precision_is_relative_error_over_one_plus_it() {
-    // Half-width 1.03%: steady at gamma 2% (target 1.96%), not at gamma 1% (0.99%).
-    let rates = [100.0, 101.0, 99.0, 100.0, 100.5, 99.5];
+    // Half-width 1.20% (scipy 0.0119654...): steady at gamma 2% (target 1.96%), not at
+    // gamma 1% (0.99%).
+    let rates = [100.0, 101.5, 98.5, 100.0, 101.0, 99.0];
+    let r = read(&rule(), HALF, &rates).unwrap();
+    assert!((r.half_width - 0.0119654072683259).abs() < 1e-9, "{r:?}");
     assert!(read(&rule(), HALF, &rates).unwrap().steady);
     let tight = Steady {
         precision: 0.01,
@@ -73,14 +97,23 @@ fn the_precision_is_relative_error_over_one_plus_it() {
 }
 
 #[test]
-fn durations_read_auto_with_and_without_a_ceiling() {
+fn durations_read_auto_with_a_ceiling_and_a_precision_in_any_order() {
+    let d = Steady::default();
+    assert_eq!(d.precision, 0.05);
+    assert_eq!(parse_duration("auto").unwrap(), (DEFAULT_CEILING, Some(d)));
+    let sixty = Duration::from_secs(60);
+    assert_eq!(parse_duration("auto:60s").unwrap(), (sixty, Some(d)));
     assert_eq!(
-        parse_duration("auto").unwrap(),
-        (DEFAULT_CEILING, Some(Steady::default()))
+        parse_duration("AUTO:2%").unwrap(),
+        (DEFAULT_CEILING, Some(rule()))
     );
     assert_eq!(
-        parse_duration("auto:60s").unwrap(),
-        (Duration::from_secs(60), Some(Steady::default()))
+        parse_duration("auto:60s:2%").unwrap(),
+        (sixty, Some(rule()))
+    );
+    assert_eq!(
+        parse_duration("auto:2%:60s").unwrap(),
+        (sixty, Some(rule()))
     );
     assert_eq!(
         parse_duration("10").unwrap(),
@@ -91,7 +124,10 @@ fn durations_read_auto_with_and_without_a_ceiling() {
             .unwrap_err()
             .contains("auto:60s")
     );
+    assert!(parse_duration("10s:2%").unwrap_err().contains("auto:60s"));
     assert!(parse_duration("auto:1s").unwrap_err().contains("ceiling"));
+    assert!(parse_duration("auto:0%").unwrap_err().contains("above 0"));
+    assert!(parse_duration("auto:fast").is_err());
 }
 
 #[test]
