@@ -44,18 +44,23 @@ fn a_steady_paced_flow_ends_long_before_its_ceiling_in_both_directions() {
             "{direction:?}: {ending:?}"
         );
         assert!(wall < Duration::from_secs(16), "{direction:?}: {wall:?}");
-        // The result's spec says the time it ran, and its summary covers exactly that.
+        // The result's spec says the time it ran, its summary covers that less the initial
+        // transient, which its intervals show as omitted.
+        let ran = ending.measured_s + ending.transient_s;
         assert!(
-            (r.spec.duration.as_secs_f64() - ending.measured_s).abs() < 1e-6,
+            (r.spec.duration.as_secs_f64() - ran).abs() < 1e-6,
             "{direction:?}: {:?} vs {ending:?}",
             r.spec.duration
         );
         assert!((r.summary.seconds - ending.measured_s).abs() < 1e-6);
         assert_eq!(
             r.intervals.len() as f64,
-            (ending.measured_s / 0.25).round(),
+            (ran / 0.25).round(),
             "{direction:?}"
         );
+        let omitted = r.intervals.iter().filter(|i| i.omitted).count();
+        assert_eq!(omitted as u32, r.spec.transient, "{direction:?}");
+        assert!(omitted <= r.intervals.len() / 2, "{direction:?}: {omitted}");
         // Both ends cut at the same slot: what the sender counted reached the receiver.
         let (sent, got) = (r.summary.sent_bytes as f64, r.summary.bytes as f64);
         assert!(
@@ -166,7 +171,12 @@ fn a_campaign_with_auto_durations_stores_short_runs_with_their_endings() {
             "{}",
             doc["ending"]
         );
+        let transient = doc["ending"]["transient_s"].as_f64().unwrap();
         let us = doc["spec"]["duration_us"].as_f64().unwrap();
-        assert!((us / 1e6 - measured).abs() < 1e-6);
+        assert!(
+            (us / 1e6 - measured - transient).abs() < 1e-6,
+            "{}",
+            doc["ending"]
+        );
     }
 }

@@ -334,9 +334,17 @@ pub fn run_test(
     let _ = write_frame(&mut ctrl, &ClientMsg::Done);
     let _ = ctrl.shutdown(std::net::Shutdown::Both);
     let (local, remote, error) = run;
-    let mut result = assemble(spec, info, local, remote, start, error.clone());
-    if let Some(auto) = auto {
-        ended(&mut result, &auto);
+    let ran = auto.as_ref().map(|a| a.as_run(spec));
+    let mut result = assemble(
+        ran.as_ref().unwrap_or(spec),
+        info,
+        local,
+        remote,
+        start,
+        error.clone(),
+    );
+    if let Some(auto) = &auto {
+        result.ending = Some(auto.ending(&result.spec, result.summary.seconds, spec.duration));
     } else if spec.steady.is_some() {
         result.warnings.push(format!(
             "{server} does not end tests early (a netsweep before duration = \"auto\"): this \
@@ -364,24 +372,6 @@ const NO_AUTO_WITH_IPERF3: &str = "duration = \"auto\" (-t auto) needs a netswee
 struct Pace {
     start: Instant,
     rtt: Duration,
-}
-
-/// Records how a `duration = "auto"` test ended, and gives its spec the duration it ran.
-fn ended(result: &mut TestResult, auto: &AutoEnd) {
-    let ceiling = result.spec.duration;
-    let measured = result
-        .intervals
-        .iter()
-        .filter(|i| !i.omitted)
-        .map(|i| i.end_s - i.start_s)
-        .sum::<f64>();
-    result.ending = Some(auto.ending(measured, ceiling));
-    if let Some(last) = result.intervals.last() {
-        let run = Duration::from_secs_f64(last.end_s).saturating_sub(result.spec.warmup());
-        if !run.is_zero() && run < ceiling {
-            result.spec.duration = run;
-        }
-    }
 }
 
 /// Starts the latency prober on a UDP socket bound like the data sockets and connected to the

@@ -234,7 +234,13 @@ fn summary_row(s: &Summary) -> StreamInterval {
 pub fn summary(result: &TestResult, units: RateFormat) -> String {
     let spec = &result.spec;
     let bidir = spec.direction == crate::traffic::spec::Direction::Bidir;
-    let start = spec.warmup().as_secs_f64();
+    // The summary covers the measured intervals: after the warm-up, and after the initial
+    // transient a `duration = "auto"` test left out.
+    let start = result
+        .intervals
+        .iter()
+        .find(|i| !i.omitted)
+        .map_or(spec.warmup().as_secs_f64(), |i| i.start_s);
     let end = start + result.summary.seconds;
     let mut out = String::from("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
     out.push_str(&header(spec));

@@ -132,6 +132,14 @@ pub struct TestSpec {
     /// `duration` is its ceiling. Absent: the test runs for `duration`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steady: Option<crate::traffic::steady::Steady>,
+    /// In a result of a `duration = "auto"` test: the leading measured intervals the rule found
+    /// to be the initial transient (MSER), left out of the summary like `omit`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub transient: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// How long TCP senders calibrate their send path by default: four candidates, two turns of
@@ -227,6 +235,7 @@ impl TestSpec {
             calibration: DEFAULT_CALIBRATION,
             latency: None,
             steady: None,
+            transient: 0,
         }
     }
 
@@ -365,6 +374,7 @@ impl TestSpec {
     /// The interval grid both ends build from this spec.
     pub fn timeline(&self) -> crate::traffic::timeline::Timeline {
         crate::traffic::timeline::Timeline::new(self.warmup(), self.interval, self.duration)
+            .omit_leading(self.transient as usize)
     }
 
     /// Intervals in the grid (warm-up included), computed without building it.

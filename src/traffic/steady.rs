@@ -70,8 +70,11 @@ pub struct Reading {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Ending {
     pub rule: Steady,
-    /// Measured seconds when the test ended, and its ceiling.
+    /// Measured seconds in the summary when the test ended, and its ceiling.
     pub measured_s: f64,
+    /// Seconds at the start left out as the initial transient (MSER), like `omit`.
+    #[serde(default)]
+    pub transient_s: f64,
     pub ceiling_s: f64,
     /// The last reading of the rule (absent when too few intervals were measured).
     pub reading: Option<Reading>,
@@ -88,15 +91,25 @@ impl Ending {
             }
         };
         match self.reading {
-            Some(r) if r.steady => format!(
-                "ended after {:.1} s of its {:.0} s ceiling: the rates were steady (mean of the \
-                 last {} intervals known to {} at 95%, asked {})",
-                self.measured_s,
-                self.ceiling_s,
-                r.used,
-                pct(r.half_width),
-                pct(self.rule.precision)
-            ),
+            Some(r) if r.steady => {
+                let transient = if self.transient_s > 0.0 {
+                    format!(
+                        "; its first {:.2} s were the initial transient (MSER), left out like -O",
+                        self.transient_s
+                    )
+                } else {
+                    String::new()
+                };
+                format!(
+                    "ended after {:.2} s of its {:.0} s ceiling: the rates were steady (mean of the \
+                     last {} intervals known to {} at 95%, asked {}){transient}",
+                    self.measured_s + self.transient_s,
+                    self.ceiling_s,
+                    r.used,
+                    pct(r.half_width),
+                    pct(self.rule.precision)
+                )
+            }
             Some(r) => format!(
                 "ran to its {:.0} s ceiling: the rates never became steady (mean of the last {} \
                  intervals known to {} at 95%, asked {})",

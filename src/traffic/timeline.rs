@@ -63,6 +63,15 @@ impl Timeline {
         Timeline { slots }
     }
 
+    /// Marks the first `n` measured slots omitted too (the initial transient a
+    /// `duration = "auto"` test found); the grid itself is unchanged.
+    pub fn omit_leading(mut self, n: usize) -> Timeline {
+        for slot in self.slots.iter_mut().filter(|s| !s.omitted).take(n) {
+            slot.omitted = true;
+        }
+        self
+    }
+
     pub fn slots(&self) -> &[Slot] {
         &self.slots
     }
@@ -106,6 +115,22 @@ mod tests {
 
     fn ms(v: u64) -> Duration {
         Duration::from_millis(v)
+    }
+
+    #[test]
+    fn a_transient_is_omitted_on_the_same_grid_and_a_cut_only_moves_earlier() {
+        let plain = Timeline::new(ms(300), ms(250), ms(2000));
+        let t = plain.clone().omit_leading(3);
+        assert_eq!(t.len(), plain.len());
+        assert_eq!(t.end(), plain.end());
+        let omitted: Vec<bool> = t.slots().iter().map(|s| s.omitted).collect();
+        // Two warm-up slots (0-250, 250-300), then three of the transient.
+        assert_eq!(omitted[..6], [true, true, true, true, true, false]);
+        assert_eq!(t.measured(), ms(2000 - 750));
+        let cut = Cut::new(t.len());
+        cut.at(6);
+        cut.at(9);
+        assert_eq!(cut.slots(), 6);
     }
 
     #[test]

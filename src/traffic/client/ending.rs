@@ -55,11 +55,31 @@ impl AutoEnd {
         Some(at)
     }
 
-    /// How the test ended, given the measured seconds of its result.
-    pub(super) fn ending(&self, measured_s: f64, ceiling: Duration) -> Ending {
+    /// The test as it ran: its duration up to the cut, and the initial transient MSER found
+    /// (when the rates were steady) left out like `omit`.
+    pub(super) fn as_run(&self, spec: &TestSpec) -> TestSpec {
+        let mut ran = spec.clone();
+        if let Some(end) = self
+            .cut
+            .and_then(|n| self.timeline.slots().get(n.checked_sub(1)?))
+        {
+            let run = end.end.saturating_sub(spec.warmup());
+            if !run.is_zero() {
+                ran.duration = run.min(spec.duration);
+            }
+        }
+        if let Some(r) = self.reading.filter(|r| r.steady) {
+            ran.transient = u32::try_from(r.intervals - r.used).unwrap_or(0);
+        }
+        ran
+    }
+
+    /// How the test ended, given its result's measured seconds.
+    pub(super) fn ending(&self, spec: &TestSpec, measured_s: f64, ceiling: Duration) -> Ending {
         Ending {
             rule: self.rule,
             measured_s,
+            transient_s: spec.transient as f64 * self.interval.as_secs_f64(),
             ceiling_s: ceiling.as_secs_f64(),
             reading: self.reading,
         }

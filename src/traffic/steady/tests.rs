@@ -135,6 +135,7 @@ fn the_sentence_says_how_the_test_ended() {
     let steady = Ending {
         rule: rule(),
         measured_s: 3.5,
+        transient_s: 0.0,
         ceiling_s: 30.0,
         reading: read(
             &rule(),
@@ -145,7 +146,19 @@ fn the_sentence_says_how_the_test_ended() {
     assert!(
         steady
             .sentence()
-            .starts_with("ended after 3.5 s of its 30 s ceiling")
+            .starts_with("ended after 3.50 s of its 30 s ceiling")
+    );
+    let ramp = Ending {
+        measured_s: 3.0,
+        transient_s: 0.5,
+        ..steady.clone()
+    };
+    assert!(ramp.sentence().starts_with("ended after 3.50 s"));
+    assert!(
+        ramp.sentence()
+            .ends_with("its first 0.50 s were the initial transient (MSER), left out like -O"),
+        "{}",
+        ramp.sentence()
     );
     let never = Ending {
         reading: read(&rule(), HALF, &[10.0, 20.0, 30.0, 40.0]),
