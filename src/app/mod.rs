@@ -83,7 +83,17 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
         cfg.limits.max_tests
     );
     let log: server::Log = Arc::new(|line: &str| crate::errln!("{line}"));
-    server::run_all(listeners, cfg.limits, stop, log)?;
+    match cfg.auth {
+        Some(auth) => {
+            crate::errln!(
+                "iperf3 clients log in (users in {}, {}); netsweep's own clients are refused",
+                auth.users_path.display(),
+                auth.padding.words()
+            );
+            server::run_authenticated(listeners, cfg.limits, auth, stop, log)?
+        }
+        None => server::run_all(listeners, cfg.limits, stop, log)?,
+    }
     Ok(ExitCode::SUCCESS)
 }
 

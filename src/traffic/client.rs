@@ -64,6 +64,8 @@ pub struct ClientConfig {
     /// What the command line's conversion chose for the user and should tell them at the start
     /// (a default rate, a flag accepted as a no-op).
     pub notes: Vec<String>,
+    /// iperf3 authentication (`--username`): sent to iperf3 servers only.
+    pub auth: Option<std::sync::Arc<crate::traffic::iperf3::login::ClientAuth>>,
 }
 
 impl ClientConfig {
@@ -74,6 +76,7 @@ impl ClientConfig {
             bind: None,
             connect_timeout: Duration::from_secs(5),
             notes: Vec::new(),
+            auth: None,
         }
     }
 }

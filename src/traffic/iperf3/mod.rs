@@ -7,6 +7,7 @@ pub mod client;
 pub mod control;
 pub mod import;
 pub mod json;
+pub mod login;
 pub mod peer_checks;
 pub mod peer_result;
 pub mod report;
