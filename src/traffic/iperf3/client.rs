@@ -194,7 +194,7 @@ fn refused_after_params(e: TestError, auth: Option<&ClientAuth>) -> TestError {
             "{m} after reading the parameters, without a word. They carried credentials for user \
              {:?}, and iperf3 3.21 hangs up so when it refuses a login: the login was probably \
              refused ({causes}); it may also be one of the server's limits. The server's log \
-             names the cause",
+             may name the cause",
             auth.user
         ))
     } else {
