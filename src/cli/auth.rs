@@ -18,7 +18,8 @@ pub struct ClientAuthArgs {
     #[arg(long, value_name = "FILE", requires = "username")]
     pub rsa_public_key_path: Option<PathBuf>,
     /// Encrypt the credentials with PKCS#1 v1.5 padding instead of OAEP: for iperf3 servers
-    /// before 3.17, or started with --use-pkcs1-padding.
+    /// before 3.17, or started with --use-pkcs1-padding (iperf3's own client has no such
+    /// option from 3.17 on: it always sends OAEP).
     #[arg(long)]
     pub use_pkcs1_padding: bool,
 }
@@ -53,8 +54,8 @@ pub struct ServerAuthArgs {
     /// Most seconds between the client's clock and this server's at a login (default 10).
     #[arg(long, value_name = "SECONDS", requires = "rsa_private_key_path")]
     pub time_skew_threshold: Option<u64>,
-    /// Decrypt credentials with PKCS#1 v1.5 padding instead of OAEP: for iperf3 clients before
-    /// 3.17 (which know no other), or run with --use-pkcs1-padding.
+    /// Also take credentials in PKCS#1 v1.5 padding, as iperf3 clients before 3.17 send them
+    /// (less safe; OAEP, what later clients send, is still taken).
     #[arg(long, requires = "rsa_private_key_path")]
     pub use_pkcs1_padding: bool,
 }

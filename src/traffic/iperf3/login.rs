@@ -158,8 +158,7 @@ fn padding_hint(e: &AuthError, padding: Padding) -> &'static str {
              --use-pkcs1-padding for them)"
         }
         (AuthError::Decrypt(_), Padding::Pkcs1) => {
-            " (this server expects PKCS#1 padding, iperf3 clients from 3.17 send OAEP unless \
-             given --use-pkcs1-padding)"
+            " (this server takes PKCS#1 and OAEP padding: the client used another key)"
         }
         _ => "",
     }
@@ -197,8 +196,17 @@ impl ServerAuth {
     /// Checks a client's `authtoken` at `now` (Unix seconds); the user's name when it passes.
     pub fn check(&self, token: Option<&str>, now: i64) -> Result<String, LoginFailure> {
         let token = token.ok_or(LoginFailure::NoToken)?;
-        let c = auth::decode_token(token, &self.key, self.padding)
-            .map_err(|e| LoginFailure::Token(e, self.padding))?;
+        let c = match auth::decode_token(token, &self.key, self.padding) {
+            // With PKCS#1 allowed for old clients, newer ones' OAEP still logs in (iperf3's
+            // server takes one padding only): a mixed fleet needs no second server.
+            Err(AuthError::Decrypt(_) | AuthError::NotCredentials)
+                if self.padding == Padding::Pkcs1 =>
+            {
+                auth::decode_token(token, &self.key, Padding::Oaep)
+            }
+            other => other,
+        }
+        .map_err(|e| LoginFailure::Token(e, self.padding))?;
         let text = crate::inputs::read_file(&self.users_path, MAX_FILE_BYTES)
             .map_err(|e| LoginFailure::UsersFile(format!("{}: {e}", self.users_path.display())))?;
         auth::verify(&c, &auth::parse_users(&text), now, self.skew_threshold_s)?;
@@ -247,6 +255,12 @@ mod tests {
         let old_client = client("s3cret", Padding::Pkcs1).token().unwrap();
         let e = s.check(Some(&old_client), unix_now()).unwrap_err();
         assert!(e.to_string().contains("--use-pkcs1-padding"), "{e}");
+        // A server that takes PKCS#1 for old clients takes newer ones' OAEP too.
+        let (mixed, _dir) = server(&users, Padding::Pkcs1);
+        for padding in [Padding::Oaep, Padding::Pkcs1] {
+            let token = client("s3cret", padding).token().unwrap();
+            assert_eq!(mixed.check(Some(&token), unix_now()).unwrap(), "alice");
+        }
         assert!(matches!(s.check(None, 0), Err(LoginFailure::NoToken)));
     }
 
