@@ -78,3 +78,80 @@ impl ServerAuthArgs {
 fn padding(pkcs1: bool) -> Padding {
     if pkcs1 { Padding::Pkcs1 } else { Padding::Oaep }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::{Cli, Command, ServerConfig, iperf3_argv};
+    use clap::Parser;
+
+    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/iperf3/auth/");
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        let argv = std::iter::once("netsweep")
+            .chain(args.iter().copied())
+            .map(std::ffi::OsString::from)
+            .collect();
+        Cli::try_parse_from(iperf3_argv(argv))
+    }
+
+    #[test]
+    fn iperf3s_server_options_make_the_servers_login() {
+        let dir = tempfile::tempdir().unwrap();
+        let users = dir.path().join("users.csv");
+        std::fs::write(&users, "alice,0123\n").unwrap();
+        let key = format!("{FIXTURES}private.pem");
+        let cli = parse(&[
+            "-s",
+            "--rsa-private-key-path",
+            &key,
+            "--authorized-users-path",
+            users.to_str().unwrap(),
+            "--time-skew-threshold",
+            "30",
+            "--use-pkcs1-padding",
+        ])
+        .unwrap();
+        let Command::Server(a) = cli.command else {
+            panic!("not a server")
+        };
+        let auth = ServerConfig::try_from(&a).unwrap().auth.expect("a login");
+        assert_eq!(auth.skew_threshold_s, 30);
+        assert_eq!(auth.padding, super::Padding::Pkcs1);
+        // Without the flags there is no login; half of them is refused by the parser.
+        let Command::Server(a) = parse(&["-s"]).unwrap().command else {
+            panic!("not a server")
+        };
+        assert!(ServerConfig::try_from(&a).unwrap().auth.is_none());
+        assert!(parse(&["-s", "--rsa-private-key-path", &key]).is_err());
+        assert!(parse(&["-s", "--time-skew-threshold", "5"]).is_err());
+    }
+
+    #[test]
+    fn iperf3s_client_options_go_together() {
+        let key = format!("{FIXTURES}public.pem");
+        assert!(parse(&["-c", "127.0.0.1", "--username", "alice"]).is_err());
+        assert!(parse(&["-c", "127.0.0.1", "--rsa-public-key-path", &key]).is_err());
+        let Command::Client(a) = parse(&["-c", "127.0.0.1", "--use-pkcs1-padding"])
+            .unwrap()
+            .command
+        else {
+            panic!("not a client")
+        };
+        let e = a.auth.load().unwrap_err();
+        assert!(e.to_string().contains("needs --username"), "{e}");
+        let Command::Client(a) = parse(&[
+            "-c",
+            "127.0.0.1",
+            "--username",
+            "alice",
+            "--rsa-public-key-path",
+            &key,
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("not a client")
+        };
+        assert_eq!(a.auth.username.as_deref(), Some("alice"));
+    }
+}
