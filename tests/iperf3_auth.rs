@@ -557,3 +557,98 @@ fn upstream_iperf3_logs_in_with_oaep_both_ways() {
         "{e}"
     );
 }
+
+/// Runs `netsweep args` with a pseudo-terminal as its standard input and output; answers
+/// "Password:" with `password`. Returns the exit code and everything the terminal showed.
+fn on_terminal(args: &[&str], password: &str) -> (Option<i32>, String) {
+    use std::os::fd::{FromRawFd, OwnedFd};
+    let (mut master, mut slave) = (-1, -1);
+    // SAFETY: openpty writes two descriptors; the name, termios and winsize may be null.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened and are owned here only.
+    let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(args)
+        .env_remove("IPERF3_PASSWORD")
+        .stdin(Stdio::from(slave.try_clone().unwrap()))
+        .stdout(Stdio::from(slave.try_clone().unwrap()))
+        .stderr(Stdio::from(slave))
+        .spawn()
+        .unwrap();
+    let mut master = std::fs::File::from(master);
+    let (mut shown, mut answered) = (Vec::new(), false);
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < Duration::from_secs(30) {
+        let mut pfd = libc::pollfd {
+            fd: std::os::fd::AsRawFd::as_raw_fd(&master),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut pfd, 1, 200) } <= 0 {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            continue;
+        }
+        let mut buf = [0u8; 4096];
+        match master.read(&mut buf) {
+            Ok(0) | Err(_) => break, // EIO: the child closed the terminal
+            Ok(n) => shown.extend_from_slice(&buf[..n]),
+        }
+        if !answered && String::from_utf8_lossy(&shown).contains("Password:") {
+            master
+                .write_all(format!("{password}\n").as_bytes())
+                .unwrap();
+            answered = true;
+        }
+    }
+    common::wait_bounded(
+        &mut child,
+        Duration::from_secs(10),
+        "netsweep on a terminal",
+    );
+    let code = child.wait().unwrap().code();
+    (code, String::from_utf8_lossy(&shown).to_string())
+}
+
+#[test]
+fn the_password_is_asked_for_on_a_terminal_without_echo() {
+    let test = "the_password_is_asked_for_on_a_terminal_without_echo";
+    let Some(keys) = Keys::make(test) else { return };
+    let _s = serial();
+    let server = AuthServer::start(keys.server_auth(Padding::Oaep));
+    let key = keys.path("public.pem");
+    let port = server.addr.port().to_string();
+    let (code, shown) = on_terminal(
+        &[
+            "client",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "1",
+            "--username",
+            "alice",
+            "--rsa-public-key-path",
+            key.to_str().unwrap(),
+        ],
+        "s3cret",
+    );
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(shown.contains("Password:"), "{shown}");
+    assert!(
+        !shown.contains("s3cret"),
+        "the password was echoed: {shown}"
+    );
+    server.log_with("login of user \"alice\" accepted");
+}
