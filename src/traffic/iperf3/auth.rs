@@ -210,18 +210,20 @@ pub fn encode_token<R: rsa::rand_core::CryptoRngCore>(
     Ok(BASE64.encode(block))
 }
 
-/// The credentials in a client's `authtoken`.
-pub fn decode_token(
+/// The credentials in a client's `authtoken`. `rng` blinds the private-key operation, so its
+/// time does not follow the key (the `rsa` crate's unblinded path leaks more).
+pub fn decode_token<R: rsa::rand_core::CryptoRngCore>(
     token: &str,
     key: &RsaPrivateKey,
     padding: Padding,
+    rng: &mut R,
 ) -> Result<Credentials, AuthError> {
     let block = BASE64
         .decode(token.trim().as_bytes())
         .map_err(|_| AuthError::NotBase64)?;
     let text = match padding {
-        Padding::Oaep => key.decrypt(Oaep::new::<sha1::Sha1>(), &block),
-        Padding::Pkcs1 => key.decrypt(Pkcs1v15Encrypt, &block),
+        Padding::Oaep => key.decrypt_blinded(rng, Oaep::new::<sha1::Sha1>(), &block),
+        Padding::Pkcs1 => key.decrypt_blinded(rng, Pkcs1v15Encrypt, &block),
     }
     .map_err(|_| AuthError::Decrypt(padding.words()))?;
     let text = String::from_utf8(text).map_err(|_| AuthError::NotCredentials)?;

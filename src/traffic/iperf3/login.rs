@@ -196,13 +196,13 @@ impl ServerAuth {
     /// Checks a client's `authtoken` at `now` (Unix seconds); the user's name when it passes.
     pub fn check(&self, token: Option<&str>, now: i64) -> Result<String, LoginFailure> {
         let token = token.ok_or(LoginFailure::NoToken)?;
-        let c = match auth::decode_token(token, &self.key, self.padding) {
+        let c = match auth::decode_token(token, &self.key, self.padding, &mut rand::rngs::OsRng) {
             // With PKCS#1 allowed for old clients, newer ones' OAEP still logs in (iperf3's
             // server takes one padding only): a mixed fleet needs no second server.
             Err(AuthError::Decrypt(_) | AuthError::NotCredentials)
                 if self.padding == Padding::Pkcs1 =>
             {
-                auth::decode_token(token, &self.key, Padding::Oaep)
+                auth::decode_token(token, &self.key, Padding::Oaep, &mut rand::rngs::OsRng)
             }
             other => other,
         }

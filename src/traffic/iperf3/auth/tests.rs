@@ -58,7 +58,7 @@ fn tokens_round_trip_in_both_paddings() {
         let token = encode_token(&alice(1_700_000_000), &public, padding, &mut rng()).unwrap();
         assert!(!token.contains('\n') && token.len() == 344, "{token}");
         assert_eq!(
-            decode_token(&token, &private, padding),
+            decode_token(&token, &private, padding, &mut rng()),
             Ok(alice(1_700_000_000)),
             "{padding:?}"
         );
@@ -71,15 +71,15 @@ fn a_token_in_the_other_padding_is_refused_as_such() {
     let oaep = encode_token(&alice(1), &public, Padding::Oaep, &mut rng()).unwrap();
     let pkcs1 = encode_token(&alice(1), &public, Padding::Pkcs1, &mut rng()).unwrap();
     assert!(matches!(
-        decode_token(&oaep, &private, Padding::Pkcs1),
+        decode_token(&oaep, &private, Padding::Pkcs1, &mut rng()),
         Err(AuthError::Decrypt(_) | AuthError::NotCredentials)
     ));
     assert_eq!(
-        decode_token(&pkcs1, &private, Padding::Oaep),
+        decode_token(&pkcs1, &private, Padding::Oaep, &mut rng()),
         Err(AuthError::Decrypt(Padding::Oaep.words()))
     );
     assert_eq!(
-        decode_token("not base64!", &private, Padding::Oaep),
+        decode_token("not base64!", &private, Padding::Oaep, &mut rng()),
         Err(AuthError::NotBase64)
     );
 }
@@ -89,7 +89,7 @@ fn tokens_made_by_iperf3_and_openssl_are_read() {
     let (private, _) = keys();
     let from_iperf3 = fixture("token-pkcs1-iperf3-3.12.txt");
     assert_eq!(
-        decode_token(&from_iperf3, &private, Padding::Pkcs1),
+        decode_token(&from_iperf3, &private, Padding::Pkcs1, &mut rng()),
         Ok(alice(1_795_474_488))
     );
     for (file, padding) in [
@@ -97,7 +97,7 @@ fn tokens_made_by_iperf3_and_openssl_are_read() {
         ("token-pkcs1-openssl.txt", Padding::Pkcs1),
     ] {
         assert_eq!(
-            decode_token(&fixture(file), &private, padding),
+            decode_token(&fixture(file), &private, padding, &mut rng()),
             Ok(alice(1_700_000_000)),
             "{file}"
         );
