@@ -652,3 +652,54 @@ fn the_password_is_asked_for_on_a_terminal_without_echo() {
     );
     server.log_with("login of user \"alice\" accepted");
 }
+
+/// A client whose clock is an hour off: its token decrypts, and the server refuses it for the
+/// skew (iperf3's error 142 on the wire, the skew in the log); within the threshold it passes
+/// the login.
+#[test]
+fn a_client_clock_beyond_the_skew_threshold_is_refused() {
+    use netsweep::traffic::iperf3::auth::{Credentials, encode_token, public_key_from_pem};
+    let Some(keys) = Keys::make("a_client_clock_beyond_the_skew_threshold_is_refused") else {
+        return;
+    };
+    let _s = serial();
+    let server = AuthServer::start(keys.server_auth(Padding::Oaep));
+    let public = public_key_from_pem(&keys.text("public.pem")).unwrap();
+    let now = netsweep::traffic::iperf3::login::unix_now();
+    // The first byte after the parameters: SERVER_ERROR, or CREATE_STREAMS once logged in.
+    let answer = |ts: i64| -> Vec<u8> {
+        let c = Credentials {
+            user: "alice".into(),
+            password: "s3cret".into(),
+            ts,
+        };
+        let token = encode_token(&c, &public, Padding::Oaep, &mut rand::rngs::OsRng).unwrap();
+        let params = serde_json::json!({"tcp": true, "time": 1, "parallel": 1, "authtoken": token});
+        let mut ctrl = std::net::TcpStream::connect(server.addr).unwrap();
+        ctrl.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        ctrl.write_all(&[b'a'; 36]).unwrap();
+        ctrl.write_all(&[0]).unwrap();
+        let mut state = [0u8; 1];
+        ctrl.read_exact(&mut state).unwrap();
+        assert_eq!(state[0], State::ParamExchange.byte());
+        let body = params.to_string();
+        ctrl.write_all(&(body.len() as u32).to_be_bytes()).unwrap();
+        ctrl.write_all(body.as_bytes()).unwrap();
+        let mut reply = vec![0u8; 1];
+        ctrl.read_exact(&mut reply).unwrap();
+        if reply[0] == State::ServerError.byte() {
+            let mut rest = [0u8; 8];
+            ctrl.read_exact(&mut rest).unwrap();
+            reply.extend_from_slice(&rest);
+        }
+        reply
+    };
+    let refused = answer(now - 3600);
+    assert_eq!(refused[0], State::ServerError.byte());
+    assert_eq!(i32::from_be_bytes(refused[1..5].try_into().unwrap()), 142);
+    server.log_with("clock is 3600 s from this server's");
+    // Five seconds off is within the default 10: the server goes on to the streams.
+    assert_eq!(answer(now - 5), vec![State::CreateStreams.byte()]);
+    server.log_with("login of user \"alice\" accepted");
+}

@@ -78,9 +78,14 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
         .map(|a| a.to_string())
         .collect();
     crate::errln!(
-        "netsweep server listening on {} (max {} tests at once; netsweep and iperf3 clients)",
+        "netsweep server listening on {} (max {} tests at once; {})",
         addrs.join(" and "),
-        cfg.limits.max_tests
+        cfg.limits.max_tests,
+        if cfg.auth.is_some() {
+            "iperf3 clients that log in"
+        } else {
+            "netsweep and iperf3 clients"
+        }
     );
     let log: server::Log = Arc::new(|line: &str| crate::errln!("{line}"));
     match cfg.auth {
