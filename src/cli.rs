@@ -15,8 +15,11 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 #[cfg(test)]
 use std::time::Duration;
 
+mod auth;
 mod commands;
 mod lab;
+
+pub use auth::{ClientAuthArgs, ServerAuthArgs};
 
 pub use commands::{
     CompareArgs, DoctorArgs, ExplainArgs, ExportArgs, ImportArgs, MigrateArgs, More, ReportArgs,
@@ -220,6 +223,8 @@ pub struct ServerArgs {
     /// Also listen on this port for iperf3 clients (implies --iperf3).
     #[arg(long)]
     pub iperf3_port: Option<u16>,
+    #[command(flatten)]
+    pub auth: ServerAuthArgs,
 }
 
 /// A validated server configuration.
@@ -229,6 +234,8 @@ pub struct ServerConfig {
     /// More ports on the same address (iperf3's, with `--iperf3`).
     pub extra_ports: Vec<u16>,
     pub limits: ServerLimits,
+    /// iperf3 authentication of the clients (`--rsa-private-key-path`).
+    pub auth: Option<std::sync::Arc<crate::traffic::iperf3::login::ServerAuth>>,
 }
 
 impl TryFrom<&ServerArgs> for ServerConfig {
@@ -259,6 +266,7 @@ impl TryFrom<&ServerArgs> for ServerConfig {
         Ok(ServerConfig {
             listen: SocketAddr::new(ip, a.port),
             extra_ports,
+            auth: a.auth.load()?.map(std::sync::Arc::new),
             limits: ServerLimits {
                 max_tests: a.max_tests,
                 max_duration: parse_duration(&a.max_duration).context("--max-duration")?,
@@ -403,6 +411,8 @@ pub struct ClientArgs {
     pub blockcount: Option<String>,
     #[command(flatten)]
     pub unimplemented: Box<Iperf3ClientOptions>,
+    #[command(flatten)]
+    pub auth: ClientAuthArgs,
 }
 
 /// iperf3 client options netsweep's client does not implement yet: accepted by the parser
@@ -642,7 +652,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             if let Some(i) = &a.latency_idle {
                 l.idle = parse_duration(i).context("--latency-idle")?;
             }
-            if a.iperf3 {
+            if a.iperf3 || a.auth.username.is_some() {
                 bail!("--latency needs a netsweep server: iperf3 servers do not echo its probes");
             }
             spec.latency = Some(l);
@@ -651,7 +661,9 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             spec = serde_json::from_str(j).context("--spec-json is not a netsweep test")?;
         }
         spec.validate()?;
-        cfg.peer = if a.iperf3 {
+        // iperf3's authentication exists in iperf3's protocol only: --username speaks it.
+        cfg.auth = a.auth.load()?.map(std::sync::Arc::new);
+        cfg.peer = if a.iperf3 || cfg.auth.is_some() {
             let adapted = crate::traffic::iperf3::client::adapt(&spec);
             crate::traffic::iperf3::client::params_for(&adapted)
                 .map_err(|e| anyhow::anyhow!("--iperf3: {e}"))?;

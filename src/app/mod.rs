@@ -78,12 +78,27 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
         .map(|a| a.to_string())
         .collect();
     crate::errln!(
-        "netsweep server listening on {} (max {} tests at once; netsweep and iperf3 clients)",
+        "netsweep server listening on {} (max {} tests at once; {})",
         addrs.join(" and "),
-        cfg.limits.max_tests
+        cfg.limits.max_tests,
+        if cfg.auth.is_some() {
+            "iperf3 clients that log in"
+        } else {
+            "netsweep and iperf3 clients"
+        }
     );
     let log: server::Log = Arc::new(|line: &str| crate::errln!("{line}"));
-    server::run_all(listeners, cfg.limits, stop, log)?;
+    match cfg.auth {
+        Some(auth) => {
+            crate::errln!(
+                "iperf3 clients log in (users in {}, {}); netsweep's own clients are refused",
+                auth.users_path.display(),
+                auth.padding.words()
+            );
+            server::run_authenticated(listeners, cfg.limits, auth, stop, log)?
+        }
+        None => server::run_all(listeners, cfg.limits, stop, log)?,
+    }
     Ok(ExitCode::SUCCESS)
 }
 

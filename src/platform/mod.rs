@@ -3,7 +3,8 @@
 //! options and TCP_INFO (`sockopt`), zero-copy sending (`zerocopy`), UDP batching
 //! (`udpbatch`), thread scheduling (`sched`), network namespaces for labs (`netns`, Linux
 //! only), signals (`signals`), file locks (`filelock`), output files that never follow a
-//! final symlink (`outfile`), the open-file limit (`fdlimit`). Kernel counters, host and NIC
+//! final symlink (`outfile`), the open-file limit (`fdlimit`), password prompts with echo off
+//! (`terminal`). Kernel counters, host and NIC
 //! facts and sysctl access are read
 //! through `host`, which picks the system's sources by `THIS_OS`.
 
@@ -16,6 +17,7 @@ pub mod sched;
 pub mod signals;
 pub mod sockopt;
 pub mod sysctl;
+pub mod terminal;
 pub mod udpbatch;
 pub mod zerocopy;
 

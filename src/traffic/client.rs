@@ -67,6 +67,8 @@ pub struct ClientConfig {
     /// What the command line's conversion chose for the user and should tell them at the start
     /// (a default rate, a flag accepted as a no-op).
     pub notes: Vec<String>,
+    /// iperf3 authentication (`--username`): sent to iperf3 servers only.
+    pub auth: Option<std::sync::Arc<crate::traffic::iperf3::login::ClientAuth>>,
 }
 
 impl ClientConfig {
@@ -77,6 +79,7 @@ impl ClientConfig {
             bind: None,
             connect_timeout: Duration::from_secs(5),
             notes: Vec::new(),
+            auth: None,
         }
     }
 }

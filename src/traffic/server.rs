@@ -46,6 +46,8 @@ struct Shared {
     accepted: std::sync::atomic::AtomicU64,
     /// Admitted netsweep tests that have ended, for callers that serve a set number of tests.
     served: Arc<Served>,
+    /// iperf3 authentication: iperf3 clients log in, netsweep's own clients are refused.
+    auth: Option<Arc<iperf3::login::ServerAuth>>,
 }
 
 /// How many admitted netsweep tests have ended, and how (`run_observed`): pScheduler's server
@@ -140,6 +142,18 @@ pub fn run_all(
     run_observed(listeners, limits, shutdown, log, Arc::default())
 }
 
+/// `run_all` for iperf3 clients that log in with `auth`'s users (netsweep's clients, which
+/// have no login, are refused).
+pub fn run_authenticated(
+    listeners: Vec<TcpListener>,
+    limits: ServerLimits,
+    auth: Arc<iperf3::login::ServerAuth>,
+    shutdown: &AtomicBool,
+    log: Log,
+) -> std::io::Result<()> {
+    serve_all(listeners, limits, Some(auth), shutdown, log, Arc::default())
+}
+
 /// `run_all`, counting the admitted netsweep tests that end in `served`.
 pub fn run_observed(
     listeners: Vec<TcpListener>,
@@ -148,7 +162,19 @@ pub fn run_observed(
     log: Log,
     served: Arc<Served>,
 ) -> std::io::Result<()> {
+    serve_all(listeners, limits, None, shutdown, log, served)
+}
+
+fn serve_all(
+    listeners: Vec<TcpListener>,
+    limits: ServerLimits,
+    auth: Option<Arc<iperf3::login::ServerAuth>>,
+    shutdown: &AtomicBool,
+    log: Log,
+    served: Arc<Served>,
+) -> std::io::Result<()> {
     let shared = Arc::new(Shared {
+        auth,
         admission: Admission::new(&limits, crate::platform::fdlimit::soft()),
         limits,
         registry: Registry::default(),
@@ -347,6 +373,7 @@ fn iperf3_connection(
         hub: &shared.iperf3,
         admission: &shared.admission,
         log: &log,
+        auth: shared.auth.as_deref(),
     };
     if let Err(e) = iperf3::server::serve(conn, peer, cookie, &ctx, slot) {
         (shared.log)(&format!("{peer}: iperf3 test ended with an error: {e:#}"));
@@ -377,6 +404,9 @@ fn refuse(ctrl: &mut TcpStream, refusal: Refusal) -> anyhow::Result<()> {
 /// Why a test of `spec` is not admitted here (invalid, over a cap, a congestion control this
 /// kernel will not set), or `None`.
 fn admission(spec: &TestSpec, shared: &Shared) -> Option<String> {
+    if shared.auth.is_some() {
+        return Some(iperf3::login::NETSWEEP_CLIENT_REFUSED.to_string());
+    }
     if let Err(e) = spec.validate() {
         return Some(e.to_string());
     }

@@ -15,7 +15,9 @@
 //! iperf3 takes whole seconds for `-t` and `-O`, and its server counts every byte from its start,
 //! so the send path is not calibrated in this mode (the path is fixed, as with `-l`).
 
+use super::auth::Padding;
 use super::control::{self, ControlError};
+use super::login::ClientAuth;
 use super::peer_result::{assemble, blank_peer_figures, local_roles, mirror};
 use super::wire::{self, Cookie, Params, Results, State};
 use crate::traffic::client::{
@@ -130,10 +132,11 @@ fn next_state(
         State::ServerError => {
             let (code, errno) = control::read_server_error(ctrl, Instant::now() + STEP_DEADLINE)
                 .map_err(|e| control_error(server, e))?;
-            let os = if errno > 0 {
-                format!(" ({})", std::io::Error::from_raw_os_error(errno))
-            } else {
-                String::new()
+            let os = match errno {
+                Some(errno) if errno > 0 => {
+                    format!(" ({})", std::io::Error::from_raw_os_error(errno))
+                }
+                _ => String::new(),
             };
             Err(TestError::new(format!(
                 "{server}: the iperf3 server refused: {}{os}",
@@ -156,6 +159,46 @@ fn expect(
             "{server}: the iperf3 server {} where {want} was due",
             other.as_peer_act()
         ))),
+    }
+}
+
+/// What a refusal right after the parameters means when they carried credentials: iperf3's
+/// error 142 names no cause, and 3.21 refuses a login by hanging up without a word.
+fn refused_after_params(e: TestError, auth: Option<&ClientAuth>) -> TestError {
+    let Some(auth) = auth else {
+        return refused_silently(e);
+    };
+    let causes = format!(
+        "a wrong user name or password, clocks further apart than the server's \
+         --time-skew-threshold (10 s by default), or the other padding (this client used {}; {})",
+        auth.padding.words(),
+        match auth.padding {
+            Padding::Oaep => {
+                "iperf3 servers before 3.17, and later ones run with --use-pkcs1-padding, need \
+                 --use-pkcs1-padding here"
+            }
+            Padding::Pkcs1 => "iperf3 servers from 3.17 expect OAEP unless run with it",
+        }
+    );
+    let m = &e.message;
+    if m.contains(&format!("(iperf3 error {})", wire::code::AUTH_TEST)) {
+        let server = m.split(": ").next().unwrap_or_default();
+        TestError::new(format!(
+            "{server}: the iperf3 server refused the login of user {:?} (iperf3 error {}): {causes}; \
+             the server's log may say which",
+            auth.user,
+            wire::code::AUTH_TEST
+        ))
+    } else if m.ends_with("closed the control connection") {
+        TestError::new(format!(
+            "{m} after reading the parameters, without a word. They carried credentials for user \
+             {:?}, and iperf3 3.21 hangs up so when it refuses a login: the login was probably \
+             refused ({causes}); it may also be one of the server's limits. The server's log \
+             may name the cause",
+            auth.user
+        ))
+    } else {
+        e
     }
 }
 
@@ -277,8 +320,16 @@ fn run_on(
     } = opened;
     let spec = adapt(spec);
     spec.validate().map_err(|e| TestError::new(e.to_string()))?;
-    let params = params_for(&spec).map_err(TestError::new)?;
+    let mut params = params_for(&spec).map_err(TestError::new)?;
     let server = cfg.server;
+    let auth = cfg.auth.as_deref();
+    if let Some(a) = auth {
+        // Made now: the server checks the time in it against its clock.
+        let token = a
+            .token()
+            .map_err(|e| TestError::new(format!("--username {}: {e}", a.user)))?;
+        params.authtoken = Some(token);
+    }
     control::write_json(&mut ctrl, &params.to_json())
         .map_err(|e| TestError::new(format!("{server}: {e}")))?;
     expect(
@@ -287,7 +338,7 @@ fn run_on(
         State::CreateStreams,
         Instant::now() + STEP_DEADLINE,
     )
-    .map_err(refused_silently)?;
+    .map_err(|e| refused_after_params(e, auth))?;
     let sockets = open_streams(cfg, &spec, &cookie)
         .map_err(|e| TestError::new(format!("opening data streams to {server}: {e}")))?;
     for state in [State::TestStart, State::TestRunning] {

@@ -32,14 +32,22 @@ pub fn read_state(s: &mut TcpStream, deadline: Instant) -> Result<State, Control
     State::from_byte(b[0]).ok_or(ControlError::UnknownState(b[0]))
 }
 
-/// The two int32 after SERVER_ERROR: iperf3's error code and the server's errno.
-pub fn read_server_error(s: &mut TcpStream, deadline: Instant) -> Result<(i32, i32), ControlError> {
-    let mut b = [0u8; 8];
-    read_exact_by(s, &mut b, deadline)?;
-    Ok((
-        i32::from_be_bytes([b[0], b[1], b[2], b[3]]),
-        i32::from_be_bytes([b[4], b[5], b[6], b[7]]),
-    ))
+/// The int32 after SERVER_ERROR: iperf3's error code, then the server's errno, which servers
+/// before 3.21 leave out when they refuse a login (4 bytes, then they hang up).
+pub fn read_server_error(
+    s: &mut TcpStream,
+    deadline: Instant,
+) -> Result<(i32, Option<i32>), ControlError> {
+    let mut code = [0u8; 4];
+    read_exact_by(s, &mut code, deadline)?;
+    let mut errno = [0u8; 4];
+    let errno = match read_exact_by(s, &mut errno, deadline) {
+        Ok(()) => Some(i32::from_be_bytes(errno)),
+        Err(ProtocolError::Closed) => None,
+        Err(ProtocolError::Io(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => None,
+        Err(e) => return Err(e.into()),
+    };
+    Ok((i32::from_be_bytes(code), errno))
 }
 
 /// A length-prefixed JSON object of at most `cap` bytes, refused before it is read if larger.

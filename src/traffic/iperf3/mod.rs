@@ -1,10 +1,13 @@
-//! iperf3: its JSON result documents (`import`), its wire protocol (`wire`, `control`), and
+//! iperf3: its JSON result documents (`import`), its wire protocol (`wire`, `control`), its
+//! authentication (`auth`: tokens and checks; `login`: keys, users file, password), and
 //! netsweep's client for iperf3 servers (`client`).
 
+pub mod auth;
 pub mod client;
 pub mod control;
 pub mod import;
 pub mod json;
+pub mod login;
 pub mod peer_checks;
 pub mod peer_result;
 pub mod report;

@@ -20,6 +20,7 @@
 //! until then, and the figures it reports run to that moment.
 
 use super::control::{self, ControlError};
+use super::login::ServerAuth;
 use super::wire::{self, Cookie, Params, Refusal, Results, State, code};
 use crate::traffic::admission::{self, Admission, Expecting, STAGE_DEADLINE, Slot, StreamClock};
 use crate::traffic::engine::{Datagrams, EngineEvent, StreamSocket};
@@ -369,6 +370,8 @@ pub struct Context<'a> {
     pub hub: &'a Hub,
     pub admission: &'a Admission,
     pub log: &'a dyn Fn(&str),
+    /// The login iperf3 clients must pass (`--rsa-private-key-path`), if any.
+    pub auth: Option<&'a ServerAuth>,
 }
 
 /// Most bytes of results accepted from a client of a test of `streams` streams.
@@ -397,6 +400,8 @@ fn accept_params(
         Instant::now() + STAGE_DEADLINE,
     )
     .map_err(|e| Refusal::new(code::RECV_PARAMS, e.to_string()))?;
+    // The login comes first, as in iperf3: nothing about the test is looked at before it.
+    login(ctrl, ctx, doc.get("authtoken").and_then(|t| t.as_str()))?;
     let params = Params::from_json(&doc)?;
     let spec = spec_for(&params, ctx.limits)?;
     if spec.protocol == Protocol::Udp && udp_addr.is_none() {
@@ -408,6 +413,32 @@ fn accept_params(
     slot.reserve_streams(spec.flows().len())
         .map_err(|reason| Refusal::new(code::NUM_STREAMS, reason))?;
     Ok((spec, params, udp_addr))
+}
+
+/// Checks a client's credentials when this server asks for them (iperf3's error 142 when they
+/// fail; the log says why, the client only learns that they did).
+fn login(ctrl: &TcpStream, ctx: &Context<'_>, token: Option<&str>) -> Result<(), Refusal> {
+    let peer = ctrl
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "?".into());
+    match (ctx.auth, token) {
+        (Some(auth), token) => match auth.check(token, super::login::unix_now()) {
+            Ok(user) => {
+                (ctx.log)(&format!("{peer}: iperf3 login of user {user:?} accepted"));
+                Ok(())
+            }
+            Err(e) => Err(Refusal::new(code::AUTH_TEST, format!("login refused: {e}"))),
+        },
+        (None, Some(_)) => {
+            (ctx.log)(&format!(
+                "{peer}: the iperf3 client sent credentials; this server checks none (no \
+                 --authorized-users-path)"
+            ));
+            Ok(())
+        }
+        (None, None) => Ok(()),
+    }
 }
 
 /// Serves one iperf3 client whose cookie was read. `slot` holds the test's place among

@@ -263,8 +263,8 @@ pub struct Params {
     pub get_server_output: bool,
     pub udp_counters_64bit: bool,
     pub client_version: Option<String>,
-    /// The client sent an RSA authentication token.
-    pub authtoken: bool,
+    /// The RSA-encrypted credentials, base64 (`auth::encode_token`), when the client logs in.
+    pub authtoken: Option<String>,
     /// iperf3 options the client asked for that a netsweep server does not implement, by
     /// their command-line names (`--fq-rate`, `-S/--tos/--dscp`, ...): such a test is refused
     /// with `code::UNIMPLEMENTED` and the server's log names them, never run without them.
@@ -283,7 +283,6 @@ const UNIMPLEMENTED_OPTIONS: &[(&str, &str)] = &[
     ("dont_fragment", "--dont-fragment"),
     ("server_affinity", "-A (server CPU affinity)"),
     ("burst", "-b RATE/BURST"),
-    ("authtoken", "--username (authentication)"),
 ];
 
 /// The options of `UNIMPLEMENTED_OPTIONS` a parameter document asks for.
@@ -382,6 +381,9 @@ impl Params {
         if let Some(v) = &self.client_version {
             m.insert("client_version".into(), json!(v));
         }
+        if let Some(t) = &self.authtoken {
+            m.insert("authtoken".into(), json!(t));
+        }
         Value::Object(m)
     }
 
@@ -448,7 +450,11 @@ impl Params {
             get_server_output: flag(m, "get_server_output"),
             udp_counters_64bit: flag(m, "udp_counters_64bit"),
             client_version: text(m, "client_version"),
-            authtoken: m.contains_key("authtoken"),
+            // Kept as sent: base64 is ASCII, and `auth::decode_token` checks it.
+            authtoken: m
+                .get("authtoken")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             unimplemented: unimplemented_options(m),
         })
     }
@@ -671,7 +677,8 @@ pub fn error_text(code: i32) -> String {
         124 | 130 | 141 => "the server could not set the socket buffer size",
         code::SET_CONGESTION => "the server could not set that congestion control algorithm",
         code::AUTH_TEST => {
-            "authentication failed (the server requires --username/--rsa-public-key-path)"
+            "authentication failed: the server requires credentials (--username and \
+             --rsa-public-key-path, the password in IPERF3_PASSWORD) or refused the ones sent"
         }
         code::NO_MSG => "no message from the client for too long (--rcv-timeout)",
         code::SERVER_DURATION_EXPIRED => "the server's maximum test duration expired",
