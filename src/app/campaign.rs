@@ -52,11 +52,15 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
             }
         },
         Target::Address(host) => Box::new(AddressExecutor {
-            addr: reachable(host, crate::cli::DEFAULT_PORT, "netsweep server")?,
+            addr: reachable(
+                host,
+                crate::traffic::protocol::DEFAULT_PORT,
+                "netsweep server",
+            )?,
             peer: crate::traffic::client::PeerProtocol::Netsweep,
         }),
         Target::Iperf3(host) => Box::new(AddressExecutor {
-            addr: reachable(host, crate::cli::IPERF3_PORT, "iperf3 -s")?,
+            addr: reachable(host, crate::traffic::iperf3::IPERF3_PORT, "iperf3 -s")?,
             peer: crate::traffic::client::PeerProtocol::Iperf3,
         }),
     })
@@ -72,7 +76,7 @@ fn reachable(host: &str, default_port: u16, what: &str) -> anyhow::Result<std::n
         ),
         _ => (host.to_string(), default_port),
     };
-    let addr = crate::cli::resolve(&h, p, false, false)?;
+    let addr = crate::traffic::address::resolve(&h, p, false, false)?;
     std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(3))
         .with_context(|| format!("target {addr} is unreachable: is `{what}` running there?"))?;
     Ok(addr)

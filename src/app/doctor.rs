@@ -86,9 +86,9 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
                 Some((h, p)) if !h.contains(':') || h.starts_with('[') => {
                     (h.to_string(), p.parse().context("--peer port")?)
                 }
-                _ => (peer.clone(), crate::cli::DEFAULT_PORT),
+                _ => (peer.clone(), crate::traffic::protocol::DEFAULT_PORT),
             };
-            let addr = crate::cli::resolve(&host, port, false, false)?;
+            let addr = crate::traffic::address::resolve(&host, port, false, false)?;
             let (f, rtt) = doctor::peer::check(addr, !a.no_tests);
             findings.extend(f);
             hints.rtt = hints.rtt.or(rtt);

@@ -348,7 +348,7 @@ impl Lab {
         let net = vm::guest::GuestNet {
             tap: Some(self.names.tap(h)),
             ip_cidr: format!("{}/24", h.ipv4()),
-            port: crate::cli::DEFAULT_PORT,
+            port: crate::traffic::protocol::DEFAULT_PORT,
             channel: Some(vm::guest::ChannelNet {
                 addr: h.control_ipv4(),
                 peer: h.router_ipv4(),
@@ -616,7 +616,7 @@ impl Lab {
         h: Host,
         limits: crate::traffic::spec::ServerLimits,
     ) -> anyhow::Result<LabServer> {
-        let addr = std::net::SocketAddr::new(h.address(), crate::cli::DEFAULT_PORT);
+        let addr = std::net::SocketAddr::new(h.address(), crate::traffic::protocol::DEFAULT_PORT);
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let (tx, rx) = std::sync::mpsc::channel();
