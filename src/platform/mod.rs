@@ -7,6 +7,8 @@
 //! facts and sysctl access are read
 //! through `host`, which picks the system's sources by `THIS_OS`.
 
+pub mod clock;
+pub mod congestion;
 pub mod cputime;
 pub mod fdlimit;
 pub mod filelock;

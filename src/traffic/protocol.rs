@@ -12,7 +12,8 @@
 //!
 //! Every read here has a deadline: a peer that sends nothing, or half a frame, is dropped.
 
-use crate::traffic::measure::{CpuUsage, SocketInfo, StreamReport};
+use crate::platform::cputime::CpuUsage;
+use crate::traffic::measure::{SocketInfo, StreamReport};
 use crate::traffic::spec::TestSpec;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};

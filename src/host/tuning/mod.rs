@@ -517,7 +517,7 @@ pub fn apply(t: &Target, p: &Profile, opts: &ApplyOptions) -> anyhow::Result<Vec
         target: t.id(),
         profile: p.name.clone(),
         owner_pid: opts.owner_pid,
-        created_unix: crate::campaigns::store::now_unix(),
+        created_unix: crate::platform::clock::now_unix(),
         entries: entries.clone(),
     };
     write_journal(t, &journal)?;
