@@ -22,3 +22,15 @@ pub fn resolve(host: &str, port: u16, v4: bool, v6: bool) -> anyhow::Result<Sock
             )
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::resolve;
+
+    #[test]
+    fn address_families_are_honoured() {
+        assert!(resolve("::1", 1, false, true).unwrap().is_ipv6());
+        assert!(resolve("127.0.0.1", 1, true, false).unwrap().is_ipv4());
+        assert!(resolve("127.0.0.1", 1, false, true).is_err());
+    }
+}
