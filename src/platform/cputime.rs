@@ -1,6 +1,8 @@
-//! The host's CPU time from `/proc/stat` (Linux): busy and total ticks over all cores, so the
+//! CPU time. The host's, from `/proc/stat` (Linux): busy and total ticks over all cores, so the
 //! campaign runner can say how busy the host was during a run. Elsewhere (FreeBSD has no
 //! `/proc/stat`) the reading is `None`. Parsing is pure; `read` takes the proc root.
+//! A thread's, from getrusage(2) (`thread_cpu`), summed per test end into `CpuUsage`, which
+//! the engine reports and both protocols carry.
 
 use serde::{Deserialize, Serialize};
 use std::path::Path;
