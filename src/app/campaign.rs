@@ -120,8 +120,7 @@ fn host_limits() -> runner::HostLimits {
                 .any(|e| e.file_name().to_string_lossy().starts_with("sch_netem"))
         });
     runner::HostLimits {
-        // SAFETY: geteuid has no preconditions.
-        root: unsafe { libc::geteuid() } == 0,
+        root: crate::platform::process::is_root(),
         rmem_max: read("rmem_max"),
         wmem_max: read("wmem_max"),
         netem,

@@ -16,6 +16,7 @@ pub mod fdlimit;
 pub mod filelock;
 pub mod netns;
 pub mod outfile;
+pub mod process;
 pub mod sched;
 pub mod signals;
 pub mod sockopt;
