@@ -27,6 +27,20 @@ pub use commands::{
 };
 pub use lab::{LabCommand, PathArgs, VmArgs};
 
+/// `netsweep export --format`: one exporter each (`app::export`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    Csv,
+    Json,
+}
+
+/// `netsweep report --format`: HTML with charts, or Markdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Html,
+    Md,
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "netsweep",

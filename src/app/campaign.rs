@@ -328,7 +328,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         .map(|s| s.to_string_lossy().to_string())
         .unwrap_or_default();
     let report = db.with_file_name(format!("{stem}-campaign{campaign}.html"));
-    write_report(&store, campaign, &report, "html")?;
+    write_report(&store, campaign, &report, crate::cli::ReportFormat::Html)?;
     crate::outln!(
         "compare other ways: {} --by DIMENSION",
         crate::paste::netsweep(&[
