@@ -26,7 +26,7 @@ pub use guest_exec::{
     GUEST_EXEC_SILENCE, exec_in_guest, guest_counters, guest_sysctl_read, guest_sysctl_write,
 };
 pub use registry::{LabState, Listing, down_by_name, list, read_state, reap_orphans};
-use registry::{now_unix, write_state};
+use registry::write_state;
 use relay::spawn_relay_daemon;
 pub use relay::{DelayLine, run_relay, spawn_delay_line};
 pub use topology::{Emulator, Host, LabNames, PathConfig};
@@ -169,7 +169,8 @@ impl Lab {
                 path,
                 emulator: Emulator::None,
                 relay_pid: None,
-                created_unix_s: now_unix(),
+                // Whole seconds, as the state file has always held them.
+                created_unix_s: crate::platform::clock::now_unix() as u64,
                 owner_pid: Some(std::process::id()),
                 guest: None,
                 guest_a: None,

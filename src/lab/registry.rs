@@ -44,13 +44,6 @@ impl LabState {
     }
 }
 
-pub(super) fn now_unix() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
 fn state_file(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.json"))
 }
