@@ -3,15 +3,18 @@
 
 #[cfg(test)]
 use crate::lab::{EmulatorChoice, PathConfig};
+use crate::traffic::address::resolve;
 use crate::traffic::client::{Bind, ClientConfig, PeerProtocol};
+use crate::traffic::iperf3::IPERF3_PORT;
 use crate::traffic::latency::LatencySpec;
+use crate::traffic::protocol::DEFAULT_PORT;
 use crate::traffic::spec::{
-    Direction, Protocol, ServerLimits, TestSpec, UDP_DEFAULT_LENGTH, UDP_DEFAULT_RATE,
+    Direction, Protocol, RRUL_STREAMS, ServerLimits, TestSpec, UDP_DEFAULT_LENGTH, udp_default_rate,
 };
 use crate::units::{BitRate, Bytes, parse_duration};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, SocketAddr};
 #[cfg(test)]
 use std::time::Duration;
 
@@ -27,10 +30,19 @@ pub use commands::{
 };
 pub use lab::{LabCommand, PathArgs, VmArgs};
 
-/// Default port of `netsweep server` (beside iperf3's 5201).
-pub const DEFAULT_PORT: u16 = 5310;
-/// iperf3's port: a client aimed at it detects an iperf3 server (`PeerProtocol::Detect`).
-pub const IPERF3_PORT: u16 = 5201;
+/// `netsweep export --format`: one exporter each (`app::export`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    Csv,
+    Json,
+}
+
+/// `netsweep report --format`: HTML with charts, or Markdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    Html,
+    Md,
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -506,61 +518,6 @@ pub fn iperf3_argv(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
         return out;
     }
     args
-}
-
-/// UDP's rate when `-b` is not given: 1 Gbit/s only where the path is this machine's own
-/// (loopback, netsweep's lab ranges 198.18.0.0/15 and 2001:2::/48), else iperf3's 1 Mbit/s, so
-/// a forgotten `-b` never floods a real WAN. The note says which and why.
-pub fn udp_default_rate(server: IpAddr) -> (f64, String) {
-    let local = match server {
-        IpAddr::V4(v4) => {
-            v4.is_loopback() || (v4.octets()[0] == 198 && v4.octets()[1] & 0xfe == 18)
-        }
-        IpAddr::V6(v6) => v6.is_loopback() || v6.segments()[..3] == [0x2001, 0x2, 0],
-    };
-    if local {
-        (
-            UDP_DEFAULT_RATE,
-            format!(
-                "UDP at {} (the default to loopback and netsweep labs; -b to choose)",
-                BitRate(UDP_DEFAULT_RATE)
-            ),
-        )
-    } else {
-        (
-            UDP_WAN_DEFAULT_RATE,
-            format!(
-                "UDP at {} (the default off loopback and labs, as iperf3's, so a forgotten -b \
-                 cannot flood a real path; -b 500M or -b 0 for unlimited)",
-                BitRate(UDP_WAN_DEFAULT_RATE)
-            ),
-        )
-    }
-}
-
-/// Streams per direction of `--rrul` when -P is not given.
-pub const RRUL_STREAMS: u16 = 4;
-
-/// UDP's default rate off loopback and labs (iperf3's).
-pub const UDP_WAN_DEFAULT_RATE: f64 = 1e6;
-
-/// Resolves `host:port`, honouring `-4`/`-6`.
-pub fn resolve(host: &str, port: u16, v4: bool, v6: bool) -> anyhow::Result<SocketAddr> {
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    let addrs: Vec<SocketAddr> = (host, port)
-        .to_socket_addrs()
-        .with_context(|| format!("cannot resolve {host:?}"))?
-        .collect();
-    addrs
-        .iter()
-        .find(|a| (!v4 || a.is_ipv4()) && (!v6 || a.is_ipv6()))
-        .copied()
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "{host:?} has no {} address",
-                if v4 { "IPv4" } else { "IPv6" }
-            )
-        })
 }
 
 impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {

@@ -2,7 +2,8 @@
 //!
 //! # Layout (layers, from the wire up)
 //! - `platform`: Linux and FreeBSD leaves (socket options and TCP_INFO, namespaces, signals,
-//!   host CPU time, the open-file limit, output files that never follow a symlink).
+//!   host and thread CPU time, the clock, the congestion control check, the open-file limit,
+//!   output files that never follow a symlink).
 //! - `traffic`: the test (`spec`, `timeline`), the engine's stream loops, what each end
 //!   measures and the merged, checked result; netsweep's control protocol, its server and
 //!   client and their shared admission (slots, deadlines, descriptor budget); iperf3's

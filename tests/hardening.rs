@@ -6,8 +6,9 @@
 mod common;
 
 use common::TestServer;
+use netsweep::platform::cputime::CpuUsage;
 use netsweep::traffic::client::{self, ClientConfig};
-use netsweep::traffic::measure::{CpuUsage, IntervalReport, Role, SocketInfo, StreamReport};
+use netsweep::traffic::measure::{IntervalReport, Role, SocketInfo, StreamReport};
 use netsweep::traffic::protocol::{self, ClientMsg, ServerMsg, Token, read_frame, write_frame};
 use netsweep::traffic::spec::{Flow, ServerLimits, TestSpec};
 use std::io::{BufRead, BufReader, Read, Write};

@@ -360,7 +360,7 @@ fn absurd_stored_values_render_in_bounded_time() {
                         configuration_id: config,
                         round,
                         sequence,
-                        imported: Some(netsweep::campaigns::store::Imported {
+                        imported: Some(netsweep::traffic::iperf3::import::Imported {
                             bits_per_second: v,
                             ..Default::default()
                         }),

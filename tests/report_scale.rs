@@ -4,7 +4,8 @@
 
 use netsweep::analysis::report::{ReportModel, html};
 use netsweep::campaigns::plan::Plan;
-use netsweep::campaigns::store::{Imported, NewRun, Store};
+use netsweep::campaigns::store::{NewRun, Store};
+use netsweep::traffic::iperf3::import::Imported;
 use std::fmt::Write;
 use std::time::Instant;
 

@@ -48,7 +48,7 @@ fn with_guest(nic: NicModel, path: PathConfig) -> PathConfig {
 fn run(lab: &Lab, spec: &TestSpec) -> TestResult {
     let cfg = ClientConfig::new(SocketAddr::new(
         Host::B.address(),
-        netsweep::cli::DEFAULT_PORT,
+        netsweep::traffic::protocol::DEFAULT_PORT,
     ));
     lab.run_in(Host::A, || {
         client::run_test(&cfg, spec, &AtomicBool::new(false), &mut |_| {})

@@ -4,9 +4,10 @@ use crate::campaigns::campaign::{self, Metric};
 use crate::campaigns::executor::{AddressExecutor, LabExecutor, LoopbackExecutor};
 use crate::campaigns::plan::{Plan, Target};
 use crate::campaigns::runner::{self, Executor, Progress};
-use crate::campaigns::store::{CampaignRow, NewRun, RunnerLock, Store, now_unix};
+use crate::campaigns::store::{CampaignRow, NewRun, RunnerLock, Store};
 use crate::cli::{CompareArgs, ExportArgs, ImportArgs, More, RunArgs, pairs};
 use crate::lab::LabOptions;
+use crate::platform::clock::now_unix;
 use crate::units::BitRate;
 use crate::{analysis::ministat, platform::signals};
 use crate::{inputs, traffic::iperf3};
@@ -52,11 +53,15 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
             }
         },
         Target::Address(host) => Box::new(AddressExecutor {
-            addr: reachable(host, crate::cli::DEFAULT_PORT, "netsweep server")?,
+            addr: reachable(
+                host,
+                crate::traffic::protocol::DEFAULT_PORT,
+                "netsweep server",
+            )?,
             peer: crate::traffic::client::PeerProtocol::Netsweep,
         }),
         Target::Iperf3(host) => Box::new(AddressExecutor {
-            addr: reachable(host, crate::cli::IPERF3_PORT, "iperf3 -s")?,
+            addr: reachable(host, crate::traffic::iperf3::IPERF3_PORT, "iperf3 -s")?,
             peer: crate::traffic::client::PeerProtocol::Iperf3,
         }),
     })
@@ -72,7 +77,7 @@ fn reachable(host: &str, default_port: u16, what: &str) -> anyhow::Result<std::n
         ),
         _ => (host.to_string(), default_port),
     };
-    let addr = crate::cli::resolve(&h, p, false, false)?;
+    let addr = crate::traffic::address::resolve(&h, p, false, false)?;
     std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(3))
         .with_context(|| format!("target {addr} is unreachable: is `{what}` running there?"))?;
     Ok(addr)
@@ -115,8 +120,7 @@ fn host_limits() -> runner::HostLimits {
                 .any(|e| e.file_name().to_string_lossy().starts_with("sch_netem"))
         });
     runner::HostLimits {
-        // SAFETY: geteuid has no preconditions.
-        root: unsafe { libc::geteuid() } == 0,
+        root: crate::platform::process::is_root(),
         rmem_max: read("rmem_max"),
         wmem_max: read("wmem_max"),
         netem,
@@ -374,7 +378,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         .map(|s| s.to_string_lossy().to_string())
         .unwrap_or_default();
     let report = db.with_file_name(format!("{stem}-campaign{campaign}.html"));
-    write_report(&store, campaign, &report, "html")?;
+    write_report(&store, campaign, &report, crate::cli::ReportFormat::Html)?;
     crate::outln!(
         "compare other ways: {} --by DIMENSION",
         crate::paste::netsweep(&[

@@ -86,9 +86,9 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
                 Some((h, p)) if !h.contains(':') || h.starts_with('[') => {
                     (h.to_string(), p.parse().context("--peer port")?)
                 }
-                _ => (peer.clone(), crate::cli::DEFAULT_PORT),
+                _ => (peer.clone(), crate::traffic::protocol::DEFAULT_PORT),
             };
-            let addr = crate::cli::resolve(&host, port, false, false)?;
+            let addr = crate::traffic::address::resolve(&host, port, false, false)?;
             let (f, rtt) = doctor::peer::check(addr, !a.no_tests);
             findings.extend(f);
             hints.rtt = hints.rtt.or(rtt);
@@ -98,8 +98,7 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
         if let (Some(secs), Some(before)) = (watch, before) {
             std::thread::sleep(std::time::Duration::from_secs_f64(secs));
             let after = source.sample();
-            // SAFETY: sysconf has no preconditions.
-            let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+            let ticks = crate::platform::process::clock_ticks_per_second();
             findings.extend(doctor::host::change_checks(&before, &after, secs, ticks));
         }
         findings

@@ -173,7 +173,7 @@ fn up(name: &str, path: &PathArgs, vm: &VmArgs, state_dir: PathBuf) -> anyhow::R
             "  host b: {} at {}, its netsweep server on port {}",
             g.describe(),
             Host::B.ipv4(),
-            crate::cli::DEFAULT_PORT
+            crate::traffic::protocol::DEFAULT_PORT
         );
         crate::outln!(
             "try: {} -- netsweep client 198.18.0.2     ({})",

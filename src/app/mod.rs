@@ -4,6 +4,7 @@
 mod campaign;
 mod doctor;
 mod explain;
+mod export;
 pub(crate) mod lab;
 mod pscheduler;
 mod stats;

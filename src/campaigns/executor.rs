@@ -357,7 +357,7 @@ impl Executor for LabExecutor {
 
     fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {
         let (a0, b0) = self.snapshot();
-        let addr = SocketAddr::new(Host::B.address(), crate::cli::DEFAULT_PORT);
+        let addr = SocketAddr::new(Host::B.address(), crate::traffic::protocol::DEFAULT_PORT);
         let (result, engine_time) = match self.lab().guest_at(Host::A) {
             Some(_) => self.run_in_guest_a(spec, stop),
             None => self

@@ -6,7 +6,8 @@
 //! Resuming recomputes the same schedule from the stored seed and skips what is stored.
 
 use crate::campaigns::plan::{Order, PROFILE_DIMENSION, Plan, Target, label};
-use crate::campaigns::store::{ConfigRow, NewRun, Store, now_unix};
+use crate::campaigns::store::{ConfigRow, NewRun, Store};
+use crate::platform::clock::now_unix;
 use crate::traffic::result::TestResult;
 use crate::traffic::spec::TestSpec;
 use rand::SeedableRng;

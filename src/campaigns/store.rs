@@ -8,6 +8,8 @@
 //! commands use `Store::open_read_only` (`readonly`), which writes nothing and migrates
 //! nothing; `Store::open` refuses a path that is a symlink to anything but a database.
 
+use crate::platform::clock::now_unix;
+use crate::traffic::iperf3::import::Imported;
 use anyhow::{Context, bail};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
@@ -69,18 +71,6 @@ pub struct NewRun {
     pub tuning_json: Option<String>,
     /// For runs imported from other tools: their numbers and original document.
     pub imported: Option<Imported>,
-}
-
-/// Numbers of a run measured by another tool (iperf3 -J), kept with its original JSON.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Imported {
-    pub bits_per_second: f64,
-    pub retransmits: Option<i64>,
-    pub lost_percent: Option<f64>,
-    pub jitter_ms: Option<f64>,
-    pub cpu_local_percent: Option<f64>,
-    pub cpu_remote_percent: Option<f64>,
-    pub raw_json: String,
 }
 
 /// A stored run, flattened for comparison and export.
@@ -590,13 +580,6 @@ impl Store {
     pub fn connection(&self) -> &Connection {
         &self.conn
     }
-}
-
-pub fn now_unix() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 #[cfg(test)]

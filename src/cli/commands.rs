@@ -203,8 +203,8 @@ pub struct ReportArgs {
     /// Output file (default: report.html, or report.md with --format md).
     #[arg(short = 'o', long)]
     pub output: Option<std::path::PathBuf>,
-    #[arg(long, default_value = "html", value_parser = ["html", "md"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = super::ReportFormat::Html)]
+    pub format: super::ReportFormat,
 }
 
 #[derive(Debug, Args)]
@@ -213,8 +213,8 @@ pub struct ExportArgs {
     pub db: std::path::PathBuf,
     #[arg(long)]
     pub campaign: Option<i64>,
-    #[arg(long, default_value = "csv", value_parser = ["csv", "json"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value_t = super::ExportFormat::Csv)]
+    pub format: super::ExportFormat,
 }
 
 #[derive(Debug, Args)]

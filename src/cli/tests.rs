@@ -159,13 +159,6 @@ fn lab_path_flags_map_to_the_path() {
     assert!(err.contains("only net.* keys"), "{err}");
 }
 
-#[test]
-fn address_families_are_honoured() {
-    assert!(resolve("::1", 1, false, true).unwrap().is_ipv6());
-    assert!(resolve("127.0.0.1", 1, true, false).unwrap().is_ipv4());
-    assert!(resolve("127.0.0.1", 1, false, true).is_err());
-}
-
 /// iperf3's options the client does not implement are refused by name, not as unknown
 /// arguments and never ignored.
 #[test]

@@ -25,8 +25,8 @@ pub mod vm;
 pub use guest_exec::{
     GUEST_EXEC_SILENCE, exec_in_guest, guest_counters, guest_sysctl_read, guest_sysctl_write,
 };
+use registry::write_state;
 pub use registry::{LabState, Listing, down_by_name, list, read_state, reap_orphans};
-use registry::{now_unix, write_state};
 use relay::spawn_relay_daemon;
 pub use relay::{DelayLine, run_relay, spawn_delay_line};
 pub use topology::{Emulator, Host, LabNames, PathConfig};
@@ -169,7 +169,8 @@ impl Lab {
                 path,
                 emulator: Emulator::None,
                 relay_pid: None,
-                created_unix_s: now_unix(),
+                // Whole seconds, as the state file has always held them.
+                created_unix_s: crate::platform::clock::now_unix() as u64,
                 owner_pid: Some(std::process::id()),
                 guest: None,
                 guest_a: None,
@@ -348,7 +349,7 @@ impl Lab {
         let net = vm::guest::GuestNet {
             tap: Some(self.names.tap(h)),
             ip_cidr: format!("{}/24", h.ipv4()),
-            port: crate::cli::DEFAULT_PORT,
+            port: crate::traffic::protocol::DEFAULT_PORT,
             channel: Some(vm::guest::ChannelNet {
                 addr: h.control_ipv4(),
                 peer: h.router_ipv4(),
@@ -616,7 +617,7 @@ impl Lab {
         h: Host,
         limits: crate::traffic::spec::ServerLimits,
     ) -> anyhow::Result<LabServer> {
-        let addr = std::net::SocketAddr::new(h.address(), crate::cli::DEFAULT_PORT);
+        let addr = std::net::SocketAddr::new(h.address(), crate::traffic::protocol::DEFAULT_PORT);
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let (tx, rx) = std::sync::mpsc::channel();

@@ -44,13 +44,6 @@ impl LabState {
     }
 }
 
-pub(super) fn now_unix() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
 fn state_file(dir: &Path, name: &str) -> PathBuf {
     dir.join(format!("{name}.json"))
 }
@@ -185,11 +178,6 @@ fn stop_found(name: &str, state_dir: &Path, p: &LabProcess) -> bool {
     }
 }
 
-/// True while process `pid` exists.
-fn alive(pid: u32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
-}
-
 /// Finds the labs whose owning process died without removing them (a campaign killed with
 /// `kill -9`), puts back the tuning that process applied inside their namespaces (host-wide
 /// keys written from there included), and removes them. Returns one line per lab.
@@ -211,7 +199,7 @@ pub fn reap_orphans(state_dir: &Path) -> Vec<String> {
             }
             continue;
         };
-        if alive(owner) {
+        if crate::platform::process::alive(owner) {
             continue;
         }
         let Ok(names) = LabNames::new(&l.name) else {
@@ -292,9 +280,7 @@ pub fn list(state_dir: &Path) -> Vec<Listing> {
             let state = read_state(state_dir, &name);
             let relay_dead = state.as_ref().is_some_and(|s| {
                 s.emulator == Emulator::Userspace
-                    && !s
-                        .relay_pid
-                        .is_some_and(|p| Path::new(&format!("/proc/{p}")).exists())
+                    && !s.relay_pid.is_some_and(crate::platform::process::alive)
             });
             let lab_names = LabNames::new(&name);
             let present = [Host::A, Host::B].map(|h| {

@@ -6,7 +6,7 @@
 use super::delayline::{self, Counters, Impairment, Schedule};
 use super::registry::read_state;
 use super::topology::{Host, LabNames};
-use crate::platform::netns;
+use crate::platform::{netns, process};
 use anyhow::{Context, bail};
 use std::io::BufRead;
 use std::path::Path;
@@ -80,7 +80,6 @@ pub fn run_relay(name: &str, state_dir: &Path, stop: &AtomicBool) -> anyhow::Res
 }
 
 pub(super) fn spawn_relay_daemon(exe: &Path, name: &str, state_dir: &Path) -> anyhow::Result<u32> {
-    use std::os::unix::process::CommandExt;
     let log = std::fs::File::create(state_dir.join(format!("{name}.log")))?;
     let mut cmd = Command::new(exe);
     cmd.args(["lab", "relay", name, "--state-dir"])
@@ -88,14 +87,9 @@ pub(super) fn spawn_relay_daemon(exe: &Path, name: &str, state_dir: &Path) -> an
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(log);
-    // SAFETY: setsid is async-signal-safe; the relay leaves our session so Ctrl-C here
-    // does not stop a lab that `lab up` created to outlive this process.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::setsid();
-            Ok(())
-        });
-    }
+    // The relay leaves our session so Ctrl-C here does not stop a lab that `lab up` created
+    // to outlive this process.
+    process::detach_session(&mut cmd);
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start {}", exe.display()))?;
@@ -130,19 +124,16 @@ pub(super) fn is_our_relay(pid: u32, name: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// Stops our relay `pid` (identified by the caller): SIGTERM, then SIGKILL after 2 s.
 pub(super) fn stop_process(pid: u32) {
-    let pid = pid as libc::pid_t;
-    // SAFETY: signalling a process we identified as our relay.
-    unsafe { libc::kill(pid, libc::SIGTERM) };
+    process::terminate(pid);
     let until = Instant::now() + Duration::from_secs(2);
-    while Instant::now() < until && Path::new(&format!("/proc/{pid}")).exists() {
+    while Instant::now() < until && process::alive(pid) {
         std::thread::sleep(Duration::from_millis(20));
         // Reap it if it is our child (lab test); harmless otherwise.
-        // SAFETY: non-blocking waitpid on a pid.
-        unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+        process::reap(pid);
     }
-    if Path::new(&format!("/proc/{pid}")).exists() {
-        // SAFETY: as above.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+    if process::alive(pid) {
+        process::kill(pid);
     }
 }

@@ -1,7 +1,10 @@
-//! The host's CPU time from `/proc/stat` (Linux): busy and total ticks over all cores, so the
+//! CPU time. The host's, from `/proc/stat` (Linux): busy and total ticks over all cores, so the
 //! campaign runner can say how busy the host was during a run. Elsewhere (FreeBSD has no
 //! `/proc/stat`) the reading is `None`. Parsing is pure; `read` takes the proc root.
+//! A thread's, from getrusage(2) (`thread_cpu`), summed per test end into `CpuUsage`, which
+//! the engine reports and both protocols carry.
 
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 
 /// Ticks of all cores since boot.
@@ -48,6 +51,56 @@ pub fn busy_percent(before: CpuTicks, after: CpuTicks) -> Option<f64> {
     let total = after.total.checked_sub(before.total)?;
     let busy = after.busy.checked_sub(before.busy)?;
     (total > 0).then(|| busy as f64 / total as f64 * 100.0)
+}
+
+/// CPU used by one end's test threads, over the test's wall time.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct CpuUsage {
+    pub user_s: f64,
+    pub system_s: f64,
+    pub wall_s: f64,
+}
+
+impl CpuUsage {
+    /// Percent of one core: 100 means one core fully busy.
+    pub fn percent(&self) -> f64 {
+        if self.wall_s <= 0.0 {
+            0.0
+        } else {
+            (self.user_s + self.system_s) / self.wall_s * 100.0
+        }
+    }
+
+    pub fn add(&mut self, other: &CpuUsage) {
+        self.user_s += other.user_s;
+        self.system_s += other.system_s;
+    }
+}
+
+/// User and system CPU time of the calling thread so far (`wall_s` left at zero).
+pub fn thread_cpu() -> CpuUsage {
+    // SAFETY: getrusage fills the struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    if rc != 0 {
+        return CpuUsage::default();
+    }
+    let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    CpuUsage {
+        user_s: secs(ru.ru_utime),
+        system_s: secs(ru.ru_stime),
+        wall_s: 0.0,
+    }
+}
+
+/// CPU used by the calling thread since `start` (a value from `thread_cpu`).
+pub fn thread_cpu_since(start: &CpuUsage) -> CpuUsage {
+    let now = thread_cpu();
+    CpuUsage {
+        user_s: now.user_s - start.user_s,
+        system_s: now.system_s - start.system_s,
+        wall_s: 0.0,
+    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,7 @@
-//! Advisory whole-file locks (`flock(2)`), which the kernel releases when the holder closes the
+//! Advisory whole-file locks (`std::fs::File::lock`, flock(2) on Linux and FreeBSD), which the kernel releases when the holder closes the
 //! file or dies, even by kill -9: one runner per campaign database, one builder of the guest
 //! image at a time.
 
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
 /// An exclusive lock on a file, held until dropped.
@@ -19,27 +18,26 @@ impl FileLock {
             .open(path)
     }
 
-    fn lock(file: std::fs::File, flags: libc::c_int) -> std::io::Result<FileLock> {
-        loop {
-            // SAFETY: flock on a descriptor we own; released when it is closed or we die.
-            if unsafe { libc::flock(file.as_raw_fd(), flags) } == 0 {
-                return Ok(FileLock { _file: file });
-            }
-            let e = std::io::Error::last_os_error();
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(e);
-            }
+    /// The lock if nobody holds it; `WouldBlock` if somebody does.
+    pub fn try_acquire(path: &Path) -> std::io::Result<FileLock> {
+        let file = Self::open(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(FileLock { _file: file }),
+            Err(std::fs::TryLockError::WouldBlock) => Err(std::io::ErrorKind::WouldBlock.into()),
+            Err(std::fs::TryLockError::Error(e)) => Err(e),
         }
     }
 
-    /// The lock if nobody holds it; `WouldBlock` if somebody does.
-    pub fn try_acquire(path: &Path) -> std::io::Result<FileLock> {
-        Self::lock(Self::open(path)?, libc::LOCK_EX | libc::LOCK_NB)
-    }
-
-    /// The lock, waiting for its holder to release it.
+    /// The lock, waiting for its holder to release it (a wait a signal interrupts is resumed).
     pub fn acquire(path: &Path) -> std::io::Result<FileLock> {
-        Self::lock(Self::open(path)?, libc::LOCK_EX)
+        let file = Self::open(path)?;
+        loop {
+            match file.lock() {
+                Ok(()) => return Ok(FileLock { _file: file }),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
     }
 }
 
@@ -57,6 +55,24 @@ mod tests {
         assert_eq!(again.kind(), std::io::ErrorKind::WouldBlock);
         drop(held);
         assert!(FileLock::try_acquire(&path).is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn acquire_waits_for_the_holder_and_then_holds_the_lock() {
+        let dir = std::env::temp_dir().join(format!("nsw-lock-wait-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("x.lock");
+        let held = FileLock::try_acquire(&path).unwrap();
+        let p = path.clone();
+        let waiter = std::thread::spawn(move || FileLock::acquire(&p).map(|_| ()));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !waiter.is_finished(),
+            "acquire returned while the lock was held"
+        );
+        drop(held);
+        waiter.join().unwrap().unwrap();
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

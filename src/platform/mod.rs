@@ -3,16 +3,20 @@
 //! options and TCP_INFO (`sockopt`), zero-copy sending (`zerocopy`), UDP batching
 //! (`udpbatch`), thread scheduling (`sched`), network namespaces for labs (`netns`, Linux
 //! only), signals (`signals`), file locks (`filelock`), output files that never follow a
-//! final symlink (`outfile`), the open-file limit (`fdlimit`), password prompts with echo off
-//! (`terminal`). Kernel counters, host and NIC
+//! final symlink (`outfile`), the open-file limit (`fdlimit`), CPU time of the host and of a
+//! thread (`cputime`), the wall clock as Unix time (`clock`), whether a congestion control
+//! can be set here (`congestion`), password prompts with echo off (`terminal`). Kernel counters, host and NIC
 //! facts and sysctl access are read
 //! through `host`, which picks the system's sources by `THIS_OS`.
 
+pub mod clock;
+pub mod congestion;
 pub mod cputime;
 pub mod fdlimit;
 pub mod filelock;
 pub mod netns;
 pub mod outfile;
+pub mod process;
 pub mod sched;
 pub mod signals;
 pub mod sockopt;

@@ -42,7 +42,7 @@ impl Default for ToolConfig {
     fn default() -> Self {
         let l = ServerLimits::default();
         ToolConfig {
-            server_port: crate::cli::DEFAULT_PORT,
+            server_port: crate::traffic::protocol::DEFAULT_PORT,
             max_duration: l.max_duration,
             max_streams: l.max_streams,
             max_rate_bps: 0.0,

@@ -24,7 +24,7 @@ const TICK: Duration = Duration::from_millis(100);
 /// Most server log lines kept for the diagnostics.
 const MAX_LOG_LINES: usize = 200;
 /// The iperf3 port: where a single-ended test looks for its server by default.
-const SINGLE_ENDED_PORT: u16 = crate::cli::IPERF3_PORT;
+const SINGLE_ENDED_PORT: u16 = crate::traffic::iperf3::IPERF3_PORT;
 
 /// `participant-data`: this host's version, and the server participant's port.
 pub fn participant_data(input: &Value, config: &ToolConfig) -> Result<Value, String> {
@@ -264,7 +264,7 @@ fn run_server(
 fn run_loopback(r: &RunInput, config: &ToolConfig, stop: &AtomicBool, end: SystemTime) -> Value {
     let v4 = r.spec.ip_version == Some(4);
     let v6 = r.spec.ip_version == Some(6);
-    let ip = match crate::cli::resolve(&r.spec.dest, 0, v4, v6) {
+    let ip = match crate::traffic::address::resolve(&r.spec.dest, 0, v4, v6) {
         Ok(a) => a.ip(),
         Err(e) => return result::failure(&format!("dest: {e:#}"), "", None),
     };
@@ -290,7 +290,7 @@ fn run_loopback(r: &RunInput, config: &ToolConfig, stop: &AtomicBool, end: Syste
 
 /// Resolves `host` to an address of the same family as `like`.
 fn address_like(host: &str, like: SocketAddr) -> Result<IpAddr, String> {
-    crate::cli::resolve(host, 0, like.is_ipv4(), like.is_ipv6())
+    crate::traffic::address::resolve(host, 0, like.is_ipv4(), like.is_ipv6())
         .map(|a| a.ip())
         .map_err(|e| format!("{e:#}"))
 }
@@ -314,8 +314,8 @@ fn client_config(r: &RunInput, port: Option<u16>) -> Result<ClientConfig, String
     };
     let v4 = r.spec.ip_version == Some(4);
     let v6 = r.spec.ip_version == Some(6);
-    let server =
-        crate::cli::resolve(&r.spec.dest, port, v4, v6).map_err(|e| format!("dest: {e:#}"))?;
+    let server = crate::traffic::address::resolve(&r.spec.dest, port, v4, v6)
+        .map_err(|e| format!("dest: {e:#}"))?;
     let mut cfg = ClientConfig::new(server);
     cfg.peer = peer;
     // local-address must be usable; the source is used when it has an address of the same

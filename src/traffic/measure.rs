@@ -149,27 +149,3 @@ impl StreamReport {
         }
     }
 }
-
-/// CPU used by one end's test threads, over the test's wall time.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct CpuUsage {
-    pub user_s: f64,
-    pub system_s: f64,
-    pub wall_s: f64,
-}
-
-impl CpuUsage {
-    /// Percent of one core: 100 means one core fully busy.
-    pub fn percent(&self) -> f64 {
-        if self.wall_s <= 0.0 {
-            0.0
-        } else {
-            (self.user_s + self.system_s) / self.wall_s * 100.0
-        }
-    }
-
-    pub fn add(&mut self, other: &CpuUsage) {
-        self.user_s += other.user_s;
-        self.system_s += other.system_s;
-    }
-}

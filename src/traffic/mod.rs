@@ -4,6 +4,7 @@
 //! server lets clients hold and for how long (`admission`), iperf3's (`iperf3`), the latency
 //! probe beside a test (`latency`), and iperf3-style text output (`output`).
 
+pub mod address;
 pub mod admission;
 pub mod client;
 pub mod engine;

@@ -12,13 +12,16 @@
 //!
 //! Every read here has a deadline: a peer that sends nothing, or half a frame, is dropped.
 
-use crate::traffic::measure::{CpuUsage, SocketInfo, StreamReport};
+use crate::platform::cputime::CpuUsage;
+use crate::traffic::measure::{SocketInfo, StreamReport};
 use crate::traffic::spec::TestSpec;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+/// Default port of `netsweep server` (beside iperf3's 5201).
+pub const DEFAULT_PORT: u16 = 5310;
 /// Version of this protocol; both ends must speak the same one. Version 2 sends the server's
 /// final interval reports in `Intervals` frames of at most `INTERVALS_PER_FRAME` before `Done`
 /// (version 1 put them all in `Done`, which outgrew the frame cap on long or fine-grained tests).

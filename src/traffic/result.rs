@@ -5,8 +5,9 @@
 //! Invariants (tested): the sum of `intervals[].bytes` over measured intervals equals
 //! `summary.bytes`; `summary.bits_per_second` is `summary.bytes * 8 / summary.seconds`.
 
+use crate::platform::cputime::CpuUsage;
 use crate::traffic::engine::sendpath::SendReport;
-use crate::traffic::measure::{CpuUsage, IntervalReport, ReceiveReport, SocketInfo, StreamReport};
+use crate::traffic::measure::{IntervalReport, ReceiveReport, SocketInfo, StreamReport};
 use crate::traffic::spec::{Flow, Protocol, TestSpec};
 use crate::traffic::timeline::Slot;
 use serde::{Deserialize, Serialize};

@@ -415,7 +415,7 @@ fn admission(spec: &TestSpec, shared: &Shared) -> Option<String> {
     }
     spec.congestion
         .as_deref()
-        .and_then(|cc| crate::host::congestion::unusable(cc, "on the server"))
+        .and_then(|cc| crate::platform::congestion::unusable(cc, "on the server"))
 }
 
 fn control_session(

@@ -1,9 +1,10 @@
 //! Pieces both ends of a test share: applying the spec's socket options, describing sockets,
 //! and running a set of stream threads while pumping their events.
 
+use crate::platform::cputime::CpuUsage;
 use crate::platform::sockopt;
 use crate::traffic::engine::{self, EngineEvent, StreamCtx, StreamSocket};
-use crate::traffic::measure::{CpuUsage, Role, SocketInfo, StreamReport};
+use crate::traffic::measure::{Role, SocketInfo, StreamReport};
 use crate::traffic::spec::{Flow, Protocol, TestSpec, WindowMode};
 use crate::traffic::timeline::Cut;
 use std::net::{TcpStream, UdpSocket};

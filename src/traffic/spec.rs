@@ -7,6 +7,7 @@
 
 use crate::units::BitRate;
 use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
 use std::time::Duration;
 
 /// Transport under test.
@@ -162,6 +163,42 @@ pub const TCP_DEFAULT_LENGTH: u32 = 1 << 20;
 pub const UDP_DEFAULT_LENGTH: u32 = 1400;
 /// Default UDP target rate (iperf3 defaults to 1 Mbit/s, which surprises everyone).
 pub const UDP_DEFAULT_RATE: f64 = 1e9;
+
+/// UDP's rate when `-b` is not given: 1 Gbit/s only where the path is this machine's own
+/// (loopback, netsweep's lab ranges 198.18.0.0/15 and 2001:2::/48), else iperf3's 1 Mbit/s, so
+/// a forgotten `-b` never floods a real WAN. The note says which and why.
+pub fn udp_default_rate(server: IpAddr) -> (f64, String) {
+    let local = match server {
+        IpAddr::V4(v4) => {
+            v4.is_loopback() || (v4.octets()[0] == 198 && v4.octets()[1] & 0xfe == 18)
+        }
+        IpAddr::V6(v6) => v6.is_loopback() || v6.segments()[..3] == [0x2001, 0x2, 0],
+    };
+    if local {
+        (
+            UDP_DEFAULT_RATE,
+            format!(
+                "UDP at {} (the default to loopback and netsweep labs; -b to choose)",
+                BitRate(UDP_DEFAULT_RATE)
+            ),
+        )
+    } else {
+        (
+            UDP_WAN_DEFAULT_RATE,
+            format!(
+                "UDP at {} (the default off loopback and labs, as iperf3's, so a forgotten -b \
+                 cannot flood a real path; -b 500M or -b 0 for unlimited)",
+                BitRate(UDP_WAN_DEFAULT_RATE)
+            ),
+        )
+    }
+}
+
+/// Streams per direction of `--rrul` when -P is not given.
+pub const RRUL_STREAMS: u16 = 4;
+
+/// UDP's default rate off loopback and labs (iperf3's).
+pub const UDP_WAN_DEFAULT_RATE: f64 = 1e6;
 
 /// Why a spec is not runnable. The message names the option and what would be accepted.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

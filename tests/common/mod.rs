@@ -69,8 +69,7 @@ impl Drop for TestServer {
 }
 
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    netsweep::platform::process::is_root()
 }
 
 pub fn in_ci() -> bool {

@@ -15,10 +15,6 @@ pub fn f_sf(f: f64, d1: f64, d2: f64) -> Option<f64> {
     p.is_finite().then_some(p.clamp(0.0, 1.0))
 }
 
-pub fn mean(v: &[f64]) -> f64 {
-    v.iter().sum::<f64>() / v.len().max(1) as f64
-}
-
 /// Groups `ys` by a key, keeping the first-seen order of keys.
 pub fn group<K: PartialEq + Clone>(keys: &[K], ys: &[f64]) -> Vec<(K, Vec<f64>)> {
     let mut out: Vec<(K, Vec<f64>)> = Vec::new();

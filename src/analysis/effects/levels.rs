@@ -6,6 +6,7 @@
 
 use super::{Cell, LevelMean, Noise, Observation, marginal};
 use crate::analysis::decide::{self, Decision, Outcome, Settings};
+use crate::analysis::stats::describe::mean;
 use crate::analysis::stats::ttest;
 use std::collections::BTreeMap;
 
@@ -52,7 +53,6 @@ impl<'a> Data<'a> {
     pub(super) fn decide(&self, dim: &str, from: &str, to: &str, s: &Settings) -> Decision {
         let a = self.runs_of(dim, from);
         let b = self.runs_of(dim, to);
-        let mean = |v: &Vec<f64>| v.iter().sum::<f64>() / v.len() as f64;
         // Paired: per round, the mean over contexts of (to - from).
         let mut by_round: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
         for (key, ya) in &a {
@@ -60,7 +60,7 @@ impl<'a> Data<'a> {
                 by_round.entry(key.1).or_default().push(mean(yb) - mean(ya));
             }
         }
-        let diffs: Vec<f64> = by_round.values().map(mean).collect();
+        let diffs: Vec<f64> = by_round.values().map(|v| mean(v)).collect();
         let reference = {
             let all: Vec<f64> = a.values().flatten().copied().collect();
             all.iter().sum::<f64>() / all.len().max(1) as f64

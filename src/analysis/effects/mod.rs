@@ -24,7 +24,8 @@ pub use levels::ordered_values;
 mod words;
 
 use super::decide::{Decision, Outcome, Settings};
-use anova::{dummies, f_sf, group, least_squares, mean, products};
+use crate::analysis::stats::describe::mean;
+use anova::{dummies, f_sf, group, least_squares, products};
 use serde::Serialize;
 
 pub use super::decide::Scale;

@@ -78,10 +78,6 @@ pub struct ReportModel {
     pub judging: campaign::Judging,
 }
 
-fn mean(v: &[f64]) -> Option<f64> {
-    (!v.is_empty()).then(|| describe::mean(v))
-}
-
 fn mean_ci(v: &[f64]) -> Option<(f64, f64)> {
     if v.len() < 2 {
         return None;
@@ -258,7 +254,8 @@ fn config_view(
         .filter(|r| r.configuration == row.label && r.status == "ok")
         .collect();
     let pick = |f: &dyn Fn(&RunRow) -> Option<f64>| {
-        mean(&ok.iter().filter_map(|r| f(r)).collect::<Vec<_>>())
+        let v: Vec<f64> = ok.iter().filter_map(|r| f(r)).collect();
+        (!v.is_empty()).then(|| describe::mean(&v))
     };
     let (values, rounds): (Vec<f64>, Vec<u32>) = ok
         .iter()

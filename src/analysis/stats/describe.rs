@@ -58,7 +58,8 @@ pub fn quantile_sorted(v: &[f64], q: f64) -> f64 {
     v[lo] + (h - lo as f64) * (v[hi] - v[lo])
 }
 
-/// Mean; falls back to summing x/n when the plain sum overflows (values near 1e308).
+/// Mean; falls back to summing x/n when the plain sum overflows (values near 1e308). The
+/// mean of no values is NaN. The one mean of the project: effects, decisions and reports use it.
 pub fn mean(values: &[f64]) -> f64 {
     let n = values.len() as f64;
     let sum: f64 = values.iter().sum();

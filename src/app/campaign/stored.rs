@@ -1,29 +1,33 @@
 //! Commands over a stored campaign: `report`, `migrate`, `compare`, `export` and `import` (moved out of `app::campaign`, which runs campaigns).
 
 use super::*;
+use crate::cli::ReportFormat;
 
 /// Writes the report of `campaign` as HTML or Markdown.
-pub fn write_report(store: &Store, campaign: i64, path: &Path, format: &str) -> anyhow::Result<()> {
+pub fn write_report(
+    store: &Store,
+    campaign: i64,
+    path: &Path,
+    format: ReportFormat,
+) -> anyhow::Result<()> {
     let model = crate::analysis::report::ReportModel::build(store, campaign)?;
-    if format == "md" {
-        crate::analysis::report::markdown::write(&model, path)
-    } else {
-        crate::platform::outfile::write(path, crate::analysis::report::html::render(&model))
-            .with_context(|| format!("cannot write {}", path.display()))
+    match format {
+        ReportFormat::Md => crate::analysis::report::markdown::write(&model, path),
+        ReportFormat::Html => {
+            crate::platform::outfile::write(path, crate::analysis::report::html::render(&model))
+                .with_context(|| format!("cannot write {}", path.display()))
+        }
     }
 }
 
 pub fn report(a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
     let store = open_existing(&a.db)?;
     let campaign = campaign_id(&store, a.campaign, &a.db)?;
-    let path = a.output.clone().unwrap_or_else(|| {
-        if a.format == "md" {
-            "report.md".into()
-        } else {
-            "report.html".into()
-        }
+    let path = a.output.clone().unwrap_or_else(|| match a.format {
+        ReportFormat::Md => "report.md".into(),
+        ReportFormat::Html => "report.html".into(),
     });
-    write_report(&store, campaign, &path, &a.format)?;
+    write_report(&store, campaign, &path, a.format)?;
     crate::outln!("report: {}", path.display());
     Ok(ExitCode::SUCCESS)
 }
@@ -153,21 +157,6 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub(super) fn value_of(dims: &[(String, String)], k: &str) -> String {
-    dims.iter()
-        .find(|(d, _)| d == k)
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default()
-}
-
-pub(super) fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 /// Runs as exports number them: the first round and the first run of the campaign are 1 in
 /// CSV and JSON alike (the store counts from 0).
 pub(super) fn counted_from_one(
@@ -186,47 +175,13 @@ pub fn export(a: &ExportArgs) -> anyhow::Result<ExitCode> {
     let store = open_existing(&a.db)?;
     let campaign = campaign_id(&store, a.campaign, &a.db)?;
     let runs = counted_from_one(store.runs(campaign)?);
-    if a.format == "json" {
-        crate::outln!("{}", serde_json::to_string_pretty(&runs)?);
-        return Ok(ExitCode::SUCCESS);
-    }
     let dims: Vec<String> = store
         .configurations(campaign)?
         .first()
         .map(|c| c.dims.iter().map(|(k, _)| k.clone()).collect())
         .unwrap_or_default();
-    let mut header: Vec<String> = vec!["run".into(), "sequence".into(), "round".into()];
-    header.extend(dims.iter().cloned());
-    header.extend(
-        [
-            "status",
-            "bits_per_second",
-            "retransmits",
-            "lost_percent",
-            "jitter_ms",
-            "error",
-        ]
-        .map(String::from),
-    );
-    crate::outln!("{}", header.join(","));
-    let opt = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
-    for r in &runs {
-        let mut row = vec![
-            r.id.to_string(),
-            r.sequence.to_string(),
-            r.round.to_string(),
-        ];
-        row.extend(dims.iter().map(|d| csv_field(&value_of(&r.dims, d))));
-        row.extend([
-            r.status.clone(),
-            opt(r.bits_per_second),
-            r.retransmits.map(|v| v.to_string()).unwrap_or_default(),
-            opt(r.lost_percent),
-            opt(r.jitter_ms),
-            csv_field(r.error.as_deref().unwrap_or("")),
-        ]);
-        crate::outln!("{}", row.join(","));
-    }
+    let bytes = crate::app::export::exporter(a.format).serialize(&runs, &dims)?;
+    crate::out!("{}", String::from_utf8_lossy(&bytes));
     Ok(ExitCode::SUCCESS)
 }
 

@@ -142,7 +142,7 @@ pub fn apply_option(spec: &mut TestSpec, key: &str, v: &str) -> Result<(), Strin
             if parse_bool(v)? {
                 spec.direction = Direction::Bidir;
                 if spec.streams == 1 {
-                    spec.streams = crate::cli::RRUL_STREAMS;
+                    spec.streams = crate::traffic::spec::RRUL_STREAMS;
                 }
                 spec.latency.get_or_insert_with(LatencySpec::default);
             }

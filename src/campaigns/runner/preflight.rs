@@ -29,7 +29,7 @@ pub fn tuning_problems(plan: &Plan, targets: &[crate::host::tuning::Target]) -> 
 pub fn congestion_problems(plan: &Plan) -> Vec<String> {
     congestion_names(plan)
         .into_iter()
-        .filter_map(|name| crate::host::congestion::unusable(&name, "here"))
+        .filter_map(|name| crate::platform::congestion::unusable(&name, "here"))
         .collect()
 }
 

@@ -2,7 +2,8 @@
 //! rounds (`runner::failfast`): stored so a `--resume` after a fix knows to retry them, and so
 //! the summary can say why their runs are missing.
 
-use super::{Store, now_unix};
+use super::Store;
+use crate::platform::clock::now_unix;
 use rusqlite::params;
 
 impl Store {

@@ -330,7 +330,7 @@ fn buffer_checks(view: &HostView, ifaces: &[Iface], hints: &PathHints, out: &mut
                     .evidence(key, max)
                     .fix(format!(
                         "on both hosts: {}",
-                        crate::host::tuning::advice::sysctl_line(
+                        crate::platform::sysctl::sysctl_line(
                             key,
                             &crate::host::tuning::advice::BufferAdvice::value(key, need)
                                 .unwrap_or_default()
@@ -353,7 +353,7 @@ fn buffer_checks(view: &HostView, ifaces: &[Iface], hints: &PathHints, out: &mut
             out.push(
                 Finding::new(format!("buffers.{}", key.rsplit('.').next().unwrap_or(key)), Severity::Warning, format!("{key} {} is below 2 x BDP: programs that set their buffers (iperf3 -w, iperf -w, netsweep -w without root) are capped there; netsweep run as root forces -w past it (SO_SNDBUFFORCE/SO_RCVBUFFORCE)", Bytes(m)))
                     .evidence(key, m)
-                    .fix(crate::host::tuning::advice::sysctl_line(key, &need.to_string())),
+                    .fix(crate::platform::sysctl::sysctl_line(key, &need.to_string())),
             );
         }
     }

@@ -42,13 +42,8 @@ impl BufferAdvice {
 
     /// `sysctl -w KEY=VALUE` for this path's `key`, quoted for the shell.
     pub fn sysctl_line(&self, key: &str) -> Option<String> {
-        Self::value(key, self.need).map(|v| sysctl_line(key, &v))
+        Self::value(key, self.need).map(|v| crate::platform::sysctl::sysctl_line(key, &v))
     }
-}
-
-/// `sysctl -w KEY=VALUE`, the value quoted for the shell when it needs it.
-pub fn sysctl_line(key: &str, value: &str) -> String {
-    format!("sysctl -w {key}={}", crate::paste::quote(value))
 }
 
 /// A rate as a user types it for `--rate`, parsing back to the same number: `10G`, `1500M`,

@@ -268,7 +268,7 @@ pub fn journal_dir() -> PathBuf {
     if let Some(d) = std::env::var_os("NETSWEEP_RUNTIME_DIR") {
         return PathBuf::from(d).join("tuning");
     }
-    if crate::platform::netns::is_root() {
+    if crate::platform::process::is_root() {
         return PathBuf::from("/run/netsweep/tuning");
     }
     std::env::var_os("XDG_RUNTIME_DIR")
@@ -297,16 +297,6 @@ fn write_journal(t: &Target, j: &Journal) -> anyhow::Result<()> {
     std::fs::rename(&tmp, &path)?;
     std::fs::File::open(&dir)?.sync_all()?;
     Ok(())
-}
-
-/// Whether process `pid` exists (kill with signal 0: no /proc needed, as on FreeBSD).
-fn alive(pid: u32) -> bool {
-    let Ok(pid) = libc::pid_t::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: signal 0 only checks that the process exists; nothing is delivered.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// What a restore did.
@@ -345,7 +335,10 @@ impl Restored {
 /// Restores a journal left by a process that died; `None` if there is none to recover.
 pub fn recover(t: &Target) -> anyhow::Result<Option<Restored>> {
     match read_journal(t) {
-        Some(j) if j.owner_pid.is_some_and(|p| !alive(p)) => {
+        Some(j)
+            if j.owner_pid
+                .is_some_and(|p| !crate::platform::process::alive(p)) =>
+        {
             let owner = j.owner_pid;
             let mut r = restore(t)?.context("journal vanished")?;
             r.crashed_owner = owner;
@@ -517,7 +510,7 @@ pub fn apply(t: &Target, p: &Profile, opts: &ApplyOptions) -> anyhow::Result<Vec
         target: t.id(),
         profile: p.name.clone(),
         owner_pid: opts.owner_pid,
-        created_unix: crate::campaigns::store::now_unix(),
+        created_unix: crate::platform::clock::now_unix(),
         entries: entries.clone(),
     };
     write_journal(t, &journal)?;

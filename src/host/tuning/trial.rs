@@ -98,7 +98,7 @@ mod tests {
     /// where rmem_max became writable per namespace passes the first check.
     #[test]
     fn keys_are_tried_in_a_scratch_namespace() {
-        if !netns::is_root() {
+        if !crate::platform::process::is_root() {
             eprintln!("SKIPPED keys_are_tried_in_a_scratch_namespace: needs root (unshare)");
             return;
         }

@@ -380,18 +380,13 @@ pub fn stop(pid: u32, pidfile: &Path) -> bool {
     if !is_our_qemu(pid, pidfile) {
         return false;
     }
-    let Ok(p) = i32::try_from(pid) else {
-        return false;
-    };
-    // SAFETY: kill(2) on a PID checked above to be our QEMU.
-    unsafe { libc::kill(p, libc::SIGTERM) };
+    crate::platform::process::terminate(pid);
     let t0 = Instant::now();
     while is_our_qemu(pid, pidfile) && t0.elapsed() < Duration::from_secs(2) {
         std::thread::sleep(Duration::from_millis(50));
     }
     if is_our_qemu(pid, pidfile) {
-        // SAFETY: as above.
-        unsafe { libc::kill(p, libc::SIGKILL) };
+        crate::platform::process::kill(pid);
         std::thread::sleep(Duration::from_millis(100));
     }
     let _ = std::fs::remove_file(pidfile);

@@ -129,7 +129,7 @@ pub fn remove_stale_temp(dir: &Path) -> Vec<String> {
             .ok()
             .and_then(|t| t.elapsed().ok())
             .is_some_and(|age| age > STALE_TEMP);
-        let dead = !Path::new(&format!("/proc/{pid}")).exists();
+        let dead = !crate::platform::process::alive(pid);
         if pid != std::process::id() && (dead || old) && std::fs::remove_file(e.path()).is_ok() {
             removed.push(name);
         }

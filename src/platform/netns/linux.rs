@@ -4,7 +4,7 @@
 //! it; sockets keep the namespace they were created in. `run_in` and `spawn_in` use this to run
 //! netsweep's own server and client inside lab hosts without a second binary.
 
-use super::is_root;
+use crate::platform::process::is_root;
 use anyhow::{Context, bail};
 use std::fs::File;
 use std::os::fd::{AsRawFd, FromRawFd};

@@ -15,12 +15,6 @@ pub use unsupported::*;
 use anyhow::{Context, bail};
 use std::process::Command;
 
-/// Whether this process runs as root.
-pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 /// Runs a command, failing with its stderr.
 pub fn run(program: &str, args: &[&str]) -> anyhow::Result<()> {
     let out = Command::new(program)

@@ -24,7 +24,6 @@ pub use os::{
     tighten_timer_slack,
 };
 
-use crate::traffic::measure::CpuUsage;
 use socket2::SockRef;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
@@ -174,32 +173,6 @@ pub(crate) fn recv_with_cmsgs<S: AsRawFd>(
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
         Ok(rc as usize)
-    }
-}
-
-/// User and system CPU time of the calling thread so far (`wall_s` left at zero).
-pub fn thread_cpu() -> CpuUsage {
-    // SAFETY: getrusage fills the struct we pass.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
-    if rc != 0 {
-        return CpuUsage::default();
-    }
-    let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    CpuUsage {
-        user_s: secs(ru.ru_utime),
-        system_s: secs(ru.ru_stime),
-        wall_s: 0.0,
-    }
-}
-
-/// CPU used by the calling thread since `start` (a value from `thread_cpu`).
-pub fn thread_cpu_since(start: &CpuUsage) -> CpuUsage {
-    let now = thread_cpu();
-    CpuUsage {
-        user_s: now.user_s - start.user_s,
-        system_s: now.system_s - start.system_s,
-        wall_s: 0.0,
     }
 }
 

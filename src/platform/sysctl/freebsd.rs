@@ -43,6 +43,5 @@ pub fn write(key: &str, value: &str) -> io::Result<()> {
 
 /// Whether this process may change sysctls (root).
 pub fn writable(_key: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    crate::platform::process::is_root()
 }

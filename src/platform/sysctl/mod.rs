@@ -26,3 +26,8 @@ pub fn valid_name(key: &str) -> bool {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '%'))
 }
+
+/// `sysctl -w KEY=VALUE`, the value quoted for the shell when it needs it.
+pub fn sysctl_line(key: &str, value: &str) -> String {
+    format!("sysctl -w {key}={}", crate::paste::quote(value))
+}

@@ -21,8 +21,8 @@ mod udp;
 pub use pacer::Pacer;
 pub use sequence::{Arrival, Jitter, SequenceTracker};
 
-use crate::platform::sockopt;
-use crate::traffic::measure::{CpuUsage, IntervalReport, Role, StreamReport};
+use crate::platform::cputime::{self, CpuUsage};
+use crate::traffic::measure::{IntervalReport, Role, StreamReport};
 use crate::traffic::spec::Flow;
 use crate::traffic::timeline::{Cut, Slot, Timeline};
 use crate::units::BitRate;
@@ -267,14 +267,14 @@ pub fn spawn_stream(ctx: StreamCtx, socket: StreamSocket) -> std::io::Result<Joi
     std::thread::Builder::new()
         .name(format!("stream-{}", ctx.stream))
         .spawn(move || {
-            let cpu_start = sockopt::thread_cpu();
+            let cpu_start = cputime::thread_cpu();
             let report = match (socket, ctx.role) {
                 (StreamSocket::Tcp(s), Role::Sender) => tcp::send(&ctx, s),
                 (StreamSocket::Tcp(s), Role::Receiver) => tcp::receive(&ctx, s),
                 (StreamSocket::Udp(s), Role::Sender) => udp::send(&ctx, s),
                 (StreamSocket::Udp(s), Role::Receiver) => udp::receive(&ctx, s),
             };
-            let cpu = sockopt::thread_cpu_since(&cpu_start);
+            let cpu = cputime::thread_cpu_since(&cpu_start);
             let _ = ctx.events.send(EngineEvent::StreamDone(report, cpu));
         })
 }

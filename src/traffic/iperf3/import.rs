@@ -6,8 +6,19 @@
 //! finite, physically possible value (a negative rate, a loss above 100%) is refused with the
 //! field named, never stored.
 
-use crate::campaigns::store::Imported;
 use serde_json::Value;
+
+/// Numbers of a run measured by another tool (iperf3 -J), kept with its original JSON.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Imported {
+    pub bits_per_second: f64,
+    pub retransmits: Option<i64>,
+    pub lost_percent: Option<f64>,
+    pub jitter_ms: Option<f64>,
+    pub cpu_local_percent: Option<f64>,
+    pub cpu_remote_percent: Option<f64>,
+    pub raw_json: String,
+}
 
 /// Largest iperf3 -J document read (an hour at 0.1 s intervals with 8 streams is about 60 MB).
 pub const MAX_JSON_BYTES: u64 = 128 << 20;

@@ -14,4 +14,7 @@ pub mod report;
 pub mod server;
 pub mod wire;
 
+/// iperf3's port: a client aimed at it detects an iperf3 server (`PeerProtocol::Detect`).
+pub const IPERF3_PORT: u16 = 5201;
+
 pub use import::{MAX_JSON_BYTES, parse_json_result};

@@ -6,7 +6,8 @@
 //! the streams it sent), and `provenance` says which figure came from where.
 
 use super::wire::{self, Results, StreamResult};
-use crate::traffic::measure::{CpuUsage, IntervalReport, Role, StreamReport};
+use crate::platform::cputime::CpuUsage;
+use crate::traffic::measure::{IntervalReport, Role, StreamReport};
 use crate::traffic::result::{
     self, CpuResult, Interval, Provenance, StartInfo, StreamPair, TestResult,
 };

@@ -43,7 +43,7 @@ pub fn allow_command(allowed: &str, name: &str) -> String {
     if !names.contains(&name) {
         names.push(name);
     }
-    crate::host::tuning::advice::sysctl_line(
+    crate::platform::sysctl::sysctl_line(
         "net.ipv4.tcp_allowed_congestion_control",
         &names.join(" "),
     )
