@@ -451,8 +451,37 @@ fn lab_commands_up_list_exec_down() {
     );
     let (ok, text) = run(&["lab", "exec", &n, "a", "--", "ip", "-4", "addr"]);
     assert!(ok && text.contains("198.18.0.1"), "{text}");
+    // The README's tour: a server started on host b in the background, a test from host a,
+    // and `lab down` ends the server (deleting the namespace alone would only hide it).
+    let mut server = std::process::Command::new(exe)
+        .args(["lab", "exec", &n, "b", "--", exe, "server"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    common::wait_bounded_until(
+        std::time::Duration::from_secs(10),
+        "the lab's server",
+        || {
+            run(&[
+                "lab",
+                "exec",
+                &n,
+                "a",
+                "--",
+                exe,
+                "-c",
+                "198.18.0.2",
+                "-t",
+                "1",
+            ])
+            .0
+        },
+    );
     let (ok, text) = run(&["lab", "down", &n]);
     assert!(ok && text.contains("delay line process"), "{text}");
+    assert!(text.contains("left running in"), "{text}");
+    common::wait_bounded(&mut server, std::time::Duration::from_secs(10), "lab exec");
     let (ok, text) = run(&["lab", "down", &n]);
     assert!(ok && text.contains("nothing to remove"), "{text}");
 }

@@ -31,11 +31,7 @@ use std::time::{Duration, Instant};
 
 /// README commands known to fail, with why, until the README is mended (it is kept apart from
 /// the code). A listed command that starts to pass fails the test, so the list stays true.
-const KNOWN_BROKEN: &[(&str, &str)] = &[(
-    "netsweep lab exec wan a -- netsweep -c 198.18.0.2 -t 5",
-    "`lab up` starts no server on a namespace host b (only `lab test` and guests do): the \
-     README's block needs `netsweep lab exec wan b -- netsweep server &` before it",
-)];
+const KNOWN_BROKEN: &[(&str, &str)] = &[];
 
 /// One command of the README, with its line number.
 #[derive(Debug, Clone)]

@@ -124,6 +124,12 @@ pub fn down_by_name(name: &str, state_dir: &Path) -> anyhow::Result<Vec<String>>
     let mut errors = Vec::new();
     for h in [Host::A, Host::B] {
         let ns = names.namespace(h);
+        // What `lab exec` left running inside (a server started with `&`): deleting the
+        // namespace would not end it, only hide it.
+        for pid in netns::pids(&ns) {
+            super::relay::stop_process(pid);
+            removed.push(format!("process {pid} left running in {ns}"));
+        }
         if netns::exists(&ns) {
             match netns::run("ip", &["netns", "del", &ns]) {
                 Ok(()) => removed.push(format!("namespace {ns}")),

@@ -222,6 +222,15 @@ pub fn wait_bounded(child: &mut std::process::Child, limit: std::time::Duration,
     }
 }
 
+/// Tries `ok` every 200 ms until it holds, at most `limit` (then fails naming `what`).
+pub fn wait_bounded_until(limit: std::time::Duration, what: &str, mut ok: impl FnMut() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !ok() {
+        assert!(t0.elapsed() < limit, "{what} not ready within {limit:?}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 /// Starts `netsweep ARGS` with the test hook `NETSWEEP_TEST_PAUSE=point` and waits (at most
 /// `limit`) until it says it paused there; the child is then stopped at that point.
 pub fn netsweep_paused_at(

@@ -35,6 +35,29 @@ pub fn exists(ns: &str) -> bool {
     Path::new(NETNS_DIR).join(ns).exists()
 }
 
+/// Processes whose network namespace is `ns` (as `ip netns pids` finds them: the namespace's
+/// inode against each process's `/proc/PID/ns/net`), this process excluded.
+pub fn pids(ns: &str) -> Vec<u32> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(target) = std::fs::metadata(Path::new(NETNS_DIR).join(ns)) else {
+        return Vec::new();
+    };
+    let wanted = format!("net:[{}]", target.ino());
+    let me = std::process::id();
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .filter(|&pid| pid != me)
+                .filter(|pid| {
+                    std::fs::read_link(format!("/proc/{pid}/ns/net"))
+                        .is_ok_and(|l| l.to_string_lossy() == wanted)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Names of all namespaces `ip netns` knows.
 pub fn list() -> Vec<String> {
     std::fs::read_dir(NETNS_DIR)
