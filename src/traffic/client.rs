@@ -328,7 +328,12 @@ pub fn run_test(
         start,
         rtt: control_rtt,
     };
-    let (run, auto) = drive(&mut ctrl, spec, &streams, stop, on_interval, pace, auto);
+    let Driven {
+        local,
+        remote,
+        error,
+        auto,
+    } = drive(&mut ctrl, spec, &streams, stop, on_interval, pace, auto);
     streams.stop_and_join();
     let probes = prober.map(|p| {
         let start_ns = u64::try_from(start.duration_since(p.base()).as_nanos()).unwrap_or(0);
@@ -336,7 +341,6 @@ pub fn run_test(
     });
     let _ = write_frame(&mut ctrl, &ClientMsg::Done);
     let _ = ctrl.shutdown(std::net::Shutdown::Both);
-    let (local, remote, error) = run;
     let ran = auto.as_ref().map(|a| a.as_run(spec));
     let mut result = assemble(
         ran.as_ref().unwrap_or(spec),
@@ -583,9 +587,17 @@ fn confirm_udp(
     Ok(())
 }
 
-/// Pumps local and remote events until both ends are done, the server is gone, or `stop`.
-/// Returns local reports, the server's reports, and the error that ended the test early.
-#[allow(clippy::type_complexity)]
+/// What `drive` gathered: this end's reports, the server's, the error that ended the test
+/// early, and the steadiness rule of an auto test with its reading and cut.
+struct Driven {
+    local: Finished,
+    remote: Option<Finished>,
+    error: Option<String>,
+    auto: Option<AutoEnd>,
+}
+
+/// Pumps local and remote events until both ends are done, the server is gone, or `stop`;
+/// cuts an auto test's grid once its rates are steady.
 fn drive(
     ctrl: &mut TcpStream,
     spec: &TestSpec,
@@ -594,21 +606,16 @@ fn drive(
     on_interval: &mut dyn FnMut(&Interval),
     pace: Pace,
     auto: Option<AutoEnd>,
-) -> (
-    (Finished, Option<Finished>, Option<String>),
-    Option<AutoEnd>,
-) {
+) -> Driven {
     let server_rx = match ctrl.try_clone() {
         Ok(c) => spawn_reader::<ServerMsg>(c),
         Err(e) => {
-            return (
-                (
-                    Finished::default(),
-                    None,
-                    Some(format!("control connection: {e}")),
-                ),
+            return Driven {
+                local: Finished::default(),
+                remote: None,
+                error: Some(format!("control connection: {e}")),
                 auto,
-            );
+            };
         }
     };
     // Every merged interval goes to the caller, and to the steadiness rule of an auto test.
@@ -687,10 +694,12 @@ fn drive(
             }
         }
     }
-    (
-        (local, remote.into_finished(spec), error),
-        auto.into_inner(),
-    )
+    Driven {
+        local,
+        remote: remote.into_finished(spec),
+        error,
+        auto: auto.into_inner(),
+    }
 }
 
 /// Pairs each stream's local and remote interval reports and releases whole intervals in order.
