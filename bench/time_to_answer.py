@@ -70,25 +70,46 @@ seed = {seed}
 
 
 def answer_of(doc):
-    """What the answer says, in a form two campaigns can be compared by."""
-    dims = doc.get("effects", [])
-    verdicts = {}
-    for c in doc.get("comparisons", []):
-        d = c
-        outcome = d.get("outcome")
+    """What the answer says, in a form two campaigns can be compared by: the dimension that
+    matters most, each dimension's verdict (for an ordered one, the direction of every step),
+    and, for information, every comparison's outcome."""
+    def word(c):
+        outcome = c.get("outcome")
         if outcome == "different":
-            ratio = d.get("ratio") or 1.0
-            word = "raises" if ratio > 1 else "lowers"
-        elif outcome in ("small_difference", "equivalent"):
-            word = "no practical difference"
+            return "raises" if (c.get("ratio") or 1.0) > 1 else "lowers"
+        if outcome in ("small_difference", "equivalent"):
+            return "no practical difference"
+        return outcome or "?"
+
+    dims = doc.get("effects", [])
+    verdicts, dimensions = {}, {}
+    for c in doc.get("comparisons", []):
+        verdicts[f"{c.get('dimension')}: {c.get('from')} -> {c.get('to')}"] = word(c)
+    alpha = 1.0 - doc.get("confidence", 0.95)
+    for e in dims:
+        comps = e.get("comparisons", [])
+        words = [word(c) for c in comps]
+        if any(w in ("raises", "lowers") for w in words):
+            verdict = "matters: " + ", ".join(
+                f"{c['from']}->{c['to']} {w}" for c, w in zip(comps, words))
+        elif (e.get("equivalence_p") or 1.0) < alpha or all(
+                w == "no practical difference" for w in words):
+            verdict = "no practical difference"
         else:
-            word = outcome or "?"
-        verdicts[f"{c.get('dimension')}: {d.get('from')} -> {d.get('to')}"] = word
+            verdict = "undecided"
+        dimensions[e.get("dimension")] = verdict
     return {
         "headline": doc.get("answer", "").splitlines()[0] if doc.get("answer") else "",
         "first_dimension": dims[0].get("dimension") if dims else None,
+        "dimensions": dimensions,
         "verdicts": verdicts,
     }
+
+
+def explain_json(binary, db):
+    out = subprocess.run([binary, "explain", "--db", db, "--json"],
+                         capture_output=True, text=True, timeout=600, check=True)
+    return json.loads(out.stdout)
 
 
 def run_phase(phase, binary, out, seed):
@@ -136,6 +157,7 @@ def run_phase(phase, binary, out, seed):
             "measured_s": measured,
             "runs_wall_s": run_wall,
             "answer": answer_of(doc),
+            "netsweep": run_version(binary),
             "explain": text,
         }
         with open(os.path.join(out, f"{phase}.json"), "w") as f:
@@ -147,13 +169,22 @@ def run_phase(phase, binary, out, seed):
         shutil.rmtree(work, ignore_errors=True)
 
 
-def summary(out):
+def run_version(binary):
+    out = subprocess.run([binary, "--version"], capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def summary(out, binary):
     recs = {}
     for phase in ("fixed", "auto"):
         p = os.path.join(out, f"{phase}.json")
         if os.path.exists(p):
             with open(p) as f:
                 recs[phase] = json.load(f)
+            # The answer read again from the kept store, by this binary's explain.
+            db = os.path.join(out, f"{phase}.db")
+            if os.path.exists(db) and os.path.exists(binary):
+                recs[phase]["answer"] = answer_of(explain_json(binary, db))
     for phase, r in recs.items():
         print(f"{phase:6} {r['date']}: wall {r['wall_s']:7.0f} s, runs {r['runs']}, "
               f"measured {r['measured_s'] or 0:.0f} s")
@@ -163,17 +194,26 @@ def summary(out):
         return 1
     fixed, auto = recs["fixed"]["answer"], recs["auto"]["answer"]
     same_first = fixed["first_dimension"] == auto["first_dimension"]
+    dims = sorted(set(fixed["dimensions"]) | set(auto["dimensions"]))
+    dims_differ = [d for d in dims if fixed["dimensions"].get(d) != auto["dimensions"].get(d)]
+    print("each dimension's verdict:")
+    for d in dims:
+        mark = "  " if d not in dims_differ else "!="
+        print(f"  {mark} {d:10} fixed: {fixed['dimensions'].get(d, '-')}")
+        print(f"     {'':10} auto:  {auto['dimensions'].get(d, '-')}")
     keys = sorted(set(fixed["verdicts"]) | set(auto["verdicts"]))
     differ = [k for k in keys if fixed["verdicts"].get(k) != auto["verdicts"].get(k)]
+    print("each comparison (for information; a null dimension's pairs sit near the threshold):")
     for k in keys:
         mark = "  " if k not in differ else "!="
         print(f"  {mark} {k:40} fixed: {fixed['verdicts'].get(k, '-'):26} "
               f"auto: {auto['verdicts'].get(k, '-')}")
     ratio = recs["auto"]["wall_s"] / recs["fixed"]["wall_s"]
-    same = same_first and not differ
+    same = same_first and not dims_differ
     print(f"same answer: {'yes' if same else 'no'} (what matters most: "
-          f"{fixed['first_dimension']} / {auto['first_dimension']}; "
-          f"{len(keys) - len(differ)} of {len(keys)} comparisons agree)")
+          f"{fixed['first_dimension']} / {auto['first_dimension']}; {len(dims) - len(dims_differ)} "
+          f"of {len(dims)} dimensions' verdicts agree; {len(keys) - len(differ)} of {len(keys)} "
+          f"comparisons)")
     print(f"wall time auto/fixed: {ratio:.3f} (target <= 0.100)")
     return 0 if same and ratio <= 0.1 else 1
 
@@ -198,7 +238,7 @@ def main():
                 run_phase(phase, binary, a.out, a.seed)
         finally:
             shutil.rmtree(keep, ignore_errors=True)
-    return summary(a.out)
+    return summary(a.out, a.netsweep)
 
 
 if __name__ == "__main__":

@@ -111,11 +111,21 @@ pub struct Effects {
 }
 
 impl Effects {
-    /// Every comparison of the answer decided: a difference or an equivalence shown.
+    /// Every dimension of the answer decided: each of its comparisons shows a difference or
+    /// an equivalence, or the dimension as a whole is shown to make no difference larger than
+    /// the practical change (every pair of its values, intersection-union).
     pub fn decided(&self) -> bool {
         self.effects
             .iter()
-            .all(|e| e.comparisons.iter().all(|d| d.outcome.decided()))
+            .all(|e| e.comparisons.iter().all(|d| d.outcome.decided()) || e.equivalent(self))
+    }
+}
+
+impl Effect {
+    /// Every pair of this dimension's values shown within the practical change (Berger 1982:
+    /// an intersection-union test needs no correction for multiplicity).
+    pub fn equivalent(&self, of: &Effects) -> bool {
+        self.equivalence_p.is_some_and(|p| p < 1.0 - of.confidence)
     }
 }
 

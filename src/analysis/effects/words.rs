@@ -47,6 +47,12 @@ fn short(d: &Decision, unit: &dyn Fn(f64) -> String) -> String {
         Outcome::Different => say::size_text(d, unit),
         Outcome::SmallDifference => format!("{} (within {change})", say::size_text(d, unit)),
         Outcome::Equivalent => format!("no difference larger than {change}"),
+        // Within the change at its own level, but not after Holm's correction over the family.
+        Outcome::Undecided if d.not_ruled_out < d.change => format!(
+            "not shown either way (within {change} at its own level, not after Holm's correction: \
+             equivalence {})",
+            p_adj_equivalence(d)
+        ),
         Outcome::Undecided => format!(
             "not shown either way (up to {} not ruled out)",
             percent_text(d.not_ruled_out)
@@ -62,11 +68,15 @@ fn matters(x: &Effect) -> bool {
         .any(|d| d.outcome == Outcome::Different)
 }
 
-fn small(x: &Effect) -> bool {
+/// Real differences, all too small to matter: none matters, one is shown small, and the rest
+/// are decided (or every pair of values is shown within the change).
+fn small(x: &Effect, alpha: f64) -> bool {
     !matters(x)
         && x.comparisons
             .iter()
             .any(|d| d.outcome == Outcome::SmallDifference)
+        && (x.comparisons.iter().all(|d| d.outcome.decided())
+            || x.equivalence_p.is_some_and(|p| p < alpha))
 }
 
 /// The comparison a headline names: the span (lowest to highest) of an ordered dimension, the
@@ -158,6 +168,14 @@ fn matter_line(x: &Effect, first: bool, opts: &Options) -> String {
     line
 }
 
+fn p_adj_equivalence(d: &Decision) -> String {
+    if (d.equivalence_p_adjusted - d.equivalence_p).abs() > 1e-12 {
+        format!("Holm-adjusted {}", say::p_text(d.equivalence_p_adjusted))
+    } else {
+        say::p_text(d.equivalence_p)
+    }
+}
+
 fn p_adj(d: &Decision) -> String {
     if (d.p_adjusted - d.p).abs() > 1e-12 {
         format!("Holm-adjusted {}", say::p_text(d.p_adjusted))
@@ -215,6 +233,8 @@ fn null_line(x: &Effect, opts: &Options) -> String {
     )
 }
 
+/// A dimension whose differences are real but too small to matter: every comparison decided,
+/// or every pair of values shown within the change.
 fn small_line(x: &Effect, opts: &Options) -> String {
     let unit = &|v: f64| (opts.unit)(v);
     let sizes: Vec<String> = x
@@ -222,11 +242,21 @@ fn small_line(x: &Effect, opts: &Options) -> String {
         .iter()
         .map(|d| format!("{}→{} {}", d.from, d.to, short(d, unit)))
         .collect();
+    let real: Vec<String> = x
+        .comparisons
+        .iter()
+        .filter(|d| d.outcome == Outcome::SmallDifference)
+        .map(|d| format!("{}→{} {}", d.from, d.to, p_adj(d)))
+        .collect();
+    let every = match x.equivalence_p.filter(|p| *p < opts.settings.alpha()) {
+        Some(p) => format!("; every pair of values within it: {}", say::p_text(p)),
+        None => String::new(),
+    };
     format!(
-        "{} makes no practical difference to {}: real ({}), but within the {} that matters ({})",
+        "{} makes no practical difference to {}: real ({}), but within the {} that matters{every} ({})",
         x.dimension,
         opts.what,
-        p_text(x.p),
+        real.join(", "),
         percent_text(opts.settings.change),
         sizes.join(", ")
     )
@@ -245,10 +275,11 @@ pub(super) fn answer(e: &Effects, opts: &Options) -> String {
             opts.what
         ));
     }
-    for x in e.effects.iter().filter(|x| small(x)) {
+    let alpha = opts.settings.alpha();
+    for x in e.effects.iter().filter(|x| small(x, alpha)) {
         lines.push(small_line(x, opts));
     }
-    for x in e.effects.iter().filter(|x| !matters(x) && !small(x)) {
+    for x in e.effects.iter().filter(|x| !matters(x) && !small(x, alpha)) {
         lines.push(null_line(x, opts));
     }
     for i in &e.interactions {
