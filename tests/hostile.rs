@@ -260,8 +260,9 @@ fn iperf3_clients_that_stall_or_vanish_free_the_slot_within_seconds() {
     let took = served_within(
         &server,
         // At once, plus the legitimate 0.5 s test itself and retries every 0.1 s, on a
-        // machine that may be shared (was 57.6 s before the fix).
-        Duration::from_secs(4),
+        // machine that may be shared (was 57.6 s before the fix; 4.1 s seen with one core
+        // busy and a build on the other). The log below says the closed connection freed it.
+        Duration::from_secs(6),
         "a closed control connection",
     );
     eprintln!("closed control connection: served after {took:?}");

@@ -248,7 +248,8 @@ fn a_significant_but_tiny_effect_is_said_not_to_matter() {
     );
     // The real difference cited with its own test, and the claim for the whole dimension.
     assert!(
-        e.answer.contains("real (small→large p < 0.001), but within the 5% that matters"),
+        e.answer
+            .contains("real (small→large p < 0.001), but within the 5% that matters"),
         "{}",
         e.answer
     );
@@ -394,15 +395,17 @@ fn a_null_dimension_shown_within_the_change_as_a_whole_is_decided_and_worded_rig
     };
     assert!(e.decided());
     e.answer = super::words::answer(&e, &opts);
-    let line = e
-        .answer
-        .lines()
-        .find(|l| l.starts_with("profile"))
-        .unwrap();
-    assert!(line.starts_with("profile makes no practical difference"), "{line}");
+    let line = e.answer.lines().find(|l| l.starts_with("profile")).unwrap();
+    assert!(
+        line.starts_with("profile makes no practical difference"),
+        "{line}"
+    );
     assert!(line.contains("real (small→medium p = 0.036)"), "{line}");
     assert!(!line.contains("real (p = 0.541)"), "{line}");
-    assert!(line.contains("every pair of values within it: p = 0.030"), "{line}");
+    assert!(
+        line.contains("every pair of values within it: p = 0.030"),
+        "{line}"
+    );
     assert!(
         line.contains("not after Holm's correction: equivalence Holm-adjusted p = 0.097"),
         "{line}"
