@@ -422,67 +422,68 @@ pub struct ClientArgs {
     #[arg(short = 'k', long = "blockcount", hide = true)]
     pub blockcount: Option<String>,
     #[command(flatten)]
-    pub unimplemented: Box<Iperf3ClientOptions>,
+    pub ip: Box<Iperf3ClientOptions>,
     #[command(flatten)]
     pub auth: ClientAuthArgs,
 }
 
-/// iperf3 client options netsweep's client does not implement yet: accepted by the parser
-/// only so that each is refused by name (`Iperf3ClientOptions::refusal`), not as an unknown
-/// argument, and never ignored.
+/// iperf3's client options for the IP header, the sockets and the far end's output, under
+/// iperf3's names. Each is honoured in both protocols (netsweep's server applies the same
+/// socket options to its ends); `-L/--flowlabel` alone is refused by name.
 #[derive(Debug, Args, Clone, Default)]
 pub struct Iperf3ClientOptions {
-    #[arg(short = 'S', long = "tos", hide = true)]
+    /// Type of service of the data packets, 0-255 (decimal, 0x hex or 0 octal), as iperf3's -S.
+    #[arg(short = 'S', long = "tos", value_name = "N", conflicts_with = "dscp")]
     pub tos: Option<String>,
-    #[arg(long, hide = true)]
+    /// DSCP of the data packets: a number 0-63 or a name (ef, af11-af43, cs0-cs7, va).
+    #[arg(long, value_name = "VALUE")]
     pub dscp: Option<String>,
-    #[arg(long, hide = true)]
+    /// Caps each TCP stream's sending rate in the kernel (SO_MAX_PACING_RATE), e.g. 100M.
+    #[arg(long, value_name = "RATE")]
     pub fq_rate: Option<String>,
-    #[arg(long, hide = true)]
-    pub cport: Option<String>,
-    #[arg(long, hide = true)]
-    pub connect_timeout: Option<String>,
-    #[arg(short = 'm', long, hide = true)]
+    /// Local port of the first data stream; stream i uses PORT + i (iperf3's numbering).
+    #[arg(long, value_name = "PORT")]
+    pub cport: Option<u16>,
+    /// How long to wait for each connection to open, in milliseconds (default 5000).
+    #[arg(long, value_name = "MS")]
+    pub connect_timeout: Option<u64>,
+    /// Data connections over MPTCP (needs net.mptcp.enabled = 1; the far end must listen
+    /// for MPTCP, which iperf3 servers do and netsweep servers refuse by name).
+    #[arg(short = 'm', long)]
     pub mptcp: bool,
-    #[arg(long, hide = true)]
+    /// Print the far end's own account of the test (iperf3's text or JSON) after the result.
+    #[arg(long)]
     pub get_server_output: bool,
     #[arg(short = 'L', long, hide = true)]
     pub flowlabel: Option<String>,
-    #[arg(long, hide = true)]
+    /// UDP datagrams with Don't Fragment set (fail instead of fragmenting above the MTU).
+    #[arg(long)]
     pub dont_fragment: bool,
 }
 
 impl Iperf3ClientOptions {
-    /// The options given, by name.
-    pub fn given(&self) -> Vec<&'static str> {
-        [
-            (self.tos.is_some(), "-S/--tos"),
-            (self.dscp.is_some(), "--dscp"),
-            (self.fq_rate.is_some(), "--fq-rate"),
-            (self.cport.is_some(), "--cport"),
-            (self.connect_timeout.is_some(), "--connect-timeout"),
-            (self.mptcp, "-m/--mptcp"),
-            (self.get_server_output, "--get-server-output"),
-            (self.flowlabel.is_some(), "-L/--flowlabel"),
-            (self.dont_fragment, "--dont-fragment"),
-        ]
-        .into_iter()
-        .filter_map(|(given, name)| given.then_some(name))
-        .collect()
+    /// Why the test cannot run as asked: an option netsweep's client does not implement.
+    pub fn refusal(&self) -> Option<String> {
+        self.flowlabel.as_ref().map(|_| {
+            "-L/--flowlabel: iperf3's option, not implemented by netsweep's client; run without \
+             it, or with iperf3"
+                .to_string()
+        })
     }
 
-    /// Why the test cannot run as asked, when any of these options was given.
-    pub fn refusal(&self) -> Option<String> {
-        let given = self.given();
-        (!given.is_empty()).then(|| {
-            format!(
-                "{}: iperf3's option{}, not implemented by netsweep's client yet; run without \
-                 {}, or with iperf3",
-                given.join(", "),
-                if given.len() > 1 { "s" } else { "" },
-                if given.len() > 1 { "them" } else { "it" }
-            )
-        })
+    /// The type-of-service byte asked for with `-S` or `--dscp`, parsed as iperf3 does.
+    pub fn tos_byte(&self) -> anyhow::Result<Option<u8>> {
+        if let Some(t) = &self.tos {
+            return crate::traffic::spec::parse_tos(t)
+                .map(Some)
+                .map_err(|e| anyhow::anyhow!("-S/--tos {t}: {e}"));
+        }
+        self.dscp
+            .as_deref()
+            .map(|d| {
+                crate::traffic::spec::parse_dscp(d).map_err(|e| anyhow::anyhow!("--dscp {d}: {e}"))
+            })
+            .transpose()
     }
 }
 
@@ -524,7 +525,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
     type Error = anyhow::Error;
 
     fn try_from(a: &ClientArgs) -> anyhow::Result<(ClientConfig, TestSpec)> {
-        if let Some(why) = a.unimplemented.refusal() {
+        if let Some(why) = a.ip.refusal() {
             bail!("{why}");
         }
         if let Some(n) = a.bytes.as_ref().or(a.blockcount.as_ref()) {
@@ -576,6 +577,13 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         }
         spec.udp_offload = !a.no_udp_offload;
         spec.zerocopy = !a.no_zerocopy;
+        spec.tos = a.ip.tos_byte()?;
+        if let Some(r) = &a.ip.fq_rate {
+            let bps = r.parse::<BitRate>().context("--fq-rate")?.bits_per_second();
+            // 0 means no cap, as iperf3's --fq-rate 0.
+            spec.fq_rate_bps = (bps >= 1.0).then_some(bps.round() as u64);
+        }
+        spec.dont_fragment = a.ip.dont_fragment;
         // A path or size the user names is used as named: no calibration (a rate needs none:
         // paced senders never calibrate).
         if a.length.is_some() || a.no_zerocopy {
@@ -583,6 +591,18 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         }
         let server = resolve(&a.host, a.port, a.ipv4, a.ipv6)?;
         let mut cfg = ClientConfig::new(server);
+        cfg.cport = a.ip.cport.filter(|p| *p != 0);
+        cfg.mptcp = a.ip.mptcp;
+        if cfg.mptcp && spec.protocol == Protocol::Udp {
+            bail!("-m/--mptcp applies to TCP only");
+        }
+        cfg.server_output = a.ip.get_server_output;
+        if let Some(ms) = a.ip.connect_timeout {
+            if ms == 0 {
+                bail!("--connect-timeout 0: give the milliseconds to wait, e.g. 3000");
+            }
+            cfg.connect_timeout = std::time::Duration::from_millis(ms);
+        }
         if spec.protocol == Protocol::Udp && a.bitrate.is_none() {
             let (rate, note) = udp_default_rate(server.ip());
             spec.bitrate_bps = rate;

@@ -96,6 +96,31 @@ pub fn peer_text(s: &str) -> String {
     out
 }
 
+/// Most characters of a peer's multi-line text kept (`peer_lines`).
+pub const MAX_PEER_LINES_TEXT: usize = 256 << 10;
+
+/// Multi-line text from a peer (an iperf3 server's own output) made safe for a terminal: its
+/// lines are kept, everything else `peer_text` escapes is escaped, and it is cut at
+/// `MAX_PEER_LINES_TEXT` characters.
+pub fn peer_lines(s: &str) -> String {
+    let mut out = String::with_capacity(s.len().min(MAX_PEER_LINES_TEXT + 16));
+    for (i, c) in s.chars().enumerate() {
+        if i == MAX_PEER_LINES_TEXT {
+            out.push_str("...");
+            break;
+        }
+        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if c == '\n' {
+            out.push(c);
+        } else if c.is_control() || bidi {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Serde helper: deserializes a string from a peer and escapes it on the way in.
 pub fn de_peer_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     let s: String = serde::Deserialize::deserialize(d)?;
@@ -113,6 +138,11 @@ pub fn de_peer_text_opt<'de, D: serde::Deserializer<'de>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peer_lines_keep_lines_and_escape_the_rest() {
+        assert_eq!(peer_lines("a\nb\x1b[2Jc\r"), "a\nb\\u{1b}[2Jc\\r");
+    }
 
     #[test]
     fn caps_are_enforced_as_bytes_arrive() {

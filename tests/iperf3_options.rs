@@ -1,6 +1,10 @@
-//! iperf3's options against a netsweep server, with Debian's iperf3 client (3.12 in CI): each
-//! is honoured (`-n`, `--get-server-output`) or refused out loud, with iperf3's "not
-//! implemented" error to the client and a server log line naming the option.
+//! iperf3's options both ways, with Debian's iperf3 (3.12 in CI). Against a netsweep server
+//! each is honoured (`-n` with and without `-R`, `--get-server-output`, `-S`/`--dscp`,
+//! `--fq-rate`) or refused out loud (`-L`, `-A`, `-m`), with iperf3's "not implemented" error
+//! to the client and a server log line naming the option. netsweep's client honours `--cport`,
+//! `--get-server-output`, `--connect-timeout`, `--dscp` and `--fq-rate` against an iperf3
+//! server. What reaches the wire is checked against the kernel: packets counted by their DSCP
+//! in a namespace's own queueing discipline, and rates against physics.
 
 mod common;
 
@@ -61,12 +65,10 @@ fn options_a_netsweep_server_cannot_honour_are_refused_out_loud() {
         return;
     }
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let cases: [(&[&str], &str); 5] = [
-        (&["--fq-rate", "100M", "-R"], "--fq-rate"),
-        (&["-S", "16"], "-S/--tos/--dscp"),
-        (&["--dscp", "46", "-R"], "-S/--tos/--dscp"),
+    let cases: [(&[&str], &str); 3] = [
         (&["-L", "5", "-6"], "-L/--flowlabel"),
-        (&["--dont-fragment", "-u", "-b", "1M"], "--dont-fragment"),
+        (&["-A", "0,1"], "-A (server CPU affinity)"),
+        (&["-b", "10M/100"], "-b RATE/BURST"),
     ];
     for (args, name) in cases {
         let server = if args.contains(&"-6") {
@@ -135,4 +137,295 @@ fn a_byte_count_test_is_not_cut_off_after_ten_seconds() {
     assert!(got >= 3_200_000, "{got} bytes received: {doc:#}");
     let secs = doc["end"]["sum_sent"]["seconds"].as_f64().unwrap_or(0.0);
     assert!(secs > 10.5, "the test took {secs} s: {doc:#}");
+    // -n with -R: the netsweep server sends until the client has its count and ends the test.
+    let (doc, ok) = iperf3_json(&server, &["-n", "20M", "-R", "-i", "0"]);
+    assert!(ok && doc.get("error").is_none(), "{doc:#}");
+    let got = doc["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0);
+    assert!(got >= 20 << 20, "{got} bytes received: {doc:#}");
+}
+
+/// A network namespace of this test's own with `lo` up; removed on drop with what runs in it.
+struct Netns(String);
+
+impl Netns {
+    fn new(tag: &str) -> Netns {
+        let name = format!("nsw{tag}{}", std::process::id() % 100_000);
+        if std::path::Path::new("/run/netns").join(&name).exists() {
+            let _ = Command::new("ip").args(["netns", "del", &name]).status();
+        }
+        run(&["ip", "netns", "add", &name]);
+        run(&["ip", "-n", &name, "link", "set", "lo", "up"]);
+        Netns(name)
+    }
+
+    fn cmd(&self, argv: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.0]).args(argv);
+        c
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        if let Ok(out) = Command::new("ip").args(["netns", "pids", &self.0]).output() {
+            for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                let _ = Command::new("kill").args(["-9", pid]).status();
+            }
+        }
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+fn run(argv: &[&str]) {
+    let st = Command::new(argv[0])
+        .args(&argv[1..])
+        .status()
+        .expect(argv[0]);
+    assert!(st.success(), "{argv:?}");
+}
+
+/// Bytes that left `lo` in namespace `ns` through htb class `class`.
+fn class_bytes(ns: &str, class: &str) -> u64 {
+    let out = Command::new("tc")
+        .args(["-n", ns, "-s", "class", "show", "dev", "lo"])
+        .output()
+        .expect("tc");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    while let Some(l) = lines.next() {
+        if l.contains(&format!("class htb {class} ")) {
+            let sent = lines.next().unwrap_or_default();
+            return sent
+                .split_whitespace()
+                .nth(1)
+                .and_then(|b| b.parse().ok())
+                .unwrap_or(0);
+        }
+    }
+    panic!("no class {class} in {text}");
+}
+
+/// `-S`/`--dscp` and `--fq-rate` with `-R`: the netsweep server's data packets carry the DSCP
+/// (counted by the kernel in an htb class that matches it) and its senders are paced to the
+/// asked rate (the iperf3 client's received rate); `--get-server-output` says so too.
+#[test]
+fn a_netsweep_server_sends_with_the_clients_dscp_and_pacing() {
+    let test = "a_netsweep_server_sends_with_the_clients_dscp_and_pacing";
+    if !common::root_or_skip(test) || !common::tool_or_skip(test, "iperf3") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let ns = Netns::new("dscp");
+    let n = ns.0.as_str();
+    run(&[
+        "tc", "-n", n, "qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb", "default", "20",
+    ]);
+    for class in ["1:10", "1:20"] {
+        run(&[
+            "tc", "-n", n, "class", "add", "dev", "lo", "parent", "1:", "classid", class, "htb",
+            "rate", "40gbit",
+        ]);
+    }
+    // EF is DSCP 46: TOS byte 0xb8, the ECN bits masked off.
+    run(&[
+        "tc", "-n", n, "filter", "add", "dev", "lo", "parent", "1:", "protocol", "ip", "u32",
+        "match", "ip", "dsfield", "0xb8", "0xfc", "flowid", "1:10",
+    ]);
+    let port = common::free_port().to_string();
+    let mut server = ns
+        .cmd(&[env!("CARGO_BIN_EXE_netsweep"), "server", "-p", &port])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("netsweep server");
+    std::thread::sleep(Duration::from_millis(500));
+    let before = class_bytes(n, "1:10");
+    let out = ns
+        .cmd(&[
+            "iperf3",
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-J",
+            "-t",
+            "3",
+            "-R",
+            "--dscp",
+            "ef",
+            "--fq-rate",
+            "200M",
+        ])
+        .output()
+        .expect("iperf3 -c");
+    let _ = server.kill();
+    let _ = server.wait();
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("iperf3's document");
+    assert!(doc.get("error").is_none(), "{doc:#}");
+    let received = doc["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0);
+    let secs = doc["end"]["sum_received"]["seconds"]
+        .as_f64()
+        .unwrap_or(0.0);
+    let tagged = class_bytes(n, "1:10") - before;
+    // Every data byte the server sent went out tagged EF (plus headers and the client's ACKs).
+    assert!(received > 10_000_000, "{doc:#}");
+    assert!(
+        tagged >= received,
+        "{tagged} bytes tagged EF < {received} received"
+    );
+    // Paced at 200 Mbit/s per stream: the received rate cannot exceed it (physics: the kernel
+    // releases no more), and a paced sender on an idle loopback reaches most of it.
+    let rate = received as f64 * 8.0 / secs;
+    assert!(
+        (150e6..=206e6).contains(&rate),
+        "{rate} bit/s for --fq-rate 200M"
+    );
+}
+
+/// netsweep's client against an iperf3 server: `--cport` numbers the data streams' ports as
+/// iperf3 does, `--get-server-output` prints the server's own account (where those ports
+/// show), and `--dscp` and `--fq-rate` reach the wire.
+#[test]
+fn netsweeps_client_honours_iperf3s_options_against_iperf3() {
+    let test = "netsweeps_client_honours_iperf3s_options_against_iperf3";
+    if !common::root_or_skip(test) || !common::tool_or_skip(test, "iperf3") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let ns = Netns::new("cport");
+    let n = ns.0.as_str();
+    run(&[
+        "tc", "-n", n, "qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb", "default", "20",
+    ]);
+    for class in ["1:10", "1:20"] {
+        run(&[
+            "tc", "-n", n, "class", "add", "dev", "lo", "parent", "1:", "classid", class, "htb",
+            "rate", "40gbit",
+        ]);
+    }
+    // AF41 is DSCP 34: TOS byte 0x88.
+    run(&[
+        "tc", "-n", n, "filter", "add", "dev", "lo", "parent", "1:", "protocol", "ip", "u32",
+        "match", "ip", "dsfield", "0x88", "0xfc", "flowid", "1:10",
+    ]);
+    let mut server = ns
+        .cmd(&["iperf3", "-s", "-p", "5301"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("iperf3 -s");
+    std::thread::sleep(Duration::from_millis(500));
+    let before = class_bytes(n, "1:10");
+    let out = ns
+        .cmd(&[
+            env!("CARGO_BIN_EXE_netsweep"),
+            "-c",
+            "127.0.0.1",
+            "-p",
+            "5301",
+            "--iperf3",
+            "-t",
+            "3",
+            "-P",
+            "2",
+            "--cport",
+            "41100",
+            "--dscp",
+            "af41",
+            "--fq-rate",
+            "100M",
+            "--get-server-output",
+            "--connect-timeout",
+            "2000",
+        ])
+        .output()
+        .expect("netsweep -c");
+    let _ = server.kill();
+    let _ = server.wait();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    let server_part = text
+        .split("Server output:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{text}"));
+    for port in ["41100", "41101"] {
+        assert!(
+            server_part.contains(&format!("port {port}")),
+            "{port}: {text}"
+        );
+    }
+    let tagged = class_bytes(n, "1:10") - before;
+    // The iperf3 server's own receiver line: its total over its seconds.
+    let sum = server_part
+        .lines()
+        .rfind(|l| l.starts_with("[SUM]") && l.contains("receiver"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let words: Vec<&str> = sum.split_whitespace().collect();
+    let mbit: f64 = words
+        .iter()
+        .position(|w| *w == "Mbits/sec")
+        .and_then(|i| words[i - 1].parse().ok())
+        .unwrap_or_else(|| panic!("{sum}"));
+    assert!(
+        (150.0..=206.0).contains(&mbit),
+        "{mbit} Mbit/s for 2 x --fq-rate 100M: {sum}"
+    );
+    assert!(
+        tagged as f64 >= mbit * 1e6 / 8.0 * 2.5,
+        "{tagged} bytes tagged AF41: {text}"
+    );
+}
+
+/// `--connect-timeout`: a connection that is never answered (a namespace's dummy interface
+/// swallows the SYN) fails after the milliseconds given, naming the time out.
+#[test]
+fn the_connect_timeout_is_the_users() {
+    let test = "the_connect_timeout_is_the_users";
+    if !common::root_or_skip(test) {
+        return;
+    }
+    let ns = Netns::new("ctmo");
+    let far = Netns::new("ctmb");
+    let n = ns.0.as_str();
+    // A link whose far end has no address: the SYN arrives there and is dropped unanswered.
+    run(&[
+        "ip", "-n", n, "link", "add", "v0", "type", "veth", "peer", "name", "v1", "netns", &far.0,
+    ]);
+    run(&["ip", "-n", n, "addr", "add", "198.18.77.1/24", "dev", "v0"]);
+    run(&["ip", "-n", n, "link", "set", "v0", "up"]);
+    run(&["ip", "-n", &far.0, "link", "set", "v1", "up"]);
+    run(&[
+        "ip",
+        "-n",
+        n,
+        "neigh",
+        "add",
+        "198.18.77.2",
+        "lladdr",
+        "02:00:00:00:00:02",
+        "dev",
+        "v0",
+    ]);
+    let t0 = Instant::now();
+    let out = ns
+        .cmd(&[
+            env!("CARGO_BIN_EXE_netsweep"),
+            "-c",
+            "198.18.77.2",
+            "--iperf3",
+            "-t",
+            "1",
+            "--connect-timeout",
+            "400",
+        ])
+        .output()
+        .expect("netsweep -c");
+    let took = t0.elapsed();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("timed out"), "{text}");
+    // 400 ms, then the process exits; far below the 5 s default.
+    assert!(took < Duration::from_secs(3), "{took:?}: {text}");
 }

@@ -301,8 +301,13 @@ fn run_inputs_that_are_not_runs_of_this_tool_are_refused() {
             "participant number 2",
         ),
         (
-            run_input(0, 1, &json!({"dest": "h", "fq-rate": 5}), SystemTime::now()),
-            "fq-rate",
+            run_input(
+                0,
+                1,
+                &json!({"dest": "h", "flow-label": 5}),
+                SystemTime::now(),
+            ),
+            "flow-label",
         ),
     ] {
         match run::run(&input, &cfg, &stop) {

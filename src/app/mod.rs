@@ -268,6 +268,9 @@ fn print_result(cfg: &ClientConfig, result: &TestResult, view: &ClientView, stre
                 let event = iperf3_json::stream_event("error", &serde_json::json!(e));
                 crate::outln!("{event}");
             }
+            if let Some((name, output)) = iperf3_json::server_output(result) {
+                crate::outln!("{}", iperf3_json::stream_event(name, &output));
+            }
             let end = iperf3_json::end(result);
             crate::outln!("{}", iperf3_json::stream_event("end", &end));
         }
@@ -275,6 +278,9 @@ fn print_result(cfg: &ClientConfig, result: &TestResult, view: &ClientView, stre
             crate::out!("{}", output::summary(result, view.units));
             if view.verbose {
                 crate::out!("{}", output::sockets(result));
+            }
+            if let Some(text) = output::server_output(result) {
+                crate::out!("{text}");
             }
         }
     }

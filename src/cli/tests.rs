@@ -159,32 +159,66 @@ fn lab_path_flags_map_to_the_path() {
     assert!(err.contains("only net.* keys"), "{err}");
 }
 
-/// iperf3's options the client does not implement are refused by name, not as unknown
-/// arguments and never ignored.
+/// iperf3's IP and socket options become the test's (both ends apply them) or the client's
+/// connection settings; `-L` alone is refused by name, never ignored.
 #[test]
-fn unimplemented_iperf3_options_are_refused_by_name() {
-    for (args, name) in [
-        (&["127.0.0.1", "-S", "16"][..], "-S/--tos"),
-        (&["127.0.0.1", "--dscp", "ef"][..], "--dscp"),
-        (&["127.0.0.1", "--fq-rate", "1G"][..], "--fq-rate"),
-        (&["127.0.0.1", "--cport", "5000"][..], "--cport"),
-        (
-            &["127.0.0.1", "--connect-timeout", "500"][..],
-            "--connect-timeout",
-        ),
-        (&["127.0.0.1", "-m"][..], "-m/--mptcp"),
-        (
-            &["127.0.0.1", "--get-server-output"][..],
-            "--get-server-output",
-        ),
+fn iperf3s_ip_and_socket_options_are_honoured_and_flowlabel_refused() {
+    let (cfg, spec) = client(&[
+        "127.0.0.1",
+        "--dscp",
+        "ef",
+        "--fq-rate",
+        "100M",
+        "--cport",
+        "5000",
+        "--connect-timeout",
+        "500",
+        "--get-server-output",
+    ])
+    .unwrap();
+    assert_eq!(spec.tos, Some(0xb8));
+    assert_eq!(spec.fq_rate_bps, Some(100_000_000));
+    assert_eq!(cfg.cport, Some(5000));
+    assert_eq!(cfg.connect_timeout, std::time::Duration::from_millis(500));
+    assert!(cfg.server_output);
+    // -S as iperf3's strtol(base 0): decimal, hex, octal.
+    for (v, tos) in [("16", 16), ("0x10", 16), ("020", 16), ("184", 0xb8)] {
+        assert_eq!(
+            client(&["127.0.0.1", "-S", v]).unwrap().1.tos,
+            Some(tos),
+            "{v}"
+        );
+    }
+    for (v, tos) in [("46", 0xb8), ("af11", 0x28), ("CS7", 0xe0), ("0", 0)] {
+        assert_eq!(
+            client(&["127.0.0.1", "--dscp", v]).unwrap().1.tos,
+            Some(tos),
+            "{v}"
+        );
+    }
+    let (cfg, spec) = client(&["127.0.0.1", "-m", "-u", "--dont-fragment"])
+        .map_or_else(|e| (None, format!("{e:#}")), |_| (Some(()), String::new()));
+    assert!(
+        cfg.is_none() && spec.contains("-m/--mptcp applies to TCP"),
+        "{spec}"
+    );
+    assert!(
+        client(&["127.0.0.1", "-u", "--dont-fragment"])
+            .unwrap()
+            .1
+            .dont_fragment
+    );
+    for (args, words) in [
+        (&["127.0.0.1", "--dscp", "64"][..], "0 to 63"),
+        (&["127.0.0.1", "-S", "256"][..], "0 to 255"),
+        (&["127.0.0.1", "--dscp", "fast"][..], "not a DSCP"),
+        (&["127.0.0.1", "--dont-fragment"][..], "UDP only"),
+        (&["127.0.0.1", "-u", "--fq-rate", "1G"][..], "TCP only"),
+        (&["127.0.0.1", "--connect-timeout", "0"][..], "milliseconds"),
         (&["127.0.0.1", "-L", "7"][..], "-L/--flowlabel"),
-        (&["127.0.0.1", "--dont-fragment"][..], "--dont-fragment"),
     ] {
         let e = format!("{:#}", client(args).unwrap_err());
-        assert!(
-            e.contains(name) && e.contains("not implemented"),
-            "{args:?}: {e}"
-        );
+        assert!(e.contains(words), "{args:?}: {e}");
     }
     assert!(client(&["127.0.0.1", "-t", "1"]).is_ok());
 }

@@ -23,8 +23,8 @@ pub const SERVER_SHUTDOWN: Duration = Duration::from_secs(2);
 /// the iperf3 tool expects, and which cannot flood a real path.
 pub const UDP_DEFAULT_BANDWIDTH: u64 = 1_000_000;
 
-/// The spec fields netsweep runs as asked. `ip-tos` 0 and `no-delay` false are accepted as
-/// the defaults they are; everything else is refused by name in `can-run`.
+/// The spec fields netsweep runs as asked. `no-delay` false is accepted as the default it is;
+/// everything else is refused by name in `can-run`.
 const SUPPORTED: &[&str] = &[
     "schema",
     "source",
@@ -50,13 +50,13 @@ const SUPPORTED: &[&str] = &[
     "single-ended-port",
     "loopback",
     "ip-tos",
+    "fq-rate",
     "no-delay",
 ];
 
 /// Why a spec field is refused, for the fields pScheduler knows but netsweep does not honour.
 fn refusal_of(key: &str) -> String {
     let why = match key {
-        "fq-rate" => "it does not set SO_MAX_PACING_RATE; use bandwidth",
         "bandwidth-strict" | "burst-size" => "its pacer has no burst or strictness setting",
         "flow-label" => "it does not set IPv6 flow labels",
         "client-cpu-affinity" | "server-cpu-affinity" => "it does not pin its threads to CPUs",
@@ -90,6 +90,10 @@ pub struct Throughput {
     pub single_ended: bool,
     pub single_ended_port: Option<u16>,
     pub loopback: bool,
+    /// The type-of-service byte of the data packets (IP_TOS / IPV6_TCLASS), both ends.
+    pub ip_tos: Option<u8>,
+    /// SO_MAX_PACING_RATE of every TCP stream, bit/s per stream.
+    pub fq_rate: Option<u64>,
 }
 
 /// Reads fields of one JSON object, collecting every problem instead of stopping at the first.
@@ -173,13 +177,13 @@ impl Throughput {
                 "throughput spec schema {schema} is newer than the {MAX_SCHEMA} netsweep knows"
             ));
         }
-        if let Some(tos) = r.integer("ip-tos", 0)
-            && tos != 0
-        {
-            r.problems.push(format!(
-                "netsweep does not support the ip-tos option ({tos}): it does not set IP_TOS yet"
-            ));
-        }
+        let ip_tos = r.integer("ip-tos", 0).and_then(|t| {
+            u8::try_from(t).ok().or_else(|| {
+                r.problems
+                    .push(format!("ip-tos {t} is out of range (0 to 255)"));
+                None
+            })
+        });
         if r.boolean("no-delay") == Some(true) {
             r.problems.push(
                 "netsweep does not support the no-delay option: its data sockets keep Nagle's \
@@ -223,6 +227,8 @@ impl Throughput {
             single_ended: r.boolean("single-ended").unwrap_or(false),
             single_ended_port,
             loopback: r.boolean("loopback").unwrap_or(false),
+            ip_tos: ip_tos.filter(|t| *t != 0),
+            fq_rate: r.integer("fq-rate", 0).filter(|f| *f > 0),
         };
         if t.dest.is_empty() && !r.problems.iter().any(|p| p.starts_with("dest")) {
             r.problems.push("dest is missing".into());
@@ -271,6 +277,8 @@ impl Throughput {
             t.zerocopy = false;
             t.calibration = Duration::ZERO;
         }
+        t.tos = self.ip_tos;
+        t.fq_rate_bps = self.fq_rate;
         t.validate().map_err(|e| e.to_string())?;
         Ok(t)
     }

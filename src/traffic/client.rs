@@ -64,6 +64,12 @@ pub struct ClientConfig {
     pub peer: PeerProtocol,
     pub bind: Option<Bind>,
     pub connect_timeout: Duration,
+    /// `--cport`: data stream `i` binds this local port plus `i` (iperf3's numbering).
+    pub cport: Option<u16>,
+    /// `-m`/`--mptcp`: data connections are MPTCP (the kernel's `net.mptcp.enabled`).
+    pub mptcp: bool,
+    /// `--get-server-output`: keep the far end's own account of the test in the result.
+    pub server_output: bool,
     /// What the command line's conversion chose for the user and should tell them at the start
     /// (a default rate, a flag accepted as a no-op).
     pub notes: Vec<String>,
@@ -78,6 +84,9 @@ impl ClientConfig {
             peer: PeerProtocol::default(),
             bind: None,
             connect_timeout: Duration::from_secs(5),
+            cport: None,
+            mptcp: false,
+            server_output: false,
             notes: Vec::new(),
             auth: None,
         }
@@ -111,24 +120,79 @@ pub(crate) fn new_socket(
     cfg: &ClientConfig,
     ty: Type,
     proto: socket2::Protocol,
+    local_port: Option<u16>,
 ) -> std::io::Result<Socket> {
     let sock = Socket::new(Domain::for_address(cfg.server), ty, Some(proto))?;
+    let any = || match cfg.server {
+        SocketAddr::V4(_) => IpAddr::from([0u8; 4]),
+        SocketAddr::V6(_) => IpAddr::from([0u16; 8]),
+    };
     match &cfg.bind {
-        Some(Bind::Address(ip)) => sock.bind(&SockAddr::from(SocketAddr::new(*ip, 0)))?,
+        Some(Bind::Address(ip)) => sock.bind(&SockAddr::from(SocketAddr::new(
+            *ip,
+            local_port.unwrap_or(0),
+        )))?,
         Some(Bind::Device(dev)) => {
-            crate::platform::sockopt::bind_device(&sock, dev, cfg.server.is_ipv6())?
+            crate::platform::sockopt::bind_device(&sock, dev, cfg.server.is_ipv6())?;
+            if let Some(port) = local_port {
+                sock.bind(&SockAddr::from(SocketAddr::new(any(), port)))?;
+            }
         }
-        None => {}
+        None => {
+            if let Some(port) = local_port {
+                sock.bind(&SockAddr::from(SocketAddr::new(any(), port)))?;
+            }
+        }
     }
     Ok(sock)
 }
 
+/// The local port of data stream `stream` with `--cport`: iperf3's numbering, one port per
+/// stream from the given one up (the client's sending streams first).
+fn stream_port(cfg: &ClientConfig, stream: u16) -> std::io::Result<Option<u16>> {
+    cfg.cport
+        .map(|p| {
+            p.checked_add(stream).ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("--cport {p}: stream {stream} would need a port above 65535"),
+                )
+            })
+        })
+        .transpose()
+}
+
+/// A TCP connection to the server: the control connection (`data` absent), or data stream
+/// `data.1` of a test, with the spec's socket options set before connect, the `--cport`
+/// numbering and, with `-m`, MPTCP.
 pub(crate) fn connect_tcp(
     cfg: &ClientConfig,
-    spec: Option<&TestSpec>,
+    data: Option<(&TestSpec, u16)>,
 ) -> std::io::Result<TcpStream> {
-    let sock = new_socket(cfg, Type::STREAM, socket2::Protocol::TCP)?;
-    if let Some(spec) = spec {
+    let (proto, port) = match data {
+        Some((_, i)) if cfg.mptcp => (
+            crate::platform::sockopt::mptcp_protocol().ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    "-m/--mptcp: this system has no MPTCP",
+                )
+            })?,
+            stream_port(cfg, i)?,
+        ),
+        Some((_, i)) => (socket2::Protocol::TCP, stream_port(cfg, i)?),
+        None => (socket2::Protocol::TCP, None),
+    };
+    let sock = new_socket(cfg, Type::STREAM, proto, port).map_err(|e| match port {
+        Some(p) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            std::io::Error::new(e.kind(), format!("--cport: local port {p} is in use ({e})"))
+        }
+        _ if proto != socket2::Protocol::TCP => std::io::Error::new(
+            e.kind(),
+            format!("-m/--mptcp: this kernel refused an MPTCP socket ({e}): see net.mptcp.enabled"),
+        ),
+        _ => e,
+    })?;
+    if let Some((spec, _)) = data {
         // Before connect: the window scale and the advertised MSS are fixed by the SYN.
         if let Some(mss) = spec.mss_bytes {
             sock.set_tcp_mss(mss)?;
@@ -243,6 +307,13 @@ pub fn run_test(
     }
     protocol::check_control_preamble(&pre, true)
         .map_err(|e| TestError::new(format!("server {server}: {e}")))?;
+    if cfg.mptcp {
+        // Its connections would fall back to TCP without a word: refused instead.
+        return Err(TestError::new(format!(
+            "-m/--mptcp: {server} is a netsweep server, which listens for plain TCP (MPTCP \
+             connections to it fall back to TCP); run `iperf3 -s` there for an MPTCP test"
+        )));
+    }
     let control_rtt = t0.elapsed();
     write_frame(&mut ctrl, &ClientMsg::Request { spec: spec.clone() })?;
     let (token, udp_ports, echo_port, ends_early) =
@@ -390,7 +461,7 @@ fn start_prober(
     token: Token,
     port: u16,
 ) -> std::io::Result<Prober> {
-    let sock = new_socket(cfg, Type::DGRAM, socket2::Protocol::UDP)?;
+    let sock = new_socket(cfg, Type::DGRAM, socket2::Protocol::UDP, None)?;
     if cfg.bind.is_none() {
         sock.bind(&SockAddr::from(SocketAddr::new(
             match cfg.server {
@@ -483,7 +554,7 @@ fn open_data(
                     "server sent too few UDP ports",
                 )
             })?;
-            socks.push(udp_socket(cfg, spec, *flow, port)?);
+            socks.push(udp_socket(cfg, spec, (*flow, i as u16), port)?);
         }
         let hellos: Vec<_> = (0..socks.len())
             .map(|i| protocol::udp_hello(token, i as u16))
@@ -498,7 +569,7 @@ fn open_data(
     }
     let mut out = Vec::with_capacity(flows.len());
     for (i, flow) in flows.iter().enumerate() {
-        let mut s = connect_tcp(cfg, Some(spec))?;
+        let mut s = connect_tcp(cfg, Some((spec, i as u16)))?;
         s.write_all(&protocol::data_preamble(token, i as u16))?;
         out.push((i as u16, *flow, StreamSocket::Tcp(s)));
     }
@@ -514,11 +585,12 @@ const UDP_HELLO_REPEAT: Duration = Duration::from_millis(200);
 pub(crate) fn udp_socket(
     cfg: &ClientConfig,
     spec: &TestSpec,
-    flow: Flow,
+    (flow, stream): (Flow, u16),
     port: u16,
 ) -> std::io::Result<UdpSocket> {
-    let sock = new_socket(cfg, Type::DGRAM, socket2::Protocol::UDP)?;
-    if cfg.bind.is_none() || matches!(cfg.bind, Some(Bind::Device(_))) {
+    let local = stream_port(cfg, stream)?;
+    let sock = new_socket(cfg, Type::DGRAM, socket2::Protocol::UDP, local)?;
+    if local.is_none() && !matches!(cfg.bind, Some(Bind::Address(_))) {
         let any: SocketAddr = if cfg.server.is_ipv4() {
             "0.0.0.0:0".parse()
         } else {

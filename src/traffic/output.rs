@@ -369,6 +369,18 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     out
 }
 
+/// The far end's own output (`--get-server-output`), under iperf3's headings.
+pub fn server_output(result: &TestResult) -> Option<String> {
+    use crate::traffic::result::ServerOutput;
+    Some(match result.server_output.as_ref()? {
+        ServerOutput::Json(j) => format!(
+            "\nServer JSON output:\n{}\n",
+            serde_json::to_string_pretty(j).unwrap_or_default()
+        ),
+        ServerOutput::Text(t) => format!("\nServer output:\n{t}\n"),
+    })
+}
+
 /// The latency probe's summary: idle and loaded round trips, what the load added, probe loss
 /// and one-way delay variation.
 pub fn latency_lines(l: &LatencyResult) -> String {

@@ -214,6 +214,18 @@ pub struct TestResult {
     /// How a `duration = "auto"` test ended: steady, or at its ceiling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ending: Option<crate::traffic::steady::Ending>,
+    /// The far end's own account of the test, asked for with `--get-server-output`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_output: Option<ServerOutput>,
+}
+
+/// A far end's own account of a test: an iperf3 server's text, or its JSON document when it
+/// runs with `-J`; a netsweep server's stream reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerOutput {
+    Text(String),
+    Json(serde_json::Value),
 }
 
 /// Where a result's figures come from when the far end is not netsweep.
@@ -571,6 +583,7 @@ pub fn build(
         provenance: None,
         latency: None,
         ending: None,
+        server_output: None,
     }
 }
 

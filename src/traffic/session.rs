@@ -17,7 +17,8 @@ use std::time::Instant;
 /// sender and scheduling hiccups of a 2-core host must not overflow it.
 pub const UDP_RCVBUF_DEFAULT: u64 = 32 << 20;
 
-/// Applies window and congestion control to a TCP data socket (either end).
+/// Applies window, congestion control, type of service and pacing cap to a TCP data socket
+/// (either end; both ends set the TOS, as iperf3's do, so replies carry it too).
 pub fn prepare_tcp(sock: &TcpStream, spec: &TestSpec) -> std::io::Result<()> {
     if let Some(w) = spec.window_bytes {
         sockopt::set_buffers(sock, w, spec.window_mode == WindowMode::Force)?;
@@ -25,17 +26,43 @@ pub fn prepare_tcp(sock: &TcpStream, spec: &TestSpec) -> std::io::Result<()> {
     if let Some(cc) = &spec.congestion {
         sockopt::set_congestion(sock, cc)?;
     }
+    if let Some(tos) = spec.tos {
+        sockopt::set_tos(sock, tos, is_v6(sock.local_addr()))
+            .map_err(|e| annotate(e, &format!("-S/--tos {tos:#04x}")))?;
+    }
+    if let Some(bps) = spec.fq_rate_bps {
+        sockopt::set_max_pacing_rate(sock, bps / 8)
+            .map_err(|e| annotate(e, "--fq-rate (SO_MAX_PACING_RATE)"))?;
+    }
     Ok(())
 }
 
-/// Applies the window (or the UDP receive default) to a UDP data socket.
+/// Applies the window (or the UDP receive default), type of service and Don't Fragment to a
+/// UDP data socket.
 pub fn prepare_udp(sock: &UdpSocket, spec: &TestSpec, receiving: bool) -> std::io::Result<()> {
     match spec.window_bytes {
         Some(w) => sockopt::set_buffers(sock, w, spec.window_mode == WindowMode::Force)?,
         None if receiving => sockopt::raise_rcvbuf(sock, UDP_RCVBUF_DEFAULT),
         None => {}
     }
+    let v6 = is_v6(sock.local_addr());
+    if let Some(tos) = spec.tos {
+        sockopt::set_tos(sock, tos, v6)
+            .map_err(|e| annotate(e, &format!("-S/--tos {tos:#04x}")))?;
+    }
+    if spec.dont_fragment {
+        sockopt::set_dont_fragment(sock, v6).map_err(|e| annotate(e, "--dont-fragment"))?;
+    }
     Ok(())
+}
+
+fn is_v6(addr: std::io::Result<std::net::SocketAddr>) -> bool {
+    addr.is_ok_and(|a| a.is_ipv6())
+}
+
+/// An error of setting an option, naming the option the user gave.
+fn annotate(e: std::io::Error, option: &str) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{option}: {e}"))
 }
 
 /// What one end knows about a data socket.

@@ -67,6 +67,49 @@ pub fn set_buffers<S: AsFd + AsRawFd>(sock: &S, bytes: u64, _force: bool) -> io:
 }
 
 /// Raises only the receive buffer (UDP receivers), best effort.
+/// SO_MAX_PACING_RATE (`sys/socket.h`, FreeBSD 11+): bytes per second, an unsigned int.
+const SO_MAX_PACING_RATE: libc::c_int = 0x1018;
+
+/// Caps the rate the kernel sends `sock` at (`bytes_per_s`, at most 4 GiB/s here: FreeBSD
+/// takes an unsigned int); TCP stacks with pacing (RACK, BBR) and the hardware honour it.
+pub fn set_max_pacing_rate<S: AsRawFd>(sock: &S, bytes_per_s: u64) -> io::Result<()> {
+    let v = libc::c_uint::try_from(bytes_per_s).unwrap_or(libc::c_uint::MAX);
+    // SAFETY: passes a pointer to a live c_uint and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_MAX_PACING_RATE,
+            (&v as *const libc::c_uint).cast(),
+            std::mem::size_of::<libc::c_uint>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// FreeBSD has no MPTCP.
+pub fn mptcp_protocol() -> Option<socket2::Protocol> {
+    None
+}
+
+/// FreeBSD has no MPTCP: never.
+pub fn is_mptcp<S: AsRawFd>(_sock: &S) -> bool {
+    false
+}
+
+/// Sets the Don't Fragment bit on what `sock` sends (IP_DONTFRAG, IPV6_DONTFRAG).
+pub fn set_dont_fragment<S: AsRawFd>(sock: &S, v6: bool) -> io::Result<()> {
+    if v6 {
+        setsockopt_int(sock, libc::IPPROTO_IPV6, libc::IPV6_DONTFRAG, 1)
+    } else {
+        setsockopt_int(sock, libc::IPPROTO_IP, libc::IP_DONTFRAG, 1)
+    }
+}
+
 pub fn raise_rcvbuf<S: AsRawFd>(sock: &S, bytes: u64) {
     let _ = set_capped(sock, libc::SO_RCVBUF, bytes);
 }

@@ -111,6 +111,77 @@ pub fn set_buffers<S: AsFd + AsRawFd>(sock: &S, bytes: u64, force: bool) -> io::
     Ok(())
 }
 
+/// SO_MAX_PACING_RATE (`asm-generic/socket.h`; libc exports it only in its uapi tables).
+/// mips, sparc, parisc and alpha number it differently; netsweep builds for x86 and arm.
+const SO_MAX_PACING_RATE: libc::c_int = 47;
+
+/// Caps the rate the kernel sends `sock` at (`bytes_per_s`): TCP paces itself to it, and the
+/// fq qdisc enforces it for any socket (iperf3's `--fq-rate`). Linux takes a 64-bit value.
+pub fn set_max_pacing_rate<S: AsRawFd>(sock: &S, bytes_per_s: u64) -> io::Result<()> {
+    // SAFETY: passes a pointer to a live u64 and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_MAX_PACING_RATE,
+            (&bytes_per_s as *const u64).cast(),
+            std::mem::size_of::<u64>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The socket protocol of MPTCP connections.
+pub fn mptcp_protocol() -> Option<socket2::Protocol> {
+    Some(socket2::Protocol::MPTCP)
+}
+
+/// `SOL_MPTCP` and its `MPTCP_INFO` option (`linux/mptcp.h`; not in libc).
+const SOL_MPTCP: libc::c_int = 284;
+const MPTCP_INFO: libc::c_int = 1;
+
+/// Whether `sock` is a connected MPTCP socket that did not fall back to plain TCP: the kernel
+/// answers SOL_MPTCP options only then (a fallen-back socket passes them to its one TCP
+/// subflow, which refuses them), the check `linux/mptcp.h` documents with a zero length.
+pub fn is_mptcp<S: AsRawFd>(sock: &S) -> bool {
+    let mut len: libc::socklen_t = 0;
+    // SAFETY: a zero length: the kernel writes nothing through the (null) value pointer.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            SOL_MPTCP,
+            MPTCP_INFO,
+            std::ptr::null_mut(),
+            &mut len,
+        )
+    };
+    rc == 0
+}
+
+/// Sets the Don't Fragment bit on what `sock` sends (path MTU discovery "do": a datagram
+/// larger than the path's MTU fails with EMSGSIZE instead of being fragmented).
+pub fn set_dont_fragment<S: AsRawFd>(sock: &S, v6: bool) -> io::Result<()> {
+    if v6 {
+        setsockopt_int(
+            sock,
+            libc::IPPROTO_IPV6,
+            libc::IPV6_MTU_DISCOVER,
+            libc::IPV6_PMTUDISC_DO,
+        )
+    } else {
+        setsockopt_int(
+            sock,
+            libc::IPPROTO_IP,
+            libc::IP_MTU_DISCOVER,
+            libc::IP_PMTUDISC_DO,
+        )
+    }
+}
+
 /// Raises only the receive buffer (UDP receivers), best effort.
 pub fn raise_rcvbuf<S: AsRawFd>(sock: &S, bytes: u64) {
     let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
@@ -196,4 +267,79 @@ pub fn route_mtu(addr: SocketAddr) -> Option<u32> {
         )
     };
     (rc == 0 && v > 0).then_some(v as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use socket2::{Domain, Protocol, Socket, Type};
+    use std::net::{TcpListener, TcpStream, UdpSocket};
+
+    fn getsockopt_u64<S: AsRawFd>(sock: &S, level: libc::c_int, name: libc::c_int) -> u64 {
+        let mut v: u64 = 0;
+        let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+        // SAFETY: a live u64 and its size.
+        let rc = unsafe {
+            libc::getsockopt(
+                sock.as_raw_fd(),
+                level,
+                name,
+                (&mut v as *mut u64).cast(),
+                &mut len,
+            )
+        };
+        assert_eq!(rc, 0, "{}", io::Error::last_os_error());
+        if len == 4 { v & 0xffff_ffff } else { v }
+    }
+
+    /// What netsweep sets is what the kernel then holds, read back by the same option.
+    #[test]
+    fn pacing_tos_and_dont_fragment_are_what_the_kernel_holds() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let s = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        set_max_pacing_rate(&s, 12_500_000).unwrap();
+        assert_eq!(
+            getsockopt_u64(&s, libc::SOL_SOCKET, SO_MAX_PACING_RATE),
+            12_500_000
+        );
+        super::super::set_tos(&s, 0xb8, false).unwrap();
+        assert_eq!(super::super::tos(&s, false).unwrap(), 0xb8);
+        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+        set_dont_fragment(&u, false).unwrap();
+        assert_eq!(
+            getsockopt_u64(&u, libc::IPPROTO_IP, libc::IP_MTU_DISCOVER),
+            libc::IP_PMTUDISC_DO as u64
+        );
+    }
+
+    /// An MPTCP connection is seen as one; one to a plain TCP listener falls back and is not.
+    #[test]
+    fn mptcp_is_told_from_its_fallback() {
+        let enabled =
+            std::fs::read_to_string("/proc/sys/net/mptcp/enabled").is_ok_and(|v| v.trim() == "1");
+        let Ok(listener) = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::MPTCP)) else {
+            eprintln!("skipped: this kernel has no MPTCP sockets");
+            return;
+        };
+        if !enabled {
+            eprintln!("skipped: net.mptcp.enabled is not 1");
+            return;
+        }
+        let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
+        listener.bind(&any.into()).unwrap();
+        listener.listen(4).unwrap();
+        let to = listener.local_addr().unwrap();
+        let c = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::MPTCP)).unwrap();
+        c.connect(&to).unwrap();
+        let (a, _) = listener.accept().unwrap();
+        assert!(is_mptcp(&c), "an MPTCP pair");
+        assert!(is_mptcp(&a), "the accepted end too");
+        let plain = TcpListener::bind("127.0.0.1:0").unwrap();
+        let c = Socket::new(Domain::IPV4, Type::STREAM, Some(Protocol::MPTCP)).unwrap();
+        c.connect(&plain.local_addr().unwrap().into()).unwrap();
+        let _a = plain.accept().unwrap();
+        assert!(!is_mptcp(&c), "fell back to TCP");
+        let t = TcpStream::connect(plain.local_addr().unwrap()).unwrap();
+        assert!(!is_mptcp(&t), "plain TCP");
+    }
 }

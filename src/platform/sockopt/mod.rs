@@ -20,8 +20,8 @@ use freebsd as os;
 use linux as os;
 
 pub use os::{
-    bind_device, enable_rx_timestamps, raise_rcvbuf, route_mtu, set_buffers, tcp_info,
-    tighten_timer_slack,
+    bind_device, enable_rx_timestamps, is_mptcp, mptcp_protocol, raise_rcvbuf, route_mtu,
+    set_buffers, set_dont_fragment, set_max_pacing_rate, tcp_info, tighten_timer_slack,
 };
 
 use socket2::SockRef;
@@ -89,6 +89,26 @@ pub fn buffer_sizes<S: AsFd>(sock: &S) -> (u64, u64) {
         s.send_buffer_size().map(|v| v as u64).unwrap_or(0),
         s.recv_buffer_size().map(|v| v as u64).unwrap_or(0),
     )
+}
+
+/// Sets the type-of-service byte (DSCP and ECN bits) of what `sock` sends: IP_TOS, and for
+/// IPv6 sockets IPV6_TCLASS (plus IP_TOS, best effort, for IPv4-mapped peers), as iperf3 does.
+pub fn set_tos<S: AsFd>(sock: &S, tos: u8, v6: bool) -> io::Result<()> {
+    let s = SockRef::from(sock);
+    if v6 {
+        s.set_tclass_v6(u32::from(tos))?;
+        let _ = s.set_tos_v4(u32::from(tos));
+        Ok(())
+    } else {
+        s.set_tos_v4(u32::from(tos))
+    }
+}
+
+/// The type-of-service byte `sock` sends with (IP_TOS or IPV6_TCLASS).
+pub fn tos<S: AsFd>(sock: &S, v6: bool) -> io::Result<u8> {
+    let s = SockRef::from(sock);
+    let v = if v6 { s.tclass_v6()? } else { s.tos_v4()? };
+    Ok((v & 0xff) as u8)
 }
 
 /// Sets the congestion control of a TCP socket.

@@ -62,21 +62,19 @@ fn every_supported_field_is_accepted_and_mapped() {
 #[test]
 fn unsupported_fields_are_refused_by_name_all_at_once() {
     let v = can_run_spec(json!({
-        "schema": 7, "dest": "h", "fq-rate": 1000, "flow-label": 7, "client-cpu-affinity": 1,
+        "schema": 7, "dest": "h", "flow-label": 7, "client-cpu-affinity": 1,
         "server-cpu-affinity": 2, "burst-size": 10, "bandwidth-strict": true,
-        "reverse-connections": true, "ip-tos": 32, "no-delay": true, "sctp": true
+        "reverse-connections": true, "no-delay": true, "sctp": true
     }));
     assert_eq!(v["can-run"], json!(false));
     let r = reasons(&v);
     for name in [
-        "fq-rate",
         "flow-label",
         "client-cpu-affinity",
         "server-cpu-affinity",
         "burst-size",
         "bandwidth-strict",
         "reverse-connections",
-        "ip-tos",
         "no-delay",
         "sctp",
     ] {
@@ -86,7 +84,17 @@ fn unsupported_fields_are_refused_by_name_all_at_once() {
             "{name}: {r:?}"
         );
     }
-    assert_eq!(r.len(), 10, "{r:?}");
+    assert_eq!(r.len(), 8, "{r:?}");
+}
+
+/// `ip-tos` and `fq-rate` are honoured: both become the test's socket options.
+#[test]
+fn ip_tos_and_fq_rate_become_the_tests() {
+    let spec = json!({"dest": "h", "ip-tos": 184, "fq-rate": 250_000_000});
+    let t = Throughput::from_json(&spec).unwrap().test_spec().unwrap();
+    assert_eq!((t.tos, t.fq_rate_bps), (Some(184), Some(250_000_000)));
+    let e = Throughput::from_json(&json!({"dest": "h", "ip-tos": 256})).unwrap_err();
+    assert!(e.iter().any(|p| p.contains("ip-tos 256")), "{e:?}");
 }
 
 #[test]

@@ -113,6 +113,9 @@ pub fn params_for(spec: &TestSpec) -> Result<Params, String> {
         get_server_output: (time_s + omit_s) * spec.flows().len() as u64
             <= SERVER_OUTPUT_MAX_STREAM_SECONDS,
         client_version: Some(format!("netsweep {}", env!("CARGO_PKG_VERSION"))),
+        tos: spec.tos.unwrap_or(0),
+        fqrate_bps: spec.fq_rate_bps.unwrap_or(0),
+        dont_fragment: spec.dont_fragment,
         ..Params::default()
     })
 }
@@ -321,6 +324,9 @@ fn run_on(
     let spec = adapt(spec);
     spec.validate().map_err(|e| TestError::new(e.to_string()))?;
     let mut params = params_for(&spec).map_err(TestError::new)?;
+    params.mptcp = cfg.mptcp;
+    // Asked for by the user, it is asked for whatever the test's size.
+    params.get_server_output |= cfg.server_output;
     let server = cfg.server;
     let auth = cfg.auth.as_deref();
     if let Some(a) = auth {
@@ -349,6 +355,11 @@ fn run_on(
         .iter()
         .map(|(i, _, s)| session::describe(*i, s, &spec))
         .collect();
+    let fell_back = cfg.mptcp
+        && sockets.iter().any(|(_, _, s)| match s {
+            StreamSocket::Tcp(t) => !crate::platform::sockopt::is_mptcp(t),
+            StreamSocket::Udp(_) => false,
+        });
     // Held until the results are exchanged: a receiving stream that closed its socket while the
     // server still writes would reset the connection, and iperf3 servers abort the test then.
     let held: Vec<StreamSocket> = sockets
@@ -399,7 +410,17 @@ fn run_on(
     local.cpu.wall_s = start.elapsed().as_secs_f64();
     let mut info = info;
     info.peer_congestion = peer.as_ref().and_then(|p| p.congestion_used.clone());
-    let result = assemble(&spec, info, &local, peer.as_ref(), error.clone());
+    let mut result = assemble(&spec, info, &local, peer.as_ref(), error.clone());
+    if cfg.server_output {
+        result.server_output = peer.and_then(|p| p.server_output);
+    }
+    if fell_back {
+        result.warnings.push(format!(
+            "-m/--mptcp: {server} did not accept MPTCP (iperf3 servers before 3.16, or \
+             built without MPTCP, listen for plain TCP only), so the streams fell back to TCP \
+             and these figures are TCP's"
+        ));
+    }
     crate::traffic::client::finish(
         result,
         error,
@@ -417,12 +438,12 @@ fn open_streams(
     for (i, flow) in spec.flows().into_iter().enumerate() {
         let socket = match spec.protocol {
             Protocol::Tcp => {
-                let mut s = connect_tcp(cfg, Some(spec))?;
+                let mut s = connect_tcp(cfg, Some((spec, i as u16)))?;
                 s.write_all(&cookie.0)?;
                 StreamSocket::Tcp(s)
             }
             Protocol::Udp => {
-                let s = udp_socket(cfg, spec, flow, cfg.server.port())?;
+                let s = udp_socket(cfg, spec, (flow, i as u16), cfg.server.port())?;
                 udp_connect(&s, flow == Flow::ServerToClient, UDP_CONNECT_WAIT)?;
                 StreamSocket::Udp(s)
             }

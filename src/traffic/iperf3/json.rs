@@ -52,8 +52,21 @@ pub fn document(result: &TestResult, server: SocketAddr) -> Value {
         // iperf3 writes "error" only when the test failed; readers test for the key.
         top.insert("error".into(), Value::String(e.clone()));
     }
+    if let Some((key, value)) = server_output(result) {
+        top.insert(key.into(), value);
+    }
     top.insert("extensions".into(), extensions(result));
     Value::Object(top)
+}
+
+/// The far end's output as iperf3 puts it in its document and stream (`--get-server-output`):
+/// `server_output_json` or `server_output_text`.
+pub fn server_output(result: &TestResult) -> Option<(&'static str, Value)> {
+    use crate::traffic::result::ServerOutput;
+    match result.server_output.as_ref()? {
+        ServerOutput::Json(j) => Some(("server_output_json", j.clone())),
+        ServerOutput::Text(t) => Some(("server_output_text", Value::String(t.clone()))),
+    }
 }
 
 /// One `--json-stream` line: `{"event":NAME,"data":DATA}` on one line, as iperf3 3.17+ writes.

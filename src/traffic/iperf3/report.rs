@@ -100,5 +100,6 @@ pub fn results(spec: &TestSpec, local: &Finished, stopped: Option<Duration>) -> 
         congestion_used: spec.congestion.clone(),
         streams,
         version: None,
+        server_output: None,
     }
 }

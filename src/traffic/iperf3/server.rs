@@ -248,17 +248,24 @@ pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> 
     if p.time_s == 0 && p.bytes == 0 && p.blocks == 0 {
         return Err(Refusal::new(code::DURATION, "a test of no time"));
     }
-    if p.time_s == 0 && (p.reverse || p.bidirectional) {
+    if p.mptcp {
+        // An MPTCP client's connections to this server's plain TCP listener fall back to TCP:
+        // running the test would measure TCP and call it MPTCP.
         return Err(Refusal::new(
             code::UNIMPLEMENTED,
-            "-n/-k with -R or --bidir: this server sends for a time only",
+            "the client asked for -m/--mptcp, and this netsweep server listens for plain TCP \
+             (its connections would fall back to TCP)",
         ));
     }
     let asked = if p.time_s > 0 {
         Duration::from_secs(p.time_s)
     } else {
-        // -n/-k: the client sends until its count, then says TEST_END.
-        limits.max_duration
+        // -n/-k: the client sends until its count, then says TEST_END; the grid is the
+        // longest test this server accepts, warm-up included.
+        limits
+            .max_duration
+            .saturating_sub(Duration::from_secs(p.omit_s))
+            .max(Duration::from_secs(1))
     };
     let omit = Duration::from_secs(p.omit_s);
     if asked + omit > limits.max_duration {
@@ -317,6 +324,9 @@ pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> 
         TCP_DEFAULT_LEN
     });
     spec.bitrate_bps = total;
+    spec.tos = (p.tos != 0).then_some(p.tos);
+    spec.fq_rate_bps = (p.fqrate_bps > 0 && !p.udp).then_some(p.fqrate_bps);
+    spec.dont_fragment = p.dont_fragment && p.udp;
     spec.calibration = Duration::ZERO;
     spec.validate()
         .map_err(|e| Refusal::new(code::RECV_PARAMS, e.to_string()))?;
@@ -752,15 +762,39 @@ mod tests {
             }),
             code::TOTAL_RATE
         );
-        assert_eq!(
-            refuse(Params {
+        // -n with -R: the server sends until the client has its count and says TEST_END.
+        let reverse_count = spec_for(
+            &Params {
                 reverse: true,
+                bidirectional: false,
                 time_s: 0,
                 bytes: 1 << 20,
+                ..p.clone()
+            },
+            &limits,
+        )
+        .expect("-n with -R is served");
+        assert_eq!(reverse_count.direction, Direction::Reverse);
+        assert_eq!(
+            refuse(Params {
+                mptcp: true,
                 ..p.clone()
             }),
             code::UNIMPLEMENTED
         );
+        let options = spec_for(
+            &Params {
+                udp: false,
+                len: Some(128 << 10),
+                tos: 0xb8,
+                fqrate_bps: 100_000_000,
+                ..p.clone()
+            },
+            &limits,
+        )
+        .expect("TOS and fq rate are honoured");
+        assert_eq!(options.tos, Some(0xb8));
+        assert_eq!(options.fq_rate_bps, Some(100_000_000));
         assert_eq!(refuse(Params { time_s: 0, ..p }), code::DURATION);
     }
 }

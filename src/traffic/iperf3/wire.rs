@@ -265,6 +265,14 @@ pub struct Params {
     pub client_version: Option<String>,
     /// The RSA-encrypted credentials, base64 (`auth::encode_token`), when the client logs in.
     pub authtoken: Option<String>,
+    /// `-S`/`--tos`/`--dscp`: the type-of-service byte of the data sockets (0: unset).
+    pub tos: u8,
+    /// `--fq-rate`: SO_MAX_PACING_RATE of every TCP data socket, bit/s per stream (0: none).
+    pub fqrate_bps: u64,
+    /// `--dont-fragment`: UDP datagrams with Don't Fragment set.
+    pub dont_fragment: bool,
+    /// `-m`/`--mptcp`: the client's data connections are MPTCP.
+    pub mptcp: bool,
     /// iperf3 options the client asked for that a netsweep server does not implement, by
     /// their command-line names (`--fq-rate`, `-S/--tos/--dscp`, ...): such a test is refused
     /// with `code::UNIMPLEMENTED` and the server's log names them, never run without them.
@@ -276,11 +284,7 @@ pub struct Params {
 /// (`gso`/`gro`, `zerocopy`, `pacing_timer`, `repeating_payload`, `skip_rx_copy`, `title` and
 /// `extra_data` change how a sender works or what it writes, not what is measured: accepted.)
 const UNIMPLEMENTED_OPTIONS: &[(&str, &str)] = &[
-    ("fqrate", "--fq-rate"),
-    ("TOS", "-S/--tos/--dscp"),
-    ("mptcp", "-m/--mptcp"),
     ("flowlabel", "-L/--flowlabel"),
-    ("dont_fragment", "--dont-fragment"),
     ("server_affinity", "-A (server CPU affinity)"),
     ("burst", "-b RATE/BURST"),
 ];
@@ -325,13 +329,18 @@ pub mod code {
     pub const OMIT: i32 = 12;
     pub const UNIMPLEMENTED: i32 = 13;
     pub const UDP_BLOCK_SIZE: i32 = 20;
+    pub const BAD_TOS: i32 = 21;
     pub const TOTAL_RATE: i32 = 27;
     pub const MAX_SERVER_DURATION: i32 = 37;
     pub const RECV_PARAMS: i32 = 114;
     pub const RECV_RESULTS: i32 = 117;
     pub const CLIENT_TERM: i32 = 119;
     pub const ACCESS_DENIED: i32 = 121;
+    pub const SET_TOS: i32 = 125;
+    pub const SET_COS: i32 = 126;
     pub const SET_CONGESTION: i32 = 134;
+    pub const SET_PACING: i32 = 140;
+    pub const SET_DONT_FRAGMENT: i32 = 145;
     pub const AUTH_TEST: i32 = 142;
     pub const NO_MSG: i32 = 144;
     pub const SERVER_DURATION_EXPIRED: i32 = 160;
@@ -383,6 +392,18 @@ impl Params {
         }
         if let Some(t) = &self.authtoken {
             m.insert("authtoken".into(), json!(t));
+        }
+        if self.tos != 0 {
+            m.insert("TOS".into(), json!(self.tos));
+        }
+        if self.fqrate_bps > 0 {
+            m.insert("fqrate".into(), json!(self.fqrate_bps));
+        }
+        if self.dont_fragment {
+            m.insert("dont_fragment".into(), json!(1));
+        }
+        if self.mptcp {
+            m.insert("mptcp".into(), json!(true));
         }
         Value::Object(m)
     }
@@ -455,6 +476,10 @@ impl Params {
                 .get("authtoken")
                 .and_then(Value::as_str)
                 .map(str::to_string),
+            tos: bounded("TOS", 255, code::BAD_TOS, "TOS")? as u8,
+            fqrate_bps: bounded("fqrate", u64::MAX >> 1, code::RECV_PARAMS, "fq rate")?,
+            dont_fragment: flag(m, "dont_fragment"),
+            mptcp: flag(m, "mptcp"),
             unimplemented: unimplemented_options(m),
         })
     }
@@ -534,6 +559,8 @@ pub struct Results {
     pub streams: Vec<StreamResult>,
     /// The peer's version, when its output (asked for with `get_server_output`) tells it.
     pub version: Option<String>,
+    /// The server's own output, when asked for (`server_output_text` or `_json`).
+    pub server_output: Option<crate::traffic::result::ServerOutput>,
 }
 
 impl Results {
@@ -619,12 +646,24 @@ impl Results {
             congestion_used: text(m, "congestion_used"),
             streams,
             version: peer_version(m),
+            server_output: server_output(m),
         })
     }
 
     /// The result of the stream with iperf3 id `id`.
     pub fn stream(&self, id: i64) -> Option<&StreamResult> {
         self.streams.iter().find(|s| s.id == id)
+    }
+}
+
+/// A server's own output in a results document: its JSON document (servers run with -J),
+/// else its text with its lines kept and everything else a terminal would act on escaped.
+fn server_output(m: &Map<String, Value>) -> Option<crate::traffic::result::ServerOutput> {
+    use crate::traffic::result::ServerOutput;
+    match (m.get("server_output_json"), m.get("server_output_text")) {
+        (Some(j @ Value::Object(_)), _) => Some(ServerOutput::Json(j.clone())),
+        (_, Some(Value::String(t))) => Some(ServerOutput::Text(crate::inputs::peer_lines(t))),
+        _ => None,
     }
 }
 
@@ -663,6 +702,7 @@ pub fn error_text(code: i32) -> String {
         code::OMIT => "bogus --omit value",
         code::UNIMPLEMENTED => "not implemented by that server",
         code::UDP_BLOCK_SIZE => "UDP block size invalid",
+        code::BAD_TOS => "bad TOS value (0 to 255)",
         code::TOTAL_RATE => {
             "the total requested bitrate is above the server's limit (--server-bitrate-limit)"
         }
@@ -675,7 +715,11 @@ pub fn error_text(code: i32) -> String {
         120 => "the server has terminated",
         code::ACCESS_DENIED => "the server is busy running a test",
         124 | 130 | 141 => "the server could not set the socket buffer size",
+        code::SET_TOS => "the server could not set the IP TOS (-S/--dscp)",
+        code::SET_COS => "the server could not set the IPv6 traffic class (-S/--dscp)",
         code::SET_CONGESTION => "the server could not set that congestion control algorithm",
+        code::SET_PACING => "the server could not set the socket pacing rate (--fq-rate)",
+        code::SET_DONT_FRAGMENT => "the server could not set Don't Fragment (--dont-fragment)",
         code::AUTH_TEST => {
             "authentication failed: the server requires credentials (--username and \
              --rsa-public-key-path, the password in IPERF3_PASSWORD) or refused the ones sent"

@@ -190,6 +190,7 @@ fn results_round_trip_and_missing_fields_are_named() {
             end_time: Some(10.0),
         }],
         version: None,
+        server_output: None,
     };
     let doc = r.to_json();
     assert_eq!(Results::from_json(doc.as_object().unwrap()).unwrap(), r);
@@ -203,6 +204,63 @@ fn results_round_trip_and_missing_fields_are_named() {
     )
     .unwrap_err();
     assert!(e.contains("bytes"), "{e}");
+}
+
+/// A server's own output is kept as iperf3's client keeps it: the JSON document when there is
+/// one, else the text with its lines, and a terminal's escape sequences made harmless.
+#[test]
+fn server_output_is_kept_and_its_text_made_safe() {
+    use crate::traffic::result::ServerOutput;
+    let base = Results::default().to_json();
+    let with = |k: &str, v: Value| {
+        let mut m = base.as_object().unwrap().clone();
+        m.insert(k.into(), v);
+        Results::from_json(&m).unwrap().server_output
+    };
+    assert_eq!(
+        with("server_output_text", json!("line 1\n\u{1b}[2Jline 2\n")),
+        Some(ServerOutput::Text("line 1\n\\u{1b}[2Jline 2\n".into()))
+    );
+    let j = json!({"start": {"version": "iperf 3.21"}});
+    assert_eq!(
+        with("server_output_json", j.clone()),
+        Some(ServerOutput::Json(j))
+    );
+    assert_eq!(
+        Results::from_json(base.as_object().unwrap())
+            .unwrap()
+            .server_output,
+        None
+    );
+}
+
+/// The IP and socket options an iperf3 client asks for are read and written under iperf3's
+/// keys; a netsweep server honours them (`server::spec_for`).
+#[test]
+fn ip_and_socket_options_travel_under_iperf3s_keys() {
+    let p = Params {
+        tos: 0xb8,
+        fqrate_bps: 100_000_000,
+        dont_fragment: true,
+        mptcp: true,
+        parallel: 1,
+        ..Params::default()
+    };
+    let doc = p.to_json();
+    assert_eq!(doc["TOS"], json!(0xb8));
+    assert_eq!(doc["fqrate"], json!(100_000_000));
+    assert_eq!(doc["dont_fragment"], json!(1));
+    assert_eq!(doc["mptcp"], json!(true));
+    let mut m = doc.as_object().unwrap().clone();
+    m.insert("tcp".into(), json!(true));
+    let back = Params::from_json(&m).unwrap();
+    assert_eq!(
+        (back.tos, back.fqrate_bps, back.dont_fragment, back.mptcp),
+        (0xb8, 100_000_000, true, true)
+    );
+    assert!(back.unimplemented.is_empty(), "{:?}", back.unimplemented);
+    m.insert("TOS".into(), json!(300));
+    assert_eq!(Params::from_json(&m).unwrap_err().code, code::BAD_TOS);
 }
 
 #[test]
@@ -272,13 +330,16 @@ fn options_a_server_does_not_implement_are_named() {
         serde_json::from_str(text).expect("a parameter document")
     };
     let p = Params::from_json(&doc(
-        r#"{"tcp":true,"time":2,"parallel":1,"fqrate":100000000,"TOS":16,"flowlabel":0}"#,
+        r#"{"tcp":true,"time":2,"parallel":1,"flowlabel":5,"server_affinity":1,"TOS":16}"#,
     ))
     .expect("parameters");
-    assert_eq!(p.unimplemented, ["--fq-rate", "-S/--tos/--dscp"]);
+    assert_eq!(
+        p.unimplemented,
+        ["-L/--flowlabel", "-A (server CPU affinity)"]
+    );
     let p = Params::from_json(&doc(
-        r#"{"tcp":true,"time":2,"parallel":1,"fqrate":0,"gso":1,"zerocopy":1,"mptcp":true}"#,
+        r#"{"tcp":true,"time":2,"parallel":1,"flowlabel":0,"gso":1,"zerocopy":1,"mptcp":true}"#,
     ))
     .expect("parameters");
-    assert_eq!(p.unimplemented, ["-m/--mptcp"]);
+    assert!(p.unimplemented.is_empty(), "{:?}", p.unimplemented);
 }
