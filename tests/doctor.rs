@@ -253,6 +253,31 @@ fn buffers_far_below_the_bdp_are_a_problem_with_the_sysctl() {
     );
 }
 
+/// Regression: doctor advised a tcp_wmem middle value of 131072 where `tune bdp` kept 16384;
+/// for the same path both now advise the same triples.
+#[test]
+fn doctor_and_tune_bdp_advise_the_same_buffers() {
+    let f = Fixture::new(false);
+    f.iface("eth0", Some("ixgbe"), 1500, None);
+    f.sysctl("net.ipv4.tcp_rmem", "4096\t131072\t212992");
+    f.sysctl("net.ipv4.tcp_wmem", "4096\t16384\t212992");
+    let d = f.diagnose(&PathHints {
+        rate_bps: Some(10e9),
+        rtt: Some(Duration::from_millis(20)),
+    });
+    let bdp = netsweep::host::tuning::bdp_text(10e9, 0.020, &|_| None);
+    for key in ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"] {
+        let id = format!("buffers.{}", key.rsplit('.').next().unwrap());
+        let fix = d.get(&id).and_then(|x| x.fix.clone()).unwrap();
+        let doctor = fix.split_once(&format!("{key}='")).unwrap().1;
+        let doctor = &doctor[..doctor.find('\'').unwrap()];
+        assert!(
+            bdp.contains(&format!("{key} = \"{doctor}\"")),
+            "doctor {doctor:?}, tune bdp: {bdp}"
+        );
+    }
+}
+
 #[test]
 fn jumbo_mtu_on_one_side_only_is_flagged() {
     let f = Fixture::new(false);
