@@ -1,11 +1,13 @@
 //! `netsweep doctor` on fixture trees (a good virtio guest, rtl8139 and e1000 guests, growing
 //! drops, buffers below the BDP, jumbo MTU on one side), libvirt XML through the command line,
-//! stable JSON ids, and the live path-MTU probe across a lab with mismatched MTUs (root).
+//! stable JSON ids, the live path-MTU probe across a lab with mismatched MTUs (root), and a
+//! static buffer bound set against doctor's own test of the same lab path (root).
 
 mod common;
 
 use netsweep::host::doctor::{Diagnosis, HostView, PathHints, Severity, host};
 use std::os::unix::fs::symlink;
+use std::process::Command;
 use std::time::Duration;
 
 /// Writes a host tree: interfaces (name, driver, mtu, master), sysctls, and /proc/net files.
@@ -251,6 +253,31 @@ fn buffers_far_below_the_bdp_are_a_problem_with_the_sysctl() {
     );
 }
 
+/// Regression: doctor advised a tcp_wmem middle value of 131072 where `tune bdp` kept 16384;
+/// for the same path both now advise the same triples.
+#[test]
+fn doctor_and_tune_bdp_advise_the_same_buffers() {
+    let f = Fixture::new(false);
+    f.iface("eth0", Some("ixgbe"), 1500, None);
+    f.sysctl("net.ipv4.tcp_rmem", "4096\t131072\t212992");
+    f.sysctl("net.ipv4.tcp_wmem", "4096\t16384\t212992");
+    let d = f.diagnose(&PathHints {
+        rate_bps: Some(10e9),
+        rtt: Some(Duration::from_millis(20)),
+    });
+    let bdp = netsweep::host::tuning::bdp_text(10e9, 0.020, &|_| None);
+    for key in ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"] {
+        let id = format!("buffers.{}", key.rsplit('.').next().unwrap());
+        let fix = d.get(&id).and_then(|x| x.fix.clone()).unwrap();
+        let doctor = fix.split_once(&format!("{key}='")).unwrap().1;
+        let doctor = &doctor[..doctor.find('\'').unwrap()];
+        assert!(
+            bdp.contains(&format!("{key} = \"{doctor}\"")),
+            "doctor {doctor:?}, tune bdp: {bdp}"
+        );
+    }
+}
+
 #[test]
 fn jumbo_mtu_on_one_side_only_is_flagged() {
     let f = Fixture::new(false);
@@ -353,13 +380,17 @@ fn the_path_mtu_probe_flags_a_lab_with_jumbo_frames_on_one_side() {
     let server = lab
         .start_server(Host::B, netsweep::traffic::spec::ServerLimits::default())
         .unwrap();
-    let (found, rtt) = lab
+    let checked = lab
         .run_in(Host::A, || {
             netsweep::host::doctor::peer::check(server.addr, false)
         })
         .unwrap();
-    assert!(rtt.is_some());
-    let p = found.iter().find(|f| f.id == "peer.pmtu").expect("probed");
+    assert!(checked.rtt.is_some());
+    let p = checked
+        .findings
+        .iter()
+        .find(|f| f.id == "peer.pmtu")
+        .expect("probed");
     assert_eq!(p.severity, Severity::Problem, "{p:?}");
     // veth accepts 4 bytes over the MTU (room for a VLAN tag), so 1504 passes and 1505 does not.
     let pmtu: u32 = p
@@ -445,4 +476,81 @@ fn a_freebsd_capture_is_diagnosed_with_freebsd_fixes() {
         !text.contains("ethtool") && !text.contains("net.ipv4"),
         "{text}"
     );
+}
+
+/// Regression: `doctor --peer 198.18.0.2 --rate 1G` said "PROBLEM net.ipv4.tcp_wmem max 4.00
+/// MBytes ... caps it near 794 Mbits/sec" and then "ok to the peer 952 Mbits/sec" from its
+/// own test. Host a's send buffer is made small enough that its static bound (half of it per
+/// RTT) falls below what the lab path passes; doctor must then believe its measurement, say
+/// so and name the RTT the bound assumed, and never claim a cap its test exceeded.
+#[test]
+fn doctor_never_reports_a_buffer_cap_its_own_test_exceeds() {
+    let test = "doctor_never_reports_a_buffer_cap_its_own_test_exceeds";
+    if !common::root_or_skip(test) || !common::tool_or_skip(test, "ip") {
+        return;
+    }
+    use netsweep::lab::{EmulatorChoice, Host, PathConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let lab = common::lab_up(
+        "dcap",
+        &dir,
+        PathConfig {
+            rate_bps: Some(100e6),
+            delay: Duration::from_millis(10),
+            sysctls_a: vec![("net.ipv4.tcp_wmem".into(), "4096 16384 262144".into())],
+            ..PathConfig::default()
+        },
+        EmulatorChoice::Auto,
+    );
+    let server = lab
+        .start_server(Host::B, netsweep::traffic::spec::ServerLimits::default())
+        .unwrap();
+    let peer = server.addr.to_string();
+    // The test's rate varies with the machine's load: the contradiction must show in one of 3.
+    let mut refuted = None;
+    for _ in 0..3 {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &lab.namespace(Host::A)])
+            .arg(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["doctor", "--peer", &peer, "--rate", "100M", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let d: Diagnosis = serde_json::from_slice(&out.stdout).unwrap();
+        let f = d
+            .get("buffers.tcp_wmem")
+            .expect("the send buffer is checked")
+            .clone();
+        let ev = |k: &str| -> f64 {
+            f.evidence
+                .iter()
+                .find(|(name, _)| name == k)
+                .unwrap_or_else(|| panic!("no {k}: {f:?}"))
+                .1
+                .parse()
+                .unwrap()
+        };
+        let (measured, bound) = (ev("measured_bps"), ev("bound_bps"));
+        assert!(f.title.contains("TCP connects to the peer"), "{f:?}");
+        if measured > bound {
+            assert_ne!(f.severity, Severity::Problem, "{f:?}");
+            assert!(
+                !f.title.contains("caps it") && f.title.contains("believe the measurement"),
+                "{f:?}"
+            );
+            refuted = Some(f);
+            break;
+        }
+        assert_eq!(f.severity, Severity::Problem, "{f:?}");
+        assert!(f.title.contains("within that bound"), "{f:?}");
+    }
+    assert!(
+        refuted.is_some(),
+        "the lab path never passed more than the bound in 3 tries"
+    );
+    drop(server);
 }

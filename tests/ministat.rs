@@ -243,8 +243,9 @@ fn bad_input_names_file_and_line() {
     let good = write_sets(&dir, &[series(4, 1.0, 1.0, 0.0)]).remove(0);
     for (content, expect) in [
         ("1\n2\nfoo\n", ":3: \"foo\" is not a number"),
-        ("1\n2\n", "at least 3"),
-        ("", "empty"),
+        ("1\n2\n", "bad: only 2 values; at least 3 are needed"),
+        ("5\n", "bad: only 1 value; at least 3 are needed"),
+        ("", "bad: no values"),
         ("1\ninf\n3\n", ":2:"),
     ] {
         let bad = dir.path().join("bad");

@@ -221,3 +221,32 @@ fn a_store_that_needs_migrating_says_so_and_migrate_upgrades_it() {
     let (ok, out) = netsweep(d, &["compare", "--db", "old.db"]);
     assert!(ok, "{out}");
 }
+
+/// Regression: `compare` printed goodput as raw bit/s (9.41e+08) where the report shows
+/// Mbit/s; other metrics keep their own units (counts, percent, ms).
+#[test]
+fn compare_prints_rates_in_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/schema-v1.db"),
+        d.join("old.db"),
+    )
+    .unwrap();
+    let (ok, out) = netsweep(d, &["migrate", "--db", "old.db"]);
+    assert!(ok, "{out}");
+    let (ok, out) = netsweep(d, &["compare", "--db", "old.db"]);
+    assert!(ok, "{out}");
+    assert!(out.contains("goodput in Mbit/s"), "{out}");
+    // The fixture's window=64K runs: 940, 941 and 942 Mbit/s.
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("x   3"))
+        .unwrap_or_else(|| panic!("no vitals row: {out}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols[2..5], ["940", "942", "941"], "{row}");
+    assert!(!out.contains("e+08"), "{out}");
+    let (ok, out) = netsweep(d, &["compare", "--db", "old.db", "--metric", "retransmits"]);
+    assert!(ok, "{out}");
+    assert!(!out.contains("Mbit/s"), "{out}");
+}

@@ -361,12 +361,13 @@ pub fn render(a: &Analysis, values: &[Vec<f64>], plot_opts: Option<PlotOptions>)
     out
 }
 
-/// Why a line of input was rejected.
+/// Why input was rejected: one line of it, or the whole file (too few values).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{file}:{line}: {reason}")]
+#[error("{file}{}: {reason}", line.map(|l| format!(":{l}")).unwrap_or_default())]
 pub struct InputError {
     pub file: String,
-    pub line: usize,
+    /// The 1-based line at fault; `None` when the file as a whole is (no line is wrong).
+    pub line: Option<usize>,
     pub reason: String,
 }
 
@@ -378,7 +379,7 @@ pub fn parse_values(
     column: usize,
     delims: &str,
 ) -> Result<Vec<f64>, InputError> {
-    let err = |line: usize, reason: String| InputError {
+    let err = |line: Option<usize>, reason: String| InputError {
         file: file.to_string(),
         line,
         reason,
@@ -400,25 +401,27 @@ pub fn parse_values(
         }
         let Some(field) = upto_comment.get(column - 1) else {
             return Err(err(
-                line,
+                Some(line),
                 format!("no column {column} (the line has {})", upto_comment.len()),
             ));
         };
         let v: f64 = field
             .parse()
-            .map_err(|_| err(line, format!("{field:?} is not a number")))?;
+            .map_err(|_| err(Some(line), format!("{field:?} is not a number")))?;
         if !v.is_finite() {
-            return Err(err(line, format!("{field:?} is not a finite number")));
+            return Err(err(Some(line), format!("{field:?} is not a finite number")));
         }
         out.push(v);
     }
     if out.is_empty() {
-        return Err(err(0, "no values (empty file?)".into()));
+        return Err(err(None, "no values (empty file?)".into()));
     }
     if out.len() < 3 {
+        let n = out.len();
+        let values = if n == 1 { "value" } else { "values" };
         return Err(err(
-            0,
-            format!("only {} values; at least 3 are needed", out.len()),
+            None,
+            format!("only {n} {values}; at least 3 are needed"),
         ));
     }
     Ok(out)
@@ -445,6 +448,20 @@ mod tests {
             text.contains("Runs per set to detect a 10% change (the configured change)"),
             "{text}"
         );
+    }
+
+    /// Regression: one value read "one:0: only 1 values": a line 0 that no file has, and a
+    /// plural for one.
+    #[test]
+    fn too_few_values_name_the_file_not_a_line() {
+        let e = parse_values("one", "5\n", 1, " ").unwrap_err();
+        assert_eq!(e.to_string(), "one: only 1 value; at least 3 are needed");
+        let e = parse_values("two", "# c\n1\n2\n", 1, " ").unwrap_err();
+        assert_eq!(e.to_string(), "two: only 2 values; at least 3 are needed");
+        let e = parse_values("empty", "# c\n\n", 1, " ").unwrap_err();
+        assert_eq!(e.to_string(), "empty: no values (empty file?)");
+        let e = parse_values("bad", "1\n2\nx\n", 1, " ").unwrap_err();
+        assert_eq!(e.to_string(), "bad:3: \"x\" is not a number");
     }
 
     #[test]
@@ -479,7 +496,7 @@ mod tests {
             vec![1.0, 2.0, 3.0]
         );
         let e = parse_values("f", "1\nabc\n3\n", 1, " ").unwrap_err();
-        assert_eq!((e.line, e.reason.contains("not a number")), (2, true));
+        assert_eq!((e.line, e.reason.contains("not a number")), (Some(2), true));
         let e = parse_values("f", "1\n2\nnan\n", 1, " ").unwrap_err();
         assert!(e.to_string().starts_with("f:3:"), "{e}");
         let e = parse_values("f", "1 2\n3\n4 5\n", 2, " ").unwrap_err();

@@ -81,6 +81,7 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
                 .context("--rtt")?,
         };
         let mut findings = Vec::new();
+        let mut measured = None;
         if let Some(peer) = &a.peer {
             let (host, port) = match peer.rsplit_once(':') {
                 Some((h, p)) if !h.contains(':') || h.starts_with('[') => {
@@ -89,12 +90,22 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
                 _ => (peer.clone(), crate::traffic::protocol::DEFAULT_PORT),
             };
             let addr = crate::traffic::address::resolve(&host, port, false, false)?;
-            let (f, rtt) = doctor::peer::check(addr, !a.no_tests);
-            findings.extend(f);
-            hints.rtt = hints.rtt.or(rtt);
+            let peer = doctor::peer::check(addr, !a.no_tests);
+            findings.extend(peer.findings);
+            hints.rtt = hints.rtt.or(peer.rtt);
+            measured = peer.measured;
         }
         let before = watch.map(|_| source.sample());
         findings.extend(source.check(&hints));
+        if let Some(m) = measured {
+            // The tests of this very path outrank the static bounds (never both unreconciled).
+            let origin = if a.rtt.is_some() {
+                doctor::measured::RttOrigin::Given
+            } else {
+                doctor::measured::RttOrigin::Connects
+            };
+            doctor::measured::reconcile(&mut findings, &m, origin);
+        }
         if let (Some(secs), Some(before)) = (watch, before) {
             std::thread::sleep(std::time::Duration::from_secs_f64(secs));
             let after = source.sample();

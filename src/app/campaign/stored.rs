@@ -143,7 +143,13 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
         crate::outln!("== {ctx}");
         match &g.analysis {
             Some(an) => {
-                crate::out!("{}", ministat::render(an, &g.values, None));
+                // Rates in a unit (as the report shows them), not raw bit/s like 9.41e+08.
+                let text = if metric == Metric::BitsPerSecond {
+                    crate::analysis::report::comparison_text(an, &g.values)
+                } else {
+                    ministat::render(an, &g.values, None)
+                };
+                crate::out!("{text}");
                 if an.comparisons.len() > 1 {
                     crate::outln!(
                         "(the {} comparisons' p-values are Holm-adjusted as one family, Holm 1979)",

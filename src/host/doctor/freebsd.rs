@@ -6,7 +6,7 @@
 //! congestion control from `net.inet.tcp.cc.*`.
 
 use super::host::{Sample, counter_checks};
-use super::{Finding, PathHints, Severity, opt};
+use super::{BufferSide, Finding, PathHints, RateBound, Severity, opt};
 use crate::host::freebsd::{self, Capture, Nic};
 use crate::units::{BitRate, Bytes};
 use std::collections::BTreeMap;
@@ -180,9 +180,17 @@ fn buffer_checks(
         let mut f =
             ev(Finding::new("buffers.maxsockbuf", sev, title)).evidence("kern.ipc.maxsockbuf", m);
         if m < need {
-            f = f.fix(format!(
-                "sysctl kern.ipc.maxsockbuf={need} on both hosts (and in /etc/sysctl.conf)"
-            ));
+            f = f
+                .fix(format!(
+                    "sysctl kern.ipc.maxsockbuf={need} on both hosts (and in /etc/sysctl.conf)"
+                ))
+                .bound(RateBound {
+                    what: format!("kern.ipc.maxsockbuf {}", Bytes(m)),
+                    bits_per_second: m as f64 * 8.0 / rtt.as_secs_f64(),
+                    side: BufferSide::Both,
+                    rtt,
+                    path_bps: rate,
+                });
         }
         out.push(f);
     }
@@ -205,7 +213,18 @@ fn buffer_checks(
                     ),
                 ))
                 .evidence(key, m)
-                .fix(format!("sysctl {key}={need} on both hosts")),
+                .fix(format!("sysctl {key}={need} on both hosts"))
+                .bound(RateBound {
+                    what: format!("{key} {}", Bytes(m)),
+                    bits_per_second: m as f64 * 8.0 / rtt.as_secs_f64(),
+                    side: if side == "send" {
+                        BufferSide::Send
+                    } else {
+                        BufferSide::Receive
+                    },
+                    rtt,
+                    path_bps: rate,
+                }),
             );
         } else {
             out.push(ev(Finding::new(

@@ -3,7 +3,7 @@
 //! bandwidth-delay product, TCP options, firewall state, CPU governor and kernel.
 
 use super::nic::{Iface, interfaces, nic_checks};
-use super::{Finding, HostView, PathHints, Severity, opt};
+use super::{BufferSide, Finding, HostView, PathHints, RateBound, Severity, opt};
 use crate::units::{BitRate, Bytes};
 use std::collections::BTreeMap;
 
@@ -325,9 +325,21 @@ fn buffer_checks(view: &HostView, ifaces: &[Iface], hints: &PathHints, out: &mut
         let id = format!("buffers.{}", key.rsplit('.').next().unwrap_or(key));
         if max < need {
             let ceiling = max as f64 / 2.0 * 8.0 / rtt.as_secs_f64();
+            let bound = RateBound {
+                what: format!("{key} max {}", Bytes(max)),
+                bits_per_second: ceiling,
+                side: if side == "send" {
+                    BufferSide::Send
+                } else {
+                    BufferSide::Receive
+                },
+                rtt,
+                path_bps: rate,
+            };
             out.push(
                 ev(Finding::new(id, Severity::Problem, format!("{key} max {} is below 2 x BDP ({}): one TCP flow's {side} window caps it near {}", Bytes(max), Bytes(need), BitRate(ceiling))))
                     .evidence(key, max)
+                    .bound(bound)
                     .fix(format!(
                         "on both hosts: {}",
                         crate::platform::sysctl::sysctl_line(

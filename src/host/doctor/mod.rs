@@ -10,6 +10,7 @@
 pub mod freebsd;
 pub mod host;
 pub mod libvirt;
+pub mod measured;
 pub mod nic;
 pub mod peer;
 
@@ -42,6 +43,35 @@ pub struct Finding {
     pub evidence: Vec<(String, String)>,
     /// The command or setting to change.
     pub fix: Option<String>,
+    /// The rate this finding claims one flow cannot pass, for `measured::reconcile` to set
+    /// against the path's own test; not part of the JSON (the title says it).
+    #[serde(skip)]
+    pub bound: Option<RateBound>,
+}
+
+/// Which of this host's buffers a bound is about: its sending side bounds the test to the
+/// peer, its receiving side the test from it; FreeBSD's `kern.ipc.maxsockbuf` bounds both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BufferSide {
+    Send,
+    Receive,
+    Both,
+}
+
+/// A static bound on one flow's rate: a buffer's size over an RTT estimate. A bound, not a
+/// measurement: the RTT is an estimate and the share of a buffer the kernel keeps for its own
+/// overhead varies, so a test of the same path that passes more refutes it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RateBound {
+    /// The setting and its value, as the title names them (`net.ipv4.tcp_wmem max 512 KBytes`).
+    pub what: String,
+    /// The bound, bit/s.
+    pub bits_per_second: f64,
+    pub side: BufferSide,
+    /// The RTT the bound assumed.
+    pub rtt: std::time::Duration,
+    /// The path's rate the check used (`--rate` or the fastest link), bit/s.
+    pub path_bps: f64,
 }
 
 impl Finding {
@@ -52,7 +82,13 @@ impl Finding {
             title: title.into(),
             evidence: Vec::new(),
             fix: None,
+            bound: None,
         }
+    }
+
+    pub fn bound(mut self, b: RateBound) -> Finding {
+        self.bound = Some(b);
+        self
     }
 
     pub fn evidence(mut self, k: impl Into<String>, v: impl ToString) -> Finding {

@@ -98,9 +98,20 @@ fn short_test(addr: SocketAddr, direction: Direction) -> Result<f64, String> {
     .map_err(|e| e.message)
 }
 
-/// Every path check; returns the findings and the measured RTT.
-pub fn check(addr: SocketAddr, run_tests: bool) -> (Vec<Finding>, Option<Duration>) {
+/// What the path checks found.
+#[derive(Debug, Clone)]
+pub struct PeerCheck {
+    pub findings: Vec<Finding>,
+    /// The median TCP connect time; `None` when the peer did not answer.
+    pub rtt: Option<Duration>,
+    /// The short tests' rates, when both ran.
+    pub measured: Option<super::measured::Measured>,
+}
+
+/// Every path check.
+pub fn check(addr: SocketAddr, run_tests: bool) -> PeerCheck {
     let mut out = Vec::new();
+    let mut measured = None;
     let Some(rtt) = connect_rtt(addr) else {
         out.push(
             Finding::new(
@@ -110,7 +121,11 @@ pub fn check(addr: SocketAddr, run_tests: bool) -> (Vec<Finding>, Option<Duratio
             )
             .fix("start `netsweep server` there and check firewalls; the peer checks need it"),
         );
-        return (out, None);
+        return PeerCheck {
+            findings: out,
+            rtt: None,
+            measured,
+        };
     };
     out.push(
         Finding::new(
@@ -143,6 +158,10 @@ pub fn check(addr: SocketAddr, run_tests: bool) -> (Vec<Finding>, Option<Duratio
             short_test(addr, Direction::Reverse),
         ) {
             (Ok(up), Ok(down)) => {
+                measured = Some(super::measured::Measured {
+                    to_peer_bps: up,
+                    from_peer_bps: down,
+                });
                 let ratio = up.max(down) / up.min(down).max(1.0);
                 let mut f = Finding::new(
                     "peer.asymmetry",
@@ -180,7 +199,11 @@ pub fn check(addr: SocketAddr, run_tests: bool) -> (Vec<Finding>, Option<Duratio
             )),
         }
     }
-    (out, Some(rtt))
+    PeerCheck {
+        findings: out,
+        rtt: Some(rtt),
+        measured,
+    }
 }
 
 #[cfg(test)]
