@@ -429,3 +429,86 @@ fn the_connect_timeout_is_the_users() {
     // 400 ms, then the process exits; far below the 5 s default.
     assert!(took < Duration::from_secs(3), "{took:?}: {text}");
 }
+
+/// A rate in iperf3's text units, bit/s.
+fn text_rate(value: &str, unit: &str) -> f64 {
+    let v: f64 = value.parse().unwrap_or(f64::NAN);
+    v * match unit {
+        "Gbits/sec" => 1e9,
+        "Mbits/sec" => 1e6,
+        "Kbits/sec" => 1e3,
+        _ => 1.0,
+    }
+}
+
+fn text_bytes(value: &str, unit: &str) -> f64 {
+    let v: f64 = value.parse().unwrap_or(f64::NAN);
+    v * match unit {
+        "GBytes" => f64::from(1u32 << 30),
+        "MBytes" => f64::from(1u32 << 20),
+        "KBytes" => 1024.0,
+        _ => 1.0,
+    }
+}
+
+/// Every summary line's rate is its bytes over its own interval (the sender's by this end's
+/// clock, the receiver's by the iperf3 server's), within the text's 3-digit rounding, with
+/// many streams against an iperf3 server; and the two ends' seconds agree (no INCONSISTENT).
+#[test]
+fn each_summary_line_divides_its_bytes_by_its_own_interval() {
+    let test = "each_summary_line_divides_its_bytes_by_its_own_interval";
+    if !common::tool_or_skip(test, "iperf3") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let port = common::free_port().to_string();
+    let mut server = Command::new("iperf3")
+        .args(["-s", "-B", "127.0.0.1", "-p", &port])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("iperf3 -s");
+    std::thread::sleep(Duration::from_millis(500));
+    let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--iperf3",
+            "-t",
+            "2",
+            "-P",
+            "32",
+        ])
+        .output()
+        .expect("netsweep -c");
+    let _ = server.kill();
+    let _ = server.wait();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!text.contains("INCONSISTENT"), "{text}");
+    let mut seen = 0;
+    for l in text
+        .lines()
+        .filter(|l| l.starts_with("[SUM]") && (l.ends_with("sender") || l.ends_with("receiver")))
+    {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        // [SUM] 0.00-2.00 sec 6.78 GBytes 19.4 Gbits/sec ...
+        let (from, to) = w[1].split_once('-').expect("an interval");
+        let secs = to.parse::<f64>().unwrap() - from.parse::<f64>().unwrap();
+        let bytes = text_bytes(w[3], w[4]);
+        let rate = text_rate(w[5], w[6]);
+        let implied = bytes * 8.0 / secs;
+        assert!(
+            (rate - implied).abs() / implied < 0.012,
+            "{l}: {rate} bit/s shown, {implied} from its bytes and interval"
+        );
+        seen += 1;
+    }
+    assert_eq!(seen, 2, "{text}");
+}

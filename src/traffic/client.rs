@@ -412,6 +412,13 @@ pub fn run_test(
     });
     let _ = write_frame(&mut ctrl, &ClientMsg::Done);
     let _ = ctrl.shutdown(std::net::Shutdown::Both);
+    // --get-server-output: a netsweep server's own account is its stream reports, as sent.
+    let server_output = remote.as_ref().filter(|_| cfg.server_output).map(|r| {
+        crate::traffic::result::ServerOutput::Json(serde_json::json!({
+            "netsweep_server_reports": r.reports,
+            "cpu": r.cpu,
+        }))
+    });
     let ran = auto.as_ref().map(|a| a.as_run(spec));
     let mut result = assemble(
         ran.as_ref().unwrap_or(spec),
@@ -432,6 +439,7 @@ pub fn run_test(
     if let (Some((records, start_ns)), Some(l)) = (probes, spec.latency) {
         attach_latency(&mut result, &records, start_ns, l.probe_rate_hz);
     }
+    result.server_output = server_output;
     finish(
         result,
         error,

@@ -263,6 +263,12 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
                 proto: spec.protocol,
                 units,
             };
+            // The sender's line over the sender's own counted seconds (a far end that is not
+            // netsweep counts the other side by its clock).
+            let sent = Line {
+                end: s.sent_seconds.map_or(end, |secs| start + secs),
+                ..l
+            };
             match spec.protocol {
                 Protocol::Tcp => {
                     let sender = StreamInterval {
@@ -271,7 +277,7 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
                         retransmits: s.retransmits,
                         ..StreamInterval::default()
                     };
-                    out.push_str(&line(&l, &sender, &format!("  sender{t}\n")));
+                    out.push_str(&line(&sent, &sender, &format!("  sender{t}\n")));
                     let receiver = StreamInterval {
                         retransmits: None,
                         ..summary_row(s)
@@ -289,7 +295,7 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
                         jitter_ms: Some(0.0),
                         ..StreamInterval::default()
                     };
-                    out.push_str(&line(&l, &sender, &format!("  sender{t}\n")));
+                    out.push_str(&line(&sent, &sender, &format!("  sender{t}\n")));
                     out.push_str(&line(&l, &summary_row(s), &format!("  receiver{t}\n")));
                 }
             }

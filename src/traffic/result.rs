@@ -78,6 +78,11 @@ pub struct Summary {
     pub bits_per_second: f64,
     pub sent_bytes: u64,
     pub sent_bits_per_second: f64,
+    /// The seconds the senders' bytes were counted over, when not `seconds`: a far end that is
+    /// not netsweep counts what it sends or receives by its own clock, so each rate divides
+    /// bytes by the time of the end that counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_seconds: Option<f64>,
     /// Bytes delivered after the measured window (the pipe draining); in no rate.
     pub tail_bytes: u64,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -154,7 +154,7 @@ mod tests {
         reconcile(&mut f, &m, RttOrigin::Given);
         assert_eq!(f[0].severity, Severity::Warning);
         assert!(f[0].title.contains("given with --rtt"), "{}", f[0].title);
-        assert!(f[0].title.contains("a larger buffer may help"));
+        assert!(f[0].title.contains("a larger buffer may still help"));
     }
 
     #[test]

@@ -43,6 +43,11 @@ const UDP_CONNECT_TRIES: u32 = 5;
 const CONNECT_TRIES: u32 = 4;
 /// How long receiving streams may take after TEST_END to close their last interval.
 const RECEIVE_GRACE: Duration = Duration::from_secs(2);
+/// How long past the grid's end TEST_END waits for the sending streams' last intervals. The
+/// server's seconds run until it reads TEST_END, so waiting longer for a sender held in a
+/// write (128 streams on a busy host take seconds) would stretch the server's count with idle
+/// time; the senders stop at the grid's end all the same.
+pub const SENDERS_GRACE: Duration = Duration::from_millis(150);
 /// How long the server may take from TEST_END to its results.
 const RESULTS_DEADLINE: Duration = Duration::from_secs(15);
 /// How long the steps before the test may take each (iperf3 servers answer at once).
@@ -533,7 +538,10 @@ fn drive(
     };
     loop {
         let now = Instant::now();
-        if ended.is_none() && now >= grid_end && done(&emitted, Role::Sender) {
+        if ended.is_none()
+            && now >= grid_end
+            && (done(&emitted, Role::Sender) || now >= grid_end + SENDERS_GRACE)
+        {
             // The end of the test, as an iperf3 client says it, at once: the server's
             // seconds run until it reads this.
             if let Err(e) = control::write_state(ctrl, State::TestEnd) {

@@ -456,7 +456,10 @@ fn max_cwnd(result: &TestResult, stream: u16) -> u64 {
 fn end_stream(result: &TestResult, dir: &DirectionResult, ss: &StreamSummary) -> Value {
     let s = &ss.summary;
     let sender = client_sends(dir.flow);
-    let sender_secs = seconds_of(s.sent_bytes, s.sent_bits_per_second, s.seconds);
+    let sender_secs = s.sent_seconds.map_or_else(
+        || seconds_of(s.sent_bytes, s.sent_bits_per_second, s.seconds),
+        micros,
+    );
     let receiver_secs = seconds_of(s.bytes, s.bits_per_second, s.seconds);
     let local_secs = if sender { sender_secs } else { receiver_secs };
     let socket = socket_id(ss.stream);
@@ -523,7 +526,10 @@ fn end_stream(result: &TestResult, dir: &DirectionResult, ss: &StreamSummary) ->
 fn end_sums(spec: &TestSpec, dir: &DirectionResult, end: &mut Map<String, Value>) {
     let s = &dir.summary;
     let sender = client_sends(dir.flow);
-    let sender_secs = seconds_of(s.sent_bytes, s.sent_bits_per_second, s.seconds);
+    let sender_secs = s.sent_seconds.map_or_else(
+        || seconds_of(s.sent_bytes, s.sent_bits_per_second, s.seconds),
+        micros,
+    );
     let receiver_secs = seconds_of(s.bytes, s.bits_per_second, s.seconds);
     let base = |secs: f64, bytes: u64, bps_secs: f64| {
         let mut m = Map::new();

@@ -21,6 +21,14 @@ pub fn byte_slack(spec: &TestSpec, ours: u64) -> u64 {
     (64u64 << 20).max(ours / 4).max(window)
 }
 
+/// How far an iperf3 server's counted seconds may lie from this end's for one stream: its
+/// clock starts when it says TEST_RUNNING and stops when it reads TEST_END, so the control
+/// round trips and the senders' last writes (`client::SENDERS_GRACE`) lie between them: a
+/// quarter second and 5% of the test.
+pub fn time_base_slack(duration: std::time::Duration) -> f64 {
+    0.25 + 0.05 * duration.as_secs_f64()
+}
+
 /// The contradictions between the server's results and the test, one sentence each.
 pub fn check(
     spec: &TestSpec,
@@ -89,6 +97,14 @@ fn timing(spec: &TestSpec, t: &StreamResult) -> Vec<String> {
         ));
     }
     let secs = end - start;
+    let ours = spec.duration.as_secs_f64();
+    let apart = time_base_slack(spec.duration);
+    if spec.omit.is_zero() && t.bytes > 0 && (secs - ours).abs() > apart {
+        out.push(format!(
+            "the iperf3 server counted over {secs:.3} s where this end counted over {ours:.3} s \
+             (more than {apart:.3} s apart): rates over the two clocks cannot be compared"
+        ));
+    }
     if t.bytes > 0 && secs < MIN_SECONDS {
         out.push(format!(
             "the iperf3 server counts {} bytes in a zero-length interval {start:.3}-{end:.3} s",
@@ -227,6 +243,28 @@ mod tests {
         };
         let p = check(&spec(), &results(t), &[&m], &[Role::Sender]);
         assert!(p.iter().any(|p| p.contains("ends after")), "{p:?}");
+    }
+
+    /// Regression (-P 128 against iperf3): senders held in their writes for seconds kept
+    /// TEST_END back, the server counted over twice this end's seconds and its rate read 2-3x
+    /// low with exit code 0. Seconds further apart than the slack are inconsistent now.
+    #[test]
+    fn a_server_counting_over_other_seconds_than_this_end_is_inconsistent() {
+        let m = mine(1_000_000, 0, Role::Sender);
+        let slack = time_base_slack(spec().duration);
+        assert!((slack - 0.35).abs() < 1e-9, "0.25 s + 5% of 2 s");
+        for (end, apart) in [(2.30, false), (1.70, false), (2.40, true), (4.5, true)] {
+            let t = StreamResult {
+                end_time: Some(end),
+                ..honest()
+            };
+            let p = check(&spec(), &results(t), &[&m], &[Role::Sender]);
+            assert_eq!(
+                p.iter().any(|p| p.contains("cannot be compared")),
+                apart,
+                "{end}: {p:?}"
+            );
+        }
     }
 
     #[test]

@@ -191,6 +191,8 @@ fn rate(bytes: u64, seconds: f64) -> f64 {
 fn peer_received(s: &mut result::Summary, t: &StreamResult) {
     s.bytes = t.bytes;
     if let Some(secs) = t.seconds() {
+        // This end's bytes stay over this end's seconds.
+        s.sent_seconds = Some(s.sent_seconds.unwrap_or(s.seconds));
         s.seconds = secs;
     }
     s.bits_per_second = rate(s.bytes, s.seconds);
@@ -214,6 +216,7 @@ fn peer_received(s: &mut result::Summary, t: &StreamResult) {
 /// own count runs until it reads TEST_END, after this end's grid).
 fn peer_sent(s: &mut result::Summary, t: &StreamResult, mine: &StreamReport, length: u32) {
     s.sent_bytes = t.bytes;
+    s.sent_seconds = t.seconds();
     s.sent_bits_per_second = rate(t.bytes, t.seconds().unwrap_or(s.seconds));
     if s.retransmits.is_some() {
         s.retransmits = t.retransmits;
@@ -261,14 +264,22 @@ fn resum<'a>(
     let seconds = parts.clone().map(|s| s.seconds).fold(0.0, f64::max);
     let bytes = result::saturating_sum(parts.clone().map(|s| s.bytes));
     let sent_bytes = result::saturating_sum(parts.clone().map(|s| s.sent_bytes));
-    let sent_rate: f64 = parts.clone().map(|s| s.sent_bits_per_second).sum();
+    // Streams side by side: their total over the longest of their periods, on each end's own
+    // clock (never one end's bytes over the other end's seconds).
+    let sent_seconds = parts.clone().any(|s| s.sent_seconds.is_some()).then(|| {
+        parts
+            .clone()
+            .map(|s| s.sent_seconds.unwrap_or(s.seconds))
+            .fold(0.0, f64::max)
+    });
     let jitters: Vec<f64> = parts.clone().filter_map(|s| s.jitter_ms).collect();
     let mut s = result::Summary {
         seconds,
         bytes,
         bits_per_second: rate(bytes, seconds),
         sent_bytes,
-        sent_bits_per_second: sent_rate,
+        sent_bits_per_second: rate(sent_bytes, sent_seconds.unwrap_or(seconds)),
+        sent_seconds,
         tail_bytes: result::saturating_sum(parts.clone().map(|s| s.tail_bytes)),
         retransmits: result::sum_opt(parts.clone().map(|s| s.retransmits)),
         rtt_mean_us: {

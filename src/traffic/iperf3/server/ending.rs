@@ -61,7 +61,7 @@ pub(super) fn summary_line(
         }
         if flows.contains(&flow) && secs > 0.0 {
             parts.push(format!(
-                "{name} {} at {}",
+                "{name} {} at {} ({bytes} bytes in {secs:.6} s)",
                 crate::units::Bytes(bytes),
                 crate::units::BitRate(bytes as f64 * 8.0 / secs)
             ));
