@@ -12,15 +12,15 @@
 //! - `campaigns`: plans, the runner and its executors, the SQLite store, campaign statistics.
 //! - `analysis`: the decision engine every verdict comes from (`decide`: paired or Welch t,
 //!   equivalence within a practical change, Holm, robust outliers), the effects of a campaign's
-//!   dimensions (`effects`), ministat-compatible statistics and rendering, reports. Known
-//!   exception, to be moved (issue 29): `analysis::report` reads the store and `campaigns`,
-//!   and `campaigns` uses `analysis::{decide, effects, stats}`.
+//!   dimensions (`effects`), ministat-compatible statistics and rendering.
 //! - `pscheduler`: netsweep as a perfSONAR pScheduler tool: the plugin's methods, the
 //!   throughput spec and result formats (above `traffic`, below `app`).
 //! - `host`: `doctor` diagnostics, sysctl `tuning` with its journal, kernel counters and facts.
 //! - `units`, `inputs`, `console`, `paste`: quantities and their parsers, bounded reading and
 //!   escaping of outside text, printing that survives a closed pipe, suggested commands that run
 //!   as printed.
+//! - `report`: HTML and Markdown reports of a campaign, read from the store and `analysis`
+//!   (above `campaigns` and `analysis`, below `app`).
 //! - `cli`: command-line syntax, converted once into validated configurations; `app`: what
 //!   each subcommand does, called by `main`.
 //!
@@ -39,5 +39,6 @@ pub mod lab;
 pub mod paste;
 pub mod platform;
 pub mod pscheduler;
+pub mod report;
 pub mod traffic;
 pub mod units;

@@ -1,8 +1,8 @@
-//! Analysis and reports: ministat-compatible statistics and verdicts (`stats`), ministat's
-//! rendering and input (`ministat`), HTML and Markdown reports (`report`).
+//! Analysis: ministat-compatible statistics (`stats`), the decision engine every verdict comes
+//! from (`decide`), the effects of a campaign's dimensions (`effects`), ministat's rendering and
+//! input (`ministat`). Reports, which read the store, are a layer of their own above.
 
 pub mod decide;
 pub mod effects;
 pub mod ministat;
-pub mod report;
 pub mod stats;

@@ -10,11 +10,11 @@ pub fn write_report(
     path: &Path,
     format: ReportFormat,
 ) -> anyhow::Result<()> {
-    let model = crate::analysis::report::ReportModel::build(store, campaign)?;
+    let model = crate::report::ReportModel::build(store, campaign)?;
     match format {
-        ReportFormat::Md => crate::analysis::report::markdown::write(&model, path),
+        ReportFormat::Md => crate::report::markdown::write(&model, path),
         ReportFormat::Html => {
-            crate::platform::outfile::write(path, crate::analysis::report::html::render(&model))
+            crate::platform::outfile::write(path, crate::report::html::render(&model))
                 .with_context(|| format!("cannot write {}", path.display()))
         }
     }

@@ -484,10 +484,10 @@ pub fn comparison_text(a: &crate::analysis::stats::Analysis, values: &[Vec<f64>]
             let scaled_values: Vec<Vec<f64>> = sets.into_iter().map(|(_, v)| v).collect();
             format!(
                 "goodput in {unit}\n{}",
-                super::ministat::render(&scaled, &scaled_values, None)
+                crate::analysis::ministat::render(&scaled, &scaled_values, None)
             )
         }
-        Err(_) => super::ministat::render(a, values, None),
+        Err(_) => crate::analysis::ministat::render(a, values, None),
     }
 }
 
