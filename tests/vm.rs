@@ -702,7 +702,7 @@ fn the_guests_command_channel_is_closed_to_the_path_and_asks_for_the_token() {
         .unwrap();
     assert_eq!((rc, out.trim()), (0, "own-42"));
     let connect = |h: Host, ip: std::net::Ipv4Addr| {
-        let addr = SocketAddr::new(ip.into(), netsweep::lab::vm::guest::EXEC_PORT);
+        let addr = SocketAddr::new(ip.into(), netsweep::lab::vm::channel::EXEC_PORT);
         lab.run_in(h, move || {
             std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
         })

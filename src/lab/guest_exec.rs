@@ -31,7 +31,7 @@ pub fn exec_in_guest(
                 state_dir.display()
             )
         })?;
-    let addr = std::net::SocketAddr::new(h.control_ipv4().into(), vm::guest::EXEC_PORT);
+    let addr = std::net::SocketAddr::new(h.control_ipv4().into(), vm::channel::EXEC_PORT);
     // A few tries: a guest that has just booted may still be starting its channel.
     let stream = netns::run_in(&names.namespace(h), || {
         let mut tries = 0;
@@ -46,7 +46,7 @@ pub fn exec_in_guest(
         }
     })?
     .with_context(|| format!("cannot reach the guest's command channel at {addr}"))?;
-    vm::guest::exec(stream, &token, argv, GUEST_EXEC_SILENCE)
+    vm::channel::exec(stream, &token, argv, GUEST_EXEC_SILENCE)
 }
 
 /// Runs a shell script in a guest and returns its output, or an error with the output when it
