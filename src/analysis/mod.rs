@@ -5,4 +5,5 @@
 pub mod decide;
 pub mod effects;
 pub mod ministat;
+pub mod sets;
 pub mod stats;
