@@ -3,9 +3,10 @@
 //! guest's kernel) and its kernel counters. Each connects from the guest's host namespace to
 //! the guest's control address, over the TAP device, with the lab's token from its state.
 
-use super::registry::read_state;
-use super::topology::{Host, LabNames};
-use super::{sysctl_path, vm};
+use crate::lab::state::read_state;
+use crate::lab::sysctl_path;
+use crate::lab::topology::{Host, LabNames};
+use crate::lab::vm;
 use crate::platform::netns;
 use anyhow::{Context, bail};
 use std::path::Path;
