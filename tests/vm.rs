@@ -428,11 +428,7 @@ fn guest_to_guest_over_a_path_with_tuning_and_counters_inside_the_guests() {
     .unwrap();
     assert!(cc.split_whitespace().any(|c| c == "bbr"), "{cc}");
     // A tuning profile inside guest b: applied, verified, and restored to the original.
-    let target = netsweep::host::tuning::Target::Guest {
-        lab: name.clone(),
-        host: Host::B,
-        state_dir: dir.path().to_path_buf(),
-    };
+    let target = netsweep::lab::vm::agent::guest_target(dir.path(), &name, Host::B);
     let original = target.read("net.core.rmem_max").unwrap();
     let profile =
         netsweep::host::tuning::profile::builtin("high-bdp-ns", Some((200e6, 0.01))).unwrap();
@@ -477,11 +473,7 @@ fn guest_to_guest_over_a_path_with_tuning_and_counters_inside_the_guests() {
     netsweep::host::tuning::restore(&target).unwrap().unwrap();
     assert_eq!(target.read("net.core.rmem_max").unwrap(), original);
     // A journal left in a guest is dropped with the lab (its kernel is gone).
-    let target_a = netsweep::host::tuning::Target::Guest {
-        lab: name.clone(),
-        host: Host::A,
-        state_dir: dir.path().to_path_buf(),
-    };
+    let target_a = netsweep::lab::vm::agent::guest_target(dir.path(), &name, Host::A);
     netsweep::host::tuning::apply(&target_a, &profile, &Default::default()).unwrap();
     let removed = lab.down().unwrap();
     for h in ["a", "b"] {

@@ -6,6 +6,7 @@ use super::processes::{Kind, LabProcess};
 use super::relay::{is_our_relay, stop_process};
 use super::state::{LabState, read_state};
 use super::topology::{Emulator, Host, LabNames};
+use super::vm::agent::guest_target;
 use crate::platform::netns;
 use anyhow::bail;
 use std::path::Path;
@@ -82,11 +83,7 @@ pub fn down_by_name(name: &str, state_dir: &Path) -> anyhow::Result<Vec<String>>
     }
     // Tuning journals of its guests: their kernels are gone, and the settings with them.
     for h in [Host::A, Host::B] {
-        let t = crate::host::tuning::Target::Guest {
-            lab: name.to_string(),
-            host: h,
-            state_dir: state_dir.to_path_buf(),
-        };
+        let t = guest_target(state_dir, name, h);
         if crate::host::tuning::read_journal(&t).is_some()
             && let Ok(Some(r)) = crate::host::tuning::restore(&t)
             && r.target_gone
@@ -156,11 +153,7 @@ pub fn reap_orphans(state_dir: &Path) -> Vec<String> {
             }
             // A guest host was tuned inside its guest, a namespace host in the namespace.
             let target = match l.state.as_ref().is_some_and(|s| s.guest_at(h).is_some()) {
-                true => crate::host::tuning::Target::Guest {
-                    lab: l.name.clone(),
-                    host: h,
-                    state_dir: state_dir.to_path_buf(),
-                },
+                true => guest_target(state_dir, &l.name, h),
                 false => crate::host::tuning::Target::Netns(ns.clone()),
             };
             match crate::host::tuning::recover(&target) {
