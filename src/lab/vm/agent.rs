@@ -7,7 +7,7 @@
 //! `tuning::SysctlPlace`, and `tuning_target` turns `--target lab:NAME:a|b` into a target.
 
 use crate::host::tuning::{self, SysctlPlace, Target};
-use crate::lab::state::read_state;
+use crate::lab::state::{self, read_state};
 use crate::lab::sysctl_path;
 use crate::lab::topology::{Host, LabNames};
 use crate::lab::vm;
@@ -183,7 +183,7 @@ pub fn guest_target(state_dir: &Path, lab: &str, host: Host) -> Target {
 /// cleared), else the host's namespace.
 pub fn tuning_target(s: &str) -> Option<Result<Target, String>> {
     let rest = s.strip_prefix("lab:")?;
-    Some(lab_host_target(rest, Path::new(crate::lab::STATE_DIR)))
+    Some(lab_host_target(rest, Path::new(state::STATE_DIR)))
 }
 
 fn lab_host_target(rest: &str, state_dir: &Path) -> Result<Target, String> {
