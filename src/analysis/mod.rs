@@ -1,6 +1,7 @@
-//! Analysis: ministat-compatible statistics (`stats`), the decision engine every verdict comes
-//! from (`decide`), the effects of a campaign's dimensions (`effects`), ministat's rendering and
-//! input (`ministat`). Reports, which read the store, are a layer of their own above.
+//! Analysis, the ground floor beside `units`: pure statistics over slices (`stats`), the decision
+//! engine every verdict comes from (`decide`), named sets compared ministat-style (`sets`), the
+//! effects of a campaign's dimensions (`effects`), ministat's rendering and input (`ministat`).
+//! It imports no other layer; reports, which read the store, are a layer of their own above.
 
 pub mod decide;
 pub mod effects;
