@@ -1,6 +1,13 @@
 //! netsweep: measure, tune and explain network throughput.
 //!
-//! # Layout (layers, from the wire up)
+//! # Layout (layers from the ground up: each imports only the layers listed before it)
+//! - Ground floor, importing no other layer: `units`, `inputs`, `console`, `paste`
+//!   (quantities and their parsers, bounded reading and escaping of outside text, printing that
+//!   survives a closed pipe, suggested commands that run as printed), and `analysis`: pure
+//!   statistics over slices (`stats`), the decision engine every verdict comes from (`decide`:
+//!   paired or Welch t, equivalence within a practical change, Holm, robust outliers), named
+//!   sets compared ministat-style (`sets`), a campaign's dimensions' effects (`effects`) and
+//!   ministat's rendering and input (`ministat`).
 //! - `platform`: Linux and FreeBSD leaves (socket options and TCP_INFO, namespaces, signals,
 //!   host and thread CPU time, the clock, the congestion control check, the open-file limit,
 //!   output files that never follow a symlink).
@@ -8,24 +15,18 @@
 //!   measures and the merged, checked result; netsweep's control protocol, its server and
 //!   client and their shared admission (slots, deadlines, descriptor budget); iperf3's
 //!   protocol in both roles, its JSON document and import; iperf3-style text output.
-//! - `lab`: two-host networks in namespaces with rate, delay and loss.
+//! - `host`: `doctor` diagnostics, sysctl `tuning` with its journal (a kernel only a higher
+//!   layer reaches is a `tuning::SysctlPlace` handed down), kernel counters and facts.
+//!   `pscheduler`: netsweep as a perfSONAR pScheduler tool (methods, spec and result formats).
+//! - `lab`: two-host networks in namespaces with rate, delay and loss, and QEMU guests, whose
+//!   agent (`lab::vm::agent`) is the `SysctlPlace` of a guest's kernel.
 //! - `campaigns`: plans, the runner and its executors, the SQLite store, campaign statistics.
-//! - `analysis`: the decision engine every verdict comes from (`decide`: paired or Welch t,
-//!   equivalence within a practical change, Holm, robust outliers), the effects of a campaign's
-//!   dimensions (`effects`), ministat-compatible statistics and rendering, reports. Known
-//!   exception, to be moved (issue 29): `analysis::report` reads the store and `campaigns`,
-//!   and `campaigns` uses `analysis::{decide, effects, stats}`.
-//! - `pscheduler`: netsweep as a perfSONAR pScheduler tool: the plugin's methods, the
-//!   throughput spec and result formats (above `traffic`, below `app`).
-//! - `host`: `doctor` diagnostics, sysctl `tuning` with its journal, kernel counters and facts.
-//! - `units`, `inputs`, `console`, `paste`: quantities and their parsers, bounded reading and
-//!   escaping of outside text, printing that survives a closed pipe, suggested commands that run
-//!   as printed.
-//! - `cli`: command-line syntax, converted once into validated configurations; `app`: what
-//!   each subcommand does, called by `main`.
+//!   `cli`: command-line syntax, converted once into validated configurations.
+//! - `report`: HTML and Markdown reports of a stored campaign.
+//! - `app`: what each subcommand does, called by `main`.
 //!
-//! Calculation (`analysis::decide`, `analysis::effects`, `analysis::stats`, `traffic::result`, `traffic::timeline`, `traffic::engine`'s
-//! pacer, sequence and send path choice, `campaigns::campaign`, `campaigns::plan`,
+//! Calculation (`analysis`, `traffic::result`, `traffic::timeline`, `traffic::engine`'s pacer,
+//! sequence and send path choice, `campaigns::campaign`, `campaigns::plan`,
 //! `traffic::iperf3::wire`) is apart from I/O and rendering.
 
 pub mod analysis;
@@ -39,5 +40,6 @@ pub mod lab;
 pub mod paste;
 pub mod platform;
 pub mod pscheduler;
+pub mod report;
 pub mod traffic;
 pub mod units;

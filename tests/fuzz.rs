@@ -337,7 +337,7 @@ fn fuzz_stats_input() {
         };
         let sets = vec![("a".to_string(), a.clone()), ("b".to_string(), c.clone())];
         if let Ok(analysis) =
-            netsweep::analysis::stats::analyze(&sets, &netsweep::analysis::stats::Config::default())
+            netsweep::analysis::sets::analyze(&sets, &netsweep::analysis::sets::Config::default())
         {
             let opts = netsweep::analysis::ministat::PlotOptions {
                 width: 74,
@@ -408,7 +408,7 @@ fn stats_finishes_within_a_second_on_any_finite_sets() {
             .collect();
         let t0 = Instant::now();
         if let Ok(a) =
-            netsweep::analysis::stats::analyze(&sets, &netsweep::analysis::stats::Config::default())
+            netsweep::analysis::sets::analyze(&sets, &netsweep::analysis::sets::Config::default())
         {
             let values: Vec<Vec<f64>> = sets.iter().map(|(_, v)| v.clone()).collect();
             let opts = netsweep::analysis::ministat::PlotOptions {

@@ -3,9 +3,9 @@
 
 mod common;
 
-use netsweep::analysis::report::{ReportModel, html, markdown};
 use netsweep::campaigns::plan::Plan;
 use netsweep::campaigns::store::{NewRun, Store};
+use netsweep::report::{ReportModel, html, markdown};
 use netsweep::traffic::measure::{IntervalReport, Role, StreamReport, TcpSample};
 use netsweep::traffic::result::{CpuResult, StartInfo, StreamPair, TestResult};
 use netsweep::traffic::spec::{Flow, TestSpec};
@@ -270,7 +270,7 @@ fn chromium_loads_the_report_with_every_chart_and_no_errors_or_requests() {
     );
     let (store, id) = campaign(dir.path(), &plan, 3, 10);
     let model = ReportModel::build(&store, id).unwrap();
-    let charts = netsweep::analysis::report::charts(&model);
+    let charts = netsweep::report::charts(&model);
     let time = charts.iter().find(|c| c.0 == "time").unwrap();
     assert!(
         time.2.starts_with("<div class=\"multiples\">"),

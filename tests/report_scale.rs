@@ -2,9 +2,9 @@
 //! stored runs once took 325 s and wrote 29 MB; the report's cost must follow the stored runs.
 //! No traffic: the campaign and its runs are written straight into a store.
 
-use netsweep::analysis::report::{ReportModel, html};
 use netsweep::campaigns::plan::Plan;
 use netsweep::campaigns::store::{NewRun, Store};
+use netsweep::report::{ReportModel, html};
 use netsweep::traffic::iperf3::import::Imported;
 use std::fmt::Write;
 use std::time::Instant;

@@ -428,11 +428,7 @@ fn guest_to_guest_over_a_path_with_tuning_and_counters_inside_the_guests() {
     .unwrap();
     assert!(cc.split_whitespace().any(|c| c == "bbr"), "{cc}");
     // A tuning profile inside guest b: applied, verified, and restored to the original.
-    let target = netsweep::host::tuning::Target::Guest {
-        lab: name.clone(),
-        host: Host::B,
-        state_dir: dir.path().to_path_buf(),
-    };
+    let target = netsweep::lab::vm::agent::guest_target(dir.path(), &name, Host::B);
     let original = target.read("net.core.rmem_max").unwrap();
     let profile =
         netsweep::host::tuning::profile::builtin("high-bdp-ns", Some((200e6, 0.01))).unwrap();
@@ -477,11 +473,7 @@ fn guest_to_guest_over_a_path_with_tuning_and_counters_inside_the_guests() {
     netsweep::host::tuning::restore(&target).unwrap().unwrap();
     assert_eq!(target.read("net.core.rmem_max").unwrap(), original);
     // A journal left in a guest is dropped with the lab (its kernel is gone).
-    let target_a = netsweep::host::tuning::Target::Guest {
-        lab: name.clone(),
-        host: Host::A,
-        state_dir: dir.path().to_path_buf(),
-    };
+    let target_a = netsweep::lab::vm::agent::guest_target(dir.path(), &name, Host::A);
     netsweep::host::tuning::apply(&target_a, &profile, &Default::default()).unwrap();
     let removed = lab.down().unwrap();
     for h in ["a", "b"] {
@@ -702,7 +694,7 @@ fn the_guests_command_channel_is_closed_to_the_path_and_asks_for_the_token() {
         .unwrap();
     assert_eq!((rc, out.trim()), (0, "own-42"));
     let connect = |h: Host, ip: std::net::Ipv4Addr| {
-        let addr = SocketAddr::new(ip.into(), netsweep::lab::vm::guest::EXEC_PORT);
+        let addr = SocketAddr::new(ip.into(), netsweep::lab::vm::channel::EXEC_PORT);
         lab.run_in(h, move || {
             std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
         })

@@ -6,7 +6,8 @@
 //! Plot layout follows ministat.c (PlotSet/DumpPlot): overlapping points OR their set numbers
 //! into one symbol, so `*` marks where sets 1 and 2 coincide.
 
-use crate::analysis::stats::{Analysis, describe, ttest};
+use crate::analysis::sets::Analysis;
+use crate::analysis::stats::{describe, ttest};
 use std::fmt::Write;
 
 /// ministat's symbols for sets 1..7 (index 0 is the empty cell).
@@ -438,11 +439,11 @@ mod tests {
             ("a".to_string(), vec![10.0, 11.0, 12.0, 10.5, 11.5]),
             ("b".to_string(), vec![10.2, 11.1, 12.3, 10.4, 11.7]),
         ];
-        let cfg = crate::analysis::stats::Config {
+        let cfg = crate::analysis::sets::Config {
             detect_change: 0.1,
             ..Default::default()
         };
-        let a = crate::analysis::stats::analyze(&sets, &cfg).unwrap();
+        let a = crate::analysis::sets::analyze(&sets, &cfg).unwrap();
         let text = extra_block(&a, 0);
         assert!(
             text.contains("Runs per set to detect a 10% change (the configured change)"),

@@ -1,8 +1,10 @@
-//! Analysis and reports: ministat-compatible statistics and verdicts (`stats`), ministat's
-//! rendering and input (`ministat`), HTML and Markdown reports (`report`).
+//! Analysis, the ground floor beside `units`: pure statistics over slices (`stats`), the decision
+//! engine every verdict comes from (`decide`), named sets compared ministat-style (`sets`), the
+//! effects of a campaign's dimensions (`effects`), ministat's rendering and input (`ministat`).
+//! It imports no other layer; reports, which read the store, are a layer of their own above.
 
 pub mod decide;
 pub mod effects;
 pub mod ministat;
-pub mod report;
+pub mod sets;
 pub mod stats;

@@ -1,6 +1,6 @@
 //! `netsweep explain`: the campaign's answer (`campaigns::explain`), printed or as JSON.
 
-use super::campaign::{campaign_id, open_existing};
+use super::db::{campaign_id, open_existing};
 use crate::campaigns::campaign::Metric;
 use crate::campaigns::explain::{self, Ask, Explanation};
 use crate::campaigns::plan::Plan;

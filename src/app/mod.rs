@@ -2,6 +2,7 @@
 //! maps the outcome to an exit code.
 
 mod campaign;
+mod db;
 mod doctor;
 mod explain;
 mod export;

@@ -1,7 +1,7 @@
 //! `netsweep stats`: reads number files, analyses them, prints ministat's text or JSON.
 
 use crate::analysis::ministat::{self, PlotOptions};
-use crate::analysis::stats::{self, Config};
+use crate::analysis::sets::{Config, analyze};
 use crate::cli::StatsArgs;
 use crate::inputs;
 use crate::units::parse_percent;
@@ -50,7 +50,7 @@ pub fn run(a: &StatsArgs) -> anyhow::Result<ExitCode> {
         detect_change: parse_percent(&a.change).context("--change")? / 100.0,
         ..Config::default()
     };
-    let analysis = stats::analyze(&sets, &cfg)?;
+    let analysis = analyze(&sets, &cfg)?;
     if a.json {
         crate::outln!("{}", serde_json::to_string_pretty(&analysis)?);
         return Ok(ExitCode::SUCCESS);

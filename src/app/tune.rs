@@ -97,7 +97,10 @@ pub fn run(cmd: TuneCommand) -> anyhow::Result<ExitCode> {
         TuneCommand::Restore { common } => (common, Action::Restore),
         TuneCommand::Status { common } => (common, Action::Status),
     };
-    let mut t = Target::parse(&common.target).map_err(anyhow::Error::msg)?;
+    // A lab host is the lab's to parse: it knows whether the host is a guest.
+    let mut t = crate::lab::vm::agent::tuning_target(&common.target)
+        .unwrap_or_else(|| Target::parse(&common.target))
+        .map_err(anyhow::Error::msg)?;
     if let Target::Ssh(dest) = &t {
         let (has_netsweep, host) =
             tuning::SshHost::probe(dest, &common.ssh_options, &common.remote_netsweep)?;

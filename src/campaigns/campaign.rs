@@ -6,7 +6,8 @@
 
 use crate::analysis::decide::robust;
 use crate::analysis::effects::{self, Observation, Scale};
-use crate::analysis::stats::{self, Analysis, Config, Description, Pairs};
+use crate::analysis::sets::{Analysis, Config, Pairs, analyze_blocked};
+use crate::analysis::stats::{self, Description};
 use crate::campaigns::store::{ConfigRow, RunRow};
 use crate::units::BitRate;
 use serde::Serialize;
@@ -341,7 +342,7 @@ pub fn compare(
                     Some((format!("{by}={v}"), vals))
                 })
                 .collect();
-            let (analysis, note) = match stats::analyze_blocked(&sets, Some(&blocks), &cfg) {
+            let (analysis, note) = match analyze_blocked(&sets, Some(&blocks), &cfg) {
                 Ok(a) if sets.len() >= 2 => (Some(a), None),
                 Ok(_) => (
                     None,

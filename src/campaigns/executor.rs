@@ -327,11 +327,7 @@ impl Executor for LabExecutor {
         [Host::A, Host::B]
             .into_iter()
             .map(|h| match lab.guest_at(h) {
-                Some(_) => crate::host::tuning::Target::Guest {
-                    lab: lab.name().to_string(),
-                    host: h,
-                    state_dir: lab.state_dir().to_path_buf(),
-                },
+                Some(_) => crate::lab::vm::agent::guest_target(lab.state_dir(), lab.name(), h),
                 None => crate::host::tuning::Target::Netns(lab.namespace(h)),
             })
             .collect()

@@ -1,8 +1,11 @@
 //! Kernel counters around a run: `/proc/net/snmp` and `/proc/net/netstat` (TCP retransmissions,
 //! UDP receive errors, listen overflows, ...) and `/proc/net/dev` (bytes, packets, errors and
-//! drops per interface), plus their deltas. Parsing is pure; `read` takes the proc root so
-//! fixture trees can stand in, and reads the calling thread's namespace (`thread-self`).
+//! drops per interface), plus their deltas. On FreeBSD the same counters come from
+//! `netstat -ibn` and `netstat -s --libxo json` of a `freebsd::Capture`, under the Linux names
+//! (`of_freebsd`). Parsing is pure; `read` takes the proc root so fixture trees can stand in, and
+//! reads the calling thread's namespace (`thread-self`).
 
+use crate::host::freebsd;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -104,9 +107,107 @@ pub fn read(proc_root: &Path) -> Snapshot {
 pub fn read_live() -> Snapshot {
     match crate::platform::THIS_OS {
         crate::platform::Os::Linux => read(Path::new("/proc")),
-        crate::platform::Os::FreeBsd => {
-            crate::host::freebsd::counters(&crate::host::freebsd::Capture::live_counters())
+        crate::platform::Os::FreeBsd => of_freebsd(&freebsd::Capture::live_counters()),
+    }
+}
+
+/// The interface counters of `netstat -ibn --libxo json`: one `<Link#N>` entry per
+/// interface (the per-address entries repeat a subset and are skipped).
+pub fn parse_netstat_interfaces(json_text: &str) -> BTreeMap<String, DevCounters> {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(json_text) else {
+        return BTreeMap::new();
+    };
+    let list = v["statistics"]["interface"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut out = BTreeMap::new();
+    for i in list {
+        let is_link = i["network"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("<Link#"));
+        let Some(name) = i["name"].as_str().filter(|_| is_link) else {
+            continue;
+        };
+        let n = |k: &str| {
+            freebsd::whole(&i[k])
+                .and_then(|v| u64::try_from(v).ok())
+                .unwrap_or(0)
+        };
+        out.insert(
+            name.to_string(),
+            DevCounters {
+                rx_bytes: n("received-bytes"),
+                rx_packets: n("received-packets"),
+                rx_errors: n("received-errors"),
+                rx_dropped: n("dropped-packets"),
+                tx_bytes: n("sent-bytes"),
+                tx_packets: n("sent-packets"),
+                tx_errors: n("send-errors"),
+                tx_dropped: 0,
+            },
+        );
+    }
+    out
+}
+
+/// FreeBSD's `netstat -s` fields and the Linux counter names netsweep's checks read
+/// (`/proc/net/snmp` and `netstat` names), so retransmission and drop checks work unchanged.
+/// Several FreeBSD fields may add up into one Linux name.
+pub const PROTOCOL_NAMES: [(&str, &str); 14] = [
+    ("tcp.sent-packets", "Tcp.OutSegs"),
+    ("tcp.sent-retransmitted-packets", "Tcp.RetransSegs"),
+    ("tcp.received-packets", "Tcp.InSegs"),
+    ("tcp.discard-bad-checksum", "Tcp.InErrs"),
+    ("tcp.listen-queue-overflows", "TcpExt.ListenOverflows"),
+    ("tcp.retransmit-timeouts", "TcpExt.TCPTimeouts"),
+    ("tcp.received-out-of-order", "TcpExt.TCPOFOQueue"),
+    ("tcp.sack.recovery-episodes", "TcpExt.TCPSackRecovery"),
+    ("udp.received-datagrams", "Udp.InDatagrams"),
+    ("udp.output-packets", "Udp.OutDatagrams"),
+    ("udp.dropped-no-socket", "Udp.NoPorts"),
+    ("udp.dropped-full-socket-buffer", "Udp.RcvbufErrors"),
+    ("udp.dropped-full-socket-buffer", "Udp.InErrors"),
+    ("udp.dropped-bad-checksum", "Udp.InErrors"),
+];
+
+/// The TCP and UDP counters of `netstat -s --libxo json`, under their Linux names, plus every
+/// FreeBSD field as `freebsd.<proto>.<field>`.
+pub fn parse_netstat_protocols(json_text: &str) -> BTreeMap<String, i64> {
+    let mut out = BTreeMap::new();
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(json_text) else {
+        return out;
+    };
+    let stats = &v["statistics"];
+    let get = |path: &str| -> Option<i64> {
+        let mut cur = stats;
+        for part in path.split('.') {
+            cur = cur.get(part)?;
         }
+        freebsd::whole(cur)
+    };
+    for (bsd, linux) in PROTOCOL_NAMES {
+        if let Some(x) = get(bsd) {
+            *out.entry(linux.to_string()).or_insert(0) += x;
+        }
+    }
+    for proto in ["tcp", "udp"] {
+        if let Some(fields) = stats[proto].as_object() {
+            for (k, x) in fields {
+                if let Some(x) = freebsd::whole(x) {
+                    out.insert(format!("freebsd.{proto}.{k}"), x);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Counters of a FreeBSD host in netsweep's common form.
+pub fn of_freebsd(c: &freebsd::Capture) -> Snapshot {
+    Snapshot {
+        protocol: parse_netstat_protocols(&c.netstat_protocols),
+        interfaces: parse_netstat_interfaces(&c.netstat_interfaces),
     }
 }
 
@@ -225,5 +326,43 @@ mod tests {
         let s = read(dir.path());
         assert_eq!(s.protocol["Tcp.RetransSegs"], 120);
         assert_eq!(s.interfaces.len(), 2);
+    }
+
+    fn freebsd_fixture(dir: &str) -> freebsd::Capture {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/freebsd");
+        freebsd::Capture::from_dir(&root.join(dir)).expect("fixture capture")
+    }
+
+    #[test]
+    fn netstat_libxo_counters_under_linux_names() {
+        let c = of_freebsd(&freebsd_fixture("vm-re0"));
+        // Only the <Link#N> entry of each interface counts (the per-address ones repeat a subset).
+        assert_eq!(c.interfaces.len(), 2);
+        let re0 = c.interfaces["re0"];
+        assert_eq!(re0.rx_bytes, 2_685_539_012);
+        assert_eq!(re0.rx_dropped, 412);
+        assert_eq!(re0.tx_errors, 3);
+        let p = &c.protocol;
+        assert_eq!(p["Tcp.RetransSegs"], 14);
+        assert_eq!(p["Tcp.OutSegs"], 902_118);
+        assert_eq!(p["TcpExt.TCPSackRecovery"], 2);
+        assert_eq!(p["Udp.RcvbufErrors"], 5);
+        // Full socket buffers and bad checksums both count as UDP input errors, as on Linux.
+        assert_eq!(p["Udp.InErrors"], 5);
+        assert_eq!(p["freebsd.tcp.received-out-of-order"], 311);
+        assert!(parse_netstat_protocols("not json").is_empty());
+        assert!(parse_netstat_interfaces("{\"statistics\": 3}").is_empty());
+    }
+
+    #[test]
+    fn libxo_numbers_in_strings_are_read_too() {
+        let i = r#"{"statistics": {"interface": [{"name":"vtnet0","network":"<Link#1>","mtu":"1500","received-bytes":"123","dropped-packets":"4"}]}}"#;
+        let c = parse_netstat_interfaces(i);
+        assert_eq!(c["vtnet0"].rx_bytes, 123);
+        assert_eq!(c["vtnet0"].rx_dropped, 4);
+        let s = r#"{"statistics": {"tcp": {"sent-retransmitted-packets":"9","sack":{"recovery-episodes":"1"}}}}"#;
+        let p = parse_netstat_protocols(s);
+        assert_eq!(p["Tcp.RetransSegs"], 9);
+        assert_eq!(p["TcpExt.TCPSackRecovery"], 1);
     }
 }

@@ -1,13 +1,12 @@
 //! A FreeBSD host as its own tools describe it: `sysctl` output (settings, `dev.<driver>.<unit>.%desc`
-//! for the NIC model), `netstat -ibn --libxo json` (interface counters), `netstat -s --libxo json`
-//! (TCP and UDP counters, mapped onto the Linux names the rest of netsweep reads) and `ifconfig -m`
-//! (MTU, offloads enabled and possible, media speed).
+//! for the NIC model) and `ifconfig -m` (MTU, offloads enabled and possible, media speed). A
+//! `Capture` also holds the `netstat --libxo json` outputs, which `counters` reads into its own
+//! common form (`counters::of_freebsd`), so this room needs none of the counters' types.
 //!
 //! The parsers are pure and compiled everywhere, so they are tested on Linux with fixtures; a
 //! `Capture` is the four outputs, taken live on FreeBSD (`Capture::live`) or read from a
 //! directory (`Capture::from_dir`: `doctor --root DIR` with files saved on a FreeBSD host).
 
-use crate::host::counters::{self, DevCounters};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -247,110 +246,10 @@ pub fn driver_and_unit(ifname: &str) -> Option<(&str, u32)> {
 
 /// A libxo value as a whole number: JSON numbers, or digits in a string (libxo quotes values
 /// whose format it does not know to be numeric).
-fn whole(v: &Value) -> Option<i64> {
+pub fn whole(v: &Value) -> Option<i64> {
     v.as_i64()
         .or_else(|| v.as_u64().map(|u| i64::try_from(u).unwrap_or(i64::MAX)))
         .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-}
-
-/// The interface counters of `netstat -ibn --libxo json`: one `<Link#N>` entry per
-/// interface (the per-address entries repeat a subset and are skipped).
-pub fn parse_netstat_interfaces(json_text: &str) -> BTreeMap<String, DevCounters> {
-    let Ok(v) = serde_json::from_str::<Value>(json_text) else {
-        return BTreeMap::new();
-    };
-    let list = v["statistics"]["interface"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let mut out = BTreeMap::new();
-    for i in list {
-        let is_link = i["network"]
-            .as_str()
-            .is_some_and(|n| n.starts_with("<Link#"));
-        let Some(name) = i["name"].as_str().filter(|_| is_link) else {
-            continue;
-        };
-        let n = |k: &str| {
-            whole(&i[k])
-                .and_then(|v| u64::try_from(v).ok())
-                .unwrap_or(0)
-        };
-        out.insert(
-            name.to_string(),
-            DevCounters {
-                rx_bytes: n("received-bytes"),
-                rx_packets: n("received-packets"),
-                rx_errors: n("received-errors"),
-                rx_dropped: n("dropped-packets"),
-                tx_bytes: n("sent-bytes"),
-                tx_packets: n("sent-packets"),
-                tx_errors: n("send-errors"),
-                tx_dropped: 0,
-            },
-        );
-    }
-    out
-}
-
-/// FreeBSD's `netstat -s` fields and the Linux counter names netsweep's checks read
-/// (`/proc/net/snmp` and `netstat` names), so retransmission and drop checks work unchanged.
-/// Several FreeBSD fields may add up into one Linux name.
-pub const PROTOCOL_NAMES: [(&str, &str); 14] = [
-    ("tcp.sent-packets", "Tcp.OutSegs"),
-    ("tcp.sent-retransmitted-packets", "Tcp.RetransSegs"),
-    ("tcp.received-packets", "Tcp.InSegs"),
-    ("tcp.discard-bad-checksum", "Tcp.InErrs"),
-    ("tcp.listen-queue-overflows", "TcpExt.ListenOverflows"),
-    ("tcp.retransmit-timeouts", "TcpExt.TCPTimeouts"),
-    ("tcp.received-out-of-order", "TcpExt.TCPOFOQueue"),
-    ("tcp.sack.recovery-episodes", "TcpExt.TCPSackRecovery"),
-    ("udp.received-datagrams", "Udp.InDatagrams"),
-    ("udp.output-packets", "Udp.OutDatagrams"),
-    ("udp.dropped-no-socket", "Udp.NoPorts"),
-    ("udp.dropped-full-socket-buffer", "Udp.RcvbufErrors"),
-    ("udp.dropped-full-socket-buffer", "Udp.InErrors"),
-    ("udp.dropped-bad-checksum", "Udp.InErrors"),
-];
-
-/// The TCP and UDP counters of `netstat -s --libxo json`, under their Linux names, plus every
-/// FreeBSD field as `freebsd.<proto>.<field>`.
-pub fn parse_netstat_protocols(json_text: &str) -> BTreeMap<String, i64> {
-    let mut out = BTreeMap::new();
-    let Ok(v) = serde_json::from_str::<Value>(json_text) else {
-        return out;
-    };
-    let stats = &v["statistics"];
-    let get = |path: &str| -> Option<i64> {
-        let mut cur = stats;
-        for part in path.split('.') {
-            cur = cur.get(part)?;
-        }
-        whole(cur)
-    };
-    for (bsd, linux) in PROTOCOL_NAMES {
-        if let Some(x) = get(bsd) {
-            *out.entry(linux.to_string()).or_insert(0) += x;
-        }
-    }
-    for proto in ["tcp", "udp"] {
-        if let Some(fields) = stats[proto].as_object() {
-            for (k, x) in fields {
-                if let Some(x) = whole(x) {
-                    out.insert(format!("freebsd.{proto}.{k}"), x);
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Counters of a FreeBSD host in netsweep's common form.
-pub fn counters(c: &Capture) -> counters::Snapshot {
-    counters::Snapshot {
-        protocol: parse_netstat_protocols(&c.netstat_protocols),
-        interfaces: parse_netstat_interfaces(&c.netstat_interfaces),
-    }
 }
 
 /// One NIC of a FreeBSD host.

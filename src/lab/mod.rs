@@ -12,24 +12,25 @@
 //! (the relay, QEMU) are also found by their command lines (`processes`), so a kill at any point
 //! leaves nothing that `lab list`, `lab down` or the next start's recovery cannot find.
 //! `LabOptions::interrupt` (a signal's flag) stops a build between its steps or while a guest
-//! boots, and the build removes what it made. `guest_exec` runs commands in guests.
+//! boots, and the build removes what it made. `vm::agent` runs commands in guests.
 
 pub mod delayline;
-mod guest_exec;
 pub mod processes;
 mod registry;
 mod relay;
+mod state;
 pub mod topology;
 pub mod vm;
 
-pub use guest_exec::{
-    GUEST_EXEC_SILENCE, exec_in_guest, guest_counters, guest_sysctl_read, guest_sysctl_write,
-};
-use registry::write_state;
-pub use registry::{LabState, Listing, down_by_name, list, read_state, reap_orphans};
+pub use registry::{Listing, down_by_name, list, reap_orphans};
 use relay::spawn_relay_daemon;
 pub use relay::{DelayLine, run_relay, spawn_delay_line};
+use state::write_state;
+pub use state::{LabState, STATE_DIR, read_state};
 pub use topology::{Emulator, Host, LabNames, PathConfig};
+pub use vm::agent::{
+    GUEST_EXEC_SILENCE, exec_in_guest, guest_counters, guest_sysctl_read, guest_sysctl_write,
+};
 
 use crate::platform::netns;
 use anyhow::{Context, bail};
@@ -38,9 +39,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Default directory of lab state files.
-pub const STATE_DIR: &str = "/run/netsweep/labs";
 
 /// Which emulator the user asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -62,7 +62,7 @@ pub fn classify(argv: &[String], state_dir: &Path, default_dir: &Path) -> Option
 
 /// Every process of a lab kept in `state_dir` that runs now (read from `/proc`).
 pub fn scan(state_dir: &Path) -> Vec<LabProcess> {
-    let default_dir = Path::new(super::STATE_DIR);
+    let default_dir = Path::new(super::state::STATE_DIR);
     let own = std::process::id();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();

@@ -1,77 +1,15 @@
-//! The labs of this host as the files in the state directory record them: one JSON state file
-//! per lab (written atomically), the listing that also finds namespaces a crash left behind, and
-//! `down_by_name`, which removes whatever of a lab is still there.
+//! The labs of this host as the files in the state directory record them (`state`): the
+//! listing that also finds namespaces a crash left behind, and `down_by_name`, which removes
+//! whatever of a lab is still there.
 
 use super::processes::{Kind, LabProcess};
 use super::relay::{is_our_relay, stop_process};
-use super::topology::{Emulator, Host, LabNames, PathConfig};
+use super::state::{LabState, read_state};
+use super::topology::{Emulator, Host, LabNames};
+use super::vm::agent::guest_target;
 use crate::platform::netns;
-use anyhow::{Context, bail};
-use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
-
-/// What is recorded about a running lab.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LabState {
-    pub name: String,
-    pub path: PathConfig,
-    pub emulator: Emulator,
-    pub relay_pid: Option<u32>,
-    pub created_unix_s: u64,
-    /// The process whose lab this is while it runs (a campaign, `lab test`); `None` for a lab
-    /// kept by `lab up`. A lab whose owner died without removing it is an orphan (`reap`).
-    #[serde(default)]
-    pub owner_pid: Option<u32>,
-    /// Host b as a QEMU guest (`--vm b`).
-    #[serde(default)]
-    pub guest: Option<super::vm::guest::GuestState>,
-    /// Host a as a QEMU guest (`--vm both`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub guest_a: Option<super::vm::guest::GuestState>,
-    /// The secret its guests' command channels ask for first (`vm::channel`); only in this
-    /// owner-only file and on the guests' kernel command lines.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub guest_token: Option<String>,
-}
-
-impl LabState {
-    /// Host `h`'s guest, when it is one.
-    pub fn guest_at(&self, h: Host) -> Option<&super::vm::guest::GuestState> {
-        match h {
-            Host::A => self.guest_a.as_ref(),
-            Host::B => self.guest.as_ref(),
-        }
-    }
-}
-
-fn state_file(dir: &Path, name: &str) -> PathBuf {
-    dir.join(format!("{name}.json"))
-}
-
-/// Reads a lab's state file, if any.
-pub fn read_state(dir: &Path, name: &str) -> Option<LabState> {
-    let text = std::fs::read_to_string(state_file(dir, name)).ok()?;
-    serde_json::from_str(&text).ok()
-}
-
-pub(super) fn write_state(dir: &Path, state: &LabState) -> anyhow::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let path = state_file(dir, &state.name);
-    let tmp = path.with_extension("tmp");
-    let _ = std::fs::remove_file(&tmp);
-    // Owner-only: the state holds the lab's token for its guests' command channels.
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(&serde_json::to_vec_pretty(state)?))
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path)?;
-    Ok(())
-}
+use anyhow::bail;
+use std::path::Path;
 
 /// Removes lab `name`: its relay process, both namespaces (with their devices), its state
 /// file. Safe to repeat; returns what was removed.
@@ -145,11 +83,7 @@ pub fn down_by_name(name: &str, state_dir: &Path) -> anyhow::Result<Vec<String>>
     }
     // Tuning journals of its guests: their kernels are gone, and the settings with them.
     for h in [Host::A, Host::B] {
-        let t = crate::host::tuning::Target::Guest {
-            lab: name.to_string(),
-            host: h,
-            state_dir: state_dir.to_path_buf(),
-        };
+        let t = guest_target(state_dir, name, h);
         if crate::host::tuning::read_journal(&t).is_some()
             && let Ok(Some(r)) = crate::host::tuning::restore(&t)
             && r.target_gone
@@ -219,11 +153,7 @@ pub fn reap_orphans(state_dir: &Path) -> Vec<String> {
             }
             // A guest host was tuned inside its guest, a namespace host in the namespace.
             let target = match l.state.as_ref().is_some_and(|s| s.guest_at(h).is_some()) {
-                true => crate::host::tuning::Target::Guest {
-                    lab: l.name.clone(),
-                    host: h,
-                    state_dir: state_dir.to_path_buf(),
-                },
+                true => guest_target(state_dir, &l.name, h),
                 false => crate::host::tuning::Target::Netns(ns.clone()),
             };
             match crate::host::tuning::recover(&target) {

@@ -4,7 +4,7 @@
 //! still belongs to it first.
 
 use super::delayline::{self, Counters, Impairment, Schedule};
-use super::registry::read_state;
+use super::state::read_state;
 use super::topology::{Host, LabNames};
 use crate::platform::{netns, process};
 use anyhow::{Context, bail};

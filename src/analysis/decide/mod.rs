@@ -1,4 +1,4 @@
-//! The decision engine: one verdict for one pair of samples, shared by `stats`, `compare`,
+//! The decision engine: one verdict for one pair of samples, shared by `sets` (`stats`, `compare`),
 //! `explain`, the end of `run` and the report, so the same data never gets two verdicts.
 //!
 //! A comparison is an estimate of `to` against `from` on the analysis scale (`Scale::Log` for

@@ -1,6 +1,7 @@
 //! Commands over a stored campaign: `report`, `migrate`, `compare`, `export` and `import` (moved out of `app::campaign`, which runs campaigns).
 
 use super::*;
+use crate::app::db::{campaign_id, open_existing};
 use crate::cli::ReportFormat;
 
 /// Writes the report of `campaign` as HTML or Markdown.
@@ -10,11 +11,11 @@ pub fn write_report(
     path: &Path,
     format: ReportFormat,
 ) -> anyhow::Result<()> {
-    let model = crate::analysis::report::ReportModel::build(store, campaign)?;
+    let model = crate::report::ReportModel::build(store, campaign)?;
     match format {
-        ReportFormat::Md => crate::analysis::report::markdown::write(&model, path),
+        ReportFormat::Md => crate::report::markdown::write(&model, path),
         ReportFormat::Html => {
-            crate::platform::outfile::write(path, crate::analysis::report::html::render(&model))
+            crate::platform::outfile::write(path, crate::report::html::render(&model))
                 .with_context(|| format!("cannot write {}", path.display()))
         }
     }
@@ -30,25 +31,6 @@ pub fn report(a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
     write_report(&store, campaign, &path, a.format)?;
     crate::outln!("report: {}", path.display());
     Ok(ExitCode::SUCCESS)
-}
-
-pub(crate) fn campaign_id(store: &Store, id: Option<i64>, db: &Path) -> anyhow::Result<i64> {
-    match id {
-        Some(id) => Ok(id),
-        None => store
-            .latest_campaign()?
-            .with_context(|| format!("{} holds no campaign yet", db.display())),
-    }
-}
-
-pub(crate) fn open_existing(db: &Path) -> anyhow::Result<Store> {
-    if !db.exists() {
-        bail!(
-            "no database {}: run a plan first (netsweep run PLAN) or pass --db",
-            db.display()
-        );
-    }
-    Store::open_read_only(db)
 }
 
 /// `migrate`: upgrades a store to this netsweep's schema (what read commands ask for).

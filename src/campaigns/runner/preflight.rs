@@ -114,12 +114,12 @@ pub(super) fn render_refusals(problems: Vec<(String, String)>) -> Vec<String> {
 
 /// A warning for plans whose runs per configuration are too few for any comparison.
 pub fn count_warning(plan: &Plan) -> Option<String> {
-    (plan.repeat.count < crate::analysis::stats::MIN_RUNS as u32).then(|| {
+    (plan.repeat.count < crate::analysis::sets::MIN_RUNS as u32).then(|| {
         format!(
             "[repeat] count = {}: comparisons need at least {} runs per configuration, so none \
              will be made; raise count",
             plan.repeat.count,
-            crate::analysis::stats::MIN_RUNS
+            crate::analysis::sets::MIN_RUNS
         )
     })
 }

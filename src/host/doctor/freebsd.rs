@@ -331,7 +331,7 @@ pub fn check(c: &Capture, hints: &PathHints) -> Vec<Finding> {
 /// The counters of a capture as a doctor sample (for `--watch`'s growth checks too).
 pub fn sample(c: &Capture) -> Sample {
     Sample {
-        counters: freebsd::counters(c),
+        counters: crate::host::counters::of_freebsd(c),
         ..Sample::default()
     }
 }

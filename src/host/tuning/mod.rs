@@ -7,6 +7,10 @@
 //! (kill -9, crash) is restored by the next tuning command, which says so. Restore is
 //! idempotent. The network-facing server never calls this module. `state` tells how far a
 //! journal's profile is applied now (all, some keys after an interrupted apply, none).
+//!
+//! A kernel this layer cannot reach by itself (a lab's QEMU guest, through the lab's command
+//! channel) is a `SysctlPlace` that the layer knowing it implements (`lab::vm::agent`) and hands
+//! down as `Target::Place`: tuning knows no lab.
 
 pub mod advice;
 pub mod profile;
@@ -20,12 +24,34 @@ use profile::{Profile, Scope};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 mod bdp;
 pub use bdp::*;
 
+/// A kernel whose sysctls can be read and written. Implemented here by `SshHost`, and by the
+/// layers above for the places only they can reach (a lab's QEMU guest: `lab::vm::agent`).
+pub trait SysctlPlace: std::fmt::Debug + Send + Sync {
+    /// A file-name-safe identity for the journal, unique among places (`guest-wan-b`).
+    fn id(&self) -> String;
+    /// How to name it on the command line (`--target`).
+    fn arg(&self) -> String;
+    /// The system whose settings it holds (whose table of a profile applies).
+    fn os(&self) -> Os;
+    /// The value of `key`, whitespace-normalised.
+    fn read(&self, key: &str) -> anyhow::Result<String>;
+    /// Sets `key` to `value`.
+    fn write(&self, key: &str, value: &str) -> anyhow::Result<()>;
+    /// Whether the place is gone with its kernel (a stopped guest): its settings went with it,
+    /// so a journal of it has nothing left to restore. A namespace never is: host-wide keys
+    /// written from it outlive it.
+    fn gone(&self) -> bool {
+        false
+    }
+}
+
 /// Where settings are changed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Target {
     Local,
     /// A network namespace by name (`netns:NAME`, or `lab:NAME:a` for a lab host).
@@ -35,15 +61,25 @@ pub enum Target {
     /// A host reached through ssh that has no netsweep: plain `sysctl` commands there, with
     /// the journal kept here (made by `tune` after probing, never parsed).
     SshSysctl(SshHost),
-    /// The QEMU guest of a lab host (`lab:NAME:b` when b is a guest): its own kernel, written
-    /// through the lab's command channel, with the journal kept here. `state_dir` holds the
-    /// lab's state, which says whether the guest still runs.
-    Guest {
-        lab: String,
-        host: crate::lab::Host,
-        state_dir: PathBuf,
-    },
+    /// A kernel a higher layer reaches, with the journal kept here: the QEMU guest of a lab
+    /// host (`lab:NAME:b` when b is a guest), through the lab's command channel.
+    Place(Arc<dyn SysctlPlace>),
 }
+
+/// Places compare by their journal identity, the rest by value.
+impl PartialEq for Target {
+    fn eq(&self, other: &Target) -> bool {
+        match (self, other) {
+            (Target::Local, Target::Local) => true,
+            (Target::Netns(a), Target::Netns(b)) | (Target::Ssh(a), Target::Ssh(b)) => a == b,
+            (Target::SshSysctl(a), Target::SshSysctl(b)) => a == b,
+            (Target::Place(a), Target::Place(b)) => a.id() == b.id(),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Target {}
 
 /// `ssh -o BatchMode=yes [-o OPTION]...`: how every remote tuning command starts.
 pub fn ssh_command(ssh_options: &[String]) -> std::process::Command {
@@ -115,7 +151,36 @@ impl SshHost {
     }
 }
 
+impl SysctlPlace for SshHost {
+    fn id(&self) -> String {
+        format!("ssh-{}", self.dest.replace(['/', '@', ':'], "_"))
+    }
+
+    fn arg(&self) -> String {
+        format!("ssh:{}", self.dest)
+    }
+
+    fn os(&self) -> Os {
+        self.os
+    }
+
+    fn read(&self, key: &str) -> anyhow::Result<String> {
+        self.run(&["sysctl", "-n", key]).map(|v| normalize(&v))
+    }
+
+    fn write(&self, key: &str, value: &str) -> anyhow::Result<()> {
+        let set = format!("{key}={value}");
+        let words: Vec<&str> = match self.os {
+            Os::Linux => vec!["sysctl", "-w", &set],
+            Os::FreeBsd => vec!["sysctl", &set],
+        };
+        self.run(&words).map(|_| ())
+    }
+}
+
 impl Target {
+    /// `local`, `netns:NAME` or `ssh:USER@HOST`; a lab host (`lab:NAME:a|b`) is parsed by the
+    /// lab (`lab::vm::agent::tuning_target`), which knows whether it is a guest.
     pub fn parse(s: &str) -> Result<Target, String> {
         if s == "local" {
             return Ok(Target::Local);
@@ -125,29 +190,6 @@ impl Target {
             .filter(|n| !n.is_empty() && !n.contains('/'))
         {
             return Ok(Target::Netns(ns.to_string()));
-        }
-        if let Some(rest) = s.strip_prefix("lab:") {
-            let (name, host) = rest
-                .rsplit_once(':')
-                .ok_or("lab targets are lab:NAME:a or lab:NAME:b")?;
-            let h =
-                crate::lab::Host::parse(host).ok_or("lab targets are lab:NAME:a or lab:NAME:b")?;
-            let names = crate::lab::LabNames::new(name)?;
-            // A guest (or one that was, whose journal is still here to be cleared).
-            let guest = Target::Guest {
-                lab: name.to_string(),
-                host: h,
-                state_dir: PathBuf::from(crate::lab::STATE_DIR),
-            };
-            let is_guest =
-                crate::lab::read_state(std::path::Path::new(crate::lab::STATE_DIR), name)
-                    .is_some_and(|s| s.guest_at(h).is_some())
-                    || read_journal(&guest).is_some();
-            return Ok(if is_guest {
-                guest
-            } else {
-                Target::Netns(names.namespace(h))
-            });
         }
         if let Some(dest) = s
             .strip_prefix("ssh:")
@@ -173,8 +215,8 @@ impl Target {
             }
             Target::Netns(n) => format!("netns-{n}"),
             Target::Ssh(d) => format!("ssh-{}", d.replace(['/', '@', ':'], "_")),
-            Target::SshSysctl(h) => format!("ssh-{}", h.dest.replace(['/', '@', ':'], "_")),
-            Target::Guest { lab, host, .. } => format!("guest-{lab}-{}", host.letter()),
+            Target::SshSysctl(h) => h.id(),
+            Target::Place(p) => p.id(),
         }
     }
 
@@ -185,7 +227,7 @@ impl Target {
             Target::Netns(_) => Os::Linux,
             Target::Ssh(_) => THIS_OS,
             Target::SshSysctl(h) => h.os,
-            Target::Guest { .. } => Os::Linux,
+            Target::Place(p) => p.os(),
         }
     }
 
@@ -195,14 +237,8 @@ impl Target {
             Target::Local => sysctl::read(key),
             Target::Netns(ns) => netns::run_in(ns, || sysctl::read(key))?,
             Target::Ssh(_) => bail!("ssh targets are handled by the remote netsweep"),
-            Target::SshSysctl(h) => return h.run(&["sysctl", "-n", key]).map(|v| normalize(&v)),
-            Target::Guest {
-                lab,
-                host,
-                state_dir,
-            } => {
-                return crate::lab::guest_sysctl_read(state_dir, lab, *host, key);
-            }
+            Target::SshSysctl(h) => return h.read(key),
+            Target::Place(p) => return p.read(key),
         }
         .with_context(|| format!("the kernel has no {key}"))?;
         Ok(v)
@@ -222,20 +258,10 @@ impl Target {
             Target::Local => sysctl::write(key, value),
             Target::Netns(ns) => netns::run_in(ns, || sysctl::write(key, value))?,
             Target::Ssh(_) => bail!("ssh targets are handled by the remote netsweep"),
-            Target::SshSysctl(h) => {
-                let set = format!("{key}={value}");
-                let words: Vec<&str> = match h.os {
-                    Os::Linux => vec!["sysctl", "-w", &set],
-                    Os::FreeBsd => vec!["sysctl", &set],
-                };
-                return h.run(&words).map(|_| ());
-            }
-            Target::Guest {
-                lab,
-                host,
-                state_dir,
-            } => {
-                return crate::lab::guest_sysctl_write(state_dir, lab, *host, key, value)
+            Target::SshSysctl(h) => return h.write(key, value),
+            Target::Place(p) => {
+                return p
+                    .write(key, value)
                     .with_context(|| format!("cannot write {key} = {value} in {}", self.id()));
             }
         };
@@ -348,16 +374,10 @@ pub fn recover(t: &Target) -> anyhow::Result<Option<Restored>> {
     }
 }
 
-/// Whether the target itself is gone (a lab's guest that was stopped, with its kernel):
-/// its settings went with it, so its journal has nothing left to restore.
-/// (A namespace is not: host-wide keys written from it outlive it.)
+/// Whether the target itself is gone with its kernel (`SysctlPlace::gone`).
 fn gone(t: &Target) -> bool {
     match t {
-        Target::Guest {
-            lab,
-            host,
-            state_dir,
-        } => crate::lab::read_state(state_dir, lab).is_none_or(|s| s.guest_at(*host).is_none()),
+        Target::Place(p) => p.gone(),
         _ => false,
     }
 }
@@ -460,7 +480,7 @@ pub fn validate(t: &Target, p: &Profile, opts: &ApplyOptions) -> Result<(), Vec<
                 "{k} cannot be changed by this user on {}: changing sysctls needs root",
                 t.id()
             ));
-        } else if matches!(t, Target::Guest { .. })
+        } else if matches!(t, Target::Place(_))
             && let Some(why) = trial::read_back(t, k)
         {
             errors.push(why);
@@ -678,8 +698,8 @@ pub fn target_arg(t: &Target) -> String {
         Target::Local => "local".into(),
         Target::Netns(n) => format!("netns:{n}"),
         Target::Ssh(d) => format!("ssh:{d}"),
-        Target::SshSysctl(h) => format!("ssh:{}", h.dest),
-        Target::Guest { lab, host, .. } => format!("lab:{lab}:{}", host.letter()),
+        Target::SshSysctl(h) => h.arg(),
+        Target::Place(p) => p.arg(),
     }
 }
 
@@ -692,16 +712,12 @@ mod tests {
         assert_eq!(Target::parse("local"), Ok(Target::Local));
         assert_eq!(Target::parse("netns:x1"), Ok(Target::Netns("x1".into())));
         assert_eq!(
-            Target::parse("lab:wan:b"),
-            Ok(Target::Netns("nsw-wan-b".into()))
-        );
-        assert_eq!(
             Target::parse("ssh:me@host"),
             Ok(Target::Ssh("me@host".into()))
         );
         assert!(Target::parse("ssh:-oProxyCommand=x").is_err());
         assert!(Target::parse("netns:../x").is_err());
-        assert!(Target::parse("lab:wan:c").is_err());
+        assert!(Target::parse("lab:wan:b").is_err());
     }
 
     #[test]

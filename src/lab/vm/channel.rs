@@ -9,6 +9,7 @@
 //! before the peer has sent the lab's token (a random secret per lab, kept in the lab's
 //! owner-only state file and given to the guest on its kernel command line) as the first line.
 //! After the token line the connection is a shell's standard input and output, as before.
+//! The host's side is `exec`, which connects to `EXEC_PORT`; the guest's /init starts `serve`.
 
 use anyhow::{Context, bail};
 use std::io::{Read, Write};
@@ -126,6 +127,59 @@ fn session(
     Ok(())
 }
 
+/// The port the channel listens on: one shell per connection, after the lab's token.
+pub const EXEC_PORT: u16 = 5311;
+
+/// The script that runs `argv` in the guest's shell and reports its exit status last.
+pub fn exec_script(argv: &[String]) -> String {
+    let quoted: Vec<String> = argv
+        .iter()
+        .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
+        .collect();
+    format!(
+        "exec 2>&1\n{}\necho \"{RC_MARK}$?\"\nexit\n",
+        quoted.join(" ")
+    )
+}
+
+const RC_MARK: &str = "__netsweep_rc=";
+
+/// Splits a guest's reply into the command's output and its exit status.
+pub fn exec_reply(text: &str) -> (String, Option<i32>) {
+    match text.rfind(RC_MARK) {
+        Some(at) => {
+            let rc = text[at + RC_MARK.len()..].trim().parse().ok();
+            (text[..at].to_string(), rc)
+        }
+        None => (text.to_string(), None),
+    }
+}
+
+/// Runs `argv` in the guest over `stream` (connected to its `EXEC_PORT`), sending `token`
+/// first; returns its output and exit status. Waits at most `timeout` for each read.
+pub fn exec(
+    mut stream: std::net::TcpStream,
+    token: &str,
+    argv: &[String],
+    timeout: Duration,
+) -> anyhow::Result<(String, i32)> {
+    use std::io::{Read, Write};
+    stream.set_read_timeout(Some(timeout))?;
+    stream.write_all(format!("{token}\n{}", exec_script(argv)).as_bytes())?;
+    let mut out = Vec::new();
+    // The guest's output is bounded like any file netsweep reads.
+    (&mut stream)
+        .take(crate::inputs::MAX_CONFIG_BYTES)
+        .read_to_end(&mut out)
+        .context("reading the guest's answer")?;
+    let (text, rc) = exec_reply(&String::from_utf8_lossy(&out));
+    if rc.is_none() && text.starts_with(REFUSED) {
+        bail!("the guest's command channel refused the lab's token (a guest of another lab?)");
+    }
+    let rc = rc.context("the guest's shell ended without an exit status")?;
+    Ok((text, rc))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,5 +210,19 @@ mod tests {
         assert_eq!(read_token_line(&mut long), None);
         let mut cut: &[u8] = b"abc";
         assert_eq!(read_token_line(&mut cut), None);
+    }
+
+    #[test]
+    fn commands_are_quoted_for_the_guest_shell_and_their_status_read_back() {
+        let s = exec_script(&["netsweep".into(), "doctor".into(), "it's".into()]);
+        assert_eq!(
+            s,
+            "exec 2>&1\n'netsweep' 'doctor' 'it'\\''s'\necho \"__netsweep_rc=$?\"\nexit\n"
+        );
+        assert_eq!(
+            exec_reply("line 1\nline 2\n__netsweep_rc=3\n"),
+            ("line 1\nline 2\n".to_string(), Some(3))
+        );
+        assert_eq!(exec_reply("cut off").1, None);
     }
 }

@@ -313,59 +313,6 @@ pub fn boot(
     }
 }
 
-/// The guest's command channel (`channel`): one shell per connection, after the lab's token.
-pub const EXEC_PORT: u16 = 5311;
-
-/// The script that runs `argv` in the guest's shell and reports its exit status last.
-pub fn exec_script(argv: &[String]) -> String {
-    let quoted: Vec<String> = argv
-        .iter()
-        .map(|a| format!("'{}'", a.replace('\'', "'\\''")))
-        .collect();
-    format!(
-        "exec 2>&1\n{}\necho \"{RC_MARK}$?\"\nexit\n",
-        quoted.join(" ")
-    )
-}
-
-const RC_MARK: &str = "__netsweep_rc=";
-
-/// Splits a guest's reply into the command's output and its exit status.
-pub fn exec_reply(text: &str) -> (String, Option<i32>) {
-    match text.rfind(RC_MARK) {
-        Some(at) => {
-            let rc = text[at + RC_MARK.len()..].trim().parse().ok();
-            (text[..at].to_string(), rc)
-        }
-        None => (text.to_string(), None),
-    }
-}
-
-/// Runs `argv` in the guest over `stream` (connected to its `EXEC_PORT`), sending `token`
-/// first; returns its output and exit status. Waits at most `timeout` for each read.
-pub fn exec(
-    mut stream: std::net::TcpStream,
-    token: &str,
-    argv: &[String],
-    timeout: Duration,
-) -> anyhow::Result<(String, i32)> {
-    use std::io::{Read, Write};
-    stream.set_read_timeout(Some(timeout))?;
-    stream.write_all(format!("{token}\n{}", exec_script(argv)).as_bytes())?;
-    let mut out = Vec::new();
-    // The guest's output is bounded like any file netsweep reads.
-    (&mut stream)
-        .take(crate::inputs::MAX_CONFIG_BYTES)
-        .read_to_end(&mut out)
-        .context("reading the guest's answer")?;
-    let (text, rc) = exec_reply(&String::from_utf8_lossy(&out));
-    if rc.is_none() && text.starts_with(super::channel::REFUSED) {
-        bail!("the guest's command channel refused the lab's token (a guest of another lab?)");
-    }
-    let rc = rc.context("the guest's shell ended without an exit status")?;
-    Ok((text, rc))
-}
-
 /// Whether `pid` is the QEMU that wrote `pidfile` (not a reused PID).
 pub fn is_our_qemu(pid: u32, pidfile: &Path) -> bool {
     let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
@@ -522,20 +469,6 @@ mod tests {
         };
         assert!(bad.validate().is_err());
         assert!(GuestSpec::default().validate().is_ok());
-    }
-
-    #[test]
-    fn commands_are_quoted_for_the_guest_shell_and_their_status_read_back() {
-        let s = exec_script(&["netsweep".into(), "doctor".into(), "it's".into()]);
-        assert_eq!(
-            s,
-            "exec 2>&1\n'netsweep' 'doctor' 'it'\\''s'\necho \"__netsweep_rc=$?\"\nexit\n"
-        );
-        assert_eq!(
-            exec_reply("line 1\nline 2\n__netsweep_rc=3\n"),
-            ("line 1\nline 2\n".to_string(), Some(3))
-        );
-        assert_eq!(exec_reply("cut off").1, None);
     }
 
     #[test]

@@ -290,7 +290,7 @@ pub fn ldd_libraries(ldd: &str) -> Vec<PathBuf> {
 /// The guest's /init.
 pub fn init_script() -> String {
     let modules = MODULES.join(" ");
-    let exec_port = super::guest::EXEC_PORT;
+    let exec_port = super::channel::EXEC_PORT;
     format!(
         r#"#!/bin/busybox sh
 /bin/busybox --install -s /bin

@@ -10,6 +10,7 @@
 //! by a boot probe with a timeout, never by the presence of `/dev/kvm` (on this machine kind
 //! `/dev/kvm` exists but a guest hangs under it).
 
+pub mod agent;
 pub mod channel;
 pub mod cpio;
 pub mod guest;

@@ -444,7 +444,7 @@ pub fn table_rows(m: &ReportModel) -> Vec<Vec<String>> {
 /// computed again on the scaled values, so every one is in that unit; the verdicts are the
 /// campaign's own (paired by round, the decision engine's), so the report never gives a pair
 /// two verdicts.
-pub fn comparison_text(a: &crate::analysis::stats::Analysis, values: &[Vec<f64>]) -> String {
+pub fn comparison_text(a: &crate::analysis::sets::Analysis, values: &[Vec<f64>]) -> String {
     let top = values
         .iter()
         .flatten()
@@ -469,12 +469,12 @@ pub fn comparison_text(a: &crate::analysis::stats::Analysis, values: &[Vec<f64>]
         .enumerate()
         .all(|(k, c)| a.sets.get(k).is_some_and(|s| s.name == c.baseline));
     if steps && a.comparisons.len() > 1 {
-        cfg.pairs = crate::analysis::stats::Pairs::Steps;
+        cfg.pairs = crate::analysis::sets::Pairs::Steps;
     }
     if let Some(c) = a.comparisons.first() {
         cfg.detect_change = c.decision.change;
     }
-    match crate::analysis::stats::analyze(&sets, &cfg) {
+    match crate::analysis::sets::analyze(&sets, &cfg) {
         Ok(mut scaled) => {
             for (s, c) in scaled.comparisons.iter_mut().zip(&a.comparisons) {
                 s.verdict = c.verdict.clone();
@@ -484,10 +484,10 @@ pub fn comparison_text(a: &crate::analysis::stats::Analysis, values: &[Vec<f64>]
             let scaled_values: Vec<Vec<f64>> = sets.into_iter().map(|(_, v)| v).collect();
             format!(
                 "goodput in {unit}\n{}",
-                super::ministat::render(&scaled, &scaled_values, None)
+                crate::analysis::ministat::render(&scaled, &scaled_values, None)
             )
         }
-        Err(_) => super::ministat::render(a, values, None),
+        Err(_) => crate::analysis::ministat::render(a, values, None),
     }
 }
 

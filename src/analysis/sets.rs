@@ -1,0 +1,440 @@
+//! Named sets of per-run values against a baseline, ministat-style: each set's vitals and each
+//! comparison's tests (Student's and Welch's t, Mann-Whitney, Hodges-Lehmann, runs needed,
+//! Holm), with one verdict in plain words.
+//!
+//! `analyze` is the entry point for `netsweep stats`, `compare` and the report: it takes named
+//! sets, the first being the baseline, and returns an `Analysis` (also the `--json` document).
+//! Each comparison's verdict comes from the decision engine (`analysis::decide`), the one
+//! `explain` uses: a difference, an equivalence within `detect_change`, or undecided with the
+//! runs that would settle it. ministat's pooled Student's t is kept beside it, and the verdict
+//! says when the two disagree and why. The statistics themselves are `analysis::stats`.
+
+use crate::analysis::stats::{Description, describe, holm, rank, runs_needed, ttest};
+use serde::{Deserialize, Serialize};
+
+/// Settings of an analysis.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Confidence level, e.g. 0.95.
+    pub confidence: f64,
+    /// Relative change the runs-needed estimate is for (0.05 = 5% of the baseline mean).
+    pub detect_change: f64,
+    /// Power of that estimate.
+    pub power: f64,
+    /// Words for "more" and "less" in verdicts ("higher"/"lower", or "faster"/"slower").
+    pub more: String,
+    pub less: String,
+    /// The scale the decision is made on (`Log` for rates: ratios, paired runs of a round as
+    /// ratios too).
+    pub scale: crate::analysis::decide::Scale,
+    /// Which pairs are compared.
+    pub pairs: Pairs,
+}
+
+/// Which pairs of sets an analysis compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pairs {
+    /// Every set against the first (ministat).
+    AgainstFirst,
+    /// Each set against the one before it (numeric values, low to high).
+    Steps,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            confidence: 0.95,
+            detect_change: 0.05,
+            power: 0.8,
+            more: "higher".into(),
+            less: "lower".into(),
+            scale: crate::analysis::decide::Scale::Linear,
+            pairs: Pairs::AgainstFirst,
+        }
+    }
+}
+
+/// Why an analysis could not run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StatsError {
+    #[error("set {name:?} has {n} values; at least 3 are needed")]
+    TooFew { name: String, n: usize },
+    #[error("set {name:?} holds a value that is not finite ({value})")]
+    NotFinite { name: String, value: f64 },
+    #[error("confidence must be between 0 and 100% (exclusive), got {0}")]
+    Confidence(f64),
+}
+
+/// One set's vitals, named.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SetSummary {
+    pub name: String,
+    #[serde(flatten)]
+    pub description: Description,
+}
+
+/// One set against the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub baseline: String,
+    pub other: String,
+    /// mean(other) - mean(baseline).
+    pub difference: f64,
+    /// Percent difference relative to the baseline mean, with Fieller's interval.
+    pub percent: f64,
+    pub percent_ci_low: Option<f64>,
+    pub percent_ci_high: Option<f64>,
+    pub student: ttest::Student,
+    pub welch: ttest::Welch,
+    /// Welch's p after Holm's correction over all comparisons with this baseline.
+    pub welch_p_holm: f64,
+    pub mann_whitney: rank::MannWhitney,
+    pub hodges_lehmann: rank::HodgesLehmann,
+    /// Runs per set that would detect `detect_change` at `power`; `None` if undefined.
+    pub runs_needed: Option<usize>,
+    /// The relative change `runs_needed` is for (0.05 = 5%), so its line can name it.
+    #[serde(default)]
+    pub detect_change: f64,
+    /// The decision engine's verdict says the difference is real (Holm-adjusted).
+    pub significant: bool,
+    /// The decision (`analysis::decide`): the one `explain` makes for the same pair.
+    pub decision: crate::analysis::decide::Decision,
+    pub verdict: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Analysis {
+    pub confidence: f64,
+    pub sets: Vec<SetSummary>,
+    pub comparisons: Vec<Comparison>,
+}
+
+/// Fewest values per set an analysis accepts.
+pub const MIN_RUNS: usize = 3;
+
+fn check(name: &str, values: &[f64]) -> Result<(), StatsError> {
+    if values.len() < MIN_RUNS {
+        return Err(StatsError::TooFew {
+            name: name.to_string(),
+            n: values.len(),
+        });
+    }
+    if let Some(v) = values.iter().find(|v| !v.is_finite()) {
+        return Err(StatsError::NotFinite {
+            name: name.to_string(),
+            value: *v,
+        });
+    }
+    Ok(())
+}
+
+/// Analyses named sets; the first is the baseline.
+pub fn analyze(sets: &[(String, Vec<f64>)], cfg: &Config) -> Result<Analysis, StatsError> {
+    analyze_blocked(sets, None, cfg)
+}
+
+/// Analyses named sets whose values carry their block (a campaign's round): values of one
+/// block are paired when at least two blocks pair up.
+pub fn analyze_blocked(
+    sets: &[(String, Vec<f64>)],
+    blocks: Option<&[Vec<u32>]>,
+    cfg: &Config,
+) -> Result<Analysis, StatsError> {
+    if !(cfg.confidence > 0.0 && cfg.confidence < 1.0) {
+        return Err(StatsError::Confidence(cfg.confidence));
+    }
+    for (name, values) in sets {
+        check(name, values)?;
+    }
+    let summaries: Vec<SetSummary> = sets
+        .iter()
+        .map(|(name, v)| SetSummary {
+            name: name.clone(),
+            description: describe(v),
+        })
+        .collect();
+    if sets.is_empty() {
+        return Ok(Analysis {
+            confidence: cfg.confidence,
+            sets: summaries,
+            comparisons: Vec::new(),
+        });
+    }
+    let pairs: Vec<(usize, usize)> = match cfg.pairs {
+        Pairs::AgainstFirst => (1..sets.len()).map(|i| (0, i)).collect(),
+        Pairs::Steps => (1..sets.len()).map(|i| (i - 1, i)).collect(),
+    };
+    let block = |i: usize| blocks.and_then(|b| b.get(i)).map(Vec::as_slice);
+    let mut comparisons: Vec<Comparison> = pairs
+        .iter()
+        .map(|&(a, b)| {
+            compare(
+                (&sets[a].0, &sets[a].1, block(a)),
+                (&sets[b].0, &sets[b].1, block(b)),
+                cfg,
+            )
+        })
+        .collect();
+    let adjusted = holm(&comparisons.iter().map(|c| c.welch.p).collect::<Vec<_>>());
+    let mut decisions: Vec<_> = comparisons.iter().map(|c| c.decision.clone()).collect();
+    crate::analysis::decide::adjust(&mut decisions, &engine_settings(cfg));
+    for ((c, p), d) in comparisons.iter_mut().zip(adjusted).zip(decisions) {
+        c.welch_p_holm = p;
+        c.significant = matches!(
+            d.outcome,
+            crate::analysis::decide::Outcome::Different
+                | crate::analysis::decide::Outcome::SmallDifference
+        );
+        c.decision = d;
+    }
+    let several = comparisons.len() > 1;
+    for (c, &(a, b)) in comparisons.iter_mut().zip(&pairs) {
+        c.verdict = verdict(c, &summaries[a], &summaries[b], cfg, several);
+    }
+    Ok(Analysis {
+        confidence: cfg.confidence,
+        sets: summaries,
+        comparisons,
+    })
+}
+
+/// The decision engine's settings for this analysis.
+fn engine_settings(cfg: &Config) -> crate::analysis::decide::Settings {
+    crate::analysis::decide::Settings {
+        confidence: cfg.confidence,
+        change: cfg.detect_change,
+        scale: cfg.scale,
+    }
+}
+
+/// A bound of a decision's interval as a change relative to the baseline.
+fn relative(bound: f64, d: &crate::analysis::decide::Decision) -> f64 {
+    match d.scale {
+        crate::analysis::decide::Scale::Log => bound - 1.0,
+        crate::analysis::decide::Scale::Linear => bound / d.reference_mean().abs(),
+    }
+}
+
+/// A set: its name, its values and (in a campaign) each value's round.
+type Set<'a> = (&'a String, &'a Vec<f64>, Option<&'a [u32]>);
+
+fn decision(base: Set, other: Set, cfg: &Config) -> crate::analysis::decide::Decision {
+    crate::analysis::decide::between(
+        (base.0, base.1, base.2),
+        (other.0, other.1, other.2),
+        &engine_settings(cfg),
+    )
+}
+
+fn compare(base_set: Set, other_set: Set, cfg: &Config) -> Comparison {
+    let (base_name, base, _) = base_set;
+    let (name, other, _) = other_set;
+    let welch = ttest::welch(base, other, cfg.confidence);
+    let percent = ttest::percent_difference(base, other, cfg.confidence, welch.df);
+    let (nb, no) = (base.len() as f64, other.len() as f64);
+    let pooled_sd = (((nb - 1.0) * describe::variance(base)
+        + (no - 1.0) * describe::variance(other))
+        / (nb + no - 2.0))
+        .sqrt();
+    let delta = cfg.detect_change * describe::mean(base).abs();
+    Comparison {
+        baseline: base_name.to_string(),
+        other: name.to_string(),
+        difference: describe::mean(other) - describe::mean(base),
+        percent: percent.estimate,
+        percent_ci_low: percent.ci_low,
+        percent_ci_high: percent.ci_high,
+        student: ttest::student(base, other, cfg.confidence),
+        welch_p_holm: welch.p,
+        significant: welch.significant,
+        welch,
+        mann_whitney: rank::mann_whitney(base, other),
+        hodges_lehmann: rank::hodges_lehmann(base, other, cfg.confidence),
+        runs_needed: runs_needed(pooled_sd, delta, cfg.confidence, cfg.power),
+        decision: decision(base_set, other_set, cfg),
+        detect_change: cfg.detect_change,
+        verdict: String::new(),
+    }
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "p < 0.001".into()
+    } else {
+        format!("p = {p:.3}")
+    }
+}
+
+fn runs_text(a: usize, b: usize) -> String {
+    if a == b {
+        format!("{a} runs each")
+    } else {
+        format!("{a} and {b} runs")
+    }
+}
+
+/// One line in plain words from the decision, with warnings about noise, outliers and
+/// disagreeing tests.
+fn verdict(
+    c: &Comparison,
+    base: &SetSummary,
+    other: &SetSummary,
+    cfg: &Config,
+    holm_applied: bool,
+) -> String {
+    use crate::analysis::decide::{Outcome, words};
+    let d = &c.decision;
+    let lvl = words::level(cfg.confidence);
+    let change = words::percent_text(cfg.detect_change);
+    let name = match d.design {
+        crate::analysis::decide::Design::Paired { .. } => "paired t",
+        crate::analysis::decide::Design::Independent { .. } => "Welch",
+    };
+    let p = if holm_applied {
+        format!("Holm-adjusted {name} {}", p_text(d.p_adjusted))
+    } else {
+        format!("{name} {}", p_text(d.p))
+    };
+    let ci = match (cfg.scale, c.percent_ci_low, c.percent_ci_high) {
+        (crate::analysis::decide::Scale::Log, _, _) => format!(
+            " ({lvl} CI {:.1}% to {:.1}%)",
+            (d.ci_low - 1.0) * 100.0,
+            (d.ci_high - 1.0) * 100.0
+        ),
+        (_, Some(lo), Some(hi)) => format!(" ({lvl} CI {lo:.1}% to {hi:.1}%)"),
+        _ => String::new(),
+    };
+    let pct = match d.ratio {
+        Some(r) => (r - 1.0) * 100.0,
+        None => c.percent,
+    };
+    let runs = words::runs_text(d);
+    let mut line = match d.outcome {
+        Outcome::Different | Outcome::SmallDifference => {
+            let word = if pct > 0.0 { &cfg.more } else { &cfg.less };
+            let mut l = format!(
+                "{} is {word} than {} by {:.1}%{ci}; {p}; {runs}",
+                c.other,
+                c.baseline,
+                pct.abs()
+            );
+            if d.outcome == Outcome::SmallDifference {
+                l.push_str(&format!("; real, but within the {change} that matters"));
+            }
+            l
+        }
+        Outcome::Equivalent => format!(
+            "no difference larger than {change} between {} and {} (equivalence shown, {}{}; the {} CI {:.1}% to {:.1}% that the equivalence test uses lies inside ±{change}); {runs}",
+            c.other,
+            c.baseline,
+            if holm_applied { "Holm-adjusted " } else { "" },
+            p_text(if holm_applied {
+                d.equivalence_p_adjusted
+            } else {
+                d.equivalence_p
+            }),
+            words::level(1.0 - 2.0 * (1.0 - cfg.confidence)),
+            relative(d.equivalence_ci_low, d) * 100.0,
+            relative(d.equivalence_ci_high, d) * 100.0
+        ),
+        Outcome::Undecided => {
+            let more = match d.rounds_needed {
+                Some(n) => format!(
+                    ": about {n} more {} would settle it",
+                    match d.design {
+                        crate::analysis::decide::Design::Paired { .. } =>
+                            if n == 1 {
+                                "round"
+                            } else {
+                                "rounds"
+                            },
+                        _ =>
+                            if n == 1 {
+                                "run of each"
+                            } else {
+                                "runs of each"
+                            },
+                    }
+                ),
+                None => format!(
+                    ": a change this close to {change} would take more runs than are practical"
+                ),
+            };
+            format!(
+                "no difference shown between {} and {} ({p}){ci}, but the data cannot rule out a change of up to {}{more}",
+                c.other,
+                c.baseline,
+                words::percent_text(d.not_ruled_out)
+            )
+        }
+        Outcome::TooFew => format!(
+            "too few runs to compare {} and {} ({runs})",
+            c.other, c.baseline
+        ),
+    };
+    // ministat's pooled t (the block above) when it says otherwise, and why.
+    if cfg.scale == crate::analysis::decide::Scale::Linear
+        && name == "Welch"
+        && d.outcome != Outcome::TooFew
+        && c.student.significant != (d.p < 1.0 - cfg.confidence)
+    {
+        let (vb, vo) = (
+            describe::variance_of(&base.description),
+            describe::variance_of(&other.description),
+        );
+        let ratio = if vb > 0.0 && vo > 0.0 {
+            format!(", {:.1}x apart here", vb.max(vo) / vb.min(vo))
+        } else {
+            String::new()
+        };
+        line.push_str(&format!(
+            "; ministat's pooled Student's t above {} a difference because it assumes equal \
+             variances{ratio}; this verdict uses Welch's test, which does not",
+            if c.student.significant {
+                "finds"
+            } else {
+                "finds no"
+            }
+        ));
+    }
+    let alpha = 1.0 - cfg.confidence;
+    let mw_significant = c.mann_whitney.p < alpha;
+    let (nb, no) = (base.description.n, other.description.n);
+    let floor = rank::smallest_exact_p(no, nb);
+    if c.significant
+        && !mw_significant
+        && c.mann_whitney.method == rank::Method::Exact
+        && floor >= alpha
+    {
+        // Not a disagreement: with so few runs the exact test cannot go below `floor`.
+        let enough = (2..=64usize)
+            .find(|n| rank::smallest_exact_p(*n, *n) < alpha)
+            .map(|n| format!("; {n} runs each could"))
+            .unwrap_or_default();
+        line.push_str(&format!(
+            "; Mann-Whitney cannot reach p < {alpha:.2} with {} (its smallest p is {floor:.3}{enough})",
+            runs_text(nb, no)
+        ));
+    } else if mw_significant != c.significant {
+        line.push_str(&format!(
+            "; Mann-Whitney {} disagrees, look at the outliers and the shape of the data",
+            p_text(c.mann_whitney.p)
+        ));
+    }
+    for s in [base, other] {
+        if let Some(cv) = s.description.cv.filter(|cv| *cv > describe::HIGH_CV) {
+            line.push_str(&format!("; {} is noisy (CV {:.1}%)", s.name, cv * 100.0));
+        }
+        if !s.description.outliers.is_empty() {
+            line.push_str(&format!(
+                "; {} has {} outlier(s)",
+                s.name,
+                s.description.outliers.len()
+            ));
+        }
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests;
