@@ -127,7 +127,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
             Some(an) => {
                 // Rates in a unit (as the report shows them), not raw bit/s like 9.41e+08.
                 let text = if metric == Metric::BitsPerSecond {
-                    crate::analysis::report::comparison_text(an, &g.values)
+                    crate::report::comparison_text(an, &g.values)
                 } else {
                     ministat::render(an, &g.values, None)
                 };
