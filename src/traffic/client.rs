@@ -7,7 +7,7 @@
 use crate::traffic::engine::{EngineEvent, StreamSocket};
 use crate::traffic::latency::prober::{ProbeRecord, Prober};
 use crate::traffic::latency::summary::summarize;
-use crate::traffic::measure::{IntervalReport, Role, StreamReport};
+use crate::traffic::measure::{Role, StreamReport};
 use crate::traffic::protocol::{
     self, ClientMsg, IO_DEADLINE, ServerMsg, Token, read_exact_by, read_frame, write_frame,
 };
@@ -15,14 +15,19 @@ use crate::traffic::result::{self, CpuResult, Interval, StartInfo, StreamPair, T
 use crate::traffic::server::spawn_reader;
 use crate::traffic::session::{self, Finished};
 use crate::traffic::spec::{Flow, Protocol, TestSpec};
-use crate::traffic::timeline::Timeline;
-use socket2::{Domain, SockAddr, Socket, Type};
-use std::collections::HashMap;
+use socket2::{SockAddr, Type};
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant, SystemTime};
+
+pub mod merge;
+pub mod socket;
+pub(crate) use merge::LiveMerger;
+pub(crate) use merge::finish;
+pub use socket::{Bind, ClientConfig, DETECT_WAIT, PeerProtocol, TestError};
+pub(crate) use socket::{connect_advice, connect_tcp, new_socket, udp_socket};
 
 mod remote;
 
@@ -33,176 +38,6 @@ use assemble::*;
 
 mod ending;
 use ending::AutoEnd;
-
-/// Where the client's sockets are bound (`-B`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Bind {
-    Address(IpAddr),
-    Device(String),
-}
-
-/// Which protocol the server speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum PeerProtocol {
-    #[default]
-    Netsweep,
-    /// An iperf3 server (`--iperf3`).
-    Iperf3,
-    /// netsweep, or iperf3 when the server does not answer netsweep's preamble within
-    /// `DETECT_WAIT` (used on iperf3's port 5201).
-    Detect,
-}
-
-/// How long a server on iperf3's port has to answer netsweep's preamble before the client
-/// speaks iperf3 to it (a netsweep server answers within one round trip).
-pub const DETECT_WAIT: Duration = Duration::from_secs(1);
-
-/// How to reach the server.
-#[derive(Debug, Clone)]
-pub struct ClientConfig {
-    pub server: SocketAddr,
-    pub peer: PeerProtocol,
-    pub bind: Option<Bind>,
-    pub connect_timeout: Duration,
-    /// `--cport`: data stream `i` binds this local port plus `i` (iperf3's numbering).
-    pub cport: Option<u16>,
-    /// `-m`/`--mptcp`: data connections are MPTCP (the kernel's `net.mptcp.enabled`).
-    pub mptcp: bool,
-    /// `--get-server-output`: keep the far end's own account of the test in the result.
-    pub server_output: bool,
-    /// What the command line's conversion chose for the user and should tell them at the start
-    /// (a default rate, a flag accepted as a no-op).
-    pub notes: Vec<String>,
-    /// iperf3 authentication (`--username`): sent to iperf3 servers only.
-    pub auth: Option<std::sync::Arc<crate::traffic::iperf3::login::ClientAuth>>,
-}
-
-impl ClientConfig {
-    pub fn new(server: SocketAddr) -> ClientConfig {
-        ClientConfig {
-            server,
-            peer: PeerProtocol::default(),
-            bind: None,
-            connect_timeout: Duration::from_secs(5),
-            cport: None,
-            mptcp: false,
-            server_output: false,
-            notes: Vec::new(),
-            auth: None,
-        }
-    }
-}
-
-/// A test that failed; `partial` holds what was measured before the failure.
-#[derive(Debug, thiserror::Error)]
-#[error("{message}")]
-pub struct TestError {
-    pub message: String,
-    pub partial: Option<Box<TestResult>>,
-}
-
-impl TestError {
-    pub(crate) fn new(message: impl Into<String>) -> TestError {
-        TestError {
-            message: message.into(),
-            partial: None,
-        }
-    }
-}
-
-impl From<protocol::ProtocolError> for TestError {
-    fn from(e: protocol::ProtocolError) -> Self {
-        TestError::new(e.to_string())
-    }
-}
-
-pub(crate) fn new_socket(
-    cfg: &ClientConfig,
-    ty: Type,
-    proto: socket2::Protocol,
-    local_port: Option<u16>,
-) -> std::io::Result<Socket> {
-    let sock = Socket::new(Domain::for_address(cfg.server), ty, Some(proto))?;
-    let any = || match cfg.server {
-        SocketAddr::V4(_) => IpAddr::from([0u8; 4]),
-        SocketAddr::V6(_) => IpAddr::from([0u16; 8]),
-    };
-    match &cfg.bind {
-        Some(Bind::Address(ip)) => sock.bind(&SockAddr::from(SocketAddr::new(
-            *ip,
-            local_port.unwrap_or(0),
-        )))?,
-        Some(Bind::Device(dev)) => {
-            crate::platform::sockopt::bind_device(&sock, dev, cfg.server.is_ipv6())?;
-            if let Some(port) = local_port {
-                sock.bind(&SockAddr::from(SocketAddr::new(any(), port)))?;
-            }
-        }
-        None => {
-            if let Some(port) = local_port {
-                sock.bind(&SockAddr::from(SocketAddr::new(any(), port)))?;
-            }
-        }
-    }
-    Ok(sock)
-}
-
-/// The local port of data stream `stream` with `--cport`: iperf3's numbering, one port per
-/// stream from the given one up (the client's sending streams first).
-fn stream_port(cfg: &ClientConfig, stream: u16) -> std::io::Result<Option<u16>> {
-    cfg.cport
-        .map(|p| {
-            p.checked_add(stream).ok_or_else(|| {
-                std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    format!("--cport {p}: stream {stream} would need a port above 65535"),
-                )
-            })
-        })
-        .transpose()
-}
-
-/// A TCP connection to the server: the control connection (`data` absent), or data stream
-/// `data.1` of a test, with the spec's socket options set before connect, the `--cport`
-/// numbering and, with `-m`, MPTCP.
-pub(crate) fn connect_tcp(
-    cfg: &ClientConfig,
-    data: Option<(&TestSpec, u16)>,
-) -> std::io::Result<TcpStream> {
-    let (proto, port) = match data {
-        Some((_, i)) if cfg.mptcp => (
-            crate::platform::sockopt::mptcp_protocol().ok_or_else(|| {
-                std::io::Error::new(
-                    std::io::ErrorKind::Unsupported,
-                    "-m/--mptcp: this system has no MPTCP",
-                )
-            })?,
-            stream_port(cfg, i)?,
-        ),
-        Some((_, i)) => (socket2::Protocol::TCP, stream_port(cfg, i)?),
-        None => (socket2::Protocol::TCP, None),
-    };
-    let sock = new_socket(cfg, Type::STREAM, proto, port).map_err(|e| match port {
-        Some(p) if e.kind() == std::io::ErrorKind::AddrInUse => {
-            std::io::Error::new(e.kind(), format!("--cport: local port {p} is in use ({e})"))
-        }
-        _ if proto != socket2::Protocol::TCP => std::io::Error::new(
-            e.kind(),
-            format!("-m/--mptcp: this kernel refused an MPTCP socket ({e}): see net.mptcp.enabled"),
-        ),
-        _ => e,
-    })?;
-    if let Some((spec, _)) = data {
-        // Before connect: the window scale and the advertised MSS are fixed by the SYN.
-        if let Some(mss) = spec.mss_bytes {
-            sock.set_tcp_mss(mss)?;
-        }
-        let stream: TcpStream = sock.try_clone()?.into();
-        session::prepare_tcp(&stream, spec)?;
-    }
-    sock.connect_timeout(&SockAddr::from(cfg.server), cfg.connect_timeout)?;
-    Ok(sock.into())
-}
 
 /// What a netsweep server says of a test it was asked about (`ClientMsg::Check`).
 #[derive(Debug, Clone, PartialEq)]
@@ -501,49 +336,6 @@ pub(crate) fn attach_latency(
     result.latency = Some(summary);
 }
 
-/// The test's outcome: the result, or the error that ended it (or `contradiction` and the
-/// inconsistencies found, including the implausible figures of `checks::implausible`)
-/// carrying the result as measured.
-pub(crate) fn finish(
-    mut result: TestResult,
-    error: Option<String>,
-    contradiction: &str,
-) -> Result<TestResult, TestError> {
-    if error.is_none() {
-        // Whoever measured them, figures no test can produce are not believed.
-        for problem in crate::traffic::result::checks::implausible(&result) {
-            if !result.inconsistencies.contains(&problem) {
-                result.inconsistencies.push(problem);
-            }
-        }
-    }
-    let error = error.or_else(|| {
-        (!result.inconsistencies.is_empty())
-            .then(|| format!("{contradiction}: {}", result.inconsistencies.join("; ")))
-    });
-    match error {
-        None => Ok(result),
-        Some(message) => Err(TestError {
-            message,
-            partial: Some(Box::new(result)),
-        }),
-    }
-}
-
-pub(crate) fn connect_advice(server: SocketAddr, e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::ConnectionRefused => {
-            format!(
-                "cannot connect to {server}: connection refused: is `netsweep server` running there?"
-            )
-        }
-        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
-            format!("cannot connect to {server}: timed out: check the address and any firewall")
-        }
-        _ => format!("cannot connect to {server}: {e}"),
-    }
-}
-
 /// Opens every data connection (TCP) or UDP socket, in stream-id order.
 fn open_data(
     cfg: &ClientConfig,
@@ -588,30 +380,6 @@ fn open_data(
 const UDP_HELLO_DEADLINE: Duration = Duration::from_secs(5);
 /// How often an unanswered hello is repeated.
 const UDP_HELLO_REPEAT: Duration = Duration::from_millis(200);
-
-/// A UDP socket of one stream, connected to the server's port for it.
-pub(crate) fn udp_socket(
-    cfg: &ClientConfig,
-    spec: &TestSpec,
-    (flow, stream): (Flow, u16),
-    port: u16,
-) -> std::io::Result<UdpSocket> {
-    let local = stream_port(cfg, stream)?;
-    let sock = new_socket(cfg, Type::DGRAM, socket2::Protocol::UDP, local)?;
-    if local.is_none() && !matches!(cfg.bind, Some(Bind::Address(_))) {
-        let any: SocketAddr = if cfg.server.is_ipv4() {
-            "0.0.0.0:0".parse()
-        } else {
-            "[::]:0".parse()
-        }
-        .map_err(|_| std::io::Error::other("address literal"))?;
-        sock.bind(&SockAddr::from(any))?;
-    }
-    let sock: UdpSocket = sock.into();
-    session::prepare_udp(&sock, spec, flow == Flow::ServerToClient)?;
-    sock.connect(SocketAddr::new(cfg.server.ip(), port))?;
-    Ok(sock)
-}
 
 /// Repeats every stream's hello until the server echoes it, or until the server speaks on the
 /// control connection: it sends `Ready` only after every hello arrived, so a lost echo (on a
@@ -779,74 +547,6 @@ fn drive(
         remote: remote.into_finished(spec),
         error,
         auto: auto.into_inner(),
-    }
-}
-
-/// Pairs each stream's local and remote interval reports and releases whole intervals in order.
-pub(crate) struct LiveMerger {
-    spec: TestSpec,
-    timeline: Timeline,
-    flows: Vec<Flow>,
-    /// (stream, index) -> (sender, receiver)
-    pending: HashMap<(u16, u32), [Option<IntervalReport>; 2]>,
-    next: u32,
-}
-
-impl LiveMerger {
-    pub(crate) fn new(spec: &TestSpec) -> LiveMerger {
-        LiveMerger {
-            spec: spec.clone(),
-            timeline: spec.timeline(),
-            flows: spec.flows(),
-            pending: HashMap::new(),
-            next: 0,
-        }
-    }
-
-    pub(crate) fn add(&mut self, report: IntervalReport, out: &mut dyn FnMut(&Interval)) {
-        let side = usize::from(report.role == Role::Receiver);
-        let key = (report.stream, report.index);
-        if usize::from(report.stream) >= self.flows.len() {
-            return;
-        }
-        self.pending.entry(key).or_default()[side] = Some(report);
-        loop {
-            let k = self.next;
-            let Some(slot) = self.timeline.slots().get(k as usize).copied() else {
-                return;
-            };
-            let ready = (0..self.flows.len() as u16).all(|s| {
-                self.pending
-                    .get(&(s, k))
-                    .is_some_and(|p| p[0].is_some() && p[1].is_some())
-            });
-            if !ready {
-                return;
-            }
-            let streams: Vec<_> = (0..self.flows.len())
-                .map(|s| {
-                    let p = self.pending.remove(&(s as u16, k)).unwrap_or_default();
-                    result::merge_interval(
-                        self.spec.protocol,
-                        self.flows[s],
-                        &slot,
-                        p[0].as_ref(),
-                        p[1].as_ref(),
-                    )
-                })
-                .collect();
-            let secs = (slot.end - slot.start).as_secs_f64();
-            out(&Interval {
-                index: k,
-                start_s: slot.start.as_secs_f64(),
-                end_s: slot.end.as_secs_f64(),
-                omitted: slot.omitted,
-                total: result::total_of(&streams, secs),
-                streams,
-                latency: None,
-            });
-            self.next += 1;
-        }
     }
 }
 

@@ -20,8 +20,9 @@ use super::control::{self, ControlError};
 use super::login::ClientAuth;
 use super::peer_result::{assemble, blank_peer_figures, local_roles, mirror};
 use super::wire::{self, Cookie, Params, Results, State};
-use crate::traffic::client::{
-    ClientConfig, LiveMerger, TestError, connect_advice, connect_tcp, udp_socket,
+use crate::traffic::client::merge::{LiveMerger, finish};
+use crate::traffic::client::socket::{
+    ClientConfig, TestError, connect_advice, connect_tcp, udp_socket,
 };
 use crate::traffic::engine::{Datagrams, EngineEvent, StreamSocket};
 use crate::traffic::measure::Role;
@@ -426,7 +427,7 @@ fn run_on(
              and these figures are TCP's"
         ));
     }
-    crate::traffic::client::finish(
+    finish(
         result,
         error,
         "the iperf3 server's report contradicts this end's",

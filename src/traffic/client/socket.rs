@@ -1,0 +1,219 @@
+//! The client's sockets, shared by netsweep's session and iperf3's: where they are bound, how
+//! long a connect may take, `--cport`'s numbering, MPTCP, the spec's socket options set before
+//! connect, and the words for a connection that failed.
+
+use crate::traffic::protocol;
+use crate::traffic::result::TestResult;
+use crate::traffic::session;
+use crate::traffic::spec::{Flow, TestSpec};
+use socket2::{Domain, SockAddr, Socket, Type};
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::time::Duration;
+
+/// Where the client's sockets are bound (`-B`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bind {
+    Address(IpAddr),
+    Device(String),
+}
+
+/// Which protocol the server speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PeerProtocol {
+    #[default]
+    Netsweep,
+    /// An iperf3 server (`--iperf3`).
+    Iperf3,
+    /// netsweep, or iperf3 when the server does not answer netsweep's preamble within
+    /// `DETECT_WAIT` (used on iperf3's port 5201).
+    Detect,
+}
+
+/// How long a server on iperf3's port has to answer netsweep's preamble before the client
+/// speaks iperf3 to it (a netsweep server answers within one round trip).
+pub const DETECT_WAIT: Duration = Duration::from_secs(1);
+
+/// How to reach the server.
+#[derive(Debug, Clone)]
+pub struct ClientConfig {
+    pub server: SocketAddr,
+    pub peer: PeerProtocol,
+    pub bind: Option<Bind>,
+    pub connect_timeout: Duration,
+    /// `--cport`: data stream `i` binds this local port plus `i` (iperf3's numbering).
+    pub cport: Option<u16>,
+    /// `-m`/`--mptcp`: data connections are MPTCP (the kernel's `net.mptcp.enabled`).
+    pub mptcp: bool,
+    /// `--get-server-output`: keep the far end's own account of the test in the result.
+    pub server_output: bool,
+    /// What the command line's conversion chose for the user and should tell them at the start
+    /// (a default rate, a flag accepted as a no-op).
+    pub notes: Vec<String>,
+    /// iperf3 authentication (`--username`): sent to iperf3 servers only.
+    pub auth: Option<std::sync::Arc<crate::traffic::iperf3::login::ClientAuth>>,
+}
+
+impl ClientConfig {
+    pub fn new(server: SocketAddr) -> ClientConfig {
+        ClientConfig {
+            server,
+            peer: PeerProtocol::default(),
+            bind: None,
+            connect_timeout: Duration::from_secs(5),
+            cport: None,
+            mptcp: false,
+            server_output: false,
+            notes: Vec::new(),
+            auth: None,
+        }
+    }
+}
+
+/// A test that failed; `partial` holds what was measured before the failure.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct TestError {
+    pub message: String,
+    pub partial: Option<Box<TestResult>>,
+}
+
+impl TestError {
+    pub(crate) fn new(message: impl Into<String>) -> TestError {
+        TestError {
+            message: message.into(),
+            partial: None,
+        }
+    }
+}
+
+impl From<protocol::ProtocolError> for TestError {
+    fn from(e: protocol::ProtocolError) -> Self {
+        TestError::new(e.to_string())
+    }
+}
+
+pub(crate) fn new_socket(
+    cfg: &ClientConfig,
+    ty: Type,
+    proto: socket2::Protocol,
+    local_port: Option<u16>,
+) -> std::io::Result<Socket> {
+    let sock = Socket::new(Domain::for_address(cfg.server), ty, Some(proto))?;
+    let any = || match cfg.server {
+        SocketAddr::V4(_) => IpAddr::from([0u8; 4]),
+        SocketAddr::V6(_) => IpAddr::from([0u16; 8]),
+    };
+    match &cfg.bind {
+        Some(Bind::Address(ip)) => sock.bind(&SockAddr::from(SocketAddr::new(
+            *ip,
+            local_port.unwrap_or(0),
+        )))?,
+        Some(Bind::Device(dev)) => {
+            crate::platform::sockopt::bind_device(&sock, dev, cfg.server.is_ipv6())?;
+            if let Some(port) = local_port {
+                sock.bind(&SockAddr::from(SocketAddr::new(any(), port)))?;
+            }
+        }
+        None => {
+            if let Some(port) = local_port {
+                sock.bind(&SockAddr::from(SocketAddr::new(any(), port)))?;
+            }
+        }
+    }
+    Ok(sock)
+}
+
+/// The local port of data stream `stream` with `--cport`: iperf3's numbering, one port per
+/// stream from the given one up (the client's sending streams first).
+fn stream_port(cfg: &ClientConfig, stream: u16) -> std::io::Result<Option<u16>> {
+    cfg.cport
+        .map(|p| {
+            p.checked_add(stream).ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("--cport {p}: stream {stream} would need a port above 65535"),
+                )
+            })
+        })
+        .transpose()
+}
+
+/// A TCP connection to the server: the control connection (`data` absent), or data stream
+/// `data.1` of a test, with the spec's socket options set before connect, the `--cport`
+/// numbering and, with `-m`, MPTCP.
+pub(crate) fn connect_tcp(
+    cfg: &ClientConfig,
+    data: Option<(&TestSpec, u16)>,
+) -> std::io::Result<TcpStream> {
+    let (proto, port) = match data {
+        Some((_, i)) if cfg.mptcp => (
+            crate::platform::sockopt::mptcp_protocol().ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::Unsupported,
+                    "-m/--mptcp: this system has no MPTCP",
+                )
+            })?,
+            stream_port(cfg, i)?,
+        ),
+        Some((_, i)) => (socket2::Protocol::TCP, stream_port(cfg, i)?),
+        None => (socket2::Protocol::TCP, None),
+    };
+    let sock = new_socket(cfg, Type::STREAM, proto, port).map_err(|e| match port {
+        Some(p) if e.kind() == std::io::ErrorKind::AddrInUse => {
+            std::io::Error::new(e.kind(), format!("--cport: local port {p} is in use ({e})"))
+        }
+        _ if proto != socket2::Protocol::TCP => std::io::Error::new(
+            e.kind(),
+            format!("-m/--mptcp: this kernel refused an MPTCP socket ({e}): see net.mptcp.enabled"),
+        ),
+        _ => e,
+    })?;
+    if let Some((spec, _)) = data {
+        // Before connect: the window scale and the advertised MSS are fixed by the SYN.
+        if let Some(mss) = spec.mss_bytes {
+            sock.set_tcp_mss(mss)?;
+        }
+        let stream: TcpStream = sock.try_clone()?.into();
+        session::prepare_tcp(&stream, spec)?;
+    }
+    sock.connect_timeout(&SockAddr::from(cfg.server), cfg.connect_timeout)?;
+    Ok(sock.into())
+}
+
+pub(crate) fn connect_advice(server: SocketAddr, e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => {
+            format!(
+                "cannot connect to {server}: connection refused: is `netsweep server` running there?"
+            )
+        }
+        std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
+            format!("cannot connect to {server}: timed out: check the address and any firewall")
+        }
+        _ => format!("cannot connect to {server}: {e}"),
+    }
+}
+
+/// A UDP socket of one stream, connected to the server's port for it.
+pub(crate) fn udp_socket(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    (flow, stream): (Flow, u16),
+    port: u16,
+) -> std::io::Result<UdpSocket> {
+    let local = stream_port(cfg, stream)?;
+    let sock = new_socket(cfg, Type::DGRAM, socket2::Protocol::UDP, local)?;
+    if local.is_none() && !matches!(cfg.bind, Some(Bind::Address(_))) {
+        let any: SocketAddr = if cfg.server.is_ipv4() {
+            "0.0.0.0:0".parse()
+        } else {
+            "[::]:0".parse()
+        }
+        .map_err(|_| std::io::Error::other("address literal"))?;
+        sock.bind(&SockAddr::from(any))?;
+    }
+    let sock: UdpSocket = sock.into();
+    session::prepare_udp(&sock, spec, flow == Flow::ServerToClient)?;
+    sock.connect(SocketAddr::new(cfg.server.ip(), port))?;
+    Ok(sock)
+}
