@@ -235,6 +235,9 @@ pub struct ServerArgs {
     /// Also listen on this port for iperf3 clients (implies --iperf3).
     #[arg(long)]
     pub iperf3_port: Option<u16>,
+    /// Serve one test, then exit (iperf3's -1; pScheduler's iperf3 tool starts `-s -1`).
+    #[arg(short = '1', long)]
+    pub one_off: bool,
     #[command(flatten)]
     pub auth: ServerAuthArgs,
 }
@@ -248,6 +251,8 @@ pub struct ServerConfig {
     pub limits: ServerLimits,
     /// iperf3 authentication of the clients (`--rsa-private-key-path`).
     pub auth: Option<std::sync::Arc<crate::traffic::iperf3::login::ServerAuth>>,
+    /// Exit after the first test ends, whatever its outcome (`-1`).
+    pub one_off: bool,
 }
 
 impl TryFrom<&ServerArgs> for ServerConfig {
@@ -279,6 +284,7 @@ impl TryFrom<&ServerArgs> for ServerConfig {
             listen: SocketAddr::new(ip, a.port),
             extra_ports,
             auth: a.auth.load()?.map(std::sync::Arc::new),
+            one_off: a.one_off,
             limits: ServerLimits {
                 max_tests: a.max_tests,
                 max_duration: parse_duration(&a.max_duration).context("--max-duration")?,

@@ -597,3 +597,76 @@ fn the_server_participant_enforces_its_own_limits() {
     assert_eq!(merged["succeeded"], json!(false));
     assert_valid(&[&client, &server, &merged]);
 }
+
+/// netsweep as the `iperf3_cmd` of pScheduler's own iperf3 tool: the server participant's
+/// `iperf3 -s -1 -p PORT` serves one test and exits by itself, and the client participant's
+/// command line (`-p PORT -c DEST -t N --json` and the spec's options, as the tool's `run`
+/// builds it) gives the iperf3 document the tool's parser reads.
+#[test]
+fn netsweep_serves_as_the_iperf3_tools_iperf3_cmd() {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+        .to_string();
+    let mut server = Command::new(bin())
+        .args(["-s", "-1", "-p", &port])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("netsweep -s -1");
+    std::thread::sleep(Duration::from_millis(500));
+    let out = Command::new(bin())
+        .args([
+            "-p",
+            &port,
+            "-c",
+            "127.0.0.1",
+            "-t",
+            "2",
+            "--json",
+            "-i",
+            "1",
+            "-P",
+            "2",
+            "-w",
+            "1048576",
+            "-M",
+            "1400",
+            "-O",
+            "1",
+            "-S",
+            "32",
+            "-4",
+            "-Z",
+        ])
+        .output()
+        .expect("netsweep -c");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    assert!(out.status.success(), "{doc:#}");
+    assert!(doc.get("error").is_none(), "{doc:#}");
+    assert_eq!(doc["start"]["test_start"]["tos"], json!(32));
+    assert_eq!(doc["start"]["test_start"]["num_streams"], json!(2));
+    for key in ["sum_sent", "sum_received"] {
+        assert!(
+            f(&doc["end"][key]["bits_per_second"]) > 0.0,
+            "{key}: {doc:#}"
+        );
+    }
+    assert_eq!(doc["end"]["streams"].as_array().map(Vec::len), Some(2));
+    // -1: the server leaves by itself once its one test is over, successfully.
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = server.try_wait().expect("wait") {
+            break s;
+        }
+        if t0.elapsed() > Duration::from_secs(10) {
+            let _ = server.kill();
+            panic!("netsweep -s -1 still running 10 s after its test");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+}

@@ -90,16 +90,37 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
         }
     );
     let log: server::Log = Arc::new(|line: &str| crate::errln!("{line}"));
-    match cfg.auth {
-        Some(auth) => {
-            crate::errln!(
-                "iperf3 clients log in (users in {}, {}); netsweep's own clients are refused",
-                auth.users_path.display(),
-                auth.padding.words()
-            );
-            server::run_authenticated(listeners, cfg.limits, auth, stop, log)?
+    if let Some(auth) = &cfg.auth {
+        crate::errln!(
+            "iperf3 clients log in (users in {}, {}); netsweep's own clients are refused",
+            auth.users_path.display(),
+            auth.padding.words()
+        );
+    }
+    let served = Arc::new(server::Served::default());
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        if cfg.one_off {
+            crate::errln!("serving one test, then exiting (-1)");
+            let served = served.clone();
+            // Polls the count: the server's threads end when `stop` is raised.
+            scope.spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    if served.ended() > 0 {
+                        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+            });
         }
-        None => server::run_all(listeners, cfg.limits, stop, log)?,
+        let outcome = server::serve_all(listeners, cfg.limits, cfg.auth, stop, log, served.clone());
+        // Without -1 the watcher is not running; with it, it ends once `stop` is up.
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        outcome?;
+        Ok(())
+    })?;
+    // As iperf3 -1: the exit status says how the one test went.
+    if cfg.one_off && served.failed.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+        return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -44,14 +44,15 @@ struct Shared {
     iperf3: iperf3::server::Hub,
     /// Connections accepted so far, over every listener (each one's place in accept order).
     accepted: std::sync::atomic::AtomicU64,
-    /// Admitted netsweep tests that have ended, for callers that serve a set number of tests.
+    /// Admitted tests (netsweep's and iperf3's) that have ended, for callers that serve a set
+    /// number of tests.
     served: Arc<Served>,
     /// iperf3 authentication: iperf3 clients log in, netsweep's own clients are refused.
     auth: Option<Arc<iperf3::login::ServerAuth>>,
 }
 
-/// How many admitted netsweep tests have ended, and how (`run_observed`): pScheduler's server
-/// participant stops after its one test instead of waiting out its time slot.
+/// How many admitted tests have ended, and how (`run_observed`): pScheduler's server
+/// participant and `netsweep server -1` stop after their one test.
 #[derive(Debug, Default)]
 pub struct Served {
     pub ok: std::sync::atomic::AtomicU64,
@@ -154,7 +155,7 @@ pub fn run_authenticated(
     serve_all(listeners, limits, Some(auth), shutdown, log, Arc::default())
 }
 
-/// `run_all`, counting the admitted netsweep tests that end in `served`.
+/// `run_all`, counting the admitted tests that end in `served`.
 pub fn run_observed(
     listeners: Vec<TcpListener>,
     limits: ServerLimits,
@@ -165,7 +166,9 @@ pub fn run_observed(
     serve_all(listeners, limits, None, shutdown, log, served)
 }
 
-fn serve_all(
+/// Serves until `shutdown` with iperf3 logins when `auth` is given, counting ended tests in
+/// `served`: every other `run_*` is this one with fewer choices.
+pub fn serve_all(
     listeners: Vec<TcpListener>,
     limits: ServerLimits,
     auth: Option<Arc<iperf3::login::ServerAuth>>,
@@ -375,8 +378,13 @@ fn iperf3_connection(
         log: &log,
         auth: shared.auth.as_deref(),
     };
-    if let Err(e) = iperf3::server::serve(conn, peer, cookie, &ctx, slot) {
-        (shared.log)(&format!("{peer}: iperf3 test ended with an error: {e:#}"));
+    let mut ending = Ending {
+        served: &shared.served,
+        ok: false,
+    };
+    match iperf3::server::serve(conn, peer, cookie, &ctx, slot) {
+        Ok(()) => ending.ok = true,
+        Err(e) => (shared.log)(&format!("{peer}: iperf3 test ended with an error: {e:#}")),
     }
 }
 
