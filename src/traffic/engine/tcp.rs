@@ -167,6 +167,7 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
             ctx.length.max(1),
         )
     });
+    let whole_blocks = matches!(ctx.datagrams, super::Datagrams::Iperf3 { .. });
     let mut current = ctx.empty_interval(0);
     'run: loop {
         let now = ctx.elapsed();
@@ -190,14 +191,26 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
         let mut chunk = path.chunk_bytes;
         if let Some(p) = pacer.as_mut() {
             let allowed = p.allowance(now) as usize;
-            if allowed == 0 {
+            // An iperf3 receiver reads whole blocks of -l bytes, waiting for all of one: a
+            // block the pacer split keeps it waiting for the rest at the paced rate (one
+            // thread, 128 streams: an iperf3 3.12 server received 0.17 of 2 Gbit/s). So an
+            // iperf3 peer gets whole blocks, each sent when the rate allows it, as iperf3's
+            // own paced senders write them.
+            let need = if whole_blocks { chunk } else { 1 };
+            if allowed < need {
                 let wake = p
-                    .next_time(chunk.min(64 * 1024) as u64)
+                    .next_time(if whole_blocks {
+                        need as u64
+                    } else {
+                        chunk.min(64 * 1024) as u64
+                    })
                     .min(slots[report.intervals.len()].end);
                 std::thread::sleep(wake.saturating_sub(now).min(POLL));
                 continue;
             }
-            chunk = chunk.min(allowed);
+            if !whole_blocks {
+                chunk = chunk.min(allowed);
+            }
         }
         loop {
             match send_once(&sock, &source, path, chunk) {
