@@ -24,6 +24,9 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod served;
+use served::Ending;
+pub use served::Served;
 mod streams;
 use streams::*;
 
@@ -49,38 +52,6 @@ struct Shared {
     served: Arc<Served>,
     /// iperf3 authentication: iperf3 clients log in, netsweep's own clients are refused.
     auth: Option<Arc<iperf3::login::ServerAuth>>,
-}
-
-/// How many admitted tests have ended, and how (`run_observed`): pScheduler's server
-/// participant and `netsweep server -1` stop after their one test.
-#[derive(Debug, Default)]
-pub struct Served {
-    pub ok: std::sync::atomic::AtomicU64,
-    pub failed: std::sync::atomic::AtomicU64,
-}
-
-impl Served {
-    /// Tests ended either way.
-    pub fn ended(&self) -> u64 {
-        self.ok.load(Ordering::SeqCst) + self.failed.load(Ordering::SeqCst)
-    }
-}
-
-/// Counts one admitted test in `Served` when it ends, as failed unless `ok` was set.
-struct Ending<'a> {
-    served: &'a Served,
-    ok: bool,
-}
-
-impl Drop for Ending<'_> {
-    fn drop(&mut self) {
-        let c = if self.ok {
-            &self.served.ok
-        } else {
-            &self.served.failed
-        };
-        c.fetch_add(1, Ordering::SeqCst);
-    }
 }
 
 /// When a repeated log line was last written, and how many were held back since.
@@ -552,23 +523,14 @@ fn control_session(
 
 /// A test in words for the log: "TCP forward test, 4 streams, 10.0 s".
 fn test_words(spec: &TestSpec) -> String {
-    let protocol = match spec.protocol {
-        Protocol::Tcp => "TCP",
-        Protocol::Udp => "UDP",
-    };
-    let direction = match spec.direction {
-        crate::traffic::spec::Direction::Forward => "forward",
-        crate::traffic::spec::Direction::Reverse => "reverse",
-        crate::traffic::spec::Direction::Bidir => "bidirectional",
-    };
     let until = if spec.steady.is_some() {
         "until steady, at most "
     } else {
         ""
     };
     format!(
-        "{protocol} {direction} test, {} streams, {until}{:.1} s",
-        spec.streams,
+        "{}, {until}{:.1} s",
+        spec.kind_words(),
         spec.total_time().as_secs_f64()
     )
 }

@@ -361,6 +361,20 @@ impl TestSpec {
         }
     }
 
+    /// What kind of test this is, for log lines: "TCP forward test, 4 streams".
+    pub fn kind_words(&self) -> String {
+        let protocol = match self.protocol {
+            Protocol::Tcp => "TCP",
+            Protocol::Udp => "UDP",
+        };
+        let direction = match self.direction {
+            Direction::Forward => "forward",
+            Direction::Reverse => "reverse",
+            Direction::Bidir => "bidirectional",
+        };
+        format!("{protocol} {direction} test, {} streams", self.streams)
+    }
+
     /// Checks every field; the first problem found is returned.
     pub fn validate(&self) -> Result<(), SpecError> {
         if self.duration.is_zero() {

@@ -4,20 +4,7 @@ use super::*;
 
 /// A test in words for the log: "TCP reverse test, 4 streams, 10 s".
 pub(super) fn test_words(spec: &TestSpec, params: &Params) -> String {
-    let protocol = match spec.protocol {
-        Protocol::Tcp => "TCP",
-        Protocol::Udp => "UDP",
-    };
-    let direction = match spec.direction {
-        Direction::Forward => "forward",
-        Direction::Reverse => "reverse",
-        Direction::Bidir => "bidirectional",
-    };
-    format!(
-        "{protocol} {direction} test, {} streams, {} s",
-        spec.streams,
-        params.time_s + params.omit_s
-    )
+    format!("{}, {} s", spec.kind_words(), params.time_s + params.omit_s)
 }
 
 /// The text an iperf3 client asked for with `--get-server-output`.
