@@ -184,6 +184,37 @@ fn run(argv: &[&str]) {
     assert!(st.success(), "{argv:?}");
 }
 
+/// Sends everything leaving `lo` in namespace `ns` through htb class 1:10 when its TOS byte
+/// (ECN bits masked off) is `tos`, else through 1:20, so `class_bytes` counts it.
+fn count_tos(ns: &str, tos: &str) {
+    run(&[
+        "tc", "-n", ns, "qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb", "default", "20",
+    ]);
+    for class in ["1:10", "1:20"] {
+        run(&[
+            "tc", "-n", ns, "class", "add", "dev", "lo", "parent", "1:", "classid", class, "htb",
+            "rate", "40gbit",
+        ]);
+    }
+    run(&[
+        "tc", "-n", ns, "filter", "add", "dev", "lo", "parent", "1:", "protocol", "ip", "u32",
+        "match", "ip", "dsfield", tos, "0xfc", "flowid", "1:10",
+    ]);
+}
+
+/// Debian's iperf3 server on 127.0.0.1 at a free port, started and given time to listen.
+fn iperf3_server() -> (std::process::Child, String) {
+    let port = common::free_port().to_string();
+    let server = Command::new("iperf3")
+        .args(["-s", "-B", "127.0.0.1", "-p", &port])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("iperf3 -s");
+    std::thread::sleep(Duration::from_millis(500));
+    (server, port)
+}
+
 /// Bytes that left `lo` in namespace `ns` through htb class `class`.
 fn class_bytes(ns: &str, class: &str) -> u64 {
     let out = Command::new("tc")
@@ -217,20 +248,8 @@ fn a_netsweep_server_sends_with_the_clients_dscp_and_pacing() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let ns = Netns::new("dscp");
     let n = ns.0.as_str();
-    run(&[
-        "tc", "-n", n, "qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb", "default", "20",
-    ]);
-    for class in ["1:10", "1:20"] {
-        run(&[
-            "tc", "-n", n, "class", "add", "dev", "lo", "parent", "1:", "classid", class, "htb",
-            "rate", "40gbit",
-        ]);
-    }
     // EF is DSCP 46: TOS byte 0xb8, the ECN bits masked off.
-    run(&[
-        "tc", "-n", n, "filter", "add", "dev", "lo", "parent", "1:", "protocol", "ip", "u32",
-        "match", "ip", "dsfield", "0xb8", "0xfc", "flowid", "1:10",
-    ]);
+    count_tos(n, "0xb8");
     let port = common::free_port().to_string();
     let mut server = ns
         .cmd(&[env!("CARGO_BIN_EXE_netsweep"), "server", "-p", &port])
@@ -294,20 +313,8 @@ fn netsweeps_client_honours_iperf3s_options_against_iperf3() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let ns = Netns::new("cport");
     let n = ns.0.as_str();
-    run(&[
-        "tc", "-n", n, "qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb", "default", "20",
-    ]);
-    for class in ["1:10", "1:20"] {
-        run(&[
-            "tc", "-n", n, "class", "add", "dev", "lo", "parent", "1:", "classid", class, "htb",
-            "rate", "40gbit",
-        ]);
-    }
     // AF41 is DSCP 34: TOS byte 0x88.
-    run(&[
-        "tc", "-n", n, "filter", "add", "dev", "lo", "parent", "1:", "protocol", "ip", "u32",
-        "match", "ip", "dsfield", "0x88", "0xfc", "flowid", "1:10",
-    ]);
+    count_tos(n, "0x88");
     let mut server = ns
         .cmd(&["iperf3", "-s", "-p", "5301"])
         .stdout(std::process::Stdio::null())
@@ -461,14 +468,7 @@ fn each_summary_line_divides_its_bytes_by_its_own_interval() {
         return;
     }
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let port = common::free_port().to_string();
-    let mut server = Command::new("iperf3")
-        .args(["-s", "-B", "127.0.0.1", "-p", &port])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("iperf3 -s");
-    std::thread::sleep(Duration::from_millis(500));
+    let (mut server, port) = iperf3_server();
     let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
         .args([
             "-c",
@@ -524,14 +524,7 @@ fn paced_tcp_to_an_iperf3_server_arrives_at_the_asked_rate() {
         return;
     }
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let port = common::free_port().to_string();
-    let mut server = Command::new("iperf3")
-        .args(["-s", "-B", "127.0.0.1", "-p", &port])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("iperf3 -s");
-    std::thread::sleep(Duration::from_millis(500));
+    let (mut server, port) = iperf3_server();
     let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
         .args([
             "-c",

@@ -217,11 +217,7 @@ fn buffer_checks(
                 .bound(RateBound {
                     what: format!("{key} {}", Bytes(m)),
                     bits_per_second: m as f64 * 8.0 / rtt.as_secs_f64(),
-                    side: if side == "send" {
-                        BufferSide::Send
-                    } else {
-                        BufferSide::Receive
-                    },
+                    side: BufferSide::of_word(side),
                     rtt,
                     path_bps: rate,
                 }),

@@ -328,11 +328,7 @@ fn buffer_checks(view: &HostView, ifaces: &[Iface], hints: &PathHints, out: &mut
             let bound = RateBound {
                 what: format!("{key} max {}", Bytes(max)),
                 bits_per_second: ceiling,
-                side: if side == "send" {
-                    BufferSide::Send
-                } else {
-                    BufferSide::Receive
-                },
+                side: BufferSide::of_word(side),
                 rtt,
                 path_bps: rate,
             };

@@ -58,6 +58,17 @@ pub enum BufferSide {
     Both,
 }
 
+impl BufferSide {
+    /// The side a buffer check names in its words ("send" or "receive").
+    pub fn of_word(side: &str) -> BufferSide {
+        if side == "send" {
+            BufferSide::Send
+        } else {
+            BufferSide::Receive
+        }
+    }
+}
+
 /// A static bound on one flow's rate: a buffer's size over an RTT estimate. A bound, not a
 /// measurement: the RTT is an estimate and the share of a buffer the kernel keeps for its own
 /// overhead varies, so a test of the same path that passes more refutes it.
