@@ -9,7 +9,8 @@ use crate::traffic::iperf3::IPERF3_PORT;
 use crate::traffic::latency::LatencySpec;
 use crate::traffic::protocol::DEFAULT_PORT;
 use crate::traffic::spec::{
-    Direction, Protocol, RRUL_STREAMS, ServerLimits, TestSpec, UDP_DEFAULT_LENGTH, udp_default_rate,
+    Count, Direction, Protocol, RRUL_STREAMS, ServerLimits, TestSpec, UDP_DEFAULT_LENGTH,
+    udp_default_rate,
 };
 use crate::units::{BitRate, Bytes, parse_duration};
 use anyhow::{Context, bail};
@@ -73,7 +74,7 @@ pub enum Command {
     Server(ServerArgs),
     /// Run one test against a `netsweep server`.
     #[command(
-        after_help = "Examples:\n  netsweep client 127.0.0.1 -t 10\n  netsweep client 198.18.0.2 -P 4 -w 1M -C cubic --json\n  netsweep client ::1 -6 -u -b 1G -l 1400\n  netsweep client host -R -O 2 -t 30\n  netsweep client nas.example --iperf3 -P 4     # against an iperf3 server\n  netsweep client 198.18.0.2 --latency -t 30    # latency under load: idle and loaded RTT\n  netsweep client 198.18.0.2 --rrul -t 30       # TCP both ways, 4 streams each, plus the probe"
+        after_help = "Examples:\n  netsweep client 127.0.0.1 -t 10\n  netsweep client 198.18.0.2 -P 4 -w 1M -C cubic --json\n  netsweep client ::1 -6 -u -b 1G -l 1400\n  netsweep client host -R -O 2 -t 30\n  netsweep client host -n 1G -P 4              # until 1 GiB is sent (-k: blocks)\n  netsweep client nas.example --iperf3 -P 4     # against an iperf3 server\n  netsweep client 198.18.0.2 --latency -t 30    # latency under load: idle and loaded RTT\n  netsweep client 198.18.0.2 --rrul -t 30       # TCP both ways, 4 streams each, plus the probe"
     )]
     Client(ClientArgs),
     /// ministat-compatible statistics of number files, with Welch, Mann-Whitney and a verdict.
@@ -304,11 +305,11 @@ pub struct ClientArgs {
     pub host: String,
     #[arg(long, short = 'p', default_value_t = DEFAULT_PORT)]
     pub port: u16,
-    /// Measured time, after the warm-up (10, 2s, 500ms), or `auto`: end once the interval
-    /// rates are steady (mean known to ±5%, at most 30 s; `auto:60s:2%` sets the ceiling and
-    /// the precision; netsweep servers only).
-    #[arg(long, short = 't', default_value = "10", allow_hyphen_values = true)]
-    pub time: String,
+    /// Measured time, after the warm-up (10, 2s, 500ms; 10 s when neither -t, -n nor -k is
+    /// given), or `auto`: end once the interval rates are steady (mean known to ±5%, at most
+    /// 30 s; `auto:60s:2%` sets the ceiling and the precision; netsweep servers only).
+    #[arg(long, short = 't', allow_hyphen_values = true)]
+    pub time: Option<String>,
     /// Reporting interval.
     #[arg(long, short = 'i', default_value = "1", allow_hyphen_values = true)]
     pub interval: String,
@@ -421,11 +422,19 @@ pub struct ClientArgs {
     /// 4 streams each (or -P) plus the latency probe with its idle baseline.
     #[arg(long, conflicts_with_all = ["udp", "reverse", "bidir"])]
     pub rrul: bool,
-    /// iperf3's byte count (-n): netsweep measures for a time; answered with the -t to use.
-    #[arg(short = 'n', long = "bytes", hide = true)]
+    /// End the test once this many bytes have moved in one direction after the warm-up
+    /// (100M, 2G), instead of after a time: iperf3's -n. Runs with iperf3's protocol, which
+    /// netsweep servers speak too.
+    #[arg(short = 'n', long = "bytes", value_name = "BYTES", conflicts_with_all = ["time", "blockcount"])]
     pub bytes: Option<String>,
-    /// iperf3's block count (-k): answered like -n.
-    #[arg(short = 'k', long = "blockcount", hide = true)]
+    /// End the test once this many blocks of -l bytes (TCP writes, UDP datagrams) have
+    /// moved in one direction: iperf3's -k.
+    #[arg(
+        short = 'k',
+        long = "blockcount",
+        value_name = "BLOCKS",
+        conflicts_with = "time"
+    )]
     pub blockcount: Option<String>,
     #[command(flatten)]
     pub ip: Box<Iperf3ClientOptions>,
@@ -534,20 +543,29 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         if let Some(why) = a.ip.refusal() {
             bail!("{why}");
         }
-        if let Some(n) = a.bytes.as_ref().or(a.blockcount.as_ref()) {
-            bail!(
-                "-n/-k {n}: netsweep measures for a time, not a byte count, so both ends share one \
-                 interval grid; use -t (for example -t 10), and read the bytes moved in the summary"
-            );
-        }
-        let (duration, steady) = crate::traffic::steady::parse_duration(&a.time)
-            .map_err(|e| anyhow::anyhow!("-t/--time: {e}"))?;
+        let count = match (&a.bytes, &a.blockcount) {
+            (Some(n), _) => Some(Count::Bytes(n.parse::<Bytes>().context("-n/--bytes")?.0)),
+            (None, Some(k)) => Some(Count::Blocks(
+                k.parse::<Bytes>().context("-k/--blockcount")?.0,
+            )),
+            (None, None) => None,
+        };
+        let (duration, steady) = match (&a.time, count) {
+            // A count ends the test; the grid reaches as far as iperf3 lets a test run.
+            (None, Some(_)) => (
+                std::time::Duration::from_secs(crate::traffic::iperf3::wire::MAX_TIME_S),
+                None,
+            ),
+            (t, _) => crate::traffic::steady::parse_duration(t.as_deref().unwrap_or("10"))
+                .map_err(|e| anyhow::anyhow!("-t/--time: {e}"))?,
+        };
         let mut spec = if a.udp {
             TestSpec::udp(duration)
         } else {
             TestSpec::tcp(duration)
         };
         spec.steady = steady;
+        spec.count = count;
         spec.interval = parse_duration(&a.interval).context("-i/--interval")?;
         spec.omit = parse_duration(&a.omit).context("-O/--omit")?;
         spec.streams = a.parallel;
@@ -646,10 +664,20 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         spec.validate()?;
         // iperf3's authentication exists in iperf3's protocol only: --username speaks it.
         cfg.auth = a.auth.load()?.map(std::sync::Arc::new);
-        cfg.peer = if a.iperf3 || cfg.auth.is_some() {
+        // A count runs with iperf3's protocol, whose client ends the test when it wants
+        // (netsweep's own protocol shares a grid fixed in advance); netsweep servers speak it.
+        cfg.peer = if a.iperf3 || cfg.auth.is_some() || spec.count.is_some() {
             let adapted = crate::traffic::iperf3::client::adapt(&spec);
-            crate::traffic::iperf3::client::params_for(&adapted)
-                .map_err(|e| anyhow::anyhow!("--iperf3: {e}"))?;
+            crate::traffic::iperf3::client::params_for(&adapted).map_err(|e| {
+                let flag = if a.iperf3 {
+                    "--iperf3"
+                } else if spec.count.is_some() {
+                    "-n/-k (iperf3's protocol)"
+                } else {
+                    "--username"
+                };
+                anyhow::anyhow!("{flag}: {e}")
+            })?;
             PeerProtocol::Iperf3
         } else if a.port == IPERF3_PORT {
             PeerProtocol::Detect

@@ -78,6 +78,7 @@ impl FromStr for Bytes {
             "k" | "kb" | "kib" => 1024.0,
             "m" | "mb" | "mib" => 1024.0 * 1024.0,
             "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
+            "t" | "tb" | "tib" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
             _ => {
                 return Err(ParseError::new(
                     "size",

@@ -484,6 +484,18 @@ fn a_server_says_whether_it_would_admit_a_test() {
         ),
         other => panic!("{other:?}"),
     }
+    // A count is not netsweep's protocol's to run (its grid is fixed in advance)...
+    let counted = TestSpec {
+        count: Some(netsweep::traffic::spec::Count::Bytes(50 << 20)),
+        ..tcp(1.0)
+    };
+    match client::check(&cfg, &counted) {
+        Admission::Refused(why) => assert!(why.contains("iperf3's protocol"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // ...so the client runs it with iperf3's, which the same server speaks.
+    let r = server.run(&counted).expect("a test of 50 MiB");
+    assert_eq!(r.directions[0].summary.sent_bytes, 50 << 20, "{r:#?}");
     // The slot is free: a real test still runs.
     let r = server.run(&tcp(0.5)).expect("test after the questions");
     check_invariants(&r);

@@ -82,13 +82,43 @@ fn iperf3_command_lines_are_understood() {
     assert!(cli.is_ok(), "{cli:?}");
 }
 
-/// Regression: `-t -5` gave the tip "use '-- -5'"; `-n 1G` was refused without a word.
+/// Regression: `-t -5` gave the tip "use '-- -5'".
 #[test]
-fn negative_times_and_byte_counts_get_plain_answers() {
+fn negative_times_get_plain_answers() {
     let e = format!("{:#}", client(&["127.0.0.1", "-t", "-5"]).unwrap_err());
     assert!(e.contains("-t/--time") && !e.contains("'--"), "{e}");
-    let e = format!("{:#}", client(&["127.0.0.1", "-n", "1G"]).unwrap_err());
-    assert!(e.contains("use -t"), "{e}");
+}
+
+#[test]
+fn byte_and_block_counts_end_the_test_with_iperf3s_protocol() {
+    let (cfg, spec) = client(&["127.0.0.1", "-n", "1G"]).unwrap();
+    assert_eq!(spec.count, Some(Count::Bytes(1 << 30)));
+    assert_eq!(cfg.peer, PeerProtocol::Iperf3);
+    // The duration is only the ceiling: as long as iperf3 lets a test run.
+    assert_eq!(spec.duration, std::time::Duration::from_secs(86_400));
+    let (_, spec) = client(&["127.0.0.1", "-k", "5K", "-l", "32K", "-u"]).unwrap();
+    assert_eq!(spec.count, Some(Count::Blocks(5 << 10)));
+    assert_eq!(spec.count.unwrap().bytes(spec.length_bytes), 5 << 25);
+    let p = crate::traffic::iperf3::client::params_for(&spec).unwrap();
+    assert_eq!((p.time_s, p.bytes, p.blocks), (0, 0, 5 << 10));
+    // One end condition, as iperf3 says: a time, a byte count or a block count.
+    for args in [
+        &["127.0.0.1", "-n", "1G", "-t", "5"][..],
+        &["127.0.0.1", "-k", "10", "-t", "5"],
+        &["127.0.0.1", "-n", "1G", "-k", "10"],
+    ] {
+        let e = client(args).unwrap_err().to_string();
+        assert!(e.contains("cannot be used with"), "{args:?}: {e}");
+    }
+    for (args, want) in [
+        (&["127.0.0.1", "-n", "0"][..], "more than 0"),
+        (&["127.0.0.1", "-n", "1G", "--latency"], "--latency"),
+        (&["127.0.0.1", "-n", "lots"], "-n/--bytes"),
+        (&["127.0.0.1", "-n", "1G", "-O", "0.5"], "whole seconds"),
+    ] {
+        let e = format!("{:#}", client(args).unwrap_err());
+        assert!(e.contains(want), "{args:?}: {e}");
+    }
 }
 
 #[test]

@@ -85,7 +85,9 @@ pub fn run_test(
     if spec.steady.is_some() && cfg.peer == PeerProtocol::Iperf3 {
         return Err(TestError::new(NO_AUTO_WITH_IPERF3.to_string()));
     }
-    if cfg.peer == PeerProtocol::Iperf3 {
+    // A count (-n/-k) ends the test when the client says: iperf3's protocol, which netsweep
+    // servers speak too (netsweep's own fixes the grid in advance).
+    if cfg.peer == PeerProtocol::Iperf3 || spec.count.is_some() {
         return crate::traffic::iperf3::client::run_test(cfg, spec, stop, on_interval);
     }
     spec.validate().map_err(|e| TestError::new(e.to_string()))?;

@@ -12,12 +12,19 @@ use std::fmt::Write;
 /// The test asked for, in one line (`-V`).
 pub fn spec_line(spec: &TestSpec) -> String {
     format!(
-        "Test: {:?} {:?}, {} stream(s) per direction, {:.1} s measured after {:.1} s omitted, \
+        "Test: {:?} {:?}, {} stream(s) per direction, {} measured after {:.1} s omitted, \
          {} s intervals, {} per {}, rate {}, window {}, congestion control {}",
         spec.protocol,
         spec.direction,
         spec.streams,
-        spec.duration.as_secs_f64(),
+        match spec.count {
+            Some(c) => format!(
+                "{} (at most {:.0} s)",
+                c.words(),
+                spec.duration.as_secs_f64()
+            ),
+            None => format!("{:.1} s", spec.duration.as_secs_f64()),
+        },
         spec.omit.as_secs_f64(),
         spec.interval.as_secs_f64(),
         Bytes(u64::from(spec.length_bytes)),

@@ -3,7 +3,7 @@
 
 use crate::platform::cputime::CpuUsage;
 use crate::platform::sockopt;
-use crate::traffic::engine::{self, EngineEvent, StreamCtx, StreamSocket};
+use crate::traffic::engine::{self, EngineEvent, Quota, StreamCtx, StreamSocket};
 use crate::traffic::measure::{Role, SocketInfo, StreamReport};
 use crate::traffic::spec::{Flow, Protocol, TestSpec, WindowMode};
 use crate::traffic::timeline::Cut;
@@ -110,6 +110,9 @@ pub struct Streams {
     pub stop: Arc<AtomicBool>,
     /// Where the streams' grid stops: cut short when a `duration = "auto"` test is steady.
     pub cut: Arc<Cut>,
+    /// A test with a count (`-n`/`-k`): the bytes this end sends, then the bytes it receives
+    /// (one quota per direction, whether or not this end has streams of it).
+    pub quotas: Option<[Arc<Quota>; 2]>,
     handles: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -153,6 +156,10 @@ pub fn start_streams(
     let send_pool = source
         .as_ref()
         .map(|_| Arc::new(engine::sendpath::Pool::default()));
+    let quotas = spec.count.map(|c| {
+        let bytes = c.bytes(spec.length_bytes);
+        [Arc::new(Quota::new(bytes)), Arc::new(Quota::new(bytes))]
+    });
     let receivers = roles.iter().filter(|r| **r == Role::Receiver).count();
     let read_bytes = engine::read_size(receivers);
     for (stream, flow, socket) in sockets {
@@ -178,8 +185,13 @@ pub fn start_streams(
             read_bytes,
             calibration: spec.effective_calibration(),
             datagrams: wire.datagrams,
-            open_ended: wire.open_ended,
+            // A count ends the test anywhere in a slot: the slot under way is kept.
+            open_ended: wire.open_ended || quotas.is_some(),
             cut: cut.clone(),
+            quota: quotas.as_ref().map(|[sent, received]| match role {
+                Role::Sender => sent.clone(),
+                Role::Receiver => received.clone(),
+            }),
         };
         handles.push(engine::spawn_stream(ctx, socket)?);
     }
@@ -188,6 +200,7 @@ pub fn start_streams(
         count,
         stop,
         cut,
+        quotas,
         handles,
     })
 }

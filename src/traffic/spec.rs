@@ -149,6 +149,40 @@ pub struct TestSpec {
     /// MTU, they fail instead of being fragmented.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dont_fragment: bool,
+    /// iperf3's `-n`/`-k`: the test ends once this much has moved in one direction after the
+    /// warm-up; `duration` is then only its ceiling. Absent: the test runs for `duration`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<Count>,
+}
+
+/// How much a test moves before it ends (iperf3's `-n` and `-k`), counted after the warm-up
+/// over all streams of one direction. A test in both directions ends when either direction
+/// has moved it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Count {
+    /// `-n`: bytes.
+    Bytes(u64),
+    /// `-k`: blocks of `length_bytes`, that is TCP writes or UDP datagrams.
+    Blocks(u64),
+}
+
+impl Count {
+    /// The bytes this count stands for with blocks of `length` bytes.
+    pub fn bytes(self, length: u32) -> u64 {
+        match self {
+            Count::Bytes(b) => b,
+            Count::Blocks(k) => k.saturating_mul(u64::from(length)),
+        }
+    }
+
+    /// In words, as iperf3's verbose header says it: "1048576 bytes", "100 blocks".
+    pub fn words(self) -> String {
+        match self {
+            Count::Bytes(b) => format!("{b} bytes"),
+            Count::Blocks(k) => format!("{k} blocks"),
+        }
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -320,6 +354,10 @@ pub enum SpecError {
         "duration auto needs a precision between 0 and 100% and a ceiling of at least its {0:.1} s floor (-t auto:30s)"
     )]
     Steady(f64),
+    #[error("a byte or block count (-n/-k) must be more than 0")]
+    ZeroCount,
+    #[error("a test ends at a byte or block count (-n/-k) or {0}, not both")]
+    CountWith(&'static str),
 }
 
 impl TestSpec {
@@ -347,6 +385,7 @@ impl TestSpec {
             tos: None,
             fq_rate_bps: None,
             dont_fragment: false,
+            count: None,
         }
     }
 
@@ -454,6 +493,18 @@ impl TestSpec {
         }
         if let Some(problem) = self.latency.as_ref().and_then(|l| l.problem()) {
             return Err(SpecError::Latency(problem));
+        }
+        if let Some(c) = self.count {
+            if c.bytes(self.length_bytes) == 0 {
+                return Err(SpecError::ZeroCount);
+            }
+            if self.steady.is_some() {
+                return Err(SpecError::CountWith("once steady (-t auto)"));
+            }
+            if self.latency.is_some() {
+                // A count runs with iperf3's protocol, which carries no latency probes.
+                return Err(SpecError::CountWith("with latency probes (--latency)"));
+            }
         }
         Ok(())
     }

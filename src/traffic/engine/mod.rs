@@ -13,12 +13,14 @@
 
 pub mod lowater;
 mod pacer;
+pub mod quota;
 pub mod sendpath;
 mod sequence;
 mod tcp;
 mod udp;
 
 pub use pacer::Pacer;
+pub use quota::Quota;
 pub use sequence::{Arrival, Jitter, SequenceTracker};
 
 use crate::platform::cputime::{self, CpuUsage};
@@ -95,6 +97,10 @@ pub struct StreamCtx {
     /// Where this end's grid stops (`Cut`): the whole timeline unless a `duration = "auto"`
     /// test ends early.
     pub cut: Arc<Cut>,
+    /// A test that ends at a byte or block count (`-n`/`-k`): the bytes this stream's direction
+    /// moves after the warm-up, shared by its streams on this end. The stream ends once it is
+    /// reached (a sender: once it is handed out), keeping its last interval like `open_ended`.
+    pub quota: Option<Arc<Quota>>,
 }
 
 /// The header UDP datagrams carry.
@@ -227,8 +233,15 @@ impl StreamCtx {
             .filter(|&i| i < self.cut.slots())
     }
 
+    /// The owner stopped the stream, or its direction's count was reached.
     pub(crate) fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+            || self.quota.as_ref().is_some_and(|q| q.reached().is_some())
+    }
+
+    /// Whether slot `index` is measured (after the warm-up), where a count is counted.
+    pub(crate) fn counts_in(&self, index: usize) -> bool {
+        self.timeline.slots().get(index).is_some_and(|s| !s.omitted)
     }
 
     /// An open-ended stream that was stopped keeps the interval under way (when the grid has

@@ -212,7 +212,20 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
                 chunk = chunk.min(allowed);
             }
         }
-        loop {
+        // A count (-n/-k) is claimed before it is written, so the streams send it exactly.
+        let quota = ctx
+            .quota
+            .as_ref()
+            .filter(|_| ctx.counts_in(report.intervals.len()));
+        if let Some(q) = quota {
+            chunk = q.claim(chunk as u64, 1) as usize;
+            if chunk == 0 {
+                current.tcp = sampler.sample(&sock);
+                ctx.keep_open(&mut report, current);
+                break;
+            }
+        }
+        let sent = loop {
             match send_once(&sock, &source, path, chunk) {
                 Ok(n) => {
                     current.bytes += n as u64;
@@ -220,15 +233,24 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
                     if let Some(p) = pacer.as_mut() {
                         p.record(n as u64);
                     }
-                    break;
+                    break n;
                 }
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => break,
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    break 0;
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
                     report.error = Some(format!("write failed: {e}"));
+                    if let Some(q) = quota {
+                        q.unclaim(chunk as u64);
+                    }
                     break 'run;
                 }
             }
+        };
+        if let Some(q) = quota {
+            q.unclaim((chunk - sent) as u64);
+            q.count(sent as u64, ctx.elapsed());
         }
     }
     // After an early stop or an error the report holds only the intervals that closed.
@@ -273,6 +295,11 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
             Ok(n) => {
                 if report.intervals.len() < ctx.slots().len() {
                     current.bytes += n as u64;
+                    if let Some(q) = &ctx.quota
+                        && ctx.counts_in(report.intervals.len())
+                    {
+                        q.count(n as u64, now);
+                    }
                 } else {
                     report.tail_bytes += n as u64;
                 }

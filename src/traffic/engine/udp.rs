@@ -139,6 +139,18 @@ pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
             }
             n = n.min(allowed);
         }
+        // A count (-n/-k) is claimed in whole datagrams before they are sent.
+        let quota = ctx
+            .quota
+            .as_ref()
+            .filter(|_| ctx.counts_in(report.intervals.len()));
+        if let Some(q) = quota {
+            n = (q.claim((n * len) as u64, len as u64) / len as u64) as usize;
+            if n == 0 {
+                ctx.keep_open(&mut report, current);
+                break;
+            }
+        }
         let ts = stamp(ctx.datagrams, now);
         for i in 0..n {
             write_header(ctx.datagrams, &mut buf[i * len..], seq + i as u64, ts);
@@ -169,6 +181,10 @@ pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
             }
             sent
         };
+        if let Some(q) = quota {
+            q.unclaim(((n - sent) * len) as u64);
+            q.count((sent * len) as u64, ctx.elapsed());
+        }
         seq += sent as u64;
         current.packets += sent as u64;
         current.bytes += (sent * len) as u64;
@@ -280,6 +296,11 @@ impl<'a> Receiver<'a> {
         udp.jitter_ms = self.jitter.millis();
         slot.packets += 1;
         slot.bytes += d.len() as u64;
+        if let Some(q) = &self.ctx.quota
+            && index.is_some_and(|i| self.ctx.counts_in(i))
+        {
+            q.count(d.len() as u64, now);
+        }
     }
 }
 
@@ -413,6 +434,7 @@ mod tests {
             calibration: Duration::ZERO,
             datagrams: super::Datagrams::Netsweep,
             open_ended: false,
+            quota: None,
             cut: Arc::new(crate::traffic::timeline::Cut::new(1)),
         };
         let mut rx = Receiver {

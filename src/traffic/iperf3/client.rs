@@ -28,7 +28,7 @@ use crate::traffic::engine::{Datagrams, EngineEvent, StreamSocket};
 use crate::traffic::measure::Role;
 use crate::traffic::result::{Interval, StartInfo, TestResult};
 use crate::traffic::session::{self, Finished, Wire};
-use crate::traffic::spec::{Flow, Protocol, TestSpec};
+use crate::traffic::spec::{Count, Flow, Protocol, TestSpec};
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -76,7 +76,11 @@ pub fn params_for(spec: &TestSpec) -> Result<Params, String> {
             ))
         }
     };
-    let time_s = whole(spec.duration, "-t")?;
+    // A test with a count ends at it: the duration is only this end's ceiling.
+    let time_s = match spec.count {
+        Some(_) => 0,
+        None => whole(spec.duration, "-t")?,
+    };
     let omit_s = whole(spec.omit, "-O")?;
     if time_s > wire::MAX_TIME_S || omit_s > wire::MAX_OMIT_S {
         return Err(format!(
@@ -116,8 +120,17 @@ pub fn params_for(spec: &TestSpec) -> Result<Params, String> {
         // iperf3's bandwidth is per stream; netsweep's -b is the total of a direction.
         bandwidth_bps: (spec.bitrate_bps / streams as f64).round() as u64,
         congestion: spec.congestion.clone(),
-        get_server_output: (time_s + omit_s) * spec.flows().len() as u64
-            <= SERVER_OUTPUT_MAX_STREAM_SECONDS,
+        // A count's test takes as long as it takes: its output only when asked for.
+        get_server_output: spec.count.is_none()
+            && (time_s + omit_s) * spec.flows().len() as u64 <= SERVER_OUTPUT_MAX_STREAM_SECONDS,
+        bytes: match spec.count {
+            Some(Count::Bytes(b)) => b,
+            _ => 0,
+        },
+        blocks: match spec.count {
+            Some(Count::Blocks(k)) => k,
+            _ => 0,
+        },
         client_version: Some(format!("netsweep {}", env!("CARGO_PKG_VERSION"))),
         tos: spec.tos.unwrap_or(0),
         fqrate_bps: spec.fq_rate_bps.unwrap_or(0),
@@ -382,7 +395,12 @@ fn run_on(
     };
     let streams = session::start_streams(&spec, true, sockets, (start, start), wire)
         .map_err(|e| TestError::new(format!("cannot start stream threads: {e}")))?;
-    let (local, mut error) = drive(
+    let Drove {
+        mut local,
+        mut error,
+        counted_until,
+        shown,
+    } = drive(
         &mut ctrl,
         server,
         &spec,
@@ -390,6 +408,19 @@ fn run_on(
         stop,
         on_interval,
     );
+    // A count's test, as it ran: its grid ends where the count was reached (or the test
+    // stopped), in the slot under way, which every stream kept.
+    let spec = match counted_until {
+        Some(at) => {
+            let ran = as_counted(&spec, at);
+            let slots = ran.timeline().len();
+            for r in &mut local.reports {
+                r.intervals.truncate(slots);
+            }
+            ran
+        }
+        None => spec,
+    };
     let peer = if error.is_none() {
         match exchange(&mut ctrl, server, &spec, &local) {
             Ok(r) => Some(r),
@@ -412,13 +443,21 @@ fn run_on(
         client_sockets,
         ..StartInfo::default()
     };
-    let mut local = local;
     local.cpu.wall_s = start.elapsed().as_secs_f64();
     let mut info = info;
     info.peer_congestion = peer.as_ref().and_then(|p| p.congestion_used.clone());
     let mut result = assemble(&spec, info, &local, peer.as_ref(), error.clone());
     if cfg.server_output {
         result.server_output = peer.and_then(|p| p.server_output);
+    }
+    if counted_until.is_some() {
+        // The slot under way when the count was reached was not shown live.
+        let roles = local_roles(&spec);
+        for iv in result.intervals.iter().skip(shown) {
+            let mut iv = iv.clone();
+            blank_peer_figures(&mut iv, &roles, spec.protocol);
+            on_interval(&iv);
+        }
     }
     if fell_back {
         result.warnings.push(format!(
@@ -505,8 +544,26 @@ fn udp_connect(s: &UdpSocket, data_answers: bool, wait: Duration) -> std::io::Re
     ))
 }
 
-/// Pumps the stream threads until every stream has reported every interval, then says
-/// TEST_END and stops them. Returns this end's reports and the error that ended the test early.
+/// A test with a count, as it ran until `at` on this end's grid: the measured part ends there.
+fn as_counted(spec: &TestSpec, at: Duration) -> TestSpec {
+    let mut ran = spec.clone();
+    ran.duration = at
+        .saturating_sub(spec.warmup())
+        .clamp(Duration::from_micros(1), spec.duration);
+    ran
+}
+
+/// What `drive` hands back: this end's reports, the error that ended the test early, where a
+/// count's test ended on this end's grid, and how many merged intervals were shown live.
+struct Drove {
+    local: Finished,
+    error: Option<String>,
+    counted_until: Option<Duration>,
+    shown: usize,
+}
+
+/// Pumps the stream threads until every stream has reported every interval (or, with a count,
+/// until it is reached), then says TEST_END and stops them.
 fn drive(
     ctrl: &mut TcpStream,
     server: SocketAddr,
@@ -514,7 +571,7 @@ fn drive(
     (streams, start): (session::Streams, Instant),
     stop: &AtomicBool,
     on_interval: &mut dyn FnMut(&Interval),
-) -> (Finished, Option<String>) {
+) -> Drove {
     let roles = local_roles(spec);
     let intervals = spec.timeline().len();
     let mut merger = LiveMerger::new(spec);
@@ -532,13 +589,39 @@ fn drive(
             .zip(emitted)
             .all(|(r, &n)| *r != role || n >= intervals)
     };
+    // With a count: when either direction reached it on this end's grid. Intervals that end
+    // after it are shown from the result, on the grid as it ran.
+    let quotas = streams.quotas.clone();
+    let reached = || {
+        let [sent, received] = quotas.as_ref()?;
+        match (sent.reached(), received.reached()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    };
+    let cut_at = std::cell::Cell::new(None::<Duration>);
+    let mut shown = 0;
     let mut show = |iv: &Interval| {
+        if cut_at.get().is_some_and(|at| iv.end_s > at.as_secs_f64()) {
+            return;
+        }
         let mut iv = iv.clone();
         blank_peer_figures(&mut iv, &roles, spec.protocol);
         on_interval(&iv);
+        shown += 1;
     };
     loop {
         let now = Instant::now();
+        if ended.is_none()
+            && let Some(at) = reached()
+        {
+            // The count is in: TEST_END at once, as iperf3's client says it.
+            cut_at.set(Some(at));
+            if let Err(e) = control::write_state(ctrl, State::TestEnd) {
+                error = Some(format!("{server}: {e}"));
+            }
+            break;
+        }
         if ended.is_none()
             && now >= grid_end
             && (done(&emitted, Role::Sender) || now >= grid_end + SENDERS_GRACE)
@@ -601,9 +684,17 @@ fn drive(
             Err(_) => {}
         }
     }
+    let counted_until = quotas
+        .is_some()
+        .then(|| cut_at.get().unwrap_or_else(|| start.elapsed()));
     streams.stop_and_collect(&mut local);
     local.reports.sort_by_key(|r| r.stream);
-    (local, error)
+    Drove {
+        local,
+        error,
+        counted_until,
+        shown,
+    }
 }
 
 /// After TEST_END: results both ways, then DISPLAY_RESULTS and IPERF_DONE.

@@ -25,7 +25,7 @@ use crate::traffic::iperf3::wire;
 use crate::traffic::result::{
     DirectionResult, Interval, StartInfo, StreamInterval, StreamSummary, TestResult,
 };
-use crate::traffic::spec::{Direction, Flow, Protocol, TestSpec};
+use crate::traffic::spec::{Count, Direction, Flow, Protocol, TestSpec};
 use serde_json::{Map, Value, json};
 use std::net::SocketAddr;
 
@@ -158,9 +158,10 @@ fn test_start(spec: &TestSpec, info: &StartInfo) -> Value {
         "num_streams": spec.streams,
         "blksize": blksize,
         "omit": spec.omit.as_secs(),
-        "duration": spec.duration.as_secs(),
-        "bytes": 0,
-        "blocks": 0,
+        // As iperf3 writes a test that ends at a count: no duration, the count asked for.
+        "duration": if spec.count.is_some() { 0 } else { spec.duration.as_secs() },
+        "bytes": match spec.count { Some(Count::Bytes(b)) => b, _ => 0 },
+        "blocks": match spec.count { Some(Count::Blocks(k)) => k, _ => 0 },
         "reverse": i32::from(spec.direction == Direction::Reverse),
         "tos": spec.tos.unwrap_or(0),
         "target_bitrate": stream_bitrate(spec),

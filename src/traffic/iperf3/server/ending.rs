@@ -2,9 +2,15 @@
 
 use super::*;
 
-/// A test in words for the log: "TCP reverse test, 4 streams, 10 s".
+/// A test in words for the log: "TCP reverse test, 4 streams, 10 s", or with the count that
+/// ends it: "..., until 1048576 bytes".
 pub(super) fn test_words(spec: &TestSpec, params: &Params) -> String {
-    format!("{}, {} s", spec.kind_words(), params.time_s + params.omit_s)
+    let end = match (params.bytes, params.blocks) {
+        (0, 0) => format!("{} s", params.time_s + params.omit_s),
+        (0, k) => format!("until {k} blocks"),
+        (b, _) => format!("until {b} bytes"),
+    };
+    format!("{}, {end}", spec.kind_words())
 }
 
 /// The text an iperf3 client asked for with `--get-server-output`.
