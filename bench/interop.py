@@ -13,12 +13,14 @@ printed it:
 It prints each rate pair and their relative difference, the sender-receiver gap (bytes still in
 socket buffers when the clocks stopped), and the median and worst difference per case over the
 rounds. Cases run interleaved in a fresh random order each round. --busy keeps one core busy
-(a bounded spin loop) for the whole run.
+(a bounded spin loop) for the whole run. --ends count runs the same cases as byte counts (-n,
+about --seconds worth at the case's rate) instead of times; --ends time,count runs both.
 
 Traffic goes to 127.0.0.1 only; every run is bounded by a timeout.
 
     python3 bench/interop.py                               # 3 s runs, 3 rounds, all cases
     python3 bench/interop.py --streams 1,8 --protos tcp --busy
+    python3 bench/interop.py --ends count --busy           # -n instead of -t
 """
 import argparse
 import json
@@ -38,17 +40,23 @@ NS_PORT = "5331"
 # Paced rates per direction (netsweep's -b is the total; iperf3's is per stream).
 PACED_TOTAL = 2e9
 UDP_UNPACED_TOTAL = 4e9
+# What an unpaced TCP test moves per second on loopback here, roughly: sizes its byte count.
+TCP_UNPACED_GUESS = 15e9
 
 
 def rel(a, b):
     return abs(a - b) / max(abs(b), 1e-9)
 
 
-def case_args(proto, streams, paced, reverse, iperf3_client):
-    args = ["-t", str(ARGS.seconds), "-P", str(streams)]
+def case_args(proto, streams, paced, reverse, iperf3_client, end="time"):
+    total = PACED_TOTAL if paced else (UDP_UNPACED_TOTAL if proto == "udp" else 0)
+    if end == "count":
+        count = int((total or TCP_UNPACED_GUESS) * ARGS.seconds / 8)
+        args = ["-n", str(count), "-P", str(streams)]
+    else:
+        args = ["-t", str(ARGS.seconds), "-P", str(streams)]
     if proto == "udp":
         args.append("-u")
-    total = PACED_TOTAL if paced else (UDP_UNPACED_TOTAL if proto == "udp" else 0)
     if total:
         rate = total / streams if iperf3_client else total
         args += ["-b", str(int(rate))]
@@ -113,6 +121,7 @@ def main():
     ap.add_argument("--streams", default="1,8,64,128")
     ap.add_argument("--protos", default="tcp,udp")
     ap.add_argument("--busy", action="store_true", help="keep one core busy throughout")
+    ap.add_argument("--ends", default="time", help="time, count, or time,count")
     ap.add_argument("--seed", type=int, default=None)
     global ARGS
     ARGS = ap.parse_args()
@@ -123,7 +132,8 @@ def main():
             for paced in (False, True):
                 for reverse in (False, True):
                     for roles in ("ns->i3", "i3->ns"):
-                        cases.append((roles, proto, p, paced, reverse))
+                        for end in ARGS.ends.split(","):
+                            cases.append((roles, proto, p, paced, reverse, end))
     procs = []
     try:
         procs.append(subprocess.Popen(["iperf3", "-s", "-J", "-B", HOST, "-p", I3_PORT],
@@ -132,7 +142,7 @@ def main():
                                        "--max-streams", "256"],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         if ARGS.busy:
-            limit = str((ARGS.seconds + 8) * len(cases) * ARGS.rounds + 60)
+            limit = str((ARGS.seconds * 3 + 8) * len(cases) * ARGS.rounds + 60)
             procs.append(subprocess.Popen(["timeout", limit, "sh", "-c", "while :; do :; done"]))
         time.sleep(1)
         diffs = {c: [] for c in cases}
@@ -141,8 +151,8 @@ def main():
             order = cases[:]
             rng.shuffle(order)
             for c in order:
-                roles, proto, p, paced, reverse = c
-                args = case_args(proto, p, paced, reverse, roles == "i3->ns")
+                roles, proto, p, paced, reverse, end = c
+                args = case_args(proto, p, paced, reverse, roles == "i3->ns", end)
                 try:
                     pairs, gap, err = (ns_to_i3 if roles == "ns->i3" else i3_to_ns)(args)
                 except (subprocess.TimeoutExpired, json.JSONDecodeError) as e:
@@ -151,7 +161,7 @@ def main():
                 shown = ", ".join(f"{k} {a / 1e9:.4f} vs {b / 1e9:.4f} Gbit/s"
                                   for k, (a, b) in pairs.items())
                 print(f"round {rnd + 1} {roles} {proto} -P {p} {'paced' if paced else 'unpaced'}"
-                      f"{' -R' if reverse else ''}: {shown or '-'}"
+                      f"{' -R' if reverse else ''}{' -n' if end == 'count' else ''}: {shown or '-'}"
                       + (f"; worst diff {worst * 100:.3f}%" if worst is not None else "")
                       + (f"; sender-receiver gap {gap * 100:.1f}%" if gap is not None else "")
                       + (f"; ERROR {err}" if err else ""), flush=True)
@@ -164,9 +174,10 @@ def main():
               "median sender-receiver gap")
         all_worst = []
         for c in cases:
-            roles, proto, p, paced, reverse = c
+            roles, proto, p, paced, reverse, end = c
             d = diffs[c]
-            name = f"{roles} {proto} -P {p} {'paced' if paced else 'unpaced'}{' -R' if reverse else ''}"
+            name = (f"{roles} {proto} -P {p} {'paced' if paced else 'unpaced'}"
+                    f"{' -R' if reverse else ''}{' -n' if end == 'count' else ''}")
             if not d:
                 print(f"{name:40s} no figures")
                 continue

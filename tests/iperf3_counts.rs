@@ -233,3 +233,36 @@ fn the_text_shows_the_last_partial_interval_on_the_grid_as_it_ran() {
     assert_eq!(ends[ends.len() - 3], summary_end, "{text}");
     assert!(sender.contains("2.00 GBytes"), "{text}");
 }
+
+/// Regression: a count's grid on a netsweep server was the longest test it accepts, whose
+/// interval reports for 64 streams exceeded --max-intervals: iperf3's `-P 64 -n` was refused
+/// with error 37.
+#[test]
+fn an_iperf3_client_counts_with_many_streams_against_a_netsweep_server() {
+    if !common::tool_or_skip(
+        "an_iperf3_client_counts_with_many_streams_against_a_netsweep_server",
+        "iperf3",
+    ) {
+        return;
+    }
+    let _s = serial();
+    let server = TestServer::start(ServerLimits::default());
+    for extra in [&[][..], &["-R"]] {
+        let out = Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &server.addr.port().to_string(), "-J"])
+            .args(["-P", "64", "-n", "300M", "-i", "0"])
+            .args(extra)
+            .output()
+            .expect("iperf3 -c");
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("iperf3's document");
+        assert!(doc.get("error").is_none(), "{extra:?}: {doc:#}");
+        // iperf3's client ends when it has sent (forward) or received (-R) the count.
+        let counted = if extra.is_empty() {
+            "sum_sent"
+        } else {
+            "sum_received"
+        };
+        assert!(bytes(&doc, counted) >= 300 << 20, "{extra:?}: {doc:#}");
+        assert!(bytes(&doc, "sum_received") >= 150 << 20, "{extra:?}: {doc:#}");
+    }
+}

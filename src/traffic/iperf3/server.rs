@@ -261,10 +261,15 @@ pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> 
         Duration::from_secs(p.time_s)
     } else {
         // -n/-k: the client sends until its count, then says TEST_END; the grid is the
-        // longest test this server accepts, warm-up included.
+        // longest test this server accepts, warm-up included, and no longer than its streams'
+        // interval reports fit under --max-intervals (64 streams at 1 s intervals: 3125 s).
+        let flows = u64::from(p.parallel.max(1)) * if p.bidirectional { 2 } else { 1 };
+        let fits = Duration::from_secs(limits.max_interval_records / flows)
+            .saturating_sub(Duration::from_secs(p.omit_s + 1) + END_GRACE);
         limits
             .max_duration
             .saturating_sub(Duration::from_secs(p.omit_s))
+            .min(fits)
             .max(Duration::from_secs(1))
     };
     let omit = Duration::from_secs(p.omit_s);
@@ -775,6 +780,30 @@ mod tests {
         )
         .expect("-n with -R is served");
         assert_eq!(reverse_count.direction, Direction::Reverse);
+        // Regression: with many streams, a count's grid of the longest test accepted held more
+        // interval reports than --max-intervals, and -P 64 -n was refused (code 37). The grid
+        // is as long as the reports fit.
+        for (parallel, bidirectional) in [(64, false), (128, true)] {
+            let many = ServerLimits {
+                max_streams: 128,
+                max_rate_bps: 0.0,
+                ..ServerLimits::default()
+            };
+            let counted = spec_for(
+                &Params {
+                    parallel,
+                    bidirectional,
+                    time_s: 0,
+                    bytes: 1 << 30,
+                    bandwidth_bps: 0,
+                    ..p.clone()
+                },
+                &many,
+            )
+            .expect("a count with many streams is served");
+            assert!(counted.interval_records() <= many.max_interval_records);
+            assert!(counted.duration >= Duration::from_secs(700), "{counted:?}");
+        }
         assert_eq!(
             refuse(Params {
                 mptcp: true,
