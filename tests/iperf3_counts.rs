@@ -249,7 +249,13 @@ fn an_iperf3_client_counts_with_many_streams_against_a_netsweep_server() {
     let server = TestServer::start(ServerLimits::default());
     for extra in [&[][..], &["-R"]] {
         let out = Command::new("iperf3")
-            .args(["-c", "127.0.0.1", "-p", &server.addr.port().to_string(), "-J"])
+            .args([
+                "-c",
+                "127.0.0.1",
+                "-p",
+                &server.addr.port().to_string(),
+                "-J",
+            ])
             .args(["-P", "64", "-n", "300M", "-i", "0"])
             .args(extra)
             .output()
@@ -263,6 +269,9 @@ fn an_iperf3_client_counts_with_many_streams_against_a_netsweep_server() {
             "sum_received"
         };
         assert!(bytes(&doc, counted) >= 300 << 20, "{extra:?}: {doc:#}");
-        assert!(bytes(&doc, "sum_received") >= 150 << 20, "{extra:?}: {doc:#}");
+        assert!(
+            bytes(&doc, "sum_received") >= 150 << 20,
+            "{extra:?}: {doc:#}"
+        );
     }
 }

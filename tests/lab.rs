@@ -582,7 +582,7 @@ fn sigterm_while_a_lab_campaign_starts_leaves_nothing() {
             .spawn()
             .unwrap();
         // A campaign names its lab after its process id.
-        let lab = format!("r{}", child.id() % 100_000_000);
+        let lab = format!("r{}", child.id() % 10_000_000);
         let _down = common::LabDown(lab.clone());
         std::thread::sleep(Duration::from_millis(ms));
         if netsweep::platform::netns::exists(&format!("nsw-{lab}-a")) {

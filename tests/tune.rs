@@ -743,7 +743,7 @@ fn a_lab_plan_whose_profile_changes_host_wide_keys_is_refused_before_any_run() {
     let dir = tempfile::tempdir().unwrap();
     let (child, db, _) = start_lab_campaign(dir.path(), "large-buffers");
     // The runner names its lab after its pid (other tests make namespaces at the same time).
-    let lab = format!("nsw-r{}-", child.id() % 100_000_000);
+    let lab = format!("nsw-r{}-", child.id() % 10_000_000);
     let out = child.wait_with_output().unwrap();
     let t = text(&out);
     assert_eq!(out.status.code(), Some(2), "{t}");
@@ -844,7 +844,7 @@ fn resume_after_kill_9_of_a_lab_campaign_removes_its_lab_and_restores_its_tuning
     wait_for_journal(&runtime);
     child.kill().unwrap();
     child.wait().unwrap();
-    let lab = format!("r{}", pid % 100_000_000);
+    let lab = format!("r{}", pid % 10_000_000);
     let ns_a = format!("nsw-{lab}-a");
     let netns_list = || {
         let out = Command::new("ip").args(["netns", "list"]).output().unwrap();
@@ -983,7 +983,7 @@ fn check_refuses_a_read_only_key_on_a_namespace_lab_with_the_true_reason() {
         .spawn()
         .unwrap();
     // The runner names its lab after its pid (other tests make namespaces at the same time).
-    let lab = format!("nsw-r{}-", child.id() % 100_000_000);
+    let lab = format!("nsw-r{}-", child.id() % 10_000_000);
     let out = child.wait_with_output().unwrap();
     let t = text(&out);
     // Detected, not assumed: a kernel where the key is the namespace's own may accept it.

@@ -231,13 +231,18 @@ fn a_campaign_sweeps_nic_models_of_a_guest() {
         .spawn()
         .unwrap();
     // The runner names its lab after its PID (src/app/campaign.rs).
-    let lab = format!("r{}", child.id() % 100_000_000);
+    let lab = format!("r{}", child.id() % 10_000_000);
     let out = child.wait_with_output().unwrap();
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
     assert!(
         text.contains("QEMU guest") && text.contains("nic=rtl8139"),
+        "{text}"
+    );
+    // One guest per NIC model, booted together and kept for the campaign (no reboot per run).
+    assert!(
+        text.contains("kept running while memory allows: 2 up"),
         "{text}"
     );
     let conn = rusqlite::Connection::open(&db).unwrap();
@@ -296,10 +301,13 @@ fn a_campaign_sweeps_nic_models_of_a_guest() {
         html.contains("nic=rtl8139, as a libvirt guest (doctor --libvirt-xml)"),
         "libvirt advice missing from the report"
     );
-    // Nothing of that lab is left: namespaces, and no QEMU with its pidfile.
-    assert_namespaces_gone(&lab, "");
-    let pidfile = std::path::Path::new(netsweep::lab::STATE_DIR).join(format!("{lab}.qemu.pid"));
-    assert!(!pidfile.exists(), "{} left", pidfile.display());
+    // Nothing of either lab is left: namespaces, and no QEMU with its pidfile.
+    for lab in [lab.clone(), format!("{lab}1")] {
+        assert_namespaces_gone(&lab, "");
+        let pidfile =
+            std::path::Path::new(netsweep::lab::STATE_DIR).join(format!("{lab}.qemu.pid"));
+        assert!(!pidfile.exists(), "{} left", pidfile.display());
+    }
 }
 
 /// Ctrl-C on `netsweep lab test --vm b`, while the guest boots and while the test runs, leaves
@@ -605,7 +613,7 @@ fn ctrl_c_during_a_guest_to_guest_campaign_stops_at_once() {
         .spawn()
         .unwrap();
     // A campaign names its lab after its process id.
-    let lab = format!("r{}", child.id() % 100_000_000);
+    let lab = format!("r{}", child.id() % 10_000_000);
     let names = netsweep::lab::LabNames::new(&lab).unwrap();
     let (ns, tap) = (
         names.namespace(netsweep::lab::Host::A),
@@ -816,7 +824,7 @@ fn a_kill_while_the_guest_image_is_written_leaves_no_temp_file() {
     );
     let pid = child.id();
     common::kill9(&mut child);
-    assert_eq!(temps(), vec![format!("initrd.tmp{pid}")]);
+    assert_eq!(temps(), vec![format!("initrd.tmp{pid}-0")]);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
         .args(["lab", "vm-image"])
         .env("NETSWEEP_VM_DIR", vm_dir)
@@ -854,7 +862,7 @@ fn sigterm_while_a_guest_lab_campaign_is_built_leaves_nothing() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let lab = format!("r{}", child.id() % 100_000_000);
+        let lab = format!("r{}", child.id() % 10_000_000);
         let _down = common::LabDown(lab.clone());
         std::thread::sleep(Duration::from_millis(ms));
         saw_qemu |= qemu_of_lab_runs(&lab);
@@ -872,4 +880,54 @@ fn sigterm_while_a_guest_lab_campaign_is_built_leaves_nothing() {
         assert!(!pidfile.exists(), "{} left", pidfile.display());
     }
     assert!(saw_qemu, "no signal arrived while the guest was booting");
+}
+
+/// A campaign sweeping NIC models boots one guest per model at once: SIGTERM while they boot
+/// together, or once they run, leaves nothing of any of their labs.
+#[test]
+fn sigterm_while_guests_boot_together_leaves_nothing() {
+    if !ready("sigterm_while_guests_boot_together_leaves_nothing") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("nics.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"lab\"\nvm = \"b\"\n[test]\nduration = \"2s\"\n\
+         [matrix]\nnic = [\"virtio\", \"e1000\", \"rtl8139\"]\n[repeat]\ncount = 1\n",
+    )
+    .unwrap();
+    let state_dir = std::path::Path::new(netsweep::lab::STATE_DIR);
+    let mut saw_two = false;
+    for (i, ms) in [1500u64, 9000].into_iter().enumerate() {
+        let db = dir.path().join(format!("n{i}.db"));
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let base = format!("r{}", child.id() % 10_000_000);
+        let labs = [base.clone(), format!("{base}1"), format!("{base}2")];
+        let _down: Vec<common::LabDown> = labs.iter().map(|l| common::LabDown(l.clone())).collect();
+        std::thread::sleep(Duration::from_millis(ms));
+        saw_two |= labs.iter().filter(|l| qemu_of_lab_runs(l)).count() >= 2;
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        common::wait_bounded(
+            &mut child,
+            Duration::from_secs(60),
+            "the signalled campaign",
+        );
+        for lab in &labs {
+            let left = common::lab_leftovers(lab, state_dir);
+            assert!(left.is_empty(), "SIGTERM after {ms} ms left {left:?}");
+            assert!(
+                !qemu_of_lab_runs(lab),
+                "SIGTERM after {ms} ms left QEMU of {lab}"
+            );
+        }
+    }
+    assert!(saw_two, "never saw two guests running at once");
 }

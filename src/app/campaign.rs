@@ -25,7 +25,8 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
         // A campaign killed before (kill -9) left its lab and the tuning inside it.
         super::lab::reap(std::path::Path::new(crate::lab::STATE_DIR));
     }
-    let lab_name = format!("r{}", std::process::id() % 100_000_000);
+    // Eight characters at most: a campaign keeping several labs appends a digit (`pool`).
+    let lab_name = format!("r{}", std::process::id() % 10_000_000);
     let lab = |path: &crate::lab::PathConfig, emulator| -> anyhow::Result<Box<dyn Executor>> {
         let opts = LabOptions {
             emulator,
@@ -34,9 +35,17 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
             interrupt: Some(signals::flag()),
             ..LabOptions::default()
         };
+        // The other paths the campaign sweeps: a lab target boots their guests at once.
+        let others: Vec<crate::lab::PathConfig> = plan
+            .configurations()
+            .iter()
+            .filter_map(|c| plan.path_for(c)?.ok())
+            .filter(|p| p != path)
+            .collect();
         Ok(Box::new(LabExecutor::start(
             &lab_name,
             path.clone(),
+            &others,
             &opts,
         )?))
     };

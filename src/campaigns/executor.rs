@@ -4,12 +4,15 @@
 
 use crate::campaigns::plan::Plan;
 use crate::campaigns::runner::{self, ExecOutcome, Executor};
-use crate::lab::{Host, Lab, LabOptions, LabServer, PathConfig};
+use crate::lab::{Host, Lab, LabOptions, PathConfig};
+
+mod pool;
 use crate::traffic::client::{self, ClientConfig, PeerProtocol};
 use crate::traffic::result::TestResult;
 use crate::traffic::spec::{ServerLimits, TestSpec};
 use crate::{host::counters, host::hostfacts, traffic::server};
 use anyhow::Context;
+use pool::{LabPool, Switch};
 use serde_json::json;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
@@ -134,63 +137,101 @@ impl Executor for LoopbackExecutor {
     }
 }
 
-/// A temporary lab: netsweep's server on host b, the client on host a.
+/// A temporary lab: netsweep's server on host b, the client on host a. A path with a guest
+/// keeps its lab while memory allows (`pool`).
 pub struct LabExecutor {
-    server: Option<LabServer>,
-    lab: Option<Lab>,
-    name: String,
-    opts: LabOptions,
+    labs: LabPool,
     /// Each guest booted so far, by its NIC: its state and its own doctor's findings.
     guests: serde_json::Map<String, serde_json::Value>,
 }
 
 impl LabExecutor {
-    pub fn start(name: &str, path: PathConfig, opts: &LabOptions) -> anyhow::Result<LabExecutor> {
-        let lab = Lab::up(name, path, opts)?;
-        let server = Self::serve(&lab).map_err(anyhow::Error::msg)?;
+    /// The lab of `path` in use, and at once those of `others` (the other paths the campaign
+    /// will use) that need guests of their own, while memory allows (`pool`).
+    pub fn start(
+        name: &str,
+        path: PathConfig,
+        others: &[PathConfig],
+        opts: &LabOptions,
+    ) -> anyhow::Result<LabExecutor> {
+        // Each guest's warm-up and facts as soon as it is up, while the others boot (nothing
+        // is measured yet).
+        let welcome = |lab: &Lab| {
+            warm_up(lab);
+            guest_facts(lab)
+        };
+        let (labs, facts, problems) = LabPool::start(name, path, others, opts, &welcome)?;
+        for p in problems {
+            crate::errln!("netsweep: {p} (tried again when a run needs it)");
+        }
         let mut exec = LabExecutor {
-            server,
-            lab: Some(lab),
-            name: name.to_string(),
-            opts: opts.clone(),
+            labs,
             guests: serde_json::Map::new(),
         };
-        exec.note_guest();
+        for (k, v) in facts.into_iter().flatten() {
+            exec.guests.entry(k).or_insert(v);
+        }
         Ok(exec)
     }
 
-    /// The running guest's facts: its state and what its own doctor says (run inside it).
-    fn guest_facts(&self) -> Option<(String, serde_json::Value)> {
-        let g = self.lab().guest()?;
-        let doctor = self
-            .lab()
-            .exec_in_guest(
-                Host::B,
-                &["netsweep".into(), "doctor".into(), "--json".into()],
-            )
-            .ok()
-            .and_then(|(out, _)| serde_json::from_str::<serde_json::Value>(&out).ok())
-            .unwrap_or(serde_json::Value::Null);
-        Some((
-            g.spec.nic.name().to_string(),
-            json!({ "guest": serde_json::to_value(g).unwrap_or_default(), "doctor": doctor }),
-        ))
+    /// Labs up at once (one per path with a guest, while memory allows).
+    pub fn labs_up(&self) -> usize {
+        self.labs.len()
     }
+}
 
-    /// Keeps the facts of a newly booted guest, once per NIC model.
-    fn note_guest(&mut self) {
+/// A lab's guest's facts: its state and what its own doctor says (run inside it).
+fn guest_facts(lab: &Lab) -> Option<(String, serde_json::Value)> {
+    let g = lab.guest()?;
+    let doctor = lab
+        .exec_in_guest(
+            Host::B,
+            &["netsweep".into(), "doctor".into(), "--json".into()],
+        )
+        .ok()
+        .and_then(|(out, _)| serde_json::from_str::<serde_json::Value>(&out).ok())
+        .unwrap_or(serde_json::Value::Null);
+    Some((
+        g.spec.nic.name().to_string(),
+        json!({ "guest": serde_json::to_value(g).unwrap_or_default(), "doctor": doctor }),
+    ))
+}
+
+/// A short test from host a to a new guest, not measured: under TCG a guest's first test runs
+/// its server's code for the first time, which QEMU translates then (about 2 s here); done for
+/// every guest at once before the first run, that time leaves the runs and overlaps.
+fn warm_up(lab: &Lab) {
+    if lab.guest().is_none() || lab.guest_at(Host::A).is_some() {
+        return;
+    }
+    let addr = SocketAddr::new(Host::B.address(), crate::traffic::protocol::DEFAULT_PORT);
+    let mut spec = TestSpec::tcp(Duration::from_millis(200));
+    spec.calibration = Duration::ZERO;
+    let _ = lab.run_in(Host::A, || {
+        client::run_test(
+            &ClientConfig::new(addr),
+            &spec,
+            &AtomicBool::new(false),
+            &mut |_| {},
+        )
+    });
+}
+
+impl LabExecutor {
+    /// Readies the lab just built for runs: warms its guest, and keeps the guest's facts once
+    /// per NIC model.
+    fn welcome(&mut self) {
+        warm_up(self.lab());
         let nic = self.lab().guest().map(|g| g.spec.nic.name().to_string());
         if nic.is_some_and(|n| !self.guests.contains_key(&n))
-            && let Some((k, v)) = self.guest_facts()
+            && let Some((k, v)) = guest_facts(self.lab())
         {
             self.guests.insert(k, v);
         }
     }
 
     fn lab(&self) -> &Lab {
-        self.lab
-            .as_ref()
-            .unwrap_or_else(|| unreachable!("the lab lives as long as the executor"))
+        self.labs.lab()
     }
 
     /// Each host's kernel counters: a namespace's read here, a guest's read inside it through
@@ -248,24 +289,6 @@ impl LabExecutor {
             }
         }
     }
-
-    /// Starts netsweep's server on host b, unless host b is a guest (its init starts one).
-    fn serve(lab: &Lab) -> Result<Option<LabServer>, String> {
-        if lab.guest().is_some() {
-            return Ok(None);
-        }
-        lab.start_server(Host::B, ServerLimits::default())
-            .map(Some)
-            .map_err(|e| format!("cannot start the server in the lab: {e:#}"))
-    }
-}
-
-impl Drop for LabExecutor {
-    fn drop(&mut self) {
-        // The server thread first, then the namespaces it lives in.
-        drop(self.server.take());
-        drop(self.lab.take());
-    }
 }
 
 impl Executor for LabExecutor {
@@ -276,13 +299,15 @@ impl Executor for LabExecutor {
             .guest()
             .map(|g| {
                 format!(
-                    "; {}: {}; first with a {} (a swept nic reboots it with each model)",
+                    "; {}: {}; first with a {} (each NIC model or path swept gets a guest of its \
+                     own, kept running while memory allows: {} up)",
                     match lab.guest_at(Host::A) {
                         Some(_) => "hosts a and b (guest to guest)",
                         None => "host b",
                     },
                     g.machine(),
-                    g.nic()
+                    g.nic(),
+                    self.labs.len()
                 )
             })
             .unwrap_or_default();
@@ -333,22 +358,19 @@ impl Executor for LabExecutor {
             .collect()
     }
 
+    fn path(&self) -> Option<PathConfig> {
+        Some(self.lab().path().clone())
+    }
+
     fn set_path(&mut self, path: &PathConfig) -> Result<bool, String> {
-        if self.lab.as_ref().map(Lab::path) == Some(path) {
-            return Ok(false);
-        }
-        // The server thread first, then the namespaces it lives in; then the new lab.
-        drop(self.server.take());
-        if let Some(old) = self.lab.take() {
-            old.down()
-                .map_err(|e| format!("cannot take the lab down: {e:#}"))?;
-        }
-        let lab = Lab::up(&self.name, path.clone(), &self.opts)
-            .map_err(|e| format!("cannot rebuild the lab: {e:#}"))?;
-        self.server = Self::serve(&lab)?;
-        self.lab = Some(lab);
-        self.note_guest();
-        Ok(true)
+        Ok(match self.labs.switch(path)? {
+            Switch::Same => false,
+            Switch::ToRunning => true,
+            Switch::ToNew => {
+                self.welcome();
+                true
+            }
+        })
     }
 
     fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {

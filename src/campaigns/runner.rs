@@ -53,8 +53,13 @@ pub trait Executor {
     fn tuning_targets(&self) -> Vec<crate::host::tuning::Target> {
         vec![crate::host::tuning::Target::Local]
     }
-    /// Gives the lab this path (a `[matrix]` path setting such as `queue`); returns whether
-    /// the lab was rebuilt (which resets the tuning inside it).
+    /// The path of the lab in use, for targets that have one.
+    fn path(&self) -> Option<crate::lab::PathConfig> {
+        None
+    }
+    /// Gives the lab this path (a `[matrix]` path setting such as `queue`): another lab, or
+    /// the same one rebuilt; returns whether the lab in use changed (its tuning targets then
+    /// are another lab's, or a rebuilt one's without the tuning).
     fn set_path(&mut self, _path: &crate::lab::PathConfig) -> Result<bool, String> {
         Err("this target has no lab path to change (path settings need a lab)".into())
     }
@@ -273,10 +278,13 @@ pub fn run_campaign(
         let t0 = Instant::now();
         let cfg = &configs[pos];
         let started_unix = now_unix();
-        let tuned = match (&mut tuner, profile_of(cfg)) {
-            (Some(t), Some(p)) => t.switch(&p),
-            _ => Ok(()),
-        };
+        // The lab first (its tuning targets may change with it), then the profile on them.
+        let tuned = switch_path(plan, cfg, exec, tuner.as_mut()).and_then(|()| {
+            match (&mut tuner, profile_of(cfg)) {
+                (Some(t), Some(p)) => t.switch(&p),
+                _ => Ok(()),
+            }
+        });
         let tuning_json = tuner.as_ref().map(|t| t.values().to_string());
         // The host's CPUs around the test: a run on a saturated host measures the host.
         let cpu_before = crate::platform::cputime::read(std::path::Path::new("/proc"));
@@ -284,10 +292,7 @@ pub fn run_campaign(
             result,
             mut counters,
             engine_time: test_time,
-        } = match tuned
-            .and_then(|_| user.switch(plan, &cfg.dims, exec))
-            .and_then(|_| switch_path(plan, cfg, exec, tuner.as_mut()))
-        {
+        } = match tuned.and_then(|_| user.switch(plan, &cfg.dims, exec)) {
             Ok(()) => run_configuration(plan, cfg, exec, stop),
             Err(e) => ExecOutcome::failed(e),
         };
@@ -462,9 +467,10 @@ fn profile_groups(plan: &Plan, configs: &[ConfigRow]) -> Vec<usize> {
         .collect()
 }
 
-/// Runs one configuration's test, or records why its spec is invalid.
-/// Rebuilds the lab when this configuration's path settings differ from the current ones, then
-/// puts the configuration's tuning profile back into the new namespaces.
+/// Gives the lab this configuration's path settings when they differ from the lab in use:
+/// the tuning goes back first, while the lab it was applied to still exists (a lab kept for
+/// its guest stays up, a rebuilt one does not), and the tuner then works on the targets of the
+/// lab in use, where the caller applies the configuration's profile.
 fn switch_path(
     plan: &Plan,
     cfg: &ConfigRow,
@@ -474,11 +480,20 @@ fn switch_path(
     let Some(path) = plan.path_for(&cfg.dims) else {
         return Ok(());
     };
-    if exec.set_path(&path?)?
-        && let (Some(t), Some(p)) = (tuner, profile_of(cfg))
-    {
-        t.current = None;
-        t.switch(&p)?;
+    let path = path?;
+    if exec.path().as_ref() == Some(&path) {
+        return Ok(());
+    }
+    let mut tuner = tuner;
+    if let Some(t) = tuner.as_deref_mut() {
+        let errors = t.restore_all();
+        if !errors.is_empty() {
+            return Err(errors.join("; "));
+        }
+    }
+    exec.set_path(&path)?;
+    if let Some(t) = tuner {
+        t.targets = exec.tuning_targets();
     }
     Ok(())
 }

@@ -90,8 +90,11 @@ pub fn prepare(dir: &Path, netsweep: &Path, log: &dyn Fn(&str)) -> anyhow::Resul
     let entries = initramfs(&dir.join("kernel/modules"), netsweep)?;
     // What a process killed while writing left (its own name, so never removed).
     remove_stale_temp(dir);
-    // A name of this process's own: two labs may prepare the image at once.
-    let tmp = initrd.with_extension(format!("tmp{}", std::process::id()));
+    // A name of this process's and this call's own: two labs may prepare the image at once,
+    // from two processes or from two threads of one (a campaign booting its guests together).
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = initrd.with_extension(format!("tmp{}-{call}", std::process::id()));
     std::fs::write(&tmp, cpio::archive(&entries))
         .with_context(|| format!("cannot write {}", tmp.display()))?;
     crate::lab::test_pause("image-written");
@@ -108,7 +111,7 @@ pub fn prepare(dir: &Path, netsweep: &Path, log: &dyn Fn(&str)) -> anyhow::Resul
 /// writing one takes well under a second.
 const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// Removes `initrd.tmpPID` files of processes that no longer run (or older than
+/// Removes `initrd.tmpPID` (and `initrd.tmpPID-N`) files of processes that no longer run (or older than
 /// `STALE_TEMP`): left by a kill while the image was written. Returns the removed names.
 pub fn remove_stale_temp(dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -119,6 +122,7 @@ pub fn remove_stale_temp(dir: &Path) -> Vec<String> {
         let name = e.file_name().to_string_lossy().into_owned();
         let Some(pid) = name
             .strip_prefix("initrd.tmp")
+            .and_then(|p| p.split('-').next())
             .and_then(|p| p.parse::<u32>().ok())
         else {
             continue;
@@ -336,6 +340,12 @@ while [ $i -lt 600 ]; do
   case "$L" in *":$PORT "*) [ -z "$CTL" ] && break; case "$L" in *":{exec_port} "*) break ;; esac ;; esac
   sleep 0.1; i=$((i+1))
 done
+# And once the NIC has a link: an emulated e1000 reports it about 2 s after it is set up (its
+# driver's link watchdog), and until then no test gets through (at most 10 s).
+i=0
+while [ "$(cat /sys/class/net/eth0/carrier 2>/dev/null)" != 1 ] && [ $i -lt 200 ]; do
+  sleep 0.05; i=$((i+1))
+done
 echo "netsweep-guest: ready"
 while true; do sleep 3600; done
 "#
@@ -414,13 +424,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         // Above any pid_max Linux allows: no such process.
         let dead = dir.path().join("initrd.tmp4999999");
-        let own = dir.path().join(format!("initrd.tmp{}", std::process::id()));
+        // One of a thread's own calls (a campaign booting guests at once).
+        let dead_call = dir.path().join("initrd.tmp4999998-3");
+        let own = dir
+            .path()
+            .join(format!("initrd.tmp{}-0", std::process::id()));
         let other = dir.path().join("initrd.cpio");
-        for f in [&dead, &own, &other] {
+        for f in [&dead, &dead_call, &own, &other] {
             std::fs::write(f, b"x").unwrap();
         }
-        assert_eq!(remove_stale_temp(dir.path()), vec!["initrd.tmp4999999"]);
-        assert!(!dead.exists() && own.exists() && other.exists());
+        let mut removed = remove_stale_temp(dir.path());
+        removed.sort();
+        assert_eq!(removed, vec!["initrd.tmp4999998-3", "initrd.tmp4999999"]);
+        assert!(!dead.exists() && !dead_call.exists() && own.exists() && other.exists());
     }
 
     #[test]
