@@ -68,20 +68,7 @@ impl LabPool {
             clock: 0,
             mem_available: read_mem_available,
         };
-        let mut wanted = vec![(base.to_string(), path.clone())];
-        let mut budget = (pool.mem_available)().map_or(0, |a| a / 2);
-        for p in others {
-            let need = lab_memory_mib(p);
-            if p.guest.is_none()
-                || need > budget
-                || wanted.len() >= MAX_LABS
-                || wanted.iter().any(|(_, w)| w == p)
-            {
-                continue;
-            }
-            budget -= need;
-            wanted.push((lab_name(base, wanted.len()), p.clone()));
-        }
+        let wanted = to_build(base, &path, others, (pool.mem_available)());
         let opts = &pool.opts;
         let built: Vec<anyhow::Result<(Lab, T)>> = std::thread::scope(|scope| {
             let running: Vec<_> = wanted
@@ -202,6 +189,34 @@ impl Drop for LabPool {
     }
 }
 
+/// The labs to build at the start, with their names: `path`'s, then those of `others` that
+/// have guests (each once), while they fit in half of `available` MiB beside `path`'s and
+/// `MAX_LABS` allows.
+fn to_build(
+    base: &str,
+    path: &PathConfig,
+    others: &[PathConfig],
+    available: Option<u64>,
+) -> Vec<(String, PathConfig)> {
+    let mut wanted = vec![(base.to_string(), path.clone())];
+    let mut budget = available
+        .map_or(0, |a| a / 2)
+        .saturating_sub(lab_memory_mib(path));
+    for p in others {
+        let need = lab_memory_mib(p);
+        if p.guest.is_none()
+            || need > budget
+            || wanted.len() >= MAX_LABS
+            || wanted.iter().any(|(_, w)| w == p)
+        {
+            continue;
+        }
+        budget -= need;
+        wanted.push((lab_name(base, wanted.len()), p.clone()));
+    }
+    wanted
+}
+
 /// Starts netsweep's server on host b, unless host b is a guest (its init starts one).
 fn serve(lab: &Lab) -> Result<Option<LabServer>, String> {
     if lab.guest().is_some() {
@@ -294,6 +309,38 @@ mod tests {
         assert!(!room_for_another(Some(1 << 20), 384, MAX_LABS));
         // A system that does not say keeps one guest lab at a time.
         assert!(!room_for_another(None, 384, 1));
+    }
+
+    #[test]
+    fn the_labs_built_at_the_start_are_each_guest_path_once_within_memory() {
+        let nic = |n: &str| PathConfig {
+            guest: Some(crate::lab::vm::guest::GuestSpec {
+                nic: crate::lab::vm::NicModel::parse(n).unwrap(),
+                ..Default::default()
+            }),
+            ..PathConfig::default()
+        };
+        let (virtio, e1000, rtl) = (nic("virtio"), nic("e1000"), nic("rtl8139"));
+        let names = |w: Vec<(String, PathConfig)>| -> Vec<String> {
+            w.into_iter().map(|(n, _)| n).collect()
+        };
+        // The first path's lab, then each other guest path once, named in turn.
+        let others = [e1000.clone(), virtio.clone(), rtl.clone(), e1000.clone()];
+        let all = to_build("r42", &virtio, &others, Some(24_000));
+        assert_eq!(names(all.clone()), ["r42", "r421", "r422"]);
+        assert_eq!(all[2].1, rtl);
+        // 384 MiB each: half of 1600 MiB holds the first and one more.
+        assert_eq!(
+            names(to_build("r42", &virtio, &others, Some(1600))),
+            ["r42", "r421"]
+        );
+        // Unknown memory, or paths without guests: the first lab alone.
+        assert_eq!(names(to_build("r42", &virtio, &others, None)), ["r42"]);
+        let plain = [PathConfig::default()];
+        assert_eq!(
+            names(to_build("r42", &virtio, &plain, Some(24_000))),
+            ["r42"]
+        );
     }
 
     #[test]
