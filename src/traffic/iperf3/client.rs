@@ -599,10 +599,12 @@ fn drive(
             (a, b) => a.or(b),
         }
     };
-    let cut_at = std::cell::Cell::new(None::<Duration>);
+    let mut cut_at = None::<Duration>;
     let mut shown = 0;
     let mut show = |iv: &Interval| {
-        if cut_at.get().is_some_and(|at| iv.end_s > at.as_secs_f64()) {
+        // An interval that closed after the count was reached ends earlier on the grid as it
+        // ran: it is shown from the result.
+        if reached().is_some_and(|at| iv.end_s > at.as_secs_f64()) {
             return;
         }
         let mut iv = iv.clone();
@@ -616,7 +618,7 @@ fn drive(
             && let Some(at) = reached()
         {
             // The count is in: TEST_END at once, as iperf3's client says it.
-            cut_at.set(Some(at));
+            cut_at = Some(at);
             if let Err(e) = control::write_state(ctrl, State::TestEnd) {
                 error = Some(format!("{server}: {e}"));
             }
@@ -686,7 +688,7 @@ fn drive(
     }
     let counted_until = quotas
         .is_some()
-        .then(|| cut_at.get().unwrap_or_else(|| start.elapsed()));
+        .then(|| cut_at.unwrap_or_else(|| start.elapsed()));
     streams.stop_and_collect(&mut local);
     local.reports.sort_by_key(|r| r.stream);
     Drove {
