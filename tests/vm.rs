@@ -230,7 +230,7 @@ fn a_campaign_sweeps_nic_models_of_a_guest() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The runner names its lab after its PID (src/app/campaign.rs).
+    // The runner names its lab after its PID (src/app/run.rs).
     let lab = format!("r{}", child.id() % 10_000_000);
     let out = child.wait_with_output().unwrap();
     let text =

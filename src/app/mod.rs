@@ -1,13 +1,16 @@
 //! What each subcommand does: wires the library together and prints. Called by `main`, which
 //! maps the outcome to an exit code.
 
-mod campaign;
+mod compare;
 mod db;
 mod doctor;
 mod explain;
 mod export;
+mod import;
 pub(crate) mod lab;
 mod pscheduler;
+mod report;
+mod run;
 mod stats;
 mod tune;
 
@@ -32,13 +35,13 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Client(a) => run_client(&a),
         Command::Lab(c) => lab::run(c),
         Command::Stats(a) => stats::run(&a),
-        Command::Run(a) => campaign::run(&a),
-        Command::Compare(a) => campaign::compare(&a),
+        Command::Run(a) => run::run(&a),
+        Command::Compare(a) => compare::compare(&a),
         Command::Explain(a) => explain::run(&a),
-        Command::Export(a) => campaign::export(&a),
-        Command::Import(a) => campaign::import(&a),
-        Command::Migrate(a) => campaign::migrate(&a),
-        Command::Report(a) => campaign::report(&a),
+        Command::Export(a) => export::export(&a),
+        Command::Import(a) => import::import(&a),
+        Command::Migrate(a) => db::migrate(&a),
+        Command::Report(a) => report::report(&a),
         Command::Doctor(a) => doctor::run(&a),
         Command::Tune(c) => tune::run(c),
         Command::Pscheduler { method } => pscheduler::run(method),

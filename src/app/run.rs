@@ -1,23 +1,20 @@
-//! `netsweep run`, `compare`, `export` and `import`.
+//! `netsweep run`: a campaign from its plan, stored as it runs, with its summary and answer.
 
+use crate::app::report::write_report;
 use crate::campaigns::campaign::{self, Metric};
 use crate::campaigns::executor::{AddressExecutor, LabExecutor, LoopbackExecutor};
 use crate::campaigns::plan::{Plan, Target};
 use crate::campaigns::runner::{self, Executor, Progress};
-use crate::campaigns::store::{CampaignRow, NewRun, RunnerLock, Store};
-use crate::cli::{CompareArgs, ExportArgs, ImportArgs, More, RunArgs, pairs};
+use crate::campaigns::store::{CampaignRow, RunnerLock, Store};
+use crate::cli::{More, RunArgs};
+use crate::inputs;
 use crate::lab::LabOptions;
-use crate::platform::clock::now_unix;
+use crate::platform::signals;
 use crate::units::BitRate;
-use crate::{analysis::ministat, platform::signals};
-use crate::{inputs, traffic::iperf3};
 use anyhow::{Context, bail};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::ExitCode;
-
-mod stored;
-pub use stored::*;
 
 /// Builds the executor of a plan's target; this is also the reachability check.
 fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {

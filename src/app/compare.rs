@@ -1,0 +1,101 @@
+//! `netsweep compare`: a stored campaign's runs compared along one dimension.
+
+use crate::analysis::ministat;
+use crate::app::db::{campaign_id, open_existing};
+use crate::campaigns::campaign::{self, Metric};
+use crate::campaigns::plan::Plan;
+use crate::cli::{CompareArgs, pairs};
+use anyhow::{Context, bail};
+use std::process::ExitCode;
+
+pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let store = open_existing(&a.db)?;
+    let campaign = campaign_id(&store, a.campaign, &a.db)?;
+    let metric =
+        Metric::parse(&a.metric).with_context(|| format!("--metric {} is not known", a.metric))?;
+    let filters = pairs(&a.filters, "--where")?;
+    let configs = store.configurations(campaign)?;
+    let dims: Vec<String> = configs
+        .first()
+        .map(|c| c.dims.iter().map(|(k, _)| k.clone()).collect())
+        .unwrap_or_default();
+    let by = match &a.by {
+        Some(b) if dims.contains(b) => b.clone(),
+        Some(b) => bail!(
+            "campaign {campaign} has no dimension {b:?}; its dimensions are {}",
+            dims.join(", ")
+        ),
+        None => dims
+            .last()
+            .cloned()
+            .with_context(|| format!("campaign {campaign} has no dimensions to compare"))?,
+    };
+    let mut values: Vec<String> = Vec::new();
+    for c in &configs {
+        if let Some((_, v)) = c.dims.iter().find(|(k, _)| k == &by)
+            && !values.contains(v)
+        {
+            values.push(v.clone());
+        }
+    }
+    let all_runs = store.runs(campaign)?;
+    let row = store.campaign(campaign)?;
+    let plan = Plan::parse(row.plan_path.as_deref().unwrap_or("plan"), &row.plan_toml).ok();
+    let mut ask = crate::campaigns::explain::Ask::new(metric);
+    (ask.change, ask.confidence) =
+        crate::app::explain::judging_args(a.change.as_deref(), a.confidence)?;
+    ask.keep_outliers = a.keep_outliers;
+    let judging = ask.judging(plan.as_ref());
+    let (screened, outliers) = campaign::screen(&all_runs, metric);
+    let keep = ask.keeps_outliers(plan.as_ref());
+    let runs = if keep { all_runs } else { screened };
+    let groups = campaign::compare(&runs, &by, &values, &filters, metric, &judging);
+    if a.json {
+        crate::outln!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "groups": groups,
+                "outliers": outliers,
+                "outliers_kept": keep,
+            }))?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    let target = row.target;
+    if target.starts_with("iperf3 server") {
+        crate::outln!("Far end: {target}");
+    }
+    for o in &outliers {
+        if keep {
+            crate::outln!("outlier kept (--keep-outliers): {}", o.text);
+        } else {
+            crate::outln!("outlier: {}", o.text);
+        }
+    }
+    if !outliers.is_empty() && !keep {
+        crate::outln!("(to compare with them included: add --keep-outliers)");
+    }
+    for g in &groups {
+        let ctx = g.title();
+        crate::outln!("== {ctx}");
+        match &g.analysis {
+            Some(an) => {
+                // Rates in a unit (as the report shows them), not raw bit/s like 9.41e+08.
+                let text = if metric == Metric::BitsPerSecond {
+                    crate::report::comparison_text(an, &g.values)
+                } else {
+                    ministat::render(an, &g.values, None)
+                };
+                crate::out!("{text}");
+                if an.comparisons.len() > 1 {
+                    crate::outln!(
+                        "(the {} comparisons' p-values are Holm-adjusted as one family, Holm 1979)",
+                        an.comparisons.len()
+                    );
+                }
+            }
+            None => crate::outln!("  {}", g.note.clone().unwrap_or_default()),
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
