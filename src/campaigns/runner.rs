@@ -5,19 +5,20 @@
 //!
 //! Resuming recomputes the same schedule from the stored seed and skips what is stored.
 
-use crate::campaigns::plan::{Order, PROFILE_DIMENSION, Plan, Target, label};
+use crate::campaigns::plan::{PROFILE_DIMENSION, Plan, Target, label};
 use crate::campaigns::store::{ConfigRow, NewRun, Store};
 use crate::platform::clock::now_unix;
 use crate::traffic::result::TestResult;
 use crate::traffic::spec::TestSpec;
-use rand::SeedableRng;
-use rand::rngs::StdRng;
-use rand::seq::SliceRandom;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 mod preflight;
+mod schedule;
+pub use schedule::schedule;
+mod tuner;
 pub use preflight::*;
+use tuner::Tuner;
 
 /// What an executor reports for one test.
 pub struct ExecOutcome {
@@ -73,47 +74,6 @@ pub trait Executor {
     /// stop the campaign, and warnings.
     fn far_check(&self, _plan: &Plan) -> (Vec<String>, Vec<String>) {
         (Vec::new(), Vec::new())
-    }
-}
-
-/// The run order: (configuration position, round), deterministic for a seed. With `groups`
-/// (a group number per configuration, e.g. its tuning profile), each interleaved round keeps a
-/// group's configurations together, the groups in shuffled order.
-pub fn schedule(
-    configs: usize,
-    count: u32,
-    order: Order,
-    seed: u64,
-    groups: Option<&[usize]>,
-) -> Vec<(usize, u32)> {
-    match order {
-        Order::Sequential => (0..configs)
-            .flat_map(|c| (0..count).map(move |r| (c, r)))
-            .collect(),
-        Order::Interleaved => {
-            let mut rng = StdRng::seed_from_u64(seed);
-            let mut out = Vec::with_capacity(configs * count as usize);
-            for r in 0..count {
-                let mut round: Vec<usize> = (0..configs).collect();
-                round.shuffle(&mut rng);
-                if let Some(g) = groups {
-                    let mut first_seen: Vec<usize> = Vec::new();
-                    for c in &round {
-                        let grp = g.get(*c).copied().unwrap_or(0);
-                        if !first_seen.contains(&grp) {
-                            first_seen.push(grp);
-                        }
-                    }
-                    round.sort_by_key(|c| {
-                        first_seen
-                            .iter()
-                            .position(|x| *x == g.get(*c).copied().unwrap_or(0))
-                    });
-                }
-                out.extend(round.into_iter().map(|c| (c, r)));
-            }
-            out
-        }
     }
 }
 
@@ -507,161 +467,6 @@ fn run_configuration(
     match plan.spec_for(&cfg.dims) {
         Ok(spec) => exec.run_test(&spec, stop),
         Err(e) => ExecOutcome::failed(e),
-    }
-}
-
-/// Applies the tuning profile each run needs on every target, and puts everything back at
-/// the end, on error (drop) and after a crash (the journal, via `recover`).
-struct Tuner {
-    targets: Vec<crate::host::tuning::Target>,
-    /// The server side of an address target, through ssh.
-    remote: Option<crate::host::tuning::Remote>,
-    /// The remote's `tune status`, read once per profile switch (an ssh round trip per run
-    /// would be overhead).
-    remote_status: Option<String>,
-    profiles: Vec<crate::host::tuning::profile::Profile>,
-    current: Option<String>,
-    /// Keys recorded with every run: those of every profile of the plan.
-    keys: Vec<String>,
-    /// The plan's `allow_host_wide`.
-    allow_host_wide: bool,
-}
-
-impl Tuner {
-    fn new(plan: &Plan, targets: Vec<crate::host::tuning::Target>) -> Tuner {
-        let mut keys: Vec<String> = plan
-            .profiles
-            .iter()
-            .flat_map(|p| p.linux.keys().cloned())
-            .collect();
-        keys.sort();
-        keys.dedup();
-        Tuner {
-            targets,
-            remote: plan.server_tuning.clone(),
-            remote_status: None,
-            profiles: plan.profiles.clone(),
-            current: None,
-            keys,
-            allow_host_wide: plan.allow_host_wide,
-        }
-    }
-
-    fn recover(&self) -> Vec<String> {
-        // The remote keeps its own journal: an idempotent restore puts back what a crashed run left.
-        let remote = self.remote.as_ref().and_then(|r| match r.restore() {
-            Ok(true) => Some(format!(
-                "restored the tuning a previous run left on {}",
-                r.id()
-            )),
-            Ok(false) => None,
-            Err(e) => Some(e),
-        });
-        remote
-            .into_iter()
-            .chain(
-                self.targets
-                    .iter()
-                    .filter_map(|t| match crate::host::tuning::recover(t) {
-                        Ok(Some(r)) => Some(r.recovery_line(t)),
-                        Ok(None) => None,
-                        Err(e) => Some(format!(
-                            "could not restore the tuning journal of {}: {e:#}",
-                            t.id()
-                        )),
-                    }),
-            )
-            .collect()
-    }
-
-    fn switch(&mut self, name: &str) -> Result<(), String> {
-        if self.current.as_deref() == Some(name) {
-            return Ok(());
-        }
-        for t in &self.targets {
-            crate::host::tuning::restore(t)
-                .map_err(|e| format!("restoring tuning on {}: {e:#}", t.id()))?;
-        }
-        if let Some(r) = &self.remote {
-            r.restore()?;
-        }
-        self.current = None;
-        let p = self
-            .profiles
-            .iter()
-            .find(|p| p.name == name)
-            .ok_or(format!("no profile {name}"))?;
-        let opts = crate::host::tuning::ApplyOptions {
-            allow_host_wide: self.allow_host_wide,
-            owner_pid: Some(std::process::id()),
-        };
-        for t in &self.targets {
-            if let Err(e) = crate::host::tuning::apply(t, p, &opts) {
-                for u in &self.targets {
-                    let _ = crate::host::tuning::restore(u);
-                }
-                return Err(format!("applying profile {name} on {}: {e:#}", t.id()));
-            }
-        }
-        if let Some(r) = self.remote.clone()
-            && let Err(e) = r.apply(p)
-        {
-            self.restore_all();
-            return Err(format!("applying profile {name} on {}: {e}", r.id()));
-        }
-        self.remote_status = self
-            .remote
-            .as_ref()
-            .map(|r| r.status().unwrap_or_else(|e| e));
-        self.current = Some(name.to_string());
-        Ok(())
-    }
-
-    /// The values in force on every target.
-    fn values(&self) -> serde_json::Value {
-        let mut out = serde_json::Map::new();
-        out.insert(
-            "profile".into(),
-            serde_json::Value::from(self.current.clone()),
-        );
-        for t in &self.targets {
-            let vals: serde_json::Map<String, serde_json::Value> = self
-                .keys
-                .iter()
-                .filter_map(|k| {
-                    t.read(k)
-                        .ok()
-                        .map(|v| (k.clone(), serde_json::Value::from(v)))
-                })
-                .collect();
-            out.insert(t.id(), serde_json::Value::Object(vals));
-        }
-        if let (Some(r), Some(status)) = (&self.remote, &self.remote_status) {
-            out.insert(r.id(), serde_json::Value::from(status.clone()));
-        }
-        serde_json::Value::Object(out)
-    }
-
-    fn restore_all(&mut self) -> Vec<String> {
-        self.current = None;
-        let remote = self.remote.as_ref().and_then(|r| r.restore().err());
-        self.targets
-            .iter()
-            .filter_map(|t| {
-                crate::host::tuning::restore(t)
-                    .err()
-                    .map(|e| format!("restoring {}: {e:#}", t.id()))
-            })
-            .chain(remote)
-            .collect()
-    }
-}
-
-impl Drop for Tuner {
-    fn drop(&mut self) {
-        for e in self.restore_all() {
-            crate::errln!("netsweep: {e}");
-        }
     }
 }
 

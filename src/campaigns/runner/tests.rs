@@ -1,5 +1,5 @@
 use super::*;
-use crate::campaigns::plan::Plan;
+use crate::campaigns::plan::{Order, Plan};
 use crate::traffic::measure::{IntervalReport, Role, StreamReport};
 use crate::traffic::result::{CpuResult, StartInfo, StreamPair};
 use crate::traffic::spec::Flow;
