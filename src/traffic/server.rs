@@ -29,6 +29,8 @@ use served::Ending;
 pub use served::Served;
 mod streams;
 use streams::*;
+mod refusal;
+use refusal::{admission, refuse};
 
 /// Where the server writes one line per event (stderr in the binary, a buffer in tests).
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
@@ -368,41 +370,6 @@ impl Drop for Registration<'_> {
             r.remove(&self.1);
         }
     }
-}
-
-fn refuse(ctrl: &mut TcpStream, refusal: Refusal) -> anyhow::Result<()> {
-    write_frame(
-        ctrl,
-        &ServerMsg::Refused {
-            refusal: refusal.clone(),
-        },
-    )?;
-    anyhow::bail!("{refusal}")
-}
-
-/// Why a test of `spec` is not admitted here (invalid, over a cap, a congestion control this
-/// kernel will not set), or `None`.
-fn admission(spec: &TestSpec, shared: &Shared) -> Option<String> {
-    if shared.auth.is_some() {
-        return Some(iperf3::login::NETSWEEP_CLIENT_REFUSED.to_string());
-    }
-    if let Err(e) = spec.validate() {
-        return Some(e.to_string());
-    }
-    if let Some(c) = spec.count {
-        // netsweep's protocol fixes the grid in advance; a count ends the test anywhere.
-        return Some(format!(
-            "a test that ends at {} runs with iperf3's protocol, which this server also speaks \
-             (netsweep's client uses it for -n/-k by itself)",
-            c.words()
-        ));
-    }
-    if let Some(reason) = shared.limits.refusal(spec) {
-        return Some(reason);
-    }
-    spec.congestion
-        .as_deref()
-        .and_then(|cc| crate::platform::congestion::unusable(cc, "on the server"))
 }
 
 fn control_session(

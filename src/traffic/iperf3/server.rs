@@ -35,7 +35,11 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 mod ending;
+mod spec;
 use ending::*;
+#[cfg(test)]
+use spec::duration_code;
+pub use spec::spec_for;
 
 /// How long past its asked time (and omit) a test may run before the server ends it: an
 /// iperf3 client says TEST_END within a round trip of its timer.
@@ -230,145 +234,6 @@ impl Drop for Registration<'_> {
         if let Ok(mut u) = self.hub.udp.lock() {
             u.retain(|t| t.cookie != self.cookie);
         }
-    }
-}
-
-/// The netsweep test an iperf3 client's parameters ask for. The streams run open-ended (the
-/// client says when the test ends), so the grid is the asked time plus `END_GRACE`.
-pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> {
-    if !p.unimplemented.is_empty() {
-        return Err(Refusal::new(
-            code::UNIMPLEMENTED,
-            format!(
-                "the client asked for {}, which this netsweep server does not implement",
-                p.unimplemented.join(", ")
-            ),
-        ));
-    }
-    if p.time_s == 0 && p.bytes == 0 && p.blocks == 0 {
-        return Err(Refusal::new(code::DURATION, "a test of no time"));
-    }
-    if p.mptcp {
-        // An MPTCP client's connections to this server's plain TCP listener fall back to TCP:
-        // running the test would measure TCP and call it MPTCP.
-        return Err(Refusal::new(
-            code::UNIMPLEMENTED,
-            "the client asked for -m/--mptcp, and this netsweep server listens for plain TCP \
-             (its connections would fall back to TCP)",
-        ));
-    }
-    let asked = if p.time_s > 0 {
-        Duration::from_secs(p.time_s)
-    } else {
-        // -n/-k: the client sends until its count, then says TEST_END; the grid is the
-        // longest test this server accepts, warm-up included, and no longer than its streams'
-        // interval reports fit under --max-intervals (64 streams at 1 s intervals: 3125 s).
-        let flows = u64::from(p.parallel.max(1)) * if p.bidirectional { 2 } else { 1 };
-        let fits = Duration::from_secs(limits.max_interval_records / flows)
-            .saturating_sub(Duration::from_secs(p.omit_s + 1) + END_GRACE);
-        limits
-            .max_duration
-            .saturating_sub(Duration::from_secs(p.omit_s))
-            .min(fits)
-            .max(Duration::from_secs(1))
-    };
-    let omit = Duration::from_secs(p.omit_s);
-    if asked + omit > limits.max_duration {
-        return Err(Refusal::new(
-            duration_code(p.client_version.as_deref()),
-            format!(
-                "{} s exceed this server's --max-duration of {} s",
-                (asked + omit).as_secs(),
-                limits.max_duration.as_secs()
-            ),
-        ));
-    }
-    if p.parallel > limits.max_streams {
-        return Err(Refusal::new(
-            code::NUM_STREAMS,
-            format!(
-                "{} streams exceed this server's --max-streams of {}",
-                p.parallel, limits.max_streams
-            ),
-        ));
-    }
-    let total = p.bandwidth_bps as f64 * f64::from(p.parallel);
-    if limits.max_rate_bps > 0.0 && (total == 0.0 || total > limits.max_rate_bps) {
-        return Err(Refusal::new(
-            code::TOTAL_RATE,
-            format!(
-                "{} per direction exceeds this server's --max-rate of {}",
-                if total == 0.0 {
-                    "an unlimited rate".into()
-                } else {
-                    crate::units::BitRate(total).to_string()
-                },
-                crate::units::BitRate(limits.max_rate_bps)
-            ),
-        ));
-    }
-    let mut spec = if p.udp {
-        TestSpec::udp(asked + END_GRACE)
-    } else {
-        TestSpec::tcp(asked + END_GRACE)
-    };
-    spec.omit = omit;
-    spec.interval = Duration::from_secs(1);
-    spec.streams = p.parallel;
-    spec.direction = match (p.reverse, p.bidirectional) {
-        (_, true) => Direction::Bidir,
-        (true, _) => Direction::Reverse,
-        _ => Direction::Forward,
-    };
-    spec.window_bytes = p.window;
-    spec.mss_bytes = p.mss;
-    spec.congestion = p.congestion.clone();
-    spec.length_bytes = p.len.unwrap_or(if p.udp {
-        UDP_DEFAULT_LEN
-    } else {
-        TCP_DEFAULT_LEN
-    });
-    spec.bitrate_bps = total;
-    spec.tos = (p.tos != 0).then_some(p.tos);
-    spec.fq_rate_bps = (p.fqrate_bps > 0 && !p.udp).then_some(p.fqrate_bps);
-    spec.dont_fragment = p.dont_fragment && p.udp;
-    spec.calibration = Duration::ZERO;
-    spec.validate()
-        .map_err(|e| Refusal::new(code::RECV_PARAMS, e.to_string()))?;
-    if spec.interval_records() > limits.max_interval_records {
-        return Err(Refusal::new(
-            code::MAX_SERVER_DURATION,
-            format!(
-                "{} interval records exceed this server's --max-intervals of {}",
-                spec.interval_records(),
-                limits.max_interval_records
-            ),
-        ));
-    }
-    Ok(spec)
-}
-
-/// The code for "longer than this server allows": clients from 3.13 know
-/// IEMAXSERVERTESTDURATIONEXCEEDED; older ones print only its number, so they get IEDURATION
-/// ("test duration too long").
-fn duration_code(client_version: Option<&str>) -> i32 {
-    let newer = client_version
-        .and_then(|v| {
-            let mut parts = v.trim().split('.');
-            let major: u32 = parts.next()?.parse().ok()?;
-            let minor: u32 = parts
-                .next()?
-                .split(|c: char| !c.is_ascii_digit())
-                .next()?
-                .parse()
-                .ok()?;
-            Some((major, minor) >= (3, 13))
-        })
-        .unwrap_or(false);
-    if newer {
-        code::MAX_SERVER_DURATION
-    } else {
-        code::DURATION
     }
 }
 
