@@ -173,11 +173,6 @@ impl LabExecutor {
         }
         Ok(exec)
     }
-
-    /// Labs up at once (one per path with a guest, while memory allows).
-    pub fn labs_up(&self) -> usize {
-        self.labs.len()
-    }
 }
 
 /// A lab's guest's facts: its state and what its own doctor says (run inside it).

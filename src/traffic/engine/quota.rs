@@ -29,10 +29,6 @@ impl Quota {
         }
     }
 
-    pub fn target(&self) -> u64 {
-        self.target
-    }
-
     /// A sender's claim of up to `want` bytes in units of `unit` bytes (1 for TCP, the datagram
     /// for UDP): the bytes it may send now, a multiple of `unit` for UDP and exact for TCP
     /// (the last claim of a count that is not a multiple of the unit is rounded up to a whole
