@@ -51,6 +51,40 @@ pub fn host_only() -> Diagnosis {
     }
 }
 
+/// `doctor --libvirt DOMAIN`: the domain as it runs and as it will next start, and the
+/// guest's drivers over ssh where given. A domain a killed campaign left changed is put back
+/// first, so the diagnosis is of the user's own definition.
+fn libvirt_domain(
+    domain: &str,
+    uri: Option<String>,
+    guest_ssh: Option<&str>,
+) -> anyhow::Result<Vec<doctor::Finding>> {
+    use crate::host::libvirt::{journal, virsh::Virsh, xml};
+    for line in journal::recover_stale(std::time::Duration::from_secs(60)) {
+        crate::errln!("netsweep: {line}");
+    }
+    let virsh = Virsh::new(uri);
+    let live = virsh.dumpxml(domain, false).map_err(anyhow::Error::msg)?;
+    let inactive = virsh.dumpxml(domain, true).map_err(anyhow::Error::msg)?;
+    let mut drivers = Vec::new();
+    if let Some(dest) = guest_ssh {
+        if dest.starts_with('-') {
+            anyhow::bail!("--guest-ssh {dest:?} must be USER@HOST");
+        }
+        for iface in xml::interfaces(&live).map_err(anyhow::Error::msg)? {
+            if let Some(mac) = iface.mac {
+                let d = crate::host::libvirt::guest_driver(dest, &[], &mac);
+                if let Err(e) = &d {
+                    crate::errln!("netsweep: the guest's driver for {mac}: {e}");
+                }
+                drivers.push((mac, d));
+            }
+        }
+    }
+    doctor::libvirt::check_live(&virsh, domain, &live, &inactive, &drivers)
+        .map_err(|e| anyhow::anyhow!("libvirt domain {domain}: {e}"))
+}
+
 pub fn run(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     let findings = if let Some(src) = &a.libvirt_xml {
         let xml = if src == "-" {
@@ -60,6 +94,8 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
                 .with_context(|| format!("cannot read {src}"))?
         };
         doctor::libvirt::check(&xml).map_err(|e| anyhow::anyhow!("{src}: {e}"))?
+    } else if let Some(domain) = &a.libvirt {
+        libvirt_domain(domain, a.connect.clone(), a.guest_ssh.as_deref())?
     } else {
         let source = match &a.root {
             Some(r) => fixture_source(r)?,

@@ -2,7 +2,9 @@
 
 use crate::app::report::write_report;
 use crate::campaigns::campaign::{self, Metric};
-use crate::campaigns::executor::{AddressExecutor, LabExecutor, LoopbackExecutor};
+use crate::campaigns::executor::{
+    AddressExecutor, LabExecutor, LibvirtExecutor, LoopbackExecutor,
+};
 use crate::campaigns::plan::{Plan, Target};
 use crate::campaigns::runner::{self, Executor, Progress};
 use crate::campaigns::store::{CampaignRow, RunnerLock, Store};
@@ -21,6 +23,10 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
     if matches!(plan.target, Target::Lab { .. } | Target::Auto { .. }) {
         // A campaign killed before (kill -9) left its lab and the tuning inside it.
         super::lab::reap(std::path::Path::new(crate::lab::STATE_DIR));
+    }
+    // A campaign killed before (kill -9) left a libvirt domain redefined: put it back first.
+    for line in crate::host::libvirt::journal::recover_stale(std::time::Duration::from_secs(60)) {
+        crate::errln!("netsweep: {line}");
     }
     // Eight characters at most: a campaign keeping several labs appends a digit (`pool`).
     let lab_name = format!("r{}", std::process::id() % 10_000_000);
@@ -66,6 +72,13 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
             )?,
             peer: crate::traffic::client::PeerProtocol::Netsweep,
         }),
+        Target::Libvirt(t) => {
+            let exec = LibvirtExecutor::start(t)?;
+            for line in &exec.notes {
+                crate::errln!("netsweep: {line}");
+            }
+            Box::new(exec)
+        }
         Target::Iperf3(host) => Box::new(AddressExecutor {
             addr: reachable(host, crate::traffic::iperf3::IPERF3_PORT, "iperf3 -s")?,
             peer: crate::traffic::client::PeerProtocol::Iperf3,

@@ -6,7 +6,9 @@ use crate::campaigns::plan::Plan;
 use crate::campaigns::runner::{self, ExecOutcome, Executor};
 use crate::lab::{Host, Lab, LabOptions, PathConfig};
 
+mod libvirt;
 mod pool;
+pub use libvirt::LibvirtExecutor;
 use crate::traffic::client::{self, ClientConfig, PeerProtocol};
 use crate::traffic::result::TestResult;
 use crate::traffic::spec::{ServerLimits, TestSpec};

@@ -29,6 +29,19 @@ pub enum Target {
     /// A running iperf3 server (`HOST:PORT`, port 5201 when left out), spoken to in iperf3's
     /// protocol: the dimensions iperf3 supports, no server-side counters.
     Iperf3(String),
+    /// A user's libvirt domain with a server in the guest; `[matrix] nic` sweeps its NIC model.
+    Libvirt(LibvirtTarget),
+}
+
+impl Target {
+    /// Whether the far end speaks iperf3's protocol (and runs only what iperf3 can).
+    pub fn speaks_iperf3(&self) -> bool {
+        match self {
+            Target::Iperf3(_) => true,
+            Target::Libvirt(l) => l.server == crate::traffic::client::PeerProtocol::Iperf3,
+            _ => false,
+        }
+    }
 }
 
 /// Run order of a campaign.
@@ -268,7 +281,8 @@ impl Plan {
             Target::Lab { path, .. } | Target::Auto { path, .. } => path.clone(),
             _ => PathConfig::default(),
         };
-        let mut dimensions = read_matrix(&mut r, root.get("matrix"), &base, &lab_path);
+        let libvirt = matches!(target, Target::Libvirt(_));
+        let mut dimensions = read_matrix(&mut r, root.get("matrix"), &base, &lab_path, libvirt);
         for d in read_user_dimensions(&mut r, root.get("dimensions")) {
             if dimensions.iter().any(|m| m.name == d.name) {
                 r.issue(
@@ -336,8 +350,10 @@ impl Plan {
             || dimensions
                 .iter()
                 .any(|d| d.name == "protocol" && d.values.iter().any(|v| v.label == "udp"));
-        if matches!(target, Target::Address(_) | Target::Iperf3(_))
-            && udp_somewhere
+        if matches!(
+            target,
+            Target::Address(_) | Target::Iperf3(_) | Target::Libvirt(_)
+        ) && udp_somewhere
             && !has("test", "bitrate")
             && !has("matrix", "bitrate")
         {
@@ -347,8 +363,21 @@ impl Plan {
                  unlimited) to [test]; the 1 Gbit/s default is for loopback and labs only",
             );
         }
-        if !matches!(target, Target::Lab { .. } | Target::Auto { .. })
-            && let Some(d) = dimensions.iter().find(|d| d.path)
+        if let Target::Libvirt(_) = target
+            && let Some(d) = dimensions.iter().find(|d| d.path && d.name != "nic")
+        {
+            r.issue(
+                root.get("matrix").and_then(Item::span),
+                format!(
+                    "matrix {}: a libvirt target sweeps its domain's nic model only (the path \
+                     is the user's network; use kind = \"lab\" with vm = \"b\" for {})",
+                    d.name, d.name
+                ),
+            );
+        } else if !matches!(
+            target,
+            Target::Lab { .. } | Target::Auto { .. } | Target::Libvirt(_)
+        ) && let Some(d) = dimensions.iter().find(|d| d.path)
         {
             r.issue(
                 root.get("matrix").and_then(Item::span),
@@ -384,7 +413,7 @@ impl Plan {
                         line: 1,
                         message: format!("configuration {}: {msg}", label(&cfg)),
                     }),
-                    Ok(spec) if matches!(plan.target, Target::Iperf3(_)) => {
+                    Ok(spec) if plan.target.speaks_iperf3() => {
                         let adapted = crate::traffic::iperf3::client::adapt(&spec);
                         if let Err(msg) = crate::traffic::iperf3::client::params_for(&adapted) {
                             iperf3_cannot.entry(msg).or_default().push(label(&cfg));
@@ -472,6 +501,14 @@ impl Plan {
         Some(Ok(path))
     }
 
+    /// The NIC model of one configuration, when the plan sweeps a libvirt domain's `nic`.
+    pub fn libvirt_model_for<'a>(&self, cfg: &'a [(String, String)]) -> Option<&'a str> {
+        if !matches!(self.target, Target::Libvirt(_)) {
+            return None;
+        }
+        cfg.iter().find(|(k, _)| k == "nic").map(|(_, v)| v.as_str())
+    }
+
     /// The setup/teardown of a user dimension's value.
     pub fn user_value(&self, dim: &str, label: &str) -> Option<&DimValue> {
         self.dimensions
@@ -514,12 +551,14 @@ fn read_allow_host_wide(r: &mut Reader, item: Option<&Item>) -> bool {
 }
 
 mod answer;
+mod libvirt;
 mod matrix;
 mod options;
 mod repeat;
 mod target;
 
 use matrix::{read_matrix, read_test, read_user_dimensions};
+pub use libvirt::{LibvirtTarget, ServerStart};
 pub use options::{OPTIONS, apply_option};
 use options::{parse_bool, scalar};
 use repeat::read_repeat;

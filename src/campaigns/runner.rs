@@ -64,6 +64,16 @@ pub trait Executor {
     fn set_path(&mut self, _path: &crate::lab::PathConfig) -> Result<bool, String> {
         Err("this target has no lab path to change (path settings need a lab)".into())
     }
+    /// The NIC model of a libvirt domain target's interface (`None`: not such a target, or
+    /// libvirt's default model).
+    fn nic_model(&self) -> Option<String> {
+        None
+    }
+    /// Gives a libvirt domain's interface this model and restarts the domain with it (`[matrix]
+    /// nic` on a libvirt target); whether it changed.
+    fn set_nic_model(&mut self, _model: &str) -> Result<bool, String> {
+        Err("this target has no libvirt domain whose NIC model could change".into())
+    }
     /// Facts gathered during the campaign that `host_facts` could not have at its start: each
     /// guest a lab booted (its NIC model, driver and own doctor), keyed by its description.
     fn facts_gathered(&mut self) -> Option<serde_json::Value> {
@@ -177,10 +187,13 @@ pub fn run_campaign(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> anyhow::Result<Outcome> {
     let configs: Vec<ConfigRow> = store.configurations(campaign)?;
-    let groups = plan
-        .repeat
-        .group_profiles
-        .then(|| profile_groups(plan, &configs));
+    // A libvirt domain restarts for each change of its NIC model: a round keeps the runs of one
+    // model together (the models in shuffled order), as `group_profiles` does for profiles.
+    let groups = model_groups(plan, &configs).or_else(|| {
+        plan.repeat
+            .group_profiles
+            .then(|| profile_groups(plan, &configs))
+    });
     let order = schedule(
         configs.len(),
         plan.repeat.count,
@@ -427,23 +440,56 @@ fn profile_groups(plan: &Plan, configs: &[ConfigRow]) -> Vec<usize> {
         .collect()
 }
 
-/// Gives the lab this configuration's path settings when they differ from the lab in use:
-/// the tuning goes back first, while the lab it was applied to still exists (a lab kept for
-/// its guest stays up, a rebuilt one does not), and the tuner then works on the targets of the
-/// lab in use, where the caller applies the configuration's profile.
+/// Each configuration's libvirt NIC model as an index, when the plan sweeps one.
+fn model_groups(plan: &Plan, configs: &[ConfigRow]) -> Option<Vec<usize>> {
+    let models: Vec<Option<&str>> = configs
+        .iter()
+        .map(|c| plan.libvirt_model_for(&c.dims))
+        .collect();
+    if models.iter().all(Option::is_none) {
+        return None;
+    }
+    let mut seen: Vec<Option<&str>> = Vec::new();
+    Some(
+        models
+            .iter()
+            .map(|m| {
+                seen.iter().position(|x| x == m).unwrap_or_else(|| {
+                    seen.push(*m);
+                    seen.len() - 1
+                })
+            })
+            .collect(),
+    )
+}
+
+/// Gives the lab this configuration's path settings when they differ from the lab in use, or
+/// a libvirt domain this configuration's NIC model: the tuning goes back first, while the lab
+/// or guest it was applied to still exists (a lab kept for its guest stays up, a rebuilt one
+/// or a restarted domain does not), and the tuner then works on the targets in use, where the
+/// caller applies the configuration's profile.
 fn switch_path(
     plan: &Plan,
     cfg: &ConfigRow,
     exec: &mut dyn Executor,
     tuner: Option<&mut Tuner>,
 ) -> Result<(), String> {
-    let Some(path) = plan.path_for(&cfg.dims) else {
-        return Ok(());
-    };
-    let path = path?;
-    if exec.path().as_ref() == Some(&path) {
-        return Ok(());
-    }
+    let change: Box<dyn FnOnce(&mut dyn Executor) -> Result<bool, String>> =
+        if let Some(model) = plan.libvirt_model_for(&cfg.dims) {
+            if exec.nic_model().as_deref() == Some(model) {
+                return Ok(());
+            }
+            Box::new(move |e| e.set_nic_model(model))
+        } else {
+            let Some(path) = plan.path_for(&cfg.dims) else {
+                return Ok(());
+            };
+            let path = path?;
+            if exec.path().as_ref() == Some(&path) {
+                return Ok(());
+            }
+            Box::new(move |e| e.set_path(&path))
+        };
     let mut tuner = tuner;
     if let Some(t) = tuner.as_deref_mut() {
         let errors = t.restore_all();
@@ -451,7 +497,7 @@ fn switch_path(
             return Err(errors.join("; "));
         }
     }
-    exec.set_path(&path)?;
+    change(exec)?;
     if let Some(t) = tuner {
         t.targets = exec.tuning_targets();
     }

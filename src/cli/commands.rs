@@ -184,8 +184,18 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub root: Option<std::path::PathBuf>,
     /// Check a libvirt domain definition (file, or - for standard input) instead of this host.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "libvirt")]
     pub libvirt_xml: Option<String>,
+    /// Check a libvirt domain as it runs (virsh dumpxml), with the exact virsh commands of
+    /// the fix. Example: netsweep doctor --libvirt vm1 --guest-ssh root@192.0.2.10
+    #[arg(long, value_name = "DOMAIN")]
+    pub libvirt: Option<String>,
+    /// With --libvirt: libvirt's connection URI (virsh -c), e.g. qemu:///system.
+    #[arg(long, value_name = "URI", requires = "libvirt")]
+    pub connect: Option<String>,
+    /// With --libvirt: read the driver the guest bound to each interface over ssh.
+    #[arg(long, value_name = "USER@HOST", requires = "libvirt")]
+    pub guest_ssh: Option<String>,
     /// With --peer: skip the short throughput tests.
     #[arg(long)]
     pub no_tests: bool,

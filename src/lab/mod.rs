@@ -400,11 +400,18 @@ fn interrupted(opts: &LabOptions) -> anyhow::Result<()> {
 
 /// Test hook: with `NETSWEEP_TEST_PAUSE=POINT` in the environment, the build stops at the named
 /// point for at most 60 s, saying so on standard error, so a test can kill it there (the points
-/// are `relay-started`, `guest-started` and `image-written`).
+/// are `relay-started`, `guest-started`, `image-written` and a campaign's `libvirt-switched`).
+/// A SIGINT or SIGTERM ends the pause at once, so a test can also interrupt it there.
 pub fn test_pause(point: &str) {
     if std::env::var_os("NETSWEEP_TEST_PAUSE").is_some_and(|p| p == point) {
         crate::errln!("netsweep: test pause at {point}");
-        std::thread::sleep(std::time::Duration::from_secs(60));
+        let flag = crate::platform::signals::flag();
+        for _ in 0..1200 {
+            if flag.load(std::sync::atomic::Ordering::SeqCst) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 }
 

@@ -33,6 +33,7 @@ pub(super) fn read_matrix(
     item: Option<&Item>,
     base: &TestSpec,
     lab_path: &PathConfig,
+    libvirt: bool,
 ) -> Vec<Dimension> {
     let Some(table) = item.and_then(Item::as_table) else {
         return Vec::new();
@@ -89,7 +90,9 @@ pub(super) fn read_matrix(
                     ),
                 ),
                 Some(s) => {
-                    let checked = if path {
+                    let checked = if libvirt && k == "nic" {
+                        crate::host::libvirt::xml::valid_model(&s)
+                    } else if path {
                         target::apply_path(&mut lab_path.clone(), k, &s)
                     } else {
                         apply_option(&mut base.clone(), k, &s)

@@ -96,8 +96,8 @@ pub(super) fn read_server_tuning(
         );
         return None;
     };
-    if kind != "address" {
-        r.issue(span.clone(), "server_tuning applies to kind = \"address\" only (lab and loopback servers are tuned directly)");
+    if kind != "address" && kind != "libvirt" {
+        r.issue(span.clone(), "server_tuning applies to kind = \"address\" and \"libvirt\" only (lab and loopback servers are tuned directly)");
     }
     let ssh_options = match table.get("ssh_options") {
         Some(item) => match item.as_array() {
@@ -127,12 +127,17 @@ pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
     let Some(table) = item.and_then(Item::as_table_like) else {
         r.issue(
             item.and_then(Item::span),
-            "[target] is missing: set kind = \"loopback\", \"lab\", \"auto\", \"address\" or \"iperf3\"",
+            "[target] is missing: set kind = \"loopback\", \"lab\", \"auto\", \"address\", \"iperf3\" or \"libvirt\"",
         );
         return Target::Loopback;
     };
     let span = item.and_then(Item::span);
-    r.unknown_keys(table, "target", &TARGET_KEYS);
+    let keys: Vec<&str> = TARGET_KEYS
+        .iter()
+        .chain(super::libvirt::LIBVIRT_KEYS.iter())
+        .copied()
+        .collect();
+    r.unknown_keys(table, "target", &keys);
     let kind = r
         .string(table, "kind")
         .map(|(s, _)| s)
@@ -193,8 +198,17 @@ pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
     if let Err(msg) = path.validate() {
         r.issue(span.clone(), format!("target path: {msg}"));
     }
+    if kind != "libvirt" {
+        for k in super::libvirt::LIBVIRT_KEYS {
+            if let Some((key, _)) = table.get_key_value(k) {
+                r.issue(key.span(), format!("{k} is a key of kind = \"libvirt\" targets"));
+            }
+        }
+    }
     match kind.as_str() {
         "loopback" => Target::Loopback,
+        "libvirt" => super::libvirt::read(r, table, span.clone())
+            .map_or(Target::Loopback, Target::Libvirt),
         "lab" => Target::Lab { path, emulator },
         "auto" => Target::Auto { path, emulator },
         "iperf3" => match r.string(table, "host") {
@@ -221,7 +235,7 @@ pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
             let s = table.get("kind").and_then(Item::span);
             r.issue(
                 s,
-                format!("target kind {other:?} is not loopback, lab, auto, address or iperf3"),
+                format!("target kind {other:?} is not loopback, lab, auto, address, iperf3 or libvirt"),
             );
             Target::Loopback
         }

@@ -3,6 +3,7 @@
 //! rtl8139), with the corrected XML and the `virsh` commands that apply it.
 
 use super::{Finding, Severity};
+use crate::host::libvirt::{virsh::Virsh, xml};
 
 /// What `doctor --libvirt-xml` says of a libvirt guest given NIC `model` (`virtio`, `e1000`,
 /// `rtl8139`, as QEMU names them): for a campaign that measured a QEMU guest of that model, the
@@ -122,6 +123,86 @@ pub fn check(xml: &str) -> Result<Vec<Finding>, String> {
     Ok(out)
 }
 
+/// The commands that restart `domain` gracefully: shut down, wait until it is off, start.
+fn restart_commands(virsh: &Virsh, domain: &str) -> String {
+    format!(
+        "{} && while [ \"$({})\" != \"shut off\" ]; do sleep 1; done && {}",
+        virsh.command_line(&["shutdown", domain]),
+        virsh.command_line(&["domstate", domain]),
+        virsh.command_line(&["start", domain])
+    )
+}
+
+/// A domain as libvirt runs it (`live`, from `virsh dumpxml`), with the definition its next
+/// start uses (`inactive`): `check`'s findings, each fix as the exact commands for this domain
+/// (`virsh update-device --config` of the interface as the next start has it, only its model
+/// changed, then a restart), the driver the guest bound where it was read (`drivers`, by MAC),
+/// and any model changed for the next start but not running yet.
+pub fn check_live(
+    virsh: &Virsh,
+    domain: &str,
+    live: &str,
+    inactive: &str,
+    drivers: &[(String, Result<String, String>)],
+) -> Result<Vec<Finding>, String> {
+    let mut findings = check(live)?;
+    let live_ifaces = xml::interfaces(live)?;
+    let next_ifaces = xml::interfaces(inactive)?;
+    let mut extra = Vec::new();
+    for (i, iface) in live_ifaces.iter().enumerate() {
+        let Some(f) = findings.get_mut(i) else { break };
+        // The same interface in the next start's definition: by MAC, else by position.
+        let next = match &iface.mac {
+            Some(m) => next_ifaces
+                .iter()
+                .position(|n| n.mac.as_deref() == Some(m.as_str())),
+            None => (i < next_ifaces.len()).then_some(i),
+        };
+        if let Some(Ok(driver)) = iface
+            .mac
+            .as_ref()
+            .and_then(|m| drivers.iter().find(|(dm, _)| dm == m))
+            .map(|(_, d)| d)
+        {
+            f.evidence.push(("guest driver".into(), driver.clone()));
+        }
+        let Some(n) = next else { continue };
+        let next_model = next_ifaces[n].model.as_deref();
+        if next_model != iface.model.as_deref() {
+            extra.push(
+                Finding::new(
+                    format!("libvirt.pending.{}", iface.mac.as_deref().unwrap_or("?")),
+                    Severity::Warning,
+                    format!(
+                        "interface {} runs model {} but the next start uses {}: the change takes                          effect when the domain restarts",
+                        iface.mac.as_deref().unwrap_or("?"),
+                        iface.model.as_deref().unwrap_or("(default)"),
+                        next_model.unwrap_or("(default)")
+                    ),
+                )
+                .fix(restart_commands(virsh, domain)),
+            );
+            if next_model == Some("virtio") {
+                // Already fixed for the next start: only the restart is missing.
+                f.fix = None;
+                continue;
+            }
+        }
+        if f.severity == Severity::Problem {
+            let changed = xml::with_model(inactive, n, "virtio")?;
+            let text = xml::interface_text(&changed, n)?;
+            f.fix = Some(format!(
+                "give the interface model virtio in the definition, then restart the guest (its \
+                 driver becomes virtio_net):\n{} <<'EOF'\n{text}\nEOF\n{}",
+                virsh.command_line(&["update-device", domain, "/dev/stdin", "--config"]),
+                restart_commands(virsh, domain)
+            ));
+        }
+    }
+    findings.extend(extra);
+    Ok(findings)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -190,5 +271,41 @@ mod tests {
         );
         assert_eq!(advice_for_model("virtio")[0].severity, Severity::Ok);
         assert!(advice_for_model("x'/><evil").is_empty());
+    }
+}
+
+#[cfg(test)]
+mod live_tests {
+    use super::*;
+
+    const NEXT: &str = "<domain type='qemu'><name>my vm</name><devices>\n<interface type='bridge'>\n  <mac address='52:54:00:12:00:02'/>\n  <source bridge='br0'/>\n  <model type='rtl8139'/>\n  <address type='pci' domain='0x0000' bus='0x00' slot='0x02' function='0x0'/>\n</interface>\n</devices></domain>";
+
+    #[test]
+    fn a_live_domain_gets_the_exact_commands_of_its_fix() {
+        let virsh = Virsh::new(Some("qemu:///system".into()));
+        let drivers = vec![("52:54:00:12:00:02".to_string(), Ok("8139cp".to_string()))];
+        let f = check_live(&virsh, "my vm", NEXT, NEXT, &drivers).unwrap();
+        assert_eq!(f.len(), 1);
+        assert_eq!(f[0].severity, Severity::Problem);
+        assert!(f[0].evidence.contains(&("guest driver".into(), "8139cp".into())));
+        let fix = f[0].fix.as_deref().unwrap();
+        assert!(
+            fix.contains("virsh -c qemu:///system update-device 'my vm' /dev/stdin --config <<'EOF'\n<interface type='bridge'>")
+                && fix.contains("<model type='virtio'/>\n  <address type='pci'")
+                && fix.contains("\nEOF\nvirsh -c qemu:///system shutdown 'my vm' && while [ \"$(virsh -c qemu:///system domstate 'my vm')\" != \"shut off\" ]; do sleep 1; done && virsh -c qemu:///system start 'my vm'"),
+            "{fix}"
+        );
+    }
+
+    #[test]
+    fn a_model_changed_for_the_next_start_only_asks_for_a_restart() {
+        let virsh = Virsh::new(None);
+        let next = NEXT.replace("rtl8139", "virtio");
+        let f = check_live(&virsh, "vm", NEXT, &next, &[]).unwrap();
+        assert_eq!(f.len(), 2);
+        assert_eq!(f[0].fix, None);
+        assert_eq!(f[1].severity, Severity::Warning);
+        assert!(f[1].title.contains("runs model rtl8139 but the next start uses virtio"));
+        assert!(f[1].fix.as_deref().unwrap().starts_with("virsh shutdown vm && "));
     }
 }

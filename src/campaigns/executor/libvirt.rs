@@ -1,0 +1,237 @@
+//! A user's libvirt domain as the far end: tests go from this host to the server in the guest
+//! (and back with `reverse`), and `[matrix] nic` redefines the domain's interface model and
+//! restarts it between configurations (`host::libvirt::Session`, which puts the domain back
+//! when this executor is dropped).
+
+use super::{AddressExecutor, client, json};
+use crate::campaigns::plan::{LibvirtTarget, Plan, ServerStart};
+use crate::campaigns::runner::{ExecOutcome, Executor};
+use crate::host::libvirt::{Session, virsh::Virsh};
+use crate::traffic::client::ClientConfig;
+use crate::traffic::spec::TestSpec;
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+pub struct LibvirtExecutor {
+    session: Session,
+    target: LibvirtTarget,
+    far: AddressExecutor,
+    /// Each model measured: the interface as the running domain had it, and the guest's driver
+    /// where ssh reaches the guest.
+    gathered: serde_json::Map<String, serde_json::Value>,
+    pub notes: Vec<String>,
+}
+
+/// `HOST[:PORT]` with the target's default port, resolved (not yet reachable: the guest may be
+/// off).
+fn address(t: &LibvirtTarget) -> anyhow::Result<SocketAddr> {
+    let (h, p) = match t.host.rsplit_once(':') {
+        Some((h, p)) if !h.contains(':') || h.starts_with('[') => (
+            h.trim_matches(['[', ']']).to_string(),
+            p.parse::<u16>()
+                .map_err(|_| anyhow::anyhow!("the port of {} is not a number", t.host))?,
+        ),
+        _ => (t.host.clone(), t.default_port()),
+    };
+    crate::traffic::address::resolve(&h, p, false, false)
+}
+
+impl LibvirtExecutor {
+    /// Opens the domain, starts it as it is when it is off, and waits for its server (the
+    /// first configuration then sets its model, if it sweeps one).
+    pub fn start(t: &LibvirtTarget) -> anyhow::Result<LibvirtExecutor> {
+        let addr = address(t)?;
+        let (session, notes) = Session::open(
+            Virsh::new(t.uri.clone()),
+            &t.domain,
+            t.interface.as_deref(),
+            t.shutdown_timeout,
+        )
+        .map_err(anyhow::Error::msg)?;
+        let mut exec = LibvirtExecutor {
+            session,
+            target: t.clone(),
+            far: AddressExecutor {
+                addr,
+                peer: t.server,
+            },
+            gathered: Default::default(),
+            notes,
+        };
+        let started = exec.session.ensure_running().map_err(anyhow::Error::msg)?;
+        exec.ready(started).map_err(anyhow::Error::msg)?;
+        Ok(exec)
+    }
+
+    /// Waits for the guest's server (starting it over ssh when the plan says so), then warms
+    /// it with a short unmeasured test when the domain has just started.
+    fn ready(&mut self, started: bool) -> Result<(), String> {
+        let t = &self.target;
+        let deadline = Instant::now() + t.boot_timeout;
+        let accepts = |addr: &SocketAddr| {
+            TcpStream::connect_timeout(addr, Duration::from_secs(1)).is_ok()
+        };
+        if let ServerStart::Ssh {
+            dest,
+            ssh_options,
+            command,
+        } = &t.start
+            && (started || !accepts(&self.far.addr))
+        {
+            // Until the guest's sshd answers; the command's own failure ends the wait.
+            loop {
+                match run_over_ssh(dest, ssh_options, command) {
+                    Ok(()) => break,
+                    Err(SshError::Unreachable(_)) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(500));
+                    }
+                    Err(SshError::Unreachable(e) | SshError::Failed(e)) => {
+                        return Err(format!(
+                            "starting the server in libvirt domain {} over ssh: {e}",
+                            t.domain
+                        ));
+                    }
+                }
+            }
+        }
+        while !accepts(&self.far.addr) {
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "the {} server in libvirt domain {} did not answer at {} within {} s of its \
+                     start (boot_timeout): is the guest's address right, and its server started?",
+                    if self.far.peer == client::PeerProtocol::Iperf3 {
+                        "iperf3"
+                    } else {
+                        "netsweep"
+                    },
+                    t.domain,
+                    self.far.addr,
+                    t.boot_timeout.as_secs()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        if started {
+            // A guest's first test after a boot runs code for the first time (under TCG it is
+            // translated then): a short test, not measured, takes that out of the first run.
+            let mut spec = TestSpec::tcp(Duration::from_millis(500));
+            spec.calibration = Duration::ZERO;
+            let cfg = ClientConfig {
+                peer: self.far.peer,
+                ..ClientConfig::new(self.far.addr)
+            };
+            let _ = client::run_test(&cfg, &spec, &AtomicBool::new(false), &mut |_| {});
+        }
+        self.gather();
+        Ok(())
+    }
+
+    fn gather(&mut self) {
+        let key = self.session.model().unwrap_or("(libvirt default)").to_string();
+        if self.gathered.contains_key(&key) {
+            return;
+        }
+        let live = self
+            .session
+            .virsh
+            .dumpxml(&self.session.domain, false)
+            .ok()
+            .and_then(|x| crate::host::libvirt::xml::interfaces(&x).ok());
+        let iface = self.session.interface().ok();
+        let driver = match (&self.target.start, iface.as_ref().and_then(|i| i.mac.clone())) {
+            (ServerStart::Ssh {
+                dest, ssh_options, ..
+            }, Some(mac)) => crate::host::libvirt::guest_driver(dest, ssh_options, &mac).ok(),
+            _ => None,
+        };
+        self.gathered.insert(
+            key,
+            json!({
+                "interface": iface.map(|i| json!({
+                    "mac": i.mac, "type": i.kind, "source": i.source, "model": i.model,
+                })),
+                "running_interfaces": live.map(|l| l.len()),
+                "guest_driver": driver,
+            }),
+        );
+    }
+}
+
+enum SshError {
+    /// ssh itself could not reach the guest (exit status 255): it may still be booting.
+    Unreachable(String),
+    Failed(String),
+}
+
+fn run_over_ssh(dest: &str, ssh_options: &[String], command: &str) -> Result<(), SshError> {
+    let mut cmd = crate::host::tuning::ssh_command(ssh_options);
+    cmd.args(["-o", "ConnectTimeout=3", "--", dest, command])
+        .stdin(std::process::Stdio::null());
+    let out = cmd
+        .output()
+        .map_err(|e| SshError::Failed(format!("cannot run ssh: {e}")))?;
+    let err = crate::inputs::peer_text(String::from_utf8_lossy(&out.stderr).trim());
+    match out.status.code() {
+        Some(0) => Ok(()),
+        Some(255) => Err(SshError::Unreachable(err)),
+        _ => Err(SshError::Failed(format!("`{command}` failed: {err}"))),
+    }
+}
+
+impl Executor for LibvirtExecutor {
+    fn describe(&self) -> String {
+        format!(
+            "libvirt domain {} ({}), {} server {}",
+            self.session.domain,
+            self.session
+                .virsh
+                .uri
+                .as_deref()
+                .unwrap_or("libvirt's default connection"),
+            if self.far.peer == client::PeerProtocol::Iperf3 {
+                "iperf3"
+            } else {
+                "netsweep"
+            },
+            self.far.addr
+        )
+    }
+
+    fn host_facts(&mut self) -> serde_json::Value {
+        let mut facts = self.far.host_facts();
+        facts["libvirt"] = json!({
+            "domain": self.session.domain,
+            "uri": self.session.virsh.uri,
+            "model_found": self.session.model(),
+        });
+        facts
+    }
+
+    fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {
+        self.far.run_test(spec, stop)
+    }
+
+    fn shell(&mut self, command: &str) -> Result<(), String> {
+        self.far.shell(command)
+    }
+
+    fn nic_model(&self) -> Option<String> {
+        self.session.model().map(str::to_string)
+    }
+
+    fn set_nic_model(&mut self, model: &str) -> Result<bool, String> {
+        let restarted = self.session.set_model(model)?;
+        crate::lab::test_pause("libvirt-switched");
+        self.ready(restarted)?;
+        Ok(restarted)
+    }
+
+    fn facts_gathered(&mut self) -> Option<serde_json::Value> {
+        Some(serde_json::Value::Object(self.gathered.clone()))
+    }
+
+    fn far_check(&self, plan: &Plan) -> (Vec<String>, Vec<String>) {
+        self.far.far_check(plan)
+    }
+}

@@ -1,0 +1,207 @@
+//! A user's own libvirt domain as a measurement target: its NIC model changed for a campaign
+//! and always put back. `Session` holds one domain: it keeps the original definition in a
+//! journal before the first change, changes only the chosen interface's `<model type>`,
+//! restarts the domain for the change to take effect, and restores the definition and the
+//! domain's state when dropped (end, failure, Ctrl-C); a kill -9 leaves the journal, which
+//! the next `netsweep run` or `doctor --libvirt` restores (`journal::recover_stale`).
+//! `virsh` talks to libvirt; `xml` is the pure part.
+
+pub mod journal;
+pub mod virsh;
+pub mod xml;
+
+use std::time::Duration;
+use virsh::{State, Virsh};
+
+/// One domain in use by this process.
+pub struct Session {
+    pub virsh: Virsh,
+    pub domain: String,
+    /// Which interface of the definition the model applies to.
+    index: usize,
+    /// The model that interface has now (in the definition and, once restarted, running).
+    model: Option<String>,
+    original: String,
+    was_running: bool,
+    journal: std::path::PathBuf,
+    journaled: bool,
+    /// How long a guest may take to shut down before it is powered off.
+    pub grace: Duration,
+}
+
+impl Session {
+    /// Opens `domain`: a journal left by a process that died is restored first; one held by a
+    /// live process is refused (two campaigns changing one domain would undo each other).
+    pub fn open(
+        virsh: Virsh,
+        domain: &str,
+        mac: Option<&str>,
+        grace: Duration,
+    ) -> Result<(Session, Vec<String>), String> {
+        let journal = journal::path(virsh.uri.as_deref(), domain);
+        let mut notes = Vec::new();
+        if let Some(j) = journal::read(&journal) {
+            if crate::platform::process::alive(j.owner_pid) {
+                return Err(format!(
+                    "libvirt domain {domain} is in use by netsweep process {} (its journal {}); \
+                     wait for it to end",
+                    j.owner_pid,
+                    journal.display()
+                ));
+            }
+            notes.push(format!(
+                "{} (left changed by process {} that ended without restoring it)",
+                journal::restore(&journal, &j, grace)?,
+                j.owner_pid
+            ));
+        }
+        let original = virsh.dumpxml(domain, true)?;
+        let ifaces = xml::interfaces(&original)?;
+        let index = xml::pick(&ifaces, mac)?;
+        let was_running = virsh.state(domain)? == State::Running;
+        Ok((
+            Session {
+                model: ifaces[index].model.clone(),
+                virsh,
+                domain: domain.to_string(),
+                index,
+                original,
+                was_running,
+                journal,
+                journaled: false,
+                grace,
+            },
+            notes,
+        ))
+    }
+
+    /// The model of the interface in use (`None`: libvirt's default).
+    pub fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    /// The interface in use, as the definition has it now.
+    pub fn interface(&self) -> Result<xml::Interface, String> {
+        let now = self.virsh.dumpxml(&self.domain, true)?;
+        xml::interfaces(&now)?
+            .get(self.index)
+            .cloned()
+            .ok_or_else(|| "the interface is gone from the definition".into())
+    }
+
+    fn journal_first(&mut self) -> Result<(), String> {
+        if self.journaled {
+            return Ok(());
+        }
+        journal::write(
+            &self.journal,
+            &journal::Journal {
+                uri: self.virsh.uri.clone(),
+                domain: self.domain.clone(),
+                original: self.original.clone(),
+                was_running: self.was_running,
+                owner_pid: std::process::id(),
+                created_unix: crate::platform::clock::now_unix(),
+            },
+        )?;
+        self.journaled = true;
+        Ok(())
+    }
+
+    /// Starts the domain if it is not running; whether it did.
+    pub fn ensure_running(&mut self) -> Result<bool, String> {
+        match self.virsh.state(&self.domain)? {
+            State::Running => Ok(false),
+            State::ShutOff => {
+                self.journal_first()?;
+                self.virsh.start(&self.domain)?;
+                Ok(true)
+            }
+            State::Other(s) => Err(format!(
+                "libvirt domain {} is {s}: resume or shut it off first",
+                self.domain
+            )),
+        }
+    }
+
+    /// Gives the interface `model` and restarts the domain with it; whether anything changed.
+    pub fn set_model(&mut self, model: &str) -> Result<bool, String> {
+        xml::valid_model(model)?;
+        if self.model.as_deref() == Some(model) {
+            return self.ensure_running();
+        }
+        self.journal_first()?;
+        let now = self.virsh.dumpxml(&self.domain, true)?;
+        let changed = xml::with_model(&now, self.index, model)?;
+        self.virsh.define(&changed)?;
+        self.model = Some(model.to_string());
+        self.virsh.stop(&self.domain, self.grace)?;
+        self.virsh.start(&self.domain)?;
+        Ok(true)
+    }
+
+    /// Puts the domain back as it was found; what was done, in words.
+    pub fn restore(&mut self) -> Result<Option<String>, String> {
+        if !self.journaled {
+            return Ok(None);
+        }
+        let j = journal::read(&self.journal).ok_or_else(|| {
+            format!(
+                "the journal {} of libvirt domain {} is gone",
+                self.journal.display(),
+                self.domain
+            )
+        })?;
+        let line = journal::restore(&self.journal, &j, self.grace)?;
+        self.journaled = false;
+        self.model = xml::interfaces(&self.original)?
+            .get(self.index)
+            .and_then(|i| i.model.clone());
+        Ok(Some(line))
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        match self.restore() {
+            Ok(Some(line)) => crate::errln!("netsweep: {line}"),
+            Ok(None) => {}
+            Err(e) => crate::errln!(
+                "netsweep: could not restore libvirt domain {}: {e}; its original definition \
+                 is in {} and the next `netsweep run` restores it",
+                self.domain,
+                self.journal.display()
+            ),
+        }
+    }
+}
+
+/// The driver the guest bound to its interface with `mac` (`virtio_net`, `e1000`, `8139cp`),
+/// read over ssh from the guest's `/sys/class/net` (a Linux guest).
+pub fn guest_driver(dest: &str, ssh_options: &[String], mac: &str) -> Result<String, String> {
+    let mac = mac.to_ascii_lowercase();
+    if !(mac.len() == 17 && mac.chars().all(|c| c.is_ascii_hexdigit() || c == ':')) {
+        return Err(format!("{mac:?} is not a MAC address"));
+    }
+    let script = format!(
+        "for d in /sys/class/net/*; do if [ \"$(cat \"$d/address\" 2>/dev/null)\" = {mac} ]; \
+         then basename \"$(readlink \"$d/device/driver\")\"; fi; done"
+    );
+    let out = crate::host::tuning::ssh_command(ssh_options)
+        .args(["-o", "ConnectTimeout=5", "--", dest, &script])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run ssh: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "ssh {dest}: {}",
+            crate::inputs::peer_text(String::from_utf8_lossy(&out.stderr).trim())
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(crate::inputs::peer_text)
+        .ok_or_else(|| format!("no interface with MAC {mac} in the guest {dest}"))
+}
