@@ -2,9 +2,7 @@
 
 use crate::app::report::write_report;
 use crate::campaigns::campaign::{self, Metric};
-use crate::campaigns::executor::{
-    AddressExecutor, LabExecutor, LibvirtExecutor, LoopbackExecutor,
-};
+use crate::campaigns::executor::{AddressExecutor, LabExecutor, LibvirtExecutor, LoopbackExecutor};
 use crate::campaigns::plan::{Plan, Target};
 use crate::campaigns::runner::{self, Executor, Progress};
 use crate::campaigns::store::{CampaignRow, RunnerLock, Store};

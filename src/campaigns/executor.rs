@@ -8,12 +8,12 @@ use crate::lab::{Host, Lab, LabOptions, PathConfig};
 
 mod libvirt;
 mod pool;
-pub use libvirt::LibvirtExecutor;
 use crate::traffic::client::{self, ClientConfig, PeerProtocol};
 use crate::traffic::result::TestResult;
 use crate::traffic::spec::{ServerLimits, TestSpec};
 use crate::{host::counters, host::hostfacts, traffic::server};
 use anyhow::Context;
+pub use libvirt::LibvirtExecutor;
 use pool::{LabPool, Switch};
 use serde_json::json;
 use std::net::{SocketAddr, TcpListener};

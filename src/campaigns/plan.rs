@@ -506,7 +506,9 @@ impl Plan {
         if !matches!(self.target, Target::Libvirt(_)) {
             return None;
         }
-        cfg.iter().find(|(k, _)| k == "nic").map(|(_, v)| v.as_str())
+        cfg.iter()
+            .find(|(k, _)| k == "nic")
+            .map(|(_, v)| v.as_str())
     }
 
     /// The setup/teardown of a user dimension's value.
@@ -557,8 +559,8 @@ mod options;
 mod repeat;
 mod target;
 
-use matrix::{read_matrix, read_test, read_user_dimensions};
 pub use libvirt::{LibvirtTarget, ServerStart};
+use matrix::{read_matrix, read_test, read_user_dimensions};
 pub use options::{OPTIONS, apply_option};
 use options::{parse_bool, scalar};
 use repeat::read_repeat;

@@ -239,10 +239,24 @@ pub fn netsweep_paused_at(
     point: &str,
     limit: std::time::Duration,
 ) -> std::process::Child {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"));
+    cmd.args(args).envs(envs.iter().copied());
+    paused_at(cmd, point, limit)
+}
+
+/// Starts `cmd` (a netsweep, possibly behind `ip netns exec`, which execs it) with the test
+/// hook at `point` and waits (at most `limit`) until it says it paused there.
+pub fn paused_at(
+    mut cmd: std::process::Command,
+    point: &str,
+    limit: std::time::Duration,
+) -> std::process::Child {
     use std::io::BufRead;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args(args)
-        .envs(envs.iter().copied())
+    let args: Vec<String> = cmd
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut child = cmd
         .env("NETSWEEP_TEST_PAUSE", point)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())

@@ -69,9 +69,8 @@ impl LibvirtExecutor {
     fn ready(&mut self, started: bool) -> Result<(), String> {
         let t = &self.target;
         let deadline = Instant::now() + t.boot_timeout;
-        let accepts = |addr: &SocketAddr| {
-            TcpStream::connect_timeout(addr, Duration::from_secs(1)).is_ok()
-        };
+        let accepts =
+            |addr: &SocketAddr| TcpStream::connect_timeout(addr, Duration::from_secs(1)).is_ok();
         if let ServerStart::Ssh {
             dest,
             ssh_options,
@@ -128,7 +127,11 @@ impl LibvirtExecutor {
     }
 
     fn gather(&mut self) {
-        let key = self.session.model().unwrap_or("(libvirt default)").to_string();
+        let key = self
+            .session
+            .model()
+            .unwrap_or("(libvirt default)")
+            .to_string();
         if self.gathered.contains_key(&key) {
             return;
         }
@@ -139,10 +142,16 @@ impl LibvirtExecutor {
             .ok()
             .and_then(|x| crate::host::libvirt::xml::interfaces(&x).ok());
         let iface = self.session.interface().ok();
-        let driver = match (&self.target.start, iface.as_ref().and_then(|i| i.mac.clone())) {
-            (ServerStart::Ssh {
-                dest, ssh_options, ..
-            }, Some(mac)) => crate::host::libvirt::guest_driver(dest, ssh_options, &mac).ok(),
+        let driver = match (
+            &self.target.start,
+            iface.as_ref().and_then(|i| i.mac.clone()),
+        ) {
+            (
+                ServerStart::Ssh {
+                    dest, ssh_options, ..
+                },
+                Some(mac),
+            ) => crate::host::libvirt::guest_driver(dest, ssh_options, &mac).ok(),
             _ => None,
         };
         self.gathered.insert(

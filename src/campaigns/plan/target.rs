@@ -201,14 +201,18 @@ pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
     if kind != "libvirt" {
         for k in super::libvirt::LIBVIRT_KEYS {
             if let Some((key, _)) = table.get_key_value(k) {
-                r.issue(key.span(), format!("{k} is a key of kind = \"libvirt\" targets"));
+                r.issue(
+                    key.span(),
+                    format!("{k} is a key of kind = \"libvirt\" targets"),
+                );
             }
         }
     }
     match kind.as_str() {
         "loopback" => Target::Loopback,
-        "libvirt" => super::libvirt::read(r, table, span.clone())
-            .map_or(Target::Loopback, Target::Libvirt),
+        "libvirt" => {
+            super::libvirt::read(r, table, span.clone()).map_or(Target::Loopback, Target::Libvirt)
+        }
         "lab" => Target::Lab { path, emulator },
         "auto" => Target::Auto { path, emulator },
         "iperf3" => match r.string(table, "host") {
@@ -235,7 +239,9 @@ pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
             let s = table.get("kind").and_then(Item::span);
             r.issue(
                 s,
-                format!("target kind {other:?} is not loopback, lab, auto, address, iperf3 or libvirt"),
+                format!(
+                    "target kind {other:?} is not loopback, lab, auto, address, iperf3 or libvirt"
+                ),
             );
             Target::Loopback
         }

@@ -287,7 +287,10 @@ mod live_tests {
         let f = check_live(&virsh, "my vm", NEXT, NEXT, &drivers).unwrap();
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].severity, Severity::Problem);
-        assert!(f[0].evidence.contains(&("guest driver".into(), "8139cp".into())));
+        assert!(
+            f[0].evidence
+                .contains(&("guest driver".into(), "8139cp".into()))
+        );
         let fix = f[0].fix.as_deref().unwrap();
         assert!(
             fix.contains("virsh -c qemu:///system update-device 'my vm' /dev/stdin --config <<'EOF'\n<interface type='bridge'>")
@@ -305,7 +308,15 @@ mod live_tests {
         assert_eq!(f.len(), 2);
         assert_eq!(f[0].fix, None);
         assert_eq!(f[1].severity, Severity::Warning);
-        assert!(f[1].title.contains("runs model rtl8139 but the next start uses virtio"));
-        assert!(f[1].fix.as_deref().unwrap().starts_with("virsh shutdown vm && "));
+        assert!(
+            f[1].title
+                .contains("runs model rtl8139 but the next start uses virtio")
+        );
+        assert!(
+            f[1].fix
+                .as_deref()
+                .unwrap()
+                .starts_with("virsh shutdown vm && ")
+        );
     }
 }
