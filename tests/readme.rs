@@ -22,6 +22,8 @@
 //!   (`netsweep lab exec NAME a -- ...`). Without root these are skipped with a line why (in CI
 //!   that is a failure). VM plans run only in CI (they build a guest image).
 //! - A command reading `--db FILE` that no earlier command made is skipped with that reason.
+//! - A line with the comment `# needs: libvirt` needs a libvirt domain: `tests/libvirt.rs`
+//!   runs those lines, as printed, against a real libvirtd and a domain it makes.
 
 mod common;
 
@@ -142,6 +144,11 @@ fn plan(line: &Line, cx: &Context) -> Plan {
     let command = text.split('#').next().unwrap_or("").trim().to_string();
     if text.contains("# needs: peer") || command.split_whitespace().any(|w| w == "HOST") {
         return Plan::Skip("needs a second host (HOST placeholder or `# needs: peer`)".into());
+    }
+    if text.contains("# needs: libvirt") {
+        return Plan::Skip(
+            "needs a libvirt domain: tests/libvirt.rs runs it against a real libvirtd".into(),
+        );
     }
     if command.starts_with("cargo test") {
         return Plan::Skip("the test suite itself (CI runs it)".into());

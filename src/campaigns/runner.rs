@@ -474,22 +474,25 @@ fn switch_path(
     exec: &mut dyn Executor,
     tuner: Option<&mut Tuner>,
 ) -> Result<(), String> {
-    let change: Box<dyn FnOnce(&mut dyn Executor) -> Result<bool, String>> =
-        if let Some(model) = plan.libvirt_model_for(&cfg.dims) {
-            if exec.nic_model().as_deref() == Some(model) {
-                return Ok(());
-            }
-            Box::new(move |e| e.set_nic_model(model))
-        } else {
-            let Some(path) = plan.path_for(&cfg.dims) else {
-                return Ok(());
-            };
-            let path = path?;
-            if exec.path().as_ref() == Some(&path) {
-                return Ok(());
-            }
-            Box::new(move |e| e.set_path(&path))
+    enum Change<'a> {
+        Model(&'a str),
+        Path(crate::lab::PathConfig),
+    }
+    let change = if let Some(model) = plan.libvirt_model_for(&cfg.dims) {
+        if exec.nic_model().as_deref() == Some(model) {
+            return Ok(());
+        }
+        Change::Model(model)
+    } else {
+        let Some(path) = plan.path_for(&cfg.dims) else {
+            return Ok(());
         };
+        let path = path?;
+        if exec.path().as_ref() == Some(&path) {
+            return Ok(());
+        }
+        Change::Path(path)
+    };
     let mut tuner = tuner;
     if let Some(t) = tuner.as_deref_mut() {
         let errors = t.restore_all();
@@ -497,7 +500,10 @@ fn switch_path(
             return Err(errors.join("; "));
         }
     }
-    change(exec)?;
+    match change {
+        Change::Model(m) => exec.set_nic_model(m)?,
+        Change::Path(p) => exec.set_path(&p)?,
+    };
     if let Some(t) = tuner {
         t.targets = exec.tuning_targets();
     }

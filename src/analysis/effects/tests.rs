@@ -412,3 +412,51 @@ fn a_null_dimension_shown_within_the_change_as_a_whole_is_decided_and_worded_rig
     );
     assert!(!line.contains("3.4% not ruled out"), "{line}");
 }
+
+/// Two rounds of a NIC sweep both ways, as measured on a libvirt domain (tests/libvirt.rs):
+/// the F test sees the model's effect at once, but with two rounds and an effect that depends
+/// on the direction (3x one way, 1.2x the other) no comparison of two models is decided. The
+/// answer must not say that nothing makes a difference.
+#[test]
+fn an_effect_the_f_test_finds_but_no_comparison_decides_is_not_called_no_difference() {
+    let dims = [
+        ("nic", &["virtio", "rtl8139"][..]),
+        ("reverse", &["false", "true"][..]),
+    ];
+    let obs = campaign(&dims, 2, 0.01, |c, round| {
+        match (get(c, "nic"), get(c, "reverse")) {
+            ("virtio", "false") if round == 1 => 3000e6,
+            ("virtio", "false") => 2000e6,
+            ("virtio", _) => 1200e6,
+            _ => 1000e6,
+        }
+    });
+    let e = analyze(&obs, &order(&dims), &Options::new(Scale::Log, "goodput"));
+    let nic = e.effects.iter().find(|x| x.dimension == "nic").unwrap();
+    assert!(nic.p.unwrap() < 0.05, "{nic:?}");
+    assert!(
+        nic.comparisons
+            .iter()
+            .all(|d| d.outcome == crate::analysis::decide::Outcome::Undecided),
+        "{nic:?}"
+    );
+    let first = e.answer.lines().next().unwrap();
+    assert!(
+        first.starts_with(
+            "no comparison of two values is decided yet, though the F test finds that nic \
+             changes goodput (p = 0.012)"
+        ),
+        "{}",
+        e.answer
+    );
+    assert!(
+        e.answer.contains(
+            "nic: the F test finds an effect on goodput (p = 0.012) that no comparison of two \
+             of its values decides yet"
+        ),
+        "{}",
+        e.answer
+    );
+    assert!(!e.answer.contains("nic: no difference"), "{}", e.answer);
+    assert!(e.answer.contains("depends on reverse"), "{}", e.answer);
+}

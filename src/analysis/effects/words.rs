@@ -68,6 +68,11 @@ fn matters(x: &Effect) -> bool {
         .any(|d| d.outcome == Outcome::Different)
 }
 
+/// An effect the F test finds (at `alpha`) that no comparison of two of its values decides.
+fn f_only(x: &Effect, alpha: f64) -> bool {
+    !matters(x) && !small(x, alpha) && x.p.is_some_and(|p| p < alpha)
+}
+
 /// Real differences, all too small to matter: none matters, one is shown small, and the rest
 /// are decided (or every pair of values is shown within the change).
 fn small(x: &Effect, alpha: f64) -> bool {
@@ -225,6 +230,15 @@ fn null_line(x: &Effect, opts: &Options) -> String {
             ": a change this close to the {change} threshold would take more rounds than are practical"
         ),
     };
+    if f_only(x, alpha) {
+        return format!(
+            "{}: the F test finds an effect on {what} ({}) that no comparison of two of its \
+             values decides yet; the data cannot rule out a change of up to {}{more}",
+            x.dimension,
+            p_text(x.p),
+            percent_text(bound)
+        );
+    }
     format!(
         "{}: no difference in {what} shown ({}), but the data cannot rule out a change of up to {}{more}",
         x.dimension,
@@ -269,13 +283,27 @@ pub(super) fn answer(e: &Effects, opts: &Options) -> String {
     for (i, x) in matter.iter().enumerate() {
         lines.push(matter_line(x, i == 0, opts));
     }
-    if matter.is_empty() {
+    let alpha = opts.settings.alpha();
+    // Effects the F test finds that no comparison of two values decides (few rounds, or an
+    // effect that depends on another dimension): not "no difference".
+    let found: Vec<String> = e
+        .effects
+        .iter()
+        .filter(|x| f_only(x, alpha))
+        .map(|x| format!("{} changes {} ({})", x.dimension, opts.what, p_text(x.p)))
+        .collect();
+    if matter.is_empty() && !found.is_empty() {
+        lines.push(format!(
+            "no comparison of two values is decided yet, though the F test finds that {}: more \
+             rounds would say which values differ and by how much",
+            found.join(", and that ")
+        ));
+    } else if matter.is_empty() {
         lines.push(format!(
             "no dimension makes a difference to {} that matters beyond the noise of repeated runs",
             opts.what
         ));
     }
-    let alpha = opts.settings.alpha();
     for x in e.effects.iter().filter(|x| small(x, alpha)) {
         lines.push(small_line(x, opts));
     }
