@@ -121,7 +121,18 @@ impl Libvirt {
         let (ok, out) = virsh(&["start", &domain]);
         assert!(ok, "start: {out}");
         me.original = me.definition();
+        // As a user's domain is found: up, its server answering.
+        me.wait_server();
         Some(me)
+    }
+
+    /// Until the guest's server answers a short test from the namespace.
+    fn wait_server(&self) {
+        common::wait_bounded_until(Duration::from_secs(120), "the guest's server", || {
+            self.netsweep(&["-c", "198.18.0.2", "-p", "5201", "-t", "0.2"])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
     }
 
     fn definition(&self) -> String {
@@ -458,4 +469,137 @@ fn a_domain_left_changed_by_ctrl_c_or_kill_9_is_put_back() {
     assert_eq!(lv.live_model(), "rtl8139");
     assert_eq!(lv.state(), "running");
     assert!(!lv.journal().exists());
+}
+
+/// A throwaway OpenSSH server on 198.18.0.1:2222 in the namespace: it stands in for a guest's
+/// sshd (netsweep's guest image has none), to check that `server_start = "ssh:..."` runs the
+/// plan's command after every start of the domain, and that a command that fails fails the
+/// runs with its words while the domain is still put back.
+fn start_sshd(lv: &Libvirt) -> (std::process::Child, Vec<String>) {
+    let d = lv.dir.path();
+    for file in ["host_key", "client_key"] {
+        let (ok, out) = run(
+            "ssh-keygen",
+            &[
+                "-q",
+                "-t",
+                "ed25519",
+                "-N",
+                "",
+                "-f",
+                &d.join(file).display().to_string(),
+            ],
+        );
+        assert!(ok, "{out}");
+    }
+    std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
+    std::fs::create_dir_all("/run/sshd").unwrap();
+    let config = d.join("sshd_config");
+    std::fs::write(
+        &config,
+        format!(
+            "Port 2222\nListenAddress 198.18.0.1\nHostKey {}\nPidFile none\nAuthorizedKeysFile {}\n\
+             PermitRootLogin prohibit-password\nPasswordAuthentication no\n\
+             KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n",
+            d.join("host_key").display(),
+            d.join("authorized_keys").display()
+        ),
+    )
+    .unwrap();
+    let sshd = Command::new("ip")
+        .args(["netns", "exec", &lv.ns, "/usr/sbin/sshd", "-D", "-e", "-f"])
+        .arg(&config)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    common::wait_bounded_until(Duration::from_secs(10), "sshd", || {
+        run(
+            "ip",
+            &["netns", "exec", &lv.ns, "ss", "-Hltn", "sport = :2222"],
+        )
+        .1
+        .contains("198.18.0.1:2222")
+    });
+    let options = [
+        "Port=2222",
+        "StrictHostKeyChecking=no",
+        "UserKnownHostsFile=/dev/null",
+        "LogLevel=ERROR",
+    ]
+    .iter()
+    .map(|s| format!("\"{s}\""))
+    .chain(std::iter::once(format!(
+        "\"IdentityFile={}\"",
+        d.join("client_key").display()
+    )))
+    .collect();
+    (sshd, options)
+}
+
+#[test]
+fn a_server_started_over_ssh_is_started_after_every_boot() {
+    let test = "a_server_started_over_ssh_is_started_after_every_boot";
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lv) = Libvirt::up(test) else { return };
+    if !common::tool_or_skip(test, "/usr/sbin/sshd") {
+        return;
+    }
+    let (mut sshd, options) = start_sshd(&lv);
+    let starts = lv.dir.path().join("starts");
+    let plan_with = |name: &str, command: &str| {
+        let path = lv.dir.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &path,
+            format!(
+                "name = \"{name}\"\n[target]\nkind = \"libvirt\"\ndomain = \"{}\"\nuri = \"{URI}\"\n\
+                 host = \"198.18.0.2:5201\"\nshutdown_timeout = \"0s\"\n\
+                 server_start = \"ssh:root@198.18.0.1\"\nserver_command = \"{command}\"\n\
+                 ssh_options = [{}]\n[test]\nduration = \"1s\"\n[matrix]\n\
+                 nic = [\"virtio\", \"e1000\"]\n[repeat]\ncount = 1\norder = \"sequential\"\n",
+                lv.domain,
+                options.join(", ")
+            ),
+        )
+        .unwrap();
+        path.display().to_string()
+    };
+    let plan = plan_with("ssh", &format!("echo started >> {}", starts.display()));
+    let out = lv
+        .netsweep(&["run", &plan, "--db", "ssh.db"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    // The domain runs with its server when the campaign begins: rtl8139 to virtio, then to
+    // e1000 are the campaign's two starts, and the command ran after each.
+    let said = std::fs::read_to_string(&starts).unwrap_or_default();
+    assert_eq!(said.lines().count(), 2, "{said:?}");
+    assert_eq!(lv.definition(), lv.original);
+    // A command that fails: the runs that needed it fail with its words, and the domain is
+    // still put back.
+    // The end of the campaign restarted the domain with its own model: as found again.
+    lv.wait_server();
+    let plan = plan_with("broken", "echo no server here >&2; exit 3");
+    let out = lv
+        .netsweep(&["run", &plan, "--db", "broken.db"])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let csv = lv
+        .netsweep(&["export", "--db", "broken.db", "--format", "csv"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&csv.stdout).to_string();
+    assert!(
+        csv.contains("over ssh") && csv.contains("no server here"),
+        "{csv}\n{text}"
+    );
+    assert_eq!(lv.definition(), lv.original);
+    assert_eq!(lv.live_model(), "rtl8139");
+    assert!(!lv.journal().exists());
+    let _ = sshd.kill();
+    let _ = sshd.wait();
 }
