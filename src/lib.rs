@@ -16,7 +16,9 @@
 //!   client and their shared admission (slots, deadlines, descriptor budget); iperf3's
 //!   protocol in both roles, its JSON document and import; iperf3-style text output.
 //! - `host`: `doctor` diagnostics, sysctl `tuning` with its journal (a kernel only a higher
-//!   layer reaches is a `tuning::SysctlPlace` handed down), kernel counters and facts.
+//!   layer reaches is a `tuning::SysctlPlace` handed down), kernel counters and facts, and a
+//!   user's libvirt domain through `virsh` (`libvirt`: its NIC model changed for a campaign,
+//!   journaled and put back).
 //!   `pscheduler`: netsweep as a perfSONAR pScheduler tool (methods, spec and result formats).
 //! - `lab`: two-host networks in namespaces with rate, delay and loss, and QEMU guests, whose
 //!   agent (`lab::vm::agent`) is the `SysctlPlace` of a guest's kernel.

@@ -21,10 +21,7 @@ pub struct Journal {
     pub created_unix: f64,
 }
 
-/// `/run/netsweep/libvirt` (beside the sysctl journals), or the user's runtime directory.
-pub fn dir() -> PathBuf {
-    crate::host::tuning::journal_dir().with_file_name("libvirt")
-}
+pub use super::dir;
 
 /// FNV-1a, 64 bits: a stable file name for a connection and domain of any spelling.
 fn fnv(bytes: &[u8]) -> u64 {

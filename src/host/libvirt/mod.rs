@@ -13,6 +13,12 @@ pub mod xml;
 use std::time::Duration;
 use virsh::{State, Virsh};
 
+/// `/run/netsweep/libvirt` (beside the sysctl journals), or the user's runtime directory: the
+/// journals, and the definitions given to `virsh define`.
+pub fn dir() -> std::path::PathBuf {
+    crate::host::tuning::journal_dir().with_file_name("libvirt")
+}
+
 /// One domain in use by this process.
 pub struct Session {
     pub virsh: Virsh,

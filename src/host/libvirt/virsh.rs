@@ -182,7 +182,7 @@ impl Virsh {
 /// A new file only this user can read, in the runtime directory.
 fn tempfile_in_runtime() -> Result<(std::path::PathBuf, std::fs::File), String> {
     use std::os::unix::fs::OpenOptionsExt;
-    let dir = super::journal::dir();
+    let dir = super::dir();
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     for n in 0..100u32 {
         let path = dir.join(format!("define-{}-{n}.xml", std::process::id()));
