@@ -8,11 +8,11 @@ use crate::traffic::engine::{EngineEvent, StreamSocket};
 use crate::traffic::latency::prober::{ProbeRecord, Prober};
 use crate::traffic::latency::summary::summarize;
 use crate::traffic::measure::{Role, StreamReport};
+use crate::traffic::protocol::spawn_reader;
 use crate::traffic::protocol::{
     self, ClientMsg, IO_DEADLINE, ServerMsg, Token, read_exact_by, read_frame, write_frame,
 };
 use crate::traffic::result::{self, CpuResult, Interval, StartInfo, StreamPair, TestResult};
-use crate::traffic::server::spawn_reader;
 use crate::traffic::session::{self, Finished};
 use crate::traffic::spec::{Flow, Protocol, TestSpec};
 use socket2::{SockAddr, Type};

@@ -346,6 +346,28 @@ mod hex16 {
     }
 }
 
+/// Reads a peer's control messages on a clone of its control socket into a channel (the
+/// server reads its client's this way, and the client its server's).
+pub fn spawn_reader<T>(mut sock: TcpStream) -> std::sync::mpsc::Receiver<Result<T, ProtocolError>>
+where
+    T: for<'de> serde::Deserialize<'de> + Send + 'static,
+{
+    // Bounded: a peer that floods frames is held back by TCP, not by this process's memory.
+    let (tx, rx) = std::sync::mpsc::sync_channel(64);
+    let _ = std::thread::Builder::new()
+        .name("control-reader".into())
+        .spawn(move || {
+            loop {
+                let msg = read_frame::<T>(&mut sock, None);
+                let failed = msg.is_err();
+                if tx.send(msg).is_err() || failed {
+                    break;
+                }
+            }
+        });
+    rx
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

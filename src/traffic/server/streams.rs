@@ -2,6 +2,33 @@
 
 use super::*;
 
+/// What the collectors of a test's data connections check them against.
+pub(super) struct Setup<'a> {
+    /// The control connection: when it closes, setup ends at once.
+    pub(super) ctrl: &'a TcpStream,
+    pub(super) flows: &'a [Flow],
+    pub(super) peer_ip: IpAddr,
+}
+
+impl Setup<'_> {
+    /// Why setup ends early or late, if it does.
+    fn gave_up(&self, clock: &StreamClock, got: usize) -> Option<String> {
+        if admission::control_closed(self.ctrl) {
+            return Some(format!(
+                "the client closed its control connection with {got} of {} data connections open",
+                self.flows.len()
+            ));
+        }
+        clock.expired().then(|| {
+            format!(
+                "only {got} of {} data connections arrived (each must follow the last within {} s)",
+                self.flows.len(),
+                admission::STREAM_IDLE.as_secs()
+            )
+        })
+    }
+}
+
 /// Binds one UDP socket per stream on the control connection's local address.
 pub(super) fn bind_udp(
     spec: &TestSpec,

@@ -1,0 +1,267 @@
+//! One netsweep test on its control connection: the request, admission, the arrival of the
+//! data streams, the test itself and the result sent back (`control_session`), with the words of
+//! the server's log.
+
+use super::*;
+
+/// Removes the token from the registry on drop.
+struct Registration<'a>(&'a Registry, Token);
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut r) = self.0.lock() {
+            r.remove(&self.1);
+        }
+    }
+}
+
+pub(super) fn control_session(
+    mut ctrl: TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    mut pending: Pending<'_>,
+) -> anyhow::Result<()> {
+    let spec = match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
+        ClientMsg::Request { spec } => spec,
+        ClientMsg::Check { spec } => {
+            return match admission(&spec, shared) {
+                Some(reason) => refuse(&mut ctrl, Refusal::Limit { reason }),
+                None => Ok(write_frame(&mut ctrl, &ServerMsg::Admissible)?),
+            };
+        }
+        other => anyhow::bail!("expected a test request, got {}", client_words(&other)),
+    };
+    if let Some(reason) = admission(&spec, shared) {
+        return refuse(&mut ctrl, Refusal::Limit { reason });
+    }
+    let mut slot = match shared.admission.slot(peer) {
+        Ok(s) => s,
+        Err(running) => return refuse(&mut ctrl, Refusal::Busy { running }),
+    };
+    let flows = spec.flows();
+    if let Err(reason) = slot.reserve_streams(flows.len()) {
+        return refuse(&mut ctrl, Refusal::Limit { reason });
+    }
+    slot.describe(format!("{}, set up", test_words(&spec)));
+    let mut ending = Ending {
+        served: &shared.served,
+        ok: false,
+    };
+    pending.release();
+    // The slot is held only as long as an honest client needs to open its data connections,
+    // and not a moment after its control connection closes.
+    let mut clock = StreamClock::new(flows.len(), control_rtt(&ctrl));
+    let token = Token::random();
+    let (tx, rx) = mpsc::channel();
+    if let Ok(mut r) = shared.registry.lock() {
+        r.insert(token, tx);
+    }
+    let registration = Registration(&shared.registry, token);
+    let mut expecting = (spec.protocol == Protocol::Tcp)
+        .then(|| Expecting::new(&shared.admission, peer.ip(), flows.len()));
+    let local_ip = ctrl.local_addr()?.ip();
+    let udp = if spec.protocol == Protocol::Udp {
+        bind_udp(&spec, &flows, local_ip)?
+    } else {
+        Vec::new()
+    };
+    let udp_ports = udp
+        .iter()
+        .map(|s| s.local_addr().map(|a| a.port()))
+        .collect::<Result<_, _>>()?;
+    // The echo lives as long as this session, and never past the test's own time.
+    let echo = match spec.latency {
+        Some(l) => Some(EchoServer::spawn(
+            local_ip,
+            token,
+            peer.ip(),
+            l.probe_rate_hz,
+            clock.latest() + STAGE_DEADLINE + spec.wall_time() + IO_DEADLINE,
+        )?),
+        None => None,
+    };
+    write_frame(
+        &mut ctrl,
+        &ServerMsg::Accepted {
+            token,
+            udp_ports,
+            echo_port: echo.as_ref().map(EchoServer::port),
+            ends_early: true,
+        },
+    )?;
+    let setup = Setup {
+        ctrl: &ctrl,
+        flows: &flows,
+        peer_ip: peer.ip(),
+    };
+    let sockets = match spec.protocol {
+        Protocol::Tcp => collect_tcp(&rx, &spec, &setup, &mut clock, expecting.as_mut())?,
+        Protocol::Udp => collect_udp(udp, &token, &setup, &mut clock)?,
+    };
+    drop(expecting);
+    drop(registration);
+    let infos = sockets
+        .iter()
+        .map(|(i, _, s)| session::describe(*i, s, &spec))
+        .collect();
+    write_frame(&mut ctrl, &ServerMsg::Ready { sockets: infos })?;
+    // With latency probes the client measures its idle baseline before it says start.
+    let idle = spec.latency.map(|l| l.idle).unwrap_or_default();
+    match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + STAGE_DEADLINE + idle))? {
+        ClientMsg::Start => {}
+        ClientMsg::Abort { reason } => anyhow::bail!("client aborted before the start: {reason}"),
+        other => anyhow::bail!("expected start, got {}", client_words(&other)),
+    }
+    let start = Instant::now();
+    slot.describe(test_words(&spec));
+    (shared.log)(&format!("{peer}: {} test", test_words(&spec)));
+    let streams = session::start_streams(
+        &spec,
+        false,
+        sockets,
+        (start, start),
+        session::Wire::default(),
+    )?;
+    let outcome = run_test(&mut ctrl, &spec, &streams);
+    streams.stop_and_join();
+    // The slot (and the result it holds) is kept until the client has read the result and
+    // hung up, within STAGE_DEADLINE of the result's last frame; a client that starts its next
+    // test at once waits for the slot briefly instead of being told "busy".
+    let outcome = outcome.and_then(|(done, peer_rx)| {
+        send_result(&mut ctrl, done)?;
+        let _ = peer_rx.recv_timeout(STAGE_DEADLINE);
+        Ok(())
+    });
+    // Unblocks the control reader thread, whatever the client does.
+    let _ = ctrl.shutdown(std::net::Shutdown::Both);
+    ending.ok = outcome.is_ok();
+    drop(slot);
+    outcome
+}
+
+/// A test in words for the log: "TCP forward test, 4 streams, 10.0 s".
+fn test_words(spec: &TestSpec) -> String {
+    let until = if spec.steady.is_some() {
+        "until steady, at most "
+    } else {
+        ""
+    };
+    format!(
+        "{}, {until}{:.1} s",
+        spec.kind_words(),
+        spec.total_time().as_secs_f64()
+    )
+}
+
+/// A client message named in the protocol's words, not Rust's.
+fn client_words(msg: &ClientMsg) -> &'static str {
+    match msg {
+        ClientMsg::Request { .. } => "a test request",
+        ClientMsg::Check { .. } => "an admission check",
+        ClientMsg::Start => "start",
+        ClientMsg::End { .. } => "end",
+        ClientMsg::Done => "done",
+        ClientMsg::Abort { .. } => "abort",
+    }
+}
+
+/// The control connection's smoothed round trip (100 ms when the kernel does not say).
+fn control_rtt(ctrl: &TcpStream) -> Duration {
+    sockopt::tcp_info(ctrl)
+        .map(|i| Duration::from_micros(u64::from(i.rtt_us)))
+        .unwrap_or(Duration::from_millis(100))
+}
+
+/// Sends the final reports: every stream's intervals in frames of `INTERVALS_PER_FRAME`, then
+/// `Done` with the reports emptied of intervals, so no frame outgrows `MAX_FRAME` whatever the
+/// test's length, interval or stream count.
+fn send_result(ctrl: &mut TcpStream, mut done: Finished) -> Result<(), ProtocolError> {
+    let mut merged: Option<crate::traffic::histogram::UdpTiming> = None;
+    for report in &mut done.reports {
+        if let Some(t) = report.udp_timing.take() {
+            merged.get_or_insert_with(Default::default).merge(&t);
+        }
+    }
+    if let Some(first) = done
+        .reports
+        .iter_mut()
+        .find(|r| r.role == crate::traffic::measure::Role::Receiver)
+    {
+        first.udp_timing = merged;
+    }
+    for report in &mut done.reports {
+        let intervals = std::mem::take(&mut report.intervals);
+        for chunk in intervals.chunks(protocol::INTERVALS_PER_FRAME) {
+            write_frame(
+                ctrl,
+                &ServerMsg::Intervals {
+                    stream: report.stream,
+                    intervals: chunk.to_vec(),
+                },
+            )?;
+        }
+    }
+    write_frame(
+        ctrl,
+        &ServerMsg::Done {
+            streams: done.reports,
+            cpu: done.cpu,
+        },
+    )
+}
+
+/// The client's messages, read on a clone of the control socket.
+type PeerRx = Receiver<Result<ClientMsg, ProtocolError>>;
+
+/// Forwards interval reports until every stream is done; returns the final reports for the
+/// client and the reader of its messages.
+fn run_test(
+    ctrl: &mut TcpStream,
+    spec: &TestSpec,
+    streams: &session::Streams,
+) -> anyhow::Result<(Finished, PeerRx)> {
+    let peer_rx = crate::traffic::protocol::spawn_reader(ctrl.try_clone()?);
+    let start = Instant::now();
+    let give_up = start + spec.total_time() + Duration::from_secs(30);
+    let mut finished = Finished::default();
+    while finished.reports.len() < streams.count {
+        if let Ok(msg) = peer_rx.try_recv() {
+            match msg {
+                Ok(ClientMsg::Abort { reason }) => anyhow::bail!("client aborted: {reason}"),
+                Ok(ClientMsg::End { slots }) => {
+                    let timeline = spec.timeline();
+                    if slots == 0 || slots as usize > timeline.len() {
+                        anyhow::bail!(
+                            "the client asked to end after slot {slots} of a {}-slot test",
+                            timeline.len()
+                        );
+                    }
+                    // A cut this end has already passed ends at the end of its current slot.
+                    let now = timeline
+                        .index_at(start.elapsed())
+                        .map_or(timeline.len(), |i| i + 1);
+                    streams.cut.at((slots as usize).max(now));
+                }
+                Ok(other) => anyhow::bail!(
+                    "unexpected message during the test: {}",
+                    client_words(&other)
+                ),
+                Err(e) => anyhow::bail!("client gone mid-test: {e}"),
+            }
+        }
+        if Instant::now() > give_up {
+            anyhow::bail!("streams did not finish 30 s after the test's end");
+        }
+        match streams.events.recv_timeout(Duration::from_millis(50)) {
+            Ok(EngineEvent::Interval(report)) => {
+                write_frame(ctrl, &ServerMsg::Interval { report })?
+            }
+            Ok(EngineEvent::StreamDone(report, cpu)) => finished.add(report, cpu),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    finished.reports.sort_by_key(|r| r.stream);
+    finished.cpu.wall_s = start.elapsed().as_secs_f64();
+    Ok((finished, peer_rx))
+}
