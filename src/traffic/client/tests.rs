@@ -1,3 +1,4 @@
+use super::netsweep::{UDP_HELLO_REPEAT, confirm_udp};
 use super::*;
 use std::os::unix::net::UnixStream;
 
