@@ -167,6 +167,11 @@ pub fn explain(
     // Each configuration's link: `--rate`, else its lab path's rate (a swept `rate` included).
     let link = |c: &ConfigRow| -> Option<f64> {
         ask.rate.or_else(|| {
+            // The path stored with the configuration; a store from before schema version 5
+            // has it recomputed from the plan.
+            if let Some(path) = c.resolved.as_ref().and_then(|r| r.path.as_ref()) {
+                return path.rate_bps;
+            }
             let plan = plan?;
             match plan.path_for(&c.dims) {
                 Some(Ok(path)) => path.rate_bps,
@@ -201,7 +206,9 @@ pub fn explain(
         metric,
         judging.confidence,
     );
-    let cannot_matter = plan.map(|p| cannot_matter(p, results)).unwrap_or_default();
+    let cannot_matter = plan
+        .map(|p| cannot_matter(p, configs, results))
+        .unwrap_or_default();
     let comparisons = effects
         .effects
         .iter()
@@ -607,16 +614,25 @@ const CAPS_OF_WINDOW: [&str; 2] = ["net.core.rmem_max", "net.core.wmem_max"];
 
 /// Dimensions that cannot change the result by construction, read from the plan and from what
 /// the runs were granted.
-fn cannot_matter(plan: &Plan, results: &[(i64, TestResult)]) -> Vec<String> {
+fn cannot_matter(plan: &Plan, stored: &[ConfigRow], results: &[(i64, TestResult)]) -> Vec<String> {
     let mut out = Vec::new();
     let has_profiles = plan.dimensions.iter().any(|d| d.name == PROFILE_DIMENSION);
     if !has_profiles || plan.profiles.is_empty() {
         return out;
     }
+    // The tests as stored with the campaign (recomputed from the plan for an older store).
     let configs = plan.configurations();
     let specs: Vec<_> = configs
         .iter()
-        .filter_map(|c| plan.spec_for(c).ok())
+        .filter_map(|c| {
+            stored
+                .iter()
+                .find(|s| &s.dims == c)
+                .and_then(|s| s.resolved.as_ref())
+                .map(|r| Ok(r.spec.clone()))
+                .unwrap_or_else(|| plan.spec_for(c))
+                .ok()
+        })
         .collect();
     let all_fixed = specs.len() == configs.len() && specs.iter().all(|s| s.window_bytes.is_some());
     if !all_fixed {

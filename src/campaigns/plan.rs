@@ -553,12 +553,14 @@ fn read_allow_host_wide(r: &mut Reader, item: Option<&Item>) -> bool {
 }
 
 mod answer;
+mod configuration;
 mod libvirt;
 mod matrix;
 mod options;
 mod repeat;
 mod target;
 
+pub use configuration::Configuration;
 pub use libvirt::{LibvirtTarget, ServerStart};
 use matrix::{read_matrix, read_test, read_user_dimensions};
 pub use options::{OPTIONS, apply_option};

@@ -5,7 +5,7 @@
 //!
 //! Resuming recomputes the same schedule from the stored seed and skips what is stored.
 
-use crate::campaigns::plan::{PROFILE_DIMENSION, Plan, Target, label};
+use crate::campaigns::plan::{Configuration, Plan, Target, label};
 use crate::campaigns::store::{ConfigRow, NewRun, Store};
 use crate::platform::clock::now_unix;
 use crate::traffic::result::TestResult;
@@ -187,12 +187,21 @@ pub fn run_campaign(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> anyhow::Result<Outcome> {
     let configs: Vec<ConfigRow> = store.configurations(campaign)?;
+    // Each configuration as the store keeps it, resolved when the campaign was made (a store
+    // from before schema version 5 has them recomputed from the plan).
+    let resolved: Vec<Result<Configuration, String>> = configs
+        .iter()
+        .map(|c| match &c.resolved {
+            Some(r) => Ok(r.clone()),
+            None => plan.resolve(&c.dims),
+        })
+        .collect();
     // A libvirt domain restarts for each change of its NIC model: a round keeps the runs of one
     // model together (the models in shuffled order), as `group_profiles` does for profiles.
-    let groups = model_groups(plan, &configs).or_else(|| {
+    let groups = model_groups(&resolved).or_else(|| {
         plan.repeat
             .group_profiles
-            .then(|| profile_groups(plan, &configs))
+            .then(|| profile_groups(plan, &resolved))
     });
     let order = schedule(
         configs.len(),
@@ -252,9 +261,11 @@ pub fn run_campaign(
         let cfg = &configs[pos];
         let started_unix = now_unix();
         // The lab first (its tuning targets may change with it), then the profile on them.
-        let tuned = switch_path(plan, cfg, exec, tuner.as_mut()).and_then(|()| {
-            match (&mut tuner, profile_of(cfg)) {
-                (Some(t), Some(p)) => t.switch(&p),
+        let this = resolved[pos].clone();
+        let tuned = this.as_ref().map_err(String::clone).and_then(|c| {
+            switch_path(c, exec, tuner.as_mut())?;
+            match (&mut tuner, &c.profile) {
+                (Some(t), Some(p)) => t.switch(p),
                 _ => Ok(()),
             }
         });
@@ -265,8 +276,11 @@ pub fn run_campaign(
             result,
             mut counters,
             engine_time: test_time,
-        } = match tuned.and_then(|_| user.switch(plan, &cfg.dims, exec)) {
-            Ok(()) => run_configuration(plan, cfg, exec, stop),
+        } = match tuned
+            .and_then(|_| user.switch(plan, &cfg.dims, exec))
+            .and(this.as_ref().map_err(String::clone))
+        {
+            Ok(c) => run_configuration(c, exec, stop),
             Err(e) => ExecOutcome::failed(e),
         };
         if stop.load(Ordering::Relaxed) {
@@ -419,32 +433,26 @@ fn round_settles(
     )
 }
 
-/// The tuning profile a configuration runs with, if the plan sweeps profiles.
-fn profile_of(c: &ConfigRow) -> Option<String> {
-    c.dims
-        .iter()
-        .find(|(k, _)| k == PROFILE_DIMENSION)
-        .map(|(_, v)| v.clone())
-}
-
 /// Each configuration's profile as an index into the plan's profiles, so the schedule can
 /// keep the runs of one profile together within a round.
-fn profile_groups(plan: &Plan, configs: &[ConfigRow]) -> Vec<usize> {
-    configs
+fn profile_groups(plan: &Plan, resolved: &[Result<Configuration, String>]) -> Vec<usize> {
+    resolved
         .iter()
         .map(|c| {
-            profile_of(c)
-                .and_then(|p| plan.profiles.iter().position(|v| v.name == p))
+            c.as_ref()
+                .ok()
+                .and_then(|c| c.profile.as_ref())
+                .and_then(|p| plan.profiles.iter().position(|v| &v.name == p))
                 .unwrap_or(0)
         })
         .collect()
 }
 
 /// Each configuration's libvirt NIC model as an index, when the plan sweeps one.
-fn model_groups(plan: &Plan, configs: &[ConfigRow]) -> Option<Vec<usize>> {
-    let models: Vec<Option<&str>> = configs
+fn model_groups(resolved: &[Result<Configuration, String>]) -> Option<Vec<usize>> {
+    let models: Vec<Option<&str>> = resolved
         .iter()
-        .map(|c| plan.libvirt_model_for(&c.dims))
+        .map(|c| c.as_ref().ok().and_then(|c| c.nic_model.as_deref()))
         .collect();
     if models.iter().all(Option::is_none) {
         return None;
@@ -469,26 +477,24 @@ fn model_groups(plan: &Plan, configs: &[ConfigRow]) -> Option<Vec<usize>> {
 /// or a restarted domain does not), and the tuner then works on the targets in use, where the
 /// caller applies the configuration's profile.
 fn switch_path(
-    plan: &Plan,
-    cfg: &ConfigRow,
+    cfg: &Configuration,
     exec: &mut dyn Executor,
     tuner: Option<&mut Tuner>,
 ) -> Result<(), String> {
     enum Change<'a> {
         Model(&'a str),
-        Path(crate::lab::PathConfig),
+        Path(&'a crate::lab::PathConfig),
     }
-    let change = if let Some(model) = plan.libvirt_model_for(&cfg.dims) {
+    let change = if let Some(model) = cfg.nic_model.as_deref() {
         if exec.nic_model().as_deref() == Some(model) {
             return Ok(());
         }
         Change::Model(model)
     } else {
-        let Some(path) = plan.path_for(&cfg.dims) else {
+        let Some(path) = cfg.path.as_ref() else {
             return Ok(());
         };
-        let path = path?;
-        if exec.path().as_ref() == Some(&path) {
+        if exec.path().as_ref() == Some(path) {
             return Ok(());
         }
         Change::Path(path)
@@ -502,7 +508,7 @@ fn switch_path(
     }
     match change {
         Change::Model(m) => exec.set_nic_model(m)?,
-        Change::Path(p) => exec.set_path(&p)?,
+        Change::Path(p) => exec.set_path(p)?,
     };
     if let Some(t) = tuner {
         t.targets = exec.tuning_targets();
@@ -511,15 +517,11 @@ fn switch_path(
 }
 
 fn run_configuration(
-    plan: &Plan,
-    cfg: &ConfigRow,
+    cfg: &Configuration,
     exec: &mut dyn Executor,
     stop: &AtomicBool,
 ) -> ExecOutcome {
-    match plan.spec_for(&cfg.dims) {
-        Ok(spec) => exec.run_test(&spec, stop),
-        Err(e) => ExecOutcome::failed(e),
-    }
+    exec.run_test(&cfg.spec, stop)
 }
 
 fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) {

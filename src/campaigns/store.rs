@@ -55,6 +55,9 @@ pub struct ConfigRow {
     pub position: usize,
     pub label: String,
     pub dims: Vec<(String, String)>,
+    /// The configuration as the plan resolved it when the campaign was made (`None` in a store
+    /// from before schema version 5, and for imported runs).
+    pub resolved: Option<crate::campaigns::plan::Configuration>,
 }
 
 /// One finished run, ready to store.
@@ -214,11 +217,15 @@ impl Store {
             ],
         )?;
         let id = tx.last_insert_rowid();
-        for (pos, cfg) in plan.configurations().iter().enumerate() {
-            let spec = plan.spec_for(cfg).map_err(anyhow::Error::msg)?;
+        for (pos, c) in plan
+            .resolve_all()
+            .map_err(anyhow::Error::msg)?
+            .iter()
+            .enumerate()
+        {
             tx.execute(
-                "INSERT INTO configuration (campaign_id, position, label, dims_json, spec_json) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![id, pos as i64, crate::campaigns::plan::label(cfg), serde_json::to_string(cfg)?, serde_json::to_string(&spec)?],
+                "INSERT INTO configuration (campaign_id, position, label, dims_json, spec_json, resolved_json) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![id, pos as i64, c.label, serde_json::to_string(&c.dims)?, serde_json::to_string(&c.spec)?, serde_json::to_string(c)?],
             )?;
         }
         tx.commit()?;
@@ -294,23 +301,32 @@ impl Store {
     }
 
     pub fn configurations(&self, campaign: i64) -> anyhow::Result<Vec<ConfigRow>> {
-        let mut st = self.conn.prepare("SELECT id, position, label, dims_json FROM configuration WHERE campaign_id = ?1 ORDER BY position")?;
+        // A store opened read-only keeps its schema version: before 5, no resolved_json.
+        let resolved = if self.schema_version()? >= 5 {
+            "resolved_json"
+        } else {
+            "NULL"
+        };
+        let mut st = self.conn.prepare(&format!("SELECT id, position, label, dims_json, {resolved} FROM configuration WHERE campaign_id = ?1 ORDER BY position"))?;
         let rows = st.query_map(params![campaign], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, i64>(1)?,
                 r.get::<_, String>(2)?,
                 r.get::<_, String>(3)?,
+                r.get::<_, Option<String>>(4)?,
             ))
         })?;
         let mut out = Vec::new();
         for row in rows {
-            let (id, pos, label, dims) = row?;
+            let (id, pos, label, dims, resolved) = row?;
             out.push(ConfigRow {
                 id,
                 position: pos as usize,
                 label,
                 dims: serde_json::from_str(&dims)?,
+                // One that does not read (a newer netsweep's) is recomputed from the plan.
+                resolved: resolved.and_then(|j| serde_json::from_str(&j).ok()),
             });
         }
         Ok(out)

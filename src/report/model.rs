@@ -627,6 +627,7 @@ mod tests {
             position: 0,
             label: label.into(),
             dims: Vec::new(),
+            resolved: None,
         };
         let summary = ConfigSummary {
             label: label.into(),

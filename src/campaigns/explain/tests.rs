@@ -55,6 +55,7 @@ fn configs(runs: &[RunRow]) -> Vec<ConfigRow> {
                 position: out.len(),
                 label: r.configuration.clone(),
                 dims: r.dims.clone(),
+                resolved: None,
             });
         }
     }

@@ -3,7 +3,7 @@
 //! fixture database of the old version in `tests/fixtures/`.
 
 /// Ordered migrations; index + 1 is the schema version they produce.
-pub(super) const MIGRATIONS: [&str; 4] = [
+pub(super) const MIGRATIONS: [&str; 5] = [
     // Version 1: campaigns, configurations, runs, intervals.
     "CREATE TABLE campaign (
         id INTEGER PRIMARY KEY,
@@ -82,4 +82,7 @@ pub(super) const MIGRATIONS: [&str; 4] = [
         skipped_unix REAL NOT NULL,
         PRIMARY KEY (campaign_id, configuration_id)
      );",
+    // Version 5: each configuration resolved once (`plan::Configuration`: dimensions, label,
+    // test, lab path, libvirt NIC model, profile), read back by the runner and `explain`.
+    "ALTER TABLE configuration ADD COLUMN resolved_json TEXT;",
 ];

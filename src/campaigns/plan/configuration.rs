@@ -1,0 +1,124 @@
+//! A configuration resolved once: its dimensions and label, the test it runs, the lab path or
+//! libvirt NIC model it needs and its tuning profile. The store keeps it (`resolved_json`) and
+//! the runner and `explain` read it back instead of recomputing it from the plan.
+
+use super::{PROFILE_DIMENSION, Plan, label};
+use crate::lab::PathConfig;
+use crate::traffic::spec::TestSpec;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Configuration {
+    pub dims: Vec<(String, String)>,
+    pub label: String,
+    pub spec: TestSpec,
+    /// The lab's path, when the plan sweeps path settings (`Plan::path_for`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathConfig>,
+    /// A libvirt domain's NIC model, when the plan sweeps `nic` on one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nic_model: Option<String>,
+    /// The tuning profile's name, when the plan sweeps profiles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+}
+
+impl Plan {
+    /// One configuration, resolved.
+    pub fn resolve(&self, dims: &[(String, String)]) -> Result<Configuration, String> {
+        Ok(Configuration {
+            dims: dims.to_vec(),
+            label: label(dims),
+            spec: self.spec_for(dims)?,
+            path: self.path_for(dims).transpose()?,
+            nic_model: self.libvirt_model_for(dims).map(str::to_string),
+            profile: dims
+                .iter()
+                .find(|(k, _)| k == PROFILE_DIMENSION)
+                .map(|(_, v)| v.clone()),
+        })
+    }
+
+    /// Every configuration of the matrix, resolved, in the plan's order.
+    pub fn resolve_all(&self) -> Result<Vec<Configuration>, String> {
+        self.configurations()
+            .iter()
+            .map(|c| self.resolve(c))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resolved_configuration_holds_what_the_plan_computes_and_reads_back() {
+        let plan = Plan::parse(
+            "p.toml",
+            "[target]\nkind = \"lab\"\nrate = \"1G\"\nrtt = \"10ms\"\n[test]\nduration = \"2s\"\n\
+             [matrix]\nwindow = [\"64K\", \"1M\"]\nqueue = [\"30000\", \"300000\"]\n\
+             profile = [\"default\", \"high-bdp-ns\"]\n",
+        )
+        .unwrap();
+        let all = plan.resolve_all().unwrap();
+        assert_eq!(all.len(), 8);
+        for (c, dims) in all.iter().zip(plan.configurations()) {
+            assert_eq!(c.dims, dims);
+            assert_eq!(c.spec, plan.spec_for(&dims).unwrap());
+            assert_eq!(c.path, plan.path_for(&dims).transpose().unwrap());
+            assert!(c.path.is_some());
+            assert_eq!(c.nic_model, None);
+            let json = serde_json::to_string(c).unwrap();
+            assert_eq!(&serde_json::from_str::<Configuration>(&json).unwrap(), c);
+        }
+        assert_eq!(all[0].label, "window=64K queue=30000 profile=default");
+        assert_eq!(all[0].profile.as_deref(), Some("default"));
+        assert_eq!(all[0].spec.window_bytes, Some(64 * 1024));
+    }
+
+    /// The store keeps each configuration as resolved and gives it back; a campaign from before
+    /// schema version 5 has none (the plan is asked).
+    #[test]
+    fn the_store_gives_back_the_resolved_configurations() {
+        use crate::campaigns::store::Store;
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("x.db");
+        let plan = Plan::parse(
+            "p.toml",
+            "[target]\nkind = \"lab\"\nrate = \"1G\"\n[matrix]\nrate = [\"100M\", \"1G\"]\n\
+             window = [\"1M\"]\n",
+        )
+        .unwrap();
+        let mut store = Store::open(&db).unwrap();
+        let id = store
+            .create_campaign(&plan, None, "lab", 1, &serde_json::Value::Null)
+            .unwrap();
+        let rows = store.configurations(id).unwrap();
+        let resolved: Vec<Configuration> =
+            rows.iter().map(|r| r.resolved.clone().unwrap()).collect();
+        assert_eq!(resolved, plan.resolve_all().unwrap());
+        assert_eq!(resolved[0].path.as_ref().unwrap().rate_bps, Some(100e6));
+        drop(store);
+        // A campaign made before version 5: the migration leaves its configurations without
+        // one, and the runner resolves them from the plan (`--resume` of an older campaign).
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "ALTER TABLE configuration DROP COLUMN resolved_json; PRAGMA user_version = 4;",
+        )
+        .unwrap();
+        drop(conn);
+        assert!(
+            Store::open_read_only(&db).is_err(),
+            "readers ask for a migration"
+        );
+        let migrated = Store::open(&db).unwrap();
+        assert!(
+            migrated
+                .configurations(id)
+                .unwrap()
+                .iter()
+                .all(|r| r.resolved.is_none())
+        );
+    }
+}
