@@ -71,6 +71,10 @@ impl LibvirtExecutor {
         let deadline = Instant::now() + t.boot_timeout;
         let accepts =
             |addr: &SocketAddr| TcpStream::connect_timeout(addr, Duration::from_secs(1)).is_ok();
+        // Ctrl-C ends a wait for a booting guest at once (the session then puts it back).
+        let interrupted =
+            || crate::platform::signals::flag().load(std::sync::atomic::Ordering::SeqCst);
+        let stopped = || format!("interrupted while libvirt domain {} started", t.domain);
         if let ServerStart::Ssh {
             dest,
             ssh_options,
@@ -82,6 +86,7 @@ impl LibvirtExecutor {
             loop {
                 match run_over_ssh(dest, ssh_options, command) {
                     Ok(()) => break,
+                    Err(_) if interrupted() => return Err(stopped()),
                     Err(SshError::Unreachable(_)) if Instant::now() < deadline => {
                         std::thread::sleep(Duration::from_millis(500));
                     }
@@ -95,6 +100,9 @@ impl LibvirtExecutor {
             }
         }
         while !accepts(&self.far.addr) {
+            if interrupted() {
+                return Err(stopped());
+            }
             if Instant::now() >= deadline {
                 return Err(format!(
                     "the {} server in libvirt domain {} did not answer at {} within {} s of its \
