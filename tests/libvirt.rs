@@ -239,6 +239,20 @@ impl Drop for Libvirt {
     }
 }
 
+impl Libvirt {
+    /// `netsweep doctor --libvirt` of this domain: (standard output, standard error).
+    fn doctor(&self) -> (String, String) {
+        let out = self
+            .netsweep(&["doctor", "--libvirt", &self.domain, "--connect", URI])
+            .output()
+            .unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
 /// Rate of each configuration from the campaign's CSV export: (nic, reverse) -> bits/s.
 fn rates(lv: &Libvirt, db: &str) -> Vec<(String, String, f64)> {
     let out = lv
@@ -375,11 +389,7 @@ fn doctor_names_the_emulated_nic_and_its_printed_fix_works() {
     let test = "doctor_names_the_emulated_nic_and_its_printed_fix_works";
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(lv) = Libvirt::up(test) else { return };
-    let out = lv
-        .netsweep(&["doctor", "--libvirt", &lv.domain, "--connect", URI])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (text, _) = lv.doctor();
     assert!(
         text.contains(&format!(
             "PROBLEM interface {MAC} uses the emulated rtl8139"
@@ -410,11 +420,7 @@ fn doctor_names_the_emulated_nic_and_its_printed_fix_works() {
     common::wait_bounded_until(Duration::from_secs(60), "virtio_net bound", || {
         lv.console().contains("driver=virtio_net")
     });
-    let out = lv
-        .netsweep(&["doctor", "--libvirt", &lv.domain, "--connect", URI])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let (text, _) = lv.doctor();
     assert!(
         text.contains(&format!("ok      interface {MAC} uses virtio"))
             || text.contains(&format!("interface {MAC} uses virtio")),
@@ -439,11 +445,7 @@ fn a_domain_left_changed_by_ctrl_c_or_kill_9_is_put_back() {
     assert_ne!(lv.definition(), lv.original, "the model was not changed");
     assert!(lv.journal().exists());
     // The next start puts it back, and says so.
-    let out = lv
-        .netsweep(&["doctor", "--libvirt", &lv.domain, "--connect", URI])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let (_, err) = lv.doctor();
     assert!(
         err.contains(&format!(
             "left changed by process {} that ended without restoring it",

@@ -25,14 +25,8 @@ pub fn advice_for_model(model: &str) -> Vec<Finding> {
 
 /// Findings for every `<interface>` of the domain.
 pub fn check(xml: &str) -> Result<Vec<Finding>, String> {
-    let doc = roxmltree::Document::parse(xml).map_err(|e| format!("not valid XML: {e}"))?;
+    let doc = xml::parse(xml)?;
     let root = doc.root_element();
-    if root.tag_name().name() != "domain" {
-        return Err(format!(
-            "expected a libvirt <domain>, found <{}>",
-            root.tag_name().name()
-        ));
-    }
     let domain = root
         .children()
         .find(|n| n.has_tag_name("name"))

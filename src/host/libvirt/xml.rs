@@ -18,7 +18,8 @@ pub struct Interface {
 /// The most a definition may hold: `virsh dumpxml` of a large domain is a few tens of KiB.
 pub const MAX_DEFINITION: usize = 4 << 20;
 
-fn parse(xml: &str) -> Result<roxmltree::Document<'_>, String> {
+/// The definition parsed, its root checked to be a `<domain>`, its size capped.
+pub fn parse(xml: &str) -> Result<roxmltree::Document<'_>, String> {
     if xml.len() > MAX_DEFINITION {
         return Err(format!(
             "the definition is {} bytes, more than the {MAX_DEFINITION}-byte cap",
