@@ -19,6 +19,10 @@ use std::path::Path;
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
+/// The oldest schema read commands take as it is: version 5 only added
+/// `configuration.resolved_json`, which `configurations` does without (it is `None` then).
+pub const READABLE_FROM: u32 = 4;
+
 mod lock;
 mod readonly;
 mod schema;
@@ -129,7 +133,8 @@ impl Store {
     }
 
     /// Opens an existing store to read it only: SQLite's read-only mode, no WAL switch, no
-    /// migration. A store of an older schema is refused with the command that upgrades it.
+    /// migration. A store older than `READABLE_FROM` is refused with the command that
+    /// upgrades it.
     pub fn open_read_only(path: &Path) -> anyhow::Result<Store> {
         let conn = readonly::open(path)
             .with_context(|| format!("cannot open database {} to read it", path.display()))?;
@@ -148,9 +153,9 @@ impl Store {
                 path.display()
             );
         }
-        if v < SCHEMA_VERSION {
+        if v < READABLE_FROM {
             bail!(
-                "store {} is schema v{v}, this netsweep reads v{SCHEMA_VERSION}: run `netsweep \
+                "store {} is schema v{v}, this netsweep reads v{READABLE_FROM} and later: run `netsweep \
                  migrate --db {}` (or any write command on it, such as `run` or `import`) to \
                  upgrade it; read commands never write, so a store you cannot write must be \
                  copied first",
