@@ -301,90 +301,22 @@ pub fn analyze(obs: &[Observation], order: &[(String, Vec<String>)], opts: &Opti
         let (rss_without, rank_without) = least_squares(&mains(Some(dim)), &ys);
         let ss = (rss_without - rss_mains).max(0.0);
         let df = rank_mains.saturating_sub(rank_without) as f64;
-        let present: Vec<String> = values
-            .iter()
-            .filter(|v| cells.iter().any(|c| c.value(dim) == v.as_str()))
-            .cloned()
-            .collect();
-        let ordered = levels::ordered_values(&present);
-        let baseline = ordered.is_none().then(|| {
-            opts.baselines
-                .iter()
-                .find(|(d, v)| d == *dim && present.contains(v))
-                .map(|(_, v)| v.clone())
-                .unwrap_or_else(|| present[0].clone())
-        });
-        let shown: Vec<String> = ordered.clone().unwrap_or_else(|| present.clone());
-        let means: Vec<LevelMean> = shown
-            .iter()
-            .filter_map(|v| levels::level_mean(&cells, dim, v, &noise, s))
-            .collect();
-        let comparisons = match (&ordered, &baseline) {
-            (Some(vals), _) => vals
-                .windows(2)
-                .map(|w| data.decide(dim, &w[0], &w[1], s))
-                .collect(),
-            (None, Some(b)) => present
-                .iter()
-                .filter(|v| *v != b)
-                .map(|v| data.decide(dim, b, v, s))
-                .collect(),
-            (None, None) => Vec::new(),
-        };
-        effects.push(Effect {
-            dimension: dim.to_string(),
-            share: share(ss),
-            p: f_p(ss, df),
-            ordered: ordered.is_some(),
-            baseline,
-            span: levels::span(&data, dim, &shown, &means, s),
-            best: Vec::new(),
-            equivalence_p: None,
-            pairs: levels::all_pairs(&data, dim, &shown, s),
-            means,
-            comparisons,
-        });
+        effects.push(dimension_effect(
+            dim,
+            values,
+            &cells,
+            &noise,
+            &data,
+            opts,
+            (share(ss), f_p(ss, df)),
+        ));
     }
-    // One family: every comparison the answer states.
-    let mut family: Vec<Decision> = effects
-        .iter()
-        .flat_map(|e| e.comparisons.iter().chain(e.span.iter()).cloned())
-        .collect();
-    super::decide::adjust(&mut family, s);
-    let mut it = family.into_iter();
-    for e in &mut effects {
-        for c in e.comparisons.iter_mut().chain(e.span.iter_mut()) {
-            if let Some(adjusted) = it.next() {
-                *c = adjusted;
-            }
-        }
-        e.equivalence_p = levels::all_equivalent_p(&e.pairs);
-        e.best = levels::best_group(&data, &e.dimension, &e.means, s);
-    }
+    adjust_family(&mut effects, &data, s);
     effects.sort_by(|a, b| b.share.total_cmp(&a.share));
     let interactions = interactions(
         &factors, &cells, &all_mains, rss_mains, rank_mains, &ys, opts, grand, &f_p, &share,
     );
-    let drift = (noise.distinct_rounds > 1).then(|| Effect {
-        dimension: "round".into(),
-        share: share(noise.ss_round),
-        p: match noise.blocked {
-            Some((ss_blocked, df)) if ss_blocked > 0.0 && noise.df_round > 0.0 => f_sf(
-                (noise.ss_round / noise.df_round) / (ss_blocked / df),
-                noise.df_round,
-                df,
-            ),
-            _ => None,
-        },
-        means: Vec::new(),
-        ordered: false,
-        baseline: None,
-        comparisons: Vec::new(),
-        span: None,
-        equivalence_p: None,
-        best: Vec::new(),
-        pairs: Vec::new(),
-    });
+    let drift = drift(&noise, &share);
     let rounds_needed = effects
         .iter()
         .flat_map(|e| e.comparisons.iter())
@@ -409,6 +341,108 @@ pub fn analyze(obs: &[Observation], order: &[(String, Vec<String>)], opts: &Opti
     };
     e.answer = words::answer(&e, opts);
     e
+}
+
+/// One dimension's effect before the family's adjustment: its values in order, their means,
+/// the comparisons the answer states (steps of an ordered dimension, differences from the
+/// baseline of an unordered one), its span and every pair; `share` and `p` from the ANOVA.
+fn dimension_effect(
+    dim: &str,
+    values: &[String],
+    cells: &[Cell],
+    noise: &Noise,
+    data: &levels::Data,
+    opts: &Options,
+    (share, p): (f64, Option<f64>),
+) -> Effect {
+    let s = &opts.settings;
+    let present: Vec<String> = values
+        .iter()
+        .filter(|v| cells.iter().any(|c| c.value(dim) == v.as_str()))
+        .cloned()
+        .collect();
+    let ordered = levels::ordered_values(&present);
+    let baseline = ordered.is_none().then(|| {
+        opts.baselines
+            .iter()
+            .find(|(d, v)| d == dim && present.contains(v))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_else(|| present[0].clone())
+    });
+    let shown: Vec<String> = ordered.clone().unwrap_or_else(|| present.clone());
+    let means: Vec<LevelMean> = shown
+        .iter()
+        .filter_map(|v| levels::level_mean(cells, dim, v, noise, s))
+        .collect();
+    let comparisons = match (&ordered, &baseline) {
+        (Some(vals), _) => vals
+            .windows(2)
+            .map(|w| data.decide(dim, &w[0], &w[1], s))
+            .collect(),
+        (None, Some(b)) => present
+            .iter()
+            .filter(|v| *v != b)
+            .map(|v| data.decide(dim, b, v, s))
+            .collect(),
+        (None, None) => Vec::new(),
+    };
+    Effect {
+        dimension: dim.to_string(),
+        share,
+        p,
+        ordered: ordered.is_some(),
+        baseline,
+        span: levels::span(data, dim, &shown, &means, s),
+        best: Vec::new(),
+        equivalence_p: None,
+        pairs: levels::all_pairs(data, dim, &shown, s),
+        means,
+        comparisons,
+    }
+}
+
+/// One family: every comparison the answer states, Holm-adjusted together; then each
+/// dimension's equivalence as a whole and its best group.
+fn adjust_family(effects: &mut [Effect], data: &levels::Data, s: &Settings) {
+    let mut family: Vec<Decision> = effects
+        .iter()
+        .flat_map(|e| e.comparisons.iter().chain(e.span.iter()).cloned())
+        .collect();
+    super::decide::adjust(&mut family, s);
+    let mut it = family.into_iter();
+    for e in effects.iter_mut() {
+        for c in e.comparisons.iter_mut().chain(e.span.iter_mut()) {
+            if let Some(adjusted) = it.next() {
+                *c = adjusted;
+            }
+        }
+        e.equivalence_p = levels::all_equivalent_p(&e.pairs);
+        e.best = levels::best_group(data, &e.dimension, &e.means, s);
+    }
+}
+
+/// The rounds as a block: how much of the variation they explain, and whether that is drift.
+fn drift(noise: &Noise, share: &dyn Fn(f64) -> f64) -> Option<Effect> {
+    (noise.distinct_rounds > 1).then(|| Effect {
+        dimension: "round".into(),
+        share: share(noise.ss_round),
+        p: match noise.blocked {
+            Some((ss_blocked, df)) if ss_blocked > 0.0 && noise.df_round > 0.0 => f_sf(
+                (noise.ss_round / noise.df_round) / (ss_blocked / df),
+                noise.df_round,
+                df,
+            ),
+            _ => None,
+        },
+        means: Vec::new(),
+        ordered: false,
+        baseline: None,
+        comparisons: Vec::new(),
+        span: None,
+        equivalence_p: None,
+        best: Vec::new(),
+        pairs: Vec::new(),
+    })
 }
 
 /// Interactions of every pair of dimensions that are significant and large enough to matter.
