@@ -546,7 +546,16 @@ fn a_server_started_over_ssh_is_started_after_every_boot() {
     if !common::tool_or_skip(test, "/usr/sbin/sshd") {
         return;
     }
-    let (mut sshd, options) = start_sshd(&lv);
+    let (sshd, options) = start_sshd(&lv);
+    // Ended even when an assertion fails.
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _sshd = Kill(sshd);
     let starts = lv.dir.path().join("starts");
     let plan_with = |name: &str, command: &str| {
         let path = lv.dir.path().join(format!("{name}.toml"));
@@ -602,6 +611,4 @@ fn a_server_started_over_ssh_is_started_after_every_boot() {
     assert_eq!(lv.definition(), lv.original);
     assert_eq!(lv.live_model(), "rtl8139");
     assert!(!lv.journal().exists());
-    let _ = sshd.kill();
-    let _ = sshd.wait();
 }
