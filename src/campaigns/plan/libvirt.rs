@@ -107,9 +107,7 @@ pub(super) fn read(
         }
     };
     let interface = r.string(table, "interface").and_then(|(m, mspan)| {
-        let ok = m.len() == 17
-            && m.split(':')
-                .all(|b| b.len() == 2 && b.chars().all(|c| c.is_ascii_hexdigit()));
+        let ok = crate::host::libvirt::xml::valid_mac(&m);
         if !ok {
             r.issue(
                 mspan,

@@ -186,7 +186,7 @@ impl Drop for Session {
 /// read over ssh from the guest's `/sys/class/net` (a Linux guest).
 pub fn guest_driver(dest: &str, ssh_options: &[String], mac: &str) -> Result<String, String> {
     let mac = mac.to_ascii_lowercase();
-    if !(mac.len() == 17 && mac.chars().all(|c| c.is_ascii_hexdigit() || c == ':')) {
+    if !xml::valid_mac(&mac) {
         return Err(format!("{mac:?} is not a MAC address"));
     }
     let script = format!(

@@ -97,6 +97,14 @@ pub fn valid_model(model: &str) -> Result<(), String> {
     }
 }
 
+/// A MAC address written as libvirt writes one: six pairs of hex digits joined by `:`.
+pub fn valid_mac(mac: &str) -> bool {
+    mac.len() == 17
+        && mac
+            .split(':')
+            .all(|b| b.len() == 2 && b.chars().all(|c| c.is_ascii_hexdigit()))
+}
+
 /// Which interface `mac` names (any case), or the only one when `mac` is `None`.
 pub fn pick(ifaces: &[Interface], mac: Option<&str>) -> Result<usize, String> {
     match mac {
