@@ -3,7 +3,6 @@
 use crate::analysis::ministat;
 use crate::app::db::{campaign_id, open_existing};
 use crate::campaigns::campaign::{self, Metric};
-use crate::campaigns::plan::Plan;
 use crate::cli::{CompareArgs, pairs};
 use anyhow::{Context, bail};
 use std::process::ExitCode;
@@ -40,14 +39,13 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     }
     let all_runs = store.runs(campaign)?;
     let row = store.campaign(campaign)?;
-    let plan = Plan::parse(row.plan_path.as_deref().unwrap_or("plan"), &row.plan_toml).ok();
     let mut ask = crate::campaigns::explain::Ask::new(metric);
     (ask.change, ask.confidence) =
         crate::app::explain::judging_args(a.change.as_deref(), a.confidence)?;
     ask.keep_outliers = a.keep_outliers;
-    let judging = ask.judging(plan.as_ref());
+    let judging = ask.judging(&row.facts);
     let (screened, outliers) = campaign::screen(&all_runs, metric);
-    let keep = ask.keeps_outliers(plan.as_ref());
+    let keep = ask.keeps_outliers(&row.facts);
     let runs = if keep { all_runs } else { screened };
     let groups = campaign::compare(&runs, &by, &values, &filters, metric, &judging);
     if a.json {

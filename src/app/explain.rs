@@ -3,7 +3,6 @@
 use super::db::{campaign_id, open_existing};
 use crate::campaigns::campaign::Metric;
 use crate::campaigns::explain::{self, Ask, Explanation};
-use crate::campaigns::plan::Plan;
 use crate::campaigns::store::Store;
 use crate::cli::ExplainArgs;
 use crate::traffic::result::TestResult;
@@ -61,15 +60,8 @@ pub fn explanation(store: &Store, campaign: i64, ask: &Ask) -> anyhow::Result<Ex
         .filter_map(|(id, json)| Some((id, serde_json::from_str(json.as_deref()?).ok()?)))
         .collect();
     let counters = stored_counters(store, campaign)?;
-    // An imported campaign's "plan" is not a plan; the answer then does without it.
-    let plan = Plan::parse(row.plan_path.as_deref().unwrap_or("plan"), &row.plan_toml).ok();
     Ok(explain::explain(
-        &runs,
-        &configs,
-        &results,
-        &counters,
-        plan.as_ref(),
-        ask,
+        &runs, &configs, &results, &counters, &row.facts, ask,
     ))
 }
 

@@ -512,7 +512,7 @@ fn print_summary(store: &Store, campaign: i64, plan: &Plan) -> anyhow::Result<Op
     let ask = crate::campaigns::explain::Ask::new(Metric::BitsPerSecond);
     if let Some(d) = plan.dimensions.last().filter(|d| d.values.len() > 1) {
         let values: Vec<String> = d.values.iter().map(|v| v.label.clone()).collect();
-        let used = if ask.keeps_outliers(Some(plan)) {
+        let used = if ask.keeps_outliers(&plan.facts()) {
             runs.clone()
         } else {
             campaign::screen(&runs, Metric::BitsPerSecond).0
@@ -525,7 +525,7 @@ fn print_summary(store: &Store, campaign: i64, plan: &Plan) -> anyhow::Result<Op
                 &values,
                 &[],
                 Metric::BitsPerSecond,
-                &ask.judging(Some(plan))
+                &ask.judging(&plan.facts())
             ))
         );
     }

@@ -4,7 +4,7 @@
 //! stored results, never guessed. Pure: takes stored rows and results, returns values.
 
 use super::campaign::{self, Judging, Metric, OutlierRun};
-use super::plan::{PROFILE_DIMENSION, Plan, Target};
+use super::plan::PlanFacts;
 use super::store::{ConfigRow, RunRow};
 use crate::analysis::decide::Decision;
 use crate::analysis::effects::{self, Effects, Options};
@@ -98,20 +98,17 @@ impl Ask {
     }
 
     /// How comparisons are judged, with the plan's `[answer]` where the ask leaves it open.
-    pub fn judging(&self, plan: Option<&Plan>) -> Judging {
+    pub fn judging(&self, facts: &PlanFacts) -> Judging {
         Judging {
             confidence: self.confidence,
-            change: self
-                .change
-                .or(plan.map(|p| p.answer.change))
-                .unwrap_or(crate::analysis::decide::DEFAULT_CHANGE),
-            baselines: plan.map(|p| p.answer.baselines.clone()).unwrap_or_default(),
+            change: self.change.unwrap_or(facts.answer.change),
+            baselines: facts.answer.baselines.clone(),
         }
     }
 
     /// Outliers kept: asked, or the plan says so.
-    pub fn keeps_outliers(&self, plan: Option<&Plan>) -> bool {
-        self.keep_outliers || plan.is_some_and(|p| p.answer.keep_outliers)
+    pub fn keeps_outliers(&self, facts: &PlanFacts) -> bool {
+        self.keep_outliers || facts.answer.keep_outliers
     }
 }
 
@@ -138,19 +135,19 @@ fn metric_words(metric: Metric) -> &'static str {
 }
 
 /// The answer for a campaign's runs. `results` are the stored results of successful runs by run
-/// id, `counters` their stored counters (host CPU); `plan` the campaign's plan (for its
-/// target's rate, its profiles and its `[answer]`).
+/// id, `counters` their stored counters (host CPU); `facts` what the campaign's plan said (its
+/// target's rate, its profiles' keys and its `[answer]`).
 pub fn explain(
     runs: &[RunRow],
     configs: &[ConfigRow],
     results: &[(i64, TestResult)],
     counters: &[(i64, serde_json::Value)],
-    plan: Option<&Plan>,
+    facts: &PlanFacts,
     ask: &Ask,
 ) -> Explanation {
     let metric = ask.metric;
-    let judging = ask.judging(plan);
-    let keep = ask.keeps_outliers(plan);
+    let judging = ask.judging(facts);
+    let keep = ask.keeps_outliers(facts);
     let (screened, outliers) = campaign::screen(runs, metric);
     let used: &[RunRow] = if keep { runs } else { &screened };
     let obs = campaign::observations(used, metric);
@@ -164,22 +161,13 @@ pub fn explain(
         opts.unit = |x| BitRate(x).to_string();
     }
     let effects = effects::analyze(&obs, &order, &opts);
-    // Each configuration's link: `--rate`, else its lab path's rate (a swept `rate` included).
+    // Each configuration's link: `--rate`, else its lab path's rate (a swept `rate` included),
+    // else the target's.
     let link = |c: &ConfigRow| -> Option<f64> {
         ask.rate.or_else(|| {
-            // The path stored with the configuration; a store from before schema version 5
-            // has it recomputed from the plan.
-            if let Some(path) = c.resolved.as_ref().and_then(|r| r.path.as_ref()) {
-                return path.rate_bps;
-            }
-            let plan = plan?;
-            match plan.path_for(&c.dims) {
-                Some(Ok(path)) => path.rate_bps,
-                Some(Err(_)) => None,
-                None => match &plan.target {
-                    Target::Lab { path, .. } | Target::Auto { path, .. } => path.rate_bps,
-                    _ => None,
-                },
+            match c.resolved.as_ref().and_then(|r| r.path.as_ref()) {
+                Some(path) => path.rate_bps,
+                None => facts.link_bps,
             }
         })
     };
@@ -189,9 +177,7 @@ pub fn explain(
         Vec::new()
     };
     // Host b a QEMU guest: what limits a run below its ceilings is, first, the emulation.
-    let guest =
-        matches!(plan.map(|p| &p.target), Some(Target::Lab { path, .. }) if path.guest.is_some());
-    if guest {
+    if facts.guest {
         for l in limits.iter_mut().filter(|l| l.limit == "other") {
             l.text = in_a_guest(&l.text);
         }
@@ -206,9 +192,7 @@ pub fn explain(
         metric,
         judging.confidence,
     );
-    let cannot_matter = plan
-        .map(|p| cannot_matter(p, configs, results))
-        .unwrap_or_default();
+    let cannot_matter = cannot_matter(facts, configs, results);
     let comparisons = effects
         .effects
         .iter()
@@ -612,29 +596,24 @@ fn limit_summary(limits: &[Limit]) -> Vec<String> {
 const OVERRIDDEN_BY_WINDOW: [&str; 2] = ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"];
 const CAPS_OF_WINDOW: [&str; 2] = ["net.core.rmem_max", "net.core.wmem_max"];
 
-/// Dimensions that cannot change the result by construction, read from the plan and from what
-/// the runs were granted.
-fn cannot_matter(plan: &Plan, stored: &[ConfigRow], results: &[(i64, TestResult)]) -> Vec<String> {
+/// Dimensions that cannot change the result by construction, read from the plan's profiles, the
+/// tests as resolved and what the runs were granted.
+fn cannot_matter(
+    facts: &PlanFacts,
+    configs: &[ConfigRow],
+    results: &[(i64, TestResult)],
+) -> Vec<String> {
     let mut out = Vec::new();
-    let has_profiles = plan.dimensions.iter().any(|d| d.name == PROFILE_DIMENSION);
-    if !has_profiles || plan.profiles.is_empty() {
+    if facts.profile_keys.is_empty() {
         return out;
     }
-    // The tests as stored with the campaign (recomputed from the plan for an older store).
-    let configs = plan.configurations();
     let specs: Vec<_> = configs
         .iter()
-        .filter_map(|c| {
-            stored
-                .iter()
-                .find(|s| &s.dims == c)
-                .and_then(|s| s.resolved.as_ref())
-                .map(|r| Ok(r.spec.clone()))
-                .unwrap_or_else(|| plan.spec_for(c))
-                .ok()
-        })
+        .filter_map(|c| c.resolved.as_ref().map(|r| &r.spec))
         .collect();
-    let all_fixed = specs.len() == configs.len() && specs.iter().all(|s| s.window_bytes.is_some());
+    let all_fixed = !specs.is_empty()
+        && specs.len() == configs.len()
+        && specs.iter().all(|s| s.window_bytes.is_some());
     if !all_fixed {
         return out;
     }
@@ -652,16 +631,15 @@ fn cannot_matter(plan: &Plan, stored: &[ConfigRow], results: &[(i64, TestResult)
                     .all(|s| s.rcvbuf_bytes >= w && s.sndbuf_bytes >= w)
             })
         });
-    let keys: Vec<&String> = plan.profiles.iter().flat_map(|p| p.linux.keys()).collect();
+    let keys = &facts.profile_keys;
     // Forced windows pass the caps by construction; asked ones only when granted in full.
     let inert = |k: &str| {
         OVERRIDDEN_BY_WINDOW.contains(&k)
             || ((granted || all_forced) && CAPS_OF_WINDOW.contains(&k))
     };
-    if !keys.is_empty() && keys.iter().all(|k| inert(k)) {
-        let mut names: Vec<&str> = keys.iter().map(|k| k.as_str()).collect();
-        names.sort_unstable();
-        names.dedup();
+    if keys.iter().all(|k| inert(k)) {
+        // Sorted and each once (`Plan::facts`).
+        let names: Vec<&str> = keys.iter().map(String::as_str).collect();
         out.push(format!(
             "profile cannot matter here by construction: every run fixes its socket buffers with \
              -w (window) in --window-mode {}, which turns off Linux's buffer autotuning, the only \

@@ -129,7 +129,7 @@ pub struct Plan {
 }
 
 /// How a campaign's answer is judged (`[answer]`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AnswerSettings {
     /// The smallest change that matters, relative (0.05 = 5%).
     pub change: f64,
@@ -137,6 +137,17 @@ pub struct AnswerSettings {
     pub baselines: Vec<(String, String)>,
     /// Keep runs far outside their siblings in the effects.
     pub keep_outliers: bool,
+}
+
+impl Default for AnswerSettings {
+    /// The judging of a plan without `[answer]`.
+    fn default() -> AnswerSettings {
+        AnswerSettings {
+            change: crate::analysis::decide::DEFAULT_CHANGE,
+            baselines: Vec::new(),
+            keep_outliers: false,
+        }
+    }
 }
 
 /// The dimension whose values are tuning profiles.
@@ -554,6 +565,7 @@ fn read_allow_host_wide(r: &mut Reader, item: Option<&Item>) -> bool {
 
 mod answer;
 mod configuration;
+mod facts;
 mod libvirt;
 mod matrix;
 mod options;
@@ -561,6 +573,7 @@ mod repeat;
 mod target;
 
 pub use configuration::Configuration;
+pub use facts::PlanFacts;
 pub use libvirt::{LibvirtTarget, ServerStart};
 use matrix::{read_matrix, read_test, read_user_dimensions};
 pub use options::{OPTIONS, apply_option};

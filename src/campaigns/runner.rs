@@ -422,7 +422,7 @@ fn round_settles(
         .collect();
     let judging =
         crate::campaigns::explain::Ask::new(crate::campaigns::campaign::Metric::BitsPerSecond)
-            .judging(Some(plan));
+            .judging(&plan.facts());
     Ok(
         crate::campaigns::campaign::until_met(&runs, until, &order, &judging).map(|why| {
             format!(

@@ -19,10 +19,12 @@ use std::path::Path;
 /// The schema version this build writes.
 pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
-/// The oldest schema read commands take as it is: version 5 only added
-/// `configuration.resolved_json`, which `configurations` does without (it is `None` then).
+/// The oldest schema read commands take as it is: versions 5 and 6 only added
+/// `configuration.resolved_json` and `campaign.plan_facts_json`, which `legacy` derives from
+/// the stored plan when they are missing.
 pub const READABLE_FROM: u32 = 4;
 
+mod legacy;
 mod lock;
 mod readonly;
 mod schema;
@@ -50,6 +52,9 @@ pub struct CampaignRow {
     pub created_unix: f64,
     pub finished_unix: Option<f64>,
     pub host_facts_json: Option<String>,
+    /// What the read commands need of the plan, kept when the campaign was made.
+    #[serde(default)]
+    pub facts: crate::campaigns::plan::PlanFacts,
 }
 
 /// A configuration of a campaign.
@@ -59,8 +64,8 @@ pub struct ConfigRow {
     pub position: usize,
     pub label: String,
     pub dims: Vec<(String, String)>,
-    /// The configuration as the plan resolved it when the campaign was made (`None` in a store
-    /// from before schema version 5, and for imported runs).
+    /// The configuration as the plan resolved it when the campaign was made (derived from the
+    /// stored plan for a store from before schema version 5; `None` for imported runs).
     pub resolved: Option<crate::campaigns::plan::Configuration>,
 }
 
@@ -206,8 +211,8 @@ impl Store {
     ) -> anyhow::Result<i64> {
         let tx = self.conn.transaction()?;
         tx.execute(
-            "INSERT INTO campaign (name, plan_path, plan_toml, plan_hash, target, run_order, seed, repetitions, created_unix, host_facts_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            "INSERT INTO campaign (name, plan_path, plan_toml, plan_hash, target, run_order, seed, repetitions, created_unix, host_facts_json, plan_facts_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             params![
                 plan.name,
                 plan_path,
@@ -218,7 +223,8 @@ impl Store {
                 seed as i64,
                 plan.repeat.count,
                 now_unix(),
-                host_facts.to_string()
+                host_facts.to_string(),
+                serde_json::to_string(&plan.facts())?
             ],
         )?;
         let id = tx.last_insert_rowid();
@@ -274,28 +280,47 @@ impl Store {
     }
 
     pub fn campaign(&self, id: i64) -> anyhow::Result<CampaignRow> {
-        self.conn
+        // A store opened read-only keeps its schema version: before 6, no plan_facts_json.
+        let facts = if self.schema_version()? >= 6 {
+            "plan_facts_json"
+        } else {
+            "NULL"
+        };
+        let (mut row, facts) = self
+            .conn
             .query_row(
-                "SELECT id, name, plan_path, plan_toml, target, run_order, seed, repetitions, created_unix, finished_unix, host_facts_json
-                 FROM campaign WHERE id = ?1",
+                &format!(
+                    "SELECT id, name, plan_path, plan_toml, target, run_order, seed, repetitions, created_unix, finished_unix, host_facts_json, {facts}
+                     FROM campaign WHERE id = ?1"
+                ),
                 params![id],
                 |r| {
-                    Ok(CampaignRow {
-                        id: r.get(0)?,
-                        name: r.get(1)?,
-                        plan_path: r.get(2)?,
-                        plan_toml: r.get(3)?,
-                        target: r.get(4)?,
-                        run_order: r.get(5)?,
-                        seed: r.get::<_, i64>(6)? as u64,
-                        repetitions: r.get(7)?,
-                        created_unix: r.get(8)?,
-                        finished_unix: r.get(9)?,
-                        host_facts_json: r.get(10)?,
-                    })
+                    Ok((
+                        CampaignRow {
+                            id: r.get(0)?,
+                            name: r.get(1)?,
+                            plan_path: r.get(2)?,
+                            plan_toml: r.get(3)?,
+                            target: r.get(4)?,
+                            run_order: r.get(5)?,
+                            seed: r.get::<_, i64>(6)? as u64,
+                            repetitions: r.get(7)?,
+                            created_unix: r.get(8)?,
+                            finished_unix: r.get(9)?,
+                            host_facts_json: r.get(10)?,
+                            facts: Default::default(),
+                        },
+                        r.get::<_, Option<String>>(11)?,
+                    ))
                 },
             )
-            .with_context(|| format!("no campaign {id} in this database"))
+            .with_context(|| format!("no campaign {id} in this database"))?;
+        // Facts that do not read (a newer netsweep's) are derived again, as for an older store.
+        row.facts = match facts.and_then(|j| serde_json::from_str(&j).ok()) {
+            Some(f) => f,
+            None => legacy::facts(row.plan_path.as_deref(), &row.plan_toml),
+        };
+        Ok(row)
     }
 
     /// The newest campaign's id.
@@ -330,9 +355,17 @@ impl Store {
                 position: pos as usize,
                 label,
                 dims: serde_json::from_str(&dims)?,
-                // One that does not read (a newer netsweep's) is recomputed from the plan.
+                // One that does not read (a newer netsweep's) is derived again, below.
                 resolved: resolved.and_then(|j| serde_json::from_str(&j).ok()),
             });
+        }
+        drop(st);
+        if out.iter().any(|c| c.resolved.is_none()) {
+            let c = self.campaign(campaign)?;
+            let resolve = legacy::resolver(c.plan_path.as_deref(), &c.plan_toml);
+            for row in out.iter_mut().filter(|r| r.resolved.is_none()) {
+                row.resolved = resolve(&row.dims);
+            }
         }
         Ok(out)
     }
@@ -462,9 +495,15 @@ impl Store {
     pub fn create_import_campaign(&mut self, name: &str) -> anyhow::Result<i64> {
         let text = format!("# runs imported from iperf3 -J files: {name}\n");
         self.conn.execute(
-            "INSERT INTO campaign (name, plan_toml, plan_hash, target, run_order, seed, repetitions, created_unix, finished_unix)
-             VALUES (?1, ?2, ?3, 'import', 'imported', 0, 0, ?4, ?4)",
-            params![name, text, hash(&text), now_unix()],
+            "INSERT INTO campaign (name, plan_toml, plan_hash, target, run_order, seed, repetitions, created_unix, finished_unix, plan_facts_json)
+             VALUES (?1, ?2, ?3, 'import', 'imported', 0, 0, ?4, ?4, ?5)",
+            params![
+                name,
+                text,
+                hash(&text),
+                now_unix(),
+                serde_json::to_string(&crate::campaigns::plan::PlanFacts::default())?
+            ],
         )?;
         Ok(self.conn.last_insert_rowid())
     }

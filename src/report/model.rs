@@ -4,6 +4,7 @@
 
 use crate::analysis::stats::{describe, ttest};
 use crate::campaigns::campaign::{self, ConfigSummary, Group, Metric};
+use crate::campaigns::plan::PlanFacts;
 use crate::campaigns::store::{CampaignRow, ConfigRow, RunRow, Store};
 use std::collections::BTreeMap;
 
@@ -91,16 +92,12 @@ fn mean_ci(v: &[f64]) -> Option<(f64, f64)> {
 impl ReportModel {
     pub fn build(store: &Store, campaign: i64) -> anyhow::Result<ReportModel> {
         let c = store.campaign(campaign)?;
+        let facts = c.facts.clone();
         let all_runs = store.runs(campaign)?;
         let configs_rows = reported_configurations(store.configurations(campaign)?, &all_runs);
-        let plan = crate::campaigns::plan::Plan::parse(
-            c.plan_path.as_deref().unwrap_or("plan"),
-            &c.plan_toml,
-        )
-        .ok();
         let ask = crate::campaigns::explain::Ask::new(Metric::BitsPerSecond);
-        let judging = ask.judging(plan.as_ref());
-        let outliers_kept = ask.keeps_outliers(plan.as_ref());
+        let judging = ask.judging(&facts);
+        let outliers_kept = ask.keeps_outliers(&facts);
         let (screened, outliers) = campaign::screen(&all_runs, Metric::BitsPerSecond);
         let runs = if outliers_kept {
             all_runs.clone()
@@ -174,26 +171,33 @@ impl ReportModel {
             .into_iter()
             .filter_map(|(id, json)| Some((id, serde_json::from_str(json.as_deref()?).ok()?)))
             .collect();
-        // One path rate for the charts' line, unless the plan sweeps the rate (each
-        // configuration's own ceiling is then in the explanation's limits).
-        model.link_bps = plan.as_ref().and_then(|p| match &p.target {
-            _ if p.dimensions.iter().any(|d| d.name == "rate") => None,
-            crate::campaigns::plan::Target::Lab { path, .. }
-            | crate::campaigns::plan::Target::Auto { path, .. } => path.rate_bps,
-            _ => None,
-        });
+        model.link_bps = common_link(&configs_for_answer, &facts);
         let explanation = crate::campaigns::explain::explain(
             &all_runs,
             &configs_for_answer,
             &results,
             &counters,
-            plan.as_ref(),
+            &facts,
             &ask,
         );
         model.answer = explanation.answer.lines().map(str::to_string).collect();
         model.findings = findings(&model);
         Ok(model)
     }
+}
+
+/// One path rate for the charts' line: the rate every configuration's stored path has (the
+/// target's when they have none); none when they differ (a swept `rate`: each configuration's
+/// own ceiling is then in the explanation's limits).
+fn common_link(configs: &[ConfigRow], facts: &PlanFacts) -> Option<f64> {
+    let mut rates = configs.iter().map(|c| {
+        c.resolved
+            .as_ref()
+            .and_then(|r| r.path.as_ref())
+            .map_or(facts.link_bps, |p| p.rate_bps)
+    });
+    let first = rates.next()??;
+    rates.all(|r| r == Some(first)).then_some(first)
 }
 
 /// Plans up to this many configurations are reported whole, runs or not.

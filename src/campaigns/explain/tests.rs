@@ -87,7 +87,7 @@ fn sweep(
 }
 
 fn answer(runs: &[RunRow], ask: &Ask) -> Explanation {
-    explain(runs, &configs(runs), &[], &[], None, ask)
+    explain(runs, &configs(runs), &[], &[], &PlanFacts::default(), ask)
 }
 
 fn ask() -> Ask {
@@ -189,23 +189,24 @@ fn an_unordered_dimension_is_compared_with_its_baseline_and_the_odd_one_is_named
         first.contains("with") && first.contains("not shown below it"),
         "{first}"
     );
-    // A baseline the plan names.
-    let plan = Plan::parse(
-        "p.toml",
-        "[target]\nkind = \"loopback\"\n[matrix]\nprofile = [\"default\", \"tcpsmall\", \"high-bdp-ns\"]\n[answer]\nchange = \"5%\"\n[answer.baseline]\nprofile = \"high-bdp-ns\"\n",
+    // A baseline the plan names (`[answer.baseline] profile = "high-bdp-ns"`).
+    let facts = PlanFacts {
+        answer: crate::campaigns::plan::AnswerSettings {
+            baselines: vec![("profile".into(), "high-bdp-ns".into())],
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let e = explain(&runs, &configs(&runs), &[], &[], &facts, &ask());
+    assert!(
+        e.answer
+            .lines()
+            .next()
+            .unwrap()
+            .contains("tcpsmall lowers goodput to 0.13x of high-bdp-ns"),
+        "{}",
+        e.answer
     );
-    if let Ok(plan) = plan {
-        let e = explain(&runs, &configs(&runs), &[], &[], Some(&plan), &ask());
-        assert!(
-            e.answer
-                .lines()
-                .next()
-                .unwrap()
-                .contains("tcpsmall lowers goodput to 0.13x of high-bdp-ns"),
-            "{}",
-            e.answer
-        );
-    }
 }
 
 #[test]
@@ -300,7 +301,7 @@ fn cpu_bound_runs_and_intervals_past_the_path_are_flagged() {
         .collect();
     let mut a = ask();
     a.rate = Some(1e9);
-    let e = explain(&runs, &configs(&runs), &[], &counters, None, &a);
+    let e = explain(&runs, &configs(&runs), &[], &counters, &PlanFacts::default(), &a);
     let cpu = e
         .trust
         .iter()

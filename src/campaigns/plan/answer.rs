@@ -15,8 +15,7 @@ pub(super) fn read_answer(
 ) -> AnswerSettings {
     let mut a = AnswerSettings {
         change: repeat_change.unwrap_or(crate::analysis::decide::DEFAULT_CHANGE),
-        baselines: Vec::new(),
-        keep_outliers: false,
+        ..AnswerSettings::default()
     };
     let Some(table) = item.and_then(Item::as_table_like) else {
         return a;

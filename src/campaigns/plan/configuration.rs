@@ -77,8 +77,8 @@ mod tests {
         assert_eq!(all[0].spec.window_bytes, Some(64 * 1024));
     }
 
-    /// The store keeps each configuration as resolved and gives it back; a campaign from before
-    /// schema version 5 has none (the plan is asked).
+    /// The store keeps each configuration as resolved, and the plan's facts, and gives them
+    /// back; a campaign from before schema version 5 or 6 has them derived from its stored plan.
     #[test]
     fn the_store_gives_back_the_resolved_configurations() {
         use crate::campaigns::store::Store;
@@ -87,7 +87,7 @@ mod tests {
         let plan = Plan::parse(
             "p.toml",
             "[target]\nkind = \"lab\"\nrate = \"1G\"\n[matrix]\nrate = [\"100M\", \"1G\"]\n\
-             window = [\"1M\"]\n",
+             window = [\"1M\"]\n[answer]\nchange = \"2%\"\n",
         )
         .unwrap();
         let mut store = Store::open(&db).unwrap();
@@ -99,31 +99,68 @@ mod tests {
             rows.iter().map(|r| r.resolved.clone().unwrap()).collect();
         assert_eq!(resolved, plan.resolve_all().unwrap());
         assert_eq!(resolved[0].path.as_ref().unwrap().rate_bps, Some(100e6));
+        assert_eq!(store.campaign(id).unwrap().facts, plan.facts());
+        assert_eq!(store.campaign(id).unwrap().facts.answer.change, 0.02);
         drop(store);
-        // A campaign made before version 5: the migration leaves its configurations without
-        // one, and the runner resolves them from the plan (`--resume` of an older campaign).
+        // Stored text that says otherwise shows the facts are read, not derived.
         let conn = rusqlite::Connection::open(&db).unwrap();
-        conn.execute_batch(
-            "ALTER TABLE configuration DROP COLUMN resolved_json; PRAGMA user_version = 4;",
+        let mut other = plan.facts();
+        other.link_bps = Some(42.0);
+        conn.execute(
+            "UPDATE campaign SET plan_facts_json = ?1",
+            [serde_json::to_string(&other).unwrap()],
         )
         .unwrap();
         drop(conn);
-        // Read commands take a version 4 store as it is, without its resolved configurations.
+        let store = Store::open_read_only(&db).unwrap();
+        assert_eq!(store.campaign(id).unwrap().facts, other);
+        drop(store);
+        // A campaign made before version 5: no resolved configurations nor facts stored.
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(
+            "ALTER TABLE configuration DROP COLUMN resolved_json; \
+             ALTER TABLE campaign DROP COLUMN plan_facts_json; PRAGMA user_version = 4;",
+        )
+        .unwrap();
+        drop(conn);
+        // Read commands take a version 4 store as it is; what it lacks comes from its plan.
         let old = Store::open_read_only(&db).unwrap();
-        assert!(
-            old.configurations(id)
-                .unwrap()
-                .iter()
-                .all(|r| r.resolved.is_none())
-        );
+        let derived: Vec<Configuration> = old
+            .configurations(id)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.resolved.unwrap())
+            .collect();
+        assert_eq!(derived, resolved);
+        assert_eq!(old.campaign(id).unwrap().facts, plan.facts());
         drop(old);
+        // Migrated, the old campaign still has them derived (new columns are NULL).
         let migrated = Store::open(&db).unwrap();
+        assert_eq!(migrated.schema_version().unwrap(), 6);
+        assert_eq!(migrated.campaign(id).unwrap().facts, plan.facts());
         assert!(
             migrated
                 .configurations(id)
                 .unwrap()
                 .iter()
-                .all(|r| r.resolved.is_none())
+                .all(|r| r.resolved.is_some())
         );
+    }
+
+    /// Imported runs have no plan: default facts, no resolved configurations.
+    #[test]
+    fn imported_runs_have_default_facts() {
+        use crate::campaigns::store::Store;
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("x.db")).unwrap();
+        let id = store.create_import_campaign("files").unwrap();
+        store
+            .configuration_for(id, &[("file".into(), "a.json".into())])
+            .unwrap();
+        assert_eq!(
+            store.campaign(id).unwrap().facts,
+            crate::campaigns::plan::PlanFacts::default()
+        );
+        assert!(store.configurations(id).unwrap()[0].resolved.is_none());
     }
 }

@@ -3,7 +3,7 @@
 //! fixture database of the old version in `tests/fixtures/`.
 
 /// Ordered migrations; index + 1 is the schema version they produce.
-pub(super) const MIGRATIONS: [&str; 5] = [
+pub(super) const MIGRATIONS: [&str; 6] = [
     // Version 1: campaigns, configurations, runs, intervals.
     "CREATE TABLE campaign (
         id INTEGER PRIMARY KEY,
@@ -85,4 +85,7 @@ pub(super) const MIGRATIONS: [&str; 5] = [
     // Version 5: each configuration resolved once (`plan::Configuration`: dimensions, label,
     // test, lab path, libvirt NIC model, profile), read back by the runner and `explain`.
     "ALTER TABLE configuration ADD COLUMN resolved_json TEXT;",
+    // Version 6: what the read commands need of the plan (`plan::PlanFacts`: the answer's
+    // judging, the link rate, a guest host, the profiles' keys), so they never parse it again.
+    "ALTER TABLE campaign ADD COLUMN plan_facts_json TEXT;",
 ];

@@ -1,0 +1,102 @@
+//! What the read commands (`explain`, `compare`, `report`) need of a plan beyond its resolved
+//! configurations: how the answer is judged, the target's link rate, whether host b is a QEMU
+//! guest, and the sysctl keys the tuning profiles set. Computed once when the campaign is made
+//! and stored with it (`campaign.plan_facts_json`), so nothing reads the stored plan text again.
+
+use super::{AnswerSettings, PROFILE_DIMENSION, Plan, Target};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanFacts {
+    /// How comparisons are judged (`[answer]`).
+    pub answer: AnswerSettings,
+    /// The rate of a lab target's path, used for the configurations whose own path does not
+    /// say (`None` for other targets or an unlimited path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_bps: Option<f64>,
+    /// Host b is a QEMU guest (a lab with `vm`): what limits a run is, first, the emulation.
+    #[serde(default)]
+    pub guest: bool,
+    /// The Linux sysctl keys of the tuning profiles, sorted, when the plan sweeps `profile`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profile_keys: Vec<String>,
+}
+
+impl Default for PlanFacts {
+    /// For runs that have no plan (imported ones): the default judging and nothing else.
+    fn default() -> PlanFacts {
+        PlanFacts {
+            answer: AnswerSettings::default(),
+            link_bps: None,
+            guest: false,
+            profile_keys: Vec::new(),
+        }
+    }
+}
+
+impl Plan {
+    /// The facts the read commands keep of this plan.
+    pub fn facts(&self) -> PlanFacts {
+        let path = match &self.target {
+            Target::Lab { path, .. } | Target::Auto { path, .. } => Some(path),
+            _ => None,
+        };
+        let sweeps_profiles = self.dimensions.iter().any(|d| d.name == PROFILE_DIMENSION);
+        let mut profile_keys: Vec<String> = if sweeps_profiles {
+            self.profiles
+                .iter()
+                .flat_map(|p| p.linux.keys().cloned())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        profile_keys.sort_unstable();
+        profile_keys.dedup();
+        PlanFacts {
+            answer: self.answer.clone(),
+            link_bps: path.and_then(|p| p.rate_bps),
+            guest: matches!(&self.target, Target::Lab { path, .. } if path.guest.is_some()),
+            profile_keys,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plans_facts_hold_its_answer_link_guest_and_profile_keys() {
+        let plan = Plan::parse(
+            "p.toml",
+            "[target]\nkind = \"lab\"\nrate = \"1G\"\nrtt = \"10ms\"\n[test]\nduration = \"2s\"\n\
+             [matrix]\nwindow = [\"64K\", \"1M\"]\nprofile = [\"default\", \"high-bdp-ns\"]\n\
+             [answer]\nchange = \"3%\"\nkeep_outliers = \"true\"\n\
+             [answer.baseline]\nprofile = \"default\"\n",
+        )
+        .unwrap();
+        let f = plan.facts();
+        assert_eq!(f.answer.change, 0.03);
+        assert!(f.answer.keep_outliers);
+        assert_eq!(
+            f.answer.baselines,
+            vec![("profile".to_string(), "default".to_string())]
+        );
+        assert_eq!(f.link_bps, Some(1e9));
+        assert!(!f.guest);
+        assert!(!f.profile_keys.is_empty());
+        let mut sorted = f.profile_keys.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted, f.profile_keys);
+        let json = serde_json::to_string(&f).unwrap();
+        assert_eq!(serde_json::from_str::<PlanFacts>(&json).unwrap(), f);
+
+        let plain = Plan::parse("p.toml", "[target]\nkind = \"loopback\"\n").unwrap();
+        let f = plain.facts();
+        assert_eq!(f.link_bps, None);
+        assert!(f.profile_keys.is_empty());
+        assert_eq!(f.answer, AnswerSettings::default());
+        assert_eq!(f, PlanFacts::default());
+    }
+}
