@@ -164,12 +164,11 @@ pub fn explain(
     // Each configuration's link: `--rate`, else its lab path's rate (a swept `rate` included),
     // else the target's.
     let link = |c: &ConfigRow| -> Option<f64> {
-        ask.rate.or_else(|| {
-            match c.resolved.as_ref().and_then(|r| r.path.as_ref()) {
+        ask.rate
+            .or_else(|| match c.resolved.as_ref().and_then(|r| r.path.as_ref()) {
                 Some(path) => path.rate_bps,
                 None => facts.link_bps,
-            }
-        })
+            })
     };
     let mut limits = if metric == Metric::BitsPerSecond {
         limits(used, configs, results, &link)

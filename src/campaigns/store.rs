@@ -36,6 +36,8 @@ use schema::MIGRATIONS;
 /// An open results database.
 pub struct Store {
     conn: Connection,
+    /// What a store opened read-only at an older schema lacks, derived at open (`legacy`).
+    legacy: legacy::Derived,
 }
 
 /// A campaign as stored.
@@ -130,7 +132,10 @@ impl Store {
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         conn.busy_timeout(std::time::Duration::from_secs(5))?;
-        let mut store = Store { conn };
+        let mut store = Store {
+            conn,
+            legacy: legacy::Derived::default(),
+        };
         store
             .migrate()
             .with_context(|| format!("migrating {}", path.display()))?;
@@ -143,7 +148,10 @@ impl Store {
     pub fn open_read_only(path: &Path) -> anyhow::Result<Store> {
         let conn = readonly::open(path)
             .with_context(|| format!("cannot open database {} to read it", path.display()))?;
-        let store = Store { conn };
+        let mut store = Store {
+            conn,
+            legacy: legacy::Derived::default(),
+        };
         let v = store.schema_version()?;
         if v > SCHEMA_VERSION {
             bail!(
@@ -168,6 +176,7 @@ impl Store {
                 path.display()
             );
         }
+        store.legacy = legacy::derive(&store.conn, v)?;
         Ok(store)
     }
 
@@ -191,10 +200,14 @@ impl Store {
                 "database schema version {current} is newer than this netsweep's {SCHEMA_VERSION}: upgrade netsweep"
             );
         }
+        let derived = legacy::derive(&self.conn, current)?;
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
             let tx = self.conn.transaction()?;
             tx.execute_batch(sql)?;
             tx.pragma_update(None, "user_version", (i + 1) as u32)?;
+            if i + 1 == MIGRATIONS.len() {
+                legacy::write(&tx, &derived)?;
+            }
             tx.commit()?;
         }
         Ok(())
@@ -315,10 +328,10 @@ impl Store {
                 },
             )
             .with_context(|| format!("no campaign {id} in this database"))?;
-        // Facts that do not read (a newer netsweep's) are derived again, as for an older store.
+        // An older store's, derived at open; none (imported runs): the default judging.
         row.facts = match facts.and_then(|j| serde_json::from_str(&j).ok()) {
             Some(f) => f,
-            None => legacy::facts(row.plan_path.as_deref(), &row.plan_toml),
+            None => self.legacy.facts.get(&id).cloned().unwrap_or_default(),
         };
         Ok(row)
     }
@@ -355,17 +368,11 @@ impl Store {
                 position: pos as usize,
                 label,
                 dims: serde_json::from_str(&dims)?,
-                // One that does not read (a newer netsweep's) is derived again, below.
-                resolved: resolved.and_then(|j| serde_json::from_str(&j).ok()),
+                // An older store's, derived at open; none for imported runs.
+                resolved: resolved
+                    .and_then(|j| serde_json::from_str(&j).ok())
+                    .or_else(|| self.legacy.resolved.get(&id).cloned()),
             });
-        }
-        drop(st);
-        if out.iter().any(|c| c.resolved.is_none()) {
-            let c = self.campaign(campaign)?;
-            let resolve = legacy::resolver(c.plan_path.as_deref(), &c.plan_toml);
-            for row in out.iter_mut().filter(|r| r.resolved.is_none()) {
-                row.resolved = resolve(&row.dims);
-            }
         }
         Ok(out)
     }

@@ -301,7 +301,14 @@ fn cpu_bound_runs_and_intervals_past_the_path_are_flagged() {
         .collect();
     let mut a = ask();
     a.rate = Some(1e9);
-    let e = explain(&runs, &configs(&runs), &[], &counters, &PlanFacts::default(), &a);
+    let e = explain(
+        &runs,
+        &configs(&runs),
+        &[],
+        &counters,
+        &PlanFacts::default(),
+        &a,
+    );
     let cpu = e
         .trust
         .iter()

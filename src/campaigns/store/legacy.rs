@@ -1,27 +1,77 @@
 //! Stores written before the typed plan values were kept: a campaign from before schema
 //! version 6 has no `plan_facts_json`, and its configurations from before version 5 no
-//! `resolved_json`. They are derived here from the stored plan text, the one place that parses
-//! it again, so every reader gets typed values whatever the store's age. A campaign whose text
-//! is not a plan (imported runs) gets the defaults.
+//! `resolved_json`. They are derived once, when such a store is opened, from the stored plan
+//! text: `Store::open` writes them in as it migrates, `Store::open_read_only` keeps them beside
+//! the connection. This is the one place that parses a stored plan again; every reader gets
+//! typed values whatever the store's age. A campaign whose text is not a plan (imported runs)
+//! gets the default facts and no resolved configurations.
 
 use crate::campaigns::plan::{Configuration, Plan, PlanFacts};
+use rusqlite::{Connection, params};
+use std::collections::HashMap;
 
-fn stored_plan(plan_path: Option<&str>, plan_toml: &str) -> Option<Plan> {
-    Plan::parse(plan_path.unwrap_or("plan"), plan_toml).ok()
+/// What an older store lacks, by campaign id and by configuration id.
+#[derive(Debug, Default)]
+pub(super) struct Derived {
+    pub facts: HashMap<i64, PlanFacts>,
+    pub resolved: HashMap<i64, Configuration>,
 }
 
-/// The facts of a campaign stored without them.
-pub(super) fn facts(plan_path: Option<&str>, plan_toml: &str) -> PlanFacts {
-    stored_plan(plan_path, plan_toml)
-        .map(|p| p.facts())
-        .unwrap_or_default()
+/// Derives what a store at schema `version` lacks (nothing from version 6 on).
+pub(super) fn derive(conn: &Connection, version: u32) -> anyhow::Result<Derived> {
+    let mut out = Derived::default();
+    if version >= 6 || version == 0 {
+        return Ok(out);
+    }
+    let mut st = conn.prepare("SELECT id, plan_path, plan_toml FROM campaign")?;
+    let campaigns = st
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, String>(2)?,
+            ))
+        })?
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut configs =
+        conn.prepare("SELECT id, dims_json FROM configuration WHERE campaign_id = ?1")?;
+    for (id, path, toml) in campaigns {
+        let plan = Plan::parse(path.as_deref().unwrap_or("plan"), &toml).ok();
+        out.facts
+            .insert(id, plan.as_ref().map(Plan::facts).unwrap_or_default());
+        let Some(plan) = plan.filter(|_| version < 5) else {
+            continue;
+        };
+        let rows = configs
+            .query_map(params![id], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        for (config, dims) in rows {
+            let Ok(dims) = serde_json::from_str::<Vec<(String, String)>>(&dims) else {
+                continue;
+            };
+            if let Ok(c) = plan.resolve(&dims) {
+                out.resolved.insert(config, c);
+            }
+        }
+    }
+    Ok(out)
 }
 
-/// A configuration stored without its resolved form, resolved from the stored plan.
-pub(super) fn resolver(
-    plan_path: Option<&str>,
-    plan_toml: &str,
-) -> impl Fn(&[(String, String)]) -> Option<Configuration> {
-    let plan = stored_plan(plan_path, plan_toml);
-    move |dims| plan.as_ref()?.resolve(dims).ok()
+/// Writes what was derived into a store migrated to version 6.
+pub(super) fn write(conn: &Connection, derived: &Derived) -> anyhow::Result<()> {
+    for (id, facts) in &derived.facts {
+        conn.execute(
+            "UPDATE campaign SET plan_facts_json = ?1 WHERE id = ?2 AND plan_facts_json IS NULL",
+            params![serde_json::to_string(facts)?, id],
+        )?;
+    }
+    for (id, c) in &derived.resolved {
+        conn.execute(
+            "UPDATE configuration SET resolved_json = ?1 WHERE id = ?2 AND resolved_json IS NULL",
+            params![serde_json::to_string(c)?, id],
+        )?;
+    }
+    Ok(())
 }
