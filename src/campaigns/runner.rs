@@ -187,13 +187,18 @@ pub fn run_campaign(
     on_progress: &mut dyn FnMut(&Progress),
 ) -> anyhow::Result<Outcome> {
     let configs: Vec<ConfigRow> = store.configurations(campaign)?;
-    // Each configuration as the store keeps it, resolved when the campaign was made (a store
-    // from before schema version 5 has them recomputed from the plan).
+    // Each configuration as the store keeps it, resolved when the campaign was made (or when
+    // an older store was migrated: `store::legacy`).
     let resolved: Vec<Result<Configuration, String>> = configs
         .iter()
-        .map(|c| match &c.resolved {
-            Some(r) => Ok(r.clone()),
-            None => plan.resolve(&c.dims),
+        .map(|c| {
+            c.resolved.clone().ok_or_else(|| {
+                format!(
+                    "configuration {} has no resolved test in the store: its plan no longer \
+                     resolves it",
+                    c.label
+                )
+            })
         })
         .collect();
     // A libvirt domain restarts for each change of its NIC model: a round keeps the runs of one
