@@ -336,6 +336,66 @@ impl StreamClock {
     }
 }
 
+/// Why a test's stream setup ends early (the client closed its control connection) or late
+/// (`clock` ran out) with `got` of `want` streams, if it does.
+pub fn setup_gave_up(
+    ctrl: &TcpStream,
+    clock: &StreamClock,
+    got: usize,
+    want: usize,
+    what: &str,
+) -> Option<String> {
+    if control_closed(ctrl) {
+        return Some(format!(
+            "the client closed its control connection with {got} of {want} {what} open"
+        ));
+    }
+    clock.expired().then(|| {
+        format!(
+            "only {got} of {want} {what} arrived (each must follow the last within {} s)",
+            STREAM_IDLE.as_secs()
+        )
+    })
+}
+
+/// Waits for `want` TCP data connections of a test (each as its server's acceptor hands it
+/// over, with the key it came with) while the client is alive and its connections keep coming
+/// (`clock`). Only connections from the control peer count; `take` files each one and says
+/// whether it took it (a second connection for one stream is not taken). Both servers, netsweep's
+/// and iperf3's, collect their streams here.
+pub fn collect_connections<K>(
+    rx: &std::sync::mpsc::Receiver<(K, TcpStream)>,
+    (ctrl, peer_ip, want): (&TcpStream, IpAddr, usize),
+    clock: &mut StreamClock,
+    mut expecting: Option<&mut Expecting<'_>>,
+    mut take: impl FnMut(K, TcpStream) -> anyhow::Result<bool>,
+) -> anyhow::Result<()> {
+    use std::sync::mpsc::RecvTimeoutError;
+    let mut got = 0;
+    while got < want {
+        if let Some(why) = setup_gave_up(ctrl, clock, got, want, "data connections") {
+            anyhow::bail!(why);
+        }
+        let (key, sock) = match rx.recv_timeout(clock.wait(Duration::from_millis(100))) {
+            Ok(a) => a,
+            Err(RecvTimeoutError::Timeout) => continue,
+            Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the server is stopping"),
+        };
+        let from_peer = sock
+            .peer_addr()
+            .map(|a| a.ip().to_canonical() == peer_ip.to_canonical())
+            .unwrap_or(false);
+        if from_peer && take(key, sock)? {
+            got += 1;
+            clock.progressed();
+            if let Some(e) = expecting.as_deref_mut() {
+                e.arrived();
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Whether the peer has closed (or reset) the control connection. Never blocks; bytes waiting
 /// are left for the reader.
 pub fn control_closed(ctrl: &TcpStream) -> bool {

@@ -475,19 +475,7 @@ struct Setup<'a> {
 impl Setup<'_> {
     /// Why setup ends early or late, if it does.
     fn gave_up(&self, clock: &StreamClock, got: usize, what: &str) -> Option<String> {
-        if admission::control_closed(self.ctrl) {
-            return Some(format!(
-                "the client closed its control connection with {got} of {} {what} open",
-                self.flows.len()
-            ));
-        }
-        clock.expired().then(|| {
-            format!(
-                "only {got} of {} {what} arrived (each must follow the last within {} s)",
-                self.flows.len(),
-                admission::STREAM_IDLE.as_secs()
-            )
-        })
+        admission::setup_gave_up(self.ctrl, clock, got, self.flows.len(), what)
     }
 }
 
@@ -500,32 +488,16 @@ fn collect_tcp(
     setup: &Setup<'_>,
     peer_ip: IpAddr,
     clock: &mut StreamClock,
-    mut expecting: Option<&mut Expecting<'_>>,
+    expecting: Option<&mut Expecting<'_>>,
 ) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
     let flows = setup.flows;
     let mut got: Vec<Arrival> = Vec::with_capacity(flows.len());
-    while got.len() < flows.len() {
-        if let Some(why) = setup.gave_up(clock, got.len(), "data connections") {
-            anyhow::bail!(why);
-        }
-        let (arrival, sock) = match rx.recv_timeout(clock.wait(Duration::from_millis(100))) {
-            Ok(a) => a,
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the server is stopping"),
-        };
-        let from_peer = sock
-            .peer_addr()
-            .map(|a| a.ip().to_canonical() == peer_ip.to_canonical())
-            .unwrap_or(false);
-        if from_peer {
-            session::prepare_tcp(&sock, setup.spec)?;
-            got.push((arrival, sock));
-            clock.progressed();
-            if let Some(e) = expecting.as_deref_mut() {
-                e.arrived();
-            }
-        }
-    }
+    let want = (setup.ctrl, peer_ip, flows.len());
+    admission::collect_connections(rx, want, clock, expecting, |arrival, sock| {
+        session::prepare_tcp(&sock, setup.spec)?;
+        got.push((arrival, sock));
+        Ok(true)
+    })?;
     got.sort_by_key(|(arrival, _)| *arrival);
     Ok(got
         .into_iter()

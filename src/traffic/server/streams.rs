@@ -13,19 +13,7 @@ pub(super) struct Setup<'a> {
 impl Setup<'_> {
     /// Why setup ends early or late, if it does.
     fn gave_up(&self, clock: &StreamClock, got: usize) -> Option<String> {
-        if admission::control_closed(self.ctrl) {
-            return Some(format!(
-                "the client closed its control connection with {got} of {} data connections open",
-                self.flows.len()
-            ));
-        }
-        clock.expired().then(|| {
-            format!(
-                "only {got} of {} data connections arrived (each must follow the last within {} s)",
-                self.flows.len(),
-                admission::STREAM_IDLE.as_secs()
-            )
-        })
+        admission::setup_gave_up(self.ctrl, clock, got, self.flows.len(), "data connections")
     }
 }
 
@@ -52,35 +40,21 @@ pub(super) fn collect_tcp(
     spec: &TestSpec,
     setup: &Setup<'_>,
     clock: &mut StreamClock,
-    mut expecting: Option<&mut Expecting<'_>>,
+    expecting: Option<&mut Expecting<'_>>,
 ) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
     let mut got: Vec<Option<TcpStream>> = (0..setup.flows.len()).map(|_| None).collect();
-    let mut count = 0;
-    while count < setup.flows.len() {
-        if let Some(why) = setup.gave_up(clock, count) {
-            anyhow::bail!(why);
-        }
-        let (id, sock) = match rx.recv_timeout(clock.wait(Duration::from_millis(100))) {
-            Ok(a) => a,
-            Err(RecvTimeoutError::Timeout) => continue,
-            Err(RecvTimeoutError::Disconnected) => anyhow::bail!("the server is stopping"),
-        };
-        // A data connection must come from the control peer and name a stream once.
-        let from_peer = sock
-            .peer_addr()
-            .map(|a| a.ip().to_canonical() == setup.peer_ip.to_canonical())
-            .unwrap_or(false);
-        let slot = got.get_mut(usize::from(id));
-        if let (true, Some(slot @ None)) = (from_peer, slot) {
-            session::prepare_tcp(&sock, spec)?;
-            *slot = Some(sock);
-            count += 1;
-            clock.progressed();
-            if let Some(e) = expecting.as_deref_mut() {
-                e.arrived();
+    // A data connection must name a stream of this test, once.
+    let want = (setup.ctrl, setup.peer_ip, setup.flows.len());
+    admission::collect_connections(rx, want, clock, expecting, |id, sock| {
+        match got.get_mut(usize::from(id)) {
+            Some(slot @ None) => {
+                session::prepare_tcp(&sock, spec)?;
+                *slot = Some(sock);
+                Ok(true)
             }
+            _ => Ok(false),
         }
-    }
+    })?;
     Ok(got
         .into_iter()
         .zip(setup.flows)
