@@ -92,7 +92,7 @@ pub fn run_test(
     // A count (-n/-k) ends the test when the client says: iperf3's protocol, which netsweep
     // servers speak too (netsweep's own fixes the grid in advance).
     if cfg.peer == PeerProtocol::Iperf3 || spec.count.is_some() {
-        return crate::traffic::iperf3::client::run_test(cfg, spec, stop, on_interval);
+        return crate::traffic::iperf3::client::run_session(cfg, spec, stop, on_interval);
     }
     spec.validate().map_err(|e| TestError::new(e.to_string()))?;
     let server = cfg.server;

@@ -40,7 +40,7 @@ const SERVER_OUTPUT_MAX_STREAM_SECONDS: u64 = 10_000;
 /// How long to wait for the reply to a UDP connect datagram before sending it again.
 const UDP_CONNECT_WAIT: Duration = Duration::from_secs(1);
 const UDP_CONNECT_TRIES: u32 = 5;
-/// Attempts at a control connection that the server resets (see `run_test`).
+/// Attempts at a control connection that the server resets (see `run_session`).
 const CONNECT_TRIES: u32 = 4;
 /// How long receiving streams may take after TEST_END to close their last interval.
 const RECEIVE_GRACE: Duration = Duration::from_secs(2);
@@ -142,8 +142,9 @@ pub fn params_for(spec: &TestSpec) -> Result<Params, String> {
     })
 }
 
-/// Runs one test against an iperf3 server.
-pub fn run_test(
+/// Runs one test against an iperf3 server: its whole session, from the cookie to the results
+/// exchange.
+pub fn run_session(
     cfg: &ClientConfig,
     spec: &TestSpec,
     stop: &AtomicBool,

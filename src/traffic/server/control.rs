@@ -122,7 +122,7 @@ pub(super) fn control_session(
         (start, start),
         session::Wire::default(),
     )?;
-    let outcome = run_test(&mut ctrl, &spec, &streams);
+    let outcome = forward_reports(&mut ctrl, &spec, &streams);
     streams.stop_and_join();
     // The slot (and the result it holds) is kept until the client has read the result and
     // hung up, within STAGE_DEADLINE of the result's last frame; a client that starts its next
@@ -215,7 +215,7 @@ type PeerRx = Receiver<Result<ClientMsg, ProtocolError>>;
 
 /// Forwards interval reports until every stream is done; returns the final reports for the
 /// client and the reader of its messages.
-fn run_test(
+fn forward_reports(
     ctrl: &mut TcpStream,
     spec: &TestSpec,
     streams: &session::Streams,
