@@ -931,3 +931,130 @@ fn sigterm_while_guests_boot_together_leaves_nothing() {
     }
     assert!(saw_two, "never saw two guests running at once");
 }
+
+/// The saved boots of a guest kind (`lab::vm::snapshot`) in the image directory in use.
+fn saves_of(kind: &str) -> Vec<PathBuf> {
+    let dir = netsweep::lab::vm::image::dir().join("saved");
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with(kind) && n.ends_with(".qemu"))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A lab's guest command-channel token, from its owner-only state file.
+fn token_of(dir: &std::path::Path, name: &str) -> String {
+    netsweep::lab::read_state(dir, name)
+        .and_then(|s| s.guest_token)
+        .expect("a guest lab has a token")
+}
+
+/// The first guest of a kind boots and is saved before it has any lab's settings; the next
+/// resumes from the save, with its own address, port and token, carries traffic and answers on
+/// its command channel. The save holds no token. A save that does not resume is removed, the
+/// guest boots, and a good save is written again.
+#[test]
+fn a_guest_of_a_kind_booted_once_resumes_from_its_saved_boot() {
+    if !ready("a_guest_of_a_kind_booted_once_resumes_from_its_saved_boot") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // A kind of its own (192 MiB), so no other test's guest shares its save.
+    let kind = "rtl8139-1cpu-192mib-1q-";
+    for f in saves_of(kind) {
+        std::fs::remove_file(f).unwrap();
+    }
+    let path = PathConfig {
+        guest: Some(GuestSpec {
+            nic: NicModel::Rtl8139,
+            memory_mib: 192,
+            ..GuestSpec::default()
+        }),
+        ..PathConfig::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let up = |n: u32| {
+        let name = format!("vs{}{n}", std::process::id() % 10_000);
+        let lab = Lab::up(&name, path.clone(), &options(&dir)).unwrap();
+        let token = token_of(dir.path(), &name);
+        (lab, token)
+    };
+    let (first, first_token) = up(1);
+    let booted = first.guest().unwrap().clone();
+    assert!(!booted.resumed, "{}", booted.describe());
+    drop(first);
+    let saves = saves_of(kind);
+    assert_eq!(saves.len(), 1, "{saves:?}");
+    let save = saves[0].clone();
+
+    let (second, second_token) = up(2);
+    let resumed = second.guest().unwrap().clone();
+    assert!(resumed.resumed, "{}", resumed.describe());
+    assert!(
+        resumed
+            .describe()
+            .contains("resumed from its saved boot in"),
+        "{}",
+        resumed.describe()
+    );
+    assert_eq!(resumed.driver, "8139cp");
+    assert!(
+        resumed.boot_s < booted.boot_s,
+        "{} vs {}",
+        resumed.boot_s,
+        booted.boot_s
+    );
+    let r = run(&second, &TestSpec::tcp(Duration::from_secs(1)));
+    assert!(
+        r.summary.bits_per_second > 1e6,
+        "{}",
+        r.summary.bits_per_second
+    );
+    // Its command channel answers to this lab's token; its kernel command line holds none.
+    let (cmdline, status) = second
+        .exec_in_guest(Host::B, &["cat".into(), "/proc/cmdline".into()])
+        .unwrap();
+    assert_eq!(status, 0);
+    assert!(cmdline.contains("netsweep.settings=console"), "{cmdline}");
+    assert!(
+        !cmdline.contains("token") && !cmdline.contains("netsweep.ip"),
+        "{cmdline}"
+    );
+    assert_ne!(first_token, second_token);
+    let console = std::fs::read_to_string(&resumed.console).unwrap();
+    let bytes = std::fs::read(&save).unwrap();
+    for t in [&first_token, &second_token] {
+        assert!(!console.contains(t.as_str()), "the console shows a token");
+        assert!(
+            !bytes.windows(t.len()).any(|w| w == t.as_bytes()),
+            "the save holds a token"
+        );
+    }
+    drop(second);
+
+    // A save that does not resume: removed, the guest boots, and is saved again.
+    std::fs::write(&save, b"QEVM not a migration stream").unwrap();
+    let (third, _) = up(3);
+    let again = third.guest().unwrap().clone();
+    assert!(!again.resumed, "{}", again.describe());
+    let run3 = run(&third, &TestSpec::tcp(Duration::from_secs(1)));
+    assert!(run3.summary.bits_per_second > 1e6);
+    drop(third);
+    let rewritten = std::fs::metadata(&save).unwrap().len();
+    assert!(rewritten > 1_000_000, "{rewritten} bytes");
+    // Nothing of the labs is left: no console sockets, no monitor sockets, no QEMU.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(!is_our_qemu(again.pid, &again.pidfile));
+}

@@ -42,6 +42,9 @@ pub struct Image {
     pub vmlinux: PathBuf,
     pub initrd: PathBuf,
     pub kernel_version: String,
+    /// What this exact kernel and initramfs are (a hash of both), for the saved boots made
+    /// from them (`snapshot`).
+    pub stamp: String,
 }
 
 /// The image directory in use.
@@ -95,8 +98,9 @@ pub fn prepare(dir: &Path, netsweep: &Path, log: &dyn Fn(&str)) -> anyhow::Resul
     static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = initrd.with_extension(format!("tmp{}-{call}", std::process::id()));
-    std::fs::write(&tmp, cpio::archive(&entries))
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    let archive = cpio::archive(&entries);
+    let stamp = stamp(&vmlinux, &archive)?;
+    std::fs::write(&tmp, archive).with_context(|| format!("cannot write {}", tmp.display()))?;
     crate::lab::test_pause("image-written");
     std::fs::rename(&tmp, &initrd)?;
     Ok(Image {
@@ -104,7 +108,30 @@ pub fn prepare(dir: &Path, netsweep: &Path, log: &dyn Fn(&str)) -> anyhow::Resul
         vmlinux,
         initrd,
         kernel_version,
+        stamp,
     })
+}
+
+/// The first 16 hex digits of SHA-256 over the kernel's size and modification time and the
+/// initramfs's bytes: the kernel is written once (`fetch_kernel`), the initramfs carries the
+/// running netsweep and the init script.
+fn stamp(vmlinux: &Path, initrd: &[u8]) -> anyhow::Result<String> {
+    use sha2::{Digest, Sha256};
+    let meta =
+        std::fs::metadata(vmlinux).with_context(|| format!("cannot read {}", vmlinux.display()))?;
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    let mut h = Sha256::new();
+    h.update(meta.len().to_le_bytes());
+    h.update(modified.to_le_bytes());
+    h.update(initrd);
+    Ok(h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
 }
 
 /// How long an unfinished initramfs may stay, even if a process of its PID runs (a reused PID):
@@ -303,12 +330,24 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
 export PATH=/bin
 for m in {modules}; do insmod /lib/modules/$m.ko 2>/dev/null; done
+# Started to be saved or resumed (`netsweep.settings=console`): the NIC is bound, then the guest
+# waits for its settings (address, port, command channel) as one line on its console, so a
+# saved boot holds no lab's settings and no token (the line is not echoed).
+SETTINGS=
+case " $(cat /proc/cmdline) " in *" netsweep.settings=console "*)
+  i=0
+  while [ ! -e /sys/class/net/eth0 ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+  stty -echo < /dev/ttyS0 2>/dev/null
+  echo "netsweep-guest: waiting for settings"
+  read -r SETTINGS < /dev/ttyS0
+  ;;
+esac
 IP=198.18.0.2/24
 PORT=5201
 CTL=
 PEER=
 TOKEN=
-for w in $(cat /proc/cmdline); do
+for w in $(cat /proc/cmdline) $SETTINGS; do
   case "$w" in
     netsweep.ip=*) IP="${{w#netsweep.ip=}}" ;;
     netsweep.port=*) PORT="${{w#netsweep.port=}}" ;;

@@ -15,6 +15,7 @@ pub mod channel;
 pub mod cpio;
 pub mod guest;
 pub mod image;
+pub mod snapshot;
 
 use serde::{Deserialize, Serialize};
 

@@ -1,0 +1,270 @@
+//! Saved boots: under TCG a guest's kernel takes about 3.5 s of a core to boot, and a campaign
+//! that compares NIC models boots one guest per model. So the first guest of each kind (NIC
+//! model, vCPUs, memory, queues) is saved once its NIC is bound, before it has any lab's
+//! settings, and later guests of that kind resume from the saved state (about 0.5 s of a core).
+//!
+//! The save goes through QEMU's own migration (QMP `migrate` to a file, then `cont`); a resume
+//! starts QEMU with `-incoming` from that file and the same devices. The guest then waits for its
+//! settings on its console (`image::init_script`), so what is saved holds no address, port or
+//! command-channel token. A saved boot belongs to one kernel and initramfs (`Image::stamp`):
+//! saves of other stamps are removed when a new one is written, and one that does not resume is
+//! removed and the guest booted. KVM guests boot in well under a second and are not saved.
+
+use super::Accel;
+use super::guest::GuestSpec;
+use super::image::Image;
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The folder of saved boots in an image directory.
+const DIR: &str = "saved";
+
+/// How long a save may take (256 MiB of guest memory: about 1 s here).
+const SAVE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where the saved boot of a guest of this kind would be; none under KVM.
+pub fn path(image: &Image, spec: &GuestSpec, accel: Accel) -> Option<PathBuf> {
+    (accel == Accel::Tcg).then(|| {
+        image.dir.join(DIR).join(format!(
+            "{}-{}cpu-{}mib-{}q-{}.qemu",
+            spec.nic.name(),
+            spec.vcpus,
+            spec.memory_mib,
+            spec.queues,
+            image.stamp
+        ))
+    })
+}
+
+/// A QMP connection (QEMU's JSON monitor), one command at a time. Replies are read line by
+/// line, each at most `MAX_LINE` bytes; events between them are skipped.
+pub struct Qmp {
+    reader: BufReader<UnixStream>,
+    writer: UnixStream,
+}
+
+const MAX_LINE: u64 = 1 << 20;
+
+impl Qmp {
+    /// Connects to the QMP socket at `path` and leaves the greeting's capabilities mode.
+    pub fn connect(path: &Path) -> anyhow::Result<Qmp> {
+        let stream = UnixStream::connect(path)
+            .with_context(|| format!("cannot connect to QEMU's monitor {}", path.display()))?;
+        stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+        let writer = stream.try_clone()?;
+        let mut qmp = Qmp {
+            reader: BufReader::new(stream),
+            writer,
+        };
+        let greeting = qmp.line()?;
+        if greeting.get("QMP").is_none() {
+            bail!("QEMU's monitor did not greet as QMP: {greeting}");
+        }
+        qmp.execute("qmp_capabilities", Value::Null)?;
+        Ok(qmp)
+    }
+
+    fn line(&mut self) -> anyhow::Result<Value> {
+        let mut text = String::new();
+        let n = std::io::Read::take(&mut self.reader, MAX_LINE)
+            .read_line(&mut text)
+            .context("reading QEMU's monitor")?;
+        if n == 0 {
+            bail!("QEMU's monitor closed");
+        }
+        serde_json::from_str(&text).context("QEMU's monitor sent a line that is not JSON")
+    }
+
+    /// Runs one command; its `return` value, or its error as the error.
+    pub fn execute(&mut self, command: &str, arguments: Value) -> anyhow::Result<Value> {
+        let mut msg = json!({ "execute": command });
+        if !arguments.is_null() {
+            msg["arguments"] = arguments;
+        }
+        writeln!(self.writer, "{msg}")?;
+        loop {
+            let v = self.line()?;
+            if let Some(r) = v.get("return") {
+                return Ok(r.clone());
+            }
+            if let Some(e) = v.get("error") {
+                bail!(
+                    "QEMU refused {command}: {}",
+                    e["desc"].as_str().unwrap_or("?")
+                );
+            }
+        }
+    }
+}
+
+/// Saves the running guest behind `qmp` to `file` (through a temporary name, so a reader never
+/// sees half a save), removes the saves of other stamps beside it, and lets the guest go on.
+/// The guest goes on even when the save fails.
+pub fn save(qmp_path: &Path, file: &Path) -> anyhow::Result<()> {
+    let mut qmp = Qmp::connect(qmp_path)?;
+    let dir = file.parent().context("a saved boot's path has a folder")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    // A name of this process's and this call's own: a lab of two guests saves both at once.
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = file.with_extension(format!("tmp{}-{call}", std::process::id()));
+    let saved = save_to(&mut qmp, &tmp);
+    let went_on = qmp.execute("cont", Value::Null);
+    match saved {
+        Ok(()) => {
+            std::fs::rename(&tmp, file)?;
+            remove_other_stamps(dir, file);
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            went_on?;
+            return Err(e);
+        }
+    }
+    went_on.map(|_| ())
+}
+
+fn save_to(qmp: &mut Qmp, tmp: &Path) -> anyhow::Result<()> {
+    // QEMU 7.2 writes a migration to a file only through a command: `exec:cat > FILE`, run by
+    // /bin/sh, with the path quoted for it.
+    let uri = format!("exec:cat > {}", crate::paste::quote(&tmp.to_string_lossy()));
+    qmp.execute("migrate", json!({ "uri": uri }))?;
+    let t0 = Instant::now();
+    loop {
+        let status = qmp.execute("query-migrate", Value::Null)?;
+        match status["status"].as_str() {
+            Some("completed") => return Ok(()),
+            Some("failed") | Some("cancelled") => bail!(
+                "saving the guest failed: {}",
+                status["error-desc"].as_str().unwrap_or("no reason given")
+            ),
+            _ if t0.elapsed() > SAVE_TIMEOUT => {
+                let _ = qmp.execute("migrate_cancel", Value::Null);
+                bail!(
+                    "saving the guest took more than {} s",
+                    SAVE_TIMEOUT.as_secs()
+                );
+            }
+            _ => std::thread::sleep(Duration::from_millis(50)),
+        }
+    }
+}
+
+/// Removes the saved boots of other kernels or initramfs images than `kept`'s, and temporary
+/// files of processes that no longer run.
+fn remove_other_stamps(dir: &Path, kept: &Path) {
+    let stamp = |p: &Path| {
+        p.file_stem()
+            .and_then(|s| s.to_str())
+            .and_then(|s| s.rsplit('-').next())
+            .map(str::to_string)
+    };
+    let Some(keep) = stamp(kept) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.filter_map(Result::ok) {
+        let p = e.path();
+        let stale = match p.extension().and_then(|x| x.to_str()) {
+            Some("qemu") => stamp(&p).is_some_and(|s| s != keep),
+            Some(x) => x
+                .strip_prefix("tmp")
+                .and_then(|t| t.split('-').next())
+                .and_then(|pid| pid.parse::<u32>().ok())
+                .is_some_and(|pid| !crate::platform::process::alive(pid)),
+            None => false,
+        };
+        if stale {
+            let _ = std::fs::remove_file(&p);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lab::vm::NicModel;
+
+    #[test]
+    fn a_saved_boot_is_named_by_kind_and_stamp_and_only_under_tcg() {
+        let image = Image {
+            dir: "/c".into(),
+            vmlinux: "/c/kernel/vmlinux".into(),
+            initrd: "/c/initrd.cpio".into(),
+            kernel_version: "6.1".into(),
+            stamp: "0123456789abcdef".into(),
+        };
+        let spec = GuestSpec {
+            nic: NicModel::E1000,
+            ..GuestSpec::default()
+        };
+        assert_eq!(
+            path(&image, &spec, Accel::Tcg).unwrap(),
+            Path::new("/c/saved/e1000-1cpu-256mib-1q-0123456789abcdef.qemu")
+        );
+        assert_eq!(path(&image, &spec, Accel::Kvm), None);
+    }
+
+    #[test]
+    fn saves_of_other_stamps_and_dead_writers_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let kept = d.join("virtio-1cpu-256mib-1q-aaaa.qemu");
+        let same = d.join("e1000-1cpu-256mib-1q-aaaa.qemu");
+        let old = d.join("virtio-1cpu-256mib-1q-bbbb.qemu");
+        let dead = d.join("rtl8139-1cpu-256mib-1q-aaaa.tmp4194304-0");
+        let live = d.join(format!(
+            "rtl8139-1cpu-256mib-1q-aaaa.tmp{}-1",
+            std::process::id()
+        ));
+        for f in [&kept, &same, &old, &dead, &live] {
+            std::fs::write(f, b"x").unwrap();
+        }
+        remove_other_stamps(d, &kept);
+        assert!(kept.exists() && same.exists() && live.exists());
+        assert!(!old.exists() && !dead.exists());
+    }
+
+    /// A QMP exchange as QEMU has it: greeting, capabilities, an event between a command and
+    /// its reply, and an error.
+    #[test]
+    fn qmp_skips_events_and_reports_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let sock = dir.path().join("qmp");
+        let listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let server = std::thread::spawn(move || {
+            let (s, _) = listener.accept().unwrap();
+            let mut w = s.try_clone().unwrap();
+            let mut r = BufReader::new(s);
+            writeln!(w, r#"{{"QMP": {{"version": {{}}, "capabilities": []}}}}"#).unwrap();
+            let mut line = String::new();
+            r.read_line(&mut line).unwrap();
+            assert!(line.contains("qmp_capabilities"), "{line}");
+            writeln!(w, r#"{{"return": {{}}}}"#).unwrap();
+            line.clear();
+            r.read_line(&mut line).unwrap();
+            assert!(line.contains("query-migrate"), "{line}");
+            writeln!(w, r#"{{"event": "STOP", "timestamp": {{}}}}"#).unwrap();
+            writeln!(w, r#"{{"return": {{"status": "completed"}}}}"#).unwrap();
+            line.clear();
+            r.read_line(&mut line).unwrap();
+            writeln!(
+                w,
+                r#"{{"error": {{"class": "GenericError", "desc": "no"}}}}"#
+            )
+            .unwrap();
+        });
+        let mut qmp = Qmp::connect(&sock).unwrap();
+        let r = qmp.execute("query-migrate", Value::Null).unwrap();
+        assert_eq!(r["status"], "completed");
+        let e = qmp.execute("cont", Value::Null).unwrap_err();
+        assert_eq!(e.to_string(), "QEMU refused cont: no");
+        server.join().unwrap();
+    }
+}
