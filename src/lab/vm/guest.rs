@@ -332,7 +332,13 @@ pub fn boot(
         match guest.start(Start::Console { resume: Some(file) }, None, resume_wait) {
             Ok(g) => return Ok(g),
             Err(e) if interrupted(&wait) => return Err(e),
-            Err(_) => {
+            Err(e) => {
+                crate::errln!(
+                    "netsweep: the saved boot {} did not resume ({}); the guest boots and is \
+                     saved again",
+                    file.display(),
+                    e.to_string().lines().next().unwrap_or_default()
+                );
                 let _ = std::fs::remove_file(file);
             }
         }
@@ -448,9 +454,14 @@ impl Guest<'_> {
         let result = (|| {
             if booted {
                 self.wait_for(pid, t0, wait, WAITING)?;
-                if let Some(file) = save_to {
+                if let Some(file) = save_to
+                    && let Err(e) = super::snapshot::save(&self.files.qmp, file)
+                {
                     // A save that fails costs only the next guest of this kind its resume.
-                    let _ = super::snapshot::save(&self.files.qmp, file);
+                    crate::errln!(
+                        "netsweep: this guest could not be saved for the next of its kind, \
+                         which will boot too: {e:#}"
+                    );
                 }
             }
             (&console).write_all(format!("{}\n", settings(self.net)).as_bytes())?;
