@@ -512,7 +512,8 @@ fn print_summary(store: &Store, campaign: i64, plan: &Plan) -> anyhow::Result<Op
     let ask = crate::campaigns::explain::Ask::new(Metric::BitsPerSecond);
     if let Some(d) = plan.dimensions.last().filter(|d| d.values.len() > 1) {
         let values: Vec<String> = d.values.iter().map(|v| v.label.clone()).collect();
-        let used = if ask.keeps_outliers(&plan.facts()) {
+        let facts = plan.facts();
+        let used = if ask.keeps_outliers(&facts) {
             runs.clone()
         } else {
             campaign::screen(&runs, Metric::BitsPerSecond).0
@@ -525,7 +526,7 @@ fn print_summary(store: &Store, campaign: i64, plan: &Plan) -> anyhow::Result<Op
                 &values,
                 &[],
                 Metric::BitsPerSecond,
-                &ask.judging(&plan.facts())
+                &ask.judging(&facts)
             ))
         );
     }

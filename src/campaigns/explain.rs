@@ -163,13 +163,8 @@ pub fn explain(
     let effects = effects::analyze(&obs, &order, &opts);
     // Each configuration's link: `--rate`, else its lab path's rate (a swept `rate` included),
     // else the target's.
-    let link = |c: &ConfigRow| -> Option<f64> {
-        ask.rate
-            .or_else(|| match c.resolved.as_ref().and_then(|r| r.path.as_ref()) {
-                Some(path) => path.rate_bps,
-                None => facts.link_bps,
-            })
-    };
+    let link =
+        |c: &ConfigRow| -> Option<f64> { ask.rate.or_else(|| facts.link_of(c.resolved.as_ref())) };
     let mut limits = if metric == Metric::BitsPerSecond {
         limits(used, configs, results, &link)
     } else {

@@ -190,12 +190,7 @@ impl ReportModel {
 /// target's when they have none); none when they differ (a swept `rate`: each configuration's
 /// own ceiling is then in the explanation's limits).
 fn common_link(configs: &[ConfigRow], facts: &PlanFacts) -> Option<f64> {
-    let mut rates = configs.iter().map(|c| {
-        c.resolved
-            .as_ref()
-            .and_then(|r| r.path.as_ref())
-            .map_or(facts.link_bps, |p| p.rate_bps)
-    });
+    let mut rates = configs.iter().map(|c| facts.link_of(c.resolved.as_ref()));
     let first = rates.next()??;
     rates.all(|r| r == Some(first)).then_some(first)
 }

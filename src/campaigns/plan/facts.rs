@@ -3,7 +3,7 @@
 //! guest, and the sysctl keys the tuning profiles set. Computed once when the campaign is made
 //! and stored with it (`campaign.plan_facts_json`), so nothing reads the stored plan text again.
 
-use super::{AnswerSettings, PROFILE_DIMENSION, Plan, Target};
+use super::{AnswerSettings, Configuration, PROFILE_DIMENSION, Plan, Target};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,6 +30,17 @@ impl Default for PlanFacts {
             link_bps: None,
             guest: false,
             profile_keys: Vec::new(),
+        }
+    }
+}
+
+impl PlanFacts {
+    /// A configuration's link rate: its own lab path's (a swept `rate` included), else the
+    /// target's.
+    pub fn link_of(&self, resolved: Option<&Configuration>) -> Option<f64> {
+        match resolved.and_then(|r| r.path.as_ref()) {
+            Some(path) => path.rate_bps,
+            None => self.link_bps,
         }
     }
 }

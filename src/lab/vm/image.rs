@@ -93,11 +93,9 @@ pub fn prepare(dir: &Path, netsweep: &Path, log: &dyn Fn(&str)) -> anyhow::Resul
     let entries = initramfs(&dir.join("kernel/modules"), netsweep)?;
     // What a process killed while writing left (its own name, so never removed).
     remove_stale_temp(dir);
-    // A name of this process's and this call's own: two labs may prepare the image at once,
-    // from two processes or from two threads of one (a campaign booting its guests together).
-    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = initrd.with_extension(format!("tmp{}-{call}", std::process::id()));
+    // Two labs may prepare the image at once, from two processes or from two threads of one
+    // (a campaign booting its guests together).
+    let tmp = own_temp(&initrd);
     let archive = cpio::archive(&entries);
     let stamp = stamp(&vmlinux, &archive)?;
     std::fs::write(&tmp, archive).with_context(|| format!("cannot write {}", tmp.display()))?;
@@ -134,6 +132,25 @@ fn stamp(vmlinux: &Path, initrd: &[u8]) -> anyhow::Result<String> {
         .collect())
 }
 
+/// A temporary name beside `path` of this process's and this call's own (`NAME.tmpPID-N`), for
+/// a file written whole and then renamed into place.
+pub(super) fn own_temp(path: &Path) -> PathBuf {
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    path.with_extension(format!("tmp{}-{call}", std::process::id()))
+}
+
+/// The process that is writing `path`, when it is a name `own_temp` made.
+pub(super) fn temp_writer(path: &Path) -> Option<u32> {
+    path.extension()?
+        .to_str()?
+        .strip_prefix("tmp")?
+        .split('-')
+        .next()?
+        .parse()
+        .ok()
+}
+
 /// How long an unfinished initramfs may stay, even if a process of its PID runs (a reused PID):
 /// writing one takes well under a second.
 const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(600);
@@ -147,11 +164,7 @@ pub fn remove_stale_temp(dir: &Path) -> Vec<String> {
     let mut removed = Vec::new();
     for e in entries.filter_map(Result::ok) {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix("initrd.tmp")
-            .and_then(|p| p.split('-').next())
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
+        let Some(pid) = temp_writer(&e.path()).filter(|_| name.starts_with("initrd.tmp")) else {
             continue;
         };
         let old = e

@@ -108,24 +108,17 @@ pub fn save(qmp_path: &Path, file: &Path) -> anyhow::Result<()> {
     let mut qmp = Qmp::connect(qmp_path)?;
     let dir = file.parent().context("a saved boot's path has a folder")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    // A name of this process's and this call's own: a lab of two guests saves both at once.
-    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let tmp = file.with_extension(format!("tmp{}-{call}", std::process::id()));
-    let saved = save_to(&mut qmp, &tmp);
+    // A lab of two guests saves both at once.
+    let tmp = super::image::own_temp(file);
+    let saved = save_to(&mut qmp, &tmp).and_then(|()| Ok(std::fs::rename(&tmp, file)?));
     let went_on = qmp.execute("cont", Value::Null);
-    match saved {
-        Ok(()) => {
-            std::fs::rename(&tmp, file)?;
-            remove_other_stamps(dir, file);
-        }
-        Err(e) => {
+    match &saved {
+        Ok(()) => remove_other_stamps(dir, file),
+        Err(_) => {
             let _ = std::fs::remove_file(&tmp);
-            went_on?;
-            return Err(e);
         }
     }
-    went_on.map(|_| ())
+    saved.and(went_on.map(|_| ()))
 }
 
 fn save_to(qmp: &mut Qmp, tmp: &Path) -> anyhow::Result<()> {
@@ -173,12 +166,8 @@ fn remove_other_stamps(dir: &Path, kept: &Path) {
         let p = e.path();
         let stale = match p.extension().and_then(|x| x.to_str()) {
             Some("qemu") => stamp(&p).is_some_and(|s| s != keep),
-            Some(x) => x
-                .strip_prefix("tmp")
-                .and_then(|t| t.split('-').next())
-                .and_then(|pid| pid.parse::<u32>().ok())
+            _ => super::image::temp_writer(&p)
                 .is_some_and(|pid| !crate::platform::process::alive(pid)),
-            None => false,
         };
         if stale {
             let _ = std::fs::remove_file(&p);
