@@ -40,45 +40,51 @@ fn run(lab: &Lab, spec: &TestSpec) -> TestResult {
     .unwrap_or_else(|e| panic!("{spec:?}: {e}"))
 }
 
-/// UDP at 100 Mbit/s in 1400-byte datagrams: the receiver's arrival gaps peak at the pacing
-/// interval, 112 µs (within a bin of it: bins are 12% wide), and the histograms count every
-/// datagram that arrived. Gaps under `BURST_US` are back-to-back arrivals of a batch (a
-/// receiver or a delay line woken late on a busy machine reads what queued meanwhile) and are
-/// left out of the peak and of the share near it (regression, issue 31 item 15: with one core
-/// busy the gaps peaked at 1.6-1.8 µs, with a second peak at 112-126 µs).
+/// UDP at 100 Mbit/s in 1400-byte datagrams: the receiver's arrival gaps centre on the pacing
+/// interval, 112 µs, and the histograms count every datagram that arrived. Gaps under
+/// `BURST_US` are back-to-back arrivals of a batch (a receiver or a delay line woken late reads
+/// what queued meanwhile) and are left out (regression, issue 31 item 15: with one core busy
+/// the gaps peaked at 1.6-1.8 µs, with a second peak at 112-126 µs).
+///
+/// The middle of the other gaps is the check, not their single fullest bin: on a shared CI
+/// machine (a hypervisor taking the vCPU away, not only a busy core) a third of the datagrams
+/// came in pairs, so gaps of twice the interval filled one 12% bin more than any bin near 112 µs
+/// did, while the median stayed at 1.3 times the interval and 40% of the gaps were within 30%
+/// of it. A delay line that released by a coarse timer (every millisecond, say) would put the
+/// median at its tick and leave almost no gap near the interval.
 fn assert_gaps_peak_at_the_pacing_interval(r: &TestResult, what: &str) {
     const BURST_US: f64 = 10.0;
     let t = r.directions[0].udp_timing.as_ref().expect("udp_timing");
-    let (lo, hi, _) = t
+    let gap_us = 1400.0 * 8.0 / 100e6 * 1e6;
+    let paced: Vec<(f64, f64, u64)> = t
         .inter_arrival
         .bins()
         .filter(|(l, _, _)| *l >= BURST_US)
-        .max_by_key(|(_, _, c)| *c)
+        .collect();
+    let count: u64 = paced.iter().map(|(_, _, c)| c).sum();
+    let mut below = 0;
+    let (lo, hi, _) = *paced
+        .iter()
+        .find(|(_, _, c)| {
+            below += c;
+            below * 2 >= count
+        })
         .expect("gaps");
-    let gap_us = 1400.0 * 8.0 / 100e6 * 1e6;
     assert!(
-        lo / 1.13 <= gap_us && gap_us <= hi * 1.13,
-        "{what}: gaps peak at {lo:.1}-{hi:.1} us, not at {gap_us:.0}: {:?}",
+        lo <= gap_us * 1.5 && hi >= gap_us / 1.5,
+        "{what}: the median gap is {lo:.1}-{hi:.1} us, not near {gap_us:.0}: {:?}",
         t.inter_arrival.bins().collect::<Vec<_>>()
     );
-    let near: u64 = t
-        .inter_arrival
-        .bins()
+    let near: u64 = paced
+        .iter()
         .filter(|(l, h, _)| *h > gap_us / 1.3 && *l < gap_us * 1.3)
         .map(|(_, _, c)| c)
         .sum();
-    // A busy machine delays some wake-ups of the receiver and spreads the gaps (seen: a third
-    // within 30% on a loaded 2-core CI machine); a fifth rules out a flat spread (the ±30% band
-    // is 5 of the about 100 bins a spread from 1 µs to 10 ms would fill).
-    let paced: u64 = t
-        .inter_arrival
-        .bins()
-        .filter(|(l, _, _)| *l >= BURST_US)
-        .map(|(_, _, c)| c)
-        .sum();
+    // A fifth rules out a flat spread (the ±30% band is 5 of the about 100 bins a spread from
+    // 1 µs to 10 ms would fill).
     assert!(
-        near * 5 > paced,
-        "{what}: only {near} of {paced} gaps of {BURST_US} us or more near {gap_us:.0} us"
+        near * 5 > count,
+        "{what}: only {near} of {count} gaps of {BURST_US} us or more near {gap_us:.0} us"
     );
     let received = r.summary.packets.unwrap() - r.summary.lost_packets.unwrap_or(0);
     // One delay sample per datagram that arrived in the measured grid.
