@@ -485,14 +485,7 @@ fn a_server_stopped_mid_test_logs_the_aborted_test() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("netsweep server");
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let mut child = Kill(child);
+    let mut child = common::KillOnDrop(child);
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     common::wait_listening_quietly(addr);
     let client = std::thread::spawn(move || {

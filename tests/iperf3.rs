@@ -13,7 +13,7 @@ use netsweep::traffic::spec::{Direction, ServerLimits, TestSpec};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -26,14 +26,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// A process killed on drop (an iperf3 server or client).
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::KillOnDrop as Proc;
 
 /// `iperf3 -s` on a free loopback port, with `extra` flags.
 fn iperf3_server(extra: &[&str]) -> (Proc, SocketAddr) {

@@ -15,7 +15,7 @@ use netsweep::traffic::spec::{ServerLimits, TestSpec};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -159,14 +159,7 @@ impl Drop for AuthServer {
 }
 
 /// A process killed on drop.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::KillOnDrop as Proc;
 
 fn tcp1() -> TestSpec {
     TestSpec::tcp(Duration::from_secs(1))

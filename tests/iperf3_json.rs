@@ -8,21 +8,14 @@ mod common;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 
 /// Traffic tests share two cores: one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 /// A process killed on drop (an iperf3 server).
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::KillOnDrop as Proc;
 
 fn iperf3_server() -> (Proc, SocketAddr) {
     let port = common::free_port();

@@ -8,20 +8,13 @@ use netsweep::lab::{EmulatorChoice, Host, Lab, PathConfig};
 use netsweep::traffic::client::{self, ClientConfig, PeerProtocol};
 use netsweep::traffic::spec::{Direction, ServerLimits, TestSpec};
 use serde_json::Value;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 const IPERF3_PORT: u16 = 5201;
 
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::KillOnDrop as Proc;
 
 fn lab(tag: &str, dir: &tempfile::TempDir, path: PathConfig) -> Lab {
     common::lab_up(tag, dir, path, EmulatorChoice::Userspace)

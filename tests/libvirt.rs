@@ -8,6 +8,8 @@
 
 mod common;
 
+use common::sshd::Sshd;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -476,65 +478,15 @@ fn a_domain_left_changed_by_ctrl_c_or_kill_9_is_put_back() {
 /// A throwaway OpenSSH server on 198.18.0.1:2222 in the namespace: it stands in for a guest's
 /// sshd (netsweep's guest image has none), to check that `server_start = "ssh:..."` runs the
 /// plan's command after every start of the domain, and that a command that fails fails the
-/// runs with its words while the domain is still put back.
-fn start_sshd(lv: &Libvirt) -> (std::process::Child, Vec<String>) {
-    let d = lv.dir.path();
-    for file in ["host_key", "client_key"] {
-        let (ok, out) = run(
-            "ssh-keygen",
-            &[
-                "-q",
-                "-t",
-                "ed25519",
-                "-N",
-                "",
-                "-f",
-                &d.join(file).display().to_string(),
-            ],
-        );
-        assert!(ok, "{out}");
-    }
-    std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
-    std::fs::create_dir_all("/run/sshd").unwrap();
-    let config = d.join("sshd_config");
-    std::fs::write(
-        &config,
-        format!(
-            "Port 2222\nListenAddress 198.18.0.1\nHostKey {}\nPidFile none\nAuthorizedKeysFile {}\n\
-             PermitRootLogin prohibit-password\nPasswordAuthentication no\n\
-             KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n",
-            d.join("host_key").display(),
-            d.join("authorized_keys").display()
-        ),
-    )
-    .unwrap();
-    let sshd = Command::new("ip")
-        .args(["netns", "exec", &lv.ns, "/usr/sbin/sshd", "-D", "-e", "-f"])
-        .arg(&config)
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    common::wait_bounded_until(Duration::from_secs(10), "sshd", || {
-        run(
-            "ip",
-            &["netns", "exec", &lv.ns, "ss", "-Hltn", "sport = :2222"],
-        )
-        .1
-        .contains("198.18.0.1:2222")
-    });
-    let options = [
-        "Port=2222",
-        "StrictHostKeyChecking=no",
-        "UserKnownHostsFile=/dev/null",
-        "LogLevel=ERROR",
-    ]
-    .iter()
-    .map(|s| format!("\"{s}\""))
-    .chain(std::iter::once(format!(
-        "\"IdentityFile={}\"",
-        d.join("client_key").display()
-    )))
-    .collect();
+/// runs with its words while the domain is still put back. Returns the server and its ssh
+/// options as TOML strings.
+fn start_sshd(lv: &Libvirt) -> (Sshd, Vec<String>) {
+    let sshd = Sshd::start(
+        &lv.ns,
+        std::net::Ipv4Addr::new(198, 18, 0, 1),
+        lv.dir.path(),
+    );
+    let options = sshd.options().iter().map(|o| format!("\"{o}\"")).collect();
     (sshd, options)
 }
 
@@ -546,16 +498,8 @@ fn a_server_started_over_ssh_is_started_after_every_boot() {
     if !common::tool_or_skip(test, "/usr/sbin/sshd") {
         return;
     }
-    let (sshd, options) = start_sshd(&lv);
     // Ended even when an assertion fails.
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-    let _sshd = Kill(sshd);
+    let (_sshd, options) = start_sshd(&lv);
     let starts = lv.dir.path().join("starts");
     let plan_with = |name: &str, command: &str| {
         let path = lv.dir.path().join(format!("{name}.toml"));

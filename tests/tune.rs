@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::sshd::Sshd;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -450,72 +452,10 @@ fn sigint_at_50_random_moments_of_a_tuned_campaign_restores_everything() {
     assert_eq!(tuned, 80, "bigbuf runs record the values in force");
 }
 
-/// A throwaway OpenSSH server on 198.18.0.2:2222 inside host b of `lab`, with a throwaway key
-/// pair; returns the server process and the client's private key.
-fn start_sshd(lab: &netsweep::lab::Lab, d: &Path) -> (std::process::Child, std::path::PathBuf) {
-    use netsweep::lab::Host;
-    for file in ["host_key", "client_key"] {
-        assert!(
-            Command::new("ssh-keygen")
-                .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-                .arg(d.join(file))
-                .status()
-                .unwrap()
-                .success()
-        );
-    }
-    std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
-    std::fs::create_dir_all("/run/sshd").unwrap();
-    let config = d.join("sshd_config");
-    std::fs::write(
-        &config,
-        format!(
-            "Port 2222\nListenAddress 198.18.0.2\nHostKey {}\nPidFile none\nAuthorizedKeysFile {}\nPermitRootLogin prohibit-password\n\
-             PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n",
-            d.join("host_key").display(),
-            d.join("authorized_keys").display()
-        ),
-    )
-    .unwrap();
-    let sshd = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &lab.namespace(Host::B),
-            "/usr/sbin/sshd",
-            "-D",
-            "-e",
-            "-f",
-        ])
-        .arg(&config)
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let addr: std::net::SocketAddr = "198.18.0.2:2222".parse().unwrap();
-    let t0 = Instant::now();
-    while !lab
-        .run_in(Host::A, || {
-            std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok()
-        })
-        .unwrap()
-    {
-        assert!(t0.elapsed() < Duration::from_secs(10), "sshd did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    (sshd, d.join("client_key"))
-}
-
-fn ssh_options(key: &Path) -> Vec<String> {
-    [
-        "Port=2222",
-        "StrictHostKeyChecking=no",
-        "UserKnownHostsFile=/dev/null",
-        "LogLevel=ERROR",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .chain(std::iter::once(format!("IdentityFile={}", key.display())))
-    .collect()
+/// A throwaway OpenSSH server on 198.18.0.2:2222 inside host b of `lab`.
+fn start_sshd(lab: &netsweep::lab::Lab, d: &Path) -> Sshd {
+    let ns = lab.namespace(netsweep::lab::Host::B);
+    Sshd::start(&ns, std::net::Ipv4Addr::new(198, 18, 0, 2), d)
 }
 
 /// A lab with a plain path, its state under `dir`.
@@ -543,7 +483,7 @@ fn ssh_tools(test: &str) -> bool {
 /// the netsweep command on host b and `runtime` (if any) as this end's runtime directory.
 fn tune_over_ssh(
     lab: &netsweep::lab::Lab,
-    key: &Path,
+    sshd: &Sshd,
     remote: &str,
     runtime: Option<&Path>,
     args: &[&str],
@@ -563,7 +503,7 @@ fn tune_over_ssh(
         "--remote-netsweep",
         remote,
     ]);
-    for o in ssh_options(key) {
+    for o in sshd.options() {
         c.args(["--ssh-option", &o]);
     }
     if let Some(r) = runtime {
@@ -585,10 +525,10 @@ fn a_remote_host_without_netsweep_is_tuned_with_plain_sysctl() {
     let lab = plain_lab("tp", d);
     let nb = Ns(lab.namespace(Host::B));
     let before = snapshot(&nb);
-    let (mut sshd, key) = start_sshd(&lab, d);
+    let sshd = start_sshd(&lab, d);
     let file = profile_file(d, BIGBUF);
     let rt = d.join("rt");
-    let run = |args: &[&str]| tune_over_ssh(&lab, &key, "/nonexistent/netsweep", Some(&rt), args);
+    let run = |args: &[&str]| tune_over_ssh(&lab, &sshd, "/nonexistent/netsweep", Some(&rt), args);
     let o = run(&["apply", "bigbuf", "--profiles", &file]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("plain sysctl commands"), "{}", text(&o));
@@ -608,8 +548,6 @@ fn a_remote_host_without_netsweep_is_tuned_with_plain_sysctl() {
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(snapshot(&nb), before);
     assert!(!journal.exists());
-    let _ = sshd.kill();
-    let _ = sshd.wait();
 }
 
 /// The ssh target end to end: `netsweep tune ... --target ssh:root@198.18.0.2` from host a
@@ -625,10 +563,10 @@ fn the_ssh_target_tunes_and_restores_a_remote_host() {
     let lab = plain_lab("ts", d);
     let nb = Ns(lab.namespace(Host::B));
     let before = snapshot(&nb);
-    let (mut sshd, key) = start_sshd(&lab, d);
+    let sshd = start_sshd(&lab, d);
     let file = profile_file(d, BIGBUF);
     let ssh_tune =
-        |args: &[&str]| tune_over_ssh(&lab, &key, env!("CARGO_BIN_EXE_netsweep"), None, args);
+        |args: &[&str]| tune_over_ssh(&lab, &sshd, env!("CARGO_BIN_EXE_netsweep"), None, args);
     let o = ssh_tune(&["apply", "bigbuf", "--profiles", &file]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(
@@ -641,8 +579,6 @@ fn the_ssh_target_tunes_and_restores_a_remote_host() {
     let o = ssh_tune(&["restore"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(snapshot(&nb), before);
-    let _ = sshd.kill();
-    let _ = sshd.wait();
 }
 
 /// A campaign against a remote `netsweep server` tunes both ends: this host directly, the
@@ -661,11 +597,8 @@ fn a_campaign_tunes_the_server_of_an_address_target_over_ssh() {
         .unwrap();
     let (na, nb) = (Ns(lab.namespace(Host::A)), Ns(lab.namespace(Host::B)));
     let (before_a, before_b) = (snapshot(&na), snapshot(&nb));
-    let (mut sshd, key) = start_sshd(&lab, d);
-    let opts: Vec<String> = ssh_options(&key)
-        .iter()
-        .map(|o| format!("\"{o}\""))
-        .collect();
+    let sshd = start_sshd(&lab, d);
+    let opts: Vec<String> = sshd.options().iter().map(|o| format!("\"{o}\"")).collect();
     let plan = d.join("plan.toml");
     std::fs::write(
         &plan,
@@ -701,8 +634,6 @@ fn a_campaign_tunes_the_server_of_an_address_target_over_ssh() {
         .query_row("SELECT count(*) FROM run WHERE tuning_json LIKE '%\"profile\":\"bigbuf\"%' AND tuning_json LIKE '%ssh:root@198.18.0.2%16777216%'", [], |r| r.get(0))
         .unwrap();
     assert_eq!(tuned, 2, "bigbuf runs record the server's values too");
-    let _ = sshd.kill();
-    let _ = sshd.wait();
 }
 
 /// Starts `netsweep run` on a plan in `dir`: a lab of 100 Mbit/s and 40 ms, one 1 s run each of

@@ -119,13 +119,11 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
         let mut findings = Vec::new();
         let mut measured = None;
         if let Some(peer) = &a.peer {
-            let (host, port) = match peer.rsplit_once(':') {
-                Some((h, p)) if !h.contains(':') || h.starts_with('[') => {
-                    (h.to_string(), p.parse().context("--peer port")?)
-                }
-                _ => (peer.clone(), crate::traffic::protocol::DEFAULT_PORT),
-            };
-            let addr = crate::traffic::address::resolve(&host, port, false, false)?;
+            let addr = crate::traffic::address::resolve_host_port(
+                peer,
+                crate::traffic::protocol::DEFAULT_PORT,
+            )
+            .context("--peer")?;
             let peer = doctor::peer::check(addr, !a.no_tests);
             findings.extend(peer.findings);
             hints.rtt = hints.rtt.or(peer.rtt);

@@ -86,15 +86,7 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
 
 /// The address of `HOST[:PORT]`, checked to accept connections (a server of `what` there).
 fn reachable(host: &str, default_port: u16, what: &str) -> anyhow::Result<std::net::SocketAddr> {
-    let (h, p) = match host.rsplit_once(':') {
-        Some((h, p)) if !h.ends_with(':') || h.starts_with('[') => (
-            h.to_string(),
-            p.parse::<u16>()
-                .with_context(|| format!("port of {host}"))?,
-        ),
-        _ => (host.to_string(), default_port),
-    };
-    let addr = crate::traffic::address::resolve(&h, p, false, false)?;
+    let addr = crate::traffic::address::resolve_host_port(host, default_port)?;
     std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(3))
         .with_context(|| format!("target {addr} is unreachable: is `{what}` running there?"))?;
     Ok(addr)

@@ -2,6 +2,8 @@
 //! root/CI rules for tests that need namespaces.
 #![allow(dead_code)]
 
+pub mod sshd;
+
 use netsweep::traffic::client::{self, ClientConfig, TestError};
 use netsweep::traffic::result::{Interval, TestResult};
 use netsweep::traffic::server;
@@ -286,6 +288,16 @@ pub fn paused_at(
             let _ = child.wait();
             panic!("{args:?} never paused at {point}: {other:?}");
         }
+    }
+}
+
+/// A child process killed and reaped when dropped: cleanup even when an assertion fails.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 

@@ -23,25 +23,12 @@ pub struct LibvirtExecutor {
     pub notes: Vec<String>,
 }
 
-/// `HOST[:PORT]` with the target's default port, resolved (not yet reachable: the guest may be
-/// off).
-fn address(t: &LibvirtTarget) -> anyhow::Result<SocketAddr> {
-    let (h, p) = match t.host.rsplit_once(':') {
-        Some((h, p)) if !h.contains(':') || h.starts_with('[') => (
-            h.trim_matches(['[', ']']).to_string(),
-            p.parse::<u16>()
-                .map_err(|_| anyhow::anyhow!("the port of {} is not a number", t.host))?,
-        ),
-        _ => (t.host.clone(), t.default_port()),
-    };
-    crate::traffic::address::resolve(&h, p, false, false)
-}
-
 impl LibvirtExecutor {
     /// Opens the domain, starts it as it is when it is off, and waits for its server (the
     /// first configuration then sets its model, if it sweeps one).
     pub fn start(t: &LibvirtTarget) -> anyhow::Result<LibvirtExecutor> {
-        let addr = address(t)?;
+        // Resolved, not yet reachable: the guest may be off.
+        let addr = crate::traffic::address::resolve_host_port(&t.host, t.default_port())?;
         let (session, notes) = Session::open(
             Virsh::new(t.uri.clone()),
             &t.domain,
