@@ -162,6 +162,17 @@ fn a_receiver_ends_the_test_once_it_has_the_count() {
                 let sent = bytes(&ours, "sum_sent");
                 (ours, sent)
             };
+            // Counts go in iperf3's protocol; the far end is still named as what it is.
+            let peer = ours["extensions"]["peer"].as_str().unwrap_or_default();
+            let named = if far == "iperf3" {
+                peer.starts_with("iperf3")
+            } else {
+                peer == format!(
+                    "netsweep {}, in iperf3's protocol",
+                    env!("CARGO_PKG_VERSION")
+                )
+            };
+            assert!(named, "{far} {args:?}: the far end is {peer:?}");
             let got = bytes(&ours, "sum_received");
             // At least the count, and no more than one read per stream past it.
             assert!(

@@ -367,7 +367,7 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     if let (Some(peer), Some(p)) = (&result.peer, &result.provenance) {
         let _ = writeln!(
             out,
-            "Far end: {peer}. Measured here: {}. From {peer}: {}. Not available: {}.",
+            "Far end: {peer}. Measured here: {}. From the far end: {}. Not available: {}.",
             p.measured_here.join("; "),
             p.from_peer.join("; "),
             p.unavailable.join("; ")

@@ -164,9 +164,10 @@ pub(crate) fn assemble(
     if r.error.is_none() {
         r.inconsistencies.extend(inconsistencies);
     }
-    r.peer = Some(match peer.and_then(|p| p.version.as_deref()) {
-        Some(v) => format!("iperf3 {v}"),
-        None => "iperf3".to_string(),
+    r.peer = Some(match peer.map(|p| (&p.server_software, &p.version)) {
+        Some((Some(software), _)) => format!("{software}, in iperf3's protocol"),
+        Some((None, Some(v))) => format!("iperf3 {v}"),
+        _ => "iperf3".to_string(),
     });
     r.provenance = Some(provenance(spec, &roles));
     r
@@ -338,33 +339,34 @@ fn provenance(spec: &TestSpec, roles: &[Role]) -> Provenance {
     p.measured_here.push("CPU of this end".into());
     if sends {
         p.from_peer.push(
-            "goodput of the streams the iperf3 server receives: its total per stream over its own seconds"
+            "goodput of the streams the server receives: its total per stream over its own seconds"
                 .into(),
         );
         if udp {
             p.from_peer
-                .push("loss and jitter of those streams, as the iperf3 server counted them".into());
+                .push("loss and jitter of those streams, as the server counted them".into());
         }
     }
     if receives {
         p.from_peer.push(if udp {
-            "bytes the iperf3 server sent (UDP loss is counted here, from the gaps in the \
+            "bytes the server sent (UDP loss is counted here, from the gaps in the \
              sequence numbers, as iperf3 receivers count it)"
                 .into()
         } else {
-            "bytes and TCP retransmits of the streams the iperf3 server sends (totals)".into()
+            "bytes and TCP retransmits of the streams the server sends (totals)".into()
         });
     }
     p.from_peer.push("CPU of the server".into());
-    p.unavailable
-        .push("the iperf3 server's per-interval figures (it reports one total per stream)".into());
+    p.unavailable.push(
+        "the server's per-interval figures (iperf3's protocol carries one total per stream)".into(),
+    );
     if receives && !udp {
         p.unavailable
-            .push("RTT and cwnd of the streams the iperf3 server sends".into());
+            .push("RTT and cwnd of the streams the server sends".into());
     }
     if sends && udp {
         p.unavailable
-            .push("out-of-order and duplicate counts at the iperf3 server".into());
+            .push("out-of-order and duplicate counts at the server".into());
     }
     p.unavailable
         .push("the server's socket buffers and kernel counters".into());

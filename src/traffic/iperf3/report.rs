@@ -100,6 +100,7 @@ pub fn results(spec: &TestSpec, local: &Finished, stopped: Option<Duration>) -> 
         congestion_used: spec.congestion.clone(),
         streams,
         version: None,
+        server_software: None,
         server_output: None,
     }
 }

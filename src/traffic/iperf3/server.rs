@@ -443,6 +443,13 @@ pub fn serve(
         Results::from_json(&theirs).map_err(|e| anyhow::anyhow!("the client's results: {e}"))?;
     let ours = super::report::results(&spec, &finished, Some(stopped));
     let mut doc = ours.to_json();
+    if let Some(m) = doc.as_object_mut() {
+        // So a netsweep client names its far end truly; iperf3 ignores the key.
+        m.insert(
+            super::wire::SERVER_SOFTWARE.into(),
+            serde_json::Value::String(format!("netsweep {}", env!("CARGO_PKG_VERSION"))),
+        );
+    }
     if params.get_server_output
         && let Some(m) = doc.as_object_mut()
     {

@@ -533,6 +533,9 @@ pub struct Results {
     pub streams: Vec<StreamResult>,
     /// The peer's version, when its output (asked for with `get_server_output`) tells it.
     pub version: Option<String>,
+    /// What a netsweep server speaking iperf3's protocol says it is (`SERVER_SOFTWARE`:
+    /// "netsweep 0.1.0"). iperf3 sends no such key, and ignores it.
+    pub server_software: Option<String>,
     /// The server's own output, when asked for (`server_output_text` or `_json`).
     pub server_output: Option<crate::traffic::result::ServerOutput>,
 }
@@ -620,6 +623,7 @@ impl Results {
             congestion_used: text(m, "congestion_used"),
             streams,
             version: peer_version(m),
+            server_software: text(m, SERVER_SOFTWARE).map(|t| crate::inputs::peer_text(&t)),
             server_output: server_output(m),
         })
     }
@@ -640,6 +644,9 @@ fn server_output(m: &Map<String, Value>) -> Option<crate::traffic::result::Serve
         _ => None,
     }
 }
+
+/// The key of a netsweep server's own name and version in the results it sends.
+pub const SERVER_SOFTWARE: &str = "netsweep_server";
 
 /// The version in a server's output: `server_output_json.start.version` ("iperf 3.12"), or
 /// "iperf 3.x" in its text output (servers started with -V print it).

@@ -190,10 +190,21 @@ fn results_round_trip_and_missing_fields_are_named() {
             end_time: Some(10.0),
         }],
         version: None,
+        server_software: None,
         server_output: None,
     };
     let doc = r.to_json();
     assert_eq!(Results::from_json(doc.as_object().unwrap()).unwrap(), r);
+    // A netsweep server names itself; the name is a peer's text, made safe to print.
+    let mut named = doc.as_object().unwrap().clone();
+    named.insert(SERVER_SOFTWARE.into(), json!("netsweep 0.1.0\u{1b}[2J"));
+    assert_eq!(
+        Results::from_json(&named)
+            .unwrap()
+            .server_software
+            .as_deref(),
+        Some("netsweep 0.1.0\\u{1b}[2J")
+    );
     let e = Results::from_json(json!({"cpu_util_total": 1}).as_object().unwrap()).unwrap_err();
     assert!(e.contains("cpu_util_user"), "{e}");
     let e = Results::from_json(
