@@ -689,6 +689,15 @@ fn iperf3_clients_over_netsweep_server_limits_are_refused_in_their_words() {
         log.contains("--max-duration") && log.contains("--max-streams"),
         "{log}"
     );
+    // netsweep's own client in iperf3's protocol is told the server's limit, not iperf3's
+    // 86400 s (error 37, which it knows, rather than the 5 old iperf3 clients get).
+    let e = against_iperf3(server.addr, &tcp(10))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("longer than the server allows") && e.contains("error 37"),
+        "{e}"
+    );
 }
 
 /// Regression: netsweep's client in iperf3 mode shuts down its sending side at the end, before

@@ -554,7 +554,10 @@ mod tests {
         assert_eq!(duration_code(Some("3.12")), code::DURATION);
         assert_eq!(duration_code(Some("3.13")), code::MAX_SERVER_DURATION);
         assert_eq!(duration_code(Some("3.21+")), code::MAX_SERVER_DURATION);
-        assert_eq!(duration_code(Some("netsweep 0.1.0")), code::DURATION);
+        assert_eq!(
+            duration_code(Some("netsweep 0.1.0")),
+            code::MAX_SERVER_DURATION
+        );
         assert_eq!(duration_code(None), code::DURATION);
     }
 

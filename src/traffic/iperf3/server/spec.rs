@@ -118,10 +118,13 @@ pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> 
     Ok(spec)
 }
 
-/// The code for "longer than this server allows": clients from 3.13 know
+/// The code for "longer than this server allows": clients from 3.13 and netsweep's know
 /// IEMAXSERVERTESTDURATIONEXCEEDED; older ones print only its number, so they get IEDURATION
 /// ("test duration too long").
 pub(super) fn duration_code(client_version: Option<&str>) -> i32 {
+    if client_version.is_some_and(|v| v.starts_with("netsweep ")) {
+        return code::MAX_SERVER_DURATION;
+    }
     let newer = client_version
         .and_then(|v| {
             let mut parts = v.trim().split('.');

@@ -42,7 +42,10 @@ pub fn error_text(code: i32) -> String {
         TOTAL_RATE => {
             "the total requested bitrate is above the server's limit (--server-bitrate-limit)"
         }
-        MAX_SERVER_DURATION => "the test is longer than the server allows (--server-max-duration)",
+        MAX_SERVER_DURATION => {
+            "the test is longer than the server allows (iperf3 -s --server-max-duration; \
+             netsweep server --max-duration or --max-intervals)"
+        }
         RECV_PARAMS => "the server could not read the parameters",
         RECV_RESULTS => "the server could not read the results",
         CLIENT_TERM => "the client has terminated",
