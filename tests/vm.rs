@@ -993,10 +993,14 @@ fn a_guest_of_a_kind_booted_once_resumes_from_its_saved_boot() {
     let saves = saves_of(kind);
     assert_eq!(saves.len(), 1, "{saves:?}");
     let save = saves[0].clone();
+    let written = std::fs::metadata(&save).unwrap().modified().unwrap();
 
     let (second, second_token) = up(2);
     let resumed = second.guest().unwrap().clone();
     assert!(resumed.resumed, "{}", resumed.describe());
+    // A resume marks its save used: the least recently used go first beyond the most kept.
+    let used = std::fs::metadata(&save).unwrap().modified().unwrap();
+    assert!(used > written, "{used:?} {written:?}");
     assert!(
         resumed
             .describe()

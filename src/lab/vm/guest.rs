@@ -330,7 +330,10 @@ pub fn boot(
             ..wait
         };
         match guest.start(Start::Console { resume: Some(file) }, None, resume_wait) {
-            Ok(g) => return Ok(g),
+            Ok(g) => {
+                super::snapshot::mark_used(file);
+                return Ok(g);
+            }
             Err(e) if interrupted(&wait) => return Err(e),
             Err(e) => {
                 crate::errln!(

@@ -8,7 +8,8 @@
 //! settings on its console (`image::init_script`), so what is saved holds no address, port or
 //! command-channel token. A saved boot belongs to one kernel and initramfs (`Image::stamp`):
 //! saves of other stamps are removed when a new one is written, and one that does not resume is
-//! removed and the guest booted. KVM guests boot in well under a second and are not saved.
+//! removed and the guest booted. At most `MAX_SAVES` are kept, the least recently used removed
+//! first. KVM guests boot in well under a second and are not saved.
 
 use super::Accel;
 use super::guest::GuestSpec;
@@ -22,6 +23,11 @@ use std::time::{Duration, Instant};
 
 /// The folder of saved boots in an image directory.
 const DIR: &str = "saved";
+
+/// The most saved boots kept: each holds its guest's memory as written (about 100 MB for a
+/// 256 MiB guest), so a sweep over memory sizes or vCPU counts would otherwise fill the disk.
+/// The least recently used go first.
+const MAX_SAVES: usize = 8;
 
 /// How long a save may take (256 MiB of guest memory: about 1 s here).
 const SAVE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -102,7 +108,7 @@ impl Qmp {
 }
 
 /// Saves the running guest behind `qmp` to `file` (through a temporary name, so a reader never
-/// sees half a save), removes the saves of other stamps beside it, and lets the guest go on.
+/// sees half a save), tidies the saves beside it (`tidy`), and lets the guest go on.
 /// The guest goes on even when the save fails.
 pub fn save(qmp_path: &Path, file: &Path) -> anyhow::Result<()> {
     let mut qmp = Qmp::connect(qmp_path)?;
@@ -113,7 +119,7 @@ pub fn save(qmp_path: &Path, file: &Path) -> anyhow::Result<()> {
     let saved = save_to(&mut qmp, &tmp).and_then(|()| Ok(std::fs::rename(&tmp, file)?));
     let went_on = qmp.execute("cont", Value::Null);
     match &saved {
-        Ok(()) => remove_other_stamps(dir, file),
+        Ok(()) => tidy(dir, file, MAX_SAVES),
         Err(_) => {
             let _ = std::fs::remove_file(&tmp);
         }
@@ -147,9 +153,17 @@ fn save_to(qmp: &mut Qmp, tmp: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// Removes the saved boots of other kernels or initramfs images than `kept`'s, and temporary
-/// files of processes that no longer run.
-fn remove_other_stamps(dir: &Path, kept: &Path) {
+/// Marks the save at `file` used now (its modification time), so `tidy` keeps it longest.
+pub fn mark_used(file: &Path) {
+    if let Ok(f) = std::fs::File::options().append(true).open(file) {
+        let _ = f.set_modified(std::time::SystemTime::now());
+    }
+}
+
+/// Removes the saved boots of other kernels or initramfs images than `kept`'s, temporary files
+/// of processes that no longer run, and beyond `max` saves the least recently used (never
+/// `kept`).
+fn tidy(dir: &Path, kept: &Path, max: usize) {
     let stamp = |p: &Path| {
         p.file_stem()
             .and_then(|s| s.to_str())
@@ -162,16 +176,29 @@ fn remove_other_stamps(dir: &Path, kept: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
+    let mut current = Vec::new();
     for e in entries.filter_map(Result::ok) {
         let p = e.path();
         let stale = match p.extension().and_then(|x| x.to_str()) {
-            Some("qemu") => stamp(&p).is_some_and(|s| s != keep),
+            Some("qemu") if stamp(&p).is_some_and(|s| s != keep) => true,
+            Some("qemu") => {
+                if p != kept {
+                    let used = e.metadata().and_then(|m| m.modified()).ok();
+                    current.push((used, p.clone()));
+                }
+                false
+            }
             _ => super::image::temp_writer(&p)
                 .is_some_and(|pid| !crate::platform::process::alive(pid)),
         };
         if stale {
             let _ = std::fs::remove_file(&p);
         }
+    }
+    // Newest first; `kept` is one of the `max`.
+    current.sort_by_key(|c| std::cmp::Reverse(c.0));
+    for (_, p) in current.iter().skip(max.saturating_sub(1)) {
+        let _ = std::fs::remove_file(p);
     }
 }
 
@@ -215,9 +242,31 @@ mod tests {
         for f in [&kept, &same, &old, &dead, &live] {
             std::fs::write(f, b"x").unwrap();
         }
-        remove_other_stamps(d, &kept);
+        tidy(d, &kept, 8);
         assert!(kept.exists() && same.exists() && live.exists());
         assert!(!old.exists() && !dead.exists());
+    }
+
+    #[test]
+    fn beyond_the_most_saves_the_least_recently_used_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let at = |secs: u64| std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000 + secs);
+        let save = |mib: u64| d.join(format!("virtio-1cpu-{mib}mib-1q-aaaa.qemu"));
+        for mib in 1..=5 {
+            std::fs::write(save(mib), b"x").unwrap();
+            let f = std::fs::File::options()
+                .append(true)
+                .open(save(mib))
+                .unwrap();
+            f.set_modified(at(mib)).unwrap();
+        }
+        // Save 2 was resumed last; save 1, the oldest, was just written (its time is old here
+        // only to show that the one just written is never removed).
+        mark_used(&save(2));
+        tidy(d, &save(1), 3);
+        let left: Vec<bool> = (1..=5).map(|m| save(m).exists()).collect();
+        assert_eq!(left, [true, true, false, false, true]);
     }
 
     /// A QMP exchange as QEMU has it: greeting, capabilities, an event between a command and
