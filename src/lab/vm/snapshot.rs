@@ -6,10 +6,10 @@
 //! The save goes through QEMU's own migration (QMP `migrate` to a file, then `cont`); a resume
 //! starts QEMU with `-incoming` from that file and the same devices. The guest then waits for its
 //! settings on its console (`image::init_script`), so what is saved holds no address, port or
-//! command-channel token. A saved boot belongs to one kernel and initramfs (`Image::stamp`):
-//! saves of other stamps are removed when a new one is written, and one that does not resume is
-//! removed and the guest booted. At most `MAX_SAVES` are kept, the least recently used removed
-//! first. KVM guests boot in well under a second and are not saved.
+//! command-channel token. A saved boot belongs to one kernel and initramfs (`Image::stamp`, in
+//! its name), and one that does not resume is removed and the guest booted. At most `MAX_SAVES`
+//! are kept, the least recently used removed first, so another build's saves age out. KVM
+//! guests boot in well under a second and are not saved.
 
 use super::Accel;
 use super::guest::GuestSpec;
@@ -160,44 +160,30 @@ pub fn mark_used(file: &Path) {
     }
 }
 
-/// Removes the saved boots of other kernels or initramfs images than `kept`'s, temporary files
-/// of processes that no longer run, and beyond `max` saves the least recently used (never
-/// `kept`).
+/// Removes temporary files of processes that no longer run and, beyond `max` saves, the least
+/// recently used (never `kept`, the one just written). Saves of other kernels or initramfs
+/// images (another netsweep build) are never resumed by this one and go first in time, but not
+/// at once: two builds used in turn keep theirs.
 fn tidy(dir: &Path, kept: &Path, max: usize) {
-    let stamp = |p: &Path| {
-        p.file_stem()
-            .and_then(|s| s.to_str())
-            .and_then(|s| s.rsplit('-').next())
-            .map(str::to_string)
-    };
-    let Some(keep) = stamp(kept) else {
-        return;
-    };
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    let mut current = Vec::new();
+    let mut others = Vec::new();
     for e in entries.filter_map(Result::ok) {
         let p = e.path();
-        let stale = match p.extension().and_then(|x| x.to_str()) {
-            Some("qemu") if stamp(&p).is_some_and(|s| s != keep) => true,
-            Some("qemu") => {
-                if p != kept {
-                    let used = e.metadata().and_then(|m| m.modified()).ok();
-                    current.push((used, p.clone()));
-                }
-                false
+        if p.extension().is_some_and(|x| x == "qemu") {
+            if p != kept {
+                others.push((e.metadata().and_then(|m| m.modified()).ok(), p));
             }
-            _ => super::image::temp_writer(&p)
-                .is_some_and(|pid| !crate::platform::process::alive(pid)),
-        };
-        if stale {
+        } else if super::image::temp_writer(&p)
+            .is_some_and(|pid| !crate::platform::process::alive(pid))
+        {
             let _ = std::fs::remove_file(&p);
         }
     }
     // Newest first; `kept` is one of the `max`.
-    current.sort_by_key(|c| std::cmp::Reverse(c.0));
-    for (_, p) in current.iter().skip(max.saturating_sub(1)) {
+    others.sort_by_key(|o| std::cmp::Reverse(o.0));
+    for (_, p) in others.iter().skip(max.saturating_sub(1)) {
         let _ = std::fs::remove_file(p);
     }
 }
@@ -228,23 +214,23 @@ mod tests {
     }
 
     #[test]
-    fn saves_of_other_stamps_and_dead_writers_are_removed() {
+    fn dead_writers_are_removed_and_other_builds_saves_kept_within_the_most() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let kept = d.join("virtio-1cpu-256mib-1q-aaaa.qemu");
         let same = d.join("e1000-1cpu-256mib-1q-aaaa.qemu");
-        let old = d.join("virtio-1cpu-256mib-1q-bbbb.qemu");
+        let other_build = d.join("virtio-1cpu-256mib-1q-bbbb.qemu");
         let dead = d.join("rtl8139-1cpu-256mib-1q-aaaa.tmp4194304-0");
         let live = d.join(format!(
             "rtl8139-1cpu-256mib-1q-aaaa.tmp{}-1",
             std::process::id()
         ));
-        for f in [&kept, &same, &old, &dead, &live] {
+        for f in [&kept, &same, &other_build, &dead, &live] {
             std::fs::write(f, b"x").unwrap();
         }
         tidy(d, &kept, 8);
-        assert!(kept.exists() && same.exists() && live.exists());
-        assert!(!old.exists() && !dead.exists());
+        assert!(kept.exists() && same.exists() && other_build.exists() && live.exists());
+        assert!(!dead.exists());
     }
 
     #[test]
