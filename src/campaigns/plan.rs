@@ -192,12 +192,15 @@ impl Reader<'_> {
         .unwrap_or(1)
     }
 
+    /// Records a problem of the plan at `span`; the same problem at the same line once.
     fn issue(&mut self, span: Option<std::ops::Range<usize>>, message: impl Into<String>) {
-        let line = self.line_of(span);
-        self.issues.push(PlanIssue {
-            line,
+        let issue = PlanIssue {
+            line: self.line_of(span),
             message: message.into(),
-        });
+        };
+        if !self.issues.contains(&issue) {
+            self.issues.push(issue);
+        }
     }
 
     /// Reports keys of `table` that are not in `allowed`.

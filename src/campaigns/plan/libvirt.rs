@@ -2,11 +2,11 @@
 //! runs in the guest, whose NIC model a `[matrix] nic` sweeps (the domain is redefined and
 //! restarted per model, and put back at the end: `host::libvirt`).
 
-use super::{Reader, scalar};
+use super::Reader;
 use crate::traffic::client::PeerProtocol;
 use crate::units::parse_duration;
 use std::time::Duration;
-use toml_edit::{Item, TableLike};
+use toml_edit::TableLike;
 
 /// The keys only a libvirt target has.
 pub const LIBVIRT_KEYS: [&str; 8] = [
@@ -122,11 +122,7 @@ pub(super) fn read(
         Some((s, _)) if s == "running" => ServerStart::Running,
         Some((s, sspan)) => match s.strip_prefix("ssh:") {
             Some(dest) if !dest.is_empty() && !dest.starts_with('-') => {
-                let ssh_options = table
-                    .get("ssh_options")
-                    .and_then(Item::as_array)
-                    .map(|a| a.iter().filter_map(scalar).collect())
-                    .unwrap_or_default();
+                let ssh_options = super::target::read_ssh_options(r, table);
                 match &command {
                     Some((c, _)) => ServerStart::Ssh {
                         dest: dest.to_string(),

@@ -99,19 +99,7 @@ pub(super) fn read_server_tuning(
     if kind != "address" && kind != "libvirt" {
         r.issue(span.clone(), "server_tuning applies to kind = \"address\" and \"libvirt\" only (lab and loopback servers are tuned directly)");
     }
-    let ssh_options = match table.get("ssh_options") {
-        Some(item) => match item.as_array() {
-            Some(a) => a.iter().filter_map(scalar).collect(),
-            None => {
-                r.issue(
-                    item.span(),
-                    "ssh_options must be a list, e.g. [\"Port=2222\"]",
-                );
-                Vec::new()
-            }
-        },
-        None => Vec::new(),
-    };
+    let ssh_options = read_ssh_options(r, table);
     let netsweep = r
         .string(table, "remote_netsweep")
         .map(|(s, _)| s)
@@ -121,6 +109,34 @@ pub(super) fn read_server_tuning(
         ssh_options,
         netsweep,
     ))
+}
+
+/// `ssh_options = ["Port=2222", ...]`: what ssh is given with `-o`, for `server_tuning` and a
+/// libvirt target's `server_start` alike (read by both, said once: `Reader::issue` drops a
+/// repeat).
+pub(super) fn read_ssh_options(r: &mut Reader, table: &dyn TableLike) -> Vec<String> {
+    let Some(item) = table.get("ssh_options") else {
+        return Vec::new();
+    };
+    let Some(list) = item.as_array() else {
+        r.issue(
+            item.span(),
+            "ssh_options must be a list, e.g. [\"Port=2222\"]",
+        );
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|v| {
+            let option = scalar(v);
+            if option.is_none() {
+                r.issue(
+                    v.span(),
+                    "each of ssh_options is one ssh -o option, e.g. \"Port=2222\"",
+                );
+            }
+            option
+        })
+        .collect()
 }
 
 pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {

@@ -359,3 +359,36 @@ fn duplicate_values_in_a_dimension_are_refused_at_parse() {
     .unwrap_err();
     assert!(e.to_string().contains("\"default\" is listed twice"), "{e}");
 }
+
+/// `ssh_options` serves both `server_start` and `server_tuning` of a libvirt target: one
+/// reader, and one report of a mistake in it.
+#[test]
+fn ssh_options_that_are_not_a_list_of_options_are_reported_once() {
+    let plan = |options: &str| {
+        format!(
+            "[target]\nkind = \"libvirt\"\ndomain = \"vm1\"\nhost = \"198.18.0.2\"\n\
+             server_start = \"ssh:root@198.18.0.2\"\nserver_command = \"netsweep server --daemon\"\n\
+             server_tuning = \"ssh:root@198.18.0.2\"\nssh_options = {options}\n"
+        )
+    };
+    let p = Plan::parse("p.toml", &plan("[\"Port=2222\", \"IdentityFile=/k\"]")).unwrap();
+    let crate::campaigns::plan::Target::Libvirt(t) = &p.target else {
+        panic!("{:?}", p.target)
+    };
+    let crate::campaigns::plan::ServerStart::Ssh { ssh_options, .. } = &t.start else {
+        panic!("{:?}", t.start)
+    };
+    assert_eq!(ssh_options, &["Port=2222", "IdentityFile=/k"]);
+    for (options, words) in [
+        ("\"Port=2222\"", "ssh_options must be a list"),
+        (
+            "[[\"Port=2222\"]]",
+            "each of ssh_options is one ssh -o option",
+        ),
+    ] {
+        let e = Plan::parse("p.toml", &plan(options))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e.matches(words).count(), 1, "{e}");
+    }
+}
