@@ -69,13 +69,27 @@ fn with(mut spec: TestSpec, direction: Direction, streams: u16) -> TestSpec {
     spec
 }
 
-/// What every result against iperf3 must show, whatever the mode.
-fn check_common(r: &TestResult, spec: &TestSpec) {
-    assert!(
-        r.peer.as_deref().is_some_and(|p| p.starts_with("iperf3")),
-        "{:?}",
-        r.peer
-    );
+/// The server of a test in iperf3's protocol.
+#[derive(Clone, Copy)]
+enum Far {
+    Iperf3,
+    Netsweep,
+}
+
+/// What every result in iperf3's protocol must show, whatever the mode: the far end named as
+/// what it is.
+fn check_common(r: &TestResult, spec: &TestSpec, far: Far) {
+    let peer = r.peer.as_deref().unwrap_or_default();
+    match far {
+        Far::Iperf3 => assert!(peer.starts_with("iperf3"), "{peer:?}"),
+        Far::Netsweep => assert_eq!(
+            peer,
+            format!(
+                "netsweep {}, in iperf3's protocol",
+                env!("CARGO_PKG_VERSION")
+            )
+        ),
+    }
     let p = r.provenance.as_ref().expect("provenance");
     assert!(!p.measured_here.is_empty() && !p.from_peer.is_empty() && !p.unavailable.is_empty());
     assert_eq!(
@@ -166,7 +180,7 @@ fn netsweep_client_runs_every_mode_against_an_iperf3_server() {
         let mut misses = Vec::new();
         let r = loop {
             let r = against_iperf3(addr, spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
-            check_common(&r, spec);
+            check_common(&r, spec, Far::Iperf3);
             match (udp, udp.then(|| paced(&r, spec.bitrate_bps))) {
                 (true, Some(Err(e))) if misses.len() < 2 => misses.push(e),
                 (true, Some(Err(e))) => panic!("{spec:?}: in 3 runs: {misses:?}, {e}"),
@@ -715,7 +729,7 @@ fn netsweep_speaks_iperf3_to_itself_in_every_direction() {
     ];
     for spec in cases.iter().cycle().take(9) {
         let r = against_iperf3(server.addr, spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));
-        check_common(&r, spec);
+        check_common(&r, spec, Far::Netsweep);
         for d in &r.directions {
             assert!(
                 d.summary.bytes > 0 && d.summary.sent_bytes > 0,

@@ -52,7 +52,7 @@ fn run(lab: &Lab, spec: &TestSpec) -> TestResult {
 /// did, while the median stayed at 1.3 times the interval and 40% of the gaps were within 30%
 /// of it. A delay line that released by a coarse timer (every millisecond, say) would put the
 /// median at its tick and leave almost no gap near the interval.
-fn assert_gaps_peak_at_the_pacing_interval(r: &TestResult, what: &str) {
+fn assert_gaps_centre_on_the_pacing_interval(r: &TestResult, what: &str) {
     const BURST_US: f64 = 10.0;
     let t = r.directions[0].udp_timing.as_ref().expect("udp_timing");
     let gap_us = 1400.0 * 8.0 / 100e6 * 1e6;
@@ -106,7 +106,7 @@ fn paced_udp() -> TestSpec {
 fn udp_arrival_gaps_peak_at_the_pacing_interval_on_loopback() {
     let server = TestServer::start(ServerLimits::default());
     let r = server.run(&paced_udp()).unwrap();
-    assert_gaps_peak_at_the_pacing_interval(&r, "loopback");
+    assert_gaps_centre_on_the_pacing_interval(&r, "loopback");
     let text = netsweep::traffic::output::summary(&r, Default::default());
     assert!(text.contains("arrival gaps peak at"), "{text}");
 }
@@ -193,7 +193,7 @@ fn the_probe_finds_the_paths_rtt_idle_and_the_queues_delay_under_load() {
     );
     // The same path, paced UDP: the delay line keeps the datagrams' spacing.
     let r = run(&rtt20, &paced_udp());
-    assert_gaps_peak_at_the_pacing_interval(&r, "20 ms lab path");
+    assert_gaps_centre_on_the_pacing_interval(&r, "20 ms lab path");
     drop(rtt20);
 
     // 100 Mbit/s with a 250 KB queue, saturated by a loss-based TCP: the queue adds about

@@ -207,7 +207,9 @@ pub struct TestResult {
     /// the asked rate), one sentence each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
-    /// The far end when it is not netsweep: "iperf3 3.12", or "iperf3" when it did not say.
+    /// The far end of a test in iperf3's protocol: "iperf3 3.12", "iperf3" when it did not say,
+    /// or "netsweep 0.1.0, in iperf3's protocol" for netsweep's own server. None in netsweep's
+    /// protocol.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<String>,
     /// Which figures this end measured, which the peer reported, and which no end had.

@@ -127,7 +127,8 @@ pub(super) fn read_ssh_options(r: &mut Reader, table: &dyn TableLike) -> Vec<Str
     };
     list.iter()
         .filter_map(|v| {
-            let option = scalar(v);
+            // Strings only: `[2222]` would become `ssh -o 2222`, which fails only at run time.
+            let option = v.as_str().map(str::to_string);
             if option.is_none() {
                 r.issue(
                     v.span(),

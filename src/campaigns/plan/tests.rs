@@ -385,6 +385,7 @@ fn ssh_options_that_are_not_a_list_of_options_are_reported_once() {
             "[[\"Port=2222\"]]",
             "each of ssh_options is one ssh -o option",
         ),
+        ("[2222]", "each of ssh_options is one ssh -o option"),
     ] {
         let e = Plan::parse("p.toml", &plan(options))
             .unwrap_err()

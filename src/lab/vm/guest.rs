@@ -324,16 +324,18 @@ pub fn boot(
         files,
     };
     if let Some(file) = saved.as_deref().filter(|p| p.exists()) {
+        // Marked used first, so another lab's tidying keeps it while this QEMU reads it; and
+        // only this very file is removed if it does not resume (another lab may have written a
+        // good one in its place meanwhile).
+        super::snapshot::mark_used(file);
+        let identity = file_identity(file);
         // A resume is ready in about a second; one that is not in 30 s will not be.
         let resume_wait = BootWait {
             timeout: wait.timeout.min(Duration::from_secs(30)),
             ..wait
         };
         match guest.start(Start::Console { resume: Some(file) }, None, resume_wait) {
-            Ok(g) => {
-                super::snapshot::mark_used(file);
-                return Ok(g);
-            }
+            Ok(g) => return Ok(g),
             Err(e) if interrupted(&wait) => return Err(e),
             Err(e) => {
                 crate::errln!(
@@ -342,11 +344,19 @@ pub fn boot(
                     file.display(),
                     e.to_string().lines().next().unwrap_or_default()
                 );
-                let _ = std::fs::remove_file(file);
+                if identity.is_some() && file_identity(file) == identity {
+                    let _ = std::fs::remove_file(file);
+                }
             }
         }
     }
     guest.start(Start::Console { resume: None }, saved.as_deref(), wait)
+}
+
+/// The device and inode of `path`: which file it names now.
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 fn interrupted(wait: &BootWait<'_>) -> bool {

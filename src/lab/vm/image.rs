@@ -151,12 +151,27 @@ pub(super) fn temp_writer(path: &Path) -> Option<u32> {
         .ok()
 }
 
-/// How long an unfinished initramfs may stay, even if a process of its PID runs (a reused PID):
-/// writing one takes well under a second.
+/// How long an unfinished file (an initramfs, a saved boot) may stay, even if a process of its
+/// PID runs (a reused PID): writing one takes well under a second, a save at most a minute.
 const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(600);
 
-/// Removes `initrd.tmpPID` (and `initrd.tmpPID-N`) files of processes that no longer run (or older than
-/// `STALE_TEMP`): left by a kill while the image was written. Returns the removed names.
+/// Whether `entry` is a temporary file (`own_temp`) of another process that no longer runs or
+/// that has been at it longer than `STALE_TEMP`: left by a kill while it was written.
+pub(super) fn stale_temp(entry: &std::fs::DirEntry) -> bool {
+    let Some(pid) = temp_writer(&entry.path()) else {
+        return false;
+    };
+    let old = entry
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age > STALE_TEMP);
+    pid != std::process::id() && (old || !crate::platform::process::alive(pid))
+}
+
+/// Removes `initrd.tmpPID` (and `initrd.tmpPID-N`) files left by a kill while the image was
+/// written (`stale_temp`). Returns the removed names.
 pub fn remove_stale_temp(dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -164,17 +179,10 @@ pub fn remove_stale_temp(dir: &Path) -> Vec<String> {
     let mut removed = Vec::new();
     for e in entries.filter_map(Result::ok) {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(pid) = temp_writer(&e.path()).filter(|_| name.starts_with("initrd.tmp")) else {
-            continue;
-        };
-        let old = e
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age > STALE_TEMP);
-        let dead = !crate::platform::process::alive(pid);
-        if pid != std::process::id() && (dead || old) && std::fs::remove_file(e.path()).is_ok() {
+        if name.starts_with("initrd.tmp")
+            && stale_temp(&e)
+            && std::fs::remove_file(e.path()).is_ok()
+        {
             removed.push(name);
         }
     }

@@ -153,15 +153,18 @@ fn save_to(qmp: &mut Qmp, tmp: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// Marks the save at `file` used now (its modification time), so `tidy` keeps it longest.
+/// Marks the save at `file` used now (its modification time), so `tidy` keeps it longest:
+/// called before a resume starts.
 pub fn mark_used(file: &Path) {
     if let Ok(f) = std::fs::File::options().append(true).open(file) {
         let _ = f.set_modified(std::time::SystemTime::now());
     }
 }
 
-/// Removes temporary files of processes that no longer run and, beyond `max` saves, the least
-/// recently used (never `kept`, the one just written). Saves of other kernels or initramfs
+/// Removes temporary files left by killed writers (`image::stale_temp`) and, beyond `max` saves,
+/// the least recently used (never `kept`, the one just written; a save another lab resumes is
+/// marked used before its QEMU starts, so it is among the newest). A campaign that cycles
+/// through more kinds than `max` therefore saves each anew. Saves of other kernels or initramfs
 /// images (another netsweep build) are never resumed by this one and go first in time, but not
 /// at once: two builds used in turn keep theirs.
 fn tidy(dir: &Path, kept: &Path, max: usize) {
@@ -175,9 +178,7 @@ fn tidy(dir: &Path, kept: &Path, max: usize) {
             if p != kept {
                 others.push((e.metadata().and_then(|m| m.modified()).ok(), p));
             }
-        } else if super::image::temp_writer(&p)
-            .is_some_and(|pid| !crate::platform::process::alive(pid))
-        {
+        } else if super::image::stale_temp(&e) {
             let _ = std::fs::remove_file(&p);
         }
     }

@@ -259,7 +259,7 @@ fn run_on(
         Instant::now() + STEP_DEADLINE,
     )
     .map_err(|e| refused_after_params(e, auth))?;
-    let sockets = open_streams(cfg, &spec, &cookie)
+    let sockets = open_streams(cfg, &spec, &cookie, &ctrl)
         .map_err(|e| TestError::new(format!("opening data streams to {server}: {e}")))?;
     for state in [State::TestStart, State::TestRunning] {
         expect(&mut ctrl, server, state, Instant::now() + STEP_DEADLINE)
@@ -373,6 +373,7 @@ fn open_streams(
     cfg: &ClientConfig,
     spec: &TestSpec,
     cookie: &Cookie,
+    ctrl: &TcpStream,
 ) -> std::io::Result<Vec<(u16, Flow, StreamSocket)>> {
     let mut out = Vec::new();
     for (i, flow) in spec.flows().into_iter().enumerate() {
@@ -384,7 +385,7 @@ fn open_streams(
             }
             Protocol::Udp => {
                 let s = udp_socket(cfg, spec, (flow, i as u16), cfg.server.port())?;
-                udp_connect(&s, flow == Flow::ServerToClient, UDP_CONNECT_WAIT)?;
+                udp_connect(&s, flow == Flow::ServerToClient, UDP_CONNECT_WAIT, ctrl)?;
                 StreamSocket::Udp(s)
             }
         };
@@ -394,49 +395,65 @@ fn open_streams(
 }
 
 /// iperf3's UDP "connect": a 4-byte datagram, answered with 4 bytes (any value: versions
-/// differ). Repeated if nothing comes back within `wait`. When the server sends on this stream
-/// (`data_answers`), its data proves it has our address: on a lossy path the answer can be lost
-/// while the data flows (iperf3's own client then fails with "unable to read from stream
-/// socket"), so the first data datagram counts as the answer and stays queued for the receiver.
-fn udp_connect(s: &UdpSocket, data_answers: bool, wait: Duration) -> std::io::Result<()> {
+/// differ). Repeated if nothing comes back within `wait`. An iperf3 server answers the first
+/// that reaches it and ignores repeats, so on a lossy path a lost answer would leave the client
+/// asking in vain (iperf3's own client then fails with "unable to read from stream socket").
+/// Two other signs also tell that the server has the stream:
+/// - when the server sends on this stream (`data_answers`), its first data datagram (which
+///   stays queued for the receiver);
+/// - any word on the control connection `ctrl`: the server says TEST_START once it has every
+///   stream, or an error, which the caller then reads.
+fn udp_connect(
+    s: &UdpSocket,
+    data_answers: bool,
+    wait: Duration,
+    ctrl: &TcpStream,
+) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
     let mut buf = [0u8; 64];
-    for _ in 0..UDP_CONNECT_TRIES {
-        s.send(&wire::UDP_CONNECT_MSG)?;
-        let until = Instant::now() + wait;
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            s.set_read_timeout(Some(left))?;
-            match s.peek(&mut buf) {
-                Ok(n) if n == wire::UDP_CONNECT_REPLY.len() || !data_answers => {
-                    let _ = s.recv(&mut buf)?;
-                    if n == wire::UDP_CONNECT_REPLY.len() {
-                        s.set_read_timeout(None)?;
-                        return Ok(());
+    s.set_nonblocking(true)?;
+    let answered = (|| {
+        for _ in 0..UDP_CONNECT_TRIES {
+            s.send(&wire::UDP_CONNECT_MSG)?;
+            let until = Instant::now() + wait;
+            loop {
+                match s.peek(&mut buf) {
+                    Ok(n) if n == wire::UDP_CONNECT_REPLY.len() => {
+                        let _ = s.recv(&mut buf)?;
+                        return Ok(true);
                     }
+                    Ok(_) if data_answers => return Ok(true),
+                    // A stray datagram that is no answer.
+                    Ok(_) => {
+                        let _ = s.recv(&mut buf)?;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                    Err(e) => return Err(e),
                 }
-                Ok(_) => {
-                    s.set_read_timeout(None)?;
-                    return Ok(());
-                }
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                    ) =>
-                {
+                let left = until.saturating_duration_since(Instant::now());
+                if left.is_zero() {
                     break;
                 }
-                Err(e) => return Err(e),
+                let ready = crate::platform::sockopt::poll_readable(
+                    &[s.as_raw_fd(), ctrl.as_raw_fd()],
+                    left,
+                )?;
+                if ready[1] {
+                    return Ok(true);
+                }
             }
         }
+        Ok(false)
+    })();
+    s.set_nonblocking(false)?;
+    if answered? {
+        Ok(())
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "no answer to iperf3's UDP connect datagram: is UDP blocked on the path?",
+        ))
     }
-    Err(std::io::Error::new(
-        std::io::ErrorKind::TimedOut,
-        "no answer to iperf3's UDP connect datagram: is UDP blocked on the path?",
-    ))
 }
 
 /// A test with a count, as it ran until `at` on this end's grid: the measured part ends there.
@@ -644,11 +661,20 @@ mod tests {
         (server, client)
     }
 
+    /// A control connection: the server's end, and the client's.
+    fn control() -> (TcpStream, TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        (server, client)
+    }
+
     #[test]
     fn the_connect_answer_is_taken_and_consumed() {
         let (server, client) = pair();
         server.send(&wire::UDP_CONNECT_REPLY).unwrap();
-        udp_connect(&client, false, Duration::from_secs(2)).unwrap();
+        let (_ctrl_server, ctrl) = control();
+        udp_connect(&client, false, Duration::from_secs(2), &ctrl).unwrap();
         let mut buf = [0u8; 16];
         assert_eq!(server.recv(&mut buf).unwrap(), 4, "the connect datagram");
         client.set_nonblocking(true).unwrap();
@@ -659,7 +685,8 @@ mod tests {
     fn data_stands_for_a_lost_answer_when_the_server_sends_and_stays_queued() {
         let (server, client) = pair();
         server.send(&[7u8; 1400]).unwrap();
-        udp_connect(&client, true, Duration::from_secs(2)).unwrap();
+        let (_ctrl_server, ctrl) = control();
+        udp_connect(&client, true, Duration::from_secs(2), &ctrl).unwrap();
         let mut buf = [0u8; 2048];
         assert_eq!(
             client.recv(&mut buf).unwrap(),
@@ -672,7 +699,8 @@ mod tests {
     fn data_is_no_answer_on_a_stream_the_server_does_not_send_on() {
         let (server, client) = pair();
         server.send(&[7u8; 1400]).unwrap();
-        let err = udp_connect(&client, false, Duration::from_millis(100)).unwrap_err();
+        let (_ctrl_server, ctrl) = control();
+        let err = udp_connect(&client, false, Duration::from_millis(100), &ctrl).unwrap_err();
         assert_eq!(err.kind(), std::io::ErrorKind::TimedOut);
         // Each try sent a connect datagram again.
         let mut buf = [0u8; 16];
@@ -682,5 +710,28 @@ mod tests {
             tries += 1;
         }
         assert_eq!(tries, UDP_CONNECT_TRIES);
+    }
+
+    /// An iperf3 server answers the first connect datagram only: when that answer is lost, its
+    /// word on the control connection (TEST_START once it has every stream) shows it has the
+    /// stream, and the word is left for the caller to read.
+    #[test]
+    fn a_word_on_the_control_connection_stands_for_a_lost_answer() {
+        let (server, client) = pair();
+        let (mut ctrl_server, mut ctrl) = control();
+        let t0 = Instant::now();
+        let later = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            ctrl_server.write_all(&[1]).unwrap();
+            ctrl_server
+        });
+        udp_connect(&client, false, Duration::from_secs(10), &ctrl).unwrap();
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        let _ctrl_server = later.join().unwrap();
+        let mut word = [0u8; 1];
+        std::io::Read::read_exact(&mut ctrl, &mut word).unwrap();
+        assert_eq!(word, [1]);
+        let mut buf = [0u8; 16];
+        assert_eq!(server.recv(&mut buf).unwrap(), 4, "the connect datagram");
     }
 }

@@ -623,7 +623,7 @@ impl Results {
             congestion_used: text(m, "congestion_used"),
             streams,
             version: peer_version(m),
-            server_software: text(m, SERVER_SOFTWARE).map(|t| crate::inputs::peer_text(&t)),
+            server_software: text(m, SERVER_SOFTWARE),
             server_output: server_output(m),
         })
     }
