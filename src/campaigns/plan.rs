@@ -203,6 +203,36 @@ impl Reader<'_> {
         }
     }
 
+    /// `ssh_options = ["Port=2222", ...]`: what ssh is given with `-o`, for `server_tuning` and
+    /// a libvirt target's `server_start` alike (read by both, said once: `issue` drops a
+    /// repeat).
+    fn ssh_options(&mut self, table: &dyn TableLike) -> Vec<String> {
+        let Some(item) = table.get("ssh_options") else {
+            return Vec::new();
+        };
+        let Some(list) = item.as_array() else {
+            self.issue(
+                item.span(),
+                "ssh_options must be a list, e.g. [\"Port=2222\"]",
+            );
+            return Vec::new();
+        };
+        list.iter()
+            .filter_map(|v| {
+                // Strings only: `[2222]` would become `ssh -o 2222`, which fails only at run
+                // time.
+                let option = v.as_str().map(str::to_string);
+                if option.is_none() {
+                    self.issue(
+                        v.span(),
+                        "each of ssh_options is one ssh -o option, e.g. \"Port=2222\"",
+                    );
+                }
+                option
+            })
+            .collect()
+    }
+
     /// Reports keys of `table` that are not in `allowed`.
     fn unknown_keys(&mut self, table: &dyn TableLike, section: &str, allowed: &[&str]) {
         for (k, _) in table.iter() {

@@ -122,7 +122,7 @@ pub(super) fn read(
         Some((s, _)) if s == "running" => ServerStart::Running,
         Some((s, sspan)) => match s.strip_prefix("ssh:") {
             Some(dest) if !dest.is_empty() && !dest.starts_with('-') => {
-                let ssh_options = super::target::read_ssh_options(r, table);
+                let ssh_options = r.ssh_options(table);
                 match &command {
                     Some((c, _)) => ServerStart::Ssh {
                         dest: dest.to_string(),

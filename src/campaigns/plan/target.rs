@@ -99,7 +99,7 @@ pub(super) fn read_server_tuning(
     if kind != "address" && kind != "libvirt" {
         r.issue(span.clone(), "server_tuning applies to kind = \"address\" and \"libvirt\" only (lab and loopback servers are tuned directly)");
     }
-    let ssh_options = read_ssh_options(r, table);
+    let ssh_options = r.ssh_options(table);
     let netsweep = r
         .string(table, "remote_netsweep")
         .map(|(s, _)| s)
@@ -109,35 +109,6 @@ pub(super) fn read_server_tuning(
         ssh_options,
         netsweep,
     ))
-}
-
-/// `ssh_options = ["Port=2222", ...]`: what ssh is given with `-o`, for `server_tuning` and a
-/// libvirt target's `server_start` alike (read by both, said once: `Reader::issue` drops a
-/// repeat).
-pub(super) fn read_ssh_options(r: &mut Reader, table: &dyn TableLike) -> Vec<String> {
-    let Some(item) = table.get("ssh_options") else {
-        return Vec::new();
-    };
-    let Some(list) = item.as_array() else {
-        r.issue(
-            item.span(),
-            "ssh_options must be a list, e.g. [\"Port=2222\"]",
-        );
-        return Vec::new();
-    };
-    list.iter()
-        .filter_map(|v| {
-            // Strings only: `[2222]` would become `ssh -o 2222`, which fails only at run time.
-            let option = v.as_str().map(str::to_string);
-            if option.is_none() {
-                r.issue(
-                    v.span(),
-                    "each of ssh_options is one ssh -o option, e.g. \"Port=2222\"",
-                );
-            }
-            option
-        })
-        .collect()
 }
 
 pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {

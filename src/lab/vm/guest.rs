@@ -19,6 +19,20 @@ pub struct GuestSpec {
     pub queues: u32,
 }
 
+impl GuestSpec {
+    /// What guests that can share a saved boot have in common (`snapshot`):
+    /// "virtio-1cpu-256mib-1q".
+    pub fn kind(&self) -> String {
+        format!(
+            "{}-{}cpu-{}mib-{}q",
+            self.nic.name(),
+            self.vcpus,
+            self.memory_mib,
+            self.queues
+        )
+    }
+}
+
 impl Default for GuestSpec {
     fn default() -> Self {
         GuestSpec {
@@ -314,7 +328,7 @@ pub fn boot(
     files: &Files,
     wait: BootWait<'_>,
 ) -> anyhow::Result<GuestState> {
-    let saved = super::snapshot::path(image, spec, accel);
+    let saved = super::snapshot::path(image, &spec.kind(), accel);
     let guest = Guest {
         ns,
         image,
@@ -607,6 +621,17 @@ mod tests {
             kernel_version: "6.1.0-56-amd64".into(),
             stamp: "0123456789abcdef".into(),
         }
+    }
+
+    #[test]
+    fn a_kind_names_what_decides_a_saved_boot() {
+        let spec = GuestSpec {
+            nic: NicModel::E1000,
+            vcpus: 2,
+            memory_mib: 192,
+            queues: 1,
+        };
+        assert_eq!(spec.kind(), "e1000-2cpu-192mib-1q");
     }
 
     #[test]

@@ -12,7 +12,6 @@
 //! guests boot in well under a second and are not saved.
 
 use super::Accel;
-use super::guest::GuestSpec;
 use super::image::Image;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
@@ -32,17 +31,13 @@ const MAX_SAVES: usize = 8;
 /// How long a save may take (256 MiB of guest memory: about 1 s here).
 const SAVE_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Where the saved boot of a guest of this kind would be; none under KVM.
-pub fn path(image: &Image, spec: &GuestSpec, accel: Accel) -> Option<PathBuf> {
+/// Where the saved boot of a guest of `kind` (`GuestSpec::kind`) would be; none under KVM.
+pub fn path(image: &Image, kind: &str, accel: Accel) -> Option<PathBuf> {
     (accel == Accel::Tcg).then(|| {
-        image.dir.join(DIR).join(format!(
-            "{}-{}cpu-{}mib-{}q-{}.qemu",
-            spec.nic.name(),
-            spec.vcpus,
-            spec.memory_mib,
-            spec.queues,
-            image.stamp
-        ))
+        image
+            .dir
+            .join(DIR)
+            .join(format!("{kind}-{}.qemu", image.stamp))
     })
 }
 
@@ -192,7 +187,6 @@ fn tidy(dir: &Path, kept: &Path, max: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::lab::vm::NicModel;
 
     #[test]
     fn a_saved_boot_is_named_by_kind_and_stamp_and_only_under_tcg() {
@@ -203,15 +197,12 @@ mod tests {
             kernel_version: "6.1".into(),
             stamp: "0123456789abcdef".into(),
         };
-        let spec = GuestSpec {
-            nic: NicModel::E1000,
-            ..GuestSpec::default()
-        };
+        let kind = "e1000-1cpu-256mib-1q";
         assert_eq!(
-            path(&image, &spec, Accel::Tcg).unwrap(),
+            path(&image, kind, Accel::Tcg).unwrap(),
             Path::new("/c/saved/e1000-1cpu-256mib-1q-0123456789abcdef.qemu")
         );
-        assert_eq!(path(&image, &spec, Accel::Kvm), None);
+        assert_eq!(path(&image, kind, Accel::Kvm), None);
     }
 
     #[test]
