@@ -134,7 +134,7 @@ pub fn params_for(spec: &TestSpec) -> Result<Params, String> {
             Some(Count::Blocks(k)) => k,
             _ => 0,
         },
-        client_version: Some(format!("netsweep {}", env!("CARGO_PKG_VERSION"))),
+        client_version: Some(wire::own_software()),
         tos: spec.tos.unwrap_or(0),
         fqrate_bps: spec.fq_rate_bps.unwrap_or(0),
         dont_fragment: spec.dont_fragment,

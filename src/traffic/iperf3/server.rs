@@ -447,17 +447,15 @@ pub fn serve(
         // So a netsweep client names its far end truly; iperf3 ignores the key.
         m.insert(
             super::wire::SERVER_SOFTWARE.into(),
-            serde_json::Value::String(format!("netsweep {}", env!("CARGO_PKG_VERSION"))),
+            serde_json::Value::String(super::wire::own_software()),
         );
-    }
-    if params.get_server_output
-        && let Some(m) = doc.as_object_mut()
-    {
-        // iperf3's --get-server-output: the server's own account, as text.
-        m.insert(
-            "server_output_text".into(),
-            serde_json::Value::String(server_output(peer, &spec, &ours, &theirs)),
-        );
+        if params.get_server_output {
+            // iperf3's --get-server-output: the server's own account, as text.
+            m.insert(
+                "server_output_text".into(),
+                serde_json::Value::String(server_output(peer, &spec, &ours, &theirs)),
+            );
+        }
     }
     control::write_json(&mut ctrl, &doc)?;
     control::write_state(&mut ctrl, State::DisplayResults)?;

@@ -648,6 +648,12 @@ fn server_output(m: &Map<String, Value>) -> Option<crate::traffic::result::Serve
 /// The key of a netsweep server's own name and version in the results it sends.
 pub const SERVER_SOFTWARE: &str = "netsweep_server";
 
+/// How netsweep names itself to an iperf3 peer ("netsweep 0.1.0"): the client's
+/// `client_version`, the server's `SERVER_SOFTWARE`.
+pub fn own_software() -> String {
+    format!("netsweep {}", env!("CARGO_PKG_VERSION"))
+}
+
 /// The version in a server's output: `server_output_json.start.version` ("iperf 3.12"), or
 /// "iperf 3.x" in its text output (servers started with -V print it).
 fn peer_version(m: &Map<String, Value>) -> Option<String> {
