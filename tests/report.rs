@@ -202,7 +202,7 @@ fn the_html_is_self_contained_and_states_its_findings() {
         assert!(!page.contains(bad), "{bad} in the report");
     }
     assert!(
-        page.contains("advertised window / RTT"),
+        page.contains("window / idle RTT"),
         "the window chart shows the window/RTT ceiling"
     );
     assert!(

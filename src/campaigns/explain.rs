@@ -13,6 +13,8 @@ use crate::traffic::result::TestResult;
 use crate::units::BitRate;
 use serde::Serialize;
 
+pub mod ceiling;
+mod grants;
 mod trust;
 pub use trust::Flag;
 
@@ -24,20 +26,28 @@ pub struct Limit {
     pub goodput_bps: f64,
     /// The path's rate, when known (a lab target, or `--rate`).
     pub link_bps: Option<f64>,
-    /// The window the sender saw over the smoothed RTT (medians of the runs), bit/s.
+    /// TCP: the window the runs had over the path's idle RTT (medians of the runs), bit/s: the
+    /// most a flow can carry (`ceiling`).
     pub window_bps: Option<f64>,
+    /// That window in `-w`'s terms, over all streams, and where it came from: "asked" (granted
+    /// in full), "granted" (cut by an end's maxima) or "advertised" (no `-w`: the largest
+    /// window the receivers advertised).
     pub window_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_source: Option<String>,
+    /// The idle RTT the window is judged over: the lab's, else the smallest the senders
+    /// measured.
     pub rtt_ms: Option<f64>,
     /// Mean share of time the sender waited for the receiver's window / its own buffer.
     pub rwnd_limited_percent: Option<f64>,
     pub sndbuf_limited_percent: Option<f64>,
-    /// UDP: the rate asked for (all directions), what the senders reached, and the loss
-    /// (medians of the runs).
+    /// The rate asked for (all directions; UDP, and paced TCP), what UDP senders reached, and
+    /// the loss (medians of the runs).
     pub asked_bps: Option<f64>,
     pub sent_bps: Option<f64>,
     pub loss_percent: Option<f64>,
     /// "link", "window", "send buffer", "sender" (UDP: the sender fell short of the rate
-    /// asked), "asked rate" (UDP: delivered what was asked) or "other".
+    /// asked), "asked rate" (UDP, or paced TCP: delivered what was asked) or "other".
     pub limit: String,
     pub text: String,
 }
@@ -59,6 +69,9 @@ pub struct Explanation {
     /// What limits trust in the figures: saturated hosts, intervals beyond a ceiling, noise.
     pub trust: Vec<Flag>,
     pub limits: Vec<Limit>,
+    /// Configurations whose kernels granted a smaller window than `-w` asked: what was asked
+    /// and granted, the limit that cut it, and the configurations granted in full.
+    pub grants: Vec<String>,
     /// Dimensions that cannot matter by construction, and why.
     pub cannot_matter: Vec<String>,
     /// The whole answer in words (effects, limits, facts).
@@ -112,8 +125,7 @@ impl Ask {
     }
 }
 
-/// A goodput at or above this share of a ceiling is "at" that ceiling.
-const AT_CEILING: f64 = 0.8;
+use ceiling::AT_CEILING;
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
     v.retain(|x| x.is_finite());
@@ -166,7 +178,7 @@ pub fn explain(
     let link =
         |c: &ConfigRow| -> Option<f64> { ask.rate.or_else(|| facts.link_of(c.resolved.as_ref())) };
     let mut limits = if metric == Metric::BitsPerSecond {
-        limits(used, configs, results, &link)
+        limits(used, configs, results, &link, facts)
     } else {
         Vec::new()
     };
@@ -187,6 +199,7 @@ pub fn explain(
         judging.confidence,
     );
     let cannot_matter = cannot_matter(facts, configs, results);
+    let grants = grants::words(configs, &grants::RunsOf::new(used, results));
     let comparisons = effects
         .effects
         .iter()
@@ -207,7 +220,7 @@ pub fn explain(
         &broken,
         &trust,
         &limits,
-        &cannot_matter,
+        (&grants, &cannot_matter),
     );
     Explanation {
         metric,
@@ -218,6 +231,7 @@ pub fn explain(
         broken,
         trust,
         limits,
+        grants,
         cannot_matter,
         answer,
     }
@@ -232,7 +246,7 @@ fn words(
     broken: &[String],
     trust: &[Flag],
     limits: &[Limit],
-    cannot_matter: &[String],
+    (grants, cannot_matter): (&[String], &[String]),
 ) -> String {
     let mut lines: Vec<String> = Vec::new();
     let serious: Vec<&Flag> = trust.iter().filter(|f| f.serious).collect();
@@ -263,6 +277,7 @@ fn words(
         lines.push(f.text.clone());
     }
     lines.extend(limit_summary(limits));
+    lines.extend(grants.iter().cloned());
     lines.extend(cannot_matter.iter().cloned());
     lines.join("\n")
 }
@@ -297,6 +312,7 @@ fn limits(
     configs: &[ConfigRow],
     results: &[(i64, TestResult)],
     link_of: &dyn Fn(&ConfigRow) -> Option<f64>,
+    facts: &PlanFacts,
 ) -> Vec<Limit> {
     configs
         .iter()
@@ -319,46 +335,66 @@ fn limits(
             if !udp.is_empty() && tcp.is_empty() {
                 return Some(udp_limit(c, goodput, link, &udp));
             }
-            let rtt_us = median(tcp.iter().filter_map(|t| t.summary.rtt_mean_us).collect());
-            let window = median(
-                tcp.iter()
-                    .filter_map(|t| t.summary.snd_wnd_max_bytes)
-                    .filter(|w| *w > 0)
-                    .map(|w| w as f64)
-                    .collect(),
-            );
-            let rwnd = median(
-                tcp.iter()
-                    .filter_map(|t| t.summary.rwnd_limited_percent)
-                    .collect(),
-            );
-            let sndbuf = median(
-                tcp.iter()
-                    .filter_map(|t| t.summary.sndbuf_limited_percent)
-                    .collect(),
-            );
-            let window_bps = match (window, rtt_us) {
-                (Some(w), Some(r)) if r > 0.0 => Some(w * 8.0 / (r / 1e6)),
-                _ => None,
-            };
-            let (limit, text) = classify(goodput, link, window_bps, rwnd, sndbuf);
-            Some(Limit {
-                configuration: c.label.clone(),
-                goodput_bps: goodput,
-                link_bps: link,
-                window_bps,
-                window_bytes: window.map(|w| w as u64),
-                rtt_ms: rtt_us.map(|r| r / 1000.0),
-                rwnd_limited_percent: rwnd,
-                sndbuf_limited_percent: sndbuf,
-                asked_bps: None,
-                sent_bps: None,
-                loss_percent: None,
-                limit: limit.into(),
-                text,
-            })
+            Some(tcp_limit(c, goodput, link, &tcp, facts))
         })
         .collect()
+}
+
+/// A TCP configuration against its ceilings (`ceiling`): the window its runs had over the
+/// path's idle RTT (the lab's, else the smallest the senders measured), the link, the rate
+/// asked of paced runs.
+fn tcp_limit(
+    c: &ConfigRow,
+    goodput: f64,
+    link: Option<f64>,
+    tcp: &[&TestResult],
+    facts: &PlanFacts,
+) -> Limit {
+    let idle_rtt_s = facts.rtt_of(c.resolved.as_ref()).or_else(|| {
+        median(
+            tcp.iter()
+                .filter_map(|t| ceiling::measured_idle_rtt_s(t))
+                .collect(),
+        )
+    });
+    let windows: Vec<(u64, ceiling::WindowSource)> =
+        tcp.iter().filter_map(|t| ceiling::run_window(t)).collect();
+    let window = median(windows.iter().map(|(w, _)| *w as f64).collect());
+    // The runs' own sources: granted when any run was cut, else what they share.
+    let source = windows
+        .iter()
+        .map(|(_, s)| *s)
+        .find(|s| *s == ceiling::WindowSource::Granted)
+        .or(windows.first().map(|(_, s)| *s));
+    let pick =
+        |f: fn(&TestResult) -> Option<f64>| median(tcp.iter().filter_map(|t| f(t)).collect());
+    let ceilings = ceiling::Ceilings {
+        link_bps: link,
+        window_bps: match (window, idle_rtt_s) {
+            (Some(w), Some(r)) if r > 0.0 => Some(w * 8.0 / r),
+            _ => None,
+        },
+        asked_bps: pick(ceiling::asked_rate),
+        rwnd_percent: pick(|t| t.summary.rwnd_limited_percent),
+        sndbuf_percent: pick(|t| t.summary.sndbuf_limited_percent),
+    };
+    let (limit, text) = ceiling::classify(goodput, &ceilings);
+    Limit {
+        configuration: c.label.clone(),
+        goodput_bps: goodput,
+        link_bps: link,
+        window_bps: ceilings.window_bps,
+        window_bytes: window.map(|w| w as u64),
+        window_source: source.map(|s| s.words().to_string()),
+        rtt_ms: idle_rtt_s.map(|r| r * 1000.0),
+        rwnd_limited_percent: ceilings.rwnd_percent,
+        sndbuf_limited_percent: ceilings.sndbuf_percent,
+        asked_bps: ceilings.asked_bps,
+        sent_bps: None,
+        loss_percent: None,
+        limit: limit.into(),
+        text,
+    }
 }
 
 /// A UDP configuration against its ceilings: the rate asked, the senders' own reach, the link.
@@ -385,6 +421,7 @@ fn udp_limit(c: &ConfigRow, goodput: f64, link: Option<f64>, udp: &[&TestResult]
         link_bps: link,
         window_bps: None,
         window_bytes: None,
+        window_source: None,
         rtt_ms: None,
         rwnd_limited_percent: None,
         sndbuf_limited_percent: None,
@@ -463,65 +500,6 @@ fn classify_udp(
     }
 }
 
-/// Which ceiling a configuration hit, in words.
-fn classify(
-    goodput: f64,
-    link: Option<f64>,
-    window_bps: Option<f64>,
-    rwnd: Option<f64>,
-    sndbuf: Option<f64>,
-) -> (&'static str, String) {
-    let pct = |c: f64| goodput / c * 100.0;
-    if let Some(l) = link.filter(|l| goodput >= AT_CEILING * l) {
-        return (
-            "link",
-            format!("link-limited at {:.0}% of {}", pct(l), BitRate(l)),
-        );
-    }
-    if let Some(w) = window_bps
-        && (goodput >= AT_CEILING * w || rwnd.is_some_and(|r| r >= 50.0))
-    {
-        return (
-            "window",
-            format!(
-                "window-limited at {:.0}% of window/RTT ({}){}",
-                pct(w),
-                BitRate(w),
-                rwnd.filter(|r| *r >= 1.0)
-                    .map(|r| format!(", waiting for the receiver's window {r:.0}% of the time"))
-                    .unwrap_or_default()
-            ),
-        );
-    }
-    if sndbuf.is_some_and(|s| s >= 50.0) {
-        return (
-            "send buffer",
-            format!(
-                "limited by the sender's own buffer ({:.0}% of the time)",
-                sndbuf.unwrap_or(0.0)
-            ),
-        );
-    }
-    let mut below = Vec::new();
-    if let Some(l) = link {
-        below.push(format!("{:.0}% of the link", pct(l)));
-    }
-    if let Some(w) = window_bps {
-        below.push(format!("{:.0}% of window/RTT", pct(w)));
-    }
-    (
-        "other",
-        if below.is_empty() {
-            "no ceiling known (no path rate, no TCP_INFO)".into()
-        } else {
-            format!(
-                "below its ceilings ({}): something else limits it (CPU, loss, congestion control)",
-                below.join(", ")
-            )
-        },
-    )
-}
-
 /// The "something else limits it" of a configuration whose server is a QEMU guest: its
 /// emulated NIC and virtual CPU come first.
 fn in_a_guest(text: &str) -> String {
@@ -585,10 +563,39 @@ fn limit_summary(limits: &[Limit]) -> Vec<String> {
 }
 
 /// Sysctls `-w` makes irrelevant: with fixed socket buffers Linux does not autotune, which is
-/// all `tcp_rmem`/`tcp_wmem` steer; as root netsweep sets the buffers with SO_*BUFFORCE, past
-/// `rmem_max`/`wmem_max`.
+/// all `tcp_rmem`/`tcp_wmem` steer. `rmem_max`/`wmem_max` cap what SO_RCVBUF/SO_SNDBUF may ask
+/// (not autotuning); in force mode root passes them with SO_*BUFFORCE.
 const OVERRIDDEN_BY_WINDOW: [&str; 2] = ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"];
 const CAPS_OF_WINDOW: [&str; 2] = ["net.core.rmem_max", "net.core.wmem_max"];
+
+/// Why each of a profile's keys cannot matter when every run fixes its buffers.
+fn inert_words(names: &[&str]) -> String {
+    let tuning: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| OVERRIDDEN_BY_WINDOW.contains(n))
+        .collect();
+    let caps: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| CAPS_OF_WINDOW.contains(n))
+        .collect();
+    let mut out = String::new();
+    if !tuning.is_empty() {
+        out.push_str(&format!(
+            ", which turns off Linux's buffer autotuning, the only thing {} steer",
+            tuning.join(" and ")
+        ));
+    }
+    if !caps.is_empty() {
+        out.push_str(&format!(
+            "{}{} cap only what SO_RCVBUF/SO_SNDBUF may ask",
+            if tuning.is_empty() { ": " } else { "; " },
+            caps.join(" and ")
+        ));
+    }
+    out
+}
 
 /// Dimensions that cannot change the result by construction, read from the plan's profiles, the
 /// tests as resolved and what the runs were granted.
@@ -636,10 +643,9 @@ fn cannot_matter(
         let names: Vec<&str> = keys.iter().map(String::as_str).collect();
         out.push(format!(
             "profile cannot matter here by construction: every run fixes its socket buffers with \
-             -w (window) in --window-mode {}, which turns off Linux's buffer autotuning, the only \
-             thing {} steer{}",
+             -w (window) in --window-mode {}{}{}",
             if all_forced { "force" } else { "ask" },
-            names.join(" and "),
+            inert_words(&names),
             match (all_forced, names.iter().any(|n| CAPS_OF_WINDOW.contains(n))) {
                 (true, true) =>
                     "; forced windows pass net.core.rmem_max/wmem_max, so the caps \
@@ -658,6 +664,25 @@ mod tests;
 #[cfg(test)]
 mod unit_tests {
     use super::*;
+
+    fn classify(
+        goodput: f64,
+        link: Option<f64>,
+        window: Option<f64>,
+        rwnd: Option<f64>,
+        sndbuf: Option<f64>,
+    ) -> (&'static str, String) {
+        ceiling::classify(
+            goodput,
+            &ceiling::Ceilings {
+                link_bps: link,
+                window_bps: window,
+                asked_bps: None,
+                rwnd_percent: rwnd,
+                sndbuf_percent: sndbuf,
+            },
+        )
+    }
 
     #[test]
     fn each_ceiling_is_named_with_its_share() {
@@ -726,6 +751,7 @@ mod unit_tests {
             link_bps: Some(100.0),
             window_bps: Some(100.0),
             window_bytes: None,
+            window_source: None,
             rtt_ms: None,
             rwnd_limited_percent: None,
             sndbuf_limited_percent: None,

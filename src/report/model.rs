@@ -27,8 +27,8 @@ pub struct ConfigView {
     pub jitter_mean: Option<f64>,
     pub cpu_local_mean: Option<f64>,
     pub cpu_remote_mean: Option<f64>,
-    /// The physical ceiling of one TCP flow here: the receiver's advertised window (TCP_INFO
-    /// snd_wnd) over the smallest RTT, median over runs, bit/s.
+    /// The window ceiling of the configuration's TCP runs: the window they had over the
+    /// path's idle RTT, bit/s, as `explain` judges it (`campaigns::explain::ceiling`).
     pub ceiling_bps: Option<f64>,
 }
 
@@ -104,14 +104,13 @@ impl ReportModel {
         } else {
             screened
         };
-        let ceilings = window_ceilings(store, campaign)?;
         let dims = dimensions(&configs_rows);
         let labels: Vec<String> = configs_rows.iter().map(|r| r.label.clone()).collect();
         let summaries = campaign::summary(&runs, &labels, Metric::BitsPerSecond);
         let configs: Vec<ConfigView> = configs_rows
             .iter()
             .zip(summaries)
-            .map(|(row, summary)| config_view(row, summary, &runs, &ceilings))
+            .map(|(row, summary)| config_view(row, summary, &runs))
             .collect();
         let compared_by = dims
             .iter()
@@ -181,6 +180,13 @@ impl ReportModel {
             &ask,
         );
         model.answer = explanation.answer.lines().map(str::to_string).collect();
+        for c in &mut model.configs {
+            c.ceiling_bps = explanation
+                .limits
+                .iter()
+                .find(|l| l.configuration == c.label)
+                .and_then(|l| l.window_bps);
+        }
         model.findings = findings(&model);
         Ok(model)
     }
@@ -212,20 +218,6 @@ fn reported_configurations(all: Vec<ConfigRow>, runs: &[RunRow]) -> Vec<ConfigRo
         .collect()
 }
 
-/// Per run: the advertised window over the minimum RTT, from the stored engine results.
-fn window_ceilings(store: &Store, campaign: i64) -> anyhow::Result<BTreeMap<i64, f64>> {
-    Ok(store
-        .run_results(campaign)?
-        .into_iter()
-        .filter_map(|(id, json)| {
-            let v: serde_json::Value = serde_json::from_str(&json?).ok()?;
-            let wnd = v.pointer("/summary/snd_wnd_max_bytes")?.as_f64()?;
-            let rtt = v.pointer("/summary/rtt_min_us")?.as_f64()?;
-            (wnd > 0.0 && rtt > 0.0).then(|| (id, wnd * 8.0 / (rtt / 1e6)))
-        })
-        .collect())
-}
-
 /// The dimensions of a campaign with their values, in the order the configurations use them.
 fn dimensions(configs: &[ConfigRow]) -> Vec<(String, Vec<String>)> {
     let mut dims: Vec<(String, Vec<String>)> = Vec::new();
@@ -242,12 +234,7 @@ fn dimensions(configs: &[ConfigRow]) -> Vec<(String, Vec<String>)> {
 }
 
 /// One configuration's figures over its successful runs.
-fn config_view(
-    row: &ConfigRow,
-    summary: ConfigSummary,
-    runs: &[RunRow],
-    ceilings: &BTreeMap<i64, f64>,
-) -> ConfigView {
+fn config_view(row: &ConfigRow, summary: ConfigSummary, runs: &[RunRow]) -> ConfigView {
     let ok: Vec<&RunRow> = runs
         .iter()
         .filter(|r| r.configuration == row.label && r.status == "ok")
@@ -260,11 +247,6 @@ fn config_view(
         .iter()
         .filter_map(|r| Some((r.bits_per_second?, r.round)))
         .unzip();
-    let mut c: Vec<f64> = ok
-        .iter()
-        .filter_map(|r| ceilings.get(&r.id).copied())
-        .collect();
-    c.sort_by(|a, b| a.total_cmp(b));
     ConfigView {
         label: row.label.clone(),
         dims: row.dims.clone(),
@@ -277,7 +259,8 @@ fn config_view(
         jitter_mean: pick(&|r| r.jitter_ms),
         cpu_local_mean: pick(&|r| r.cpu_local_percent),
         cpu_remote_mean: pick(&|r| r.cpu_remote_percent),
-        ceiling_bps: (!c.is_empty()).then(|| describe::median_sorted(&c)),
+        // The answer's (`ReportModel::build`), so chart and answer give one figure.
+        ceiling_bps: None,
     }
 }
 
@@ -657,7 +640,7 @@ mod tests {
                 added_latency_ms: None,
             })
             .collect();
-        config_view(&row, summary, &runs, &BTreeMap::new())
+        config_view(&row, summary, &runs)
     }
 
     /// Regression: "Fastest configuration: window=4M congestion=bbr at 813 Mbits/sec (95% CI

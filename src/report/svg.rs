@@ -317,7 +317,7 @@ pub fn grouped_bars(
             let y = axis.y(*l);
             let _ = write!(
                 s,
-                "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" class=\"limit\"><title>{}: advertised window / RTT = {} (TCP_INFO)</title></line>",
+                "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" class=\"limit\"><title>{}: window / idle RTT = {}</title></line>",
                 x0 + 2.0,
                 x0 + w - 2.0,
                 esc(cat),
@@ -331,7 +331,7 @@ pub fn grouped_bars(
     if limits.is_some() {
         let _ = write!(
             s,
-            "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"limit\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"lg\">advertised window / RTT</text>",
+            "<line x1=\"{:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" class=\"limit\"/><text x=\"{:.1}\" y=\"{:.1}\" class=\"lg\">window / idle RTT</text>",
             W - RIGHT - 150.0,
             W - RIGHT - 126.0,
             H - 37.0,
@@ -760,7 +760,7 @@ mod tests {
                 || svg.contains("<title>a&amp;b: s = 5 Mbit/s</title>"),
             "{svg}"
         );
-        assert!(svg.contains("advertised window / RTT"));
+        assert!(svg.contains("window / idle RTT"));
         assert!(svg.contains("t&lt;1&gt;"));
         assert!(!svg.contains("t<1>"));
     }

@@ -82,6 +82,10 @@ pub struct SocketInfo {
     pub congestion: Option<String>,
     /// UDP segmentation offload used by the sender, or GRO by the receiver.
     pub udp_offload: Option<bool>,
+    /// With `-w`: the window these buffers allow, in `-w`'s terms (the smaller of send and
+    /// receive, as this end's kernel counts them: Linux reports twice what `-w` asked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_bytes: Option<u64>,
 }
 
 /// Everything one end measured on one stream.

@@ -1,7 +1,8 @@
 //! The traffic engine and its protocols: the test's description (`spec`, `timeline`), the
 //! engine's stream loops (`engine`), what each end measures (`measure`) and the merged result
 //! (`result`), netsweep's control protocol (`protocol`, `session`, `server`, `client`), what a
-//! server lets clients hold and for how long (`admission`), iperf3's (`iperf3`), the latency
+//! server lets clients hold and for how long (`admission`), the listener's buffers leased to
+//! tests in setup (`listener`), iperf3's (`iperf3`), the latency
 //! probe beside a test (`latency`), and iperf3-style text output (`output`).
 
 pub mod address;
@@ -11,6 +12,7 @@ pub mod engine;
 pub mod histogram;
 pub mod iperf3;
 pub mod latency;
+pub mod listener;
 pub mod measure;
 pub mod output;
 pub mod protocol;

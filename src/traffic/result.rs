@@ -575,6 +575,7 @@ pub fn build(
     };
     let mut warnings = checks::shortfalls(spec, &directions);
     warnings.extend(checks::window_grants(spec, &start));
+    warnings.extend(checks::unopened_windows(spec, &start, &directions));
     TestResult {
         netsweep_version: env!("CARGO_PKG_VERSION").to_string(),
         spec: spec.clone(),

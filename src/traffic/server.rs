@@ -10,6 +10,7 @@ use crate::traffic::admission::{self, Admission, Expecting, Pending, STAGE_DEADL
 use crate::traffic::engine::{EngineEvent, StreamSocket};
 use crate::traffic::iperf3;
 use crate::traffic::latency::echo::EchoServer;
+use crate::traffic::listener::ListenerBuffers;
 use crate::traffic::protocol::{
     self, ClientMsg, IO_DEADLINE, ProtocolError, Refusal, ServerMsg, Token, read_exact_by,
     read_frame, write_frame,
@@ -196,61 +197,83 @@ pub fn serve_all(
     })
 }
 
-/// Accepts connections on one listener until `shutdown`.
+/// Accepts connections on one listener until `shutdown`; between accepts, re-opens the listener
+/// when a test's buffers are on it and no test needs them any more (`ListenerBuffers`).
 fn accept_loop(
-    listener: TcpListener,
+    mut listener: TcpListener,
     shared: &Arc<Shared>,
     shutdown: &AtomicBool,
 ) -> std::io::Result<()> {
+    let buffers = Arc::new(ListenerBuffers::new(&listener));
     let mut backoff = Duration::ZERO;
     while !shutdown.load(Ordering::Relaxed) {
         if !backoff.is_zero() {
             std::thread::sleep(backoff);
         }
+        if let Err(e) = buffers.refresh(&mut listener, |conn, peer| {
+            dispatch(conn, peer, shared, &buffers)
+        }) {
+            shared.log_throttled(
+                "reopen",
+                &format!(
+                    "could not re-open the listener with the kernel's default buffers ({e}): \
+                     tests without -w now inherit the last test's window"
+                ),
+            );
+        }
         if !sockopt::wait_readable(&listener, Duration::from_millis(100))? {
             continue;
         }
-        let (conn, peer) = match listener.accept() {
-            Ok(c) => {
+        match listener.accept() {
+            Ok((conn, peer)) => {
                 backoff = Duration::ZERO;
-                c
+                dispatch(conn, peer, shared, &buffers);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 // Out of descriptors or memory: retrying at once would spin. Back off.
                 backoff = (backoff * 2).clamp(Duration::from_millis(10), ACCEPT_BACKOFF_MAX);
                 shared.log_throttled("accept", &format!("accept failed: {e}"));
-                continue;
             }
-        };
-        // A data connection an admitted test expects from this peer is not pending; any other
-        // connection counts against `max_pending` until it is admitted or matched.
-        let Some(pending) = shared.admission.connection(peer.ip()) else {
-            shared.log_throttled(
-                "pending",
-                &format!(
-                    "{peer}: dropped, {} connections already wait for admission",
-                    shared.admission.max_pending()
-                ),
-            );
-            continue;
-        };
-        // The order of accept is the order the client opened its connections in (each connect
-        // completes before the next starts); iperf3's data connections carry no stream number.
-        let arrival = shared.accepted.fetch_add(1, Ordering::SeqCst);
-        let conn_shared = shared.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("conn-{peer}"))
-            .spawn(move || {
-                let pending = conn_shared.admission.pending(pending);
-                handle_connection(conn, peer, arrival, &conn_shared, pending)
-            });
-        if let Err(e) = spawned {
-            drop(shared.admission.pending(pending));
-            shared.log_throttled("thread", &format!("cannot start a thread for {peer}: {e}"));
         }
     }
     Ok(())
+}
+
+/// Hands a just-accepted connection to a thread of its own, or drops it when too many wait.
+fn dispatch(
+    conn: TcpStream,
+    peer: SocketAddr,
+    shared: &Arc<Shared>,
+    buffers: &Arc<ListenerBuffers>,
+) {
+    // A data connection an admitted test expects from this peer is not pending; any other
+    // connection counts against `max_pending` until it is admitted or matched.
+    let Some(pending) = shared.admission.connection(peer.ip()) else {
+        shared.log_throttled(
+            "pending",
+            &format!(
+                "{peer}: dropped, {} connections already wait for admission",
+                shared.admission.max_pending()
+            ),
+        );
+        return;
+    };
+    // The order of accept is the order the client opened its connections in (each connect
+    // completes before the next starts); iperf3's data connections carry no stream number.
+    let arrival = shared.accepted.fetch_add(1, Ordering::SeqCst);
+    let conn_shared = shared.clone();
+    let buffers = buffers.clone();
+    let spawned = std::thread::Builder::new()
+        .name(format!("conn-{peer}"))
+        .spawn(move || {
+            let pending = conn_shared.admission.pending(pending);
+            handle_connection(conn, peer, arrival, (&conn_shared, &buffers), pending)
+        });
+    if let Err(e) = spawned {
+        drop(shared.admission.pending(pending));
+        shared.log_throttled("thread", &format!("cannot start a thread for {peer}: {e}"));
+    }
 }
 
 /// Reads the preamble and dispatches: control session, data connection, or drop.
@@ -258,7 +281,7 @@ fn handle_connection(
     mut conn: TcpStream,
     peer: SocketAddr,
     arrival: u64,
-    shared: &Shared,
+    (shared, buffers): (&Shared, &ListenerBuffers),
     mut pending: Pending<'_>,
 ) {
     let deadline = Instant::now() + IO_DEADLINE;
@@ -268,7 +291,14 @@ fn handle_connection(
         return;
     }
     if iperf3::wire::looks_like_cookie(&pre) {
-        iperf3_connection((arrival, conn), peer, &pre, shared, pending, deadline);
+        iperf3_connection(
+            (arrival, conn),
+            peer,
+            &pre,
+            (shared, buffers),
+            pending,
+            deadline,
+        );
         return;
     }
     if &pre == protocol::DATA_MAGIC {
@@ -301,7 +331,7 @@ fn handle_connection(
         return;
     }
     let _ = conn.set_nodelay(true);
-    if let Err(e) = control_session(conn, peer, shared, pending) {
+    if let Err(e) = control_session(conn, peer, (shared, buffers), pending) {
         (shared.log)(&format!("{peer}: test ended with an error: {e:#}"));
     }
 }
@@ -312,7 +342,7 @@ fn iperf3_connection(
     (arrival, mut conn): (u64, TcpStream),
     peer: SocketAddr,
     pre: &[u8; 8],
-    shared: &Shared,
+    (shared, buffers): (&Shared, &ListenerBuffers),
     mut pending: Pending<'_>,
     deadline: Instant,
 ) {
@@ -350,6 +380,7 @@ fn iperf3_connection(
         limits: &shared.limits,
         hub: &shared.iperf3,
         admission: &shared.admission,
+        buffers,
         log: &log,
         auth: shared.auth.as_deref(),
     };

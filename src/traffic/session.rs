@@ -92,6 +92,7 @@ pub fn describe(stream: u16, socket: &StreamSocket, spec: &TestSpec) -> SocketIn
         mss_bytes: mss,
         congestion: cc,
         udp_offload: (spec.protocol == Protocol::Udp).then_some(spec.udp_offload),
+        window_bytes: spec.window_bytes.map(|_| sockopt::window_of((snd, rcv))),
     }
 }
 

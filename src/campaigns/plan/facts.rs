@@ -14,6 +14,10 @@ pub struct PlanFacts {
     /// say (`None` for other targets or an unlimited path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub link_bps: Option<f64>,
+    /// The round trip of a lab target's path, seconds (`None` for other targets or a path
+    /// with no delay): the idle RTT a window is judged over.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_s: Option<f64>,
     /// Host b is a QEMU guest (a lab with `vm`): what limits a run is, first, the emulation.
     #[serde(default)]
     pub guest: bool,
@@ -28,6 +32,7 @@ impl Default for PlanFacts {
         PlanFacts {
             answer: AnswerSettings::default(),
             link_bps: None,
+            rtt_s: None,
             guest: false,
             profile_keys: Vec::new(),
         }
@@ -41,6 +46,15 @@ impl PlanFacts {
         match resolved.and_then(|r| r.path.as_ref()) {
             Some(path) => path.rate_bps,
             None => self.link_bps,
+        }
+    }
+
+    /// A configuration's idle round trip: its own lab path's (a swept `rtt` included), else
+    /// the target's; `None` without a lab delay.
+    pub fn rtt_of(&self, resolved: Option<&Configuration>) -> Option<f64> {
+        match resolved.and_then(|r| r.path.as_ref()) {
+            Some(path) => (!path.delay.is_zero()).then(|| path.rtt().as_secs_f64()),
+            None => self.rtt_s,
         }
     }
 }
@@ -66,6 +80,9 @@ impl Plan {
         PlanFacts {
             answer: self.answer.clone(),
             link_bps: path.and_then(|p| p.rate_bps),
+            rtt_s: path
+                .filter(|p| !p.delay.is_zero())
+                .map(|p| p.rtt().as_secs_f64()),
             guest: matches!(&self.target, Target::Lab { path, .. } if path.guest.is_some()),
             profile_keys,
         }
@@ -94,6 +111,7 @@ mod tests {
             vec![("profile".to_string(), "default".to_string())]
         );
         assert_eq!(f.link_bps, Some(1e9));
+        assert_eq!(f.rtt_s, Some(0.010));
         assert!(!f.guest);
         assert!(!f.profile_keys.is_empty());
         let mut sorted = f.profile_keys.clone();

@@ -82,6 +82,16 @@ pub fn set_rcvlowat<S: AsRawFd>(sock: &S, bytes: usize) -> io::Result<()> {
     setsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVLOWAT, v)
 }
 
+/// How many bytes of a buffer `buffer_sizes` reports per byte of window asked: Linux doubles
+/// a SO_SNDBUF/SO_RCVBUF request (half for data, half for the kernel's bookkeeping) and
+/// reports the doubled size; FreeBSD reports what it granted.
+pub const REPORTED_PER_WINDOW_BYTE: u64 = if cfg!(target_os = "linux") { 2 } else { 1 };
+
+/// The window (in `-w`'s terms) that buffers reported as (send, receive) allow: the smaller.
+pub fn window_of(reported: (u64, u64)) -> u64 {
+    reported.0.min(reported.1) / REPORTED_PER_WINDOW_BYTE
+}
+
 /// Granted (SO_SNDBUF, SO_RCVBUF) in bytes.
 pub fn buffer_sizes<S: AsFd>(sock: &S) -> (u64, u64) {
     let s = SockRef::from(sock);

@@ -249,6 +249,8 @@ pub struct Context<'a> {
     pub limits: &'a ServerLimits,
     pub hub: &'a Hub,
     pub admission: &'a Admission,
+    /// The listener's buffers: a test's data connections are born with its window.
+    pub buffers: &'a crate::traffic::listener::ListenerBuffers,
     pub log: &'a dyn Fn(&str),
     /// The login iperf3 clients must pass (`--rsa-private-key-path`), if any.
     pub auth: Option<&'a ServerAuth>,
@@ -362,6 +364,10 @@ pub fn serve(
             contested: None,
         });
     }
+    // The data connections are born with the test's buffers (or the kernel's defaults).
+    let lease = ctx
+        .buffers
+        .lease_for(&spec, |why| (ctx.log)(&format!("{peer}: {why}")));
     control::write_state(&mut ctrl, State::CreateStreams)?;
     let rtt = crate::platform::sockopt::tcp_info(&ctrl)
         .map(|i| Duration::from_micros(u64::from(i.rtt_us)))
@@ -377,6 +383,7 @@ pub fn serve(
         Protocol::Udp => collect_udp(&udp_rx, &setup, udp_addr, &mut clock),
     };
     drop(expecting);
+    drop(lease);
     // TCP data connections are all in; a UDP test stays in the hub until it ends, so a
     // stranger's hello for its streams is noticed.
     if let Ok(mut d) = hub.data.lock() {

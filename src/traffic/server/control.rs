@@ -18,7 +18,7 @@ impl Drop for Registration<'_> {
 pub(super) fn control_session(
     mut ctrl: TcpStream,
     peer: SocketAddr,
-    shared: &Shared,
+    (shared, buffers): (&Shared, &ListenerBuffers),
     mut pending: Pending<'_>,
 ) -> anyhow::Result<()> {
     let spec = match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
@@ -80,6 +80,8 @@ pub(super) fn control_session(
         )?),
         None => None,
     };
+    // The data connections are born with the test's buffers (or the kernel's defaults).
+    let lease = buffers.lease_for(&spec, |why| (shared.log)(&format!("{peer}: {why}")));
     write_frame(
         &mut ctrl,
         &ServerMsg::Accepted {
@@ -99,6 +101,7 @@ pub(super) fn control_session(
         Protocol::Udp => collect_udp(udp, &token, &setup, &mut clock)?,
     };
     drop(expecting);
+    drop(lease);
     drop(registration);
     let infos = sockets
         .iter()

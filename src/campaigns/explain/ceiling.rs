@@ -1,0 +1,251 @@
+//! One TCP configuration's ceilings, by one formula for `explain`, its JSON and the report's
+//! charts: the window the runs had over the path's idle RTT, the path's rate, and the rate a
+//! paced run asked for. Pure.
+//!
+//! A flow carries at most its window per round trip, so the window ceiling is the window the
+//! run asked for, cut to what either end's kernel granted (`SocketInfo::window_bytes`), over
+//! the idle RTT (the lab's, else the smallest RTT the senders measured), never a loaded RTT:
+//! a queue that lengthens the RTT is what a window-limited flow meets, not a lower ceiling.
+//! A run without `-w` (autotuned) is judged by the largest window its receiver advertised.
+//! A goodput above its window ceiling is not window-limited, whatever else it is: the share
+//! of a window-limited configuration never exceeds 100%.
+
+use crate::traffic::result::TestResult;
+use crate::traffic::spec::{Direction, Flow, Protocol};
+
+/// Where a run's window figure came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowSource {
+    /// `-w`, granted in full by both ends.
+    Asked,
+    /// `-w`, cut by an end's kernel (its maxima).
+    Granted,
+    /// No `-w`: the largest window the receivers advertised (TCP_INFO).
+    Advertised,
+}
+
+impl WindowSource {
+    pub fn words(self) -> &'static str {
+        match self {
+            WindowSource::Asked => "asked",
+            WindowSource::Granted => "granted",
+            WindowSource::Advertised => "advertised",
+        }
+    }
+}
+
+/// A run's window in `-w`'s terms, summed over its streams of one direction, and where it came
+/// from; `None` for UDP or a run with no figure.
+pub fn run_window(t: &TestResult) -> Option<(u64, WindowSource)> {
+    if t.spec.protocol != Protocol::Tcp {
+        return None;
+    }
+    let streams = u64::from(t.spec.streams.max(1));
+    let Some(asked) = t.spec.window_bytes else {
+        let adv = t.summary.snd_wnd_max_bytes.filter(|w| *w > 0)?;
+        // Summed over both directions with --bidir: one direction's share.
+        let dirs = if t.spec.direction == Direction::Bidir {
+            2
+        } else {
+            1
+        };
+        return Some((adv / dirs, WindowSource::Advertised));
+    };
+    let granted = t
+        .start
+        .client_sockets
+        .iter()
+        .chain(&t.start.server_sockets)
+        .filter_map(|s| s.window_bytes)
+        .min();
+    Some(match granted {
+        Some(g) if g < asked => (g * streams, WindowSource::Granted),
+        _ => (asked * streams, WindowSource::Asked),
+    })
+}
+
+/// The rate a paced TCP run asked for, all streams and directions (bit/s).
+pub fn asked_rate(t: &TestResult) -> Option<f64> {
+    if t.spec.protocol != Protocol::Tcp || t.spec.bitrate_bps <= 0.0 {
+        return None;
+    }
+    let dirs = if t.spec.direction == Direction::Bidir {
+        2.0
+    } else {
+        1.0
+    };
+    Some(t.spec.bitrate_bps * dirs)
+}
+
+/// The smallest RTT the run's senders measured, in seconds.
+pub fn measured_idle_rtt_s(t: &TestResult) -> Option<f64> {
+    t.summary
+        .rtt_min_us
+        .filter(|r| *r > 0)
+        .map(|r| f64::from(r) / 1e6)
+}
+
+/// The receiving end of a run's first direction, for words: "server" or "client".
+pub fn receiving_end(t: &TestResult) -> &'static str {
+    match t.spec.flows().first() {
+        Some(Flow::ServerToClient) => "client",
+        _ => "server",
+    }
+}
+
+/// A goodput at or above this share of a ceiling is "at" that ceiling.
+pub const AT_CEILING: f64 = 0.8;
+/// A paced run at or above this share of its asked rate delivered it.
+pub const AT_ASKED: f64 = 0.95;
+
+/// What a TCP configuration's figures are judged against (medians of its runs).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ceilings {
+    pub link_bps: Option<f64>,
+    /// The window over the idle RTT, bit/s.
+    pub window_bps: Option<f64>,
+    pub asked_bps: Option<f64>,
+    /// Share of time the senders waited for the receiver's window / their own buffer.
+    pub rwnd_percent: Option<f64>,
+    pub sndbuf_percent: Option<f64>,
+}
+
+/// Which ceiling a TCP configuration met, and the sentence that says it.
+pub fn classify(goodput: f64, c: &Ceilings) -> (&'static str, String) {
+    use crate::units::BitRate;
+    let pct = |x: f64| goodput / x * 100.0;
+    if let Some(a) = c.asked_bps.filter(|a| goodput >= AT_ASKED * a) {
+        return (
+            "asked rate",
+            format!(
+                "at its asked rate: {:.0}% of the {} it was paced to",
+                pct(a),
+                BitRate(a)
+            ),
+        );
+    }
+    if let Some(l) = c.link_bps.filter(|l| goodput >= AT_CEILING * l) {
+        return (
+            "link",
+            format!(
+                "link-limited at {:.0}% of {}",
+                pct(l).min(100.0),
+                BitRate(l)
+            ),
+        );
+    }
+    let waited = c.rwnd_percent.filter(|r| *r >= 1.0);
+    if let Some(w) = c.window_bps
+        && goodput <= w
+        && (goodput >= AT_CEILING * w || c.rwnd_percent.is_some_and(|r| r >= 50.0))
+    {
+        return (
+            "window",
+            format!(
+                "window-limited at {:.0}% of window/RTT ({}){}",
+                pct(w),
+                BitRate(w),
+                waited
+                    .map(|r| format!(", waiting for the receiver's window {r:.0}% of the time"))
+                    .unwrap_or_default()
+            ),
+        );
+    }
+    if c.sndbuf_percent.is_some_and(|s| s >= 50.0) {
+        return (
+            "send buffer",
+            format!(
+                "limited by the sender's own buffer ({:.0}% of the time)",
+                c.sndbuf_percent.unwrap_or(0.0)
+            ),
+        );
+    }
+    let mut below = Vec::new();
+    if let Some(a) = c.asked_bps {
+        below.push(format!("{:.0}% of the {} asked", pct(a), BitRate(a)));
+    }
+    if let Some(l) = c.link_bps {
+        below.push(format!("{:.0}% of the link", pct(l)));
+    }
+    match c.window_bps {
+        Some(w) if goodput > w => {
+            return (
+                "other",
+                format!(
+                    "above its window/RTT ({}, {:.0}% of it), so not window-limited: the \
+                     receiver's kernel opened a larger window than -w counts (Linux gives a \
+                     buffer twice -w and advertises part of the overhead)",
+                    BitRate(w),
+                    pct(w)
+                ),
+            );
+        }
+        Some(w) => below.push(format!("{:.0}% of window/RTT", pct(w))),
+        None => {}
+    }
+    (
+        "other",
+        if below.is_empty() {
+            "no ceiling known (no path rate, no TCP_INFO)".into()
+        } else {
+            format!(
+                "below its ceilings ({}): something else limits it (CPU, loss, congestion control)",
+                below.join(", ")
+            )
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(window: Option<f64>, link: Option<f64>, asked: Option<f64>) -> Ceilings {
+        Ceilings {
+            link_bps: link,
+            window_bps: window,
+            asked_bps: asked,
+            ..Ceilings::default()
+        }
+    }
+
+    #[test]
+    fn a_flow_above_its_window_over_the_idle_rtt_is_never_window_limited() {
+        // 64 KiB over 40 ms: 13.1 Mbit/s. 11.7 is 89% of it; 16 would be 122%: not the window.
+        let w = 65536.0 * 8.0 / 0.040;
+        let (limit, text) = classify(11.7e6, &c(Some(w), Some(200e6), None));
+        assert_eq!(limit, "window", "{text}");
+        assert!(text.starts_with("window-limited at 89%"), "{text}");
+        let (limit, text) = classify(16e6, &c(Some(w), Some(200e6), None));
+        assert_eq!(limit, "other", "{text}");
+        assert!(text.starts_with("above its window/RTT"), "{text}");
+        assert!(!text.contains("window-limited"), "{text}");
+    }
+
+    #[test]
+    fn the_link_comes_before_a_window_larger_than_the_path_allows() {
+        // 4 MiB over 20 ms is 1.68 Gbit/s: on a 1 Gbit/s path the flow is path-limited.
+        let (limit, text) = classify(
+            940e6,
+            &c(Some(4.0 * 1048576.0 * 8.0 / 0.020), Some(1e9), None),
+        );
+        assert_eq!(limit, "link", "{text}");
+        assert!(
+            text.starts_with("link-limited at 94% of 1.00 Gbits/sec"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_paced_tcp_run_is_judged_by_its_asked_rate() {
+        let (limit, text) = classify(199e6, &c(Some(1e9), Some(1e9), Some(200e6)));
+        assert_eq!(limit, "asked rate", "{text}");
+        assert!(
+            text.starts_with("at its asked rate: 100% of the 200"),
+            "{text}"
+        );
+        let (limit, text) = classify(100e6, &c(Some(1e9), Some(1e9), Some(200e6)));
+        assert_eq!(limit, "other", "{text}");
+        assert!(text.contains("50% of the 200.00 Mbits/sec asked"), "{text}");
+    }
+}
