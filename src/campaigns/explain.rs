@@ -629,33 +629,48 @@ fn cannot_matter(
                     .client_sockets
                     .iter()
                     .chain(&t.start.server_sockets)
-                    .all(|s| s.rcvbuf_bytes >= w && s.sndbuf_bytes >= w)
+                    .all(|s| {
+                        // The end's own account, else the reported sizes (older records).
+                        s.window_bytes
+                            .map_or(s.rcvbuf_bytes >= w && s.sndbuf_bytes >= w, |g| g >= w)
+                    })
             })
         });
-    let keys = &facts.profile_keys;
+    out.extend(profile_cannot_matter(
+        &facts.profile_keys,
+        all_forced,
+        granted,
+    ));
+    out
+}
+
+/// The sentence for a swept profile whose every key is inert when every run fixes its buffers
+/// with `-w`: `all_forced` (force mode everywhere), `granted` (every run was granted its window
+/// in full, so the caps did not bind). `run --check` says it before any run (forced windows).
+pub fn profile_cannot_matter(keys: &[String], all_forced: bool, granted: bool) -> Option<String> {
     // Forced windows pass the caps by construction; asked ones only when granted in full.
     let inert = |k: &str| {
         OVERRIDDEN_BY_WINDOW.contains(&k)
             || ((granted || all_forced) && CAPS_OF_WINDOW.contains(&k))
     };
-    if keys.iter().all(|k| inert(k)) {
-        // Sorted and each once (`Plan::facts`).
-        let names: Vec<&str> = keys.iter().map(String::as_str).collect();
-        out.push(format!(
-            "profile cannot matter here by construction: every run fixes its socket buffers with \
-             -w (window) in --window-mode {}{}{}",
-            if all_forced { "force" } else { "ask" },
-            inert_words(&names),
-            match (all_forced, names.iter().any(|n| CAPS_OF_WINDOW.contains(n))) {
-                (true, true) =>
-                    "; forced windows pass net.core.rmem_max/wmem_max, so the caps \
-                                 cannot bind (window_mode = \"ask\" lets them)",
-                (false, true) => "; the buffers were granted in full, so the caps did not bind",
-                _ => "",
-            }
-        ));
+    if keys.is_empty() || !keys.iter().all(|k| inert(k)) {
+        return None;
     }
-    out
+    // Sorted and each once (`Plan::facts`).
+    let names: Vec<&str> = keys.iter().map(String::as_str).collect();
+    Some(format!(
+        "profile cannot matter here by construction: every run fixes its socket buffers with \
+         -w (window) in --window-mode {}{}{}",
+        if all_forced { "force" } else { "ask" },
+        inert_words(&names),
+        match (all_forced, names.iter().any(|n| CAPS_OF_WINDOW.contains(n))) {
+            (true, true) =>
+                "; forced windows pass net.core.rmem_max/wmem_max, so the caps cannot bind \
+                 (window_mode = \"ask\" lets them)",
+            (false, true) => "; the buffers were granted in full, so the caps did not bind",
+            _ => "",
+        }
+    ))
 }
 
 #[cfg(test)]

@@ -197,6 +197,22 @@ pub fn value_warnings(plan: &Plan, host: &HostLimits) -> Vec<String> {
             ));
         }
     }
+    // A profile forced windows make inert is said now, not after the campaign.
+    let all_forced = !specs.is_empty()
+        && specs.iter().all(|s| {
+            s.window_bytes.is_some() && s.window_mode == crate::traffic::spec::WindowMode::Force
+        });
+    if all_forced
+        && let Some(w) = crate::campaigns::explain::profile_cannot_matter(
+            &plan.facts().profile_keys,
+            true,
+            false,
+        )
+    {
+        out.push(format!(
+            "{w}: drop the profile dimension, or ask for windows (window_mode = \"ask\")"
+        ));
+    }
     if let Target::Lab { path, emulator } | Target::Auto { path, emulator } = &plan.target {
         let userspace = match emulator {
             crate::lab::EmulatorChoice::Userspace => true,
