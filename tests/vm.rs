@@ -1093,38 +1093,41 @@ fn a_guests_server_opens_the_window_the_client_asked_for() {
     };
     let lab = Lab::up(&name, path, &options(&dir)).unwrap();
     // Guest b's server (Debian's 6.1 kernel) receives: before the fix it advertised 64 KB
-    // whatever -w asked, and both windows carried about 12 Mbit/s.
+    // whatever -w asked, and both windows carried about 12 Mbit/s. The TCG guests add 3 ms
+    // idle and 10-15 ms under load to the 40 ms (measured), so 1 MiB carries 120-140 Mbit/s
+    // on a busy 2-core host: the floor is well above what 64 KB allows, below the ideal 210.
     let (big, r) = guest_a_client(&lab, &["-t", "4", "-w", "1M"]);
     assert!(
-        big >= 150e6 && big <= 200e6 * 1.02,
+        big >= 100e6 && big <= 200e6 * 1.02,
         "-w 1M carried {big} bit/s (largest advertised window {:?}): {:?}",
         r.summary.snd_wnd_max_bytes,
         r.warnings
     );
     assert!(
-        r.summary.snd_wnd_max_bytes.unwrap_or(0) >= 512 << 10,
+        r.summary.snd_wnd_max_bytes.unwrap_or(0) >= 900 << 10,
         "the server advertised {:?}",
         r.summary.snd_wnd_max_bytes
-    );
-    let (small, r) = guest_a_client(&lab, &["-t", "4", "-w", "64K"]);
-    assert!(
-        (9e6..=14e6).contains(&small),
-        "-w 64K carried {small} bit/s: {:?}",
-        r.warnings
     );
     // The same test in iperf3's protocol, against the same server.
     let (iperf3, r) = guest_a_client(&lab, &["-t", "4", "-w", "1M", "--iperf3"]);
     assert!(
-        iperf3 >= 150e6,
+        iperf3 >= 100e6,
         "-w 1M in iperf3's protocol carried {iperf3}: {:?}",
         r.warnings
     );
+    // 64 KiB over 40 ms is 13.1 Mbit/s at most.
+    let (small, r) = guest_a_client(&lab, &["-t", "4", "-w", "64K"]);
+    assert!(
+        (8e6..=13.2e6).contains(&small),
+        "-w 64K carried {small} bit/s: {:?}",
+        r.warnings
+    );
     // After windowed tests the listener is the kernel's again: a test without -w autotunes
-    // past 64 KB (the guest's default maxima allow about 3 MB for autotuning).
+    // past the 64 KB the last test asked (the guest's tcp_rmem allows about 6 MB).
     let (auto, r) = guest_a_client(&lab, &["-t", "4"]);
     assert!(
-        auto >= 100e6,
-        "a test without -w after windowed ones carried {auto}: {:?}",
+        auto >= 40e6,
+        "a test without -w after -w 64K carried {auto}: largest advertised window {:?}",
         r.summary.snd_wnd_max_bytes
     );
     drop(lab);
@@ -1162,10 +1165,11 @@ fn iperf3_as_the_client_gets_the_window_it_asked_of_a_guests_server() {
             .as_f64()
             .unwrap_or_else(|| panic!("{v}"))
     };
+    // Before the fix: 11.9 Mbit/s for both (measured 123 and 11.4 after it, on a busy host).
     let big = iperf3("1M");
-    assert!(big >= 150e6 && big <= 200e6 * 1.02, "iperf3 -w 1M: {big}");
+    assert!(big >= 100e6 && big <= 200e6 * 1.02, "iperf3 -w 1M: {big}");
     let small = iperf3("64K");
-    assert!((9e6..=14e6).contains(&small), "iperf3 -w 64K: {small}");
+    assert!((8e6..=13.2e6).contains(&small), "iperf3 -w 64K: {small}");
     drop(lab);
 }
 
