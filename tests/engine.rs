@@ -517,3 +517,50 @@ fn a_server_says_whether_it_would_admit_a_test() {
     assert!(t.elapsed() < Duration::from_secs(10));
     closer.join().unwrap();
 }
+
+/// The kernel's default receive buffer of a new TCP socket (`tcp_rmem`'s middle value).
+fn default_rcvbuf() -> Option<u64> {
+    let t = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_rmem").ok()?;
+    t.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn the_servers_sockets_are_born_with_the_tests_window_and_later_tests_get_the_defaults_again() {
+    let server = TestServer::start(ServerLimits::default());
+    let w = 256 << 10;
+    let windowed = TestSpec {
+        window_bytes: Some(w),
+        ..tcp(0.6)
+    };
+    let r = server.run(&windowed).expect("windowed test");
+    let s = &r.start.server_sockets[0];
+    assert_eq!(s.window_bytes, Some(w), "{s:?}");
+    assert!(s.rcvbuf_bytes >= w, "{s:?}");
+    // The listener carried the window only while that test's connections arrived: the next
+    // test's sockets have the kernel's own buffers (autotuning), on the same port.
+    let plain = server.run(&tcp(0.6)).expect("test without -w");
+    let s = &plain.start.server_sockets[0];
+    assert_eq!(s.window_bytes, None);
+    if let Some(d) = default_rcvbuf() {
+        assert_eq!(
+            s.rcvbuf_bytes, d,
+            "the server's socket kept a window: {s:?}"
+        );
+    }
+    assert!(s.rcvbuf_bytes < 2 * w, "{s:?}");
+    // And windows in turn, each its own.
+    for w in [128 << 10, 512 << 10] {
+        let r = server
+            .run(&TestSpec {
+                window_bytes: Some(w),
+                ..tcp(0.4)
+            })
+            .expect("windowed test");
+        assert_eq!(r.start.server_sockets[0].window_bytes, Some(w));
+    }
+    assert!(
+        !server.log_text().contains("after the handshake"),
+        "{}",
+        server.log_text()
+    );
+}

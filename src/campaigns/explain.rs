@@ -46,8 +46,9 @@ pub struct Limit {
     pub asked_bps: Option<f64>,
     pub sent_bps: Option<f64>,
     pub loss_percent: Option<f64>,
-    /// "link", "window", "send buffer", "sender" (UDP: the sender fell short of the rate
-    /// asked), "asked rate" (UDP, or paced TCP: delivered what was asked) or "other".
+    /// "link", "window", "receiver" (held by its window yet below what the window allows: a
+    /// slow reader), "send buffer", "sender" (UDP: the sender fell short of the rate asked),
+    /// "asked rate" (UDP, or paced TCP: delivered what was asked) or "other".
     pub limit: String,
     pub text: String,
 }
@@ -70,7 +71,8 @@ pub struct Explanation {
     pub trust: Vec<Flag>,
     pub limits: Vec<Limit>,
     /// Configurations whose kernels granted a smaller window than `-w` asked: what was asked
-    /// and granted, the limit that cut it, and the configurations granted in full.
+    /// and granted, the limit that cut it, and the configurations granted in full; then those
+    /// whose receivers never opened the window their buffers allow.
     pub grants: Vec<String>,
     /// Dimensions that cannot matter by construction, and why.
     pub cannot_matter: Vec<String>,
@@ -199,7 +201,9 @@ pub fn explain(
         judging.confidence,
     );
     let cannot_matter = cannot_matter(facts, configs, results);
-    let grants = grants::words(configs, &grants::RunsOf::new(used, results));
+    let runs_of = grants::RunsOf::new(used, results);
+    let mut grants = grants::words(configs, &runs_of);
+    grants.extend(grants::unopened(configs, &runs_of));
     let comparisons = effects
         .effects
         .iter()
@@ -375,6 +379,10 @@ fn tcp_limit(
             _ => None,
         },
         asked_bps: pick(ceiling::asked_rate),
+        loaded_window_bps: match (window, pick(|t| t.summary.rtt_mean_us)) {
+            (Some(w), Some(r)) if r > 0.0 => Some(w * 8.0 / (r / 1e6)),
+            _ => None,
+        },
         rwnd_percent: pick(|t| t.summary.rwnd_limited_percent),
         sndbuf_percent: pick(|t| t.summary.sndbuf_limited_percent),
     };
@@ -692,6 +700,7 @@ mod unit_tests {
             &ceiling::Ceilings {
                 link_bps: link,
                 window_bps: window,
+                loaded_window_bps: None,
                 asked_bps: None,
                 rwnd_percent: rwnd,
                 sndbuf_percent: sndbuf,

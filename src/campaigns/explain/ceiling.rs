@@ -105,6 +105,9 @@ pub struct Ceilings {
     /// The window over the idle RTT, bit/s.
     pub window_bps: Option<f64>,
     pub asked_bps: Option<f64>,
+    /// The window over the RTT under load (the senders' mean smoothed RTT), bit/s: what a
+    /// window-limited flow meets when a queue lengthens its round trip.
+    pub loaded_window_bps: Option<f64>,
     /// Share of time the senders waited for the receiver's window / their own buffer.
     pub rwnd_percent: Option<f64>,
     pub sndbuf_percent: Option<f64>,
@@ -135,21 +138,49 @@ pub fn classify(goodput: f64, c: &Ceilings) -> (&'static str, String) {
         );
     }
     let waited = c.rwnd_percent.filter(|r| *r >= 1.0);
+    let waiting = waited
+        .map(|r| format!(", waiting for the receiver's window {r:.0}% of the time"))
+        .unwrap_or_default();
     if let Some(w) = c.window_bps
         && goodput <= w
-        && (goodput >= AT_CEILING * w || c.rwnd_percent.is_some_and(|r| r >= 50.0))
     {
-        return (
-            "window",
-            format!(
-                "window-limited at {:.0}% of window/RTT ({}){}",
-                pct(w),
-                BitRate(w),
-                waited
-                    .map(|r| format!(", waiting for the receiver's window {r:.0}% of the time"))
-                    .unwrap_or_default()
-            ),
-        );
+        if goodput >= AT_CEILING * w {
+            return (
+                "window",
+                format!(
+                    "window-limited at {:.0}% of window/RTT ({}){waiting}",
+                    pct(w),
+                    BitRate(w)
+                ),
+            );
+        }
+        // Held by the window most of the time, yet well below window/idle RTT: a queue that
+        // lengthened the round trip (the window over the loaded RTT is met), or a receiver
+        // that read slower than the path delivered (it is not).
+        if c.rwnd_percent.is_some_and(|r| r >= 50.0) {
+            return match c.loaded_window_bps {
+                Some(lw) if goodput >= AT_CEILING * lw.min(w) => (
+                    "window",
+                    format!(
+                        "window-limited at {:.0}% of window/RTT ({}){waiting}: below 100% as \
+                         the RTT under load was longer than idle (window/loaded RTT {})",
+                        pct(w),
+                        BitRate(w),
+                        BitRate(lw)
+                    ),
+                ),
+                _ => (
+                    "receiver",
+                    format!(
+                        "receiver-limited{waiting}, though its window over the RTT allows {} \
+                         ({:.0}% used): the receiving host read slower than the path \
+                         delivered (its CPU, or its application)",
+                        BitRate(w),
+                        pct(w)
+                    ),
+                ),
+            };
+        }
     }
     if c.sndbuf_percent.is_some_and(|s| s >= 50.0) {
         return (
@@ -199,6 +230,28 @@ pub fn classify(goodput: f64, c: &Ceilings) -> (&'static str, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn held_by_the_window_below_its_idle_ceiling_is_a_queue_or_a_slow_receiver() {
+        let w = 1536.0 * 1024.0 * 8.0 / 0.040;
+        let held = |loaded_rtt: f64| Ceilings {
+            link_bps: Some(200e6),
+            window_bps: Some(w),
+            loaded_window_bps: Some(1536.0 * 1024.0 * 8.0 / loaded_rtt),
+            rwnd_percent: Some(60.0),
+            ..Ceilings::default()
+        };
+        // 92 Mbit/s with 1.5 MiB in flight: only a 137 ms RTT would explain it by the window.
+        let (limit, text) = classify(92e6, &held(0.055));
+        assert_eq!(limit, "receiver", "{text}");
+        assert!(text.contains("29% used"), "{text}");
+        let (limit, text) = classify(92e6, &held(0.130));
+        assert_eq!(limit, "window", "{text}");
+        assert!(
+            text.contains("RTT under load was longer than idle"),
+            "{text}"
+        );
+    }
 
     fn c(window: Option<f64>, link: Option<f64>, asked: Option<f64>) -> Ceilings {
         Ceilings {

@@ -105,15 +105,16 @@ fn cuts(configs: &[ConfigRow], runs_of: &RunsOf<'_>) -> Vec<Cut> {
 /// the configurations that differ from it in one dimension and were granted in full ("profile
 /// = bigmax lifts it").
 pub fn words(configs: &[ConfigRow], runs_of: &RunsOf<'_>) -> Vec<String> {
-    said(&cuts(configs, runs_of), configs, &|label| {
-        in_full(runs_of.of(label))
+    said(&cuts(configs, runs_of), configs, &|label, asked| {
+        in_full(runs_of.of(label), asked)
     })
 }
 
+/// `granted_in_full(label, asked)`: that configuration's runs asked `asked` and got it.
 fn said(
     cuts: &[Cut],
     configs: &[ConfigRow],
-    granted_in_full: &dyn Fn(&str) -> bool,
+    granted_in_full: &dyn Fn(&str, u64) -> bool,
 ) -> Vec<String> {
     cuts.iter()
         .map(|cut| {
@@ -122,7 +123,7 @@ fn said(
             };
             let lifts: Vec<String> = configs
                 .iter()
-                .filter(|o| o.label != me.label && granted_in_full(&o.label))
+                .filter(|o| o.label != me.label && granted_in_full(&o.label, cut.asked))
                 .filter_map(|o| one_difference(&me.dims, &o.dims))
                 .collect();
             let lift = if lifts.is_empty() {
@@ -145,6 +146,36 @@ fn said(
         .collect()
 }
 
+/// Configurations some of whose runs' receivers never opened the window their buffers allow
+/// (`traffic::result::checks::unopened_windows`): what they measured was a smaller window.
+pub fn unopened(configs: &[ConfigRow], runs_of: &RunsOf<'_>) -> Vec<String> {
+    configs
+        .iter()
+        .filter_map(|c| {
+            let runs = runs_of.of(&c.label);
+            let hit: Vec<String> = runs
+                .iter()
+                .filter_map(|t| {
+                    crate::traffic::result::checks::unopened_windows(
+                        &t.spec,
+                        &t.start,
+                        &t.directions,
+                    )
+                    .into_iter()
+                    .next()
+                })
+                .collect();
+            let first = hit.first()?;
+            Some(format!(
+                "{}: in {} of its {} runs {first}",
+                c.label,
+                hit.len(),
+                runs.len()
+            ))
+        })
+        .collect()
+}
+
 /// "profile=bigmax" when `b` differs from `a` in exactly one dimension.
 fn one_difference(a: &[(String, String)], b: &[(String, String)]) -> Option<String> {
     if a.len() != b.len() {
@@ -162,16 +193,17 @@ fn one_difference(a: &[(String, String)], b: &[(String, String)]) -> Option<Stri
     }
 }
 
-/// Every run of a configuration granted at least what it asked, at both ends.
-fn in_full(runs: &[&TestResult]) -> bool {
+/// Every run of a configuration asked `want` and was granted it, at both ends.
+fn in_full(runs: &[&TestResult], want: u64) -> bool {
     !runs.is_empty()
         && runs.iter().all(|t| {
             t.spec.window_bytes.is_some_and(|asked| {
-                t.start
-                    .client_sockets
-                    .iter()
-                    .chain(&t.start.server_sockets)
-                    .all(|s| s.window_bytes.is_none_or(|w| w >= asked))
+                asked == want
+                    && t.start
+                        .client_sockets
+                        .iter()
+                        .chain(&t.start.server_sockets)
+                        .all(|s| s.window_bytes.is_none_or(|w| w >= asked))
             })
         })
 }
@@ -244,7 +276,9 @@ mod tests {
             end: "server",
             limit: "net.core.rmem_max".into(),
         };
-        let w = said(&[cut], &configs, &|l| l.contains("bigmax"));
+        let w = said(&[cut], &configs, &|l, asked| {
+            l.contains("bigmax") && l.contains(&format!("window={}K", asked >> 10))
+        });
         assert_eq!(w.len(), 1);
         assert!(
             w[0].starts_with("window=1536K profile=default: -w asked 1.50 MBytes but the server's kernel granted a window of 208 KBytes (capped by net.core.rmem_max)"),

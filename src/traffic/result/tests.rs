@@ -207,3 +207,45 @@ fn a_window_granted_smaller_than_asked_is_said() {
     let no_w = TestSpec::tcp(Duration::from_secs(1));
     assert!(checks::window_grants(&no_w, &start).is_empty());
 }
+
+#[test]
+fn a_receiver_that_never_opened_its_window_is_said() {
+    use crate::traffic::measure::SocketInfo;
+    use crate::traffic::spec::Flow;
+    let spec = TestSpec {
+        window_bytes: Some(1 << 20),
+        ..TestSpec::tcp(Duration::from_secs(4))
+    };
+    let start = StartInfo {
+        server_sockets: vec![SocketInfo {
+            sndbuf_bytes: 2 << 20,
+            rcvbuf_bytes: 2 << 20,
+            window_bytes: Some(1 << 20),
+            ..SocketInfo::default()
+        }],
+        ..StartInfo::default()
+    };
+    // The VM guests' 6.1 kernel before the fix: 62.6 KBytes advertised for -w 1M.
+    let direction = |seen: u64, waited: f64| DirectionResult {
+        flow: Flow::ClientToServer,
+        summary: Summary {
+            snd_wnd_max_bytes: Some(seen),
+            rwnd_limited_percent: Some(waited),
+            ..Summary::default()
+        },
+        streams: Vec::new(),
+        udp_timing: None,
+    };
+    let w = checks::unopened_windows(&spec, &start, &[direction(64_128, 95.0)]);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].starts_with(
+            "the server's largest advertised window was 62.6 KBytes of the 1.00 MBytes"
+        ),
+        "{}",
+        w[0]
+    );
+    // Opened, or small but never waited for: nothing to say.
+    assert!(checks::unopened_windows(&spec, &start, &[direction(1 << 20, 95.0)]).is_empty());
+    assert!(checks::unopened_windows(&spec, &start, &[direction(64_128, 2.0)]).is_empty());
+}
