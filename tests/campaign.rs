@@ -109,6 +109,20 @@ fn the_issue_plan_runs_unchanged_on_loopback_and_compares() {
         out.contains("x window=64K") && out.contains("+ window=256K") && out.contains("Verdict:"),
         "{out}"
     );
+    // Regression: a typo in --where printed nothing and exited 0.
+    for (filter, says) in [
+        (
+            "parallell=1",
+            "has no dimension \"parallell\"; its dimensions are window, parallel",
+        ),
+        (
+            "parallel=7",
+            "dimension parallel has no value \"7\"; its values are 1, 2",
+        ),
+    ] {
+        let (ok, out) = netsweep(&["compare", "--db", dbs, "--by", "window", "--where", filter]);
+        assert!(!ok && out.contains(says), "{filter}: {out}");
+    }
     let (ok, csv) = netsweep(&["export", "--db", dbs, "--format", "csv"]);
     assert!(ok);
     let lines: Vec<&str> = csv.lines().collect();

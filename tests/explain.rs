@@ -80,6 +80,10 @@ fn a_window_by_profile_campaign_is_explained_right() {
                 goodput <= w * 1.05,
                 "{config}: {goodput} over window/RTT {w}"
             );
+            // Window-limited is a share of window over the idle RTT: never above 100%.
+            if kind == "window" {
+                assert!(goodput <= w, "{config}: {}", l["text"]);
+            }
         }
     }
     assert!(text.contains("window-limited at"), "{text}");
@@ -132,6 +136,13 @@ fn a_real_window_by_rate_interaction_is_found() {
             400e6
         };
         assert!(goodput <= rate * 1.02, "{config}: {goodput}");
+        if l["limit"] == "window" {
+            assert!(
+                goodput <= l["window_bps"].as_f64().unwrap(),
+                "{config}: {}",
+                l["text"]
+            );
+        }
         if config.contains("window=64K") {
             assert_eq!(l["limit"], "window", "{config}: {}", l["text"]);
         } else {

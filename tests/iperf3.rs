@@ -624,6 +624,17 @@ fn a_campaign_runs_against_an_iperf3_server_and_says_so() {
         "{text}"
     );
     assert!(text.contains("whole seconds"), "{text}");
+    // Regression: --check passed duration = "auto", and every run then failed.
+    write_plan("auto");
+    let out = netsweep(&["run", "plan.toml", "--check"]);
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(
+        text.contains("an iperf3 target cannot run 2 configurations")
+            && text.contains("needs a netsweep server"),
+        "{text}"
+    );
     write_plan("1s");
     let out = netsweep(&["run", "plan.toml", "--db", "c.db"]);
     let text =

@@ -29,6 +29,32 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
             .cloned()
             .with_context(|| format!("campaign {campaign} has no dimensions to compare"))?,
     };
+    // A filter that matches nothing is a typo, not an empty answer.
+    for (k, v) in &filters {
+        if !dims.contains(k) {
+            bail!(
+                "--where {k}={v}: campaign {campaign} has no dimension {k:?}; its dimensions are {}",
+                dims.join(", ")
+            );
+        }
+        if !configs
+            .iter()
+            .any(|c| c.dims.iter().any(|(ck, cv)| ck == k && cv == v))
+        {
+            let mut known: Vec<&str> = Vec::new();
+            for c in &configs {
+                if let Some((_, cv)) = c.dims.iter().find(|(ck, _)| ck == k)
+                    && !known.contains(&cv.as_str())
+                {
+                    known.push(cv);
+                }
+            }
+            bail!(
+                "--where {k}={v}: dimension {k} has no value {v:?}; its values are {}",
+                known.join(", ")
+            );
+        }
+    }
     let mut values: Vec<String> = Vec::new();
     for c in &configs {
         if let Some((_, v)) = c.dims.iter().find(|(k, _)| k == &by)

@@ -53,7 +53,10 @@ pub fn run(cmd: LabCommand) -> anyhow::Result<ExitCode> {
             let names = lab::LabNames::new(&name).map_err(anyhow::Error::msg)?;
             let ns = names.namespace(h);
             if !netns::exists(&ns) {
-                bail!("no lab {name}: create it with `netsweep lab up {name}`");
+                bail!(
+                    "no lab {name}: create it with `{}`",
+                    crate::paste::netsweep(&["lab", "up", name.as_str()])
+                );
             }
             let err = std::process::Command::new("ip")
                 .args(["netns", "exec", &ns])
@@ -239,7 +242,10 @@ fn list(state_dir: &std::path::Path) {
             None => "no state file".to_string(),
         };
         let flag = if l.leftover {
-            "  LEFTOVER: clean with `netsweep lab down NAME`".replace("NAME", &l.name)
+            format!(
+                "  LEFTOVER: clean with `{}`",
+                crate::paste::netsweep(&["lab", "down", l.name.as_str()])
+            )
         } else {
             String::new()
         };

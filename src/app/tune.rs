@@ -226,8 +226,8 @@ fn apply(
     }
     if !hold {
         crate::outln!(
-            "restore with: netsweep tune restore --target {}",
-            tuning::target_arg(t)
+            "restore with: {}",
+            crate::paste::netsweep(&["tune", "restore", "--target", &tuning::target_arg(t)])
         );
         return Ok(ExitCode::SUCCESS);
     }

@@ -155,8 +155,9 @@ impl Lab {
         for h in [Host::A, Host::B] {
             if netns::exists(&names.namespace(h)) || read_state(&opts.state_dir, name).is_some() {
                 bail!(
-                    "lab {name} already exists (namespace {} or its state file): remove it with `netsweep lab down {name}`",
-                    names.namespace(h)
+                    "lab {name} already exists (namespace {} or its state file): remove it with `{}`",
+                    names.namespace(h),
+                    crate::paste::netsweep(&["lab", "down", name])
                 );
             }
         }

@@ -87,7 +87,9 @@ pub fn run_test(
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Result<TestResult, TestError> {
     if spec.steady.is_some() && cfg.peer == PeerProtocol::Iperf3 {
-        return Err(TestError::new(NO_AUTO_WITH_IPERF3.to_string()));
+        return Err(TestError::new(
+            crate::traffic::iperf3::client::NO_AUTO.to_string(),
+        ));
     }
     // A count (-n/-k) ends the test when the client says: iperf3's protocol, which netsweep
     // servers speak too (netsweep's own fixes the grid in advance).
@@ -122,7 +124,8 @@ pub fn run_test(
             if cfg.peer == PeerProtocol::Detect && spec.steady.is_some() =>
         {
             return Err(TestError::new(format!(
-                "{server} did not answer netsweep's greeting within {DETECT_WAIT:?}: {NO_AUTO_WITH_IPERF3}"
+                "{server} did not answer netsweep's greeting within {DETECT_WAIT:?}: {}",
+                crate::traffic::iperf3::client::NO_AUTO
             )));
         }
         Err(protocol::ProtocolError::Timeout(_)) if cfg.peer == PeerProtocol::Detect => {
@@ -158,9 +161,6 @@ pub fn run_test(
     let control_rtt = t0.elapsed();
     netsweep::session(cfg, spec, stop, on_interval, ctrl, control_rtt)
 }
-
-const NO_AUTO_WITH_IPERF3: &str = "duration = \"auto\" (-t auto) needs a netsweep server: \
-     iperf3's protocol cannot end a test when its rates are steady; give a time (-t 10)";
 
 #[cfg(test)]
 mod tests;

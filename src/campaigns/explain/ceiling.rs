@@ -3,10 +3,11 @@
 //! paced run asked for. Pure.
 //!
 //! A flow carries at most its window per round trip, so the window ceiling is the window the
-//! run asked for, cut to what either end's kernel granted (`SocketInfo::window_bytes`), over
-//! the idle RTT (the lab's, else the smallest RTT the senders measured), never a loaded RTT:
-//! a queue that lengthens the RTT is what a window-limited flow meets, not a lower ceiling.
-//! A run without `-w` (autotuned) is judged by the largest window its receiver advertised.
+//! run asked for, cut to what either end's kernel granted (`SocketInfo::window_bytes`), or
+//! the largest window its receiver advertised when that is more (Linux 6.x advertises more
+//! than `-w`), over the idle RTT (the lab's, else the smallest RTT the senders measured),
+//! never a loaded RTT: a queue that lengthens the RTT is what a window-limited flow meets, not
+//! a lower ceiling. A run without `-w` (autotuned) is judged by its advertised window.
 //! A goodput above its window ceiling is not window-limited, whatever else it is: the share
 //! of a window-limited configuration never exceeds 100%.
 
@@ -20,7 +21,8 @@ pub enum WindowSource {
     Asked,
     /// `-w`, cut by an end's kernel (its maxima).
     Granted,
-    /// No `-w`: the largest window the receivers advertised (TCP_INFO).
+    /// The largest window the receivers advertised (TCP_INFO): without `-w`, or when the
+    /// kernel advertised more than `-w`.
     Advertised,
 }
 
@@ -34,22 +36,29 @@ impl WindowSource {
     }
 }
 
-/// A run's window in `-w`'s terms, summed over its streams of one direction, and where it came
-/// from; `None` for UDP or a run with no figure.
+/// A run's window, summed over its streams of one direction, and where it came from: `-w` as
+/// asked, cut to what either end's kernel granted; but never less than the largest window the
+/// receivers advertised, since that is what the flow had in flight (Linux 6.x advertises more
+/// than `-w` of the doubled buffer it grants: 114% of `-w` measured on veth). Without `-w`,
+/// the advertised window. `None` for UDP or a run with no figure.
 pub fn run_window(t: &TestResult) -> Option<(u64, WindowSource)> {
     if t.spec.protocol != Protocol::Tcp {
         return None;
     }
     let streams = u64::from(t.spec.streams.max(1));
+    // Summed over both directions with --bidir: one direction's share.
+    let dirs = if t.spec.direction == Direction::Bidir {
+        2
+    } else {
+        1
+    };
+    let advertised = t
+        .summary
+        .snd_wnd_max_bytes
+        .filter(|w| *w > 0)
+        .map(|w| w / dirs);
     let Some(asked) = t.spec.window_bytes else {
-        let adv = t.summary.snd_wnd_max_bytes.filter(|w| *w > 0)?;
-        // Summed over both directions with --bidir: one direction's share.
-        let dirs = if t.spec.direction == Direction::Bidir {
-            2
-        } else {
-            1
-        };
-        return Some((adv / dirs, WindowSource::Advertised));
+        return advertised.map(|a| (a, WindowSource::Advertised));
     };
     let granted = t
         .start
@@ -58,9 +67,13 @@ pub fn run_window(t: &TestResult) -> Option<(u64, WindowSource)> {
         .chain(&t.start.server_sockets)
         .filter_map(|s| s.window_bytes)
         .min();
-    Some(match granted {
+    let (window, source) = match granted {
         Some(g) if g < asked => (g * streams, WindowSource::Granted),
         _ => (asked * streams, WindowSource::Asked),
+    };
+    Some(match advertised {
+        Some(a) if a > window => (a, WindowSource::Advertised),
+        _ => (window, source),
     })
 }
 

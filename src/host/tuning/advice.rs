@@ -58,6 +58,14 @@ pub fn rate_arg(bps: f64) -> String {
     format!("{whole}")
 }
 
+/// A round trip as a user types it: `1.576ms`, `20ms`, `0.25ms` (to the microsecond, which is
+/// what `--rtt` resolves; no floating-point tail such as `1.5759999999999998ms`).
+pub fn rtt_arg(rtt_s: f64) -> String {
+    let us = (rtt_s * 1e6).round() as u64;
+    let text = format!("{}.{:03}", us / 1000, us % 1000);
+    format!("{}ms", text.trim_end_matches('0').trim_end_matches('.'))
+}
+
 /// `rate_arg` checked against the parser: what the hint says is what the user asked.
 pub fn rate_round_trips(bps: f64) -> bool {
     rate_arg(bps)
@@ -78,6 +86,23 @@ mod tests {
         assert_eq!(rate_arg(1234.0), "1234");
         for r in [10e9, 1.5e9, 100e6, 64e3, 1234.0, 2.5e12] {
             assert!(rate_round_trips(r), "{r}: {}", rate_arg(r));
+        }
+    }
+
+    /// Regression: `tune bdp --rtt 1.576ms` printed `--rtt 1.5759999999999998ms`.
+    #[test]
+    fn round_trips_are_written_as_typed_and_parse_back() {
+        assert_eq!(rtt_arg(0.001576), "1.576ms");
+        assert_eq!(rtt_arg(0.020), "20ms");
+        assert_eq!(rtt_arg(0.00025), "0.25ms");
+        for t in [0.001576, 0.020, 0.00025, 1.5, 0.0000_01] {
+            let back = crate::units::parse_duration(&rtt_arg(t)).unwrap();
+            assert_eq!(
+                back.as_micros(),
+                (t * 1e6).round() as u128,
+                "{t}: {}",
+                rtt_arg(t)
+            );
         }
     }
 

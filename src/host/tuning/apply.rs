@@ -67,11 +67,11 @@ pub fn validate(t: &Target, p: &Profile, opts: &ApplyOptions) -> Result<(), Vec<
 pub fn apply(t: &Target, p: &Profile, opts: &ApplyOptions) -> anyhow::Result<Vec<Entry>> {
     if let Some(j) = read_journal(t) {
         bail!(
-            "{} is already tuned with profile {} ({} settings): run `netsweep tune restore --target {}` first",
+            "{} is already tuned with profile {} ({} settings): run `{}` first",
             t.id(),
             j.profile,
             j.entries.len(),
-            target_arg(t)
+            crate::paste::netsweep(&["tune", "restore", "--target", &target_arg(t)])
         );
     }
     validate(t, p, opts).map_err(|e| {

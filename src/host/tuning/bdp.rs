@@ -58,7 +58,7 @@ pub fn bdp_text(rate_bps: f64, rtt_s: f64, current: &dyn Fn(&str) -> Option<Stri
             "--rate".into(),
             advice::rate_arg(rate_bps),
             "--rtt".into(),
-            format!("{}ms", rtt_s * 1000.0),
+            advice::rtt_arg(rtt_s),
         ])
     ));
     s.push_str(

@@ -73,17 +73,17 @@ pub fn headline(target: &str, j: &Journal, state: &ProfileState, owner: &str) ->
         ProfileState::Applied => format!("{target}: profile {} applied ({owner})", j.profile),
         ProfileState::Partial { applied, total } => format!(
             "{target}: profile {} PARTIALLY applied: {} of {total} keys ({}); an apply was \
-             interrupted or the others changed since ({owner}); `netsweep tune restore` puts \
-             the originals back",
+             interrupted or the others changed since ({owner}); `{}` puts the originals back",
             j.profile,
             applied.len(),
-            applied.join(", ")
+            applied.join(", "),
+            crate::paste::netsweep(&["tune", "restore"])
         ),
         ProfileState::NotApplied => format!(
             "{target}: profile {} NOT applied: no key holds its value (an apply interrupted \
-             before its first write, or changed since) ({owner}); `netsweep tune restore` \
-             clears the journal",
-            j.profile
+             before its first write, or changed since) ({owner}); `{}` clears the journal",
+            j.profile,
+            crate::paste::netsweep(&["tune", "restore"])
         ),
     }
 }

@@ -68,7 +68,20 @@ pub fn adapt(spec: &TestSpec) -> TestSpec {
 }
 
 /// iperf3's parameters for `spec`, or why iperf3 cannot run it.
+/// Why a `duration = "auto"` test cannot run in iperf3's protocol.
+pub const NO_AUTO: &str = "duration = \"auto\" (-t auto) needs a netsweep server: iperf3's \
+     protocol cannot end a test when its rates are steady; give a time (-t 10)";
+
 pub fn params_for(spec: &TestSpec) -> Result<Params, String> {
+    // What only a netsweep server does: refused here, so `run --check` refuses it too.
+    if spec.steady.is_some() {
+        return Err(NO_AUTO.into());
+    }
+    if spec.latency.is_some() {
+        return Err(
+            "--latency needs a netsweep server: iperf3 servers do not echo its probes".into(),
+        );
+    }
     let whole = |d: Duration, flag: &str| -> Result<u64, String> {
         if d.subsec_nanos() == 0 {
             Ok(d.as_secs())
