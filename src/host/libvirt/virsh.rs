@@ -115,11 +115,38 @@ impl Virsh {
         if status.success() {
             Ok(String::from_utf8_lossy(&stdout).into_owned())
         } else {
-            let msg = crate::inputs::peer_text(String::from_utf8_lossy(&stderr).trim());
+            let msg = failure_words(&String::from_utf8_lossy(&stderr));
             Err(format!("`{}` failed: {msg}", self.command_line(args)))
         }
     }
+}
 
+/// virsh's error text on one line (its lines joined by "; ", never a literal `\n`), with the
+/// fix when it could not reach libvirtd at all.
+fn failure_words(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let text = crate::inputs::peer_text(&lines.join("; "));
+    let unreachable = [
+        "failed to connect to the hypervisor",
+        "Failed to connect socket",
+    ]
+    .iter()
+    .any(|w| text.contains(w));
+    if unreachable {
+        format!(
+            "{text}: is libvirtd running? Start it (`systemctl start libvirtd`, or `libvirtd -d` \
+             and `virtlogd -d` where there is no systemd), or check --connect"
+        )
+    } else {
+        text
+    }
+}
+
+impl Virsh {
     /// The definition: the running one (`inactive` false) or the one the next start uses.
     pub fn dumpxml(&self, domain: &str, inactive: bool) -> Result<String, String> {
         let mut args = vec!["dumpxml"];
@@ -203,6 +230,25 @@ fn tempfile_in_runtime() -> Result<(std::path::PathBuf, std::fs::File), String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression: virsh's two-line errors printed with a literal `\n`, and no word of libvirtd.
+    #[test]
+    fn virshs_errors_are_one_line_and_name_libvirtd_when_it_is_down() {
+        let down = "error: failed to connect to the hypervisor\nerror: Failed to connect socket to \
+                    '/var/run/libvirt/libvirt-sock': No such file or directory\n";
+        let w = failure_words(down);
+        assert!(!w.contains("\\n") && !w.contains('\n'), "{w}");
+        assert!(
+            w.contains("hypervisor; error: Failed to connect socket"),
+            "{w}"
+        );
+        assert!(
+            w.contains("is libvirtd running?") && w.contains("libvirtd -d"),
+            "{w}"
+        );
+        let other = failure_words("error: failed to get domain 'vm9'\n");
+        assert_eq!(other, "error: failed to get domain 'vm9'");
+    }
 
     #[test]
     fn states_and_printed_commands() {
