@@ -108,6 +108,16 @@ fn a_stalled_reverse_count_ends_at_the_receive_timeout_with_flat_memory() {
         .stderr(Stdio::piped())
         .spawn()
         .expect("netsweep client");
+    // Its output (128 streams' lines outgrow a pipe's buffer) is read as it comes.
+    let drain = |mut from: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = from.read_to_string(&mut text);
+            text
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("its stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("its stderr")));
     // Memory from 1.5 s (streams up) until it ends, bounded at 20 s.
     let mut samples = Vec::new();
     while Instant::now() < t0 + Duration::from_secs(20) {
@@ -122,16 +132,17 @@ fn a_stalled_reverse_count_ends_at_the_receive_timeout_with_flat_memory() {
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-    common::wait_bounded(&mut child, Duration::from_secs(5), "netsweep client");
     let took = t0.elapsed();
-    let out = child.wait_with_output().expect("its output");
+    // Still running after 20 s: killed, and its output tells what it did meanwhile.
+    let _ = child.kill();
+    let status = child.wait().expect("its exit");
     let text = format!(
         "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        stdout.join().unwrap_or_default(),
+        stderr.join().unwrap_or_default()
     );
     eprintln!("stalled -R -n at -P 128: ended after {took:?}, RSS KiB {samples:?}");
-    assert!(!out.status.success(), "{text}");
+    assert!(!status.success(), "{text}");
     assert!(
         text.contains("idle timeout for receiving data"),
         "iperf3's words: {text}"
@@ -143,7 +154,7 @@ fn a_stalled_reverse_count_ends_at_the_receive_timeout_with_flat_memory() {
     let (first, last) = (samples.first().copied(), samples.last().copied());
     if let (Some(first), Some(last)) = (first, last) {
         assert!(
-            last <= first + 4096,
+            last <= first + 1024,
             "RSS grew from {first} to {last} KiB while nothing arrived: {samples:?}"
         );
     }
@@ -155,7 +166,7 @@ fn a_stalled_reverse_count_ends_at_the_receive_timeout_with_flat_memory() {
 fn silent_iperf3_client(addr: SocketAddr, p: &Params) -> (TcpStream, Vec<TcpStream>) {
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut ctrl = TcpStream::connect(addr).expect("control connection");
-    let cookie = [b'a'; wire::COOKIE_LEN];
+    let cookie = wire::Cookie::random().0;
     ctrl.write_all(&cookie).expect("cookie");
     assert_eq!(
         control::read_state(&mut ctrl, deadline).expect("a state"),

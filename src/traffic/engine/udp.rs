@@ -437,7 +437,9 @@ mod tests {
             open_ended: false,
             quota: None,
             cut: Arc::new(crate::traffic::timeline::Cut::new(1)),
-            arrivals: Arc::new(super::Arrivals::new(std::time::Instant::now())),
+            arrivals: Arc::new(crate::traffic::engine::Arrivals::new(
+                std::time::Instant::now(),
+            )),
         };
         let mut rx = Receiver {
             counts: vec![ctx.empty_interval(0)],
