@@ -51,7 +51,9 @@ fn against_iperf3(args: &[&str]) -> (Value, Value) {
         .spawn()
         .expect("iperf3 -s");
     common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().expect("an address"));
-    let ours = netsweep_json(port, args);
+    let mut with = vec!["--iperf3"];
+    with.extend_from_slice(args);
+    let ours = netsweep_json(port, &with);
     common::wait_bounded(&mut server, Duration::from_secs(20), "iperf3 -s -1");
     let out = server.wait_with_output().expect("iperf3's output");
     let theirs = serde_json::from_slice(&out.stdout).expect("iperf3 -s -J's document");
@@ -130,7 +132,7 @@ fn udp_without_b_sends_1_mbit_per_stream() {
     }
     let (_, theirs) = against_iperf3(&["-u", "-t", "2"]);
     near(
-        sum(&theirs, "sum", "bits_per_second"),
+        sum(&theirs, "sum_received", "bits_per_second"),
         1e6,
         "what iperf3 -s received of -u",
     );
