@@ -76,7 +76,7 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  netsweep client 127.0.0.1 -t 10\n  netsweep client 198.18.0.2 -P 4 -w 1M -C cubic --json\n  netsweep client ::1 -6 -u -b 1G -l 1400\n  netsweep client host -R -O 2 -t 30\n  netsweep client host -n 1G -P 4              # until 1 GiB is sent (-k: blocks)\n  netsweep client nas.example --iperf3 -P 4     # against an iperf3 server\n  netsweep client 198.18.0.2 --latency -t 30    # latency under load: idle and loaded RTT\n  netsweep client 198.18.0.2 --rrul -t 30       # TCP both ways, 4 streams each, plus the probe"
     )]
-    Client(ClientArgs),
+    Client(Box<ClientArgs>),
     /// ministat-compatible statistics of number files, with Welch, Mann-Whitney and a verdict.
     #[command(
         after_help = "Input: one number per line (or column -C of delimited lines), # comments.\nThe first file is the baseline.\n\nExamples:\n  netsweep stats e1000.txt vtnet.txt\n  netsweep stats -c 99 -C 2 -d , before.csv after.csv\n  netsweep stats --json a b c"

@@ -4,7 +4,7 @@ fn client(args: &[&str]) -> anyhow::Result<(ClientConfig, TestSpec)> {
     let mut v = vec!["netsweep", "client"];
     v.extend_from_slice(args);
     match Cli::try_parse_from(v)?.command {
-        Command::Client(c) => <(ClientConfig, TestSpec)>::try_from(&c),
+        Command::Client(c) => <(ClientConfig, TestSpec)>::try_from(&*c),
         _ => unreachable!(),
     }
 }
