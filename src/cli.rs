@@ -10,7 +10,6 @@ use crate::traffic::latency::LatencySpec;
 use crate::traffic::protocol::DEFAULT_PORT;
 use crate::traffic::spec::{
     Count, Direction, Protocol, RRUL_STREAMS, ServerLimits, TestSpec, UDP_DEFAULT_LENGTH,
-    udp_default_rate,
 };
 use crate::units::{BitRate, Bytes, parse_duration};
 use anyhow::{Context, bail};
@@ -22,6 +21,7 @@ use std::time::Duration;
 mod auth;
 mod commands;
 mod lab;
+mod rates;
 
 pub use auth::{ClientAuthArgs, ServerAuthArgs};
 
@@ -76,7 +76,7 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  netsweep client 127.0.0.1 -t 10\n  netsweep client 198.18.0.2 -P 4 -w 1M -C cubic --json\n  netsweep client ::1 -6 -u -b 1G -l 1400\n  netsweep client host -R -O 2 -t 30\n  netsweep client host -n 1G -P 4              # until 1 GiB is sent (-k: blocks)\n  netsweep client nas.example --iperf3 -P 4     # against an iperf3 server\n  netsweep client 198.18.0.2 --latency -t 30    # latency under load: idle and loaded RTT\n  netsweep client 198.18.0.2 --rrul -t 30       # TCP both ways, 4 streams each, plus the probe"
     )]
-    Client(ClientArgs),
+    Client(Box<ClientArgs>),
     /// ministat-compatible statistics of number files, with Welch, Mann-Whitney and a verdict.
     #[command(
         after_help = "Input: one number per line (or column -C of delimited lines), # comments.\nThe first file is the baseline.\n\nExamples:\n  netsweep stats e1000.txt vtnet.txt\n  netsweep stats -c 99 -C 2 -d , before.csv after.csv\n  netsweep stats --json a b c"
@@ -239,6 +239,10 @@ pub struct ServerArgs {
     /// Serve one test, then exit (iperf3's -1; pScheduler's iperf3 tool starts `-s -1`).
     #[arg(short = '1', long)]
     pub one_off: bool,
+    /// End a test when the streams this server receives bring nothing for this long, in
+    /// milliseconds ("idle timeout for receiving data"; iperf3's default, 120000).
+    #[arg(long, value_name = "MS")]
+    pub rcv_timeout: Option<u64>,
     #[command(flatten)]
     pub auth: ServerAuthArgs,
 }
@@ -294,6 +298,7 @@ impl TryFrom<&ServerArgs> for ServerConfig {
                 max_interval_records: a.max_intervals,
                 max_pending: a.max_pending.max(1),
                 max_open_files: 0,
+                rcv_timeout: rates::rcv_timeout(a.rcv_timeout)?,
             },
         })
     }
@@ -339,17 +344,21 @@ pub struct ClientArgs {
     /// TCP congestion control (cubic, bbr, reno, ...).
     #[arg(long, short = 'C')]
     pub congestion: Option<String>,
-    /// TCP write size (default: chosen by a 0.3 s calibration, which giving it skips; receivers
-    /// read 1-4 MiB at a time either way) or UDP datagram payload (default 1400).
+    /// TCP write size (default: chosen by a 0.3 s calibration, which giving it skips; with -k,
+    /// iperf3's 128K; receivers read 1-4 MiB at a time either way) or UDP datagram payload
+    /// (default 1400).
     #[arg(long, short = 'l')]
     pub length: Option<String>,
     /// Test UDP instead of TCP.
     #[arg(long, short = 'u')]
     pub udp: bool,
-    /// Total target rate over all streams of a direction; 0 = unlimited. UDP default: 1G to
-    /// loopback and lab addresses, else 1M (iperf3's), said at the start.
+    /// Target rate of each stream, as iperf3's -b (-P 4 -b 100M: 400 Mbit/s a direction);
+    /// 0 = unlimited. UDP default: 1M per stream, iperf3's, said at the start.
     #[arg(long, short = 'b', allow_hyphen_values = true)]
     pub bitrate: Option<String>,
+    /// netsweep's own: target rate of a whole direction, split evenly over its streams.
+    #[arg(long, value_name = "RATE", conflicts_with = "bitrate")]
+    pub total_bitrate: Option<String>,
     /// Do not use UDP segmentation/receive offload (UDP_SEGMENT/UDP_GRO).
     #[arg(long)]
     pub no_udp_offload: bool,
@@ -428,7 +437,7 @@ pub struct ClientArgs {
     #[arg(short = 'n', long = "bytes", value_name = "BYTES", conflicts_with_all = ["time", "blockcount"])]
     pub bytes: Option<String>,
     /// End the test once this many blocks of -l bytes (TCP writes, UDP datagrams) have
-    /// moved in one direction: iperf3's -k.
+    /// moved in one direction: iperf3's -k (TCP blocks are iperf3's 128K without -l).
     #[arg(
         short = 'k',
         long = "blockcount",
@@ -474,6 +483,10 @@ pub struct Iperf3ClientOptions {
     /// UDP datagrams with Don't Fragment set (fail instead of fragmenting above the MTU).
     #[arg(long)]
     pub dont_fragment: bool,
+    /// End the test when the streams this end receives bring nothing for this long, in
+    /// milliseconds ("idle timeout for receiving data"; iperf3's default, 120000).
+    #[arg(long, value_name = "MS")]
+    pub rcv_timeout: Option<u64>,
 }
 
 impl Iperf3ClientOptions {
@@ -590,15 +603,10 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             spec.length_bytes =
                 u32::try_from(b).map_err(|_| anyhow::anyhow!("-l/--length {l} is too large"))?;
         }
-        if let Some(b) = &a.bitrate {
-            spec.bitrate_bps = b
-                .parse::<BitRate>()
-                .context("-b/--bitrate")?
-                .bits_per_second();
-        }
         if spec.protocol == Protocol::Udp && a.length.is_none() {
             spec.length_bytes = UDP_DEFAULT_LENGTH;
         }
+        rates::apply_block_length(a, &mut spec);
         spec.udp_offload = !a.no_udp_offload;
         spec.zerocopy = !a.no_zerocopy;
         spec.tos = a.ip.tos_byte()?;
@@ -627,11 +635,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             }
             cfg.connect_timeout = std::time::Duration::from_millis(ms);
         }
-        if spec.protocol == Protocol::Udp && a.bitrate.is_none() {
-            let (rate, note) = udp_default_rate(server.ip());
-            spec.bitrate_bps = rate;
-            cfg.notes.push(note);
-        }
+        cfg.rcv_timeout = rates::rcv_timeout(a.ip.rcv_timeout)?;
         if a.zerocopy_flag {
             cfg.notes.push(
                 "-Z: accepted; netsweep calibrates its send path and uses zero-copy sendfile(2) \
@@ -645,6 +649,8 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
                 spec.streams = RRUL_STREAMS;
             }
         }
+        // Once the stream count is final: -b is per stream.
+        cfg.notes.extend(rates::apply_rate(a, &mut spec)?);
         if a.latency || a.rrul || a.probe_rate.is_some() || a.latency_idle.is_some() {
             let mut l = LatencySpec::default();
             if let Some(r) = a.probe_rate {

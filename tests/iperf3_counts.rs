@@ -286,3 +286,110 @@ fn an_iperf3_client_counts_with_many_streams_against_a_netsweep_server() {
         );
     }
 }
+
+/// `iperf3 -c 127.0.0.1 -p PORT -J ARGS`: its document (an error document included).
+fn iperf3_client_json(port: u16, args: &[&str]) -> Value {
+    let out = Command::new("iperf3")
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J", "-i", "0"])
+        .args(args)
+        .output()
+        .expect("iperf3 -c");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: {e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// Regression (issue 41, 1): a netsweep server kept its senders going until TEST_END, so
+/// `iperf3 -c -R -n 5M` got 2,894,856,192 bytes from it (a 3.21 client; 6,160,384 with
+/// Debian's 3.12) and `-n 100M -R` got 1.05x the count at -P 1, 1.58x at -P 16, 3.47x at -P 64.
+/// Now it sends the count and no more (UDP: at most one datagram past it). What it sent is
+/// its own report in the client's document, checked against what the client received.
+#[test]
+fn a_netsweep_server_sends_an_iperf3_client_the_count_and_no_more() {
+    if !common::tool_or_skip(
+        "a_netsweep_server_sends_an_iperf3_client_the_count_and_no_more",
+        "iperf3",
+    ) {
+        return;
+    }
+    let _s = serial();
+    let server = TestServer::start(ServerLimits::default());
+    let port = server.addr.port();
+    // (arguments, the count in bytes, streams)
+    let cases: [(&[&str], u64, u64); 6] = [
+        (&["-R", "-n", "100M"], 100 << 20, 1),
+        (&["-R", "-n", "100M", "-P", "16"], 100 << 20, 16),
+        (&["-R", "-n", "100M", "-P", "64"], 100 << 20, 64),
+        (&["-R", "-n", "5M"], 5 << 20, 1),
+        // -k: blocks of iperf3's 128 KiB.
+        (&["-R", "-k", "400", "-P", "16"], 400 * (128 << 10), 16),
+        // A lost datagram would leave iperf3 waiting for the count: its own timeout ends it.
+        (
+            &[
+                "-R",
+                "-u",
+                "-b",
+                "50M",
+                "-l",
+                "1400",
+                "-n",
+                "2M",
+                "--rcv-timeout",
+                "10000",
+            ],
+            2 << 20,
+            1,
+        ),
+    ];
+    for (args, count, streams) in cases {
+        let doc = iperf3_client_json(port, args);
+        assert!(doc.get("error").is_none(), "{args:?}: {doc:#}");
+        let sent = bytes(&doc, "sum_sent");
+        let received = bytes(&doc, "sum_received");
+        let block = doc["start"]["test_start"]["blksize"].as_u64().unwrap_or(0);
+        eprintln!(
+            "iperf3 {args:?} against netsweep: sent {sent} ({:.4}x the count {count}), received \
+             {received}",
+            sent as f64 / count as f64
+        );
+        assert!(block > 0, "{args:?}: {doc:#}");
+        if args.contains(&"-u") {
+            // Whole datagrams: the count rounded up to one.
+            assert!(
+                sent >= count && sent < count + block,
+                "{args:?}: the server sent {sent} for a count of {count}: {doc:#}"
+            );
+        } else {
+            assert_eq!(sent, count, "{args:?}: {doc:#}");
+            assert!(sent <= count + streams * block);
+        }
+        // The client's own count: what came, all of which the server says it sent. With -n
+        // the client ends once it has the count (so all of it came); with -k iperf3 counts
+        // its reads as blocks and may end earlier.
+        assert!(
+            received <= sent,
+            "{args:?}: received {received}, sent {sent}"
+        );
+        if args.contains(&"-n") {
+            assert!(
+                received >= count,
+                "{args:?}: received {received} of {count}: {doc:#}"
+            );
+        }
+    }
+    // The same with netsweep's client, both ways at once too: the server's sender stops at
+    // the count, and the client's sender line is what was sent.
+    let ours = netsweep_json(port, &["-R", "-n", "100M", "-P", "16"]);
+    assert_eq!(bytes(&ours, "sum_sent"), 100 << 20, "{ours:#}");
+    assert_eq!(bytes(&ours, "sum_received"), 100 << 20, "{ours:#}");
+    let ours = netsweep_json(port, &["--bidir", "-n", "100M", "-P", "4"]);
+    let reverse_sent = bytes(&ours, "sum_sent_bidir_reverse");
+    assert!(
+        reverse_sent > 0 && reverse_sent <= 100 << 20,
+        "the server sent {reverse_sent} of a 100 MiB count: {ours:#}"
+    );
+}

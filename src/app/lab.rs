@@ -282,7 +282,7 @@ fn test(path: &PathArgs, vm: &VmArgs, client_args: &[String]) -> anyhow::Result<
         .map_err(|e| anyhow::anyhow!("client options: {e}"))?
         .command
     {
-        Command::Client(a) => a,
+        Command::Client(a) => *a,
         _ => bail!("client options expected after --"),
     };
     let (cfg, spec): (ClientConfig, TestSpec) = (&args).try_into()?;

@@ -4,7 +4,7 @@ fn client(args: &[&str]) -> anyhow::Result<(ClientConfig, TestSpec)> {
     let mut v = vec!["netsweep", "client"];
     v.extend_from_slice(args);
     match Cli::try_parse_from(v)?.command {
-        Command::Client(c) => <(ClientConfig, TestSpec)>::try_from(&c),
+        Command::Client(c) => <(ClientConfig, TestSpec)>::try_from(&*c),
         _ => unreachable!(),
     }
 }
@@ -34,22 +34,87 @@ fn iperf3_style_flags_map_to_the_spec() {
     assert_eq!(spec.congestion.as_deref(), Some("reno"));
 }
 
+/// Regression: `-u` without `-b` sent 1 Gbit/s to loopback and lab addresses where iperf3
+/// sends 1 Mbit/s per stream; an iperf3 habit sent 1000x what its user expected.
 #[test]
-fn udp_is_1_gbit_only_where_the_path_is_ours() {
-    for (ip, rate) in [
-        ("127.0.0.1", 1e9),
-        ("198.18.0.2", 1e9),
-        ("198.19.255.1", 1e9),
-        ("2001:2::2", 1e9),
-        ("::1", 1e9),
-        ("192.0.2.7", 1e6),
-        ("198.20.0.1", 1e6),
-        ("2001:db8::1", 1e6),
-    ] {
-        let (r, note) = udp_default_rate(ip.parse().unwrap());
-        assert_eq!(r, rate, "{ip}");
-        assert!(note.contains("-b"), "{note}");
+fn udp_without_b_is_iperf3s_1_mbit_per_stream_everywhere() {
+    for host in ["127.0.0.1", "::1", "198.18.0.2", "192.0.2.7"] {
+        let (cfg, spec) = client(&[host, "-u"]).unwrap();
+        assert_eq!(spec.bitrate_bps, 1e6, "{host}");
+        assert!(
+            cfg.notes.iter().any(|n| n.contains("iperf3's default")),
+            "{host}: {:?}",
+            cfg.notes
+        );
+        let (_, spec) = client(&[host, "-u", "-P", "4"]).unwrap();
+        assert_eq!(spec.stream_rate().bits_per_second(), 1e6, "{host}");
     }
+}
+
+/// Regression: `-P 4 -b 100M` sent 100 Mbit/s in all where iperf3 sends 100 per stream (a
+/// pScheduler mesh loaded the path 4x less with netsweep). netsweep's total is
+/// `--total-bitrate`.
+#[test]
+fn b_is_per_stream_and_total_bitrate_is_netsweeps_own() {
+    let (_, spec) = client(&["127.0.0.1", "-P", "4", "-b", "100M"]).unwrap();
+    assert_eq!(spec.bitrate_bps, 400e6);
+    assert_eq!(spec.stream_rate().bits_per_second(), 100e6);
+    // What an iperf3 server is told: its -b, per stream.
+    let p = crate::traffic::iperf3::client::params_for(&spec).unwrap();
+    assert_eq!(p.bandwidth_bps, 100_000_000);
+    let (_, spec) = client(&["127.0.0.1", "-P", "4", "--total-bitrate", "100M"]).unwrap();
+    assert_eq!(spec.bitrate_bps, 100e6);
+    let (_, spec) = client(&["127.0.0.1", "--rrul", "-b", "10M"]).unwrap();
+    assert_eq!(spec.bitrate_bps, 40e6, "--rrul's 4 streams, 10M each");
+    let e = client(&["127.0.0.1", "-b", "1M", "--total-bitrate", "1M"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cannot be used with"), "{e}");
+}
+
+/// Regression: `-k 1K` counted netsweep's 1 MiB writes (1,073,741,824 bytes) where iperf3
+/// counts its 128 KiB blocks (134,217,728).
+#[test]
+fn k_counts_iperf3s_128k_blocks_unless_l_says() {
+    let (_, spec) = client(&["127.0.0.1", "-k", "1K"]).unwrap();
+    assert_eq!(spec.count.unwrap().bytes(spec.length_bytes), 134_217_728);
+    let (_, spec) = client(&["127.0.0.1", "-k", "10", "-l", "1M"]).unwrap();
+    assert_eq!(spec.count.unwrap().bytes(spec.length_bytes), 10 << 20);
+    // A test by time keeps netsweep's own (calibrated) write size.
+    let (_, spec) = client(&["127.0.0.1", "-t", "1"]).unwrap();
+    assert_eq!(spec.length_bytes, crate::traffic::spec::TCP_DEFAULT_LENGTH);
+}
+
+#[test]
+fn rcv_timeout_is_iperf3s_milliseconds_in_both_roles() {
+    let (cfg, _) = client(&["127.0.0.1"]).unwrap();
+    assert_eq!(cfg.rcv_timeout, Duration::from_secs(120));
+    let (cfg, _) = client(&["127.0.0.1", "--rcv-timeout", "5000"]).unwrap();
+    assert_eq!(cfg.rcv_timeout, Duration::from_secs(5));
+    let e = format!(
+        "{:#}",
+        client(&["127.0.0.1", "--rcv-timeout", "50"]).unwrap_err()
+    );
+    assert!(e.contains("--rcv-timeout") && e.contains("100"), "{e}");
+    let server = |args: &[&str]| {
+        let mut v = vec!["netsweep", "server"];
+        v.extend_from_slice(args);
+        match Cli::try_parse_from(v).unwrap().command {
+            Command::Server(s) => ServerConfig::try_from(&s),
+            _ => unreachable!(),
+        }
+    };
+    assert_eq!(
+        server(&[]).unwrap().limits.rcv_timeout,
+        Duration::from_secs(120)
+    );
+    assert_eq!(
+        server(&["--rcv-timeout", "2500"])
+            .unwrap()
+            .limits
+            .rcv_timeout,
+        Duration::from_millis(2500)
+    );
 }
 
 /// Regression: `netsweep -s`, `netsweep -c HOST` were refused with a misleading tip.
@@ -122,10 +187,10 @@ fn byte_and_block_counts_end_the_test_with_iperf3s_protocol() {
 }
 
 #[test]
-fn udp_defaults_are_1400_bytes_at_1_gbit() {
+fn udp_defaults_are_1400_bytes_at_iperf3s_1_mbit() {
     let (_, spec) = client(&["127.0.0.1", "-u"]).unwrap();
     assert_eq!(spec.length_bytes, 1400);
-    assert_eq!(spec.bitrate_bps, 1e9);
+    assert_eq!(spec.bitrate_bps, 1e6);
     let (_, spec) = client(&["127.0.0.1", "-u", "-b", "0", "-l", "8K"]).unwrap();
     assert_eq!(spec.bitrate_bps, 0.0);
     assert_eq!(spec.length_bytes, 8192);

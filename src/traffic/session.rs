@@ -3,7 +3,7 @@
 
 use crate::platform::cputime::CpuUsage;
 use crate::platform::sockopt;
-use crate::traffic::engine::{self, EngineEvent, Quota, StreamCtx, StreamSocket};
+use crate::traffic::engine::{self, Arrivals, EngineEvent, Quota, StreamCtx, StreamSocket};
 use crate::traffic::measure::{Role, SocketInfo, StreamReport};
 use crate::traffic::spec::{Flow, Protocol, TestSpec, WindowMode};
 use crate::traffic::timeline::Cut;
@@ -11,7 +11,7 @@ use std::net::{TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self, Receiver};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Receive buffer a UDP receiver asks for when the user set no window: bursts of a paced
 /// sender and scheduling hiccups of a 2-core host must not overflow it.
@@ -114,7 +114,24 @@ pub struct Streams {
     /// A test with a count (`-n`/`-k`): the bytes this end sends, then the bytes it receives
     /// (one quota per direction, whether or not this end has streams of it).
     pub quotas: Option<[Arc<Quota>; 2]>,
+    /// When this end's receiving streams last had data; `None` when it has none.
+    pub arrivals: Option<Arc<Arrivals>>,
     handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// iperf3's default `--rcv-timeout`: how long a test may go without data on any stream this
+/// end receives before it ends with "idle timeout for receiving data".
+pub const DEFAULT_RCV_TIMEOUT: Duration = Duration::from_secs(120);
+/// The shortest `--rcv-timeout` iperf3 accepts (`MIN_NO_MSG_RCVD_TIMEOUT`).
+pub const MIN_RCV_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// iperf3's words for a test whose data stopped (`IENOMSG`), with how long and the flag.
+pub fn rcv_timeout_words(timeout: Duration) -> String {
+    format!(
+        "idle timeout for receiving data: nothing arrived for {:.1} s (--rcv-timeout {})",
+        timeout.as_secs_f64(),
+        timeout.as_millis()
+    )
 }
 
 /// How the peer at the other end speaks: netsweep (the default) or iperf3.
@@ -162,6 +179,7 @@ pub fn start_streams(
         [Arc::new(Quota::new(bytes)), Arc::new(Quota::new(bytes))]
     });
     let receivers = roles.iter().filter(|r| **r == Role::Receiver).count();
+    let arrivals = Arc::new(Arrivals::new(receiver_start));
     let read_bytes = engine::read_size(receivers);
     for (stream, flow, socket) in sockets {
         let role = role(flow, is_client);
@@ -193,6 +211,7 @@ pub fn start_streams(
                 Role::Sender => sent.clone(),
                 Role::Receiver => received.clone(),
             }),
+            arrivals: arrivals.clone(),
         };
         handles.push(engine::spawn_stream(ctx, socket)?);
     }
@@ -202,11 +221,21 @@ pub fn start_streams(
         stop,
         cut,
         quotas,
+        arrivals: (receivers > 0).then_some(arrivals),
         handles,
     })
 }
 
 impl Streams {
+    /// Why the test ends for lack of data: this end receives, and nothing has arrived on any of
+    /// its receiving streams for `timeout` (iperf3's `--rcv-timeout`).
+    pub fn receive_timed_out(&self, timeout: Duration) -> Option<String> {
+        self.arrivals
+            .as_ref()
+            .filter(|a| a.idle() >= timeout)
+            .map(|_| rcv_timeout_words(timeout))
+    }
+
     /// Raises the stop flag, waits for every thread, and adds the final reports that `done`
     /// does not hold yet.
     pub fn stop_and_collect(mut self, done: &mut Finished) {

@@ -7,7 +7,6 @@
 
 use crate::units::BitRate;
 use serde::{Deserialize, Serialize};
-use std::net::IpAddr;
 use std::time::Duration;
 
 /// Transport under test.
@@ -207,38 +206,15 @@ pub const TCP_MAX_LENGTH: u32 = 64 << 20;
 pub const TCP_DEFAULT_LENGTH: u32 = 1 << 20;
 /// Default UDP payload: fits a 1500-byte MTU over IPv4 and IPv6.
 pub const UDP_DEFAULT_LENGTH: u32 = 1400;
-/// Default UDP target rate (iperf3 defaults to 1 Mbit/s, which surprises everyone).
+/// UDP target rate of a spec built without one (`TestSpec::udp`, a campaign plan's
+/// `protocol = "udp"`): netsweep's own default, 1 Gbit/s per direction. The command line's `-u`
+/// takes iperf3's `IPERF3_UDP_RATE` instead.
 pub const UDP_DEFAULT_RATE: f64 = 1e9;
-
-/// UDP's rate when `-b` is not given: 1 Gbit/s only where the path is this machine's own
-/// (loopback, netsweep's lab ranges 198.18.0.0/15 and 2001:2::/48), else iperf3's 1 Mbit/s, so
-/// a forgotten `-b` never floods a real WAN. The note says which and why.
-pub fn udp_default_rate(server: IpAddr) -> (f64, String) {
-    let local = match server {
-        IpAddr::V4(v4) => {
-            v4.is_loopback() || (v4.octets()[0] == 198 && v4.octets()[1] & 0xfe == 18)
-        }
-        IpAddr::V6(v6) => v6.is_loopback() || v6.segments()[..3] == [0x2001, 0x2, 0],
-    };
-    if local {
-        (
-            UDP_DEFAULT_RATE,
-            format!(
-                "UDP at {} (the default to loopback and netsweep labs; -b to choose)",
-                BitRate(UDP_DEFAULT_RATE)
-            ),
-        )
-    } else {
-        (
-            UDP_WAN_DEFAULT_RATE,
-            format!(
-                "UDP at {} (the default off loopback and labs, as iperf3's, so a forgotten -b \
-                 cannot flood a real path; -b 500M or -b 0 for unlimited)",
-                BitRate(UDP_WAN_DEFAULT_RATE)
-            ),
-        )
-    }
-}
+/// iperf3's UDP rate without `-b`: 1 Mbit/s per stream (`-u` on the command line).
+pub const IPERF3_UDP_RATE: f64 = 1e6;
+/// iperf3's TCP block size without `-l`, 128 KiB: what `-k` counts in and what an iperf3
+/// client's parameters mean without a length.
+pub const IPERF3_TCP_LENGTH: u32 = 128 << 10;
 
 /// A type-of-service byte as iperf3's `-S` takes it: 0-255, in decimal, `0x` hex or `0` octal
 /// (C's `strtol` with base 0).
@@ -299,9 +275,6 @@ pub fn parse_dscp(text: &str) -> Result<u8, String> {
 
 /// Streams per direction of `--rrul` when -P is not given.
 pub const RRUL_STREAMS: u16 = 4;
-
-/// UDP's default rate off loopback and labs (iperf3's).
-pub const UDP_WAN_DEFAULT_RATE: f64 = 1e6;
 
 /// Why a spec is not runnable. The message names the option and what would be accepted.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -596,6 +569,9 @@ pub struct ServerLimits {
     /// Open files the server budgets its tests' sockets under; 0 = the soft RLIMIT_NOFILE
     /// (`ulimit -n`, raised to the hard limit by `netsweep server`).
     pub max_open_files: u64,
+    /// `--rcv-timeout`: a test whose streams this server receives get nothing for this long
+    /// ends with iperf3's "idle timeout for receiving data" (iperf3's default, 120 s).
+    pub rcv_timeout: Duration,
 }
 
 impl Default for ServerLimits {
@@ -608,6 +584,7 @@ impl Default for ServerLimits {
             max_interval_records: DEFAULT_MAX_INTERVAL_RECORDS,
             max_pending: DEFAULT_MAX_PENDING,
             max_open_files: 0,
+            rcv_timeout: crate::traffic::session::DEFAULT_RCV_TIMEOUT,
         }
     }
 }

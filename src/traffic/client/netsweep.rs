@@ -103,7 +103,15 @@ pub(super) fn session(
         remote,
         error,
         auto,
-    } = drive(&mut ctrl, spec, &streams, stop, on_interval, pace, auto);
+    } = drive(
+        &mut ctrl,
+        (spec, cfg.rcv_timeout),
+        &streams,
+        stop,
+        on_interval,
+        pace,
+        auto,
+    );
     streams.stop_and_join();
     let probes = prober.map(|p| {
         let start_ns = u64::try_from(start.duration_since(p.base()).as_nanos()).unwrap_or(0);
@@ -304,7 +312,7 @@ struct Driven {
 /// cuts an auto test's grid once its rates are steady.
 fn drive(
     ctrl: &mut TcpStream,
-    spec: &TestSpec,
+    (spec, rcv_timeout): (&TestSpec, Duration),
     streams: &session::Streams,
     stop: &AtomicBool,
     on_interval: &mut dyn FnMut(&Interval),
@@ -349,6 +357,21 @@ fn drive(
         }
         if Instant::now() > give_up {
             error = Some("the server sent no final result 20 s after the test's end".to_string());
+            break;
+        }
+        // Data stopped while this end's streams still run their grid: iperf3's receive
+        // timeout ends the test, and the server hears why.
+        if local.reports.len() < streams.count
+            && pace.start.elapsed() < spec.total_time()
+            && let Some(why) = streams.receive_timed_out(rcv_timeout)
+        {
+            let _ = write_frame(
+                ctrl,
+                &ClientMsg::Abort {
+                    reason: why.clone(),
+                },
+            );
+            error = Some(why);
             break;
         }
         // Everything queued, but a bounded batch, so local events are served too; nothing

@@ -51,6 +51,9 @@ pub struct ClientConfig {
     pub notes: Vec<String>,
     /// iperf3 authentication (`--username`): sent to iperf3 servers only.
     pub auth: Option<std::sync::Arc<crate::traffic::iperf3::login::ClientAuth>>,
+    /// `--rcv-timeout`: a test whose receiving streams get nothing for this long ends with
+    /// iperf3's "idle timeout for receiving data" (iperf3's default, 120 s).
+    pub rcv_timeout: Duration,
 }
 
 impl ClientConfig {
@@ -65,6 +68,7 @@ impl ClientConfig {
             server_output: false,
             notes: Vec::new(),
             auth: None,
+            rcv_timeout: crate::traffic::session::DEFAULT_RCV_TIMEOUT,
         }
     }
 }

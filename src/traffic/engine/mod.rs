@@ -10,7 +10,9 @@
 //! `sendpath` documents with what was measured on these machines and why it varies. A TCP
 //! test's only receiving stream reads 1 MiB per call, several read 4 MiB each (`read_size`);
 //! they batch their wake-ups with a low-water mark that follows their rate (`lowater`).
+//! Receivers note when bytes last arrived (`Arrivals`), for the owner's receive timeout.
 
+pub mod arrivals;
 pub mod lowater;
 mod pacer;
 pub mod quota;
@@ -19,6 +21,7 @@ mod sequence;
 mod tcp;
 mod udp;
 
+pub use arrivals::Arrivals;
 pub use pacer::Pacer;
 pub use quota::Quota;
 pub use sequence::{Arrival, Jitter, SequenceTracker};
@@ -101,6 +104,9 @@ pub struct StreamCtx {
     /// moves after the warm-up, shared by its streams on this end. The stream ends once it is
     /// reached (a sender: once it is handed out), keeping its last interval like `open_ended`.
     pub quota: Option<Arc<Quota>>,
+    /// Receiver: where it notes each read that brought bytes, shared by this end's receiving
+    /// streams (the owner's `--rcv-timeout` watches it).
+    pub arrivals: Arc<Arrivals>,
 }
 
 /// The header UDP datagrams carry.

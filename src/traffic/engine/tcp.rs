@@ -293,6 +293,7 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                 break;
             }
             Ok(n) => {
+                ctx.arrivals.note(now);
                 if report.intervals.len() < ctx.slots().len() {
                     current.bytes += n as u64;
                     if let Some(q) = &ctx.quota

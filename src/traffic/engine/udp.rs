@@ -317,6 +317,7 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
             Ok((n, segment)) => {
                 let segment = segment.unwrap_or(n).max(1);
                 let arrived = ctx.elapsed();
+                ctx.arrivals.note(arrived);
                 for d in buf[..n].chunks(segment) {
                     rx.datagram(d, arrived);
                 }
@@ -436,6 +437,9 @@ mod tests {
             open_ended: false,
             quota: None,
             cut: Arc::new(crate::traffic::timeline::Cut::new(1)),
+            arrivals: Arc::new(crate::traffic::engine::Arrivals::new(
+                std::time::Instant::now(),
+            )),
         };
         let mut rx = Receiver {
             counts: vec![ctx.empty_interval(0)],

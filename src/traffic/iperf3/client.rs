@@ -310,7 +310,7 @@ fn run_on(
         shown,
     } = drive(
         &mut ctrl,
-        server,
+        (server, cfg.rcv_timeout),
         &spec,
         (streams, start),
         stop,
@@ -491,7 +491,7 @@ struct Drove {
 /// until it is reached), then says TEST_END and stops them.
 fn drive(
     ctrl: &mut TcpStream,
-    server: SocketAddr,
+    (server, rcv_timeout): (SocketAddr, Duration),
     spec: &TestSpec,
     (streams, start): (session::Streams, Instant),
     stop: &AtomicBool,
@@ -572,6 +572,14 @@ fn drive(
         }
         if Instant::now() > give_up {
             error = Some("the streams did not finish 10 s after the test's end".to_string());
+            break;
+        }
+        // Nothing arrived for --rcv-timeout while the test runs: iperf3's client ends it so
+        // (IENOMSG), where a count's test would otherwise wait for its ceiling of a day.
+        if ended.is_none()
+            && let Some(why) = streams.receive_timed_out(rcv_timeout)
+        {
+            error = Some(format!("{server}: {why}"));
             break;
         }
         if ended.is_none()

@@ -419,7 +419,8 @@ pub fn serve(
     // longest test this server accepts (a byte count's end is the client's TEST_END).
     let deadline = start + spec.omit + spec.duration;
     let mut finished = Finished::default();
-    let ended = wait_for_end(&mut ctrl, &streams, deadline, &mut finished, || {
+    let ends = (deadline, ctx.limits.rcv_timeout);
+    let ended = wait_for_end(&mut ctrl, &streams, ends, &mut finished, || {
         hub.contested(&cookie)
     });
     let stopped = start.elapsed();
@@ -431,6 +432,8 @@ pub fn serve(
         let r = Refusal::new(code::SERVER_DURATION_EXPIRED, e.clone());
         if e.contains("did not say") {
             let _ = refuse(&mut ctrl, &r);
+        } else if e.starts_with("idle timeout") {
+            let _ = refuse(&mut ctrl, &Refusal::new(code::NO_MSG, e.clone()));
         } else if e.contains("raced") {
             let _ = refuse(&mut ctrl, &Refusal::new(code::STREAM_ACCEPT, e.clone()));
         }

@@ -125,7 +125,7 @@ pub(super) fn control_session(
         (start, start),
         session::Wire::default(),
     )?;
-    let outcome = forward_reports(&mut ctrl, &spec, &streams);
+    let outcome = forward_reports(&mut ctrl, (&spec, shared.limits.rcv_timeout), &streams);
     streams.stop_and_join();
     // The slot (and the result it holds) is kept until the client has read the result and
     // hung up, within STAGE_DEADLINE of the result's last frame; a client that starts its next
@@ -220,7 +220,7 @@ type PeerRx = Receiver<Result<ClientMsg, ProtocolError>>;
 /// client and the reader of its messages.
 fn forward_reports(
     ctrl: &mut TcpStream,
-    spec: &TestSpec,
+    (spec, rcv_timeout): (&TestSpec, Duration),
     streams: &session::Streams,
 ) -> anyhow::Result<(Finished, PeerRx)> {
     let peer_rx = crate::traffic::protocol::spawn_reader(ctrl.try_clone()?);
@@ -254,6 +254,18 @@ fn forward_reports(
         }
         if Instant::now() > give_up {
             anyhow::bail!("streams did not finish 30 s after the test's end");
+        }
+        // The client's data stopped mid-test (--rcv-timeout): it hears why, in iperf3's words.
+        if start.elapsed() < spec.total_time()
+            && let Some(why) = streams.receive_timed_out(rcv_timeout)
+        {
+            let _ = write_frame(
+                ctrl,
+                &ServerMsg::Error {
+                    message: why.clone(),
+                },
+            );
+            anyhow::bail!("{why}");
         }
         match streams.events.recv_timeout(Duration::from_millis(50)) {
             Ok(EngineEvent::Interval(report)) => {

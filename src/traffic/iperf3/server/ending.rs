@@ -64,11 +64,12 @@ pub(super) fn summary_line(
 }
 
 /// Waits for the client's TEST_END. A client that goes away, terminates, or never says it is
-/// an error (and the streams stop at once either way).
+/// an error (and the streams stop at once either way), and so is a test whose streams this end
+/// receives that brings nothing for `rcv_timeout` (iperf3's server: IENOMSG).
 pub(super) fn wait_for_end(
     ctrl: &mut TcpStream,
     streams: &session::Streams,
-    deadline: Instant,
+    (deadline, rcv_timeout): (Instant, Duration),
     finished: &mut Finished,
     contested: impl Fn() -> Option<SocketAddr>,
 ) -> Result<(), String> {
@@ -84,6 +85,9 @@ pub(super) fn wait_for_end(
                 "the client did not say TEST_END {} s after the test's time",
                 END_GRACE.as_secs()
             ));
+        }
+        if let Some(why) = streams.receive_timed_out(rcv_timeout) {
+            return Err(why);
         }
         // Interval reports are not needed (the final reports hold them); a stream that ends
         // before TEST_END (its sender shut down its side, as netsweep's does) is kept.

@@ -4,7 +4,8 @@
 use super::*;
 
 /// The netsweep test an iperf3 client's parameters ask for. The streams run open-ended (the
-/// client says when the test ends), so the grid is the asked time plus `END_GRACE`.
+/// client says when the test ends), so the grid is the asked time plus `END_GRACE`; a count
+/// (`-n`/`-k`) is the spec's, so this end sends exactly it.
 pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> {
     if !p.unimplemented.is_empty() {
         return Err(Refusal::new(
@@ -103,6 +104,14 @@ pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> 
     spec.fq_rate_bps = (p.fqrate_bps > 0 && !p.udp).then_some(p.fqrate_bps);
     spec.dont_fragment = p.dont_fragment && p.udp;
     spec.calibration = Duration::ZERO;
+    // -n/-k: this end's senders stop at the count, as iperf3's server does (iperf_send stops
+    // at settings->bytes or blocks), so a -R or --bidir test sends it and no more; its
+    // receivers end theirs once they have it.
+    spec.count = match (p.bytes, p.blocks) {
+        (0, 0) => None,
+        (0, k) => Some(crate::traffic::spec::Count::Blocks(k)),
+        (b, _) => Some(crate::traffic::spec::Count::Bytes(b)),
+    };
     spec.validate()
         .map_err(|e| Refusal::new(code::RECV_PARAMS, e.to_string()))?;
     if spec.interval_records() > limits.max_interval_records {
@@ -142,5 +151,50 @@ pub(super) fn duration_code(client_version: Option<&str>) -> i32 {
         code::MAX_SERVER_DURATION
     } else {
         code::DURATION
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traffic::spec::Count;
+
+    /// Regression (issue 41, 1): the count of an iperf3 client's `-n`/`-k` was not the spec's,
+    /// so a server that sends (`-R`, `--bidir`) kept its senders going until TEST_END
+    /// (2,894,856,192 bytes for `-n 5M -R`). It is the spec's now, in the client's units.
+    #[test]
+    fn an_iperf3_clients_count_is_the_servers_too() {
+        let limits = ServerLimits::default();
+        let p = Params {
+            parallel: 4,
+            reverse: true,
+            bytes: 5 << 20,
+            len: Some(128 << 10),
+            ..Params::default()
+        };
+        let spec = spec_for(&p, &limits).expect("-n -R is served");
+        assert_eq!(spec.count, Some(Count::Bytes(5 << 20)));
+        let k = spec_for(
+            &Params {
+                bytes: 0,
+                blocks: 40,
+                len: None,
+                ..p.clone()
+            },
+            &limits,
+        )
+        .expect("-k -R is served");
+        // Blocks of iperf3's default 128 KiB when the client names no length.
+        assert_eq!(k.count.map(|c| c.bytes(k.length_bytes)), Some(40 << 17));
+        let timed = spec_for(
+            &Params {
+                bytes: 0,
+                time_s: 10,
+                ..p
+            },
+            &limits,
+        )
+        .expect("a timed test");
+        assert_eq!(timed.count, None);
     }
 }

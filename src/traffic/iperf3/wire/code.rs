@@ -61,7 +61,7 @@ pub fn error_text(code: i32) -> String {
             "authentication failed: the server requires credentials (--username and \
              --rsa-public-key-path, the password in IPERF3_PASSWORD) or refused the ones sent"
         }
-        NO_MSG => "no message from the client for too long (--rcv-timeout)",
+        NO_MSG => "idle timeout for receiving data (the far end's --rcv-timeout)",
         SERVER_DURATION_EXPIRED => "the server's maximum test duration expired",
         200..=208 => "a data stream failed on the server",
         _ => "",

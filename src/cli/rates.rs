@@ -1,0 +1,56 @@
+//! iperf3's meaning of its own flags, where netsweep's defaults would differ: `-b` is the rate
+//! of each stream, `-u` without `-b` is 1 Mbit/s per stream, `-k` counts blocks of iperf3's
+//! default length (128 KiB for TCP) unless `-l` says otherwise. netsweep's own choices stay
+//! available under its own names: `--total-bitrate` (the rate of a direction, split over its
+//! streams) and the calibrated TCP write size of a test without `-l` or `-k`.
+
+use super::ClientArgs;
+use crate::traffic::spec::{IPERF3_TCP_LENGTH, IPERF3_UDP_RATE, Protocol, TestSpec};
+use crate::units::BitRate;
+use anyhow::Context;
+
+/// Sets the spec's rate (the total of a direction, as `TestSpec` keeps it) from `-b` (per
+/// stream), `--total-bitrate` (per direction) or UDP's default; call once `streams` is final.
+/// Returns the note the start of the test says when the default was taken.
+pub(super) fn apply_rate(a: &ClientArgs, spec: &mut TestSpec) -> anyhow::Result<Option<String>> {
+    let streams = f64::from(spec.streams.max(1));
+    if let Some(b) = &a.bitrate {
+        let each = b.parse::<BitRate>().context("-b/--bitrate")?;
+        spec.bitrate_bps = each.bits_per_second() * streams;
+    } else if let Some(t) = &a.total_bitrate {
+        spec.bitrate_bps = t
+            .parse::<BitRate>()
+            .context("--total-bitrate")?
+            .bits_per_second();
+    } else if spec.protocol == Protocol::Udp {
+        spec.bitrate_bps = IPERF3_UDP_RATE * streams;
+        return Ok(Some(format!(
+            "UDP at {} per stream, iperf3's default (-b RATE per stream, or --total-bitrate \
+             RATE for a direction; -b 0 for unlimited)",
+            BitRate(IPERF3_UDP_RATE)
+        )));
+    }
+    Ok(None)
+}
+
+/// `-k` without `-l` counts TCP blocks of iperf3's 128 KiB, not netsweep's own write size.
+pub(super) fn apply_block_length(a: &ClientArgs, spec: &mut TestSpec) {
+    if a.blockcount.is_some() && a.length.is_none() && spec.protocol == Protocol::Tcp {
+        spec.length_bytes = IPERF3_TCP_LENGTH;
+    }
+}
+
+/// `--rcv-timeout MS`, as iperf3 takes it: at least 100 ms.
+pub(super) fn rcv_timeout(ms: Option<u64>) -> anyhow::Result<std::time::Duration> {
+    let Some(ms) = ms else {
+        return Ok(crate::traffic::session::DEFAULT_RCV_TIMEOUT);
+    };
+    let t = std::time::Duration::from_millis(ms);
+    if t < crate::traffic::session::MIN_RCV_TIMEOUT {
+        anyhow::bail!(
+            "--rcv-timeout {ms}: give at least 100 milliseconds (iperf3's least; its default is \
+             120000)"
+        );
+    }
+    Ok(t)
+}

@@ -1,0 +1,167 @@
+//! iperf3's flags mean what they mean in iperf3 (issue 41, item 3): `-b` is the rate of each
+//! stream, `-u` without `-b` sends 1 Mbit/s per stream, `-k` counts blocks of iperf3's 128 KiB
+//! unless `-l` says otherwise. netsweep's own total is `--total-bitrate`. Each figure is the
+//! document of `netsweep -c` (iperf3's schema), against a netsweep server and, where Debian's
+//! iperf3 is installed, against iperf3's own server, whose account is checked too.
+
+mod common;
+
+use common::TestServer;
+use netsweep::traffic::spec::ServerLimits;
+use serde_json::Value;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Traffic tests share two cores: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `netsweep -c 127.0.0.1 -p PORT -J ARGS`: its document, which must hold no error.
+fn netsweep_json(port: u16, args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J"])
+        .args(args)
+        .output()
+        .expect("netsweep -c");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: {e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(
+        out.status.success() && doc.get("error").is_none(),
+        "{args:?}: {doc:#}"
+    );
+    doc
+}
+
+/// One test against `iperf3 -s -1 -J`: netsweep's document and the iperf3 server's.
+fn against_iperf3(args: &[&str]) -> (Value, Value) {
+    let port = common::free_port();
+    let mut server = Command::new("iperf3")
+        .args(["-s", "-1", "-J", "-B", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("iperf3 -s");
+    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().expect("an address"));
+    let mut with = vec!["--iperf3"];
+    with.extend_from_slice(args);
+    let ours = netsweep_json(port, &with);
+    common::wait_bounded(&mut server, Duration::from_secs(20), "iperf3 -s -1");
+    let out = server.wait_with_output().expect("iperf3's output");
+    let theirs = serde_json::from_slice(&out.stdout).expect("iperf3 -s -J's document");
+    (ours, theirs)
+}
+
+fn sum(doc: &Value, which: &str, key: &str) -> f64 {
+    doc["end"][which][key].as_f64().unwrap_or(0.0)
+}
+
+/// `rate` within -15% / +5% of `want`: a paced sender on a shared 2-core host may fall short,
+/// never far over.
+fn near(rate: f64, want: f64, what: &str) {
+    assert!(
+        (0.85..=1.05).contains(&(rate / want)),
+        "{what}: {rate} bit/s, {want} asked"
+    );
+}
+
+/// Regression: with `-P 4 -b 100M` iperf3 sends 100 Mbit/s per stream and netsweep sent 100 in
+/// all, so the same flags loaded a path 4x less. Now `-b` is per stream, and
+/// `--total-bitrate` is netsweep's total of a direction.
+#[test]
+fn b_is_the_rate_of_each_stream() {
+    let _s = serial();
+    let server = TestServer::start(ServerLimits::default());
+    let port = server.addr.port();
+    let doc = netsweep_json(port, &["-t", "2", "-P", "4", "-b", "20M"]);
+    near(
+        sum(&doc, "sum_sent", "bits_per_second"),
+        80e6,
+        "-P 4 -b 20M",
+    );
+    for s in doc["end"]["streams"].as_array().into_iter().flatten() {
+        near(
+            s["sender"]["bits_per_second"].as_f64().unwrap_or(0.0),
+            20e6,
+            "one stream of -P 4 -b 20M",
+        );
+    }
+    let doc = netsweep_json(port, &["-t", "2", "-P", "4", "--total-bitrate", "20M"]);
+    near(
+        sum(&doc, "sum_sent", "bits_per_second"),
+        20e6,
+        "-P 4 --total-bitrate 20M",
+    );
+    if !common::tool_or_skip("b_is_the_rate_of_each_stream (against iperf3 -s)", "iperf3") {
+        return;
+    }
+    let (ours, theirs) = against_iperf3(&["-t", "2", "-P", "2", "-b", "30M"]);
+    near(
+        sum(&ours, "sum_sent", "bits_per_second"),
+        60e6,
+        "-P 2 -b 30M to iperf3",
+    );
+    near(
+        sum(&theirs, "sum_received", "bits_per_second"),
+        60e6,
+        "what iperf3 -s received of -P 2 -b 30M",
+    );
+}
+
+/// Regression: `-u` without `-b` sent 1 Gbit/s to loopback where iperf3 sends 1 Mbit/s per
+/// stream.
+#[test]
+fn udp_without_b_sends_1_mbit_per_stream() {
+    let _s = serial();
+    let server = TestServer::start(ServerLimits::default());
+    let doc = netsweep_json(server.addr.port(), &["-u", "-t", "2", "-P", "2"]);
+    near(sum(&doc, "sum", "bits_per_second"), 2e6, "-u -P 2");
+    if !common::tool_or_skip(
+        "udp_without_b_sends_1_mbit_per_stream (against iperf3 -s)",
+        "iperf3",
+    ) {
+        return;
+    }
+    let (_, theirs) = against_iperf3(&["-u", "-t", "2"]);
+    near(
+        sum(&theirs, "sum_received", "bits_per_second"),
+        1e6,
+        "what iperf3 -s received of -u",
+    );
+}
+
+/// Regression: `-k 1K` sent 1,073,741,824 bytes (netsweep's 1 MiB writes) where iperf3 sends
+/// 134,217,728 (its 128 KiB blocks). `-k 100` is 100 blocks of 128 KiB; with `-l`, of `-l`.
+#[test]
+fn k_counts_blocks_of_iperf3s_length() {
+    let _s = serial();
+    let server = TestServer::start(ServerLimits::default());
+    let port = server.addr.port();
+    let sent = |doc: &Value| doc["end"]["sum_sent"]["bytes"].as_u64().unwrap_or(0);
+    let doc = netsweep_json(port, &["-k", "100"]);
+    assert_eq!(sent(&doc), 100 * 131_072, "{doc:#}");
+    assert_eq!(doc["start"]["test_start"]["blksize"], 131_072, "{doc:#}");
+    let doc = netsweep_json(port, &["-k", "100", "-l", "64K"]);
+    assert_eq!(sent(&doc), 100 * 65_536, "{doc:#}");
+    if !common::tool_or_skip(
+        "k_counts_blocks_of_iperf3s_length (against iperf3 -s)",
+        "iperf3",
+    ) {
+        return;
+    }
+    let (ours, theirs) = against_iperf3(&["-k", "1K"]);
+    assert_eq!(sent(&ours), 134_217_728, "{ours:#}");
+    let got = theirs["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0);
+    assert!(
+        (134_217_728 / 2..=134_217_728).contains(&got),
+        "iperf3 -s received {got}: {theirs:#}"
+    );
+}
