@@ -1076,6 +1076,9 @@ fn guest_a_client(lab: &Lab, args: &[&str]) -> (f64, TestResult) {
     (r.summary.bits_per_second, r)
 }
 
+/// 64 KiB over the VM window tests' 40 ms: the most a 64K window carries there, bit/s.
+const WINDOW_64K_CEILING: f64 = 65536.0 * 8.0 / 0.040;
+
 #[test]
 fn a_guests_server_opens_the_window_the_client_asked_for() {
     if !ready("a_guests_server_opens_the_window_the_client_asked_for") {
@@ -1094,31 +1097,29 @@ fn a_guests_server_opens_the_window_the_client_asked_for() {
     let lab = Lab::up(&name, path, &options(&dir)).unwrap();
     // Guest b's server (Debian's 6.1 kernel) receives: before the fix it advertised 64 KB
     // whatever -w asked, and both windows carried about 12 Mbit/s. The TCG guests add 3 ms
-    // idle and 10-15 ms under load to the 40 ms (measured), so 1 MiB carries 120-140 Mbit/s
-    // on a busy 2-core host: the floor is well above what 64 KB allows, below the ideal 210.
-    let (big, r) = guest_a_client(&lab, &["-t", "4", "-w", "1M"]);
-    assert!(
-        big >= 100e6 && big <= 200e6 * 1.02,
-        "-w 1M carried {big} bit/s (largest advertised window {:?}): {:?}",
-        r.summary.snd_wnd_max_bytes,
-        r.warnings
-    );
-    assert!(
-        r.summary.snd_wnd_max_bytes.unwrap_or(0) >= 900 << 10,
-        "the server advertised {:?}",
-        r.summary.snd_wnd_max_bytes
-    );
-    // The same test in iperf3's protocol, against the same server.
-    let (iperf3, r) = guest_a_client(&lab, &["-t", "4", "-w", "1M", "--iperf3"]);
-    assert!(
-        iperf3 >= 100e6,
-        "-w 1M in iperf3's protocol carried {iperf3}: {:?}",
-        r.warnings
-    );
+    // idle and 10-15 ms under load to the 40 ms (measured), below the ideal 210 Mbit/s.
+    // The window opened: guest b advertised the 1 MiB asked (before the fix, 62.6 KBytes),
+    // and the flow left 64K's ceiling far behind. How far depends on the emulated CPUs on a
+    // shared host (120-140 Mbit/s measured with one other build running, 57 with two), so
+    // the floor is a multiple of what 64K allows.
+    for extra in [&[][..], &["--iperf3"][..]] {
+        let mut args = vec!["-t", "4", "-w", "1M"];
+        args.extend_from_slice(extra);
+        let (big, r) = guest_a_client(&lab, &args);
+        let advertised = r.summary.snd_wnd_max_bytes.unwrap_or(0);
+        if extra.is_empty() {
+            assert!(advertised >= 900 << 10, "{args:?}: advertised {advertised}");
+        }
+        assert!(
+            big >= 2.5 * WINDOW_64K_CEILING && big <= 200e6 * 1.02,
+            "{args:?} carried {big} bit/s (largest advertised window {advertised}): {:?}",
+            r.warnings
+        );
+    }
     // 64 KiB over 40 ms is 13.1 Mbit/s at most.
     let (small, r) = guest_a_client(&lab, &["-t", "4", "-w", "64K"]);
     assert!(
-        (8e6..=13.2e6).contains(&small),
+        (6e6..=13.2e6).contains(&small),
         "-w 64K carried {small} bit/s: {:?}",
         r.warnings
     );
@@ -1126,7 +1127,7 @@ fn a_guests_server_opens_the_window_the_client_asked_for() {
     // past the 64 KB the last test asked (the guest's tcp_rmem allows about 6 MB).
     let (auto, r) = guest_a_client(&lab, &["-t", "4"]);
     assert!(
-        auto >= 40e6,
+        auto >= 2.5 * small,
         "a test without -w after -w 64K carried {auto}: largest advertised window {:?}",
         r.summary.snd_wnd_max_bytes
     );
@@ -1166,10 +1167,13 @@ fn iperf3_as_the_client_gets_the_window_it_asked_of_a_guests_server() {
             .unwrap_or_else(|| panic!("{v}"))
     };
     // Before the fix: 11.9 Mbit/s for both (measured 123 and 11.4 after it, on a busy host).
-    let big = iperf3("1M");
-    assert!(big >= 100e6 && big <= 200e6 * 1.02, "iperf3 -w 1M: {big}");
     let small = iperf3("64K");
-    assert!((8e6..=13.2e6).contains(&small), "iperf3 -w 64K: {small}");
+    assert!((6e6..=13.2e6).contains(&small), "iperf3 -w 64K: {small}");
+    let big = iperf3("1M");
+    assert!(
+        big >= 2.5 * WINDOW_64K_CEILING && big <= 200e6 * 1.02,
+        "iperf3 -w 1M: {big}"
+    );
     drop(lab);
 }
 
@@ -1236,7 +1240,8 @@ fn the_virtio_tuning_posts_experiment_gets_the_true_answer() {
             .any(|g| g.starts_with("window=64K") || g.contains("profile=raised:")),
         "{grants:?}"
     );
-    // The profile matters where the cap clips: 1536K raised is far above 1536K default.
+    // The profile matters where the cap clips (1536K: 208K's 21 Mbit/s against the path's 50)
+    // and not where it does not (64K: 6.5 Mbit/s either way).
     let limits = e["limits"].as_array().unwrap();
     let goodput = |c: &str| {
         limits
@@ -1246,9 +1251,14 @@ fn the_virtio_tuning_posts_experiment_gets_the_true_answer() {
             .unwrap_or_else(|| panic!("{c}: {limits:?}"))
     };
     assert!(
-        goodput("window=1536K profile=raised") > 2.0 * goodput("window=1536K profile=default"),
+        goodput("window=1536K profile=raised") > 1.6 * goodput("window=1536K profile=default"),
         "{answer}"
     );
+    let (raised, default) = (
+        goodput("window=64K profile=raised"),
+        goodput("window=64K profile=default"),
+    );
+    assert!(raised < 1.3 * default && default < 1.3 * raised, "{answer}");
     // Physics: no window-limited share above 100%.
     for l in limits {
         if let (Some(g), Some(w)) = (l["goodput_bps"].as_f64(), l["window_bps"].as_f64())
