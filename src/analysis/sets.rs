@@ -140,6 +140,23 @@ pub fn analyze_blocked(
     blocks: Option<&[Vec<u32>]>,
     cfg: &Config,
 ) -> Result<Analysis, StatsError> {
+    analyze_in_design(sets, blocks, None, cfg)
+}
+
+/// The estimate of set `to` against set `from` (by index) from a design the sets belong to
+/// (a campaign's, `decide::blocked`), on `Config::scale`; `None` when it has none.
+pub type FromDesign<'a> = &'a dyn Fn(usize, usize) -> Option<crate::analysis::decide::Estimate>;
+
+/// Analyses named sets that are part of a larger design: each comparison's decision comes
+/// from `design` when it gives an estimate (a campaign's contrast, the one `explain` makes),
+/// else from the sets themselves (paired by block, or Welch). ministat's vitals and tests of
+/// the sets are unchanged.
+pub fn analyze_in_design(
+    sets: &[(String, Vec<f64>)],
+    blocks: Option<&[Vec<u32>]>,
+    design: Option<FromDesign>,
+    cfg: &Config,
+) -> Result<Analysis, StatsError> {
     if !(cfg.confidence > 0.0 && cfg.confidence < 1.0) {
         return Err(StatsError::Confidence(cfg.confidence));
     }
@@ -172,6 +189,7 @@ pub fn analyze_blocked(
                 (&sets[a].0, &sets[a].1, block(a)),
                 (&sets[b].0, &sets[b].1, block(b)),
                 cfg,
+                design.and_then(|f| f(a, b)),
             )
         })
         .collect();
@@ -226,7 +244,12 @@ fn decision(base: Set, other: Set, cfg: &Config) -> crate::analysis::decide::Dec
     )
 }
 
-fn compare(base_set: Set, other_set: Set, cfg: &Config) -> Comparison {
+fn compare(
+    base_set: Set,
+    other_set: Set,
+    cfg: &Config,
+    from_design: Option<crate::analysis::decide::Estimate>,
+) -> Comparison {
     let (base_name, base, _) = base_set;
     let (name, other, _) = other_set;
     let welch = ttest::welch(base, other, cfg.confidence);
@@ -251,7 +274,20 @@ fn compare(base_set: Set, other_set: Set, cfg: &Config) -> Comparison {
         mann_whitney: rank::mann_whitney(base, other),
         hodges_lehmann: rank::hodges_lehmann(base, other, cfg.confidence),
         runs_needed: runs_needed(pooled_sd, delta, cfg.confidence, cfg.power),
-        decision: decision(base_set, other_set, cfg),
+        decision: match from_design {
+            Some(e) => {
+                let logs: Option<Vec<f64>> = base.iter().map(|x| cfg.scale.to(*x)).collect();
+                let reference = logs.map_or(f64::NAN, |v| describe::mean(&v));
+                crate::analysis::decide::decide(
+                    base_name,
+                    name,
+                    e,
+                    reference,
+                    &engine_settings(cfg),
+                )
+            }
+            None => decision(base_set, other_set, cfg),
+        },
         detect_change: cfg.detect_change,
         verdict: String::new(),
     }
@@ -284,11 +320,12 @@ fn verdict(
 ) -> String {
     use crate::analysis::decide::{Outcome, words};
     let d = &c.decision;
-    let lvl = words::level(cfg.confidence);
+    let lvl = words::interval_level(d.ci_level);
     let change = words::percent_text(cfg.detect_change);
     let name = match d.design {
         crate::analysis::decide::Design::Paired { .. } => "paired t",
         crate::analysis::decide::Design::Independent { .. } => "Welch",
+        crate::analysis::decide::Design::Blocked { .. } => "t on the campaign's pooled error",
     };
     let p = if holm_applied {
         format!("Holm-adjusted {name} {}", p_text(d.p_adjusted))
@@ -333,38 +370,30 @@ fn verdict(
             } else {
                 d.equivalence_p
             }),
-            words::level(1.0 - 2.0 * (1.0 - cfg.confidence)),
+            words::interval_level(d.equivalence_ci_level),
             relative(d.equivalence_ci_low, d) * 100.0,
             relative(d.equivalence_ci_high, d) * 100.0
         ),
         Outcome::Undecided => {
-            let more = match d.rounds_needed {
-                Some(n) => format!(
-                    ": about {n} more {} would settle it",
-                    match d.design {
-                        crate::analysis::decide::Design::Paired { .. } =>
-                            if n == 1 {
-                                "round"
-                            } else {
-                                "rounds"
-                            },
-                        _ =>
-                            if n == 1 {
-                                "run of each"
-                            } else {
-                                "runs of each"
-                            },
-                    }
+            let more = match (d.rounds_needed, d.design) {
+                (Some(n), crate::analysis::decide::Design::Independent { .. }) => format!(
+                    "; about {n} more run{} of each would settle it",
+                    if n == 1 { "" } else { "s" }
                 ),
-                None => format!(
-                    ": a change this close to {change} would take more runs than are practical"
+                (Some(n), _) => format!(
+                    "; about {n} more round{} would settle it",
+                    if n == 1 { "" } else { "s" }
+                ),
+                (None, _) => format!(
+                    "; a change this close to {change} would take more runs than are practical"
                 ),
             };
             format!(
-                "no difference shown between {} and {} ({p}){ci}, but the data cannot rule out a change of up to {}{more}",
+                "no difference shown between {} and {} ({p}){ci}, but the data cannot rule out a change of up to {}: {}{more}",
                 c.other,
                 c.baseline,
-                words::percent_text(d.not_ruled_out)
+                words::percent_text(d.not_ruled_out),
+                words::degrees_text(d)
             )
         }
         Outcome::TooFew => format!(

@@ -8,7 +8,9 @@ use crate::campaigns::plan::PlanFacts;
 use crate::campaigns::store::{CampaignRow, ConfigRow, RunRow, Store};
 use std::collections::BTreeMap;
 
+mod fastest;
 mod latency;
+use fastest::fastest;
 pub use latency::*;
 
 /// One configuration's numbers.
@@ -428,7 +430,8 @@ fn findings(m: &ReportModel) -> Vec<String> {
         ));
         return out;
     }
-    out.extend(fastest(&ok_configs, m.link_bps, &m.judging));
+    let stated = fastest::stated_differences(m);
+    out.extend(fastest(&ok_configs, m.link_bps, &m.judging, &stated));
     for o in &m.outliers {
         out.push(if m.outliers_kept {
             format!(
@@ -532,90 +535,6 @@ fn findings(m: &ReportModel) -> Vec<String> {
     out
 }
 
-/// "Fastest" only when the fastest is shown faster than the next (the decision engine: runs of
-/// one round paired, ratios; as `compare` and `explain` judge); else the fastest group. A CI
-/// reaching beyond the path's rate is said to be too wide to mean more.
-fn fastest(ok: &[&ConfigView], link: Option<f64>, judging: &campaign::Judging) -> Vec<String> {
-    use crate::analysis::decide;
-    let s = decide::Settings {
-        confidence: judging.confidence,
-        change: judging.change,
-        scale: decide::Scale::Log,
-    };
-    let lvl = decide::words::level(judging.confidence);
-    let mean_of = |c: &ConfigView| c.summary.description.as_ref().map_or(0.0, |d| d.mean);
-    let mut ranked: Vec<&ConfigView> = ok.to_vec();
-    ranked.sort_by(|a, b| mean_of(b).total_cmp(&mean_of(a)));
-    let Some(best) = ranked.first() else {
-        return Vec::new();
-    };
-    let ci = |c: &ConfigView| {
-        c.mean_ci
-            .map(|(lo, hi)| {
-                let beyond = link
-                    .filter(|l| hi > *l)
-                    .map(|l| {
-                        format!(
-                            "; its upper end is beyond the path's {}: the runs are too noisy for a tighter bound",
-                            mbit(l)
-                        )
-                    })
-                    .unwrap_or_default();
-                format!(" (95% CI {} to {}{beyond})", mbit(lo.max(0.0)), mbit(hi))
-            })
-            .unwrap_or_default()
-    };
-    // The group of configurations not shown slower than the best (Holm over those comparisons).
-    let mut against: Vec<decide::Decision> = ranked[1..]
-        .iter()
-        .map(|c| {
-            decide::between(
-                (&c.label, &c.values, Some(&c.rounds)),
-                (&best.label, &best.values, Some(&best.rounds)),
-                &s,
-            )
-        })
-        .collect();
-    decide::adjust(&mut against, &s);
-    let mut group: Vec<&ConfigView> = vec![*best];
-    for (c, d) in ranked[1..].iter().zip(&against) {
-        if d.outcome == decide::Outcome::Different {
-            break;
-        }
-        group.push(*c);
-    }
-    if ranked.len() == 1 {
-        return vec![format!(
-            "Configuration {} at {} mean goodput{}, {} runs.",
-            best.label,
-            mbit(mean_of(best)),
-            ci(best),
-            best.values.len()
-        )];
-    }
-    if group.len() == 1 {
-        vec![format!(
-            "Fastest configuration: {} at {} mean goodput{}, {} runs; faster than the next ({}) \
-             at {lvl} confidence.",
-            best.label,
-            mbit(mean_of(best)),
-            ci(best),
-            best.values.len(),
-            ranked[1].label
-        )]
-    } else {
-        let names: Vec<String> = group
-            .iter()
-            .map(|c| format!("{} ({})", c.label, mbit(mean_of(c))))
-            .collect();
-        vec![format!(
-            "The fastest group: {} (none shown slower than the fastest at {lvl} confidence; the highest mean{})",
-            names.join(", "),
-            ci(best)
-        )]
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -672,6 +591,7 @@ mod tests {
             &[&slow, &cubic, &bbr],
             Some(1e9),
             &campaign::Judging::default(),
+            &[],
         );
         assert_eq!(lines.len(), 1);
         let l = &lines[0];
@@ -690,7 +610,12 @@ mod tests {
         );
         // A clear winner is called the fastest, and said to be faster than the next.
         let fast = view("window=4M", &[950e6, 951e6, 949e6]);
-        let lines = fastest(&[&slow, &fast], Some(1e9), &campaign::Judging::default());
+        let lines = fastest(
+            &[&slow, &fast],
+            Some(1e9),
+            &campaign::Judging::default(),
+            &[],
+        );
         assert!(
             lines[0].starts_with("Fastest configuration: window=4M at"),
             "{}",

@@ -13,8 +13,9 @@
 //!
 //! How much each dimension matters is said by comparisons judged by `decide`: numeric
 //! dimensions (window, streams, rate, ...) step from low to high; others (profile, congestion,
-//! nic, words) are compared with a baseline (the plan's, or the first value). Runs of one
-//! round are paired. Every comparison of the answer forms one family for Holm's correction.
+//! nic, words) are compared with a baseline (the plan's, or the first value). Each comparison
+//! is a contrast of the whole design (`decide::blocked`): configurations with rounds as blocks,
+//! the error pooled over every configuration (Montgomery ch. 4). Every comparison of the answer forms one family for Holm's correction.
 //! Each value's confidence interval comes from its own configurations' spread (Satterthwaite's
 //! degrees of freedom), so a noisy value does not widen a quiet one's. `words` says it all.
 
@@ -324,7 +325,7 @@ pub fn analyze(obs: &[Observation], order: &[(String, Vec<String>)], opts: &Opti
         .map(|d| d.rounds_needed)
         .try_fold(0usize, |m, r| r.map(|r| m.max(r)))
         .filter(|m| *m > 0);
-    let method = words::method(opts, n, cells.len(), unbalanced);
+    let method = words::method(opts, n, cells.len(), unbalanced, data.pooled_df());
     let mut e = Effects {
         scale: s.scale,
         runs: n,
@@ -417,7 +418,12 @@ fn adjust_family(effects: &mut [Effect], data: &levels::Data, s: &Settings) {
             }
         }
         e.equivalence_p = levels::all_equivalent_p(&e.pairs);
-        e.best = levels::best_group(data, &e.dimension, &e.means, s);
+        let mut best = levels::best_group(data, &e.dimension, &e.means, s);
+        // No value in the group that a comparison of the answer shows below one of it.
+        let stated: Vec<&Decision> = e.comparisons.iter().chain(e.span.iter()).collect();
+        let snapshot = best.clone();
+        best.retain(|v| !stated.iter().any(|d| levels::shown_below(d, v, &snapshot)));
+        e.best = best;
     }
 }
 

@@ -346,14 +346,32 @@ pub(super) fn answer(e: &Effects, opts: &Options) -> String {
 }
 
 /// How the analysis was made, in one sentence.
-pub(super) fn method(opts: &Options, n: usize, cells: usize, unbalanced: bool) -> String {
+pub(super) fn method(
+    opts: &Options,
+    n: usize,
+    cells: usize,
+    unbalanced: bool,
+    pooled_df: Option<f64>,
+) -> String {
+    let comparisons = match pooled_df {
+        Some(df) => format!(
+            "contrasts of the whole design, configurations with rounds as blocks (randomized \
+             complete block design, Montgomery ch. 4), the error pooled over every configuration \
+             ({df:.0} degrees of freedom)"
+        ),
+        None => "t tests, runs of one round paired (one run per configuration leaves no error \
+                 to pool)"
+            .to_string(),
+    };
     format!(
         "factorial analysis of variance (Montgomery, Design and Analysis of Experiments, ch. 5) \
          of {}{} over {n} runs in {cells} configurations; F tests against the variation between \
          repeated runs of one configuration; comparisons of values judged at {} with a practical \
-         change of {} (t tests, runs of one round paired; equivalence by two one-sided tests, \
-         Schuirmann 1987; Holm 1979 over every comparison of the answer); each value's interval \
-         from its own configurations' spread (Satterthwaite 1946); rounds as blocks for drift{}",
+         change of {} ({comparisons}; equivalence by two one-sided tests, Schuirmann 1987; Holm \
+         1979 over every comparison of the answer, each comparison's interval at the level \
+         Holm's correction gives its test, so it excludes no change exactly when a difference is \
+         shown); each value's interval from its own configurations' spread (Satterthwaite \
+         1946); rounds as blocks for drift{}",
         opts.what,
         if opts.settings.scale == Scale::Log {
             " on a log scale"

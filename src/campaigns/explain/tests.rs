@@ -176,7 +176,7 @@ fn an_unordered_dimension_is_compared_with_its_baseline_and_the_odd_one_is_named
     let first = e.answer.lines().next().unwrap();
     assert!(
         first.starts_with(
-            "profile matters most: tcpsmall lowers goodput to 0.13x of default (95% CI 0.1"
+            "profile matters most: tcpsmall lowers goodput to 0.13x of default (98.3% CI 0.1"
         ),
         "{first}"
     );
