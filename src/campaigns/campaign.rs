@@ -4,9 +4,9 @@
 //! returns values; `app` and `report` render them. Every verdict comes from
 //! `analysis::decide`, the engine `explain` uses.
 
+use crate::analysis::decide::blocked;
 use crate::analysis::decide::robust;
 use crate::analysis::effects::{self, Observation, Scale};
-use crate::analysis::decide::blocked;
 use crate::analysis::sets::{Analysis, Config, Pairs, analyze_in_design};
 use crate::analysis::stats::{self, Description};
 use crate::campaigns::store::{ConfigRow, RunRow};
@@ -364,15 +364,15 @@ pub fn compare(
                 let (a, b) = (set_cells.get(a).copied()??, set_cells.get(b).copied()??);
                 fit.as_ref()?.difference(&[a], &[b])
             };
-            let (analysis, note) = match analyze_in_design(&sets, Some(&blocks), Some(&contrast), &cfg)
-            {
-                Ok(a) if sets.len() >= 2 => (Some(a), None),
-                Ok(_) => (
-                    None,
-                    Some(format!("only one value of {by} here: nothing to compare")),
-                ),
-                Err(e) => (None, Some(format!("not enough runs to compare: {e}"))),
-            };
+            let (analysis, note) =
+                match analyze_in_design(&sets, Some(&blocks), Some(&contrast), &cfg) {
+                    Ok(a) if sets.len() >= 2 => (Some(a), None),
+                    Ok(_) => (
+                        None,
+                        Some(format!("only one value of {by} here: nothing to compare")),
+                    ),
+                    Err(e) => (None, Some(format!("not enough runs to compare: {e}"))),
+                };
             let values = if analysis.is_some() {
                 sets.into_iter().map(|(_, v)| v).collect()
             } else {

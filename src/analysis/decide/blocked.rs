@@ -47,7 +47,9 @@ pub struct Fit {
 
 /// Fits runs given as (configuration key, round, value on the analysis scale): the keys in
 /// first-seen order (a run's cell is its key's index) and the fit.
-pub fn fit_keyed<K: PartialEq>(runs: impl IntoIterator<Item = (K, u32, f64)>) -> (Vec<K>, Option<Fit>) {
+pub fn fit_keyed<K: PartialEq>(
+    runs: impl IntoIterator<Item = (K, u32, f64)>,
+) -> (Vec<K>, Option<Fit>) {
     let mut keys: Vec<K> = Vec::new();
     let mut out = Vec::new();
     for (k, round, y) in runs {
@@ -196,7 +198,8 @@ fn invert(m: &[f64], p: usize) -> Option<Vec<f64>> {
         a[i * w + p + i] = 1.0;
     }
     for col in 0..p {
-        let pivot = (col..p).max_by(|&x, &y| a[x * w + col].abs().total_cmp(&a[y * w + col].abs()))?;
+        let pivot =
+            (col..p).max_by(|&x, &y| a[x * w + col].abs().total_cmp(&a[y * w + col].abs()))?;
         if a[pivot * w + col].abs() < 1e-9 * scale {
             return None;
         }

@@ -516,16 +516,29 @@ fn rounds_needed(e: &Estimate, margin: f64, s: &Settings) -> Option<usize> {
     }
     let alpha = s.alpha();
     let d = e.value.abs();
-    ((n_now.max(2) + 1)..=MAX_ROUNDS)
-        .find(|&n| {
-            let se = per_run_sd / (n as f64).sqrt();
-            let df = df_of(n);
-            let shows_difference = ttest::t_critical(s.confidence, df) * se < d;
-            let shows_equivalence =
-                d < margin && ttest::t_critical(1.0 - 2.0 * alpha, df) * se < margin - d;
-            shows_difference || shows_equivalence
-        })
-        .map(|n| n - n_now)
+    let settles = |n: usize| {
+        let se = per_run_sd / (n as f64).sqrt();
+        let df = df_of(n);
+        let shows_difference = ttest::t_critical(s.confidence, df) * se < d;
+        let shows_equivalence =
+            d < margin && ttest::t_critical(1.0 - 2.0 * alpha, df) * se < margin - d;
+        shows_difference || shows_equivalence
+    };
+    // More rounds only narrow the interval (smaller error, more degrees of freedom), so the
+    // first number that settles it is found by bisection.
+    let (mut lo, mut hi) = (n_now.max(2) + 1, MAX_ROUNDS);
+    if lo > hi || !settles(hi) {
+        return None;
+    }
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if settles(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Some(lo - n_now)
 }
 
 /// Holm's correction over a family of comparisons, for the difference and the equivalence

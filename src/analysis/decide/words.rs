@@ -222,10 +222,9 @@ pub fn verdict(d: &Decision, what: &str, unit: &dyn Fn(f64) -> String, adjusted:
                 "the data cannot bound the change".into()
             };
             let more = match (d.rounds_needed, d.design) {
-                (Some(n), Design::Independent { .. }) => format!(
-                    "; about {n} more run{} of each would settle it",
-                    plural(n)
-                ),
+                (Some(n), Design::Independent { .. }) => {
+                    format!("; about {n} more run{} of each would settle it", plural(n))
+                }
                 (Some(n), _) => format!("; about {n} more round{} would settle it", plural(n)),
                 (None, _) => format!(
                     "; a change this close to the {change} threshold would take more rounds than are practical"

@@ -303,7 +303,9 @@ pub(super) fn shown_below(d: &Decision, v: &str, group: &[String]) -> bool {
     if d.outcome != Outcome::Different {
         return false;
     }
-    let up = d.ratio.map_or(d.difference.is_some_and(|x| x > 0.0), |r| r > 1.0);
+    let up = d
+        .ratio
+        .map_or(d.difference.is_some_and(|x| x > 0.0), |r| r > 1.0);
     (d.from == v && up && group.contains(&d.to)) || (d.to == v && !up && group.contains(&d.from))
 }
 

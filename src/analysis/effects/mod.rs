@@ -15,7 +15,7 @@
 //! dimensions (window, streams, rate, ...) step from low to high; others (profile, congestion,
 //! nic, words) are compared with a baseline (the plan's, or the first value). Each comparison
 //! is a contrast of the whole design (`decide::blocked`): configurations with rounds as blocks,
-//! the error pooled over every configuration (Montgomery ch. 4). Every comparison of the answer forms one family for Holm's correction.
+//! the error pooled over every configuration (Montgomery ch. 4). Each dimension's comparisons form one family for Holm's correction.
 //! Each value's confidence interval comes from its own configurations' spread (Satterthwaite's
 //! degrees of freedom), so a noisy value does not widen a quiet one's. `words` says it all.
 
@@ -61,8 +61,8 @@ pub struct Effect {
     /// Numeric values, compared step by step from low to high; else each against `baseline`.
     pub ordered: bool,
     pub baseline: Option<String>,
-    /// The steps (ordered) or the comparisons with the baseline; Holm-adjusted over every
-    /// comparison of the answer.
+    /// The steps (ordered) or the comparisons with the baseline; Holm-adjusted over this
+    /// dimension's comparisons and its span.
     pub comparisons: Vec<Decision>,
     /// From the value with the lowest mean to the one with the highest (in the values' order):
     /// the size of the effect.
@@ -105,6 +105,10 @@ pub struct Effects {
     /// About how many more rounds would settle every undecided comparison (`None`: all
     /// decided, or no practical number would).
     pub rounds_needed: Option<usize>,
+    /// Degrees of freedom of the error pooled over the whole design (configurations with rounds
+    /// as blocks) that every comparison uses; `None` when one run per configuration leaves
+    /// none, and comparisons fall back to each pair's own runs.
+    pub pooled_df: Option<f64>,
     pub method: String,
     /// The effects in words (`campaigns::explain` adds limits and facts to make the answer).
     #[serde(skip)]
@@ -337,6 +341,7 @@ pub fn analyze(obs: &[Observation], order: &[(String, Vec<String>)], opts: &Opti
         change: s.change,
         confidence: s.confidence,
         rounds_needed,
+        pooled_df: data.pooled_df(),
         method,
         answer: String::new(),
     };
@@ -402,16 +407,18 @@ fn dimension_effect(
     }
 }
 
-/// One family: every comparison the answer states, Holm-adjusted together; then each
-/// dimension's equivalence as a whole and its best group.
+/// One family per dimension: the comparisons the answer states of it (and its span),
+/// Holm-adjusted together; then its equivalence as a whole and its best group. Each dimension
+/// is its own question against the same pooled error, as each factor's F test is in a
+/// factorial analysis (Montgomery ch. 5): a second dimension does not halve the first one's
+/// level, and within a dimension Holm (1979) keeps the chance of any false difference below
+/// alpha.
 fn adjust_family(effects: &mut [Effect], data: &levels::Data, s: &Settings) {
-    let mut family: Vec<Decision> = effects
-        .iter()
-        .flat_map(|e| e.comparisons.iter().chain(e.span.iter()).cloned())
-        .collect();
-    super::decide::adjust(&mut family, s);
-    let mut it = family.into_iter();
     for e in effects.iter_mut() {
+        let mut family: Vec<Decision> =
+            e.comparisons.iter().chain(e.span.iter()).cloned().collect();
+        super::decide::adjust(&mut family, s);
+        let mut it = family.into_iter();
         for c in e.comparisons.iter_mut().chain(e.span.iter_mut()) {
             if let Some(adjusted) = it.next() {
                 *c = adjusted;
@@ -501,5 +508,7 @@ fn interactions(
     out
 }
 
+#[cfg(test)]
+mod simulation;
 #[cfg(test)]
 mod tests;

@@ -390,6 +390,7 @@ fn a_null_dimension_shown_within_the_change_as_a_whole_is_decided_and_worded_rig
         change: 0.05,
         confidence: 0.95,
         rounds_needed: None,
+        pooled_df: None,
         method: String::new(),
         answer: String::new(),
     };
@@ -439,7 +440,11 @@ fn an_effect_the_f_test_finds_is_decided_by_the_comparison_on_the_same_pooled_er
     // One effect, one error: the contrast's p is the F test's (two values: F = t squared).
     assert!((d.p - nic.p.unwrap()).abs() < 1e-9, "{nic:?}");
     assert_eq!(d.df, 3.0);
-    assert_eq!(d.outcome, crate::analysis::decide::Outcome::Different, "{nic:?}");
+    assert_eq!(
+        d.outcome,
+        crate::analysis::decide::Outcome::Different,
+        "{nic:?}"
+    );
     assert!(d.ci_high < 1.0, "{d:?}");
     assert!(!e.answer.contains("nic: no difference"), "{}", e.answer);
     assert!(e.answer.contains("depends on reverse"), "{}", e.answer);

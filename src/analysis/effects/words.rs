@@ -328,17 +328,27 @@ pub(super) fn answer(e: &Effects, opts: &Options) -> String {
         .map(|x| x.comparisons.len() + usize::from(x.span.is_some()))
         .sum();
     if family > 0 {
+        let design = match e.pooled_df {
+            Some(df) => format!(
+                "a contrast of the whole design, configurations with rounds as blocks and the \
+                 error pooled over all of them ({}; Montgomery ch. 4)",
+                crate::analysis::decide::words::dof_text(df)
+            ),
+            None => "runs of one round paired where they can be".to_string(),
+        };
         lines.push(format!(
-            "(each comparison: runs of one round paired where they can be, a difference by t test \
-             at {}, 'no difference larger than {}' by two one-sided tests (Schuirmann 1987){})",
+            "(each comparison: {design}, a difference by t test at {}, 'no difference larger than \
+             {}' by two one-sided tests (Schuirmann 1987){})",
             say::level(opts.settings.confidence),
             percent_text(opts.settings.change),
-            if family > 1 {
-                format!(
-                    "; the {family} comparisons' p-values are Holm-adjusted as one family (Holm 1979)"
-                )
+            if e.effects
+                .iter()
+                .any(|x| x.comparisons.len() + usize::from(x.span.is_some()) > 1)
+            {
+                "; each dimension's comparisons Holm-adjusted as one family (Holm 1979), each \
+                 interval at the level that correction gives its test"
             } else {
-                String::new()
+                ""
             }
         ));
     }
@@ -368,7 +378,7 @@ pub(super) fn method(
          of {}{} over {n} runs in {cells} configurations; F tests against the variation between \
          repeated runs of one configuration; comparisons of values judged at {} with a practical \
          change of {} ({comparisons}; equivalence by two one-sided tests, Schuirmann 1987; Holm \
-         1979 over every comparison of the answer, each comparison's interval at the level \
+         1979 over each dimension's comparisons, each comparison's interval at the level \
          Holm's correction gives its test, so it excludes no change exactly when a difference is \
          shown); each value's interval from its own configurations' spread (Satterthwaite \
          1946); rounds as blocks for drift{}",

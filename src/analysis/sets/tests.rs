@@ -111,10 +111,10 @@ fn identical_sets_and_bad_input() {
 
 #[test]
 fn a_hundred_thousand_values_are_fast() {
-    let a: Vec<f64> = (0..100_000)
+    let a: Vec<f64> = (0..100_000u64)
         .map(|i| 1000.0 + ((i * 7919) % 1000) as f64 / 10.0)
         .collect();
-    let b: Vec<f64> = (0..100_000)
+    let b: Vec<f64> = (0..100_000u64)
         .map(|i| 1001.0 + ((i * 104_729) % 1000) as f64 / 10.0)
         .collect();
     let t0 = std::time::Instant::now();

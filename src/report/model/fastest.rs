@@ -31,11 +31,14 @@ pub(super) fn stated_differences(m: &ReportModel) -> Vec<(String, String)> {
             if d.outcome != decide::Outcome::Different {
                 continue;
             }
-            let (Some(from), Some(to)) = (label_of(&g.context, &d.from), label_of(&g.context, &d.to))
+            let (Some(from), Some(to)) =
+                (label_of(&g.context, &d.from), label_of(&g.context, &d.to))
             else {
                 continue;
             };
-            let up = d.ratio.map_or(d.difference.is_some_and(|x| x > 0.0), |r| r > 1.0);
+            let up = d
+                .ratio
+                .map_or(d.difference.is_some_and(|x| x > 0.0), |r| r > 1.0);
             out.push(if up { (from, to) } else { (to, from) });
         }
     }

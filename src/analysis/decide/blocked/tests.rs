@@ -32,14 +32,22 @@ fn pooled_error_of_a_complete_block_design_matches_montgomery_example_4_1() {
     assert!(f.blocked);
     assert_eq!(f.df_err, 15.0);
     assert!((f.ms_err - 7.33).abs() < 0.005, "{}", f.ms_err);
-    assert!((f.ms_err * 15.0 - 109.89).abs() < 0.01, "{}", f.ms_err * 15.0);
+    assert!(
+        (f.ms_err * 15.0 - 109.89).abs() < 0.01,
+        "{}",
+        f.ms_err * 15.0
+    );
     for (cell, m) in [92.82, 91.68, 88.92, 85.77].iter().enumerate() {
         assert!((f.effect(cell).unwrap() - m).abs() < 0.005, "{cell}");
     }
     // 9100 psi against 8500 psi: -7.05, standard error sqrt(2 MS_E / 6) (Montgomery 4.1.3).
     let e = f.difference(&[0], &[3]).unwrap();
     assert!((e.value + 7.05).abs() < 1e-9, "{}", e.value);
-    assert!((e.se - (2.0 * 7.32575 / 6.0_f64).sqrt()).abs() < 1e-6, "{}", e.se);
+    assert!(
+        (e.se - (2.0 * 7.32575 / 6.0_f64).sqrt()).abs() < 1e-6,
+        "{}",
+        e.se
+    );
     assert_eq!(e.df, 15.0);
     assert!(matches!(
         e.design,
