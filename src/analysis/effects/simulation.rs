@@ -66,6 +66,11 @@ fn run(seed: u64, ratio: f64, cv: f64, rounds: u32) -> Rates {
         let Some(a) = e.effects.iter().find(|x| x.dimension == "a") else {
             continue;
         };
+        // One test: an interval excludes no difference exactly when its verdict shows one.
+        for d in e.effects.iter().flat_map(|x| x.comparisons.iter()) {
+            let excludes = d.ci_low > 1.0 || d.ci_high < 1.0;
+            assert_eq!(excludes, d.p_adjusted < 0.05, "{d:?}");
+        }
         let d = &a.comparisons[0];
         different += usize::from(matches!(
             d.outcome,
