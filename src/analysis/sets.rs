@@ -332,14 +332,15 @@ fn verdict(
     } else {
         format!("{name} {}", p_text(d.p))
     };
-    let ci = match (cfg.scale, c.percent_ci_low, c.percent_ci_high) {
-        (crate::analysis::decide::Scale::Log, _, _) => format!(
+    // The decision's own interval, at the level its (Holm-adjusted) test was judged by.
+    let ci = if d.ci_low.is_finite() && d.ci_high.is_finite() {
+        format!(
             " ({lvl} CI {:.1}% to {:.1}%)",
-            (d.ci_low - 1.0) * 100.0,
-            (d.ci_high - 1.0) * 100.0
-        ),
-        (_, Some(lo), Some(hi)) => format!(" ({lvl} CI {lo:.1}% to {hi:.1}%)"),
-        _ => String::new(),
+            relative(d.ci_low, d) * 100.0,
+            relative(d.ci_high, d) * 100.0
+        )
+    } else {
+        String::new()
     };
     let pct = match d.ratio {
         Some(r) => (r - 1.0) * 100.0,
@@ -427,10 +428,17 @@ fn verdict(
         ));
     }
     let alpha = 1.0 - cfg.confidence;
-    let mw_significant = c.mann_whitney.p < alpha;
+    let on_design = matches!(d.design, crate::analysis::decide::Design::Blocked { .. });
+    // A campaign's comparison is the design's test alone: no second test of the pair.
+    let mw_significant = if on_design {
+        c.significant
+    } else {
+        c.mann_whitney.p < alpha
+    };
     let (nb, no) = (base.description.n, other.description.n);
     let floor = rank::smallest_exact_p(no, nb);
-    if c.significant
+    if !on_design
+        && c.significant
         && !mw_significant
         && c.mann_whitney.method == rank::Method::Exact
         && floor >= alpha

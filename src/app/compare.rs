@@ -87,7 +87,8 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
                 crate::out!("{text}");
                 if an.comparisons.len() > 1 {
                     crate::outln!(
-                        "(the {} comparisons' p-values are Holm-adjusted as one family, Holm 1979)",
+                        "(the {} comparisons' p-values are Holm-adjusted as one family, Holm 1979; \
+                         each interval is at the level that correction gives its test)",
                         an.comparisons.len()
                     );
                 }

@@ -480,16 +480,17 @@ fn judge(d: &mut Decision, s: &Settings) {
         (false, false) => Outcome::Undecided,
     };
     d.rounds_needed = (d.outcome == Outcome::Undecided)
-        .then(|| rounds_needed(&d.estimate, d.margin, s))
+        .then(|| rounds_needed(&d.estimate, d.margin, (d.ci_level, d.equivalence_ci_level)))
         .flatten();
 }
 
 /// About how many more rounds (paired, blocked) or runs per side (independent) until the
 /// interval excludes no difference or fits inside the margin, if the estimate and the noise
-/// stay as they are (the usual planning assumption; Holm's correction is not counted). A
-/// blocked contrast's variance falls as 1/rounds and its error gains configurations - 1
-/// degrees of freedom per round (Montgomery 4.1).
-fn rounds_needed(e: &Estimate, margin: f64, s: &Settings) -> Option<usize> {
+/// stay as they are (the usual planning assumption), at the levels of the two intervals
+/// (`levels`: the difference's and the equivalence's, Holm's correction counted). A blocked
+/// contrast's variance falls as 1/rounds and its error gains configurations - 1 degrees of
+/// freedom per round (Montgomery 4.1).
+fn rounds_needed(e: &Estimate, margin: f64, levels: (f64, f64)) -> Option<usize> {
     let (n_now, per_run_sd): (usize, f64) = match e.design {
         Design::Paired { pairs, sd } => (pairs, sd),
         Design::Independent {
@@ -514,14 +515,12 @@ fn rounds_needed(e: &Estimate, margin: f64, s: &Settings) -> Option<usize> {
     if !(per_run_sd.is_finite() && per_run_sd > 0.0 && e.value.is_finite()) {
         return None;
     }
-    let alpha = s.alpha();
     let d = e.value.abs();
     let settles = |n: usize| {
         let se = per_run_sd / (n as f64).sqrt();
         let df = df_of(n);
-        let shows_difference = ttest::t_critical(s.confidence, df) * se < d;
-        let shows_equivalence =
-            d < margin && ttest::t_critical(1.0 - 2.0 * alpha, df) * se < margin - d;
+        let shows_difference = ttest::t_critical(levels.0, df) * se < d;
+        let shows_equivalence = d < margin && ttest::t_critical(levels.1, df) * se < margin - d;
         shows_difference || shows_equivalence
     };
     // More rounds only narrow the interval (smaller error, more degrees of freedom), so the

@@ -121,7 +121,9 @@ fn a_hundred_thousand_values_are_fast() {
     let r = analyze(&[("a".into(), a), ("b".into(), b)], &Config::default()).unwrap();
     let took = t0.elapsed();
     assert!(r.comparisons[0].significant);
-    assert!(took < std::time::Duration::from_millis(900), "{took:?}");
+    // The bound is for optimised builds; a debug build on a shared machine gets ten times it.
+    let limit = std::time::Duration::from_millis(if cfg!(debug_assertions) { 9000 } else { 900 });
+    assert!(took < limit, "{took:?}");
 }
 
 /// Regression: `netsweep stats` never returned for these sets. The runs-needed estimate asked
