@@ -220,14 +220,20 @@ fn null_line(x: &Effect, opts: &Options) -> String {
         .filter(|d| !d.equivalent)
         .map(|d| d.rounds_needed)
         .try_fold(0usize, |m, r| r.map(|r| m.max(r)));
+    // Why it is undecided, in terms a user can act on: the test's degrees of freedom.
+    let why = x
+        .pairs
+        .first()
+        .map(|d| format!(": {}", say::degrees_text(d)))
+        .unwrap_or_default();
     let more = match needed {
         Some(n) if n > 0 => format!(
-            ": about {n} more round{} would settle it",
+            "{why}; about {n} more round{} would settle it",
             if n == 1 { "" } else { "s" }
         ),
-        Some(_) => String::new(),
+        Some(_) => why,
         None => format!(
-            ": a change this close to the {change} threshold would take more rounds than are practical"
+            "{why}; a change this close to the {change} threshold would take more rounds than are practical"
         ),
     };
     if f_only(x, alpha) {
