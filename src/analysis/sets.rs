@@ -107,6 +107,9 @@ pub struct Analysis {
     pub confidence: f64,
     pub sets: Vec<SetSummary>,
     pub comparisons: Vec<Comparison>,
+    /// How many comparisons Holm's correction ran over: the printed ones, or for a campaign
+    /// every pair of the sets (the family `explain` adjusts a dimension over).
+    pub family: usize,
 }
 
 /// Fewest values per set an analysis accepts.
@@ -175,6 +178,7 @@ pub fn analyze_in_design(
             confidence: cfg.confidence,
             sets: summaries,
             comparisons: Vec::new(),
+            family: 0,
         });
     }
     let pairs: Vec<(usize, usize)> = match cfg.pairs {
@@ -195,7 +199,16 @@ pub fn analyze_in_design(
         .collect();
     let adjusted = holm(&comparisons.iter().map(|c| c.welch.p).collect::<Vec<_>>());
     let mut decisions: Vec<_> = comparisons.iter().map(|c| c.decision.clone()).collect();
+    if let Some(f) = design {
+        // A campaign's family is every pair of its values, as `explain` adjusts a dimension.
+        decisions.extend(other_pairs(sets, &pairs, f, cfg));
+    }
+    let family = decisions
+        .iter()
+        .filter(|d| d.outcome != crate::analysis::decide::Outcome::TooFew)
+        .count();
     crate::analysis::decide::adjust(&mut decisions, &engine_settings(cfg));
+    decisions.truncate(comparisons.len());
     for ((c, p), d) in comparisons.iter_mut().zip(adjusted).zip(decisions) {
         c.welch_p_holm = p;
         c.significant = matches!(
@@ -205,7 +218,7 @@ pub fn analyze_in_design(
         );
         c.decision = d;
     }
-    let several = comparisons.len() > 1;
+    let several = family > 1;
     for (c, &(a, b)) in comparisons.iter_mut().zip(&pairs) {
         c.verdict = verdict(c, &summaries[a], &summaries[b], cfg, several);
     }
@@ -213,7 +226,36 @@ pub fn analyze_in_design(
         confidence: cfg.confidence,
         sets: summaries,
         comparisons,
+        family,
     })
+}
+
+/// The pairs of `sets` not among `shown`, judged on the design: the rest of the family.
+fn other_pairs(
+    sets: &[(String, Vec<f64>)],
+    shown: &[(usize, usize)],
+    design: FromDesign,
+    cfg: &Config,
+) -> Vec<crate::analysis::decide::Decision> {
+    let mut out = Vec::new();
+    for a in 0..sets.len() {
+        for b in a + 1..sets.len() {
+            if shown.contains(&(a, b)) || shown.contains(&(b, a)) {
+                continue;
+            }
+            let logs: Option<Vec<f64>> = sets[a].1.iter().map(|x| cfg.scale.to(*x)).collect();
+            if let (Some(e), Some(l)) = (design(a, b), logs) {
+                out.push(crate::analysis::decide::decide(
+                    &sets[a].0,
+                    &sets[b].0,
+                    e,
+                    describe::mean(&l),
+                    &engine_settings(cfg),
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// The decision engine's settings for this analysis.

@@ -430,7 +430,7 @@ fn findings(m: &ReportModel) -> Vec<String> {
         ));
         return out;
     }
-    let stated = fastest::stated_differences(m);
+    let stated = fastest::stated_comparisons(m);
     out.extend(fastest(&ok_configs, m.link_bps, &m.judging, &stated));
     for o in &m.outliers {
         out.push(if m.outliers_kept {
@@ -653,11 +653,31 @@ mod tests {
         let refs: Vec<&ConfigView> = close.iter().collect();
         let text = fastest(&refs, None, &campaign::Judging::default(), &[]).join("\n");
         assert!(text.starts_with("The fastest group: a"), "{text}");
-        let stated = [("b".to_string(), "a".to_string())];
+        let stated = [fastest::Stated {
+            slower: "b".into(),
+            faster: "a".into(),
+            shown: true,
+        }];
         let text = fastest(&refs, None, &campaign::Judging::default(), &stated).join("\n");
         assert!(text.starts_with("Fastest configuration: a"), "{text}");
+        assert!(text.contains("faster than the next (b)"), "{text}");
+        // A pair it states without a difference is judged by that verdict, not by the
+        // headline's own family; only every run below every run of a member keeps one out,
+        // and says so.
+        let far = [
+            v("a", &[1.00e9, 1.01e9, 0.99e9]),
+            v("b", &[0.50e9, 0.51e9, 0.49e9]),
+        ];
+        let refs: Vec<&ConfigView> = far.iter().collect();
+        let undecided = [fastest::Stated {
+            slower: "b".into(),
+            faster: "a".into(),
+            shown: false,
+        }];
+        let text = fastest(&refs, None, &campaign::Judging::default(), &undecided).join("\n");
+        assert!(text.starts_with("Fastest configuration: a"), "{text}");
         assert!(
-            text.contains("b is not among the fastest: its comparison with a shows it slower"),
+            text.contains("b is not among the fastest: each of its runs is below"),
             "{text}"
         );
     }

@@ -277,27 +277,6 @@ pub(super) fn all_equivalent_p(pairs: &[Decision]) -> Option<f64> {
     pairs.iter().map(|d| d.equivalence_p).reduce(f64::max)
 }
 
-/// The best value and those not shown below it (Holm over those comparisons).
-pub(super) fn best_group(data: &Data, dim: &str, means: &[LevelMean], s: &Settings) -> Vec<String> {
-    let Some(best) = means.iter().max_by(|a, b| a.mean.total_cmp(&b.mean)) else {
-        return Vec::new();
-    };
-    let mut others: Vec<Decision> = means
-        .iter()
-        .filter(|m| m.value != best.value)
-        .map(|m| data.decide(dim, &m.value, &best.value, s))
-        .collect();
-    decide::adjust(&mut others, s);
-    let mut group = vec![best.value.clone()];
-    group.extend(
-        others
-            .iter()
-            .filter(|d| !matches!(d.outcome, Outcome::Different))
-            .map(|d| d.from.clone()),
-    );
-    group
-}
-
 /// `d` shows `v` below a value of `group` (a difference, Holm-adjusted).
 pub(super) fn shown_below(d: &Decision, v: &str, group: &[String]) -> bool {
     if d.outcome != Outcome::Different {

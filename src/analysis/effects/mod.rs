@@ -316,7 +316,7 @@ pub fn analyze(obs: &[Observation], order: &[(String, Vec<String>)], opts: &Opti
             (share(ss), f_p(ss, df)),
         ));
     }
-    adjust_family(&mut effects, &data, s);
+    adjust_family(&mut effects, s);
     effects.sort_by(|a, b| b.share.total_cmp(&a.share));
     let interactions = interactions(
         &factors, &cells, &all_mains, rss_mains, rank_mains, &ys, opts, grand, &f_p, &share,
@@ -407,29 +407,49 @@ fn dimension_effect(
     }
 }
 
-/// One family per dimension: the comparisons the answer states of it (and its span),
-/// Holm-adjusted together; then its equivalence as a whole and its best group. Each dimension
-/// is its own question against the same pooled error, as each factor's F test is in a
-/// factorial analysis (Montgomery ch. 5): a second dimension does not halve the first one's
-/// level, and within a dimension Holm (1979) keeps the chance of any false difference below
-/// alpha.
-fn adjust_family(effects: &mut [Effect], data: &levels::Data, s: &Settings) {
+/// One family per dimension: every pair of its values (those the answer states in their stated
+/// orientation), Holm-adjusted together (Holm 1979), so that the steps or the comparisons with
+/// the baseline, the span and the best group all read from the same adjusted decisions, and
+/// `compare`, which adjusts over the same pairs, says the same. Each dimension is its own
+/// question against the one pooled error, as each factor's F test is in a factorial analysis
+/// (Montgomery ch. 5).
+fn adjust_family(effects: &mut [Effect], s: &Settings) {
+    let same =
+        |d: &Decision, a: &str, b: &str| (d.from == a && d.to == b) || (d.from == b && d.to == a);
     for e in effects.iter_mut() {
-        let mut family: Vec<Decision> =
-            e.comparisons.iter().chain(e.span.iter()).cloned().collect();
+        let mut family: Vec<Decision> = Vec::new();
+        for d in e
+            .comparisons
+            .iter()
+            .chain(e.span.iter())
+            .chain(e.pairs.iter())
+        {
+            if !family.iter().any(|f| same(f, &d.from, &d.to)) {
+                family.push(d.clone());
+            }
+        }
         super::decide::adjust(&mut family, s);
-        let mut it = family.into_iter();
         for c in e.comparisons.iter_mut().chain(e.span.iter_mut()) {
-            if let Some(adjusted) = it.next() {
-                *c = adjusted;
+            if let Some(f) = family.iter().find(|f| same(f, &c.from, &c.to)) {
+                *c = f.clone();
             }
         }
         e.equivalence_p = levels::all_equivalent_p(&e.pairs);
-        let mut best = levels::best_group(data, &e.dimension, &e.means, s);
-        // No value in the group that a comparison of the answer shows below one of it.
-        let stated: Vec<&Decision> = e.comparisons.iter().chain(e.span.iter()).collect();
+        // The best value and those no adjusted pair shows below a member.
+        let Some(top) = e.means.iter().max_by(|a, b| a.mean.total_cmp(&b.mean)) else {
+            continue;
+        };
+        let top = vec![top.value.clone()];
+        let mut best = top.clone();
+        best.extend(
+            e.means
+                .iter()
+                .map(|m| m.value.clone())
+                .filter(|v| *v != top[0])
+                .filter(|v| !family.iter().any(|d| levels::shown_below(d, v, &top))),
+        );
         let snapshot = best.clone();
-        best.retain(|v| !stated.iter().any(|d| levels::shown_below(d, v, &snapshot)));
+        best.retain(|v| !family.iter().any(|d| levels::shown_below(d, v, &snapshot)));
         e.best = best;
     }
 }

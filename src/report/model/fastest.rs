@@ -9,8 +9,17 @@ use super::{ConfigView, ReportModel, mbit};
 use crate::analysis::decide::{self, blocked};
 use crate::campaigns::campaign::{self, context_of};
 
-/// The pairs of configurations (slower, faster) that the report's comparisons show different.
-pub(super) fn stated_differences(m: &ReportModel) -> Vec<(String, String)> {
+/// A comparison of two configurations that the report states (its comparisons by one
+/// dimension): the pair, and whether it shows `slower` below `faster`.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Stated {
+    pub slower: String,
+    pub faster: String,
+    pub shown: bool,
+}
+
+/// Every comparison of two configurations the report states.
+pub(super) fn stated_comparisons(m: &ReportModel) -> Vec<Stated> {
     let Some(by) = &m.compared_by else {
         return Vec::new();
     };
@@ -28,9 +37,6 @@ pub(super) fn stated_differences(m: &ReportModel) -> Vec<(String, String)> {
     for g in &m.groups {
         for c in g.analysis.iter().flat_map(|a| a.comparisons.iter()) {
             let d = &c.decision;
-            if d.outcome != decide::Outcome::Different {
-                continue;
-            }
             let (Some(from), Some(to)) =
                 (label_of(&g.context, &d.from), label_of(&g.context, &d.to))
             else {
@@ -39,7 +45,12 @@ pub(super) fn stated_differences(m: &ReportModel) -> Vec<(String, String)> {
             let up = d
                 .ratio
                 .map_or(d.difference.is_some_and(|x| x > 0.0), |r| r > 1.0);
-            out.push(if up { (from, to) } else { (to, from) });
+            let (slower, faster) = if up { (from, to) } else { (to, from) };
+            out.push(Stated {
+                slower,
+                faster,
+                shown: d.outcome == decide::Outcome::Different,
+            });
         }
     }
     out
@@ -96,13 +107,14 @@ fn against_best(
 }
 
 /// "Fastest" only when the fastest is shown faster than the next; else the fastest group. A CI
-/// reaching beyond the path's rate is said to be too wide to mean more. `stated` are the pairs
-/// (slower, faster) the report's comparisons show different.
+/// reaching beyond the path's rate is said to be too wide to mean more. `stated` are the
+/// comparisons the report states: a pair it compares is judged by its verdict, so the
+/// headline never contradicts it.
 pub(super) fn fastest(
     ok: &[&ConfigView],
     link: Option<f64>,
     judging: &campaign::Judging,
-    stated: &[(String, String)],
+    stated: &[Stated],
 ) -> Vec<String> {
     let s = decide::Settings {
         confidence: judging.confidence,
@@ -143,25 +155,33 @@ pub(super) fn fastest(
     }
     // The group of configurations not shown slower than the best.
     let against = against_best(&ranked, &ranked[1..], best, &s);
+    let pair = |a: &str, b: &str| {
+        stated
+            .iter()
+            .find(|x| (x.slower == a && x.faster == b) || (x.slower == b && x.faster == a))
+    };
     let mut group: Vec<&ConfigView> = vec![*best];
     for (c, d) in ranked[1..].iter().zip(&against) {
-        if d.outcome == decide::Outcome::Different {
-            break;
+        let slower = match pair(&c.label, &best.label) {
+            Some(x) => x.shown && x.slower == c.label,
+            None => d.outcome == decide::Outcome::Different,
+        };
+        if !slower {
+            group.push(*c);
         }
-        group.push(*c);
     }
     // Nothing in it that a stated comparison, or every run, shows below a member.
     let members: Vec<&ConfigView> = group.clone();
     let mut left_out: Vec<String> = Vec::new();
     group.retain(|c| {
-        let shown = stated
-            .iter()
-            .find(|(lo, hi)| *lo == c.label && members.iter().any(|m| m.label == *hi));
+        let shown = stated.iter().find(|x| {
+            x.shown && x.slower == c.label && members.iter().any(|m| m.label == x.faster)
+        });
         let under = members.iter().find(|m| below_every_run(c, m));
-        if let Some((_, hi)) = shown {
+        if let Some(x) = shown {
             left_out.push(format!(
-                "{} is not among the fastest: its comparison with {hi} shows it slower",
-                c.label
+                "{} is not among the fastest: its comparison with {} shows it slower",
+                c.label, x.faster
             ));
         } else if let Some(m) = under {
             left_out.push(format!(
