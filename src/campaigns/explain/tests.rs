@@ -432,3 +432,52 @@ fn every_virtio_run_beating_every_e1000_run_is_not_called_no_difference() {
     }
     assert!(!e.answer.contains("nic: no difference"), "{}", e.answer);
 }
+
+/// compare and explain judge the same pair of one dimension with one test in one family: the
+/// same p, adjusted p, interval and outcome (issue 39: no two of them may disagree).
+#[test]
+fn compare_and_explain_give_one_verdict_for_one_pair() {
+    for (cv, rounds) in [(0.02, 3), (0.08, 3), (0.3, 5)] {
+        let runs = sweep(
+            "profile",
+            &["default", "tcpsmall", "high-bdp-ns"],
+            rounds,
+            cv,
+            |p| match p {
+                "tcpsmall" => 900e6,
+                "high-bdp-ns" => 1000e6,
+                _ => 960e6,
+            },
+        );
+        let e = answer(&runs, &ask());
+        let values = [
+            "default".to_string(),
+            "tcpsmall".into(),
+            "high-bdp-ns".into(),
+        ];
+        let groups = campaign::compare(
+            &runs,
+            "profile",
+            &values,
+            &[],
+            Metric::BitsPerSecond,
+            &Judging::default(),
+        );
+        let a = groups[0].analysis.as_ref().unwrap();
+        assert_eq!(a.comparisons.len(), 2);
+        for c in &a.comparisons {
+            let d = &c.decision;
+            let x = e
+                .comparisons
+                .iter()
+                .map(|n| &n.decision)
+                .find(|x| {
+                    format!("profile={}", x.from) == d.from && format!("profile={}", x.to) == d.to
+                })
+                .unwrap();
+            assert!((x.p_adjusted - d.p_adjusted).abs() < 1e-12, "{x:?}\n{d:?}");
+            assert!((x.ci_low - d.ci_low).abs() < 1e-9 && (x.ci_high - d.ci_high).abs() < 1e-9);
+            assert_eq!(x.outcome, d.outcome, "CV {cv}: {}", c.verdict);
+        }
+    }
+}
