@@ -55,6 +55,19 @@ impl<'a> Data<'a> {
         }
     }
 
+    /// Every run of `dim` = `v` on the analysis scale.
+    pub(super) fn values_of(&self, dim: &str, v: &str) -> Vec<f64> {
+        self.runs_of(dim, v).into_values().flatten().collect()
+    }
+
+    /// Every run (at least two) of `low` below every run (at least two) of `high`.
+    pub(super) fn below_every_run(&self, dim: &str, low: &str, high: &str) -> bool {
+        let (a, b) = (self.values_of(dim, low), self.values_of(dim, high));
+        let max = a.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let min = b.iter().copied().fold(f64::INFINITY, f64::min);
+        a.len() >= 2 && b.len() >= 2 && max < min
+    }
+
     /// The pooled error's degrees of freedom (`None`: no error to pool).
     pub(super) fn pooled_df(&self) -> Option<f64> {
         self.fit.as_ref().map(|f| f.df_err)

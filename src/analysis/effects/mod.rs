@@ -70,7 +70,8 @@ pub struct Effect {
     /// Every pair of values within the practical change (intersection-union: the largest of
     /// the pairs' equivalence p-values; Berger 1982).
     pub equivalence_p: Option<f64>,
-    /// The values not shown below the best one (the best first).
+    /// The values not shown below the best one (the best first), none of them with every run
+    /// below every run of another member.
     pub best: Vec<String>,
     /// Every pair of values, for the bound on a dimension with no difference shown.
     #[serde(skip)]
@@ -316,7 +317,7 @@ pub fn analyze(obs: &[Observation], order: &[(String, Vec<String>)], opts: &Opti
             (share(ss), f_p(ss, df)),
         ));
     }
-    adjust_family(&mut effects, s);
+    adjust_family(&mut effects, &data, s);
     effects.sort_by(|a, b| b.share.total_cmp(&a.share));
     let interactions = interactions(
         &factors, &cells, &all_mains, rss_mains, rank_mains, &ys, opts, grand, &f_p, &share,
@@ -413,7 +414,7 @@ fn dimension_effect(
 /// `compare`, which adjusts over the same pairs, says the same. Each dimension is its own
 /// question against the one pooled error, as each factor's F test is in a factorial analysis
 /// (Montgomery ch. 5).
-fn adjust_family(effects: &mut [Effect], s: &Settings) {
+fn adjust_family(effects: &mut [Effect], data: &levels::Data, s: &Settings) {
     let same =
         |d: &Decision, a: &str, b: &str| (d.from == a && d.to == b) || (d.from == b && d.to == a);
     for e in effects.iter_mut() {
@@ -448,8 +449,14 @@ fn adjust_family(effects: &mut [Effect], s: &Settings) {
                 .filter(|v| *v != top[0])
                 .filter(|v| !family.iter().any(|d| levels::shown_below(d, v, &top))),
         );
+        // Nor a value whose every run is below every run of a member.
         let snapshot = best.clone();
-        best.retain(|v| !family.iter().any(|d| levels::shown_below(d, v, &snapshot)));
+        best.retain(|v| {
+            !family.iter().any(|d| levels::shown_below(d, v, &snapshot))
+                && !snapshot
+                    .iter()
+                    .any(|m| data.below_every_run(&e.dimension, v, m))
+        });
         e.best = best;
     }
 }
