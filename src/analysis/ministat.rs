@@ -259,6 +259,13 @@ pub fn extra_block(a: &Analysis, k: usize) -> String {
     let c = &a.comparisons[k];
     let conf = format!("{}%", fmt_g(a.confidence * 100.0, 6));
     let mut out = String::new();
+    if let Some(line) = design_line(a, k) {
+        // A campaign's comparison: one test, the design's, the verdict's own (no second test
+        // of the same pair beside it).
+        out.push_str(&line);
+        let _ = writeln!(out, "Verdict: {}", c.verdict);
+        return out;
+    }
     let _ = writeln!(
         out,
         "\tWelch: {}, df = {}, {}{}; difference {} ({conf} CI {} to {})",
@@ -306,6 +313,41 @@ pub fn extra_block(a: &Analysis, k: usize) -> String {
     }
     let _ = writeln!(out, "Verdict: {}", c.verdict);
     out
+}
+
+/// The test of a comparison judged on a campaign's design (`decide::blocked`): its p, its
+/// degrees of freedom and its interval, the verdict's; `None` for sets judged on their own.
+fn design_line(a: &Analysis, k: usize) -> Option<String> {
+    use crate::analysis::decide::{Design, words};
+    let c = &a.comparisons[k];
+    let d = &c.decision;
+    let Design::Blocked {
+        configurations,
+        rounds,
+        ..
+    } = d.design
+    else {
+        return None;
+    };
+    let adjusted = if (d.p_adjusted - d.p).abs() > 1e-12 {
+        format!(" (Holm-adjusted {})", p_value(d.p_adjusted))
+    } else {
+        String::new()
+    };
+    let size = match (d.ratio, d.difference) {
+        (Some(r), _) => format!("ratio {}", fmt_g(r, 6)),
+        (_, Some(x)) => format!("difference {}", fmt_g(x, 6)),
+        _ => String::new(),
+    };
+    Some(format!(
+        "\tt on the campaign's design ({configurations} configurations, {rounds} rounds as blocks, \
+         error pooled): df = {}, {}{adjusted}; {size} ({} CI {} to {})\n",
+        fmt_g(d.df, 5),
+        p_value(d.p),
+        words::interval_level(d.ci_level),
+        fmt_g(d.ci_low, 6),
+        fmt_g(d.ci_high, 6)
+    ))
 }
 
 /// Notes on noise and outliers per set.

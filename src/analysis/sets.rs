@@ -107,6 +107,9 @@ pub struct Analysis {
     pub confidence: f64,
     pub sets: Vec<SetSummary>,
     pub comparisons: Vec<Comparison>,
+    /// How many comparisons Holm's correction ran over: the printed ones, or for a campaign
+    /// every pair of the sets (the family `explain` adjusts a dimension over).
+    pub family: usize,
 }
 
 /// Fewest values per set an analysis accepts.
@@ -140,6 +143,23 @@ pub fn analyze_blocked(
     blocks: Option<&[Vec<u32>]>,
     cfg: &Config,
 ) -> Result<Analysis, StatsError> {
+    analyze_in_design(sets, blocks, None, cfg)
+}
+
+/// The estimate of set `to` against set `from` (by index) from a design the sets belong to
+/// (a campaign's, `decide::blocked`), on `Config::scale`; `None` when it has none.
+pub type FromDesign<'a> = &'a dyn Fn(usize, usize) -> Option<crate::analysis::decide::Estimate>;
+
+/// Analyses named sets that are part of a larger design: each comparison's decision comes
+/// from `design` when it gives an estimate (a campaign's contrast, the one `explain` makes),
+/// else from the sets themselves (paired by block, or Welch). ministat's vitals and tests of
+/// the sets are unchanged.
+pub fn analyze_in_design(
+    sets: &[(String, Vec<f64>)],
+    blocks: Option<&[Vec<u32>]>,
+    design: Option<FromDesign>,
+    cfg: &Config,
+) -> Result<Analysis, StatsError> {
     if !(cfg.confidence > 0.0 && cfg.confidence < 1.0) {
         return Err(StatsError::Confidence(cfg.confidence));
     }
@@ -158,6 +178,7 @@ pub fn analyze_blocked(
             confidence: cfg.confidence,
             sets: summaries,
             comparisons: Vec::new(),
+            family: 0,
         });
     }
     let pairs: Vec<(usize, usize)> = match cfg.pairs {
@@ -172,12 +193,22 @@ pub fn analyze_blocked(
                 (&sets[a].0, &sets[a].1, block(a)),
                 (&sets[b].0, &sets[b].1, block(b)),
                 cfg,
+                design.and_then(|f| f(a, b)),
             )
         })
         .collect();
     let adjusted = holm(&comparisons.iter().map(|c| c.welch.p).collect::<Vec<_>>());
     let mut decisions: Vec<_> = comparisons.iter().map(|c| c.decision.clone()).collect();
+    if let Some(f) = design {
+        // A campaign's family is every pair of its values, as `explain` adjusts a dimension.
+        decisions.extend(other_pairs(sets, &pairs, f, cfg));
+    }
+    let family = decisions
+        .iter()
+        .filter(|d| d.outcome != crate::analysis::decide::Outcome::TooFew)
+        .count();
     crate::analysis::decide::adjust(&mut decisions, &engine_settings(cfg));
+    decisions.truncate(comparisons.len());
     for ((c, p), d) in comparisons.iter_mut().zip(adjusted).zip(decisions) {
         c.welch_p_holm = p;
         c.significant = matches!(
@@ -187,7 +218,7 @@ pub fn analyze_blocked(
         );
         c.decision = d;
     }
-    let several = comparisons.len() > 1;
+    let several = family > 1;
     for (c, &(a, b)) in comparisons.iter_mut().zip(&pairs) {
         c.verdict = verdict(c, &summaries[a], &summaries[b], cfg, several);
     }
@@ -195,7 +226,36 @@ pub fn analyze_blocked(
         confidence: cfg.confidence,
         sets: summaries,
         comparisons,
+        family,
     })
+}
+
+/// The pairs of `sets` not among `shown`, judged on the design: the rest of the family.
+fn other_pairs(
+    sets: &[(String, Vec<f64>)],
+    shown: &[(usize, usize)],
+    design: FromDesign,
+    cfg: &Config,
+) -> Vec<crate::analysis::decide::Decision> {
+    let mut out = Vec::new();
+    for a in 0..sets.len() {
+        for b in a + 1..sets.len() {
+            if shown.contains(&(a, b)) || shown.contains(&(b, a)) {
+                continue;
+            }
+            let logs: Option<Vec<f64>> = sets[a].1.iter().map(|x| cfg.scale.to(*x)).collect();
+            if let (Some(e), Some(l)) = (design(a, b), logs) {
+                out.push(crate::analysis::decide::decide(
+                    &sets[a].0,
+                    &sets[b].0,
+                    e,
+                    describe::mean(&l),
+                    &engine_settings(cfg),
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// The decision engine's settings for this analysis.
@@ -226,7 +286,12 @@ fn decision(base: Set, other: Set, cfg: &Config) -> crate::analysis::decide::Dec
     )
 }
 
-fn compare(base_set: Set, other_set: Set, cfg: &Config) -> Comparison {
+fn compare(
+    base_set: Set,
+    other_set: Set,
+    cfg: &Config,
+    from_design: Option<crate::analysis::decide::Estimate>,
+) -> Comparison {
     let (base_name, base, _) = base_set;
     let (name, other, _) = other_set;
     let welch = ttest::welch(base, other, cfg.confidence);
@@ -251,7 +316,20 @@ fn compare(base_set: Set, other_set: Set, cfg: &Config) -> Comparison {
         mann_whitney: rank::mann_whitney(base, other),
         hodges_lehmann: rank::hodges_lehmann(base, other, cfg.confidence),
         runs_needed: runs_needed(pooled_sd, delta, cfg.confidence, cfg.power),
-        decision: decision(base_set, other_set, cfg),
+        decision: match from_design {
+            Some(e) => {
+                let logs: Option<Vec<f64>> = base.iter().map(|x| cfg.scale.to(*x)).collect();
+                let reference = logs.map_or(f64::NAN, |v| describe::mean(&v));
+                crate::analysis::decide::decide(
+                    base_name,
+                    name,
+                    e,
+                    reference,
+                    &engine_settings(cfg),
+                )
+            }
+            None => decision(base_set, other_set, cfg),
+        },
         detect_change: cfg.detect_change,
         verdict: String::new(),
     }
@@ -284,25 +362,27 @@ fn verdict(
 ) -> String {
     use crate::analysis::decide::{Outcome, words};
     let d = &c.decision;
-    let lvl = words::level(cfg.confidence);
+    let lvl = words::interval_level(d.ci_level);
     let change = words::percent_text(cfg.detect_change);
     let name = match d.design {
         crate::analysis::decide::Design::Paired { .. } => "paired t",
         crate::analysis::decide::Design::Independent { .. } => "Welch",
+        crate::analysis::decide::Design::Blocked { .. } => "t on the campaign's pooled error",
     };
     let p = if holm_applied {
         format!("Holm-adjusted {name} {}", p_text(d.p_adjusted))
     } else {
         format!("{name} {}", p_text(d.p))
     };
-    let ci = match (cfg.scale, c.percent_ci_low, c.percent_ci_high) {
-        (crate::analysis::decide::Scale::Log, _, _) => format!(
+    // The decision's own interval, at the level its (Holm-adjusted) test was judged by.
+    let ci = if d.ci_low.is_finite() && d.ci_high.is_finite() {
+        format!(
             " ({lvl} CI {:.1}% to {:.1}%)",
-            (d.ci_low - 1.0) * 100.0,
-            (d.ci_high - 1.0) * 100.0
-        ),
-        (_, Some(lo), Some(hi)) => format!(" ({lvl} CI {lo:.1}% to {hi:.1}%)"),
-        _ => String::new(),
+            relative(d.ci_low, d) * 100.0,
+            relative(d.ci_high, d) * 100.0
+        )
+    } else {
+        String::new()
     };
     let pct = match d.ratio {
         Some(r) => (r - 1.0) * 100.0,
@@ -333,38 +413,30 @@ fn verdict(
             } else {
                 d.equivalence_p
             }),
-            words::level(1.0 - 2.0 * (1.0 - cfg.confidence)),
+            words::interval_level(d.equivalence_ci_level),
             relative(d.equivalence_ci_low, d) * 100.0,
             relative(d.equivalence_ci_high, d) * 100.0
         ),
         Outcome::Undecided => {
-            let more = match d.rounds_needed {
-                Some(n) => format!(
-                    ": about {n} more {} would settle it",
-                    match d.design {
-                        crate::analysis::decide::Design::Paired { .. } =>
-                            if n == 1 {
-                                "round"
-                            } else {
-                                "rounds"
-                            },
-                        _ =>
-                            if n == 1 {
-                                "run of each"
-                            } else {
-                                "runs of each"
-                            },
-                    }
+            let more = match (d.rounds_needed, d.design) {
+                (Some(n), crate::analysis::decide::Design::Independent { .. }) => format!(
+                    "; about {n} more run{} of each would settle it",
+                    if n == 1 { "" } else { "s" }
                 ),
-                None => format!(
-                    ": a change this close to {change} would take more runs than are practical"
+                (Some(n), _) => format!(
+                    "; about {n} more round{} would settle it",
+                    if n == 1 { "" } else { "s" }
+                ),
+                (None, _) => format!(
+                    "; a change this close to {change} would take more runs than are practical"
                 ),
             };
             format!(
-                "no difference shown between {} and {} ({p}){ci}, but the data cannot rule out a change of up to {}{more}",
+                "no difference shown between {} and {} ({p}){ci}, but the data cannot rule out a change of up to {}: {}{more}",
                 c.other,
                 c.baseline,
-                words::percent_text(d.not_ruled_out)
+                words::percent_text(d.not_ruled_out),
+                words::degrees_text(d)
             )
         }
         Outcome::TooFew => format!(
@@ -398,10 +470,17 @@ fn verdict(
         ));
     }
     let alpha = 1.0 - cfg.confidence;
-    let mw_significant = c.mann_whitney.p < alpha;
+    let on_design = matches!(d.design, crate::analysis::decide::Design::Blocked { .. });
+    // A campaign's comparison is the design's test alone: no second test of the pair.
+    let mw_significant = if on_design {
+        c.significant
+    } else {
+        c.mann_whitney.p < alpha
+    };
     let (nb, no) = (base.description.n, other.description.n);
     let floor = rank::smallest_exact_p(no, nb);
-    if c.significant
+    if !on_design
+        && c.significant
         && !mw_significant
         && c.mann_whitney.method == rank::Method::Exact
         && floor >= alpha

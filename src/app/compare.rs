@@ -111,10 +111,16 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
                     ministat::render(an, &g.values, None)
                 };
                 crate::out!("{text}");
-                if an.comparisons.len() > 1 {
+                if an.family > 1 {
                     crate::outln!(
-                        "(the {} comparisons' p-values are Holm-adjusted as one family, Holm 1979)",
-                        an.comparisons.len()
+                        "(p-values Holm-adjusted over {} comparisons{}, Holm 1979; each interval is \
+                         at the level that correction gives its test)",
+                        an.family,
+                        if an.family > an.comparisons.len() {
+                            ", every pair of values, as explain adjusts a dimension"
+                        } else {
+                            ""
+                        }
                     );
                 }
             }

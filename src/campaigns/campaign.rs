@@ -4,9 +4,10 @@
 //! returns values; `app` and `report` render them. Every verdict comes from
 //! `analysis::decide`, the engine `explain` uses.
 
+use crate::analysis::decide::blocked;
 use crate::analysis::decide::robust;
 use crate::analysis::effects::{self, Observation, Scale};
-use crate::analysis::sets::{Analysis, Config, Pairs, analyze_blocked};
+use crate::analysis::sets::{Analysis, Config, Pairs, analyze_in_design};
 use crate::analysis::stats::{self, Description};
 use crate::campaigns::store::{ConfigRow, RunRow};
 use crate::units::BitRate;
@@ -275,7 +276,10 @@ pub fn context_of(dims: &[(String, String)], by: &str) -> String {
 
 /// Compares the values of `by`, grouped by the other dimensions, over runs that match every
 /// `filters` entry: numeric values step by step from low to high, others against the baseline
-/// (`judging`'s, or the first in `values_order`). Runs of one round are paired.
+/// (`judging`'s, or the first in `values_order`). Each comparison is a contrast of the whole
+/// campaign's design (every successful run of `runs`, configurations with rounds as blocks,
+/// the error pooled over all of them: `decide::blocked`, as `explain` judges), on the scale
+/// `explain` uses; runs of one round are paired only when the design leaves no error to pool.
 pub fn compare(
     runs: &[RunRow],
     by: &str,
@@ -320,10 +324,23 @@ pub fn compare(
     let mut cfg = metric.stats_config(judging.confidence);
     cfg.detect_change = judging.change;
     cfg.pairs = pairs;
+    // The whole campaign's design, on explain's data and scale.
+    let obs = observations(runs, metric);
+    cfg.scale = scale_of(metric, &obs);
+    let (cells, fit) = blocked::fit_keyed(
+        obs.iter()
+            .filter_map(|o| Some((o.dims.clone(), o.round, cfg.scale.to(o.value)?))),
+    );
+    let cell_of = |context: &str, v: &str| {
+        cells.iter().position(|dims| {
+            context_of(dims, by) == context && dims.iter().any(|(k, dv)| k == by && dv == v)
+        })
+    };
     contexts
         .into_iter()
         .map(|context| {
             let mut blocks: Vec<Vec<u32>> = Vec::new();
+            let mut set_cells: Vec<Option<usize>> = Vec::new();
             let sets: Vec<(String, Vec<f64>)> = values_order
                 .iter()
                 .filter_map(|v| {
@@ -339,17 +356,23 @@ pub fn compare(
                         return None;
                     }
                     blocks.push(rounds);
+                    set_cells.push(cell_of(&context, v));
                     Some((format!("{by}={v}"), vals))
                 })
                 .collect();
-            let (analysis, note) = match analyze_blocked(&sets, Some(&blocks), &cfg) {
-                Ok(a) if sets.len() >= 2 => (Some(a), None),
-                Ok(_) => (
-                    None,
-                    Some(format!("only one value of {by} here: nothing to compare")),
-                ),
-                Err(e) => (None, Some(format!("not enough runs to compare: {e}"))),
+            let contrast = |a: usize, b: usize| {
+                let (a, b) = (set_cells.get(a).copied()??, set_cells.get(b).copied()??);
+                fit.as_ref()?.difference(&[a], &[b])
             };
+            let (analysis, note) =
+                match analyze_in_design(&sets, Some(&blocks), Some(&contrast), &cfg) {
+                    Ok(a) if sets.len() >= 2 => (Some(a), None),
+                    Ok(_) => (
+                        None,
+                        Some(format!("only one value of {by} here: nothing to compare")),
+                    ),
+                    Err(e) => (None, Some(format!("not enough runs to compare: {e}"))),
+                };
             let values = if analysis.is_some() {
                 sets.into_iter().map(|(_, v)| v).collect()
             } else {

@@ -8,7 +8,9 @@ use crate::campaigns::plan::PlanFacts;
 use crate::campaigns::store::{CampaignRow, ConfigRow, RunRow, Store};
 use std::collections::BTreeMap;
 
+mod fastest;
 mod latency;
+use fastest::fastest;
 pub use latency::*;
 
 /// One configuration's numbers.
@@ -411,7 +413,8 @@ fn findings(m: &ReportModel) -> Vec<String> {
         ));
         return out;
     }
-    out.extend(fastest(&ok_configs, m.link_bps, &m.judging));
+    let stated = fastest::stated_comparisons(m);
+    out.extend(fastest(&ok_configs, m.link_bps, &m.judging, &stated));
     for o in &m.outliers {
         out.push(if m.outliers_kept {
             format!(
@@ -515,90 +518,6 @@ fn findings(m: &ReportModel) -> Vec<String> {
     out
 }
 
-/// "Fastest" only when the fastest is shown faster than the next (the decision engine: runs of
-/// one round paired, ratios; as `compare` and `explain` judge); else the fastest group. A CI
-/// reaching beyond the path's rate is said to be too wide to mean more.
-fn fastest(ok: &[&ConfigView], link: Option<f64>, judging: &campaign::Judging) -> Vec<String> {
-    use crate::analysis::decide;
-    let s = decide::Settings {
-        confidence: judging.confidence,
-        change: judging.change,
-        scale: decide::Scale::Log,
-    };
-    let lvl = decide::words::level(judging.confidence);
-    let mean_of = |c: &ConfigView| c.summary.description.as_ref().map_or(0.0, |d| d.mean);
-    let mut ranked: Vec<&ConfigView> = ok.to_vec();
-    ranked.sort_by(|a, b| mean_of(b).total_cmp(&mean_of(a)));
-    let Some(best) = ranked.first() else {
-        return Vec::new();
-    };
-    let ci = |c: &ConfigView| {
-        c.mean_ci
-            .map(|(lo, hi)| {
-                let beyond = link
-                    .filter(|l| hi > *l)
-                    .map(|l| {
-                        format!(
-                            "; its upper end is beyond the path's {}: the runs are too noisy for a tighter bound",
-                            mbit(l)
-                        )
-                    })
-                    .unwrap_or_default();
-                format!(" (95% CI {} to {}{beyond})", mbit(lo.max(0.0)), mbit(hi))
-            })
-            .unwrap_or_default()
-    };
-    // The group of configurations not shown slower than the best (Holm over those comparisons).
-    let mut against: Vec<decide::Decision> = ranked[1..]
-        .iter()
-        .map(|c| {
-            decide::between(
-                (&c.label, &c.values, Some(&c.rounds)),
-                (&best.label, &best.values, Some(&best.rounds)),
-                &s,
-            )
-        })
-        .collect();
-    decide::adjust(&mut against, &s);
-    let mut group: Vec<&ConfigView> = vec![*best];
-    for (c, d) in ranked[1..].iter().zip(&against) {
-        if d.outcome == decide::Outcome::Different {
-            break;
-        }
-        group.push(*c);
-    }
-    if ranked.len() == 1 {
-        return vec![format!(
-            "Configuration {} at {} mean goodput{}, {} runs.",
-            best.label,
-            mbit(mean_of(best)),
-            ci(best),
-            best.values.len()
-        )];
-    }
-    if group.len() == 1 {
-        vec![format!(
-            "Fastest configuration: {} at {} mean goodput{}, {} runs; faster than the next ({}) \
-             at {lvl} confidence.",
-            best.label,
-            mbit(mean_of(best)),
-            ci(best),
-            best.values.len(),
-            ranked[1].label
-        )]
-    } else {
-        let names: Vec<String> = group
-            .iter()
-            .map(|c| format!("{} ({})", c.label, mbit(mean_of(c))))
-            .collect();
-        vec![format!(
-            "The fastest group: {} (none shown slower than the fastest at {lvl} confidence; the highest mean{})",
-            names.join(", "),
-            ci(best)
-        )]
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -655,6 +574,7 @@ mod tests {
             &[&slow, &cubic, &bbr],
             Some(1e9),
             &campaign::Judging::default(),
+            &[],
         );
         assert_eq!(lines.len(), 1);
         let l = &lines[0];
@@ -673,7 +593,12 @@ mod tests {
         );
         // A clear winner is called the fastest, and said to be faster than the next.
         let fast = view("window=4M", &[950e6, 951e6, 949e6]);
-        let lines = fastest(&[&slow, &fast], Some(1e9), &campaign::Judging::default());
+        let lines = fastest(
+            &[&slow, &fast],
+            Some(1e9),
+            &campaign::Judging::default(),
+            &[],
+        );
         assert!(
             lines[0].starts_with("Fastest configuration: window=4M at"),
             "{}",
@@ -681,6 +606,63 @@ mod tests {
         );
         assert!(lines[0].contains("faster than the next (window=64K congestion=cubic)"));
         assert!(!lines[0].contains("noisy"));
+    }
+
+    /// Regression (issue 39): the report put nic=e1000 direction=reverse (298 Mbit/s, every
+    /// run below every run of virtio) in "the fastest group" with virtio (1.39 Gbit/s): each
+    /// pair judged by a paired t over its own 3 rounds. On the whole design's pooled error
+    /// (6 configurations, 3 rounds) the fastest is alone.
+    #[test]
+    fn a_configuration_whose_every_run_is_slower_is_not_in_the_fastest_group() {
+        let v = |label: &str, values: &[f64]| view(label, values);
+        let all = [
+            v("nic=virtio direction=forward", &[1.30e9, 1.52e9, 1.35e9]),
+            v("nic=virtio direction=reverse", &[1.15e9, 1.32e9, 1.24e9]),
+            v("nic=e1000 direction=forward", &[0.52e9, 0.61e9, 0.47e9]),
+            v("nic=e1000 direction=reverse", &[0.20e9, 0.47e9, 0.224e9]),
+            v("nic=rtl8139 direction=forward", &[0.094e9, 0.12e9, 0.101e9]),
+            v("nic=rtl8139 direction=reverse", &[0.052e9, 0.071e9, 0.06e9]),
+        ];
+        let refs: Vec<&ConfigView> = all.iter().collect();
+        let lines = fastest(&refs, None, &campaign::Judging::default(), &[]);
+        let text = lines.join("\n");
+        assert!(!text.contains("nic=e1000 direction=reverse ("), "{text}");
+        assert!(!text.contains("nic=e1000 direction=forward ("), "{text}");
+        // A pair the report's comparisons show different is never together in the group.
+        let close = [
+            v("a", &[1.00e9, 1.20e9, 0.90e9]),
+            v("b", &[1.10e9, 0.95e9, 0.92e9]),
+        ];
+        let refs: Vec<&ConfigView> = close.iter().collect();
+        let text = fastest(&refs, None, &campaign::Judging::default(), &[]).join("\n");
+        assert!(text.starts_with("The fastest group: a"), "{text}");
+        let stated = [fastest::Stated {
+            slower: "b".into(),
+            faster: "a".into(),
+            shown: true,
+        }];
+        let text = fastest(&refs, None, &campaign::Judging::default(), &stated).join("\n");
+        assert!(text.starts_with("Fastest configuration: a"), "{text}");
+        assert!(text.contains("faster than the next (b)"), "{text}");
+        // A pair it states without a difference is judged by that verdict, not by the
+        // headline's own family; only every run below every run of a member keeps one out,
+        // and says so.
+        let far = [
+            v("a", &[1.00e9, 1.01e9, 0.99e9]),
+            v("b", &[0.50e9, 0.51e9, 0.49e9]),
+        ];
+        let refs: Vec<&ConfigView> = far.iter().collect();
+        let undecided = [fastest::Stated {
+            slower: "b".into(),
+            faster: "a".into(),
+            shown: false,
+        }];
+        let text = fastest(&refs, None, &campaign::Judging::default(), &undecided).join("\n");
+        assert!(text.starts_with("Fastest configuration: a"), "{text}");
+        assert!(
+            text.contains("b is not among the fastest: each of its runs is below"),
+            "{text}"
+        );
     }
 
     #[test]

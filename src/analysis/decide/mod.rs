@@ -18,6 +18,7 @@
 //! that would likely settle it), or `TooFew`. `words` turns a decision into one sentence;
 //! `robust` screens runs far outside their siblings (median and MAD, Iglewicz and Hoaglin 1993).
 
+pub mod blocked;
 pub mod robust;
 pub mod words;
 
@@ -103,6 +104,15 @@ pub enum Design {
         n_from: usize,
         n_to: usize,
         var_sum: f64,
+    },
+    /// A contrast of the campaign's design (`blocked`): `configurations` run in `rounds` (the
+    /// rounds as blocks), the error pooled over all of them with `df` degrees of freedom and
+    /// `sd` its per-run standard deviation.
+    Blocked {
+        configurations: usize,
+        rounds: usize,
+        df: f64,
+        sd: f64,
     },
 }
 
@@ -253,6 +263,10 @@ pub struct Decision {
     pub difference: Option<f64>,
     pub ci_low: f64,
     pub ci_high: f64,
+    /// The level of `ci_low`/`ci_high`: `confidence` for a comparison on its own; after Holm's
+    /// correction, 1 - alpha p / p_adjusted, so that the interval excludes no difference
+    /// exactly when `p_adjusted` < alpha: the interval and the verdict are one test.
+    pub ci_level: f64,
     /// Two-sided test of no difference, and after Holm's correction over its family.
     pub p: f64,
     pub p_adjusted: f64,
@@ -264,6 +278,10 @@ pub struct Decision {
     /// `ci_low`/`ci_high`: equivalence is shown when it lies inside the practical change.
     pub equivalence_ci_low: f64,
     pub equivalence_ci_high: f64,
+    /// The level of the equivalence interval: 1 - 2 alpha, or after Holm's correction
+    /// 1 - 2 alpha p / p_adjusted (of the equivalence p-values), so that it lies inside the
+    /// practical change exactly when equivalence is shown.
+    pub equivalence_ci_level: f64,
     pub outcome: Outcome,
     /// The largest relative change the data cannot rule out (from the 1 - 2 alpha interval
     /// that the equivalence test uses), e.g. 0.18.
@@ -272,6 +290,8 @@ pub struct Decision {
     /// settle it if the noise stays as it is; `None` when decided, or when no practical number
     /// would (a change right at the threshold).
     pub rounds_needed: Option<usize>,
+    /// The degrees of freedom of the test (of the pooled error for a blocked contrast).
+    pub df: f64,
     pub design: Design,
     /// The practical change it was judged by, relative.
     pub change: f64,
@@ -303,35 +323,26 @@ pub fn decide(from: &str, to: &str, estimate: Estimate, reference: f64, s: &Sett
     let margin = s.margin(reference);
     let Estimate { value, se, df, .. } = estimate;
     let (p, equivalence_p) = tests(value, se, df, margin);
-    let t = ttest::t_critical(s.confidence, df);
-    let (lo, hi) = if se > 0.0 {
-        (value - t * se, value + t * se)
-    } else {
-        (value, value)
-    };
-    let t_eq = ttest::t_critical(1.0 - 2.0 * s.alpha(), df);
-    let (elo, ehi) = if se > 0.0 {
-        (value - t_eq * se, value + t_eq * se)
-    } else {
-        (value, value)
-    };
     let mut d = Decision {
         from: from.to_string(),
         to: to.to_string(),
         ratio: (s.scale == Scale::Log).then(|| value.exp()),
         difference: (s.scale == Scale::Linear).then_some(value),
-        ci_low: s.scale.back(lo),
-        ci_high: s.scale.back(hi),
+        ci_low: f64::NAN,
+        ci_high: f64::NAN,
+        ci_level: s.confidence,
         p,
         p_adjusted: p,
         equivalence_p,
         equivalence_p_adjusted: equivalence_p,
         equivalent: false,
-        equivalence_ci_low: s.scale.back(elo),
-        equivalence_ci_high: s.scale.back(ehi),
+        equivalence_ci_low: f64::NAN,
+        equivalence_ci_high: f64::NAN,
+        equivalence_ci_level: 1.0 - 2.0 * s.alpha(),
         outcome: Outcome::Undecided,
-        not_ruled_out: not_ruled_out(value, se, df, s, reference),
+        not_ruled_out: f64::INFINITY,
         rounds_needed: None,
+        df,
         design: estimate.design,
         change: s.change,
         confidence: s.confidence,
@@ -353,6 +364,7 @@ pub fn too_few(from: &str, to: &str, n_from: usize, n_to: usize, s: &Settings) -
         difference: None,
         ci_low: f64::NAN,
         ci_high: f64::NAN,
+        ci_level: s.confidence,
         p: 1.0,
         p_adjusted: 1.0,
         equivalence_p: 1.0,
@@ -360,9 +372,11 @@ pub fn too_few(from: &str, to: &str, n_from: usize, n_to: usize, s: &Settings) -
         equivalent: false,
         equivalence_ci_low: f64::NAN,
         equivalence_ci_high: f64::NAN,
+        equivalence_ci_level: 1.0 - 2.0 * s.alpha(),
         outcome: Outcome::TooFew,
         not_ruled_out: f64::INFINITY,
         rounds_needed: None,
+        df: f64::NAN,
         design: Design::Independent {
             n_from,
             n_to,
@@ -404,13 +418,33 @@ fn tests(value: f64, se: f64, df: f64, margin: f64) -> (f64, f64) {
     (p, p_low.max(p_high).clamp(0.0, 1.0))
 }
 
-/// The largest relative change inside the 1 - 2 alpha interval (the equivalence test's).
-fn not_ruled_out(value: f64, se: f64, df: f64, s: &Settings, reference: f64) -> f64 {
-    if !(se.is_finite() && df > 0.0) {
+/// The interval of `e` at `level` on the analysis scale (the estimate itself when exact).
+fn interval(e: &Estimate, level: f64) -> (f64, f64) {
+    if e.se > 0.0 && e.df > 0.0 {
+        let t = ttest::t_critical(level, e.df);
+        (e.value - t * e.se, e.value + t * e.se)
+    } else {
+        (e.value, e.value)
+    }
+}
+
+/// The level at which an interval agrees with a Holm-adjusted test: alpha p / p_adjusted is
+/// the largest significance level the raw test must reach for the adjusted one to reach alpha
+/// (Holm 1979), so the interval at 1 - that level excludes no difference exactly when
+/// `p_adjusted` < alpha.
+fn holm_alpha(alpha: f64, p: f64, p_adjusted: f64) -> f64 {
+    if p > 0.0 && p_adjusted > p {
+        alpha * p / p_adjusted
+    } else {
+        alpha
+    }
+}
+
+/// The largest relative change inside the interval `(lo, hi)` (the equivalence test's).
+fn not_ruled_out((lo, hi): (f64, f64), s: &Settings, reference: f64) -> f64 {
+    if !(lo.is_finite() && hi.is_finite()) {
         return f64::INFINITY;
     }
-    let t = ttest::t_critical(1.0 - 2.0 * s.alpha(), df);
-    let (lo, hi) = (value - t * se, value + t * se);
     match s.scale {
         Scale::Log => (hi.exp() - 1.0).max(1.0 - lo.exp()).max(0.0),
         Scale::Linear if reference != 0.0 => lo.abs().max(hi.abs()) / reference.abs(),
@@ -424,6 +458,19 @@ fn judge(d: &mut Decision, s: &Settings) {
         return;
     }
     let alpha = s.alpha();
+    let e = d.estimate;
+    d.ci_level = 1.0 - holm_alpha(alpha, d.p, d.p_adjusted);
+    let (lo, hi) = interval(&e, d.ci_level);
+    (d.ci_low, d.ci_high) = (s.scale.back(lo), s.scale.back(hi));
+    d.equivalence_ci_level =
+        1.0 - 2.0 * holm_alpha(alpha, d.equivalence_p, d.equivalence_p_adjusted);
+    let eq = interval(&e, d.equivalence_ci_level);
+    (d.equivalence_ci_low, d.equivalence_ci_high) = (s.scale.back(eq.0), s.scale.back(eq.1));
+    d.not_ruled_out = if e.se.is_finite() && e.df > 0.0 {
+        not_ruled_out(eq, s, d.reference)
+    } else {
+        f64::INFINITY
+    };
     let different = d.p_adjusted < alpha;
     d.equivalent = d.equivalence_p_adjusted < alpha;
     d.outcome = match (different, d.equivalent) {
@@ -433,37 +480,64 @@ fn judge(d: &mut Decision, s: &Settings) {
         (false, false) => Outcome::Undecided,
     };
     d.rounds_needed = (d.outcome == Outcome::Undecided)
-        .then(|| rounds_needed(&d.estimate, d.margin, s))
+        .then(|| rounds_needed(&d.estimate, d.margin, (d.ci_level, d.equivalence_ci_level)))
         .flatten();
 }
 
-/// About how many more rounds (paired) or runs per side (independent) until the interval
-/// excludes no difference or fits inside the margin, if the estimate and the noise stay as
-/// they are (the usual planning assumption; Holm's correction is not counted).
-fn rounds_needed(e: &Estimate, margin: f64, s: &Settings) -> Option<usize> {
-    let (n_now, per_run_sd, df_of): (usize, f64, fn(usize) -> f64) = match e.design {
-        Design::Paired { pairs, sd } => (pairs, sd, |n| (n - 1) as f64),
+/// About how many more rounds (paired, blocked) or runs per side (independent) until the
+/// interval excludes no difference or fits inside the margin, if the estimate and the noise
+/// stay as they are (the usual planning assumption), at the levels of the two intervals
+/// (`levels`: the difference's and the equivalence's, Holm's correction counted). A blocked
+/// contrast's variance falls as 1/rounds and its error gains configurations - 1 degrees of
+/// freedom per round (Montgomery 4.1).
+fn rounds_needed(e: &Estimate, margin: f64, levels: (f64, f64)) -> Option<usize> {
+    let (n_now, per_run_sd): (usize, f64) = match e.design {
+        Design::Paired { pairs, sd } => (pairs, sd),
         Design::Independent {
             n_from,
             n_to,
             var_sum,
-        } => (n_from.min(n_to), var_sum.sqrt(), |n| (2 * n - 2) as f64),
+        } => (n_from.min(n_to), var_sum.sqrt()),
+        Design::Blocked { rounds, .. } => (rounds, e.se * (rounds as f64).sqrt()),
+    };
+    let df_of = |n: usize| -> f64 {
+        match e.design {
+            Design::Paired { .. } => (n - 1) as f64,
+            Design::Independent { .. } => (2 * n - 2) as f64,
+            Design::Blocked {
+                configurations,
+                rounds,
+                df,
+                ..
+            } => df + (configurations.saturating_sub(1) * n.saturating_sub(rounds)) as f64,
+        }
     };
     if !(per_run_sd.is_finite() && per_run_sd > 0.0 && e.value.is_finite()) {
         return None;
     }
-    let alpha = s.alpha();
     let d = e.value.abs();
-    ((n_now.max(2) + 1)..=MAX_ROUNDS)
-        .find(|&n| {
-            let se = per_run_sd / (n as f64).sqrt();
-            let df = df_of(n);
-            let shows_difference = ttest::t_critical(s.confidence, df) * se < d;
-            let shows_equivalence =
-                d < margin && ttest::t_critical(1.0 - 2.0 * alpha, df) * se < margin - d;
-            shows_difference || shows_equivalence
-        })
-        .map(|n| n - n_now)
+    let settles = |n: usize| {
+        let se = per_run_sd / (n as f64).sqrt();
+        let df = df_of(n);
+        let shows_difference = ttest::t_critical(levels.0, df) * se < d;
+        let shows_equivalence = d < margin && ttest::t_critical(levels.1, df) * se < margin - d;
+        shows_difference || shows_equivalence
+    };
+    // More rounds only narrow the interval (smaller error, more degrees of freedom), so the
+    // first number that settles it is found by bisection.
+    let (mut lo, mut hi) = (n_now.max(2) + 1, MAX_ROUNDS);
+    if lo > hi || !settles(hi) {
+        return None;
+    }
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if settles(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    Some(lo - n_now)
 }
 
 /// Holm's correction over a family of comparisons, for the difference and the equivalence

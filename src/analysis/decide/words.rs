@@ -18,6 +18,22 @@ pub fn level(confidence: f64) -> String {
     format!("{s}%")
 }
 
+/// The level of an interval, which Holm's correction may have raised: "95%", "98.3%", with
+/// one decimal (two when one would round up to 100%).
+pub fn interval_level(confidence: f64) -> String {
+    let pct = confidence * 100.0;
+    if (pct - pct.round()).abs() < 0.005 {
+        return level(confidence);
+    }
+    let one = format!("{pct:.1}");
+    let s = if one.starts_with("100") {
+        format!("{pct:.2}")
+    } else {
+        one
+    };
+    format!("{s}%")
+}
+
 /// "p < 0.001" or "p = 0.031".
 pub fn p_text(p: f64) -> String {
     if p < 0.001 {
@@ -63,13 +79,13 @@ pub fn size_text(d: &Decision, unit: &dyn Fn(f64) -> String) -> String {
 
 /// Its interval: "95% CI 29.8-32.0x" or "95% CI -3.1 to +21.9".
 pub fn ci_text(d: &Decision, unit: &dyn Fn(f64) -> String) -> String {
-    interval(d.confidence, d.ci_low, d.ci_high, d.scale, unit)
+    interval(d.ci_level, d.ci_low, d.ci_high, d.scale, unit)
 }
 
 /// The interval the equivalence test uses (1 - 2 alpha: "90% CI 0.98-1.01x").
 pub fn equivalence_ci_text(d: &Decision, unit: &dyn Fn(f64) -> String) -> String {
     interval(
-        1.0 - 2.0 * (1.0 - d.confidence),
+        d.equivalence_ci_level,
         d.equivalence_ci_low,
         d.equivalence_ci_high,
         d.scale,
@@ -78,7 +94,7 @@ pub fn equivalence_ci_text(d: &Decision, unit: &dyn Fn(f64) -> String) -> String
 }
 
 fn interval(conf: f64, lo: f64, hi: f64, scale: Scale, unit: &dyn Fn(f64) -> String) -> String {
-    let lvl = level(conf);
+    let lvl = interval_level(conf);
     match scale {
         Scale::Log => format!(
             "{lvl} CI {}-{}",
@@ -121,6 +137,54 @@ pub fn runs_text(d: &Decision) -> String {
         Design::Paired { pairs, .. } => format!("{pairs} rounds paired"),
         Design::Independent { n_from, n_to, .. } if n_from == n_to => format!("{n_from} runs each"),
         Design::Independent { n_from, n_to, .. } => format!("{n_from} and {n_to} runs"),
+        Design::Blocked {
+            configurations,
+            rounds,
+            ..
+        } => format!(
+            "{rounds} round{} of {configurations} configurations, error pooled: {}",
+            plural(rounds),
+            dof_text(d.df)
+        ),
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// "2 degrees of freedom", "7.4 degrees of freedom", "1 degree of freedom".
+pub fn dof_text(df: f64) -> String {
+    let dfs = if (df - df.round()).abs() < 0.05 {
+        format!("{df:.0}")
+    } else {
+        format!("{df:.1}")
+    };
+    format!(
+        "{dfs} degree{} of freedom",
+        if dfs == "1" { "" } else { "s" }
+    )
+}
+
+/// Why a test could not decide, in terms a user can act on: "3 rounds of 4 configurations give
+/// the test 6 degrees of freedom".
+pub fn degrees_text(d: &Decision) -> String {
+    let dof = dof_text(d.df);
+    match d.design {
+        Design::Paired { pairs, .. } => {
+            format!("{pairs} paired round{} give the test {dof}", plural(pairs))
+        }
+        Design::Independent { n_from, n_to, .. } => {
+            format!("{n_from} and {n_to} runs give Welch's test {dof}")
+        }
+        Design::Blocked {
+            configurations,
+            rounds,
+            ..
+        } => format!(
+            "{rounds} round{} of {configurations} configurations give the test {dof}",
+            plural(rounds)
+        ),
     }
 }
 
@@ -158,21 +222,18 @@ pub fn verdict(d: &Decision, what: &str, unit: &dyn Fn(f64) -> String, adjusted:
                 "the data cannot bound the change".into()
             };
             let more = match (d.rounds_needed, d.design) {
-                (Some(n), Design::Paired { .. }) => format!(
-                    ": about {n} more round{} would settle it",
-                    if n == 1 { "" } else { "s" }
-                ),
-                (Some(n), Design::Independent { .. }) => format!(
-                    ": about {n} more run{} of each would settle it",
-                    if n == 1 { "" } else { "s" }
-                ),
+                (Some(n), Design::Independent { .. }) => {
+                    format!("; about {n} more run{} of each would settle it", plural(n))
+                }
+                (Some(n), _) => format!("; about {n} more round{} would settle it", plural(n)),
                 (None, _) => format!(
-                    ": a change this close to the {change} threshold would take more rounds than are practical"
+                    "; a change this close to the {change} threshold would take more rounds than are practical"
                 ),
             };
             format!(
-                "no difference in {what} shown ({}), but {bound}{more}",
-                p_of(d, adjusted, false)
+                "no difference in {what} shown ({}), but {bound}: {}{more}",
+                p_of(d, adjusted, false),
+                degrees_text(d)
             )
         }
         Outcome::TooFew => format!("too few runs to compare {what} ({})", runs_text(d)),

@@ -1,11 +1,14 @@
 //! The values of one dimension: their order (numeric values low to high), their means with
-//! intervals from their own spread, and the comparisons between them built for `decide`:
-//! runs of one round paired (the difference of each context's runs in that round, averaged
-//! over the contexts), or, without two paired rounds, each context's difference of means
-//! averaged (Welch-Satterthwaite).
+//! intervals from their own spread, and the comparisons between them built for `decide`: a
+//! contrast of the campaign's whole design (`decide::blocked`: configurations and rounds as
+//! blocks, the error pooled over every configuration) between the averages of the two values'
+//! configurations, the other dimensions matched. Only when the design leaves no error to pool
+//! (one run per configuration) are the runs of one round paired (the difference of each
+//! context's runs in that round, averaged over the contexts), or each context's difference of
+//! means averaged (Welch-Satterthwaite).
 
 use super::{Cell, LevelMean, Noise, Observation, marginal};
-use crate::analysis::decide::{self, Decision, Outcome, Settings};
+use crate::analysis::decide::{self, Decision, Outcome, Settings, blocked};
 use crate::analysis::stats::describe::mean;
 use crate::analysis::stats::ttest;
 use std::collections::BTreeMap;
@@ -19,6 +22,10 @@ type ByContextRound = BTreeMap<(Context, u32), Vec<f64>>;
 pub(super) struct Data<'a> {
     obs: &'a [Observation],
     ys: &'a [f64],
+    /// The configurations' dimension values, by the fit's cell index.
+    cells: Vec<Vec<(String, String)>>,
+    /// The whole design, when it leaves error to pool.
+    fit: Option<blocked::Fit>,
 }
 
 /// The other dimensions of a run than `dim`: its context.
@@ -35,7 +42,59 @@ fn value_of<'o>(o: &'o Observation, dim: &str) -> Option<&'o str> {
 
 impl<'a> Data<'a> {
     pub(super) fn new(obs: &'a [Observation], ys: &'a [f64]) -> Data<'a> {
-        Data { obs, ys }
+        let (cells, fit) = blocked::fit_keyed(
+            obs.iter()
+                .zip(ys)
+                .map(|(o, y)| (o.dims.clone(), o.round, *y)),
+        );
+        Data {
+            obs,
+            ys,
+            cells,
+            fit,
+        }
+    }
+
+    /// Every run of `dim` = `v` on the analysis scale.
+    pub(super) fn values_of(&self, dim: &str, v: &str) -> Vec<f64> {
+        self.runs_of(dim, v).into_values().flatten().collect()
+    }
+
+    /// Every run (at least two) of `low` below every run (at least two) of `high`.
+    pub(super) fn below_every_run(&self, dim: &str, low: &str, high: &str) -> bool {
+        let (a, b) = (self.values_of(dim, low), self.values_of(dim, high));
+        let max = a.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let min = b.iter().copied().fold(f64::INFINITY, f64::min);
+        a.len() >= 2 && b.len() >= 2 && max < min
+    }
+
+    /// The pooled error's degrees of freedom (`None`: no error to pool).
+    pub(super) fn pooled_df(&self) -> Option<f64> {
+        self.fit.as_ref().map(|f| f.df_err)
+    }
+
+    /// `to` against `from` as a contrast of the whole design: each the average of its
+    /// configurations whose context (the other dimensions) the other value shares.
+    fn contrast(&self, dim: &str, from: &str, to: &str) -> Option<decide::Estimate> {
+        let fit = self.fit.as_ref()?;
+        let of = |v: &str| -> Vec<(Context, usize)> {
+            self.cells
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.iter().any(|(k, x)| k == dim && x == v))
+                .map(|(i, c)| (c.iter().filter(|(k, _)| k != dim).cloned().collect(), i))
+                .collect()
+        };
+        let (a, b) = (of(from), of(to));
+        let mut xs = Vec::new();
+        let mut ys = Vec::new();
+        for (ctx, i) in &a {
+            if let Some((_, j)) = b.iter().find(|(c, _)| c == ctx) {
+                xs.push(*i);
+                ys.push(*j);
+            }
+        }
+        fit.difference(&xs, &ys)
     }
 
     /// Values of `dim` = `v`, by (context, round).
@@ -53,6 +112,13 @@ impl<'a> Data<'a> {
     pub(super) fn decide(&self, dim: &str, from: &str, to: &str, s: &Settings) -> Decision {
         let a = self.runs_of(dim, from);
         let b = self.runs_of(dim, to);
+        let reference = {
+            let all: Vec<f64> = a.values().flatten().copied().collect();
+            all.iter().sum::<f64>() / all.len().max(1) as f64
+        };
+        if let Some(e) = self.contrast(dim, from, to) {
+            return decide::decide(from, to, e, reference, s);
+        }
         // Paired: per round, the mean over contexts of (to - from).
         let mut by_round: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
         for (key, ya) in &a {
@@ -61,10 +127,6 @@ impl<'a> Data<'a> {
             }
         }
         let diffs: Vec<f64> = by_round.values().map(|v| mean(v)).collect();
-        let reference = {
-            let all: Vec<f64> = a.values().flatten().copied().collect();
-            all.iter().sum::<f64>() / all.len().max(1) as f64
-        };
         if let Some(e) = decide::paired(&diffs) {
             return decide::decide(from, to, e, reference, s);
         }
@@ -228,25 +290,15 @@ pub(super) fn all_equivalent_p(pairs: &[Decision]) -> Option<f64> {
     pairs.iter().map(|d| d.equivalence_p).reduce(f64::max)
 }
 
-/// The best value and those not shown below it (Holm over those comparisons).
-pub(super) fn best_group(data: &Data, dim: &str, means: &[LevelMean], s: &Settings) -> Vec<String> {
-    let Some(best) = means.iter().max_by(|a, b| a.mean.total_cmp(&b.mean)) else {
-        return Vec::new();
-    };
-    let mut others: Vec<Decision> = means
-        .iter()
-        .filter(|m| m.value != best.value)
-        .map(|m| data.decide(dim, &m.value, &best.value, s))
-        .collect();
-    decide::adjust(&mut others, s);
-    let mut group = vec![best.value.clone()];
-    group.extend(
-        others
-            .iter()
-            .filter(|d| !matches!(d.outcome, Outcome::Different))
-            .map(|d| d.from.clone()),
-    );
-    group
+/// `d` shows `v` below a value of `group` (a difference, Holm-adjusted).
+pub(super) fn shown_below(d: &Decision, v: &str, group: &[String]) -> bool {
+    if d.outcome != Outcome::Different {
+        return false;
+    }
+    let up = d
+        .ratio
+        .map_or(d.difference.is_some_and(|x| x > 0.0), |r| r > 1.0);
+    (d.from == v && up && group.contains(&d.to)) || (d.to == v && !up && group.contains(&d.from))
 }
 
 #[cfg(test)]

@@ -13,8 +13,9 @@
 //!
 //! How much each dimension matters is said by comparisons judged by `decide`: numeric
 //! dimensions (window, streams, rate, ...) step from low to high; others (profile, congestion,
-//! nic, words) are compared with a baseline (the plan's, or the first value). Runs of one
-//! round are paired. Every comparison of the answer forms one family for Holm's correction.
+//! nic, words) are compared with a baseline (the plan's, or the first value). Each comparison
+//! is a contrast of the whole design (`decide::blocked`): configurations with rounds as blocks,
+//! the error pooled over every configuration (Montgomery ch. 4). Each dimension's comparisons form one family for Holm's correction.
 //! Each value's confidence interval comes from its own configurations' spread (Satterthwaite's
 //! degrees of freedom), so a noisy value does not widen a quiet one's. `words` says it all.
 
@@ -60,8 +61,8 @@ pub struct Effect {
     /// Numeric values, compared step by step from low to high; else each against `baseline`.
     pub ordered: bool,
     pub baseline: Option<String>,
-    /// The steps (ordered) or the comparisons with the baseline; Holm-adjusted over every
-    /// comparison of the answer.
+    /// The steps (ordered) or the comparisons with the baseline; Holm-adjusted over this
+    /// dimension's comparisons and its span.
     pub comparisons: Vec<Decision>,
     /// From the value with the lowest mean to the one with the highest (in the values' order):
     /// the size of the effect.
@@ -69,7 +70,8 @@ pub struct Effect {
     /// Every pair of values within the practical change (intersection-union: the largest of
     /// the pairs' equivalence p-values; Berger 1982).
     pub equivalence_p: Option<f64>,
-    /// The values not shown below the best one (the best first).
+    /// The values not shown below the best one (the best first), none of them with every run
+    /// below every run of another member.
     pub best: Vec<String>,
     /// Every pair of values, for the bound on a dimension with no difference shown.
     #[serde(skip)]
@@ -104,6 +106,10 @@ pub struct Effects {
     /// About how many more rounds would settle every undecided comparison (`None`: all
     /// decided, or no practical number would).
     pub rounds_needed: Option<usize>,
+    /// Degrees of freedom of the error pooled over the whole design (configurations with rounds
+    /// as blocks) that every comparison uses; `None` when one run per configuration leaves
+    /// none, and comparisons fall back to each pair's own runs.
+    pub pooled_df: Option<f64>,
     pub method: String,
     /// The effects in words (`campaigns::explain` adds limits and facts to make the answer).
     #[serde(skip)]
@@ -324,7 +330,7 @@ pub fn analyze(obs: &[Observation], order: &[(String, Vec<String>)], opts: &Opti
         .map(|d| d.rounds_needed)
         .try_fold(0usize, |m, r| r.map(|r| m.max(r)))
         .filter(|m| *m > 0);
-    let method = words::method(opts, n, cells.len(), unbalanced);
+    let method = words::method(opts, n, cells.len(), unbalanced, data.pooled_df());
     let mut e = Effects {
         scale: s.scale,
         runs: n,
@@ -336,6 +342,7 @@ pub fn analyze(obs: &[Observation], order: &[(String, Vec<String>)], opts: &Opti
         change: s.change,
         confidence: s.confidence,
         rounds_needed,
+        pooled_df: data.pooled_df(),
         method,
         answer: String::new(),
     };
@@ -401,23 +408,56 @@ fn dimension_effect(
     }
 }
 
-/// One family: every comparison the answer states, Holm-adjusted together; then each
-/// dimension's equivalence as a whole and its best group.
+/// One family per dimension: every pair of its values (those the answer states in their stated
+/// orientation), Holm-adjusted together (Holm 1979), so that the steps or the comparisons with
+/// the baseline, the span and the best group all read from the same adjusted decisions, and
+/// `compare`, which adjusts over the same pairs, says the same. Each dimension is its own
+/// question against the one pooled error, as each factor's F test is in a factorial analysis
+/// (Montgomery ch. 5).
 fn adjust_family(effects: &mut [Effect], data: &levels::Data, s: &Settings) {
-    let mut family: Vec<Decision> = effects
-        .iter()
-        .flat_map(|e| e.comparisons.iter().chain(e.span.iter()).cloned())
-        .collect();
-    super::decide::adjust(&mut family, s);
-    let mut it = family.into_iter();
+    let same =
+        |d: &Decision, a: &str, b: &str| (d.from == a && d.to == b) || (d.from == b && d.to == a);
     for e in effects.iter_mut() {
+        let mut family: Vec<Decision> = Vec::new();
+        for d in e
+            .comparisons
+            .iter()
+            .chain(e.span.iter())
+            .chain(e.pairs.iter())
+        {
+            if !family.iter().any(|f| same(f, &d.from, &d.to)) {
+                family.push(d.clone());
+            }
+        }
+        super::decide::adjust(&mut family, s);
         for c in e.comparisons.iter_mut().chain(e.span.iter_mut()) {
-            if let Some(adjusted) = it.next() {
-                *c = adjusted;
+            if let Some(f) = family.iter().find(|f| same(f, &c.from, &c.to)) {
+                *c = f.clone();
             }
         }
         e.equivalence_p = levels::all_equivalent_p(&e.pairs);
-        e.best = levels::best_group(data, &e.dimension, &e.means, s);
+        // The best value and those no adjusted pair shows below a member.
+        let Some(top) = e.means.iter().max_by(|a, b| a.mean.total_cmp(&b.mean)) else {
+            continue;
+        };
+        let top = vec![top.value.clone()];
+        let mut best = top.clone();
+        best.extend(
+            e.means
+                .iter()
+                .map(|m| m.value.clone())
+                .filter(|v| *v != top[0])
+                .filter(|v| !family.iter().any(|d| levels::shown_below(d, v, &top))),
+        );
+        // Nor a value whose every run is below every run of a member.
+        let snapshot = best.clone();
+        best.retain(|v| {
+            !family.iter().any(|d| levels::shown_below(d, v, &snapshot))
+                && !snapshot
+                    .iter()
+                    .any(|m| data.below_every_run(&e.dimension, v, m))
+        });
+        e.best = best;
     }
 }
 
@@ -495,5 +535,7 @@ fn interactions(
     out
 }
 
+#[cfg(test)]
+mod simulation;
 #[cfg(test)]
 mod tests;

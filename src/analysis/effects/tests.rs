@@ -390,6 +390,7 @@ fn a_null_dimension_shown_within_the_change_as_a_whole_is_decided_and_worded_rig
         change: 0.05,
         confidence: 0.95,
         rounds_needed: None,
+        pooled_df: None,
         method: String::new(),
         answer: String::new(),
     };
@@ -414,11 +415,12 @@ fn a_null_dimension_shown_within_the_change_as_a_whole_is_decided_and_worded_rig
 }
 
 /// Two rounds of a NIC sweep both ways, as measured on a libvirt domain (tests/libvirt.rs):
-/// the F test sees the model's effect at once, but with two rounds and an effect that depends
-/// on the direction (3x one way, 1.2x the other) no comparison of two models is decided. The
-/// answer must not say that nothing makes a difference.
+/// the F test sees the model's effect at once. Judged per pair with two paired rounds (1 degree
+/// of freedom) no comparison of two models was decided; judged as a contrast of the whole
+/// design, on the same pooled error as the F test (3 degrees of freedom), the comparison
+/// decides what the F test finds, and the answer says so.
 #[test]
-fn an_effect_the_f_test_finds_but_no_comparison_decides_is_not_called_no_difference() {
+fn an_effect_the_f_test_finds_is_decided_by_the_comparison_on_the_same_pooled_error() {
     let dims = [
         ("nic", &["virtio", "rtl8139"][..]),
         ("reverse", &["false", "true"][..]),
@@ -434,29 +436,16 @@ fn an_effect_the_f_test_finds_but_no_comparison_decides_is_not_called_no_differe
     let e = analyze(&obs, &order(&dims), &Options::new(Scale::Log, "goodput"));
     let nic = e.effects.iter().find(|x| x.dimension == "nic").unwrap();
     assert!(nic.p.unwrap() < 0.05, "{nic:?}");
-    assert!(
-        nic.comparisons
-            .iter()
-            .all(|d| d.outcome == crate::analysis::decide::Outcome::Undecided),
+    let d = &nic.comparisons[0];
+    // One effect, one error: the contrast's p is the F test's (two values: F = t squared).
+    assert!((d.p - nic.p.unwrap()).abs() < 1e-9, "{nic:?}");
+    assert_eq!(d.df, 3.0);
+    assert_eq!(
+        d.outcome,
+        crate::analysis::decide::Outcome::Different,
         "{nic:?}"
     );
-    let first = e.answer.lines().next().unwrap();
-    assert!(
-        first.starts_with(
-            "no comparison of two values is decided yet, though the F test finds that nic \
-             changes goodput (p = 0.012)"
-        ),
-        "{}",
-        e.answer
-    );
-    assert!(
-        e.answer.contains(
-            "nic: the F test finds an effect on goodput (p = 0.012) that no comparison of two \
-             of its values decides yet"
-        ),
-        "{}",
-        e.answer
-    );
+    assert!(d.ci_high < 1.0, "{d:?}");
     assert!(!e.answer.contains("nic: no difference"), "{}", e.answer);
     assert!(e.answer.contains("depends on reverse"), "{}", e.answer);
 }

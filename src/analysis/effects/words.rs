@@ -220,14 +220,20 @@ fn null_line(x: &Effect, opts: &Options) -> String {
         .filter(|d| !d.equivalent)
         .map(|d| d.rounds_needed)
         .try_fold(0usize, |m, r| r.map(|r| m.max(r)));
+    // Why it is undecided, in terms a user can act on: the test's degrees of freedom.
+    let why = x
+        .pairs
+        .first()
+        .map(|d| format!(": {}", say::degrees_text(d)))
+        .unwrap_or_default();
     let more = match needed {
         Some(n) if n > 0 => format!(
-            ": about {n} more round{} would settle it",
+            "{why}; about {n} more round{} would settle it",
             if n == 1 { "" } else { "s" }
         ),
-        Some(_) => String::new(),
+        Some(_) => why,
         None => format!(
-            ": a change this close to the {change} threshold would take more rounds than are practical"
+            "{why}; a change this close to the {change} threshold would take more rounds than are practical"
         ),
     };
     if f_only(x, alpha) {
@@ -328,17 +334,27 @@ pub(super) fn answer(e: &Effects, opts: &Options) -> String {
         .map(|x| x.comparisons.len() + usize::from(x.span.is_some()))
         .sum();
     if family > 0 {
+        let design = match e.pooled_df {
+            Some(df) => format!(
+                "a contrast of the whole design, configurations with rounds as blocks and the \
+                 error pooled over all of them ({}; Montgomery ch. 4)",
+                crate::analysis::decide::words::dof_text(df)
+            ),
+            None => "runs of one round paired where they can be".to_string(),
+        };
         lines.push(format!(
-            "(each comparison: runs of one round paired where they can be, a difference by t test \
-             at {}, 'no difference larger than {}' by two one-sided tests (Schuirmann 1987){})",
+            "(each comparison: {design}, a difference by t test at {}, 'no difference larger than \
+             {}' by two one-sided tests (Schuirmann 1987){})",
             say::level(opts.settings.confidence),
             percent_text(opts.settings.change),
-            if family > 1 {
-                format!(
-                    "; the {family} comparisons' p-values are Holm-adjusted as one family (Holm 1979)"
-                )
+            if e.effects
+                .iter()
+                .any(|x| x.comparisons.len() + usize::from(x.span.is_some()) > 1)
+            {
+                "; each dimension's comparisons Holm-adjusted as one family (Holm 1979), each \
+                 interval at the level that correction gives its test"
             } else {
-                String::new()
+                ""
             }
         ));
     }
@@ -346,14 +362,32 @@ pub(super) fn answer(e: &Effects, opts: &Options) -> String {
 }
 
 /// How the analysis was made, in one sentence.
-pub(super) fn method(opts: &Options, n: usize, cells: usize, unbalanced: bool) -> String {
+pub(super) fn method(
+    opts: &Options,
+    n: usize,
+    cells: usize,
+    unbalanced: bool,
+    pooled_df: Option<f64>,
+) -> String {
+    let comparisons = match pooled_df {
+        Some(df) => format!(
+            "contrasts of the whole design, configurations with rounds as blocks (randomized \
+             complete block design, Montgomery ch. 4), the error pooled over every configuration \
+             ({df:.0} degrees of freedom)"
+        ),
+        None => "t tests, runs of one round paired (one run per configuration leaves no error \
+                 to pool)"
+            .to_string(),
+    };
     format!(
         "factorial analysis of variance (Montgomery, Design and Analysis of Experiments, ch. 5) \
          of {}{} over {n} runs in {cells} configurations; F tests against the variation between \
          repeated runs of one configuration; comparisons of values judged at {} with a practical \
-         change of {} (t tests, runs of one round paired; equivalence by two one-sided tests, \
-         Schuirmann 1987; Holm 1979 over every comparison of the answer); each value's interval \
-         from its own configurations' spread (Satterthwaite 1946); rounds as blocks for drift{}",
+         change of {} ({comparisons}; equivalence by two one-sided tests, Schuirmann 1987; Holm \
+         1979 over each dimension's comparisons, each comparison's interval at the level \
+         Holm's correction gives its test, so it excludes no change exactly when a difference is \
+         shown); each value's interval from its own configurations' spread (Satterthwaite \
+         1946); rounds as blocks for drift{}",
         opts.what,
         if opts.settings.scale == Scale::Log {
             " on a log scale"

@@ -111,17 +111,19 @@ fn identical_sets_and_bad_input() {
 
 #[test]
 fn a_hundred_thousand_values_are_fast() {
-    let a: Vec<f64> = (0..100_000)
+    let a: Vec<f64> = (0..100_000u64)
         .map(|i| 1000.0 + ((i * 7919) % 1000) as f64 / 10.0)
         .collect();
-    let b: Vec<f64> = (0..100_000)
+    let b: Vec<f64> = (0..100_000u64)
         .map(|i| 1001.0 + ((i * 104_729) % 1000) as f64 / 10.0)
         .collect();
     let t0 = std::time::Instant::now();
     let r = analyze(&[("a".into(), a), ("b".into(), b)], &Config::default()).unwrap();
     let took = t0.elapsed();
     assert!(r.comparisons[0].significant);
-    assert!(took < std::time::Duration::from_millis(900), "{took:?}");
+    // The bound is for optimised builds; a debug build on a shared machine gets ten times it.
+    let limit = std::time::Duration::from_millis(if cfg!(debug_assertions) { 9000 } else { 900 });
+    assert!(took < limit, "{took:?}");
 }
 
 /// Regression: `netsweep stats` never returned for these sets. The runs-needed estimate asked
