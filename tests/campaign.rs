@@ -291,6 +291,46 @@ fn a_schema_v1_database_opens_migrates_and_compares() {
     assert!(out.contains("window=1M is faster than window=64K"), "{out}");
 }
 
+/// Regression: a renamed key in the stored plan facts made explain judge by the default 5%
+/// in silence, and a store whose stored plan no longer parsed was migrated with the defaults
+/// written in for good.
+#[test]
+fn stored_facts_that_cannot_be_read_stop_the_read_and_are_never_replaced_by_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/schema-v1.db");
+    let damaged = dir.path().join("damaged.db");
+    std::fs::copy(fixture, &damaged).unwrap();
+    drop(netsweep::campaigns::store::Store::open(&damaged).unwrap());
+    let conn = rusqlite::Connection::open(&damaged).unwrap();
+    conn.execute(
+        "UPDATE campaign SET plan_facts_json = replace(plan_facts_json, '\"change\"', '\"chnge\"')",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let (ok, out) = netsweep(&["explain", "--db", damaged.to_str().unwrap()]);
+    assert!(
+        !ok && out.contains("stored plan facts") && out.contains("do not parse"),
+        "{out}"
+    );
+
+    let unparsable = dir.path().join("unparsable.db");
+    std::fs::copy(fixture, &unparsable).unwrap();
+    let conn = rusqlite::Connection::open(&unparsable).unwrap();
+    conn.execute("UPDATE campaign SET plan_toml = '[target\nkind = '", [])
+        .unwrap();
+    drop(conn);
+    let db = unparsable.to_str().unwrap();
+    let (_, migrated) = netsweep(&["migrate", "--db", db]);
+    let (ok, out) = netsweep(&["explain", "--db", db]);
+    assert!(!ok && out.contains("cannot be known"), "{migrated}\n{out}");
+    let conn = rusqlite::Connection::open(&unparsable).unwrap();
+    let facts: Option<String> = conn
+        .query_row("SELECT plan_facts_json FROM campaign", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(facts, None, "defaults were written in");
+}
+
 #[test]
 fn iperf3_results_import_and_compare() {
     let dir = tempfile::tempdir().unwrap();

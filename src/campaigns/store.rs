@@ -328,10 +328,28 @@ impl Store {
                 },
             )
             .with_context(|| format!("no campaign {id} in this database"))?;
-        // An older store's, derived at open; none (imported runs): the default judging.
-        row.facts = match facts.and_then(|j| serde_json::from_str(&j).ok()) {
-            Some(f) => f,
-            None => self.legacy.facts.get(&id).cloned().unwrap_or_default(),
+        // The stored facts; an older store's, derived at open. What cannot be read stops the
+        // read: judging by the defaults instead would give another answer without a word.
+        row.facts = match facts {
+            Some(j) => serde_json::from_str(&j).with_context(|| {
+                format!(
+                    "campaign {id}'s stored plan facts (campaign.plan_facts_json) do not parse: \
+                     the store was damaged or written by another netsweep; nothing is read in \
+                     their place"
+                )
+            })?,
+            None => match (self.legacy.facts.get(&id), self.legacy.unreadable.get(&id)) {
+                (Some(f), _) => f.clone(),
+                (None, Some(why)) => bail!(
+                    "campaign {id}'s stored plan no longer parses ({why}): how its answer is \
+                     judged cannot be known, and no default is read in its place"
+                ),
+                (None, None) if row.target == legacy::IMPORTED => Default::default(),
+                (None, None) => bail!(
+                    "campaign {id} has no stored plan facts (its plan did not parse when the \
+                     store was migrated): how its answer is judged cannot be known"
+                ),
+            },
         };
         Ok(row)
     }
@@ -503,13 +521,14 @@ impl Store {
         let text = format!("# runs imported from iperf3 -J files: {name}\n");
         self.conn.execute(
             "INSERT INTO campaign (name, plan_toml, plan_hash, target, run_order, seed, repetitions, created_unix, finished_unix, plan_facts_json)
-             VALUES (?1, ?2, ?3, 'import', 'imported', 0, 0, ?4, ?4, ?5)",
+             VALUES (?1, ?2, ?3, ?6, 'imported', 0, 0, ?4, ?4, ?5)",
             params![
                 name,
                 text,
                 hash(&text),
                 now_unix(),
-                serde_json::to_string(&crate::campaigns::plan::PlanFacts::default())?
+                serde_json::to_string(&crate::campaigns::plan::PlanFacts::default())?,
+                legacy::IMPORTED
             ],
         )?;
         Ok(self.conn.last_insert_rowid())

@@ -10,11 +10,17 @@ use crate::campaigns::plan::{Configuration, Plan, PlanFacts};
 use rusqlite::{Connection, params};
 use std::collections::HashMap;
 
+/// The `target` of a campaign of imported runs (`Store::create_import_campaign`).
+pub(super) const IMPORTED: &str = "import";
+
 /// What an older store lacks, by campaign id and by configuration id.
 #[derive(Debug, Default)]
 pub(super) struct Derived {
     pub facts: HashMap<i64, PlanFacts>,
     pub resolved: HashMap<i64, Configuration>,
+    /// Campaigns whose stored plan no longer parses, and why: nothing is derived (or written)
+    /// in their place, and reading them says so.
+    pub unreadable: HashMap<i64, String>,
 }
 
 /// Derives what a store at schema `version` lacks (nothing from version 6 on).
@@ -23,25 +29,36 @@ pub(super) fn derive(conn: &Connection, version: u32) -> anyhow::Result<Derived>
     if version >= 6 || version == 0 {
         return Ok(out);
     }
-    let mut st = conn.prepare("SELECT id, plan_path, plan_toml FROM campaign")?;
+    let mut st = conn.prepare("SELECT id, plan_path, plan_toml, target FROM campaign")?;
     let campaigns = st
         .query_map([], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, Option<String>>(1)?,
                 r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
             ))
         })?
         .collect::<Result<Vec<_>, _>>()?;
     let mut configs =
         conn.prepare("SELECT id, dims_json FROM configuration WHERE campaign_id = ?1")?;
-    for (id, path, toml) in campaigns {
-        let plan = Plan::parse(path.as_deref().unwrap_or("plan"), &toml).ok();
-        out.facts
-            .insert(id, plan.as_ref().map(Plan::facts).unwrap_or_default());
-        let Some(plan) = plan.filter(|_| version < 5) else {
+    for (id, path, toml, target) in campaigns {
+        // Imported runs have no plan: the default judging is theirs by construction.
+        if target == IMPORTED {
+            out.facts.insert(id, PlanFacts::default());
             continue;
+        }
+        let plan = match Plan::parse(path.as_deref().unwrap_or("plan"), &toml) {
+            Ok(p) => p,
+            Err(e) => {
+                out.unreadable.insert(id, e.to_string());
+                continue;
+            }
         };
+        out.facts.insert(id, plan.facts());
+        if version >= 5 {
+            continue;
+        }
         let rows = configs
             .query_map(params![id], |r| {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
