@@ -41,6 +41,30 @@ fn in_range(end: &Value, path: &str, lo: f64, hi: f64) -> Result<Option<f64>, St
     }
 }
 
+/// A rate off its own bytes over its own seconds by more than this share contradicts them.
+pub const RATE_SLACK: f64 = 0.01;
+
+/// The rate against the section's own bytes and seconds (`seconds`, else `end - start`), when
+/// the document has them: a rate that says more or less than its bytes is damage or a lie.
+fn agrees_with_its_bytes(end: &Value, section: &str, bps: f64) -> Result<(), String> {
+    let field = |k: &str| end.pointer(&format!("{section}/{k}")).and_then(lenient_f64);
+    let Some(bytes) = field("bytes") else {
+        return Ok(());
+    };
+    let seconds = field("seconds").or_else(|| Some(field("end")? - field("start")?));
+    let Some(seconds) = seconds.filter(|s| *s > 0.0) else {
+        return Ok(());
+    };
+    let own = bytes * 8.0 / seconds;
+    if (own - bps).abs() > RATE_SLACK * own.max(bps) {
+        return Err(format!(
+            "end{section}.bits_per_second is {bps} but its own {bytes} bytes over {seconds} s \
+             make {own:.0}: the document's figures contradict each other"
+        ));
+    }
+    Ok(())
+}
+
 /// Reads the numbers of one iperf3 -J document.
 pub fn parse_json_result(text: &str) -> Result<Imported, String> {
     let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
@@ -56,9 +80,14 @@ pub fn parse_json_result(text: &str) -> Result<Imported, String> {
     let udp = end.get("sum").and_then(|s| s.get("lost_percent")).is_some();
     // 10 Tbit/s is beyond any link iperf3 has measured; a larger figure is damage, not data.
     let max_rate = 1e13;
-    let bps = in_range(end, "/sum_received/bits_per_second", 0.0, max_rate)?
-        .or(in_range(end, "/sum/bits_per_second", 0.0, max_rate)?)
+    let section = if end.pointer("/sum_received/bits_per_second").is_some() {
+        "/sum_received"
+    } else {
+        "/sum"
+    };
+    let bps = in_range(end, &format!("{section}/bits_per_second"), 0.0, max_rate)?
         .ok_or("no end.sum_received.bits_per_second")?;
+    agrees_with_its_bytes(end, section, bps)?;
     let retransmits = if udp {
         None
     } else {
@@ -110,6 +139,24 @@ mod tests {
         let doc = r#"{"end":{"sum_sent":{"retransmits":18446744073709551615},
             "sum_received":{"bits_per_second":1000}}}"#;
         assert_eq!(parse_json_result(doc).unwrap().retransmits, None);
+    }
+
+    /// Regression: a file whose rates were multiplied by 10, or whose bytes were zeroed, was
+    /// stored as it said.
+    #[test]
+    fn a_rate_that_contradicts_its_own_bytes_is_refused() {
+        let doc = |bytes: u64, bps: f64| {
+            format!(
+                r#"{{"end":{{"sum_received":{{"start":0,"end":10.0,"seconds":10.0,"bytes":{bytes},"bits_per_second":{bps}}}}}}}"#
+            )
+        };
+        assert!(parse_json_result(&doc(3_464_833_389, 2.7718667e9)).is_ok());
+        let e = parse_json_result(&doc(3_464_833_389, 2.7718667e10)).unwrap_err();
+        assert!(
+            e.contains("contradict") && e.contains("sum_received"),
+            "{e}"
+        );
+        assert!(parse_json_result(&doc(0, 2.7718667e9)).is_err());
     }
 
     #[test]
