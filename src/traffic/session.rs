@@ -119,11 +119,7 @@ pub struct Streams {
     handles: Vec<std::thread::JoinHandle<()>>,
 }
 
-/// iperf3's default `--rcv-timeout`: how long a test may go without data on any stream this
-/// end receives before it ends with "idle timeout for receiving data".
-pub const DEFAULT_RCV_TIMEOUT: Duration = Duration::from_secs(120);
-/// The shortest `--rcv-timeout` iperf3 accepts (`MIN_NO_MSG_RCVD_TIMEOUT`).
-pub const MIN_RCV_TIMEOUT: Duration = Duration::from_millis(100);
+pub use crate::traffic::spec::{DEFAULT_RCV_TIMEOUT, MIN_RCV_TIMEOUT};
 
 /// iperf3's words for a test whose data stopped (`IENOMSG`), with how long and the flag.
 pub fn rcv_timeout_words(timeout: Duration) -> String {

@@ -210,6 +210,12 @@ pub const UDP_DEFAULT_LENGTH: u32 = 1400;
 /// `protocol = "udp"`): netsweep's own default, 1 Gbit/s per direction. The command line's `-u`
 /// takes iperf3's `IPERF3_UDP_RATE` instead.
 pub const UDP_DEFAULT_RATE: f64 = 1e9;
+/// iperf3's default `--rcv-timeout`: how long a test may go without data on any stream this
+/// end receives before it ends with "idle timeout for receiving data".
+pub const DEFAULT_RCV_TIMEOUT: Duration = Duration::from_secs(120);
+/// The shortest `--rcv-timeout` iperf3 accepts (`MIN_NO_MSG_RCVD_TIMEOUT`).
+pub const MIN_RCV_TIMEOUT: Duration = Duration::from_millis(100);
+
 /// iperf3's UDP rate without `-b`: 1 Mbit/s per stream (`-u` on the command line).
 pub const IPERF3_UDP_RATE: f64 = 1e6;
 /// iperf3's TCP block size without `-l`, 128 KiB: what `-k` counts in and what an iperf3
@@ -584,7 +590,7 @@ impl Default for ServerLimits {
             max_interval_records: DEFAULT_MAX_INTERVAL_RECORDS,
             max_pending: DEFAULT_MAX_PENDING,
             max_open_files: 0,
-            rcv_timeout: crate::traffic::session::DEFAULT_RCV_TIMEOUT,
+            rcv_timeout: DEFAULT_RCV_TIMEOUT,
         }
     }
 }
