@@ -10,57 +10,9 @@ mod common;
 use common::TestServer;
 use netsweep::traffic::spec::ServerLimits;
 use serde_json::Value;
-use std::process::{Command, Stdio};
-use std::sync::Mutex;
-use std::time::Duration;
+use std::process::Command;
 
-/// Traffic tests share two cores: one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// `netsweep -c 127.0.0.1 -p PORT ARGS -J`: its document.
-fn netsweep_json(port: u16, args: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J"])
-        .args(args)
-        .output()
-        .expect("netsweep -c");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{args:?}: {e}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    assert!(
-        out.status.success() && doc.get("error").is_none(),
-        "{args:?}: {doc:#}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    doc
-}
-
-/// One test against `iperf3 -s -1 -J` on a free loopback port: netsweep's document and the
-/// iperf3 server's.
-fn against_iperf3(args: &[&str]) -> (Value, Value) {
-    let port = common::free_port();
-    let server = Command::new("iperf3")
-        .args(["-s", "-1", "-J", "-B", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("iperf3 -s");
-    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
-    let ours = netsweep_json(port, args);
-    let mut server = server;
-    common::wait_bounded(&mut server, Duration::from_secs(20), "iperf3 -s -1");
-    let out = server.wait_with_output().expect("iperf3's output");
-    let theirs: Value = serde_json::from_slice(&out.stdout).expect("iperf3 -s -J's document");
-    (ours, theirs)
-}
+use common::loopback::{against_iperf3, netsweep_json, serial};
 
 fn bytes(doc: &Value, sum: &str) -> u64 {
     doc["end"][sum]["bytes"].as_u64().unwrap_or(0)

@@ -9,55 +9,14 @@ mod common;
 use common::TestServer;
 use netsweep::traffic::spec::ServerLimits;
 use serde_json::Value;
-use std::process::{Command, Stdio};
-use std::sync::Mutex;
-use std::time::Duration;
 
-/// Traffic tests share two cores: one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
+use common::loopback::{netsweep_json, serial};
 
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// `netsweep -c 127.0.0.1 -p PORT -J ARGS`: its document, which must hold no error.
-fn netsweep_json(port: u16, args: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-J"])
-        .args(args)
-        .output()
-        .expect("netsweep -c");
-    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{args:?}: {e}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    assert!(
-        out.status.success() && doc.get("error").is_none(),
-        "{args:?}: {doc:#}"
-    );
-    doc
-}
-
-/// One test against `iperf3 -s -1 -J`: netsweep's document and the iperf3 server's.
+/// One test in iperf3's protocol against `iperf3 -s -1 -J`.
 fn against_iperf3(args: &[&str]) -> (Value, Value) {
-    let port = common::free_port();
-    let mut server = Command::new("iperf3")
-        .args(["-s", "-1", "-J", "-B", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("iperf3 -s");
-    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().expect("an address"));
     let mut with = vec!["--iperf3"];
     with.extend_from_slice(args);
-    let ours = netsweep_json(port, &with);
-    common::wait_bounded(&mut server, Duration::from_secs(20), "iperf3 -s -1");
-    let out = server.wait_with_output().expect("iperf3's output");
-    let theirs = serde_json::from_slice(&out.stdout).expect("iperf3 -s -J's document");
-    (ours, theirs)
+    common::loopback::against_iperf3(&with)
 }
 
 fn sum(doc: &Value, which: &str, key: &str) -> f64 {

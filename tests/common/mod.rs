@@ -2,6 +2,7 @@
 //! root/CI rules for tests that need namespaces.
 #![allow(dead_code)]
 
+pub mod loopback;
 pub mod sshd;
 
 use netsweep::traffic::client::{self, ClientConfig, TestError};
