@@ -63,6 +63,13 @@ pub fn read_stdin(cap: u64) -> io::Result<String> {
 /// Reads a kernel pseudo-file (or its stand-in in a fixture tree): a regular file only, opened
 /// without blocking, at most `MAX_PSEUDO_BYTES`.
 pub fn read_pseudo(path: &Path) -> io::Result<String> {
+    read_regular(path, MAX_PSEUDO_BYTES)
+}
+
+/// Reads a regular file, up to `cap` bytes, opened without blocking: a FIFO, socket or device
+/// in its place is refused at once instead of holding the reader (a server's login, say) until
+/// someone writes to it.
+pub fn read_regular(path: &Path, cap: u64) -> io::Result<String> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK)
@@ -70,10 +77,14 @@ pub fn read_pseudo(path: &Path) -> io::Result<String> {
     if !file.metadata()?.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!("{} is not a regular file", path.display()),
+            format!(
+                "{} is not a regular file (a FIFO or device would block whoever reads it): give \
+                 a file",
+                path.display()
+            ),
         ));
     }
-    read_capped(file, MAX_PSEUDO_BYTES, &path.display().to_string())
+    read_capped(file, cap, &path.display().to_string())
 }
 
 /// Text from a peer or a file made safe for a terminal or a log line: control characters

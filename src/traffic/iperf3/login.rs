@@ -32,7 +32,7 @@ pub fn unix_now() -> i64 {
 }
 
 fn read_key_file(path: &Path, what: &str) -> anyhow::Result<String> {
-    crate::inputs::read_file(path, MAX_FILE_BYTES)
+    crate::inputs::read_regular(path, MAX_FILE_BYTES)
         .with_context(|| format!("{what} {}", path.display()))
 }
 
@@ -176,7 +176,7 @@ impl ServerAuth {
         let pem = read_key_file(key_path, "--rsa-private-key-path")?;
         let key = auth::private_key_from_pem(&pem)
             .map_err(|e| anyhow::anyhow!("--rsa-private-key-path {}: {e}", key_path.display()))?;
-        let users = crate::inputs::read_file(users_path, MAX_FILE_BYTES)
+        let users = crate::inputs::read_regular(users_path, MAX_FILE_BYTES)
             .with_context(|| format!("--authorized-users-path {}", users_path.display()))?;
         if auth::parse_users(&users).is_empty() {
             anyhow::bail!(
@@ -207,7 +207,7 @@ impl ServerAuth {
             other => other,
         }
         .map_err(|e| LoginFailure::Token(e, self.padding))?;
-        let text = crate::inputs::read_file(&self.users_path, MAX_FILE_BYTES)
+        let text = crate::inputs::read_regular(&self.users_path, MAX_FILE_BYTES)
             .map_err(|e| LoginFailure::UsersFile(format!("{}: {e}", self.users_path.display())))?;
         auth::verify(&c, &auth::parse_users(&text), now, self.skew_threshold_s)?;
         Ok(c.user)
@@ -283,6 +283,34 @@ mod tests {
             s.check(Some(&token), unix_now()),
             Err(LoginFailure::UsersFile(_))
         ));
+    }
+
+    /// Regression: a users file replaced by a FIFO held a `--max-tests 1` server's only slot
+    /// (a blocking open at every login), and key or users options on a FIFO blocked the start.
+    #[test]
+    fn a_fifo_for_a_file_is_refused_at_once_never_waited_on() {
+        let fifo = |path: &Path| {
+            let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+            // SAFETY: a valid path string.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        };
+        let users = format!("alice,{}\n", auth::password_hash("alice", "s3cret"));
+        let (s, dir) = server(&users, Padding::Oaep);
+        let path = dir.path().join("users.csv");
+        std::fs::remove_file(&path).unwrap();
+        fifo(&path);
+        let token = client("s3cret", Padding::Oaep).token().unwrap();
+        let t0 = std::time::Instant::now();
+        let e = s.check(Some(&token), unix_now()).unwrap_err();
+        assert!(matches!(e, LoginFailure::UsersFile(_)), "{e}");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        let key = Path::new(FIXTURES).join("private.pem");
+        assert!(ServerAuth::load(&key, &path, 10, Padding::Oaep).is_err());
+        let key_fifo = dir.path().join("key.pem");
+        fifo(&key_fifo);
+        let e = ServerAuth::load(&key_fifo, &path, 10, Padding::Oaep).unwrap_err();
+        assert!(format!("{e:#}").contains("not a regular file"), "{e:#}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(2));
     }
 
     #[test]
