@@ -337,7 +337,7 @@ pub fn boot(
         net,
         files,
     };
-    if let Some(file) = saved.as_deref().filter(|p| p.exists()) {
+    if let Some(file) = saved.as_deref().filter(|p| super::snapshot::resumable(p)) {
         // Marked used first, so another lab's tidying keeps it while this QEMU reads it; and
         // only this very file is removed if it does not resume (another lab may have written a
         // good one in its place meanwhile).

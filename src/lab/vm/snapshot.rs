@@ -149,10 +149,37 @@ fn save_to(qmp: &mut Qmp, tmp: &Path) -> anyhow::Result<()> {
 }
 
 /// Marks the save at `file` used now (its modification time), so `tidy` keeps it longest:
-/// called before a resume starts.
+/// called before a resume starts. Never through a link, and never anything but a regular file:
+/// a save is netsweep's own file, and a link in its place must not make netsweep touch its
+/// target.
 pub fn mark_used(file: &Path) {
-    if let Ok(f) = std::fs::File::options().append(true).open(file) {
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Ok(f) = std::fs::File::options()
+        .append(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(file)
+        && f.metadata().is_ok_and(|m| m.is_file())
+    {
         let _ = f.set_modified(std::time::SystemTime::now());
+    }
+}
+
+/// Whether `file` is a save this netsweep may resume: a regular file, not a link (QEMU would
+/// read its target) nor a FIFO or device. Anything else in its place is removed (the link
+/// itself, never its target), and the guest boots and is saved anew.
+pub fn resumable(file: &Path) -> bool {
+    match std::fs::symlink_metadata(file) {
+        Ok(m) if m.file_type().is_file() => true,
+        Ok(_) => {
+            crate::errln!(
+                "netsweep: {} is not a regular file (a link or other file in a saved boot's \
+                 place): it is removed, and the guest boots and is saved anew",
+                file.display()
+            );
+            let _ = std::fs::remove_file(file);
+            false
+        }
+        Err(_) => false,
     }
 }
 
@@ -245,6 +272,31 @@ mod tests {
         tidy(d, &save(1), 3);
         let left: Vec<bool> = (1..=5).map(|m| save(m).exists()).collect();
         assert_eq!(left, [true, true, false, false, true]);
+    }
+
+    /// Regression: a saved boot that was a symlink made netsweep open its target for append and
+    /// set its time.
+    #[test]
+    fn a_link_in_a_saves_place_is_never_followed_and_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("precious");
+        std::fs::write(&target, b"keep").unwrap();
+        let old = std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        std::fs::File::options()
+            .append(true)
+            .open(&target)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let save = dir.path().join("virtio-1cpu-256mib-1q-aaaa.qemu");
+        std::os::unix::fs::symlink(&target, &save).unwrap();
+        mark_used(&save);
+        assert_eq!(std::fs::metadata(&target).unwrap().modified().unwrap(), old);
+        assert!(!resumable(&save));
+        assert!(std::fs::symlink_metadata(&save).is_err(), "the link stays");
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+        std::fs::write(&save, b"x").unwrap();
+        assert!(resumable(&save));
     }
 
     /// A QMP exchange as QEMU has it: greeting, capabilities, an event between a command and
