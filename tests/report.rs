@@ -39,6 +39,7 @@ fn result(spec: &TestSpec, per_s: &[u64], retrans: u64) -> TestResult {
             .collect(),
         tail_bytes: 0,
         tcp_total_retransmits: None,
+        bytes_acked: None,
         rtt_min_us: Some(20_000),
         rtt_max_us: Some(21_000),
         error: None,

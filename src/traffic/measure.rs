@@ -100,6 +100,10 @@ pub struct StreamReport {
     pub tail_bytes: u64,
     /// Final TCP_INFO totals on the sender: retransmits over the whole connection.
     pub tcp_total_retransmits: Option<u64>,
+    /// TCP sender: the bytes the receiver's kernel acknowledged over the connection (TCP_INFO
+    /// at the end), what a far end's own count is checked against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_acked: Option<u64>,
     /// Smallest and largest smoothed RTT sampled, microseconds.
     pub rtt_min_us: Option<u32>,
     pub rtt_max_us: Option<u32>,
@@ -142,6 +146,7 @@ impl StreamReport {
             intervals: Vec::new(),
             tail_bytes: 0,
             tcp_total_retransmits: None,
+            bytes_acked: None,
             rtt_min_us: None,
             rtt_max_us: None,
             error,

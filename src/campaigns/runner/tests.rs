@@ -53,6 +53,7 @@ pub fn fake_result(spec: &TestSpec, bytes_per_s: u64) -> TestResult {
             .collect(),
         tail_bytes: 0,
         tcp_total_retransmits: None,
+        bytes_acked: None,
         rtt_min_us: None,
         rtt_max_us: None,
         error: None,

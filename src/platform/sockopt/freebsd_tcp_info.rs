@@ -42,6 +42,7 @@ pub fn decode(b: &[u8]) -> Option<TcpInfo> {
         snd_wnd: u32_at(b, SND_WND)?,
         rwnd_limited_us: None,
         sndbuf_limited_us: None,
+        bytes_acked: None,
     })
 }
 

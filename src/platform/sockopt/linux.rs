@@ -81,6 +81,7 @@ pub fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<TcpInfo> {
     let has = |end: usize| len as usize >= end;
     let min_rtt_end = std::mem::offset_of!(KernelTcpInfo, min_rtt) + 4;
     let limited_end = std::mem::offset_of!(KernelTcpInfo, sndbuf_limited) + 8;
+    let acked_end = std::mem::offset_of!(KernelTcpInfo, bytes_acked) + 8;
     Ok(TcpInfo {
         total_retrans: info.total_retrans,
         rtt_us: info.rtt,
@@ -91,6 +92,7 @@ pub fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<TcpInfo> {
         snd_wnd: info.snd_wnd,
         rwnd_limited_us: has(limited_end).then_some(info.rwnd_limited),
         sndbuf_limited_us: has(limited_end).then_some(info.sndbuf_limited),
+        bytes_acked: has(acked_end).then_some(info.bytes_acked),
     })
 }
 

@@ -49,6 +49,9 @@ pub struct TcpInfo {
     /// (Linux 4.9+); FreeBSD has none.
     pub rwnd_limited_us: Option<u64>,
     pub sndbuf_limited_us: Option<u64>,
+    /// Bytes of data the peer acknowledged over the connection's life (Linux 4.1+); FreeBSD
+    /// has none.
+    pub bytes_acked: Option<u64>,
 }
 
 pub(crate) fn setsockopt_int<S: AsRawFd>(

@@ -255,9 +255,9 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
     }
     // After an early stop or an error the report holds only the intervals that closed.
     let _ = sock.shutdown(Shutdown::Write);
-    report.tcp_total_retransmits = sockopt::tcp_info(&sock)
-        .ok()
-        .map(|i| u64::from(i.total_retrans));
+    let info = sockopt::tcp_info(&sock).ok();
+    report.tcp_total_retransmits = info.as_ref().map(|i| u64::from(i.total_retrans));
+    report.bytes_acked = info.and_then(|i| i.bytes_acked);
     report.rtt_min_us = sampler.rtt_min;
     report.rtt_max_us = sampler.rtt_max;
     report.send = Some(chooser.report);

@@ -146,6 +146,9 @@ fn counts(spec: &TestSpec, t: &StreamResult, mine: &StreamReport, role: Role) ->
         }
         _ => {}
     }
+    if tcp && role == Role::Sender {
+        out.extend(below_acked(spec, t.bytes, mine));
+    }
     if spec.protocol == Protocol::Udp {
         let claimed = "the iperf3 server";
         if !(t.jitter_s.is_finite() && t.jitter_s >= 0.0 && t.jitter_s <= wall_s) {
@@ -174,6 +177,37 @@ fn counts(spec: &TestSpec, t: &StreamResult, mine: &StreamReport, role: Role) ->
     out
 }
 
+/// What this end's own kernel says the server's kernel acknowledged (TCP_INFO bytes_acked) is
+/// the floor of what the server can have read: all of it but what still waited in its receive
+/// buffer when it stopped counting (at most the largest window it advertised) and one write.
+/// A count under that floor is false at any size, where `byte_slack` lets small tests pass.
+fn below_acked(spec: &TestSpec, claimed: u64, mine: &StreamReport) -> Option<String> {
+    let acked = mine.bytes_acked?;
+    let window = mine
+        .intervals
+        .iter()
+        .filter_map(|i| i.tcp.as_ref().map(|t| t.snd_wnd_bytes))
+        .max()
+        .unwrap_or(0);
+    // No window figure (an old kernel): the asked window, doubled as Linux grants it.
+    let unread = if window > 0 {
+        window
+    } else {
+        spec.window_bytes.unwrap_or(0).saturating_mul(2)
+    };
+    if window == 0 && unread == 0 {
+        return None;
+    }
+    let floor = acked.saturating_sub(unread.saturating_add(u64::from(spec.length_bytes)));
+    (claimed < floor).then(|| {
+        format!(
+            "the iperf3 server says it received {claimed} bytes, but its kernel acknowledged \
+             {acked} (this end's TCP_INFO), of which at most {unread} could wait unread in its \
+             buffer"
+        )
+    })
+}
+
 /// A number as a sentence can carry it: a 300-digit figure in scientific notation.
 fn short(v: f64) -> String {
     if v.is_finite() && v.abs() < 1e9 {
@@ -189,6 +223,28 @@ mod tests {
     use crate::traffic::measure::IntervalReport;
     use crate::traffic::spec::Flow;
     use std::time::Duration;
+
+    /// Regression: an iperf3 server claiming 1000 bytes of a -n 50M test (or half of what it
+    /// got) passed, as any count within 64 MiB of this end's did.
+    #[test]
+    fn a_count_below_what_the_servers_kernel_acknowledged_is_false_at_any_size() {
+        let spec = TestSpec::tcp(Duration::from_secs(2));
+        let mut sent = mine(50 << 20, 0, Role::Sender);
+        sent.bytes_acked = Some(50 << 20);
+        sent.intervals[0].tcp = Some(crate::traffic::measure::TcpSample {
+            snd_wnd_bytes: 3 << 20,
+            ..Default::default()
+        });
+        for claimed in [1000, 25 << 20] {
+            let w = below_acked(&spec, claimed, &sent).expect("a false count");
+            assert!(w.contains("acknowledged 52428800"), "{w}");
+        }
+        // What may still wait in a 3 MiB window (and one write) is allowed.
+        assert_eq!(below_acked(&spec, (47 << 20) - (1 << 20), &sent), None);
+        assert_eq!(below_acked(&spec, 50 << 20, &sent), None);
+        sent.bytes_acked = None;
+        assert_eq!(below_acked(&spec, 1000, &sent), None);
+    }
 
     fn mine(bytes: u64, packets: u64, role: Role) -> StreamReport {
         let mut r = StreamReport::empty(0, Flow::ClientToServer, role, None);

@@ -32,6 +32,7 @@ fn report(stream: u16, flow: Flow, role: Role, per_interval: &[(u64, u64)]) -> S
             .collect(),
         tail_bytes: 0,
         tcp_total_retransmits: None,
+        bytes_acked: None,
         rtt_min_us: Some(90),
         rtt_max_us: Some(110),
         error: None,
