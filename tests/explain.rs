@@ -44,9 +44,14 @@ fn a_window_by_profile_campaign_is_explained_right() {
         first.starts_with("window matters most: 64K→4M raises goodput"),
         "{text}"
     );
-    // Not mattering: no difference shown, or one too small to count (runs this quiet can show
-    // a real 0.2%).
-    assert!(text.contains("profile makes no"), "{text}");
+    // Not mattering: no difference larger than 5% shown, or one too small to count (runs this
+    // quiet can show a real 0.2%); on a host other work keeps busy, no difference shown and
+    // the rounds that would settle it (the equivalence needs quiet runs).
+    assert!(
+        text.contains("profile makes no")
+            || text.contains("profile: no difference in goodput shown"),
+        "{text}"
+    );
     assert!(!text.contains("profile matters"), "{text}");
     assert!(
         text.contains("profile cannot matter here by construction"),
