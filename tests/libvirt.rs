@@ -437,6 +437,28 @@ fn a_domain_left_changed_by_ctrl_c_or_kill_9_is_put_back() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(lv) = Libvirt::up(test) else { return };
     let plan = lv.plan("kill", "netsweep", "\"virtio\", \"e1000\"", 2);
+    // Regression: a second campaign started while the first held the domain on its first model
+    // (no journal yet) ran too, and each stored runs under the other's model.
+    let first = common::paused_at(
+        lv.netsweep(&["run", &plan, "--db", "held.db"]),
+        "libvirt-opened",
+        Duration::from_secs(120),
+    );
+    let mut first = common::KillOnDrop(first);
+    let second = lv
+        .netsweep(&["run", &plan, "--db", "second.db"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&second.stderr).to_string()
+        + &String::from_utf8_lossy(&second.stdout);
+    assert!(
+        !second.status.success() && text.contains("is in use by another netsweep campaign"),
+        "{text}"
+    );
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(first.0.id() as i32, libc::SIGINT) };
+    common::wait_bounded(&mut first.0, Duration::from_secs(120), "the held run");
+    assert_eq!(lv.definition(), lv.original);
     // kill -9 just after the domain was redefined and restarted with another model.
     let mut child = common::paused_at(
         lv.netsweep(&["run", &plan, "--db", "kill.db"]),

@@ -401,7 +401,8 @@ fn interrupted(opts: &LabOptions) -> anyhow::Result<()> {
 
 /// Test hook: with `NETSWEEP_TEST_PAUSE=POINT` in the environment, the build stops at the named
 /// point for at most 60 s, saying so on standard error, so a test can kill it there (the points
-/// are `relay-started`, `guest-started`, `image-written` and a campaign's `libvirt-switched`).
+/// are `relay-started`, `guest-started`, `image-written` and a campaign's `libvirt-opened` and
+/// `libvirt-switched`).
 /// A SIGINT or SIGTERM ends the pause at once, so a test can also interrupt it there.
 pub fn test_pause(point: &str) {
     if std::env::var_os("NETSWEEP_TEST_PAUSE").is_some_and(|p| p == point) {

@@ -36,6 +36,7 @@ impl LibvirtExecutor {
             t.shutdown_timeout,
         )
         .map_err(anyhow::Error::msg)?;
+        crate::lab::test_pause("libvirt-opened");
         let mut exec = LibvirtExecutor {
             session,
             target: t.clone(),

@@ -1,6 +1,10 @@
 //! The journal of a libvirt domain's definition before netsweep changed it: written (fsynced)
 //! before the first change, read to put the definition and the domain's state back at the end,
-//! after a failure, and by the next command after a crash or kill -9 (`recover_stale`).
+//! after a failure, and by the next command after a crash or kill -9 (`recover_stale`). The
+//! original definition is also written beside it as plain XML (`saved_definition`), and the
+//! journal carries its SHA-256: a journal that does not read back whole stops the run with
+//! the exact `virsh define` of that copy, never taking the changed definition for the original.
+//! Who holds a domain is a lock beside the journal (`lock_path`), which dies with its holder.
 
 use super::virsh::{State, Virsh};
 use serde::{Deserialize, Serialize};
@@ -19,6 +23,9 @@ pub struct Journal {
     /// The process that restores it when it ends.
     pub owner_pid: u32,
     pub created_unix: f64,
+    /// SHA-256 of `original`, hex: checked when the journal is read.
+    #[serde(default)]
+    pub original_sha256: String,
 }
 
 pub use super::dir;
@@ -40,23 +47,91 @@ pub fn path(uri: Option<&str>, domain: &str) -> PathBuf {
     dir().join(format!("{readable}-{:016x}.json", fnv(key.as_bytes())))
 }
 
-pub fn read(path: &Path) -> Option<Journal> {
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+/// The lock a campaign holds on a domain from before its first run to after its restore.
+pub fn lock_path(journal: &Path) -> PathBuf {
+    journal.with_extension("lock")
 }
 
-/// Temporary file, fsync, rename, fsync of the directory.
+/// The original definition as plain XML beside the journal (for `virsh define` by hand).
+pub fn saved_definition(journal: &Path) -> PathBuf {
+    journal.with_extension("original.xml")
+}
+
+fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The journal at `path`: `Ok(None)` when there is none; an error, with how to recover by
+/// hand, when it is there but does not read back whole (truncated, damaged, or its original
+/// not the one it was written with).
+pub fn load(path: &Path) -> Result<Option<Journal>, String> {
+    let text = match crate::inputs::read_regular(path, super::xml::MAX_DEFINITION as u64 * 2) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(damaged(path, &e.to_string())),
+    };
+    let j: Journal = serde_json::from_str(&text).map_err(|e| damaged(path, &e.to_string()))?;
+    if !j.original_sha256.is_empty() && sha256_hex(&j.original) != j.original_sha256 {
+        return Err(damaged(
+            path,
+            "its original definition does not match its checksum",
+        ));
+    }
+    Ok(Some(j))
+}
+
+/// Why a journal cannot be trusted, and the recovery by hand.
+fn damaged(path: &Path, why: &str) -> String {
+    let xml = saved_definition(path);
+    let by_hand = if xml.is_file() {
+        format!(
+            "put the original definition back by hand with `virsh define {}` (saved before the \
+             first change; add -c URI for another connection), then remove {}",
+            crate::paste::quote(&xml.to_string_lossy()),
+            crate::paste::quote(&path.to_string_lossy())
+        )
+    } else {
+        format!(
+            "no saved copy of the original definition survives: define the domain's original by \
+             hand (`virsh edit`), then remove {}",
+            crate::paste::quote(&path.to_string_lossy())
+        )
+    };
+    format!(
+        "the journal {} of a libvirt domain netsweep changed cannot be read ({why}): the domain \
+         may still be changed, and nothing was done to it; {by_hand}",
+        path.display()
+    )
+}
+
+/// The journal and, first, the original definition as plain XML; each by temporary file,
+/// fsync, rename, fsync of the directory.
 pub fn write(path: &Path, j: &Journal) -> Result<(), String> {
-    let run = || -> std::io::Result<()> {
-        let dir = path.parent().unwrap_or(Path::new("."));
+    let mut j = j.clone();
+    j.original_sha256 = sha256_hex(&j.original);
+    let durable = |dest: &Path, bytes: &[u8]| -> std::io::Result<()> {
+        let dir = dest.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
-        let tmp = path.with_extension("tmp");
+        let tmp = dest.with_extension("tmp");
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(&serde_json::to_vec_pretty(j)?)?;
+        f.write_all(bytes)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
+        std::fs::rename(&tmp, dest)?;
         std::fs::File::open(dir)?.sync_all()
     };
-    run().map_err(|e| format!("cannot write the journal {}: {e}", path.display()))
+    durable(&saved_definition(path), j.original.as_bytes())
+        .and_then(|()| durable(path, &serde_json::to_vec_pretty(&j)?))
+        .map_err(|e| format!("cannot write the journal {}: {e}", path.display()))
+}
+
+/// Removes the journal and its saved definition.
+fn remove(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    let _ = std::fs::remove_file(saved_definition(path));
 }
 
 /// The models of a definition's interfaces, in order: what a running domain must match for
@@ -98,7 +173,7 @@ pub fn restore(path: &Path, j: &Journal, grace: std::time::Duration) -> Result<S
         }
         _ => {}
     }
-    let _ = std::fs::remove_file(path);
+    remove(path);
     Ok(if did.is_empty() {
         format!("libvirt domain {d} was already as found")
     } else {
@@ -106,7 +181,8 @@ pub fn restore(path: &Path, j: &Journal, grace: std::time::Duration) -> Result<S
     })
 }
 
-/// Restores every journal whose owner process is gone; one line per domain (errors too).
+/// Restores every journal whose owner is gone (its lock is free: it dies with its holder, so a
+/// reused PID does not keep a domain changed); one line per domain (errors too).
 pub fn recover_stale(grace: std::time::Duration) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir()) else {
         return Vec::new();
@@ -117,10 +193,17 @@ pub fn recover_stale(grace: std::time::Duration) -> Vec<String> {
         if p.extension().is_none_or(|x| x != "json") {
             continue;
         }
-        let Some(j) = read(&p) else { continue };
-        if crate::platform::process::alive(j.owner_pid) {
+        let Ok(_held) = crate::platform::filelock::FileLock::try_acquire(&lock_path(&p)) else {
             continue;
-        }
+        };
+        let j = match load(&p) {
+            Ok(Some(j)) => j,
+            Ok(None) => continue,
+            Err(e) => {
+                out.push(e);
+                continue;
+            }
+        };
         out.push(match restore(&p, &j, grace) {
             Ok(line) => format!(
                 "{line} (left changed by process {} that ended without restoring it)",
@@ -166,8 +249,51 @@ mod tests {
             was_running: true,
             owner_pid: 7,
             created_unix: 1.5,
+            original_sha256: String::new(),
         };
         write(&p, &j).unwrap();
-        assert_eq!(read(&p), Some(j));
+        let back = load(&p).unwrap().unwrap();
+        assert_eq!(
+            (back.original.as_str(), back.domain.as_str()),
+            ("<domain/>", "vm1")
+        );
+        assert_eq!(
+            std::fs::read_to_string(saved_definition(&p)).unwrap(),
+            "<domain/>"
+        );
+    }
+
+    /// Regression: a truncated journal made the next run take the changed definition for the
+    /// original, overwrite the journal and "restore" the change, with rc 0.
+    #[test]
+    fn a_damaged_journal_stops_with_the_virsh_define_of_the_saved_original() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("vm1-0000.json");
+        let j = Journal {
+            uri: None,
+            domain: "vm1".into(),
+            original: "<domain><name>vm1</name></domain>".into(),
+            was_running: true,
+            owner_pid: 7,
+            created_unix: 1.5,
+            original_sha256: String::new(),
+        };
+        write(&p, &j).unwrap();
+        let whole = std::fs::read_to_string(&p).unwrap();
+        std::fs::write(&p, &whole[..whole.len() / 2]).unwrap();
+        let e = load(&p).unwrap_err();
+        assert!(
+            e.contains("cannot be read") && e.contains("virsh define"),
+            "{e}"
+        );
+        assert!(
+            e.contains(&saved_definition(&p).display().to_string()),
+            "{e}"
+        );
+        // A journal whose original was changed after it was written is not trusted either.
+        std::fs::write(&p, whole.replace("vm1</name>", "vm2</name>")).unwrap();
+        assert!(load(&p).unwrap_err().contains("checksum"));
+        std::fs::remove_file(&p).unwrap();
+        assert_eq!(load(&p), Ok(None));
     }
 }

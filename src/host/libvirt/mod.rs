@@ -13,10 +13,22 @@ pub mod xml;
 use std::time::Duration;
 use virsh::{State, Virsh};
 
-/// `/run/netsweep/libvirt` (beside the sysctl journals), or the user's runtime directory: the
-/// journals, and the definitions given to `virsh define`.
+/// The journals, locks and definitions given to `virsh define`: on storage that survives a
+/// reboot (`/var/lib/netsweep/libvirt` as root, else the user's state directory), since a
+/// domain's changed definition does (`NETSWEEP_RUNTIME_DIR/libvirt` when that is set).
 pub fn dir() -> std::path::PathBuf {
-    crate::host::tuning::journal_dir().with_file_name("libvirt")
+    use std::path::PathBuf;
+    if let Some(d) = std::env::var_os("NETSWEEP_RUNTIME_DIR") {
+        return PathBuf::from(d).join("libvirt");
+    }
+    if crate::platform::process::is_root() {
+        return PathBuf::from("/var/lib/netsweep/libvirt");
+    }
+    std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("netsweep/libvirt")
 }
 
 /// One domain in use by this process.
@@ -33,11 +45,16 @@ pub struct Session {
     journaled: bool,
     /// How long a guest may take to shut down before it is powered off.
     pub grace: Duration,
+    /// This campaign's hold on the domain, from `open` until after the restore (`Drop` runs
+    /// before the fields are dropped); the kernel releases it if the process dies.
+    _held: crate::platform::filelock::FileLock,
 }
 
 impl Session {
-    /// Opens `domain`: a journal left by a process that died is restored first; one held by a
-    /// live process is refused (two campaigns changing one domain would undo each other).
+    /// Opens `domain` and holds it: a second campaign on it is refused by name (two campaigns
+    /// changing one domain would undo each other and store runs under the wrong model). A
+    /// journal left by a process that died is restored first; one that does not read back
+    /// whole stops it, with the recovery by hand.
     pub fn open(
         virsh: Virsh,
         domain: &str,
@@ -45,16 +62,24 @@ impl Session {
         grace: Duration,
     ) -> Result<(Session, Vec<String>), String> {
         let journal = journal::path(virsh.uri.as_deref(), domain);
-        let mut notes = Vec::new();
-        if let Some(j) = journal::read(&journal) {
-            if crate::platform::process::alive(j.owner_pid) {
+        let lock = journal::lock_path(&journal);
+        if let Some(parent) = lock.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+        }
+        let held = match crate::platform::filelock::FileLock::try_acquire(&lock) {
+            Ok(h) => h,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                 return Err(format!(
-                    "libvirt domain {domain} is in use by netsweep process {} (its journal {}); \
-                     wait for it to end",
-                    j.owner_pid,
-                    journal.display()
+                    "libvirt domain {domain} is in use by another netsweep campaign (it holds \
+                     {}): wait for it to end",
+                    lock.display()
                 ));
             }
+            Err(e) => return Err(format!("cannot lock {}: {e}", lock.display())),
+        };
+        let mut notes = Vec::new();
+        if let Some(j) = journal::load(&journal)? {
             notes.push(format!(
                 "{} (left changed by process {} that ended without restoring it)",
                 journal::restore(&journal, &j, grace)?,
@@ -76,6 +101,7 @@ impl Session {
                 journal,
                 journaled: false,
                 grace,
+                _held: held,
             },
             notes,
         ))
@@ -108,6 +134,7 @@ impl Session {
                 was_running: self.was_running,
                 owner_pid: std::process::id(),
                 created_unix: crate::platform::clock::now_unix(),
+                original_sha256: String::new(),
             },
         )?;
         self.journaled = true;
@@ -151,7 +178,7 @@ impl Session {
         if !self.journaled {
             return Ok(None);
         }
-        let j = journal::read(&self.journal).ok_or_else(|| {
+        let j = journal::load(&self.journal)?.ok_or_else(|| {
             format!(
                 "the journal {} of libvirt domain {} is gone",
                 self.journal.display(),
