@@ -3,6 +3,7 @@
 //! result merged from both ends' reports.
 
 use super::*;
+use crate::traffic::client::socket::control_failed;
 
 /// The rest of `run_test` on a control connection `ctrl` whose greeting was answered.
 pub(super) fn session(
@@ -14,9 +15,13 @@ pub(super) fn session(
     control_rtt: Duration,
 ) -> Result<TestResult, TestError> {
     let server = cfg.server;
-    write_frame(&mut ctrl, &ClientMsg::Request { spec: spec.clone() })?;
+    let asking = "before answering the test request";
+    write_frame(&mut ctrl, &ClientMsg::Request { spec: spec.clone() })
+        .map_err(|e| control_failed(server, asking, e))?;
     let (token, udp_ports, echo_port, ends_early) =
-        match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
+        match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))
+            .map_err(|e| control_failed(server, asking, e))?
+        {
             ServerMsg::Accepted {
                 token,
                 udp_ports,
@@ -39,7 +44,9 @@ pub(super) fn session(
     let sockets = open_data(cfg, spec, &flows, &token, &udp_ports, &ctrl)
         .map_err(|e| TestError::new(format!("opening data connections to {server}: {e}")))?;
     let server_sockets =
-        match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
+        match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))
+            .map_err(|e| control_failed(server, "while the data connections were set up", e))?
+        {
             ServerMsg::Ready { sockets } => sockets,
             ServerMsg::Error { message } => {
                 return Err(TestError::new(format!("{server}: {message}")));

@@ -92,7 +92,35 @@ impl TestError {
 
 impl From<protocol::ProtocolError> for TestError {
     fn from(e: protocol::ProtocolError) -> Self {
-        TestError::new(e.to_string())
+        match e {
+            protocol::ProtocolError::Closed => TestError::new(
+                "the server closed the control connection (this end did not): the server's log \
+                 says why",
+            ),
+            e => TestError::new(e.to_string()),
+        }
+    }
+}
+
+/// A control-channel failure while `stage` ("before answering the test request"), naming
+/// which end ended it and where to look.
+pub(crate) fn control_failed(
+    server: std::net::SocketAddr,
+    stage: &str,
+    e: protocol::ProtocolError,
+) -> TestError {
+    let gone = "the server's log says why; a server that stopped or restarted (a VM guest's, \
+                when its guest restarts) drops the tests it runs";
+    match e {
+        protocol::ProtocolError::Closed => TestError::new(format!(
+            "the server {server} closed the control connection {stage} (this end did not): {gone}"
+        )),
+        protocol::ProtocolError::Io(io) if io.kind() == std::io::ErrorKind::ConnectionReset => {
+            TestError::new(format!(
+                "the server {server}'s host reset the control connection {stage}: {gone}"
+            ))
+        }
+        e => TestError::new(format!("{server}: {e} ({stage})")),
     }
 }
 

@@ -89,3 +89,24 @@ fn every_stream_is_greeted_while_an_earlier_one_waits() {
     assert!(watcher.join().unwrap(), "stream 1 was not greeted");
     assert!(t0.elapsed() < Duration::from_secs(1), "{:?}", t0.elapsed());
 }
+
+/// Regression: a VM lab test failed with "netsweep: peer closed the connection", naming
+/// neither the end that closed it nor when.
+#[test]
+fn a_closed_control_connection_names_the_server_and_the_stage() {
+    let server: std::net::SocketAddr = "198.18.0.2:5310".parse().unwrap();
+    let e = super::socket::control_failed(
+        server,
+        "before answering the test request",
+        crate::traffic::protocol::ProtocolError::Closed,
+    );
+    assert!(
+        e.message.starts_with(
+            "the server 198.18.0.2:5310 closed the control connection before answering the test \
+             request (this end did not)"
+        ),
+        "{}",
+        e.message
+    );
+    assert!(e.message.contains("server's log"), "{}", e.message);
+}
