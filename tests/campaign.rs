@@ -736,3 +736,40 @@ fn a_far_server_refusing_a_test_stops_the_plan_before_any_traffic() {
     let (ok, out) = netsweep(&argv);
     assert!(ok && out.contains("is valid"), "{out}");
 }
+
+/// Regression: a TCP plan paced with `bitrate` ran at its targets and every configuration was
+/// explained as "below its ceilings (0% of window/RTT): something else limits it"; paced TCP
+/// is judged by the rate it asked for, and no window-limited share exceeds 100%.
+#[test]
+fn a_paced_tcp_campaign_is_explained_by_its_asked_rates() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("paced.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"loopback\"\n[test]\nprotocol = \"tcp\"\nduration = \"2s\"\n\
+         [matrix]\nbitrate = [\"200M\", \"400M\"]\n[repeat]\ncount = 2\nseed = 3\n",
+    )
+    .unwrap();
+    let db = dir.path().join("paced.db");
+    let dbs = db.to_str().unwrap();
+    let (ok, out) = netsweep(&["run", plan.to_str().unwrap(), "--db", dbs]);
+    assert!(ok, "{out}");
+    let (ok, json) = netsweep(&["explain", "--db", dbs, "--json"]);
+    assert!(ok, "{json}");
+    let doc: serde_json::Value = serde_json::Deserializer::from_str(&json)
+        .into_iter()
+        .next()
+        .unwrap()
+        .unwrap();
+    for l in doc["limits"].as_array().unwrap() {
+        let config = l["configuration"].as_str().unwrap();
+        let asked = if config.contains("200M") { 200e6 } else { 400e6 };
+        assert_eq!(l["limit"], "asked rate", "{config}: {}", l["text"]);
+        assert_eq!(l["asked_bps"].as_f64(), Some(asked), "{l}");
+        assert!(
+            l["text"].as_str().unwrap().starts_with("at its asked rate"),
+            "{}",
+            l["text"]
+        );
+    }
+}
