@@ -146,8 +146,18 @@ fn counts(spec: &TestSpec, t: &StreamResult, mine: &StreamReport, role: Role) ->
         }
         _ => {}
     }
-    if tcp && role == Role::Sender {
-        out.extend(below_acked(spec, t.bytes, mine));
+    // Without -O both ends count from the start (with it, the server leaves the omitted
+    // seconds out and this end's figures do not).
+    if tcp && spec.omit.is_zero() {
+        match role {
+            Role::Sender => out.extend(below_acked(spec, t.bytes, mine)),
+            // A sender cannot have sent less than arrived, at any size.
+            Role::Receiver if t.bytes < ours => out.push(format!(
+                "the iperf3 server says it sent {} bytes, but {ours} arrived here",
+                t.bytes
+            )),
+            Role::Receiver => {}
+        }
     }
     if spec.protocol == Protocol::Udp {
         let claimed = "the iperf3 server";
