@@ -243,6 +243,17 @@ pub struct ServerArgs {
     /// milliseconds ("idle timeout for receiving data"; iperf3's default, 120000).
     #[arg(long, value_name = "MS")]
     pub rcv_timeout: Option<u64>,
+    /// With -1: exit (status 0) when no client has been served for this many seconds, as
+    /// iperf3's --idle-timeout; without -1 there is no state to reset, and it is accepted.
+    #[arg(long, value_name = "SECONDS")]
+    pub idle_timeout: Option<u64>,
+    /// With -1: print the test's JSON document on standard output at exit (iperf3's -J on a
+    /// server): its figures as both ends exchanged them, or `{"error": ...}`.
+    #[arg(long, short = 'J')]
+    pub json: bool,
+    /// (internal) Set when the command line was iperf3's (`netsweep -s ...`).
+    #[arg(long, hide = true)]
+    pub iperf3_cli: bool,
     #[command(flatten)]
     pub auth: ServerAuthArgs,
 }
@@ -256,8 +267,13 @@ pub struct ServerConfig {
     pub limits: ServerLimits,
     /// iperf3 authentication of the clients (`--rsa-private-key-path`).
     pub auth: Option<std::sync::Arc<crate::traffic::iperf3::login::ServerAuth>>,
-    /// Exit after the first test ends, whatever its outcome (`-1`).
+    /// Exit after the first test ends, whatever its outcome (`-1`); a refused login does not
+    /// count, as in iperf3.
     pub one_off: bool,
+    /// With `one_off`: exit when no client has been served for this long (`--idle-timeout`).
+    pub idle_timeout: Option<std::time::Duration>,
+    /// With `one_off`: print the test's iperf3-style JSON document at exit (`--json`).
+    pub json: bool,
 }
 
 impl TryFrom<&ServerArgs> for ServerConfig {
@@ -288,8 +304,13 @@ impl TryFrom<&ServerArgs> for ServerConfig {
         Ok(ServerConfig {
             listen: SocketAddr::new(ip, a.port),
             extra_ports,
-            auth: a.auth.load()?.map(std::sync::Arc::new),
+            auth: a.auth.load(a.iperf3_cli)?.map(std::sync::Arc::new),
             one_off: a.one_off,
+            idle_timeout: match a.idle_timeout {
+                Some(0) => bail!("--idle-timeout must be at least 1 second"),
+                t => t.map(std::time::Duration::from_secs),
+            },
+            json: a.json,
             limits: ServerLimits {
                 max_tests: a.max_tests,
                 max_duration: parse_duration(&a.max_duration).context("--max-duration")?,
@@ -516,20 +537,27 @@ impl Iperf3ClientOptions {
 }
 
 /// Rewrites iperf3's command lines into netsweep's: `netsweep -s ...` is `netsweep server
-/// ...` and `netsweep -c HOST ...` is `netsweep client HOST --iperf3-cli ...` (`-c HOST` may
+/// --iperf3-cli ...` and `netsweep -c HOST ...` is `netsweep client HOST --iperf3-cli ...` (`-c HOST` may
 /// stand anywhere; `--iperf3-cli` makes `-J` print iperf3's document).
 pub fn iperf3_argv(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let Some((prog, rest)) = args.split_first() else {
         return args;
     };
     let first = rest.first().and_then(|a| a.to_str());
-    if matches!(first, Some("-s" | "--server")) {
-        let mut out = vec![prog.clone(), "server".into()];
-        out.extend(rest[1..].iter().cloned());
+    // Only when no subcommand comes first: `netsweep -c HOST -t 5`, `netsweep -t 5 -c HOST`,
+    // `netsweep --use-pkcs1-padding -s -1` (pScheduler's iperf3 tool puts that flag first).
+    let starts_with_flag = first.is_some_and(|a| a.starts_with('-'));
+    if let Some(i) = rest
+        .iter()
+        .position(|a| a == "-s" || a == "--server")
+        .filter(|_| starts_with_flag)
+        .filter(|i| !rest[..*i].iter().any(|a| a == "-c" || a == "--client"))
+    {
+        let mut out = vec![prog.clone(), "server".into(), "--iperf3-cli".into()];
+        out.extend(rest[..i].iter().cloned());
+        out.extend(rest[i + 1..].iter().cloned());
         return out;
     }
-    // Only when no subcommand comes first: `netsweep -c HOST -t 5`, `netsweep -t 5 -c HOST`.
-    let starts_with_flag = first.is_some_and(|a| a.starts_with('-'));
     if let Some(i) = rest
         .iter()
         .position(|a| a == "-c" || a == "--client")
@@ -669,7 +697,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         }
         spec.validate()?;
         // iperf3's authentication exists in iperf3's protocol only: --username speaks it.
-        cfg.auth = a.auth.load()?.map(std::sync::Arc::new);
+        cfg.auth = a.auth.load(a.iperf3_cli)?.map(std::sync::Arc::new);
         // A count runs with iperf3's protocol, whose client ends the test when it wants
         // (netsweep's own protocol shares a grid fixed in advance); netsweep servers speak it.
         cfg.peer = if a.iperf3 || cfg.auth.is_some() || spec.count.is_some() {

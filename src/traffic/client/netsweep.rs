@@ -14,7 +14,13 @@ pub(super) fn session(
     control_rtt: Duration,
 ) -> Result<TestResult, TestError> {
     let server = cfg.server;
-    write_frame(&mut ctrl, &ClientMsg::Request { spec: spec.clone() })?;
+    write_frame(
+        &mut ctrl,
+        &ClientMsg::Request {
+            spec: spec.clone(),
+            ticket: cfg.ticket.clone(),
+        },
+    )?;
     let (token, udp_ports, echo_port, ends_early) =
         match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
             ServerMsg::Accepted {
