@@ -254,6 +254,12 @@ pub struct ServerArgs {
     /// (internal) Set when the command line was iperf3's (`netsweep -s ...`).
     #[arg(long, hide = true)]
     pub iperf3_cli: bool,
+    /// IPv4 only: listen on 0.0.0.0 without -B (iperf3's -4 on a server).
+    #[arg(short = '4', long = "version4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// IPv6: listen on :: without -B (iperf3's -6; -B with an IPv6 address).
+    #[arg(short = '6', long = "version6")]
+    pub ipv6: bool,
     #[command(flatten)]
     pub auth: ServerAuthArgs,
 }
@@ -280,9 +286,17 @@ impl TryFrom<&ServerArgs> for ServerConfig {
     type Error = anyhow::Error;
 
     fn try_from(a: &ServerArgs) -> anyhow::Result<ServerConfig> {
-        let ip = a
-            .bind
-            .unwrap_or(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
+        let ip = match (a.bind, a.ipv4, a.ipv6) {
+            (Some(ip), true, _) if !ip.is_ipv4() => {
+                bail!("-B {ip} is not an IPv4 address, and -4 asks for IPv4: drop one of them")
+            }
+            (Some(ip), _, true) if !ip.is_ipv6() => {
+                bail!("-B {ip} is not an IPv6 address, and -6 asks for IPv6: drop one of them")
+            }
+            (Some(ip), _, _) => ip,
+            (None, true, _) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            (None, _, _) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+        };
         if a.max_tests == 0 {
             bail!("--max-tests must be at least 1");
         }
