@@ -251,8 +251,8 @@ fn bandwidth_with_fq_rate_is_refused_as_the_iperf3_tool_refuses_it() {
         "{r:?}"
     );
     for alone in [
-        json!({"dest": "h", "fq-rate": 1}),
-        json!({"dest": "h", "bandwidth": 1}),
+        json!({"dest": "h", "fq-rate": 1_000_000}),
+        json!({"dest": "h", "bandwidth": 1_000_000}),
     ] {
         assert_eq!(
             can_run_spec(alone.clone())["can-run"],
