@@ -9,12 +9,12 @@ use crate::traffic::iperf3::IPERF3_PORT;
 use crate::traffic::latency::LatencySpec;
 use crate::traffic::protocol::DEFAULT_PORT;
 use crate::traffic::spec::{
-    Count, Direction, Protocol, RRUL_STREAMS, ServerLimits, TestSpec, UDP_DEFAULT_LENGTH,
+    Count, Direction, Protocol, RRUL_STREAMS, TestSpec, UDP_DEFAULT_LENGTH,
 };
 use crate::units::{BitRate, Bytes, parse_duration};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 #[cfg(test)]
 use std::time::Duration;
 

@@ -138,6 +138,59 @@ fn udp_sum(s: &StreamResult, r: &StreamResult, server_sends: bool) -> Value {
         "lost_packets": lost,
         "packets": packets,
         "lost_percent": lost_percent,
-        "sender": !server_sends,
+        "sender": server_sends,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn results(bytes: &[u64], retransmits: Option<u64>) -> Results {
+        Results {
+            streams: bytes
+                .iter()
+                .enumerate()
+                .map(|(i, b)| StreamResult {
+                    id: i as i64 + 1,
+                    bytes: *b,
+                    retransmits,
+                    start_time: Some(0.0),
+                    end_time: Some(2.0),
+                    ..StreamResult::default()
+                })
+                .collect(),
+            ..Results::default()
+        }
+    }
+
+    #[test]
+    fn a_forward_tcp_test_sums_the_clients_sending_and_the_servers_receiving() {
+        let spec = TestSpec::tcp(Duration::from_secs(2));
+        let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let (ours, theirs) = (results(&[900, 100], None), results(&[1000, 200], Some(3)));
+        let d = document(peer, None, &spec, (&ours, &theirs));
+        assert_eq!(d["end"]["sum_sent"]["bytes"], json!(1200));
+        assert_eq!(d["end"]["sum_sent"]["retransmits"], json!(6));
+        assert_eq!(d["end"]["sum_received"]["bytes"], json!(1000));
+        assert_eq!(d["end"]["sum_received"]["bits_per_second"], json!(4000.0));
+        assert_eq!(d["end"]["streams"].as_array().map(Vec::len), Some(2));
+        assert_eq!(d["intervals"], json!([]));
+        assert_eq!(
+            d["start"]["connected"][0]["remote_host"],
+            json!("127.0.0.1")
+        );
+    }
+
+    #[test]
+    fn a_reverse_test_sums_the_servers_sending() {
+        let mut spec = TestSpec::tcp(Duration::from_secs(2));
+        spec.direction = Direction::Reverse;
+        let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let (ours, theirs) = (results(&[500], Some(1)), results(&[400], None));
+        let d = document(peer, None, &spec, (&ours, &theirs));
+        assert_eq!(d["end"]["sum_sent"]["bytes"], json!(500));
+        assert_eq!(d["end"]["sum_received"]["bytes"], json!(400));
+        assert_eq!(d["start"]["test_start"]["reverse"], json!(1));
+    }
 }
