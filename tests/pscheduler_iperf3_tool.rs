@@ -379,3 +379,40 @@ fn a_leading_padding_flag_keeps_the_server_a_server() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("PKCS#1"), "{err}");
 }
+
+/// As iperf3's `-1`: a client refused at its login is not the one test, so a stranger with a
+/// wrong password cannot end the tool's server before the scheduled client comes.
+#[test]
+fn a_refused_login_does_not_end_the_one_off_server() {
+    let Some(_g) = ready("refused login and -1") else {
+        return;
+    };
+    let run = Run::make();
+    let port = common::free_port();
+    let me = Host::NetsweepBy312;
+    let server = command_of(me, &run, &server_args(me, Host::Iperf312, port, &run))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("server");
+    let mut server = Reaped(Some(server));
+    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().expect("addr"));
+    let client = |password: &str| {
+        command_of(
+            Host::Iperf312,
+            &run,
+            &client_args(Host::Iperf312, me, port, &run),
+        )
+        .env("IPERF3_PASSWORD", password)
+        .output()
+        .expect("iperf3 -c")
+    };
+    assert!(parsed(&client("notThePassword")).is_err());
+    let ok = client(PASSWORD);
+    parsed(&ok).expect("the scheduled client after the stranger");
+    let mut s = server.0.take().expect("server");
+    common::wait_bounded(&mut s, Duration::from_secs(15), "the -1 server");
+    let out = s.wait_with_output().expect("output");
+    assert!(out.status.success(), "{out:?}");
+    parsed(&out).expect("the served test's document");
+}
