@@ -9,12 +9,12 @@ use crate::traffic::iperf3::IPERF3_PORT;
 use crate::traffic::latency::LatencySpec;
 use crate::traffic::protocol::DEFAULT_PORT;
 use crate::traffic::spec::{
-    Count, Direction, Protocol, RRUL_STREAMS, ServerLimits, TestSpec, UDP_DEFAULT_LENGTH,
+    Count, Direction, Protocol, RRUL_STREAMS, TestSpec, UDP_DEFAULT_LENGTH,
 };
 use crate::units::{BitRate, Bytes, parse_duration};
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 #[cfg(test)]
 use std::time::Duration;
 
@@ -22,8 +22,10 @@ mod auth;
 mod commands;
 mod lab;
 mod rates;
+mod server;
 
 pub use auth::{ClientAuthArgs, ServerAuthArgs};
+pub use server::{ServerArgs, ServerConfig};
 
 pub use commands::{
     CompareArgs, DoctorArgs, ExplainArgs, ExportArgs, ImportArgs, MigrateArgs, More, ReportArgs,
@@ -200,108 +202,6 @@ pub(crate) fn key_values(items: &[String], flag: &str) -> anyhow::Result<Vec<(St
                 .ok_or_else(|| anyhow::anyhow!("{flag} {kv:?}: expected KEY=VALUE"))
         })
         .collect()
-}
-
-#[derive(Debug, Args)]
-pub struct ServerArgs {
-    /// Address to listen on (default: all IPv6 and IPv4 addresses).
-    #[arg(long, short = 'B')]
-    pub bind: Option<IpAddr>,
-    #[arg(long, short = 'p', default_value_t = DEFAULT_PORT)]
-    pub port: u16,
-    /// Tests served at once; a client over the cap is told "busy" at once.
-    #[arg(long, default_value_t = 4)]
-    pub max_tests: usize,
-    /// Longest test accepted (warm-up included).
-    #[arg(long, default_value = "1h")]
-    pub max_duration: String,
-    /// Most streams per direction accepted.
-    #[arg(long, default_value_t = 128)]
-    pub max_streams: u16,
-    /// Highest total rate accepted per direction, e.g. 1G; unlimited tests are refused when set.
-    #[arg(long)]
-    pub max_rate: Option<String>,
-    /// Most interval reports one test may ask the server to keep (streams x intervals);
-    /// e.g. `-t 1h -i 1 -P 50` needs 180,000.
-    #[arg(long, default_value_t = crate::traffic::spec::DEFAULT_MAX_INTERVAL_RECORDS)]
-    pub max_intervals: u64,
-    /// Most connections that have not yet been admitted to a test (slow or idle clients are
-    /// dropped beyond it).
-    #[arg(long, default_value_t = crate::traffic::spec::DEFAULT_MAX_PENDING)]
-    pub max_pending: usize,
-    /// Also listen on iperf3's port 5201, so `iperf3 -c HOST` finds this server (iperf3
-    /// clients are served on every port this server listens on).
-    #[arg(long)]
-    pub iperf3: bool,
-    /// Also listen on this port for iperf3 clients (implies --iperf3).
-    #[arg(long)]
-    pub iperf3_port: Option<u16>,
-    /// Serve one test, then exit (iperf3's -1; pScheduler's iperf3 tool starts `-s -1`).
-    #[arg(short = '1', long)]
-    pub one_off: bool,
-    /// End a test when the streams this server receives bring nothing for this long, in
-    /// milliseconds ("idle timeout for receiving data"; iperf3's default, 120000).
-    #[arg(long, value_name = "MS")]
-    pub rcv_timeout: Option<u64>,
-    #[command(flatten)]
-    pub auth: ServerAuthArgs,
-}
-
-/// A validated server configuration.
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    pub listen: SocketAddr,
-    /// More ports on the same address (iperf3's, with `--iperf3`).
-    pub extra_ports: Vec<u16>,
-    pub limits: ServerLimits,
-    /// iperf3 authentication of the clients (`--rsa-private-key-path`).
-    pub auth: Option<std::sync::Arc<crate::traffic::iperf3::login::ServerAuth>>,
-    /// Exit after the first test ends, whatever its outcome (`-1`).
-    pub one_off: bool,
-}
-
-impl TryFrom<&ServerArgs> for ServerConfig {
-    type Error = anyhow::Error;
-
-    fn try_from(a: &ServerArgs) -> anyhow::Result<ServerConfig> {
-        let ip = a
-            .bind
-            .unwrap_or(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
-        if a.max_tests == 0 {
-            bail!("--max-tests must be at least 1");
-        }
-        let max_rate_bps = match &a.max_rate {
-            Some(r) => r
-                .parse::<BitRate>()
-                .context("--max-rate")?
-                .bits_per_second(),
-            None => 0.0,
-        };
-        let extra_ports = match (a.iperf3, a.iperf3_port) {
-            (_, Some(p)) => vec![p],
-            (true, None) => vec![IPERF3_PORT],
-            (false, None) => Vec::new(),
-        }
-        .into_iter()
-        .filter(|p| *p != a.port)
-        .collect();
-        Ok(ServerConfig {
-            listen: SocketAddr::new(ip, a.port),
-            extra_ports,
-            auth: a.auth.load()?.map(std::sync::Arc::new),
-            one_off: a.one_off,
-            limits: ServerLimits {
-                max_tests: a.max_tests,
-                max_duration: parse_duration(&a.max_duration).context("--max-duration")?,
-                max_streams: a.max_streams,
-                max_rate_bps,
-                max_interval_records: a.max_intervals,
-                max_pending: a.max_pending.max(1),
-                max_open_files: 0,
-                rcv_timeout: rates::rcv_timeout(a.rcv_timeout)?,
-            },
-        })
-    }
 }
 
 #[derive(Debug, Args, Clone)]
@@ -516,20 +416,27 @@ impl Iperf3ClientOptions {
 }
 
 /// Rewrites iperf3's command lines into netsweep's: `netsweep -s ...` is `netsweep server
-/// ...` and `netsweep -c HOST ...` is `netsweep client HOST --iperf3-cli ...` (`-c HOST` may
+/// --iperf3-cli ...` and `netsweep -c HOST ...` is `netsweep client HOST --iperf3-cli ...` (`-c HOST` may
 /// stand anywhere; `--iperf3-cli` makes `-J` print iperf3's document).
 pub fn iperf3_argv(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let Some((prog, rest)) = args.split_first() else {
         return args;
     };
     let first = rest.first().and_then(|a| a.to_str());
-    if matches!(first, Some("-s" | "--server")) {
-        let mut out = vec![prog.clone(), "server".into()];
-        out.extend(rest[1..].iter().cloned());
+    // Only when no subcommand comes first: `netsweep -c HOST -t 5`, `netsweep -t 5 -c HOST`,
+    // `netsweep --use-pkcs1-padding -s -1` (pScheduler's iperf3 tool puts that flag first).
+    let starts_with_flag = first.is_some_and(|a| a.starts_with('-'));
+    if let Some(i) = rest
+        .iter()
+        .position(|a| a == "-s" || a == "--server")
+        .filter(|_| starts_with_flag)
+        .filter(|i| !rest[..*i].iter().any(|a| a == "-c" || a == "--client"))
+    {
+        let mut out = vec![prog.clone(), "server".into(), "--iperf3-cli".into()];
+        out.extend(rest[..i].iter().cloned());
+        out.extend(rest[i + 1..].iter().cloned());
         return out;
     }
-    // Only when no subcommand comes first: `netsweep -c HOST -t 5`, `netsweep -t 5 -c HOST`.
-    let starts_with_flag = first.is_some_and(|a| a.starts_with('-'));
     if let Some(i) = rest
         .iter()
         .position(|a| a == "-c" || a == "--client")
@@ -669,7 +576,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         }
         spec.validate()?;
         // iperf3's authentication exists in iperf3's protocol only: --username speaks it.
-        cfg.auth = a.auth.load()?.map(std::sync::Arc::new);
+        cfg.auth = a.auth.load(a.iperf3_cli)?.map(std::sync::Arc::new);
         // A count runs with iperf3's protocol, whose client ends the test when it wants
         // (netsweep's own protocol shares a grid fixed in advance); netsweep servers speak it.
         cfg.peer = if a.iperf3 || cfg.auth.is_some() || spec.count.is_some() {

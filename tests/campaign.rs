@@ -763,7 +763,11 @@ fn a_paced_tcp_campaign_is_explained_by_its_asked_rates() {
         .unwrap();
     for l in doc["limits"].as_array().unwrap() {
         let config = l["configuration"].as_str().unwrap();
-        let asked = if config.contains("200M") { 200e6 } else { 400e6 };
+        let asked = if config.contains("200M") {
+            200e6
+        } else {
+            400e6
+        };
         assert_eq!(l["limit"], "asked rate", "{config}: {}", l["text"]);
         assert_eq!(l["asked_bps"].as_f64(), Some(asked), "{l}");
         assert!(

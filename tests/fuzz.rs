@@ -255,7 +255,7 @@ fn text(b: &[u8]) -> String {
 fn fuzz_control_protocol() {
     quiet_panics();
     let spec = netsweep::traffic::spec::TestSpec::udp(Duration::from_secs(3));
-    let request = serde_json::to_vec(&ClientMsg::Request { spec }).unwrap();
+    let request = serde_json::to_vec(&ClientMsg::Request { spec, ticket: None }).unwrap();
     let accepted =
         br#"{"type":"accepted","token":"0102030405060708090a0b0c0d0e0f10","udp_ports":[5000]}"#;
     let intervals = br#"{"type":"intervals","stream":0,"intervals":[{"stream":0,"index":0,"role":"receiver","bytes":5,"packets":1,"tcp":null,"udp":{"jitter_ms":0.1,"out_of_order":0,"duplicates":0}}]}"#;
@@ -266,7 +266,7 @@ fn fuzz_control_protocol() {
     let limits = ServerLimits::default();
     let runs = fuzz("control", &seeds, |b| {
         let client = protocol::decode::<ClientMsg>(b);
-        if let Ok(ClientMsg::Request { spec }) = &client {
+        if let Ok(ClientMsg::Request { spec, .. }) = &client {
             // What the server does with a request: validate, check caps, build the grid.
             if spec.validate().is_ok() && limits.refusal(spec).is_none() {
                 let grid = spec.timeline();

@@ -237,6 +237,7 @@ fn stalled_request(addr: SocketAddr) -> TcpStream {
         &mut s,
         &ClientMsg::Request {
             spec: spec(1.0, 1000),
+            ticket: None,
         },
     )
     .unwrap();

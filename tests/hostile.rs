@@ -277,7 +277,7 @@ fn netsweep_request(addr: SocketAddr, spec: TestSpec) -> (TcpStream, ServerMsg) 
     s.write_all(&protocol::control_preamble()).unwrap();
     let mut pre = [0u8; 8];
     s.read_exact(&mut pre).unwrap();
-    write_frame(&mut s, &ClientMsg::Request { spec }).unwrap();
+    write_frame(&mut s, &ClientMsg::Request { spec, ticket: None }).unwrap();
     let got: ServerMsg = read_frame(&mut s, Some(Instant::now() + Duration::from_secs(5))).unwrap();
     (s, got)
 }

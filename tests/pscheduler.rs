@@ -21,6 +21,9 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_netsweep")
 }
 
+/// The run's ticket in the server participant's data (`participant-data` makes a fresh one).
+const TICKET: &str = "00112233445566778899aabbccddeeff";
+
 fn run_input(participant: u64, server_port: u16, spec: &Value, start: SystemTime) -> Value {
     json!({
         "schema": 1,
@@ -30,7 +33,8 @@ fn run_input(participant: u64, server_port: u16, spec: &Value, start: SystemTime
         "participant": participant,
         "participant-data": [
             {"schema": 1, "netsweep-version": "0.1.0"},
-            {"schema": 1, "netsweep-version": "0.1.0", "server_port": server_port}
+            {"schema": 2, "netsweep-version": "0.1.0", "server_port": server_port,
+             "_auth": {"ticket": TICKET}}
         ]
     })
 }
@@ -369,10 +373,13 @@ fn every_method_through_the_binary() {
         json!({"duration": "PT20S"})
     );
     let p1 = json!({"participant": 1, "test": test});
-    assert_eq!(
-        json_of(&method("participant-data", &p1.to_string(), None))["server_port"],
-        json!(5310)
-    );
+    let d1 = json_of(&method("participant-data", &p1.to_string(), None));
+    assert_eq!(d1["server_port"], json!(5310));
+    // A fresh secret per run, as the iperf3 tool's fresh key and password.
+    let d2 = json_of(&method("participant-data", &p1.to_string(), None));
+    let ticket = |d: &Value| d["_auth"]["ticket"].as_str().map(str::to_string);
+    assert_eq!(ticket(&d1).map(|t| t.len()), Some(32), "{d1}");
+    assert_ne!(ticket(&d1), ticket(&d2));
     let bad = method("participant-data", r#"{"participant": 7}"#, None);
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("participant number 7"));
@@ -590,9 +597,15 @@ fn the_server_participant_enforces_its_own_limits() {
         e.contains("refused") && e.contains("max-streams"),
         "{client}"
     );
-    // The server waited out its slot (1 + 3 + 0.3 + 1 + 2 s) for a test that never came.
+    // Regression: the server participant waited out its slot (1 + 3 + 0.3 + 1 + 2 s) and
+    // said "no test arrived"; it ends when it refuses the scheduled test, and says so.
     assert_eq!(server["succeeded"], json!(false), "{server}");
-    assert!(t0.elapsed() < Duration::from_secs(12), "{:?}", t0.elapsed());
+    let e = server["error"].as_str().unwrap_or("");
+    assert!(
+        e.contains("refused the scheduled test") && e.contains("max-streams"),
+        "{server}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
     let merged = result::merge(&json!({"test": {"spec": spec}, "results": [client, server]}));
     assert_eq!(merged["succeeded"], json!(false));
     assert_valid(&[&client, &server, &merged]);
@@ -669,4 +682,60 @@ fn netsweep_serves_as_the_iperf3_tools_iperf3_cmd() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "{status}");
+}
+
+/// Regression: while participant 1 waited, a stray client from 127.0.0.5 ran a test,
+/// participant 1 reported success and the scheduled client was refused. The server
+/// participant now admits only the client with the run's ticket, from the spec's source.
+#[test]
+fn a_stranger_cannot_take_the_scheduled_slot() {
+    use netsweep::traffic::client::{self, Bind, ClientConfig};
+    use netsweep::traffic::spec::TestSpec;
+
+    let spec = json!({"schema": 7, "source": "127.0.0.1", "dest": "127.0.0.1",
+                      "duration": "PT1S", "ip-version": 4, "link-rtt": "PT0.01S"});
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let start = SystemTime::now() + Duration::from_millis(1500);
+    let config = ToolConfig::default();
+    let stop = AtomicBool::new(false);
+    let (client, server) = std::thread::scope(|s| {
+        let server_input = run_input(1, addr.port(), &spec, start);
+        let (config, stop) = (&config, &stop);
+        let server = s.spawn(move || run::run_with(&server_input, config, stop, Some(listener)));
+        std::thread::sleep(Duration::from_millis(300));
+        let mut test = TestSpec::tcp(Duration::from_millis(300));
+        test.calibration = Duration::ZERO;
+        let halt = AtomicBool::new(false);
+        let stranger = |bind: &str, ticket: Option<&str>| {
+            let mut cfg = ClientConfig::new(addr);
+            cfg.bind = Some(Bind::Address(bind.parse().expect("ip")));
+            cfg.ticket = ticket.map(str::to_string);
+            match client::run_test(&cfg, &test, &halt, &mut |_| {}) {
+                Ok(_) => panic!("a stranger from {bind} ran a test"),
+                Err(e) => e.message,
+            }
+        };
+        let from_elsewhere = stranger("127.0.0.5", Some(TICKET));
+        assert!(
+            from_elsewhere.contains("not the scheduled client"),
+            "{from_elsewhere}"
+        );
+        let no_ticket = stranger("127.0.0.1", None);
+        assert!(no_ticket.contains("no ticket"), "{no_ticket}");
+        let wrong = stranger("127.0.0.1", Some("0000"));
+        assert!(wrong.contains("wrong ticket"), "{wrong}");
+        let client = run::run(&run_input(0, addr.port(), &spec, start), config, stop);
+        (client, server.join().expect("server thread"))
+    });
+    let (client, server) = (client.expect("client input"), server.expect("server input"));
+    assert_eq!(client["succeeded"], json!(true), "{client}");
+    assert_eq!(server["succeeded"], json!(true), "{server}");
+    let diags = server["diags"].as_str().unwrap_or("");
+    assert!(diags.contains("the scheduled test was served"), "{diags}");
+    assert!(
+        diags.contains("127.0.0.5"),
+        "the log names the stranger: {diags}"
+    );
+    assert_valid(&[&client, &server]);
 }

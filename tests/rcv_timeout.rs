@@ -257,7 +257,7 @@ fn a_netsweep_server_ends_a_silent_netsweep_clients_test_at_its_receive_timeout(
         .expect("preamble");
     let mut pre = [0u8; 8];
     ctrl.read_exact(&mut pre).expect("the server's preamble");
-    write_frame(&mut ctrl, &ClientMsg::Request { spec }).expect("request");
+    write_frame(&mut ctrl, &ClientMsg::Request { spec, ticket: None }).expect("request");
     let soon = || Some(Instant::now() + Duration::from_secs(5));
     let token = match read_frame::<ServerMsg>(&mut ctrl, soon()).expect("an answer") {
         ServerMsg::Accepted { token, .. } => token,

@@ -101,19 +101,14 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let served = Arc::new(server::Served::default());
+    let idled = Arc::new(std::sync::atomic::AtomicBool::new(false));
     std::thread::scope(|scope| -> anyhow::Result<()> {
         if cfg.one_off {
             crate::errln!("serving one test, then exiting (-1)");
             let served = served.clone();
+            let (idle, idled) = (cfg.idle_timeout, idled.clone());
             // Polls the count: the server's threads end when `stop` is raised.
-            scope.spawn(move || {
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    if served.ended() > 0 {
-                        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-                    }
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-            });
+            scope.spawn(move || one_off_watch(&served, idle, stop, &idled));
         }
         let outcome = server::serve_all(listeners, cfg.limits, cfg.auth, stop, log, served.clone());
         // Without -1 the watcher is not running; with it, it ends once `stop` is up.
@@ -121,11 +116,48 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
         outcome?;
         Ok(())
     })?;
+    if idled.load(std::sync::atomic::Ordering::SeqCst) {
+        // As iperf3: nothing printed, status 0.
+        crate::errln!(
+            "no client came within --idle-timeout {} s; exiting (-1)",
+            cfg.idle_timeout.map_or(0, |d| d.as_secs())
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if cfg.one_off && cfg.json {
+        let doc = served.last_document().unwrap_or_else(
+            || serde_json::json!({ "error": "the server stopped before its test ended" }),
+        );
+        crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
+    }
     // As iperf3 -1: the exit status says how the one test went.
     if cfg.one_off && served.failed.load(std::sync::atomic::Ordering::SeqCst) > 0 {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `-1`: raises `stop` once a test has ended, or when no connection has been served for
+/// `idle` (then sets `idled`). Ends when `stop` is up.
+fn one_off_watch(
+    served: &server::Served,
+    idle: Option<std::time::Duration>,
+    stop: &std::sync::atomic::AtomicBool,
+    idled: &std::sync::atomic::AtomicBool,
+) {
+    use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+    let mut last_busy = std::time::Instant::now();
+    while !stop.load(Relaxed) {
+        if served.ended() > 0 {
+            stop.store(true, Relaxed);
+        } else if served.busy() {
+            last_busy = std::time::Instant::now();
+        } else if idle.is_some_and(|i| last_busy.elapsed() >= i) {
+            idled.store(true, SeqCst);
+            stop.store(true, Relaxed);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 fn run_client(a: &ClientArgs) -> anyhow::Result<ExitCode> {

@@ -2,6 +2,7 @@
 //! conversion into `traffic::iperf3::login`'s configurations (keys read, password found).
 
 use crate::traffic::iperf3::auth::Padding;
+use crate::traffic::iperf3::installed;
 use crate::traffic::iperf3::login::{self, ClientAuth, DEFAULT_SKEW_THRESHOLD_S, ServerAuth};
 use clap::Args;
 use std::path::PathBuf;
@@ -18,8 +19,8 @@ pub struct ClientAuthArgs {
     #[arg(long, value_name = "FILE", requires = "username")]
     pub rsa_public_key_path: Option<PathBuf>,
     /// Encrypt the credentials with PKCS#1 v1.5 padding instead of OAEP: for iperf3 servers
-    /// before 3.17, or started with --use-pkcs1-padding (iperf3's own client has no such
-    /// option from 3.17 on: it always sends OAEP).
+    /// before 3.17, or started with --use-pkcs1-padding (iperf3's option from 3.17 on).
+    /// Without it, iperf3's command line (`netsweep -c`) pads as the iperf3 on the PATH.
     #[arg(long)]
     pub use_pkcs1_padding: bool,
 }
@@ -27,7 +28,9 @@ pub struct ClientAuthArgs {
 impl ClientAuthArgs {
     /// The credentials to send, or `None` without `--username`. The password is looked for
     /// only then.
-    pub fn load(&self) -> anyhow::Result<Option<ClientAuth>> {
+    /// With `iperf3_cli` (iperf3's command line, as pScheduler's iperf3 tool runs it) and no
+    /// `--use-pkcs1-padding`, the padding is that of the iperf3 on the PATH (`installed`).
+    pub fn load(&self, iperf3_cli: bool) -> anyhow::Result<Option<ClientAuth>> {
         let (Some(user), Some(key)) = (&self.username, &self.rsa_public_key_path) else {
             if self.use_pkcs1_padding {
                 anyhow::bail!("--use-pkcs1-padding needs --username and --rsa-public-key-path");
@@ -35,7 +38,8 @@ impl ClientAuthArgs {
             return Ok(None);
         };
         let password = login::password()?;
-        ClientAuth::load(user, key, padding(self.use_pkcs1_padding), &password).map(Some)
+        let padding = padding(self.use_pkcs1_padding, iperf3_cli);
+        ClientAuth::load(user, key, padding, &password).map(Some)
     }
 }
 
@@ -62,7 +66,9 @@ pub struct ServerAuthArgs {
 
 impl ServerAuthArgs {
     /// The server's authentication, or `None` when not asked for.
-    pub fn load(&self) -> anyhow::Result<Option<ServerAuth>> {
+    /// With `iperf3_cli` and no `--use-pkcs1-padding`, the paddings are those of the iperf3
+    /// on the PATH (`installed`).
+    pub fn load(&self, iperf3_cli: bool) -> anyhow::Result<Option<ServerAuth>> {
         let (Some(key), Some(users)) = (&self.rsa_private_key_path, &self.authorized_users_path)
         else {
             return Ok(None);
@@ -71,12 +77,27 @@ impl ServerAuthArgs {
         if skew == 0 {
             anyhow::bail!("--time-skew-threshold must be at least 1 second");
         }
-        ServerAuth::load(key, users, skew, padding(self.use_pkcs1_padding)).map(Some)
+        ServerAuth::load(
+            key,
+            users,
+            skew,
+            padding(self.use_pkcs1_padding, iperf3_cli),
+        )
+        .map(Some)
     }
 }
 
-fn padding(pkcs1: bool) -> Padding {
-    if pkcs1 { Padding::Pkcs1 } else { Padding::Oaep }
+/// `--use-pkcs1-padding` chooses PKCS#1; without it, iperf3's command line pads as the iperf3
+/// this host announces to pScheduler would, netsweep's own with OAEP.
+fn padding(pkcs1: bool, iperf3_cli: bool) -> Padding {
+    if pkcs1 {
+        Padding::Pkcs1
+    } else if iperf3_cli {
+        let version = installed::version_output().and_then(|o| installed::announced_version(&o));
+        installed::default_padding(version)
+    } else {
+        Padding::Oaep
+    }
 }
 
 #[cfg(test)]
@@ -137,7 +158,7 @@ mod tests {
         else {
             panic!("not a client")
         };
-        let e = a.auth.load().unwrap_err();
+        let e = a.auth.load(false).unwrap_err();
         assert!(e.to_string().contains("needs --username"), "{e}");
         let Command::Client(a) = parse(&[
             "-c",

@@ -129,7 +129,30 @@ fn iperf3_command_lines_are_understood() {
     };
     assert_eq!(
         v(&["netsweep", "-s", "-p", "5"]),
-        ["netsweep", "server", "-p", "5"]
+        ["netsweep", "server", "--iperf3-cli", "-p", "5"]
+    );
+    // pScheduler's iperf3 tool puts --use-pkcs1-padding before -s (regression: "unexpected
+    // argument '-s'").
+    assert_eq!(
+        v(&[
+            "netsweep",
+            "--use-pkcs1-padding",
+            "-s",
+            "-1",
+            "--idle-timeout",
+            "3",
+            "--json"
+        ]),
+        [
+            "netsweep",
+            "server",
+            "--iperf3-cli",
+            "--use-pkcs1-padding",
+            "-1",
+            "--idle-timeout",
+            "3",
+            "--json"
+        ]
     );
     assert_eq!(
         v(&["netsweep", "-c", "h", "-t", "5"]),
@@ -369,4 +392,47 @@ fn the_tune_bdp_hint_parses_back_to_the_same_path() {
         crate::units::parse_duration(&common.rtt.unwrap()).unwrap(),
         Duration::from_micros(1600)
     );
+}
+
+fn server_of(args: &[&str]) -> anyhow::Result<ServerConfig> {
+    let argv = std::iter::once("netsweep")
+        .chain(args.iter().copied())
+        .map(std::ffi::OsString::from)
+        .collect();
+    match Cli::try_parse_from(iperf3_argv(argv))?.command {
+        Command::Server(s) => ServerConfig::try_from(&s),
+        _ => anyhow::bail!("not a server"),
+    }
+}
+
+/// The server command line pScheduler's iperf3 tool builds (regression: "unexpected argument
+/// '--idle-timeout'", then `--json` and `-4`).
+#[test]
+fn the_pscheduler_iperf3_tools_server_line_is_a_one_off_server() {
+    let c = server_of(&[
+        "-s",
+        "-1",
+        "--idle-timeout",
+        "13",
+        "--json",
+        "-p",
+        "5201",
+        "-B",
+        "127.0.0.1",
+        "-4",
+    ])
+    .unwrap();
+    assert!(c.one_off && c.json);
+    assert_eq!(c.idle_timeout, Some(std::time::Duration::from_secs(13)));
+    assert_eq!(c.listen, "127.0.0.1:5201".parse().unwrap());
+    let c = server_of(&["-s", "-4"]).unwrap();
+    assert_eq!(c.listen.ip(), IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED));
+    let e = server_of(&["-s", "-B", "::1", "-4"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not an IPv4 address"), "{e}");
+    let e = server_of(&["-s", "-1", "--idle-timeout", "0"])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("at least 1 second"), "{e}");
 }

@@ -10,7 +10,7 @@ use crate::pscheduler::iso8601;
 use crate::pscheduler::result;
 use crate::pscheduler::spec::{Throughput, WAIT_FOR_SERVER};
 use crate::traffic::client::{self, Admission, Bind, ClientConfig, PeerProtocol};
-use crate::traffic::server::{self, Served};
+use crate::traffic::server::{self, Scheduled, Served};
 use crate::traffic::spec::TestSpec;
 use serde_json::{Value, json};
 use socket2::{Domain, Socket, Type};
@@ -26,12 +26,17 @@ const MAX_LOG_LINES: usize = 200;
 /// The iperf3 port: where a single-ended test looks for its server by default.
 const SINGLE_ENDED_PORT: u16 = crate::traffic::iperf3::IPERF3_PORT;
 
-/// `participant-data`: this host's version, and the server participant's port.
+/// `participant-data`: this host's version; for the server participant its port and the
+/// run's fresh secret ticket (`_auth`; pScheduler keeps underscored keys out of its displays,
+/// as for the iperf3 tool's per-run key and password), which the client must bring.
 pub fn participant_data(input: &Value, config: &ToolConfig) -> Result<Value, String> {
-    let mut data = json!({"schema": 1, "netsweep-version": env!("CARGO_PKG_VERSION")});
+    let mut data = json!({"schema": 2, "netsweep-version": env!("CARGO_PKG_VERSION")});
     match input.get("participant").and_then(Value::as_u64) {
         Some(0) => {}
-        Some(1) => data["server_port"] = json!(config.server_port),
+        Some(1) => {
+            data["server_port"] = json!(config.server_port);
+            data["_auth"] = json!({ "ticket": server::new_ticket() });
+        }
         Some(n) => return Err(format!("invalid participant number {n} for this test")),
         None => return Err("the input has no participant number".into()),
     }
@@ -104,7 +109,7 @@ pub fn run_with(
     let r = read_input(input)?;
     let end = r.start + r.spec.slot();
     match (r.participant, r.spec.loopback) {
-        (0, false) => Ok(run_client(&r, stop, end, None)),
+        (0, false) => Ok(run_client(&r, stop, end, None, ticket(&r))),
         (0, true) => Ok(run_loopback(&r, config, stop, end)),
         (1, _) => {
             let listener = match listener {
@@ -121,10 +126,60 @@ pub fn run_with(
                     }
                 }
             };
-            Ok(run_server(&r, config, listener, stop, end))
+            let Some(ticket) = ticket(&r) else {
+                return Ok(result::served(
+                    false,
+                    Some(
+                        "participant 1's data has no _auth ticket: its netsweep tool is older \
+                         than this one's (upgrade it), and this server serves no one unasked",
+                    ),
+                    "",
+                ));
+            };
+            let scheduled = Scheduled {
+                ticket,
+                clients: client_addresses(&r.spec),
+            };
+            Ok(run_server(&r, config, listener, scheduled, stop, end))
         }
         (n, _) => Err(InputError(format!("invalid participant number {n}"))),
     }
+}
+
+/// The run's ticket from the server participant's data.
+fn ticket(r: &RunInput) -> Option<String> {
+    r.data
+        .get(1)?
+        .get("_auth")?
+        .get("ticket")?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// The scheduled client's addresses, when the spec names them (`local-address`, else
+/// `source`) in the destination's family; empty (the ticket alone admits) otherwise.
+fn client_addresses(spec: &Throughput) -> Vec<IpAddr> {
+    use std::net::ToSocketAddrs;
+    let v4 = spec.ip_version == Some(4);
+    let v6 = spec.ip_version == Some(6);
+    let Ok(dest) = crate::traffic::address::resolve(&spec.dest, 0, v4, v6) else {
+        return Vec::new();
+    };
+    let Some(host) = spec.local_address.as_deref().or(spec.source.as_deref()) else {
+        return Vec::new();
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let found = match host.parse::<IpAddr>() {
+        Ok(ip) => vec![ip],
+        Err(_) => (host, 0)
+            .to_socket_addrs()
+            .map(|a| a.map(|a| a.ip()).collect())
+            .unwrap_or_default(),
+    };
+    found
+        .into_iter()
+        .filter(|ip| ip.is_ipv4() == dest.is_ipv4())
+        .collect()
 }
 
 /// `run`: the JSON result of this participant.
@@ -175,9 +230,10 @@ fn sleep_until(when: SystemTime, stop: &AtomicBool) -> bool {
 fn serve_one(
     listener: TcpListener,
     config: &ToolConfig,
+    scheduled: Scheduled,
     stop: &AtomicBool,
     end: SystemTime,
-) -> (Option<bool>, Vec<String>) {
+) -> (Served, Vec<String>) {
     let lines: Arc<Mutex<Vec<String>>> = Arc::default();
     let sink = lines.clone();
     let log: server::Log = Arc::new(move |line: &str| {
@@ -193,8 +249,9 @@ fn serve_one(
         let observer = served.clone();
         let limits = config.limits();
         let shutdown = &shutdown;
-        let handle = scope
-            .spawn(move || server::run_observed(vec![listener], limits, shutdown, log, observer));
+        let handle = scope.spawn(move || {
+            server::run_scheduled(vec![listener], limits, scheduled, shutdown, log, observer)
+        });
         while served.ended() == 0
             && !stop.load(Ordering::Relaxed)
             && SystemTime::now() < end
@@ -211,21 +268,20 @@ fn serve_one(
         Ok(Err(e)) => log.push(format!("server stopped: {e}")),
         Err(_) => log.push("server thread panicked".into()),
     }
-    let ok = match (
-        served.ok.load(Ordering::SeqCst),
-        served.failed.load(Ordering::SeqCst),
-    ) {
-        (0, 0) => None,
-        (_, 0) => Some(true),
-        _ => Some(false),
-    };
-    (ok, log)
+    let served = Arc::try_unwrap(served).unwrap_or_else(|s| Served {
+        ok: s.ok.load(Ordering::SeqCst).into(),
+        failed: s.failed.load(Ordering::SeqCst).into(),
+        busy: 0.into(),
+        last_document: Mutex::new(s.last_document()),
+    });
+    (served, log)
 }
 
 fn run_server(
     r: &RunInput,
     config: &ToolConfig,
     listener: TcpListener,
+    scheduled: Scheduled,
     stop: &AtomicBool,
     end: SystemTime,
 ) -> Value {
@@ -235,24 +291,59 @@ fn run_server(
         env!("CARGO_PKG_VERSION"),
         r.spec.slot().as_secs_f64()
     )];
-    let (ok, log) = serve_one(listener, config, stop, end);
-    diags.extend(log);
-    let text = diags.join("\n");
-    match ok {
-        Some(true) => result::served(true, None, &text),
-        Some(false) => result::served(
-            false,
-            Some(&format!(
-                "the test ended with an error on the server: {}",
-                diags.last().map_or("", String::as_str)
-            )),
-            &text,
+    diags.push(match scheduled.clients.as_slice() {
+        [] => "admitting the client with this run's ticket, from any address".into(),
+        c => format!(
+            "admitting the client with this run's ticket from {}",
+            c.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
-        None => result::served(
+    });
+    let (served, log) = serve_one(listener, config, scheduled, stop, end);
+    diags.extend(log);
+    let error = served
+        .last_document()
+        .and_then(|d| d.get("error").and_then(Value::as_str).map(str::to_string));
+    let refused = served
+        .last_document()
+        .is_some_and(|d| d.get("refused") == Some(&json!(true)));
+    match (served.ended(), refused) {
+        (0, _) => {}
+        (_, true) => diags.push("the scheduled test was refused".into()),
+        _ if served.failed.load(Ordering::SeqCst) == 0 => {
+            diags.push("the scheduled test was served".into())
+        }
+        _ => diags.push("the scheduled test was served and ended with an error".into()),
+    }
+    let text = diags.join("\n");
+    match (served.ended(), refused) {
+        (0, _) => result::served(
             false,
             Some(&format!(
                 "no test arrived from the client on {addr} within the run's {:.0} s",
                 r.spec.slot().as_secs_f64()
+            )),
+            &text,
+        ),
+        (_, true) => result::served(
+            false,
+            Some(&format!(
+                "the server refused the scheduled test: {}",
+                error
+                    .as_deref()
+                    .unwrap_or("")
+                    .trim_start_matches("refused: ")
+            )),
+            &text,
+        ),
+        _ if served.failed.load(Ordering::SeqCst) == 0 => result::served(true, None, &text),
+        _ => result::served(
+            false,
+            Some(&format!(
+                "the scheduled test ended with an error on the server: {}",
+                error.as_deref().unwrap_or("(see diags)")
             )),
             &text,
         ),
@@ -273,10 +364,18 @@ fn run_loopback(r: &RunInput, config: &ToolConfig, stop: &AtomicBool, end: Syste
         Err(e) => return result::failure(&e, "", None),
     };
     let port = listener.local_addr().map_or(0, |a| a.port());
+    let scheduled = Scheduled {
+        ticket: server::new_ticket(),
+        clients: Vec::new(),
+    };
+    let ticket = Some(scheduled.ticket.clone());
     let (client, (_, log)) = std::thread::scope(|scope| {
-        let server = scope.spawn(|| serve_one(listener, config, stop, end));
-        let client = run_client(r, stop, end, Some(port));
-        (client, server.join().unwrap_or((None, Vec::new())))
+        let server = scope.spawn(|| serve_one(listener, config, scheduled, stop, end));
+        let client = run_client(r, stop, end, Some(port), ticket);
+        (
+            client,
+            server.join().unwrap_or((Served::default(), Vec::new())),
+        )
     });
     let mut client = client;
     let diags = client
@@ -354,11 +453,18 @@ fn wait_for_server(
     }
 }
 
-fn run_client(r: &RunInput, stop: &AtomicBool, end: SystemTime, port: Option<u16>) -> Value {
-    let cfg = match client_config(r, port) {
+fn run_client(
+    r: &RunInput,
+    stop: &AtomicBool,
+    end: SystemTime,
+    port: Option<u16>,
+    ticket: Option<String>,
+) -> Value {
+    let mut cfg = match client_config(r, port) {
         Ok(c) => c,
         Err(e) => return result::failure(&e, "", None),
     };
+    cfg.ticket = ticket;
     let mut diags = vec![
         format!(
             "netsweep {} client participant to {}{}",

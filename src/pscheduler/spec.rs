@@ -184,6 +184,14 @@ impl Throughput {
                 None
             })
         });
+        if map.contains_key("bandwidth") && map.contains_key("fq-rate") {
+            // As pScheduler's iperf3 tool, which refuses the pair by their presence.
+            r.problems.push(
+                "bandwidth and fq-rate cannot be set together: bandwidth paces netsweep's \
+                 writes, fq-rate the kernel's fq qdisc; choose one"
+                    .into(),
+            );
+        }
         if r.boolean("no-delay") == Some(true) {
             r.problems.push(
                 "netsweep does not support the no-delay option: its data sockets keep Nagle's \

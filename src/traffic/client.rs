@@ -66,8 +66,14 @@ pub fn check(cfg: &ClientConfig, spec: &TestSpec) -> Admission {
         read_exact_by(&mut ctrl, &mut pre, Instant::now() + IO_DEADLINE)
             .and_then(|()| protocol::check_control_preamble(&pre, true))
             .map_err(|e| format!("not answered as a netsweep server: {e}"))?;
-        write_frame(&mut ctrl, &ClientMsg::Check { spec: spec.clone() })
-            .map_err(|e| e.to_string())?;
+        write_frame(
+            &mut ctrl,
+            &ClientMsg::Check {
+                spec: spec.clone(),
+                ticket: cfg.ticket.clone(),
+            },
+        )
+        .map_err(|e| e.to_string())?;
         read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))
             .map_err(|e| format!("no answer to the question (a server older than it?): {e}"))
     };

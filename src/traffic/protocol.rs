@@ -79,12 +79,21 @@ impl std::fmt::Display for Refusal {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ClientMsg {
-    /// Ask for a test.
-    Request { spec: TestSpec },
+    /// Ask for a test. `ticket`: the scheduled test's secret, for a server that admits only
+    /// it (pScheduler's server participant); older clients send none.
+    Request {
+        spec: TestSpec,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ticket: Option<String>,
+    },
     /// Ask whether a test would be admitted (its spec valid, within the server's caps, its
     /// congestion control usable there), without running it: the server answers `Admissible`
     /// or `Refused`, takes no slot and opens nothing. Campaigns ask before any traffic.
-    Check { spec: TestSpec },
+    Check {
+        spec: TestSpec,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ticket: Option<String>,
+    },
     /// All data connections are open: start traffic now.
     Start,
     /// A `duration = "auto"` test is steady: end the grid after this many slots (warm-up

@@ -25,9 +25,11 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+mod scheduled;
 mod served;
-use served::Ending;
+pub use scheduled::{Scheduled, new_ticket};
 pub use served::Served;
+use served::{Ending, Outcome};
 mod streams;
 use streams::*;
 mod refusal;
@@ -57,6 +59,8 @@ struct Shared {
     served: Arc<Served>,
     /// iperf3 authentication: iperf3 clients log in, netsweep's own clients are refused.
     auth: Option<Arc<iperf3::login::ServerAuth>>,
+    /// The one scheduled test this server waits for, when it serves no one else.
+    scheduled: Option<Scheduled>,
 }
 
 /// When a repeated log line was last written, and how many were held back since.
@@ -143,7 +147,7 @@ pub fn run_observed(
 }
 
 /// Serves until `shutdown` with iperf3 logins when `auth` is given, counting ended tests in
-/// `served`: every other `run_*` is this one with fewer choices.
+/// `served`: every other `run_*` but `run_scheduled` is this one with fewer choices.
 pub fn serve_all(
     listeners: Vec<TcpListener>,
     limits: ServerLimits,
@@ -152,8 +156,41 @@ pub fn serve_all(
     log: Log,
     served: Arc<Served>,
 ) -> std::io::Result<()> {
+    serve_with(listeners, limits, (auth, None), shutdown, log, served)
+}
+
+/// Serves the `scheduled` test only (pScheduler's server participant): a client without its
+/// ticket, or from another address, is refused and neither takes the slot nor counts in
+/// `served`; the scheduled test counts whether it ran or was refused (at its check too).
+pub fn run_scheduled(
+    listeners: Vec<TcpListener>,
+    limits: ServerLimits,
+    scheduled: Scheduled,
+    shutdown: &AtomicBool,
+    log: Log,
+    served: Arc<Served>,
+) -> std::io::Result<()> {
+    serve_with(
+        listeners,
+        limits,
+        (None, Some(scheduled)),
+        shutdown,
+        log,
+        served,
+    )
+}
+
+fn serve_with(
+    listeners: Vec<TcpListener>,
+    limits: ServerLimits,
+    (auth, scheduled): (Option<Arc<iperf3::login::ServerAuth>>, Option<Scheduled>),
+    shutdown: &AtomicBool,
+    log: Log,
+    served: Arc<Served>,
+) -> std::io::Result<()> {
     let shared = Arc::new(Shared {
         auth,
+        scheduled,
         admission: Admission::new(&limits, crate::platform::fdlimit::soft()),
         limits,
         registry: Registry::default(),
@@ -363,6 +400,14 @@ fn iperf3_connection(
         let _ = tx.send((arrival, conn));
         return;
     }
+    if shared.scheduled.is_some() {
+        // An iperf3 client cannot carry the ticket: not the scheduled test.
+        let _ = conn.write_all(&[iperf3::wire::State::AccessDenied.byte()]);
+        (shared.log)(&format!(
+            "{peer}: iperf3 client refused: this server serves one scheduled netsweep test"
+        ));
+        return;
+    }
     let slot = match shared.admission.slot(peer) {
         Ok(s) => s,
         Err(running) => {
@@ -384,12 +429,19 @@ fn iperf3_connection(
         log: &log,
         auth: shared.auth.as_deref(),
     };
-    let mut ending = Ending {
-        served: &shared.served,
-        ok: false,
-    };
+    let mut ending = Ending::new(&shared.served);
     match iperf3::server::serve(conn, peer, cookie, &ctx, slot) {
-        Ok(()) => ending.ok = true,
-        Err(e) => (shared.log)(&format!("{peer}: iperf3 test ended with an error: {e:#}")),
+        Ok(doc) => {
+            ending.outcome = Outcome::Ok;
+            ending.document = Some(doc);
+        }
+        Err(e) if e.is::<iperf3::server::LoginRefused>() => {
+            ending.outcome = Outcome::NotATest;
+            (shared.log)(&format!("{peer}: iperf3 client refused: {e:#}"));
+        }
+        Err(e) => {
+            (shared.log)(&format!("{peer}: iperf3 test ended with an error: {e:#}"));
+            ending.document = Some(serde_json::json!({ "error": format!("{e:#}") }));
+        }
     }
 }

@@ -238,3 +238,47 @@ fn zero_copy_false_fixes_the_copying_path() {
         Ok((false, Duration::ZERO))
     );
 }
+
+/// Regression: can-run accepted `bandwidth` with `fq-rate`, which pScheduler's iperf3 tool
+/// refuses ("Cannot have bandwidth and fq-rate set simultaneously"), by their presence.
+#[test]
+fn bandwidth_with_fq_rate_is_refused_as_the_iperf3_tool_refuses_it() {
+    let v = can_run_spec(json!({"dest": "h", "bandwidth": 1_000_000, "fq-rate": 2_000_000}));
+    assert_eq!(v["can-run"], json!(false));
+    let r = reasons(&v);
+    assert!(
+        r.iter().any(|l| l.contains("bandwidth and fq-rate")),
+        "{r:?}"
+    );
+    for alone in [
+        json!({"dest": "h", "fq-rate": 1_000_000}),
+        json!({"dest": "h", "bandwidth": 1_000_000}),
+    ] {
+        assert_eq!(
+            can_run_spec(alone.clone())["can-run"],
+            json!(true),
+            "{alone}"
+        );
+    }
+}
+
+/// What pScheduler's iperf3 tool refuses in `can-run` (its `supported_options` leaves out
+/// these throughput fields; it also refuses the bandwidth/fq-rate pair), netsweep refuses
+/// too, `no-delay: false` (the default it has) apart.
+#[test]
+fn can_run_refuses_what_the_iperf3_tool_refuses() {
+    for spec in [
+        json!({"dest": "h", "bandwidth-strict": true}),
+        json!({"dest": "h", "burst-size": 10}),
+        json!({"dest": "h", "reverse-connections": true}),
+        json!({"dest": "h", "no-delay": true}),
+        json!({"dest": "h", "sctp": true}),
+        json!({"dest": "h", "bandwidth": 1, "fq-rate": 1}),
+    ] {
+        assert_eq!(
+            can_run_spec(spec.clone())["can-run"],
+            json!(false),
+            "{spec}"
+        );
+    }
+}

@@ -16,8 +16,14 @@ pub(super) fn session(
 ) -> Result<TestResult, TestError> {
     let server = cfg.server;
     let asking = "before answering the test request";
-    write_frame(&mut ctrl, &ClientMsg::Request { spec: spec.clone() })
-        .map_err(|e| control_failed(server, asking, e))?;
+    write_frame(
+        &mut ctrl,
+        &ClientMsg::Request {
+            spec: spec.clone(),
+            ticket: cfg.ticket.clone(),
+        },
+    )
+    .map_err(|e| control_failed(server, asking, e))?;
     let (token, udp_ports, echo_port, ends_early) =
         match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))
             .map_err(|e| control_failed(server, asking, e))?

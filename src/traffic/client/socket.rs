@@ -54,6 +54,9 @@ pub struct ClientConfig {
     /// `--rcv-timeout`: a test whose receiving streams get nothing for this long ends with
     /// iperf3's "idle timeout for receiving data" (iperf3's default, 120 s).
     pub rcv_timeout: Duration,
+    /// The scheduled test's secret a netsweep server admits it by (pScheduler's server
+    /// participant: `traffic::server::Scheduled`), sent with the request and the check.
+    pub ticket: Option<String>,
 }
 
 impl ClientConfig {
@@ -69,6 +72,7 @@ impl ClientConfig {
             notes: Vec::new(),
             auth: None,
             rcv_timeout: crate::traffic::session::DEFAULT_RCV_TIMEOUT,
+            ticket: None,
         }
     }
 }

@@ -1,11 +1,13 @@
 //! iperf3: its JSON result documents (`import`), its wire protocol (`wire`, `control`), its
 //! authentication (`auth`: tokens and checks; `login`: keys, users file, password), and
-//! netsweep's client for iperf3 servers (`client`).
+//! netsweep's client for iperf3 servers (`client`), the padding of the iperf3 on the PATH
+//! (`installed`).
 
 pub mod auth;
 pub mod client;
 pub mod control;
 pub mod import;
+pub mod installed;
 pub mod json;
 pub mod login;
 pub mod peer_checks;

@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
+mod document;
 mod ending;
 mod spec;
 use ending::*;
@@ -323,7 +324,8 @@ fn login(ctrl: &TcpStream, ctx: &Context<'_>, token: Option<&str>) -> Result<(),
     }
 }
 
-/// Serves one iperf3 client whose cookie was read. `slot` holds the test's place among
+/// Serves one iperf3 client whose cookie was read; the test's JSON document when it ran
+/// (`LoginRefused` when it did not log in). `slot` holds the test's place among
 /// `--max-tests` until its results are exchanged and its data sockets closed.
 pub fn serve(
     mut ctrl: TcpStream,
@@ -331,8 +333,9 @@ pub fn serve(
     cookie: Cookie,
     ctx: &Context<'_>,
     mut slot: Slot<'_>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<serde_json::Value> {
     let hub = ctx.hub;
+    let local = ctrl.local_addr().ok();
     let _ = ctrl.set_nodelay(true);
     control::write_state(&mut ctrl, State::ParamExchange)?;
     let (spec, params, udp_addr) = match accept_params(&mut ctrl, ctx, &mut slot) {
@@ -340,7 +343,11 @@ pub fn serve(
         Err(r) => {
             // The slot is free before the client hears why: it may try again at once.
             drop(slot);
-            return Err(refuse(&mut ctrl, &r));
+            let e = refuse(&mut ctrl, &r);
+            if r.code == code::AUTH_TEST {
+                return Err(LoginRefused(e.to_string()).into());
+            }
+            return Err(e);
         }
     };
     let flows = spec.flows();
@@ -476,8 +483,14 @@ pub fn serve(
     // Only now is everything the test held released: the slot goes last.
     drop(slot);
     (ctx.log)(&summary_line(peer, &spec, &ours, &theirs));
-    Ok(())
+    Ok(document::document(peer, local, &spec, (&ours, &theirs)))
 }
+
+/// A client refused at its login: no test of this server's (iperf3's `-1` waits on for the
+/// next client).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct LoginRefused(String);
 
 /// What the collectors of a test's streams check them against.
 struct Setup<'a> {

@@ -21,32 +21,51 @@ pub(super) fn control_session(
     (shared, buffers): (&Shared, &ListenerBuffers),
     mut pending: Pending<'_>,
 ) -> anyhow::Result<()> {
-    let spec = match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
-        ClientMsg::Request { spec } => spec,
-        ClientMsg::Check { spec } => {
-            return match admission(&spec, shared) {
-                Some(reason) => refuse(&mut ctrl, Refusal::Limit { reason }),
-                None => Ok(write_frame(&mut ctrl, &ServerMsg::Admissible)?),
-            };
-        }
-        other => anyhow::bail!("expected a test request, got {}", client_words(&other)),
-    };
+    let (spec, ticket, check) =
+        match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
+            ClientMsg::Request { spec, ticket } => (spec, ticket, false),
+            ClientMsg::Check { spec, ticket } => (spec, ticket, true),
+            other => anyhow::bail!("expected a test request, got {}", client_words(&other)),
+        };
+    if let Some(why) = shared
+        .scheduled
+        .as_ref()
+        .and_then(|s| s.stranger(peer.ip(), ticket.as_deref()))
+    {
+        return refuse(&mut ctrl, Refusal::Limit { reason: why });
+    }
+    if check {
+        return match admission(&spec, shared) {
+            Some(reason) => {
+                if shared.scheduled.is_some() {
+                    // The scheduled test refused at its check will not come: it has ended.
+                    let mut ending = Ending::new(&shared.served);
+                    ending.document = Some(refused_document(&reason));
+                }
+                refuse(&mut ctrl, Refusal::Limit { reason })
+            }
+            None => Ok(write_frame(&mut ctrl, &ServerMsg::Admissible)?),
+        };
+    }
     if let Some(reason) = admission(&spec, shared) {
+        if shared.scheduled.is_some() {
+            // The scheduled test, refused: it has ended (a general server counts only the
+            // tests it admits, as a client may ask again).
+            let mut ending = Ending::new(&shared.served);
+            ending.document = Some(refused_document(&reason));
+        }
         return refuse(&mut ctrl, Refusal::Limit { reason });
     }
     let mut slot = match shared.admission.slot(peer) {
         Ok(s) => s,
         Err(running) => return refuse(&mut ctrl, Refusal::Busy { running }),
     };
+    let mut ending = Ending::new(&shared.served);
     let flows = spec.flows();
     if let Err(reason) = slot.reserve_streams(flows.len()) {
         return refuse(&mut ctrl, Refusal::Limit { reason });
     }
     slot.describe(format!("{}, set up", test_words(&spec)));
-    let mut ending = Ending {
-        served: &shared.served,
-        ok: false,
-    };
     pending.release();
     // The slot is held only as long as an honest client needs to open its data connections,
     // and not a moment after its control connection closes.
@@ -137,9 +156,20 @@ pub(super) fn control_session(
     });
     // Unblocks the control reader thread, whatever the client does.
     let _ = ctrl.shutdown(std::net::Shutdown::Both);
-    ending.ok = outcome.is_ok();
+    ending.outcome = match &outcome {
+        Ok(()) => Outcome::Ok,
+        Err(e) => {
+            ending.document = Some(serde_json::json!({ "error": format!("{e:#}") }));
+            Outcome::Failed
+        }
+    };
     drop(slot);
     outcome
+}
+
+/// What a refused test leaves in `Served`: `{"error": "refused: ...", "refused": true}`.
+fn refused_document(reason: &str) -> serde_json::Value {
+    serde_json::json!({ "error": format!("refused: {reason}"), "refused": true })
 }
 
 /// A test in words for the log: "TCP forward test, 4 streams, 10.0 s".

@@ -1,14 +1,21 @@
 //! Counting a server's ended tests: callers that serve a set number of tests (`-1`, a
-//! pScheduler server participant) stop when it is reached.
+//! pScheduler server participant) stop when it is reached, or when no test has been under
+//! way for their idle timeout; `-1 --json` prints the last test's document.
 
-use std::sync::atomic::Ordering;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How many admitted tests have ended, and how (`run_observed`): pScheduler's server
-/// participant and `netsweep server -1` stop after their one test.
+/// participant and `netsweep server -1` stop after their one test. A refused iperf3 login
+/// is not a test (iperf3's `-1` waits on for the next client too).
 #[derive(Debug, Default)]
 pub struct Served {
-    pub ok: std::sync::atomic::AtomicU64,
-    pub failed: std::sync::atomic::AtomicU64,
+    pub ok: AtomicU64,
+    pub failed: AtomicU64,
+    /// Connections being served now (admitted or not yet through their login).
+    pub busy: AtomicU64,
+    /// The last ended test's iperf3-style JSON document (`{"error": ...}` when it failed).
+    pub last_document: Mutex<Option<serde_json::Value>>,
 }
 
 impl Served {
@@ -16,21 +23,60 @@ impl Served {
     pub fn ended(&self) -> u64 {
         self.ok.load(Ordering::SeqCst) + self.failed.load(Ordering::SeqCst)
     }
+
+    /// Whether a connection is being served now.
+    pub fn busy(&self) -> bool {
+        self.busy.load(Ordering::SeqCst) > 0
+    }
+
+    /// The document of the last ended test, if one has ended.
+    pub fn last_document(&self) -> Option<serde_json::Value> {
+        self.last_document.lock().ok().and_then(|d| d.clone())
+    }
 }
 
-/// Counts one admitted test in `Served` when it ends, as failed unless `ok` was set.
+/// How a served connection ended, for `Served`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Outcome {
+    Ok,
+    Failed,
+    /// Refused at its login: not counted as a test.
+    NotATest,
+}
+
+/// Counts one connection as busy while it lives, and its test in `Served` when it ends, as
+/// failed unless `outcome` was changed.
 pub(super) struct Ending<'a> {
-    pub(super) served: &'a Served,
-    pub(super) ok: bool,
+    served: &'a Served,
+    pub(super) outcome: Outcome,
+    pub(super) document: Option<serde_json::Value>,
+}
+
+impl<'a> Ending<'a> {
+    pub(super) fn new(served: &'a Served) -> Ending<'a> {
+        served.busy.fetch_add(1, Ordering::SeqCst);
+        Ending {
+            served,
+            outcome: Outcome::Failed,
+            document: None,
+        }
+    }
 }
 
 impl Drop for Ending<'_> {
     fn drop(&mut self) {
-        let c = if self.ok {
-            &self.served.ok
-        } else {
-            &self.served.failed
-        };
-        c.fetch_add(1, Ordering::SeqCst);
+        if self.outcome != Outcome::NotATest {
+            if let (Some(doc), Ok(mut last)) =
+                (self.document.take(), self.served.last_document.lock())
+            {
+                *last = Some(doc);
+            }
+            let c = match self.outcome {
+                Outcome::Ok => &self.served.ok,
+                _ => &self.served.failed,
+            };
+            c.fetch_add(1, Ordering::SeqCst);
+        }
+        self.served.busy.fetch_sub(1, Ordering::SeqCst);
     }
 }

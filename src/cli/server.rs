@@ -1,0 +1,150 @@
+//! `netsweep server`'s options (iperf3's server options among them: `-1`, `--idle-timeout`,
+//! `-J`, `-4`/`-6`, the login files) and their conversion into a validated `ServerConfig`,
+//! which `app::serve` runs.
+
+use super::ServerAuthArgs;
+use super::rates;
+use crate::traffic::iperf3::IPERF3_PORT;
+use crate::traffic::protocol::DEFAULT_PORT;
+use crate::traffic::spec::ServerLimits;
+use crate::units::{BitRate, parse_duration};
+use anyhow::{Context, bail};
+use clap::Args;
+use std::net::{IpAddr, SocketAddr};
+
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Address to listen on (default: all IPv6 and IPv4 addresses).
+    #[arg(long, short = 'B')]
+    pub bind: Option<IpAddr>,
+    #[arg(long, short = 'p', default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Tests served at once; a client over the cap is told "busy" at once.
+    #[arg(long, default_value_t = 4)]
+    pub max_tests: usize,
+    /// Longest test accepted (warm-up included).
+    #[arg(long, default_value = "1h")]
+    pub max_duration: String,
+    /// Most streams per direction accepted.
+    #[arg(long, default_value_t = 128)]
+    pub max_streams: u16,
+    /// Highest total rate accepted per direction, e.g. 1G; unlimited tests are refused when set.
+    #[arg(long)]
+    pub max_rate: Option<String>,
+    /// Most interval reports one test may ask the server to keep (streams x intervals);
+    /// e.g. `-t 1h -i 1 -P 50` needs 180,000.
+    #[arg(long, default_value_t = crate::traffic::spec::DEFAULT_MAX_INTERVAL_RECORDS)]
+    pub max_intervals: u64,
+    /// Most connections that have not yet been admitted to a test (slow or idle clients are
+    /// dropped beyond it).
+    #[arg(long, default_value_t = crate::traffic::spec::DEFAULT_MAX_PENDING)]
+    pub max_pending: usize,
+    /// Also listen on iperf3's port 5201, so `iperf3 -c HOST` finds this server (iperf3
+    /// clients are served on every port this server listens on).
+    #[arg(long)]
+    pub iperf3: bool,
+    /// Also listen on this port for iperf3 clients (implies --iperf3).
+    #[arg(long)]
+    pub iperf3_port: Option<u16>,
+    /// Serve one test, then exit (iperf3's -1; pScheduler's iperf3 tool starts `-s -1`).
+    #[arg(short = '1', long)]
+    pub one_off: bool,
+    /// End a test when the streams this server receives bring nothing for this long, in
+    /// milliseconds ("idle timeout for receiving data"; iperf3's default, 120000).
+    #[arg(long, value_name = "MS")]
+    pub rcv_timeout: Option<u64>,
+    /// With -1: exit (status 0) when no client has been served for this many seconds, as
+    /// iperf3's --idle-timeout; without -1 there is no state to reset, and it is accepted.
+    #[arg(long, value_name = "SECONDS")]
+    pub idle_timeout: Option<u64>,
+    /// With -1: print the test's JSON document on standard output at exit (iperf3's -J on a
+    /// server): its figures as both ends exchanged them, or `{"error": ...}`.
+    #[arg(long, short = 'J')]
+    pub json: bool,
+    /// (internal) Set when the command line was iperf3's (`netsweep -s ...`).
+    #[arg(long, hide = true)]
+    pub iperf3_cli: bool,
+    /// IPv4 only: listen on 0.0.0.0 without -B (iperf3's -4 on a server).
+    #[arg(short = '4', long = "version4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// IPv6: listen on :: without -B (iperf3's -6; -B with an IPv6 address).
+    #[arg(short = '6', long = "version6")]
+    pub ipv6: bool,
+    #[command(flatten)]
+    pub auth: ServerAuthArgs,
+}
+
+/// A validated server configuration.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub listen: SocketAddr,
+    /// More ports on the same address (iperf3's, with `--iperf3`).
+    pub extra_ports: Vec<u16>,
+    pub limits: ServerLimits,
+    /// iperf3 authentication of the clients (`--rsa-private-key-path`).
+    pub auth: Option<std::sync::Arc<crate::traffic::iperf3::login::ServerAuth>>,
+    /// Exit after the first test ends, whatever its outcome (`-1`); a refused login does not
+    /// count, as in iperf3.
+    pub one_off: bool,
+    /// With `one_off`: exit when no client has been served for this long (`--idle-timeout`).
+    pub idle_timeout: Option<std::time::Duration>,
+    /// With `one_off`: print the test's iperf3-style JSON document at exit (`--json`).
+    pub json: bool,
+}
+
+impl TryFrom<&ServerArgs> for ServerConfig {
+    type Error = anyhow::Error;
+
+    fn try_from(a: &ServerArgs) -> anyhow::Result<ServerConfig> {
+        let ip = match (a.bind, a.ipv4, a.ipv6) {
+            (Some(ip), true, _) if !ip.is_ipv4() => {
+                bail!("-B {ip} is not an IPv4 address, and -4 asks for IPv4: drop one of them")
+            }
+            (Some(ip), _, true) if !ip.is_ipv6() => {
+                bail!("-B {ip} is not an IPv6 address, and -6 asks for IPv6: drop one of them")
+            }
+            (Some(ip), _, _) => ip,
+            (None, true, _) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            (None, _, _) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+        };
+        if a.max_tests == 0 {
+            bail!("--max-tests must be at least 1");
+        }
+        let max_rate_bps = match &a.max_rate {
+            Some(r) => r
+                .parse::<BitRate>()
+                .context("--max-rate")?
+                .bits_per_second(),
+            None => 0.0,
+        };
+        let extra_ports = match (a.iperf3, a.iperf3_port) {
+            (_, Some(p)) => vec![p],
+            (true, None) => vec![IPERF3_PORT],
+            (false, None) => Vec::new(),
+        }
+        .into_iter()
+        .filter(|p| *p != a.port)
+        .collect();
+        Ok(ServerConfig {
+            listen: SocketAddr::new(ip, a.port),
+            extra_ports,
+            auth: a.auth.load(a.iperf3_cli)?.map(std::sync::Arc::new),
+            one_off: a.one_off,
+            idle_timeout: match a.idle_timeout {
+                Some(0) => bail!("--idle-timeout must be at least 1 second"),
+                t => t.map(std::time::Duration::from_secs),
+            },
+            json: a.json,
+            limits: ServerLimits {
+                max_tests: a.max_tests,
+                max_duration: parse_duration(&a.max_duration).context("--max-duration")?,
+                max_streams: a.max_streams,
+                max_rate_bps,
+                max_interval_records: a.max_intervals,
+                max_pending: a.max_pending.max(1),
+                max_open_files: 0,
+                rcv_timeout: rates::rcv_timeout(a.rcv_timeout)?,
+            },
+        })
+    }
+}

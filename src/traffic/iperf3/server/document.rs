@@ -1,0 +1,196 @@
+//! The document `netsweep -s -1 --json` prints for its iperf3 test, as iperf3's server `-J`
+//! does: `start` (who connected, what was asked), `end` with the streams' and the sums'
+//! figures as both ends exchanged them (the sender's `sum_sent` and the receiver's
+//! `sum_received` for TCP, `sum` for UDP). The server keeps no per-interval reports for an
+//! iperf3 client, so `intervals` is empty. pScheduler's iperf3 tool reads this document for
+//! its server participant (and, with `reverse`, makes it the test's result).
+
+use super::*;
+use crate::traffic::iperf3::wire::StreamResult;
+use serde_json::{Value, json};
+
+/// The document of a finished test: `ours` are this server's figures, `theirs` the client's.
+pub(super) fn document(
+    peer: SocketAddr,
+    local: Option<SocketAddr>,
+    spec: &TestSpec,
+    (ours, theirs): (&Results, &Results),
+) -> Value {
+    let server_sends = spec.direction == Direction::Reverse;
+    let (sender, receiver) = if server_sends {
+        (ours, theirs)
+    } else {
+        (theirs, ours)
+    };
+    let udp = spec.protocol == Protocol::Udp;
+    let streams: Vec<Value> = sender
+        .streams
+        .iter()
+        .zip(&receiver.streams)
+        .map(|(s, r)| {
+            if udp {
+                json!({ "udp": udp_sum(s, r, server_sends) })
+            } else {
+                json!({ "sender": side(s, true), "receiver": side(r, false) })
+            }
+        })
+        .collect();
+    let end = if udp {
+        json!({ "streams": streams, "sum": udp_sum(&total(sender), &total(receiver), server_sends) })
+    } else {
+        json!({
+            "streams": streams,
+            "sum_sent": side(&total(sender), true),
+            "sum_received": side(&total(receiver), false),
+        })
+    };
+    json!({
+        "start": {
+            "connected": [{
+                "local_host": local.map(|a| a.ip().to_string()),
+                "local_port": local.map(|a| a.port()),
+                "remote_host": peer.ip().to_string(),
+                "remote_port": peer.port(),
+            }],
+            "version": wire::own_software(),
+            "test_start": {
+                "protocol": if udp { "UDP" } else { "TCP" },
+                "num_streams": sender.streams.len(),
+                "reverse": i32::from(server_sends),
+            },
+        },
+        "intervals": [],
+        "end": end,
+    })
+}
+
+/// The streams' figures added up: bytes, retransmits and datagrams summed, the longest
+/// stream's time, the mean jitter.
+fn total(r: &Results) -> StreamResult {
+    let mut t = StreamResult {
+        start_time: Some(0.0),
+        end_time: Some(0.0),
+        ..StreamResult::default()
+    };
+    let mut jitter = 0.0;
+    for s in &r.streams {
+        t.bytes += s.bytes;
+        t.retransmits = match (t.retransmits, s.retransmits) {
+            (a, None) => a,
+            (a, Some(b)) => Some(a.unwrap_or(0) + b),
+        };
+        t.packets += s.measured_packets();
+        t.errors += s.measured_errors();
+        let longest = t.end_time.unwrap_or(0.0).max(s.seconds().unwrap_or(0.0));
+        t.end_time = Some(longest);
+        jitter += s.jitter_s;
+    }
+    if !r.streams.is_empty() {
+        t.jitter_s = jitter / r.streams.len() as f64;
+    }
+    t
+}
+
+fn rate(s: &StreamResult) -> (f64, f64) {
+    let secs = s.seconds().unwrap_or(0.0);
+    let bps = if secs > 0.0 {
+        s.bytes as f64 * 8.0 / secs
+    } else {
+        0.0
+    };
+    (secs, bps)
+}
+
+/// One side of a TCP stream or sum, iperf3's keys.
+fn side(s: &StreamResult, sending: bool) -> Value {
+    let (secs, bps) = rate(s);
+    let mut v = json!({
+        "start": 0,
+        "end": secs,
+        "seconds": secs,
+        "bytes": s.bytes,
+        "bits_per_second": bps,
+        "sender": sending,
+    });
+    if sending && let Some(r) = s.retransmits {
+        v["retransmits"] = json!(r);
+    }
+    v
+}
+
+/// A UDP stream or sum: the sender's rate and datagrams, the receiver's losses and jitter.
+fn udp_sum(s: &StreamResult, r: &StreamResult, server_sends: bool) -> Value {
+    let (secs, bps) = rate(s);
+    let packets = s.measured_packets();
+    let lost = r.measured_errors();
+    let lost_percent = if packets > 0 {
+        100.0 * lost as f64 / packets as f64
+    } else {
+        0.0
+    };
+    json!({
+        "start": 0,
+        "end": secs,
+        "seconds": secs,
+        "bytes": s.bytes,
+        "bits_per_second": bps,
+        "jitter_ms": r.jitter_s * 1000.0,
+        "lost_packets": lost,
+        "packets": packets,
+        "lost_percent": lost_percent,
+        "sender": server_sends,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn results(bytes: &[u64], retransmits: Option<u64>) -> Results {
+        Results {
+            streams: bytes
+                .iter()
+                .enumerate()
+                .map(|(i, b)| StreamResult {
+                    id: i as i64 + 1,
+                    bytes: *b,
+                    retransmits,
+                    start_time: Some(0.0),
+                    end_time: Some(2.0),
+                    ..StreamResult::default()
+                })
+                .collect(),
+            ..Results::default()
+        }
+    }
+
+    #[test]
+    fn a_forward_tcp_test_sums_the_clients_sending_and_the_servers_receiving() {
+        let spec = TestSpec::tcp(Duration::from_secs(2));
+        let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let (ours, theirs) = (results(&[900, 100], None), results(&[1000, 200], Some(3)));
+        let d = document(peer, None, &spec, (&ours, &theirs));
+        assert_eq!(d["end"]["sum_sent"]["bytes"], json!(1200));
+        assert_eq!(d["end"]["sum_sent"]["retransmits"], json!(6));
+        assert_eq!(d["end"]["sum_received"]["bytes"], json!(1000));
+        assert_eq!(d["end"]["sum_received"]["bits_per_second"], json!(4000.0));
+        assert_eq!(d["end"]["streams"].as_array().map(Vec::len), Some(2));
+        assert_eq!(d["intervals"], json!([]));
+        assert_eq!(
+            d["start"]["connected"][0]["remote_host"],
+            json!("127.0.0.1")
+        );
+    }
+
+    #[test]
+    fn a_reverse_test_sums_the_servers_sending() {
+        let mut spec = TestSpec::tcp(Duration::from_secs(2));
+        spec.direction = Direction::Reverse;
+        let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let (ours, theirs) = (results(&[500], Some(1)), results(&[400], None));
+        let d = document(peer, None, &spec, (&ours, &theirs));
+        assert_eq!(d["end"]["sum_sent"]["bytes"], json!(500));
+        assert_eq!(d["end"]["sum_received"]["bytes"], json!(400));
+        assert_eq!(d["start"]["test_start"]["reverse"], json!(1));
+    }
+}

@@ -1,0 +1,418 @@
+//! netsweep as the `iperf3_cmd` of pScheduler's iperf3 tool, with the command lines the tool's
+//! `run` builds (perfsonar/pscheduler, pscheduler-tool-iperf3/iperf3/run, 2026-05) and the
+//! per-run credentials its `participant-data` makes (a 2048-bit RSA key, a 20-character user
+//! and password, `user,sha256({user}password)`), in a fleet mixing hosts that announce iperf3
+//! 3.12 and 3.17: logins work or fail as they would with iperf3 itself, against a netsweep
+//! peer and Debian's iperf3 3.12 peer, both roles.
+//!
+//! What a host announces is `iperf3 --version` from its PATH (a fake iperf3 printing 3.17.1,
+//! or Debian's 3.12); the tool adds `--use-pkcs1-padding` first on both command lines when the
+//! local version is 3.17 or later and the peer's older.
+
+mod common;
+
+use netsweep::traffic::iperf3::auth::password_hash;
+use serde_json::Value;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Traffic tests share two cores: one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+const USER: &str = "q7Zr2KpX9mW4tB8nL3vD";
+const PASSWORD: &str = "f#8Lk2@pQz!r5Xw^m1Tb";
+const SECONDS: &str = "1";
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_netsweep")
+}
+
+/// What runs as `iperf3_cmd` on a host, and what `iperf3 --version` on its PATH announces.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Host {
+    /// netsweep, with Debian's iperf3 3.12 on the PATH.
+    NetsweepBy312,
+    /// netsweep, with an iperf3 3.17.1 on the PATH.
+    NetsweepBy317,
+    /// Debian's iperf3 3.12 itself.
+    Iperf312,
+}
+
+impl Host {
+    fn announced(self) -> (u64, u64) {
+        match self {
+            Host::NetsweepBy317 => (3, 17),
+            _ => (3, 12),
+        }
+    }
+}
+
+/// The run's files: what participant-data hands out, written where the tool writes them.
+struct Run {
+    dir: tempfile::TempDir,
+}
+
+impl Run {
+    fn make() -> Run {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let openssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .expect("openssl");
+            assert!(out.status.success(), "openssl {args:?}: {out:?}");
+        };
+        // TraditionalOpenSSL private key and SubjectPublicKeyInfo public key, as the tool's
+        // participant-data writes them with Python's cryptography.
+        openssl(&["genrsa", "-traditional", "-out", "private-key", "2048"]);
+        openssl(&["rsa", "-in", "private-key", "-pubout", "-out", "public-key"]);
+        std::fs::write(
+            dir.path().join("credentials"),
+            format!("{USER},{}\n", password_hash(USER, PASSWORD)),
+        )
+        .expect("credentials");
+        // A host whose iperf3 is 3.17.1 (the version is all the tool asks of it).
+        let fake = dir.path().join("path317");
+        std::fs::create_dir(&fake).expect("mkdir");
+        let script = fake.join("iperf3");
+        std::fs::write(&script, "#!/bin/sh\necho 'iperf 3.17.1 (cJSON 1.7.15)'\n").expect("fake");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        Run { dir }
+    }
+
+    fn file(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+
+    /// The PATH a host's processes see: its announced iperf3 first.
+    fn path_of(&self, host: Host) -> String {
+        let system = std::env::var("PATH").unwrap_or_default();
+        match host {
+            Host::NetsweepBy317 => format!("{}:{system}", self.file("path317")),
+            _ => system,
+        }
+    }
+}
+
+fn command_of(host: Host, run: &Run, args: &[String]) -> Command {
+    let mut c = Command::new(match host {
+        Host::Iperf312 => "iperf3",
+        _ => bin(),
+    });
+    c.args(args).env("PATH", run.path_of(host));
+    c
+}
+
+/// The tool's `iperf3_first_args` after the command: `--use-pkcs1-padding` when this host's
+/// iperf3 is 3.17 or later and the other's is older.
+fn padding_flag(me: Host, other: Host) -> Vec<String> {
+    if other.announced() < (3, 17) && me.announced() >= (3, 17) {
+        vec!["--use-pkcs1-padding".into()]
+    } else {
+        Vec::new()
+    }
+}
+
+/// `run_server` with `ip-version: 4`, `dest: 127.0.0.1` and the auth files.
+fn server_args(me: Host, other: Host, port: u16, run: &Run) -> Vec<String> {
+    let mut a = padding_flag(me, other);
+    for s in ["-s", "-1", "--idle-timeout", SECONDS, "--json", "-p"] {
+        a.push(s.into());
+    }
+    a.push(port.to_string());
+    for s in ["-B", "127.0.0.1", "-4", "--authorized-users-path"] {
+        a.push(s.into());
+    }
+    a.push(run.file("credentials"));
+    a.push("--rsa-private-key-path".into());
+    a.push(run.file("private-key"));
+    a
+}
+
+/// `run_client` with `ip-version: 4`, `source`/`dest: 127.0.0.1`, `parallel: 2`,
+/// `interval: PT1S` and the auth files (IPERF3_PASSWORD in the environment).
+fn client_args(me: Host, other: Host, port: u16, run: &Run) -> Vec<String> {
+    let mut a = padding_flag(me, other);
+    a.push("-p".into());
+    a.push(port.to_string());
+    for s in [
+        "-4",
+        "-B",
+        "127.0.0.1",
+        "-c",
+        "127.0.0.1",
+        "-t",
+        SECONDS,
+        "--json",
+        "-i",
+        "1",
+        "-P",
+        "2",
+        "--rsa-public-key-path",
+    ] {
+        a.push(s.into());
+    }
+    a.push(run.file("public-key"));
+    a.push("--username".into());
+    a.push(USER.into());
+    a
+}
+
+/// Kills a child left running when a test fails.
+struct Reaped(Option<Child>);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Both participants' outputs: the server's (it ends by itself with -1) and the client's.
+fn run_pair(server: Host, client: Host, password: &str) -> (Output, Output) {
+    let run = Run::make();
+    let port = common::free_port();
+    let child = command_of(server, &run, &server_args(server, client, port, &run))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("server");
+    let mut child = Reaped(Some(child));
+    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().expect("addr"));
+    let c = command_of(client, &run, &client_args(client, server, port, &run))
+        .env("IPERF3_PASSWORD", password)
+        .output()
+        .expect("client");
+    let mut s = child.0.take().expect("server child");
+    common::wait_bounded(&mut s, Duration::from_secs(15), "the -1 server");
+    (s.wait_with_output().expect("server output"), c)
+}
+
+/// The client's output read as the tool's `_make_result` and `iperf3_parser` read it.
+fn parsed(o: &Output) -> Result<Value, String> {
+    let text = String::from_utf8_lossy(&o.stdout);
+    // The tool drops anything before the first brace (iperf3 issue 1086).
+    let text = text.find('{').map_or("", |p| &text[p..]);
+    let doc: Value = serde_json::from_str(text).map_err(|e| {
+        format!(
+            "status {}, not JSON ({e}): {text}\n{}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })?;
+    if let Some(e) = doc.get("error") {
+        return Err(format!("status {}: error {e}", o.status));
+    }
+    if !o.status.success() {
+        return Err(format!("status {} without an error: {doc}", o.status));
+    }
+    if doc.get("intervals").is_none() {
+        return Err(format!("no intervals: {doc}"));
+    }
+    let end = &doc["end"];
+    if end.get("sum_sent").is_none() && end.get("sum").is_none() {
+        return Err(format!("no end.sum_sent: {doc}"));
+    }
+    Ok(doc)
+}
+
+fn bps(doc: &Value, key: &str) -> f64 {
+    doc["end"][key]["bits_per_second"].as_f64().unwrap_or(0.0)
+}
+
+fn login_works(server: Host, client: Host) {
+    let (s, c) = run_pair(server, client, PASSWORD);
+    let cdoc = parsed(&c).unwrap_or_else(|e| {
+        panic!(
+            "{client:?} client to {server:?} server: {e}\nserver: {}",
+            String::from_utf8_lossy(&s.stderr)
+        )
+    });
+    assert!(bps(&cdoc, "sum_received") > 1e6, "{cdoc}");
+    // The server's -J document, which the tool parses for participant 1 (and takes as the
+    // result with reverse): what it received in this forward test.
+    let sdoc = parsed(&s).unwrap_or_else(|e| panic!("{server:?} server's -J document: {e}"));
+    assert!(bps(&sdoc, "sum_received") > 1e6, "{sdoc}");
+}
+
+fn login_fails(server: Host, client: Host, password: &str) {
+    let (s, c) = run_pair(server, client, password);
+    let e = parsed(&c).expect_err("the login must fail");
+    assert!(
+        ["uthenticat", "uthoriz", "login", "ccess denied"]
+            .iter()
+            .any(|w| e.contains(w)),
+        "{client:?} to {server:?}: {e}"
+    );
+    // Neither end sends a byte of traffic: the server reports no test.
+    let _ = s;
+}
+
+fn ready(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    if !common::tool_or_skip(test, "openssl") || !common::tool_or_skip(test, "iperf3") {
+        return None;
+    }
+    let v = Command::new("iperf3").arg("--version").output().ok()?;
+    let v = String::from_utf8_lossy(&v.stdout).to_string();
+    if !v.starts_with("iperf 3.12") {
+        eprintln!("SKIPPED {test}: the iperf3 on the PATH is not 3.12 but {v:?}");
+        return None;
+    }
+    Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+#[test]
+fn netsweep_serves_the_tools_server_command_line_to_iperf3_3_12_and_netsweep_clients() {
+    let Some(_g) = ready("server command line") else {
+        return;
+    };
+    // Hosts that announce 3.12 pad with PKCS#1, without the flag the tool does not add.
+    login_works(Host::NetsweepBy312, Host::Iperf312);
+    // A 3.17 host serving a 3.12 one: the tool adds --use-pkcs1-padding first.
+    login_works(Host::NetsweepBy317, Host::Iperf312);
+    login_works(Host::NetsweepBy317, Host::NetsweepBy317);
+    login_works(Host::NetsweepBy312, Host::NetsweepBy317);
+}
+
+#[test]
+fn netsweep_runs_the_tools_client_command_line_against_iperf3_3_12_and_netsweep() {
+    let Some(_g) = ready("client command line") else {
+        return;
+    };
+    login_works(Host::Iperf312, Host::NetsweepBy312);
+    login_works(Host::Iperf312, Host::NetsweepBy317);
+    login_works(Host::NetsweepBy317, Host::NetsweepBy312);
+}
+
+/// Logins fail where iperf3's would: a wrong password; OAEP from a host whose pScheduler
+/// wrongly believed its peer was 3.17 (no flag) against a 3.12 server.
+#[test]
+fn logins_fail_where_iperf3s_would() {
+    let Some(_g) = ready("failing logins") else {
+        return;
+    };
+    login_fails(Host::Iperf312, Host::NetsweepBy312, "notThePassword");
+    login_fails(Host::NetsweepBy317, Host::Iperf312, "notThePassword");
+    // The 3.17 client without --use-pkcs1-padding sends OAEP, which 3.12 cannot read.
+    let run = Run::make();
+    let port = common::free_port();
+    let server = command_of(
+        Host::Iperf312,
+        &run,
+        &server_args(Host::Iperf312, Host::Iperf312, port, &run),
+    )
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .expect("iperf3 -s");
+    let mut server = Reaped(Some(server));
+    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().expect("addr"));
+    let c = command_of(
+        Host::NetsweepBy317,
+        &run,
+        &client_args(Host::NetsweepBy317, Host::NetsweepBy317, port, &run),
+    )
+    .env("IPERF3_PASSWORD", PASSWORD)
+    .output()
+    .expect("client");
+    assert!(parsed(&c).is_err(), "OAEP to iperf3 3.12 must fail");
+    if let Some(mut s) = server.0.take() {
+        let _ = s.kill();
+        let _ = s.wait();
+    }
+}
+
+/// `--idle-timeout N` with `-1`: a server no client comes to exits after N s, status 0,
+/// printing nothing (as iperf3; the tool then reports that it could not parse the output).
+#[test]
+fn the_one_off_server_leaves_after_its_idle_timeout() {
+    let port = common::free_port().to_string();
+    let t0 = std::time::Instant::now();
+    let mut s = Command::new(bin())
+        .args(["-s", "-1", "--idle-timeout", "1", "--json", "-p", &port])
+        .args(["-B", "127.0.0.1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("server");
+    common::wait_bounded(
+        &mut s,
+        Duration::from_secs(10),
+        "netsweep -s -1 --idle-timeout 1",
+    );
+    let out = s.wait_with_output().expect("output");
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    assert!(t0.elapsed() >= Duration::from_secs(1), "{:?}", t0.elapsed());
+}
+
+/// The tool's first argument may be `--use-pkcs1-padding`: `netsweep --use-pkcs1-padding -s`
+/// is still a server (regression: the rewrite looked for `-s` first only).
+#[test]
+fn a_leading_padding_flag_keeps_the_server_a_server() {
+    let run = Run::make();
+    let port = common::free_port().to_string();
+    let mut s = Command::new(bin())
+        .args([
+            "--use-pkcs1-padding",
+            "-s",
+            "-1",
+            "--idle-timeout",
+            "1",
+            "-p",
+            &port,
+        ])
+        .args(["--authorized-users-path", &run.file("credentials")])
+        .args(["--rsa-private-key-path", &run.file("private-key")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("server");
+    common::wait_bounded(&mut s, Duration::from_secs(10), "the server");
+    let out = s.wait_with_output().expect("output");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("PKCS#1"), "{err}");
+}
+
+/// As iperf3's `-1`: a client refused at its login is not the one test, so a stranger with a
+/// wrong password cannot end the tool's server before the scheduled client comes.
+#[test]
+fn a_refused_login_does_not_end_the_one_off_server() {
+    let Some(_g) = ready("refused login and -1") else {
+        return;
+    };
+    let run = Run::make();
+    let port = common::free_port();
+    let me = Host::NetsweepBy312;
+    let server = command_of(me, &run, &server_args(me, Host::Iperf312, port, &run))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("server");
+    let mut server = Reaped(Some(server));
+    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().expect("addr"));
+    let client = |password: &str| {
+        command_of(
+            Host::Iperf312,
+            &run,
+            &client_args(Host::Iperf312, me, port, &run),
+        )
+        .env("IPERF3_PASSWORD", password)
+        .output()
+        .expect("iperf3 -c")
+    };
+    assert!(parsed(&client("notThePassword")).is_err());
+    let ok = client(PASSWORD);
+    parsed(&ok).expect("the scheduled client after the stranger");
+    let mut s = server.0.take().expect("server");
+    common::wait_bounded(&mut s, Duration::from_secs(15), "the -1 server");
+    let out = s.wait_with_output().expect("output");
+    assert!(out.status.success(), "{out:?}");
+    parsed(&out).expect("the served test's document");
+}
