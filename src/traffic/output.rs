@@ -175,29 +175,17 @@ fn line(l: &Line, row: &StreamInterval, suffix: &str) -> String {
     s
 }
 
-/// Where the labels of measured seconds start, as iperf3 prints them: the measured period's
-/// clock starts at 0.00 after the warm-up (the send path's calibration and `-O`); omitted
-/// intervals keep the test's own clock.
-fn label_base(spec: &TestSpec, omitted: bool) -> f64 {
-    if omitted {
-        0.0
-    } else {
-        spec.warmup().as_secs_f64()
-    }
-}
-
 /// Lines for one interval: each stream, then `[SUM]` lines (one per direction with `--bidir`).
 pub fn interval_lines(spec: &TestSpec, iv: &Interval, units: RateFormat) -> String {
     let bidir = spec.direction == crate::traffic::spec::Direction::Bidir;
     let omitted = if iv.omitted { "  (omitted)" } else { "" };
-    let base = label_base(spec, iv.omitted);
     let mut out = String::new();
     for row in &iv.streams {
         let id = format!("{}", row.stream);
         let l = Line {
             id: &id,
-            start: iv.start_s - base,
-            end: iv.end_s - base,
+            start: iv.start_s,
+            end: iv.end_s,
             proto: spec.protocol,
             units,
         };
@@ -222,8 +210,8 @@ pub fn interval_lines(spec: &TestSpec, iv: &Interval, units: RateFormat) -> Stri
                 let tagged = format!("{}{omitted}", tag(Some(flow), bidir));
                 let l = Line {
                     id: "SUM",
-                    start: iv.start_s - base,
-                    end: iv.end_s - base,
+                    start: iv.start_s,
+                    end: iv.end_s,
                     proto: spec.protocol,
                     units,
                 };
@@ -254,14 +242,12 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     let spec = &result.spec;
     let bidir = spec.direction == crate::traffic::spec::Direction::Bidir;
     // The summary covers the measured intervals: after the warm-up, and after the initial
-    // transient a `duration = "auto"` test left out; labelled on the measured clock, as
-    // iperf3 labels it (`-O 1 -t 2`: 0.00-2.00).
+    // transient a `duration = "auto"` test left out.
     let start = result
         .intervals
         .iter()
         .find(|i| !i.omitted)
-        .map_or(spec.warmup().as_secs_f64(), |i| i.start_s)
-        - label_base(spec, false);
+        .map_or(spec.warmup().as_secs_f64(), |i| i.start_s);
     let end = start + result.summary.seconds;
     let mut out = String::from("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
     out.push_str(&header(spec));
