@@ -214,7 +214,10 @@ fn below_acked(spec: &TestSpec, claimed: u64, mine: &StreamReport) -> Option<Str
         .max()
         .unwrap_or(0)
         .max(spec.window_bytes.unwrap_or(0).saturating_mul(2));
-    let unread = window.saturating_mul(UNREAD_PER_WINDOW).max(UNREAD_FLOOR);
+    let unread = window
+        .saturating_mul(UNREAD_PER_WINDOW)
+        .max(UNREAD_FLOOR)
+        .max(acked / UNREAD_SHARE);
     let floor = acked.saturating_sub(unread.saturating_add(u64::from(spec.length_bytes)));
     (claimed < floor).then(|| {
         format!(
