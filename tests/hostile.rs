@@ -99,15 +99,7 @@ fn served_within(server: &TestServer, limit: Duration, what: &str) -> Duration {
 }
 
 fn vm_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
+    common::vm_rss_kib("/proc/self/status")
 }
 
 /// One hostile iperf3 client of the results attack: it waits for the slot (up to 5 s), ends

@@ -80,15 +80,7 @@ fn stalled_iperf3_server() -> SocketAddr {
 
 /// VmRSS of process `pid`, KiB (0 when it is gone).
 fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
+    common::vm_rss_kib(&format!("/proc/{pid}/status"))
 }
 
 /// Regression: `netsweep -c HOST --iperf3 -R -n 50M` against a server that accepted and then

@@ -292,6 +292,20 @@ pub fn paused_at(
     }
 }
 
+/// VmRSS of the process whose `/proc/.../status` is `status` (`/proc/self/status`,
+/// `/proc/PID/status`), KiB; 0 when it is gone.
+pub fn vm_rss_kib(status: &str) -> u64 {
+    std::fs::read_to_string(status)
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 /// A child process killed and reaped when dropped: cleanup even when an assertion fails.
 pub struct KillOnDrop(pub std::process::Child);
 
