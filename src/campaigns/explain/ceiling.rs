@@ -12,7 +12,7 @@
 //! of a window-limited configuration never exceeds 100%.
 
 use crate::traffic::result::TestResult;
-use crate::traffic::spec::{Direction, Flow, Protocol};
+use crate::traffic::spec::{Direction, Protocol};
 
 /// Where a run's window figure came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,14 +96,6 @@ pub fn measured_idle_rtt_s(t: &TestResult) -> Option<f64> {
         .rtt_min_us
         .filter(|r| *r > 0)
         .map(|r| f64::from(r) / 1e6)
-}
-
-/// The receiving end of a run's first direction, for words: "server" or "client".
-pub fn receiving_end(t: &TestResult) -> &'static str {
-    match t.spec.flows().first() {
-        Some(Flow::ServerToClient) => "client",
-        _ => "server",
-    }
 }
 
 /// A goodput at or above this share of a ceiling is "at" that ceiling.

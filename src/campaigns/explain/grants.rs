@@ -117,10 +117,8 @@ fn said(
     granted_in_full: &dyn Fn(&str, u64) -> bool,
 ) -> Vec<String> {
     cuts.iter()
-        .map(|cut| {
-            let Some(me) = configs.iter().find(|c| c.label == cut.configuration) else {
-                return String::new();
-            };
+        .filter_map(|cut| {
+            let me = configs.iter().find(|c| c.label == cut.configuration)?;
             let lifts: Vec<String> = configs
                 .iter()
                 .filter(|o| o.label != me.label && granted_in_full(&o.label, cut.asked))
@@ -131,7 +129,7 @@ fn said(
             } else {
                 format!("; {} lets it through (granted in full)", lifts.join(", "))
             };
-            format!(
+            Some(format!(
                 "{}: -w asked {} but the {}'s kernel granted a window of {} (capped by {}), so \
                  its runs measured {}{lift}",
                 cut.configuration,
@@ -140,9 +138,8 @@ fn said(
                 Bytes(cut.granted),
                 cut.limit,
                 Bytes(cut.granted)
-            )
+            ))
         })
-        .filter(|s| !s.is_empty())
         .collect()
 }
 
