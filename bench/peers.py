@@ -9,6 +9,13 @@ every run is bounded by --seconds and a timeout.
     python3 bench/peers.py                      # 10 s runs, 3 rounds
     python3 bench/peers.py --seconds 5 --rounds 5 --cases tcp1,udp1g
     python3 bench/peers.py --seconds 5 --rounds 5 --cases interop,interopudp   # iperf3 protocol
+    python3 bench/peers.py --seconds 5 --rounds 5 --cases tcp1,tcp2,tcp8,udp1g,udpmax \
+        --iperf3-new /work/iperf3-upstream/bin/iperf3     # beside the newest iperf3 (3.21+)
+
+The newest iperf3 is built from its public source (github.com/esnet/iperf: ./configure
+--disable-shared && make) and given with --iperf3-new PATH or IPERF3_NEW=PATH; without it the
+bench says so and leaves its cases out. Its best flags per case are run: -Z --skip-rx-copy for
+TCP (and -P N), --gsro for UDP.
 
 The bench also builds and runs `examples/ceiling.rs`, a bare sender/receiver pair with each
 send path and chunk size, with and without a receive low-water mark (one pair for tcp1, two at
@@ -34,6 +41,9 @@ CEILING = os.path.join(ROOT, "target", "release", "examples", "ceiling")
 # default of 1 byte; netsweep's receivers set one that follows their rate, up to 1 MiB).
 BARE = [("sendfile", "16K", ""), ("sendfile", "64K", ""), ("write", "1M", ""), ("write", "4M", ""),
         ("sendfile", "64K", "1M"), ("write", "4M", "1M")]
+# The same pairs whose receiver drops the data with MSG_TRUNC (`--discard`): the ceiling of a
+# receiver that does not copy, what --skip-rx-copy is judged against.
+BARE_DISCARD = [("write", "4M", "1M"), ("sendfile", "64K", "1M"), ("write", "4M", "")]
 # The two-stream ceiling (tcp2): write 4 MiB pairs, with and without the mark (two sendfile
 # 64 KiB pairs with the mark carried 31-54 Gbit/s in a check on 2026-11-23, below these).
 BARE2 = ["bare write 4M", "bare write 4M lowat 1M"]
@@ -48,37 +58,65 @@ SERVERS = {
 }
 
 
-def cases(sec):
+def cases(sec, new=None):
     s = str(sec)
     ns = [NETSWEEP, "client", HOST, "-t", s, "--json=netsweep"]
     i3 = ["iperf3", "-c", HOST, "-p", "5201", "-t", s, "-J"]
+    n3 = [new, "-c", HOST, "-p", "5202", "-t", s, "-J"] if new else None
+
+    def newest(entries):
+        """The newest iperf3's cases, when it was given."""
+        return {k: ("iperf3new", argv) for k, argv in entries.items()} if n3 else {}
     i2 = ["iperf", "-c", HOST, "-p", "5002", "-t", s, "-y", "C"]
     nu = ["nuttcp", "-P", "5000", "-fparse", "-T", s]
     bare = {f"bare {p} {c}" + (f" lowat {w}" if w else ""):
             ("ceiling", [CEILING, "--seconds", s, "--paths", p, "--chunks", c]
              + (["--rcvlowat", w] if w else []))
             for p, c, w in BARE}
+    discard = {f"bare {p} {c}" + (f" lowat {w}" if w else "") + " discard":
+               ("ceiling", [CEILING, "--seconds", s, "--paths", p, "--chunks", c, "--discard"]
+                + (["--rcvlowat", w] if w else []))
+               for p, c, w in BARE_DISCARD}
     return {
         "tcp1": {
             **bare,
             "netsweep": ("netsweep", ns),
+            **discard,
             "netsweep --no-zerocopy": ("netsweep", ns + ["--no-zerocopy"]),
+            "netsweep --skip-rx-copy": ("netsweep", ns + ["--skip-rx-copy"]),
             "iperf3": ("iperf3", i3),
             "iperf3 -Z": ("iperf3", i3 + ["-Z"]),
+            **newest({"iperf3new": n3 and n3 + [],
+                      "iperf3new -Z --skip-rx-copy": n3 and n3 + ["-Z", "--skip-rx-copy"]}),
             "nuttcp": ("nuttcp", nu + [HOST]),
             "iperf2": ("iperf2", i2),
         },
         "tcp2": {
             **{f"{k} x2": (t, argv + ["--streams", "2"]) for k, (t, argv) in bare.items()
                if k in BARE2},
+            **{f"{k} x2": (t, argv + ["--streams", "2"]) for k, (t, argv) in discard.items()},
             "netsweep -P 2": ("netsweep", ns + ["-P", "2"]),
+            "netsweep -P 2 --skip-rx-copy": ("netsweep", ns + ["-P", "2", "--skip-rx-copy"]),
             "iperf2 -P 2": ("iperf2", i2 + ["-P", "2"]),
             "iperf3 -P 2": ("iperf3", i3 + ["-P", "2"]),
+            **newest({"iperf3new -P 2": n3 and n3 + ["-P", "2"],
+                      "iperf3new -P 2 -Z --skip-rx-copy": n3 and n3 + ["-P", "2", "-Z", "--skip-rx-copy"]}),
+        },
+        "tcp8": {
+            "bare write 4M lowat 1M discard x8": ("ceiling", [CEILING, "--seconds", s, "--paths", "write",
+                                                              "--chunks", "4M", "--rcvlowat", "1M",
+                                                              "--discard", "--streams", "8"]),
+            "netsweep -P 8": ("netsweep", ns + ["-P", "8"]),
+            "netsweep -P 8 --skip-rx-copy": ("netsweep", ns + ["-P", "8", "--skip-rx-copy"]),
+            "iperf2 -P 8": ("iperf2", i2 + ["-P", "8"]),
+            "iperf3 -P 8": ("iperf3", i3 + ["-P", "8"]),
+            **newest({"iperf3new -P 8 -Z --skip-rx-copy": n3 and n3 + ["-P", "8", "-Z", "--skip-rx-copy"]}),
         },
         "udp1g": {
             "netsweep": ("netsweep", ns + ["-u", "-b", "1G", "-l", "1400"]),
             "iperf3": ("iperf3", i3 + ["-u", "-b", "1G", "-l", "1400"]),
             "nuttcp": ("nuttcp", nu + ["-u", "-R1000m", "-l1400", HOST]),
+            **newest({"iperf3new --gsro": n3 and n3 + ["-u", "-b", "1G", "-l", "1400", "--gsro"]}),
         },
         # iperf3's protocol both ways (issue 13): each pairing against iperf3 -> iperf3. The third
         # element names the server whose CPU is counted when it is not the client's own kind.
@@ -98,6 +136,8 @@ def cases(sec):
             "netsweep": ("netsweep", ns + ["-u", "-b", "0", "-l", "1400"]),
             "netsweep --no-udp-offload": ("netsweep", ns + ["-u", "-b", "0", "-l", "1400", "--no-udp-offload"]),
             "iperf3": ("iperf3", i3 + ["-u", "-b", "0", "-l", "1400"]),
+            **newest({"iperf3new --gsro": n3 and n3 + ["-u", "-b", "0", "-l", "1400", "--gsro"],
+                      "iperf3new": n3 and n3 + ["-u", "-b", "0", "-l", "1400"]}),
         },
     }
 
@@ -114,7 +154,7 @@ def parse(tool, out):
     if tool == "netsweep":
         s = json.loads(out)["summary"]
         return s["bits_per_second"], s.get("lost_percent")
-    if tool == "iperf3":
+    if tool in ("iperf3", "iperf3new"):
         end = json.loads(out)["end"]
         loss = end["sum"].get("lost_percent") if "lost_percent" in end.get("sum", {}) else None
         return end["sum_received"]["bits_per_second"], loss
@@ -162,7 +202,17 @@ def main():
     ap.add_argument("--cases", default="tcp1,tcp2,udp1g,udpmax")
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--out", default=os.path.join(ROOT, "bench-results", "peers.json"))
+    ap.add_argument("--iperf3-new", default=os.environ.get("IPERF3_NEW"),
+                    help="the newest iperf3 built from source (also IPERF3_NEW)")
     a = ap.parse_args()
+    if a.iperf3_new and not os.access(a.iperf3_new, os.X_OK):
+        sys.exit(f"--iperf3-new {a.iperf3_new}: not an executable")
+    if a.iperf3_new:
+        v = subprocess.run([a.iperf3_new, "--version"], capture_output=True, text=True).stdout.split("\n")[0]
+        print(f"newest iperf3: {a.iperf3_new}: {v}")
+        SERVERS["iperf3new"] = [a.iperf3_new, "-s", "-B", HOST, "-p", "5202"]
+    else:
+        print("newest iperf3: not given (--iperf3-new PATH or IPERF3_NEW): its cases are left out")
     for tool in ["iperf3", "iperf", "nuttcp"]:
         if not shutil.which(tool):
             sys.exit(f"{tool} is not installed: apt-get install -y iperf3 iperf nuttcp")
@@ -180,7 +230,7 @@ def main():
 
     atexit.register(stop_servers)
     time.sleep(1.0)
-    table = cases(a.seconds)
+    table = cases(a.seconds, a.iperf3_new)
     chosen = [c for c in a.cases.split(",") if c in table]
     seed = a.seed if a.seed is not None else random.randrange(1 << 30)
     rng = random.Random(seed)
@@ -244,6 +294,42 @@ def main():
                   f"{1.2 * i2:.2f}x the bare ceiling")
     ratio("tcp2", "netsweep -P 2", "iperf2 -P 2", 1.2)
     ratio("udpmax", "netsweep", "iperf3", 2.0)
+    # Issue 40: against the newest iperf3's best flags, and --skip-rx-copy against the bare
+    # pairs that drop the data too.
+    print("\n== ratios against the newest iperf3 and the no-copy ceiling (issue 40)")
+    ratio("tcp1", "netsweep", "iperf3new -Z --skip-rx-copy", 1.2)
+    ratio("tcp2", "netsweep -P 2", "iperf3new -P 2 -Z --skip-rx-copy", 1.2)
+    ratio("tcp2", "netsweep -P 2 --skip-rx-copy", "iperf3new -P 2 -Z --skip-rx-copy", 1.2)
+    ratio("tcp8", "netsweep -P 8", "iperf3new -P 8 -Z --skip-rx-copy", 1.2)
+    ratio("tcp8", "netsweep -P 8 --skip-rx-copy", "iperf3new -P 8 -Z --skip-rx-copy", 1.2)
+    ratio("udpmax", "netsweep", "iperf3new --gsro", 1.5)
+    for c, label in [("tcp1", "netsweep --skip-rx-copy"), ("tcp2", "netsweep -P 2 --skip-rx-copy")]:
+        if c in med and label in med[c]:
+            bare = {k: v for k, v in med[c].items() if k.startswith("bare ") and "discard" in k}
+            if bare:
+                best = max(bare, key=lambda k: bare[k]["bps"])
+                med[c]["best discard"] = bare[best]
+                print(f"  {c}: best bare --discard figure: {best}, {bare[best]['bps'] / 1e9:.2f} Gbit/s")
+                ratio(c, label, "best discard", 0.9)
+    for c, ns_label, i3_label in [("tcp1", "netsweep", "iperf3new -Z --skip-rx-copy"),
+                                  ("tcp1", "netsweep --skip-rx-copy", "iperf3new -Z --skip-rx-copy"),
+                                  ("tcp2", "netsweep -P 2", "iperf3new -P 2 -Z --skip-rx-copy"),
+                                  ("tcp8", "netsweep -P 8", "iperf3new -P 8 -Z --skip-rx-copy"),
+                                  ("udpmax", "netsweep", "iperf3new --gsro")]:
+        if c in med and ns_label in med[c] and i3_label in med[c]:
+            a_, b_ = med[c][ns_label]["cpu_s_per_gb"], med[c][i3_label]["cpu_s_per_gb"]
+            if a_ and b_:
+                r = a_ / b_
+                print(f"  {c}: CPU per byte {ns_label} / {i3_label} = {r:.2f}x (target <= 0.6x) "
+                      f"{'OK' if r <= 0.6 else 'MISSED'}")
+    for c in med:
+        own = {k: v for k, v in med[c].items() if k.startswith("netsweep") and "->" not in k}
+        default = [k for k in own if k in ("netsweep", "netsweep -P 2", "netsweep -P 8")]
+        for d in default:
+            for k, v in own.items():
+                if k != d and "skip-rx-copy" not in k and k.split(" --")[0] == d:
+                    r = med[c][d]["bps"] / v["bps"]
+                    print(f"  {c}: default {d} / {k} = {r:.2f}x (target >= 0.95x) {'OK' if r >= 0.95 else 'MISSED'}")
     for c in ["interop", "interopudp"]:
         if c in med:
             base = med[c]["iperf3 -> iperf3"]

@@ -43,18 +43,6 @@ struct Case {
     rcvlowat: usize,
 }
 
-/// recv(2) with `MSG_TRUNC`: TCP drops up to `len` bytes from the socket without copying them.
-fn recv_discarding(s: &TcpStream, len: usize) -> std::io::Result<usize> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: with MSG_TRUNC on a TCP socket the kernel writes nothing to the (null) buffer.
-    let n = unsafe { libc::recv(s.as_raw_fd(), std::ptr::null_mut(), len, libc::MSG_TRUNC) };
-    if n < 0 {
-        Err(std::io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
-
 /// One run: returns the receiver's rate in Gbit/s over `secs`.
 fn run(case: &Case, secs: f64) -> std::io::Result<f64> {
     let listener = TcpListener::bind("127.0.0.1:0")?;
@@ -72,7 +60,7 @@ fn run(case: &Case, secs: f64) -> std::io::Result<f64> {
         let mut t0 = None;
         loop {
             let got = if discard {
-                recv_discarding(&s, buf.len())
+                netsweep::platform::sockopt::recv_trunc(&s, &mut buf)
             } else {
                 s.read(&mut buf)
             };

@@ -21,6 +21,7 @@ use std::time::Duration;
 mod auth;
 mod commands;
 mod lab;
+pub mod path;
 mod rates;
 mod server;
 
@@ -120,6 +121,13 @@ pub enum Command {
         after_help = "Examples:\n  netsweep doctor\n  netsweep doctor --peer 198.18.0.2 --rate 10G\n  netsweep doctor --watch 10 --json\n  virsh dumpxml vm1 | netsweep doctor --libvirt-xml -\n  netsweep doctor --root /path/to/fixture   # proc/ and sys/ of another host\n  netsweep doctor --root ./bsd --rate 1G --rtt 20ms   # a FreeBSD host's saved sysctl/netstat/ifconfig outputs"
     )]
     Doctor(DoctorArgs),
+    /// RFC 6349's TCP throughput test against a `netsweep server`: path MTU, baseline RTT,
+    /// bottleneck bandwidth, the BDP, then TCP tests with windows sized from it, each with the
+    /// transfer time ratio, TCP efficiency and buffer delay.
+    #[command(
+        after_help = "Examples:\n  netsweep rfc6349 198.18.0.2 --path-rate 1G\n  netsweep rfc6349 198.18.0.2 --path-rate 1G --baseline-rtt 20ms -t 5 --json\n  netsweep rfc6349 host --windows 50%,100%,150%,4M --pass 90%\n  netsweep lab exec wan a -- netsweep rfc6349 198.18.0.2 --path-rate 1G --framing ip"
+    )]
+    Rfc6349(Box<path::Rfc6349Args>),
     /// Sysctl tuning profiles on a host, namespace, lab host or ssh target, always restored.
     #[command(subcommand)]
     Tune(TuneCommand),
@@ -312,6 +320,11 @@ pub struct ClientArgs {
     /// Accepted for iperf3's sake: the send path is calibrated, sendfile(2) where fastest.
     #[arg(short = 'Z', long = "zerocopy")]
     pub zerocopy_flag: bool,
+    /// Receivers drop the data in the kernel instead of copying it (recv with MSG_TRUNC, as
+    /// iperf3's --skip-rx-copy; Linux): the engine's ceiling without the copy. An iperf3
+    /// server is asked to do the same.
+    #[arg(long)]
+    pub skip_rx_copy: bool,
     /// The server is an iperf3 server (3.1 to 3.21): speak its protocol. On port 5201 this is
     /// detected when the server does not answer netsweep's greeting within a second.
     #[arg(long)]
@@ -349,6 +362,8 @@ pub struct ClientArgs {
     pub ip: Box<Iperf3ClientOptions>,
     #[command(flatten)]
     pub auth: ClientAuthArgs,
+    #[command(flatten)]
+    pub path: path::PathArgs,
 }
 
 /// iperf3's client options for the IP header, the sockets and the far end's output, under
@@ -523,6 +538,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             spec.fq_rate_bps = (bps >= 1.0).then_some(bps.round() as u64);
         }
         spec.dont_fragment = a.ip.dont_fragment;
+        spec.skip_rx_copy = a.skip_rx_copy;
         // A path or size the user names is used as named: no calibration (a rate needs none:
         // paced senders never calibrate).
         if a.length.is_some() || a.no_zerocopy {
@@ -606,6 +622,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         {
             bail!("-B {ip} and server {server} are of different address families");
         }
+        cfg.path = a.path.facts()?;
         Ok((cfg, spec))
     }
 }

@@ -285,7 +285,7 @@ fn test(path: &PathArgs, vm: &VmArgs, client_args: &[String]) -> anyhow::Result<
         Command::Client(a) => *a,
         _ => bail!("client options expected after --"),
     };
-    let (cfg, spec): (ClientConfig, TestSpec) = (&args).try_into()?;
+    let (mut cfg, spec): (ClientConfig, TestSpec) = (&args).try_into()?;
     let view = crate::app::ClientView::try_from(&args)?;
     let name = format!("t{}", std::process::id() % 100_000_000);
     let opts = LabOptions {
@@ -293,6 +293,7 @@ fn test(path: &PathArgs, vm: &VmArgs, client_args: &[String]) -> anyhow::Result<
         ..LabOptions::default()
     };
     let lab = up_interruptibly(&name, path, &opts)?;
+    cfg.path = std::mem::take(&mut cfg.path).or(lab.path().rfc6349_facts(lab.emulator()));
     if view.json.is_none() {
         crate::outln!("lab {name}: {}", describe(lab.path(), lab.emulator()));
         if let Some(note) = jitter_note(lab.path(), lab.emulator()) {

@@ -10,6 +10,7 @@ mod import;
 pub(crate) mod lab;
 mod pscheduler;
 mod report;
+mod rfc6349;
 mod run;
 mod stats;
 mod tune;
@@ -43,6 +44,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Migrate(a) => db::migrate(&a),
         Command::Report(a) => report::report(&a),
         Command::Doctor(a) => doctor::run(&a),
+        Command::Rfc6349(a) => rfc6349::run(&a),
         Command::Tune(c) => tune::run(c),
         Command::Pscheduler { method } => pscheduler::run(method),
     }

@@ -158,6 +158,10 @@ pub enum Metric {
     LoadedP99Ms,
     /// Loaded median minus idle median: the queueing the load added.
     AddedLatencyMs,
+    /// RFC 6349's TCP Transfer Time Ratio, TCP Efficiency and Buffer Delay Percentage.
+    TransferTimeRatio,
+    TcpEfficiencyPercent,
+    BufferDelayPercent,
 }
 
 impl Metric {
@@ -172,6 +176,11 @@ impl Metric {
             "loaded_p50_ms" | "latency" => Metric::LoadedP50Ms,
             "loaded_p99_ms" => Metric::LoadedP99Ms,
             "added_latency_ms" | "added_ms" | "bufferbloat" => Metric::AddedLatencyMs,
+            "transfer_time_ratio" | "ttr" => Metric::TransferTimeRatio,
+            "tcp_efficiency_percent" | "tcp_efficiency" | "efficiency" => {
+                Metric::TcpEfficiencyPercent
+            }
+            "buffer_delay_percent" | "buffer_delay" => Metric::BufferDelayPercent,
             _ => return None,
         })
     }
@@ -187,6 +196,9 @@ impl Metric {
             Metric::LoadedP50Ms => r.loaded_p50_ms,
             Metric::LoadedP99Ms => r.loaded_p99_ms,
             Metric::AddedLatencyMs => r.added_latency_ms,
+            Metric::TransferTimeRatio => r.transfer_time_ratio,
+            Metric::TcpEfficiencyPercent => r.tcp_efficiency_percent,
+            Metric::BufferDelayPercent => r.buffer_delay_percent,
         }
     }
 
@@ -478,6 +490,9 @@ mod tests {
             loaded_p50_ms: None,
             loaded_p99_ms: None,
             added_latency_ms: None,
+            transfer_time_ratio: None,
+            tcp_efficiency_percent: None,
+            buffer_delay_percent: None,
         }
     }
 

@@ -384,6 +384,13 @@ impl Executor for LabExecutor {
             // Discarded by the runner; a guest may still be busy with the test it was given.
             return ExecOutcome::failed("interrupted".into());
         }
+        // RFC 6349's metrics against the lab's own path, wherever the client ran.
+        let mut result = result;
+        if let Ok(r) = &mut result {
+            let lab = self.lab();
+            let facts = lab.path().rfc6349_facts(lab.emulator());
+            r.rfc6349 = crate::traffic::result::rfc6349::of(r, &facts);
+        }
         let (a1, b1) = self.snapshot();
         let delta = |x: Option<counters::Snapshot>, y: Option<counters::Snapshot>| match (x, y) {
             (Some(x), Some(y)) => delta_json(&x, &y),

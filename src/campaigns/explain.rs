@@ -145,6 +145,9 @@ fn metric_words(metric: Metric) -> &'static str {
         Metric::LoadedP50Ms => "loaded latency p50 (ms)",
         Metric::LoadedP99Ms => "loaded latency p99 (ms)",
         Metric::AddedLatencyMs => "latency added by the load (ms)",
+        Metric::TransferTimeRatio => "RFC 6349 transfer time ratio",
+        Metric::TcpEfficiencyPercent => "RFC 6349 TCP efficiency (%)",
+        Metric::BufferDelayPercent => "RFC 6349 buffer delay (%)",
     }
 }
 

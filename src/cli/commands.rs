@@ -55,7 +55,8 @@ pub struct CompareArgs {
     #[arg(long = "where")]
     pub filters: Vec<String>,
     /// bits_per_second (default), retransmits, lost_percent, jitter_ms, cpu_local_percent,
-    /// cpu_remote_percent; with latency probes loaded_p50_ms, loaded_p99_ms, added_latency_ms.
+    /// cpu_remote_percent; with latency probes loaded_p50_ms, loaded_p99_ms, added_latency_ms;
+    /// RFC 6349's transfer_time_ratio, tcp_efficiency_percent, buffer_delay_percent.
     #[arg(long, default_value = "bits_per_second")]
     pub metric: String,
     /// Confidence level in percent.
@@ -79,7 +80,8 @@ pub struct ExplainArgs {
     #[arg(long)]
     pub campaign: Option<i64>,
     /// goodput (default), retransmits, loss, jitter, cpu, cpu_remote_percent; with latency
-    /// probes loaded_p50_ms, loaded_p99_ms, added_latency_ms.
+    /// probes loaded_p50_ms, loaded_p99_ms, added_latency_ms; RFC 6349's transfer_time_ratio,
+    /// tcp_efficiency_percent, buffer_delay_percent.
     #[arg(long, default_value = "goodput")]
     pub metric: String,
     /// The path's rate, when the plan's target does not say it (an address target), e.g. 1G.

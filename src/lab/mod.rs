@@ -548,6 +548,23 @@ impl Lab {
         }
     }
 
+    /// Packets the in-process delay line dropped in both directions, to its loss and at the
+    /// tail of its full queue (or when the far device refused them).
+    pub fn delay_line_drops(&self) -> Option<u64> {
+        match &self.relay {
+            Relay::Threads { counters, .. } => Some(
+                counters
+                    .iter()
+                    .map(|c| {
+                        c.dropped_loss.load(Ordering::Relaxed)
+                            + c.dropped_queue.load(Ordering::Relaxed)
+                    })
+                    .sum(),
+            ),
+            _ => None,
+        }
+    }
+
     /// Runs `f` on a thread inside host `h`'s namespace.
     pub fn run_in<T: Send>(&self, h: Host, f: impl FnOnce() -> T + Send) -> anyhow::Result<T> {
         netns::run_in(&self.names.namespace(h), f)

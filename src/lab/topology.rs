@@ -247,6 +247,24 @@ impl PathConfig {
         self.delay * 2
     }
 
+    /// What RFC 6349's metrics know of this path under `emulator`: its rate, its idle round
+    /// trip (with a delay) and its MTU, and what the shaper counts per packet (the delay line
+    /// and a TUN device count IP packets; a `tbf` on a veth counts the Ethernet header too).
+    pub fn rfc6349_facts(&self, emulator: Emulator) -> crate::analysis::rfc6349::PathFacts {
+        use crate::analysis::rfc6349::{Framing, PathFacts};
+        let lab = || "the lab".to_string();
+        PathFacts {
+            bottleneck_bps: self.rate_bps.map(|r| (r, lab())),
+            baseline_rtt_s: (!self.delay.is_zero()).then(|| (self.rtt().as_secs_f64(), lab())),
+            mtu: Some((self.mtu_a.min(self.mtu_b), lab())),
+            framing: Some(match emulator {
+                Emulator::Userspace => Framing::Ip,
+                Emulator::None | Emulator::Netem => Framing::EthernetHeader,
+            }),
+            ipv6: false,
+        }
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         if let Some(r) = self.rate_bps
             && !(r >= 8_000.0 && r.is_finite())

@@ -557,6 +557,9 @@ mod tests {
                 loaded_p50_ms: None,
                 loaded_p99_ms: None,
                 added_latency_ms: None,
+                transfer_time_ratio: None,
+                tcp_efficiency_percent: None,
+                buffer_delay_percent: None,
             })
             .collect();
         config_view(&row, summary, &runs)
@@ -706,6 +709,9 @@ mod tests {
                 loaded_p50_ms: None,
                 loaded_p99_ms: None,
                 added_latency_ms: None,
+                transfer_time_ratio: None,
+                tcp_efficiency_percent: None,
+                buffer_delay_percent: None,
             })
             .collect();
         let results = vec![

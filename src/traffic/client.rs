@@ -86,7 +86,28 @@ pub fn check(cfg: &ClientConfig, spec: &TestSpec) -> Admission {
 }
 
 /// Runs one test. `stop` ends it early (Ctrl-C); `on_interval` sees each merged interval.
+/// A TCP result carries RFC 6349's metrics as far as the path is known (`cfg.path`, else
+/// measured: `result::rfc6349`).
 pub fn run_test(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+) -> Result<TestResult, TestError> {
+    let mut result = run_test_of_either_protocol(cfg, spec, stop, on_interval)?;
+    if spec.protocol == crate::traffic::spec::Protocol::Tcp {
+        let mut path = cfg.path.clone();
+        path.ipv6 = cfg.server.is_ipv6();
+        if path.mtu.is_none() {
+            path.mtu = crate::platform::sockopt::route_mtu(cfg.server)
+                .map(|m| (m, "route to the server".to_string()));
+        }
+        result.rfc6349 = crate::traffic::result::rfc6349::of(&result, &path);
+    }
+    Ok(result)
+}
+
+fn run_test_of_either_protocol(
     cfg: &ClientConfig,
     spec: &TestSpec,
     stop: &AtomicBool,

@@ -104,6 +104,15 @@ pub struct StreamReport {
     /// at the end), what a far end's own count is checked against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_acked: Option<u64>,
+    /// TCP sender, from TCP_INFO at the end (Linux 4.19+): bytes its kernel sent over the
+    /// connection, retransmissions included, and bytes it retransmitted (RFC 6349's TCP
+    /// Efficiency), and the smallest RTT it saw (`tcpi_min_rtt`, microseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_bytes_sent: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_bytes_retrans: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_min_rtt_us: Option<u32>,
     /// Smallest and largest smoothed RTT sampled, microseconds.
     pub rtt_min_us: Option<u32>,
     pub rtt_max_us: Option<u32>,
@@ -119,6 +128,9 @@ pub struct StreamReport {
     /// TCP sender: the send path used, how it was chosen, and its calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send: Option<crate::traffic::engine::sendpath::SendReport>,
+    /// Receiver: it dropped the data in the kernel instead of copying it (`--skip-rx-copy`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skipped_rx_copy: bool,
     /// TCP receiver: its reads and the largest low-water mark it set (`engine::lowater`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receive: Option<ReceiveReport>,
@@ -147,6 +159,10 @@ impl StreamReport {
             tail_bytes: 0,
             tcp_total_retransmits: None,
             bytes_acked: None,
+            tcp_bytes_sent: None,
+            tcp_bytes_retrans: None,
+            tcp_min_rtt_us: None,
+            skipped_rx_copy: false,
             rtt_min_us: None,
             rtt_max_us: None,
             error,

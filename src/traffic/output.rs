@@ -358,8 +358,17 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     if let Some(l) = &result.latency {
         out.push_str(&latency_lines(l));
     }
+    if let Some(m) = &result.rfc6349 {
+        out.push_str(&rfc6349_line(m));
+    }
     if let Some(line) = send_path_line(result) {
         out.push_str(&line);
+    }
+    if let Some(mode) = result.start.receive_mode.as_ref().filter(|m| *m != "copy") {
+        let _ = writeln!(
+            out,
+            "Receive: {mode} (MSG_TRUNC: the data is dropped in the receiver's kernel, not copied)"
+        );
     }
     if let Some(e) = &result.ending {
         let _ = writeln!(out, "Duration auto: {}.", e.sentence());
@@ -392,6 +401,43 @@ pub fn server_output(result: &TestResult) -> Option<String> {
         ),
         ServerOutput::Text(t) => format!("\nServer output:\n{t}\n"),
     })
+}
+
+/// RFC 6349's three metrics of a TCP result, each with the figures it rests on, or what is
+/// missing for it.
+pub fn rfc6349_line(m: &crate::analysis::rfc6349::Rfc6349) -> String {
+    use crate::units::BitRate;
+    let ratio = match (m.transfer_time_ratio, m.max_achievable_bits_per_second) {
+        (Some(r), Some(max)) => format!(
+            "transfer time ratio {r:.3} ({:.2} s against the ideal {:.2} s at {}: {} {}, MTU {}, \
+             {} framing)",
+            m.actual_transfer_seconds,
+            m.ideal_transfer_seconds.unwrap_or(0.0),
+            BitRate(max),
+            BitRate(m.bottleneck_bits_per_second.unwrap_or(0.0)),
+            m.bottleneck_source.as_deref().unwrap_or("?"),
+            m.mtu_bytes.unwrap_or(0),
+            m.framing.map_or("ethernet", |f| f.name()),
+        ),
+        _ => "transfer time ratio unknown (no path rate: give --path-rate)".to_string(),
+    };
+    let efficiency = match (m.tcp_efficiency_percent, m.retransmitted_bytes) {
+        (Some(e), Some(re)) => format!(
+            "TCP efficiency {e:.3}% ({} retransmitted of {} sent)",
+            Bytes(re),
+            Bytes(m.transmitted_bytes.unwrap_or(0))
+        ),
+        _ => "TCP efficiency unknown (the sender's kernel does not count bytes retransmitted)"
+            .to_string(),
+    };
+    let delay = match (m.buffer_delay_percent, m.baseline_rtt_ms, m.rtt_during_ms) {
+        (Some(d), Some(b), Some(r)) => format!(
+            "buffer delay {d:.1}% ({r:.2} ms during the transfer, baseline {b:.2} ms from {})",
+            m.baseline_source.as_deref().unwrap_or("?")
+        ),
+        _ => "buffer delay unknown (no baseline RTT: give --baseline-rtt)".to_string(),
+    };
+    format!("RFC 6349: {ratio}; {efficiency}; {delay}.\n")
 }
 
 /// The latency probe's summary: idle and loaded round trips, what the load added, probe loss

@@ -93,6 +93,15 @@ pub struct Summary {
     pub rtt_min_us: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rtt_max_us: Option<u32>,
+    /// The senders' kernels' bytes sent over their connections (retransmissions included),
+    /// bytes retransmitted, and the smallest RTT any of them saw (TCP_INFO at the end; the
+    /// whole connection, warm-up included; Linux 4.19+).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_bytes_sent: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_bytes_retrans: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_min_rtt_us: Option<u32>,
     /// Largest advertised window the senders saw, bytes (summed over streams).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snd_wnd_max_bytes: Option<u64>,
@@ -179,6 +188,10 @@ pub struct StartInfo {
     pub receive_reads: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receive_low_water_bytes: Option<u64>,
+    /// How the receivers of that direction received: "copy", or "skip-rx-copy" when they
+    /// dropped the data in the kernel (`--skip-rx-copy`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_mode: Option<String>,
     /// The congestion control the far end used when it is an iperf3 server (its
     /// `congestion_used`; a netsweep server's is in `server_sockets`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -221,6 +234,10 @@ pub struct TestResult {
     /// How a `duration = "auto"` test ended: steady, or at its ceiling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ending: Option<crate::traffic::steady::Ending>,
+    /// RFC 6349's TCP throughput metrics, where the path's rate or baseline RTT is known (a lab,
+    /// `--path-rate`/`--baseline-rtt`, or measured): see `result::rfc6349`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rfc6349: Option<crate::analysis::rfc6349::Rfc6349>,
     /// The far end's own account of the test, asked for with `--get-server-output`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_output: Option<ServerOutput>,
@@ -391,6 +408,14 @@ fn summarize(
             );
             s.rtt_min_us = pairs.iter().filter_map(|p| p.sender.rtt_min_us).min();
             s.rtt_max_us = pairs.iter().filter_map(|p| p.sender.rtt_max_us).max();
+            // Every sender's kernel figure, or none: a partial sum would read as a total.
+            let all = |f: fn(&StreamReport) -> Option<u64>| -> Option<u64> {
+                let v: Option<Vec<u64>> = pairs.iter().map(|p| f(p.sender)).collect();
+                v.map(|v| saturating_sum(v.into_iter()))
+            };
+            s.tcp_bytes_sent = all(|r| r.tcp_bytes_sent);
+            s.tcp_bytes_retrans = all(|r| r.tcp_bytes_retrans);
+            s.tcp_min_rtt_us = pairs.iter().filter_map(|p| p.sender.tcp_min_rtt_us).min();
             s.snd_wnd_max_bytes = Some(
                 pairs
                     .iter()
@@ -560,6 +585,19 @@ pub fn build(
         start.send_call_bytes = Some(same.iter().map(|s| s.bytes).sum());
         start.send_streams = Some(same.len() as u64);
     }
+    let skipped =
+        first_direction().count() > 0 && first_direction().all(|p| p.receiver.skipped_rx_copy);
+    start.receive_mode = Some(
+        match (spec.skip_rx_copy, skipped) {
+            (_, true) => "skip-rx-copy",
+            (false, false) => "copy",
+            (true, false) => {
+                "skip-rx-copy asked; the receivers did not report skipping (FreeBSD copies; an \
+                 iperf3 peer does not say)"
+            }
+        }
+        .to_string(),
+    );
     let received: Vec<ReceiveReport> = first_direction()
         .filter_map(|p| p.receiver.receive)
         .collect();
@@ -591,6 +629,7 @@ pub fn build(
         provenance: None,
         latency: None,
         ending: None,
+        rfc6349: None,
         server_output: None,
     }
 }
@@ -610,5 +649,6 @@ fn rescale(s: &mut Summary, period: f64) {
 }
 
 pub mod checks;
+pub mod rfc6349;
 #[cfg(test)]
 mod tests;

@@ -208,6 +208,7 @@ pub fn start_streams(
                 Role::Receiver => received.clone(),
             }),
             arrivals: arrivals.clone(),
+            skip_rx_copy: spec.skip_rx_copy && sockopt::RECV_TRUNC_DISCARDS,
         };
         handles.push(engine::spawn_stream(ctx, socket)?);
     }

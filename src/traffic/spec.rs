@@ -148,6 +148,10 @@ pub struct TestSpec {
     /// MTU, they fail instead of being fragmented.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dont_fragment: bool,
+    /// Receivers drop the data in the kernel instead of copying it (`--skip-rx-copy`, iperf3's
+    /// name: `recv` with MSG_TRUNC): the engine's ceiling without the copy. Linux only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skip_rx_copy: bool,
     /// iperf3's `-n`/`-k`: the test ends once this much has moved in one direction after the
     /// warm-up; `duration` is then only its ceiling. Absent: the test runs for `duration`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -364,6 +368,7 @@ impl TestSpec {
             tos: None,
             fq_rate_bps: None,
             dont_fragment: false,
+            skip_rx_copy: false,
             count: None,
         }
     }

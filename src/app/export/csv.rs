@@ -113,6 +113,9 @@ mod tests {
             loaded_p50_ms: None,
             loaded_p99_ms: None,
             added_latency_ms: None,
+            transfer_time_ratio: None,
+            tcp_efficiency_percent: None,
+            buffer_delay_percent: None,
         };
         let text = String::from_utf8(CsvExporter.serialize(&[run], &["cc".into()]).expect("csv"))
             .expect("utf-8");

@@ -43,6 +43,9 @@ fn run(id: i64, dims: &[(&str, &str)], round: u32, bps: Option<f64>) -> RunRow {
         loaded_p50_ms: None,
         loaded_p99_ms: None,
         added_latency_ms: None,
+        transfer_time_ratio: None,
+        tcp_efficiency_percent: None,
+        buffer_delay_percent: None,
     }
 }
 

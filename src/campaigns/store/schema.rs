@@ -3,7 +3,7 @@
 //! fixture database of the old version in `tests/fixtures/`.
 
 /// Ordered migrations; index + 1 is the schema version they produce.
-pub(super) const MIGRATIONS: [&str; 6] = [
+pub(super) const MIGRATIONS: [&str; 7] = [
     // Version 1: campaigns, configurations, runs, intervals.
     "CREATE TABLE campaign (
         id INTEGER PRIMARY KEY,
@@ -88,4 +88,8 @@ pub(super) const MIGRATIONS: [&str; 6] = [
     // Version 6: what the read commands need of the plan (`plan::PlanFacts`: the answer's
     // judging, the link rate, a guest host, the profiles' keys), so they never parse it again.
     "ALTER TABLE campaign ADD COLUMN plan_facts_json TEXT;",
+    // Version 7: RFC 6349's metrics of each TCP run (`analysis::rfc6349`), as campaign metrics.
+    "ALTER TABLE run ADD COLUMN rfc6349_transfer_time_ratio REAL;
+     ALTER TABLE run ADD COLUMN rfc6349_tcp_efficiency_percent REAL;
+     ALTER TABLE run ADD COLUMN rfc6349_buffer_delay_percent REAL;",
 ];

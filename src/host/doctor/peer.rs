@@ -47,7 +47,8 @@ fn ping_once(ip: &str, size: u32, v6: bool, wait: Duration) -> Option<bool> {
 }
 
 /// Largest packet size that reaches `ip` unfragmented, up to `high`; `None` without ping.
-fn path_mtu(ip: &str, high: u32, v6: bool, rtt: Duration) -> Option<u32> {
+/// Also step 1 of `netsweep rfc6349`.
+pub fn path_mtu(ip: &str, high: u32, v6: bool, rtt: Duration) -> Option<u32> {
     // A reply later than this is taken as lost (then tried again): a few RTTs, within reason.
     let wait = (rtt * 4).clamp(Duration::from_millis(200), Duration::from_secs(2));
     bisect_mtu(high, &mut |size| ping_once(ip, size, v6, wait))

@@ -193,6 +193,16 @@ fn interface_address(dev: &str, v6: bool) -> io::Result<std::net::IpAddr> {
     })
 }
 
+/// FreeBSD's TCP has no discarding MSG_TRUNC: receivers copy (the result says so).
+pub const RECV_TRUNC_DISCARDS: bool = false;
+
+/// An ordinary `recv`: see `RECV_TRUNC_DISCARDS`.
+pub fn recv_trunc<S: AsRawFd>(sock: &S, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is live and writable for `buf.len()` bytes; the kernel writes no more.
+    let n = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+    usize::try_from(n).map_err(|_| io::Error::last_os_error())
+}
+
 /// FreeBSD has no IP_MTU socket option: the path MTU check uses ping alone.
 pub fn route_mtu(_addr: SocketAddr) -> Option<u32> {
     None

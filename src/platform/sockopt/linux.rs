@@ -82,6 +82,7 @@ pub fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<TcpInfo> {
     let min_rtt_end = std::mem::offset_of!(KernelTcpInfo, min_rtt) + 4;
     let limited_end = std::mem::offset_of!(KernelTcpInfo, sndbuf_limited) + 8;
     let acked_end = std::mem::offset_of!(KernelTcpInfo, bytes_acked) + 8;
+    let retrans_end = std::mem::offset_of!(KernelTcpInfo, bytes_retrans) + 8;
     Ok(TcpInfo {
         total_retrans: info.total_retrans,
         rtt_us: info.rtt,
@@ -93,6 +94,8 @@ pub fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<TcpInfo> {
         rwnd_limited_us: has(limited_end).then_some(info.rwnd_limited),
         sndbuf_limited_us: has(limited_end).then_some(info.sndbuf_limited),
         bytes_acked: has(acked_end).then_some(info.bytes_acked),
+        bytes_sent: has(retrans_end).then_some(info.bytes_sent),
+        bytes_retrans: has(retrans_end).then_some(info.bytes_retrans),
     })
 }
 
@@ -240,6 +243,25 @@ pub fn tighten_timer_slack() {
 /// Binds `sock` to network device `dev` (SO_BINDTODEVICE): its traffic leaves by that device.
 pub fn bind_device(sock: &socket2::Socket, dev: &str, _v6: bool) -> io::Result<()> {
     sock.bind_device(Some(dev.as_bytes()))
+}
+
+/// `recv(MSG_TRUNC)` discards without copying (iperf3's `--skip-rx-copy`).
+pub const RECV_TRUNC_DISCARDS: bool = true;
+
+/// Receives with MSG_TRUNC: on TCP the kernel drops up to `buf.len()` bytes of the stream
+/// without copying them to `buf` (tcp(7)); on UDP it copies the first `buf.len()` bytes of one
+/// datagram and returns the datagram's whole length (udp(7)). Returns what `recv` returns.
+pub fn recv_trunc<S: AsRawFd>(sock: &S, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is live and writable for `buf.len()` bytes; the kernel writes no more.
+    let n = unsafe {
+        libc::recv(
+            sock.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_TRUNC,
+        )
+    };
+    usize::try_from(n).map_err(|_| io::Error::last_os_error())
 }
 
 /// The MTU this host would use towards `addr` (IP_MTU of a connected UDP socket).

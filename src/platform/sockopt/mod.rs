@@ -20,8 +20,9 @@ use freebsd as os;
 use linux as os;
 
 pub use os::{
-    bind_device, enable_rx_timestamps, is_mptcp, mptcp_protocol, raise_rcvbuf, route_mtu,
-    set_buffers, set_dont_fragment, set_max_pacing_rate, tcp_info, tighten_timer_slack,
+    RECV_TRUNC_DISCARDS, bind_device, enable_rx_timestamps, is_mptcp, mptcp_protocol, raise_rcvbuf,
+    recv_trunc, route_mtu, set_buffers, set_dont_fragment, set_max_pacing_rate, tcp_info,
+    tighten_timer_slack,
 };
 
 use socket2::SockRef;
@@ -52,6 +53,10 @@ pub struct TcpInfo {
     /// Bytes of data the peer acknowledged over the connection's life (Linux 4.1+); FreeBSD
     /// has none.
     pub bytes_acked: Option<u64>,
+    /// Bytes of data sent, retransmissions included, and bytes retransmitted, over the
+    /// connection's life (Linux 4.19+; RFC 6349's TCP Efficiency); FreeBSD has none.
+    pub bytes_sent: Option<u64>,
+    pub bytes_retrans: Option<u64>,
 }
 
 pub(crate) fn setsockopt_int<S: AsRawFd>(

@@ -57,6 +57,9 @@ pub struct ClientConfig {
     /// The scheduled test's secret a netsweep server admits it by (pScheduler's server
     /// participant: `traffic::server::Scheduled`), sent with the request and the check.
     pub ticket: Option<String>,
+    /// What is known of the path for RFC 6349's metrics (`--path-rate`, `--baseline-rtt`, a
+    /// lab's rate and RTT); the MTU is read from the route when not given.
+    pub path: crate::analysis::rfc6349::PathFacts,
 }
 
 impl ClientConfig {
@@ -73,6 +76,7 @@ impl ClientConfig {
             auth: None,
             rcv_timeout: crate::traffic::session::DEFAULT_RCV_TIMEOUT,
             ticket: None,
+            path: crate::analysis::rfc6349::PathFacts::default(),
         }
     }
 }

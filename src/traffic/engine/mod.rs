@@ -107,6 +107,9 @@ pub struct StreamCtx {
     /// Receiver: where it notes each read that brought bytes, shared by this end's receiving
     /// streams (the owner's `--rcv-timeout` watches it).
     pub arrivals: Arc<Arrivals>,
+    /// Receiver: drop the data in the kernel instead of copying it (`--skip-rx-copy`; where
+    /// the platform can, `sockopt::RECV_TRUNC_DISCARDS`).
+    pub skip_rx_copy: bool,
 }
 
 /// The header UDP datagrams carry.

@@ -258,6 +258,9 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
     let info = sockopt::tcp_info(&sock).ok();
     report.tcp_total_retransmits = info.as_ref().map(|i| u64::from(i.total_retrans));
     report.bytes_acked = info.and_then(|i| i.bytes_acked);
+    report.tcp_bytes_sent = info.and_then(|i| i.bytes_sent);
+    report.tcp_bytes_retrans = info.and_then(|i| i.bytes_retrans);
+    report.tcp_min_rtt_us = info.and_then(|i| i.min_rtt_us);
     report.rtt_min_us = sampler.rtt_min;
     report.rtt_max_us = sampler.rtt_max;
     report.send = Some(chooser.report);
@@ -280,8 +283,13 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
             report.intervals.push(std::mem::replace(current, next));
         }
     };
+    report.skipped_rx_copy = ctx.skip_rx_copy;
     loop {
-        let got = sock.read(&mut buf);
+        let got = if ctx.skip_rx_copy {
+            sockopt::recv_trunc(&sock, &mut buf)
+        } else {
+            sock.read(&mut buf)
+        };
         let now = ctx.elapsed();
         close_due(&mut report, &mut current, now);
         match got {

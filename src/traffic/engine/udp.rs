@@ -26,6 +26,9 @@ const PACING_QUANTUM: Duration = Duration::from_micros(200);
 const MAX_BATCH: usize = 64;
 /// Largest UDP_SEGMENT super-datagram (the kernel's limit is 64 KiB with headers).
 const MAX_GSO_BYTES: usize = 65_000;
+/// Bytes a receiver that skips the copy reads of each datagram: the longest header (iperf3's
+/// with 64-bit counters, 16 bytes) and a hello (26), with room.
+const HEADER_READ: usize = 64;
 
 /// Writes the header of datagram `seq` (counted from 0 in every format); `stamp_ns` is the
 /// send time in the format's clock (`stamp_ns`).
@@ -240,9 +243,11 @@ impl<'a> Receiver<'a> {
 
     /// One datagram that arrived at `now` (time since this end's start; one clock reading per
     /// received batch, not per datagram: this is the receive hot path).
-    fn datagram(&mut self, d: &[u8], now: Duration) {
+    /// One datagram of `len` bytes whose first bytes are `d` (all of it, or its head when the
+    /// receiver skips the copy).
+    fn datagram(&mut self, d: &[u8], len: usize, now: Duration) {
         // A repeated hello (or its late echo) queued before the test is not test data.
-        if crate::traffic::protocol::parse_udp_hello(d).is_some() {
+        if len == d.len() && crate::traffic::protocol::parse_udp_hello(d).is_some() {
             return;
         }
         let Some((seq, send_ns)) = read_header(self.ctx.datagrams, d) else {
@@ -266,7 +271,7 @@ impl<'a> Receiver<'a> {
         }
         let Some(slot) = index.and_then(|i| self.counts.get_mut(i)) else {
             if arrival != Arrival::Duplicate {
-                self.tail_bytes += d.len() as u64;
+                self.tail_bytes += len as u64;
             }
             return;
         };
@@ -295,31 +300,51 @@ impl<'a> Receiver<'a> {
         self.jitter.update(send_ns, arrival_ns);
         udp.jitter_ms = self.jitter.millis();
         slot.packets += 1;
-        slot.bytes += d.len() as u64;
+        slot.bytes += len as u64;
         if let Some(q) = &self.ctx.quota
             && index.is_some_and(|i| self.ctx.counts_in(i))
         {
-            q.count(d.len() as u64, now);
+            q.count(len as u64, now);
         }
     }
 }
 
 pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
     let mut report = ctx.new_report();
-    let gro = ctx.udp_offload && udpbatch::enable_udp_gro(&sock);
-    let mut buf = vec![0u8; if gro { 1 << 16 } else { ctx.length.max(2048) }];
+    // Skipping the copy reads each datagram's header alone (MSG_TRUNC returns the whole
+    // length), one datagram a call: no GRO, whose segments would go uncounted.
+    let gro = !ctx.skip_rx_copy && ctx.udp_offload && udpbatch::enable_udp_gro(&sock);
+    let size = if ctx.skip_rx_copy {
+        HEADER_READ
+    } else if gro {
+        1 << 16
+    } else {
+        ctx.length.max(2048)
+    };
+    let mut buf = vec![0u8; size];
+    report.skipped_rx_copy = ctx.skip_rx_copy;
     let _ = sock.set_read_timeout(Some(POLL));
     let mut rx = Receiver::new(ctx);
     let mut emitted = 0;
     let mut stopped_early = false;
     loop {
-        match udpbatch::recv_coalesced(&sock, &mut buf) {
+        let got = if ctx.skip_rx_copy {
+            sockopt::recv_trunc(&sock, &mut buf).map(|n| (n, None))
+        } else {
+            udpbatch::recv_coalesced(&sock, &mut buf)
+        };
+        match got {
+            Ok((n, _)) if ctx.skip_rx_copy => {
+                let arrived = ctx.elapsed();
+                ctx.arrivals.note(arrived);
+                rx.datagram(&buf[..n.min(buf.len())], n, arrived);
+            }
             Ok((n, segment)) => {
                 let segment = segment.unwrap_or(n).max(1);
                 let arrived = ctx.elapsed();
                 ctx.arrivals.note(arrived);
                 for d in buf[..n].chunks(segment) {
-                    rx.datagram(d, arrived);
+                    rx.datagram(d, d.len(), arrived);
                 }
             }
             Err(e) if transient(&e) || e.kind() == ErrorKind::ConnectionRefused => {}
@@ -440,6 +465,7 @@ mod tests {
             arrivals: Arc::new(crate::traffic::engine::Arrivals::new(
                 std::time::Instant::now(),
             )),
+            skip_rx_copy: false,
         };
         let mut rx = Receiver {
             counts: vec![ctx.empty_interval(0)],
@@ -447,12 +473,12 @@ mod tests {
         };
         let hello =
             crate::traffic::protocol::udp_hello(&crate::traffic::protocol::Token([7; 16]), 0);
-        rx.datagram(&hello, Duration::from_secs(1));
+        rx.datagram(&hello, hello.len(), Duration::from_secs(1));
         for seq in 0..3 {
             let mut d = vec![0u8; 1400];
             write_header(Datagrams::Netsweep, &mut d, seq, 1_000_000 * (seq + 1));
-            rx.datagram(&d, Duration::from_secs(1));
-            rx.datagram(&hello, Duration::from_secs(1));
+            rx.datagram(&d, d.len(), Duration::from_secs(1));
+            rx.datagram(&hello, hello.len(), Duration::from_secs(1));
         }
         let c = &rx.counts[0];
         assert_eq!((c.packets, c.bytes), (3, 3 * 1400));

@@ -151,6 +151,7 @@ pub fn params_for(spec: &TestSpec) -> Result<Params, String> {
         tos: spec.tos.unwrap_or(0),
         fqrate_bps: spec.fq_rate_bps.unwrap_or(0),
         dont_fragment: spec.dont_fragment,
+        skip_rx_copy: spec.skip_rx_copy,
         ..Params::default()
     })
 }

@@ -273,6 +273,8 @@ pub struct Params {
     pub dont_fragment: bool,
     /// `-m`/`--mptcp`: the client's data connections are MPTCP.
     pub mptcp: bool,
+    /// `--skip-rx-copy`: receivers drop the data with MSG_TRUNC instead of copying it.
+    pub skip_rx_copy: bool,
     /// iperf3 options the client asked for that a netsweep server does not implement, by
     /// their command-line names (`--fq-rate`, `-S/--tos/--dscp`, ...): such a test is refused
     /// with `code::UNIMPLEMENTED` and the server's log names them, never run without them.
@@ -281,8 +283,9 @@ pub struct Params {
 
 /// Parameters an iperf3 client sends for options a netsweep server does not implement, with
 /// the options' command-line names; a key counts when it is true or a non-zero number.
-/// (`gso`/`gro`, `zerocopy`, `pacing_timer`, `repeating_payload`, `skip_rx_copy`, `title` and
-/// `extra_data` change how a sender works or what it writes, not what is measured: accepted.)
+/// (`gso`/`gro`, `zerocopy`, `pacing_timer`, `repeating_payload`, `title` and `extra_data`
+/// change how a sender works or what it writes, not what is measured: accepted;
+/// `skip_rx_copy` is honoured, `Params::skip_rx_copy`.)
 const UNIMPLEMENTED_OPTIONS: &[(&str, &str)] = &[
     ("flowlabel", "-L/--flowlabel"),
     ("server_affinity", "-A (server CPU affinity)"),
@@ -379,6 +382,10 @@ impl Params {
         if self.mptcp {
             m.insert("mptcp".into(), json!(true));
         }
+        if self.skip_rx_copy {
+            // iperf3 sends it as a number (iperf_api.c, send_parameters).
+            m.insert("skip_rx_copy".into(), json!(1));
+        }
         Value::Object(m)
     }
 
@@ -454,6 +461,7 @@ impl Params {
             fqrate_bps: bounded("fqrate", u64::MAX >> 1, code::RECV_PARAMS, "fq rate")?,
             dont_fragment: flag(m, "dont_fragment"),
             mptcp: flag(m, "mptcp"),
+            skip_rx_copy: flag(m, "skip_rx_copy"),
             unimplemented: unimplemented_options(m),
         })
     }

@@ -103,6 +103,7 @@ pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> 
     spec.tos = (p.tos != 0).then_some(p.tos);
     spec.fq_rate_bps = (p.fqrate_bps > 0 && !p.udp).then_some(p.fqrate_bps);
     spec.dont_fragment = p.dont_fragment && p.udp;
+    spec.skip_rx_copy = p.skip_rx_copy;
     spec.calibration = Duration::ZERO;
     // -n/-k: this end's senders stop at the count, as iperf3's server does (iperf_send stops
     // at settings->bytes or blocks), so a -R or --bidir test sends it and no more; its

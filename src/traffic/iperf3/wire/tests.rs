@@ -254,10 +254,13 @@ fn ip_and_socket_options_travel_under_iperf3s_keys() {
         fqrate_bps: 100_000_000,
         dont_fragment: true,
         mptcp: true,
+        skip_rx_copy: true,
         parallel: 1,
         ..Params::default()
     };
     let doc = p.to_json();
+    // iperf3 3.19+ sends --skip-rx-copy as the number 1.
+    assert_eq!(doc["skip_rx_copy"], json!(1));
     assert_eq!(doc["TOS"], json!(0xb8));
     assert_eq!(doc["fqrate"], json!(100_000_000));
     assert_eq!(doc["dont_fragment"], json!(1));
@@ -266,8 +269,14 @@ fn ip_and_socket_options_travel_under_iperf3s_keys() {
     m.insert("tcp".into(), json!(true));
     let back = Params::from_json(&m).unwrap();
     assert_eq!(
-        (back.tos, back.fqrate_bps, back.dont_fragment, back.mptcp),
-        (0xb8, 100_000_000, true, true)
+        (
+            back.tos,
+            back.fqrate_bps,
+            back.dont_fragment,
+            back.mptcp,
+            back.skip_rx_copy
+        ),
+        (0xb8, 100_000_000, true, true, true)
     );
     assert!(back.unimplemented.is_empty(), "{:?}", back.unimplemented);
     m.insert("TOS".into(), json!(300));
