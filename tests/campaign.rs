@@ -777,3 +777,60 @@ fn a_paced_tcp_campaign_is_explained_by_its_asked_rates() {
         );
     }
 }
+
+/// RFC 6349's metrics are stored per TCP run (schema 7) and answered for like goodput: the
+/// stored figures are the run's own JSON's, and `compare`/`explain` take them as metrics.
+#[test]
+fn rfc6349_metrics_are_stored_and_explained() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"loopback\"\n[test]\nduration = \"500ms\"\ninterval = \"250ms\"\n\
+         [matrix]\nwindow = [\"64K\", \"1M\"]\n[repeat]\ncount = 3\nseed = 5\n",
+    )
+    .unwrap();
+    let db = dir.path().join("r.db");
+    let (p, d) = (plan.to_str().unwrap(), db.to_str().unwrap());
+    let (ok, out) = netsweep(&["run", p, "--db", d]);
+    assert!(ok, "{out}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    type Row = (Option<f64>, Option<f64>, Option<f64>, String);
+    let rows: Vec<Row> = conn
+        .prepare(
+            "SELECT rfc6349_transfer_time_ratio, rfc6349_tcp_efficiency_percent, \
+             rfc6349_buffer_delay_percent, result_json FROM run",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(|x| x.unwrap())
+        .collect();
+    assert_eq!(rows.len(), 6);
+    for (ttr, eff, delay, json) in &rows {
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        let m = &v["rfc6349"];
+        // Loopback has no rate: no ratio; efficiency and buffer delay are measured.
+        assert!(ttr.is_none(), "{m:#}");
+        // The stored figures are the JSON's (serde_json reads floats to within an ulp).
+        let same = |a: Option<f64>, b: Option<f64>| match (a, b) {
+            (Some(a), Some(b)) => (a - b).abs() <= 1e-9 * a.abs().max(1.0),
+            (a, b) => a == b,
+        };
+        assert!(
+            same(*eff, m["tcp_efficiency_percent"].as_f64()),
+            "{eff:?} {m:#}"
+        );
+        assert!(
+            same(*delay, m["buffer_delay_percent"].as_f64()),
+            "{delay:?} {m:#}"
+        );
+        assert!(eff.is_some_and(|e| e > 0.0 && e <= 100.0), "{m:#}");
+    }
+    for metric in ["tcp_efficiency_percent", "buffer_delay"] {
+        let (ok, out) = netsweep(&["compare", "--db", d, "--by", "window", "--metric", metric]);
+        assert!(ok && out.contains("window=1M"), "{metric}: {out}");
+    }
+    let (ok, out) = netsweep(&["explain", "--db", d, "--metric", "buffer_delay_percent"]);
+    assert!(ok && out.contains("RFC 6349 buffer delay"), "{out}");
+}

@@ -145,3 +145,44 @@ fn udp_without_a_rate_says_what_it_sends() {
         out(&o)
     );
 }
+
+/// Regression: with `-O 1 -t 2` the summary read "1.00-3.00 sec" and TCP's measured intervals
+/// started at "1.30" (after the warm-up and the send path calibration). iperf3 restarts its
+/// clock after the warm-up: omitted intervals from 0, measured ones and the summary from 0 too.
+#[test]
+fn warm_up_labels_are_iperf3s() {
+    let s = Server::start();
+    for extra in [&[][..], &["-u", "-b", "10M"][..], &["--iperf3"][..]] {
+        let mut args = vec!["-O", "1", "-t", "2"];
+        args.extend_from_slice(extra);
+        let o = s.client(&args);
+        let text = out(&o);
+        assert!(o.status.success(), "{extra:?}: {text}");
+        let spans = |pick: &dyn Fn(&str) -> bool| -> Vec<String> {
+            text.lines()
+                .filter(|l| l.contains(" sec ") && pick(l))
+                .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+                .collect()
+        };
+        let omitted = spans(&|l| l.contains("(omitted)"));
+        let measured = spans(&|l| {
+            !l.contains("(omitted)") && !l.contains("sender") && !l.contains("receiver")
+        });
+        assert_eq!(
+            omitted.first().map(String::as_str),
+            Some("0.00-1.00"),
+            "{extra:?}: {text}"
+        );
+        assert_eq!(
+            measured,
+            ["0.00-1.00", "1.00-2.00"],
+            "{extra:?}: measured intervals from the end of the warm-up: {text}"
+        );
+        for l in text
+            .lines()
+            .filter(|l| l.contains(" sec ") && l.ends_with("receiver"))
+        {
+            assert!(l.contains(" 0.00-2.0"), "{extra:?}: {l}\n{text}");
+        }
+    }
+}

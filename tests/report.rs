@@ -42,6 +42,7 @@ fn result(spec: &TestSpec, per_s: &[u64], retrans: u64) -> TestResult {
         tcp_bytes_sent: None,
         tcp_bytes_retrans: None,
         tcp_min_rtt_us: None,
+        tcp_bytes_received: None,
         skipped_rx_copy: false,
         bytes_acked: None,
         rtt_min_us: Some(20_000),

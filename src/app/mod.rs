@@ -253,13 +253,19 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
         }
     }
     let mut started = false;
+    // Where the measured intervals start (the end of the warm-up): their labels count from it.
+    let mut origin: Option<f64> = None;
     let mut print_interval = |iv: &crate::traffic::result::Interval| match view.json {
         None => {
             if !started {
                 crate::outln!("{}", output::header(spec));
                 started = true;
             }
-            crate::out!("{}", output::interval_lines(spec, iv, view.units));
+            if !iv.omitted && origin.is_none() {
+                origin = Some(iv.start_s);
+            }
+            let from = origin.unwrap_or(0.0);
+            crate::out!("{}", output::interval_lines(spec, iv, view.units, from));
         }
         Some(JsonSchema::Iperf3Stream) => {
             if !started {

@@ -113,6 +113,10 @@ pub struct StreamReport {
     pub tcp_bytes_retrans: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_min_rtt_us: Option<u32>,
+    /// TCP receiver: the bytes its kernel received over the connection (TCP_INFO at the end,
+    /// Linux 4.1+), what a far sender's own count is checked against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_bytes_received: Option<u64>,
     /// Smallest and largest smoothed RTT sampled, microseconds.
     pub rtt_min_us: Option<u32>,
     pub rtt_max_us: Option<u32>,
@@ -162,6 +166,7 @@ impl StreamReport {
             tcp_bytes_sent: None,
             tcp_bytes_retrans: None,
             tcp_min_rtt_us: None,
+            tcp_bytes_received: None,
             skipped_rx_copy: false,
             rtt_min_us: None,
             rtt_max_us: None,

@@ -176,16 +176,22 @@ fn line(l: &Line, row: &StreamInterval, suffix: &str) -> String {
 }
 
 /// Lines for one interval: each stream, then `[SUM]` lines (one per direction with `--bidir`).
-pub fn interval_lines(spec: &TestSpec, iv: &Interval, units: RateFormat) -> String {
+///
+/// As iperf3 labels them: warm-up (omitted) intervals from the test's start, measured ones
+/// from the end of the warm-up, `origin`: the start of the first measured interval (iperf3
+/// restarts its clock after `-O`; netsweep's send path calibration is warm-up too).
+pub fn interval_lines(spec: &TestSpec, iv: &Interval, units: RateFormat, origin: f64) -> String {
     let bidir = spec.direction == crate::traffic::spec::Direction::Bidir;
     let omitted = if iv.omitted { "  (omitted)" } else { "" };
+    let shift = if iv.omitted { 0.0 } else { origin };
+    let (start, end) = (iv.start_s - shift, iv.end_s - shift);
     let mut out = String::new();
     for row in &iv.streams {
         let id = format!("{}", row.stream);
         let l = Line {
             id: &id,
-            start: iv.start_s,
-            end: iv.end_s,
+            start,
+            end,
             proto: spec.protocol,
             units,
         };
@@ -210,8 +216,8 @@ pub fn interval_lines(spec: &TestSpec, iv: &Interval, units: RateFormat) -> Stri
                 let tagged = format!("{}{omitted}", tag(Some(flow), bidir));
                 let l = Line {
                     id: "SUM",
-                    start: iv.start_s,
-                    end: iv.end_s,
+                    start,
+                    end,
                     proto: spec.protocol,
                     units,
                 };
@@ -241,14 +247,11 @@ fn summary_row(s: &Summary) -> StreamInterval {
 pub fn summary(result: &TestResult, units: RateFormat) -> String {
     let spec = &result.spec;
     let bidir = spec.direction == crate::traffic::spec::Direction::Bidir;
-    // The summary covers the measured intervals: after the warm-up, and after the initial
-    // transient a `duration = "auto"` test left out.
-    let start = result
-        .intervals
-        .iter()
-        .find(|i| !i.omitted)
-        .map_or(spec.warmup().as_secs_f64(), |i| i.start_s);
-    let end = start + result.summary.seconds;
+    // The summary covers the measured intervals (after the warm-up, and after the initial
+    // transient a `duration = "auto"` test left out), labelled from their start as iperf3
+    // labels them: 0.00-2.00 for `-O 1 -t 2`.
+    let start = 0.0;
+    let end = result.summary.seconds;
     let mut out = String::from("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
     out.push_str(&header(spec));
     out.push('\n');
@@ -358,7 +361,14 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     if let Some(l) = &result.latency {
         out.push_str(&latency_lines(l));
     }
-    if let Some(m) = &result.rfc6349 {
+    // The line when the path's rate is known (given or a lab's): without it the ratio is
+    // unknown and a loopback's microsecond baseline makes the buffer delay a curiosity; the
+    // JSON has the figures either way.
+    if let Some(m) = result
+        .rfc6349
+        .as_ref()
+        .filter(|m| m.bottleneck_bits_per_second.is_some())
+    {
         out.push_str(&rfc6349_line(m));
     }
     if let Some(line) = send_path_line(result) {
@@ -427,8 +437,7 @@ pub fn rfc6349_line(m: &crate::analysis::rfc6349::Rfc6349) -> String {
             Bytes(re),
             Bytes(m.transmitted_bytes.unwrap_or(0))
         ),
-        _ => "TCP efficiency unknown (the sender's kernel does not count bytes retransmitted)"
-            .to_string(),
+        _ => "TCP efficiency unknown (no byte counts from the sender's kernel)".to_string(),
     };
     let delay = match (m.buffer_delay_percent, m.baseline_rtt_ms, m.rtt_during_ms) {
         (Some(d), Some(b), Some(r)) => format!(

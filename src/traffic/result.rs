@@ -338,6 +338,13 @@ pub(crate) fn saturating_sum(values: impl Iterator<Item = u64>) -> u64 {
     values.fold(0, u64::saturating_add)
 }
 
+/// The sum of counts every item has; `None` when any lacks it (a partial sum would read as a
+/// total).
+pub(crate) fn all_or_none(values: impl Iterator<Item = Option<u64>>) -> Option<u64> {
+    let v: Option<Vec<u64>> = values.collect();
+    v.map(|v| saturating_sum(v.into_iter()))
+}
+
 fn mean_opt(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     let v: Vec<f64> = values.flatten().collect();
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
@@ -409,12 +416,8 @@ fn summarize(
             s.rtt_min_us = pairs.iter().filter_map(|p| p.sender.rtt_min_us).min();
             s.rtt_max_us = pairs.iter().filter_map(|p| p.sender.rtt_max_us).max();
             // Every sender's kernel figure, or none: a partial sum would read as a total.
-            let all = |f: fn(&StreamReport) -> Option<u64>| -> Option<u64> {
-                let v: Option<Vec<u64>> = pairs.iter().map(|p| f(p.sender)).collect();
-                v.map(|v| saturating_sum(v.into_iter()))
-            };
-            s.tcp_bytes_sent = all(|r| r.tcp_bytes_sent);
-            s.tcp_bytes_retrans = all(|r| r.tcp_bytes_retrans);
+            s.tcp_bytes_sent = all_or_none(pairs.iter().map(|p| p.sender.tcp_bytes_sent));
+            s.tcp_bytes_retrans = all_or_none(pairs.iter().map(|p| p.sender.tcp_bytes_retrans));
             s.tcp_min_rtt_us = pairs.iter().filter_map(|p| p.sender.tcp_min_rtt_us).min();
             s.snd_wnd_max_bytes = Some(
                 pairs

@@ -56,6 +56,7 @@ pub fn fake_result(spec: &TestSpec, bytes_per_s: u64) -> TestResult {
         tcp_bytes_sent: None,
         tcp_bytes_retrans: None,
         tcp_min_rtt_us: None,
+        tcp_bytes_received: None,
         skipped_rx_copy: false,
         bytes_acked: None,
         rtt_min_us: None,

@@ -43,6 +43,7 @@ pub fn decode(b: &[u8]) -> Option<TcpInfo> {
         rwnd_limited_us: None,
         sndbuf_limited_us: None,
         bytes_acked: None,
+        bytes_received: None,
         bytes_sent: None,
         bytes_retrans: None,
     })

@@ -94,6 +94,7 @@ pub fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<TcpInfo> {
         rwnd_limited_us: has(limited_end).then_some(info.rwnd_limited),
         sndbuf_limited_us: has(limited_end).then_some(info.sndbuf_limited),
         bytes_acked: has(acked_end).then_some(info.bytes_acked),
+        bytes_received: has(acked_end + 8).then_some(info.bytes_received),
         bytes_sent: has(retrans_end).then_some(info.bytes_sent),
         bytes_retrans: has(retrans_end).then_some(info.bytes_retrans),
     })

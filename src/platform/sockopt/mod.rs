@@ -53,6 +53,8 @@ pub struct TcpInfo {
     /// Bytes of data the peer acknowledged over the connection's life (Linux 4.1+); FreeBSD
     /// has none.
     pub bytes_acked: Option<u64>,
+    /// Bytes of data this end's kernel received over the connection's life (Linux 4.1+).
+    pub bytes_received: Option<u64>,
     /// Bytes of data sent, retransmissions included, and bytes retransmitted, over the
     /// connection's life (Linux 4.19+; RFC 6349's TCP Efficiency); FreeBSD has none.
     pub bytes_sent: Option<u64>,

@@ -344,6 +344,7 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
         }
     }
     // After an early stop or an error the report holds only the intervals that closed.
+    report.tcp_bytes_received = sockopt::tcp_info(&sock).ok().and_then(|i| i.bytes_received);
     received.low_water_bytes = low_water.largest as u64;
     report.receive = Some(received);
     report

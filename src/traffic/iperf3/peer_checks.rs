@@ -151,11 +151,21 @@ fn counts(spec: &TestSpec, t: &StreamResult, mine: &StreamReport, role: Role) ->
     if tcp && spec.omit.is_zero() {
         match role {
             Role::Sender => out.extend(below_acked(spec, t.bytes, mine)),
-            // A sender cannot have sent less than arrived, at any size.
-            Role::Receiver if t.bytes < ours => out.push(format!(
-                "the iperf3 server says it sent {} bytes, but {ours} arrived here",
-                t.bytes
-            )),
+            // A sender cannot have sent less than arrived, at any size: what this end read, or
+            // what its kernel received (read or not), whichever is more.
+            Role::Receiver if t.bytes < ours.max(mine.tcp_bytes_received.unwrap_or(0)) => {
+                out.push(match mine.tcp_bytes_received.filter(|k| *k > ours) {
+                    Some(k) => format!(
+                        "the iperf3 server says it sent {} bytes, but this end's kernel received \
+                         {k} (TCP_INFO; {ours} read)",
+                        t.bytes
+                    ),
+                    None => format!(
+                        "the iperf3 server says it sent {} bytes, but {ours} arrived here",
+                        t.bytes
+                    ),
+                })
+            }
             Role::Receiver => {}
         }
     }
@@ -366,6 +376,28 @@ mod tests {
             assert!(p.iter().any(|p| p.contains("CPU")), "{cpu}: {p:?}");
             assert!(p.iter().all(|p| p.len() < 300), "{p:?}");
         }
+    }
+
+    /// A reverse server's count is checked against what this end's kernel received, read or
+    /// not (TCP_INFO bytes_received), at any size.
+    #[test]
+    fn a_reverse_server_claiming_less_than_this_kernel_received_is_inconsistent() {
+        let mut m = mine(1_000_000, 0, Role::Receiver);
+        m.tcp_bytes_received = Some(1_500_000);
+        let short = StreamResult {
+            bytes: 1_200_000,
+            ..honest()
+        };
+        let p = check(&spec(), &results(short), &[&m], &[Role::Receiver]);
+        assert!(
+            p.iter().any(|p| p.contains("kernel received 1500000")),
+            "{p:?}"
+        );
+        let exact = StreamResult {
+            bytes: 1_500_000,
+            ..honest()
+        };
+        assert!(check(&spec(), &results(exact), &[&m], &[Role::Receiver]).is_empty());
     }
 
     #[test]

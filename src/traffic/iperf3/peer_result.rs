@@ -290,6 +290,10 @@ fn resum<'a>(
         rtt_min_us: parts.clone().filter_map(|s| s.rtt_min_us).min(),
         rtt_max_us: parts.clone().filter_map(|s| s.rtt_max_us).max(),
         snd_wnd_max_bytes: result::sum_opt(parts.clone().map(|s| s.snd_wnd_max_bytes)),
+        // This end's kernel figures (RFC 6349's efficiency): every part's, or none.
+        tcp_bytes_sent: result::all_or_none(parts.clone().map(|s| s.tcp_bytes_sent)),
+        tcp_bytes_retrans: result::all_or_none(parts.clone().map(|s| s.tcp_bytes_retrans)),
+        tcp_min_rtt_us: parts.clone().filter_map(|s| s.tcp_min_rtt_us).min(),
         rwnd_limited_percent: None,
         sndbuf_limited_percent: None,
         ..result::Summary::default()

@@ -35,6 +35,7 @@ fn report(stream: u16, flow: Flow, role: Role, per_interval: &[(u64, u64)]) -> S
         tcp_bytes_sent: None,
         tcp_bytes_retrans: None,
         tcp_min_rtt_us: None,
+        tcp_bytes_received: None,
         skipped_rx_copy: false,
         bytes_acked: None,
         rtt_min_us: Some(90),
