@@ -115,9 +115,9 @@ fn an_untuned_100g_host_has_every_item_found_with_its_fix() {
     let d = on_root("untuned-100g", &[]);
     let fixes = expected_fixes();
     for (id, f) in checklist(&d, NIC) {
-        assert_eq!(state(&f), CheckState::Finding, "{id}: {}", f.title);
         assert!(f.severity >= Severity::Info, "{id}");
         if id.starts_with("host100g.numa.") {
+            assert_eq!(state(&f), CheckState::Ok, "advice, not a finding");
             let fix = f.fix.as_deref().unwrap();
             assert!(
                 fix.starts_with("numactl --cpunodebind=1 --membind=1 ") && fix.ends_with(" server"),
@@ -125,6 +125,7 @@ fn an_untuned_100g_host_has_every_item_found_with_its_fix() {
             );
             continue;
         }
+        assert_eq!(state(&f), CheckState::Finding, "{id}: {}", f.title);
         let want = fixes
             .iter()
             .find(|(k, _)| *k == id)
@@ -148,8 +149,10 @@ fn a_1g_host_is_not_told_about_100g_items() {
     let d = on_root("host-1g", &[]);
     for (id, f) in checklist(&d, NIC) {
         assert_eq!(state(&f), CheckState::Ok, "{id}: {}", f.title);
-        assert_eq!(f.fix, None, "{id}");
         assert!(f.severity <= Severity::Ok, "{id}");
+        if !id.starts_with("host100g.numa.") {
+            assert_eq!(f.fix, None, "{id}");
+        }
     }
     // Told its path is 100G (`--rate`), the same host gets the findings.
     let d = on_root("host-1g", &["--rate", "100G"]);
@@ -157,7 +160,11 @@ fn a_1g_host_is_not_told_about_100g_items() {
         .iter()
         .filter(|(_, f)| state(f) == CheckState::Finding)
         .count();
-    assert_eq!(found, HOST_ITEMS.len() + NIC_ITEMS.len());
+    assert_eq!(
+        found,
+        HOST_ITEMS.len() + NIC_ITEMS.len() - 1,
+        "all but the numa advice"
+    );
     // And at 10G, only the items that matter from 10G.
     let d = on_root("host-1g", &["--rate", "10G"]);
     for (id, f) in checklist(&d, NIC) {
@@ -273,7 +280,8 @@ fn every_fix_parses_and_the_tools_accept_it() {
             ran += 1;
         }
     }
-    assert_eq!(ran, 8, "the ethtool, ip and tc fixes all ran");
+    // rings, coalescing, pause, offloads (ethtool); qdisc (tc); mtu, big_tcp (ip).
+    assert_eq!(ran, 7, "the ethtool, ip and tc fixes all ran");
 }
 
 /// On this machine: every item present with a state, unknown ones with a reason; a kernel

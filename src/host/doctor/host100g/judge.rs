@@ -30,6 +30,9 @@ pub enum Verdict {
     },
     /// The fact could not be read: why.
     Unknown(String),
+    /// Nothing on the host to change, but how to run the test here (the NUMA node to pin it
+    /// to): `ok`, with the command as its fix, a note where the rate makes it matter.
+    Advice { title: String, fix: String },
 }
 
 fn wrong(title: impl Into<String>, severity: Severity, fix: Option<String>) -> Verdict {
@@ -54,6 +57,17 @@ pub fn finding(id: String, from: f64, rate: Option<f64>, v: Verdict) -> Finding 
             Finding::new(id, Severity::Ok, title),
             item(CheckState::Ok, None),
         ),
+        Verdict::Advice { title, fix } => {
+            let sev = if rate.is_some_and(|r| r >= from) {
+                Severity::Info
+            } else {
+                Severity::Ok
+            };
+            (
+                Finding::new(id, sev, title).fix(fix),
+                item(CheckState::Ok, None),
+            )
+        }
         Verdict::Unknown(why) => (
             Finding::new(id, Severity::Info, format!("not checked: {why}")),
             item(CheckState::Unknown, Some(why)),
@@ -234,16 +248,13 @@ pub fn numa_threads(nic: &str, numa: &Numa, server: &str) -> Verdict {
             "{nic} does not say its NUMA node (device/numa_node)"
         ));
     };
-    wrong(
-        format!(
+    Verdict::Advice {
+        title: format!(
             "{nic} sits on NUMA node {node} of {}: run the test's threads and memory there, at both ends (the same numactl prefix before the client)",
             numa.nodes.len()
         ),
-        Severity::Info,
-        Some(format!(
-            "numactl --cpunodebind={node} --membind={node} {server}"
-        )),
-    )
+        fix: format!("numactl --cpunodebind={node} --membind={node} {server}"),
+    }
 }
 
 /// Ring sizes, current against the driver's maximum.
