@@ -135,9 +135,13 @@ pub fn cpu_governor(govs: &[String]) -> Verdict {
 /// Simultaneous multithreading (`smt/active`, `smt/control`).
 pub fn smt(active: Option<&str>, control: Option<&str>) -> Verdict {
     match (active, control) {
-        (_, Some("notsupported" | "notimplemented")) | (Some("0"), _) => {
-            Verdict::Ok(format!("SMT is off (control: {})", control.unwrap_or("?")))
+        (_, Some(c @ ("notsupported" | "notimplemented"))) => {
+            Verdict::Ok(format!("no SMT to turn off (smt/control: {c})"))
         }
+        (Some("0"), _) => Verdict::Ok(format!(
+            "SMT is off (smt/control: {})",
+            control.unwrap_or("?")
+        )),
         (Some("1"), _) => wrong(
             "SMT (hyper-threading) is on: the NIC's interrupts and the test's thread can share one physical core",
             Severity::Info,

@@ -54,6 +54,9 @@ impl Command<'_> {
             .map_err(|e| format!("cannot run `{line}`: {e} (install {})", self.program))?;
         if !out.status.success() {
             let err = String::from_utf8_lossy(&out.stderr);
+            if err.contains("Operation not supported") {
+                return Err(format!("the driver does not support `{line}`"));
+            }
             return Err(format!(
                 "`{line}` failed: {}",
                 err.lines().next().unwrap_or("no message").trim()
