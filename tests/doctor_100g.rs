@@ -272,14 +272,15 @@ fn every_fix_parses_and_the_tools_accept_it() {
             }
             let mut part = part.to_string();
             // An iproute2 older than 6.3 (this machine's may be) lacks IPv4 BIG TCP's names.
-            if tool == "ip" && !ip_help.contains("gso_ipv4_max_size") {
-                if let Some(i) = part.find(" gso_ipv4_max_size") {
-                    eprintln!(
-                        "{test}: this ip lacks gso_ipv4_max_size; runs `{}`",
-                        &part[..i]
-                    );
-                    part.truncate(i);
-                }
+            if tool == "ip"
+                && !ip_help.contains("gso_ipv4_max_size")
+                && let Some(i) = part.find(" gso_ipv4_max_size")
+            {
+                eprintln!(
+                    "{test}: this ip lacks gso_ipv4_max_size; runs `{}`",
+                    &part[..i]
+                );
+                part.truncate(i);
             }
             let out = sh(&["ip", "netns", "exec", &ns.0, "sh", "-c", &part]);
             let err = String::from_utf8_lossy(&out.stderr);
