@@ -299,6 +299,13 @@ fn nic_items(view: &HostView, nic: &Iface, rate: Option<f64>, out: &mut Vec<Find
         rate,
         judge::numa_threads(name, &numa, &server),
     ));
+    ethtool_items(view, name, rate, out);
+    link_items(view, nic, rate, out);
+}
+
+/// The items read from `ethtool -g/-c/-a/-k`.
+fn ethtool_items(view: &HostView, name: &str, rate: Option<f64>, out: &mut Vec<Finding>) {
+    let id = |item: &str| format!("host100g.{item}.{name}");
     out.push(finding(
         id("rings"),
         G10,
@@ -339,6 +346,12 @@ fn nic_items(view: &HostView, nic: &Iface, rate: Option<f64>, out: &mut Vec<Find
             |f| judge::offloads(name, &f),
         ),
     ));
+}
+
+/// The items read from `ip -d link` and `tc qdisc`: fq pacing, MTU 9000, BIG TCP.
+fn link_items(view: &HostView, nic: &Iface, rate: Option<f64>, out: &mut Vec<Finding>) {
+    let name = nic.name.as_str();
+    let id = |item: &str| format!("host100g.{item}.{name}");
     let link = run(view, name, "ip", &["-d", "link", "show"]);
     let details = link.map(|t| parse::ip_link_details(&t));
     let qdiscs = run(view, name, "tc", &["qdisc", "show", "dev"]);
