@@ -118,7 +118,7 @@ pub enum Command {
     Report(ReportArgs),
     /// Explain what limits throughput on this host and path, and how to fix it.
     #[command(
-        after_help = "Examples:\n  netsweep doctor\n  netsweep doctor --peer 198.18.0.2 --rate 10G\n  netsweep doctor --watch 10 --json\n  virsh dumpxml vm1 | netsweep doctor --libvirt-xml -\n  netsweep doctor --root /path/to/fixture   # proc/ and sys/ of another host\n  netsweep doctor --root ./bsd --rate 1G --rtt 20ms   # a FreeBSD host's saved sysctl/netstat/ifconfig outputs"
+        after_help = "Examples:\n  netsweep doctor\n  netsweep doctor --peer 198.18.0.2 --rate 10G\n  netsweep doctor --watch 10 --json\n  netsweep doctor --rate 100G --json   # the 100G host checklist (host100g.*) judged at 100 Gbit/s\n  virsh dumpxml vm1 | netsweep doctor --libvirt-xml -\n  netsweep doctor --root /path/to/fixture   # proc/ and sys/ of another host\n  netsweep doctor --root ./bsd --rate 1G --rtt 20ms   # a FreeBSD host's saved sysctl/netstat/ifconfig outputs"
     )]
     Doctor(DoctorArgs),
     /// RFC 6349's TCP throughput test against a `netsweep server`: path MTU, baseline RTT,

@@ -171,7 +171,8 @@ pub struct DoctorArgs {
     /// A running `netsweep server` to check the path to (RTT, path MTU, both directions).
     #[arg(long)]
     pub peer: Option<String>,
-    /// Bottleneck rate of the path, e.g. 10G (default: the fastest link speed).
+    /// Bottleneck rate of the path, e.g. 10G (default: the fastest link speed). The 100G
+    /// host checklist (host100g.*) raises each item only from the rate it matters at.
     #[arg(long)]
     pub rate: Option<String>,
     /// Round-trip time of the path (default: measured to --peer).

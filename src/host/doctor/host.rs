@@ -496,5 +496,6 @@ pub fn check(view: &HostView, hints: &PathHints) -> Vec<Finding> {
     buffer_checks(view, &ifaces, hints, &mut out);
     tcp_checks(view, &mut out);
     system_checks(view, &mut out);
+    super::host100g::check(view, &ifaces, hints, &mut out);
     out
 }

@@ -9,6 +9,7 @@
 
 pub mod freebsd;
 pub mod host;
+pub mod host100g;
 pub mod libvirt;
 pub mod measured;
 pub mod nic;
@@ -47,6 +48,34 @@ pub struct Finding {
     /// against the path's own test; not part of the JSON (the title says it).
     #[serde(skip)]
     pub bound: Option<RateBound>,
+    /// For the items of the 100G host checklist (`host100g`): the item's state judged against
+    /// the path's rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checklist: Option<ChecklistItem>,
+}
+
+/// The state of one checklist item: `ok` (also when the item does not matter at the path's
+/// rate), `finding` (it matters and is wrong: the finding's `fix` says what to run), or
+/// `unknown` (the fact could not be read: `reason` says why).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckState {
+    Ok,
+    Finding,
+    Unknown,
+}
+
+/// What a checklist finding adds to the JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChecklistItem {
+    pub state: CheckState,
+    /// The rate from which this item matters, bit/s.
+    pub matters_from_bps: f64,
+    /// The path's rate it was judged against (`--rate`, else the link speed), bit/s.
+    pub rate_bps: Option<f64>,
+    /// Why the state is `unknown`, or why an item that is wrong does not matter here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// Which of this host's buffers a bound is about: its sending side bounds the test to the
@@ -94,6 +123,7 @@ impl Finding {
             evidence: Vec::new(),
             fix: None,
             bound: None,
+            checklist: None,
         }
     }
 
@@ -150,6 +180,19 @@ impl HostView {
         crate::inputs::read_pseudo(&root.join(rest))
             .ok()
             .map(|s| s.trim().to_string())
+    }
+
+    /// The tree's own root: `/` live, the fixture's directory else (for `lib/modules` and a
+    /// fixture's saved command outputs under `cmd/`).
+    pub fn root(&self) -> PathBuf {
+        if self.live {
+            PathBuf::from("/")
+        } else {
+            self.proc_root
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| self.proc_root.clone())
+        }
     }
 
     pub fn sysctl(&self, key: &str) -> Option<String> {
