@@ -15,6 +15,7 @@
 //! boots, and the build removes what it made. `vm::agent` runs commands in guests.
 
 pub mod delayline;
+pub mod loss;
 pub mod processes;
 mod registry;
 mod relay;
@@ -551,16 +552,17 @@ impl Lab {
     /// Packets the in-process delay line dropped in both directions, to its loss and at the
     /// tail of its full queue (or when the far device refused them).
     pub fn delay_line_drops(&self) -> Option<u64> {
+        self.delay_line_drops_by_direction()
+            .map(|d| d.iter().map(|x| x.loss + x.queue).sum())
+    }
+
+    /// The delay line's drops per direction (a->b, b->a).
+    pub fn delay_line_drops_by_direction(&self) -> Option<[loss::PathDrops; 2]> {
         match &self.relay {
-            Relay::Threads { counters, .. } => Some(
-                counters
-                    .iter()
-                    .map(|c| {
-                        c.dropped_loss.load(Ordering::Relaxed)
-                            + c.dropped_queue.load(Ordering::Relaxed)
-                    })
-                    .sum(),
-            ),
+            Relay::Threads { counters, .. } => Some([0, 1].map(|i| loss::PathDrops {
+                loss: counters[i].dropped_loss.load(Ordering::Relaxed),
+                queue: counters[i].dropped_queue.load(Ordering::Relaxed),
+            })),
             _ => None,
         }
     }
