@@ -257,6 +257,20 @@ fn the_report_links_each_stored_run_to_its_picture() {
         assert!(!out.status.success(), "{args:?}");
         String::from_utf8_lossy(&out.stderr).to_string()
     };
+    // The pictures' directory is an output too: never written through a symlink.
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, dir.path().join("sym-runs")).unwrap();
+    let e = fail(&[
+        "report",
+        "--db",
+        &db_arg,
+        "--run-pictures",
+        "-o",
+        "sym.html",
+    ]);
+    assert!(e.contains("sym-runs is a symlink"), "{e}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
     let e = fail(&["plot", "--db", &db_arg, "--run", "9"]);
     assert!(e.contains("has no run 9"), "{e}");
     std::fs::write(dir.path().join("plan.toml"), "[test]\nduration = 1\n").unwrap();

@@ -61,6 +61,13 @@ fn run_pictures(
         .map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
     let dir_name = format!("{stem}-runs");
     let dir = report.with_file_name(&dir_name);
+    // As every output file: never through a symlink (here one to another directory).
+    if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        bail!(
+            "{} is a symlink: netsweep writes no output through one; remove it or choose another -o",
+            dir.display()
+        );
+    }
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let runs = store.runs(campaign)?;
     let mut links = Vec::new();
