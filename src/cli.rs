@@ -29,8 +29,8 @@ pub use auth::{ClientAuthArgs, ServerAuthArgs};
 pub use server::{ServerArgs, ServerConfig};
 
 pub use commands::{
-    CompareArgs, DoctorArgs, ExplainArgs, ExportArgs, ImportArgs, MigrateArgs, More, ReportArgs,
-    RunArgs, TuneCommand, TuneCommon,
+    CompareArgs, DoctorArgs, ExplainArgs, ExportArgs, ImportArgs, MigrateArgs, More, PlotArgs,
+    ReportArgs, RunArgs, TuneCommand, TuneCommon,
 };
 pub use lab::{LabCommand, PathArgs, VmArgs};
 
@@ -116,6 +116,12 @@ pub enum Command {
         after_help = "Examples:\n  netsweep report --db netsweep.db\n  netsweep report --db netsweep.db --campaign 3 -o wan.html\n  netsweep report --db netsweep.db --format md -o wan.md"
     )]
     Report(ReportArgs),
+    /// Draw one test over time: rate per stream and in total, retransmits, RTT, cwnd and
+    /// latency under load, from netsweep's or iperf3's JSON, as HTML or SVG.
+    #[command(
+        after_help = "Examples:\n  netsweep client 127.0.0.1 -t 10 -P 2 --json > test.json && netsweep plot test.json -o test.html\n  iperf3 -c 127.0.0.1 -J > iperf3.json && netsweep plot iperf3.json -o iperf3.svg\n  netsweep plot stream.jsonl                # iperf3 --json-stream lines: stream.html\n  netsweep plot --db netsweep.db --run 12 -o run-12.html"
+    )]
+    Plot(PlotArgs),
     /// Explain what limits throughput on this host and path, and how to fix it.
     #[command(
         after_help = "Examples:\n  netsweep doctor\n  netsweep doctor --peer 198.18.0.2 --rate 10G\n  netsweep doctor --watch 10 --json\n  netsweep doctor --rate 100G --json   # the 100G host checklist (host100g.*) judged at 100 Gbit/s\n  virsh dumpxml vm1 | netsweep doctor --libvirt-xml -\n  netsweep doctor --root /path/to/fixture   # proc/ and sys/ of another host\n  netsweep doctor --root ./bsd --rate 1G --rtt 20ms   # a FreeBSD host's saved sysctl/netstat/ifconfig outputs"

@@ -14,7 +14,9 @@
 //! - `traffic`: the test (`spec`, `timeline`), the engine's stream loops, what each end
 //!   measures and the merged, checked result; netsweep's control protocol, its server and
 //!   client and their shared admission (slots, deadlines, descriptor budget); iperf3's
-//!   protocol in both roles, its JSON document and import; iperf3-style text output.
+//!   protocol in both roles, its JSON document and import; iperf3-style text output; a result
+//!   file (netsweep's, iperf3's `-J` or `--json-stream`) read back as one test over time
+//!   (`over_time`).
 //! - `host`: `doctor` diagnostics, sysctl `tuning` with its journal (a kernel only a higher
 //!   layer reaches is a `tuning::SysctlPlace` handed down), kernel counters and facts, and a
 //!   user's libvirt domain through `virsh` (`libvirt`: its NIC model changed for a campaign,
@@ -24,7 +26,7 @@
 //!   agent (`lab::vm::agent`) is the `SysctlPlace` of a guest's kernel.
 //! - `campaigns`: plans, the runner and its executors, the SQLite store, campaign statistics.
 //!   `cli`: command-line syntax, converted once into validated configurations.
-//! - `report`: HTML and Markdown reports of a stored campaign.
+//! - `report`: HTML and Markdown reports of a stored campaign, and one test over time (`plot`).
 //! - `app`: what each subcommand does, called by `main`.
 //!
 //! Calculation (`analysis`, `traffic::result`, `traffic::timeline`, `traffic::engine`'s pacer,

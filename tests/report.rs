@@ -292,32 +292,8 @@ fn chromium_loads_the_report_with_every_chart_and_no_errors_or_requests() {
     let expected: usize = charts.iter().map(|c| c.2.matches("<svg ").count()).sum();
     let file = dir.path().join("report.html");
     std::fs::write(&file, html::render(&model)).unwrap();
-    let profile = dir.path().join("profile");
-    let base = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--virtual-time-budget=3000",
-    ];
-    let url = format!("file://{}", file.display());
-    let out = std::process::Command::new("chromium")
-        .args(base)
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(["--dump-dom", &url])
-        .output()
-        .unwrap();
-    let dom = String::from_utf8_lossy(&out.stdout);
-    let attr = |name: &str| -> String {
-        let key = format!("{name}=\"");
-        let i = dom
-            .find(&key)
-            .unwrap_or_else(|| panic!("no {name} in the DOM: {}", &dom[..dom.len().min(500)]));
-        dom[i + key.len()..].split('"').next().unwrap().to_string()
-    };
+    let (dom, png) = common::browser::load(&file, dir.path(), 1200, 2400);
+    let attr = |name: &str| common::browser::attr(&dom, name);
     assert_eq!(attr("data-charts"), expected.to_string());
     assert_eq!(
         attr("data-charts-drawn"),
@@ -326,16 +302,6 @@ fn chromium_loads_the_report_with_every_chart_and_no_errors_or_requests() {
     );
     assert_eq!(attr("data-errors"), "0", "no script errors");
     assert_eq!(attr("data-resources"), "0", "no network requests");
-    let shot = dir.path().join("shot.png");
-    let out = std::process::Command::new("chromium")
-        .args(base)
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(format!("--screenshot={}", shot.display()))
-        .args(["--window-size=1200,2400", &url])
-        .output()
-        .unwrap();
-    assert!(shot.exists(), "{}", String::from_utf8_lossy(&out.stderr));
-    let png = std::fs::read(&shot).unwrap();
     // A blank 1200x2400 page compresses to a few kilobytes; charts and text do not.
     assert!(
         png.len() > 40_000,
@@ -343,7 +309,7 @@ fn chromium_loads_the_report_with_every_chart_and_no_errors_or_requests() {
         png.len()
     );
     if let Ok(keep) = std::env::var("NETSWEEP_KEEP_SCREENSHOT") {
-        std::fs::copy(&shot, keep).unwrap();
+        std::fs::write(keep, &png).unwrap();
     }
 }
 

@@ -8,6 +8,7 @@ mod explain;
 mod export;
 mod import;
 pub(crate) mod lab;
+mod plot;
 mod pscheduler;
 mod report;
 mod rfc6349;
@@ -43,6 +44,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Import(a) => import::import(&a),
         Command::Migrate(a) => db::migrate(&a),
         Command::Report(a) => report::report(&a),
+        Command::Plot(a) => plot::plot(&a),
         Command::Doctor(a) => doctor::run(&a),
         Command::Rfc6349(a) => rfc6349::run(&a),
         Command::Tune(c) => tune::run(c),

@@ -3,7 +3,8 @@
 use crate::app::db::{campaign_id, open_existing};
 use crate::campaigns::store::Store;
 use crate::cli::ReportFormat;
-use anyhow::Context;
+use crate::report::html::RunLink;
+use anyhow::{Context, bail};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -31,7 +32,66 @@ pub fn report(a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
         ReportFormat::Md => "report.md".into(),
         ReportFormat::Html => "report.html".into(),
     });
-    write_report(&store, campaign, &path, a.format)?;
-    crate::outln!("report: {}", path.display());
+    if a.run_pictures {
+        if !matches!(a.format, ReportFormat::Html) {
+            bail!("--run-pictures links each run's page from the HTML report: drop --format md");
+        }
+        let links = run_pictures(&store, campaign, &path, &a.db)?;
+        let model = crate::report::ReportModel::build(&store, campaign)?;
+        crate::platform::outfile::write(&path, crate::report::html::render_linked(&model, &links))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        crate::outln!("report: {} ({} run pictures)", path.display(), links.len());
+    } else {
+        write_report(&store, campaign, &path, a.format)?;
+        crate::outln!("report: {}", path.display());
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Draws every successful run of `campaign` into `STEM-runs/run-ID.html` beside `report`, and
+/// returns the links to them. A run whose stored result cannot be drawn is named and skipped.
+fn run_pictures(
+    store: &Store,
+    campaign: i64,
+    report: &Path,
+    db: &Path,
+) -> anyhow::Result<Vec<RunLink>> {
+    let stem = report
+        .file_stem()
+        .map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
+    let dir_name = format!("{stem}-runs");
+    let dir = report.with_file_name(&dir_name);
+    // As every output file: never through a symlink (here one to another directory).
+    if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        bail!(
+            "{} is a symlink: netsweep writes no output through one; remove it or choose another -o",
+            dir.display()
+        );
+    }
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let runs = store.runs(campaign)?;
+    let mut links = Vec::new();
+    for (id, json) in store.run_results(campaign)? {
+        if json.is_none() {
+            continue;
+        }
+        let timeline = match crate::app::plot::stored_run(store, id, db) {
+            Ok(t) => t,
+            Err(e) => {
+                crate::errln!("netsweep: no picture of run {id}: {e:#}");
+                continue;
+            }
+        };
+        let file = format!("run-{id}.html");
+        crate::app::plot::write(&timeline, &dir.join(&file))?;
+        let text = match runs.iter().find(|r| r.id == id) {
+            Some(r) => format!("run {id}: {}, round {}", r.configuration, r.round + 1),
+            None => format!("run {id}"),
+        };
+        links.push(RunLink {
+            text,
+            href: format!("{dir_name}/{file}"),
+        });
+    }
+    Ok(links)
 }

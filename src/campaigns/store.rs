@@ -624,6 +624,16 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// One run's status and the result stored with it (netsweep's JSON, or an imported
+    /// iperf3 -J document); `None` when no run has that id.
+    pub fn run_result(&self, run: i64) -> anyhow::Result<Option<(String, Option<String>)>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT status, result_json FROM run WHERE id = ?1")?;
+        let mut rows = st.query_map(params![run], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.next().transpose()?)
+    }
+
     /// The kernel counter deltas stored with each run (JSON), by run id.
     pub fn run_counters(&self, campaign: i64) -> anyhow::Result<Vec<(i64, Option<String>)>> {
         let mut st = self.conn.prepare(

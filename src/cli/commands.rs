@@ -1,4 +1,5 @@
-//! Argument structs of `run`, `compare`, `report`, `export`, `import`, `tune` and `doctor`.
+//! Argument structs of `run`, `compare`, `report`, `plot`, `export`, `import`, `tune` and
+//! `doctor`.
 
 use clap::{Args, Subcommand};
 
@@ -218,6 +219,28 @@ pub struct ReportArgs {
     pub output: Option<std::path::PathBuf>,
     #[arg(long, value_enum, default_value_t = super::ReportFormat::Html)]
     pub format: super::ReportFormat,
+    /// Also draw each stored run over time (as `netsweep plot`), one HTML page per run in a
+    /// directory beside the report (report.html: report-runs/run-ID.html), linked from it.
+    #[arg(long)]
+    pub run_pictures: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["file", "run"])))]
+pub struct PlotArgs {
+    /// The result file: netsweep's `client --json` document, iperf3's `-J` document or
+    /// iperf3's `--json-stream` lines (the format is found from the text).
+    pub file: Option<std::path::PathBuf>,
+    /// Output file: .html for a page, .svg for one SVG picture (default: FILE's name with
+    /// .html, or run-ID.html).
+    #[arg(short = 'o', long)]
+    pub output: Option<std::path::PathBuf>,
+    /// A run stored in a campaign database (`export` lists their ids), instead of FILE.
+    #[arg(long, value_name = "ID", requires = "db", conflicts_with = "file")]
+    pub run: Option<i64>,
+    /// The database of --run.
+    #[arg(long, requires = "run")]
+    pub db: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -7,7 +7,7 @@ use super::{ReportModel, charts, table_rows, utc};
 use crate::campaigns::store::CampaignRow;
 use std::fmt::Write;
 
-const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:0 auto;padding:1em 1.5em;color:#222;line-height:1.45}\
+pub(crate) const STYLE: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:0 auto;padding:1em 1.5em;color:#222;line-height:1.45}\
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.6em}\
 .meta{color:#555}table{border-collapse:collapse;font-size:.9em;margin:.5em 0}th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right}\
 th:first-child,td:first-child{text-align:left}th{background:#f2f2f2}pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:.85em}\
@@ -18,7 +18,7 @@ figure{margin:1em 0;page-break-inside:avoid}figcaption{color:#555;font-size:.9em
 .box{fill:#eef3f8;stroke:#555}.median{stroke:#000;stroke-width:2}.whisker{stroke:#777}.err{stroke:#333;stroke-width:1.5}.run{stroke-width:1.2;opacity:.8}\
 li{margin:.2em 0}@media print{body{max-width:none}details{display:block}}";
 
-const SCRIPT: &str = "(function(){var errors=0;window.addEventListener('error',function(){errors++;});\
+pub(crate) const SCRIPT: &str = "(function(){var errors=0;window.addEventListener('error',function(){errors++;});\
 function done(){var drawn=0;document.querySelectorAll('svg.chart').forEach(function(s){var b=s.getBBox();if(b.width>0&&b.height>0)drawn++;});\
 var b=document.body;b.setAttribute('data-charts-drawn',drawn);b.setAttribute('data-errors',errors);\
 b.setAttribute('data-resources',performance.getEntriesByType('resource').length);}\
@@ -40,6 +40,19 @@ fn table(rows: &[Vec<String>]) -> String {
 
 /// Renders the whole report.
 pub fn render(m: &ReportModel) -> String {
+    render_linked(m, &[])
+}
+
+/// A link from the report to one run's picture (`report --run-pictures`): its text and its
+/// address relative to the report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunLink {
+    pub text: String,
+    pub href: String,
+}
+
+/// Renders the whole report with a section linking each run to its picture.
+pub fn render_linked(m: &ReportModel, runs: &[RunLink]) -> String {
     let c = &m.campaign;
     let charts = charts(m);
     let mut s = format!(
@@ -97,6 +110,18 @@ pub fn render(m: &ReportModel) -> String {
     s.push_str(&comparisons_section(m));
     s.push_str(&kernel_sections(m));
     s.push_str(&plan_section(c));
+    if !runs.is_empty() {
+        s.push_str("<section id=\"runs\"><h2>Each run over time</h2><p>Rate, retransmits, RTT and window per interval of every stored run, one page each.</p><ul>");
+        for r in runs {
+            let _ = write!(
+                s,
+                "<li><a href=\"{}\">{}</a></li>",
+                esc(&r.href),
+                esc(&r.text)
+            );
+        }
+        s.push_str("</ul></section>");
+    }
     let _ = writeln!(
         s,
         "<footer class=\"meta\"><p>Written by netsweep {}.</p></footer><script>{SCRIPT}</script></body></html>",

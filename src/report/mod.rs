@@ -1,10 +1,12 @@
 //! `netsweep report`: one self-contained HTML file (inline SVG charts with tooltips, no network
 //! requests) or Markdown with the charts as SVG files beside it. `model` computes everything
-//! from the database; `svg`, `html` and `markdown` only render.
+//! from the database; `svg`, `html` and `markdown` only render. `plot` draws one test over time
+//! (`netsweep plot`, and each run's picture the HTML report links).
 
 pub mod html;
 pub mod markdown;
 pub mod model;
+pub mod plot;
 pub mod svg;
 
 pub use model::ReportModel;

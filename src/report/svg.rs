@@ -72,6 +72,14 @@ impl Axis {
                 m if m >= 1e3 => (1e3, "kbit/s".to_string()),
                 _ => (1.0, "bit/s".to_string()),
             }
+        } else if base_unit == "B" {
+            // Bytes (a congestion window) in decimal multiples, as the rates are.
+            match max {
+                m if m >= 1e9 => (1e9, "GB".to_string()),
+                m if m >= 1e6 => (1e6, "MB".to_string()),
+                m if m >= 1e3 => (1e3, "kB".to_string()),
+                _ => (1.0, "B".to_string()),
+            }
         } else {
             (1.0, base_unit.to_string())
         };
@@ -196,6 +204,38 @@ fn frame(title: &str, y_label: &str, axis: &Axis, x_label: &str) -> String {
         H - BOTTOM + 28.0,
         esc(x_label)
     );
+    s
+}
+
+/// The classes the charts use, for an SVG file that stands alone (the HTML pages carry the
+/// same rules in their own style sheet).
+pub const CHART_CSS: &str = "text{font-family:system-ui,-apple-system,'Segoe UI',sans-serif}\
+.ct{font-size:15px;font-weight:600;text-anchor:middle}.yt{font-size:11px;text-anchor:end;fill:#444}.xt{font-size:11px;text-anchor:middle;fill:#444}\
+.al{font-size:12px;text-anchor:middle;fill:#333}.lg{font-size:11px;fill:#333}.grid{stroke:#e3e3e3}.run{stroke-width:1.2;opacity:.8}";
+
+/// Charts one above the other in one SVG document under `title`, with their style sheet:
+/// a picture that stands alone (`plot -o FILE.svg`).
+pub fn stack(title: &str, charts: &[String]) -> String {
+    let top = 40.0;
+    let height = top + H * charts.len() as f64;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{height}\" viewBox=\"0 0 {W} {height}\" role=\"img\" aria-label=\"{t}\">\
+         <title>{t}</title><style>{CHART_CSS}</style><rect width=\"100%\" height=\"100%\" fill=\"#fff\"/><text x=\"{}\" y=\"24\" class=\"ct\">{t}</text>",
+        W / 2.0,
+        t = esc(title)
+    );
+    for (i, chart) in charts.iter().enumerate() {
+        let place = format!(
+            "<svg x=\"0\" y=\"{}\" width=\"{W}\" height=\"{H}\" viewBox=",
+            top + H * i as f64
+        );
+        s.push_str(&chart.replacen(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=",
+            &place,
+            1,
+        ));
+    }
+    s.push_str("</svg>");
     s
 }
 

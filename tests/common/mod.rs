@@ -2,6 +2,7 @@
 //! root/CI rules for tests that need namespaces.
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod loopback;
 pub mod sshd;
 

@@ -24,7 +24,7 @@ pub struct Imported {
 pub const MAX_JSON_BYTES: u64 = 128 << 20;
 
 /// A number from iperf3's JSON: integers, floats, or u64::MAX standing for -1.
-fn lenient_f64(v: &Value) -> Option<f64> {
+pub(crate) fn lenient_f64(v: &Value) -> Option<f64> {
     if let Some(u) = v.as_u64() {
         return (u != u64::MAX).then_some(u as f64);
     }

@@ -1,4 +1,5 @@
-//! iperf3: its JSON result documents (`import`), its wire protocol (`wire`, `control`), its
+//! iperf3: its JSON result documents (`import`; `over_time`: a `-J` or `--json-stream` file as
+//! one test over time, for `plot`), its wire protocol (`wire`, `control`), its
 //! authentication (`auth`: tokens and checks; `login`: keys, users file, password), and
 //! netsweep's client for iperf3 servers (`client`), the padding of the iperf3 on the PATH
 //! (`installed`).
@@ -10,6 +11,7 @@ pub mod import;
 pub mod installed;
 pub mod json;
 pub mod login;
+pub mod over_time;
 pub mod peer_checks;
 pub mod peer_result;
 pub mod report;

@@ -1,0 +1,350 @@
+//! `netsweep plot`: one test over time, drawn from the `TestTimeline` that
+//! `traffic::over_time` read: rate of every stream and the total, retransmits per interval,
+//! RTT and congestion window per stream, UDP loss, the latency probe per interval, and latency
+//! under load as a CDF, each chart only when the file has its figures. As a self-contained HTML
+//! page (inline CSS and SVG, the report's small inline script that records for a browser test
+//! how many charts drew; nothing fetched) or as one SVG document. Renders values it is given;
+//! computes none. Called by `app::plot` and by `app::report` for each run's picture.
+
+use super::svg::{self, Line, XAxis, esc};
+use super::{Chart, utc};
+use crate::traffic::over_time::{Point, StreamLine, TestTimeline};
+use std::fmt::Write;
+
+const TIME: XAxis = XAxis {
+    label: "time in test (s)",
+    log: false,
+    from_data: false,
+};
+
+/// The test in one line: what, to where, how long, how many streams, from which file format.
+pub fn title(t: &TestTimeline) -> String {
+    let f = &t.test;
+    let mut s = format!("{}: {} {}", t.source, f.protocol, f.direction);
+    if let Some(h) = &f.host {
+        let _ = write!(s, " to {h}");
+    }
+    if f.duration_s > 0.0 {
+        let _ = write!(s, ", {} s", f.duration_s);
+    }
+    let _ = write!(
+        s,
+        ", {} stream{}",
+        f.streams,
+        if f.streams == 1 { "" } else { "s" }
+    );
+    s
+}
+
+/// Where the file came from and when the test ran.
+fn provenance(t: &TestTimeline) -> String {
+    let mut s = format!("{} file", t.format);
+    if let Some(tool) = &t.test.tool {
+        let _ = write!(s, " written by {tool}");
+    }
+    if let Some(ts) = t.test.started_unix {
+        let _ = write!(s, ", test started {}", utc(ts));
+    }
+    s
+}
+
+/// The lines of `lines` that have `value` in some interval, each point at its interval's end;
+/// with their names, colour by position.
+fn series<'a>(
+    lines: impl Iterator<Item = &'a StreamLine>,
+    value: impl Fn(&Point) -> Option<f64>,
+) -> (Vec<Line>, Vec<String>) {
+    let mut out = Vec::new();
+    let mut names = Vec::new();
+    for l in lines {
+        let pts: Vec<(f64, f64)> = l
+            .points
+            .iter()
+            .filter_map(|p| value(p).map(|v| (p.end_s, v)))
+            .collect();
+        if !pts.is_empty() {
+            out.push((l.name.clone(), out.len(), pts));
+            names.push(l.name.clone());
+        }
+    }
+    (out, names)
+}
+
+/// An over-time chart of `lines`, or none when no line has the figure.
+fn time_chart(
+    stem: &str,
+    caption: &str,
+    title: &str,
+    y: (&str, &str),
+    (lines, names): (Vec<Line>, Vec<String>),
+) -> Option<Chart> {
+    (!lines.is_empty()).then(|| {
+        (
+            stem.to_string(),
+            caption.to_string(),
+            svg::xy(title, y, TIME, &lines, &names, true),
+        )
+    })
+}
+
+/// The charts of one test, in the order shown.
+pub fn charts(t: &TestTimeline) -> Vec<Chart> {
+    let all = || t.totals.iter().chain(&t.streams);
+    // RTT and window are a sender's per stream; the totals' only when no stream has them.
+    let per_stream = |value: fn(&Point) -> Option<f64>| {
+        let s = series(t.streams.iter(), value);
+        if s.0.is_empty() {
+            series(t.totals.iter(), value)
+        } else {
+            s
+        }
+    };
+    let mut out: Vec<Chart> = [
+        time_chart(
+            "rate",
+            "Rate of every stream and the total per interval, each point at its interval's end",
+            "Rate over time",
+            ("rate", "bit/s"),
+            series(all(), |p| Some(p.bits_per_second)),
+        ),
+        time_chart(
+            "retransmits",
+            "TCP segments the senders retransmitted in each interval",
+            "Retransmits per interval",
+            ("retransmits", "segments"),
+            series(all(), |p| p.retransmits.map(|r| r as f64)),
+        ),
+        time_chart(
+            "rtt",
+            "Smoothed RTT the sender's kernel reported (TCP_INFO) at each interval's end",
+            "RTT over time",
+            ("RTT", "ms"),
+            per_stream(|p| p.rtt_ms),
+        ),
+        time_chart(
+            "cwnd",
+            "Sender's congestion window (TCP_INFO) at each interval's end",
+            "Congestion window over time",
+            ("cwnd", "B"),
+            per_stream(|p| p.cwnd_bytes.map(|b| b as f64)),
+        ),
+        time_chart(
+            "loss",
+            "UDP datagrams lost in each interval",
+            "UDP loss per interval",
+            ("loss", "%"),
+            series(all(), |p| p.lost_percent),
+        ),
+        probe_chart(t),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if let Some(cdf) = t.latency.as_ref() {
+        let mut lines: Vec<Line> = Vec::new();
+        let mut names = Vec::new();
+        for (name, pts) in [("under load", &cdf.loaded), ("idle", &cdf.idle)] {
+            if !pts.is_empty() {
+                lines.push((name.to_string(), lines.len(), pts.clone()));
+                names.push(name.to_string());
+            }
+        }
+        out.push((
+            "latency-cdf".into(),
+            "Round trips of the latency probes: the share of probes at or below each time, idle \
+             (before the load) and under load"
+                .into(),
+            svg::xy(
+                "Latency under load (CDF)",
+                ("probes at or below", "%"),
+                XAxis {
+                    label: "round trip (ms)",
+                    log: false,
+                    from_data: false,
+                },
+                &lines,
+                &names,
+                true,
+            ),
+        ));
+    }
+    out
+}
+
+/// The probe's median and 99th percentile per interval, when the test had `--latency`.
+fn probe_chart(t: &TestTimeline) -> Option<Chart> {
+    let total = t.totals.first()?;
+    let one = |name: &str, v: fn(&Point) -> Option<f64>| {
+        let s = series(std::iter::once(total), v);
+        s.0.into_iter()
+            .next()
+            .map(|(_, _, pts)| (name.to_string(), pts))
+    };
+    let found: Vec<(String, Vec<(f64, f64)>)> = [
+        one("probe p50", |p| p.probe_p50_ms),
+        one("probe p99", |p| p.probe_p99_ms),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let names: Vec<String> = found.iter().map(|(n, _)| n.clone()).collect();
+    let lines: Vec<Line> = found
+        .into_iter()
+        .enumerate()
+        .map(|(i, (n, pts))| (n, i, pts))
+        .collect();
+    time_chart(
+        "probe",
+        "Round trips of the latency probes sent in each interval (median and 99th percentile)",
+        "Latency probe per interval",
+        ("round trip", "ms"),
+        (lines, names),
+    )
+}
+
+/// The whole picture as a self-contained HTML page.
+pub fn page(t: &TestTimeline) -> String {
+    let charts = charts(t);
+    let title = title(t);
+    let mut s = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>netsweep plot: {t}</title><style>{style}</style></head><body data-charts=\"{n}\">\
+         <header><h1>netsweep plot</h1><p><strong>{t}</strong></p><p class=\"meta\">{p}</p></header>",
+        t = esc(&title),
+        style = super::html::STYLE,
+        n = charts.len(),
+        p = esc(&provenance(t))
+    );
+    if let Some(e) = &t.error {
+        let _ = write!(
+            s,
+            "<p><strong>The test ended with an error:</strong> {}. The charts show what was measured before it.</p>",
+            esc(e)
+        );
+    }
+    if t.totals.iter().any(|l| l.points.iter().any(|p| p.omitted)) {
+        s.push_str("<p class=\"meta\">The first intervals are the warm-up (calibration or <code>-O</code>): drawn, but in no summary.</p>");
+    }
+    for (stem, caption, svg) in &charts {
+        let _ = write!(
+            s,
+            "<figure id=\"{}\">{svg}<figcaption>{}. Hover a mark for its value.</figcaption></figure>",
+            esc(stem),
+            esc(caption)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "<footer class=\"meta\"><p>Drawn by netsweep {}.</p></footer><script>{}</script></body></html>",
+        env!("CARGO_PKG_VERSION"),
+        super::html::SCRIPT
+    );
+    s
+}
+
+/// The whole picture as one SVG document.
+pub fn svg_document(t: &TestTimeline) -> String {
+    let charts: Vec<String> = charts(t).into_iter().map(|(_, _, svg)| svg).collect();
+    svg::stack(&title(t), &charts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traffic::over_time::{Format, LatencyCdf, TestFacts};
+
+    fn p(end_s: f64, bps: f64) -> Point {
+        Point {
+            start_s: end_s - 1.0,
+            end_s,
+            bits_per_second: bps,
+            ..Point::default()
+        }
+    }
+
+    fn timeline() -> TestTimeline {
+        TestTimeline {
+            source: "a<b>.json".into(),
+            format: Format::Iperf3Json,
+            test: TestFacts {
+                host: Some("127.0.0.1".into()),
+                protocol: "TCP".into(),
+                direction: "forward".into(),
+                duration_s: 2.0,
+                streams: 1,
+                tool: Some("iperf 3.12".into()),
+                started_unix: Some(0.0),
+            },
+            totals: vec![StreamLine {
+                name: "total".into(),
+                points: vec![p(1.0, 5e9), p(2.0, 1e10)],
+            }],
+            streams: vec![],
+            latency: None,
+            error: None,
+        }
+    }
+
+    /// Where a value lands: 5 Gbit/s at 1 s on an axis of 0 to 10 Gbit/s and 0 to 2 s is the
+    /// middle of both, at (70 + 770 / 2, 36 + 224 / 2) in the chart's 860 x 340 view box.
+    #[test]
+    fn a_known_interval_rate_lands_at_the_expected_pixel() {
+        let charts = charts(&timeline());
+        let rate = &charts.iter().find(|c| c.0 == "rate").unwrap().2;
+        assert!(rate.contains("<circle cx=\"455.0\" cy=\"148.0\""), "{rate}");
+        // 10 Gbit/s at 2 s: the top right corner of the plot.
+        assert!(rate.contains("<circle cx=\"840.0\" cy=\"36.0\""), "{rate}");
+        assert!(rate.contains("rate (Gbit/s)") && rate.contains("time in test (s)"));
+        assert!(rate.contains(">total</text>"), "legend: {rate}");
+    }
+
+    #[test]
+    fn charts_appear_only_for_figures_the_file_has() {
+        let mut t = timeline();
+        let stems =
+            |t: &TestTimeline| -> Vec<String> { charts(t).into_iter().map(|c| c.0).collect() };
+        assert_eq!(stems(&t), ["rate"]);
+        t.streams.push(StreamLine {
+            name: "stream 5".into(),
+            points: vec![Point {
+                rtt_ms: Some(0.2),
+                cwnd_bytes: Some(2_000_000),
+                retransmits: Some(3),
+                ..p(1.0, 5e9)
+            }],
+        });
+        t.latency = Some(LatencyCdf {
+            loaded: vec![(1.0, 0.0), (4.0, 100.0)],
+            idle: vec![],
+        });
+        assert_eq!(
+            stems(&t),
+            ["rate", "retransmits", "rtt", "cwnd", "latency-cdf"]
+        );
+        let c = charts(&t);
+        assert!(c[3].2.contains("cwnd (MB)"), "{}", c[3].2);
+        assert!(c[4].2.contains("round trip (ms)") && c[4].2.contains("under load"));
+    }
+
+    #[test]
+    fn the_page_and_the_svg_name_the_file_and_the_test_and_fetch_nothing() {
+        let t = timeline();
+        let html = page(&t);
+        assert!(html.contains("a&lt;b&gt;.json: TCP forward to 127.0.0.1, 2 s, 1 stream"));
+        assert!(html.contains("iperf3 -J file written by iperf 3.12"));
+        assert!(html.contains("data-charts=\"1\""));
+        for external in ["http://", "https://", "src=", "@import", "url("] {
+            let outside = html.replace("http://www.w3.org/2000/svg", "");
+            assert!(!outside.contains(external), "{external}");
+        }
+        let doc = svg_document(&t);
+        assert!(
+            doc.starts_with(
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"860\" height=\"380\""
+            )
+        );
+        assert!(doc.contains("<svg x=\"0\" y=\"40\" width=\"860\" height=\"340\" viewBox="));
+        assert_eq!(doc.matches("<svg").count(), 2);
+        assert!(doc.contains("<style>") && !doc.contains("<script"));
+    }
+}
