@@ -151,6 +151,8 @@ pub fn params_for(spec: &TestSpec) -> Result<Params, String> {
         tos: spec.tos.unwrap_or(0),
         fqrate_bps: spec.fq_rate_bps.unwrap_or(0),
         dont_fragment: spec.dont_fragment,
+        nodelay: spec.no_delay && !udp,
+        repeating_payload: spec.repeating_payload,
         ..Params::default()
     })
 }
