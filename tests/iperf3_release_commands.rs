@@ -71,12 +71,14 @@ const TEST_COMMANDS: &[&str] = &[
 
 /// A command netsweep refuses by name: the words a netsweep server's log names it with (an
 /// iperf3 client hears iperf3's "not implemented"), the words netsweep's client refuses it
-/// with, and why.
+/// with, and why. `iperf3_itself`: what iperf3's own client says when it refuses the command
+/// on this machine before asking any server (`-A 2/2` on a machine without a CPU 2).
 struct Refused {
     command: &'static str,
     server_log: &'static str,
     client_error: &'static str,
     why: &'static str,
+    iperf3_itself: Option<&'static str>,
 }
 
 const REFUSED: &[Refused] = &[
@@ -85,24 +87,28 @@ const REFUSED: &[Refused] = &[
         server_log: "asked for --sctp",
         client_error: "--sctp: netsweep tests TCP and UDP only",
         why: "netsweep measures TCP and UDP; SCTP is iperf3's alone",
+        iperf3_itself: None,
     },
     Refused {
         command: "-A 2/2",
         server_log: "-A (server CPU affinity)",
         client_error: "-A/--affinity: netsweep does not pin its threads to CPUs",
         why: "netsweep does not pin threads to CPUs (yet)",
+        iperf3_itself: Some("unable to set CPU affinity"),
     },
     Refused {
         command: "-A 2/2 -u -b1G",
         server_log: "-A (server CPU affinity)",
         client_error: "-A/--affinity: netsweep does not pin its threads to CPUs",
         why: "netsweep does not pin threads to CPUs (yet)",
+        iperf3_itself: Some("unable to set CPU affinity"),
     },
     Refused {
         command: "-u -b1G/100",
         server_log: "-b RATE/BURST",
         client_error: "-b 1G/100: iperf3's bursts",
         why: "netsweep's pacer sends evenly, without bursts",
+        iperf3_itself: None,
     },
 ];
 
@@ -181,7 +187,7 @@ fn text(out: &Output) -> String {
 
 /// A finished test's output as iperf3 prints it: the JSON document (no error, an `end`) with
 /// `-J`, else the text summary with its receiver line (each line titled with `-T`).
-fn passed(args: &[String], out: &Output) -> Result<(), String> {
+fn passed(args: &[String], out: &Output, titled: bool) -> Result<(), String> {
     let all = text(out);
     if !out.status.success() {
         return Err(format!("exit {:?}: {all}", out.status.code()));
@@ -196,7 +202,7 @@ fn passed(args: &[String], out: &Output) -> Result<(), String> {
     if !all.contains("receiver") {
         return Err(format!("no receiver line: {all}"));
     }
-    if let Some(i) = args.iter().position(|a| a == "-T") {
+    if let Some(i) = args.iter().position(|a| a == "-T").filter(|_| titled) {
         let title = format!("{}:  ", args[i + 1]);
         let stdout = String::from_utf8_lossy(&out.stdout);
         if let Some(l) = stdout
@@ -247,6 +253,12 @@ fn iperf3s_release_commands_run_against_a_netsweep_server() {
         };
         if let Some(r) = REFUSED.iter().find(|r| r.command == *command) {
             // iperf3 prints the server's "not implemented"; the server's log names the option.
+            if r.iperf3_itself
+                .is_some_and(|w| !out.status.success() && text(&out).contains(w))
+            {
+                // iperf3's client refused it here before asking the server.
+                continue;
+            }
             let named = common::wait_bounded_check(Duration::from_secs(10), || {
                 server.log_text()[seen..].contains(r.server_log)
             });
@@ -269,7 +281,8 @@ fn iperf3s_release_commands_run_against_a_netsweep_server() {
             }
             continue;
         }
-        if let Err(e) = passed(&args, &out) {
+        // (iperf3 3.12's own client leaves some lines untitled: only netsweep's are checked.)
+        if let Err(e) = passed(&args, &out, false) {
             failures.push(format!(
                 "{command}: {e}\nlog: {}",
                 &server.log_text()[seen..]
@@ -330,7 +343,7 @@ fn netsweeps_client_runs_iperf3s_release_commands_against_iperf3() {
             }
             continue;
         }
-        if let Err(e) = passed(&args, &out) {
+        if let Err(e) = passed(&args, &out, true) {
             failures.push(format!("{command}: {e}"));
         }
     }
