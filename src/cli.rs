@@ -374,7 +374,8 @@ pub struct ClientArgs {
 
 /// iperf3's client options for the IP header, the sockets and the far end's output, under
 /// iperf3's names. Each is honoured in both protocols (netsweep's server applies the same
-/// socket options to its ends); `-L/--flowlabel` alone is refused by name.
+/// socket options to its ends); `-L/--flowlabel`, `-A/--affinity` and `-F/--file` are refused
+/// by name.
 #[derive(Debug, Args, Clone, Default)]
 pub struct Iperf3ClientOptions {
     /// Type of service of the data packets, 0-255 (decimal, 0x hex or 0 octal), as iperf3's -S.
@@ -383,7 +384,7 @@ pub struct Iperf3ClientOptions {
     /// DSCP of the data packets: a number 0-63 or a name (ef, af11-af43, cs0-cs7, va).
     #[arg(long, value_name = "VALUE")]
     pub dscp: Option<String>,
-    /// Caps each TCP stream's sending rate in the kernel (SO_MAX_PACING_RATE), e.g. 100M.
+    /// Caps each stream's sending rate in the kernel (SO_MAX_PACING_RATE), e.g. 100M.
     #[arg(long, value_name = "RATE")]
     pub fq_rate: Option<String>,
     /// Local port of the first data stream; stream i uses PORT + i (iperf3's numbering).
@@ -408,16 +409,57 @@ pub struct Iperf3ClientOptions {
     /// milliseconds ("idle timeout for receiving data"; iperf3's default, 120000).
     #[arg(long, value_name = "MS")]
     pub rcv_timeout: Option<u64>,
+    /// TCP_NODELAY on both ends' data sockets (Nagle's algorithm off), as iperf3's -N.
+    #[arg(short = 'N', long)]
+    pub no_delay: bool,
+    /// Senders send iperf3's repeating "0123456789" pattern instead of netsweep's own (both
+    /// ends, as iperf3's --repeating-payload).
+    #[arg(long)]
+    pub repeating_payload: bool,
+    /// Start every line of the text output with TITLE and two spaces (iperf3's -T; its JSON
+    /// gets a top-level "title").
+    #[arg(short = 'T', long, value_name = "TITLE")]
+    pub title: Option<String>,
+    /// iperf3's CPU affinity: refused by name (see `refusal`).
+    #[arg(short = 'A', long, hide = true, value_name = "N[,M]")]
+    pub affinity: Option<String>,
+    /// iperf3's file transfer: refused by name (see `refusal`).
+    #[arg(short = 'F', long, hide = true, value_name = "NAME")]
+    pub file: Option<String>,
+    /// iperf3's SCTP tests: refused by name (see `refusal`).
+    #[arg(long, hide = true)]
+    pub sctp: bool,
 }
+
+/// Why `--sctp` is refused.
+pub const SCTP_REFUSAL: &str = "--sctp: netsweep tests TCP and UDP only; run SCTP tests with \
+     iperf3";
+
+/// Why `-A`/`--affinity` is refused: netsweep's client does not pin its threads yet.
+pub const AFFINITY_REFUSAL: &str = "-A/--affinity: netsweep does not pin its threads to CPUs \
+     (the kernel's scheduler places them); run without -A, or with iperf3 to pin";
+/// Why `-F`/`--file` is refused.
+pub const FILE_REFUSAL: &str = "-F/--file: netsweep sends from memory and discards what it \
+     receives, so the test measures the network and not a disk; it does not read or write \
+     files: run without -F (with -n SIZE for a file's size), or with iperf3 for a file transfer";
 
 impl Iperf3ClientOptions {
     /// Why the test cannot run as asked: an option netsweep's client does not implement.
     pub fn refusal(&self) -> Option<String> {
-        self.flowlabel.as_ref().map(|_| {
-            "-L/--flowlabel: iperf3's option, not implemented by netsweep's client; run without \
-             it, or with iperf3"
-                .to_string()
-        })
+        if self.flowlabel.is_some() {
+            return Some(
+                "-L/--flowlabel: iperf3's option, not implemented by netsweep's client; run \
+                 without it, or with iperf3"
+                    .to_string(),
+            );
+        }
+        if self.affinity.is_some() {
+            return Some(AFFINITY_REFUSAL.to_string());
+        }
+        if self.sctp {
+            return Some(SCTP_REFUSAL.to_string());
+        }
+        self.file.as_ref().map(|_| FILE_REFUSAL.to_string())
     }
 
     /// The type-of-service byte asked for with `-S` or `--dscp`, parsed as iperf3 does.
@@ -545,6 +587,11 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         }
         spec.dont_fragment = a.ip.dont_fragment;
         spec.skip_rx_copy = a.skip_rx_copy;
+        spec.no_delay = a.ip.no_delay;
+        spec.repeating_payload = a.ip.repeating_payload;
+        if a.ip.no_delay && spec.protocol == Protocol::Udp {
+            bail!("-N/--no-delay applies to TCP only (UDP has no Nagle's algorithm)");
+        }
         // A path or size the user names is used as named: no calibration (a rate needs none:
         // paced senders never calibrate).
         if a.length.is_some() || a.no_zerocopy {

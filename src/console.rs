@@ -22,8 +22,46 @@ pub fn log_to(path: &std::path::Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// iperf3's `-T`/`--title`: the text every line of standard output starts with, and whether
+/// the next write starts a line.
+static TITLE: std::sync::Mutex<(Option<String>, bool)> = std::sync::Mutex::new((None, true));
+
+/// Starts every later line of standard output with `title` and two spaces, as iperf3's
+/// `-T TITLE` does (`None`: no prefix).
+pub fn set_title(title: Option<String>) {
+    if let Ok(mut t) = TITLE.lock() {
+        *t = (title, true);
+    }
+}
+
+/// `text` with `title:  ` before each line that starts in it; `at_start` says whether the
+/// text starts a line, and is left saying whether the next text does.
+pub fn titled(title: &str, text: &str, at_start: &mut bool) -> String {
+    let mut out = String::with_capacity(text.len() + title.len() + 3);
+    for piece in text.split_inclusive('\n') {
+        if *at_start {
+            out.push_str(title);
+            out.push_str(":  ");
+        }
+        out.push_str(piece);
+        *at_start = piece.ends_with('\n');
+    }
+    out
+}
+
 /// Writes to standard output (or the log file); a closed pipe is remembered, not a panic.
 pub fn write_out(args: std::fmt::Arguments<'_>) {
+    if let Ok(mut t) = TITLE.lock()
+        && let (Some(title), at_start) = &mut *t
+    {
+        let text = titled(title, &args.to_string(), at_start);
+        drop(t);
+        return write_plain(format_args!("{text}"));
+    }
+    write_plain(args);
+}
+
+fn write_plain(args: std::fmt::Arguments<'_>) {
     if let Ok(mut guard) = LOG_FILE.lock()
         && let Some(f) = guard.as_mut()
     {
@@ -66,4 +104,22 @@ macro_rules! outln {
 #[macro_export]
 macro_rules! errln {
     ($($t:tt)*) => { $crate::console::write_err(format_args!("{}\n", format_args!($($t)*))) };
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_title_starts_every_line_as_iperf3s_does() {
+        let mut at_start = true;
+        let a = super::titled(
+            "test1",
+            "Connecting to host\n[  5] 0.00-1.00",
+            &mut at_start,
+        );
+        assert_eq!(a, "test1:  Connecting to host\ntest1:  [  5] 0.00-1.00");
+        assert!(!at_start);
+        let b = super::titled("test1", " sec\n\n", &mut at_start);
+        assert_eq!(b, " sec\ntest1:  \n");
+        assert!(at_start);
+    }
 }

@@ -179,6 +179,8 @@ pub struct ClientView {
     pub verbose: bool,
     /// Where the output goes instead of standard output (`--logfile`).
     pub logfile: Option<std::path::PathBuf>,
+    /// `-T`: the text output's line prefix, iperf3's JSON's "title".
+    pub title: Option<String>,
 }
 
 /// Which JSON a client prints.
@@ -222,6 +224,7 @@ impl TryFrom<&ClientArgs> for ClientView {
                 .unwrap_or_default(),
             verbose: a.verbose,
             logfile: a.logfile.clone(),
+            title: a.ip.title.clone(),
         })
     }
 }
@@ -237,6 +240,9 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
         return ExitCode::FAILURE;
     }
     let stop = signals::install();
+    if view.json.is_none() {
+        crate::console::set_title(view.title.clone());
+    }
     for note in &cfg.notes {
         if view.json.is_some() {
             crate::errln!("netsweep: {note}");
@@ -326,7 +332,14 @@ fn print_result(cfg: &ClientConfig, result: &TestResult, view: &ClientView, stre
             Ok(doc) => print_json(&doc),
             Err(e) => crate::errln!("netsweep: cannot encode the result: {e}"),
         },
-        Some(JsonSchema::Iperf3) => print_json(&iperf3_json::document(result, cfg.server)),
+        Some(JsonSchema::Iperf3) => {
+            let mut doc = iperf3_json::document(result, cfg.server);
+            if let (Some(t), Some(m)) = (&view.title, doc.as_object_mut()) {
+                // iperf3's -T in -J: a top-level "title".
+                m.insert("title".into(), serde_json::json!(t));
+            }
+            print_json(&doc)
+        }
         Some(JsonSchema::Iperf3Stream) => {
             if !stream_started {
                 stream_start(cfg, &result.spec, &result.start);

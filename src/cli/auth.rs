@@ -53,7 +53,14 @@ pub struct ServerAuthArgs {
     pub rsa_private_key_path: Option<PathBuf>,
     /// Who may run tests: lines `user,sha256hex` where the hash is of `{user}password`
     /// (printf '%s' '{alice}secret' | sha256sum); `#` starts a comment. Read at every login.
-    #[arg(long, value_name = "FILE", requires = "rsa_private_key_path")]
+    // `--authorized-user`: the prefix iperf3's own auth_test.sh writes (getopt_long takes
+    // any unambiguous prefix).
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "rsa_private_key_path",
+        alias = "authorized-user"
+    )]
     pub authorized_users_path: Option<PathBuf>,
     /// Most seconds between the client's clock and this server's at a login (default 10).
     #[arg(long, value_name = "SECONDS", requires = "rsa_private_key_path")]

@@ -14,6 +14,16 @@ use anyhow::Context;
 /// Returns the note the start of the test says when the default was taken.
 pub(super) fn apply_rate(a: &ClientArgs, spec: &mut TestSpec) -> anyhow::Result<Option<String>> {
     let streams = f64::from(spec.streams.max(1));
+    for (flag, value) in [("-b", &a.bitrate), ("--total-bitrate", &a.total_bitrate)] {
+        if let Some(v) = value
+            && let Some((rate, burst)) = v.split_once('/')
+        {
+            anyhow::bail!(
+                "{flag} {v}: iperf3's bursts (RATE/BURST, here {burst} packets at a time) are \
+                 not implemented: netsweep paces each stream evenly; give {flag} {rate}"
+            );
+        }
+    }
     if let Some(b) = &a.bitrate {
         let each = b.parse::<BitRate>().context("-b/--bitrate")?;
         spec.bitrate_bps = each.bits_per_second() * streams;

@@ -331,7 +331,6 @@ fn iperf3s_ip_and_socket_options_are_honoured_and_flowlabel_refused() {
         (&["127.0.0.1", "-S", "256"][..], "0 to 255"),
         (&["127.0.0.1", "--dscp", "fast"][..], "not a DSCP"),
         (&["127.0.0.1", "--dont-fragment"][..], "UDP only"),
-        (&["127.0.0.1", "-u", "--fq-rate", "1G"][..], "TCP only"),
         (&["127.0.0.1", "--connect-timeout", "0"][..], "milliseconds"),
         (&["127.0.0.1", "-L", "7"][..], "-L/--flowlabel"),
     ] {
@@ -435,4 +434,50 @@ fn the_pscheduler_iperf3_tools_server_line_is_a_one_off_server() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("at least 1 second"), "{e}");
+}
+
+/// iperf3's client flags netsweep does not implement are refused by name, with what to do
+/// instead, not by clap's "unexpected argument" or a unit parser's "unknown unit".
+#[test]
+fn iperf3s_unimplemented_client_flags_are_refused_by_name() {
+    for (args, name) in [
+        (
+            &["127.0.0.1", "-A", "2/2"][..],
+            "-A/--affinity: netsweep does not pin",
+        ),
+        (&["127.0.0.1", "--affinity", "1"], "-A/--affinity"),
+        (
+            &["127.0.0.1", "-F", "/etc/hosts"],
+            "-F/--file: netsweep sends from memory",
+        ),
+        (
+            &["127.0.0.1", "--sctp"],
+            "--sctp: netsweep tests TCP and UDP only",
+        ),
+        (
+            &["127.0.0.1", "-u", "-b1G/100"],
+            "-b 1G/100: iperf3's bursts",
+        ),
+        (
+            &["127.0.0.1", "--total-bitrate", "1G/100"],
+            "--total-bitrate 1G/100",
+        ),
+        (
+            &["127.0.0.1", "-u", "-N"],
+            "-N/--no-delay applies to TCP only",
+        ),
+    ] {
+        let e = client(args).unwrap_err().to_string();
+        assert!(e.contains(name), "{args:?}: {e}");
+    }
+    // -N and --repeating-payload are honoured, and an iperf3 server is told both.
+    let (_, spec) = client(&["127.0.0.1", "-N", "--repeating-payload", "-n", "1M"]).unwrap();
+    assert!(spec.no_delay && spec.repeating_payload);
+    let p = crate::traffic::iperf3::client::params_for(&spec).unwrap();
+    assert!(p.nodelay && p.repeating_payload);
+    let m = p.to_json();
+    assert_eq!(m["repeating_payload"], serde_json::json!(1));
+    assert_eq!(m["nodelay"], serde_json::json!(true));
+    // -T is a flag of the output, accepted.
+    assert!(client(&["127.0.0.1", "-T", "test1"]).is_ok());
 }

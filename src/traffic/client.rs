@@ -132,13 +132,19 @@ fn run_test_of_either_protocol(
     ctrl.write_all(&protocol::control_preamble())
         .map_err(|e| TestError::new(format!("{server}: {e}")))?;
     let mut pre = [0u8; 8];
-    let wait = if cfg.peer == PeerProtocol::Detect {
-        DETECT_WAIT
-    } else {
-        IO_DEADLINE
+    let wait = match cfg.peer {
+        PeerProtocol::Detect => DETECT_WAIT,
+        _ => socket::IPERF3_PROBE_WAIT,
     };
     match read_exact_by(&mut ctrl, &mut pre, Instant::now() + wait) {
         Ok(()) => {}
+        Err(protocol::ProtocolError::Timeout(_)) if cfg.peer == PeerProtocol::Netsweep => {
+            return Err(TestError::new(silent_server(
+                &mut ctrl,
+                server,
+                t0 + IO_DEADLINE,
+            )));
+        }
         Err(protocol::ProtocolError::Timeout(_))
             if cfg.peer == PeerProtocol::Detect && spec.latency.is_some() =>
         {
@@ -187,6 +193,47 @@ fn run_test_of_either_protocol(
     }
     let control_rtt = t0.elapsed();
     netsweep::session(cfg, spec, stop, on_interval, ctrl, control_rtt)
+}
+
+/// Why a server that did not answer netsweep's greeting within `IPERF3_PROBE_WAIT` is no
+/// netsweep server: the rest of an iperf3 cookie is sent, and an iperf3 server answers it
+/// with a state byte (PARAM_EXCHANGE, or ACCESS_DENIED when busy); anything else waits until
+/// `deadline` for the greeting, as before. (A netsweep server answers its greeting at once.)
+fn silent_server(ctrl: &mut TcpStream, server: SocketAddr, deadline: Instant) -> String {
+    use crate::traffic::iperf3::wire::{COOKIE_LEN, State};
+    let greeting = protocol::control_preamble();
+    let mut rest = vec![b'a'; COOKIE_LEN - greeting.len()];
+    if let Some(nul) = rest.last_mut() {
+        *nul = 0;
+    }
+    let not_netsweep = format!(
+        "{server} did not answer as a netsweep server: no answer to its greeting within {}s",
+        IO_DEADLINE.as_secs()
+    );
+    if ctrl.write_all(&rest).is_err() {
+        return not_netsweep;
+    }
+    let mut first = [0u8; 1];
+    match read_exact_by(ctrl, &mut first, deadline) {
+        Ok(())
+            if matches!(
+                State::from_byte(first[0]),
+                Some(State::ParamExchange | State::AccessDenied | State::ServerError)
+            ) =>
+        {
+            format!(
+                "{server} looks like an iperf3 server: add --iperf3 (it did not answer \
+                 netsweep's greeting and answered iperf3's cookie)"
+            )
+        }
+        Ok(()) if first[0] == greeting[0] => format!(
+            "{server} answered netsweep's greeting only after {}s (a busy netsweep server?): \
+             try again",
+            socket::IPERF3_PROBE_WAIT.as_secs()
+        ),
+        Ok(()) => format!("{not_netsweep} (it answered with byte {:#04x})", first[0]),
+        Err(_) => not_netsweep,
+    }
 }
 
 #[cfg(test)]

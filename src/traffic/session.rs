@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 /// sender and scheduling hiccups of a 2-core host must not overflow it.
 pub const UDP_RCVBUF_DEFAULT: u64 = 32 << 20;
 
-/// Applies window, congestion control, type of service and pacing cap to a TCP data socket
+/// Applies window, congestion control, type of service, pacing cap and TCP_NODELAY to a TCP data socket
 /// (either end; both ends set the TOS, as iperf3's do, so replies carry it too).
 pub fn prepare_tcp(sock: &TcpStream, spec: &TestSpec) -> std::io::Result<()> {
     if let Some(w) = spec.window_bytes {
@@ -34,11 +34,16 @@ pub fn prepare_tcp(sock: &TcpStream, spec: &TestSpec) -> std::io::Result<()> {
         sockopt::set_max_pacing_rate(sock, bps / 8)
             .map_err(|e| annotate(e, "--fq-rate (SO_MAX_PACING_RATE)"))?;
     }
+    if spec.no_delay {
+        // iperf3's -N: both ends, so a -R test's sender (the server) sends without Nagle too.
+        sock.set_nodelay(true)
+            .map_err(|e| annotate(e, "-N/--no-delay (TCP_NODELAY)"))?;
+    }
     Ok(())
 }
 
-/// Applies the window (or the UDP receive default), type of service and Don't Fragment to a
-/// UDP data socket.
+/// Applies the window (or the UDP receive default), type of service, Don't Fragment and the
+/// pacing cap to a UDP data socket.
 pub fn prepare_udp(sock: &UdpSocket, spec: &TestSpec, receiving: bool) -> std::io::Result<()> {
     match spec.window_bytes {
         Some(w) => sockopt::set_buffers(sock, w, spec.window_mode == WindowMode::Force)?,
@@ -52,6 +57,11 @@ pub fn prepare_udp(sock: &UdpSocket, spec: &TestSpec, receiving: bool) -> std::i
     }
     if spec.dont_fragment {
         sockopt::set_dont_fragment(sock, v6).map_err(|e| annotate(e, "--dont-fragment"))?;
+    }
+    if let Some(bps) = spec.fq_rate_bps {
+        // As iperf3's UDP sockets: the fq qdisc paces them too (beside -b's own pacing).
+        sockopt::set_max_pacing_rate(sock, bps / 8)
+            .map_err(|e| annotate(e, "--fq-rate (SO_MAX_PACING_RATE)"))?;
     }
     Ok(())
 }
@@ -164,6 +174,7 @@ pub fn start_streams(
             spec.length_bytes as usize,
             spec.zerocopy,
             calibrate,
+            spec.repeating_payload,
         ))
     });
     // One calibration for all sending streams of the test on this end (`sendpath::Pool`).
@@ -195,6 +206,7 @@ pub fn start_streams(
             length: spec.length_bytes as usize,
             udp_offload: spec.udp_offload,
             zerocopy: spec.zerocopy,
+            repeating_payload: spec.repeating_payload,
             source: source.clone(),
             send_pool: send_pool.clone(),
             read_bytes,
@@ -269,5 +281,24 @@ impl Finished {
     pub fn add(&mut self, report: StreamReport, cpu: CpuUsage) {
         self.reports.push(report);
         self.cpu.add(&cpu);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// iperf3's -N reaches the socket: TCP_NODELAY on, and off without it.
+    #[test]
+    fn no_delay_sets_tcp_nodelay_on_a_data_socket() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        let mut spec = TestSpec::tcp(std::time::Duration::from_secs(1));
+        prepare_tcp(&client, &spec).unwrap();
+        assert!(!client.nodelay().unwrap());
+        spec.no_delay = true;
+        prepare_tcp(&server, &spec).unwrap();
+        assert!(server.nodelay().unwrap());
     }
 }

@@ -156,6 +156,14 @@ pub struct TestSpec {
     /// warm-up; `duration` is then only its ceiling. Absent: the test runs for `duration`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<Count>,
+    /// TCP_NODELAY on both ends' data sockets (iperf3's `-N`): writes go out at once instead
+    /// of waiting for Nagle's algorithm.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_delay: bool,
+    /// Senders send iperf3's repeating "0123456789" pattern (`--repeating-payload`) instead
+    /// of netsweep's own pattern.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repeating_payload: bool,
 }
 
 /// How much a test moves before it ends (iperf3's `-n` and `-k`), counted after the warm-up
@@ -370,6 +378,8 @@ impl TestSpec {
             dont_fragment: false,
             skip_rx_copy: false,
             count: None,
+            no_delay: false,
+            repeating_payload: false,
         }
     }
 
@@ -451,11 +461,6 @@ impl TestSpec {
             }
             if self.congestion.is_some() {
                 return Err(SpecError::TcpOnly("-C/--congestion"));
-            }
-            if self.fq_rate_bps.is_some() {
-                return Err(SpecError::TcpOnly(
-                    "--fq-rate (for UDP, -b paces the sender)",
-                ));
             }
         } else if self.dont_fragment {
             return Err(SpecError::UdpOnly("--dont-fragment"));
@@ -603,10 +608,15 @@ impl Default for ServerLimits {
 impl ServerLimits {
     /// Why this server refuses `spec`, if it does.
     pub fn refusal(&self, spec: &TestSpec) -> Option<String> {
-        if spec.wall_time() > self.max_duration {
+        // The asked time (idle baseline, warm-up, duration): the send path calibration is
+        // netsweep's own and not the user's to count (`-t 2` under `--max-duration 2`).
+        let asked = spec
+            .wall_time()
+            .saturating_sub(spec.effective_calibration());
+        if asked > self.max_duration {
             return Some(format!(
                 "test of {:.1}s exceeds this server's --max-duration of {:.1}s",
-                spec.wall_time().as_secs_f64(),
+                asked.as_secs_f64(),
                 self.max_duration.as_secs_f64()
             ));
         }
@@ -774,6 +784,16 @@ mod tests {
             ..spec.clone()
         };
         assert!(limits.refusal(&long).unwrap().contains("--max-duration"));
+        // The 0.3 s send path calibration is not the user's: -t 2 fits --max-duration 2.
+        let two = ServerLimits {
+            max_duration: Duration::from_secs(2),
+            ..ServerLimits::default()
+        };
+        let t2 = TestSpec::tcp(Duration::from_secs(2));
+        assert!(!t2.effective_calibration().is_zero());
+        assert_eq!(two.refusal(&t2), None);
+        let t3 = TestSpec::tcp(Duration::from_secs(3));
+        assert!(two.refusal(&t3).unwrap().contains("test of 3.0s"));
         // Regression: UDP, an hour at 10 ms with 32 streams made the server commit 1.27 GB.
         let many = TestSpec {
             duration: Duration::from_secs(3600),

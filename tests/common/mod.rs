@@ -235,6 +235,20 @@ pub fn wait_bounded_until(limit: std::time::Duration, what: &str, mut ok: impl F
     }
 }
 
+/// Tries `ok` every 100 ms for at most `limit`: whether it came to hold.
+pub fn wait_bounded_check(limit: std::time::Duration, mut ok: impl FnMut() -> bool) -> bool {
+    let t0 = std::time::Instant::now();
+    loop {
+        if ok() {
+            return true;
+        }
+        if t0.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
 /// Starts `netsweep ARGS` with the test hook `NETSWEEP_TEST_PAUSE=point` and waits (at most
 /// `limit`) until it says it paused there; the child is then stopped at that point.
 pub fn netsweep_paused_at(

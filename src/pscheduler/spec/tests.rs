@@ -29,8 +29,7 @@ fn every_supported_field_is_accepted_and_mapped() {
         "parallel": 4, "udp": false, "bandwidth": 500_000_000u64, "window-size": 4_194_304,
         "mss": 1400, "buffer-length": 131_072, "ip-version": 4, "local-address": "198.18.0.1",
         "omit": "PT3S", "congestion": "cubic", "zero-copy": true, "reverse": true,
-        "single-ended": false, "single-ended-port": 5201, "loopback": false, "ip-tos": 0,
-        "no-delay": false
+        "single-ended": false, "single-ended-port": 5201, "loopback": false, "ip-tos": 0
     });
     assert_eq!(can_run_spec(spec.clone()), json!({"can-run": true}));
     let t = Throughput::from_json(&spec).map_err(|r| r.join("; "));
@@ -78,9 +77,13 @@ fn unsupported_fields_are_refused_by_name_all_at_once() {
         "no-delay",
         "sctp",
     ] {
+        let refused = if name == "no-delay" {
+            "as pScheduler's iperf3 tool refuses it"
+        } else {
+            "netsweep does not support"
+        };
         assert!(
-            r.iter()
-                .any(|l| l.contains(name) && l.contains("netsweep does not support")),
+            r.iter().any(|l| l.contains(name) && l.contains(refused)),
             "{name}: {r:?}"
         );
     }
@@ -263,8 +266,8 @@ fn bandwidth_with_fq_rate_is_refused_as_the_iperf3_tool_refuses_it() {
 }
 
 /// What pScheduler's iperf3 tool refuses in `can-run` (its `supported_options` leaves out
-/// these throughput fields; it also refuses the bandwidth/fq-rate pair), netsweep refuses
-/// too, `no-delay: false` (the default it has) apart.
+/// these throughput fields, `no-delay` with any value; it also refuses the bandwidth/fq-rate
+/// pair), netsweep refuses too.
 #[test]
 fn can_run_refuses_what_the_iperf3_tool_refuses() {
     for spec in [
@@ -272,6 +275,7 @@ fn can_run_refuses_what_the_iperf3_tool_refuses() {
         json!({"dest": "h", "burst-size": 10}),
         json!({"dest": "h", "reverse-connections": true}),
         json!({"dest": "h", "no-delay": true}),
+        json!({"dest": "h", "no-delay": false}),
         json!({"dest": "h", "sctp": true}),
         json!({"dest": "h", "bandwidth": 1, "fq-rate": 1}),
     ] {

@@ -33,6 +33,11 @@ pub enum PeerProtocol {
 /// speaks iperf3 to it (a netsweep server answers within one round trip).
 pub const DETECT_WAIT: Duration = Duration::from_secs(1);
 
+/// How long a server on another port has to answer netsweep's preamble before the client
+/// asks whether it is an iperf3 server (by completing an iperf3 cookie), to say so instead of
+/// only "did not answer".
+pub const IPERF3_PROBE_WAIT: Duration = Duration::from_secs(3);
+
 /// How to reach the server.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
@@ -222,6 +227,15 @@ pub(crate) fn connect_tcp(
 
 pub(crate) fn connect_advice(server: SocketAddr, e: &std::io::Error) -> String {
     match e.kind() {
+        std::io::ErrorKind::ConnectionRefused
+            if server.port() == crate::traffic::protocol::DEFAULT_PORT =>
+        {
+            format!(
+                "cannot connect to {server}: connection refused: nothing listens on {server} \
+                 (netsweep's default port; iperf3's is 5201: add -p 5201 --iperf3 to test an \
+                 iperf3 server); is `netsweep server` running there?"
+            )
+        }
         std::io::ErrorKind::ConnectionRefused => {
             format!(
                 "cannot connect to {server}: connection refused: is `netsweep server` running there?"

@@ -110,3 +110,54 @@ fn a_closed_control_connection_names_the_server_and_the_stage() {
     );
     assert!(e.message.contains("server's log"), "{}", e.message);
 }
+
+/// A server that waits for iperf3's 37-byte cookie and then asks for parameters (state 9),
+/// as iperf3's does, on a port other than 5201: named as an iperf3 server with the flag to
+/// add, within seconds instead of after netsweep's 10 s deadline.
+#[test]
+fn a_silent_server_that_answers_iperf3s_cookie_is_named_with_iperf3s_flag() {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let fake = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut cookie = [0u8; 37];
+        s.read_exact(&mut cookie).unwrap();
+        s.write_all(&[9]).unwrap();
+        // Hold the connection until the client hangs up.
+        let _ = s.read(&mut [0u8; 1]);
+    });
+    let t0 = Instant::now();
+    let e = run_test(
+        &ClientConfig::new(addr),
+        &TestSpec::tcp(Duration::from_secs(1)),
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(
+        e.message
+            .contains(&format!("{addr} looks like an iperf3 server: add --iperf3")),
+        "{}",
+        e.message
+    );
+    assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+    fake.join().unwrap();
+}
+
+/// Nothing on netsweep's default port: the refusal names iperf3's port and flag too.
+#[test]
+fn connection_refused_on_the_default_port_names_iperf3s() {
+    let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    let default = SocketAddr::from(([127, 0, 0, 1], protocol::DEFAULT_PORT));
+    let text = connect_advice(default, &refused);
+    assert!(
+        text.contains(
+            "nothing listens on 127.0.0.1:5310 (netsweep's default port; iperf3's is 5201: add \
+             -p 5201 --iperf3 to test an iperf3 server)"
+        ),
+        "{text}"
+    );
+    let other = connect_advice(SocketAddr::from(([127, 0, 0, 1], 6000)), &refused);
+    assert!(!other.contains("5201"), "{other}");
+}

@@ -84,6 +84,8 @@ pub struct StreamCtx {
     pub udp_offload: bool,
     /// TCP sender: send from an in-memory file with sendfile(2).
     pub zerocopy: bool,
+    /// Sender: iperf3's repeating "0123456789" payload (`--repeating-payload`).
+    pub repeating_payload: bool,
     /// TCP sender: the data it sends, shared by every sending stream of the test.
     pub source: Option<Arc<SendSource>>,
     /// TCP sender: the calibration shared by every sending stream of the test on this end.
@@ -170,7 +172,7 @@ pub struct SendSource {
 impl SendSource {
     /// The source for writes of `length` bytes (a file too if `zerocopy` and memfd works), or
     /// for every calibration candidate when `calibrate`.
-    pub fn new(length: usize, zerocopy: bool, calibrate: bool) -> SendSource {
+    pub fn new(length: usize, zerocopy: bool, calibrate: bool, repeating: bool) -> SendSource {
         let copy_len = if calibrate {
             sendpath::CANDIDATES
                 .iter()
@@ -180,7 +182,10 @@ impl SendSource {
         } else {
             length
         };
-        let bytes = payload(copy_len.clamp(1, SEND_BUFFER_MAX));
+        let bytes = payload(
+            copy_len.clamp(1, SEND_BUFFER_MAX),
+            repeating.then_some(length),
+        );
         let sizes: Vec<usize> = if calibrate {
             sendpath::CANDIDATES
                 .iter()
@@ -301,16 +306,31 @@ pub fn spawn_stream(ctx: StreamCtx, socket: StreamSocket) -> std::io::Result<Joi
         })
 }
 
-/// The fill pattern of data buffers: not all zeroes, so compressing links cannot flatter us.
-pub(crate) fn payload(len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
-        .collect()
+/// The fill pattern of data buffers: not all zeroes, so compressing links cannot flatter us;
+/// with `repeating`, iperf3's `--repeating-payload` ("0123456789" again and again, from '0'
+/// at every block of `block` bytes, as iperf3's `fill_with_repeating_pattern` fills its
+/// buffer of one block).
+pub(crate) fn payload(len: usize, repeating: Option<usize>) -> Vec<u8> {
+    match repeating {
+        Some(block) => (0..len)
+            .map(|i| b'0' + ((i % block.max(1)) % 10) as u8)
+            .collect(),
+        None => (0..len)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_repeating_payload_is_iperf3s_digits_from_0_at_every_block() {
+        let p = payload(25, Some(12));
+        assert_eq!(&p, b"0123456789010123456789010");
+        assert!(payload(64, None).iter().any(|b| !b.is_ascii_digit()));
+    }
 
     #[test]
     fn one_receiver_reads_1_mib_several_as_much_as_the_test_memory_allows() {

@@ -154,6 +154,7 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
             ctx.length,
             ctx.zerocopy,
             !ctx.calibration.is_zero(),
+            ctx.repeating_payload,
         ))
     });
     let mut chooser = PathChooser::new(ctx, &source);

@@ -103,7 +103,10 @@ pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
     let mut gso = ctx.udp_offload && udpbatch::SEGMENTATION && len <= usize::from(u16::MAX);
     let mut max_batch = batch_size(len, gso);
     // Big enough for a batch either way: GSO can fall back to plain sends mid-test.
-    let mut buf = payload(len * batch_size(len, false).max(batch_size(len, true)));
+    let mut buf = payload(
+        len * batch_size(len, false).max(batch_size(len, true)),
+        ctx.repeating_payload.then_some(len),
+    );
     let mut pacer = (!ctx.rate.is_unlimited()).then(|| {
         sockopt::tighten_timer_slack();
         Pacer::new(ctx.rate.bits_per_second(), Duration::ZERO, len * max_batch)
@@ -454,6 +457,7 @@ mod tests {
             length: 1400,
             udp_offload: false,
             zerocopy: false,
+            repeating_payload: false,
             source: None,
             send_pool: None,
             read_bytes: 0,

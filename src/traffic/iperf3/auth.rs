@@ -120,6 +120,12 @@ pub enum LoginRefused {
     UnknownUser(String),
     #[error("wrong password for user {0:?}")]
     WrongPassword(String),
+    #[error(
+        "user {0:?} gave the right password, but it holds white space, which iperf3 servers \
+         cannot read from the credentials (they refuse it): refused as they would; choose a \
+         password without spaces"
+    )]
+    SpacedPassword(String),
 }
 
 /// The text iperf3 encrypts: `user: %s\npwd:  %s\nts:   %ld`.
@@ -227,7 +233,23 @@ pub fn decode_token<R: rsa::rand_core::CryptoRngCore>(
     }
     .map_err(|_| AuthError::Decrypt(padding.words()))?;
     let text = String::from_utf8(text).map_err(|_| AuthError::NotCredentials)?;
-    parse_credentials(&text).ok_or(AuthError::NotCredentials)
+    parse_credentials_exact(&text)
+        .or_else(|| parse_credentials(&text))
+        .ok_or(AuthError::NotCredentials)
+}
+
+/// The credentials text exactly as iperf3's clients write it (`credentials_text`), words with
+/// white space kept whole: a password "very incorrect" is read as such, so the server can
+/// say what is true of it (iperf3's own `sscanf` reads no such text, and refuses it).
+fn parse_credentials_exact(text: &str) -> Option<Credentials> {
+    let rest = text.strip_prefix("user: ")?;
+    let (user, rest) = rest.split_once("\npwd:  ")?;
+    let (password, ts) = rest.rsplit_once("\nts:   ")?;
+    Some(Credentials {
+        user: user.to_string(),
+        password: password.to_string(),
+        ts: ts.trim_end_matches('\0').trim().parse().ok()?,
+    })
 }
 
 /// The authorized-users file's hash of a password: lowercase hex SHA-256 of `{user}password`.
@@ -282,6 +304,9 @@ pub fn verify(
     for e in users.iter().filter(|e| e.user == c.user) {
         known = true;
         if same_text(&e.hash.to_ascii_lowercase(), &hash) {
+            if c.password.chars().any(|ch| ch.is_ascii_whitespace()) {
+                return Err(LoginRefused::SpacedPassword(c.user.clone()));
+            }
             return Ok(());
         }
     }

@@ -152,6 +152,8 @@ pub fn params_for(spec: &TestSpec) -> Result<Params, String> {
         fqrate_bps: spec.fq_rate_bps.unwrap_or(0),
         dont_fragment: spec.dont_fragment,
         skip_rx_copy: spec.skip_rx_copy,
+        nodelay: spec.no_delay && !udp,
+        repeating_payload: spec.repeating_payload,
         ..Params::default()
     })
 }

@@ -145,6 +145,12 @@ pub enum LoginFailure {
     NoToken,
     #[error("{0}{hint}", hint = padding_hint(.0, *.1))]
     Token(AuthError, Padding),
+    #[error(
+        "the client used PKCS#1 v1.5 padding (iperf3 clients before 3.17, or \
+         --use-pkcs1-padding) and this server takes OAEP only: start it with \
+         --use-pkcs1-padding, which takes both"
+    )]
+    Pkcs1ToOaep,
     #[error("{0}")]
     Refused(#[from] LoginRefused),
     #[error("the authorized-users file: {0}")]
@@ -154,8 +160,7 @@ pub enum LoginFailure {
 fn padding_hint(e: &AuthError, padding: Padding) -> &'static str {
     match (e, padding) {
         (AuthError::Decrypt(_), Padding::Oaep) => {
-            " (iperf3 clients before 3.17 use PKCS#1 padding: start the server with \
-             --use-pkcs1-padding for them)"
+            " (nor with PKCS#1 v1.5 padding: the client used another public key)"
         }
         (AuthError::Decrypt(_), Padding::Pkcs1) => {
             " (this server takes PKCS#1 and OAEP padding: the client used another key)"
@@ -203,6 +208,14 @@ impl ServerAuth {
                 if self.padding == Padding::Pkcs1 =>
             {
                 auth::decode_token(token, &self.key, Padding::Oaep, &mut rand::rngs::OsRng)
+            }
+            // An OAEP-only server says whether the token was PKCS#1's (an older client), or
+            // in neither padding (another key).
+            Err(AuthError::Decrypt(p)) if self.padding == Padding::Oaep => {
+                match auth::decode_token(token, &self.key, Padding::Pkcs1, &mut rand::rngs::OsRng) {
+                    Ok(_) => return Err(LoginFailure::Pkcs1ToOaep),
+                    Err(_) => Err(AuthError::Decrypt(p)),
+                }
             }
             other => other,
         }
@@ -254,7 +267,9 @@ mod tests {
         let (s, _dir) = server(&users, Padding::Oaep);
         let old_client = client("s3cret", Padding::Pkcs1).token().unwrap();
         let e = s.check(Some(&old_client), unix_now()).unwrap_err();
-        assert!(e.to_string().contains("--use-pkcs1-padding"), "{e}");
+        assert!(matches!(e, LoginFailure::Pkcs1ToOaep), "{e}");
+        assert!(e.to_string().contains("the client used PKCS#1"), "{e}");
+        assert!(!e.to_string().contains("could not be decrypted"), "{e}");
         // A server that takes PKCS#1 for old clients takes newer ones' OAEP too.
         let (mixed, _dir) = server(&users, Padding::Pkcs1);
         for padding in [Padding::Oaep, Padding::Pkcs1] {
@@ -262,6 +277,43 @@ mod tests {
             assert_eq!(mixed.check(Some(&token), unix_now()).unwrap(), "alice");
         }
         assert!(matches!(s.check(None, 0), Err(LoginFailure::NoToken)));
+    }
+
+    #[test]
+    fn a_password_with_a_space_is_read_whole_and_judged_truly() {
+        use rsa::Pkcs1v15Encrypt;
+        use rsa::pkcs8::DecodePublicKey;
+        use rsa::rand_core::OsRng;
+        let pem = std::fs::read_to_string(Path::new(FIXTURES).join("public.pem")).unwrap();
+        let key = rsa::RsaPublicKey::from_public_key_pem(&pem).unwrap();
+        // What iperf3's client encrypts for IPERF3_PASSWORD="very incorrect".
+        let token = |password: &str| {
+            let text = format!("user: alice\npwd:  {password}\nts:   {}", unix_now());
+            let block = key
+                .encrypt(&mut OsRng, Pkcs1v15Encrypt, text.as_bytes())
+                .unwrap();
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, block)
+        };
+        let users = format!("alice,{}\n", auth::password_hash("alice", "very correct"));
+        let (s, _dir) = server(&users, Padding::Pkcs1);
+        let wrong = s
+            .check(Some(&token("very incorrect")), unix_now())
+            .unwrap_err();
+        assert!(
+            matches!(wrong, LoginFailure::Refused(LoginRefused::WrongPassword(_))),
+            "{wrong}"
+        );
+        // The right one is refused too, as iperf3's server refuses it, and says why.
+        let right = s
+            .check(Some(&token("very correct")), unix_now())
+            .unwrap_err();
+        assert!(
+            matches!(
+                right,
+                LoginFailure::Refused(LoginRefused::SpacedPassword(_))
+            ),
+            "{right}"
+        );
     }
 
     #[test]

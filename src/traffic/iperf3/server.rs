@@ -458,7 +458,15 @@ pub fn serve(
         })?;
     let theirs =
         Results::from_json(&theirs).map_err(|e| anyhow::anyhow!("the client's results: {e}"))?;
-    let ours = super::report::results(&spec, &finished, Some(stopped));
+    let mut ours = super::report::results(&spec, &finished, Some(stopped));
+    // As iperf3's server: the congestion control its first TCP stream used, asked or not
+    // (the client's -J shows it as receiver_tcp_congestion).
+    if ours.congestion_used.is_none() {
+        ours.congestion_used = held.iter().find_map(|s| match s {
+            StreamSocket::Tcp(t) => crate::platform::sockopt::congestion(t),
+            StreamSocket::Udp(_) => None,
+        });
+    }
     let mut doc = ours.to_json();
     if let Some(m) = doc.as_object_mut() {
         // So a netsweep client names its far end truly; iperf3 ignores the key.
@@ -580,6 +588,27 @@ mod tests {
             code::MAX_SERVER_DURATION
         );
         assert_eq!(duration_code(None), code::DURATION);
+    }
+
+    /// `-N` and `--repeating-payload` reach this end's data sockets and senders (under `-R`
+    /// they are the ones that send); `--sctp` is refused by name.
+    #[test]
+    fn no_delay_and_the_repeating_payload_reach_the_servers_senders() {
+        let m = serde_json::json!({
+            "tcp": true, "time": 1, "parallel": 1, "reverse": true, "nodelay": true,
+            "repeating_payload": 1
+        });
+        let p = Params::from_json(m.as_object().unwrap()).unwrap();
+        let spec = spec_for(&p, &ServerLimits::default()).unwrap();
+        assert!(spec.no_delay && spec.repeating_payload, "{spec:?}");
+        let plain = serde_json::json!({"tcp": true, "time": 1, "parallel": 1});
+        let p = Params::from_json(plain.as_object().unwrap()).unwrap();
+        let spec = spec_for(&p, &ServerLimits::default()).unwrap();
+        assert!(!spec.no_delay && !spec.repeating_payload);
+        let sctp = serde_json::json!({"sctp": true, "time": 1, "parallel": 1});
+        let r = Params::from_json(sctp.as_object().unwrap()).unwrap_err();
+        assert!(r.reason.contains("asked for --sctp"), "{}", r.reason);
+        assert_eq!(r.code, code::UNIMPLEMENTED);
     }
 
     #[test]

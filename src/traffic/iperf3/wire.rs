@@ -275,6 +275,9 @@ pub struct Params {
     pub mptcp: bool,
     /// `--skip-rx-copy`: receivers drop the data with MSG_TRUNC instead of copying it.
     pub skip_rx_copy: bool,
+    /// `--repeating-payload`: senders send "0123456789..." (iperf3's
+    /// `fill_with_repeating_pattern`).
+    pub repeating_payload: bool,
     /// iperf3 options the client asked for that a netsweep server does not implement, by
     /// their command-line names (`--fq-rate`, `-S/--tos/--dscp`, ...): such a test is refused
     /// with `code::UNIMPLEMENTED` and the server's log names them, never run without them.
@@ -283,9 +286,9 @@ pub struct Params {
 
 /// Parameters an iperf3 client sends for options a netsweep server does not implement, with
 /// the options' command-line names; a key counts when it is true or a non-zero number.
-/// (`gso`/`gro`, `zerocopy`, `pacing_timer`, `repeating_payload`, `title` and `extra_data`
-/// change how a sender works or what it writes, not what is measured: accepted;
-/// `skip_rx_copy` is honoured, `Params::skip_rx_copy`.)
+/// (`gso`/`gro`, `zerocopy`, `pacing_timer`, `title` and `extra_data` change how a sender
+/// works or what it writes, not what is measured: accepted; `nodelay`, `repeating_payload`
+/// and `skip_rx_copy` are honoured.)
 const UNIMPLEMENTED_OPTIONS: &[(&str, &str)] = &[
     ("flowlabel", "-L/--flowlabel"),
     ("server_affinity", "-A (server CPU affinity)"),
@@ -338,6 +341,10 @@ impl Params {
         }
         if self.nodelay {
             m.insert("nodelay".into(), json!(true));
+        }
+        if self.repeating_payload {
+            // iperf3 sends it as the number 1.
+            m.insert("repeating_payload".into(), json!(1));
         }
         m.insert("parallel".into(), json!(self.parallel));
         if self.reverse {
@@ -412,7 +419,12 @@ impl Params {
         if !udp && !flag(m, "tcp") {
             return Err(Refusal::new(
                 code::UNIMPLEMENTED,
-                "neither TCP nor UDP asked for (SCTP is not served)",
+                if flag(m, "sctp") {
+                    "the client asked for --sctp, which this netsweep server does not implement \
+                     (it serves TCP and UDP)"
+                } else {
+                    "neither TCP nor UDP asked for (SCTP is not served)"
+                },
             ));
         }
         let opt_u32 =
@@ -462,6 +474,7 @@ impl Params {
             dont_fragment: flag(m, "dont_fragment"),
             mptcp: flag(m, "mptcp"),
             skip_rx_copy: flag(m, "skip_rx_copy"),
+            repeating_payload: flag(m, "repeating_payload"),
             unimplemented: unimplemented_options(m),
         })
     }

@@ -101,9 +101,12 @@ pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> 
     });
     spec.bitrate_bps = total;
     spec.tos = (p.tos != 0).then_some(p.tos);
-    spec.fq_rate_bps = (p.fqrate_bps > 0 && !p.udp).then_some(p.fqrate_bps);
+    spec.fq_rate_bps = (p.fqrate_bps > 0).then_some(p.fqrate_bps);
     spec.dont_fragment = p.dont_fragment && p.udp;
     spec.skip_rx_copy = p.skip_rx_copy;
+    // -N: TCP_NODELAY on this end's data sockets too (under -R they are the senders).
+    spec.no_delay = p.nodelay && !p.udp;
+    spec.repeating_payload = p.repeating_payload;
     spec.calibration = Duration::ZERO;
     // -n/-k: this end's senders stop at the count, as iperf3's server does (iperf_send stops
     // at settings->bytes or blocks), so a -R or --bidir test sends it and no more; its
