@@ -3,7 +3,8 @@
 //! (`result`), netsweep's control protocol (`protocol`, `session`, `server`, `client`), what a
 //! server lets clients hold and for how long (`admission`), the listener's buffers leased to
 //! tests in setup (`listener`), iperf3's (`iperf3`), the latency
-//! probe beside a test (`latency`), and iperf3-style text output (`output`).
+//! probe beside a test (`latency`), iperf3-style text output (`output`), and request/response
+//! tests beside the throughput engine (`rr`).
 
 pub mod address;
 pub mod admission;
@@ -17,6 +18,7 @@ pub mod measure;
 pub mod output;
 pub mod protocol;
 pub mod result;
+pub mod rr;
 pub mod server;
 pub mod session;
 pub mod spec;

@@ -1,0 +1,65 @@
+//! A request/response result as text: the rate, the latency percentiles, the bytes each way
+//! and the histogram as bars. Renders the values it is given (`RrResult`).
+
+use crate::traffic::rr::RrMode;
+use crate::traffic::rr::result::RrResult;
+use crate::traffic::spec::Protocol;
+use std::fmt::Write;
+
+/// Widest histogram bar, characters.
+const BAR: u64 = 40;
+
+pub fn render(r: &RrResult, server: &str) -> String {
+    let mut s = String::new();
+    let proto = match r.protocol {
+        Protocol::Tcp => "TCP",
+        Protocol::Udp => "UDP",
+    };
+    let _ = writeln!(
+        s,
+        "{proto} {} with {server}: {}-byte requests, {}-byte responses, {} concurrent",
+        r.test.name(),
+        r.request_bytes,
+        r.response_bytes,
+        r.concurrency
+    );
+    let _ = writeln!(
+        s,
+        "transactions   {} in {:.2} s: {:.1} transactions/s",
+        r.transactions, r.duration_s, r.transactions_per_second
+    );
+    if r.test == RrMode::Crr {
+        let _ = writeln!(
+            s,
+            "connections    {:.1} connections/s (server accepted {})",
+            r.connections_per_second.unwrap_or(0.0),
+            r.server.accepted_connections
+        );
+    }
+    let l = &r.latency_us;
+    let _ = writeln!(
+        s,
+        "latency (us)   min {:.1}  mean {:.1}  p50 {:.1}  p90 {:.1}  p99 {:.1}  p99.9 {:.1}  max {:.1}",
+        l.min, l.mean, l.p50, l.p90, l.p99, l.p99_9, l.max
+    );
+    let _ = writeln!(
+        s,
+        "bytes          sent {}, received {} (server: received {}, sent {})",
+        r.bytes_sent, r.bytes_received, r.server.bytes_received, r.server.bytes_sent
+    );
+    if r.protocol == Protocol::Udp {
+        let _ = writeln!(s, "lost           {} requests sent again", r.lost);
+    }
+    let top = r.histogram.bins().map(|b| b.2).max().unwrap_or(0);
+    if top > 0 {
+        let _ = writeln!(s, "histogram (us)");
+        for (lo, hi, c) in r.histogram.bins() {
+            let bar = (c * BAR).div_ceil(top) as usize;
+            let _ = writeln!(s, "  {lo:>10.1} - {hi:<10.1} {c:>10}  {}", "#".repeat(bar));
+        }
+    }
+    for e in &r.errors {
+        let _ = writeln!(s, "error: {e}");
+    }
+    s
+}
