@@ -52,10 +52,24 @@ pub fn render(r: &RrResult, server: &str) -> String {
     }
     let top = r.histogram.bins().map(|b| b.2).max().unwrap_or(0);
     if top > 0 {
+        // The bins up to p99.9's, then the tail in one line (the JSON has every bin).
         let _ = writeln!(s, "histogram (us)");
+        let (mut tail, mut tail_from) = (0u64, None);
         for (lo, hi, c) in r.histogram.bins() {
+            if lo > l.p99_9 {
+                tail += c;
+                tail_from.get_or_insert(lo);
+                continue;
+            }
             let bar = (c * BAR).div_ceil(top) as usize;
             let _ = writeln!(s, "  {lo:>10.1} - {hi:<10.1} {c:>10}  {}", "#".repeat(bar));
+        }
+        if let Some(from) = tail_from {
+            let _ = writeln!(
+                s,
+                "  {from:>10.1} - {:<10.1} {tail:>10}  (above p99.9)",
+                l.max
+            );
         }
     }
     for e in &r.errors {
