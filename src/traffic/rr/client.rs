@@ -121,15 +121,15 @@ fn drive(cfg: &ClientConfig, opened: Opened, concurrency: u16, plan: &Plan<'_>) 
         let handles: Vec<_> = match opened {
             Opened::Tcp(socks) => socks
                 .into_iter()
-                .map(|sock| s.spawn(move || engine::client_tcp(sock, plan)))
+                .map(|sock| spawn(s, move || engine::client_tcp(sock, plan)))
                 .collect(),
             Opened::Udp(socks) => socks
                 .into_iter()
-                .map(|sock| s.spawn(move || engine::client_udp(&sock, plan)))
+                .map(|sock| spawn(s, move || engine::client_udp(&sock, plan)))
                 .collect(),
             Opened::Crr(addr) => (0..concurrency)
                 .map(|_| {
-                    s.spawn(move || {
+                    spawn(s, move || {
                         let connect = || -> std::io::Result<TcpStream> {
                             let sock = new_socket(cfg, Type::STREAM, socket2::Protocol::TCP, None)?;
                             sock.connect_timeout(&SockAddr::from(addr), cfg.connect_timeout)?;
@@ -140,16 +140,30 @@ fn drive(cfg: &ClientConfig, opened: Opened, concurrency: u16, plan: &Plan<'_>) 
                 })
                 .collect(),
         };
+        let failed = |why: String| Outcome {
+            error: Some(why),
+            ..Outcome::default()
+        };
         handles
             .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| Outcome {
-                    error: Some("a connection's thread panicked".into()),
-                    ..Outcome::default()
-                })
+            .map(|h| match h {
+                Ok(h) => h
+                    .join()
+                    .unwrap_or_else(|_| failed("a connection's thread panicked".into())),
+                Err(e) => failed(format!("no thread for a connection: {e}")),
             })
             .collect()
     })
+}
+
+/// A connection's thread, named for `top` and the like.
+fn spawn<'s, 'e>(
+    s: &'s std::thread::Scope<'s, 'e>,
+    f: impl FnOnce() -> Outcome + Send + 's,
+) -> std::io::Result<std::thread::ScopedJoinHandle<'s, Outcome>> {
+    std::thread::Builder::new()
+        .name("rr".into())
+        .spawn_scoped(s, f)
 }
 
 /// Opens the test's connections before the start.

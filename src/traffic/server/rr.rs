@@ -164,26 +164,34 @@ fn run(
     let stop = AtomicBool::new(false);
     let sizes = (spec.request_bytes as usize, spec.response_bytes as usize);
     let give_up = Instant::now() + spec.duration + OVERRUN;
+    let (tcp, udp, crr) = match conns {
+        Conns::Tcp(t) => (t, Vec::new(), None),
+        Conns::Udp(u) => (Vec::new(), u, None),
+        Conns::Crr(l) => (Vec::new(), Vec::new(), Some(l)),
+    };
     let (counts, said) = std::thread::scope(|s| {
         let stop = &stop;
+        // One clone of each TCP connection, to unblock its loop at the end.
         let mut closers = Vec::new();
-        let handles: Vec<_> = match &conns {
-            Conns::Tcp(socks) => socks
-                .iter()
-                .filter_map(|sock| {
-                    let sock = sock.try_clone().ok()?;
-                    closers.push(sock.try_clone().ok()?);
-                    Some(s.spawn(move || engine::serve_tcp(sock, sizes.0, sizes.1, stop)))
-                })
-                .collect(),
-            Conns::Udp(socks) => socks
-                .iter()
-                .map(|sock| s.spawn(move || engine::serve_udp(sock, sizes.0, sizes.1, stop)))
-                .collect(),
-            Conns::Crr(l) => (0..spec.concurrency)
-                .map(|_| s.spawn(move || engine::serve_crr(l, peer, sizes, stop)))
-                .collect(),
-        };
+        let mut handles = Vec::new();
+        for sock in tcp {
+            if let Ok(c) = sock.try_clone() {
+                closers.push(c);
+            }
+            handles.extend(spawn(s, move || {
+                engine::serve_tcp(sock, sizes.0, sizes.1, stop)
+            }));
+        }
+        for sock in udp {
+            handles.extend(spawn(s, move || {
+                engine::serve_udp(&sock, sizes.0, sizes.1, stop)
+            }));
+        }
+        if let Some(l) = &crr {
+            for _ in 0..spec.concurrency {
+                handles.extend(spawn(s, move || engine::serve_crr(l, peer, sizes, stop)));
+            }
+        }
         let said = wait_done(ctrl, give_up);
         stop.store(true, Ordering::Relaxed);
         for c in &closers {
@@ -202,6 +210,18 @@ fn run(
     // The client reads the counts and hangs up; the slot is held until then, briefly.
     let _ = read_frame::<ClientMsg>(ctrl, Some(Instant::now() + STAGE_DEADLINE));
     Ok(counts)
+}
+
+/// A loop's thread, or none when the system has no thread to give (the client then sees
+/// that connection unanswered).
+fn spawn<'s, 'e>(
+    s: &'s std::thread::Scope<'s, 'e>,
+    f: impl FnOnce() -> ServerCounts + Send + 's,
+) -> Option<std::thread::ScopedJoinHandle<'s, ServerCounts>> {
+    std::thread::Builder::new()
+        .name("rr".into())
+        .spawn_scoped(s, f)
+        .ok()
 }
 
 /// Waits for the client's `Done` until `give_up`.
