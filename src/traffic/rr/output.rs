@@ -77,3 +77,44 @@ pub fn render(r: &RrResult, server: &str) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traffic::rr::engine::Outcome;
+    use crate::traffic::rr::{RrSpec, ServerCounts};
+    use std::time::Duration;
+
+    #[test]
+    fn the_text_names_the_rate_the_percentiles_and_folds_the_tail() {
+        let spec = RrSpec::tcp(RrMode::Crr, Duration::from_secs(1));
+        let mut o = Outcome::default();
+        for i in 0..10_000u64 {
+            o.latency.record_ns(20_000 + i % 7 * 1_000);
+            o.transactions += 1;
+        }
+        o.latency.record_ns(5_000_000);
+        o.transactions += 1;
+        let server = ServerCounts {
+            accepted_connections: 10_001,
+            ..ServerCounts::default()
+        };
+        let r = RrResult::new(&spec, &[o], Duration::from_secs(1), server);
+        let text = render(&r, "127.0.0.1:5310");
+        assert!(
+            text.contains("10001 in 1.00 s: 10001.0 transactions/s"),
+            "{text}"
+        );
+        assert!(
+            text.contains("10001.0 connections/s (server accepted 10001)"),
+            "{text}"
+        );
+        assert!(text.contains("p99.9"), "{text}");
+        // The one 5 ms transaction is past p99.9: folded into the last line.
+        assert!(
+            text.lines().last().unwrap().contains("(above p99.9)"),
+            "{text}"
+        );
+        assert!(!text.contains("error:"), "{text}");
+    }
+}
