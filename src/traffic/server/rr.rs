@@ -47,67 +47,7 @@ pub(super) fn rr_session(
     }
     slot.describe(format!("{}, set up", spec.words()));
     pending.release();
-    let mut clock = StreamClock::new(n, Duration::from_millis(100));
-    let token = Token::random();
-    let local_ip = ctrl.local_addr()?.ip();
-    let flows = vec![Flow::ClientToServer; n];
-    let conns = match (spec.mode, spec.protocol) {
-        (RrMode::Crr, _) => {
-            let l = TcpListener::bind(SocketAddr::new(local_ip, 0))?;
-            l.set_nonblocking(true)?;
-            accepted(&mut ctrl, token, Vec::new(), Some(l.local_addr()?.port()))?;
-            Conns::Crr(l)
-        }
-        (RrMode::Rr, Protocol::Tcp) => {
-            let (tx, rx) = mpsc::channel();
-            if let Ok(mut r) = shared.registry.lock() {
-                r.insert(token, tx);
-            }
-            let _registration = control::Registration(&shared.registry, token);
-            let mut expecting = Expecting::new(&shared.admission, peer.ip(), n);
-            accepted(&mut ctrl, token, Vec::new(), None)?;
-            let mut got: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
-            admission::collect_connections(
-                &rx,
-                (&ctrl, peer.ip(), n),
-                &mut clock,
-                Some(&mut expecting),
-                |id, sock| match got.get_mut(usize::from(id)) {
-                    Some(slot @ None) => {
-                        *slot = Some(sock);
-                        Ok(true)
-                    }
-                    _ => Ok(false),
-                },
-            )?;
-            Conns::Tcp(got.into_iter().flatten().collect())
-        }
-        (RrMode::Rr, Protocol::Udp) => {
-            let socks = (0..n)
-                .map(|_| UdpSocket::bind(SocketAddr::new(local_ip, 0)))
-                .collect::<Result<Vec<_>, _>>()?;
-            let ports = socks
-                .iter()
-                .map(|s| s.local_addr().map(|a| a.port()))
-                .collect::<Result<_, _>>()?;
-            accepted(&mut ctrl, token, ports, None)?;
-            let setup = Setup {
-                ctrl: &ctrl,
-                flows: &flows,
-                peer_ip: peer.ip(),
-            };
-            let streams = collect_udp(socks, &token, &setup, &mut clock)?;
-            Conns::Udp(
-                streams
-                    .into_iter()
-                    .filter_map(|(_, _, s)| match s {
-                        StreamSocket::Udp(u) => Some(u),
-                        _ => None,
-                    })
-                    .collect(),
-            )
-        }
-    };
+    let conns = connections(&mut ctrl, peer, shared, &spec)?;
     write_frame(
         &mut ctrl,
         &ServerMsg::Ready {
@@ -135,6 +75,78 @@ pub(super) fn rr_session(
     };
     drop(slot);
     outcome.map(|_| ())
+}
+
+/// Tells the client where its connections go (`RrAccepted`) and collects them: rr's TCP
+/// connections by the test's token, its UDP sockets by their hellos, or crr's listener.
+fn connections(
+    ctrl: &mut TcpStream,
+    peer: SocketAddr,
+    shared: &Shared,
+    spec: &RrSpec,
+) -> anyhow::Result<Conns> {
+    let n = usize::from(spec.concurrency);
+    let mut clock = StreamClock::new(n, Duration::from_millis(100));
+    let token = Token::random();
+    let local_ip = ctrl.local_addr()?.ip();
+    let flows = vec![Flow::ClientToServer; n];
+    Ok(match (spec.mode, spec.protocol) {
+        (RrMode::Crr, _) => {
+            let l = TcpListener::bind(SocketAddr::new(local_ip, 0))?;
+            l.set_nonblocking(true)?;
+            accepted(ctrl, token, Vec::new(), Some(l.local_addr()?.port()))?;
+            Conns::Crr(l)
+        }
+        (RrMode::Rr, Protocol::Tcp) => {
+            let (tx, rx) = mpsc::channel();
+            if let Ok(mut r) = shared.registry.lock() {
+                r.insert(token, tx);
+            }
+            let _registration = control::Registration(&shared.registry, token);
+            let mut expecting = Expecting::new(&shared.admission, peer.ip(), n);
+            accepted(ctrl, token, Vec::new(), None)?;
+            let mut got: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();
+            admission::collect_connections(
+                &rx,
+                (&*ctrl, peer.ip(), n),
+                &mut clock,
+                Some(&mut expecting),
+                |id, sock| match got.get_mut(usize::from(id)) {
+                    Some(slot @ None) => {
+                        *slot = Some(sock);
+                        Ok(true)
+                    }
+                    _ => Ok(false),
+                },
+            )?;
+            Conns::Tcp(got.into_iter().flatten().collect())
+        }
+        (RrMode::Rr, Protocol::Udp) => {
+            let socks = (0..n)
+                .map(|_| UdpSocket::bind(SocketAddr::new(local_ip, 0)))
+                .collect::<Result<Vec<_>, _>>()?;
+            let ports = socks
+                .iter()
+                .map(|s| s.local_addr().map(|a| a.port()))
+                .collect::<Result<_, _>>()?;
+            accepted(ctrl, token, ports, None)?;
+            let setup = Setup {
+                ctrl: &*ctrl,
+                flows: &flows,
+                peer_ip: peer.ip(),
+            };
+            let streams = collect_udp(socks, &token, &setup, &mut clock)?;
+            Conns::Udp(
+                streams
+                    .into_iter()
+                    .filter_map(|(_, _, s)| match s {
+                        StreamSocket::Udp(u) => Some(u),
+                        _ => None,
+                    })
+                    .collect(),
+            )
+        }
+    })
 }
 
 fn accepted(
