@@ -23,6 +23,7 @@ mod commands;
 mod lab;
 pub mod path;
 mod rates;
+mod rr;
 mod server;
 
 pub use auth::{ClientAuthArgs, ServerAuthArgs};
@@ -77,7 +78,7 @@ pub enum Command {
     Server(ServerArgs),
     /// Run one test against a `netsweep server`.
     #[command(
-        after_help = "Examples:\n  netsweep client 127.0.0.1 -t 10\n  netsweep client 198.18.0.2 -P 4 -w 1M -C cubic --json\n  netsweep client ::1 -6 -u -b 1G -l 1400\n  netsweep client host -R -O 2 -t 30\n  netsweep client host -n 1G -P 4              # until 1 GiB is sent (-k: blocks)\n  netsweep client nas.example --iperf3 -P 4     # against an iperf3 server\n  netsweep client 198.18.0.2 --latency -t 30    # latency under load: idle and loaded RTT\n  netsweep client 198.18.0.2 --rrul -t 30       # TCP both ways, 4 streams each, plus the probe"
+        after_help = "Examples:\n  netsweep client 127.0.0.1 -t 10\n  netsweep client 198.18.0.2 -P 4 -w 1M -C cubic --json\n  netsweep client ::1 -6 -u -b 1G -l 1400\n  netsweep client host -R -O 2 -t 30\n  netsweep client host -n 1G -P 4              # until 1 GiB is sent (-k: blocks)\n  netsweep client nas.example --iperf3 -P 4     # against an iperf3 server\n  netsweep client 198.18.0.2 --latency -t 30    # latency under load: idle and loaded RTT\n  netsweep client 198.18.0.2 --rrul -t 30       # TCP both ways, 4 streams each, plus the probe\n  netsweep client 127.0.0.1 --test rr -t 5       # transactions/s and latency percentiles\n  netsweep client 127.0.0.1 --test crr -P 4      # new TCP connection per transaction\n  netsweep client 127.0.0.1 -u --test rr -r 100,10000 --transactions 10000"
     )]
     Client(Box<ClientArgs>),
     /// ministat-compatible statistics of number files, with Welch, Mann-Whitney and a verdict.
@@ -364,6 +365,25 @@ pub struct ClientArgs {
         conflicts_with = "time"
     )]
     pub blockcount: Option<String>,
+    /// A request/response test instead of throughput, between netsweep's client and server:
+    /// rr (one transaction outstanding per connection, netperf's TCP_RR; UDP_RR with -u) or
+    /// crr (a new TCP connection per transaction: connections per second). Reports
+    /// transactions per second and the latency distribution (docs/request-response.md).
+    #[arg(long = "test", value_name = "rr|crr")]
+    pub test_kind: Option<String>,
+    /// With --test: bytes per request and per response, netperf's -r (default 1,1; -r 64 is
+    /// 64,64; sizes as 100, 1K, 1M).
+    #[arg(
+        short = 'r',
+        long = "request-response",
+        value_name = "REQ,RESP",
+        requires = "test_kind"
+    )]
+    pub request_response: Option<String>,
+    /// With --test: end after exactly this many transactions over all connections (-t, 60 s
+    /// when not given, is then the most it may take). -n stays bytes, as in iperf3.
+    #[arg(long, value_name = "N", requires = "test_kind")]
+    pub transactions: Option<u64>,
     #[command(flatten)]
     pub ip: Box<Iperf3ClientOptions>,
     #[command(flatten)]

@@ -12,7 +12,8 @@
 //!   host and thread CPU time, the clock, the congestion control check, the open-file limit,
 //!   output files that never follow a symlink).
 //! - `traffic`: the test (`spec`, `timeline`), the engine's stream loops, what each end
-//!   measures and the merged, checked result; netsweep's control protocol, its server and
+//!   measures and the merged, checked result; request/response tests (`rr`: netperf's RR and
+//!   CRR, beside the engine); netsweep's control protocol, its server and
 //!   client and their shared admission (slots, deadlines, descriptor budget); iperf3's
 //!   protocol in both roles, its JSON document and import; iperf3-style text output; a result
 //!   file (netsweep's, iperf3's `-J` or `--json-stream`) read back as one test over time

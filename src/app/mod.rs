@@ -165,6 +165,11 @@ fn one_off_watch(
 }
 
 fn run_client(a: &ClientArgs) -> anyhow::Result<ExitCode> {
+    if a.test_kind.is_some() {
+        let (cfg, spec): (ClientConfig, crate::traffic::rr::RrSpec) = a.try_into()?;
+        let view = ClientView::try_from(a)?;
+        return Ok(rr_and_print(&cfg, &spec, &view));
+    }
     let (cfg, spec): (ClientConfig, TestSpec) = a.try_into()?;
     let view = ClientView::try_from(a)?;
     Ok(client_and_print(&cfg, &spec, &view))
@@ -297,6 +302,57 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
             match &e.partial {
                 Some(partial) => print_result(cfg, partial, view, stream_started),
                 None => print_failure(cfg, spec, view, &e.message, stream_started),
+            }
+            crate::errln!("netsweep: {}", e.message);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs one request/response test and prints its result: text, or `{"rr": ...}` with
+/// `--json`. Ctrl-C ends it early with what was measured.
+pub fn rr_and_print(
+    cfg: &ClientConfig,
+    spec: &crate::traffic::rr::RrSpec,
+    view: &ClientView,
+) -> ExitCode {
+    if let Some(path) = &view.logfile
+        && let Err(e) = crate::console::log_to(path)
+    {
+        crate::errln!("netsweep: --logfile {}: {e}", path.display());
+        return ExitCode::FAILURE;
+    }
+    let stop = signals::install();
+    if view.json.is_none() {
+        crate::outln!(
+            "Connecting to host {}, port {}: {}",
+            cfg.server.ip(),
+            cfg.server.port(),
+            spec.words()
+        );
+    }
+    match crate::traffic::rr::client::run(cfg, spec, stop) {
+        Ok(result) => {
+            match view.json {
+                Some(_) => match serde_json::to_string_pretty(&serde_json::json!({ "rr": result }))
+                {
+                    Ok(doc) => crate::outln!("{doc}"),
+                    Err(e) => crate::errln!("netsweep: cannot write the JSON: {e}"),
+                },
+                None => crate::out!(
+                    "{}",
+                    crate::traffic::rr::output::render(&result, &cfg.server.to_string())
+                ),
+            }
+            if result.errors.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            if view.json.is_some() {
+                crate::outln!("{}", serde_json::json!({ "error": e.message }));
             }
             crate::errln!("netsweep: {}", e.message);
             ExitCode::FAILURE

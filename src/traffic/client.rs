@@ -42,6 +42,7 @@ mod ending;
 use ending::AutoEnd;
 
 mod netsweep;
+pub(crate) use netsweep::confirm_udp;
 
 /// What a netsweep server says of a test it was asked about (`ClientMsg::Check`).
 #[derive(Debug, Clone, PartialEq)]

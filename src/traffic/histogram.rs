@@ -52,6 +52,19 @@ impl LogHistogram {
         }
     }
 
+    /// Records `n` values of `ns` at once.
+    pub fn record_ns_n(&mut self, ns: u64, n: u64) {
+        if ns < MIN_NS {
+            self.below = self.below.saturating_add(n);
+            return;
+        }
+        let i = ((ns as f64 / MIN_NS as f64).log10() * f64::from(BINS_PER_DECADE)).floor();
+        match self.counts.get_mut(i as usize) {
+            Some(c) => *c = c.saturating_add(n),
+            None => self.above = self.above.saturating_add(n),
+        }
+    }
+
     pub fn merge(&mut self, other: &LogHistogram) {
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a = a.saturating_add(*b);

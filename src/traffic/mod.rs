@@ -3,8 +3,9 @@
 //! (`result`), netsweep's control protocol (`protocol`, `session`, `server`, `client`), what a
 //! server lets clients hold and for how long (`admission`), the listener's buffers leased to
 //! tests in setup (`listener`), iperf3's (`iperf3`), the latency
-//! probe beside a test (`latency`), iperf3-style text output (`output`), and one finished test
-//! read back from its result file as a timeline to draw (`over_time`).
+//! probe beside a test (`latency`), iperf3-style text output (`output`), request/response
+//! tests beside the throughput engine (`rr`), and one finished test read back from its result
+//! file as a timeline to draw (`over_time`).
 
 pub mod address;
 pub mod admission;
@@ -19,6 +20,7 @@ pub mod output;
 pub mod over_time;
 pub mod protocol;
 pub mod result;
+pub mod rr;
 pub mod server;
 pub mod session;
 pub mod spec;

@@ -94,6 +94,12 @@ pub enum ClientMsg {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         ticket: Option<String>,
     },
+    /// Ask for a request/response test (`traffic::rr`): answered `RrAccepted` or `Refused`.
+    Transactions {
+        spec: crate::traffic::rr::RrSpec,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ticket: Option<String>,
+    },
     /// All data connections are open: start traffic now.
     Start,
     /// A `duration = "auto"` test is steady: end the grid after this many slots (warm-up
@@ -128,6 +134,19 @@ pub enum ServerMsg {
     },
     Refused {
         refusal: Refusal,
+    },
+    /// A request/response test is admitted: rr's TCP connections present `token` (stream ids
+    /// from 0), its UDP sockets greet `udp_ports[i]` with it; crr connects to `crr_port`, a
+    /// listener of this test alone that answers only the control connection's address.
+    RrAccepted {
+        token: Token,
+        udp_ports: Vec<u16>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        crr_port: Option<u16>,
+    },
+    /// A request/response test's end on the server: what it counted.
+    RrDone {
+        counts: crate::traffic::rr::ServerCounts,
     },
     /// The answer to `Check`: the test would be admitted (if a slot is free then).
     Admissible,

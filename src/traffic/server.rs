@@ -36,6 +36,7 @@ mod refusal;
 use refusal::{admission, refuse};
 mod control;
 use control::control_session;
+mod rr;
 
 /// Where the server writes one line per event (stderr in the binary, a buffer in tests).
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;

@@ -262,7 +262,7 @@ pub(super) const UDP_HELLO_REPEAT: Duration = Duration::from_millis(200);
 /// control connection: it sends `Ready` only after every hello arrived, so a lost echo (on a
 /// lossy path) does not fail the test. All streams are greeted at once, because the server
 /// takes them in order and a stream stuck on a lost echo would hold up the next one.
-pub(super) fn confirm_udp(
+pub(crate) fn confirm_udp(
     socks: &[UdpSocket],
     hellos: &[[u8; protocol::UDP_HELLO_LEN]],
     ctrl: &impl std::os::fd::AsRawFd,

@@ -5,7 +5,7 @@
 use super::*;
 
 /// Removes the token from the registry on drop.
-struct Registration<'a>(&'a Registry, Token);
+pub(super) struct Registration<'a>(pub(super) &'a Registry, pub(super) Token);
 
 impl Drop for Registration<'_> {
     fn drop(&mut self) {
@@ -25,6 +25,16 @@ pub(super) fn control_session(
         match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
             ClientMsg::Request { spec, ticket } => (spec, ticket, false),
             ClientMsg::Check { spec, ticket } => (spec, ticket, true),
+            ClientMsg::Transactions { spec, ticket } => {
+                if let Some(why) = shared
+                    .scheduled
+                    .as_ref()
+                    .and_then(|s| s.stranger(peer.ip(), ticket.as_deref()))
+                {
+                    return refuse(&mut ctrl, Refusal::Limit { reason: why });
+                }
+                return super::rr::rr_session(ctrl, peer, shared, pending, spec);
+            }
             other => anyhow::bail!("expected a test request, got {}", client_words(&other)),
         };
     if let Some(why) = shared
@@ -191,6 +201,7 @@ fn client_words(msg: &ClientMsg) -> &'static str {
     match msg {
         ClientMsg::Request { .. } => "a test request",
         ClientMsg::Check { .. } => "an admission check",
+        ClientMsg::Transactions { .. } => "a request/response test request",
         ClientMsg::Start => "start",
         ClientMsg::End { .. } => "end",
         ClientMsg::Done => "done",

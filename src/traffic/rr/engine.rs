@@ -1,0 +1,392 @@
+//! The loops of a request/response test, one per connection on each end, on plain blocking
+//! sockets (one thread per connection, TCP_NODELAY, buffers allocated once per connection and
+//! no allocation per transaction; no busy polling). The client times each transaction from
+//! the request's first byte written (crr: from the connect) to the response's last byte read
+//! (crr: to the server's close) and records it in a `LatencyHistogram`.
+//!
+//! The count of `--transactions` is shared by a test's connections (`Budget`): each claims a
+//! transaction before it starts one, so the test does exactly that many. Every loop ends by
+//! its test's end time as well, and the server's loops by their stop flag or the peer's close.
+
+use crate::traffic::protocol::{IO_DEADLINE, parse_udp_hello};
+use crate::traffic::rr::hdr::LatencyHistogram;
+use crate::traffic::rr::{ServerCounts, UDP_RESPONSE_WAIT};
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The byte requests are filled with (responses carry `RESPONSE_FILL`).
+const REQUEST_FILL: u8 = b'q';
+const RESPONSE_FILL: u8 = b'r';
+/// How often a server loop blocked in a read looks at its stop flag.
+const STOP_POLL: Duration = Duration::from_millis(100);
+
+/// The transactions left to a test of `--transactions`, shared by its connections.
+#[derive(Debug)]
+pub struct Budget(Option<AtomicU64>);
+
+impl Budget {
+    pub fn new(transactions: Option<u64>) -> Budget {
+        Budget(transactions.map(AtomicU64::new))
+    }
+
+    /// Takes one transaction; `false` once none is left.
+    #[inline]
+    fn claim(&self) -> bool {
+        match &self.0 {
+            None => true,
+            Some(left) => left
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok(),
+        }
+    }
+}
+
+/// What one end's loop was asked: sizes, the end, the shared count and the stop flag.
+#[derive(Clone, Copy)]
+pub struct Plan<'a> {
+    pub request_bytes: usize,
+    pub response_bytes: usize,
+    pub end: Instant,
+    pub budget: &'a Budget,
+    pub stop: &'a AtomicBool,
+}
+
+impl Plan<'_> {
+    #[inline]
+    fn another(&self, now: Instant) -> bool {
+        now < self.end && !self.stop.load(Ordering::Relaxed) && self.budget.claim()
+    }
+}
+
+/// What one client connection (or crr worker) measured.
+#[derive(Debug, Default, Clone)]
+pub struct Outcome {
+    pub transactions: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// UDP: requests sent again after `UDP_RESPONSE_WAIT` without a response.
+    pub lost: u64,
+    pub latency: LatencyHistogram,
+    /// What ended this connection's loop early, if something did.
+    pub error: Option<String>,
+}
+
+impl Outcome {
+    #[inline]
+    fn done(&mut self, plan: &Plan<'_>, t0: Instant, t1: Instant) {
+        self.transactions += 1;
+        self.bytes_sent += plan.request_bytes as u64;
+        self.bytes_received += plan.response_bytes as u64;
+        self.latency
+            .record_ns(u64::try_from(t1.duration_since(t0).as_nanos()).unwrap_or(u64::MAX));
+    }
+}
+
+/// Client, TCP rr: transactions on `sock` until the plan ends; then half-closes it, which ends
+/// the server's loop.
+pub fn client_tcp(mut sock: TcpStream, plan: &Plan<'_>) -> Outcome {
+    let mut out = Outcome::default();
+    let request = vec![REQUEST_FILL; plan.request_bytes];
+    let mut response = vec![0u8; plan.response_bytes];
+    if let Err(e) = sock
+        .set_nodelay(true)
+        .and_then(|()| sock.set_read_timeout(Some(IO_DEADLINE)))
+    {
+        out.error = Some(format!("cannot set up the connection: {e}"));
+        return out;
+    }
+    let mut now = Instant::now();
+    while plan.another(now) {
+        let t0 = now;
+        if let Err(e) = sock
+            .write_all(&request)
+            .and_then(|()| sock.read_exact(&mut response))
+        {
+            out.error = Some(transaction_failed(&e));
+            break;
+        }
+        now = Instant::now();
+        out.done(plan, t0, now);
+    }
+    let _ = sock.shutdown(std::net::Shutdown::Write);
+    out
+}
+
+/// Client, crr: for each transaction a new connection from `connect`, the request, the
+/// response, and the server's close.
+pub fn client_crr(connect: &dyn Fn() -> io::Result<TcpStream>, plan: &Plan<'_>) -> Outcome {
+    let mut out = Outcome::default();
+    let request = vec![REQUEST_FILL; plan.request_bytes];
+    let mut response = vec![0u8; plan.response_bytes];
+    let mut now = Instant::now();
+    while plan.another(now) {
+        let t0 = now;
+        let mut one = || -> io::Result<()> {
+            let mut s = connect()?;
+            s.set_nodelay(true)?;
+            s.set_read_timeout(Some(IO_DEADLINE))?;
+            s.write_all(&request)?;
+            s.read_exact(&mut response)?;
+            // The server closes first (its side keeps TIME_WAIT, not this one's ports).
+            let mut more = [0u8; 1];
+            match s.read(&mut more)? {
+                0 => Ok(()),
+                _ => Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "the server sent more than the response",
+                )),
+            }
+        };
+        if let Err(e) = one() {
+            out.error = Some(transaction_failed(&e));
+            break;
+        }
+        now = Instant::now();
+        out.done(plan, t0, now);
+    }
+    out
+}
+
+/// Client, UDP rr: one datagram each way per transaction on the connected `sock`; a request
+/// unanswered for `UDP_RESPONSE_WAIT` counts as lost and is sent again (its transaction is
+/// timed from the first send). Datagrams of another size, and hello echoes, are skipped.
+pub fn client_udp(sock: &UdpSocket, plan: &Plan<'_>) -> Outcome {
+    let mut out = Outcome::default();
+    let request = vec![REQUEST_FILL; plan.request_bytes];
+    let mut buf = vec![0u8; plan.response_bytes.max(64) + 1];
+    if let Err(e) = sock.set_read_timeout(Some(UDP_RESPONSE_WAIT)) {
+        out.error = Some(format!("cannot set up the socket: {e}"));
+        return out;
+    }
+    let mut now = Instant::now();
+    'test: while plan.another(now) {
+        let t0 = now;
+        if let Err(e) = sock.send(&request) {
+            out.error = Some(transaction_failed(&e));
+            break;
+        }
+        loop {
+            match sock.recv(&mut buf) {
+                Ok(n) if n == plan.response_bytes && parse_udp_hello(&buf[..n]).is_none() => {
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) if is_timeout(&e) => {
+                    out.lost += 1;
+                    if Instant::now() >= plan.end || plan.stop.load(Ordering::Relaxed) {
+                        break 'test;
+                    }
+                    if let Err(e) = sock.send(&request) {
+                        out.error = Some(transaction_failed(&e));
+                        break 'test;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    out.error = Some(transaction_failed(&e));
+                    break 'test;
+                }
+            }
+        }
+        now = Instant::now();
+        out.done(plan, t0, now);
+    }
+    out
+}
+
+fn transaction_failed(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::UnexpectedEof => {
+            "the server closed a connection mid-transaction: its log says why".into()
+        }
+        k if k == io::ErrorKind::WouldBlock || k == io::ErrorKind::TimedOut => format!(
+            "no response for {} s: the server or the path stalled",
+            IO_DEADLINE.as_secs()
+        ),
+        _ => format!("a transaction failed: {e}"),
+    }
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
+}
+
+/// Fills `buf` from `sock`; `Ok(false)` when the peer closed before its first byte. A read
+/// that times out looks at `stop` and reads on.
+fn fill(sock: &mut TcpStream, buf: &mut [u8], stop: &AtomicBool) -> io::Result<bool> {
+    let mut got = 0;
+    while got < buf.len() {
+        match sock.read(&mut buf[got..]) {
+            Ok(0) if got == 0 => return Ok(false),
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if is_timeout(&e) => {
+                if stop.load(Ordering::Relaxed) {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// Server, TCP rr: answers every request on `sock` until the client half-closes it or `stop`.
+pub fn serve_tcp(
+    mut sock: TcpStream,
+    request_bytes: usize,
+    response_bytes: usize,
+    stop: &AtomicBool,
+) -> ServerCounts {
+    let mut c = ServerCounts {
+        accepted_connections: 1,
+        ..ServerCounts::default()
+    };
+    let mut request = vec![0u8; request_bytes];
+    let response = vec![RESPONSE_FILL; response_bytes];
+    if sock.set_nodelay(true).is_err() || sock.set_read_timeout(Some(STOP_POLL)).is_err() {
+        return c;
+    }
+    while let Ok(true) = fill(&mut sock, &mut request, stop) {
+        c.bytes_received += request_bytes as u64;
+        if sock.write_all(&response).is_err() {
+            break;
+        }
+        c.bytes_sent += response_bytes as u64;
+        c.transactions += 1;
+    }
+    c
+}
+
+/// Server, crr: accepts connections from `peer` on the test's own `listener` (non-blocking,
+/// shared by the test's workers), answers one request on each and closes it, until `stop`.
+/// Connections from anyone else are closed unanswered and not counted.
+pub fn serve_crr(
+    listener: &TcpListener,
+    peer: IpAddr,
+    (request_bytes, response_bytes): (usize, usize),
+    stop: &AtomicBool,
+) -> ServerCounts {
+    let mut c = ServerCounts::default();
+    let mut request = vec![0u8; request_bytes];
+    let response = vec![RESPONSE_FILL; response_bytes];
+    while !stop.load(Ordering::Relaxed) {
+        if !crate::platform::sockopt::wait_readable(listener, STOP_POLL).unwrap_or(false) {
+            continue;
+        }
+        let (mut sock, from) = match listener.accept() {
+            Ok(a) => a,
+            Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => {
+                // Out of descriptors or the like: do not spin.
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        if from.ip().to_canonical() != peer.to_canonical() {
+            continue;
+        }
+        c.accepted_connections += 1;
+        let answered = sock
+            .set_nonblocking(false)
+            .and_then(|()| sock.set_nodelay(true))
+            .and_then(|()| sock.set_read_timeout(Some(IO_DEADLINE)))
+            .and_then(|()| fill(&mut sock, &mut request, stop))
+            .and_then(|got| match got {
+                true => sock.write_all(&response).map(|()| true),
+                false => Ok(false),
+            });
+        if let Ok(true) = answered {
+            c.bytes_received += request_bytes as u64;
+            c.bytes_sent += response_bytes as u64;
+            c.transactions += 1;
+        }
+    }
+    c
+}
+
+/// Server, UDP rr: answers every datagram of the request's size on the connected `sock`
+/// (hellos repeated by the client are skipped) until `stop`.
+pub fn serve_udp(
+    sock: &UdpSocket,
+    request_bytes: usize,
+    response_bytes: usize,
+    stop: &AtomicBool,
+) -> ServerCounts {
+    let mut c = ServerCounts::default();
+    let mut buf = vec![0u8; request_bytes.max(64) + 1];
+    let response = vec![RESPONSE_FILL; response_bytes];
+    if sock.set_read_timeout(Some(STOP_POLL)).is_err() {
+        return c;
+    }
+    while !stop.load(Ordering::Relaxed) {
+        match sock.recv(&mut buf) {
+            Ok(n) if n == request_bytes && parse_udp_hello(&buf[..n]).is_none() => {
+                c.bytes_received += n as u64;
+                if sock.send(&response).is_ok() {
+                    c.bytes_sent += response_bytes as u64;
+                    c.transactions += 1;
+                }
+            }
+            // Another size, a hello again, a timeout to look at `stop`, or the client's port
+            // gone (ICMP): read on until stopped.
+            _ => {}
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_gives_exactly_its_count_across_threads() {
+        let b = Budget::new(Some(10_000));
+        let taken = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    while b.claim() {
+                        taken.fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        assert_eq!(taken.load(Ordering::Relaxed), 10_000);
+        assert!(Budget::new(None).claim());
+    }
+
+    #[test]
+    fn one_tcp_connection_does_the_count_and_moves_the_sizes() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let server = s.spawn(|| {
+                let (sock, _) = l.accept().unwrap();
+                serve_tcp(sock, 100, 10_000, &stop)
+            });
+            let budget = Budget::new(Some(500));
+            let plan = Plan {
+                request_bytes: 100,
+                response_bytes: 10_000,
+                end: Instant::now() + Duration::from_secs(60),
+                budget: &budget,
+                stop: &stop,
+            };
+            let out = client_tcp(TcpStream::connect(addr).unwrap(), &plan);
+            let served = server.join().unwrap();
+            assert_eq!(out.error, None);
+            assert_eq!((out.transactions, out.latency.count()), (500, 500));
+            assert_eq!((out.bytes_sent, out.bytes_received), (50_000, 5_000_000));
+            assert_eq!((served.transactions, served.bytes_received), (500, 50_000));
+        });
+    }
+}
