@@ -35,8 +35,10 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-NETSWEEP = os.path.join(ROOT, "target", "release", "netsweep")
-CEILING = os.path.join(ROOT, "target", "release", "examples", "ceiling")
+# NETSWEEP_BIN / CEILING_BIN: copies of the binaries, so a build during the bench cannot swap
+# them under it.
+NETSWEEP = os.environ.get("NETSWEEP_BIN", os.path.join(ROOT, "target", "release", "netsweep"))
+CEILING = os.environ.get("CEILING_BIN", os.path.join(ROOT, "target", "release", "examples", "ceiling"))
 # Bare pairs: send path, chunk, and the receiver's low-water mark ("" for the kernel's
 # default of 1 byte; netsweep's receivers set one that follows their rate, up to 1 MiB).
 BARE = [("sendfile", "16K", ""), ("sendfile", "64K", ""), ("write", "1M", ""), ("write", "4M", ""),
@@ -218,7 +220,8 @@ def main():
             sys.exit(f"{tool} is not installed: apt-get install -y iperf3 iperf nuttcp")
     if not os.path.exists(NETSWEEP):
         sys.exit("no release build: run cargo build --release first")
-    subprocess.run(["cargo", "build", "--release", "--quiet", "--example", "ceiling"], cwd=ROOT, check=True)
+    if "CEILING_BIN" not in os.environ:
+        subprocess.run(["cargo", "build", "--release", "--quiet", "--example", "ceiling"], cwd=ROOT, check=True)
     servers = {}
     for name, argv in SERVERS.items():
         servers[name] = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

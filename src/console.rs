@@ -10,12 +10,34 @@ static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 /// Where standard output goes instead, with `--logfile`.
 static LOG_FILE: std::sync::Mutex<Option<std::fs::File>> = std::sync::Mutex::new(None);
 
-/// Sends what would go to standard output to `path` (appended, as iperf3's `--logfile`).
+/// Sends what would go to standard output to `path` (appended, as iperf3's `--logfile`). A
+/// symbolic link there is refused, not followed (`O_NOFOLLOW`), and so is anything but a
+/// regular file: a FIFO would block the test until someone read it (opened without blocking,
+/// then checked).
 pub fn log_to(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(path)?;
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a symbolic link: netsweep does not write through one; give the file itself",
+            ),
+            Some(libc::ENXIO) => std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "a FIFO with no reader: give a regular file",
+            ),
+            _ => e,
+        })?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO or device): give a regular file",
+        ));
+    }
     if let Ok(mut f) = LOG_FILE.lock() {
         *f = Some(file);
     }

@@ -99,6 +99,36 @@ fn logfile_receives_the_output() {
     );
 }
 
+/// `--logfile` never writes through a symbolic link (the file it points to stays as it was)
+/// and never blocks on a FIFO: both are refused at once, by name.
+#[test]
+fn logfile_refuses_a_symlink_and_a_fifo() {
+    let s = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("precious");
+    std::fs::write(&target, "keep me").unwrap();
+    let link = dir.path().join("run.log");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let o = s.client(&["-t", "0.5", "--logfile", link.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(
+        !o.status.success() && err.contains("symbolic link"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    let fifo = dir.path().join("fifo.log");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let t0 = std::time::Instant::now();
+    let o = s.client(&["-t", "0.5", "--logfile", fifo.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr).to_string();
+    assert!(!o.status.success() && err.contains("FIFO"), "{err}");
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(10),
+        "it waited on the FIFO"
+    );
+}
+
 /// Regression: `--bidir` summary lines ended in `(0.85%)[TX-C]` and `receiver[TX-C]`.
 #[test]
 fn bidir_tags_stand_apart() {

@@ -719,3 +719,49 @@ fn sigterm_while_lab_up_builds_leaves_nothing() {
     }
     assert!(interrupted > 0, "every lab up was done before its signal");
 }
+
+/// Regression: UDP through a lab lost datagrams with nothing saying whether the path or the
+/// emulator on a busy host dropped them. `lab test` now names each place: here the path's own
+/// loss setting accounts for the datagrams the receiver missed.
+#[test]
+fn a_lab_udp_test_says_where_its_lost_datagrams_went() {
+    if !common::root_or_skip("a_lab_udp_test_says_where_its_lost_datagrams_went") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["lab", "test", "--rtt", "2ms", "--loss", "3%", "--"])
+        .args(["-u", "-b", "20M", "-t", "2"])
+        .output()
+        .expect("netsweep lab test");
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let receiver = text
+        .lines()
+        .find(|l| l.contains(" sec ") && l.ends_with("receiver"))
+        .unwrap_or_else(|| panic!("no receiver line: {text}"));
+    let lost: u64 = receiver
+        .split_whitespace()
+        .find_map(|w| w.split_once('/').and_then(|(l, _)| l.parse().ok()))
+        .unwrap_or_else(|| panic!("no lost/total in {receiver}"));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Lab path from host a to b:"))
+        .unwrap_or_else(|| panic!("no account of the lost datagrams: {text}"));
+    let by_loss: u64 = line
+        .split("dropped on the way: ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(line.contains("to the path's loss setting"), "{line}");
+    // The control connection crosses the same path, so a few drops may be its packets.
+    assert!(
+        lost > 0 && by_loss + 2 >= lost && by_loss <= lost + 20,
+        "{lost} datagrams lost, the path's loss setting dropped {by_loss}: {line}"
+    );
+}

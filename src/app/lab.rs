@@ -310,6 +310,9 @@ fn test(path: &PathArgs, vm: &VmArgs, client_args: &[String]) -> anyhow::Result<
         Some(_) => None,
         None => Some(lab.start_server(Host::B, ServerLimits::default())?),
     };
+    let drops0 = lab.delay_line_drops_by_direction();
+    let snapshot = |h| lab.run_in(h, crate::host::counters::read_live).ok();
+    let before = (snapshot(Host::A), snapshot(Host::B));
     let code = match lab.guest_at(Host::A) {
         // Guest to guest: the client runs in host a's guest, which prints its own result.
         Some(_) => lab.exec_in_guest(Host::A, &argv).map(|(out, rc)| {
@@ -318,6 +321,25 @@ fn test(path: &PathArgs, vm: &VmArgs, client_args: &[String]) -> anyhow::Result<
         }),
         None => lab.run_in(Host::A, || crate::app::client_and_print(&cfg, &spec, &view)),
     };
+    if spec.protocol == crate::traffic::spec::Protocol::Udp && view.json.is_none() {
+        let drops = crate::lab::loss::between(drops0, lab.delay_line_drops_by_direction());
+        if let ((Some(a0), Some(b0)), Some(a1), Some(b1)) =
+            (before, snapshot(Host::A), snapshot(Host::B))
+        {
+            let d = [
+                crate::host::counters::delta(&a0, &a1),
+                crate::host::counters::delta(&b0, &b1),
+            ];
+            for (from, to, way) in [(0, 1, "a to b"), (1, 0, "b to a")] {
+                let device = lab.device(if from == 0 { Host::A } else { Host::B });
+                if let Some(s) =
+                    crate::lab::loss::account(None, drops[from], &d[from], &d[to], &device)
+                {
+                    crate::outln!("Lab path from host {way}: {s}");
+                }
+            }
+        }
+    }
     drop(server);
     lab.down()?;
     code

@@ -36,6 +36,39 @@ fn delta_json(before: &counters::Snapshot, after: &counters::Snapshot) -> serde_
     serde_json::to_value(counters::delta(before, after)).unwrap_or_default()
 }
 
+/// Where each UDP direction's lost datagrams went on a lab path (`lab::loss`): a sentence per
+/// direction that lost any. `hosts` are hosts a's and b's counter deltas and devices.
+pub fn udp_loss_sentences(
+    r: &TestResult,
+    drops: &[Option<crate::lab::loss::PathDrops>; 2],
+    hosts: [&counters::Delta; 2],
+    devices: [String; 2],
+) -> Vec<String> {
+    use crate::traffic::spec::{Flow, Protocol};
+    if r.spec.protocol != Protocol::Udp {
+        return Vec::new();
+    }
+    r.directions
+        .iter()
+        .filter_map(|d| {
+            // Host a runs the client: client-to-server goes a -> b (the delay line's first
+            // direction).
+            let (from, to, way) = match d.flow {
+                Flow::ClientToServer => (0, 1, "a to b"),
+                Flow::ServerToClient => (1, 0, "b to a"),
+            };
+            let sentence = crate::lab::loss::account(
+                Some(d.summary.lost_packets.unwrap_or(0)),
+                drops[from],
+                hosts[from],
+                hosts[to],
+                &devices[from],
+            )?;
+            Some(format!("UDP from host {way} on the lab path, {sentence}"))
+        })
+        .collect()
+}
+
 /// Runs a test from this host, with this host's counters around it under `side`.
 fn run_here(cfg: &ClientConfig, spec: &TestSpec, stop: &AtomicBool, side: &str) -> ExecOutcome {
     let before = counters::read_live();
@@ -371,6 +404,7 @@ impl Executor for LabExecutor {
     }
 
     fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome {
+        let drops0 = self.lab().delay_line_drops_by_direction();
         let (a0, b0) = self.snapshot();
         let addr = SocketAddr::new(Host::B.address(), crate::traffic::protocol::DEFAULT_PORT);
         let (result, engine_time) = match self.lab().guest_at(Host::A) {
@@ -392,6 +426,17 @@ impl Executor for LabExecutor {
             r.rfc6349 = crate::traffic::result::rfc6349::of(r, &facts);
         }
         let (a1, b1) = self.snapshot();
+        let drops = crate::lab::loss::between(drops0, self.lab().delay_line_drops_by_direction());
+        if let (Ok(r), Some(a0), Some(a1), Some(b0), Some(b1)) = (&mut result, &a0, &a1, &b0, &b1) {
+            let (da, db) = (counters::delta(a0, a1), counters::delta(b0, b1));
+            let lab = self.lab();
+            r.warnings.extend(udp_loss_sentences(
+                r,
+                &drops,
+                [&da, &db],
+                [lab.device(Host::A), lab.device(Host::B)],
+            ));
+        }
         let delta = |x: Option<counters::Snapshot>, y: Option<counters::Snapshot>| match (x, y) {
             (Some(x), Some(y)) => delta_json(&x, &y),
             _ => json!(null),

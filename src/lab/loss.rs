@@ -14,19 +14,21 @@ pub struct PathDrops {
 }
 
 /// Where `lost` datagrams sent from the host whose counters are `sender` to the one whose
-/// counters are `receiver` went, as one sentence; `None` when nothing was lost.
-/// `path` is the delay line's direction between them (`None`: no delay line).
+/// counters are `receiver` went, as one sentence; `None` when nothing was lost (or, with
+/// `lost` unknown, nothing was dropped). `path` is the delay line's direction between them
+/// (`None`: no delay line).
 pub fn account(
-    lost: u64,
+    lost: Option<u64>,
     path: Option<PathDrops>,
     sender: &Delta,
     receiver: &Delta,
     sender_device: &str,
 ) -> Option<String> {
-    if lost == 0 {
+    if lost == Some(0) {
         return None;
     }
-    let proto = |d: &Delta, k: &str| u64::try_from(d.protocol.get(k).copied().unwrap_or(0)).unwrap_or(0);
+    let proto =
+        |d: &Delta, k: &str| u64::try_from(d.protocol.get(k).copied().unwrap_or(0)).unwrap_or(0);
     let kernel = proto(receiver, "Udp.RcvbufErrors").max(proto(receiver, "Udp.InErrors"));
     let device = sender
         .interfaces
@@ -53,6 +55,9 @@ pub fn account(
         ));
     }
     let named = p.loss + p.queue + kernel + device;
+    let Some(lost) = lost else {
+        return (named > 0).then(|| format!("packets dropped on the way: {}", parts.join("; ")));
+    };
     let rest = lost.saturating_sub(named);
     if rest > 0 {
         parts.push(format!(
@@ -60,6 +65,20 @@ pub fn account(
         ));
     }
     Some(format!("of {lost} datagrams lost: {}", parts.join("; ")))
+}
+
+/// The drops of the delay line between two snapshots of its counters.
+pub fn between(
+    before: Option<[PathDrops; 2]>,
+    after: Option<[PathDrops; 2]>,
+) -> [Option<PathDrops>; 2] {
+    [0, 1].map(|i| {
+        let (b, a) = (before?[i], after?[i]);
+        Some(PathDrops {
+            loss: a.loss.saturating_sub(b.loss),
+            queue: a.queue.saturating_sub(b.queue),
+        })
+    })
 }
 
 #[cfg(test)]
@@ -88,18 +107,43 @@ mod tests {
     #[test]
     fn each_place_a_datagram_was_dropped_is_named_with_its_count() {
         let s = account(
-            1000,
-            Some(PathDrops { loss: 100, queue: 200 }),
+            Some(1000),
+            Some(PathDrops {
+                loss: 100,
+                queue: 200,
+            }),
             &delta(&[], Some(("nsw-x-a", 300))),
             &delta(&[("Udp.RcvbufErrors", 350), ("Udp.InErrors", 350)], None),
             "nsw-x-a",
         )
         .unwrap();
-        assert!(s.starts_with("of 1000 datagrams lost: 100 to the path's loss setting"), "{s}");
+        assert!(
+            s.starts_with("of 1000 datagrams lost: 100 to the path's loss setting"),
+            "{s}"
+        );
         assert!(s.contains("200 at the path's full queue"), "{s}");
         assert!(s.contains("350 by the receiving host's kernel"), "{s}");
         assert!(s.contains("300 before the path"), "{s}");
         assert!(s.contains("50 not counted"), "{s}");
-        assert_eq!(account(0, None, &delta(&[], None), &delta(&[], None), "x"), None);
+        assert_eq!(
+            account(Some(0), None, &delta(&[], None), &delta(&[], None), "x"),
+            None
+        );
+        // Without the test's own count: the drops alone, or nothing when there were none.
+        let d = account(
+            None,
+            Some(PathDrops { loss: 3, queue: 0 }),
+            &delta(&[], None),
+            &delta(&[], None),
+            "x",
+        );
+        assert_eq!(
+            d.as_deref(),
+            Some("packets dropped on the way: 3 to the path's loss setting")
+        );
+        assert_eq!(
+            account(None, None, &delta(&[], None), &delta(&[], None), "x"),
+            None
+        );
     }
 }

@@ -556,6 +556,11 @@ impl Lab {
             .map(|d| d.iter().map(|x| x.loss + x.queue).sum())
     }
 
+    /// Host `h`'s end of the path (a veth or the delay line's TUN device, in its namespace).
+    pub fn device(&self, h: Host) -> String {
+        self.names.device(h)
+    }
+
     /// The delay line's drops per direction (a->b, b->a).
     pub fn delay_line_drops_by_direction(&self) -> Option<[loss::PathDrops; 2]> {
         match &self.relay {

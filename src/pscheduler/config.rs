@@ -62,7 +62,8 @@ impl ToolConfig {
 
     /// Reads `path`; a missing file is the defaults.
     pub fn load_from(path: &Path) -> anyhow::Result<ToolConfig> {
-        let text = match crate::inputs::read_file(path, MAX_BYTES) {
+        // A regular file only: a FIFO in its place would hold every pScheduler method.
+        let text = match crate::inputs::read_regular(path, MAX_BYTES) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Ok(ToolConfig::default());

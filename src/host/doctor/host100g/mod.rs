@@ -45,7 +45,7 @@ impl Command<'_> {
         let line = format!("{} {}", self.program, self.args.join(" "));
         if !view.live {
             let path = view.root().join("cmd").join(self.file_name(nic));
-            return crate::inputs::read_file(&path, MAX_OUTPUT as u64)
+            return crate::inputs::read_regular(&path, MAX_OUTPUT as u64)
                 .map_err(|_| format!("no saved `{line}` output ({})", path.display()));
         }
         let out = std::process::Command::new(self.program)
