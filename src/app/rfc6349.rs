@@ -70,7 +70,7 @@ pub fn run(a: &Rfc6349Args) -> anyhow::Result<ExitCode> {
             crate::outln!("{line}");
         }
     };
-    let report = procedure(&cfg, &stop, &say)?;
+    let report = procedure(&cfg, stop, &say)?;
     if cfg.json {
         crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     }

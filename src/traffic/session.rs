@@ -256,7 +256,7 @@ impl Streams {
             if let EngineEvent::StreamDone(r, cpu) = ev
                 && !done.reports.iter().any(|d| d.stream == r.stream)
             {
-                done.add(r, cpu);
+                done.add(*r, cpu);
             }
         }
     }

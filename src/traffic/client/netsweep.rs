@@ -406,7 +406,7 @@ fn drive(
         }
         match streams.events.recv_timeout(Duration::from_millis(20)) {
             Ok(EngineEvent::Interval(report)) => merger.add(report, on_interval),
-            Ok(EngineEvent::StreamDone(report, cpu)) => local.add(report, cpu),
+            Ok(EngineEvent::StreamDone(report, cpu)) => local.add(*report, cpu),
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
         }
         let cut = auto
@@ -430,7 +430,7 @@ fn drive(
             if let Ok(EngineEvent::StreamDone(report, cpu)) =
                 streams.events.recv_timeout(Duration::from_millis(50))
             {
-                local.add(report, cpu);
+                local.add(*report, cpu);
             }
         }
     }

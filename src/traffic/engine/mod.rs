@@ -44,7 +44,7 @@ pub enum EngineEvent {
     /// An interval closed on this end (sent as it happens, for live output).
     Interval(IntervalReport),
     /// A stream finished; its full report and the CPU its thread used.
-    StreamDone(StreamReport, CpuUsage),
+    StreamDone(Box<StreamReport>, CpuUsage),
 }
 
 /// The socket a stream runs on.
@@ -302,7 +302,9 @@ pub fn spawn_stream(ctx: StreamCtx, socket: StreamSocket) -> std::io::Result<Joi
                 (StreamSocket::Udp(s), Role::Receiver) => udp::receive(&ctx, s),
             };
             let cpu = cputime::thread_cpu_since(&cpu_start);
-            let _ = ctx.events.send(EngineEvent::StreamDone(report, cpu));
+            let _ = ctx
+                .events
+                .send(EngineEvent::StreamDone(Box::new(report), cpu));
         })
 }
 

@@ -345,7 +345,18 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
         }
     }
     // After an early stop or an error the report holds only the intervals that closed.
-    report.tcp_bytes_received = sockopt::tcp_info(&sock).ok().and_then(|i| i.bytes_received);
+    // tcpi_bytes_received counts the sequence space taken in, the FIN's one number included:
+    // data alone is one less once the end was read.
+    report.tcp_bytes_received = sockopt::tcp_info(&sock)
+        .ok()
+        .and_then(|i| i.bytes_received)
+        .map(|b| {
+            if report.saw_end {
+                b.saturating_sub(1)
+            } else {
+                b
+            }
+        });
     received.low_water_bytes = low_water.largest as u64;
     report.receive = Some(received);
     report

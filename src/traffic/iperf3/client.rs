@@ -617,7 +617,7 @@ fn drive(
                 if r.error.is_some() && error.is_none() {
                     error = r.error.clone();
                 }
-                local.add(r, cpu);
+                local.add(*r, cpu);
             }
             Err(_) => {}
         }

@@ -312,7 +312,7 @@ fn forward_reports(
             Ok(EngineEvent::Interval(report)) => {
                 write_frame(ctrl, &ServerMsg::Interval { report })?
             }
-            Ok(EngineEvent::StreamDone(report, cpu)) => finished.add(report, cpu),
+            Ok(EngineEvent::StreamDone(report, cpu)) => finished.add(*report, cpu),
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }

@@ -93,7 +93,7 @@ pub(super) fn wait_for_end(
         // before TEST_END (its sender shut down its side, as netsweep's does) is kept.
         while let Ok(ev) = streams.events.try_recv() {
             if let EngineEvent::StreamDone(r, cpu) = ev {
-                finished.add(r, cpu);
+                finished.add(*r, cpu);
             }
         }
         if !crate::platform::sockopt::wait_readable(ctrl, Duration::from_millis(50))
