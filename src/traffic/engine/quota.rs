@@ -3,6 +3,12 @@
 //! what they write before writing it, so together they send the count and no more (UDP in
 //! whole datagrams, at most one datagram's bytes past it); receivers add what they read. The
 //! first stream to bring the total to the count notes when, on its end's grid.
+//!
+//! An iperf3 client that receives a UDP count (`-u -n/-k -R`) ends the test only once it has
+//! *received* the count, so a lost datagram would leave it waiting until its receive timeout.
+//! A sender serving such a client therefore tops up (`TopUp`): once its count is sent and the
+//! test still runs after `TOP_UP_GRACE`, it sends one more datagram every `TOP_UP_MIN_GAP` (or
+//! at 1% of the asked rate, whichever is slower), never more than the count again.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,7 +22,15 @@ pub struct Quota {
     /// Bytes written or read.
     moved: AtomicU64,
     reached: OnceLock<Duration>,
+    /// Bytes sent past the count by topping-up senders (`claim_extra`).
+    extra: AtomicU64,
 }
+
+/// How long a UDP sender that has sent its count waits for the peer to end the test before
+/// topping up: without loss an iperf3 client says TEST_END well within it.
+pub const TOP_UP_GRACE: Duration = Duration::from_millis(250);
+/// Least time between two top-up datagrams of a stream.
+pub const TOP_UP_MIN_GAP: Duration = Duration::from_millis(10);
 
 impl Quota {
     /// A quota of `target` bytes (at least 1).
@@ -26,7 +40,19 @@ impl Quota {
             claimed: AtomicU64::new(0),
             moved: AtomicU64::new(0),
             reached: OnceLock::new(),
+            extra: AtomicU64::new(0),
         }
+    }
+
+    /// A top-up datagram of `unit` bytes past the count: granted while the top-ups of this
+    /// direction's streams together stay within the count again.
+    pub fn claim_extra(&self, unit: u64) -> bool {
+        let limit = self.target.max(unit);
+        self.extra
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |e| {
+                (e + unit <= limit).then_some(e + unit)
+            })
+            .is_ok()
     }
 
     /// A sender's claim of up to `want` bytes in units of `unit` bytes (1 for TCP, the datagram
@@ -84,6 +110,40 @@ impl Quota {
     }
 }
 
+/// When a UDP sender that has sent its count sends its top-up datagrams: the first
+/// `TOP_UP_GRACE` after the count was handed out, then one every gap.
+#[derive(Debug)]
+pub struct TopUp {
+    next: Duration,
+    gap: Duration,
+}
+
+impl TopUp {
+    /// The schedule of a sender that handed out its count at `spent_at` (its elapsed time),
+    /// sending datagrams of `len` bytes at `bits_per_second` (`None`: unlimited).
+    pub fn new(spent_at: Duration, bits_per_second: Option<f64>, len: usize) -> TopUp {
+        let slow = bits_per_second
+            .filter(|r| r.is_finite() && *r > 0.0)
+            .map(|r| Duration::from_secs_f64((len as f64 * 8.0 / (r * 0.01)).min(1.0)))
+            .unwrap_or_default();
+        TopUp {
+            next: spent_at + TOP_UP_GRACE,
+            gap: slow.max(TOP_UP_MIN_GAP),
+        }
+    }
+
+    /// `None` when a datagram is due at `now` (and the next one is scheduled), or how long
+    /// to wait for it.
+    pub fn due(&mut self, now: Duration) -> Option<Duration> {
+        if now < self.next {
+            return Some(self.next - now);
+        }
+        // A sender that overslept does not catch up in a burst.
+        self.next = (self.next + self.gap).max(now);
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,6 +183,26 @@ mod tests {
         q.count(60, ms(30));
         assert_eq!(q.reached(), Some(ms(20)));
         assert_eq!(q.moved(), 180);
+    }
+
+    #[test]
+    fn top_ups_wait_the_grace_then_trickle_and_stay_within_the_count_again() {
+        let ms = Duration::from_millis;
+        // 100 Mbit/s of 1 KiB datagrams: 1% of the rate is one per 8.2 ms, so the 10 ms floor.
+        let mut t = TopUp::new(ms(1000), Some(100e6), 1024);
+        assert_eq!(t.due(ms(1100)), Some(ms(150)));
+        assert_eq!(t.due(ms(1250)), None);
+        assert_eq!(t.due(ms(1255)), Some(ms(5)));
+        assert_eq!(t.due(ms(1260)), None);
+        // 1 Mbit/s: 1% is 10 kbit/s, one 1 KiB datagram per 819 ms.
+        let mut slow = TopUp::new(ms(0), Some(1e6), 1024);
+        assert_eq!(slow.due(ms(250)), None);
+        assert!(slow.due(ms(1000)).is_some());
+        let q = Quota::new(3000);
+        assert!(q.claim_extra(1000));
+        assert!(q.claim_extra(1000));
+        assert!(q.claim_extra(1000));
+        assert!(!q.claim_extra(1000));
     }
 
     #[test]

@@ -4,13 +4,15 @@
 //! reads coalesced batches (UDP_GRO) and attributes every datagram to the interval in which it
 //! was *sent*, so per-interval loss is exact: sent in interval k minus received of interval k.
 
+use super::quota::TopUp;
 use super::{Datagrams, POLL, Pacer, StreamCtx, UDP_LINGER, payload};
 use crate::platform::{sockopt, udpbatch};
 use crate::traffic::histogram::UdpTiming;
 use crate::traffic::measure::{IntervalReport, StreamReport, UdpReceived};
-use crate::traffic::spec::UDP_HEADER_BYTES;
+use crate::traffic::spec::{Flow, UDP_HEADER_BYTES};
 use std::io::ErrorKind;
 use std::net::UdpSocket;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::{Arrival, Jitter, SequenceTracker};
@@ -113,6 +115,11 @@ pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
     });
     let mut current = ctx.empty_interval(0);
     let mut seq: u64 = 0;
+    // Serving an iperf3 client that receives a count: top up after the count (`quota`).
+    let tops_up = ctx.quota.is_some()
+        && matches!(ctx.datagrams, Datagrams::Iperf3 { .. })
+        && ctx.flow == Flow::ServerToClient;
+    let mut top_up: Option<TopUp> = None;
     loop {
         let now = ctx.elapsed();
         // Read on every turn: a `duration = "auto"` test may cut the grid short.
@@ -125,12 +132,31 @@ pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
         if report.intervals.len() >= slots.len() {
             break;
         }
-        if ctx.stopped() {
+        let ended = if tops_up {
+            ctx.stop.load(Ordering::Relaxed)
+        } else {
+            ctx.stopped()
+        };
+        if ended {
             ctx.keep_open(&mut report, current);
             break;
         }
         let mut n = max_batch;
-        if let Some(p) = pacer.as_mut() {
+        if let Some(t) = top_up.as_mut() {
+            if let Some(wait) = t.due(now) {
+                std::thread::sleep(wait.min(POLL));
+                continue;
+            }
+            if !ctx
+                .quota
+                .as_ref()
+                .is_some_and(|q| q.claim_extra(len as u64))
+            {
+                ctx.keep_open(&mut report, current);
+                break;
+            }
+            n = 1;
+        } else if let Some(p) = pacer.as_mut() {
             let allowed = (p.allowance(now) / len as u64) as usize;
             if allowed == 0 {
                 // Sleep until a batch of about PACING_QUANTUM is due: far fewer wake-ups than
@@ -149,9 +175,14 @@ pub(super) fn send(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
         let quota = ctx
             .quota
             .as_ref()
-            .filter(|_| ctx.counts_in(report.intervals.len()));
+            .filter(|_| top_up.is_none() && ctx.counts_in(report.intervals.len()));
         if let Some(q) = quota {
             n = (q.claim((n * len) as u64, len as u64) / len as u64) as usize;
+            if n == 0 && tops_up {
+                let rate = (!ctx.rate.is_unlimited()).then(|| ctx.rate.bits_per_second());
+                top_up = Some(TopUp::new(now, rate, len));
+                continue;
+            }
             if n == 0 {
                 ctx.keep_open(&mut report, current);
                 break;
