@@ -26,7 +26,8 @@ pub fn account(
     if lost == 0 {
         return None;
     }
-    let proto = |d: &Delta, k: &str| u64::try_from(d.protocol.get(k).copied().unwrap_or(0)).unwrap_or(0);
+    let proto =
+        |d: &Delta, k: &str| u64::try_from(d.protocol.get(k).copied().unwrap_or(0)).unwrap_or(0);
     let kernel = proto(receiver, "Udp.RcvbufErrors").max(proto(receiver, "Udp.InErrors"));
     let device = sender
         .interfaces
@@ -89,17 +90,26 @@ mod tests {
     fn each_place_a_datagram_was_dropped_is_named_with_its_count() {
         let s = account(
             1000,
-            Some(PathDrops { loss: 100, queue: 200 }),
+            Some(PathDrops {
+                loss: 100,
+                queue: 200,
+            }),
             &delta(&[], Some(("nsw-x-a", 300))),
             &delta(&[("Udp.RcvbufErrors", 350), ("Udp.InErrors", 350)], None),
             "nsw-x-a",
         )
         .unwrap();
-        assert!(s.starts_with("of 1000 datagrams lost: 100 to the path's loss setting"), "{s}");
+        assert!(
+            s.starts_with("of 1000 datagrams lost: 100 to the path's loss setting"),
+            "{s}"
+        );
         assert!(s.contains("200 at the path's full queue"), "{s}");
         assert!(s.contains("350 by the receiving host's kernel"), "{s}");
         assert!(s.contains("300 before the path"), "{s}");
         assert!(s.contains("50 not counted"), "{s}");
-        assert_eq!(account(0, None, &delta(&[], None), &delta(&[], None), "x"), None);
+        assert_eq!(
+            account(0, None, &delta(&[], None), &delta(&[], None), "x"),
+            None
+        );
     }
 }
