@@ -834,3 +834,108 @@ fn rfc6349_metrics_are_stored_and_explained() {
     let (ok, out) = netsweep(&["explain", "--db", d, "--metric", "buffer_delay_percent"]);
     assert!(ok && out.contains("RFC 6349 buffer delay"), "{out}");
 }
+
+/// Request/response tests run in campaigns (`test = "rr"`/`"crr"`, schema 8): each run's
+/// transactions per second and p99 latency are stored as its JSON's `rr` says, and
+/// `compare`/`explain` take them as metrics.
+#[test]
+fn rr_campaigns_store_transactions_and_latency() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"loopback\"\n[test]\nduration = \"500ms\"\n\
+         request_response = \"64,128\"\n[matrix]\ntest = [\"rr\", \"crr\"]\n\
+         [repeat]\ncount = 3\nseed = 5\n",
+    )
+    .unwrap();
+    let db = dir.path().join("r.db");
+    let (p, d) = (plan.to_str().unwrap(), db.to_str().unwrap());
+    let (ok, out) = netsweep(&["run", p, "--db", d]);
+    assert!(ok, "{out}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    type Row = (Option<f64>, Option<f64>, String, String);
+    let rows: Vec<Row> = conn
+        .prepare(
+            "SELECT r.rr_transactions_per_second, r.rr_latency_p99_us, r.result_json, c.label \
+             FROM run r JOIN configuration c ON c.id = r.configuration_id",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .map(|x| x.unwrap())
+        .collect();
+    assert_eq!(rows.len(), 6);
+    let same = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-9 * a.abs().max(1.0),
+        (a, b) => a == b,
+    };
+    for (tps, p99, json, label) in &rows {
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        let rr = &v["rr"];
+        assert_eq!(rr["test"].as_str(), label.strip_prefix("test="), "{rr:#}");
+        assert_eq!(
+            (rr["request_bytes"].as_u64(), rr["response_bytes"].as_u64()),
+            (Some(64), Some(128))
+        );
+        assert!(
+            same(*tps, rr["transactions_per_second"].as_f64()),
+            "{tps:?} {rr:#}"
+        );
+        assert!(
+            same(*p99, rr["latency_us"]["p99"].as_f64()),
+            "{p99:?} {rr:#}"
+        );
+        assert!(tps.is_some_and(|t| t > 10.0), "{label}: {rr:#}");
+        assert!(p99.is_some_and(|l| l > 0.0), "{label}: {rr:#}");
+    }
+    let (ok, out) = netsweep(&[
+        "compare",
+        "--db",
+        d,
+        "--by",
+        "test",
+        "--metric",
+        "transactions",
+    ]);
+    assert!(
+        ok && out.contains("test=rr") && out.contains("test=crr"),
+        "{out}"
+    );
+    let (ok, out) = netsweep(&["explain", "--db", d, "--metric", "latency_p99"]);
+    assert!(ok && out.contains("transaction latency p99"), "{out}");
+    // Its effects name the dimension and both of its values.
+    assert!(
+        out.lines().any(|l| l.trim_start().starts_with("test "))
+            && out.lines().any(|l| l.trim_start().starts_with("rr "))
+            && out.lines().any(|l| l.trim_start().starts_with("crr ")),
+        "{out}"
+    );
+}
+
+/// A bad request/response value in a plan is refused by `run --check` with its line.
+#[test]
+fn rr_plan_values_are_checked_with_their_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"loopback\"\n[test]\nduration = \"1s\"\ntest = \"rrr\"\n",
+    )
+    .unwrap();
+    let (ok, out) = netsweep(&["run", plan.to_str().unwrap(), "--check"]);
+    assert!(
+        !ok && out.contains("plan.toml:5:") && out.contains("rrr"),
+        "{out}"
+    );
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"loopback\"\n[test]\nprotocol = \"udp\"\n[matrix]\ntest = [\"rr\", \"crr\"]\n",
+    )
+    .unwrap();
+    let (ok, out) = netsweep(&["run", plan.to_str().unwrap(), "--check"]);
+    assert!(
+        !ok && out.contains("test=crr") && out.contains("no UDP form"),
+        "{out}"
+    );
+}

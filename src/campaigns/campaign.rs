@@ -162,6 +162,10 @@ pub enum Metric {
     TransferTimeRatio,
     TcpEfficiencyPercent,
     BufferDelayPercent,
+    /// A request/response test's transactions per second and 99th-percentile transaction
+    /// latency in microseconds (`test = "rr"`/`"crr"`).
+    Transactions,
+    LatencyP99,
 }
 
 impl Metric {
@@ -181,6 +185,8 @@ impl Metric {
                 Metric::TcpEfficiencyPercent
             }
             "buffer_delay_percent" | "buffer_delay" => Metric::BufferDelayPercent,
+            "transactions" | "transactions_per_second" | "tps" => Metric::Transactions,
+            "latency_p99" | "rr_p99" => Metric::LatencyP99,
             _ => return None,
         })
     }
@@ -199,6 +205,8 @@ impl Metric {
             Metric::TransferTimeRatio => r.transfer_time_ratio,
             Metric::TcpEfficiencyPercent => r.tcp_efficiency_percent,
             Metric::BufferDelayPercent => r.buffer_delay_percent,
+            Metric::Transactions => r.transactions_per_second,
+            Metric::LatencyP99 => r.latency_p99_us,
         }
     }
 
@@ -206,6 +214,7 @@ impl Metric {
     pub fn stats_config(self, confidence: f64) -> Config {
         let (more, less) = match self {
             Metric::BitsPerSecond => ("faster", "slower"),
+            Metric::Transactions => ("more", "fewer"),
             _ => ("higher", "lower"),
         };
         Config {
@@ -493,6 +502,8 @@ mod tests {
             transfer_time_ratio: None,
             tcp_efficiency_percent: None,
             buffer_delay_percent: None,
+            transactions_per_second: None,
+            latency_p99_us: None,
         }
     }
 

@@ -148,6 +148,8 @@ fn metric_words(metric: Metric) -> &'static str {
         Metric::TransferTimeRatio => "RFC 6349 transfer time ratio",
         Metric::TcpEfficiencyPercent => "RFC 6349 TCP efficiency (%)",
         Metric::BufferDelayPercent => "RFC 6349 buffer delay (%)",
+        Metric::Transactions => "transactions per second",
+        Metric::LatencyP99 => "transaction latency p99 (µs)",
     }
 }
 

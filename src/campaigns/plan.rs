@@ -451,12 +451,22 @@ impl Plan {
             for cfg in plan.configurations() {
                 let spec = plan
                     .spec_for(&cfg)
-                    .and_then(|s| s.validate().map(|_| s).map_err(|e| e.to_string()));
+                    .and_then(|s| s.validate().map(|_| s).map_err(|e| e.to_string()))
+                    .and_then(|s| match crate::traffic::rr::spec_of(&s) {
+                        Some(Err(why)) => Err(why),
+                        _ => Ok(s),
+                    });
                 match spec {
                     Err(msg) => r.issues.push(PlanIssue {
                         line: 1,
                         message: format!("configuration {}: {msg}", label(&cfg)),
                     }),
+                    Ok(spec) if plan.target.speaks_iperf3() && spec.rr.is_some() => {
+                        iperf3_cannot
+                            .entry("request/response tests need netsweep's own server".to_string())
+                            .or_default()
+                            .push(label(&cfg));
+                    }
                     Ok(spec) if plan.target.speaks_iperf3() => {
                         let adapted = crate::traffic::iperf3::client::adapt(&spec);
                         if let Err(msg) = crate::traffic::iperf3::client::params_for(&adapted) {

@@ -113,6 +113,9 @@ pub struct RunRow {
     pub transfer_time_ratio: Option<f64>,
     pub tcp_efficiency_percent: Option<f64>,
     pub buffer_delay_percent: Option<f64>,
+    /// A request/response run's transactions per second and 99th-percentile latency (µs).
+    pub transactions_per_second: Option<f64>,
+    pub latency_p99_us: Option<f64>,
 }
 
 fn hash(text: &str) -> String {
@@ -417,14 +420,16 @@ impl Store {
         let imp = run.imported.as_ref();
         let lat = run.result.as_ref().and_then(|r| r.latency.as_ref());
         let rfc = run.result.as_ref().and_then(|r| r.rfc6349.as_ref());
+        let rr = run.result.as_ref().and_then(|r| r.rr.as_ref());
         let status = if run.error.is_none() { "ok" } else { "failed" };
         tx.execute(
             "INSERT INTO run (campaign_id, configuration_id, round, sequence, started_unix, finished_unix, status, error,
                               bits_per_second, retransmits, lost_percent, jitter_ms, cpu_local_percent, cpu_remote_percent,
                               result_json, counters_json, tuning_json,
                               latency_idle_p50_ms, latency_loaded_p50_ms, latency_loaded_p99_ms, latency_added_ms,
-                              rfc6349_transfer_time_ratio, rfc6349_tcp_efficiency_percent, rfc6349_buffer_delay_percent)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)",
+                              rfc6349_transfer_time_ratio, rfc6349_tcp_efficiency_percent, rfc6349_buffer_delay_percent,
+                              rr_transactions_per_second, rr_latency_p99_us)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
             params![
                 campaign,
                 run.configuration_id,
@@ -450,6 +455,8 @@ impl Store {
                 rfc.and_then(|m| m.transfer_time_ratio),
                 rfc.and_then(|m| m.tcp_efficiency_percent),
                 rfc.and_then(|m| m.buffer_delay_percent),
+                rr.map(|r| r.transactions_per_second),
+                rr.map(|r| r.latency_us.p99),
             ],
         )?;
         let run_id = tx.last_insert_rowid();
@@ -499,7 +506,8 @@ impl Store {
             "SELECT r.id, c.label, c.dims_json, r.round, r.sequence, r.status, r.error, r.bits_per_second, r.retransmits,
                     r.lost_percent, r.jitter_ms, r.cpu_local_percent, r.cpu_remote_percent, c.position,
                     r.latency_loaded_p50_ms, r.latency_loaded_p99_ms, r.latency_added_ms,
-                    r.rfc6349_transfer_time_ratio, r.rfc6349_tcp_efficiency_percent, r.rfc6349_buffer_delay_percent
+                    r.rfc6349_transfer_time_ratio, r.rfc6349_tcp_efficiency_percent, r.rfc6349_buffer_delay_percent,
+                    r.rr_transactions_per_second, r.rr_latency_p99_us
              FROM run r JOIN configuration c ON c.id = r.configuration_id WHERE r.campaign_id = ?1 ORDER BY r.sequence",
         )?;
         let rows = st.query_map(params![campaign], |r| {
@@ -524,6 +532,8 @@ impl Store {
                 transfer_time_ratio: r.get(17)?,
                 tcp_efficiency_percent: r.get(18)?,
                 buffer_delay_percent: r.get(19)?,
+                transactions_per_second: r.get(20)?,
+                latency_p99_us: r.get(21)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

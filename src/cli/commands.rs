@@ -57,7 +57,8 @@ pub struct CompareArgs {
     pub filters: Vec<String>,
     /// bits_per_second (default), retransmits, lost_percent, jitter_ms, cpu_local_percent,
     /// cpu_remote_percent; with latency probes loaded_p50_ms, loaded_p99_ms, added_latency_ms;
-    /// RFC 6349's transfer_time_ratio, tcp_efficiency_percent, buffer_delay_percent.
+    /// RFC 6349's transfer_time_ratio, tcp_efficiency_percent, buffer_delay_percent; of
+    /// request/response tests (`test = "rr"`) transactions (per second), latency_p99 (µs).
     #[arg(long, default_value = "bits_per_second")]
     pub metric: String,
     /// Confidence level in percent.
@@ -82,7 +83,8 @@ pub struct ExplainArgs {
     pub campaign: Option<i64>,
     /// goodput (default), retransmits, loss, jitter, cpu, cpu_remote_percent; with latency
     /// probes loaded_p50_ms, loaded_p99_ms, added_latency_ms; RFC 6349's transfer_time_ratio,
-    /// tcp_efficiency_percent, buffer_delay_percent.
+    /// tcp_efficiency_percent, buffer_delay_percent; of request/response tests (`test =
+    /// "rr"`) transactions (per second), latency_p99 (µs).
     #[arg(long, default_value = "goodput")]
     pub metric: String,
     /// The path's rate, when the plan's target does not say it (an address target), e.g. 1G.

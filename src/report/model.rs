@@ -560,6 +560,8 @@ mod tests {
                 transfer_time_ratio: None,
                 tcp_efficiency_percent: None,
                 buffer_delay_percent: None,
+                transactions_per_second: None,
+                latency_p99_us: None,
             })
             .collect();
         config_view(&row, summary, &runs)
@@ -712,6 +714,8 @@ mod tests {
                 transfer_time_ratio: None,
                 tcp_efficiency_percent: None,
                 buffer_delay_percent: None,
+                transactions_per_second: None,
+                latency_p99_us: None,
             })
             .collect();
         let results = vec![

@@ -241,6 +241,10 @@ pub struct TestResult {
     /// The far end's own account of the test, asked for with `--get-server-output`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_output: Option<ServerOutput>,
+    /// A request/response test's own result (a campaign's `test = "rr"`/`"crr"`); the summary
+    /// above then counts its payload bytes both ways.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rr: Option<crate::traffic::rr::result::RrResult>,
 }
 
 /// A far end's own account of a test: an iperf3 server's text, or its JSON document when it
@@ -634,6 +638,7 @@ pub fn build(
         ending: None,
         rfc6349: None,
         server_output: None,
+        rr: None,
     }
 }
 

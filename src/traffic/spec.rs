@@ -164,6 +164,11 @@ pub struct TestSpec {
     /// of netsweep's own pattern.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub repeating_payload: bool,
+    /// A request/response test instead of a throughput one (a campaign's `test = "rr"`): its
+    /// duration, streams (connections) and protocol are this spec's. The server never sees it:
+    /// `traffic::rr::spec_of` turns it into the `RrSpec` the rr client asks for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rr: Option<crate::traffic::rr::RrTest>,
 }
 
 /// How much a test moves before it ends (iperf3's `-n` and `-k`), counted after the warm-up
@@ -380,6 +385,7 @@ impl TestSpec {
             count: None,
             no_delay: false,
             repeating_payload: false,
+            rr: None,
         }
     }
 

@@ -116,6 +116,8 @@ mod tests {
             transfer_time_ratio: None,
             tcp_efficiency_percent: None,
             buffer_delay_percent: None,
+            transactions_per_second: None,
+            latency_p99_us: None,
         };
         let text = String::from_utf8(CsvExporter.serialize(&[run], &["cc".into()]).expect("csv"))
             .expect("utf-8");

@@ -46,6 +46,8 @@ fn run(id: i64, dims: &[(&str, &str)], round: u32, bps: Option<f64>) -> RunRow {
         transfer_time_ratio: None,
         tcp_efficiency_percent: None,
         buffer_delay_percent: None,
+        transactions_per_second: None,
+        latency_p99_us: None,
     }
 }
 

@@ -15,9 +15,10 @@ pub(super) fn read_test(r: &mut Reader, item: Option<&Item>) -> TestSpec {
         return spec;
     };
     r.unknown_keys(table, "test", &OPTIONS);
-    // Protocol first: it changes the defaults of length and bitrate.
+    // Protocol first: it changes the defaults of length and bitrate; then the test's kind,
+    // which keeps the request sizes whatever their place.
     let mut keys: Vec<&str> = table.iter().map(|(k, _)| k).collect();
-    keys.sort_by_key(|k| *k != "protocol");
+    keys.sort_by_key(|k| (*k != "protocol", *k != "test"));
     for k in keys.into_iter().filter(|k| OPTIONS.contains(k)) {
         if let Some((v, span)) = r.string(table, k)
             && let Err(msg) = apply_option(&mut spec, k, &v)

@@ -2,12 +2,13 @@
 //! written as a user would type it on the command line, changes a `TestSpec`.
 
 use crate::traffic::latency::LatencySpec;
+use crate::traffic::rr::{RrMode, RrTest};
 use crate::traffic::spec::{Direction, Protocol, TestSpec, UDP_DEFAULT_LENGTH, UDP_DEFAULT_RATE};
 use crate::units::{BitRate, Bytes, parse_duration};
 use toml_edit::Value;
 
 /// The client options a plan can set in `[test]` or sweep in `[matrix]`.
-pub const OPTIONS: [&str; 20] = [
+pub const OPTIONS: [&str; 23] = [
     "protocol",
     "duration",
     "interval",
@@ -28,6 +29,9 @@ pub const OPTIONS: [&str; 20] = [
     "probe_rate",
     "latency_idle",
     "rrul",
+    "test",
+    "request_response",
+    "transactions",
 ];
 
 /// A TOML scalar as the text a user would type on the command line.
@@ -146,6 +150,33 @@ pub fn apply_option(spec: &mut TestSpec, key: &str, v: &str) -> Result<(), Strin
                 }
                 spec.latency.get_or_insert_with(LatencySpec::default);
             }
+        }
+        // As `client --test rr|crr`, `-r REQ,RESP`, `--transactions N`: sizes or a count alone
+        // make an rr test; `test = "throughput"` (the default) makes none.
+        "test" => {
+            spec.rr = match v {
+                "throughput" => None,
+                _ => {
+                    let mode: RrMode = v
+                        .parse()
+                        .map_err(|_| format!("test {v:?} is not throughput, rr or crr"))?;
+                    Some(RrTest {
+                        mode,
+                        ..spec.rr.unwrap_or(RrTest::new(mode))
+                    })
+                }
+            }
+        }
+        "request_response" => {
+            let (req, resp) = crate::traffic::rr::parse_sizes(v)?;
+            let rr = spec.rr.get_or_insert(RrTest::new(RrMode::Rr));
+            (rr.request_bytes, rr.response_bytes) = (req, resp);
+        }
+        "transactions" => {
+            let n: u64 = v
+                .parse()
+                .map_err(|_| format!("{v:?} is not a number of transactions"))?;
+            spec.rr.get_or_insert(RrTest::new(RrMode::Rr)).transactions = Some(n);
         }
         _ => {
             return Err(format!(

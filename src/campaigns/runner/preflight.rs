@@ -77,9 +77,12 @@ pub fn far_refusals(
     let mut asked = std::collections::HashSet::new();
     for cfg in plan.configurations() {
         // A configuration whose spec cannot be built is refused by the plan's own checks.
-        let Ok(spec) = plan.spec_for(&cfg) else {
+        let Ok(mut spec) = plan.spec_for(&cfg) else {
             continue;
         };
+        // A request/response test is put as the throughput test of its duration and
+        // connections: the server holds both to the same --max-duration and --max-streams.
+        spec.rr = None;
         if !asked.insert(serde_json::to_string(&spec).unwrap_or_default()) {
             continue;
         }

@@ -3,7 +3,7 @@
 //! fixture database of the old version in `tests/fixtures/`.
 
 /// Ordered migrations; index + 1 is the schema version they produce.
-pub(super) const MIGRATIONS: [&str; 7] = [
+pub(super) const MIGRATIONS: [&str; 8] = [
     // Version 1: campaigns, configurations, runs, intervals.
     "CREATE TABLE campaign (
         id INTEGER PRIMARY KEY,
@@ -92,4 +92,8 @@ pub(super) const MIGRATIONS: [&str; 7] = [
     "ALTER TABLE run ADD COLUMN rfc6349_transfer_time_ratio REAL;
      ALTER TABLE run ADD COLUMN rfc6349_tcp_efficiency_percent REAL;
      ALTER TABLE run ADD COLUMN rfc6349_buffer_delay_percent REAL;",
+    // Version 8: request/response runs' transactions per second and 99th-percentile
+    // transaction latency (`test = "rr"`/`"crr"`, `traffic::rr`), as campaign metrics.
+    "ALTER TABLE run ADD COLUMN rr_transactions_per_second REAL;
+     ALTER TABLE run ADD COLUMN rr_latency_p99_us REAL;",
 ];

@@ -11,7 +11,7 @@
 //! (`output`) and the client's session (`client`). The server's session is
 //! `traffic::server::rr`.
 
-use crate::traffic::spec::{Protocol, ServerLimits};
+use crate::traffic::spec::{Direction, Protocol, ServerLimits, TestSpec};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -180,6 +180,64 @@ impl RrSpec {
             self.concurrency
         )
     }
+}
+
+/// A request/response test as a campaign's plan names it (`test = "rr"`, `request_response`,
+/// `transactions`), carried in `TestSpec::rr`; the spec gives its duration, protocol and
+/// connections (`streams`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RrTest {
+    pub mode: RrMode,
+    pub request_bytes: u32,
+    pub response_bytes: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transactions: Option<u64>,
+}
+
+impl RrTest {
+    /// 1-byte requests and responses, as `--test rr|crr` without `-r`.
+    pub fn new(mode: RrMode) -> RrTest {
+        RrTest {
+            mode,
+            request_bytes: 1,
+            response_bytes: 1,
+            transactions: None,
+        }
+    }
+}
+
+/// The request/response test a spec describes (`None`: a throughput test), or why it cannot
+/// run: the throughput options with no meaning here are refused by name.
+pub fn spec_of(spec: &TestSpec) -> Option<Result<RrSpec, String>> {
+    let rr = spec.rr?;
+    let name = rr.mode.name();
+    let refused = [
+        (
+            spec.direction != Direction::Forward,
+            "reverse/bidir/direction",
+        ),
+        (spec.latency.is_some(), "latency/rrul"),
+        (spec.count.is_some(), "a byte count (use transactions)"),
+        (spec.steady.is_some(), "duration = \"auto\""),
+    ];
+    if let Some((_, what)) = refused.iter().find(|(set, _)| *set) {
+        return Some(Err(format!(
+            "test = \"{name}\": {what} does not apply to a request/response test"
+        )));
+    }
+    let out = RrSpec {
+        mode: rr.mode,
+        protocol: spec.protocol,
+        request_bytes: rr.request_bytes,
+        response_bytes: rr.response_bytes,
+        concurrency: spec.streams,
+        duration: spec.duration,
+        transactions: rr.transactions,
+    };
+    Some(match out.invalid() {
+        Some(why) => Err(why),
+        None => Ok(out),
+    })
 }
 
 /// What the server counted of one request/response test (`ServerMsg::RrDone`).

@@ -4,10 +4,11 @@
 //! per-connection `Outcome`s; rendered by `rr::output` and printed as JSON by the app.
 
 use crate::traffic::histogram::LogHistogram;
+use crate::traffic::result::{Summary, TestResult};
 use crate::traffic::rr::engine::Outcome;
 use crate::traffic::rr::hdr::LatencyHistogram;
 use crate::traffic::rr::{RrMode, RrSpec, ServerCounts};
-use crate::traffic::spec::Protocol;
+use crate::traffic::spec::{Protocol, TestSpec};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
@@ -122,6 +123,45 @@ impl RrResult {
             histogram: latency.to_log(),
             server,
             errors,
+        }
+    }
+
+    /// This result as a throughput test's document (a campaign stores runs so): the summary
+    /// counts the payload both ways over the test, and `rr` holds the result itself.
+    pub fn into_test_result(self, spec: &TestSpec) -> TestResult {
+        let bytes = self.bytes_sent + self.bytes_received;
+        let rate = |b: u64| {
+            if self.duration_s > 0.0 {
+                b as f64 * 8.0 / self.duration_s
+            } else {
+                0.0
+            }
+        };
+        TestResult {
+            netsweep_version: env!("CARGO_PKG_VERSION").to_string(),
+            spec: spec.clone(),
+            start: Default::default(),
+            intervals: Vec::new(),
+            summary: Summary {
+                seconds: self.duration_s,
+                bytes,
+                bits_per_second: rate(bytes),
+                sent_bytes: bytes,
+                sent_bits_per_second: rate(bytes),
+                ..Summary::default()
+            },
+            directions: Vec::new(),
+            cpu: Default::default(),
+            error: self.errors.first().cloned(),
+            inconsistencies: Vec::new(),
+            warnings: Vec::new(),
+            peer: None,
+            provenance: None,
+            latency: None,
+            ending: None,
+            rfc6349: None,
+            server_output: None,
+            rr: Some(self),
         }
     }
 }
