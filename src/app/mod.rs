@@ -234,14 +234,23 @@ impl TryFrom<&ClientArgs> for ClientView {
     }
 }
 
-/// Runs one test, printing intervals live (text, `--json-stream`) or one document at the end
-/// (`--json`). Ctrl-C prints what was measured so far. The column header waits for the first
-/// interval, so a test that never starts prints only why.
-pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) -> ExitCode {
+/// Sends standard output to `--logfile` when one is given; false, after saying why, when it
+/// cannot be opened.
+fn output_to_logfile(view: &ClientView) -> bool {
     if let Some(path) = &view.logfile
         && let Err(e) = crate::console::log_to(path)
     {
         crate::errln!("netsweep: --logfile {}: {e}", path.display());
+        return false;
+    }
+    true
+}
+
+/// Runs one test, printing intervals live (text, `--json-stream`) or one document at the end
+/// (`--json`). Ctrl-C prints what was measured so far. The column header waits for the first
+/// interval, so a test that never starts prints only why.
+pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) -> ExitCode {
+    if !output_to_logfile(view) {
         return ExitCode::FAILURE;
     }
     let stop = signals::install();
@@ -316,10 +325,7 @@ pub fn rr_and_print(
     spec: &crate::traffic::rr::RrSpec,
     view: &ClientView,
 ) -> ExitCode {
-    if let Some(path) = &view.logfile
-        && let Err(e) = crate::console::log_to(path)
-    {
-        crate::errln!("netsweep: --logfile {}: {e}", path.display());
+    if !output_to_logfile(view) {
         return ExitCode::FAILURE;
     }
     let stop = signals::install();
