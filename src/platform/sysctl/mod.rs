@@ -31,3 +31,25 @@ pub fn valid_name(key: &str) -> bool {
 pub fn sysctl_line(key: &str, value: &str) -> String {
     format!("sysctl -w {key}={}", crate::paste::quote(value))
 }
+
+/// The largest receive buffer a TCP socket of this host can reach, in bytes: what autotuning
+/// may grow it to (Linux `net.ipv4.tcp_rmem`'s maximum, FreeBSD `net.inet.tcp.recvbuf_max`)
+/// or what SO_RCVBUF may set (Linux doubles the asked size up to `net.core.rmem_max`;
+/// FreeBSD caps the buffer at `kern.ipc.maxsockbuf`). `None` when none can be read.
+pub fn receive_buffer_max() -> Option<u64> {
+    let field = |key: &str, i: usize| -> Option<u64> {
+        read(key).ok()?.split_whitespace().nth(i)?.parse().ok()
+    };
+    let candidates = if cfg!(target_os = "freebsd") {
+        [
+            field("net.inet.tcp.recvbuf_max", 0),
+            field("kern.ipc.maxsockbuf", 0),
+        ]
+    } else {
+        [
+            field("net.ipv4.tcp_rmem", 2),
+            field("net.core.rmem_max", 0).map(|m| m.saturating_mul(2)),
+        ]
+    };
+    candidates.into_iter().flatten().max()
+}

@@ -357,7 +357,15 @@ fn run_on(
     local.cpu.wall_s = start.elapsed().as_secs_f64();
     let mut info = info;
     info.peer_congestion = peer.as_ref().and_then(|p| p.congestion_used.clone());
-    let mut result = assemble(&spec, info, &local, peer.as_ref(), error.clone());
+    let far_buffer = crate::platform::sysctl::receive_buffer_max().unwrap_or(0);
+    let mut result = assemble(
+        &spec,
+        info,
+        &local,
+        peer.as_ref(),
+        error.clone(),
+        far_buffer,
+    );
     if cfg.server_output {
         result.server_output = peer.and_then(|p| p.server_output);
     }

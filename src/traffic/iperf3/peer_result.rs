@@ -56,13 +56,15 @@ pub(crate) fn blank_peer_figures(iv: &mut Interval, roles: &[Role], proto: Proto
 }
 
 /// The result: this end's intervals, the peer's totals where the peer measured (see the module
-/// documentation), and a provenance that says which is which.
+/// documentation), and a provenance that says which is which. `far_buffer`: the largest
+/// receive buffer the server may hold unread (`peer_checks::check`).
 pub(crate) fn assemble(
     spec: &TestSpec,
     info: StartInfo,
     local: &Finished,
     peer: Option<&Results>,
     error: Option<String>,
+    far_buffer: u64,
 ) -> TestResult {
     let flows = spec.flows();
     let roles = local_roles(spec);
@@ -122,7 +124,7 @@ pub(crate) fn assemble(
         blank_peer_figures(iv, &roles, spec.protocol);
     }
     let mut inconsistencies = match peer {
-        Some(p) => super::peer_checks::check(spec, p, &mine, &roles),
+        Some(p) => super::peer_checks::check(spec, p, &mine, &roles, far_buffer),
         None => Vec::new(),
     };
     for dir in &mut r.directions {
@@ -462,6 +464,7 @@ mod tests {
             &finished(mine),
             Some(&theirs),
             None,
+            0,
         );
         let s = &r.summary;
         assert_eq!(s.bytes, 1990 * 1400);
@@ -509,6 +512,7 @@ mod tests {
             &finished(mine),
             Some(&theirs),
             None,
+            0,
         );
         let s = &r.summary;
         assert_eq!(s.bytes, 2_000_000_000);
@@ -545,6 +549,7 @@ mod tests {
             &finished(mine),
             Some(&theirs),
             None,
+            0,
         );
         assert_eq!(r.inconsistencies.len(), 1, "{:?}", r.inconsistencies);
         assert!(r.inconsistencies[0].contains("more than the 2000 sent"));
@@ -573,6 +578,7 @@ mod tests {
             &finished(mine),
             Some(&theirs),
             None,
+            0,
         );
         let stream = &r.directions[0].streams[0];
         assert_eq!(stream.summary.bytes, 0);
@@ -590,6 +596,7 @@ mod tests {
             &finished(mine),
             None,
             Some("cut".into()),
+            0,
         );
         assert_eq!(r.summary.bytes, 0);
         assert_eq!(r.summary.sent_bytes, 1_000);
