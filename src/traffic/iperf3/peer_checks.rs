@@ -349,7 +349,7 @@ mod tests {
     #[test]
     fn an_honest_server_passes() {
         let m = mine(1_000_000, 0, Role::Sender);
-        assert!(check(&spec(), &results(honest()), &[&m], &[Role::Sender]).is_empty());
+        assert!(check(&spec(), &results(honest()), &[&m], &[Role::Sender], 0).is_empty());
     }
 
     #[test]
@@ -359,7 +359,7 @@ mod tests {
             end_time: Some(1000.0),
             ..honest()
         };
-        let p = check(&spec(), &results(t), &[&m], &[Role::Sender]);
+        let p = check(&spec(), &results(t), &[&m], &[Role::Sender], 0);
         assert!(p.iter().any(|p| p.contains("ends after")), "{p:?}");
     }
 
@@ -376,7 +376,7 @@ mod tests {
                 end_time: Some(end),
                 ..honest()
             };
-            let p = check(&spec(), &results(t), &[&m], &[Role::Sender]);
+            let p = check(&spec(), &results(t), &[&m], &[Role::Sender], 0);
             assert_eq!(
                 p.iter().any(|p| p.contains("cannot be compared")),
                 apart,
@@ -392,7 +392,7 @@ mod tests {
             end_time: Some(0.0),
             ..honest()
         };
-        let p = check(&spec(), &results(t), &[&m], &[Role::Sender]);
+        let p = check(&spec(), &results(t), &[&m], &[Role::Sender], 0);
         assert!(p.iter().any(|p| p.contains("zero-length")), "{p:?}");
     }
 
@@ -404,7 +404,7 @@ mod tests {
                 cpu_total: cpu,
                 ..results(honest())
             };
-            let p = check(&spec(), &r, &[&m], &[Role::Sender]);
+            let p = check(&spec(), &r, &[&m], &[Role::Sender], 0);
             assert!(p.iter().any(|p| p.contains("CPU")), "{cpu}: {p:?}");
             assert!(p.iter().all(|p| p.len() < 300), "{p:?}");
         }
@@ -420,7 +420,7 @@ mod tests {
             bytes: 1_200_000,
             ..honest()
         };
-        let p = check(&spec(), &results(short), &[&m], &[Role::Receiver]);
+        let p = check(&spec(), &results(short), &[&m], &[Role::Receiver], 0);
         assert!(
             p.iter().any(|p| p.contains("kernel received 1500000")),
             "{p:?}"
@@ -429,7 +429,7 @@ mod tests {
             bytes: 1_500_000,
             ..honest()
         };
-        assert!(check(&spec(), &results(exact), &[&m], &[Role::Receiver]).is_empty());
+        assert!(check(&spec(), &results(exact), &[&m], &[Role::Receiver], 0).is_empty());
     }
 
     #[test]
@@ -439,7 +439,7 @@ mod tests {
             bytes: 4_294_967_296u64 << 30,
             ..honest()
         };
-        let p = check(&spec(), &results(t), &[&m], &[Role::Receiver]);
+        let p = check(&spec(), &results(t), &[&m], &[Role::Receiver], 0);
         assert!(p.iter().any(|p| p.contains("says it sent")), "{p:?}");
         assert!(
             p.iter().any(|p| p.contains("faster than any link")),
@@ -457,7 +457,7 @@ mod tests {
             jitter_s: -3.0,
             ..honest()
         };
-        let p = check(&spec, &results(t), &[&m], &[Role::Sender]);
+        let p = check(&spec, &results(t), &[&m], &[Role::Sender], 0);
         assert!(p.iter().any(|p| p.contains("datagrams lost")), "{p:?}");
         assert!(p.iter().any(|p| p.contains("jitter")), "{p:?}");
     }
