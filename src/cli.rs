@@ -394,8 +394,7 @@ pub struct ClientArgs {
 
 /// iperf3's client options for the IP header, the sockets and the far end's output, under
 /// iperf3's names. Each is honoured in both protocols (netsweep's server applies the same
-/// socket options to its ends); `-L/--flowlabel`, `-A/--affinity` and `-F/--file` are refused
-/// by name.
+/// socket options to its ends); `-L/--flowlabel` and `-F/--file` are refused by name.
 #[derive(Debug, Args, Clone, Default)]
 pub struct Iperf3ClientOptions {
     /// Type of service of the data packets, 0-255 (decimal, 0x hex or 0 octal), as iperf3's -S.
@@ -440,8 +439,10 @@ pub struct Iperf3ClientOptions {
     /// gets a top-level "title").
     #[arg(short = 'T', long, value_name = "TITLE")]
     pub title: Option<String>,
-    /// iperf3's CPU affinity: refused by name (see `refusal`).
-    #[arg(short = 'A', long, hide = true, value_name = "N[,M]")]
+    /// Pin this end's data threads to CPU N (iperf3's -A), and with N,M the server's to CPU M
+    /// for this test; either side may be a range (0-3) that the streams spread over, and ,M
+    /// pins the server alone.
+    #[arg(short = 'A', long, value_name = "N[,M]")]
     pub affinity: Option<String>,
     /// iperf3's file transfer: refused by name (see `refusal`).
     #[arg(short = 'F', long, hide = true, value_name = "NAME")]
@@ -455,9 +456,6 @@ pub struct Iperf3ClientOptions {
 pub const SCTP_REFUSAL: &str = "--sctp: netsweep tests TCP and UDP only; run SCTP tests with \
      iperf3";
 
-/// Why `-A`/`--affinity` is refused: netsweep's client does not pin its threads yet.
-pub const AFFINITY_REFUSAL: &str = "-A/--affinity: netsweep does not pin its threads to CPUs \
-     (the kernel's scheduler places them); run without -A, or with iperf3 to pin";
 /// Why `-F`/`--file` is refused.
 pub const FILE_REFUSAL: &str = "-F/--file: netsweep sends from memory and discards what it \
      receives, so the test measures the network and not a disk; it does not read or write \
@@ -472,9 +470,6 @@ impl Iperf3ClientOptions {
                  without it, or with iperf3"
                     .to_string(),
             );
-        }
-        if self.affinity.is_some() {
-            return Some(AFFINITY_REFUSAL.to_string());
         }
         if self.sctp {
             return Some(SCTP_REFUSAL.to_string());
@@ -609,6 +604,9 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         spec.skip_rx_copy = a.skip_rx_copy;
         spec.no_delay = a.ip.no_delay;
         spec.repeating_payload = a.ip.repeating_payload;
+        if let Some(v) = &a.ip.affinity {
+            spec.affinity = affinity(v)?;
+        }
         if a.ip.no_delay && spec.protocol == Protocol::Udp {
             bail!("-N/--no-delay applies to TCP only (UDP has no Nagle's algorithm)");
         }
@@ -702,3 +700,16 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
 
 #[cfg(test)]
 mod tests;
+
+/// The client's `-A`, its own CPUs checked against the ones this process may use.
+fn affinity(v: &str) -> anyhow::Result<crate::traffic::affinity::Affinity> {
+    let a = crate::traffic::affinity::Affinity::parse_client(v)
+        .map_err(|e| anyhow::anyhow!("-A/--affinity: {e}"))?;
+    if let Some(c) = a.client {
+        let allowed = crate::platform::sched::allowed_cpus().context("-A/--affinity")?;
+        if let Some(why) = c.unavailable(&allowed) {
+            bail!("-A/--affinity {v}: {why}");
+        }
+    }
+    Ok(a)
+}

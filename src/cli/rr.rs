@@ -59,7 +59,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, RrSpec) {
             Some(r) => parse_sizes(r).map_err(|e| anyhow::anyhow!(e))?,
             None => (1, 1),
         };
-        let spec = RrSpec {
+        let mut spec = RrSpec {
             mode,
             protocol: if a.udp { Protocol::Udp } else { Protocol::Tcp },
             request_bytes,
@@ -67,17 +67,19 @@ impl TryFrom<&ClientArgs> for (ClientConfig, RrSpec) {
             concurrency: a.parallel,
             duration,
             transactions: a.transactions,
+            affinity: Default::default(),
         };
         if let Some(why) = spec.invalid() {
             bail!("{why}");
         }
-        // Where the server is, -B, --connect-timeout: as a throughput test has them.
+        // Where the server is, -B, --connect-timeout, -A: as a throughput test has them.
         let mut plain = a.clone();
         plain.test_kind = None;
         plain.time = Some("1".into());
         plain.transactions = None;
         plain.request_response = None;
-        let (cfg, _): (ClientConfig, TestSpec) = (&plain).try_into()?;
+        let (cfg, plain): (ClientConfig, TestSpec) = (&plain).try_into()?;
+        spec.affinity = plain.affinity;
         Ok((cfg, spec))
     }
 }

@@ -61,6 +61,10 @@ pub struct ServerArgs {
     /// server): its figures as both ends exchanged them, or `{"error": ...}`.
     #[arg(long, short = 'J')]
     pub json: bool,
+    /// Pin the data threads of every test to CPU N (iperf3's -A), or spread them over a range
+    /// (0-3); a client's -A N,M picks the CPU for its own test.
+    #[arg(short = 'A', long, value_name = "N")]
+    pub affinity: Option<String>,
     /// (internal) Set when the command line was iperf3's (`netsweep -s ...`).
     #[arg(long, hide = true)]
     pub iperf3_cli: bool,
@@ -144,7 +148,24 @@ impl TryFrom<&ServerArgs> for ServerConfig {
                 max_pending: a.max_pending.max(1),
                 max_open_files: 0,
                 rcv_timeout: rates::rcv_timeout(a.rcv_timeout)?,
+                affinity: a.affinity.as_deref().map(server_affinity).transpose()?,
             },
         })
     }
+}
+
+/// The server's `-A`: CPUs this process may use.
+fn server_affinity(v: &str) -> anyhow::Result<crate::traffic::affinity::Cpus> {
+    if v.contains(',') {
+        bail!(
+            "-A/--affinity {v}: a server takes its own CPUs (N or a range N-M); N,M is the client's"
+        );
+    }
+    let cpus = crate::traffic::affinity::Cpus::parse(v)
+        .map_err(|e| anyhow::anyhow!("-A/--affinity: {e}"))?;
+    let allowed = crate::platform::sched::allowed_cpus().context("-A/--affinity")?;
+    if let Some(why) = cpus.unavailable(&allowed) {
+        bail!("-A/--affinity {v}: {why}");
+    }
+    Ok(cpus)
 }

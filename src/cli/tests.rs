@@ -442,12 +442,7 @@ fn the_pscheduler_iperf3_tools_server_line_is_a_one_off_server() {
 fn iperf3s_unimplemented_client_flags_are_refused_by_name() {
     for (args, name) in [
         (
-            &["127.0.0.1", "-A", "2/2"][..],
-            "-A/--affinity: netsweep does not pin",
-        ),
-        (&["127.0.0.1", "--affinity", "1"], "-A/--affinity"),
-        (
-            &["127.0.0.1", "-F", "/etc/hosts"],
+            &["127.0.0.1", "-F", "/etc/hosts"][..],
             "-F/--file: netsweep sends from memory",
         ),
         (

@@ -1,6 +1,6 @@
 //! The traffic engine and its protocols: the test's description (`spec`, `timeline`), the
 //! engine's stream loops (`engine`), what each end measures (`measure`) and the merged result
-//! (`result`), netsweep's control protocol (`protocol`, `session`, `server`, `client`), what a
+//! (`result`), where each end pins its data threads (`affinity`), netsweep's control protocol (`protocol`, `session`, `server`, `client`), what a
 //! server lets clients hold and for how long (`admission`), the listener's buffers leased to
 //! tests in setup (`listener`), iperf3's (`iperf3`), the latency
 //! probe beside a test (`latency`), iperf3-style text output (`output`), request/response
@@ -9,6 +9,7 @@
 
 pub mod address;
 pub mod admission;
+pub mod affinity;
 pub mod client;
 pub mod engine;
 pub mod histogram;

@@ -380,6 +380,9 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
             "Receive: {mode} (MSG_TRUNC: the data is dropped in the receiver's kernel, not copied)"
         );
     }
+    if let Some(words) = result.spec.affinity.words() {
+        let _ = writeln!(out, "CPU affinity (-A): {words}.");
+    }
     if let Some(e) = &result.ending {
         let _ = writeln!(out, "Duration auto: {}.", e.sentence());
     }

@@ -140,6 +140,24 @@ pub fn rcv_timeout_words(timeout: Duration) -> String {
     )
 }
 
+/// A server's pinning for `spec`: the client's `-A ,M` for this test, else the server's own
+/// `-A`; and why this host cannot pin there, if it cannot (a CPU this process may not use).
+pub fn server_pinning(
+    affinity: &mut crate::traffic::affinity::Affinity,
+    own: Option<crate::traffic::affinity::Cpus>,
+) -> Result<(), String> {
+    affinity.server = affinity.server.or(own);
+    let Some(cpus) = affinity.server else {
+        return Ok(());
+    };
+    let allowed = crate::platform::sched::allowed_cpus()
+        .map_err(|e| format!("cannot read the CPUs this server may use: {e}"))?;
+    match cpus.unavailable(&allowed) {
+        Some(why) => Err(format!("-A: this server cannot pin its streams: {why}")),
+        None => Ok(()),
+    }
+}
+
 /// How the peer at the other end speaks: netsweep (the default) or iperf3.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Wire {
@@ -188,7 +206,8 @@ pub fn start_streams(
     let receivers = roles.iter().filter(|r| **r == Role::Receiver).count();
     let arrivals = Arc::new(Arrivals::new(receiver_start));
     let read_bytes = engine::read_size(receivers);
-    for (stream, flow, socket) in sockets {
+    let cpus = spec.affinity.of(is_client);
+    for (i, (stream, flow, socket)) in sockets.into_iter().enumerate() {
         let role = role(flow, is_client);
         let ctx = StreamCtx {
             stream,
@@ -221,6 +240,7 @@ pub fn start_streams(
             }),
             arrivals: arrivals.clone(),
             skip_rx_copy: spec.skip_rx_copy && sockopt::RECV_TRUNC_DISCARDS,
+            cpu: cpus.map(|c| c.for_thread(i)),
         };
         handles.push(engine::spawn_stream(ctx, socket)?);
     }

@@ -169,6 +169,13 @@ pub struct TestSpec {
     /// `traffic::rr::spec_of` turns it into the `RrSpec` the rr client asks for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rr: Option<crate::traffic::rr::RrTest>,
+    /// The CPUs each end pins its data threads to (`-A`/`--affinity`); a server's own `-A`
+    /// fills in `server` where the client left it unset.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::traffic::affinity::Affinity::is_unset"
+    )]
+    pub affinity: crate::traffic::affinity::Affinity,
 }
 
 /// How much a test moves before it ends (iperf3's `-n` and `-k`), counted after the warm-up
@@ -386,6 +393,7 @@ impl TestSpec {
             no_delay: false,
             repeating_payload: false,
             rr: None,
+            affinity: Default::default(),
         }
     }
 
@@ -594,6 +602,9 @@ pub struct ServerLimits {
     /// `--rcv-timeout`: a test whose streams this server receives get nothing for this long
     /// ends with iperf3's "idle timeout for receiving data" (iperf3's default, 120 s).
     pub rcv_timeout: Duration,
+    /// `-A`: the CPUs this server pins its tests' data threads to, unless a client's `-A N,M`
+    /// asks for others.
+    pub affinity: Option<crate::traffic::affinity::Cpus>,
 }
 
 impl Default for ServerLimits {
@@ -607,6 +618,7 @@ impl Default for ServerLimits {
             max_pending: DEFAULT_MAX_PENDING,
             max_open_files: 0,
             rcv_timeout: DEFAULT_RCV_TIMEOUT,
+            affinity: None,
         }
     }
 }

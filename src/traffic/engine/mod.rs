@@ -112,6 +112,8 @@ pub struct StreamCtx {
     /// Receiver: drop the data in the kernel instead of copying it (`--skip-rx-copy`; where
     /// the platform can, `sockopt::RECV_TRUNC_DISCARDS`).
     pub skip_rx_copy: bool,
+    /// The CPU this stream's thread pins itself to (`-A`/`--affinity`), if any.
+    pub cpu: Option<usize>,
 }
 
 /// The header UDP datagrams carry.
@@ -294,13 +296,21 @@ pub fn spawn_stream(ctx: StreamCtx, socket: StreamSocket) -> std::io::Result<Joi
     std::thread::Builder::new()
         .name(format!("stream-{}", ctx.stream))
         .spawn(move || {
+            let pinned = ctx.cpu.map(|cpu| {
+                crate::platform::sched::pin_current_thread(cpu)
+                    .map_err(|e| format!("could not pin the stream to CPU {cpu}: {e}"))
+            });
             let cpu_start = cputime::thread_cpu();
-            let report = match (socket, ctx.role) {
+            let mut report = match (socket, ctx.role) {
                 (StreamSocket::Tcp(s), Role::Sender) => tcp::send(&ctx, s),
                 (StreamSocket::Tcp(s), Role::Receiver) => tcp::receive(&ctx, s),
                 (StreamSocket::Udp(s), Role::Sender) => udp::send(&ctx, s),
                 (StreamSocket::Udp(s), Role::Receiver) => udp::receive(&ctx, s),
             };
+            if let Some(Err(e)) = pinned {
+                // Checked before the test (`sched::allowed_cpus`): a CPU gone offline since.
+                report.error.get_or_insert(e);
+            }
             let cpu = cputime::thread_cpu_since(&cpu_start);
             let _ = ctx
                 .events

@@ -501,6 +501,7 @@ mod tests {
                 std::time::Instant::now(),
             )),
             skip_rx_copy: false,
+            cpu: None,
         };
         let mut rx = Receiver {
             counts: vec![ctx.empty_interval(0)],

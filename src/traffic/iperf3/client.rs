@@ -122,6 +122,15 @@ pub fn params_for(spec: &TestSpec) -> Result<Params, String> {
     if udp && spec.length_bytes < 16 {
         return Err("iperf3 needs UDP datagrams (-l) of at least 16 bytes".into());
     }
+    let server_affinity = match spec.affinity.server {
+        Some(c) if !c.is_single() => {
+            return Err(format!(
+                "-A: an iperf3 server pins itself to one CPU, not {}: give one (as in -A 0,2)",
+                c.words()
+            ));
+        }
+        c => c.map(|c| c.first),
+    };
     let streams = u64::from(spec.streams.max(1));
     Ok(Params {
         udp,
@@ -154,6 +163,7 @@ pub fn params_for(spec: &TestSpec) -> Result<Params, String> {
         skip_rx_copy: spec.skip_rx_copy,
         nodelay: spec.no_delay && !udp,
         repeating_payload: spec.repeating_payload,
+        server_affinity,
         ..Params::default()
     })
 }

@@ -286,7 +286,9 @@ fn accept_params(
     // The login comes first, as in iperf3: nothing about the test is looked at before it.
     login(ctrl, ctx, doc.get("authtoken").and_then(|t| t.as_str()))?;
     let params = Params::from_json(&doc)?;
-    let spec = spec_for(&params, ctx.limits)?;
+    let mut spec = spec_for(&params, ctx.limits)?;
+    crate::traffic::session::server_pinning(&mut spec.affinity, ctx.limits.affinity)
+        .map_err(|why| Refusal::new(code::AFFINITY, why))?;
     if spec.protocol == Protocol::Udp && udp_addr.is_none() {
         return Err(Refusal::new(
             code::UNIMPLEMENTED,

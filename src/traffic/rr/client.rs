@@ -97,7 +97,7 @@ pub fn run(cfg: &ClientConfig, spec: &RrSpec, stop: &AtomicBool) -> Result<RrRes
         budget: &budget,
         stop,
     };
-    let outcomes = drive(cfg, opened, spec.concurrency, &plan);
+    let outcomes = drive(cfg, opened, spec, &plan);
     let elapsed = start.elapsed();
     write_frame(&mut ctrl, &ClientMsg::Done)?;
     let counts = match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
@@ -116,20 +116,24 @@ pub fn run(cfg: &ClientConfig, spec: &RrSpec, stop: &AtomicBool) -> Result<RrRes
 }
 
 /// Runs every connection's loop in its own thread; returns their outcomes.
-fn drive(cfg: &ClientConfig, opened: Opened, concurrency: u16, plan: &Plan<'_>) -> Vec<Outcome> {
+fn drive(cfg: &ClientConfig, opened: Opened, spec: &RrSpec, plan: &Plan<'_>) -> Vec<Outcome> {
+    let concurrency = spec.concurrency;
+    let cpu = |i: usize| spec.affinity.client.map(|c| c.for_thread(i));
     std::thread::scope(|s| {
         let handles: Vec<_> = match opened {
             Opened::Tcp(socks) => socks
                 .into_iter()
-                .map(|sock| spawn(s, move || engine::client_tcp(sock, plan)))
+                .enumerate()
+                .map(|(i, sock)| spawn(s, cpu(i), move || engine::client_tcp(sock, plan)))
                 .collect(),
             Opened::Udp(socks) => socks
                 .into_iter()
-                .map(|sock| spawn(s, move || engine::client_udp(&sock, plan)))
+                .enumerate()
+                .map(|(i, sock)| spawn(s, cpu(i), move || engine::client_udp(&sock, plan)))
                 .collect(),
-            Opened::Crr(addr) => (0..concurrency)
-                .map(|_| {
-                    spawn(s, move || {
+            Opened::Crr(addr) => (0..usize::from(concurrency))
+                .map(|i| {
+                    spawn(s, cpu(i), move || {
                         let connect = || -> std::io::Result<TcpStream> {
                             let sock = new_socket(cfg, Type::STREAM, socket2::Protocol::TCP, None)?;
                             sock.connect_timeout(&SockAddr::from(addr), cfg.connect_timeout)?;
@@ -156,14 +160,25 @@ fn drive(cfg: &ClientConfig, opened: Opened, concurrency: u16, plan: &Plan<'_>) 
     })
 }
 
-/// A connection's thread, named for `top` and the like.
+/// A connection's thread, named for `top` and the like, pinned to `cpu` if given.
 fn spawn<'s, 'e>(
     s: &'s std::thread::Scope<'s, 'e>,
+    cpu: Option<usize>,
     f: impl FnOnce() -> Outcome + Send + 's,
 ) -> std::io::Result<std::thread::ScopedJoinHandle<'s, Outcome>> {
     std::thread::Builder::new()
         .name("rr".into())
-        .spawn_scoped(s, f)
+        .spawn_scoped(s, move || {
+            if let Some(cpu) = cpu
+                && let Err(e) = crate::platform::sched::pin_current_thread(cpu)
+            {
+                return Outcome {
+                    error: Some(format!("could not pin a connection to CPU {cpu}: {e}")),
+                    ..Outcome::default()
+                };
+            }
+            f()
+        })
 }
 
 /// Opens the test's connections before the start.

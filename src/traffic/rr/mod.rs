@@ -84,6 +84,12 @@ pub struct RrSpec {
     /// (`--transactions`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transactions: Option<u64>,
+    /// The CPUs each end pins its connections' threads to (`-A`/`--affinity`).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::traffic::affinity::Affinity::is_unset"
+    )]
+    pub affinity: crate::traffic::affinity::Affinity,
 }
 
 impl RrSpec {
@@ -97,6 +103,7 @@ impl RrSpec {
             concurrency: 1,
             duration,
             transactions: None,
+            affinity: Default::default(),
         }
     }
 
@@ -233,6 +240,7 @@ pub fn spec_of(spec: &TestSpec) -> Option<Result<RrSpec, String>> {
         concurrency: spec.streams,
         duration: spec.duration,
         transactions: rr.transactions,
+        affinity: spec.affinity,
     };
     Some(match out.invalid() {
         Some(why) => Err(why),

@@ -47,6 +47,9 @@ pub fn render(r: &RrResult, server: &str) -> String {
         "bytes          sent {}, received {} (server: received {}, sent {})",
         r.bytes_sent, r.bytes_received, r.server.bytes_received, r.server.bytes_sent
     );
+    if let Some(words) = r.affinity.words() {
+        let _ = writeln!(s, "CPU affinity   (-A) {words}");
+    }
     if r.protocol == Protocol::Udp {
         let _ = writeln!(s, "lost           {} requests sent again", r.lost);
     }

@@ -74,6 +74,12 @@ pub struct RrResult {
     /// What ended connections early, if anything did.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
+    /// Where each end pinned its connections' threads (`-A`), if it did.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::traffic::affinity::Affinity::is_unset"
+    )]
+    pub affinity: crate::traffic::affinity::Affinity,
 }
 
 impl RrResult {
@@ -123,6 +129,7 @@ impl RrResult {
             histogram: latency.to_log(),
             server,
             errors,
+            affinity: spec.affinity,
         }
     }
 

@@ -21,7 +21,7 @@ pub(super) fn control_session(
     (shared, buffers): (&Shared, &ListenerBuffers),
     mut pending: Pending<'_>,
 ) -> anyhow::Result<()> {
-    let (spec, ticket, check) =
+    let (mut spec, ticket, check) =
         match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
             ClientMsg::Request { spec, ticket } => (spec, ticket, false),
             ClientMsg::Check { spec, ticket } => (spec, ticket, true),
@@ -45,7 +45,7 @@ pub(super) fn control_session(
         return refuse(&mut ctrl, Refusal::Limit { reason: why });
     }
     if check {
-        return match admission(&spec, shared) {
+        return match admission(&mut spec, shared) {
             Some(reason) => {
                 if shared.scheduled.is_some() {
                     // The scheduled test refused at its check will not come: it has ended.
@@ -57,7 +57,7 @@ pub(super) fn control_session(
             None => Ok(write_frame(&mut ctrl, &ServerMsg::Admissible)?),
         };
     }
-    if let Some(reason) = admission(&spec, shared) {
+    if let Some(reason) = admission(&mut spec, shared) {
         if shared.scheduled.is_some() {
             // The scheduled test, refused: it has ended (a general server counts only the
             // tests it admits, as a client may ask again).

@@ -13,8 +13,8 @@ pub(super) fn refuse(ctrl: &mut TcpStream, refusal: Refusal) -> anyhow::Result<(
 }
 
 /// Why a test of `spec` is not admitted here (invalid, over a cap, a congestion control this
-/// kernel will not set), or `None`.
-pub(super) fn admission(spec: &TestSpec, shared: &Shared) -> Option<String> {
+/// kernel will not set, CPUs it cannot pin to), or `None`. Fills in the server's own `-A`.
+pub(super) fn admission(spec: &mut TestSpec, shared: &Shared) -> Option<String> {
     if shared.auth.is_some() {
         return Some(iperf3::login::NETSWEEP_CLIENT_REFUSED.to_string());
     }
@@ -30,6 +30,11 @@ pub(super) fn admission(spec: &TestSpec, shared: &Shared) -> Option<String> {
         ));
     }
     if let Some(reason) = shared.limits.refusal(spec) {
+        return Some(reason);
+    }
+    if let Err(reason) =
+        crate::traffic::session::server_pinning(&mut spec.affinity, shared.limits.affinity)
+    {
         return Some(reason);
     }
     spec.congestion

@@ -36,6 +36,12 @@ pub(super) fn rr_session(
     if let Some(reason) = spec.refusal(&shared.limits) {
         return refuse(&mut ctrl, Refusal::Limit { reason });
     }
+    let mut spec = spec;
+    if let Err(reason) =
+        crate::traffic::session::server_pinning(&mut spec.affinity, shared.limits.affinity)
+    {
+        return refuse(&mut ctrl, Refusal::Limit { reason });
+    }
     let mut slot = match shared.admission.slot(peer) {
         Ok(s) => s,
         Err(running) => return refuse(&mut ctrl, Refusal::Busy { running }),
@@ -186,22 +192,25 @@ fn run(
         // One clone of each TCP connection, to unblock its loop at the end.
         let mut closers = Vec::new();
         let mut handles = Vec::new();
-        for sock in tcp {
+        let cpu = |i: usize| spec.affinity.server.map(|c| c.for_thread(i));
+        for (i, sock) in tcp.into_iter().enumerate() {
             if let Ok(c) = sock.try_clone() {
                 closers.push(c);
             }
-            handles.extend(spawn(s, move || {
+            handles.extend(spawn(s, cpu(i), move || {
                 engine::serve_tcp(sock, sizes.0, sizes.1, stop)
             }));
         }
-        for sock in udp {
-            handles.extend(spawn(s, move || {
+        for (i, sock) in udp.into_iter().enumerate() {
+            handles.extend(spawn(s, cpu(i), move || {
                 engine::serve_udp(&sock, sizes.0, sizes.1, stop)
             }));
         }
         if let Some(l) = &crr {
-            for _ in 0..spec.concurrency {
-                handles.extend(spawn(s, move || engine::serve_crr(l, peer, sizes, stop)));
+            for i in 0..usize::from(spec.concurrency) {
+                handles.extend(spawn(s, cpu(i), move || {
+                    engine::serve_crr(l, peer, sizes, stop)
+                }));
             }
         }
         let said = wait_done(ctrl, give_up);
@@ -225,14 +234,21 @@ fn run(
 }
 
 /// A loop's thread, or none when the system has no thread to give (the client then sees
-/// that connection unanswered).
+/// that connection unanswered); pinned to `cpu` if given (checked at admission: a CPU gone
+/// since leaves the thread where the scheduler puts it).
 fn spawn<'s, 'e>(
     s: &'s std::thread::Scope<'s, 'e>,
+    cpu: Option<usize>,
     f: impl FnOnce() -> ServerCounts + Send + 's,
 ) -> Option<std::thread::ScopedJoinHandle<'s, ServerCounts>> {
     std::thread::Builder::new()
         .name("rr".into())
-        .spawn_scoped(s, f)
+        .spawn_scoped(s, move || {
+            if let Some(cpu) = cpu {
+                let _ = crate::platform::sched::pin_current_thread(cpu);
+            }
+            f()
+        })
         .ok()
 }
 

@@ -104,6 +104,7 @@ pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> 
     spec.fq_rate_bps = (p.fqrate_bps > 0).then_some(p.fqrate_bps);
     spec.dont_fragment = p.dont_fragment && p.udp;
     spec.skip_rx_copy = p.skip_rx_copy;
+    spec.affinity.server = p.server_affinity.map(crate::traffic::affinity::Cpus::one);
     // -N: TCP_NODELAY on this end's data sockets too (under -R they are the senders).
     spec.no_delay = p.nodelay && !p.udp;
     spec.repeating_payload = p.repeating_payload;

@@ -38,6 +38,8 @@ pub struct Params {
     pub dont_fragment: bool,
     /// `-m`/`--mptcp`: the client's data connections are MPTCP.
     pub mptcp: bool,
+    /// `-A n,m`: the CPU the server pins itself to for this test (`server_affinity`).
+    pub server_affinity: Option<u16>,
     /// `--skip-rx-copy`: receivers drop the data with MSG_TRUNC instead of copying it.
     pub skip_rx_copy: bool,
     /// `--repeating-payload`: senders send "0123456789..." (iperf3's
@@ -53,12 +55,9 @@ pub struct Params {
 /// the options' command-line names; a key counts when it is true or a non-zero number.
 /// (`gso`/`gro`, `zerocopy`, `pacing_timer`, `title` and `extra_data` change how a sender
 /// works or what it writes, not what is measured: accepted; `nodelay`, `repeating_payload`
-/// and `skip_rx_copy` are honoured.)
-const UNIMPLEMENTED_OPTIONS: &[(&str, &str)] = &[
-    ("flowlabel", "-L/--flowlabel"),
-    ("server_affinity", "-A (server CPU affinity)"),
-    ("burst", "-b RATE/BURST"),
-];
+/// `skip_rx_copy` and `server_affinity` are honoured.)
+const UNIMPLEMENTED_OPTIONS: &[(&str, &str)] =
+    &[("flowlabel", "-L/--flowlabel"), ("burst", "-b RATE/BURST")];
 
 /// The options of `UNIMPLEMENTED_OPTIONS` a parameter document asks for.
 fn unimplemented_options(m: &Map<String, Value>) -> Vec<&'static str> {
@@ -151,6 +150,9 @@ impl Params {
         if self.mptcp {
             m.insert("mptcp".into(), json!(true));
         }
+        if let Some(cpu) = self.server_affinity {
+            m.insert("server_affinity".into(), json!(cpu));
+        }
         if self.skip_rx_copy {
             // iperf3 sends it as a number (iperf_api.c, send_parameters).
             m.insert("skip_rx_copy".into(), json!(1));
@@ -236,6 +238,18 @@ impl Params {
             dont_fragment: flag(m, "dont_fragment"),
             mptcp: flag(m, "mptcp"),
             skip_rx_copy: flag(m, "skip_rx_copy"),
+            // iperf3 sends it only when set (-1 is its "none"), as a number up to 1024.
+            server_affinity: match int(m, "server_affinity") {
+                None => None,
+                Some(v) if v < 0 => None,
+                Some(v) if v <= i64::from(crate::traffic::affinity::MAX_CPU) => Some(v as u16),
+                Some(v) => {
+                    return Err(Refusal::new(
+                        code::AFFINITY,
+                        format!("server CPU affinity {v} out of range"),
+                    ));
+                }
+            },
             repeating_payload: flag(m, "repeating_payload"),
             unimplemented: unimplemented_options(m),
         })

@@ -353,10 +353,27 @@ fn options_a_server_does_not_implement_are_named() {
         r#"{"tcp":true,"time":2,"parallel":1,"flowlabel":5,"server_affinity":1,"TOS":16}"#,
     ))
     .expect("parameters");
-    assert_eq!(
-        p.unimplemented,
-        ["-L/--flowlabel", "-A (server CPU affinity)"]
-    );
+    assert_eq!(p.unimplemented, ["-L/--flowlabel"]);
+    // -A n,m is honoured: the server pins itself (CPU 0 too: iperf3's "none" is -1).
+    assert_eq!(p.server_affinity, Some(1));
+    for (v, want) in [("0", Some(0)), ("-1", None)] {
+        let text = format!(r#"{{"tcp":true,"time":2,"parallel":1,"server_affinity":{v}}}"#);
+        assert_eq!(
+            Params::from_json(&doc(&text)).unwrap().server_affinity,
+            want
+        );
+        let back = Params::from_json(
+            Params::from_json(&doc(&text))
+                .unwrap()
+                .to_json()
+                .as_object()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(back.server_affinity, want);
+    }
+    let far = doc(r#"{"tcp":true,"time":2,"parallel":1,"server_affinity":5000}"#);
+    assert!(Params::from_json(&far).is_err());
     let p = Params::from_json(&doc(
         r#"{"tcp":true,"time":2,"parallel":1,"flowlabel":0,"gso":1,"zerocopy":1,"mptcp":true}"#,
     ))

@@ -1,0 +1,296 @@
+//! `-A`/`--affinity` as users run it: netsweep's client and server pin their data threads
+//! (streams and request/response connections) where asked, a client's `-A N,M` moves the
+//! server's for its test, ranges spread the streams, iperf3 clients and servers take and give
+//! `server_affinity` in both directions, and CPUs this process may not use are refused by
+//! name. Each thread's CPUs are read from the kernel (`/proc/PID/task/TID/status`,
+//! `Cpus_allowed_list`) while the test runs.
+
+mod common;
+
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A child killed and reaped when dropped, whatever the test's outcome.
+struct Killed(Option<Child>);
+
+impl Killed {
+    fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, Child::id)
+    }
+}
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        if let Some(c) = &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The CPUs of a `Cpus_allowed_list` ("0-1,4").
+fn cpu_list(text: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for run in text.trim().split(',').filter(|r| !r.is_empty()) {
+        let (a, b) = run.split_once('-').unwrap_or((run, run));
+        if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+            out.extend(a..=b);
+        }
+    }
+    out
+}
+
+fn allowed_list(status: &str) -> Vec<usize> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(cpu_list)
+        .unwrap_or_default()
+}
+
+/// The CPUs this test process may use.
+fn allowed() -> Vec<usize> {
+    allowed_list(&std::fs::read_to_string("/proc/self/status").unwrap())
+}
+
+/// The CPU lists of `pid`'s threads whose name starts with `prefix`.
+fn threads(pid: u32, prefix: &str) -> Vec<Vec<usize>> {
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter(|t| {
+            std::fs::read_to_string(t.path().join("comm"))
+                .is_ok_and(|c| c.trim_end().starts_with(prefix))
+        })
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .map(|s| allowed_list(&s))
+        .collect()
+}
+
+/// Waits (10 s at most) until `pid` has `n` threads named `prefix*` all pinned (one CPU
+/// each), and returns their CPUs, sorted.
+fn pinned(pid: u32, prefix: &str, n: usize) -> Vec<usize> {
+    let t0 = Instant::now();
+    loop {
+        let t = threads(pid, prefix);
+        if t.len() >= n && t.iter().all(|l| l.len() == 1) {
+            let mut cpus: Vec<usize> = t.iter().map(|l| l[0]).collect();
+            cpus.sort_unstable();
+            return cpus;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "pid {pid}: {n} pinned {prefix}* threads expected, saw {t:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn netsweep() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_netsweep"))
+}
+
+fn server(args: &[&str]) -> (Killed, String) {
+    let port = common::free_port().to_string();
+    let child = netsweep()
+        .args(["server", "--bind", "127.0.0.1", "-p", &port])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("netsweep server");
+    common::wait_listening(
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        "netsweep server",
+    );
+    (Killed(Some(child)), port)
+}
+
+fn client(port: &str, args: &[&str]) -> Killed {
+    Killed(Some(
+        netsweep()
+            .args(["client", "127.0.0.1", "-p", port])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("netsweep client"),
+    ))
+}
+
+/// Waits for a client (its test is seconds long: a hang is the watchdog's, which kills it
+/// after 60 s) and returns what it printed.
+fn finish(mut c: Killed) -> Output {
+    let child = c.0.take().expect("a running client");
+    let pid = child.id();
+    let watchdog = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(100));
+            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+                return;
+            }
+        }
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    });
+    let out = child.wait_with_output().expect("output");
+    let _ = watchdog.join();
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Two CPUs to tell apart (the same one twice on a one-CPU host).
+fn two_cpus() -> (usize, usize) {
+    let cpus = allowed();
+    (cpus[0], *cpus.last().unwrap())
+}
+
+#[test]
+fn both_ends_pin_their_streams_where_asked_and_a_client_moves_the_servers() {
+    let _serial = common::loopback::serial();
+    let (a, b) = two_cpus();
+    // The server's own -A, used when the client does not say.
+    let (srv, port) = server(&["-A", &b.to_string()]);
+    let c = client(&port, &["-t", "3", "-P", "2", "-A", &a.to_string()]);
+    assert_eq!(pinned(c.id(), "stream-", 2), [a, a]);
+    assert_eq!(pinned(srv.id(), "stream-", 2), [b, b]);
+    let out = finish(c);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "CPU affinity (-A): client's data threads on CPU {a}, server's where the server's \
+             own -A puts them."
+        )),
+        "{text}"
+    );
+
+    // The client's N-M,M: its streams spread over the range, the server's moved for this test.
+    let range = format!("{a}-{b},{a}");
+    let c = client(&port, &["-t", "3", "-P", "2", "-A", &range, "-J"]);
+    let mut spread = vec![a, b];
+    spread.dedup();
+    let mut mine = pinned(c.id(), "stream-", 2);
+    mine.dedup();
+    assert_eq!(mine, spread);
+    assert_eq!(pinned(srv.id(), "stream-", 2), [a, a]);
+    let doc: serde_json::Value = serde_json::from_slice(&finish(c).stdout).expect("-J");
+    assert_eq!(doc["spec"]["affinity"]["server"]["first"], a, "{doc:#}");
+
+    // Request/response connections too.
+    let c = client(
+        &port,
+        &[
+            "--test",
+            "rr",
+            "-t",
+            "3",
+            "-P",
+            "2",
+            "-A",
+            &format!("{b},{a}"),
+        ],
+    );
+    assert_eq!(pinned(c.id(), "rr", 2), [b, b]);
+    assert_eq!(pinned(srv.id(), "rr", 2), [a, a]);
+    let out = finish(c);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("CPU affinity   (-A)"), "{text}");
+}
+
+#[test]
+fn cpus_this_host_cannot_use_are_refused_by_name_on_either_end() {
+    let _serial = common::loopback::serial();
+    let absent = allowed().last().unwrap() + 1;
+    let (_srv, port) = server(&[]);
+    let run = |args: &[&str]| -> String {
+        let out = netsweep()
+            .args(["client", "127.0.0.1", "-p", &port, "-t", "1"])
+            .args(args)
+            .output()
+            .expect("netsweep client");
+        assert!(!out.status.success(), "{args:?} ran");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = run(&["-A", &absent.to_string()]);
+    assert!(
+        e.contains(&format!("CPU {absent} is not one this process may run on")),
+        "{e}"
+    );
+    let e = run(&["-A", &format!(",{absent}")]);
+    assert!(
+        e.contains("this server cannot pin its streams")
+            && e.contains(&format!("CPU {absent} is not one")),
+        "{e}"
+    );
+    let e = run(&["-A", "5-2"]);
+    assert!(e.contains("runs backwards"), "{e}");
+    let out = netsweep()
+        .args(["server", "-p", "1", "-A", "0,1"])
+        .output()
+        .expect("netsweep server");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("N,M is the client's"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn an_iperf3_client_pins_a_netsweep_server_and_netsweep_pins_an_iperf3_server() {
+    const NAME: &str = "an_iperf3_client_pins_a_netsweep_server_and_netsweep_pins_an_iperf3_server";
+    if !common::tool_or_skip(NAME, "iperf3") {
+        return;
+    }
+    let _serial = common::loopback::serial();
+    let (a, b) = two_cpus();
+    let (srv, port) = server(&[]);
+    let iperf3 = Killed(Some(
+        Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &port, "-t", "3", "-P", "2"])
+            .args(["-A", &format!("{a},{b}")])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("iperf3 -c"),
+    ));
+    assert_eq!(pinned(srv.id(), "stream-", 2), [b, b]);
+    finish(iperf3);
+    drop(srv);
+
+    let port = common::free_port().to_string();
+    let iperf3_server = Killed(Some(
+        Command::new("iperf3")
+            .args(["-s", "-1", "-B", "127.0.0.1", "-p", &port])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("iperf3 -s"),
+    ));
+    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
+    let c = client(&port, &["--iperf3", "-t", "3", "-A", &format!("{a},{b}")]);
+    // iperf3 pins its main thread (its streams' threads, from 3.16, inherit it).
+    let pid = iperf3_server.id();
+    assert_eq!(pinned(pid, "iperf3", 1)[0], b);
+    assert_eq!(pinned(c.id(), "stream-", 1), [a]);
+    finish(c);
+
+    // A range is netsweep's: an iperf3 server takes one CPU, and is not asked for more.
+    if a == b {
+        return;
+    }
+    let out = netsweep()
+        .args(["client", "127.0.0.1", "-p", &port, "--iperf3", "-t", "1"])
+        .args(["-A", &format!("{a},{a}-{b}")])
+        .output()
+        .expect("netsweep client");
+    assert!(!out.status.success());
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("an iperf3 server pins itself to one CPU"), "{e}");
+}
