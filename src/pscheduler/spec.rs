@@ -24,7 +24,7 @@ pub const SERVER_SHUTDOWN: Duration = Duration::from_secs(2);
 pub const UDP_DEFAULT_BANDWIDTH: u64 = 1_000_000;
 
 /// The spec fields netsweep runs as asked: those pScheduler's iperf3 tool supports, less the
-/// ones netsweep does not implement (`flow-label`, the CPU affinities); everything else is
+/// ones netsweep does not implement (`flow-label`); everything else is
 /// refused by name in `can-run`, `no-delay` with any value as the iperf3 tool refuses it.
 const SUPPORTED: &[&str] = &[
     "schema",
@@ -52,6 +52,8 @@ const SUPPORTED: &[&str] = &[
     "loopback",
     "ip-tos",
     "fq-rate",
+    "client-cpu-affinity",
+    "server-cpu-affinity",
 ];
 
 /// Why a spec field is refused, for the fields pScheduler knows but netsweep does not honour.
@@ -65,7 +67,6 @@ fn refusal_of(key: &str) -> String {
     let why = match key {
         "bandwidth-strict" | "burst-size" => "its pacer has no burst or strictness setting",
         "flow-label" => "it does not set IPv6 flow labels",
-        "client-cpu-affinity" | "server-cpu-affinity" => "it does not pin its threads to CPUs",
         "reverse-connections" => "the client always opens the connections",
         _ => "the option is unknown to it",
     };
@@ -100,6 +101,9 @@ pub struct Throughput {
     pub ip_tos: Option<u8>,
     /// SO_MAX_PACING_RATE of every TCP stream, bit/s per stream.
     pub fq_rate: Option<u64>,
+    /// The CPU each end pins its data threads to (the iperf3 tool's `-A` on each side).
+    pub client_cpu: Option<u64>,
+    pub server_cpu: Option<u64>,
 }
 
 /// Reads fields of one JSON object, collecting every problem instead of stopping at the first.
@@ -236,6 +240,8 @@ impl Throughput {
             loopback: r.boolean("loopback").unwrap_or(false),
             ip_tos: ip_tos.filter(|t| *t != 0),
             fq_rate: r.integer("fq-rate", 0).filter(|f| *f > 0),
+            client_cpu: r.integer("client-cpu-affinity", 0),
+            server_cpu: r.integer("server-cpu-affinity", 0),
         };
         if t.dest.is_empty() && !r.problems.iter().any(|p| p.starts_with("dest")) {
             r.problems.push("dest is missing".into());
@@ -286,6 +292,15 @@ impl Throughput {
         }
         t.tos = self.ip_tos;
         t.fq_rate_bps = self.fq_rate;
+        let cpu = |c: u64, side: &str| -> Result<crate::traffic::affinity::Cpus, String> {
+            u16::try_from(c)
+                .ok()
+                .filter(|c| *c <= crate::traffic::affinity::MAX_CPU)
+                .map(crate::traffic::affinity::Cpus::one)
+                .ok_or_else(|| format!("{side}-cpu-affinity {c} is not a CPU number"))
+        };
+        t.affinity.client = self.client_cpu.map(|c| cpu(c, "client")).transpose()?;
+        t.affinity.server = self.server_cpu.map(|c| cpu(c, "server")).transpose()?;
         t.validate().map_err(|e| e.to_string())?;
         Ok(t)
     }

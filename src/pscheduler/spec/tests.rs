@@ -69,8 +69,6 @@ fn unsupported_fields_are_refused_by_name_all_at_once() {
     let r = reasons(&v);
     for name in [
         "flow-label",
-        "client-cpu-affinity",
-        "server-cpu-affinity",
         "burst-size",
         "bandwidth-strict",
         "reverse-connections",
@@ -87,7 +85,8 @@ fn unsupported_fields_are_refused_by_name_all_at_once() {
             "{name}: {r:?}"
         );
     }
-    assert_eq!(r.len(), 8, "{r:?}");
+    // The CPU affinities in the spec above are honoured (`cpu_affinities_pin_both_ends`).
+    assert_eq!(r.len(), 6, "{r:?}");
 }
 
 /// `ip-tos` and `fq-rate` are honoured: both become the test's socket options.
@@ -285,4 +284,24 @@ fn can_run_refuses_what_the_iperf3_tool_refuses() {
             "{spec}"
         );
     }
+}
+
+/// The iperf3 tool's `-A` on each side: netsweep's client pins its streams and asks the
+/// server to pin its own.
+#[test]
+fn cpu_affinities_pin_both_ends() {
+    let t = Throughput::from_json(&json!({
+        "schema": 7, "dest": "h", "client-cpu-affinity": 1, "server-cpu-affinity": 0
+    }))
+    .unwrap();
+    let s = t.test_spec().unwrap();
+    let one = crate::traffic::affinity::Cpus::one;
+    assert_eq!(
+        (s.affinity.client, s.affinity.server),
+        (Some(one(1)), Some(one(0)))
+    );
+    let far =
+        Throughput::from_json(&json!({"schema": 7, "dest": "h", "client-cpu-affinity": 5000}))
+            .unwrap();
+    assert!(far.test_spec().unwrap_err().contains("not a CPU number"));
 }
