@@ -4,7 +4,11 @@
 Rounds are interleaved (the three tools in a fresh random order each round); medians and
 netsweep's ratios to each peer are printed as a Markdown table.
 
-    python3 bench/rr.py --netsweep target/release/netsweep --rounds 5 --seconds 5
+    python3 bench/rr.py --netsweep target/release/netsweep --rounds 5 --seconds 5 [--pin 0]
+
+With --pin CPU every tool runs a second time with both ends on that one CPU (netsweep's
+`-A CPU,CPU`, qperf's `-ca CPU`, sockperf under `taskset -c CPU`), each pinned figure's
+ratio taken against netsweep's pinned one.
 
 How each peer's figures are read:
 - netsweep: `client --test rr -r 1,1 -t S --json`: rr.transactions_per_second, rr.latency_us.p99
@@ -33,13 +37,19 @@ SP_PORT = "11111"
 QP_PORT = "19766"
 
 
-def run_netsweep(binary, seconds):
+def taskset(pin):
+    """The command prefix that pins a peer's process to CPU `pin` (none when unpinned)."""
+    return [] if pin is None else ["taskset", "-c", str(pin)]
+
+
+def run_netsweep(binary, seconds, pin=None):
     srv = subprocess.Popen([binary, "server", "--bind", "127.0.0.1", "-p", NS_PORT],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.5)
+        affinity = [] if pin is None else ["-A", f"{pin},{pin}"]
         out = subprocess.run([binary, "client", "127.0.0.1", "-p", NS_PORT, "--test", "rr",
-                              "-r", "1,1", "-t", str(seconds), "--json"],
+                              "-r", "1,1", "-t", str(seconds), "--json"] + affinity,
                              capture_output=True, text=True, timeout=seconds + 60)
         rr = json.loads(out.stdout)["rr"]
         return rr["transactions_per_second"], rr["latency_us"]["p99"]
@@ -48,12 +58,12 @@ def run_netsweep(binary, seconds):
         srv.wait()
 
 
-def run_sockperf(seconds):
-    srv = subprocess.Popen(["sockperf", "sr", "--tcp", "-i", "127.0.0.1", "-p", SP_PORT],
+def run_sockperf(seconds, pin=None):
+    srv = subprocess.Popen(taskset(pin) + ["sockperf", "sr", "--tcp", "-i", "127.0.0.1", "-p", SP_PORT],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.5)
-        out = subprocess.run(["sockperf", "pp", "--tcp", "-i", "127.0.0.1", "-p", SP_PORT,
+        out = subprocess.run(taskset(pin) + ["sockperf", "pp", "--tcp", "-i", "127.0.0.1", "-p", SP_PORT,
                               "-m", "14", "--full-rtt", "-t", str(seconds)],
                              capture_output=True, text=True, timeout=seconds + 60)
         text = out.stdout + out.stderr
@@ -68,13 +78,14 @@ def run_sockperf(seconds):
         srv.wait()
 
 
-def run_qperf(seconds):
-    srv = subprocess.Popen(["qperf", "-lp", QP_PORT],
+def run_qperf(seconds, pin=None):
+    srv = subprocess.Popen(taskset(pin) + ["qperf", "-lp", QP_PORT],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.5)
+        affinity = [] if pin is None else ["-ca", str(pin)]
         out = subprocess.run(["qperf", "127.0.0.1", "-lp", QP_PORT, "-t", str(seconds),
-                              "-m", "1", "tcp_lat"],
+                              "-m", "1"] + affinity + ["tcp_lat"],
                              capture_output=True, text=True, timeout=seconds + 60)
         m = re.search(r"latency\s*=\s*([\d.]+)\s*(ns|us|ms|sec)", out.stdout)
         if not m:
@@ -92,6 +103,9 @@ def main():
     ap.add_argument("--netsweep", default="target/release/netsweep")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--pin", type=int, default=None, metavar="CPU",
+                    help="also run every tool with both ends on CPU (netsweep -A CPU,CPU, "
+                         "qperf -ca CPU, sockperf under taskset -c CPU)")
     args = ap.parse_args()
     for tool in ("sockperf", "qperf"):
         if not shutil.which(tool):
@@ -103,6 +117,12 @@ def main():
         "sockperf": lambda: run_sockperf(args.seconds),
         "qperf": lambda: run_qperf(args.seconds),
     }
+    if args.pin is not None:
+        runners.update({
+            "netsweep pinned": lambda: run_netsweep(binary, args.seconds, args.pin),
+            "sockperf pinned": lambda: run_sockperf(args.seconds, args.pin),
+            "qperf pinned": lambda: run_qperf(args.seconds, args.pin),
+        })
     res = {k: [] for k in runners}
     for rnd in range(args.rounds):
         order = list(runners)
@@ -123,7 +143,8 @@ def main():
     print("| tool | transactions/s (median) | range | p99 us (median) | netsweep / tool rate |")
     print("|---|---|---|---|---|")
     for name, (rate, p99, lo, hi) in med.items():
-        ratio = med["netsweep"][0] / rate
+        ours = "netsweep pinned" if name.endswith("pinned") else "netsweep"
+        ratio = med[ours][0] / rate
         p99s = f"{p99:.1f}" if p99 is not None else "not reported"
         print(f"| {name} | {rate:.0f} | {lo:.0f}-{hi:.0f} | {p99s} | {ratio:.2f} |")
 
