@@ -705,11 +705,8 @@ mod tests;
 fn affinity(v: &str) -> anyhow::Result<crate::traffic::affinity::Affinity> {
     let a = crate::traffic::affinity::Affinity::parse_client(v)
         .map_err(|e| anyhow::anyhow!("-A/--affinity: {e}"))?;
-    if let Some(c) = a.client {
-        let allowed = crate::platform::sched::allowed_cpus().context("-A/--affinity")?;
-        if let Some(why) = c.unavailable(&allowed) {
-            bail!("-A/--affinity {v}: {why}");
-        }
+    if let Some(why) = a.client.and_then(crate::traffic::session::unusable_cpus) {
+        bail!("-A/--affinity {v}: {why}");
     }
     Ok(a)
 }

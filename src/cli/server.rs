@@ -163,8 +163,7 @@ fn server_affinity(v: &str) -> anyhow::Result<crate::traffic::affinity::Cpus> {
     }
     let cpus = crate::traffic::affinity::Cpus::parse(v)
         .map_err(|e| anyhow::anyhow!("-A/--affinity: {e}"))?;
-    let allowed = crate::platform::sched::allowed_cpus().context("-A/--affinity")?;
-    if let Some(why) = cpus.unavailable(&allowed) {
+    if let Some(why) = crate::traffic::session::unusable_cpus(cpus) {
         bail!("-A/--affinity {v}: {why}");
     }
     Ok(cpus)

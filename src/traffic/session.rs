@@ -147,14 +147,17 @@ pub fn server_pinning(
     own: Option<crate::traffic::affinity::Cpus>,
 ) -> Result<(), String> {
     affinity.server = affinity.server.or(own);
-    let Some(cpus) = affinity.server else {
-        return Ok(());
-    };
-    let allowed = crate::platform::sched::allowed_cpus()
-        .map_err(|e| format!("cannot read the CPUs this server may use: {e}"))?;
-    match cpus.unavailable(&allowed) {
+    match affinity.server.and_then(unusable_cpus) {
         Some(why) => Err(format!("-A: this server cannot pin its streams: {why}")),
         None => Ok(()),
+    }
+}
+
+/// Why this process cannot pin threads to `cpus` (one it may not use), if it cannot.
+pub fn unusable_cpus(cpus: crate::traffic::affinity::Cpus) -> Option<String> {
+    match crate::platform::sched::allowed_cpus() {
+        Ok(allowed) => cpus.unavailable(&allowed),
+        Err(e) => Some(format!("cannot read the CPUs this process may use: {e}")),
     }
 }
 
