@@ -22,10 +22,17 @@
 //! VM, so compare medians of interleaved rounds (`bench/peers.py`), never single runs.
 //!
 //! What does not help here (same machine kind, 2026-11-23, a C sender/receiver pair on loopback,
-//! kernel 6.18): receiving without a copy (`TCP_ZEROCOPY_RECEIVE` into an mmap of the socket)
-//! maps nothing on loopback, since the kernel maps only whole, plain pages: sendfile's frags are
-//! page-cache pages (they have a mapping), write(2)'s socket pages are compound, and
-//! `TCP_MAXSEG` cannot make segments a multiple of the page size (it stops at 32767). Sending
+//! kernel 6.18): receiving into an mmap of the socket (`TCP_ZEROCOPY_RECEIVE`). The kernel maps
+//! only whole, plain pages: sendfile's frags are page-cache pages (they have a mapping) and
+//! write(2)'s socket pages are compound, so behind netsweep's senders it maps nothing. Behind a
+//! `MSG_ZEROCOPY` sender with one page of payload a segment (`TCP_MAXSEG` 4108 on the
+//! receiver's listener), which loopback delivers as copies into fresh pages, it maps 94%, and
+//! still costs more CPU per byte than copying: `examples/zerocopy_receive.rs`, 2026-11-27, 3
+//! rounds of 3 s, medians of the receiving thread's CPU seconds per GB (Gbit/s):
+//! MSG_ZEROCOPY sender: copy 0.255 (16.2), MSG_TRUNC 0.151 (20.1), mapped 0.387 (11.6);
+//! sendfile sender: copy 0.250 (24.5), MSG_TRUNC 0.131 (28.9), mapped 0.388 (19.1, nothing
+//! mapped). Inserting and zapping the pages costs this VM more than the copy, so netsweep
+//! offers no mapped receive: `--skip-rx-copy` is the receive mode without the copy. Sending
 //! with `MSG_ZEROCOPY` is copied anyway when loopback delivers it and costs its completions:
 //! 23 Gbit/s against write(2)'s 44 in the same run. Pinning the sender and the receiver to
 //! different cores did not move the median either. Without a low-water mark the receiver's
