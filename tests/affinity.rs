@@ -7,50 +7,14 @@
 
 mod common;
 
-use std::process::{Child, Command, Output, Stdio};
+use common::KillOnDrop;
+use std::io::Read;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// A child killed and reaped when dropped, whatever the test's outcome.
-struct Killed(Option<Child>);
-
-impl Killed {
-    fn id(&self) -> u32 {
-        self.0.as_ref().map_or(0, Child::id)
-    }
-}
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        if let Some(c) = &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// The CPUs of a `Cpus_allowed_list` ("0-1,4").
-fn cpu_list(text: &str) -> Vec<usize> {
-    let mut out = Vec::new();
-    for run in text.trim().split(',').filter(|r| !r.is_empty()) {
-        let (a, b) = run.split_once('-').unwrap_or((run, run));
-        if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
-            out.extend(a..=b);
-        }
-    }
-    out
-}
-
-fn allowed_list(status: &str) -> Vec<usize> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .map(cpu_list)
-        .unwrap_or_default()
-}
 
 /// The CPUs this test process may use.
 fn allowed() -> Vec<usize> {
-    allowed_list(&std::fs::read_to_string("/proc/self/status").unwrap())
+    common::cpus_allowed(&std::fs::read_to_string("/proc/self/status").unwrap())
 }
 
 /// The CPU lists of `pid`'s threads whose name starts with `prefix`.
@@ -64,7 +28,7 @@ fn threads(pid: u32, prefix: &str) -> Vec<Vec<usize>> {
                 .is_ok_and(|c| c.trim_end().starts_with(prefix))
         })
         .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
-        .map(|s| allowed_list(&s))
+        .map(|s| common::cpus_allowed(&s))
         .collect()
 }
 
@@ -91,7 +55,7 @@ fn netsweep() -> Command {
     Command::new(env!("CARGO_BIN_EXE_netsweep"))
 }
 
-fn server(args: &[&str]) -> (Killed, String) {
+fn server(args: &[&str]) -> (KillOnDrop, String) {
     let port = common::free_port().to_string();
     let child = netsweep()
         .args(["server", "--bind", "127.0.0.1", "-p", &port])
@@ -104,11 +68,11 @@ fn server(args: &[&str]) -> (Killed, String) {
         format!("127.0.0.1:{port}").parse().unwrap(),
         "netsweep server",
     );
-    (Killed(Some(child)), port)
+    (KillOnDrop(child), port)
 }
 
-fn client(port: &str, args: &[&str]) -> Killed {
-    Killed(Some(
+fn client(port: &str, args: &[&str]) -> KillOnDrop {
+    KillOnDrop(
         netsweep()
             .args(["client", "127.0.0.1", "-p", port])
             .args(args)
@@ -116,32 +80,31 @@ fn client(port: &str, args: &[&str]) -> Killed {
             .stderr(Stdio::piped())
             .spawn()
             .expect("netsweep client"),
-    ))
+    )
 }
 
-/// Waits for a client (its test is seconds long: a hang is the watchdog's, which kills it
-/// after 60 s) and returns what it printed.
-fn finish(mut c: Killed) -> Output {
-    let child = c.0.take().expect("a running client");
-    let pid = child.id();
-    let watchdog = std::thread::spawn(move || {
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(60) {
-            std::thread::sleep(Duration::from_millis(100));
-            if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-                return;
-            }
+/// Waits for a client (60 s at most: its test is seconds long; on a hang it is killed when
+/// dropped) and returns what it printed on standard output.
+fn finish(mut c: KillOnDrop) -> String {
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = pipe.read_to_string(&mut text);
+            text
+        })
+    };
+    let out = drain(Box::new(c.0.stdout.take().expect("a piped stdout")));
+    let err = drain(Box::new(c.0.stderr.take().expect("a piped stderr")));
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(status) = c.0.try_wait().expect("wait") {
+            break status;
         }
-        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-    });
-    let out = child.wait_with_output().expect("output");
-    let _ = watchdog.join();
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+        assert!(t0.elapsed() < Duration::from_secs(60), "the client hangs");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (out, err) = (out.join().unwrap(), err.join().unwrap());
+    assert!(status.success(), "{out}{err}");
     out
 }
 
@@ -158,10 +121,9 @@ fn both_ends_pin_their_streams_where_asked_and_a_client_moves_the_servers() {
     // The server's own -A, used when the client does not say.
     let (srv, port) = server(&["-A", &b.to_string()]);
     let c = client(&port, &["-t", "3", "-P", "2", "-A", &a.to_string()]);
-    assert_eq!(pinned(c.id(), "stream-", 2), [a, a]);
-    assert_eq!(pinned(srv.id(), "stream-", 2), [b, b]);
-    let out = finish(c);
-    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(pinned(c.0.id(), "stream-", 2), [a, a]);
+    assert_eq!(pinned(srv.0.id(), "stream-", 2), [b, b]);
+    let text = finish(c);
     assert!(
         text.contains(&format!(
             "CPU affinity (-A): client's data threads on CPU {a}, server's where the server's \
@@ -175,11 +137,11 @@ fn both_ends_pin_their_streams_where_asked_and_a_client_moves_the_servers() {
     let c = client(&port, &["-t", "3", "-P", "2", "-A", &range, "-J"]);
     let mut spread = vec![a, b];
     spread.dedup();
-    let mut mine = pinned(c.id(), "stream-", 2);
+    let mut mine = pinned(c.0.id(), "stream-", 2);
     mine.dedup();
     assert_eq!(mine, spread);
-    assert_eq!(pinned(srv.id(), "stream-", 2), [a, a]);
-    let doc: serde_json::Value = serde_json::from_slice(&finish(c).stdout).expect("-J");
+    assert_eq!(pinned(srv.0.id(), "stream-", 2), [a, a]);
+    let doc: serde_json::Value = serde_json::from_str(&finish(c)).expect("-J");
     assert_eq!(doc["spec"]["affinity"]["server"]["first"], a, "{doc:#}");
 
     // Request/response connections too.
@@ -196,10 +158,9 @@ fn both_ends_pin_their_streams_where_asked_and_a_client_moves_the_servers() {
             &format!("{b},{a}"),
         ],
     );
-    assert_eq!(pinned(c.id(), "rr", 2), [b, b]);
-    assert_eq!(pinned(srv.id(), "rr", 2), [a, a]);
-    let out = finish(c);
-    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(pinned(c.0.id(), "rr", 2), [b, b]);
+    assert_eq!(pinned(srv.0.id(), "rr", 2), [a, a]);
+    let text = finish(c);
     assert!(text.contains("CPU affinity   (-A)"), "{text}");
 }
 
@@ -251,7 +212,7 @@ fn an_iperf3_client_pins_a_netsweep_server_and_netsweep_pins_an_iperf3_server() 
     let _serial = common::loopback::serial();
     let (a, b) = two_cpus();
     let (srv, port) = server(&[]);
-    let iperf3 = Killed(Some(
+    let iperf3 = KillOnDrop(
         Command::new("iperf3")
             .args(["-c", "127.0.0.1", "-p", &port, "-t", "3", "-P", "2"])
             .args(["-A", &format!("{a},{b}")])
@@ -259,26 +220,26 @@ fn an_iperf3_client_pins_a_netsweep_server_and_netsweep_pins_an_iperf3_server() 
             .stderr(Stdio::piped())
             .spawn()
             .expect("iperf3 -c"),
-    ));
-    assert_eq!(pinned(srv.id(), "stream-", 2), [b, b]);
+    );
+    assert_eq!(pinned(srv.0.id(), "stream-", 2), [b, b]);
     finish(iperf3);
     drop(srv);
 
     let port = common::free_port().to_string();
-    let iperf3_server = Killed(Some(
+    let iperf3_server = KillOnDrop(
         Command::new("iperf3")
             .args(["-s", "-1", "-B", "127.0.0.1", "-p", &port])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("iperf3 -s"),
-    ));
+    );
     common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
     let c = client(&port, &["--iperf3", "-t", "3", "-A", &format!("{a},{b}")]);
     // iperf3 pins its main thread (its streams' threads, from 3.16, inherit it).
-    let pid = iperf3_server.id();
+    let pid = iperf3_server.0.id();
     assert_eq!(pinned(pid, "iperf3", 1)[0], b);
-    assert_eq!(pinned(c.id(), "stream-", 1), [a]);
+    assert_eq!(pinned(c.0.id(), "stream-", 1), [a]);
     finish(c);
 
     // A range is netsweep's: an iperf3 server takes one CPU, and is not asked for more.

@@ -102,17 +102,10 @@ const REFUSED: &[Refused] = &[
 /// where this process may use CPU 2, and both clients refuse them where it may not.
 const PINS_CPU_2: &[&str] = &["-A 2/2", "-A 2/2 -u -b1G"];
 
-/// Whether this process may run on CPU 2 (`Cpus_allowed_list` of /proc/self/status).
+/// Whether this process may run on CPU 2.
 fn has_cpu_2() -> bool {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let list = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .unwrap_or("");
-    list.trim().split(',').any(|run| {
-        let (a, b) = run.split_once('-').unwrap_or((run, run));
-        matches!((a.parse::<u32>(), b.parse::<u32>()), (Ok(a), Ok(b)) if a <= 2 && 2 <= b)
-    })
+    common::cpus_allowed(&status).contains(&2)
 }
 
 /// Refused before any traffic by iperf3's own client as by netsweep's: two end conditions.

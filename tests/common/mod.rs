@@ -321,6 +321,22 @@ pub fn vm_rss_kib(status: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// The CPUs a `/proc/.../status` text allows its task (`Cpus_allowed_list: 0-1,4`).
+pub fn cpus_allowed(status: &str) -> Vec<usize> {
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap_or("");
+    let mut out = Vec::new();
+    for run in list.trim().split(',').filter(|r| !r.is_empty()) {
+        let (a, b) = run.split_once('-').unwrap_or((run, run));
+        if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+            out.extend(a..=b);
+        }
+    }
+    out
+}
+
 /// A child process killed and reaped when dropped: cleanup even when an assertion fails.
 pub struct KillOnDrop(pub std::process::Child);
 

@@ -117,7 +117,6 @@ pub fn run(cfg: &ClientConfig, spec: &RrSpec, stop: &AtomicBool) -> Result<RrRes
 
 /// Runs every connection's loop in its own thread; returns their outcomes.
 fn drive(cfg: &ClientConfig, opened: Opened, spec: &RrSpec, plan: &Plan<'_>) -> Vec<Outcome> {
-    let concurrency = spec.concurrency;
     let cpu = |i: usize| spec.affinity.client.map(|c| c.for_thread(i));
     std::thread::scope(|s| {
         let handles: Vec<_> = match opened {
@@ -131,7 +130,7 @@ fn drive(cfg: &ClientConfig, opened: Opened, spec: &RrSpec, plan: &Plan<'_>) -> 
                 .enumerate()
                 .map(|(i, sock)| spawn(s, cpu(i), move || engine::client_udp(&sock, plan)))
                 .collect(),
-            Opened::Crr(addr) => (0..usize::from(concurrency))
+            Opened::Crr(addr) => (0..usize::from(spec.concurrency))
                 .map(|i| {
                     spawn(s, cpu(i), move || {
                         let connect = || -> std::io::Result<TcpStream> {

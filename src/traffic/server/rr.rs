@@ -23,7 +23,7 @@ pub(super) fn rr_session(
     peer: SocketAddr,
     shared: &Shared,
     mut pending: Pending<'_>,
-    spec: RrSpec,
+    mut spec: RrSpec,
 ) -> anyhow::Result<()> {
     if shared.auth.is_some() {
         return refuse(
@@ -36,7 +36,6 @@ pub(super) fn rr_session(
     if let Some(reason) = spec.refusal(&shared.limits) {
         return refuse(&mut ctrl, Refusal::Limit { reason });
     }
-    let mut spec = spec;
     if let Err(reason) =
         crate::traffic::session::server_pinning(&mut spec.affinity, shared.limits.affinity)
     {
