@@ -11,6 +11,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// Largest plan, profile or libvirt XML file read.
 pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
@@ -50,9 +51,94 @@ pub fn read_capped(reader: impl Read, cap: u64, what: &str) -> io::Result<String
     })
 }
 
-/// Reads a file a user named, any kind (`<(cmd)` pipes included), up to `cap` bytes.
+/// How long a FIFO a user named as an input may wait for its first byte before netsweep gives
+/// up on it: a named FIFO that nobody writes to would otherwise hold the command for ever.
+pub const FIFO_WRITER_WAIT: Duration = Duration::from_secs(10);
+
+/// Reads a file a user named, up to `cap` bytes: a regular file, a pipe or FIFO (`<(cmd)`
+/// included) or a terminal. The file is opened without blocking and its type checked first; a
+/// FIFO waits at most `FIFO_WRITER_WAIT` for a writer, and a directory, socket or other device
+/// is refused by name.
 pub fn read_file(path: &Path, cap: u64) -> io::Result<String> {
-    read_capped(File::open(path)?, cap, &path.display().to_string())
+    read_file_waiting(path, cap, FIFO_WRITER_WAIT)
+}
+
+fn read_file_waiting(path: &Path, cap: u64, fifo_wait: Duration) -> io::Result<String> {
+    use std::io::IsTerminal;
+    use std::os::unix::fs::FileTypeExt;
+    let what = path.display().to_string();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_file() {
+        return read_capped(file, cap, &what);
+    }
+    if kind.is_fifo() {
+        let (first, file) = await_writer(file, &what, fifo_wait)?;
+        return read_capped(io::Cursor::new(first).chain(file), cap, &what);
+    }
+    if kind.is_char_device() && file.is_terminal() {
+        return read_capped(blocking(file)?, cap, &what);
+    }
+    let named = if kind.is_dir() {
+        "a directory"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "a device"
+    };
+    Err(io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("{what} is {named}, not a file: give a file or a pipe"),
+    ))
+}
+
+/// Clears `O_NONBLOCK`, so reads wait for data again.
+fn blocking(file: File) -> io::Result<File> {
+    use std::os::fd::AsRawFd;
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this function owns, with integer arguments only.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    if flags < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(file)
+}
+
+/// Waits for a FIFO's writer, at most `wait`. A non-blocking read tells the cases apart: data
+/// (kept and returned), "would block" (a writer holds it open: from then on reads may wait for
+/// it), or end of file (no writer yet: poll again until the deadline). Polled, not `poll(2)`ed:
+/// Linux does not report a FIFO that never had a writer as readable or hung up.
+fn await_writer(mut file: File, what: &str, wait: Duration) -> io::Result<(Vec<u8>, File)> {
+    let deadline = Instant::now() + wait;
+    let mut first = vec![0u8; 4096];
+    loop {
+        match file.read(&mut first) {
+            Ok(0) if Instant::now() >= deadline => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "{what} is a FIFO that nobody wrote to within {} s: start its writer \
+                         first, or give a file",
+                        wait.as_secs_f64()
+                    ),
+                ));
+            }
+            Ok(0) => std::thread::sleep(Duration::from_millis(20)),
+            Ok(n) => {
+                first.truncate(n);
+                return Ok((first, blocking(file)?));
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                return Ok((Vec::new(), blocking(file)?));
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Reads standard input up to `cap` bytes.
@@ -178,6 +264,60 @@ mod tests {
         assert!(read_pseudo(&zero).is_err());
         std::fs::write(dir.path().join("mtu"), "1500\n").unwrap();
         assert_eq!(read_pseudo(&dir.path().join("mtu")).unwrap(), "1500\n");
+    }
+
+    fn fifo_in(dir: &Path) -> std::path::PathBuf {
+        let fifo = dir.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid path string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        fifo
+    }
+
+    #[test]
+    fn a_fifo_nobody_writes_to_is_given_up_on_in_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = fifo_in(dir.path());
+        let t0 = Instant::now();
+        let e = read_file_waiting(&fifo, 1000, Duration::from_millis(300)).unwrap_err();
+        let waited = t0.elapsed();
+        assert!(
+            e.to_string().contains("nobody wrote to within 0.3 s"),
+            "{e}"
+        );
+        assert!(waited >= Duration::from_millis(300), "{waited:?}");
+        assert!(waited < Duration::from_secs(5), "{waited:?}");
+    }
+
+    #[test]
+    fn a_fifo_whose_writer_comes_later_is_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = fifo_in(dir.path());
+        let to = fifo.clone();
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            let mut w = std::fs::OpenOptions::new().write(true).open(to).unwrap();
+            std::io::Write::write_all(&mut w, b"1\n").unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            std::io::Write::write_all(&mut w, b"2\n3\n").unwrap();
+        });
+        let text = read_file_waiting(&fifo, 1000, Duration::from_secs(20)).unwrap();
+        writer.join().unwrap();
+        assert_eq!(text, "1\n2\n3\n");
+    }
+
+    #[test]
+    fn directories_and_devices_are_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = read_file(dir.path(), 1000).unwrap_err();
+        assert!(e.to_string().contains("is a directory, not a file"), "{e}");
+        let e = read_file(Path::new("/dev/zero"), 1000).unwrap_err();
+        assert!(e.to_string().contains("is a device, not a file"), "{e}");
+        std::fs::write(dir.path().join("plan"), "x = 1\n").unwrap();
+        assert_eq!(
+            read_file(&dir.path().join("plan"), 1000).unwrap(),
+            "x = 1\n"
+        );
     }
 
     #[test]

@@ -618,6 +618,74 @@ fn doctor_refuses_hostile_fixture_trees_and_huge_files() {
     assert!(t0.elapsed() < Duration::from_secs(5));
 }
 
+/// Regression: an input a user names (`stats`, `run`, `plot`, `import`) that is a FIFO nobody
+/// writes to held the command for ever (a blocking open); a directory gave "Is a directory".
+/// Now a FIFO waits at most 10 s for its writer, a pipe from the shell still works, and other
+/// kinds are refused by name.
+#[test]
+fn named_inputs_never_block_on_a_fifo() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("numbers");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid path string.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let f = fifo.to_str().unwrap();
+    let store = dir.path().join("s.db");
+    let s = store.to_str().unwrap();
+    for args in [
+        vec!["stats", f],
+        vec!["run", f, "--check"],
+        vec!["plot", f, "-o", "/dev/null"],
+        vec!["import", "--db", s, f],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t0 = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if t0.elapsed() > Duration::from_secs(40) {
+                let _ = child.kill();
+                panic!("{args:?} hung on a FIFO nobody writes to");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert!(
+            err.contains("a FIFO that nobody wrote to within 10 s"),
+            "{args:?}: {err}"
+        );
+    }
+    let piped = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "{} stats <(sleep 0.3; printf '1\\n2\\n3\\n')",
+            env!("CARGO_BIN_EXE_netsweep")
+        ))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&piped.stdout);
+    assert!(
+        piped.status.success(),
+        "{}",
+        String::from_utf8_lossy(&piped.stderr)
+    );
+    assert!(text.contains("3 ") && text.contains('2'), "{text}");
+    let d = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["stats", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&d.stderr);
+    assert!(
+        !d.status.success() && err.contains("is a directory, not a file"),
+        "{err}"
+    );
+}
+
 /// Regression: `stats -w 100000000000` aborted on allocation; `doctor --watch nan` panicked.
 #[test]
 fn absurd_numeric_flags_are_refused_with_the_range() {
