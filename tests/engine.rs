@@ -348,7 +348,17 @@ fn the_reported_send_path_is_the_one_used() {
         r.start.calibration
     );
     let best = netsweep::traffic::engine::sendpath::choose(&r.start.calibration).unwrap();
-    let chosen = r.start.calibration[best].path;
+    let mut chosen = r.start.calibration[best].path;
+    // One re-check fits a 2 s test (0.7-1.3 s after the 0.3 s calibration): every candidate
+    // again on the warm connection, the kept one first; the reported path is the one it left.
+    assert_eq!(r.start.rechecks.len(), 1, "{:?}", r.start);
+    for check in &r.start.rechecks {
+        assert_eq!(check.trials[0].path, chosen, "{check:?}");
+        assert_eq!(check.trials.len(), 4, "{check:?}");
+        assert!(check.trials.iter().all(|t| t.calls >= 4), "{check:?}");
+        assert_eq!(check.switched, check.kept != chosen, "{check:?}");
+        chosen = check.kept;
+    }
     assert_eq!(
         (path.as_str(), chunk as usize),
         (chosen.call.name(), chosen.chunk_bytes)
@@ -373,6 +383,7 @@ fn the_reported_send_path_is_the_one_used() {
     let (path, chunk, r) = check(&given);
     assert_eq!((path.as_str(), chunk), ("sendfile", 65536));
     assert!(r.start.calibration.is_empty());
+    assert!(r.start.rechecks.is_empty(), "a given path is never re-checked");
     let copied = TestSpec {
         zerocopy: false,
         length_bytes: 256 << 10,

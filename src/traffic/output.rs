@@ -95,11 +95,42 @@ fn send_path_line(result: &TestResult) -> Option<String> {
                 ),
             })
             .collect();
-        format!(
-            "the fastest of a {:.1} s calibration left out of the results: {}",
+        let calibrated = format!(
+            "{:.1} s calibration left out of the results: {}",
             result.spec.calibration.as_secs_f64(),
             tried.join(", ")
-        )
+        );
+        if result.start.rechecks.is_empty() {
+            format!("the fastest of a {calibrated}")
+        } else {
+            let rate = |t: &crate::traffic::engine::sendpath::Trial| match t.bits_per_second {
+                Some(r) => format!("{} {}", t.path, crate::units::BitRate(r)),
+                None => format!("{} not measured", t.path),
+            };
+            let checks: Vec<String> = result
+                .start
+                .rechecks
+                .iter()
+                .map(|r| {
+                    let tried: Vec<String> = r.trials.iter().map(rate).collect();
+                    format!(
+                        "at {:.1} s {}{}",
+                        result.spec.calibration.as_secs_f64() + r.after_s,
+                        tried.join(", "),
+                        if r.switched {
+                            format!(": {} took over", r.kept)
+                        } else {
+                            String::new()
+                        }
+                    )
+                })
+                .collect();
+            format!(
+                "re-checked on the warm connection, in the results ({}); first chosen by a \
+                 {calibrated}",
+                checks.join("; ")
+            )
+        }
     };
     Some(format!(
         "Send path: {path} in {} per call, {how}\n",

@@ -173,6 +173,10 @@ pub struct StartInfo {
     pub chunk_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calibration: Vec<crate::traffic::engine::sendpath::Trial>,
+    /// The calibrated path re-checked against its rival on the warm connection while the test
+    /// ran (in the results: both sides' turns are part of what the test carried).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rechecks: Vec<crate::traffic::engine::sendpath::Recheck>,
     /// Those senders' send calls after the choice, and the bytes they moved (so bytes per call
     /// can be checked against `chunk_bytes`), and how many streams used the path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -588,6 +592,7 @@ pub fn build(
         start.send_path = Some(path.call.name().to_string());
         start.chunk_bytes = Some(path.chunk_bytes as u64);
         start.calibration = send.trials.clone();
+        start.rechecks = send.rechecks.clone();
         start.send_calls = Some(same.iter().map(|s| s.calls).sum());
         start.send_call_bytes = Some(same.iter().map(|s| s.bytes).sum());
         start.send_streams = Some(same.len() as u64);

@@ -60,6 +60,20 @@
 //! All sending streams of a test on one end calibrate together (`Pool`): on loopback with two
 //! streams, each stream choosing alone sometimes kept sendfile 64 KiB (45 Gbit/s in total)
 //! where write(2) carried 52-59, and the streams of one test could keep different paths.
+//!
+//! # Re-checks on the warm connection
+//! The calibration runs while the connection is young, and the paths rank differently then and
+//! later. Loopback, one stream, quarter-second intervals (2026-11-27): write 1 MiB carried 13-28
+//! Gbit/s in the first quarter second and 39-44 from the second second on; sendfile 1 MiB 24-28,
+//! then about 34. With a 0.3 s or a 1 s calibration the default kept sendfile 1 MiB and carried
+//! 40.4 Gbit/s where write 1 MiB fixed carried 45.5-47.9 (interleaved rounds,
+//! docs/performance.md). So while the test runs, 0.7 s after the calibration every candidate
+//! takes two turns of 75 ms again (mirrored, the kept path first and last), and at 3, 9 and
+//! 27 s the kept path and that re-check's runner-up do (each re-check only if it ends inside
+//! the test). Streams sum their bytes as in the calibration; a path takes over when it carried
+//! more than `SWITCH_MARGIN` more than the kept one. These turns are in the results, since they
+//! are part of what the test carried: the first costs about six 75 ms turns at the other paths'
+//! rates (a 5 s test with paths 20% slower: 1.8%), the later ones two turns each.
 
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
@@ -232,6 +246,7 @@ pub struct Pool {
     bytes: [AtomicU64; CANDIDATES.len()],
     calls: [AtomicU64; CANDIDATES.len()],
     decision: OnceLock<(SendPath, Vec<Trial>)>,
+    rechecks: [RecheckPool; RECHECK_AFTER_S.len()],
 }
 
 impl Pool {
@@ -255,6 +270,144 @@ impl Pool {
             decide(measured, total)
         })
     }
+
+    /// One call of `bytes` that started in the measured time of re-check `k`'s path `who`.
+    pub fn record_recheck(&self, k: usize, who: usize, bytes: u64) {
+        if let Some(r) = self.rechecks.get(k)
+            && let (Some(b), Some(c)) = (r.bytes.get(who), r.calls.get(who))
+        {
+            b.fetch_add(bytes, Ordering::Relaxed);
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The verdict of re-check `k` of `paths` (the kept one first), made once on what every
+    /// stream wrote (the first stream past its end decides, as with the calibration).
+    pub fn recheck(&self, k: usize, paths: &[SendPath]) -> Option<&Recheck> {
+        let r = self.rechecks.get(k)?;
+        Some(r.verdict.get_or_init(|| {
+            let measured: Vec<(u64, u64)> = (0..paths.len().min(CANDIDATES.len()))
+                .map(|i| {
+                    (
+                        r.bytes[i].load(Ordering::Relaxed),
+                        r.calls[i].load(Ordering::Relaxed),
+                    )
+                })
+                .collect();
+            judge(k, paths, &measured)
+        }))
+    }
+}
+
+/// After the calibration, seconds at which a re-check starts (counted from the calibration's
+/// end), as long as it ends inside the test: the gaps grow, so a long test re-checks rarely.
+pub const RECHECK_AFTER_S: [f64; 4] = [0.7, 3.0, 9.0, 27.0];
+
+/// One turn of a re-check, measured in its last two thirds as the calibration's are.
+pub const RECHECK_TURN_S: f64 = 0.075;
+
+/// How much faster another path must be to replace the kept one: above the turn-to-turn noise
+/// of loopback rates (a few percent at 100 ms), so two equal paths do not trade places.
+pub const SWITCH_MARGIN: f64 = 0.05;
+
+/// How many paths re-check `k` tries: the first one every candidate (the calibration ranked
+/// them on a young connection), later ones the kept path and the first re-check's runner-up.
+pub fn contenders(k: usize) -> usize {
+    if k == 0 { CANDIDATES.len() } else { 2 }
+}
+
+/// When re-check `k` runs, in seconds after the calibration: its start and end (two turns per
+/// contender).
+pub fn recheck_span(k: usize) -> Option<(f64, f64)> {
+    let start = *RECHECK_AFTER_S.get(k)?;
+    Some((start, start + RECHECK_TURN_S * 2.0 * contenders(k) as f64))
+}
+
+/// Which re-check's turn it is `since` the calibration ended, whose turn (an index into
+/// `paths_of`'s list: 0 is the kept path; the order is mirrored, kept first and last) and
+/// whether that moment is measured. `None` between re-checks.
+pub fn recheck_turn(since: std::time::Duration) -> Option<(usize, usize, bool)> {
+    let t = since.as_secs_f64();
+    let k = (0..RECHECK_AFTER_S.len())
+        .find(|&k| recheck_span(k).is_some_and(|(a, b)| t >= a && t < b))?;
+    let (start, _) = recheck_span(k)?;
+    let n = contenders(k);
+    let share = (t - start) / RECHECK_TURN_S;
+    let turn = (share as usize).min(2 * n - 1);
+    let who = if turn < n { turn } else { 2 * n - 1 - turn };
+    Some((k, who, share.fract() >= 1.0 - MEASURED_SHARE))
+}
+
+/// The paths re-check `k` tries, the kept one first: every candidate in the first, the kept path
+/// and `runner_up` later (none without a runner-up).
+pub fn paths_of(k: usize, kept: SendPath, runner_up: Option<SendPath>) -> Vec<SendPath> {
+    if k == 0 {
+        std::iter::once(kept)
+            .chain(CANDIDATES.into_iter().filter(|c| *c != kept))
+            .collect()
+    } else {
+        runner_up.map_or_else(Vec::new, |r| vec![kept, r])
+    }
+}
+
+/// What one re-check found on the warm connection: each path it tried (the kept one first), the
+/// path kept after it, and whether that is another one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recheck {
+    /// When it started, in seconds after the calibration ended.
+    pub after_s: f64,
+    pub trials: Vec<Trial>,
+    pub kept: SendPath,
+    pub switched: bool,
+}
+
+impl Recheck {
+    /// The fastest path it measured other than the one kept: what later re-checks try against it.
+    pub fn runner_up(&self) -> Option<SendPath> {
+        self.trials
+            .iter()
+            .filter(|t| t.path != self.kept)
+            .filter_map(|t| Some((t.path, t.bits_per_second.filter(|r| r.is_finite())?)))
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(p, _)| p)
+    }
+}
+
+/// Judges re-check `k` of `paths` (the kept one first) from the bytes and calls of each one's
+/// measured time: the fastest takes over if it carried more than `SWITCH_MARGIN` more than the
+/// kept path; an unmeasured kept path, or none faster, changes nothing.
+pub fn judge(k: usize, paths: &[SendPath], measured: &[(u64, u64)]) -> Recheck {
+    let secs = RECHECK_TURN_S * MEASURED_SHARE * 2.0;
+    let trials: Vec<Trial> = paths
+        .iter()
+        .zip(measured)
+        .map(|(p, (bytes, calls))| Trial::of(*p, *bytes, *calls, secs))
+        .collect();
+    let rate = |t: &Trial| t.bits_per_second.filter(|r| r.is_finite());
+    let kept_rate = trials.first().and_then(rate);
+    let fastest = trials
+        .iter()
+        .filter_map(|t| Some((t.path, rate(t)?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    let first = paths.first().copied().unwrap_or(CANDIDATES[0]);
+    let kept = match (kept_rate, fastest) {
+        (Some(k), Some((p, r))) if r > k * (1.0 + SWITCH_MARGIN) => p,
+        _ => first,
+    };
+    Recheck {
+        after_s: recheck_span(k).map_or(0.0, |s| s.0),
+        trials,
+        kept,
+        switched: kept != first,
+    }
+}
+
+/// The sums of one re-check, across the sending streams of a test, and its one verdict.
+#[derive(Debug, Default)]
+struct RecheckPool {
+    bytes: [AtomicU64; CANDIDATES.len()],
+    calls: [AtomicU64; CANDIDATES.len()],
+    verdict: OnceLock<Recheck>,
 }
 
 /// What a sender reports about its send path: the one it used after calibration (or the one
@@ -263,6 +416,9 @@ impl Pool {
 pub struct SendReport {
     pub path: Option<SendPath>,
     pub trials: Vec<Trial>,
+    /// The re-checks on the warm connection, in order; the last switch names `path`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rechecks: Vec<Recheck>,
     /// Send system calls after calibration, and the bytes they moved.
     pub calls: u64,
     pub bytes: u64,
@@ -345,6 +501,86 @@ mod tests {
         assert_eq!(pool.decision(total).0, CANDIDATES[3]);
         // Out-of-range candidates are ignored rather than panicking.
         pool.record(CANDIDATES.len(), 1);
+    }
+
+    #[test]
+    fn the_first_recheck_tries_every_path_mirrored_and_later_ones_two() {
+        let at = |ms: u64| recheck_turn(Duration::from_millis(ms));
+        assert_eq!(at(0), None);
+        assert_eq!(at(699), None);
+        // 0.7 s: eight turns of 75 ms, kept first: 0 1 2 3 3 2 1 0.
+        assert_eq!(at(700), Some((0, 0, false)));
+        assert_eq!(at(760), Some((0, 0, true)));
+        assert_eq!(at(820), Some((0, 1, true)));
+        assert_eq!(at(960), Some((0, 3, true)));
+        assert_eq!(at(990), Some((0, 3, true)));
+        assert_eq!(at(1060), Some((0, 3, true)));
+        assert_eq!(at(1120), Some((0, 2, true)));
+        assert_eq!(at(1290), Some((0, 0, true)));
+        let (a, b) = recheck_span(0).unwrap();
+        assert!((a - 0.7).abs() < 1e-9 && (b - 1.3).abs() < 1e-9, "{a} {b}");
+        assert_eq!(at(1310), None);
+        // 3 s: kept, runner-up, runner-up, kept.
+        assert_eq!(at(3000), Some((1, 0, false)));
+        assert_eq!(at(3110), Some((1, 1, true)));
+        assert_eq!(at(3190), Some((1, 1, true)));
+        assert_eq!(at(3290), Some((1, 0, true)));
+        assert_eq!(at(3310), None);
+        assert_eq!(at(27_120), Some((3, 1, true)));
+        assert_eq!(at(60_000), None);
+        assert_eq!(recheck_span(RECHECK_AFTER_S.len()), None);
+        let kept = CANDIDATES[2];
+        let all = paths_of(0, kept, None);
+        assert_eq!(all.len(), CANDIDATES.len());
+        assert_eq!(all[0], kept);
+        assert!(CANDIDATES.iter().all(|c| all.contains(c)));
+        assert_eq!(paths_of(1, kept, Some(CANDIDATES[0])), [kept, CANDIDATES[0]]);
+        assert!(paths_of(2, kept, None).is_empty());
+    }
+
+    #[test]
+    fn another_path_takes_over_only_when_clearly_faster_and_streams_share_the_verdict() {
+        let secs = RECHECK_TURN_S * MEASURED_SHARE * 2.0;
+        let bytes = |gbit: f64| (gbit * 1e9 / 8.0 * secs) as u64;
+        // Loopback, warm, -P 2 (2026-11-27): write 1 MiB 55 Gbit/s, write 4 MiB 44, sendfile
+        // 1 MiB 42, sendfile 64 KiB 40; the young connection's calibration kept write 4 MiB.
+        let paths = paths_of(0, CANDIDATES[3], None);
+        let rates = [44.0, 40.0, 42.0, 55.0];
+        let measured: Vec<(u64, u64)> = rates.iter().map(|g| (bytes(*g), 100)).collect();
+        let r = judge(0, &paths, &measured);
+        assert!(r.switched, "{r:?}");
+        assert_eq!(r.kept, CANDIDATES[2]);
+        assert_eq!(r.after_s, 0.7);
+        assert_eq!(r.runner_up(), Some(CANDIDATES[3]));
+        assert!((r.trials[3].bits_per_second.unwrap() - 55e9).abs() < 1e7);
+        // Within the margin: the kept path stays, and the fastest other is the runner-up.
+        let m = [(bytes(40.0), 100), (bytes(41.9), 100)];
+        let r = judge(1, &[CANDIDATES[1], CANDIDATES[2]], &m);
+        assert!(!r.switched && r.kept == CANDIDATES[1], "{r:?}");
+        assert_eq!(r.runner_up(), Some(CANDIDATES[2]));
+        // A kept path too few calls measured: nothing changes.
+        let m = [(bytes(10.0), 2), (bytes(40.0), 100)];
+        let r = judge(1, &[CANDIDATES[1], CANDIDATES[2]], &m);
+        assert!(!r.switched && r.trials[0].bits_per_second.is_none());
+        // Streams add up; the verdict is made once.
+        let pool = Pool::default();
+        let two = [CANDIDATES[1], CANDIDATES[2]];
+        pool.record_recheck(1, 0, bytes(20.0));
+        pool.record_recheck(1, 1, bytes(30.0));
+        for _ in 0..10 {
+            pool.record_recheck(1, 0, 0);
+            pool.record_recheck(1, 1, 0);
+        }
+        pool.record_recheck(1, 0, bytes(20.0));
+        pool.record_recheck(1, 1, bytes(2.0));
+        let v = pool.recheck(1, &two).unwrap().clone();
+        assert!(!v.switched, "{v:?}");
+        pool.record_recheck(1, 1, bytes(100.0));
+        assert_eq!(pool.recheck(1, &two), Some(&v));
+        // Out of range: nothing, no panic.
+        pool.record_recheck(9, 0, 1);
+        pool.record_recheck(1, CANDIDATES.len(), 1);
+        assert_eq!(pool.recheck(9, &two), None);
     }
 
     #[test]

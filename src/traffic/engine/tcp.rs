@@ -66,14 +66,30 @@ impl InfoSampler {
     }
 }
 
-/// The sender's choice of send path: given, or being calibrated and then kept.
+/// The sender's choice of send path: given, or calibrated, kept, and re-checked on the warm
+/// connection while the test runs (`sendpath::recheck_turn`).
 struct PathChooser {
     fixed: SendPath,
     calibration: Duration,
     /// What every sending stream of the test wrote in each candidate's measured turns.
     pool: Arc<sendpath::Pool>,
     chosen: Option<SendPath>,
+    /// The path later re-checks try against the kept one (the first re-check's runner-up).
+    runner_up: Option<SendPath>,
+    /// Re-checks whose verdicts this stream has applied (or passed over).
+    applied: usize,
     report: SendReport,
+}
+
+/// Which path a send call uses, and what it counts for.
+#[derive(Debug, Clone, Copy)]
+enum Use {
+    /// A calibration turn, measured for candidate `Some(i)`.
+    Calibrating(Option<usize>),
+    /// The kept path, outside calibration and the other paths' re-check turns.
+    Kept,
+    /// A re-check `k`'s turn of path `who` (0 the kept one), and whether it is measured.
+    Rechecking(usize, usize, bool),
 }
 
 impl PathChooser {
@@ -93,38 +109,97 @@ impl PathChooser {
             calibration: ctx.calibration,
             pool: ctx.send_pool.clone().unwrap_or_default(),
             chosen: None,
+            runner_up: None,
+            applied: 0,
             report: SendReport::default(),
         }
     }
 
-    /// The path to use at `now`, and the candidate whose measured turn it is (if any).
-    fn path_at(&mut self, now: Duration) -> (SendPath, Option<usize>) {
+    /// The path to use at `now` in a test whose grid ends at `end`, and what the call counts for.
+    fn path_at(&mut self, now: Duration, end: Duration) -> (SendPath, Use) {
         if let Some((idx, measuring)) = sendpath::turn(now, self.calibration) {
-            return (sendpath::CANDIDATES[idx], measuring.then_some(idx));
+            return (
+                sendpath::CANDIDATES[idx],
+                Use::Calibrating(measuring.then_some(idx)),
+            );
         }
-        if let Some(p) = self.chosen {
-            return (p, None);
-        }
-        let p = if self.calibration.is_zero() {
-            self.fixed
-        } else {
-            let (path, trials) = self.pool.decision(self.calibration);
-            self.report.trials = trials.clone();
-            *path
+        let kept = match self.chosen {
+            Some(p) => p,
+            None => {
+                let p = if self.calibration.is_zero() {
+                    self.fixed
+                } else {
+                    let (path, trials) = self.pool.decision(self.calibration);
+                    self.report.trials = trials.clone();
+                    *path
+                };
+                self.chosen = Some(p);
+                self.report.path = Some(p);
+                p
+            }
         };
-        self.chosen = Some(p);
-        self.report.path = Some(p);
-        (p, None)
+        if self.calibration.is_zero() {
+            return (kept, Use::Kept);
+        }
+        let since = now.saturating_sub(self.calibration).as_secs_f64();
+        // A re-check runs only if it ends inside the test (the grid's end, after calibration).
+        let fits = |k: usize| {
+            sendpath::recheck_span(k)
+                .is_some_and(|(_, e)| self.calibration.as_secs_f64() + e <= end.as_secs_f64())
+        };
+        let mut kept = kept;
+        while let Some((_, e)) = sendpath::recheck_span(self.applied)
+            && since >= e
+        {
+            let paths = sendpath::paths_of(self.applied, kept, self.runner_up);
+            if fits(self.applied)
+                && !paths.is_empty()
+                && let Some(verdict) = self.pool.recheck(self.applied, &paths)
+            {
+                if self.applied == 0 {
+                    self.runner_up = verdict.runner_up();
+                } else if verdict.switched {
+                    self.runner_up = Some(kept);
+                }
+                if verdict.switched {
+                    // The calls counted were the old path's: count the new one's from here.
+                    kept = verdict.kept;
+                    self.chosen = Some(kept);
+                    self.report.path = Some(kept);
+                    self.report.calls = 0;
+                    self.report.bytes = 0;
+                }
+                self.report.rechecks.push(verdict.clone());
+            }
+            self.applied += 1;
+        }
+        match sendpath::recheck_turn(Duration::from_secs_f64(since)) {
+            Some((k, who, measuring)) if k == self.applied && fits(k) => {
+                match sendpath::paths_of(k, kept, self.runner_up).get(who) {
+                    Some(path) => (*path, Use::Rechecking(k, who, measuring)),
+                    None => (kept, Use::Kept),
+                }
+            }
+            _ => (kept, Use::Kept),
+        }
     }
 
-    fn record(&mut self, trial: Option<usize>, bytes: usize) {
-        match trial {
-            Some(i) => self.pool.record(i, bytes as u64),
-            None if self.chosen.is_some() => {
+    fn record(&mut self, used: Use, bytes: usize) {
+        match used {
+            Use::Calibrating(Some(i)) => self.pool.record(i, bytes as u64),
+            Use::Calibrating(None) => {}
+            Use::Rechecking(k, who, measuring) => {
+                if measuring {
+                    self.pool.record_recheck(k, who, bytes as u64);
+                }
+                if who == 0 {
+                    self.record(Use::Kept, bytes);
+                }
+            }
+            Use::Kept => {
                 self.report.calls += 1;
                 self.report.bytes += bytes as u64;
             }
-            None => {}
         }
     }
 }
@@ -188,7 +263,8 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
             ctx.keep_open(&mut report, current);
             break;
         }
-        let (path, trial) = chooser.path_at(now);
+        let grid_end = slots.last().map(|s| s.end).unwrap_or_default();
+        let (path, used) = chooser.path_at(now, grid_end);
         let mut chunk = path.chunk_bytes;
         if let Some(p) = pacer.as_mut() {
             let allowed = p.allowance(now) as usize;
@@ -230,7 +306,7 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
             match send_once(&sock, &source, path, chunk) {
                 Ok(n) => {
                     current.bytes += n as u64;
-                    chooser.record(trial, n);
+                    chooser.record(used, n);
                     if let Some(p) = pacer.as_mut() {
                         p.record(n as u64);
                     }

@@ -618,6 +618,7 @@ fn extensions(result: &TestResult) -> Value {
         "calibration",
         serde_json::to_value(&result.start.calibration),
     );
+    put("rechecks", serde_json::to_value(&result.start.rechecks));
     put(
         "server_sockets",
         serde_json::to_value(&result.start.server_sockets),
