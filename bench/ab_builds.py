@@ -4,6 +4,7 @@ against its own build's server, in a freshly shuffled order every round; medians
 Tells a change of the data path from the machine's drift, which moves both builds alike.
 
     python3 bench/ab_builds.py --binary old=/path/to/old/netsweep --binary new=target/release/netsweep
+    python3 bench/ab_builds.py ... --also "new:--no-zerocopy -l 1M"   # a build with fixed flags too
 
 The binaries are copied first, so rebuilding during a run changes nothing measured.
 """
@@ -28,6 +29,8 @@ def main():
     ap.add_argument("--binary", action="append", required=True, metavar="NAME=PATH")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--also", action="append", default=[], metavar="NAME:FLAGS",
+                    help="also run build NAME with these client flags, as a case of its own")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="ab-builds-")
     try:
@@ -36,25 +39,30 @@ def main():
             name, path = spec.split("=", 1)
             bins[name] = os.path.join(tmp, f"netsweep-{name}")
             shutil.copy2(path, bins[name])
-        res = {(b, p): [] for b in bins for p in ("1", "2")}
+        cases = {b: (b, []) for b in bins}
+        for spec in args.also:
+            name, flags = spec.split(":", 1)
+            cases[f"{name} {flags}"] = (name, flags.split())
+        res = {(c, p): [] for c in cases for p in ("1", "2")}
         for rnd in range(args.rounds):
             order = list(res)
             random.shuffle(order)
-            for b, p in order:
+            for c, p in order:
+                b, flags = cases[c]
                 srv = subprocess.Popen([bins[b], "server", "--bind", "127.0.0.1", "--port", PORT],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 try:
                     time.sleep(0.5)
                     out = subprocess.run([bins[b], "client", "127.0.0.1", "-p", PORT, "-t",
-                                          str(args.seconds), "-P", p, "--json=netsweep"],
+                                          str(args.seconds), "-P", p, "--json=netsweep"] + flags,
                                          capture_output=True, text=True,
                                          timeout=args.seconds + 60)
                 finally:
                     srv.terminate()
                     srv.wait(timeout=10)
                 bps = json.loads(out.stdout)["summary"]["bits_per_second"]
-                res[(b, p)].append(bps)
-                print(f"round {rnd + 1} {b} -P {p}: {bps / 1e9:.2f} Gbit/s", flush=True)
+                res[(c, p)].append(bps)
+                print(f"round {rnd + 1} {c} -P {p}: {bps / 1e9:.2f} Gbit/s", flush=True)
         for (b, p), v in res.items():
             print(f"{b:8s} -P {p}: median {statistics.median(v) / 1e9:.2f} Gbit/s "
                   f"(runs {', '.join(f'{x / 1e9:.1f}' for x in v)})")
