@@ -383,7 +383,10 @@ fn the_reported_send_path_is_the_one_used() {
     let (path, chunk, r) = check(&given);
     assert_eq!((path.as_str(), chunk), ("sendfile", 65536));
     assert!(r.start.calibration.is_empty());
-    assert!(r.start.rechecks.is_empty(), "a given path is never re-checked");
+    assert!(
+        r.start.rechecks.is_empty(),
+        "a given path is never re-checked"
+    );
     let copied = TestSpec {
         zerocopy: false,
         length_bytes: 256 << 10,

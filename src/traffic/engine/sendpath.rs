@@ -534,7 +534,10 @@ mod tests {
         assert_eq!(all.len(), CANDIDATES.len());
         assert_eq!(all[0], kept);
         assert!(CANDIDATES.iter().all(|c| all.contains(c)));
-        assert_eq!(paths_of(1, kept, Some(CANDIDATES[0])), [kept, CANDIDATES[0]]);
+        assert_eq!(
+            paths_of(1, kept, Some(CANDIDATES[0])),
+            [kept, CANDIDATES[0]]
+        );
         assert!(paths_of(2, kept, None).is_empty());
     }
 
