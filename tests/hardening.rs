@@ -558,6 +558,25 @@ fn a_reader_that_goes_away_is_not_a_panic() {
     }
 }
 
+/// Runs netsweep with `args`, killing it and failing with `hung` if it outlasts `limit`.
+fn netsweep_within(args: &[&str], limit: Duration, hung: &str) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            panic!("{hung}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
 /// Regression: `doctor --root` hung on a FIFO and read a link to /dev/zero until memory ran
 /// out; a missing root said "0 problem(s)"; a 91 MB libvirt XML used 2.5 GB.
 #[test]
@@ -571,21 +590,11 @@ fn doctor_refuses_hostile_fixture_trees_and_huge_files() {
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
     std::os::unix::fs::symlink("/dev/zero", root.join("sys/class/net/eth0/mtu")).unwrap();
     std::os::unix::fs::symlink("/dev/zero", root.join("proc/sys/net/core/rmem_max")).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args(["doctor", "--json", "--root", root.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if t0.elapsed() > Duration::from_secs(20) {
-            let _ = child.kill();
-            panic!("doctor hung on a hostile fixture tree");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = netsweep_within(
+        &["doctor", "--json", "--root", root.to_str().unwrap()],
+        Duration::from_secs(20),
+        "doctor hung on a hostile fixture tree",
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -638,21 +647,8 @@ fn named_inputs_never_block_on_a_fifo() {
         vec!["plot", f, "-o", "/dev/null"],
         vec!["import", "--db", s, f],
     ] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-            .args(&args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let t0 = Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if t0.elapsed() > Duration::from_secs(40) {
-                let _ = child.kill();
-                panic!("{args:?} hung on a FIFO nobody writes to");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let out = child.wait_with_output().unwrap();
+        let what = format!("{args:?} hung on a FIFO nobody writes to");
+        let out = netsweep_within(&args, Duration::from_secs(40), &what);
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?}: {err}");
         assert!(
