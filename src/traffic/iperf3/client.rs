@@ -193,8 +193,7 @@ pub fn run_session(
                 if retry
                     && matches!(
                         e.kind(),
-                        std::io::ErrorKind::ConnectionRefused
-                            | std::io::ErrorKind::ConnectionReset
+                        std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::ConnectionReset
                     ) =>
             {
                 std::thread::sleep(pause);
