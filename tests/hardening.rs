@@ -500,15 +500,20 @@ fn a_netsweep_server_claiming_impossible_cpu_is_inconsistent() {
     );
 }
 
-/// Runs netsweep with its standard output already closed by the reader (`| head -c 0`);
-/// returns its exit status and standard error.
-fn run_with_closed_stdout(args: &[&str]) -> (std::process::ExitStatus, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+/// Starts netsweep with `args`, its standard output and error piped.
+fn spawn_netsweep(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_netsweep"))
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// Runs netsweep with its standard output already closed by the reader (`| head -c 0`);
+/// returns its exit status and standard error.
+fn run_with_closed_stdout(args: &[&str]) -> (std::process::ExitStatus, String) {
+    let mut child = spawn_netsweep(args);
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
     (out.status, String::from_utf8_lossy(&out.stderr).to_string())
@@ -560,12 +565,7 @@ fn a_reader_that_goes_away_is_not_a_panic() {
 
 /// Runs netsweep with `args`, killing it and failing with `hung` if it outlasts `limit`.
 fn netsweep_within(args: &[&str], limit: Duration, hung: &str) -> std::process::Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_netsweep(args);
     let t0 = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if t0.elapsed() > limit {
