@@ -250,8 +250,10 @@ pub struct ClientArgs {
     #[arg(long, short = 'w')]
     pub window: Option<String>,
     /// How -w is asked of the kernel: force (default; past net.core.rmem_max/wmem_max where
-    /// root may) or ask (capped by them, as a non-root iperf; the granted sizes are reported).
-    #[arg(long, value_name = "ask|force")]
+    /// root may), ask (capped by them, as a non-root iperf; the granted sizes are reported) or
+    /// clamp (the advertised receive window exactly -w, held with TCP_WINDOW_CLAMP; Linux
+    /// otherwise advertises up to twice -w).
+    #[arg(long, value_name = "ask|force|clamp")]
     pub window_mode: Option<String>,
     /// TCP maximum segment size.
     #[arg(long, short = 'M')]

@@ -7,7 +7,7 @@ mod common;
 use netsweep::lab::{EmulatorChoice, Host, Lab, LabOptions, PathConfig};
 use netsweep::traffic::client::{self, ClientConfig};
 use netsweep::traffic::result::TestResult;
-use netsweep::traffic::spec::{ServerLimits, TestSpec};
+use netsweep::traffic::spec::{Direction, ServerLimits, TestSpec, WindowMode};
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -195,6 +195,52 @@ fn a_window_limits_a_flow_to_window_over_rtt() {
         big >= 0.7e9,
         "an 8 MiB window should come near the 1 Gbit/s rate: {rates:?}"
     );
+}
+
+#[test]
+fn a_clamped_window_is_exactly_the_window_advertised_both_ways() {
+    if !common::root_or_skip("a_clamped_window_is_exactly_the_window_advertised_both_ways") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let path = PathConfig {
+        rate_bps: Some(1e9),
+        delay: Duration::from_millis(10),
+        ..PathConfig::default()
+    };
+    let lab = Lab::up(&name("cl"), path, &options(&dir)).expect("lab up");
+    for direction in [Direction::Forward, Direction::Reverse] {
+        for window in [256u64 << 10, 1 << 20] {
+            let r = run(
+                &lab,
+                &TestSpec {
+                    window_bytes: Some(window),
+                    window_mode: WindowMode::Clamp,
+                    direction,
+                    ..tcp(3, 1)
+                },
+            );
+            // The sender saw the receiver advertise the window and no more (window scaling
+            // rounds it up to a multiple of 2^wscale), where a plain -w advertises up to 2x.
+            let wnd = r.summary.snd_wnd_max_bytes.unwrap() as f64;
+            let w = window as f64;
+            assert!(
+                wnd <= w * 1.01 + 1024.0 && wnd >= w * 0.9,
+                "{direction:?} window {window}: advertised {wnd}: {:?}",
+                r.summary
+            );
+            // And the flow runs at the window per RTT: 105 and 419 Mbit/s at 20 ms.
+            let rtt = f64::from(r.summary.rtt_min_us.unwrap()) / 1e6;
+            let bound = w * 8.0 / rtt;
+            let got = r.summary.bits_per_second;
+            assert!(
+                got <= bound * 1.02 && got >= bound * 0.75,
+                "{direction:?} window {window}: {got} bit/s against window/RTT {bound}"
+            );
+        }
+    }
+    lab.down().expect("lab down");
 }
 
 /// A lab whose path loses `percent` of the packets in each direction, 1 ms each way.

@@ -191,6 +191,24 @@ fn the_rfc6349_command_runs_the_steps_across_a_lab() {
             "{t:#}"
         );
     }
+    // Each window is the window TCP had: the sender never saw the receiver advertise more,
+    // and no test carried more than its window per baseline RTT.
+    for t in tests {
+        let w = t["window_bytes"].as_f64().unwrap();
+        if let Some(adv) = t["advertised_window_bytes"].as_f64() {
+            // Window scaling rounds the advertised window up to a multiple of 2^wscale.
+            assert!(
+                adv <= w * 1.01 + 1024.0,
+                "advertised {adv} > window {w}: {t:#}"
+            );
+        }
+        let bps = t["bits_per_second"].as_f64().unwrap();
+        let bound = w * 8.0 / (rtt / 1e3);
+        assert!(
+            bps <= bound * 1.02,
+            "{bps} bit/s past window/RTT {bound}: {t:#}"
+        );
+    }
     // Half the BDP holds a single stream to about half the rate: window / RTT.
     let half = &tests[0];
     assert!(half["bdp_percent"].as_f64().unwrap() < 55.0);

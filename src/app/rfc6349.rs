@@ -6,7 +6,8 @@
 //! 3. Bottleneck bandwidth: given (`--path-rate`: the contracted or link rate, as the RFC
 //!    prefers), else estimated from four TCP streams' goodput, framing added back.
 //! 4. The bandwidth-delay product, and the windows tried from it (`--windows`).
-//! 5. One single-stream TCP test per window, each with the three metrics
+//! 5. One single-stream TCP test per window (the receive window held exactly at the size
+//!    tried: `WindowMode::Clamp`), each with the three metrics
 //!    (`traffic::result::rfc6349`) and a reading against `--pass`.
 //!
 //! The arithmetic is `analysis::rfc6349`; this file runs the steps and prints them.
@@ -15,7 +16,7 @@ use crate::analysis::rfc6349::{self, Framing, PathFacts, Reading, Rfc6349};
 use crate::cli::path::{Rfc6349Args, Rfc6349Config, WindowChoice};
 use crate::platform::signals;
 use crate::traffic::client::{self, ClientConfig};
-use crate::traffic::spec::{Direction, TestSpec};
+use crate::traffic::spec::{Direction, TestSpec, WindowMode};
 use crate::units::{BitRate, Bytes};
 use serde::Serialize;
 use std::net::{SocketAddr, TcpStream};
@@ -30,7 +31,12 @@ const CONNECTS: usize = 10;
 
 #[derive(Debug, Serialize)]
 struct WindowTest {
+    /// The receive window, held exactly at the receiver (`--window-mode clamp`).
     window_bytes: u64,
+    /// The largest window the receiver advertised, as its sender saw it (TCP_INFO's
+    /// `tcpi_snd_wnd`): the check that the window tried is the window TCP had.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    advertised_window_bytes: Option<u64>,
     /// The window as a share of the BDP, percent.
     bdp_percent: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -113,6 +119,9 @@ fn spec(cfg: &Rfc6349Config, streams: u16, window: Option<u64>) -> TestSpec {
         omit: cfg.omit,
         streams,
         window_bytes: window,
+        // RFC 6349 sizes the receive window itself: Linux would advertise up to twice a
+        // plain -w (see WindowMode::Clamp).
+        window_mode: WindowMode::Clamp,
         direction: if cfg.reverse {
             Direction::Reverse
         } else {
@@ -231,6 +240,7 @@ fn procedure(
                     .map_or(Reading::Unknown, |m| rfc6349::reading(m, cfg.pass_share));
                 WindowTest {
                     window_bytes: *w,
+                    advertised_window_bytes: r.summary.snd_wnd_max_bytes.filter(|&b| b > 0),
                     bdp_percent,
                     bits_per_second: Some(r.summary.bits_per_second),
                     rfc6349: r.rfc6349,
@@ -240,6 +250,7 @@ fn procedure(
             }
             Err(e) => WindowTest {
                 window_bytes: *w,
+                advertised_window_bytes: None,
                 bdp_percent,
                 bits_per_second: None,
                 rfc6349: None,
@@ -286,8 +297,11 @@ fn reading_word(r: Reading) -> &'static str {
 }
 
 fn test_line(n: usize, t: &WindowTest) -> String {
+    let advertised = t.advertised_window_bytes.map_or(String::new(), |a| {
+        format!(", advertised at most {}", Bytes(a))
+    });
     let head = format!(
-        "5.{n} Window {} ({:.0}% of the BDP):",
+        "5.{n} Window {} ({:.0}% of the BDP{advertised}):",
         Bytes(t.window_bytes),
         t.bdp_percent
     );

@@ -631,9 +631,7 @@ fn cannot_matter(
     if !all_fixed {
         return out;
     }
-    let all_forced = specs
-        .iter()
-        .all(|s| s.window_mode == crate::traffic::spec::WindowMode::Force);
+    let all_forced = specs.iter().all(|s| s.window_mode.forced());
     // Were the buffers granted as asked (root, or caps high enough)? Then the caps did not bind.
     let granted = !results.is_empty()
         && results.iter().all(|(_, t)| {

@@ -16,7 +16,7 @@
 //! lease of a window ends, the accept loop re-opens the listener (`reopen`) so later tests get
 //! the kernel's defaults and autotuning again: a buffer set once cannot be unset.
 
-use crate::traffic::spec::{Protocol, TestSpec, WindowMode};
+use crate::traffic::spec::{Protocol, TestSpec};
 use socket2::{Domain, SockRef, Socket, Type};
 use std::net::TcpListener;
 use std::sync::{Condvar, Mutex};
@@ -37,8 +37,8 @@ const AFTER_HANDSHAKE: &str = "another test's stream setup held the listener: th
 
 /// What a TCP test's data connections must be born with.
 fn want(spec: &TestSpec) -> Want {
-    spec.window_bytes
-        .map(|w| (w, spec.window_mode == WindowMode::Force))
+    let m = spec.window_mode;
+    spec.window_bytes.map(|w| (m.buffer_for(w), m.forced()))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -5,7 +5,7 @@ use crate::platform::cputime::CpuUsage;
 use crate::platform::sockopt;
 use crate::traffic::engine::{self, Arrivals, EngineEvent, Quota, StreamCtx, StreamSocket};
 use crate::traffic::measure::{Role, SocketInfo, StreamReport};
-use crate::traffic::spec::{Flow, Protocol, TestSpec, WindowMode};
+use crate::traffic::spec::{Flow, Protocol, TestSpec};
 use crate::traffic::timeline::Cut;
 use std::net::{TcpStream, UdpSocket};
 use std::sync::Arc;
@@ -21,7 +21,11 @@ pub const UDP_RCVBUF_DEFAULT: u64 = 32 << 20;
 /// (either end; both ends set the TOS, as iperf3's do, so replies carry it too).
 pub fn prepare_tcp(sock: &TcpStream, spec: &TestSpec) -> std::io::Result<()> {
     if let Some(w) = spec.window_bytes {
-        sockopt::set_buffers(sock, w, spec.window_mode == WindowMode::Force)?;
+        let m = spec.window_mode;
+        sockopt::set_buffers(sock, m.buffer_for(w), m.forced())?;
+    }
+    if let Some(w) = spec.window_clamp() {
+        sockopt::hold_window_clamp(sock, w).map_err(|e| annotate(e, "TCP_WINDOW_CLAMP"))?;
     }
     if let Some(cc) = &spec.congestion {
         sockopt::set_congestion(sock, cc)?;
@@ -46,7 +50,7 @@ pub fn prepare_tcp(sock: &TcpStream, spec: &TestSpec) -> std::io::Result<()> {
 /// pacing cap to a UDP data socket.
 pub fn prepare_udp(sock: &UdpSocket, spec: &TestSpec, receiving: bool) -> std::io::Result<()> {
     match spec.window_bytes {
-        Some(w) => sockopt::set_buffers(sock, w, spec.window_mode == WindowMode::Force)?,
+        Some(w) => sockopt::set_buffers(sock, w, spec.window_mode.forced())?,
         None if receiving => sockopt::raise_rcvbuf(sock, UDP_RCVBUF_DEFAULT),
         None => {}
     }
@@ -102,7 +106,14 @@ pub fn describe(stream: u16, socket: &StreamSocket, spec: &TestSpec) -> SocketIn
         mss_bytes: mss,
         congestion: cc,
         udp_offload: (spec.protocol == Protocol::Udp).then_some(spec.udp_offload),
-        window_bytes: spec.window_bytes.map(|_| sockopt::window_of((snd, rcv))),
+        // A clamped window is the clamp, whatever the buffers beneath it allow.
+        window_bytes: spec.window_bytes.map(|w| {
+            let granted = sockopt::window_of((snd, rcv));
+            match spec.window_clamp() {
+                Some(_) => granted.min(w),
+                None => granted,
+            }
+        }),
     }
 }
 
@@ -243,6 +254,7 @@ pub fn start_streams(
             }),
             arrivals: arrivals.clone(),
             skip_rx_copy: spec.skip_rx_copy && sockopt::RECV_TRUNC_DISCARDS,
+            window_clamp: spec.window_clamp(),
             cpu: cpus.map(|c| c.for_thread(i)),
         };
         handles.push(engine::spawn_stream(ctx, socket)?);

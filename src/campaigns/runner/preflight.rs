@@ -202,9 +202,9 @@ pub fn value_warnings(plan: &Plan, host: &HostLimits) -> Vec<String> {
     }
     // A profile forced windows make inert is said now, not after the campaign.
     let all_forced = !specs.is_empty()
-        && specs.iter().all(|s| {
-            s.window_bytes.is_some() && s.window_mode == crate::traffic::spec::WindowMode::Force
-        });
+        && specs
+            .iter()
+            .all(|s| s.window_bytes.is_some() && s.window_mode.forced());
     if all_forced
         && let Some(w) = crate::campaigns::explain::profile_cannot_matter(
             &plan.facts().profile_keys,

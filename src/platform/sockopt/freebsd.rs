@@ -204,6 +204,14 @@ pub fn recv_trunc<S: AsRawFd>(sock: &S, buf: &mut [u8]) -> io::Result<usize> {
 }
 
 /// FreeBSD has no IP_MTU socket option: the path MTU check uses ping alone.
+/// FreeBSD advertises at most the receive buffer (`sbspace`): a window is its buffer.
+pub const CLAMP_HEADROOM: u64 = 1;
+
+/// FreeBSD has no TCP_WINDOW_CLAMP; its window never exceeds the receive buffer set to it.
+pub fn hold_window_clamp<S: AsRawFd>(_sock: &S, _bytes: u64) -> io::Result<()> {
+    Ok(())
+}
+
 pub fn route_mtu(_addr: SocketAddr) -> Option<u32> {
     None
 }

@@ -294,6 +294,36 @@ pub fn route_mtu(addr: SocketAddr) -> Option<u32> {
     (rc == 0 && v > 0).then_some(v as u32)
 }
 
+/// How many bytes of buffer `--window-mode clamp` asks per byte of window: Linux advertises
+/// the receive buffer times a learned ratio of payload to memory (`tcp_win_from_space`), about
+/// 0.6 for 1500-byte frames once the request is doubled; twice the window keeps the clamp, not
+/// the buffer, the limit for any ratio above a quarter.
+pub const CLAMP_HEADROOM: u64 = 2;
+
+/// Holds a TCP socket's advertised receive window at `bytes` (TCP_WINDOW_CLAMP). The kernel
+/// recomputes the clamp from the receive buffer whenever its payload-to-memory ratio changes
+/// (`tcp_measure_rcv_mss`, Linux 6.9+), so a receiver calls this again as data arrives; it
+/// writes only when the clamp has moved.
+pub fn hold_window_clamp<S: AsRawFd>(sock: &S, bytes: u64) -> io::Result<()> {
+    let want = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt writes one c_int into `v`.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_WINDOW_CLAMP,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if rc == 0 && v == want {
+        return Ok(());
+    }
+    setsockopt_int(sock, libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, want)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

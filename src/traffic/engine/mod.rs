@@ -112,6 +112,9 @@ pub struct StreamCtx {
     /// Receiver: drop the data in the kernel instead of copying it (`--skip-rx-copy`; where
     /// the platform can, `sockopt::RECV_TRUNC_DISCARDS`).
     pub skip_rx_copy: bool,
+    /// TCP receiver: the advertised window it holds with TCP_WINDOW_CLAMP
+    /// (`--window-mode clamp`), set again as the kernel recomputes it.
+    pub window_clamp: Option<u64>,
     /// The CPU this stream's thread pins itself to (`-A`/`--affinity`), if any.
     pub cpu: Option<usize>,
 }

@@ -15,6 +15,10 @@ use std::time::Duration;
 
 use std::net::{Shutdown, TcpStream};
 
+/// How often a receiver holding a window clamp looks whether the kernel moved it: a moved
+/// clamp lets the window grow to the buffer's for at most this long.
+const CLAMP_RECHECK: Duration = Duration::from_millis(5);
+
 /// Tracks TCP_INFO between interval boundaries on the sender.
 struct InfoSampler {
     last: sockopt::TcpInfo,
@@ -361,7 +365,17 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
         }
     };
     report.skipped_rx_copy = ctx.skip_rx_copy;
+    let mut clamp_checked = Duration::ZERO;
     loop {
+        if let Some(w) = ctx.window_clamp {
+            // The kernel moves the clamp when it relearns its buffer ratio (the first full
+            // segments, a change of segment sizes): look again every CLAMP_RECHECK.
+            let now = ctx.elapsed();
+            if clamp_checked.is_zero() || now >= clamp_checked + CLAMP_RECHECK {
+                let _ = sockopt::hold_window_clamp(&sock, w);
+                clamp_checked = now.max(Duration::from_nanos(1));
+            }
+        }
         let got = if ctx.skip_rx_copy {
             sockopt::recv_trunc(&sock, &mut buf)
         } else {

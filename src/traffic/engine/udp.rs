@@ -501,6 +501,7 @@ mod tests {
                 std::time::Instant::now(),
             )),
             skip_rx_copy: false,
+            window_clamp: None,
             cpu: None,
         };
         let mut rx = Receiver {

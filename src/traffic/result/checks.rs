@@ -41,7 +41,8 @@ pub fn window_grants(spec: &TestSpec, start: &super::StartInfo) -> Vec<String> {
                      (FreeBSD: kern.ipc.maxsockbuf; Linux: net.core.wmem_max/rmem_max); a profile \
                      raising them lets a larger window through"
                 }
-                crate::traffic::spec::WindowMode::Force => {
+                crate::traffic::spec::WindowMode::Force
+                | crate::traffic::spec::WindowMode::Clamp => {
                     "the window was capped by that host's limit (FreeBSD: kern.ipc.maxsockbuf; \
                      Linux: net.core.wmem_max/rmem_max, which only root lifts); raise it to \
                      compare windows"
