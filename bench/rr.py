@@ -6,6 +6,11 @@ netsweep's ratios to each peer are printed as a Markdown table.
 
     python3 bench/rr.py --netsweep target/release/netsweep --rounds 5 --seconds 5 [--pin 0]
 
+With --spin TIME netsweep also runs with `--spin TIME` (both ends poll before they block) and
+sockperf with its own polling flags (`--nonblocked --timeout 0` on both ends: epoll_wait that
+returns at once, so its loop polls); each polling figure's ratio is taken against netsweep's
+polling one.
+
 With --pin CPU every tool runs a second time with both ends on that one CPU (netsweep's
 `-A CPU,CPU`, qperf's `-ca CPU`, sockperf under `taskset -c CPU`), each pinned figure's
 ratio taken against netsweep's pinned one.
@@ -42,14 +47,14 @@ def taskset(pin):
     return [] if pin is None else ["taskset", "-c", str(pin)]
 
 
-def run_netsweep(binary, seconds, pin=None):
+def run_netsweep(binary, seconds, pin=None, extra=()):
     srv = subprocess.Popen([binary, "server", "--bind", "127.0.0.1", "-p", NS_PORT],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.5)
         affinity = [] if pin is None else ["-A", f"{pin},{pin}"]
         out = subprocess.run([binary, "client", "127.0.0.1", "-p", NS_PORT, "--test", "rr",
-                              "-r", "1,1", "-t", str(seconds), "--json"] + affinity,
+                              "-r", "1,1", "-t", str(seconds), "--json"] + affinity + list(extra),
                              capture_output=True, text=True, timeout=seconds + 60)
         rr = json.loads(out.stdout)["rr"]
         return rr["transactions_per_second"], rr["latency_us"]["p99"]
@@ -58,13 +63,14 @@ def run_netsweep(binary, seconds, pin=None):
         srv.wait()
 
 
-def run_sockperf(seconds, pin=None):
-    srv = subprocess.Popen(taskset(pin) + ["sockperf", "sr", "--tcp", "-i", "127.0.0.1", "-p", SP_PORT],
+def run_sockperf(seconds, pin=None, extra=()):
+    srv = subprocess.Popen(taskset(pin) + ["sockperf", "sr", "--tcp", "-i", "127.0.0.1", "-p", SP_PORT]
+                           + list(extra),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.5)
         out = subprocess.run(taskset(pin) + ["sockperf", "pp", "--tcp", "-i", "127.0.0.1", "-p", SP_PORT,
-                              "-m", "14", "--full-rtt", "-t", str(seconds)],
+                              "-m", "14", "--full-rtt", "-t", str(seconds)] + list(extra),
                              capture_output=True, text=True, timeout=seconds + 60)
         text = out.stdout + out.stderr
         m = re.search(r"\[Valid Duration\] RunTime=([\d.]+) sec; SentMessages=(\d+); "
@@ -106,6 +112,8 @@ def main():
     ap.add_argument("--pin", type=int, default=None, metavar="CPU",
                     help="also run every tool with both ends on CPU (netsweep -A CPU,CPU, "
                          "qperf -ca CPU, sockperf under taskset -c CPU)")
+    ap.add_argument("--spin", default=None, metavar="TIME",
+                    help="also run netsweep --spin TIME and sockperf --nonblocked --timeout 0")
     args = ap.parse_args()
     for tool in ("sockperf", "qperf"):
         if not shutil.which(tool):
@@ -122,6 +130,13 @@ def main():
             "netsweep pinned": lambda: run_netsweep(binary, args.seconds, args.pin),
             "sockperf pinned": lambda: run_sockperf(args.seconds, args.pin),
             "qperf pinned": lambda: run_qperf(args.seconds, args.pin),
+        })
+    if args.spin is not None:
+        runners.update({
+            "netsweep polling": lambda: run_netsweep(binary, args.seconds,
+                                                     extra=["--spin", args.spin]),
+            "sockperf polling": lambda: run_sockperf(args.seconds,
+                                                     extra=["--nonblocked", "--timeout", "0"]),
         })
     res = {k: [] for k in runners}
     for rnd in range(args.rounds):
@@ -143,7 +158,8 @@ def main():
     print("| tool | transactions/s (median) | range | p99 us (median) | netsweep / tool rate |")
     print("|---|---|---|---|---|")
     for name, (rate, p99, lo, hi) in med.items():
-        ours = "netsweep pinned" if name.endswith("pinned") else "netsweep"
+        ours = next((f"netsweep {kind}" for kind in ("pinned", "polling")
+                     if name.endswith(kind)), "netsweep")
         ratio = med[ours][0] / rate
         p99s = f"{p99:.1f}" if p99 is not None else "not reported"
         print(f"| {name} | {rate:.0f} | {lo:.0f}-{hi:.0f} | {p99s} | {ratio:.2f} |")

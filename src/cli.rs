@@ -386,6 +386,11 @@ pub struct ClientArgs {
     /// when not given, is then the most it may take). -n stays bytes, as in iperf3.
     #[arg(long, value_name = "N", requires = "test_kind")]
     pub transactions: Option<u64>,
+    /// With --test rr: both ends poll their connections without sleeping, up to this long per
+    /// wait (e.g. 1ms; then they block as usual). Removes the wake-up from each transaction's
+    /// latency at the cost of a busy CPU per connection on each end (docs/request-response.md).
+    #[arg(long, value_name = "TIME", requires = "test_kind")]
+    pub spin: Option<String>,
     #[command(flatten)]
     pub ip: Box<Iperf3ClientOptions>,
     #[command(flatten)]

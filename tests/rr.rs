@@ -207,6 +207,66 @@ fn iperf3_mode_and_throughput_only_options_are_refused_by_name() {
     assert!(!ok && err.contains("no UDP form"), "{err}");
     let (ok, _, err) = netsweep(&["client", "127.0.0.1", "--test", "ping"]);
     assert!(!ok && err.contains("expected rr"), "{err}");
+    let (ok, _, err) = netsweep(&["client", "127.0.0.1", "--test", "crr", "--spin", "1ms"]);
+    assert!(
+        !ok && err.contains("--spin") && err.contains("--test rr"),
+        "{err}"
+    );
+    let (ok, _, err) = netsweep(&["client", "127.0.0.1", "--test", "rr", "--spin", "1s"]);
+    assert!(!ok && err.contains("at most 100 ms"), "{err}");
+    let (ok, _, err) = netsweep(&["client", "127.0.0.1", "--spin", "1ms"]);
+    assert!(!ok && err.contains("--test"), "--spin needs --test: {err}");
+}
+
+/// `--spin`: both ends poll before they block, TCP and UDP; the counts stay exact, the server
+/// polls too (it was told), and the result says so in text and JSON.
+#[test]
+fn polling_ends_do_the_exact_count_and_say_they_polled() {
+    let server = TestServer::start(ServerLimits::default());
+    for protocol in [Protocol::Tcp, Protocol::Udp] {
+        let s = RrSpec {
+            spin_us: Some(2000),
+            ..spec(RrMode::Rr, protocol, 2, Some(3000))
+        };
+        let r = run(&server, &s).unwrap();
+        assert_eq!(r.transactions, 3000, "{protocol:?}: {r:?}");
+        assert!(r.errors.is_empty(), "{:?}", r.errors);
+        assert_eq!(r.server.transactions, 3000 + r.lost, "{protocol:?}");
+        assert_eq!(r.spin_us, Some(2000));
+        assert_ordered(&r);
+    }
+    let port = server.addr.port().to_string();
+    let (ok, out, err) = netsweep(&[
+        "client",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--test",
+        "rr",
+        "--spin",
+        "500us",
+        "--transactions",
+        "2000",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("polling up to 500 us per wait"), "{out}");
+    assert!(out.contains("transactions   2000 in"), "{out}");
+    let (ok, out, err) = netsweep(&[
+        "client",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--test",
+        "rr",
+        "--spin",
+        "500us",
+        "-t",
+        "1",
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).expect(&out);
+    assert_eq!(doc["rr"]["spin_us"], 500, "{doc:#}");
 }
 
 /// As root, in a network namespace of its own (`unshare -n`, gone when its processes end):

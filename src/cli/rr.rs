@@ -59,6 +59,17 @@ impl TryFrom<&ClientArgs> for (ClientConfig, RrSpec) {
             Some(r) => parse_sizes(r).map_err(|e| anyhow::anyhow!(e))?,
             None => (1, 1),
         };
+        let spin_us = match &a.spin {
+            Some(t) => Some(
+                u64::try_from(
+                    crate::units::parse_duration(t)
+                        .context("--spin")?
+                        .as_micros(),
+                )
+                .unwrap_or(u64::MAX),
+            ),
+            None => None,
+        };
         let mut spec = RrSpec {
             mode,
             protocol: if a.udp { Protocol::Udp } else { Protocol::Tcp },
@@ -68,6 +79,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, RrSpec) {
             duration,
             transactions: a.transactions,
             affinity: Default::default(),
+            spin_us,
         };
         if let Some(why) = spec.invalid() {
             bail!("{why}");
@@ -78,6 +90,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, RrSpec) {
         plain.time = Some("1".into());
         plain.transactions = None;
         plain.request_response = None;
+        plain.spin = None;
         let (cfg, plain): (ClientConfig, TestSpec) = (&plain).try_into()?;
         spec.affinity = plain.affinity;
         Ok((cfg, spec))

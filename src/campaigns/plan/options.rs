@@ -8,7 +8,7 @@ use crate::units::{BitRate, Bytes, parse_duration};
 use toml_edit::Value;
 
 /// The client options a plan can set in `[test]` or sweep in `[matrix]`.
-pub const OPTIONS: [&str; 23] = [
+pub const OPTIONS: [&str; 24] = [
     "protocol",
     "duration",
     "interval",
@@ -32,6 +32,7 @@ pub const OPTIONS: [&str; 23] = [
     "test",
     "request_response",
     "transactions",
+    "spin",
 ];
 
 /// A TOML scalar as the text a user would type on the command line.
@@ -177,6 +178,11 @@ pub fn apply_option(spec: &mut TestSpec, key: &str, v: &str) -> Result<(), Strin
                 .parse()
                 .map_err(|_| format!("{v:?} is not a number of transactions"))?;
             spec.rr.get_or_insert(RrTest::new(RrMode::Rr)).transactions = Some(n);
+        }
+        "spin" => {
+            let d = crate::units::parse_duration(v).map_err(|e| format!("spin: {e}"))?;
+            spec.rr.get_or_insert(RrTest::new(RrMode::Rr)).spin_us =
+                Some(u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
         }
         _ => {
             return Err(format!(

@@ -84,6 +84,21 @@ pub(crate) fn setsockopt_int<S: AsRawFd>(
     }
 }
 
+/// recv(2) with MSG_DONTWAIT: what is queued on `sock` now, or `WouldBlock` (a connected TCP
+/// or UDP socket; `Ok(0)` is a TCP peer's close or an empty datagram).
+pub fn recv_nowait<S: AsRawFd>(sock: &S, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: the kernel writes at most buf.len() bytes into the live buffer.
+    let n = unsafe {
+        libc::recv(
+            sock.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
+    usize::try_from(n).map_err(|_| io::Error::last_os_error())
+}
+
 /// Sets a socket's receive low-water mark (`SO_RCVLOWAT`): a blocking read returns once this
 /// many bytes (or the read's size, if smaller) are queued, at the end of the data, or when its
 /// timeout passes with some data queued.

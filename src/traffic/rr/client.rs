@@ -96,6 +96,7 @@ pub fn run(cfg: &ClientConfig, spec: &RrSpec, stop: &AtomicBool) -> Result<RrRes
         end: start + spec.duration,
         budget: &budget,
         stop,
+        spin: spec.spin(),
     };
     let outcomes = drive(cfg, opened, spec, &plan);
     let elapsed = start.elapsed();

@@ -62,6 +62,9 @@ pub const MAX_MESSAGE_BYTES: u32 = 1 << 20;
 pub const MAX_UDP_MESSAGE_BYTES: u32 = 65_507;
 /// Most concurrent transactions (connections) of one test, whatever `--max-streams` says.
 pub const MAX_CONCURRENCY: u16 = 1024;
+/// The longest `--spin` either end accepts, microseconds: each wait keeps a CPU busy for up
+/// to this long before it blocks.
+pub const MAX_SPIN_US: u64 = 100_000;
 /// How long the client waits for a UDP response before it counts the transaction lost and
 /// sends the request again.
 pub const UDP_RESPONSE_WAIT: Duration = Duration::from_millis(200);
@@ -90,6 +93,10 @@ pub struct RrSpec {
         skip_serializing_if = "crate::traffic::affinity::Affinity::is_unset"
     )]
     pub affinity: crate::traffic::affinity::Affinity,
+    /// rr (TCP and UDP): how long each end polls a connection without sleeping before it
+    /// blocks, microseconds (`--spin`); `None` blocks at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spin_us: Option<u64>,
 }
 
 impl RrSpec {
@@ -104,7 +111,13 @@ impl RrSpec {
             duration,
             transactions: None,
             affinity: Default::default(),
+            spin_us: None,
         }
+    }
+
+    /// How long each end polls before it blocks (`--spin`).
+    pub fn spin(&self) -> Option<Duration> {
+        self.spin_us.filter(|&us| us > 0).map(Duration::from_micros)
     }
 
     /// Why this test cannot run anywhere, if it cannot.
@@ -115,6 +128,19 @@ impl RrSpec {
         };
         if self.mode == RrMode::Crr && self.protocol == Protocol::Udp {
             return Some("--test crr opens TCP connections: it has no UDP form (drop -u)".into());
+        }
+        if self.spin_us.is_some() && self.mode == RrMode::Crr {
+            return Some(
+                "--spin: a crr transaction waits mostly in connect and accept, which do not spin; \
+                 use it with --test rr"
+                    .into(),
+            );
+        }
+        if self.spin_us.is_some_and(|us| us > MAX_SPIN_US) {
+            return Some(format!(
+                "--spin: at most {} ms per wait (it keeps a CPU busy for that long)",
+                MAX_SPIN_US / 1000
+            ));
         }
         if self.request_bytes == 0 || self.response_bytes == 0 {
             return Some("-r: requests and responses need at least 1 byte each".into());
@@ -179,8 +205,11 @@ impl RrSpec {
             ),
             None => format!("{:.1} s", self.duration.as_secs_f64()),
         };
+        let spin = self.spin_us.map_or(String::new(), |us| {
+            format!(", polling up to {us} us per wait")
+        });
         format!(
-            "{proto} {}, {}-byte requests, {}-byte responses, {} concurrent, {until}",
+            "{proto} {}, {}-byte requests, {}-byte responses, {} concurrent{spin}, {until}",
             self.mode.name(),
             self.request_bytes,
             self.response_bytes,
@@ -199,6 +228,9 @@ pub struct RrTest {
     pub response_bytes: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transactions: Option<u64>,
+    /// Microseconds each wait polls before it blocks (`--spin`, the plan's `spin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spin_us: Option<u64>,
 }
 
 impl RrTest {
@@ -209,6 +241,7 @@ impl RrTest {
             request_bytes: 1,
             response_bytes: 1,
             transactions: None,
+            spin_us: None,
         }
     }
 }
@@ -241,6 +274,7 @@ pub fn spec_of(spec: &TestSpec) -> Option<Result<RrSpec, String>> {
         duration: spec.duration,
         transactions: rr.transactions,
         affinity: spec.affinity,
+        spin_us: rr.spin_us,
     };
     Some(match out.invalid() {
         Some(why) => Err(why),

@@ -15,9 +15,12 @@ pub fn render(r: &RrResult, server: &str) -> String {
         Protocol::Tcp => "TCP",
         Protocol::Udp => "UDP",
     };
+    let spin = r.spin_us.map_or(String::new(), |us| {
+        format!(", polling up to {us} us per wait")
+    });
     let _ = writeln!(
         s,
-        "{proto} {} with {server}: {}-byte requests, {}-byte responses, {} concurrent",
+        "{proto} {} with {server}: {}-byte requests, {}-byte responses, {} concurrent{spin}",
         r.test.name(),
         r.request_bytes,
         r.response_bytes,

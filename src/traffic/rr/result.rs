@@ -80,6 +80,9 @@ pub struct RrResult {
         skip_serializing_if = "crate::traffic::affinity::Affinity::is_unset"
     )]
     pub affinity: crate::traffic::affinity::Affinity,
+    /// Microseconds each wait polled before it blocked (`--spin`), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spin_us: Option<u64>,
 }
 
 impl RrResult {
@@ -130,6 +133,7 @@ impl RrResult {
             server,
             errors,
             affinity: spec.affinity,
+            spin_us: spec.spin_us,
         }
     }
 

@@ -180,6 +180,7 @@ fn run(
 ) -> anyhow::Result<ServerCounts> {
     let stop = AtomicBool::new(false);
     let sizes = (spec.request_bytes as usize, spec.response_bytes as usize);
+    let spin = spec.spin();
     let give_up = Instant::now() + spec.duration + OVERRUN;
     let (tcp, udp, crr) = match conns {
         Conns::Tcp(t) => (t, Vec::new(), None),
@@ -197,12 +198,12 @@ fn run(
                 closers.push(c);
             }
             handles.extend(spawn(s, cpu(i), move || {
-                engine::serve_tcp(sock, sizes.0, sizes.1, stop)
+                engine::serve_tcp(sock, sizes, stop, spin)
             }));
         }
         for (i, sock) in udp.into_iter().enumerate() {
             handles.extend(spawn(s, cpu(i), move || {
-                engine::serve_udp(&sock, sizes.0, sizes.1, stop)
+                engine::serve_udp(&sock, sizes, stop, spin)
             }));
         }
         if let Some(l) = &crr {
