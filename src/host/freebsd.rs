@@ -36,7 +36,7 @@ pub struct Capture {
 }
 
 /// The sysctls read live (the subtrees doctor, facts and tuning use).
-const LIVE_SYSCTLS: [&str; 12] = [
+const LIVE_SYSCTLS: [&str; 16] = [
     "kern.ostype",
     "kern.osrelease",
     "kern.vm_guest",
@@ -49,6 +49,11 @@ const LIVE_SYSCTLS: [&str; 12] = [
     "net.inet.tcp",
     "net.link.ifqmaxlen",
     "net.isr.dispatch",
+    // doctor's 100G checklist (`doctor::freebsd100g::SYSCTLS`; net.inet.tcp is above).
+    "kern.smp.threads_per_core",
+    "machdep.hyperthreading_allowed",
+    "hw.dmar.enable",
+    "dev.hwpstate_intel",
 ];
 
 fn run(program: &str, args: &[&str]) -> String {

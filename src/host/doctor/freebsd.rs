@@ -314,6 +314,13 @@ pub fn check(c: &Capture, hints: &PathHints) -> Vec<Finding> {
     }
     buffer_checks(&s, &nics, hints, &mut out);
     tcp_checks(&s, &mut out);
+    let rate = hints.rate_bps.or_else(|| {
+        nics.iter()
+            .filter_map(|n| n.speed_mbit)
+            .max()
+            .map(|m| m as f64 * 1e6)
+    });
+    super::freebsd100g::check(&s, rate, &mut out);
     if let Some(k) = s.get("kern.osrelease") {
         out.push(
             Finding::new("kernel.version", Severity::Info, format!("FreeBSD {k}"))

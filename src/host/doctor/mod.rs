@@ -8,6 +8,7 @@
 //! definition.
 
 pub mod freebsd;
+pub mod freebsd100g;
 pub mod host;
 pub mod host100g;
 pub mod libvirt;
