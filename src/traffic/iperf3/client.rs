@@ -84,6 +84,13 @@ pub fn params_for(spec: &TestSpec) -> Result<Params, String> {
             "--latency needs a netsweep server: iperf3 servers do not echo its probes".into(),
         );
     }
+    if spec.window_clamp().is_some() && spec.direction != crate::traffic::spec::Direction::Reverse {
+        return Err(
+            "--window-mode clamp needs a netsweep server: an iperf3 server's receivers do not \
+             hold the window (with -R only this end receives, and it does)"
+                .into(),
+        );
+    }
     let whole = |d: Duration, flag: &str| -> Result<u64, String> {
         if d.subsec_nanos() == 0 {
             Ok(d.as_secs())
@@ -717,6 +724,22 @@ mod tests {
         let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (server, _) = listener.accept().unwrap();
         (server, client)
+    }
+
+    #[test]
+    fn a_clamped_window_is_refused_where_the_iperf3_server_would_receive() {
+        let mut spec = TestSpec::tcp(Duration::from_secs(2));
+        spec.window_bytes = Some(1 << 20);
+        spec.window_mode = crate::traffic::spec::WindowMode::Clamp;
+        let e = params_for(&spec).err().unwrap();
+        assert!(e.contains("--window-mode clamp"), "{e}");
+        spec.direction = crate::traffic::spec::Direction::Bidir;
+        assert!(params_for(&spec).is_err());
+        spec.direction = crate::traffic::spec::Direction::Reverse;
+        assert!(
+            params_for(&spec).is_ok(),
+            "with -R this end receives and clamps"
+        );
     }
 
     #[test]
