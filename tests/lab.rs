@@ -129,6 +129,16 @@ fn a_20_ms_path_measures_20_ms() {
     assert!((min - 20.0).abs() <= 2.0, "TCP_INFO minimum RTT {min} ms");
 }
 
+/// A lab of 1 Gbit/s and 20 ms round trip.
+fn gigabit_20ms_lab(tag: &str, dir: &tempfile::TempDir) -> Lab {
+    let path = PathConfig {
+        rate_bps: Some(1e9),
+        delay: Duration::from_millis(10),
+        ..PathConfig::default()
+    };
+    Lab::up(&name(tag), path, &options(dir)).expect("lab up")
+}
+
 #[test]
 fn a_window_limits_a_flow_to_window_over_rtt() {
     if !common::root_or_skip("a_window_limits_a_flow_to_window_over_rtt") {
@@ -136,12 +146,7 @@ fn a_window_limits_a_flow_to_window_over_rtt() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let path = PathConfig {
-        rate_bps: Some(1e9),
-        delay: Duration::from_millis(10),
-        ..PathConfig::default()
-    };
-    let lab = Lab::up(&name("win"), path, &options(&dir)).expect("lab up");
+    let lab = gigabit_20ms_lab("win", &dir);
     let mut rates = Vec::new();
     for window in [64u64 << 10, 256 << 10, 1 << 20, 8 << 20] {
         let r = run(
@@ -204,12 +209,7 @@ fn a_clamped_window_is_exactly_the_window_advertised_both_ways() {
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let path = PathConfig {
-        rate_bps: Some(1e9),
-        delay: Duration::from_millis(10),
-        ..PathConfig::default()
-    };
-    let lab = Lab::up(&name("cl"), path, &options(&dir)).expect("lab up");
+    let lab = gigabit_20ms_lab("cl", &dir);
     for direction in [Direction::Forward, Direction::Reverse] {
         for window in [256u64 << 10, 1 << 20] {
             let r = run(
