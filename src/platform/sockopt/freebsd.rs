@@ -203,7 +203,6 @@ pub fn recv_trunc<S: AsRawFd>(sock: &S, buf: &mut [u8]) -> io::Result<usize> {
     usize::try_from(n).map_err(|_| io::Error::last_os_error())
 }
 
-/// FreeBSD has no IP_MTU socket option: the path MTU check uses ping alone.
 /// FreeBSD advertises at most the receive buffer (`sbspace`): a window is its buffer.
 pub const CLAMP_HEADROOM: u64 = 1;
 
@@ -212,6 +211,7 @@ pub fn hold_window_clamp<S: AsRawFd>(_sock: &S, _bytes: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// FreeBSD has no IP_MTU socket option: the path MTU check uses ping alone.
 pub fn route_mtu(_addr: SocketAddr) -> Option<u32> {
     None
 }
