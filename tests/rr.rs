@@ -126,25 +126,19 @@ fn netsweep(args: &[&str]) -> (bool, String, String) {
 fn sizes_are_honoured_in_the_json_of_both_ends() {
     let server = TestServer::start(ServerLimits::default());
     let port = server.addr.port().to_string();
-    let polling = |more: &[&str]| {
-        let mut args = vec![
-            "client",
-            "127.0.0.1",
-            "-p",
-            &port,
-            "--test",
-            "rr",
-            "--spin",
-            "500us",
-        ];
-        args.extend_from_slice(more);
-        netsweep(&args)
-    };
-    let (ok, out, err) = polling(&["--transactions", "2000"]);
-    assert!(ok, "{err}");
-    assert!(out.contains("polling up to 500 us per wait"), "{out}");
-    assert!(out.contains("transactions   2000 in"), "{out}");
-    let (ok, out, err) = polling(&["-t", "1", "--json"]);
+    let (ok, out, err) = netsweep(&[
+        "client",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--test",
+        "rr",
+        "-r",
+        "100,10000",
+        "--transactions",
+        "500",
+        "--json",
+    ]);
     assert!(ok, "{err}");
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     let rr = &doc["rr"];
@@ -242,34 +236,18 @@ fn polling_ends_do_the_exact_count_and_say_they_polled() {
         assert_ordered(&r);
     }
     let port = server.addr.port().to_string();
-    let (ok, out, err) = netsweep(&[
-        "client",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "--test",
-        "rr",
-        "--spin",
-        "500us",
-        "--transactions",
-        "2000",
-    ]);
+    let polling = |more: &[&str]| {
+        let mut args = vec![
+            "client", "127.0.0.1", "-p", &port, "--test", "rr", "--spin", "500us",
+        ];
+        args.extend_from_slice(more);
+        netsweep(&args)
+    };
+    let (ok, out, err) = polling(&["--transactions", "2000"]);
     assert!(ok, "{err}");
     assert!(out.contains("polling up to 500 us per wait"), "{out}");
     assert!(out.contains("transactions   2000 in"), "{out}");
-    let (ok, out, err) = netsweep(&[
-        "client",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "--test",
-        "rr",
-        "--spin",
-        "500us",
-        "-t",
-        "1",
-        "--json",
-    ]);
+    let (ok, out, err) = polling(&["-t", "1", "--json"]);
     assert!(ok, "{err}");
     let doc: serde_json::Value = serde_json::from_str(&out).expect(&out);
     assert_eq!(doc["rr"]["spin_us"], 500, "{doc:#}");

@@ -59,6 +59,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, RrSpec) {
             Some(r) => parse_sizes(r).map_err(|e| anyhow::anyhow!(e))?,
             None => (1, 1),
         };
+        // `--spin 0` is no polling at all.
         let spin_us = match &a.spin {
             Some(t) => Some(
                 u64::try_from(
@@ -67,7 +68,8 @@ impl TryFrom<&ClientArgs> for (ClientConfig, RrSpec) {
                         .as_micros(),
                 )
                 .unwrap_or(u64::MAX),
-            ),
+            )
+            .filter(|&us| us > 0),
             None => None,
         };
         let mut spec = RrSpec {

@@ -181,8 +181,9 @@ pub fn apply_option(spec: &mut TestSpec, key: &str, v: &str) -> Result<(), Strin
         }
         "spin" => {
             let d = crate::units::parse_duration(v).map_err(|e| format!("spin: {e}"))?;
+            // "0" is no polling at all.
             spec.rr.get_or_insert(RrTest::new(RrMode::Rr)).spin_us =
-                Some(u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+                Some(u64::try_from(d.as_micros()).unwrap_or(u64::MAX)).filter(|&us| us > 0);
         }
         _ => {
             return Err(format!(
