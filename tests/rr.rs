@@ -224,29 +224,39 @@ fn iperf3_mode_and_throughput_only_options_are_refused_by_name() {
 fn polling_ends_do_the_exact_count_and_say_they_polled() {
     let server = TestServer::start(ServerLimits::default());
     for protocol in [Protocol::Tcp, Protocol::Udp] {
+        // A count, not a rate: polling threads that outnumber the free CPUs (a busy host)
+        // lose the scheduler's preference for woken threads and can run 50x slower.
         let s = RrSpec {
             spin_us: Some(2000),
-            ..spec(RrMode::Rr, protocol, 2, Some(3000))
+            duration: Duration::from_secs(60),
+            ..spec(RrMode::Rr, protocol, 2, Some(500))
         };
         let r = run(&server, &s).unwrap();
-        assert_eq!(r.transactions, 3000, "{protocol:?}: {r:?}");
+        assert_eq!(r.transactions, 500, "{protocol:?}: {r:?}");
         assert!(r.errors.is_empty(), "{:?}", r.errors);
-        assert_eq!(r.server.transactions, 3000 + r.lost, "{protocol:?}");
+        assert_eq!(r.server.transactions, 500 + r.lost, "{protocol:?}");
         assert_eq!(r.spin_us, Some(2000));
         assert_ordered(&r);
     }
     let port = server.addr.port().to_string();
     let polling = |more: &[&str]| {
         let mut args = vec![
-            "client", "127.0.0.1", "-p", &port, "--test", "rr", "--spin", "500us",
+            "client",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--test",
+            "rr",
+            "--spin",
+            "500us",
         ];
         args.extend_from_slice(more);
         netsweep(&args)
     };
-    let (ok, out, err) = polling(&["--transactions", "2000"]);
+    let (ok, out, err) = polling(&["--transactions", "300"]);
     assert!(ok, "{err}");
     assert!(out.contains("polling up to 500 us per wait"), "{out}");
-    assert!(out.contains("transactions   2000 in"), "{out}");
+    assert!(out.contains("transactions   300 in"), "{out}");
     let (ok, out, err) = polling(&["-t", "1", "--json"]);
     assert!(ok, "{err}");
     let doc: serde_json::Value = serde_json::from_str(&out).expect(&out);
