@@ -122,23 +122,21 @@ fn netsweep(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// `netsweep client --test rr` against `server`, with `more` arguments.
+fn rr_client(server: &TestServer, more: &[&str]) -> (bool, String, String) {
+    let port = server.addr.port().to_string();
+    let mut args = vec!["client", "127.0.0.1", "-p", &port, "--test", "rr"];
+    args.extend_from_slice(more);
+    netsweep(&args)
+}
+
 #[test]
 fn sizes_are_honoured_in_the_json_of_both_ends() {
     let server = TestServer::start(ServerLimits::default());
-    let port = server.addr.port().to_string();
-    let (ok, out, err) = netsweep(&[
-        "client",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "--test",
-        "rr",
-        "-r",
-        "100,10000",
-        "--transactions",
-        "500",
-        "--json",
-    ]);
+    let (ok, out, err) = rr_client(
+        &server,
+        &["-r", "100,10000", "--transactions", "500", "--json"],
+    );
     assert!(ok, "{err}");
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     let rr = &doc["rr"];
@@ -238,21 +236,7 @@ fn polling_ends_do_the_exact_count_and_say_they_polled() {
         assert_eq!(r.spin_us, Some(2000));
         assert_ordered(&r);
     }
-    let port = server.addr.port().to_string();
-    let polling = |more: &[&str]| {
-        let mut args = vec![
-            "client",
-            "127.0.0.1",
-            "-p",
-            &port,
-            "--test",
-            "rr",
-            "--spin",
-            "500us",
-        ];
-        args.extend_from_slice(more);
-        netsweep(&args)
-    };
+    let polling = |more: &[&str]| rr_client(&server, &[&["--spin", "500us"], more].concat());
     let (ok, out, err) = polling(&["--transactions", "300"]);
     assert!(ok, "{err}");
     assert!(out.contains("polling up to 500 us per wait"), "{out}");
