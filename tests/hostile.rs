@@ -508,3 +508,36 @@ fn a_server_stopped_mid_test_logs_the_aborted_test() {
     );
     let _ = client.join();
 }
+
+/// A request this server cannot read (here: a window mode from a newer client) is refused with
+/// the reason and what to do, not met with a closed connection ("peer closed the connection"
+/// was all a client with `--window-mode clamp` heard from an older server).
+#[test]
+fn a_request_with_an_option_this_server_does_not_know_is_refused_by_name() {
+    let _s = serial();
+    let server = TestServer::start(ServerLimits::default());
+    let mut request = serde_json::to_value(ClientMsg::Request {
+        spec: tcp(1.0),
+        ticket: None,
+    })
+    .unwrap();
+    request["spec"]["window_mode"] = json!("from_the_future");
+    let body = serde_json::to_vec(&request).unwrap();
+    let mut s = TcpStream::connect(server.addr).unwrap();
+    s.write_all(&protocol::control_preamble()).unwrap();
+    let mut pre = [0u8; 8];
+    s.read_exact(&mut pre).unwrap();
+    s.write_all(&u32::try_from(body.len()).unwrap().to_be_bytes())
+        .unwrap();
+    s.write_all(&body).unwrap();
+    let got: ServerMsg = read_frame(&mut s, Some(Instant::now() + Duration::from_secs(5))).unwrap();
+    let ServerMsg::Refused { refusal } = got else {
+        panic!("expected a refusal, got {got:?}");
+    };
+    let text = refusal.to_string();
+    assert!(text.contains("from_the_future"), "{text}");
+    assert!(text.contains("upgrade the server"), "{text}");
+    // The slot is free again: an ordinary test is accepted.
+    let (_ok, got) = netsweep_request(server.addr, tcp(0.5));
+    assert!(matches!(got, ServerMsg::Accepted { .. }), "{got:?}");
+}

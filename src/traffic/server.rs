@@ -33,7 +33,7 @@ use served::{Ending, Outcome};
 mod streams;
 use streams::*;
 mod refusal;
-use refusal::{admission, refuse};
+use refusal::{admission, refuse, unreadable_request};
 mod control;
 use control::control_session;
 mod rr;

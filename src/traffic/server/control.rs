@@ -21,22 +21,35 @@ pub(super) fn control_session(
     (shared, buffers): (&Shared, &ListenerBuffers),
     mut pending: Pending<'_>,
 ) -> anyhow::Result<()> {
-    let (mut spec, ticket, check) =
-        match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
-            ClientMsg::Request { spec, ticket } => (spec, ticket, false),
-            ClientMsg::Check { spec, ticket } => (spec, ticket, true),
-            ClientMsg::Transactions { spec, ticket } => {
-                if let Some(why) = shared
-                    .scheduled
-                    .as_ref()
-                    .and_then(|s| s.stranger(peer.ip(), ticket.as_deref()))
-                {
-                    return refuse(&mut ctrl, Refusal::Limit { reason: why });
-                }
-                return super::rr::rr_session(ctrl, peer, shared, pending, spec);
+    let request = match read_frame::<ClientMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE)) {
+        Ok(request) => request,
+        Err(ProtocolError::Malformed(what)) => {
+            // A newer client's option (a window mode, a test kind) this server does not know:
+            // say so, rather than close the connection without a word.
+            return refuse(
+                &mut ctrl,
+                Refusal::Limit {
+                    reason: unreadable_request(&what),
+                },
+            );
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let (mut spec, ticket, check) = match request {
+        ClientMsg::Request { spec, ticket } => (spec, ticket, false),
+        ClientMsg::Check { spec, ticket } => (spec, ticket, true),
+        ClientMsg::Transactions { spec, ticket } => {
+            if let Some(why) = shared
+                .scheduled
+                .as_ref()
+                .and_then(|s| s.stranger(peer.ip(), ticket.as_deref()))
+            {
+                return refuse(&mut ctrl, Refusal::Limit { reason: why });
             }
-            other => anyhow::bail!("expected a test request, got {}", client_words(&other)),
-        };
+            return super::rr::rr_session(ctrl, peer, shared, pending, spec);
+        }
+        other => anyhow::bail!("expected a test request, got {}", client_words(&other)),
+    };
     if let Some(why) = shared
         .scheduled
         .as_ref()

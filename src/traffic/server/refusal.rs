@@ -12,6 +12,15 @@ pub(super) fn refuse(ctrl: &mut TcpStream, refusal: Refusal) -> anyhow::Result<(
     anyhow::bail!("{refusal}")
 }
 
+/// The refusal of a request this server cannot read: most often an option of a newer client.
+pub(super) fn unreadable_request(what: &str) -> String {
+    format!(
+        "this server (netsweep {}) cannot read the request ({what}); a newer client's option? \
+         upgrade the server, or leave the option out",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
 /// Why a test of `spec` is not admitted here (invalid, over a cap, a congestion control this
 /// kernel will not set, CPUs it cannot pin to), or `None`. Fills in the server's own `-A`.
 pub(super) fn admission(spec: &mut TestSpec, shared: &Shared) -> Option<String> {
