@@ -328,6 +328,10 @@ pub fn rr_and_print(
     if !output_to_logfile(view) {
         return ExitCode::FAILURE;
     }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if let Some(warning) = spec.polling_oversubscribed(cfg.server.ip().is_loopback(), cpus) {
+        crate::errln!("netsweep: warning: {warning}");
+    }
     let stop = signals::install();
     if view.json.is_none() {
         crate::outln!(

@@ -120,6 +120,28 @@ impl RrSpec {
         self.spin_us.filter(|&us| us > 0).map(Duration::from_micros)
     }
 
+    /// A warning when polling ends on one host would outnumber its CPUs: `cpus` CPUs, both ends
+    /// here when `same_host` (loopback). Each polling connection keeps a thread runnable at each
+    /// end, and threads that wait for a CPU held by another poller add a scheduler slice to every
+    /// transaction: on 2 CPUs, `-u -P 2 --spin 2ms` (four pollers) fell to 766 transactions/s
+    /// with p50 4 ms where blocking carried 116,000 (docs/request-response.md).
+    pub fn polling_oversubscribed(&self, same_host: bool, cpus: usize) -> Option<String> {
+        self.spin()?;
+        let pollers = usize::from(self.concurrency.max(1)) * if same_host { 2 } else { 1 };
+        (pollers > cpus.max(1)).then(|| {
+            format!(
+                "--spin with {pollers} polling threads on {cpus} CPUs{}: polling pays when each \
+                 poller has a CPU of its own and can cost many times the rate when they wait for \
+                 each other; compare with a run without --spin",
+                if same_host {
+                    " (both ends on this host)"
+                } else {
+                    " at this end"
+                }
+            )
+        })
+    }
+
     /// Why this test cannot run anywhere, if it cannot.
     pub fn invalid(&self) -> Option<String> {
         let cap = match self.protocol {
@@ -320,6 +342,37 @@ pub fn parse_sizes(v: &str) -> Result<(u32, u32), String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn polling_is_said_to_oversubscribe_only_when_pollers_outnumber_cpus() {
+        let mut spec = RrSpec::tcp(RrMode::Rr, Duration::from_secs(1));
+        assert_eq!(
+            spec.polling_oversubscribed(true, 2),
+            None,
+            "no --spin, no warning"
+        );
+        spec.spin_us = Some(1000);
+        assert_eq!(
+            spec.polling_oversubscribed(true, 2),
+            None,
+            "two pollers, two CPUs"
+        );
+        spec.concurrency = 2;
+        let w = spec
+            .polling_oversubscribed(true, 2)
+            .expect("four pollers on two CPUs");
+        assert!(
+            w.contains("4 polling threads on 2 CPUs (both ends on this host)"),
+            "{w}"
+        );
+        assert_eq!(
+            spec.polling_oversubscribed(false, 2),
+            None,
+            "two here, two CPUs"
+        );
+        assert!(spec.polling_oversubscribed(false, 1).is_some());
+        assert_eq!(spec.polling_oversubscribed(true, 8), None);
+    }
+
     use super::*;
 
     #[test]
