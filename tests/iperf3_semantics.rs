@@ -75,6 +75,35 @@ fn b_is_the_rate_of_each_stream() {
     );
 }
 
+/// Regression (outside audit of issue 41): with `--iperf3 -P 4 -b 10M -t 2` against `iperf3 -s`
+/// each stream paced whole 1 MiB writes, two in 2 s, 8.39 Mbit/s where iperf3 sends 10; and
+/// `-b 1M -t 3` was refused as shorter than one write. A paced stream without `-l` now writes
+/// iperf3's 128 KiB blocks.
+#[test]
+fn paced_streams_write_iperf3s_blocks_and_keep_the_rate_to_iperf3() {
+    let test = "paced_streams_write_iperf3s_blocks_and_keep_the_rate_to_iperf3";
+    if !common::tool_or_skip(test, "iperf3") {
+        return;
+    }
+    let _s = serial();
+    let (ours, theirs) = against_iperf3(&["-t", "2", "-P", "4", "-b", "10M"]);
+    assert_eq!(
+        ours["start"]["test_start"]["blksize"].as_u64(),
+        Some(128 << 10),
+        "{ours:#}"
+    );
+    for (doc, which) in [(&ours, "sum_sent"), (&theirs, "sum_received")] {
+        let rate = sum(doc, which, "bits_per_second");
+        // 2.5 MB per stream is 19.07 blocks of 128 KiB: the blocks round it by at most 5%.
+        assert!(
+            (0.93..=1.07).contains(&(rate / 40e6)),
+            "{which}: {rate} bit/s of 4 x 10 Mbit/s"
+        );
+    }
+    let (ours, _) = against_iperf3(&["-t", "3", "-b", "1M"]);
+    assert!(sum(&ours, "sum_sent", "bytes") > 0.0, "{ours:#}");
+}
+
 /// Regression: `-u` without `-b` sent 1 Gbit/s to loopback where iperf3 sends 1 Mbit/s per
 /// stream.
 #[test]

@@ -27,11 +27,13 @@ pub(super) fn apply_rate(a: &ClientArgs, spec: &mut TestSpec) -> anyhow::Result<
     if let Some(b) = &a.bitrate {
         let each = b.parse::<BitRate>().context("-b/--bitrate")?;
         spec.bitrate_bps = each.bits_per_second() * streams;
+        paced_block_length(a, spec);
     } else if let Some(t) = &a.total_bitrate {
         spec.bitrate_bps = t
             .parse::<BitRate>()
             .context("--total-bitrate")?
             .bits_per_second();
+        paced_block_length(a, spec);
     } else if spec.protocol == Protocol::Udp {
         spec.bitrate_bps = IPERF3_UDP_RATE * streams;
         return Ok(Some(format!(
@@ -41,6 +43,16 @@ pub(super) fn apply_rate(a: &ClientArgs, spec: &mut TestSpec) -> anyhow::Result<
         )));
     }
     Ok(None)
+}
+
+/// A paced TCP stream without `-l` writes iperf3's 128 KiB blocks, as iperf3's `-b` does: the
+/// pacer sends whole blocks (an iperf3 receiver waits for whole blocks), so netsweep's 1 MiB
+/// writes paced 10 Mbit/s per stream as two blocks in 2 s, 8.39 Mbit/s, and refused `-b 1M
+/// -t 3` as shorter than one write.
+fn paced_block_length(a: &ClientArgs, spec: &mut TestSpec) {
+    if spec.bitrate_bps > 0.0 && a.length.is_none() && spec.protocol == Protocol::Tcp {
+        spec.length_bytes = IPERF3_TCP_LENGTH;
+    }
 }
 
 /// `-k` without `-l` counts TCP blocks of iperf3's 128 KiB, not netsweep's own write size.
