@@ -183,6 +183,9 @@ fn counts(
             Role::Receiver => {}
         }
     }
+    if tcp && !spec.omit.is_zero() && role == Role::Sender {
+        out.extend(below_sent_after_warmup(spec, t.bytes, mine, far_buffer));
+    }
     if spec.protocol == Protocol::Udp {
         let claimed = "the iperf3 server";
         if !(t.jitter_s.is_finite() && t.jitter_s >= 0.0 && t.jitter_s <= wall_s) {
@@ -264,6 +267,58 @@ fn below_acked(
     })
 }
 
+/// With `-O` the server counts from the end of its own warm-up, which starts with the test at
+/// its end, so this end's kernel total (which includes the warm-up) is no floor. What this end
+/// wrote after its warm-up is: the server's warm-up may end later by as much as the two ends'
+/// clocks may lie apart (`time_base_slack`, taken twice: a busy host), at the test's measured
+/// rate, and what waits unread (as `below_acked`) and one write are allowed. A server claiming
+/// 1000 bytes of a `-t 2 -O 1` test that carried 2.25 GB passed before (the checks stopped at
+/// -O).
+fn below_sent_after_warmup(
+    spec: &TestSpec,
+    claimed: u64,
+    mine: &StreamReport,
+    far_buffer: u64,
+) -> Option<String> {
+    let timeline = spec.timeline();
+    let measured = saturating_sum(
+        mine.intervals
+            .iter()
+            .filter(|i| {
+                usize::try_from(i.index)
+                    .ok()
+                    .and_then(|k| timeline.slots().get(k))
+                    .is_some_and(|slot| !slot.omitted)
+            })
+            .map(|i| i.bytes),
+    );
+    let seconds = spec.duration.as_secs_f64();
+    if measured == 0 || seconds <= 0.0 {
+        return None;
+    }
+    let skew_s = 2.0 * time_base_slack(spec.duration);
+    let skewed = (measured as f64 / seconds * skew_s) as u64;
+    let unread = UNREAD_FLOOR
+        .max(measured / UNREAD_SHARE)
+        .max(far_buffer)
+        .max(
+            spec.window_bytes
+                .unwrap_or(0)
+                .saturating_mul(2 * UNREAD_PER_WINDOW),
+        );
+    let allowed = skewed
+        .saturating_add(unread)
+        .saturating_add(u64::from(spec.length_bytes));
+    let floor = measured.saturating_sub(allowed);
+    (claimed < floor).then(|| {
+        format!(
+            "the iperf3 server says it received {claimed} bytes after its warm-up (-O), but this \
+             end wrote {measured} after its own; at most {allowed} could fall before the server's \
+             warm-up ended or wait unread in its buffer"
+        )
+    })
+}
+
 /// A number as a sentence can carry it: a 300-digit figure in scientific notation.
 fn short(v: f64) -> String {
     if v.is_finite() && v.abs() < 1e9 {
@@ -306,6 +361,56 @@ mod tests {
         assert!(below_acked(&spec, (50 - 34) << 20, &sent, 32 << 20).is_some());
         sent.bytes_acked = None;
         assert_eq!(below_acked(&spec, 1000, &sent, 0), None);
+    }
+
+    /// Regression (outside audit of issue 42): with `-t 2 -O 1` a server claiming 1000 bytes of
+    /// 2.25 GB passed, as every count check stopped at -O.
+    #[test]
+    fn with_a_warm_up_a_count_below_what_was_sent_after_it_is_false() {
+        let mut spec = TestSpec::tcp(Duration::from_secs(2));
+        spec.omit = Duration::from_secs(1);
+        let timeline = spec.timeline();
+        let mut sent = StreamReport::empty(0, Flow::ClientToServer, Role::Sender, None);
+        for (k, slot) in timeline.slots().iter().enumerate() {
+            sent.intervals.push(IntervalReport {
+                stream: 0,
+                index: k as u32,
+                role: Role::Sender,
+                // The warm-up's slots carry as much as the measured ones: they must not count.
+                bytes: if slot.omitted {
+                    2_000_000_000
+                } else {
+                    1_125_000_000
+                },
+                packets: 0,
+                tcp: None,
+                udp: None,
+            });
+        }
+        let measured = 2_250_000_000u64;
+        for claimed in [1000, measured / 2] {
+            let w = below_sent_after_warmup(&spec, claimed, &sent, 32 << 20)
+                .expect("a false count after the warm-up");
+            assert!(w.contains("wrote 2250000000"), "{w}");
+        }
+        // An honest server whose warm-up ended 0.7 s after this end's, with 32 MiB unread.
+        let honest = measured - (measured as f64 * 0.7 / 2.0) as u64 - (32 << 20);
+        assert_eq!(
+            below_sent_after_warmup(&spec, honest, &sent, 32 << 20),
+            None
+        );
+        assert_eq!(
+            below_sent_after_warmup(&spec, measured, &sent, 32 << 20),
+            None
+        );
+        // Wired into the checks for -O, and only for -O.
+        let m = &sent;
+        let lie = StreamResult {
+            bytes: 1000,
+            ..honest()
+        };
+        let p = check(&spec, &results(lie), &[m], &[Role::Sender], 32 << 20);
+        assert!(p.iter().any(|p| p.contains("after its warm-up")), "{p:?}");
     }
 
     fn mine(bytes: u64, packets: u64, role: Role) -> StreamReport {
