@@ -50,7 +50,7 @@ pub fn bdp_text(rate_bps: f64, rtt_s: f64, current: &dyn Fn(&str) -> Option<Stri
     }
     // The values as a user types them (`--rate 10G --rtt 1.6ms`), each parsing back exactly.
     s.push_str(&format!(
-        "apply with: {} [--target T]\n",
+        "apply with: {}\n  (elsewhere: add --target lab:NAME:a|b, netns:NAME or ssh:USER@HOST)\n",
         crate::paste::netsweep(&[
             "tune".to_string(),
             "apply".into(),

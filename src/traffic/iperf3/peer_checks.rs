@@ -394,9 +394,9 @@ mod tests {
             assert!(w.contains("wrote 2250000000"), "{w}");
         }
         // An honest server whose warm-up ended 0.7 s after this end's, with 32 MiB unread.
-        let honest = measured - (measured as f64 * 0.7 / 2.0) as u64 - (32 << 20);
+        let honest_count = measured - (measured as f64 * 0.7 / 2.0) as u64 - (32 << 20);
         assert_eq!(
-            below_sent_after_warmup(&spec, honest, &sent, 32 << 20),
+            below_sent_after_warmup(&spec, honest_count, &sent, 32 << 20),
             None
         );
         assert_eq!(
