@@ -161,8 +161,12 @@ impl Libvirt {
         std::fs::read_to_string(self.dir.path().join("console.log")).unwrap_or_default()
     }
 
+    /// The journal netsweep keeps for the domain: named by libvirt's own identity of it (the
+    /// canonical URI and the UUID), as `Session::open` names it.
     fn journal(&self) -> PathBuf {
-        netsweep::host::libvirt::journal::path(Some(URI), &self.domain)
+        use netsweep::host::libvirt::{journal, virsh::Virsh};
+        let identity = Virsh::new(Some(URI.to_string())).identity(&self.domain);
+        journal::path_of(&identity, &self.domain, Some(URI))
     }
 
     /// `netsweep ARGS` inside the namespace, where the bridge to the guest is.
@@ -214,6 +218,8 @@ impl Libvirt {
 
 impl Drop for Libvirt {
     fn drop(&mut self) {
+        // Named while libvirt still knows the domain.
+        let journal = self.journal();
         let _ = virsh(&["destroy", &self.domain]);
         let _ = virsh(&["undefine", &self.domain]);
         // Networks libvirt may have autostarted in the namespace (their dnsmasq with them).
@@ -237,7 +243,8 @@ impl Drop for Libvirt {
             }
         }
         let _ = run("ip", &["netns", "del", &self.ns]);
-        let _ = std::fs::remove_file(self.journal());
+        let _ = std::fs::remove_file(&journal);
+        let _ = std::fs::remove_file(netsweep::host::libvirt::journal::saved_definition(&journal));
     }
 }
 
@@ -445,8 +452,26 @@ fn a_domain_left_changed_by_ctrl_c_or_kill_9_is_put_back() {
         Duration::from_secs(120),
     );
     let mut first = common::KillOnDrop(first);
+    // The second spells the domain another way: by its UUID and without `uri` (root's default
+    // connection is the same qemu:///system). Both spellings hold one lock.
+    let uuid = virsh(&["domuuid", &lv.domain]).1.trim().to_string();
+    let other_spelling = std::fs::read_to_string(&plan)
+        .unwrap()
+        .replace(
+            &format!("domain = \"{}\"", lv.domain),
+            &format!("domain = \"{uuid}\""),
+        )
+        .replace(&format!("uri = \"{URI}\"\n"), "");
+    assert!(other_spelling.contains(&uuid) && !other_spelling.contains("uri ="));
+    let second_plan = lv.dir.path().join("second.toml");
+    std::fs::write(&second_plan, other_spelling).unwrap();
     let second = lv
-        .netsweep(&["run", &plan, "--db", "second.db"])
+        .netsweep(&[
+            "run",
+            &second_plan.display().to_string(),
+            "--db",
+            "second.db",
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&second.stderr).to_string()

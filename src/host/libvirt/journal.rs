@@ -47,6 +47,36 @@ pub fn path(uri: Option<&str>, domain: &str) -> PathBuf {
     dir().join(format!("{readable}-{:016x}.json", fnv(key.as_bytes())))
 }
 
+/// The journal of a domain as libvirt itself names it (`Virsh::identity`: the connection's
+/// canonical URI and the domain's UUID), so that every spelling of one domain (no `-c` and
+/// `-c qemu:///system` for root, its name or its UUID) shares one journal and one lock; the
+/// spelling given when libvirt cannot say.
+pub fn path_of(identity: &Option<(String, String)>, domain: &str, uri: Option<&str>) -> PathBuf {
+    match identity {
+        Some((canonical_uri, uuid)) => path(Some(canonical_uri), uuid),
+        None => path(uri, domain),
+    }
+}
+
+/// A saved original definition without its journal (the journal was removed, or a run died
+/// between the two writes): the saved copy may be the only original left, so it is never
+/// overwritten; the run stops with the recovery by hand.
+pub fn orphaned_original(journal: &Path) -> Result<(), String> {
+    let xml = saved_definition(journal);
+    match std::fs::symlink_metadata(&xml) {
+        Ok(_) => Err(format!(
+            "{} holds a libvirt domain's original definition but its journal {} is gone: the \
+             domain may still be changed; if it is, put the original back with `virsh define {}` \
+             (add -c URI for another connection); then remove {}",
+            xml.display(),
+            journal.display(),
+            crate::paste::quote(&xml.to_string_lossy()),
+            crate::paste::quote(&xml.to_string_lossy())
+        )),
+        Err(_) => Ok(()),
+    }
+}
+
 /// The lock a campaign holds on a domain from before its first run to after its restore.
 pub fn lock_path(journal: &Path) -> PathBuf {
     journal.with_extension("lock")
@@ -265,6 +295,34 @@ mod tests {
 
     /// Regression: a truncated journal made the next run take the changed definition for the
     /// original, overwrite the journal and "restore" the change, with rc 0.
+    /// Regression (outside audit of issue 42): with the journal removed and its saved original
+    /// left, the next run took the changed definition for the original and wrote it over the
+    /// saved copy.
+    #[test]
+    fn a_saved_original_without_its_journal_stops_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("vm-0.json");
+        assert_eq!(orphaned_original(&journal), Ok(()));
+        std::fs::write(saved_definition(&journal), "<domain/>").unwrap();
+        let e = orphaned_original(&journal).unwrap_err();
+        assert!(e.contains("virsh define"), "{e}");
+        assert!(e.contains("journal"), "{e}");
+    }
+
+    /// Every spelling of one domain shares a journal when libvirt names it.
+    #[test]
+    fn spellings_of_one_domain_share_its_journal() {
+        let id = Some(("qemu:///system".to_string(), "0d1c-uuid".to_string()));
+        assert_eq!(
+            path_of(&id, "vm1", None),
+            path_of(&id, "0d1c-uuid", Some("qemu:///system"))
+        );
+        assert_ne!(
+            path_of(&None, "vm1", None),
+            path_of(&None, "vm1", Some("qemu:///system"))
+        );
+    }
+
     #[test]
     fn a_damaged_journal_stops_with_the_virsh_define_of_the_saved_original() {
         let d = tempfile::tempdir().unwrap();

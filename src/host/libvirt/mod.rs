@@ -61,7 +61,7 @@ impl Session {
         mac: Option<&str>,
         grace: Duration,
     ) -> Result<(Session, Vec<String>), String> {
-        let journal = journal::path(virsh.uri.as_deref(), domain);
+        let journal = journal::path_of(&virsh.identity(domain), domain, virsh.uri.as_deref());
         let lock = journal::lock_path(&journal);
         if let Some(parent) = lock.parent() {
             std::fs::create_dir_all(parent)
@@ -79,7 +79,11 @@ impl Session {
             Err(e) => return Err(format!("cannot lock {}: {e}", lock.display())),
         };
         let mut notes = Vec::new();
-        if let Some(j) = journal::load(&journal)? {
+        let found = journal::load(&journal)?;
+        if found.is_none() {
+            journal::orphaned_original(&journal)?;
+        }
+        if let Some(j) = found {
             notes.push(format!(
                 "{} (left changed by process {} that ended without restoring it)",
                 journal::restore(&journal, &j, grace)?,

@@ -148,6 +148,14 @@ fn failure_words(stderr: &str) -> String {
 
 impl Virsh {
     /// The definition: the running one (`inactive` false) or the one the next start uses.
+    /// How libvirt itself names `domain` on this connection: the canonical URI (`virsh uri`)
+    /// and the domain's UUID (`virsh domuuid`); `None` when it cannot say.
+    pub fn identity(&self, domain: &str) -> Option<(String, String)> {
+        let uri = self.run(&["uri"]).ok()?.trim().to_string();
+        let uuid = self.run(&["domuuid", domain]).ok()?.trim().to_string();
+        (!uri.is_empty() && !uuid.is_empty()).then_some((uri, uuid))
+    }
+
     pub fn dumpxml(&self, domain: &str, inactive: bool) -> Result<String, String> {
         let mut args = vec!["dumpxml"];
         if inactive {
