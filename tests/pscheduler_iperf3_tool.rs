@@ -416,3 +416,133 @@ fn a_refused_login_does_not_end_the_one_off_server() {
     assert!(out.status.success(), "{out:?}");
     parsed(&out).expect("the served test's document");
 }
+
+/// `netsweep -s -1 --json` on a free loopback port, one test by Debian's
+/// `iperf3 -c 127.0.0.1 -p P CLIENT_ARGS`: the server's document.
+fn server_document_of(client_args: &[&str]) -> Value {
+    let port = common::free_port().to_string();
+    let server = Command::new(bin())
+        .args(["-s", "-1", "--idle-timeout", "20", "--json", "-p", &port])
+        .args(["-B", "127.0.0.1", "-4"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("netsweep -s");
+    let mut server = Reaped(Some(server));
+    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().expect("addr"));
+    let mut client = Command::new("iperf3")
+        .args(["-c", "127.0.0.1", "-p", &port])
+        .args(client_args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("iperf3 -c");
+    common::wait_bounded(&mut client, Duration::from_secs(30), "iperf3 -c");
+    let c = client.wait_with_output().expect("iperf3 -c");
+    let mut s = server.0.take().expect("server child");
+    common::wait_bounded(&mut s, Duration::from_secs(15), "the -1 server");
+    let out = s.wait_with_output().expect("server output");
+    assert!(
+        c.status.success() && out.status.success(),
+        "iperf3 {client_args:?}: {}\nserver: {}",
+        String::from_utf8_lossy(&c.stderr),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parsed(&out).unwrap_or_else(|e| panic!("the server's document for {client_args:?}: {e}"))
+}
+
+/// Checks a server document's intervals of a 2 s test of 2 streams at 1 s intervals (`-t 2
+/// -i 1 -P 2`) as pScheduler's iperf3 parser reads them (each interval's `streams` and `sum`:
+/// socket, start, end, bytes, bits_per_second, omitted; a TCP sender's retransmits, snd_cwnd,
+/// rtt), against the document's `end` sum of this server's own count, `end_key`.
+fn check_server_intervals(doc: &Value, server_sends: bool, end_key: &str) {
+    let ivs = doc["intervals"].as_array().expect("an intervals array");
+    // As iperf3 3.12's server: one interval a second, then at most a stub up to the client's
+    // TEST_END (iperf3 keeps one under a tenth of a second only when it moved data).
+    let whole = ivs
+        .iter()
+        .filter(|iv| iv["sum"]["seconds"].as_f64().unwrap_or(0.0) >= 0.5)
+        .count();
+    assert!(
+        whole == 2 && ivs.len() <= 3,
+        "{} intervals: {doc:#}",
+        ivs.len()
+    );
+    let mut last_end = 0.0;
+    let mut total = 0u64;
+    for (k, iv) in ivs.iter().enumerate() {
+        let sum = &iv["sum"];
+        let start = sum["start"].as_f64().expect("sum.start");
+        assert!(
+            (start - last_end).abs() < 1e-3,
+            "interval {k} starts at {start}: {iv:#}"
+        );
+        last_end = sum["end"].as_f64().expect("sum.end");
+        let streams = iv["streams"].as_array().expect("streams");
+        assert_eq!(streams.len(), 2, "interval {k}: {iv:#}");
+        let mut of_streams = 0u64;
+        for s in streams {
+            let mut keys = vec![
+                "socket",
+                "start",
+                "end",
+                "seconds",
+                "bytes",
+                "bits_per_second",
+            ];
+            if server_sends {
+                keys.extend(["retransmits", "snd_cwnd", "snd_wnd", "rtt", "rttvar"]);
+            }
+            for key in keys {
+                assert!(s[key].is_number(), "interval {k}: no {key}: {s:#}");
+            }
+            assert_eq!(s["omitted"], Value::Bool(false), "{s:#}");
+            assert_eq!(s["sender"], Value::Bool(server_sends), "{s:#}");
+            let bytes = s["bytes"].as_u64().unwrap_or(0);
+            if k < 2 {
+                assert!(bytes > 0, "interval {k}: a stream moved nothing: {s:#}");
+            }
+            of_streams += bytes;
+        }
+        for key in ["seconds", "bits_per_second"] {
+            assert!(sum[key].is_number(), "interval {k}: no sum.{key}: {sum:#}");
+        }
+        assert_eq!(sum["sender"], Value::Bool(server_sends), "{sum:#}");
+        assert_eq!(sum["omitted"], Value::Bool(false), "{sum:#}");
+        assert_eq!(
+            sum["bytes"].as_u64(),
+            Some(of_streams),
+            "interval {k}: {iv:#}"
+        );
+        if server_sends {
+            assert!(sum["retransmits"].is_number(), "{sum:#}");
+        }
+        total += of_streams;
+    }
+    let end = doc["end"][end_key]["bytes"]
+        .as_u64()
+        .expect("the end's bytes");
+    let off = (total as f64 - end as f64).abs() / end.max(1) as f64;
+    assert!(
+        off < 0.03,
+        "the intervals add up to {total} bytes, end.{end_key} says {end}"
+    );
+}
+
+/// Regression (issue 41, pScheduler audit): the server's `--json` document had
+/// `"intervals": []`, so with `reverse`, where the tool takes the server's document as the
+/// result, pScheduler's parser found no interval (iperf3 3.12's server gives one a second).
+/// The server now writes its own figures per interval for the streams it sent (`-R`) or
+/// received (forward).
+#[test]
+fn the_servers_json_has_an_interval_a_second_for_its_streams() {
+    let test = "server intervals";
+    if !common::tool_or_skip(test, "iperf3") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let reverse = server_document_of(&["-t", "2", "-i", "1", "-R", "-P", "2"]);
+    check_server_intervals(&reverse, true, "sum_sent");
+    let forward = server_document_of(&["-t", "2", "-i", "1", "-P", "2"]);
+    check_server_intervals(&forward, false, "sum_received");
+}

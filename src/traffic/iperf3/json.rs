@@ -18,8 +18,9 @@
 //! restart at 0 after the warm-up, as iperf3's do after `-O`; without `-O` the warm-up is only
 //! netsweep's send path calibration, which is no iperf3 interval (see `extensions.calibration`).
 //!
-//! Called by `app` for `-J` in iperf3 mode and for `--json-stream`; pure rendering of a
-//! `TestResult`, no I/O.
+//! Called by `app` for `-J` in iperf3 mode and for `--json-stream`, and by the iperf3 server's
+//! own document (`server::document`) for its `intervals` (`interval_of` with
+//! `Writer::Server`); pure rendering of a `TestResult`, no I/O.
 
 use crate::traffic::iperf3::wire;
 use crate::traffic::result::{
@@ -231,8 +232,33 @@ fn rate(bytes: u64, seconds: f64) -> f64 {
     }
 }
 
-/// One `intervals[]` entry, or `None` for netsweep's calibration intervals.
+/// Which end writes a document: the `sender` flags, the counts and the sender's TCP figures
+/// are that end's (iperf3's server writes `"sender": true` on the streams it sends).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writer {
+    Client,
+    Server,
+}
+
+impl Writer {
+    /// This end sends the streams of `flow`.
+    fn sends(self, flow: Flow) -> bool {
+        match self {
+            Writer::Client => client_sends(flow),
+            Writer::Server => !client_sends(flow),
+        }
+    }
+}
+
+/// One `intervals[]` entry of the client's document, or `None` for netsweep's calibration
+/// intervals.
 pub fn interval(spec: &TestSpec, iv: &Interval) -> Option<Value> {
+    interval_of(Writer::Client, spec, iv)
+}
+
+/// One `intervals[]` entry as `writer` writes it, or `None` for netsweep's calibration
+/// intervals. `iv`'s rows hold that end's counts (`bytes` received, `sent_bytes` sent).
+pub fn interval_of(writer: Writer, spec: &TestSpec, iv: &Interval) -> Option<Value> {
     let (start, end) = interval_times(spec, iv)?;
     let seconds = micros(end - start);
     let mut out = Map::new();
@@ -241,7 +267,7 @@ pub fn interval(spec: &TestSpec, iv: &Interval) -> Option<Value> {
         Value::Array(
             iv.streams
                 .iter()
-                .map(|row| interval_stream(spec.protocol, row, start, end, iv.omitted))
+                .map(|row| interval_stream(writer, spec.protocol, row, (start, end), iv.omitted))
                 .collect(),
         ),
     );
@@ -254,13 +280,19 @@ pub fn interval(spec: &TestSpec, iv: &Interval) -> Option<Value> {
         let name = sum_name("sum", spec, flow);
         out.insert(
             name,
-            interval_sum(spec.protocol, flow, &rows, start, end, seconds, iv.omitted),
+            interval_sum(
+                (writer, spec.protocol, flow),
+                &rows,
+                (start, end, seconds),
+                iv.omitted,
+            ),
         );
     }
     Some(Value::Object(out))
 }
 
-/// `sum`, or `sum_bidir_reverse` for the server's streams of a `--bidir` test (iperf3's names).
+/// `sum`, or `sum_bidir_reverse` for the streams the server sends in a `--bidir` test
+/// (iperf3's names, the same in the client's document and the server's).
 fn sum_name(base: &str, spec: &TestSpec, flow: Flow) -> String {
     if spec.direction == Direction::Bidir && !client_sends(flow) {
         format!("{base}_bidir_reverse")
@@ -269,9 +301,9 @@ fn sum_name(base: &str, spec: &TestSpec, flow: Flow) -> String {
     }
 }
 
-/// The bytes this end counted for a row: what it sent or what it received.
-fn local_bytes(row: &StreamInterval) -> u64 {
-    if row.flow.is_some_and(client_sends) {
+/// The bytes the writing end counted for a row: what it sent or what it received.
+fn local_bytes(writer: Writer, row: &StreamInterval) -> u64 {
+    if row.flow.is_some_and(|f| writer.sends(f)) {
         row.sent_bytes
     } else {
         row.bytes
@@ -279,14 +311,14 @@ fn local_bytes(row: &StreamInterval) -> u64 {
 }
 
 fn interval_stream(
+    writer: Writer,
     proto: Protocol,
     row: &StreamInterval,
-    start: f64,
-    end: f64,
+    (start, end): (f64, f64),
     omitted: bool,
 ) -> Value {
-    let sender = row.flow.is_some_and(client_sends);
-    let bytes = local_bytes(row);
+    let sender = row.flow.is_some_and(|f| writer.sends(f));
+    let bytes = local_bytes(writer, row);
     let mut o = Map::new();
     o.insert("socket".into(), json!(socket_id(row.stream)));
     o.insert("start".into(), json!(start));
@@ -334,16 +366,13 @@ fn percent(part: u64, whole: u64) -> f64 {
 }
 
 fn interval_sum(
-    proto: Protocol,
-    flow: Flow,
+    (writer, proto, flow): (Writer, Protocol, Flow),
     rows: &[&StreamInterval],
-    start: f64,
-    end: f64,
-    seconds: f64,
+    (start, end, seconds): (f64, f64, f64),
     omitted: bool,
 ) -> Value {
-    let sender = client_sends(flow);
-    let bytes = crate::traffic::result::saturating_sum(rows.iter().map(|r| local_bytes(r)));
+    let sender = writer.sends(flow);
+    let bytes = crate::traffic::result::saturating_sum(rows.iter().map(|r| local_bytes(writer, r)));
     let mut o = Map::new();
     o.insert("start".into(), json!(start));
     o.insert("end".into(), json!(end));

@@ -36,6 +36,7 @@ use std::time::{Duration, Instant};
 
 mod document;
 mod ending;
+mod intervals;
 mod spec;
 use ending::*;
 #[cfg(test)]
@@ -493,7 +494,14 @@ pub fn serve(
     // Only now is everything the test held released: the slot goes last.
     drop(slot);
     (ctx.log)(&summary_line(peer, &spec, &ours, &theirs));
-    Ok(document::document(peer, local, &spec, (&ours, &theirs)))
+    let intervals = intervals::intervals(&spec, &finished, stopped);
+    Ok(document::document(
+        peer,
+        local,
+        &spec,
+        (&ours, &theirs),
+        &intervals,
+    ))
 }
 
 /// A client refused at its login: no test of this server's (iperf3's `-1` waits on for the

@@ -1,20 +1,26 @@
 //! The document `netsweep -s -1 --json` prints for its iperf3 test, as iperf3's server `-J`
 //! does: `start` (who connected, what was asked), `end` with the streams' and the sums'
 //! figures as both ends exchanged them (the sender's `sum_sent` and the receiver's
-//! `sum_received` for TCP, `sum` for UDP). The server keeps no per-interval reports for an
-//! iperf3 client, so `intervals` is empty. pScheduler's iperf3 tool reads this document for
-//! its server participant (and, with `reverse`, makes it the test's result).
+//! `sum_received` for TCP, `sum` for UDP), and `intervals`: this server's own figures per
+//! interval for its streams (what it received; what it sent, with the sender's TCP figures;
+//! both with `--bidir`), rendered by the client document's builder (`json::interval_of`) from
+//! the server's side. pScheduler's iperf3 tool reads this document for its server participant
+//! (and, with `reverse`, makes it the test's result, intervals included).
 
 use super::*;
+use crate::traffic::iperf3::json::{self, Writer};
 use crate::traffic::iperf3::wire::StreamResult;
+use crate::traffic::result::Interval;
 use serde_json::{Value, json};
 
-/// The document of a finished test: `ours` are this server's figures, `theirs` the client's.
+/// The document of a finished test: `ours` are this server's figures, `theirs` the client's,
+/// `intervals` this server's (`intervals::intervals`).
 pub(super) fn document(
     peer: SocketAddr,
     local: Option<SocketAddr>,
     spec: &TestSpec,
     (ours, theirs): (&Results, &Results),
+    intervals: &[Interval],
 ) -> Value {
     let server_sends = spec.direction == Direction::Reverse;
     let (sender, receiver) = if server_sends {
@@ -59,7 +65,10 @@ pub(super) fn document(
                 "reverse": i32::from(server_sends),
             },
         },
-        "intervals": [],
+        "intervals": intervals
+            .iter()
+            .filter_map(|iv| json::interval_of(Writer::Server, spec, iv))
+            .collect::<Vec<Value>>(),
         "end": end,
     })
 }
@@ -169,7 +178,7 @@ mod tests {
         let spec = TestSpec::tcp(Duration::from_secs(2));
         let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         let (ours, theirs) = (results(&[900, 100], None), results(&[1000, 200], Some(3)));
-        let d = document(peer, None, &spec, (&ours, &theirs));
+        let d = document(peer, None, &spec, (&ours, &theirs), &[]);
         assert_eq!(d["end"]["sum_sent"]["bytes"], json!(1200));
         assert_eq!(d["end"]["sum_sent"]["retransmits"], json!(6));
         assert_eq!(d["end"]["sum_received"]["bytes"], json!(1000));
@@ -188,9 +197,54 @@ mod tests {
         spec.direction = Direction::Reverse;
         let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         let (ours, theirs) = (results(&[500], Some(1)), results(&[400], None));
-        let d = document(peer, None, &spec, (&ours, &theirs));
+        let d = document(peer, None, &spec, (&ours, &theirs), &[]);
         assert_eq!(d["end"]["sum_sent"]["bytes"], json!(500));
         assert_eq!(d["end"]["sum_received"]["bytes"], json!(400));
         assert_eq!(d["start"]["test_start"]["reverse"], json!(1));
+    }
+
+    /// The server writes its intervals from its own side: the streams it sends are the
+    /// senders, with their TCP figures, and the bytes are its own count.
+    #[test]
+    fn a_reverse_tests_intervals_are_the_servers_sending() {
+        use crate::traffic::measure::{IntervalReport, Role, StreamReport, TcpSample};
+        let mut spec = TestSpec::tcp(Duration::from_secs(12));
+        spec.direction = Direction::Reverse;
+        spec.calibration = Duration::ZERO;
+        let sent = StreamReport {
+            intervals: (0..2)
+                .map(|k| IntervalReport {
+                    stream: 0,
+                    index: k,
+                    role: Role::Sender,
+                    bytes: 1000,
+                    packets: 0,
+                    tcp: Some(TcpSample {
+                        retransmits: 1,
+                        rtt_us: 50,
+                        ..TcpSample::default()
+                    }),
+                    udp: None,
+                })
+                .collect(),
+            ..StreamReport::empty(0, Flow::ServerToClient, Role::Sender, None)
+        };
+        let finished = crate::traffic::session::Finished {
+            reports: vec![sent],
+            ..Default::default()
+        };
+        let ivs = super::super::intervals::intervals(&spec, &finished, Duration::from_secs(2));
+        let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let (ours, theirs) = (results(&[2000], Some(2)), results(&[2000], None));
+        let d = document(peer, None, &spec, (&ours, &theirs), &ivs);
+        assert_eq!(d["intervals"].as_array().map(Vec::len), Some(2), "{d:#}");
+        let s = &d["intervals"][1]["streams"][0];
+        assert_eq!(s["sender"], json!(true), "{s:#}");
+        assert_eq!(s["bytes"], json!(1000));
+        assert_eq!(s["rtt"], json!(50));
+        assert_eq!(s["start"], json!(1.0));
+        let sum = &d["intervals"][1]["sum"];
+        assert_eq!(sum["retransmits"], json!(1), "{sum:#}");
+        assert_eq!(sum["sender"], json!(true));
     }
 }
