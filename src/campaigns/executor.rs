@@ -434,8 +434,12 @@ impl Executor for LabExecutor {
             // Discarded by the runner; a guest may still be busy with the test it was given.
             return ExecOutcome::failed("interrupted".into());
         }
+        // A failed test with a guest's server: where that server logged, and its last words.
+        let mut result = result.map_err(|e| match self.lab().guest_at(Host::B) {
+            Some(g) => format!("{e}\n{}", g.console_tail()),
+            None => e,
+        });
         // RFC 6349's metrics against the lab's own path, wherever the client ran.
-        let mut result = result;
         if let Ok(r) = &mut result
             && r.rr.is_none()
         {

@@ -517,19 +517,37 @@ impl Guest<'_> {
                 bail!("interrupted by a signal while the guest was booting");
             }
             if !alive || t0.elapsed() > wait.timeout {
-                let tail: Vec<&str> = text.lines().rev().take(8).collect();
-                let tail: Vec<&str> = tail.into_iter().rev().collect();
                 bail!(
                     "the guest ({}, {}) {} after {:.0} s; its console ended with:\n{}",
                     self.spec.nic.name(),
                     self.accel.name(),
                     if alive { "was not ready" } else { "stopped" },
                     t0.elapsed().as_secs_f64(),
-                    tail.join("\n")
+                    last_lines(&text, 8)
                 );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+}
+
+/// The last `n` lines of a console's text.
+fn last_lines(text: &str, n: usize) -> String {
+    let tail: Vec<&str> = text.lines().rev().take(n).collect();
+    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+}
+
+impl GuestState {
+    /// Where the guest's console is and its last lines: the guest's server logs there, so a
+    /// test its server ended is explained there (a run failed with "the server closed the
+    /// control connection" and no word of where to look).
+    pub fn console_tail(&self) -> String {
+        let text = crate::inputs::read_regular(&self.console, 1 << 20).unwrap_or_default();
+        format!(
+            "the guest's console ({}), where its server logs, ended with:\n{}",
+            self.console.display(),
+            last_lines(&text, 8)
+        )
     }
 }
 
@@ -621,6 +639,35 @@ mod tests {
             kernel_version: "6.1.0-56-amd64".into(),
             stamp: "0123456789abcdef".into(),
         }
+    }
+
+    /// Regression (issue 42, 9): a VM lab's failed test did not say where the guest's server
+    /// logged; the error now carries the console's path and its last lines.
+    #[test]
+    fn a_guests_console_tail_names_the_file_and_its_last_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let console = dir.path().join("lab.console");
+        let text: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(&console, text).unwrap();
+        let g = GuestState {
+            pid: 1,
+            spec: GuestSpec::default(),
+            accel: Accel::Tcg,
+            driver: String::new(),
+            console: console.clone(),
+            pidfile: dir.path().join("lab.qemu.pid"),
+            boot_s: 1.0,
+            resumed: false,
+        };
+        let tail = g.console_tail();
+        assert!(tail.contains(&console.display().to_string()), "{tail}");
+        assert!(
+            tail.ends_with(
+                "line 13\nline 14\nline 15\nline 16\nline 17\nline 18\nline 19\nline 20"
+            ),
+            "{tail}"
+        );
+        assert!(!tail.contains("line 12\n"), "{tail}");
     }
 
     #[test]
