@@ -67,6 +67,35 @@ pub fn account(
     Some(format!("of {lost} datagrams lost: {}", parts.join("; ")))
 }
 
+/// The drops of a device's qdiscs as `tc -s -j qdisc show dev DEV` gives them: netem's are
+/// its loss setting (netem counts each packet its `loss` drops, and its limit is set far above
+/// any queue), tbf's the tail of its full queue (the rate). `None` when the text holds neither.
+pub fn qdisc_drops(tc_json: &str) -> Option<PathDrops> {
+    let qdiscs: Vec<serde_json::Value> = serde_json::from_str(tc_json).ok()?;
+    let mut found = None::<PathDrops>;
+    for q in &qdiscs {
+        let drops = q
+            .get("drops")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        let d = match q.get("kind").and_then(serde_json::Value::as_str) {
+            Some("netem") => PathDrops {
+                loss: drops,
+                queue: 0,
+            },
+            Some("tbf") => PathDrops {
+                loss: 0,
+                queue: drops,
+            },
+            _ => continue,
+        };
+        let f = found.get_or_insert_with(PathDrops::default);
+        f.loss += d.loss;
+        f.queue += d.queue;
+    }
+    found
+}
+
 /// The drops of the delay line between two snapshots of its counters.
 pub fn between(
     before: Option<[PathDrops; 2]>,
@@ -102,6 +131,26 @@ mod tests {
                 .into_iter()
                 .collect(),
         }
+    }
+
+    /// Regression (outside audit of issue 42): a lab shaped by netem or tbf said nothing of
+    /// where its datagrams went (only the userspace delay line was read). `tc -s -j` of netem
+    /// with a tbf child (iproute2 6.x), and of a tbf alone as this machine's tc printed it.
+    #[test]
+    fn netem_drops_are_the_loss_setting_and_tbf_drops_the_full_queue() {
+        let netem = r#"[{"kind":"netem","handle":"1:","root":true,"refcnt":2,"options":{"limit":1000000,"delay":{"delay":0.01,"jitter":0,"correlation":0},"loss-random":{"loss":0.03,"correlation":0},"ecn":false,"gap":0},"bytes":4404000,"packets":3000,"drops":91,"overlimits":0,"requeues":0,"backlog":0,"qlen":0},{"kind":"tbf","handle":"10:","parent":"1:1","options":{"rate":125000000,"burst":15000,"lat":5000000},"bytes":4270000,"packets":2909,"drops":40,"overlimits":120,"requeues":0,"backlog":0,"qlen":0}]"#;
+        assert_eq!(
+            qdisc_drops(netem),
+            Some(PathDrops {
+                loss: 91,
+                queue: 40
+            })
+        );
+        let tbf = r#"[{"kind":"tbf","handle":"10:","root":true,"refcnt":2,"options":{"rate":250000000,"burst":31250,"lat":1000000},"bytes":10,"packets":1,"drops":7,"overlimits":0,"requeues":0,"backlog":0,"qlen":0}]"#;
+        assert_eq!(qdisc_drops(tbf), Some(PathDrops { loss: 0, queue: 7 }));
+        let plain = r#"[{"kind":"noqueue","handle":"0:","root":true,"refcnt":2,"options":{}}]"#;
+        assert_eq!(qdisc_drops(plain), None);
+        assert_eq!(qdisc_drops("not json"), None);
     }
 
     #[test]

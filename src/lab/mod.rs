@@ -561,13 +561,27 @@ impl Lab {
         self.names.device(h)
     }
 
-    /// The delay line's drops per direction (a->b, b->a).
+    /// The path's drops per direction (a->b, b->a): the delay line's counters, or, where the
+    /// kernel shapes the path (netem, tbf), the qdiscs' on each sending host's device. `None`
+    /// where neither can be read (a `lab up` relay runs in a process of its own).
     pub fn delay_line_drops_by_direction(&self) -> Option<[loss::PathDrops; 2]> {
         match &self.relay {
             Relay::Threads { counters, .. } => Some([0, 1].map(|i| loss::PathDrops {
                 loss: counters[i].dropped_loss.load(Ordering::Relaxed),
                 queue: counters[i].dropped_queue.load(Ordering::Relaxed),
             })),
+            Relay::None if matches!(self.emulator(), Emulator::Netem | Emulator::None) => {
+                let of = |h: Host| {
+                    let out = self
+                        .command(h, "tc")
+                        .args(["-s", "-j", "qdisc", "show", "dev", &self.device(h)])
+                        .output()
+                        .ok()?;
+                    loss::qdisc_drops(&String::from_utf8_lossy(&out.stdout))
+                };
+                let (a, b) = (of(Host::A), of(Host::B));
+                (a.is_some() || b.is_some()).then(|| [a.unwrap_or_default(), b.unwrap_or_default()])
+            }
             _ => None,
         }
     }
