@@ -135,7 +135,8 @@ mod tests {
 
     /// Regression (outside audit of issue 42): a lab shaped by netem or tbf said nothing of
     /// where its datagrams went (only the userspace delay line was read). `tc -s -j` of netem
-    /// with a tbf child (iproute2 6.x), and of a tbf alone as this machine's tc printed it.
+    /// with a tbf child (iproute2 6.x), and of a tbf alone as this machine's tc printed it (drops
+    /// set to 7).
     #[test]
     fn netem_drops_are_the_loss_setting_and_tbf_drops_the_full_queue() {
         let netem = r#"[{"kind":"netem","handle":"1:","root":true,"refcnt":2,"options":{"limit":1000000,"delay":{"delay":0.01,"jitter":0,"correlation":0},"loss-random":{"loss":0.03,"correlation":0},"ecn":false,"gap":0},"bytes":4404000,"packets":3000,"drops":91,"overlimits":0,"requeues":0,"backlog":0,"qlen":0},{"kind":"tbf","handle":"10:","parent":"1:1","options":{"rate":125000000,"burst":15000,"lat":5000000},"bytes":4270000,"packets":2909,"drops":40,"overlimits":120,"requeues":0,"backlog":0,"qlen":0}]"#;
@@ -146,7 +147,7 @@ mod tests {
                 queue: 40
             })
         );
-        let tbf = r#"[{"kind":"tbf","handle":"10:","root":true,"refcnt":2,"options":{"rate":250000000,"burst":31250,"lat":1000000},"bytes":10,"packets":1,"drops":7,"overlimits":0,"requeues":0,"backlog":0,"qlen":0}]"#;
+        let tbf = r#"[{"kind":"tbf","handle":"10:","root":true,"refcnt":3,"options":{"rate":31250000,"burst":31250,"lat":1000},"bytes":10,"packets":1,"drops":7,"overlimits":0,"requeues":0,"backlog":0,"qlen":0}]"#;
         assert_eq!(qdisc_drops(tbf), Some(PathDrops { loss: 0, queue: 7 }));
         let plain = r#"[{"kind":"noqueue","handle":"0:","root":true,"refcnt":2,"options":{}}]"#;
         assert_eq!(qdisc_drops(plain), None);
