@@ -1,7 +1,9 @@
 //! What netsweep reads from outside, made safe before it is used: files a user names (plans,
 //! profiles, number files, libvirt XML) are read up to a size cap; kernel pseudo-files under a
 //! `/proc` or `/sys` root are read only if they are regular files (a FIFO or a link to
-//! `/dev/zero` in a fixture tree is refused, not waited on or read for ever); and text from a
+//! `/dev/zero` in a fixture tree is refused, not waited on or read for ever); paths netsweep
+//! opens for its own files (a store, its lock) are refused at once when they are not regular
+//! files (`refuse_special`); and text from a
 //! peer or a file is escaped before it reaches a terminal or a log.
 //!
 //! Called by `app` (user files), `doctor`, `hostfacts` and `counters` (pseudo-files), and by
@@ -82,17 +84,58 @@ fn read_file_waiting(path: &Path, cap: u64, fifo_wait: Duration) -> io::Result<S
     if kind.is_char_device() && file.is_terminal() {
         return read_capped(blocking(file)?, cap, &what);
     }
-    let named = if kind.is_dir() {
-        "a directory"
-    } else if kind.is_socket() {
-        "a socket"
-    } else {
-        "a device"
-    };
     Err(io::Error::new(
         io::ErrorKind::InvalidInput,
-        format!("{what} is {named}, not a file: give a file or a pipe"),
+        format!(
+            "{what} is {}, not a file: give a file or a pipe",
+            kind_named(&kind)
+        ),
     ))
+}
+
+/// What a file that is not a regular one is, as a message names it.
+fn kind_named(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_file() {
+        "a regular file"
+    } else {
+        "a device"
+    }
+}
+
+/// Refuses at once a path netsweep is about to open (a database, its journal, a lock file)
+/// that is there but is not a regular file (a link is followed), naming what it is: a FIFO or
+/// device would block the open (SQLite's has no `O_NONBLOCK`) or be written to. A path that is
+/// not there passes; whether it may be created is the opener's call. `role` says what the
+/// path is for ("store", "lock file").
+pub fn refuse_special(path: &Path, role: &str) -> io::Result<()> {
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(m) => Err(not_regular(path, role, &m.file_type())),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The error for a path that is `kind` where a regular file was needed.
+pub fn not_regular(path: &Path, role: &str, kind: &std::fs::FileType) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "{role} {} is {}, not a regular file: netsweep opens only regular files there (a \
+             FIFO or device would hold it for ever); remove it or give another path",
+            path.display(),
+            kind_named(kind)
+        ),
+    )
 }
 
 /// Clears `O_NONBLOCK`, so reads wait for data again.
@@ -304,6 +347,29 @@ mod tests {
         let text = read_file_waiting(&fifo, 1000, Duration::from_secs(20)).unwrap();
         writer.join().unwrap();
         assert_eq!(text, "1\n2\n3\n");
+    }
+
+    #[test]
+    fn special_files_are_refused_at_once_where_a_regular_one_belongs() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = fifo_in(dir.path());
+        let t0 = Instant::now();
+        let e = refuse_special(&fifo, "store").unwrap_err();
+        assert!(t0.elapsed() < Duration::from_secs(1));
+        assert!(
+            e.to_string().contains("is a FIFO, not a regular file"),
+            "{e}"
+        );
+        let e = refuse_special(dir.path(), "store").unwrap_err();
+        assert!(e.to_string().contains("is a directory"), "{e}");
+        let e = refuse_special(Path::new("/dev/null"), "lock file").unwrap_err();
+        assert!(
+            e.to_string().contains("lock file /dev/null is a device"),
+            "{e}"
+        );
+        assert!(refuse_special(&dir.path().join("absent.db"), "store").is_ok());
+        std::fs::write(dir.path().join("x.db"), "").unwrap();
+        assert!(refuse_special(&dir.path().join("x.db"), "store").is_ok());
     }
 
     #[test]

@@ -313,6 +313,26 @@ fn stored_facts_that_cannot_be_read_stop_the_read_and_are_never_replaced_by_defa
         !ok && out.contains("stored plan facts") && out.contains("do not parse"),
         "{out}"
     );
+    // A key this version does not know (a renamed one) is refused too, not read as the
+    // default (issue 42, audit: "guest" as "guset" read as false in silence).
+    let renamed = dir.path().join("renamed.db");
+    std::fs::copy(fixture, &renamed).unwrap();
+    drop(netsweep::campaigns::store::Store::open(&renamed).unwrap());
+    let conn = rusqlite::Connection::open(&renamed).unwrap();
+    let changed = conn
+        .execute(
+            "UPDATE campaign SET plan_facts_json = replace(plan_facts_json, '\"guest\"', '\"guset\"')
+             WHERE plan_facts_json LIKE '%\"guest\"%'",
+            [],
+        )
+        .unwrap();
+    assert_eq!(changed, 1);
+    drop(conn);
+    let (ok, out) = netsweep(&["explain", "--db", renamed.to_str().unwrap()]);
+    assert!(
+        !ok && out.contains("do not parse") && out.contains("unknown field `guset`"),
+        "{out}"
+    );
 
     let unparsable = dir.path().join("unparsable.db");
     std::fs::copy(fixture, &unparsable).unwrap();
@@ -335,8 +355,9 @@ fn stored_facts_that_cannot_be_read_stop_the_read_and_are_never_replaced_by_defa
 fn iperf3_results_import_and_compare() {
     let dir = tempfile::tempdir().unwrap();
     let doc = |bps: f64| {
+        let bytes = bps / 8.0;
         format!(
-            r#"{{"start": {{}}, "end": {{"sum_sent": {{"bits_per_second": {bps}, "retransmits": 3}}, "sum_received": {{"bits_per_second": {bps}}}, "cpu_utilization_percent": {{"host_total": 50.0, "remote_total": 40.0}}}}}}"#
+            r#"{{"start": {{}}, "end": {{"sum_sent": {{"bits_per_second": {bps}, "retransmits": 3}}, "sum_received": {{"bits_per_second": {bps}, "bytes": {bytes}, "seconds": 1}}, "cpu_utilization_percent": {{"host_total": 50.0, "remote_total": 40.0}}}}}}"#
         )
     };
     let mut a = Vec::new();
@@ -400,6 +421,72 @@ fn iperf3_results_import_and_compare() {
     args.extend(a.iter().map(String::as_str));
     let (ok, out) = netsweep(&args);
     assert!(ok && out.contains("campaign 2"), "{out}");
+}
+
+/// Regression (issue 42, audit): `import a.json bad.json` stopped with rc 1 at the bad file but
+/// kept a.json's run, without a word; and a file whose receiver claimed ten times what was sent
+/// (bytes and rate both x10) was stored. Now every file is checked first and an import stores
+/// all its files or none, saying so.
+#[test]
+fn an_import_with_one_bad_file_stores_none_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/iperf3-json/iperf3.12-tcp-P2.json"
+    );
+    let good = dir.path().join("a.json");
+    std::fs::copy(fixture, &good).unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    for key in ["bytes", "bits_per_second"] {
+        let x = v["end"]["sum_received"][key].as_f64().unwrap();
+        v["end"]["sum_received"][key] = serde_json::json!(x * 10.0);
+    }
+    let bad = dir.path().join("recv_x10.json");
+    std::fs::write(&bad, v.to_string()).unwrap();
+    let db = dir.path().join("i.db");
+    let (dbs, goods, bads) = (
+        db.to_str().unwrap(),
+        good.to_str().unwrap(),
+        bad.to_str().unwrap(),
+    );
+    let (ok, out) = netsweep(&["import", "--db", dbs, "--set", "x=1", goods]);
+    assert!(ok, "{out}");
+    assert_eq!(stored(&db).len(), 1);
+    let (ok, out) = netsweep(&["import", "--db", dbs, "--set", "x=1", goods, bads]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("recv_x10.json")
+            && out.contains("end.sum_received.bytes")
+            && out.contains("nothing was imported"),
+        "{out}"
+    );
+    assert_eq!(stored(&db).len(), 1, "part of a refused import was stored");
+}
+
+/// Regression (issue 42, audit): a plan whose every run failed was answered "no dimension makes
+/// a difference to goodput that matters beyond the noise of repeated runs", by `run` and
+/// `explain` alike.
+#[test]
+fn a_campaign_whose_every_run_failed_says_so_not_that_nothing_matters() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("allfail.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"loopback\"\n[test]\nduration = \"1s\"\n[dimensions.disk]\n\
+         a = { setup = \"exit 4\" }\nb = { setup = \"exit 4\" }\n[repeat]\ncount = 2\nseed = 9\n",
+    )
+    .unwrap();
+    let db = dir.path().join("f.db");
+    let dbs = db.to_str().unwrap();
+    let (_, ran) = netsweep(&["run", plan.to_str().unwrap(), "--db", dbs]);
+    let (_, explained) = netsweep(&["explain", "--db", dbs]);
+    for out in [&ran, &explained] {
+        assert!(
+            out.contains("no run succeeded") && !out.contains("no dimension makes a difference"),
+            "{out}"
+        );
+    }
 }
 
 /// Regression: `*.db` in .gitignore once hid `tests/fixtures/schema-v1.db`, so the schema test

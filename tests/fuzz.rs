@@ -353,8 +353,8 @@ fn fuzz_stats_input() {
 #[test]
 fn fuzz_iperf3_json_importer() {
     quiet_panics();
-    let tcp = br#"{"start":{"version":"iperf 3.12"},"end":{"sum_sent":{"retransmits":3,"bits_per_second":9.5e8},"sum_received":{"bits_per_second":9.4e8},"cpu_utilization_percent":{"host_total":12.5,"remote_total":30}}}"#;
-    let udp = br#"{"end":{"sum":{"bits_per_second":1e6,"lost_percent":0.5,"jitter_ms":0.01,"lost_packets":18446744073709551615}}}"#;
+    let tcp = br#"{"start":{"version":"iperf 3.12"},"end":{"sum_sent":{"retransmits":3,"bits_per_second":9.5e8},"sum_received":{"bits_per_second":9.4e8,"bytes":117500000,"seconds":1},"cpu_utilization_percent":{"host_total":12.5,"remote_total":30}}}"#;
+    let udp = br#"{"end":{"sum":{"bits_per_second":1e6,"bytes":125000,"seconds":1,"lost_percent":0.5,"jitter_ms":0.01,"lost_packets":18446744073709551615}}}"#;
     let runs =
         fuzz(
             "iperf3-json",

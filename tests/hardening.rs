@@ -526,7 +526,7 @@ fn a_reader_that_goes_away_is_not_a_panic() {
     let doc = dir.path().join("i.json");
     std::fs::write(
         &doc,
-        r#"{"end":{"sum_received":{"bits_per_second":9.4e8}}}"#,
+        r#"{"end":{"sum_received":{"bits_per_second":9.4e8,"bytes":117500000,"seconds":1}}}"#,
     )
     .unwrap();
     let db = dir.path().join("x.db");
@@ -680,6 +680,52 @@ fn named_inputs_never_block_on_a_fifo() {
         !d.status.success() && err.contains("is a directory, not a file"),
         "{err}"
     );
+}
+
+/// Regression (issue 42, audit): `compare|export|explain|report|migrate|plot --run 1 --db F`
+/// with F a FIFO blocked for ever in SQLite's open, and `import --db w.db` with `w.db.lock` a
+/// FIFO blocked opening the lock for writing. Every store path and lock file is now checked
+/// for its type first and a FIFO refused at once, by name.
+#[test]
+fn store_paths_and_lock_files_never_block_on_a_fifo() {
+    let dir = tempfile::tempdir().unwrap();
+    let mkfifo = |p: &std::path::Path| {
+        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+        // SAFETY: a valid path string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    };
+    let fifo = dir.path().join("f3");
+    mkfifo(&fifo);
+    let f = fifo.to_str().unwrap();
+    let out_html = dir.path().join("r.html");
+    let o = out_html.to_str().unwrap();
+    let doc = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/iperf3-json/iperf3.12-tcp-P2.json"
+    );
+    let locked = dir.path().join("w.db");
+    mkfifo(&dir.path().join("w.db.lock"));
+    let w = locked.to_str().unwrap();
+    for (args, expect) in [
+        (vec!["compare", "--db", f], "f3 is a FIFO"),
+        (vec!["export", "--db", f], "f3 is a FIFO"),
+        (vec!["explain", "--db", f], "f3 is a FIFO"),
+        (vec!["report", "--db", f, "-o", o], "f3 is a FIFO"),
+        (vec!["migrate", "--db", f], "f3 is a FIFO"),
+        (
+            vec!["plot", "--run", "1", "--db", f, "-o", o],
+            "f3 is a FIFO",
+        ),
+        (vec!["import", "--db", f, doc], "f3 is a FIFO"),
+        (vec!["import", "--db", w, doc], "w.db.lock is a FIFO"),
+    ] {
+        let what = format!("{args:?} hung on a FIFO");
+        let out = netsweep_within(&args, Duration::from_secs(20), &what);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(expect), "{args:?}: {err}");
+    }
+    assert!(!locked.exists(), "a store was made beside a refused lock");
 }
 
 /// Regression: `stats -w 100000000000` aborted on allocation; `doctor --watch nan` panicked.

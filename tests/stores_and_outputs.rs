@@ -23,8 +23,9 @@ fn netsweep(dir: &Path, args: &[&str]) -> (bool, String) {
 /// A store with one imported campaign of two values, four runs each, in `dir/c.db`.
 fn store_in(dir: &Path) {
     let doc = |bps: f64| {
+        let bytes = bps / 8.0;
         format!(
-            r#"{{"start": {{}}, "end": {{"sum_sent": {{"bits_per_second": {bps}, "retransmits": 3}}, "sum_received": {{"bits_per_second": {bps}}}, "cpu_utilization_percent": {{"host_total": 50.0, "remote_total": 40.0}}}}}}"#
+            r#"{{"start": {{}}, "end": {{"sum_sent": {{"bits_per_second": {bps}, "retransmits": 3}}, "sum_received": {{"bits_per_second": {bps}, "bytes": {bytes}, "seconds": 1}}, "cpu_utilization_percent": {{"host_total": 50.0, "remote_total": 40.0}}}}}}"#
         )
     };
     for (nic, scale) in [("e1000", 1.0), ("virtio", 4.0)] {
@@ -108,7 +109,15 @@ fn a_store_path_symlinked_to_a_non_database_is_refused_and_left_alone() {
         assert!(!ok, "{args:?}: {out}");
         assert!(out.contains("no netsweep store"), "{args:?}: {out}");
     }
-    std::fs::write(d.join("x.json"), "{}").unwrap();
+    // A valid document: import checks its files before it opens the store.
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/iperf3-json/iperf3.12-tcp-P2.json"
+        ),
+        d.join("x.json"),
+    )
+    .unwrap();
     let (ok, out) = netsweep(d, &["import", "--db", "link.db", "--set", "a=b", "x.json"]);
     assert!(!ok && out.contains("not a SQLite database"), "{out}");
     assert_eq!(

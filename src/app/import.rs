@@ -1,16 +1,67 @@
-//! `netsweep import`: iperf3 JSON results into a store, as runs of a configuration.
+//! `netsweep import`: iperf3 JSON results into a store, as runs of a configuration. Every file
+//! is read and checked before any is stored, and they are stored in one transaction: an import
+//! keeps all its files or none.
 
 use crate::campaigns::store::{NewRun, RunnerLock, Store};
 use crate::cli::{ImportArgs, pairs};
 use crate::platform::clock::now_unix;
-use crate::{inputs, traffic::iperf3};
-use anyhow::Context;
+use crate::traffic::iperf3::{self, import::Imported};
+use anyhow::{Context, bail};
+use std::path::Path;
 use std::process::ExitCode;
+
+/// One file's numbers, or why it cannot be imported (the file named).
+fn checked(f: &Path) -> Result<Imported, String> {
+    let text = crate::inputs::read_file(f, iperf3::MAX_JSON_BYTES)
+        .map_err(|e| format!("cannot read {}: {e}", f.display()))?;
+    iperf3::parse_json_result(&text).map_err(|e| format!("{}: {e}", f.display()))
+}
 
 pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     let dims = pairs(&a.set, "--set")?;
+    let mut numbers = Vec::with_capacity(a.files.len());
+    let mut refused = Vec::new();
+    for f in &a.files {
+        match checked(f) {
+            Ok(n) => numbers.push(n),
+            Err(e) => refused.push(e),
+        }
+    }
+    if !refused.is_empty() {
+        bail!(
+            "{}\nnothing was imported: {} of {} file(s) refused, and an import stores all its \
+             files or none; leave out or fix the file(s) named and import again",
+            refused.join("\n"),
+            refused.len(),
+            a.files.len()
+        );
+    }
     let _lock = RunnerLock::acquire(&a.db)?;
     let mut store = Store::open(&a.db)?;
+    let campaign = store
+        .all_or_nothing(|store| store_runs(store, a, &dims, numbers))
+        .with_context(|| {
+            format!(
+                "nothing was imported into {}: the import is one transaction",
+                a.db.display()
+            )
+        })?;
+    crate::outln!(
+        "imported {} runs into campaign {campaign} as {} ({})",
+        a.files.len(),
+        crate::campaigns::plan::label(&dims),
+        a.db.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Stores the runs (creating the campaign and configuration as needed); the campaign's id.
+fn store_runs(
+    store: &mut Store,
+    a: &ImportArgs,
+    dims: &[(String, String)],
+    numbers: Vec<Imported>,
+) -> anyhow::Result<i64> {
     let campaign = match a.campaign {
         Some(id) => {
             store.campaign(id)?;
@@ -26,13 +77,8 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
             }
         }
     };
-    let config = store.configuration_for(campaign, &dims)?;
-    let mut imported = 0;
-    for f in &a.files {
-        let text = inputs::read_file(f, iperf3::MAX_JSON_BYTES)
-            .with_context(|| format!("cannot read {}", f.display()))?;
-        let numbers = iperf3::parse_json_result(&text)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+    let config = store.configuration_for(campaign, dims)?;
+    for imported in numbers {
         let (round, sequence) = store.next_slot(campaign, config)?;
         let now = now_unix();
         store.insert_run(
@@ -43,16 +89,10 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
                 sequence,
                 started_unix: now,
                 finished_unix: now,
-                imported: Some(numbers),
+                imported: Some(imported),
                 ..NewRun::default()
             },
         )?;
-        imported += 1;
     }
-    crate::outln!(
-        "imported {imported} runs into campaign {campaign} as {} ({})",
-        crate::campaigns::plan::label(&dims),
-        a.db.display()
-    );
-    Ok(ExitCode::SUCCESS)
+    Ok(campaign)
 }

@@ -128,8 +128,10 @@ pub struct Plan {
     pub answer: AnswerSettings,
 }
 
-/// How a campaign's answer is judged (`[answer]`).
+/// How a campaign's answer is judged (`[answer]`). Stored in `PlanFacts`, which refuses keys it
+/// does not know; so does this.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AnswerSettings {
     /// The smallest change that matters, relative (0.05 = 5%).
     pub change: f64,

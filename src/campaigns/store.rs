@@ -6,7 +6,9 @@
 //! `schema` holds the migrations; `runs` writes a finished run and reads a campaign's runs; `lock::RunnerLock` keeps a second runner off the same
 //! database (an flock the kernel releases when the holder dies, even by kill -9). Read
 //! commands use `Store::open_read_only` (`readonly`), which writes nothing and migrates
-//! nothing; `Store::open` refuses a path that is a symlink to anything but a database.
+//! nothing; `Store::open` refuses a path that is a symlink to anything but a database, and
+//! every open first refuses a store file that is not a regular one (`files`: a FIFO there
+//! would block SQLite's open for ever).
 
 use crate::platform::clock::now_unix;
 use crate::traffic::iperf3::import::Imported;
@@ -24,6 +26,7 @@ pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 /// the stored plan when they are missing.
 pub const READABLE_FROM: u32 = 4;
 
+mod files;
 mod legacy;
 mod lock;
 mod readonly;
@@ -132,6 +135,7 @@ fn hash(text: &str) -> String {
 impl Store {
     /// Opens (creating if needed) and migrates to `SCHEMA_VERSION`.
     pub fn open(path: &Path) -> anyhow::Result<Store> {
+        files::check(path)?;
         crate::platform::outfile::refuse_symlink_to_non_database(path)
             .map_err(anyhow::Error::msg)?;
         let conn = Connection::open(path)
@@ -154,6 +158,7 @@ impl Store {
     /// migration. A store older than `READABLE_FROM` is refused with the command that
     /// upgrades it.
     pub fn open_read_only(path: &Path) -> anyhow::Result<Store> {
+        files::check(path)?;
         let conn = readonly::open(path)
             .with_context(|| format!("cannot open database {} to read it", path.display()))?;
         let mut store = Store {
@@ -190,6 +195,7 @@ impl Store {
 
     /// The schema version of the store at `path`, read without writing anything.
     pub fn stored_version(path: &Path) -> anyhow::Result<u32> {
+        files::check(path)?;
         let conn = readonly::open(path)
             .with_context(|| format!("cannot open database {} to read it", path.display()))?;
         Ok(conn.pragma_query_value(None, "user_version", |r| r.get(0))?)

@@ -10,12 +10,32 @@ pub struct FileLock {
 }
 
 impl FileLock {
+    /// Opens (creating) the lock file without blocking and without following a link: a FIFO
+    /// at its path would block a plain open for writing until a reader came, and a link would
+    /// have netsweep create or lock its target. Anything but a regular file is refused by name.
     fn open(path: &Path) -> std::io::Result<std::fs::File> {
-        std::fs::OpenOptions::new()
+        use std::os::unix::fs::OpenOptionsExt;
+        if let Ok(m) = std::fs::symlink_metadata(path)
+            && !m.is_file()
+        {
+            return Err(crate::inputs::not_regular(
+                path,
+                "lock file",
+                &m.file_type(),
+            ));
+        }
+        let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(path)
+            .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)?;
+        // Checked again on what was opened: the path may have changed since.
+        let kind = file.metadata()?.file_type();
+        if !kind.is_file() {
+            return Err(crate::inputs::not_regular(path, "lock file", &kind));
+        }
+        Ok(file)
     }
 
     /// The lock if nobody holds it; `WouldBlock` if somebody does.
@@ -56,6 +76,26 @@ mod tests {
         drop(held);
         assert!(FileLock::try_acquire(&path).is_ok());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Regression (issue 42, audit): a FIFO at `DB.lock` blocked the open for writing for ever.
+    #[test]
+    fn a_lock_path_that_is_a_fifo_or_a_link_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("w.db.lock");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid path string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let t0 = std::time::Instant::now();
+        let e = FileLock::try_acquire(&fifo).err().unwrap();
+        assert!(t0.elapsed() < std::time::Duration::from_secs(1));
+        assert!(e.to_string().contains("is a FIFO"), "{e}");
+        let victim = dir.path().join("victim.txt");
+        let link = dir.path().join("v.db.lock");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let e = FileLock::try_acquire(&link).err().unwrap();
+        assert!(e.to_string().contains("is a symbolic link"), "{e}");
+        assert!(!victim.exists(), "the link's target was created");
     }
 
     #[test]

@@ -449,3 +449,19 @@ fn an_effect_the_f_test_finds_is_decided_by_the_comparison_on_the_same_pooled_er
     assert!(!e.answer.contains("nic: no difference"), "{}", e.answer);
     assert!(e.answer.contains("depends on reverse"), "{}", e.answer);
 }
+
+/// Regression (issue 42, audit): a plan whose every run failed was answered "no dimension makes
+/// a difference to goodput that matters beyond the noise of repeated runs".
+#[test]
+fn with_no_successful_run_the_answer_says_so_not_that_nothing_matters() {
+    let opts = Options::new(Scale::Log, "goodput");
+    let e = analyze(&[], &order(&[("disk", &["a", "b"])]), &opts);
+    assert_eq!(e.runs, 0);
+    let first = e.answer.lines().next().unwrap_or("");
+    assert!(first.starts_with("no run succeeded"), "{}", e.answer);
+    assert!(
+        !e.answer.contains("no dimension makes a difference"),
+        "{}",
+        e.answer
+    );
+}

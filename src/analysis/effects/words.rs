@@ -284,6 +284,14 @@ fn small_line(x: &Effect, opts: &Options) -> String {
 
 /// The answer, first line first.
 pub(super) fn answer(e: &Effects, opts: &Options) -> String {
+    if e.runs == 0 {
+        // Nothing was measured: "no dimension makes a difference" would be a finding.
+        return format!(
+            "no run succeeded, so nothing can be said about what makes a difference to {}: \
+             every run failed (each configuration's failure is below); fix that and run again",
+            opts.what
+        );
+    }
     let mut lines = Vec::new();
     let matter: Vec<&Effect> = e.effects.iter().filter(|x| matters(x)).collect();
     for (i, x) in matter.iter().enumerate() {

@@ -6,7 +6,12 @@
 use super::{AnswerSettings, Configuration, PROFILE_DIMENSION, Plan, Target};
 use serde::{Deserialize, Serialize};
 
+/// Stored as JSON (`campaign.plan_facts_json`). A key this version does not know is refused,
+/// not skipped: a renamed or misspelt key would otherwise read as its default and change the
+/// answer in silence. Keys added later are `#[serde(default)]`, so what older versions wrote
+/// (without them) still reads.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PlanFacts {
     /// How comparisons are judged (`[answer]`).
     pub answer: AnswerSettings,
@@ -127,5 +132,39 @@ mod tests {
         assert!(f.profile_keys.is_empty());
         assert_eq!(f.answer, AnswerSettings::default());
         assert_eq!(f, PlanFacts::default());
+    }
+
+    /// Regression (issue 42, audit): `"guest":true` stored as `"guset":true` (or `link_bps` as
+    /// `link_bpz`) read as the default in silence, changing explain's answer.
+    #[test]
+    fn stored_facts_with_a_key_this_version_does_not_know_are_refused() {
+        let written = serde_json::to_value(PlanFacts {
+            link_bps: Some(1e9),
+            rtt_s: Some(0.01),
+            guest: true,
+            profile_keys: vec!["net.core.rmem_max".into()],
+            ..PlanFacts::default()
+        })
+        .unwrap();
+        let text = written.to_string();
+        assert!(serde_json::from_str::<PlanFacts>(&text).is_ok());
+        for (from, to) in [
+            ("\"guest\"", "\"guset\""),
+            ("\"link_bps\"", "\"link_bpz\""),
+            ("\"rtt_s\"", "\"rtt_ms\""),
+            (
+                "\"keep_outliers\"",
+                "\"keep_outliers\":true,\"keep_outlier\"",
+            ),
+        ] {
+            assert!(text.contains(from), "{text}");
+            let e = serde_json::from_str::<PlanFacts>(&text.replacen(from, to, 1)).unwrap_err();
+            assert!(e.to_string().contains("unknown field"), "{from}: {e}");
+        }
+        // What the first version with stored facts wrote (no rtt_s) still reads.
+        let older = r#"{"answer":{"change":0.3,"baselines":[],"keep_outliers":false},
+            "link_bps":1e9,"guest":true}"#;
+        let f = serde_json::from_str::<PlanFacts>(older).unwrap();
+        assert_eq!((f.answer.change, f.rtt_s, f.guest), (0.3, None, true));
     }
 }

@@ -21,7 +21,7 @@ impl RunnerLock {
                 db.display(),
                 path.display()
             ),
-            Err(e) => bail!("cannot create {}: {e}", path.display()),
+            Err(e) => bail!("cannot use the lock file {}: {e}", path.display()),
         }
     }
 }

@@ -1,13 +1,14 @@
 //! A campaign's runs in and out of the store: one finished run with its intervals in one
-//! transaction (`insert_run`), and every run of a campaign as the read commands see it (`runs`).
+//! transaction (`insert_run`), several writes as one (`all_or_nothing`), and every run of a campaign as the read commands see it (`runs`).
 
 use super::{NewRun, RunRow, Store};
 use rusqlite::params;
 
 impl Store {
-    /// Stores one finished run (and its intervals) in one transaction.
+    /// Stores one finished run (and its intervals) in one transaction (a savepoint, so that
+    /// inside `all_or_nothing` it joins the caller's).
     pub fn insert_run(&mut self, campaign: i64, run: &NewRun) -> anyhow::Result<i64> {
-        let tx = self.conn.transaction()?;
+        let tx = self.conn.savepoint()?;
         let s = run.result.as_ref().map(|r| &r.summary);
         let imp = run.imported.as_ref();
         let lat = run.result.as_ref().and_then(|r| r.latency.as_ref());
@@ -84,6 +85,24 @@ impl Store {
         Ok(run_id)
     }
 
+    /// Runs `write` in one transaction: everything it stores is kept, or, when it fails, none
+    /// of it (`import` of several files stores all or none of them).
+    pub fn all_or_nothing<T>(
+        &mut self,
+        write: impl FnOnce(&mut Store) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let done = write(self).and_then(|v| {
+            self.conn.execute_batch("COMMIT")?;
+            Ok(v)
+        });
+        if done.is_err() && !self.conn.is_autocommit() {
+            // The error that stopped the write is the one to report.
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+        done
+    }
+
     /// Every run of a campaign, in run order.
     pub fn runs(&self, campaign: i64) -> anyhow::Result<Vec<RunRow>> {
         let mut st = self.conn.prepare(
@@ -121,5 +140,45 @@ impl Store {
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `import` of several files relies on: a failure part-way stores none of the runs.
+    #[test]
+    fn all_or_nothing_keeps_every_run_or_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("x.db")).unwrap();
+        let campaign = store.create_import_campaign("t").unwrap();
+        let config = store
+            .configuration_for(campaign, &[("a".into(), "b".into())])
+            .unwrap();
+        let run = |sequence| NewRun {
+            configuration_id: config,
+            round: sequence as u32,
+            sequence,
+            imported: Some(Default::default()),
+            ..NewRun::default()
+        };
+        let failed: anyhow::Result<()> = store.all_or_nothing(|s| {
+            s.insert_run(campaign, &run(0))?;
+            s.insert_run(campaign, &run(1))?;
+            anyhow::bail!("the second file is damaged")
+        });
+        assert!(failed.is_err());
+        assert!(store.runs(campaign).unwrap().is_empty());
+        store
+            .all_or_nothing(|s| {
+                s.insert_run(campaign, &run(0))?;
+                s.insert_run(campaign, &run(1))
+            })
+            .unwrap();
+        assert_eq!(store.runs(campaign).unwrap().len(), 2);
+        // A run stored alone is still its own transaction.
+        store.insert_run(campaign, &run(2)).unwrap();
+        assert_eq!(store.runs(campaign).unwrap().len(), 3);
     }
 }

@@ -4,9 +4,14 @@
 //! Numbers are read leniently, as iperf3 writes them: Debian's 3.12 writes -1 as
 //! 18446744073709551615, and some versions write integers as floats. A figure that is not a
 //! finite, physically possible value (a negative rate, a loss above 100%) is refused with the
-//! field named, never stored.
+//! field named, never stored; so is a document whose figures contradict each other
+//! (`agreement`: a rate against its bytes, the receiver against the sender, a sum against its
+//! streams).
 
 use serde_json::Value;
+
+mod agreement;
+pub use agreement::{RATE_SLACK, RECEIVED_SLACK, RECEIVED_SLACK_OMIT};
 
 /// Numbers of a run measured by another tool (iperf3 -J), kept with its original JSON.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -41,30 +46,6 @@ fn in_range(end: &Value, path: &str, lo: f64, hi: f64) -> Result<Option<f64>, St
     }
 }
 
-/// A rate off its own bytes over its own seconds by more than this share contradicts them.
-pub const RATE_SLACK: f64 = 0.01;
-
-/// The rate against the section's own bytes and seconds (`seconds`, else `end - start`), when
-/// the document has them: a rate that says more or less than its bytes is damage or a lie.
-fn agrees_with_its_bytes(end: &Value, section: &str, bps: f64) -> Result<(), String> {
-    let field = |k: &str| end.pointer(&format!("{section}/{k}")).and_then(lenient_f64);
-    let Some(bytes) = field("bytes") else {
-        return Ok(());
-    };
-    let seconds = field("seconds").or_else(|| Some(field("end")? - field("start")?));
-    let Some(seconds) = seconds.filter(|s| *s > 0.0) else {
-        return Ok(());
-    };
-    let own = bytes * 8.0 / seconds;
-    if (own - bps).abs() > RATE_SLACK * own.max(bps) {
-        return Err(format!(
-            "end{section}.bits_per_second is {bps} but its own {bytes} bytes over {seconds} s \
-             make {own:.0}: the document's figures contradict each other"
-        ));
-    }
-    Ok(())
-}
-
 /// Reads the numbers of one iperf3 -J document.
 pub fn parse_json_result(text: &str) -> Result<Imported, String> {
     let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
@@ -87,7 +68,6 @@ pub fn parse_json_result(text: &str) -> Result<Imported, String> {
     };
     let bps = in_range(end, &format!("{section}/bits_per_second"), 0.0, max_rate)?
         .ok_or("no end.sum_received.bits_per_second")?;
-    agrees_with_its_bytes(end, section, bps)?;
     let retransmits = if udp {
         None
     } else {
@@ -101,13 +81,22 @@ pub fn parse_json_result(text: &str) -> Result<Imported, String> {
     } else {
         (None, None)
     };
+    let cpu_local_percent = in_range(end, "/cpu_utilization_percent/host_total", 0.0, 1e5)?;
+    let cpu_remote_percent = in_range(end, "/cpu_utilization_percent/remote_total", 0.0, 1e5)?;
+    // Each figure in its range first, then the figures against each other.
+    agreement::stored_rate_agrees(end, section, bps)?;
+    let omit = v
+        .pointer("/start/test_start/omit")
+        .and_then(lenient_f64)
+        .is_some_and(|o| o > 0.0);
+    agreement::figures_agree(end, udp, omit)?;
     Ok(Imported {
         bits_per_second: bps,
         retransmits,
         lost_percent,
         jitter_ms,
-        cpu_local_percent: in_range(end, "/cpu_utilization_percent/host_total", 0.0, 1e5)?,
-        cpu_remote_percent: in_range(end, "/cpu_utilization_percent/remote_total", 0.0, 1e5)?,
+        cpu_local_percent,
+        cpu_remote_percent,
         raw_json: text.to_string(),
     })
 }
@@ -119,13 +108,14 @@ mod tests {
     #[test]
     fn tcp_and_udp_documents_are_read() {
         let tcp = r#"{"end":{"sum_sent":{"retransmits":3,"bits_per_second":9.5e8},
-            "sum_received":{"bits_per_second":9.4e8},
+            "sum_received":{"bits_per_second":9.4e8,"bytes":117500000,"seconds":1},
             "cpu_utilization_percent":{"host_total":12.5,"remote_total":30}}}"#;
         let t = parse_json_result(tcp).unwrap();
         assert_eq!(t.bits_per_second, 9.4e8);
         assert_eq!(t.retransmits, Some(3));
         assert_eq!(t.cpu_remote_percent, Some(30.0));
-        let udp = r#"{"end":{"sum":{"bits_per_second":1e6,"lost_percent":0.5,"jitter_ms":0.01}}}"#;
+        let udp = r#"{"end":{"sum":{"bits_per_second":1e6,"bytes":125000,"seconds":1,
+            "lost_percent":0.5,"jitter_ms":0.01}}}"#;
         let u = parse_json_result(udp).unwrap();
         assert_eq!(
             (u.lost_percent, u.jitter_ms, u.retransmits),
@@ -137,7 +127,7 @@ mod tests {
     #[test]
     fn minus_one_as_u64_max_is_unknown_not_a_huge_number() {
         let doc = r#"{"end":{"sum_sent":{"retransmits":18446744073709551615},
-            "sum_received":{"bits_per_second":1000}}}"#;
+            "sum_received":{"bits_per_second":1000,"bytes":125,"seconds":1}}}"#;
         assert_eq!(parse_json_result(doc).unwrap().retransmits, None);
     }
 
@@ -157,6 +147,63 @@ mod tests {
             "{e}"
         );
         assert!(parse_json_result(&doc(0, 2.7718667e9)).is_err());
+    }
+
+    /// iperf3 3.12's own documents, a test's and its edits.
+    const TCP_P2: &str = include_str!("../../../tests/fixtures/iperf3-json/iperf3.12-tcp-P2.json");
+    const UDP: &str = include_str!("../../../tests/fixtures/iperf3-json/iperf3.12-udp.json");
+
+    fn edited(text: &str, edit: impl Fn(&mut Value)) -> String {
+        let mut v: Value = serde_json::from_str(text).unwrap();
+        edit(&mut v);
+        v.to_string()
+    }
+
+    /// Regression (issue 42, audit): each section was compared only with itself, so a
+    /// `sum_received` whose bytes and rate were both multiplied by 10 was stored (the receiver
+    /// got ten times what was sent), and so was one whose bytes were removed and rate x10.
+    #[test]
+    fn a_receiver_claiming_more_than_was_sent_or_a_rate_without_bytes_is_refused() {
+        assert!(parse_json_result(TCP_P2).is_ok());
+        assert!(parse_json_result(UDP).is_ok());
+        let x10 = |v: &mut Value, key: &str| {
+            let x = v["end"]["sum_received"][key].as_f64().unwrap();
+            v["end"]["sum_received"][key] = serde_json::json!(x * 10.0);
+        };
+        let consistent_x10 = edited(TCP_P2, |v| {
+            x10(v, "bytes");
+            x10(v, "bits_per_second");
+        });
+        let e = parse_json_result(&consistent_x10).unwrap_err();
+        assert!(e.contains("end.sum_received.bytes"), "{e}");
+        let no_bytes = edited(TCP_P2, |v| {
+            v["end"]["sum_received"]
+                .as_object_mut()
+                .unwrap()
+                .remove("bytes");
+            x10(v, "bits_per_second");
+        });
+        let e = parse_json_result(&no_bytes).unwrap_err();
+        assert!(
+            e.contains("end.sum_received has bits_per_second but no bytes"),
+            "{e}"
+        );
+        // The sum edited alone no longer adds up over its streams.
+        let sum_only = edited(TCP_P2, |v| {
+            let x = v["end"]["sum_received"]["bytes"].as_f64().unwrap();
+            v["end"]["sum_received"]["bytes"] = serde_json::json!(x * 0.5);
+            let r = v["end"]["sum_received"]["bits_per_second"]
+                .as_f64()
+                .unwrap();
+            v["end"]["sum_received"]["bits_per_second"] = serde_json::json!(r * 0.5);
+        });
+        let e = parse_json_result(&sum_only).unwrap_err();
+        assert!(e.contains("end.streams"), "{e}");
+        let udp_loss = edited(UDP, |v| {
+            v["end"]["sum"]["lost_percent"] = serde_json::json!(99.0);
+        });
+        let e = parse_json_result(&udp_loss).unwrap_err();
+        assert!(e.contains("lost_percent"), "{e}");
     }
 
     #[test]
