@@ -161,12 +161,12 @@ impl Libvirt {
         std::fs::read_to_string(self.dir.path().join("console.log")).unwrap_or_default()
     }
 
-    /// The journal netsweep keeps for the domain: named by libvirt's own identity of it (the
-    /// canonical URI and the UUID), as `Session::open` names it.
+    /// The journal netsweep keeps for the domain: named by its UUID, as `Session::open` names
+    /// it.
     fn journal(&self) -> PathBuf {
         use netsweep::host::libvirt::{journal, virsh::Virsh};
-        let identity = Virsh::new(Some(URI.to_string())).identity(&self.domain);
-        journal::path_of(&identity, &self.domain, Some(URI))
+        let uuid = Virsh::new(Some(URI.to_string())).uuid(&self.domain);
+        journal::path_of(uuid.as_deref(), &self.domain, Some(URI))
     }
 
     /// `netsweep ARGS` inside the namespace, where the bridge to the guest is.

@@ -47,13 +47,14 @@ pub fn path(uri: Option<&str>, domain: &str) -> PathBuf {
     dir().join(format!("{readable}-{:016x}.json", fnv(key.as_bytes())))
 }
 
-/// The journal of a domain as libvirt itself names it (`Virsh::identity`: the connection's
-/// canonical URI and the domain's UUID), so that every spelling of one domain (no `-c` and
-/// `-c qemu:///system` for root, its name or its UUID) shares one journal and one lock; the
-/// spelling given when libvirt cannot say.
-pub fn path_of(identity: &Option<(String, String)>, domain: &str, uri: Option<&str>) -> PathBuf {
-    match identity {
-        Some((canonical_uri, uuid)) => path(Some(canonical_uri), uuid),
+/// The journal of a domain by its UUID (`Virsh::uuid`), so that every spelling of one domain
+/// (no `uri` and `uri = "qemu:///system"` for root, its name or its UUID) shares one journal
+/// and one lock; the spelling given when libvirt cannot say. UUIDs are unique across
+/// connections, so the URI is not part of the name (a URI spelled two ways, or the default
+/// connection, resolve alike); the journal itself keeps the URI its restore uses.
+pub fn path_of(uuid: Option<&str>, domain: &str, uri: Option<&str>) -> PathBuf {
+    match uuid {
+        Some(uuid) => path(Some("uuid"), uuid),
         None => path(uri, domain),
     }
 }
@@ -312,14 +313,14 @@ mod tests {
     /// Every spelling of one domain shares a journal when libvirt names it.
     #[test]
     fn spellings_of_one_domain_share_its_journal() {
-        let id = Some(("qemu:///system".to_string(), "0d1c-uuid".to_string()));
+        let id = Some("0d1c-uuid");
         assert_eq!(
-            path_of(&id, "vm1", None),
-            path_of(&id, "0d1c-uuid", Some("qemu:///system"))
+            path_of(id, "vm1", None),
+            path_of(id, "0d1c-uuid", Some("qemu:///system"))
         );
         assert_ne!(
-            path_of(&None, "vm1", None),
-            path_of(&None, "vm1", Some("qemu:///system"))
+            path_of(None, "vm1", None),
+            path_of(None, "vm1", Some("qemu:///system"))
         );
     }
 

@@ -61,7 +61,7 @@ impl Session {
         mac: Option<&str>,
         grace: Duration,
     ) -> Result<(Session, Vec<String>), String> {
-        let journal = journal::path_of(&virsh.identity(domain), domain, virsh.uri.as_deref());
+        let journal = journal::path_of(virsh.uuid(domain).as_deref(), domain, virsh.uri.as_deref());
         let lock = journal::lock_path(&journal);
         if let Some(parent) = lock.parent() {
             std::fs::create_dir_all(parent)

@@ -148,12 +148,15 @@ fn failure_words(stderr: &str) -> String {
 
 impl Virsh {
     /// The definition: the running one (`inactive` false) or the one the next start uses.
-    /// How libvirt itself names `domain` on this connection: the canonical URI (`virsh uri`)
-    /// and the domain's UUID (`virsh domuuid`); `None` when it cannot say.
-    pub fn identity(&self, domain: &str) -> Option<(String, String)> {
-        let uri = self.run(&["uri"]).ok()?.trim().to_string();
+    /// The domain's UUID, the same whichever way it is spelled (name, id or UUID) and whichever
+    /// URI reaches it; `None` when libvirt cannot say. `virsh domuuid` refuses a UUID ("failed
+    /// to get domain", libvirt 9-11 here), so a UUID is checked with `virsh domname` instead.
+    pub fn uuid(&self, domain: &str) -> Option<String> {
+        if let Some(uuid) = as_uuid(domain) {
+            return self.run(&["domname", domain]).ok().map(|_| uuid);
+        }
         let uuid = self.run(&["domuuid", domain]).ok()?.trim().to_string();
-        (!uri.is_empty() && !uuid.is_empty()).then_some((uri, uuid))
+        as_uuid(&uuid)
     }
 
     pub fn dumpxml(&self, domain: &str, inactive: bool) -> Result<String, String> {
@@ -235,9 +238,37 @@ fn tempfile_in_runtime() -> Result<(std::path::PathBuf, std::fs::File), String> 
     Err(format!("no free temporary file name in {}", dir.display()))
 }
 
+/// `text` as a UUID in libvirt's form (8-4-4-4-12 hex digits), lower case; `None` otherwise.
+fn as_uuid(text: &str) -> Option<String> {
+    let t = text.trim();
+    let groups: Vec<&str> = t.split('-').collect();
+    let shape = groups.iter().map(|g| g.len()).collect::<Vec<_>>() == [8, 4, 4, 4, 12];
+    (shape
+        && groups
+            .iter()
+            .all(|g| g.chars().all(|c| c.is_ascii_hexdigit())))
+    .then(|| t.to_ascii_lowercase())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_uuid_is_known_in_any_case_and_names_are_not_uuids() {
+        assert_eq!(
+            as_uuid("2728AE0F-3686-4a6b-a9b7-3d99d2d20f54\n").as_deref(),
+            Some("2728ae0f-3686-4a6b-a9b7-3d99d2d20f54")
+        );
+        for not in [
+            "vm1",
+            "netsweep-test-1",
+            "2728ae0f-3686-4a6b-a9b7-3d99d2d20f5",
+            "",
+        ] {
+            assert_eq!(as_uuid(not), None, "{not}");
+        }
+    }
 
     /// Regression: virsh's two-line errors printed with a literal `\n`, and no word of libvirtd.
     #[test]

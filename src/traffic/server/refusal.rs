@@ -15,8 +15,8 @@ pub(super) fn refuse(ctrl: &mut TcpStream, refusal: Refusal) -> anyhow::Result<(
 /// The refusal of a request this server cannot read: most often an option of a newer client.
 pub(super) fn unreadable_request(what: &str) -> String {
     format!(
-        "this server (netsweep {}) cannot read the request ({what}); a newer client's option? \
-         upgrade the server, or leave the option out",
+        "this server (netsweep {}) cannot read the request, malformed or with an option it does \
+         not know ({what}); if the client is newer, upgrade the server or leave the option out",
         env!("CARGO_PKG_VERSION")
     )
 }
