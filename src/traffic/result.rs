@@ -67,6 +67,22 @@ pub struct Interval {
     pub latency: Option<crate::traffic::latency::summary::IntervalLatency>,
 }
 
+impl Interval {
+    /// Grid slot `index` carrying `streams`, with their total over the slot's length.
+    pub fn of_slot(index: u32, slot: &Slot, streams: Vec<StreamInterval>) -> Interval {
+        let secs = slot.end.saturating_sub(slot.start).as_secs_f64();
+        Interval {
+            index,
+            start_s: slot.start.as_secs_f64(),
+            end_s: slot.end.as_secs_f64(),
+            omitted: slot.omitted,
+            total: total_of(&streams, secs),
+            streams,
+            latency: None,
+        }
+    }
+}
+
 /// Totals over the measured intervals.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Summary {

@@ -91,16 +91,7 @@ impl LiveMerger {
                     )
                 })
                 .collect();
-            let secs = (slot.end - slot.start).as_secs_f64();
-            out(&Interval {
-                index: k,
-                start_s: slot.start.as_secs_f64(),
-                end_s: slot.end.as_secs_f64(),
-                omitted: slot.omitted,
-                total: result::total_of(&streams, secs),
-                streams,
-                latency: None,
-            });
+            out(&Interval::of_slot(k, &slot, streams));
             self.next += 1;
         }
     }

@@ -59,16 +59,7 @@ pub(super) fn intervals(spec: &TestSpec, local: &Finished, stopped: Duration) ->
         if length < spec.interval / 10 && !moved {
             continue;
         }
-        let secs = length.as_secs_f64();
-        let mut iv = Interval {
-            index: k as u32,
-            start_s: slot.start.as_secs_f64(),
-            end_s: slot.end.as_secs_f64(),
-            omitted: slot.omitted,
-            total: result::total_of(&streams, secs),
-            streams,
-            latency: None,
-        };
+        let mut iv = Interval::of_slot(k as u32, &slot, streams);
         blank_peer_figures(&mut iv, &roles, spec.protocol);
         out.push(iv);
     }
