@@ -294,8 +294,6 @@ mod tests {
         );
     }
 
-    /// Regression: a truncated journal made the next run take the changed definition for the
-    /// original, overwrite the journal and "restore" the change, with rc 0.
     /// Regression (outside audit of issue 42): with the journal removed and its saved original
     /// left, the next run took the changed definition for the original and wrote it over the
     /// saved copy.
@@ -324,6 +322,8 @@ mod tests {
         );
     }
 
+    /// Regression: a truncated journal made the next run take the changed definition for the
+    /// original, overwrite the journal and "restore" the change, with rc 0.
     #[test]
     fn a_damaged_journal_stops_with_the_virsh_define_of_the_saved_original() {
         let d = tempfile::tempdir().unwrap();
