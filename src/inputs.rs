@@ -296,9 +296,7 @@ mod tests {
     fn pseudo_files_must_be_regular() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid path string.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        crate::platform::mkfifo(&fifo).unwrap();
         let t0 = std::time::Instant::now();
         assert!(read_pseudo(&fifo).is_err());
         assert!(t0.elapsed() < std::time::Duration::from_secs(1));
@@ -311,9 +309,7 @@ mod tests {
 
     fn fifo_in(dir: &Path) -> std::path::PathBuf {
         let fifo = dir.join("fifo");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid path string.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        crate::platform::mkfifo(&fifo).unwrap();
         fifo
     }
 

@@ -585,9 +585,7 @@ fn doctor_refuses_hostile_fixture_trees_and_huge_files() {
     let root = dir.path();
     std::fs::create_dir_all(root.join("proc/sys/net/core")).unwrap();
     std::fs::create_dir_all(root.join("sys/class/net/eth0")).unwrap();
-    let fifo = std::ffi::CString::new(root.join("proc/cpuinfo").to_str().unwrap()).unwrap();
-    // SAFETY: a valid path string.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    netsweep::platform::mkfifo(&root.join("proc/cpuinfo")).unwrap();
     std::os::unix::fs::symlink("/dev/zero", root.join("sys/class/net/eth0/mtu")).unwrap();
     std::os::unix::fs::symlink("/dev/zero", root.join("proc/sys/net/core/rmem_max")).unwrap();
     let out = netsweep_within(
@@ -635,9 +633,7 @@ fn doctor_refuses_hostile_fixture_trees_and_huge_files() {
 fn named_inputs_never_block_on_a_fifo() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("numbers");
-    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-    // SAFETY: a valid path string.
-    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    netsweep::platform::mkfifo(&fifo).unwrap();
     let f = fifo.to_str().unwrap();
     let store = dir.path().join("s.db");
     let s = store.to_str().unwrap();
@@ -689,11 +685,7 @@ fn named_inputs_never_block_on_a_fifo() {
 #[test]
 fn store_paths_and_lock_files_never_block_on_a_fifo() {
     let dir = tempfile::tempdir().unwrap();
-    let mkfifo = |p: &std::path::Path| {
-        let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
-        // SAFETY: a valid path string.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    };
+    let mkfifo = |p: &std::path::Path| netsweep::platform::mkfifo(p).unwrap();
     let fifo = dir.path().join("f3");
     mkfifo(&fifo);
     let f = fifo.to_str().unwrap();

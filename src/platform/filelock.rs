@@ -83,9 +83,7 @@ mod tests {
     fn a_lock_path_that_is_a_fifo_or_a_link_is_refused_at_once() {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("w.db.lock");
-        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
-        // SAFETY: a valid path string.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        crate::platform::mkfifo(&fifo).unwrap();
         let t0 = std::time::Instant::now();
         let e = FileLock::try_acquire(&fifo).err().unwrap();
         assert!(t0.elapsed() < std::time::Duration::from_secs(1));

@@ -48,6 +48,20 @@ pub const THIS_OS: Os = Os::Linux;
 #[cfg(target_os = "freebsd")]
 pub const THIS_OS: Os = Os::FreeBsd;
 
+/// Makes a FIFO at `path` (mode 0600). The tests of everything that must never block on one
+/// make theirs here.
+pub fn mkfifo(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// `uname -a`'s first fields, as iperf3's `system_info`: "Linux host 6.1.0 #1 SMP ... x86_64".
 pub fn system_info() -> String {
     // SAFETY: `uname` fills the zeroed struct it is given; its fields are NUL-terminated.

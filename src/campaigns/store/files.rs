@@ -38,9 +38,7 @@ mod tests {
         std::fs::write(&db, "").unwrap();
         assert!(check(&db).is_ok());
         let wal = dir.path().join("s.db-wal");
-        let c = std::ffi::CString::new(wal.to_str().unwrap()).unwrap();
-        // SAFETY: a valid path string.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        crate::platform::mkfifo(&wal).unwrap();
         let e = check(&db).unwrap_err().to_string();
         assert!(e.contains("s.db-wal is a FIFO"), "{e}");
     }

@@ -341,11 +341,7 @@ mod tests {
     /// (a blocking open at every login), and key or users options on a FIFO blocked the start.
     #[test]
     fn a_fifo_for_a_file_is_refused_at_once_never_waited_on() {
-        let fifo = |path: &Path| {
-            let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-            // SAFETY: a valid path string.
-            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        };
+        let fifo = |path: &Path| crate::platform::mkfifo(path).unwrap();
         let users = format!("alice,{}\n", auth::password_hash("alice", "s3cret"));
         let (s, dir) = server(&users, Padding::Oaep);
         let path = dir.path().join("users.csv");
