@@ -351,3 +351,42 @@ fn a_campaign_against_a_lying_iperf3_server_stores_failed_runs() {
         );
     }
 }
+
+/// A count test: the honest document's seconds are the client's (`honest` takes `-t`, 0 here).
+fn counted(mb: u64) -> TestSpec {
+    TestSpec {
+        count: Some(netsweep::traffic::spec::Count::Bytes(mb << 20)),
+        ..tcp()
+    }
+}
+
+fn over_a_tenth_of_a_second(d: &mut Value) {
+    first_stream(d)["end_time"] = json!(0.1);
+}
+
+/// Issue 42, item 3: under the far receive buffer (32 MiB here) a server could claim half of
+/// a `-n 50M` test, or 1000 bytes of `-n 30M`, and pass. The client lets the server settle
+/// before TEST_END (`engine::drain`) and then allows only what its window can leave unread.
+#[test]
+fn an_iperf3_server_claiming_part_of_a_small_count_is_inconsistent() {
+    let honest = Hostile::start(over_a_tenth_of_a_second, 1);
+    let r = run(honest.addr, &counted(50)).expect("an honest count is accepted");
+    assert!(r.inconsistencies.is_empty(), "{:?}", r.inconsistencies);
+    refused(
+        &counted(50),
+        |d| {
+            over_a_tenth_of_a_second(d);
+            let half = first_stream(d)["bytes"].as_u64().unwrap_or(0) / 2;
+            first_stream(d)["bytes"] = json!(half);
+        },
+        "could wait unread",
+    );
+    refused(
+        &counted(30),
+        |d| {
+            over_a_tenth_of_a_second(d);
+            first_stream(d)["bytes"] = json!(1000);
+        },
+        "could wait unread",
+    );
+}

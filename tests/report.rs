@@ -45,6 +45,7 @@ fn result(spec: &TestSpec, per_s: &[u64], retrans: u64) -> TestResult {
         tcp_bytes_received: None,
         skipped_rx_copy: false,
         bytes_acked: None,
+        drained: None,
         rtt_min_us: Some(20_000),
         rtt_max_us: Some(21_000),
         error: None,

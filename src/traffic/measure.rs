@@ -117,6 +117,10 @@ pub struct StreamReport {
     /// Linux 4.1+), what a far sender's own count is checked against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_bytes_received: Option<u64>,
+    /// TCP sender to an iperf3 server: the far end's window as it settled before TEST_END
+    /// (`engine::drain`), what bounds the bytes that server may have left unread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drained: Option<Drained>,
     /// Smallest and largest smoothed RTT sampled, microseconds.
     pub rtt_min_us: Option<u32>,
     pub rtt_max_us: Option<u32>,
@@ -144,6 +148,15 @@ pub struct StreamReport {
     pub udp_timing: Option<crate::traffic::histogram::UdpTiming>,
 }
 
+/// The far end's advertised receive window when it settled (`engine::drain`): every byte
+/// written acknowledged and the window back to at least half its largest, before TEST_END.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Drained {
+    pub window_bytes: u64,
+    /// The largest window sampled over the test (every millisecond while writing).
+    pub window_max_bytes: u64,
+}
+
 /// How a TCP receiver read: `reads` calls that returned data, and the largest low-water mark
 /// (`SO_RCVLOWAT`) it set; 1 is the kernel's default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -167,6 +180,7 @@ impl StreamReport {
             tcp_bytes_retrans: None,
             tcp_min_rtt_us: None,
             tcp_bytes_received: None,
+            drained: None,
             skipped_rx_copy: false,
             rtt_min_us: None,
             rtt_max_us: None,

@@ -137,6 +137,8 @@ pub struct Streams {
     pub quotas: Option<[Arc<Quota>; 2]>,
     /// When this end's receiving streams last had data; `None` when it has none.
     pub arrivals: Option<Arc<Arrivals>>,
+    /// With `Wire::drain_senders` and TCP senders: shut right before the owner ends the test.
+    pub end_gate: Option<Arc<engine::drain::EndGate>>,
     handles: Vec<std::thread::JoinHandle<()>>,
 }
 
@@ -178,6 +180,9 @@ pub struct Wire {
     pub datagrams: engine::Datagrams,
     /// Streams run until stopped and keep their last, partial interval (`StreamCtx::open_ended`).
     pub open_ended: bool,
+    /// TCP senders let the far end settle before the owner ends the test (an iperf3 client:
+    /// `engine::drain`), through `Streams::end_gate`.
+    pub drain_senders: bool,
 }
 
 /// Starts one thread per socket. `receiver_start` lets the client start its receiving grids
@@ -221,6 +226,8 @@ pub fn start_streams(
     let arrivals = Arc::new(Arrivals::new(receiver_start));
     let read_bytes = engine::read_size(receivers);
     let cpus = spec.affinity.of(is_client);
+    let end_gate = (wire.drain_senders && tcp && roles.contains(&Role::Sender))
+        .then(|| Arc::new(engine::drain::EndGate::default()));
     for (i, (stream, flow, socket)) in sockets.into_iter().enumerate() {
         let role = role(flow, is_client);
         let ctx = StreamCtx {
@@ -256,6 +263,7 @@ pub fn start_streams(
             skip_rx_copy: spec.skip_rx_copy && sockopt::RECV_TRUNC_DISCARDS,
             window_clamp: spec.window_clamp(),
             cpu: cpus.map(|c| c.for_thread(i)),
+            end_gate: end_gate.clone().filter(|_| role == Role::Sender),
         };
         handles.push(engine::spawn_stream(ctx, socket)?);
     }
@@ -266,6 +274,7 @@ pub fn start_streams(
         cut,
         quotas,
         arrivals: (receivers > 0).then_some(arrivals),
+        end_gate,
         handles,
     })
 }

@@ -59,6 +59,7 @@ pub fn fake_result(spec: &TestSpec, bytes_per_s: u64) -> TestResult {
         tcp_bytes_received: None,
         skipped_rx_copy: false,
         bytes_acked: None,
+        drained: None,
         rtt_min_us: None,
         rtt_max_us: None,
         error: None,

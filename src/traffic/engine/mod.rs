@@ -13,6 +13,7 @@
 //! Receivers note when bytes last arrived (`Arrivals`), for the owner's receive timeout.
 
 pub mod arrivals;
+pub mod drain;
 pub mod lowater;
 mod pacer;
 pub mod quota;
@@ -117,6 +118,8 @@ pub struct StreamCtx {
     pub window_clamp: Option<u64>,
     /// The CPU this stream's thread pins itself to (`-A`/`--affinity`), if any.
     pub cpu: Option<usize>,
+    /// TCP sender of an iperf3 client: lets the far end settle before TEST_END (`drain`).
+    pub end_gate: Option<Arc<drain::EndGate>>,
 }
 
 /// The header UDP datagrams carry.

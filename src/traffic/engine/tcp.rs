@@ -249,6 +249,9 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
     });
     let whole_blocks = matches!(ctx.datagrams, super::Datagrams::Iperf3 { .. });
     let mut current = ctx.empty_interval(0);
+    // For an iperf3 client: the far end's largest window and what was written (`drain`).
+    let mut watch = super::drain::WindowWatch::default();
+    let mut written = 0u64;
     'run: loop {
         let now = ctx.elapsed();
         // Read on every turn: a `duration = "auto"` test may cut the grid short.
@@ -310,6 +313,10 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
             match send_once(&sock, &source, path, chunk) {
                 Ok(n) => {
                     current.bytes += n as u64;
+                    written += n as u64;
+                    if ctx.end_gate.is_some() {
+                        watch.after_write(&sock);
+                    }
                     chooser.record(used, n);
                     if let Some(p) = pacer.as_mut() {
                         p.record(n as u64);
@@ -333,6 +340,9 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
             q.unclaim((chunk - sent) as u64);
             q.count(sent as u64, ctx.elapsed());
         }
+    }
+    if let Some(gate) = ctx.end_gate.as_ref().filter(|_| report.error.is_none()) {
+        report.drained = super::drain::settle(&sock, written, &mut watch, gate, &ctx.stop);
     }
     // After an early stop or an error the report holds only the intervals that closed.
     let _ = sock.shutdown(Shutdown::Write);

@@ -503,6 +503,7 @@ mod tests {
             skip_rx_copy: false,
             window_clamp: None,
             cpu: None,
+            end_gate: None,
         };
         let mut rx = Receiver {
             counts: vec![ctx.empty_interval(0)],

@@ -208,9 +208,10 @@ fn run_on(
         });
     // Held until the results are exchanged: a receiving stream that closed its socket while the
     // server still writes would reset the connection, and iperf3 servers abort the test then.
-    let held: Vec<StreamSocket> = sockets
+    // Its kernel's count of what arrived is read through it right before TEST_END.
+    let held: Vec<(u16, StreamSocket)> = sockets
         .iter()
-        .filter_map(|(_, _, s)| s.try_clone().ok())
+        .filter_map(|(i, _, s)| Some((*i, s.try_clone().ok()?)))
         .collect();
     let timestamp = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -219,6 +220,7 @@ fn run_on(
     let wire = Wire {
         datagrams: DATAGRAMS,
         open_ended: false,
+        drain_senders: true,
     };
     let streams = session::start_streams(&spec, true, sockets, (start, start), wire)
         .map_err(|e| TestError::new(format!("cannot start stream threads: {e}")))?;
@@ -227,14 +229,27 @@ fn run_on(
         mut error,
         counted_until,
         shown,
+        received_at_end,
     } = drive(
         &mut ctrl,
         (server, cfg.rcv_timeout),
         &spec,
-        (streams, start),
+        (streams, start, &held),
         stop,
         on_interval,
     );
+    // What a server sending to this end must have counted: what arrived before it was told
+    // to stop, not what its threads still wrote afterwards.
+    for r in local
+        .reports
+        .iter_mut()
+        .filter(|r| r.role == Role::Receiver)
+    {
+        r.tcp_bytes_received = received_at_end
+            .iter()
+            .find(|(i, _)| *i == r.stream)
+            .map(|(_, b)| *b);
+    }
     // A count's test, as it ran: its grid ends where the count was reached (or the test
     // stopped), in the slot under way, which every stream kept.
     let spec = match counted_until {
@@ -412,6 +427,8 @@ struct Drove {
     error: Option<String>,
     counted_until: Option<Duration>,
     shown: usize,
+    /// Each TCP stream's bytes received, in its kernel's count, right before TEST_END.
+    received_at_end: Vec<(u16, u64)>,
 }
 
 /// Pumps the stream threads until every stream has reported every interval (or, with a count,
@@ -420,7 +437,7 @@ fn drive(
     ctrl: &mut TcpStream,
     (server, rcv_timeout): (SocketAddr, Duration),
     spec: &TestSpec,
-    (streams, start): (session::Streams, Instant),
+    (streams, start, held): (session::Streams, Instant, &[(u16, StreamSocket)]),
     stop: &AtomicBool,
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Drove {
@@ -452,6 +469,36 @@ fn drive(
         }
     };
     let mut cut_at = None::<Duration>;
+    // TCP senders settle before TEST_END (`engine::drain`): it waits for their final reports,
+    // within `SENDERS_GRACE` of their end.
+    let gate = streams.end_gate.clone();
+    let senders = roles.iter().filter(|r| **r == Role::Sender).count();
+    let settled = |local: &Finished| {
+        gate.is_none()
+            || local
+                .reports
+                .iter()
+                .filter(|r| r.role == Role::Sender)
+                .count()
+                >= senders
+    };
+    let mut received_at_end = Vec::new();
+    let mut say_end = |ctrl: &mut TcpStream| {
+        if let Some(g) = &gate {
+            g.shut();
+        }
+        received_at_end = held
+            .iter()
+            .filter_map(|(i, s)| match s {
+                StreamSocket::Tcp(t) => {
+                    let info = crate::platform::sockopt::tcp_info(t).ok()?;
+                    Some((*i, info.bytes_received?))
+                }
+                StreamSocket::Udp(_) => None,
+            })
+            .collect();
+        control::write_state(ctrl, State::TestEnd)
+    };
     let mut shown = 0;
     let mut show = |iv: &Interval| {
         // An interval that closed after the count was reached ends earlier on the grid as it
@@ -466,23 +513,30 @@ fn drive(
     };
     loop {
         let now = Instant::now();
+        // The count is in: TEST_END as iperf3's client says it, at once, once this end's
+        // senders settled if it was theirs.
         if ended.is_none()
             && let Some(at) = reached()
+            && (settled(&local)
+                || quotas
+                    .as_ref()
+                    .is_some_and(|[sent, _]| sent.reached().is_none())
+                || now >= start + at + SENDERS_GRACE)
         {
-            // The count is in: TEST_END at once, as iperf3's client says it.
             cut_at = Some(at);
-            if let Err(e) = control::write_state(ctrl, State::TestEnd) {
+            if let Err(e) = say_end(ctrl) {
                 error = Some(format!("{server}: {e}"));
             }
             break;
         }
         if ended.is_none()
             && now >= grid_end
-            && (done(&emitted, Role::Sender) || now >= grid_end + SENDERS_GRACE)
+            && ((done(&emitted, Role::Sender) && settled(&local))
+                || now >= grid_end + SENDERS_GRACE)
         {
             // The end of the test, as an iperf3 client says it, at once: the server's
             // seconds run until it reads this.
-            if let Err(e) = control::write_state(ctrl, State::TestEnd) {
+            if let Err(e) = say_end(ctrl) {
                 error = Some(format!("{server}: {e}"));
                 break;
             }
@@ -556,6 +610,7 @@ fn drive(
         error,
         counted_until,
         shown,
+        received_at_end,
     }
 }
 

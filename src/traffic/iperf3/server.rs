@@ -423,6 +423,7 @@ pub fn serve(
             seq64: params.udp_counters_64bit,
         },
         open_ended: true,
+        drain_senders: false,
     };
     let streams = session::start_streams(&spec, false, sockets, (start, start), wire)?;
     // The grid's end: the asked time plus `END_GRACE`, or, with -n/-k (no time), the

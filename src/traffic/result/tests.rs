@@ -38,6 +38,7 @@ fn report(stream: u16, flow: Flow, role: Role, per_interval: &[(u64, u64)]) -> S
         tcp_bytes_received: None,
         skipped_rx_copy: false,
         bytes_acked: None,
+        drained: None,
         rtt_min_us: Some(90),
         rtt_max_us: Some(110),
         error: None,
