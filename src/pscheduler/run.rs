@@ -120,7 +120,7 @@ pub fn run_with(
                         .and_then(Value::as_u64)
                         .and_then(|p| u16::try_from(p).ok())
                         .unwrap_or(config.server_port);
-                    match listen(any_address(r.spec.ip_version), port) {
+                    match listen_for(&r.spec, port) {
                         Ok(l) => l,
                         Err(e) => return Ok(result::served(false, Some(&e), "")),
                     }
@@ -192,6 +192,19 @@ fn any_address(ip_version: Option<u8>) -> IpAddr {
         Some(4) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
         _ => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
     }
+}
+
+/// The server participant's listener: on the test's destination address when it is one of
+/// this host's (as pScheduler's iperf3 tool starts `iperf3 -s -B DEST`), so the port is not
+/// open on every interface for the slot; on the any address when the destination is not
+/// (a name for an address behind NAT), where the run's ticket alone admits.
+fn listen_for(spec: &Throughput, port: u16) -> Result<TcpListener, String> {
+    let v4 = spec.ip_version == Some(4);
+    let v6 = spec.ip_version == Some(6);
+    crate::traffic::address::resolve(&spec.dest, port, v4, v6)
+        .ok()
+        .and_then(|dest| listen(dest.ip(), port).ok())
+        .map_or_else(|| listen(any_address(spec.ip_version), port), Ok)
 }
 
 /// A listener on `ip:port`; on `::` it takes IPv4 too.
@@ -518,5 +531,24 @@ fn run_client(
         ),
         Ok(res) => result::from_test(&res, &text),
         Err(e) => result::failure(&e.message, &text, e.partial.as_deref()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn to(dest: &str) -> Throughput {
+        let spec = serde_json::json!({ "dest": dest, "ip-version": 4 });
+        crate::pscheduler::spec::Throughput::from_json(&spec).expect("a valid spec")
+    }
+
+    /// Binding sends nothing: the non-local address is never spoken to.
+    #[test]
+    fn the_server_participant_listens_on_the_destination_when_it_is_this_hosts() {
+        let l = listen_for(&to("127.0.0.1"), 0).unwrap();
+        assert_eq!(l.local_addr().unwrap().ip(), Ipv4Addr::LOCALHOST);
+        let l = listen_for(&to("192.0.2.1"), 0).unwrap();
+        assert!(l.local_addr().unwrap().ip().is_unspecified());
     }
 }
