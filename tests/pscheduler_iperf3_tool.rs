@@ -546,3 +546,37 @@ fn the_servers_json_has_an_interval_a_second_for_its_streams() {
     let forward = server_document_of(&["-t", "2", "-i", "1", "-P", "2"]);
     check_server_intervals(&forward, false, "sum_received");
 }
+
+/// With `--bidir` the server's document sums each direction apart, as iperf3's server does:
+/// the client's sending streams in `sum_sent`/`sum_received`, the server's own in
+/// `sum_sent_bidir_reverse`/`sum_received_bidir_reverse` (the two directions were added up).
+#[test]
+fn the_servers_json_sums_each_direction_of_a_bidir_test_apart() {
+    let test = "server bidir sums";
+    if !common::tool_or_skip(test, "iperf3") {
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let doc = server_document_of(&["-t", "1", "--bidir", "-P", "2"]);
+    let end = &doc["end"];
+    let bytes = |v: &Value| {
+        v["bytes"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("bytes in {v:#}"))
+    };
+    let streams = end["streams"].as_array().expect("end's streams");
+    assert_eq!(streams.len(), 4, "{end:#}");
+    assert_eq!(doc["start"]["test_start"]["num_streams"], 2);
+    for (name, range) in [("", 0..2), ("_bidir_reverse", 2..4)] {
+        let sent = bytes(&end[format!("sum_sent{name}")]);
+        let received = bytes(&end[format!("sum_received{name}")]);
+        let of =
+            |side: &str| -> u64 { streams[range.clone()].iter().map(|s| bytes(&s[side])).sum() };
+        assert_eq!(sent, of("sender"), "sum_sent{name}: {end:#}");
+        assert_eq!(received, of("receiver"), "sum_received{name}: {end:#}");
+        assert!(
+            received > 0 && received <= sent,
+            "sum{name}: {received} of {sent}"
+        );
+    }
+}

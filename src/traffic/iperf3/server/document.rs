@@ -1,7 +1,9 @@
 //! The document `netsweep -s -1 --json` prints for its iperf3 test, as iperf3's server `-J`
 //! does: `start` (who connected, what was asked), `end` with the streams' and the sums'
 //! figures as both ends exchanged them (the sender's `sum_sent` and the receiver's
-//! `sum_received` for TCP, `sum` for UDP), and `intervals`: this server's own figures per
+//! `sum_received` for TCP, `sum` for UDP; with `--bidir` the streams the server sends in
+//! `sum_sent_bidir_reverse`, `sum_received_bidir_reverse` or `sum_bidir_reverse`, as iperf3's
+//! server writes them), and `intervals`: this server's own figures per
 //! interval for its streams (what it received; what it sent, with the sender's TCP figures;
 //! both with `--bidir`), rendered by the client document's builder (`json::interval_of`) from
 //! the server's side. pScheduler's iperf3 tool reads this document for its server participant
@@ -23,33 +25,57 @@ pub(super) fn document(
     intervals: &[Interval],
 ) -> Value {
     let server_sends = spec.direction == Direction::Reverse;
-    let (sender, receiver) = if server_sends {
-        (ours, theirs)
-    } else {
-        (theirs, ours)
-    };
     let udp = spec.protocol == Protocol::Udp;
-    let streams: Vec<Value> = sender
+    // Each stream's sending and receiving end's figures, by the stream's own direction (both
+    // directions with --bidir).
+    let flows = spec.flows();
+    let pairs: Vec<(bool, &StreamResult, &StreamResult)> = ours
         .streams
         .iter()
-        .zip(&receiver.streams)
-        .map(|(s, r)| {
+        .zip(&theirs.streams)
+        .enumerate()
+        .map(|(i, (o, t))| {
+            let sends = flows.get(i) == Some(&Flow::ServerToClient);
+            if sends { (true, o, t) } else { (false, t, o) }
+        })
+        .collect();
+    let streams: Vec<Value> = pairs
+        .iter()
+        .map(|(sends, s, r)| {
             if udp {
-                json!({ "udp": udp_sum(s, r, server_sends) })
+                json!({ "udp": udp_sum(s, r, *sends) })
             } else {
                 json!({ "sender": side(s, true), "receiver": side(r, false) })
             }
         })
         .collect();
-    let end = if udp {
-        json!({ "streams": streams, "sum": udp_sum(&total(sender), &total(receiver), server_sends) })
-    } else {
-        json!({
-            "streams": streams,
-            "sum_sent": side(&total(sender), true),
-            "sum_received": side(&total(receiver), false),
-        })
-    };
+    let mut end = json!({ "streams": streams });
+    // The sums of one direction; in a --bidir test the server's own sending streams are the
+    // client's reverse direction.
+    for sends in [false, true] {
+        let of = |pick: fn(&(bool, &StreamResult, &StreamResult)) -> StreamResult| {
+            let picked = pairs.iter().filter(|p| p.0 == sends).map(pick).collect();
+            total(&Results {
+                streams: picked,
+                ..Results::default()
+            })
+        };
+        if !pairs.iter().any(|p| p.0 == sends) {
+            continue;
+        }
+        let (sent, received) = (of(|p| p.1.clone()), of(|p| p.2.clone()));
+        let suffix = if sends && spec.direction == Direction::Bidir {
+            "_bidir_reverse"
+        } else {
+            ""
+        };
+        if udp {
+            end[format!("sum{suffix}")] = udp_sum(&sent, &received, sends);
+        } else {
+            end[format!("sum_sent{suffix}")] = side(&sent, true);
+            end[format!("sum_received{suffix}")] = side(&received, false);
+        }
+    }
     json!({
         "start": {
             "connected": [{
@@ -61,7 +87,8 @@ pub(super) fn document(
             "version": wire::own_software(),
             "test_start": {
                 "protocol": if udp { "UDP" } else { "TCP" },
-                "num_streams": sender.streams.len(),
+                // -P: the streams of one direction, as iperf3 counts them.
+                "num_streams": spec.streams,
                 "reverse": i32::from(server_sends),
             },
         },
@@ -201,6 +228,37 @@ mod tests {
         assert_eq!(d["end"]["sum_sent"]["bytes"], json!(500));
         assert_eq!(d["end"]["sum_received"]["bytes"], json!(400));
         assert_eq!(d["start"]["test_start"]["reverse"], json!(1));
+    }
+
+    /// With --bidir each direction has its own sums, as iperf3's server writes them: the
+    /// client's sending streams in `sum_sent`/`sum_received`, the server's in `_bidir_reverse`
+    /// (before, the two directions were added together).
+    #[test]
+    fn a_bidir_test_sums_each_direction_apart() {
+        let mut spec = TestSpec::tcp(Duration::from_secs(2));
+        spec.direction = Direction::Bidir;
+        spec.streams = 1;
+        let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        // Stream 1 the client sends (1000, 990 arrived); stream 2 the server sends (500, 480).
+        let (ours, theirs) = (
+            results(&[990, 500], Some(2)),
+            results(&[1000, 480], Some(5)),
+        );
+        let d = document(peer, None, &spec, (&ours, &theirs), &[]);
+        let end = &d["end"];
+        assert_eq!(end["sum_sent"]["bytes"], json!(1000), "{end:#}");
+        assert_eq!(end["sum_sent"]["retransmits"], json!(5));
+        assert_eq!(end["sum_received"]["bytes"], json!(990));
+        assert_eq!(end["sum_sent_bidir_reverse"]["bytes"], json!(500));
+        assert_eq!(end["sum_sent_bidir_reverse"]["retransmits"], json!(2));
+        assert_eq!(end["sum_received_bidir_reverse"]["bytes"], json!(480));
+        assert_eq!(end["streams"][1]["sender"]["bytes"], json!(500));
+        assert_eq!(end["streams"][1]["receiver"]["bytes"], json!(480));
+        let mut udp = spec.clone();
+        udp.protocol = Protocol::Udp;
+        let d = document(peer, None, &udp, (&ours, &theirs), &[]);
+        assert_eq!(d["end"]["sum"]["bytes"], json!(1000), "{:#}", d["end"]);
+        assert_eq!(d["end"]["sum_bidir_reverse"]["bytes"], json!(500));
     }
 
     /// The server writes its intervals from its own side: the streams it sends are the
