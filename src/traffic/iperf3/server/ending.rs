@@ -27,7 +27,9 @@ pub(super) fn server_output(
     )
 }
 
-/// One log line per finished test: what each direction carried, by the receiver's count.
+/// One log line per finished test: what each direction's sender sent, and what its receiver
+/// counted, over the receiver's seconds: "server to client 12.5 MBytes sent, 12.4 MBytes
+/// received at 15.6 Gbits/sec (13034425 bytes in 0.006682 s)".
 pub(super) fn summary_line(
     peer: SocketAddr,
     spec: &TestSpec,
@@ -40,21 +42,26 @@ pub(super) fn summary_line(
         (Flow::ClientToServer, "client to server"),
         (Flow::ServerToClient, "server to client"),
     ] {
-        let receiver = if flow == Flow::ClientToServer {
-            ours
+        let (sender, receiver) = if flow == Flow::ClientToServer {
+            (theirs, ours)
         } else {
-            theirs
+            (ours, theirs)
         };
-        let (mut bytes, mut secs) = (0u64, 0f64);
+        let (mut sent, mut bytes, mut secs) = (0u64, 0u64, 0f64);
         for (i, _) in flows.iter().enumerate().filter(|(_, f)| **f == flow) {
-            if let Some(s) = receiver.stream(wire::stream_id(i)) {
+            let id = wire::stream_id(i);
+            if let Some(s) = receiver.stream(id) {
                 bytes = bytes.saturating_add(s.bytes);
                 secs = secs.max(s.seconds().unwrap_or(0.0));
+            }
+            if let Some(s) = sender.stream(id) {
+                sent = sent.saturating_add(s.bytes);
             }
         }
         if flows.contains(&flow) && secs > 0.0 {
             parts.push(format!(
-                "{name} {} at {} ({bytes} bytes in {secs:.6} s)",
+                "{name} {} sent, {} received at {} ({bytes} bytes in {secs:.6} s)",
+                crate::units::Bytes(sent),
                 crate::units::Bytes(bytes),
                 crate::units::BitRate(bytes as f64 * 8.0 / secs)
             ));
@@ -110,5 +117,45 @@ pub(super) fn wait_for_end(
             }
             Err(e) => Err(format!("control connection: {e}")),
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traffic::iperf3::wire::StreamResult;
+
+    fn one(bytes: u64) -> Results {
+        Results {
+            streams: vec![StreamResult {
+                id: wire::stream_id(0),
+                bytes,
+                start_time: Some(0.0),
+                end_time: Some(0.5),
+                ..StreamResult::default()
+            }],
+            ..Results::default()
+        }
+    }
+
+    /// A reverse test's line says what the server sent and what the client received (it
+    /// said "server to client 12.4 MBytes": the client's count alone, read as the server's).
+    #[test]
+    fn the_log_line_says_what_was_sent_and_what_was_received() {
+        let mut spec = TestSpec::tcp(Duration::from_secs(1));
+        spec.direction = Direction::Reverse;
+        let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let line = summary_line(peer, &spec, &one(13_107_200), &one(13_034_425));
+        assert!(
+            line.contains("server to client 12.5 MBytes sent, 12.4 MBytes received at"),
+            "{line}"
+        );
+        assert!(line.contains("(13034425 bytes in 0.500000 s)"), "{line}");
+        spec.direction = Direction::Forward;
+        let line = summary_line(peer, &spec, &one(990), &one(1000));
+        assert!(
+            line.contains("client to server 1000 Bytes sent, 990 Bytes"),
+            "{line}"
+        );
     }
 }
