@@ -18,6 +18,12 @@
 //! in a round trip, itself at most one window: `peer_checks::below_acked` allows four of the
 //! largest windows. The sample counts only if taken before TEST_END went out (`EndGate`): a
 //! window the far end opened after it stopped counting would make the bound too tight.
+//!
+//! What this cannot tell: a test smaller than half the far window leaves the window above half
+//! its largest whether the far application read it or not, so below about four windows
+//! (1 to 6 MB on loopback) a count can still be understated unseen. Waiting longer would not
+//! help (Linux announces a reopened window only once it doubles), and a tighter allowance
+//! would fail honest servers that a busy host starves for longer than `WAIT`.
 
 use crate::platform::sockopt;
 use crate::traffic::measure::Drained;
