@@ -194,16 +194,16 @@ fn any_address(ip_version: Option<u8>) -> IpAddr {
     }
 }
 
-/// The server participant's listener: on the test's destination address when it is one of
-/// this host's (as pScheduler's iperf3 tool starts `iperf3 -s -B DEST`), so the port is not
-/// open on every interface for the slot; on the any address when the destination is not
-/// (a name for an address behind NAT), where the run's ticket alone admits.
+/// The server participant's listener: on the test's destination when it is an address of this
+/// host (`dest = "198.51.100.7"`), so the port is not open on every interface for the slot;
+/// on the any address when it is not, or when `dest` is a name, which may resolve here to
+/// another family than at the client or to a loopback alias (Debian's 127.0.1.1 for the host's
+/// own name), where the run's ticket alone admits.
 fn listen_for(spec: &Throughput, port: u16) -> Result<TcpListener, String> {
-    let v4 = spec.ip_version == Some(4);
-    let v6 = spec.ip_version == Some(6);
-    crate::traffic::address::resolve(&spec.dest, port, v4, v6)
+    let dest = spec.dest.trim_start_matches('[').trim_end_matches(']');
+    dest.parse::<IpAddr>()
         .ok()
-        .and_then(|dest| listen(dest.ip(), port).ok())
+        .and_then(|ip| listen(ip, port).ok())
         .map_or_else(|| listen(any_address(spec.ip_version), port), Ok)
 }
 
@@ -548,7 +548,9 @@ mod tests {
     fn the_server_participant_listens_on_the_destination_when_it_is_this_hosts() {
         let l = listen_for(&to("127.0.0.1"), 0).unwrap();
         assert_eq!(l.local_addr().unwrap().ip(), Ipv4Addr::LOCALHOST);
-        let l = listen_for(&to("192.0.2.1"), 0).unwrap();
-        assert!(l.local_addr().unwrap().ip().is_unspecified());
+        for elsewhere in ["192.0.2.1", "localhost"] {
+            let l = listen_for(&to(elsewhere), 0).unwrap();
+            assert!(l.local_addr().unwrap().ip().is_unspecified(), "{elsewhere}");
+        }
     }
 }

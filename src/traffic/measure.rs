@@ -114,7 +114,8 @@ pub struct StreamReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_min_rtt_us: Option<u32>,
     /// TCP receiver: the bytes its kernel received over the connection (TCP_INFO at the end,
-    /// Linux 4.1+), what a far sender's own count is checked against.
+    /// Linux 4.1+; for an iperf3 client, right before it said TEST_END), what a far sender's
+    /// own count is checked against.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_bytes_received: Option<u64>,
     /// TCP sender to an iperf3 server: the far end's window as it settled before TEST_END

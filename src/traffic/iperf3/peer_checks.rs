@@ -205,6 +205,9 @@ const UNREAD_PER_WINDOW: u64 = 4;
 /// path tens of MB can still wait then (26 MB of 1.3 GB measured on loopback with a 1200-byte
 /// MSS, whose buffers hold more per advertised byte).
 const UNREAD_FLOOR: u64 = 16 << 20;
+/// The least allowed for a server that settled before TEST_END: a margin for a reader whose
+/// buffer grew past four windows (not seen: settled honest servers left at most 3.7 MB).
+const SETTLED_FLOOR: u64 = 4 << 20;
 const UNREAD_SHARE: u64 = 20;
 
 /// What this end's own kernel says the server's kernel acknowledged (TCP_INFO bytes_acked) is
@@ -241,7 +244,8 @@ fn below_acked(
         Some(d) => d
             .window_max_bytes
             .max(asked)
-            .saturating_mul(UNREAD_PER_WINDOW),
+            .saturating_mul(UNREAD_PER_WINDOW)
+            .max(SETTLED_FLOOR),
         None => mine
             .intervals
             .iter()

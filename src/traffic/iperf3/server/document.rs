@@ -29,14 +29,14 @@ pub(super) fn document(
     // Each stream's sending and receiving end's figures, by the stream's own direction (both
     // directions with --bidir).
     let flows = spec.flows();
-    let pairs: Vec<(bool, &StreamResult, &StreamResult)> = ours
-        .streams
+    let pairs: Vec<(bool, &StreamResult, &StreamResult)> = flows
         .iter()
-        .zip(&theirs.streams)
         .enumerate()
-        .map(|(i, (o, t))| {
-            let sends = flows.get(i) == Some(&Flow::ServerToClient);
-            if sends { (true, o, t) } else { (false, t, o) }
+        .filter_map(|(i, flow)| {
+            let id = wire::stream_id(i);
+            let (o, t) = (ours.stream(id)?, theirs.stream(id)?);
+            let sends = *flow == Flow::ServerToClient;
+            Some(if sends { (true, o, t) } else { (false, t, o) })
         })
         .collect();
     let streams: Vec<Value> = pairs
@@ -188,7 +188,7 @@ mod tests {
                 .iter()
                 .enumerate()
                 .map(|(i, b)| StreamResult {
-                    id: i as i64 + 1,
+                    id: wire::stream_id(i),
                     bytes: *b,
                     retransmits,
                     start_time: Some(0.0),
@@ -202,7 +202,8 @@ mod tests {
 
     #[test]
     fn a_forward_tcp_test_sums_the_clients_sending_and_the_servers_receiving() {
-        let spec = TestSpec::tcp(Duration::from_secs(2));
+        let mut spec = TestSpec::tcp(Duration::from_secs(2));
+        spec.streams = 2;
         let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         let (ours, theirs) = (results(&[900, 100], None), results(&[1000, 200], Some(3)));
         let d = document(peer, None, &spec, (&ours, &theirs), &[]);
