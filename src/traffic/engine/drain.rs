@@ -22,9 +22,9 @@
 //! What this cannot tell: a test smaller than half the far window leaves the window above half
 //! its largest whether the far application read it or not, so below about four windows
 //! (1 to 6 MB on loopback, and `peer_checks`' floor of 4 MiB) a count can still be understated
-//! unseen. Waiting longer would not
-//! help (Linux announces a reopened window only once it doubles), and a tighter allowance
-//! would fail honest servers that a busy host starves for longer than `WAIT`.
+//! unseen. Waiting longer would not help (Linux announces a reopened window only once it
+//! doubles), and a tighter allowance would fail honest servers that a busy host starves for
+//! longer than `WAIT`.
 
 use crate::platform::sockopt;
 use crate::traffic::measure::Drained;
@@ -105,17 +105,15 @@ pub fn settle(
         // Nothing to wait for where the kernel gives no window (Linux before 5.4) or no
         // acknowledged count (FreeBSD), nor on a path whose round trip is half the wait or
         // more: TEST_END then goes out when it did before.
-        if watch.max == 0
-            || info.bytes_acked.is_none()
-            || u128::from(info.rtt_us) * 2 >= WAIT.as_micros()
-        {
+        let acked = info.bytes_acked?;
+        if watch.max == 0 || u128::from(info.rtt_us) * 2 >= WAIT.as_micros() {
             return None;
         }
         // Read after the sample: the sample was taken before TEST_END went out.
         if gate.is_shut() || stop.load(Ordering::Relaxed) {
             return None;
         }
-        if settled(info.bytes_acked?, written, window, watch.max) {
+        if settled(acked, written, window, watch.max) {
             return Some(Drained {
                 window_bytes: window,
                 window_max_bytes: watch.max,

@@ -238,25 +238,25 @@ fn below_acked(
 ) -> Option<String> {
     let acked = mine.bytes_acked?;
     let asked = spec.window_bytes.unwrap_or(0).saturating_mul(2);
-    let unread = match mine.drained {
-        // The far end settled before TEST_END (`engine::drain`): its application was reading,
-        // and what it left unread is bounded by its window.
-        Some(d) => d
-            .window_max_bytes
-            .max(asked)
-            .saturating_mul(UNREAD_PER_WINDOW)
-            .max(SETTLED_FLOOR),
+    let largest = match mine.drained {
+        Some(d) => d.window_max_bytes,
         None => mine
             .intervals
             .iter()
             .filter_map(|i| i.tcp.as_ref().map(|t| t.snd_wnd_bytes))
             .max()
-            .unwrap_or(0)
-            .max(asked)
-            .saturating_mul(UNREAD_PER_WINDOW)
+            .unwrap_or(0),
+    };
+    let by_window = largest.max(asked).saturating_mul(UNREAD_PER_WINDOW);
+    let unread = if mine.drained.is_some() {
+        // The far end settled before TEST_END (`engine::drain`): its application was reading,
+        // and what it left unread is bounded by its window.
+        by_window.max(SETTLED_FLOOR)
+    } else {
+        by_window
             .max(UNREAD_FLOOR)
             .max(acked / UNREAD_SHARE)
-            .max(far_buffer),
+            .max(far_buffer)
     };
     let floor = acked.saturating_sub(unread.saturating_add(u64::from(spec.length_bytes)));
     (claimed < floor).then(|| {

@@ -53,17 +53,11 @@ pub(super) fn document(
     // The sums of one direction; in a --bidir test the server's own sending streams are the
     // client's reverse direction.
     for sends in [false, true] {
-        let of = |pick: fn(&(bool, &StreamResult, &StreamResult)) -> StreamResult| {
-            let picked = pairs.iter().filter(|p| p.0 == sends).map(pick).collect();
-            total(&Results {
-                streams: picked,
-                ..Results::default()
-            })
-        };
-        if !pairs.iter().any(|p| p.0 == sends) {
+        let these = || pairs.iter().filter(|p| p.0 == sends);
+        if these().next().is_none() {
             continue;
         }
-        let (sent, received) = (of(|p| p.1.clone()), of(|p| p.2.clone()));
+        let (sent, received) = (total(these().map(|p| p.1)), total(these().map(|p| p.2)));
         let suffix = if sends && spec.direction == Direction::Bidir {
             "_bidir_reverse"
         } else {
@@ -102,14 +96,15 @@ pub(super) fn document(
 
 /// The streams' figures added up: bytes, retransmits and datagrams summed, the longest
 /// stream's time, the mean jitter.
-fn total(r: &Results) -> StreamResult {
+fn total<'a>(streams: impl Iterator<Item = &'a StreamResult>) -> StreamResult {
     let mut t = StreamResult {
         start_time: Some(0.0),
         end_time: Some(0.0),
         ..StreamResult::default()
     };
-    let mut jitter = 0.0;
-    for s in &r.streams {
+    let (mut jitter, mut count) = (0.0, 0usize);
+    for s in streams {
+        count += 1;
         t.bytes += s.bytes;
         t.retransmits = match (t.retransmits, s.retransmits) {
             (a, None) => a,
@@ -121,8 +116,8 @@ fn total(r: &Results) -> StreamResult {
         t.end_time = Some(longest);
         jitter += s.jitter_s;
     }
-    if !r.streams.is_empty() {
-        t.jitter_s = jitter / r.streams.len() as f64;
+    if count > 0 {
+        t.jitter_s = jitter / count as f64;
     }
     t
 }
