@@ -25,6 +25,51 @@ fn lab(tag: &str, dir: &tempfile::TempDir, path: PathConfig) -> Lab {
 struct Figures {
     bits_per_second: f64,
     lost_percent: Option<f64>,
+    /// UDP: datagrams sent and lost, as the receiver counted them.
+    packets: Option<u64>,
+    lost_packets: Option<u64>,
+    /// Datagrams this host dropped during the run, not the path: the receiving namespace's
+    /// kernel (socket buffer full, `Udp RcvbufErrors`) and the sending namespace's device (the
+    /// userspace delay line fell behind). The delay line's own drops are the path's.
+    host_drops: u64,
+}
+
+impl Figures {
+    /// UDP loss the path caused: the receiver's lost count less the host's own drops.
+    fn path_loss_percent(&self) -> f64 {
+        let (Some(packets), Some(lost)) = (self.packets, self.lost_packets) else {
+            return self.lost_percent.unwrap_or(f64::NAN);
+        };
+        lost.saturating_sub(self.host_drops) as f64 * 100.0 / packets.max(1) as f64
+    }
+}
+
+/// Runs `f` and counts what the host dropped of the direction `direction` meanwhile.
+fn with_host_drops(lab: &Lab, direction: Direction, f: impl FnOnce() -> Figures) -> Figures {
+    use netsweep::host::counters;
+    let (from, to) = match direction {
+        Direction::Reverse => (Host::B, Host::A),
+        _ => (Host::A, Host::B),
+    };
+    let snap = |h| lab.run_in(h, counters::read_live).expect("counters");
+    let (s0, r0) = (snap(from), snap(to));
+    let mut fig = f();
+    let (s1, r1) = (snap(from), snap(to));
+    let (ds, dr) = (counters::delta(&s0, &s1), counters::delta(&r0, &r1));
+    let proto = |k: &str| u64::try_from(dr.protocol.get(k).copied().unwrap_or(0)).unwrap_or(0);
+    let kernel = proto("Udp.RcvbufErrors").max(proto("Udp.InErrors"));
+    let device = ds
+        .interfaces
+        .get(&lab.device(from))
+        .map_or(0, |c| c.tx_dropped);
+    fig.host_drops = kernel + device;
+    if fig.host_drops > 0 {
+        eprintln!(
+            "{direction:?}: the host dropped {kernel} (receiver's socket) + {device} (sender's \
+             device) of {fig:?}"
+        );
+    }
+    fig
 }
 
 /// netsweep's client in host a against `addr` in host b, speaking `peer`.
@@ -48,6 +93,9 @@ fn netsweep_client(
     Figures {
         bits_per_second: r.summary.bits_per_second,
         lost_percent: r.summary.lost_percent,
+        packets: r.summary.packets,
+        lost_packets: r.summary.lost_packets,
+        host_drops: 0,
     }
 }
 
@@ -101,11 +149,17 @@ fn iperf3_client(lab: &Lab, port: u16, spec: &TestSpec) -> Figures {
         Figures {
             bits_per_second: end["sum"]["bits_per_second"].as_f64().unwrap(),
             lost_percent: end["sum"]["lost_percent"].as_f64(),
+            packets: end["sum"]["packets"].as_u64(),
+            lost_packets: end["sum"]["lost_packets"].as_u64(),
+            host_drops: 0,
         }
     } else {
         Figures {
             bits_per_second: end["sum_received"]["bits_per_second"].as_f64().unwrap(),
             lost_percent: None,
+            packets: None,
+            lost_packets: None,
+            host_drops: 0,
         }
     }
 }
@@ -115,8 +169,11 @@ fn three_ways(lab: &Lab, spec: &TestSpec) -> [Figures; 3] {
     let own = lab
         .start_server(Host::B, ServerLimits::default())
         .expect("netsweep server in b");
-    let ns_ns = netsweep_client(lab, own.addr, PeerProtocol::Netsweep, spec);
-    let ip_ns = iperf3_client(lab, own.addr.port(), spec);
+    let d = spec.direction;
+    let ns_ns = with_host_drops(lab, d, || {
+        netsweep_client(lab, own.addr, PeerProtocol::Netsweep, spec)
+    });
+    let ip_ns = with_host_drops(lab, d, || iperf3_client(lab, own.addr.port(), spec));
     drop(own);
     let _iperf3 = Proc(
         lab.command(Host::B, "iperf3")
@@ -128,7 +185,9 @@ fn three_ways(lab: &Lab, spec: &TestSpec) -> [Figures; 3] {
     );
     std::thread::sleep(Duration::from_millis(300));
     let addr = std::net::SocketAddr::new(Host::B.address(), IPERF3_PORT);
-    let ns_ip = netsweep_client(lab, addr, PeerProtocol::Iperf3, spec);
+    let ns_ip = with_host_drops(lab, d, || {
+        netsweep_client(lab, addr, PeerProtocol::Iperf3, spec)
+    });
     [ns_ns, ns_ip, ip_ns]
 }
 
@@ -206,7 +265,7 @@ fn the_three_pairings_agree_through_a_rate_limit_and_through_loss() {
             "{direction:?} UDP rates disagree: {rates:?}"
         );
         for x in &f {
-            assert!(x.lost_percent.unwrap() < 0.5, "{direction:?} UDP {f:?}");
+            assert!(x.path_loss_percent() < 0.5, "{direction:?} UDP {f:?}");
         }
     }
     drop(limited);
@@ -226,8 +285,11 @@ fn the_three_pairings_agree_through_a_rate_limit_and_through_loss() {
             length_bytes: 1400,
             ..TestSpec::udp(Duration::from_secs(4))
         };
+        // The pairings must agree on the path's loss. A busy host (CI's other work) adds its own
+        // drops, each counted by the kernel or the delay line, and they are taken out here
+        // (regression: "Reverse loss [1.10, 0.95, 10.74] on a 1% path" in CI).
         let f = three_ways(&lossy, &spec);
-        let losses: Vec<f64> = f.iter().map(|x| x.lost_percent.unwrap()).collect();
+        let losses: Vec<f64> = f.iter().map(Figures::path_loss_percent).collect();
         for l in &losses {
             assert!(
                 (0.6..=1.4).contains(l),
