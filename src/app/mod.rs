@@ -106,7 +106,12 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
     }
     let served = Arc::new(server::Served::default());
     let idled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    crate::host::sendmemory::enable();
     std::thread::scope(|scope| -> anyhow::Result<()> {
+        {
+            let served = served.clone();
+            scope.spawn(move || save_send_memory(&served, stop));
+        }
         if cfg.one_off {
             crate::errln!("serving one test, then exiting (-1)");
             let served = served.clone();
@@ -120,6 +125,9 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
         outcome?;
         Ok(())
     })?;
+    if let Err(e) = crate::host::sendmemory::save() {
+        crate::errln!("netsweep: the send-path record was not saved: {e}");
+    }
     if idled.load(std::sync::atomic::Ordering::SeqCst) {
         // As iperf3: nothing printed, status 0.
         crate::errln!(
@@ -172,7 +180,32 @@ fn run_client(a: &ClientArgs) -> anyhow::Result<ExitCode> {
     }
     let (cfg, spec): (ClientConfig, TestSpec) = a.try_into()?;
     let view = ClientView::try_from(a)?;
-    Ok(client_and_print(&cfg, &spec, &view))
+    // A calibrating sender's choice also rests on this host's record of earlier tests.
+    let remembers = !spec.effective_calibration().is_zero();
+    if remembers {
+        crate::host::sendmemory::enable();
+    }
+    let code = client_and_print(&cfg, &spec, &view);
+    if remembers && let Err(e) = crate::host::sendmemory::save() {
+        crate::errln!("netsweep: the send-path record was not saved: {e}");
+    }
+    Ok(code)
+}
+
+/// Saves the server's send-path record after each test that ended (`host::sendmemory`), until
+/// `stop`.
+fn save_send_memory(served: &server::Served, stop: &std::sync::atomic::AtomicBool) {
+    let mut saved = served.ended();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let ended = served.ended();
+        if ended != saved {
+            saved = ended;
+            if let Err(e) = crate::host::sendmemory::save() {
+                crate::errln!("netsweep: the send-path record was not saved: {e}");
+            }
+        }
+    }
 }
 
 /// How `netsweep client` shows its result: JSON or text, in which units, how much detail.

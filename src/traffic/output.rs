@@ -95,11 +95,17 @@ fn send_path_line(result: &TestResult) -> Option<String> {
                 ),
             })
             .collect();
-        let calibrated = format!(
+        let mut calibrated = format!(
             "{:.1} s calibration left out of the results: {}",
             result.spec.calibration.as_secs_f64(),
             tried.join(", ")
         );
+        if let Some(n) = result.start.send_path_remembered_tests {
+            calibrated.push_str(&format!(
+                "; then picked by this host's record of the re-checks of {n} earlier tests to \
+                 this peer"
+            ));
+        }
         if result.start.rechecks.is_empty() {
             format!("the fastest of a {calibrated}")
         } else {

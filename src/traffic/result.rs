@@ -193,6 +193,10 @@ pub struct StartInfo {
     /// ran (in the results: both sides' turns are part of what the test carried).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rechecks: Vec<crate::traffic::engine::sendpath::Recheck>,
+    /// When this host's record of earlier tests to the peer chose the path after the
+    /// calibration (`sendpath::memory`): how many tests' re-checks it rests on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_path_remembered_tests: Option<u64>,
     /// Those senders' send calls after the choice, and the bytes they moved (so bytes per call
     /// can be checked against `chunk_bytes`), and how many streams used the path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -609,6 +613,7 @@ pub fn build(
         start.chunk_bytes = Some(path.chunk_bytes as u64);
         start.calibration = send.trials.clone();
         start.rechecks = send.rechecks.clone();
+        start.send_path_remembered_tests = send.remembered_tests;
         start.send_calls = Some(same.iter().map(|s| s.calls).sum());
         start.send_call_bytes = Some(same.iter().map(|s| s.bytes).sum());
         start.send_streams = Some(same.len() as u64);

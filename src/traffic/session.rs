@@ -215,9 +215,23 @@ pub fn start_streams(
         ))
     });
     // One calibration for all sending streams of the test on this end (`sendpath::Pool`).
-    let send_pool = source
-        .as_ref()
-        .map(|_| Arc::new(engine::sendpath::Pool::default()));
+    // Its choice also rests on what this host remembers of earlier tests to the same peer
+    // (`sendpath::memory`), when the process remembers at all.
+    let senders = roles.iter().filter(|r| **r == Role::Sender).count();
+    let peer = sockets.iter().find_map(|(_, _, s)| match s {
+        StreamSocket::Tcp(t) => t.peer_addr().ok(),
+        StreamSocket::Udp(_) => None,
+    });
+    let send_pool = source.as_ref().map(|_| {
+        Arc::new(match peer {
+            Some(p) => engine::sendpath::Pool::remembering(engine::sendpath::memory::key(
+                p.ip(),
+                senders,
+                spec.skip_rx_copy,
+            )),
+            None => engine::sendpath::Pool::default(),
+        })
+    });
     let quotas = spec.count.map(|c| {
         let bytes = c.bytes(spec.length_bytes);
         [Arc::new(Quota::new(bytes)), Arc::new(Quota::new(bytes))]

@@ -17,18 +17,7 @@ use virsh::{State, Virsh};
 /// reboot (`/var/lib/netsweep/libvirt` as root, else the user's state directory), since a
 /// domain's changed definition does (`NETSWEEP_RUNTIME_DIR/libvirt` when that is set).
 pub fn dir() -> std::path::PathBuf {
-    use std::path::PathBuf;
-    if let Some(d) = std::env::var_os("NETSWEEP_RUNTIME_DIR") {
-        return PathBuf::from(d).join("libvirt");
-    }
-    if crate::platform::process::is_root() {
-        return PathBuf::from("/var/lib/netsweep/libvirt");
-    }
-    std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .unwrap_or_else(std::env::temp_dir)
-        .join("netsweep/libvirt")
+    super::state_dir().join("libvirt")
 }
 
 /// One domain in use by this process.

@@ -75,6 +75,8 @@
 //! are part of what the test carried: the first costs about six 75 ms turns at the other paths'
 //! rates (a 5 s test with paths 20% slower: 1.8%), the later ones two turns each.
 
+pub mod memory;
+
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -247,9 +249,32 @@ pub struct Pool {
     calls: [AtomicU64; CANDIDATES.len()],
     decision: OnceLock<(SendPath, Vec<Trial>)>,
     rechecks: [RecheckPool; RECHECK_AFTER_S.len()],
+    /// Under which key this host remembers the test's first re-check (`memory`), and what it
+    /// remembered when the test began.
+    key: Option<String>,
+    prior: Option<memory::Evidence>,
 }
 
 impl Pool {
+    /// A pool that uses and adds to what this process remembers under `key` (`memory`): with
+    /// a confident record, the record picks the path after the calibration and re-checks
+    /// judge on the pooled evidence.
+    pub fn remembering(key: String) -> Pool {
+        Pool {
+            prior: memory::recall(&key),
+            key: Some(key),
+            ..Pool::default()
+        }
+    }
+
+    /// The earlier tests whose re-checks chose this test's path, when the record decided.
+    pub fn remembered_tests(&self) -> Option<usize> {
+        self.prior
+            .as_ref()
+            .filter(|p| p.confident())
+            .map(memory::Evidence::tests)
+    }
+
     /// One call of `bytes` that started in candidate `idx`'s measured time.
     pub fn record(&self, idx: usize, bytes: u64) {
         if let (Some(b), Some(c)) = (self.bytes.get(idx), self.calls.get(idx)) {
@@ -267,7 +292,9 @@ impl Pool {
                     self.calls[i].load(Ordering::Relaxed),
                 )
             });
-            decide(measured, total)
+            let (path, trials) = decide(measured, total);
+            let best = self.prior.as_ref().and_then(memory::Evidence::best);
+            (best.unwrap_or(path), trials)
         })
     }
 
@@ -294,8 +321,50 @@ impl Pool {
                     )
                 })
                 .collect();
-            judge(k, paths, &measured)
+            let verdict = judge(k, paths, &measured);
+            if k == 0
+                && let Some(key) = &self.key
+                && let Some(o) = memory::Observation::of(&verdict.trials)
+            {
+                memory::remember(key, o);
+            }
+            match self.prior.as_ref().filter(|p| p.confident()) {
+                Some(prior) => pooled(verdict, prior),
+                None => verdict,
+            }
         }))
+    }
+}
+
+/// A re-check's verdict judged again on the pooled evidence of earlier tests and this one
+/// (`memory`): the kept path stays unless the pooled difference puts another
+/// `memory::POOLED_MARGIN` ahead.
+fn pooled(verdict: Recheck, prior: &memory::Evidence) -> Recheck {
+    let Some(first) = verdict.trials.first().map(|t| t.path) else {
+        return verdict;
+    };
+    let kept = if verdict.trials.len() == 2 {
+        let challenger = verdict.trials[1].path;
+        let this_test = memory::log_ratio(&verdict.trials);
+        if prior.prefers(first, challenger, this_test) {
+            challenger
+        } else {
+            first
+        }
+    } else {
+        let mut all = prior.clone();
+        if let Some(o) = memory::Observation::of(&verdict.trials) {
+            all.add(&o);
+        }
+        match all.best() {
+            Some(best) if best != first && all.prefers(first, best, None) => best,
+            _ => first,
+        }
+    };
+    Recheck {
+        kept,
+        switched: kept != first,
+        ..verdict
     }
 }
 
@@ -419,6 +488,10 @@ pub struct SendReport {
     /// The re-checks on the warm connection, in order; the last switch names `path`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rechecks: Vec<Recheck>,
+    /// When this host's record of earlier tests to the peer chose the path after calibration
+    /// (`memory`): how many tests' re-checks it rests on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remembered_tests: Option<u64>,
     /// Send system calls after calibration, and the bytes they moved.
     pub calls: u64,
     pub bytes: u64,

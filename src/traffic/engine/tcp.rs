@@ -135,6 +135,7 @@ impl PathChooser {
                 } else {
                     let (path, trials) = self.pool.decision(self.calibration);
                     self.report.trials = trials.clone();
+                    self.report.remembered_tests = self.pool.remembered_tests().map(|n| n as u64);
                     *path
                 };
                 self.chosen = Some(p);
