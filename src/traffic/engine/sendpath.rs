@@ -322,10 +322,12 @@ impl Pool {
                 })
                 .collect();
             let verdict = judge(k, paths, &measured);
-            if k == 0
-                && let Some(key) = &self.key
-                && let Some(o) = memory::Observation::of(&verdict.trials)
-            {
+            let observed = if k == 0 {
+                memory::Observation::of(&verdict.trials)
+            } else {
+                memory::Observation::of_pair(&verdict.trials)
+            };
+            if let (Some(key), Some(o)) = (&self.key, observed) {
                 memory::remember(key, o);
             }
             match self.prior.as_ref().filter(|p| p.confident()) {

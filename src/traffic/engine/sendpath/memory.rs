@@ -12,10 +12,12 @@
 //! # How
 //! Each test's first warm re-check measures every candidate; its rates, as logarithms less
 //! their mean (so a test's overall speed, which drifts between tests, cancels), are one
-//! `Observation`. A host keeps the last `KEEP` of them per peer, stream count and receive mode
-//! (`key`). Once `CONFIDENT` tests have observed, a test starts on the path whose mean is
-//! highest (instead of the calibration's pick) and its re-checks judge on the pooled evidence:
-//! a path takes over when the earlier tests and this one together put it `POOLED_MARGIN` ahead.
+//! `Observation`; each later re-check, of the kept path and its runner-up, is another, of that
+//! pair only. A host keeps the last `KEEP` of them per peer, stream count and receive mode
+//! (`key`) and pools them pair by pair (`Evidence`). Once `CONFIDENT` tests have compared every
+//! pair, a test starts on the path with the highest mean lead (instead of the calibration's
+//! pick) and its re-checks judge on the pooled evidence: a path takes over when the earlier
+//! tests and this one together put it `POOLED_MARGIN` ahead of the kept one.
 //! A mean over many tests' turns has the noise of one turn divided by the square root of their
 //! number, so a small margin serves. The host still re-measures in every test, so a change of
 //! the host (a kernel, a NIC, a sysctl) moves the choice within `KEEP` tests, and a single
@@ -31,7 +33,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 /// Observations kept per key: the newest ones.
-pub const KEEP: usize = 24;
+pub const KEEP: usize = 48;
 /// Observations of every candidate before the record decides.
 pub const CONFIDENT: usize = 4;
 /// How far ahead (as a rate ratio) the pooled evidence must put a path to take over.
@@ -39,7 +41,7 @@ pub const POOLED_MARGIN: f64 = 0.02;
 /// Keys kept in a memory: the most recently used.
 pub const MAX_KEYS: usize = 64;
 
-/// One test's first warm re-check: each path's rate as `ln(rate)` less the mean of them all.
+/// One re-check: each path it measured, with its rate as `ln(rate)` less the mean of them all.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Observation {
     pub paths: Vec<(SendPath, f64)>,
@@ -62,6 +64,15 @@ impl Observation {
         })
     }
 
+    /// The observation of a later re-check's two paths (the kept one and its runner-up).
+    pub fn of_pair(trials: &[Trial]) -> Option<Observation> {
+        let d = log_ratio(trials)?;
+        let (a, b) = (trials.first()?.path, trials.get(1)?.path);
+        Some(Observation {
+            paths: vec![(a, -d / 2.0), (b, d / 2.0)],
+        })
+    }
+
     fn of_path(&self, p: SendPath) -> Option<f64> {
         self.paths.iter().find(|(q, _)| *q == p).map(|(_, l)| *l)
     }
@@ -76,12 +87,15 @@ pub struct Record {
     pub updated_s: u64,
 }
 
-/// The pooled evidence of earlier tests: for each candidate, the sum of its observations and
-/// their number.
+/// The pooled evidence of earlier tests, pair by pair: for each ordered pair of candidates
+/// `(a, b)`, the sum of `ln(rate b / rate a)` over the observations that measured both, and
+/// their number. An observation of every candidate (the first re-check) adds to every pair; one
+/// of two (a later re-check: the kept path and its runner-up) adds to the pair that was in
+/// question.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Evidence {
-    sum: [f64; CANDIDATES.len()],
-    count: [usize; CANDIDATES.len()],
+    sum: [[f64; CANDIDATES.len()]; CANDIDATES.len()],
+    count: [[usize; CANDIDATES.len()]; CANDIDATES.len()],
 }
 
 fn index(p: SendPath) -> Option<usize> {
@@ -98,19 +112,33 @@ impl Evidence {
     }
 
     pub fn add(&mut self, o: &Observation) {
-        for (p, l) in &o.paths {
-            if let Some(i) = index(*p)
-                && l.is_finite()
-            {
-                self.sum[i] += l;
-                self.count[i] += 1;
+        let known: Vec<(usize, f64)> = o
+            .paths
+            .iter()
+            .filter(|(_, l)| l.is_finite())
+            .filter_map(|(p, l)| Some((index(*p)?, *l)))
+            .collect();
+        for &(a, la) in &known {
+            for &(b, lb) in &known {
+                if a != b {
+                    self.sum[a][b] += lb - la;
+                    self.count[a][b] += 1;
+                }
             }
         }
     }
 
-    /// How many tests' observations this rests on (the fewest of any candidate).
+    /// How many tests compared every candidate with every other (the fewest of any pair).
     pub fn tests(&self) -> usize {
-        self.count.iter().copied().min().unwrap_or(0)
+        (0..CANDIDATES.len())
+            .flat_map(|a| {
+                (0..CANDIDATES.len())
+                    .filter(move |b| *b != a)
+                    .map(move |b| (a, b))
+            })
+            .map(|(a, b)| self.count[a][b])
+            .min()
+            .unwrap_or(0)
     }
 
     /// Whether there is enough to decide on.
@@ -118,42 +146,49 @@ impl Evidence {
         self.tests() >= CONFIDENT
     }
 
-    fn mean(&self, p: SendPath) -> Option<f64> {
-        let i = index(p)?;
-        (self.count[i] > 0).then(|| self.sum[i] / self.count[i] as f64)
+    /// The mean of `ln(rate b / rate a)`.
+    fn lead(&self, a: usize, b: usize) -> Option<f64> {
+        let n = self.count[a][b];
+        (n > 0).then(|| self.sum[a][b] / n as f64)
     }
 
-    /// The path with the highest mean; a cheaper one (earlier in `CANDIDATES`) within
-    /// `POOLED_MARGIN` of it wins, as the calibration's `TIE` does. `None` until confident.
+    /// A candidate's mean lead over the others: for observations of every candidate, its
+    /// logarithm less their mean, times a constant.
+    fn score(&self, c: usize) -> f64 {
+        (0..CANDIDATES.len())
+            .filter(|o| *o != c)
+            .map(|o| self.lead(o, c).unwrap_or(0.0))
+            .sum::<f64>()
+    }
+
+    /// The path with the highest score; a cheaper one (earlier in `CANDIDATES`) whose score is
+    /// within `POOLED_MARGIN` of it wins, as the calibration's `TIE` does. `None` until
+    /// confident.
     pub fn best(&self) -> Option<SendPath> {
         if !self.confident() {
             return None;
         }
-        let top = CANDIDATES
-            .iter()
-            .filter_map(|c| self.mean(*c))
+        let n = CANDIDATES.len() as f64;
+        let top = (0..CANDIDATES.len())
+            .map(|c| self.score(c))
             .fold(f64::NEG_INFINITY, f64::max);
-        CANDIDATES.iter().copied().find(|c| {
-            self.mean(*c)
-                .is_some_and(|m| m >= top - (1.0 + POOLED_MARGIN).ln())
-        })
+        (0..CANDIDATES.len())
+            .find(|c| (top - self.score(*c)) / (n - 1.0) <= (1.0 + POOLED_MARGIN).ln())
+            .map(|c| CANDIDATES[c])
     }
 
     /// Whether `challenger` should replace `kept`, given this evidence and one more comparison
     /// of the two (`ln(challenger's rate / kept's rate)` in this test, if measured): the pooled
-    /// difference must exceed `POOLED_MARGIN`.
+    /// mean of the pair's comparisons must exceed `POOLED_MARGIN`.
     pub fn prefers(&self, kept: SendPath, challenger: SendPath, this_test: Option<f64>) -> bool {
         let (Some(k), Some(c)) = (index(kept), index(challenger)) else {
             return false;
         };
-        let n = self.count[k].min(self.count[c]);
-        let prior = match (self.mean(kept), self.mean(challenger)) {
-            (Some(a), Some(b)) => b - a,
-            _ => 0.0,
-        };
+        let n = self.count[k][c];
+        let sum = self.sum[k][c];
         let (sum, weight) = match this_test.filter(|d| d.is_finite()) {
-            Some(d) => (prior * n as f64 + d, n + 1),
-            None => (prior * n as f64, n),
+            Some(d) => (sum + d, n + 1),
+            None => (sum, n),
         };
         weight > 0 && sum / weight as f64 > (1.0 + POOLED_MARGIN).ln()
     }
@@ -356,6 +391,16 @@ mod tests {
         assert!(!Evidence::default().prefers(CANDIDATES[0], CANDIDATES[2], None));
         // The record says write 4M is half as fast: it never takes over.
         assert!(!ev.prefers(CANDIDATES[2], CANDIDATES[3], Some(1.2f64.ln())));
+        // Later re-checks of the tied pair, each 8% for write 1M, add to that pair alone.
+        for i in 0..4 {
+            let mut pair = trials([40.0, 43.2, 0.0, 0.0]);
+            pair[1].path = CANDIDATES[2];
+            mem.learn("k", Observation::of_pair(&pair[..2]).unwrap(), 10 + i);
+        }
+        let ev = mem.evidence("k");
+        assert_eq!(ev.tests(), CONFIDENT, "pairs alone compare not every path");
+        assert!(ev.prefers(CANDIDATES[0], CANDIDATES[2], None));
+        assert_eq!(ev.best(), Some(CANDIDATES[2]));
     }
 
     #[test]
