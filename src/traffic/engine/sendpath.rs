@@ -74,6 +74,10 @@
 //! more than `SWITCH_MARGIN` more than the kept one. These turns are in the results, since they
 //! are part of what the test carried: the first costs about six 75 ms turns at the other paths'
 //! rates (a 5 s test with paths 20% slower: 1.8%), the later ones two turns each.
+//!
+//! One test's turns are few and noisy, so a process that remembers (`memory`: `netsweep client`
+//! and `netsweep server`, through the host's record) pools every test's re-checks per peer; once
+//! the record is confident it picks the path after the calibration and judges the re-checks.
 
 pub mod memory;
 
