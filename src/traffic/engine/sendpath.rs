@@ -253,7 +253,7 @@ pub struct Pool {
     calls: [AtomicU64; CANDIDATES.len()],
     decision: OnceLock<(SendPath, Vec<Trial>)>,
     rechecks: [RecheckPool; RECHECK_AFTER_S.len()],
-    /// Under which key this host remembers the test's first re-check (`memory`), and what it
+    /// Under which key this host remembers the test's re-checks (`memory`), and what it
     /// remembered when the test began.
     key: Option<String>,
     prior: Option<memory::Evidence>,
