@@ -44,8 +44,11 @@ impl Figures {
     }
 }
 
-/// Runs `f` and counts what the host dropped of the direction `direction` meanwhile.
-fn with_host_drops(lab: &Lab, direction: Direction, f: impl FnOnce() -> Figures) -> Figures {
+/// Runs `f` and counts the datagrams of `direction` that the host, not the path, dropped
+/// meanwhile: the receiving namespace's kernel at a full UDP socket buffer (its receiver fell
+/// behind) and the sending namespace's device (the delay line fell behind). Both happen only on
+/// a busy host.
+fn host_drops<T>(lab: &Lab, direction: Direction, f: impl FnOnce() -> T) -> (T, u64) {
     use netsweep::host::counters;
     let (from, to) = match direction {
         Direction::Reverse => (Host::B, Host::A),
@@ -53,7 +56,7 @@ fn with_host_drops(lab: &Lab, direction: Direction, f: impl FnOnce() -> Figures)
     };
     let snap = |h| lab.run_in(h, counters::read_live).expect("counters");
     let (s0, r0) = (snap(from), snap(to));
-    let mut fig = f();
+    let out = f();
     let (s1, r1) = (snap(from), snap(to));
     let (ds, dr) = (counters::delta(&s0, &s1), counters::delta(&r0, &r1));
     let proto = |k: &str| u64::try_from(dr.protocol.get(k).copied().unwrap_or(0)).unwrap_or(0);
@@ -62,14 +65,22 @@ fn with_host_drops(lab: &Lab, direction: Direction, f: impl FnOnce() -> Figures)
         .interfaces
         .get(&lab.device(from))
         .map_or(0, |c| c.tx_dropped);
-    fig.host_drops = kernel + device;
-    if fig.host_drops > 0 {
+    if kernel + device > 0 {
         eprintln!(
             "{direction:?}: the host dropped {kernel} (receiver's socket) + {device} (sender's \
-             device) of {fig:?}"
+             device)"
         );
     }
-    fig
+    (out, kernel + device)
+}
+
+/// One pairing's figures with the host's own drops of its direction (`host_drops`).
+fn with_host_drops(lab: &Lab, direction: Direction, f: impl FnOnce() -> Figures) -> Figures {
+    let (fig, dropped) = host_drops(lab, direction, f);
+    Figures {
+        host_drops: dropped,
+        ..fig
+    }
 }
 
 /// netsweep's client in host a against `addr` in host b, speaking `peer`.
@@ -191,6 +202,14 @@ fn three_ways(lab: &Lab, spec: &TestSpec) -> [Figures; 3] {
     [ns_ns, ns_ip, ip_ns]
 }
 
+/// The two tests run one after the other: each is sensitive to a starved receiver, and together
+/// they would starve each other on a 2-core host.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn spread(values: &[f64]) -> f64 {
     let max = values.iter().cloned().fold(f64::MIN, f64::max);
     let min = values.iter().cloned().fold(f64::MAX, f64::min);
@@ -207,6 +226,7 @@ fn the_three_pairings_agree_through_a_rate_limit_and_through_loss() {
     {
         return;
     }
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let limited = lab(
         "i3r",
@@ -314,6 +334,7 @@ fn an_iperf3_client_receiving_a_udp_count_ends_through_loss() {
     if !common::root_or_skip(test) || !common::tool_or_skip(test, "iperf3") {
         return;
     }
+    let _serial = serial();
     let dir = tempfile::tempdir().unwrap();
     let lossy = lab(
         "i3c",
@@ -330,52 +351,62 @@ fn an_iperf3_client_receiving_a_udp_count_ends_through_loss() {
     // The count in datagrams of 1400 bytes: -k 1K is 1024 blocks; -n 1400000 is 1000.
     for (count_args, count) in [(["-k", "1K"], 1024u64), (["-n", "1400000"], 1000)] {
         let mut attempt = 0;
-        let (doc, took) = loop {
-            attempt += 1;
-            let out_path = dir.path().join("iperf3.json");
-            let mut c = lossy.command(Host::A, "iperf3");
-            c.args(["-c", &Host::B.address().to_string()])
-                .args(["-p", &server.addr.port().to_string()])
-                .args(["-u", "-b", "100M", "-l", "1400", "-R", "-J"])
-                .args(count_args)
-                .stdin(Stdio::null())
-                .stdout(std::fs::File::create(&out_path).unwrap())
-                .stderr(Stdio::null());
-            let started = std::time::Instant::now();
-            let mut child = Proc(c.spawn().expect("iperf3 -c in a"));
-            // Bounded: the old server left the client waiting 120 s; give up after 30.
-            let ended = common::wait_bounded_check(Duration::from_secs(30), || {
-                child.0.try_wait().ok().flatten().is_some()
-            });
-            let took = started.elapsed();
-            drop(child);
-            assert!(
-                ended,
-                "{count_args:?}: iperf3's client still waiting after {took:?}"
-            );
-            let doc: Value = serde_json::from_slice(&std::fs::read(&out_path).unwrap())
-                .unwrap_or_else(|e| panic!("{count_args:?}: {e}"));
-            let error = doc["error"].as_str().unwrap_or_default();
-            // A lost UDP hello ends iperf3's client at once (see `iperf3_client`): again.
-            if attempt < 3 && error.starts_with("unable to read from stream socket") {
-                continue;
+        let ((doc, took), dropped) = host_drops(&lossy, Direction::Reverse, || {
+            loop {
+                attempt += 1;
+                let out_path = dir.path().join("iperf3.json");
+                let mut c = lossy.command(Host::A, "iperf3");
+                c.args(["-c", &Host::B.address().to_string()])
+                    .args(["-p", &server.addr.port().to_string()])
+                    .args(["-u", "-b", "100M", "-l", "1400", "-R", "-J"])
+                    .args(count_args)
+                    .stdin(Stdio::null())
+                    .stdout(std::fs::File::create(&out_path).unwrap())
+                    .stderr(Stdio::null());
+                let started = std::time::Instant::now();
+                let mut child = Proc(c.spawn().expect("iperf3 -c in a"));
+                // Bounded: the old server left the client waiting 120 s; give up after 30.
+                let ended = common::wait_bounded_check(Duration::from_secs(30), || {
+                    child.0.try_wait().ok().flatten().is_some()
+                });
+                let took = started.elapsed();
+                drop(child);
+                assert!(
+                    ended,
+                    "{count_args:?}: iperf3's client still waiting after {took:?}"
+                );
+                let doc: Value = serde_json::from_slice(&std::fs::read(&out_path).unwrap())
+                    .unwrap_or_else(|e| panic!("{count_args:?}: {e}"));
+                let error = doc["error"].as_str().unwrap_or_default();
+                // A lost UDP hello ends iperf3's client at once (see `iperf3_client`): again.
+                if attempt < 3 && error.starts_with("unable to read from stream socket") {
+                    continue;
+                }
+                break (doc, took);
             }
-            break (doc, took);
-        };
+        });
         assert!(doc.get("error").is_none(), "{}", doc["error"]);
         let sum = &doc["end"]["sum"];
-        eprintln!("{count_args:?}: ended after {took:?}, end.sum {sum}");
+        eprintln!(
+            "{count_args:?}: ended after {took:?}, end.sum {sum}, {dropped} dropped by the host \
+             (not the path)"
+        );
+        // Within seconds, not iperf3's 120 s receive timeout. Datagrams the receiving host
+        // dropped itself (a starved iperf3 on a busy host: CI had 941 of 1965 lost) are topped
+        // up like the path's, which takes longer (regression: "took 11.0s").
+        let limit = if dropped == 0 { 10 } else { 25 };
         assert!(
-            took < Duration::from_secs(10),
-            "{count_args:?}: took {took:?}"
+            took < Duration::from_secs(limit),
+            "{count_args:?}: took {took:?} ({dropped} dropped by the host)"
         );
         // The highest sequence number the client saw: at least the count, and the server's
         // top-up stays small (the lost datagrams and a few more while TEST_END travels).
         let packets = sum["packets"].as_u64().unwrap();
         let lost = sum["lost_packets"].as_u64().unwrap();
         assert!(
-            (count..=count + count / 20 + 10).contains(&packets),
-            "{count_args:?}: {packets} datagrams for a count of {count} ({lost} lost)"
+            (count..=count + count / 20 + 10 + dropped).contains(&packets),
+            "{count_args:?}: {packets} datagrams for a count of {count} ({lost} lost, \
+             {dropped} of them by the receiving host)"
         );
         assert!(packets - lost >= count, "{count_args:?}: {sum}");
     }
