@@ -5,14 +5,14 @@
 //!
 //! The file is a cache of measurements: one that cannot be read (damaged, too large, not a
 //! regular file) is started afresh and replaced at the next save, with a word on standard error.
-//! Two processes saving at once hold a lock and merge what the other saved, so neither loses
-//! the other's tests.
+//! A save adds what the process learned since its last save to what the file holds, under a
+//! lock, so two processes saving at once lose none of each other's tests.
 
 use crate::traffic::engine::sendpath::memory::{self, Memory};
 use std::path::PathBuf;
 
-/// The largest file read: 64 keys of 24 observations are about 200 KB.
-const CAP: u64 = 1 << 20;
+/// The largest file read: 64 keys of 48 observations of four paths are about 0.8 MB.
+const CAP: u64 = 4 << 20;
 
 /// The record's file, or `None` when the user turned remembering off.
 pub fn path() -> Option<PathBuf> {
@@ -48,28 +48,27 @@ pub fn enable() {
     }
 }
 
-/// Saves what this process remembers, merged with what others saved meanwhile. Quiet when the
-/// process does not remember; an error names the file.
+/// Adds what this process learned since its last save to the file, under a lock, so that two
+/// processes saving at once lose none of each other's tests (`memory::save_with`). Quiet when
+/// the process does not remember or learned nothing; an error names the file.
 pub fn save() -> std::io::Result<()> {
-    let (Some(p), Some(mine)) = (path(), memory::snapshot()) else {
+    let Some(p) = path() else {
         return Ok(());
     };
-    if let Some(dir) = p.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let _lock = crate::platform::filelock::FileLock::acquire(&p.with_extension("lock"))?;
-    let disk = load(&p);
-    let mut merged = disk.clone();
-    merged.merge(&mine);
-    if merged == disk {
-        return Ok(());
-    }
-    let text = serde_json::to_string(&merged).map_err(std::io::Error::other)?;
-    crate::platform::outfile::write(&p, text)
-        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))?;
-    // What others saved is now this process's too.
-    memory::enable(merged);
-    Ok(())
+    memory::save_with(|fresh| {
+        if let Some(dir) = p.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let _lock = crate::platform::filelock::FileLock::acquire(&p.with_extension("lock"))?;
+        let mut disk = load(&p);
+        for (k, o, t) in fresh {
+            disk.learn(k, o.clone(), *t);
+        }
+        let text = serde_json::to_string(&disk).map_err(std::io::Error::other)?;
+        crate::platform::outfile::write(&p, text)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", p.display())))?;
+        Ok(disk)
+    })
 }
 
 #[cfg(test)]

@@ -95,19 +95,22 @@ fn send_path_line(result: &TestResult) -> Option<String> {
                 ),
             })
             .collect();
-        let mut calibrated = format!(
+        let calibrated = format!(
             "{:.1} s calibration left out of the results: {}",
             result.spec.calibration.as_secs_f64(),
             tried.join(", ")
         );
-        if let Some(n) = result.start.send_path_remembered_tests {
-            calibrated.push_str(&format!(
-                "; then picked by this host's record of the re-checks of {n} earlier tests to \
-                 this peer"
-            ));
-        }
+        let record = result.start.send_path_remembered_tests.map(|n| {
+            format!(
+                "this host's record of the re-checks of {n} earlier tests to this peer (not this \
+                 test's {calibrated})"
+            )
+        });
         if result.start.rechecks.is_empty() {
-            format!("the fastest of a {calibrated}")
+            match record {
+                Some(r) => format!("chosen by {r}"),
+                None => format!("the fastest of a {calibrated}"),
+            }
         } else {
             let rate = |t: &crate::traffic::engine::sendpath::Trial| match t.bits_per_second {
                 Some(r) => format!("{} {}", t.path, crate::units::BitRate(r)),
@@ -123,18 +126,21 @@ fn send_path_line(result: &TestResult) -> Option<String> {
                         "at {:.1} s {}{}",
                         result.spec.calibration.as_secs_f64() + r.after_s,
                         tried.join(", "),
-                        if r.switched {
-                            format!(": {} took over", r.kept)
-                        } else {
-                            String::new()
+                        match (r.switched, r.by_record) {
+                            (true, false) => format!(": {} took over", r.kept),
+                            (true, true) => format!(
+                                ": {} took over on the host's record with these turns",
+                                r.kept
+                            ),
+                            (false, _) => String::new(),
                         }
                     )
                 })
                 .collect();
             format!(
-                "re-checked on the warm connection, in the results ({}); first chosen by a \
-                 {calibrated}",
-                checks.join("; ")
+                "re-checked on the warm connection, in the results ({}); first chosen by {}",
+                checks.join("; "),
+                record.unwrap_or_else(|| format!("a {calibrated}"))
             )
         }
     };

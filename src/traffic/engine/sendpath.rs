@@ -370,6 +370,7 @@ fn pooled(verdict: Recheck, prior: &memory::Evidence) -> Recheck {
     Recheck {
         kept,
         switched: kept != first,
+        by_record: true,
         ..verdict
     }
 }
@@ -434,6 +435,10 @@ pub struct Recheck {
     pub trials: Vec<Trial>,
     pub kept: SendPath,
     pub switched: bool,
+    /// Judged on the host's record of earlier tests with this one's turns (`memory`), not on
+    /// this test's turns alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_record: bool,
 }
 
 impl Recheck {
@@ -474,6 +479,7 @@ pub fn judge(k: usize, paths: &[SendPath], measured: &[(u64, u64)]) -> Recheck {
         trials,
         kept,
         switched: kept != first,
+        by_record: false,
     }
 }
 

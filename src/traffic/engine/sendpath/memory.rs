@@ -152,8 +152,9 @@ impl Evidence {
         (n > 0).then(|| self.sum[a][b] / n as f64)
     }
 
-    /// A candidate's mean lead over the others: for observations of every candidate, its
-    /// logarithm less their mean, times a constant.
+    /// A candidate's mean lead over the others summed: with observations of every candidate,
+    /// `n` times its logarithm less their mean (the leads over the others sum to
+    /// `(n - 1) l_c - sum of the others' l = n l_c`, the `l` summing to zero).
     fn score(&self, c: usize) -> f64 {
         (0..CANDIDATES.len())
             .filter(|o| *o != c)
@@ -173,7 +174,7 @@ impl Evidence {
             .map(|c| self.score(c))
             .fold(f64::NEG_INFINITY, f64::max);
         (0..CANDIDATES.len())
-            .find(|c| (top - self.score(*c)) / (n - 1.0) <= (1.0 + POOLED_MARGIN).ln())
+            .find(|c| (top - self.score(*c)) / n <= (1.0 + POOLED_MARGIN).ln())
             .map(|c| CANDIDATES[c])
     }
 
@@ -227,47 +228,79 @@ impl Memory {
             .get(key)
             .map_or_else(Evidence::default, |r| Evidence::of(&r.observations))
     }
-
-    /// Everything `other` learned that this memory lacks is taken in (two processes saving one
-    /// file: neither loses the other's tests).
-    pub fn merge(&mut self, other: &Memory) {
-        for (k, theirs) in &other.keys {
-            let mine = self.keys.entry(k.clone()).or_default();
-            for o in &theirs.observations {
-                if !mine.observations.contains(o) {
-                    mine.observations.push(o.clone());
-                }
-            }
-            let over = mine.observations.len().saturating_sub(KEEP);
-            mine.observations.drain(..over);
-            mine.updated_s = mine.updated_s.max(theirs.updated_s);
-        }
-    }
 }
 
 /// The key of a test's senders: the peer, one stream or several, and the far end's receive mode
 /// (each ranks the paths its own way).
 pub fn key(peer: std::net::IpAddr, streams: usize, skip_rx_copy: bool) -> String {
     format!(
-        "{peer} {} {}",
+        "{} {} {}",
+        peer.to_canonical(),
         if streams > 1 { "streams" } else { "stream" },
         if skip_rx_copy { "skip-rx-copy" } else { "copy" }
     )
 }
 
-/// This process's memory: `None` until its owner enables it.
-static PROCESS: Mutex<Option<Memory>> = Mutex::new(None);
+/// This process's memory, and what it learned that is not saved yet.
+struct Process {
+    memory: Memory,
+    unsaved: Vec<(String, Observation, u64)>,
+}
+
+/// `None` until its owner enables it.
+static PROCESS: Mutex<Option<Process>> = Mutex::new(None);
 
 /// Makes this process remember, starting from `m` (what an earlier process saved).
 pub fn enable(m: Memory) {
     if let Ok(mut p) = PROCESS.lock() {
-        *p = Some(m);
+        *p = Some(Process {
+            memory: m,
+            unsaved: Vec::new(),
+        });
     }
 }
 
-/// What this process remembers now (`None`: it does not remember).
-pub fn snapshot() -> Option<Memory> {
-    PROCESS.lock().ok().and_then(|p| p.clone())
+/// Saves what this process learned since its last save: `write` gets it (key, observation,
+/// time) and returns the memory as saved, which this process then holds, with what it learned
+/// while `write` ran. Nothing happens when the process does not remember or learned nothing.
+/// Observations are added in the order learned to what the file holds, so the newest `KEEP`
+/// per key are kept whichever process saved them, and none is saved twice.
+pub fn save_with<E>(
+    write: impl FnOnce(&[(String, Observation, u64)]) -> Result<Memory, E>,
+) -> Result<(), E> {
+    let fresh = match PROCESS.lock() {
+        Ok(mut p) => match p.as_mut() {
+            Some(p) => std::mem::take(&mut p.unsaved),
+            None => return Ok(()),
+        },
+        Err(_) => return Ok(()),
+    };
+    if fresh.is_empty() {
+        return Ok(());
+    }
+    let saved = match write(&fresh) {
+        Ok(m) => m,
+        Err(e) => {
+            // Kept for the next save.
+            if let Ok(mut p) = PROCESS.lock()
+                && let Some(p) = p.as_mut()
+            {
+                let later = std::mem::replace(&mut p.unsaved, fresh);
+                p.unsaved.extend(later);
+            }
+            return Err(e);
+        }
+    };
+    if let Ok(mut p) = PROCESS.lock()
+        && let Some(p) = p.as_mut()
+    {
+        let mut memory = saved;
+        for (k, o, t) in &p.unsaved {
+            memory.learn(k, o.clone(), *t);
+        }
+        p.memory = memory;
+    }
+    Ok(())
 }
 
 /// The evidence of earlier tests under `key` (`None`: this process does not remember).
@@ -275,7 +308,7 @@ pub fn recall(key: &str) -> Option<Evidence> {
     PROCESS
         .lock()
         .ok()
-        .and_then(|p| p.as_ref().map(|m| m.evidence(key)))
+        .and_then(|p| p.as_ref().map(|p| p.memory.evidence(key)))
 }
 
 /// Records one test's observation under `key`, if this process remembers.
@@ -284,9 +317,10 @@ pub fn remember(key: &str, o: Observation) {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     if let Ok(mut p) = PROCESS.lock()
-        && let Some(m) = p.as_mut()
+        && let Some(p) = p.as_mut()
     {
-        m.learn(key, o, now);
+        p.memory.learn(key, o.clone(), now);
+        p.unsaved.push((key.to_string(), o, now));
     }
 }
 
@@ -404,7 +438,7 @@ mod tests {
     }
 
     #[test]
-    fn a_memory_keeps_the_newest_observations_and_keys_and_merges_without_loss() {
+    fn a_memory_keeps_the_newest_observations_and_keys() {
         let o = |r: f64| Observation::of(&trials([r, 1.0, 1.0, 1.0])).unwrap();
         let mut mem = Memory::default();
         for i in 0..(KEEP as u64 + 5) {
@@ -421,16 +455,14 @@ mod tests {
             !mem.keys.contains_key("k"),
             "the least recently used key goes first"
         );
-        let mut other = Memory::default();
-        other.learn("peer66", o(3.0), 5000);
-        let before = mem.keys["peer66"].observations.len();
-        mem.merge(&other);
-        assert_eq!(mem.keys["peer66"].observations.len(), before + 1);
-        mem.merge(&other);
-        assert_eq!(mem.keys["peer66"].observations.len(), before + 1);
         assert_eq!(
             key("127.0.0.1".parse().unwrap(), 2, true),
             "127.0.0.1 streams skip-rx-copy"
+        );
+        // A dual-stack server sees an IPv4 client as IPv4-mapped: the same peer.
+        assert_eq!(
+            key("::ffff:127.0.0.1".parse().unwrap(), 1, false),
+            "127.0.0.1 stream copy"
         );
     }
 
