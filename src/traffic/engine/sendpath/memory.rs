@@ -287,6 +287,9 @@ pub fn save_with<E>(
             {
                 let later = std::mem::replace(&mut p.unsaved, fresh);
                 p.unsaved.extend(later);
+                // A place that stays unwritable must not make a long-running server grow.
+                let over = p.unsaved.len().saturating_sub(KEEP * MAX_KEYS);
+                p.unsaved.drain(..over);
             }
             return Err(e);
         }
