@@ -331,27 +331,32 @@ impl Pool {
             } else {
                 memory::Observation::of_pair(&verdict.trials)
             };
+            let verdict = match self.prior.as_ref().filter(|p| p.confident()) {
+                Some(prior) => pooled(verdict, prior, observed.as_ref()),
+                None => verdict,
+            };
             if let (Some(key), Some(o)) = (&self.key, observed) {
                 memory::remember(key, o);
             }
-            match self.prior.as_ref().filter(|p| p.confident()) {
-                Some(prior) => pooled(verdict, prior),
-                None => verdict,
-            }
+            verdict
         }))
     }
 }
 
 /// A re-check's verdict judged again on the pooled evidence of earlier tests and this one
-/// (`memory`): the kept path stays unless the pooled difference puts another
-/// `memory::POOLED_MARGIN` ahead.
-fn pooled(verdict: Recheck, prior: &memory::Evidence) -> Recheck {
+/// (`observed`, its turns as `memory` records them): the kept path stays unless the pooled
+/// difference puts another `memory::POOLED_MARGIN` ahead.
+fn pooled(
+    verdict: Recheck,
+    prior: &memory::Evidence,
+    observed: Option<&memory::Observation>,
+) -> Recheck {
     let Some(first) = verdict.trials.first().map(|t| t.path) else {
         return verdict;
     };
     let kept = if verdict.trials.len() == 2 {
         let challenger = verdict.trials[1].path;
-        let this_test = memory::log_ratio(&verdict.trials);
+        let this_test = observed.and_then(|o| memory::difference(o, first, challenger));
         if prior.prefers(first, challenger, this_test) {
             challenger
         } else {
@@ -359,8 +364,8 @@ fn pooled(verdict: Recheck, prior: &memory::Evidence) -> Recheck {
         }
     } else {
         let mut all = prior.clone();
-        if let Some(o) = memory::Observation::of(&verdict.trials) {
-            all.add(&o);
+        if let Some(o) = observed {
+            all.add(o);
         }
         match all.best() {
             Some(best) if best != first && all.prefers(first, best, None) => best,

@@ -334,7 +334,7 @@ pub fn log_ratio(trials: &[Trial]) -> Option<f64> {
     Some((b / a).ln())
 }
 
-/// The observation's difference between two paths (for tests of `prefers`).
+/// `ln(challenger's rate / kept's rate)` in one observation, when it measured both.
 pub fn difference(o: &Observation, kept: SendPath, challenger: SendPath) -> Option<f64> {
     Some(o.of_path(challenger)? - o.of_path(kept)?)
 }
