@@ -1,5 +1,6 @@
 //! `--skip-rx-copy` (iperf3's name): receivers drop the data in the kernel with MSG_TRUNC
-//! instead of copying it. The result says which receive mode ran, the counts stay exact
+//! instead of copying it; netsweep's own TCP tests do so by default and `--rx-copy` copies,
+//! while iperf3's command line keeps iperf3's default (the copy). The result says which receive mode ran, the counts stay exact
 //! (a count test delivers exactly its count), TCP in both directions and UDP, and an iperf3
 //! client's `skip_rx_copy` parameter is honoured by a netsweep server (`wire` unit tests).
 
@@ -45,11 +46,24 @@ fn tcp_receivers_skip_the_copy_in_both_directions_and_counts_stay_exact() {
         );
         assert!(doc["summary"]["bytes"].as_u64().unwrap() > 0);
         assert!(doc.get("inconsistencies").is_none(), "{doc:#}");
-        // Without the flag the receivers copy, and say so.
-        let mut plain = vec!["-t", "1"];
-        plain.extend_from_slice(dir);
-        assert_eq!(client(port, &plain)["start"]["receive_mode"], "copy");
+        // Without the flag netsweep's own TCP test skips the copy too; --rx-copy copies. Each
+        // says which ran.
+        // (iperf3's command line is checked in the CLI's unit tests: its JSON is iperf3's,
+        // which has no receive mode.)
+        for (flags, mode) in [(&[][..], "skip-rx-copy"), (&["--rx-copy"][..], "copy")] {
+            let mut plain = vec!["-t", "1"];
+            plain.extend_from_slice(dir);
+            plain.extend_from_slice(flags);
+            let doc = client(port, &plain);
+            assert_eq!(
+                doc["start"]["receive_mode"], mode,
+                "{dir:?} {flags:?}: {doc:#}"
+            );
+        }
     }
+    // UDP and request/response keep the copy unless asked.
+    let udp = client(port, &["-u", "-b", "10M", "-t", "1"]);
+    assert_eq!(udp["start"]["receive_mode"], "copy", "{udp:#}");
     // A count: exactly 20 MiB reach the receiver, though none of it was copied.
     let doc = client(port, &["-n", "20M", "--skip-rx-copy", "-R"]);
     let got = doc["directions"][0]["summary"]["bytes"].as_u64().unwrap()

@@ -476,3 +476,21 @@ fn iperf3s_unimplemented_client_flags_are_refused_by_name() {
     // -T is a flag of the output, accepted.
     assert!(client(&["127.0.0.1", "-T", "test1"]).is_ok());
 }
+
+#[test]
+fn netsweeps_own_tcp_tests_skip_the_receive_copy_and_iperf3s_command_line_copies() {
+    let skips = |args: &[&str]| client(args).unwrap().1.skip_rx_copy;
+    assert!(skips(&["127.0.0.1"]));
+    assert!(skips(&["127.0.0.1", "-R", "-P", "4"]));
+    assert!(!skips(&["127.0.0.1", "--rx-copy"]));
+    // iperf3's command line keeps iperf3's default unless --skip-rx-copy is given.
+    assert!(!skips(&["127.0.0.1", "--iperf3-cli"]));
+    assert!(skips(&["127.0.0.1", "--iperf3-cli", "--skip-rx-copy"]));
+    // UDP keeps the copy (its receivers' GRO needs it) and so do request/response tests.
+    assert!(!skips(&["127.0.0.1", "-u"]));
+    assert!(skips(&["127.0.0.1", "-u", "--skip-rx-copy"]));
+    assert!(!skips(&["127.0.0.1", "--test", "rr"]));
+    // Asking for both is a mistake, named.
+    let err = client(&["127.0.0.1", "--rx-copy", "--skip-rx-copy"]).unwrap_err();
+    assert!(format!("{err:#}").contains("--rx-copy"), "{err:#}");
+}

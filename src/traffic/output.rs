@@ -420,7 +420,8 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     if let Some(mode) = result.start.receive_mode.as_ref().filter(|m| *m != "copy") {
         let _ = writeln!(
             out,
-            "Receive: {mode} (MSG_TRUNC: the data is dropped in the receiver's kernel, not copied)"
+            "Receive: {mode} (MSG_TRUNC: the data is dropped in the receiver's kernel, not copied; \
+             --rx-copy copies it as applications do)"
         );
     }
     if let Some(words) = result.spec.affinity.words() {
