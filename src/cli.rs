@@ -514,8 +514,15 @@ impl Iperf3ClientOptions {
 /// `--skip-rx-copy`. iperf3's command line keeps iperf3's default (the copy), so a drop-in
 /// measures what iperf3 measures; UDP keeps the copy, which is what lets its receivers use GRO
 /// (`engine::udp`); request/response tests read every byte of each message.
+/// An iperf3 server named with `--iperf3` is not asked either: before 3.19 it copies, and it
+/// never says which it did. Nor where this host's TCP cannot drop data unread (FreeBSD).
 fn default_skips_rx_copy(a: &ClientArgs, protocol: Protocol) -> bool {
-    !a.rx_copy && !a.iperf3_cli && a.test_kind.is_none() && protocol == Protocol::Tcp
+    !a.rx_copy
+        && !a.iperf3_cli
+        && !a.iperf3
+        && a.test_kind.is_none()
+        && protocol == Protocol::Tcp
+        && crate::platform::sockopt::RECV_TRUNC_DISCARDS
 }
 
 /// Rewrites iperf3's command lines into netsweep's: `netsweep -s ...` is `netsweep server

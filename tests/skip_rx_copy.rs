@@ -1,8 +1,10 @@
 //! `--skip-rx-copy` (iperf3's name): receivers drop the data in the kernel with MSG_TRUNC
 //! instead of copying it; netsweep's own TCP tests do so by default and `--rx-copy` copies,
-//! while iperf3's command line keeps iperf3's default (the copy). The result says which receive mode ran, the counts stay exact
-//! (a count test delivers exactly its count), TCP in both directions and UDP, and an iperf3
-//! client's `skip_rx_copy` parameter is honoured by a netsweep server (`wire` unit tests).
+//! while iperf3's command line keeps iperf3's default (the copy). The result says which
+//! receive mode ran (a netsweep server says how its receivers received, in iperf3's protocol
+//! too), the counts stay exact (a count test delivers exactly its count), TCP in both
+//! directions and UDP, and an iperf3 client's `skip_rx_copy` parameter is honoured by a
+//! netsweep server (`wire` unit tests).
 
 mod common;
 
@@ -48,20 +50,32 @@ fn tcp_receivers_skip_the_copy_in_both_directions_and_counts_stay_exact() {
         assert!(doc.get("inconsistencies").is_none(), "{doc:#}");
         // Without the flag netsweep's own TCP test skips the copy too; --rx-copy copies. Each
         // says which ran.
-        // (iperf3's command line is checked in the CLI's unit tests: its JSON is iperf3's,
-        // which has no receive mode.)
-        for (flags, mode) in [(&[][..], "skip-rx-copy"), (&["--rx-copy"][..], "copy")] {
-            let mut plain = vec!["-t", "1"];
+        // iperf3's command line copies unless asked, as iperf3; its JSON is iperf3's, with
+        // the mode under `extensions`. A count (-n) runs iperf3's protocol, whose netsweep
+        // server says how it received.
+        for (flags, mode) in [
+            (&["-t", "1"][..], "skip-rx-copy"),
+            (&["-t", "1", "--rx-copy"][..], "copy"),
+            (&["-n", "20M"][..], "skip-rx-copy"),
+            (&["-n", "20M", "--rx-copy"][..], "copy"),
+            (&["-t", "1", "--iperf3-cli"][..], "copy"),
+            (
+                &["-t", "1", "--iperf3-cli", "--skip-rx-copy"][..],
+                "skip-rx-copy",
+            ),
+        ] {
+            let mut plain = flags.to_vec();
             plain.extend_from_slice(dir);
-            plain.extend_from_slice(flags);
             let doc = client(port, &plain);
-            assert_eq!(
-                doc["start"]["receive_mode"], mode,
-                "{dir:?} {flags:?}: {doc:#}"
-            );
+            let got = if flags.contains(&"--iperf3-cli") {
+                &doc["extensions"]["receive_mode"]
+            } else {
+                &doc["start"]["receive_mode"]
+            };
+            assert_eq!(got, mode, "{dir:?} {flags:?}: {doc:#}");
         }
     }
-    // UDP and request/response keep the copy unless asked.
+    // UDP keeps the copy unless asked (request/response: the CLI's unit tests).
     let udp = client(port, &["-u", "-b", "10M", "-t", "1"]);
     assert_eq!(udp["start"]["receive_mode"], "copy", "{udp:#}");
     // A count: exactly 20 MiB reach the receiver, though none of it was copied.

@@ -417,12 +417,18 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     if let Some(line) = send_path_line(result) {
         out.push_str(&line);
     }
-    if let Some(mode) = result.start.receive_mode.as_ref().filter(|m| *m != "copy") {
-        let _ = writeln!(
-            out,
-            "Receive: {mode} (MSG_TRUNC: the data is dropped in the receiver's kernel, not copied; \
-             --rx-copy copies it as applications do)"
-        );
+    match result.start.receive_mode.as_deref() {
+        None | Some("copy") => {}
+        Some(mode @ "skip-rx-copy") => {
+            let _ = writeln!(
+                out,
+                "Receive: {mode} (MSG_TRUNC: the data is dropped in the receiver's kernel, not \
+                 copied; --rx-copy copies it as applications do)"
+            );
+        }
+        Some(mode) => {
+            let _ = writeln!(out, "Receive: {mode}.");
+        }
     }
     if let Some(words) = result.spec.affinity.words() {
         let _ = writeln!(out, "CPU affinity (-A): {words}.");

@@ -625,8 +625,8 @@ pub fn build(
             (_, true) => "skip-rx-copy",
             (false, false) => "copy",
             (true, false) => {
-                "skip-rx-copy asked; the receivers did not report skipping (FreeBSD copies; an \
-                 iperf3 peer does not say)"
+                "skip-rx-copy asked, not confirmed: the receivers did not report skipping the \
+                 copy (an iperf3 server does not say, and iperf3 before 3.19 and FreeBSD copy)"
             }
         }
         .to_string(),

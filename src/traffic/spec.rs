@@ -105,7 +105,9 @@ pub struct TestSpec {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dont_fragment: bool,
     /// Receivers drop the data in the kernel instead of copying it (`--skip-rx-copy`, iperf3's
-    /// name: `recv` with MSG_TRUNC): the engine's ceiling without the copy. Linux only.
+    /// name: `recv` with MSG_TRUNC): the engine's ceiling without the copy. Linux only. Off by
+    /// default here (campaigns, pScheduler); `netsweep client` turns it on for its TCP tests
+    /// unless `--rx-copy` is given (`cli::default_skips_rx_copy`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub skip_rx_copy: bool,
     /// iperf3's `-n`/`-k`: the test ends once this much has moved in one direction after the

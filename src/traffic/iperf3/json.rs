@@ -649,6 +649,10 @@ fn extensions(result: &TestResult) -> Value {
     );
     put("rechecks", serde_json::to_value(&result.start.rechecks));
     put(
+        "receive_mode",
+        serde_json::to_value(&result.start.receive_mode),
+    );
+    put(
         "send_path_remembered_tests",
         serde_json::to_value(result.start.send_path_remembered_tests),
     );

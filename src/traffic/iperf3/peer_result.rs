@@ -82,12 +82,15 @@ pub(crate) fn assemble(
                 .unwrap_or(&placeholders[i])
         })
         .collect();
+    // A netsweep server says whether its receivers skipped the copy; iperf3 does not.
+    let far_skipped = peer.and_then(|p| p.skipped_rx_copy).unwrap_or(false);
     let mirrored: Vec<StreamReport> = mine
         .iter()
         .map(|r| StreamReport {
             role: mirror_role(r.role),
             intervals: r.intervals.iter().map(mirror).collect(),
             saw_end: true,
+            skipped_rx_copy: far_skipped && mirror_role(r.role) == Role::Receiver,
             ..StreamReport::empty(r.stream, r.flow, mirror_role(r.role), None)
         })
         .collect();

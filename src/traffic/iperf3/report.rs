@@ -101,6 +101,7 @@ pub fn results(spec: &TestSpec, local: &Finished, stopped: Option<Duration>) -> 
         streams,
         version: None,
         server_software: None,
+        skipped_rx_copy: None,
         server_output: None,
     }
 }

@@ -478,6 +478,19 @@ pub fn serve(
             super::wire::SERVER_SOFTWARE.into(),
             serde_json::Value::String(super::wire::own_software()),
         );
+        // Which receive mode its receivers ran, when it had any: a netsweep client says so.
+        let mut receivers = finished
+            .reports
+            .iter()
+            .filter(|r| r.role == crate::traffic::measure::Role::Receiver)
+            .peekable();
+        if receivers.peek().is_some() {
+            let skipped = receivers.all(|r| r.skipped_rx_copy);
+            m.insert(
+                super::wire::SKIPPED_RX_COPY.into(),
+                serde_json::Value::Bool(skipped),
+            );
+        }
         if params.get_server_output {
             // iperf3's --get-server-output: the server's own account, as text.
             m.insert(

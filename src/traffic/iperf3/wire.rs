@@ -321,6 +321,9 @@ pub struct Results {
     /// What a netsweep server speaking iperf3's protocol says it is (`SERVER_SOFTWARE`:
     /// "netsweep 0.1.0"). iperf3 sends no such key, and ignores it.
     pub server_software: Option<String>,
+    /// Whether a netsweep server's receivers dropped the data without copying it
+    /// (`SKIPPED_RX_COPY`); iperf3 does not say.
+    pub skipped_rx_copy: Option<bool>,
     /// The server's own output, when asked for (`server_output_text` or `_json`).
     pub server_output: Option<crate::traffic::result::ServerOutput>,
 }
@@ -409,6 +412,7 @@ impl Results {
             streams,
             version: peer_version(m),
             server_software: text(m, SERVER_SOFTWARE),
+            skipped_rx_copy: m.get(SKIPPED_RX_COPY).and_then(Value::as_bool),
             server_output: server_output(m),
         })
     }
@@ -432,6 +436,11 @@ fn server_output(m: &Map<String, Value>) -> Option<crate::traffic::result::Serve
 
 /// The key of a netsweep server's own name and version in the results it sends.
 pub const SERVER_SOFTWARE: &str = "netsweep_server";
+
+/// The key under which a netsweep server says, in the results it sends, whether its receivers
+/// dropped the data without copying it (`--skip-rx-copy`), so its client can say which receive
+/// mode ran. Sent only when the server received; iperf3 ignores the key.
+pub const SKIPPED_RX_COPY: &str = "netsweep_skipped_rx_copy";
 
 /// How netsweep names itself to an iperf3 peer ("netsweep 0.1.0"): the client's
 /// `client_version`, the server's `SERVER_SOFTWARE`.

@@ -191,6 +191,7 @@ fn results_round_trip_and_missing_fields_are_named() {
         }],
         version: None,
         server_software: None,
+        skipped_rx_copy: None,
         server_output: None,
     };
     let doc = r.to_json();
