@@ -3,6 +3,13 @@
 //! what the pacer was asked for (physics); a flow the rule never accepts runs to its ceiling;
 //! iperf3 peers are refused; a campaign with `duration = "auto"` stores short runs with their
 //! endings.
+//!
+//! The traffic tests run one at a time: paced flows of this file running at once on two cores
+//! made the kernel reorder loopback segments as their threads moved between the cores (an
+//! Intel Xeon VM, 2026-11-28: three 100 Mbit/s flows at once retransmitted 675-1128 segments
+//! each in 5 s, with `TcpExtTCPOFOQueue` up 2668 and no softnet drops; one alone, 87 and 109),
+//! and the rule then rightly saw no steady rate; one such flow alone ended after 2.25 s every
+//! time.
 
 mod common;
 
@@ -25,6 +32,7 @@ fn auto_spec(ceiling_s: u64, rate_bps: f64) -> TestSpec {
 
 #[test]
 fn a_steady_paced_flow_ends_long_before_its_ceiling_in_both_directions() {
+    let _serial = common::loopback::serial();
     let server = TestServer::start(ServerLimits::default());
     for direction in [Direction::Forward, Direction::Reverse] {
         let mut spec = auto_spec(20, 200e6);
@@ -79,6 +87,7 @@ fn a_steady_paced_flow_ends_long_before_its_ceiling_in_both_directions() {
 
 #[test]
 fn a_flow_the_rule_never_accepts_runs_to_its_ceiling() {
+    let _serial = common::loopback::serial();
     let server = TestServer::start(ServerLimits::default());
     let mut spec = auto_spec(3, 100e6);
     // No real flow is known to one part in a billion.
@@ -111,6 +120,7 @@ fn an_iperf3_peer_is_refused_with_the_reason() {
 
 #[test]
 fn the_command_line_takes_auto_and_prints_how_the_test_ended() {
+    let _serial = common::loopback::serial();
     let server = TestServer::start(ServerLimits::default());
     let dir = tempfile::tempdir().unwrap();
     let port = server.addr.port().to_string();
@@ -143,13 +153,16 @@ fn the_command_line_takes_auto_and_prints_how_the_test_ended() {
 
 #[test]
 fn a_campaign_with_auto_durations_stores_short_runs_with_their_endings() {
+    let _serial = common::loopback::serial();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
         dir.path().join("plan.toml"),
         "[target]\nkind = \"loopback\"\n[test]\nduration = \"auto:20s\"\ninterval = \"250ms\"\n\
-         bitrate = \"100M\"\n[matrix]\nparallel = [1, 2]\n[repeat]\ncount = 2\n",
+         bitrate = \"100M\"\n[matrix]\nwindow = [\"2M\", \"4M\"]\n[repeat]\ncount = 2\n",
     )
     .unwrap();
+    // One flow per run (a window per configuration, not -P 2): two paced flows at once reorder
+    // on loopback (above).
     let t0 = Instant::now();
     common::netsweep_ok(dir.path(), &["run", "plan.toml", "--db", "a.db"]);
     // Four runs, each far shorter than its 20 s ceiling.
