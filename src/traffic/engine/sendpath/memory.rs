@@ -328,7 +328,7 @@ pub fn remember(key: &str, o: Observation) {
 }
 
 /// `ln(rate of paths[1] / rate of paths[0])` among `trials`, when both were measured.
-pub fn log_ratio(trials: &[Trial]) -> Option<f64> {
+fn log_ratio(trials: &[Trial]) -> Option<f64> {
     let rate = |t: &Trial| t.bits_per_second.filter(|r| r.is_finite() && *r > 0.0);
     let (a, b) = (rate(trials.first()?)?, rate(trials.get(1)?)?);
     Some((b / a).ln())
