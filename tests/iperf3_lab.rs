@@ -202,14 +202,6 @@ fn three_ways(lab: &Lab, spec: &TestSpec) -> [Figures; 3] {
     [ns_ns, ns_ip, ip_ns]
 }
 
-/// The two tests run one after the other: each is sensitive to a starved receiver, and together
-/// they would starve each other on a 2-core host.
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn spread(values: &[f64]) -> f64 {
     let max = values.iter().cloned().fold(f64::MIN, f64::max);
     let min = values.iter().cloned().fold(f64::MAX, f64::min);
@@ -226,7 +218,9 @@ fn the_three_pairings_agree_through_a_rate_limit_and_through_loss() {
     {
         return;
     }
-    let _serial = serial();
+    // One at a time: each is sensitive to a starved receiver, and together they would starve
+    // each other on a 2-core host.
+    let _serial = common::loopback::serial();
     let dir = tempfile::tempdir().unwrap();
     let limited = lab(
         "i3r",
@@ -334,7 +328,9 @@ fn an_iperf3_client_receiving_a_udp_count_ends_through_loss() {
     if !common::root_or_skip(test) || !common::tool_or_skip(test, "iperf3") {
         return;
     }
-    let _serial = serial();
+    // One at a time: each is sensitive to a starved receiver, and together they would starve
+    // each other on a 2-core host.
+    let _serial = common::loopback::serial();
     let dir = tempfile::tempdir().unwrap();
     let lossy = lab(
         "i3c",
