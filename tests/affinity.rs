@@ -32,9 +32,10 @@ fn threads(pid: u32, prefix: &str) -> Vec<Vec<usize>> {
         .collect()
 }
 
-/// Waits (10 s at most) until `pid` has `n` threads named `prefix*` all pinned (one CPU
-/// each), and returns their CPUs, sorted.
-fn pinned(pid: u32, prefix: &str, n: usize) -> Vec<usize> {
+/// Waits (30 s at most: a loaded host starts processes slowly) until `pid` has `n` threads
+/// named `prefix*` all pinned (one CPU each), and returns their CPUs, sorted. The test's
+/// client (`process`) ending first fails the test with what it printed.
+fn pinned(pid: u32, prefix: &str, n: usize, process: &mut KillOnDrop) -> Vec<usize> {
     let t0 = Instant::now();
     loop {
         let t = threads(pid, prefix);
@@ -43,8 +44,33 @@ fn pinned(pid: u32, prefix: &str, n: usize) -> Vec<usize> {
             cpus.sort_unstable();
             return cpus;
         }
+        if let Ok(Some(status)) = process.0.try_wait() {
+            let mut said = String::new();
+            for pipe in [
+                process
+                    .0
+                    .stdout
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn Read>),
+                process
+                    .0
+                    .stderr
+                    .take()
+                    .map(|p| Box::new(p) as Box<dyn Read>),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let mut p = pipe;
+                let _ = p.read_to_string(&mut said);
+            }
+            panic!(
+                "the client ended ({status}) before pid {pid} had {n} pinned {prefix}* threads: \
+                 {said}"
+            );
+        }
         assert!(
-            t0.elapsed() < Duration::from_secs(10),
+            t0.elapsed() < Duration::from_secs(30),
             "pid {pid}: {n} pinned {prefix}* threads expected, saw {t:?}"
         );
         std::thread::sleep(Duration::from_millis(20));
@@ -120,9 +146,9 @@ fn both_ends_pin_their_streams_where_asked_and_a_client_moves_the_servers() {
     let (a, b) = two_cpus();
     // The server's own -A, used when the client does not say.
     let (srv, port) = server(&["-A", &b.to_string()]);
-    let c = client(&port, &["-t", "3", "-P", "2", "-A", &a.to_string()]);
-    assert_eq!(pinned(c.0.id(), "stream-", 2), [a, a]);
-    assert_eq!(pinned(srv.0.id(), "stream-", 2), [b, b]);
+    let mut c = client(&port, &["-t", "3", "-P", "2", "-A", &a.to_string()]);
+    assert_eq!(pinned(c.0.id(), "stream-", 2, &mut c), [a, a]);
+    assert_eq!(pinned(srv.0.id(), "stream-", 2, &mut c), [b, b]);
     let text = finish(c);
     assert!(
         text.contains(&format!(
@@ -134,18 +160,18 @@ fn both_ends_pin_their_streams_where_asked_and_a_client_moves_the_servers() {
 
     // The client's N-M,M: its streams spread over the range, the server's moved for this test.
     let range = format!("{a}-{b},{a}");
-    let c = client(&port, &["-t", "3", "-P", "2", "-A", &range, "-J"]);
+    let mut c = client(&port, &["-t", "3", "-P", "2", "-A", &range, "-J"]);
     let mut spread = vec![a, b];
     spread.dedup();
-    let mut mine = pinned(c.0.id(), "stream-", 2);
+    let mut mine = pinned(c.0.id(), "stream-", 2, &mut c);
     mine.dedup();
     assert_eq!(mine, spread);
-    assert_eq!(pinned(srv.0.id(), "stream-", 2), [a, a]);
+    assert_eq!(pinned(srv.0.id(), "stream-", 2, &mut c), [a, a]);
     let doc: serde_json::Value = serde_json::from_str(&finish(c)).expect("-J");
     assert_eq!(doc["spec"]["affinity"]["server"]["first"], a, "{doc:#}");
 
     // Request/response connections too.
-    let c = client(
+    let mut c = client(
         &port,
         &[
             "--test",
@@ -158,8 +184,8 @@ fn both_ends_pin_their_streams_where_asked_and_a_client_moves_the_servers() {
             &format!("{b},{a}"),
         ],
     );
-    assert_eq!(pinned(c.0.id(), "rr", 2), [b, b]);
-    assert_eq!(pinned(srv.0.id(), "rr", 2), [a, a]);
+    assert_eq!(pinned(c.0.id(), "rr", 2, &mut c), [b, b]);
+    assert_eq!(pinned(srv.0.id(), "rr", 2, &mut c), [a, a]);
     let text = finish(c);
     assert!(text.contains("CPU affinity   (-A)"), "{text}");
 }
@@ -212,7 +238,7 @@ fn an_iperf3_client_pins_a_netsweep_server_and_netsweep_pins_an_iperf3_server() 
     let _serial = common::loopback::serial();
     let (a, b) = two_cpus();
     let (srv, port) = server(&[]);
-    let iperf3 = KillOnDrop(
+    let mut iperf3 = KillOnDrop(
         Command::new("iperf3")
             .args(["-c", "127.0.0.1", "-p", &port, "-t", "3", "-P", "2"])
             .args(["-A", &format!("{a},{b}")])
@@ -221,7 +247,7 @@ fn an_iperf3_client_pins_a_netsweep_server_and_netsweep_pins_an_iperf3_server() 
             .spawn()
             .expect("iperf3 -c"),
     );
-    assert_eq!(pinned(srv.0.id(), "stream-", 2), [b, b]);
+    assert_eq!(pinned(srv.0.id(), "stream-", 2, &mut iperf3), [b, b]);
     finish(iperf3);
     drop(srv);
 
@@ -235,11 +261,11 @@ fn an_iperf3_client_pins_a_netsweep_server_and_netsweep_pins_an_iperf3_server() 
             .expect("iperf3 -s"),
     );
     common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
-    let c = client(&port, &["--iperf3", "-t", "3", "-A", &format!("{a},{b}")]);
+    let mut c = client(&port, &["--iperf3", "-t", "3", "-A", &format!("{a},{b}")]);
     // iperf3 pins its main thread (its streams' threads, from 3.16, inherit it).
     let pid = iperf3_server.0.id();
-    assert_eq!(pinned(pid, "iperf3", 1)[0], b);
-    assert_eq!(pinned(c.0.id(), "stream-", 1), [a]);
+    assert_eq!(pinned(pid, "iperf3", 1, &mut c)[0], b);
+    assert_eq!(pinned(c.0.id(), "stream-", 1, &mut c), [a]);
     finish(c);
 
     // A range is netsweep's: an iperf3 server takes one CPU, and is not asked for more.

@@ -41,6 +41,7 @@ fn check_invariants(r: &TestResult) {
 
 #[test]
 fn tcp_forward_reports_tcp_info_and_consistent_totals() {
+    let _serial = common::loopback::serial();
     let server = TestServer::start(ServerLimits::default());
     let r = server.run(&tcp(1.5)).expect("test");
     check_invariants(&r);
@@ -68,6 +69,7 @@ fn tcp_forward_reports_tcp_info_and_consistent_totals() {
 
 #[test]
 fn tcp_reverse_brings_the_servers_tcp_info_back() {
+    let _serial = common::loopback::serial();
     let server = TestServer::start(ServerLimits::default());
     let spec = TestSpec {
         direction: Direction::Reverse,
@@ -85,6 +87,7 @@ fn tcp_reverse_brings_the_servers_tcp_info_back() {
 
 #[test]
 fn tcp_bidir_and_parallel_run_every_stream() {
+    let _serial = common::loopback::serial();
     let server = TestServer::start(ServerLimits::default());
     let spec = TestSpec {
         direction: Direction::Bidir,
@@ -103,6 +106,7 @@ fn tcp_bidir_and_parallel_run_every_stream() {
 
 #[test]
 fn omitted_warmup_is_shown_but_not_summarised() {
+    let _serial = common::loopback::serial();
     let server = TestServer::start(ServerLimits::default());
     let spec = TestSpec {
         omit: Duration::from_secs(1),
@@ -125,6 +129,7 @@ fn omitted_warmup_is_shown_but_not_summarised() {
 
 #[test]
 fn window_is_applied_on_both_ends_and_reported_as_granted() {
+    let _serial = common::loopback::serial();
     let server = TestServer::start(ServerLimits::default());
     let spec = TestSpec {
         window_bytes: Some(128 * 1024),
@@ -141,6 +146,7 @@ fn window_is_applied_on_both_ends_and_reported_as_granted() {
 
 #[test]
 fn copying_sends_work_as_well_as_zero_copy() {
+    let _serial = common::loopback::serial();
     let server = TestServer::start(ServerLimits::default());
     let spec = TestSpec {
         zerocopy: false,
@@ -152,6 +158,7 @@ fn copying_sends_work_as_well_as_zero_copy() {
 
 #[test]
 fn paced_tcp_keeps_to_its_rate() {
+    let _serial = common::loopback::serial();
     let server = TestServer::start(ServerLimits::default());
     let spec = TestSpec {
         bitrate_bps: 200e6,
@@ -168,6 +175,7 @@ fn paced_tcp_keeps_to_its_rate() {
 
 #[test]
 fn udp_at_a_moderate_rate_loses_nothing_and_counts_exactly() {
+    let _serial = common::loopback::serial();
     let server = TestServer::start(ServerLimits::default());
     let spec = TestSpec {
         bitrate_bps: 100e6,
@@ -194,6 +202,7 @@ fn udp_at_a_moderate_rate_loses_nothing_and_counts_exactly() {
 
 #[test]
 fn udp_reverse_and_without_offload() {
+    let _serial = common::loopback::serial();
     let server = TestServer::start(ServerLimits::default());
     let spec = TestSpec {
         bitrate_bps: 50e6,
@@ -215,6 +224,7 @@ fn udp_reverse_and_without_offload() {
 
 #[test]
 fn json_has_the_documented_names() {
+    let _serial = common::loopback::serial();
     let server = TestServer::start(ServerLimits::default());
     let r = server.run(&tcp(0.5)).expect("tcp");
     let v: Value = serde_json::to_value(&r).unwrap();
@@ -264,6 +274,7 @@ fn json_has_the_documented_names() {
 
 #[test]
 fn ipv6_loopback_works_when_present() {
+    let _serial = common::loopback::serial();
     if std::net::TcpListener::bind("[::1]:0").is_err() {
         eprintln!("SKIPPED ipv6_loopback_works_when_present: no ::1 on this host");
         return;
@@ -279,6 +290,7 @@ fn ipv6_loopback_works_when_present() {
 
 #[test]
 fn the_client_binds_to_an_address_or_a_device() {
+    let _serial = common::loopback::serial();
     use netsweep::traffic::client::{self, Bind, ClientConfig};
     let server = TestServer::start(ServerLimits::default());
     for bind in [
@@ -314,6 +326,7 @@ fn the_client_binds_to_an_address_or_a_device() {
 /// choice moved at most `chunk_bytes` (on loopback, most move a whole chunk).
 #[test]
 fn the_reported_send_path_is_the_one_used() {
+    let _serial = common::loopback::serial();
     let server = common::TestServer::start(netsweep::traffic::spec::ServerLimits::default());
     let check = |spec: &TestSpec| {
         let r = server.run(spec).expect("test");
@@ -407,6 +420,7 @@ fn the_reported_send_path_is_the_one_used() {
 /// and a slow paced stream keeps the default and even intervals.
 #[test]
 fn receivers_batch_their_reads_by_their_rate_and_keep_intervals_true() {
+    let _serial = common::loopback::serial();
     let server = TestServer::start(ServerLimits::default());
     let marked = netsweep::traffic::engine::lowater::ENABLED;
     let mean_read = |r: &TestResult| {
@@ -455,7 +469,20 @@ fn receivers_batch_their_reads_by_their_rate_and_keep_intervals_true() {
         .expect("test");
     check_invariants(&r);
     assert_eq!(r.start.receive_low_water_bytes, Some(1), "{:?}", r.start);
-    for i in r.intervals.iter().filter(|i| !i.omitted) {
+    assert!(
+        (r.summary.bits_per_second / 100e6 - 1.0).abs() < 0.05,
+        "{:?} of a stream paced at 100 Mbit/s",
+        r.summary
+    );
+    // An interval in which the sender retransmitted delivers late what it lost (on a loaded
+    // host loopback drops and reorders: 101 retransmits in 0.25 s in one CI run), so only the
+    // clean ones are held to the pace.
+    let clean: Vec<_> = r
+        .intervals
+        .iter()
+        .filter(|i| !i.omitted && i.total.retransmits == Some(0))
+        .collect();
+    for i in &clean {
         assert!(
             (i.total.bits_per_second / 100e6 - 1.0).abs() < 0.10,
             "interval {i:?} of a stream paced at 100 Mbit/s"
@@ -467,6 +494,7 @@ fn receivers_batch_their_reads_by_their_rate_and_keep_intervals_true() {
 /// checks the spec, its caps and its kernel's congestion controls, and takes no slot.
 #[test]
 fn a_server_says_whether_it_would_admit_a_test() {
+    let _serial = common::loopback::serial();
     use netsweep::traffic::client::{self, Admission, ClientConfig};
     let limits = netsweep::traffic::spec::ServerLimits {
         max_tests: 1,
@@ -540,6 +568,7 @@ fn default_rcvbuf() -> Option<u64> {
 
 #[test]
 fn the_servers_sockets_are_born_with_the_tests_window_and_later_tests_get_the_defaults_again() {
+    let _serial = common::loopback::serial();
     let server = TestServer::start(ServerLimits::default());
     let w = 256 << 10;
     let windowed = TestSpec {
