@@ -158,12 +158,24 @@ pub struct Drained {
     pub window_max_bytes: u64,
 }
 
-/// How a TCP receiver read: `reads` calls that returned data, and the largest low-water mark
-/// (`SO_RCVLOWAT`) it set; 1 is the kernel's default.
+/// How a TCP receiver read: `reads` calls that returned data, the largest low-water mark
+/// (`SO_RCVLOWAT`) it set after its probe (1 is the kernel's default), and the probe's
+/// outcome when it ran (`engine::lowater`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ReceiveReport {
     pub reads: u64,
     pub low_water_bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low_water_probe: Option<LowWaterProbe>,
+}
+
+/// What the receivers of one test on one end read in the probe's settled turns with their
+/// low-water mark and without one, and whether they kept it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LowWaterProbe {
+    pub marked_bytes: u64,
+    pub unmarked_bytes: u64,
+    pub kept_mark: bool,
 }
 
 impl StreamReport {

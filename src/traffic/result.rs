@@ -7,7 +7,9 @@
 
 use crate::platform::cputime::CpuUsage;
 use crate::traffic::engine::sendpath::SendReport;
-use crate::traffic::measure::{IntervalReport, ReceiveReport, SocketInfo, StreamReport};
+use crate::traffic::measure::{
+    IntervalReport, LowWaterProbe, ReceiveReport, SocketInfo, StreamReport,
+};
 use crate::traffic::spec::{Flow, Protocol, TestSpec};
 use crate::traffic::timeline::Slot;
 use serde::{Deserialize, Serialize};
@@ -212,6 +214,11 @@ pub struct StartInfo {
     pub receive_reads: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receive_low_water_bytes: Option<u64>,
+    /// The receivers' probe of that mark (`engine::lowater::MarkProbe`): what they read in its
+    /// settled turns with the mark and without, and whether they kept it; absent when the test
+    /// ended before the probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_low_water_probe: Option<LowWaterProbe>,
     /// How the receivers of that direction received: "copy", or "skip-rx-copy" when they
     /// dropped the data in the kernel (`--skip-rx-copy`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -637,6 +644,7 @@ pub fn build(
     if !received.is_empty() {
         start.receive_reads = Some(saturating_sum(received.iter().map(|r| r.reads)));
         start.receive_low_water_bytes = received.iter().map(|r| r.low_water_bytes).max();
+        start.receive_low_water_probe = received.iter().find_map(|r| r.low_water_probe);
     }
     let inconsistencies = if error.is_none() {
         checks::inconsistencies(spec, pairs, &timeline)

@@ -239,6 +239,16 @@ pub fn start_streams(
     let receivers = roles.iter().filter(|r| **r == Role::Receiver).count();
     let arrivals = Arc::new(Arrivals::new(receiver_start));
     let read_bytes = engine::read_size(receivers);
+    // One low-water mark probe for all receiving streams of the test on this end, when the
+    // test lasts past it (`lowater`).
+    let mark_probe = {
+        let probe = engine::lowater::MarkProbe::new(engine::lowater::probe_start(
+            spec.effective_calibration(),
+        ));
+        let ends = timeline.slots().last().map(|s| s.end).unwrap_or_default();
+        (engine::lowater::ENABLED && tcp && receivers > 0 && probe.end() < ends)
+            .then(|| Arc::new(probe))
+    };
     let cpus = spec.affinity.of(is_client);
     let end_gate = (wire.drain_senders && tcp && roles.contains(&Role::Sender))
         .then(|| Arc::new(engine::drain::EndGate::default()));
@@ -264,6 +274,7 @@ pub fn start_streams(
             source: source.clone(),
             send_pool: send_pool.clone(),
             read_bytes,
+            mark_probe: mark_probe.clone().filter(|_| role == Role::Receiver),
             calibration: spec.effective_calibration(),
             datagrams: wire.datagrams,
             // A count ends the test anywhere in a slot: the slot under way is kept.

@@ -93,6 +93,9 @@ pub struct StreamCtx {
     pub send_pool: Option<Arc<sendpath::Pool>>,
     /// TCP receiver: bytes asked for per read.
     pub read_bytes: usize,
+    /// TCP receivers on Linux: the probe of their low-water mark this test's receivers on this
+    /// end share (`lowater::MarkProbe`); none when the test ends before it would.
+    pub mark_probe: Option<Arc<lowater::MarkProbe>>,
     /// TCP sender: how long to try the send paths before keeping the fastest (`sendpath`).
     pub calibration: Duration,
     /// UDP: the header every datagram carries (netsweep's, or iperf3's for an iperf3 peer).

@@ -4,7 +4,7 @@
 //! bytes delivered inside the measured window divided by that window: a rate-limited path can
 //! never appear faster than its rate.
 
-use super::lowater::{self, LowWater};
+use super::lowater::{self, LowWater, ProbeStep};
 use super::sendpath::{self, SendCall, SendPath, SendReport};
 use super::{POLL, Pacer, SendSource, StreamCtx, TCP_DRAIN};
 use crate::platform::sockopt;
@@ -364,6 +364,8 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
     let mut buf = vec![0u8; ctx.read_bytes.max(1)];
     let _ = sock.set_read_timeout(Some(POLL));
     let mut low_water = LowWater::new(buf.len(), ctx.elapsed());
+    // The mark on the socket, and the largest set outside the probe's turns.
+    let (mut applied, mut largest) = (1usize, 1usize);
     let mut received = ReceiveReport::default();
     let mut total = 0u64;
     let mut current = ctx.empty_interval(0);
@@ -416,12 +418,44 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                 }
                 received.reads += 1;
                 total += n as u64;
-                if lowater::ENABLED
-                    && let Some(mark) =
-                        low_water.update(now, total, || sockopt::buffer_sizes(&sock).1 as usize)
-                {
-                    // Without the mark the reads are only smaller: nothing to report.
-                    let _ = sockopt::set_rcvlowat(&sock, mark);
+                if lowater::ENABLED {
+                    low_water.update(now, total, || sockopt::buffer_sizes(&sock).1 as usize);
+                    let (want, outside_probe) = match ctx.mark_probe.as_deref() {
+                        None => (low_water.current(), true),
+                        Some(probe) => match probe.step(now) {
+                            ProbeStep::Before => (low_water.current(), true),
+                            ProbeStep::Turn {
+                                turn,
+                                marked,
+                                counts,
+                            } => {
+                                if counts {
+                                    probe.count(turn, n as u64);
+                                }
+                                (if marked { low_water.current() } else { 1 }, false)
+                            }
+                            ProbeStep::After => {
+                                let choice = probe.choice();
+                                received.low_water_probe = Some(choice);
+                                (
+                                    if choice.kept_mark {
+                                        low_water.current()
+                                    } else {
+                                        1
+                                    },
+                                    true,
+                                )
+                            }
+                        },
+                    };
+                    if want != applied {
+                        // Without the mark the reads are only smaller: nothing to report.
+                        let _ = sockopt::set_rcvlowat(&sock, want);
+                        applied = want;
+                    }
+                    if outside_probe {
+                        largest = largest.max(want);
+                    }
                 }
             }
             Err(e)
@@ -458,7 +492,10 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                 b
             }
         });
-    received.low_water_bytes = low_water.largest as u64;
+    received.low_water_bytes = match received.low_water_probe {
+        Some(p) if !p.kept_mark => 1,
+        _ => largest as u64,
+    };
     report.receive = Some(received);
     report
 }

@@ -492,6 +492,7 @@ mod tests {
             source: None,
             send_pool: None,
             read_bytes: 0,
+            mark_probe: None,
             calibration: Duration::ZERO,
             datagrams: super::Datagrams::Netsweep,
             open_ended: false,
