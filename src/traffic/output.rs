@@ -78,6 +78,26 @@ pub fn sockets(result: &TestResult) -> String {
 }
 
 /// How the senders sent, and the calibration that chose it (TCP).
+/// What the receivers' low-water mark probe found (`engine::lowater`), when it ran.
+fn low_water_line(start: &crate::traffic::result::StartInfo) -> Option<String> {
+    let p = start.receive_low_water_probe?;
+    let ratio = |a: u64, b: u64| a as f64 / (b as f64).max(1.0);
+    Some(if p.kept_mark {
+        format!(
+            "Reads: batched (low-water mark up to {}); in the receivers' probe they carried \
+             {:.2}x what they carried without it.\n",
+            crate::units::Bytes(start.receive_low_water_bytes.unwrap_or(1)),
+            ratio(p.marked_bytes, p.unmarked_bytes)
+        )
+    } else {
+        format!(
+            "Reads: one per wake-up (no low-water mark); in the receivers' probe they carried \
+             {:.2}x what they carried with one.\n",
+            ratio(p.unmarked_bytes, p.marked_bytes)
+        )
+    })
+}
+
 fn send_path_line(result: &TestResult) -> Option<String> {
     let (path, chunk) = (result.start.send_path.as_ref()?, result.start.chunk_bytes?);
     let how = if result.start.calibration.is_empty() {
@@ -430,6 +450,9 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
             let _ = writeln!(out, "Receive: {mode}.");
         }
     }
+    if let Some(line) = low_water_line(&result.start) {
+        out.push_str(&line);
+    }
     if let Some(words) = result.spec.affinity.words() {
         let _ = writeln!(out, "CPU affinity (-A): {words}.");
     }
@@ -568,4 +591,41 @@ fn timing_line(t: &UdpTiming, flow: &str) -> String {
         peak(&t.inter_arrival),
         peak(&t.delay_above_min)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traffic::measure::LowWaterProbe;
+    use crate::traffic::result::StartInfo;
+
+    #[test]
+    fn the_reads_line_says_what_the_probe_kept_and_by_how_much() {
+        let mut start = StartInfo::default();
+        assert_eq!(low_water_line(&start), None, "no probe, no line");
+        start.receive_low_water_bytes = Some(1 << 20);
+        start.receive_low_water_probe = Some(LowWaterProbe {
+            marked_bytes: 1250,
+            unmarked_bytes: 1000,
+            kept_mark: true,
+        });
+        let line = low_water_line(&start).unwrap();
+        assert!(
+            line.contains("batched (low-water mark up to 1.00 MBytes)"),
+            "{line}"
+        );
+        assert!(
+            line.contains("1.25x what they carried without it"),
+            "{line}"
+        );
+        start.receive_low_water_bytes = Some(1);
+        start.receive_low_water_probe = Some(LowWaterProbe {
+            marked_bytes: 1000,
+            unmarked_bytes: 1400,
+            kept_mark: false,
+        });
+        let line = low_water_line(&start).unwrap();
+        assert!(line.contains("no low-water mark"), "{line}");
+        assert!(line.contains("1.40x what they carried with one"), "{line}");
+    }
 }
