@@ -466,6 +466,10 @@ fn receivers_batch_their_reads_by_their_rate_and_keep_intervals_true() {
     // A test that ends before the probe would has none, and keeps the rule's mark.
     let r = server.run(&tcp(0.4)).expect("test");
     assert_eq!(r.start.receive_low_water_probe, None, "{:?}", r.start);
+    if marked {
+        let mark = r.start.receive_low_water_bytes.unwrap();
+        assert!(mark > 64 << 10 && mark <= 1 << 20, "{:?}", r.start);
+    }
     // A 64 KiB window (the kernel grants a 128 KiB buffer): the mark stays at a quarter of it.
     let r = server
         .run(&TestSpec {
@@ -491,6 +495,8 @@ fn receivers_batch_their_reads_by_their_rate_and_keep_intervals_true() {
         .expect("test");
     check_invariants(&r);
     assert_eq!(r.start.receive_low_water_bytes, Some(1), "{:?}", r.start);
+    // A pacer holds the rate whatever the mark: no probe.
+    assert_eq!(r.start.receive_low_water_probe, None, "{:?}", r.start);
     assert!(
         (r.summary.bits_per_second / 100e6 - 1.0).abs() < 0.05,
         "{:?} of a stream paced at 100 Mbit/s",

@@ -159,8 +159,9 @@ pub struct Drained {
 }
 
 /// How a TCP receiver read: `reads` calls that returned data, the largest low-water mark
-/// (`SO_RCVLOWAT`) it set after its probe (1 is the kernel's default), and the probe's
-/// outcome when it ran (`engine::lowater`).
+/// (`SO_RCVLOWAT`) in force after its probe decided, or the largest it set when there was no
+/// decision (1 is the kernel's default), and the probe's outcome when it saw one
+/// (`engine::lowater::ReceiverMark`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ReceiveReport {
     pub reads: u64,

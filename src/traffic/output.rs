@@ -77,7 +77,6 @@ pub fn sockets(result: &TestResult) -> String {
     out
 }
 
-/// How the senders sent, and the calibration that chose it (TCP).
 /// What the receivers' low-water mark probe found (`engine::lowater`), when it ran.
 fn low_water_line(start: &crate::traffic::result::StartInfo) -> Option<String> {
     let p = start.receive_low_water_probe?;
@@ -98,6 +97,7 @@ fn low_water_line(start: &crate::traffic::result::StartInfo) -> Option<String> {
     })
 }
 
+/// How the senders sent, and the calibration that chose it (TCP).
 fn send_path_line(result: &TestResult) -> Option<String> {
     let (path, chunk) = (result.start.send_path.as_ref()?, result.start.chunk_bytes?);
     let how = if result.start.calibration.is_empty() {

@@ -643,8 +643,15 @@ pub fn build(
         .collect();
     if !received.is_empty() {
         start.receive_reads = Some(saturating_sum(received.iter().map(|r| r.reads)));
-        start.receive_low_water_bytes = received.iter().map(|r| r.low_water_bytes).max();
+        // Once the probe decided, the marks in force after it; a receiver that ended before
+        // the decision would speak of the time before it.
         start.receive_low_water_probe = received.iter().find_map(|r| r.low_water_probe);
+        let decided = start.receive_low_water_probe.is_some();
+        start.receive_low_water_bytes = received
+            .iter()
+            .filter(|r| !decided || r.low_water_probe.is_some())
+            .map(|r| r.low_water_bytes)
+            .max();
     }
     let inconsistencies = if error.is_none() {
         checks::inconsistencies(spec, pairs, &timeline)

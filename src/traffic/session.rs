@@ -240,13 +240,29 @@ pub fn start_streams(
     let arrivals = Arc::new(Arrivals::new(receiver_start));
     let read_bytes = engine::read_size(receivers);
     // One low-water mark probe for all receiving streams of the test on this end, when the
-    // test lasts past it (`lowater`).
+    // test lasts past it, runs unpaced (a pacer holds the rate whatever the mark), and its
+    // path answers within `PROBE_MAX_RTT` (`lowater`).
     let mark_probe = {
         let probe = engine::lowater::MarkProbe::new(engine::lowater::probe_start(
             spec.effective_calibration(),
         ));
         let ends = timeline.slots().last().map(|s| s.end).unwrap_or_default();
-        (engine::lowater::ENABLED && tcp && receivers > 0 && probe.end() < ends)
+        let rtt = sockets
+            .iter()
+            .filter(|(_, f, _)| role(*f, is_client) == Role::Receiver)
+            .filter_map(|(_, _, s)| match s {
+                StreamSocket::Tcp(t) => sockopt::tcp_info(t).ok(),
+                StreamSocket::Udp(_) => None,
+            })
+            .map(|i| Duration::from_micros(u64::from(i.rtt_us)))
+            .max()
+            .unwrap_or_default();
+        (engine::lowater::ENABLED
+            && tcp
+            && receivers > 0
+            && spec.bitrate_bps <= 0.0
+            && rtt <= engine::lowater::PROBE_MAX_RTT
+            && probe.end() + engine::lowater::PROBE_DECIDES_AFTER < ends)
             .then(|| Arc::new(probe))
     };
     let cpus = spec.affinity.of(is_client);

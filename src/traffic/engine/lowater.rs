@@ -35,9 +35,12 @@
 //! receive mode, so no rule written here could be right everywhere: the receivers of a test
 //! measure. Once, `probe_start` into the test, all receivers of the test on one end
 //! (`MarkProbe`, shared) take `PROBE_TURNS` turns of `PROBE_TURN` together, in a mirrored order,
-//! with the rule's mark and without one; each counts what it reads in the last two thirds of
-//! each turn into the shared sums, and the first to finish decides for all: without a mark only
-//! when that carried more than `PROBE_MARGIN` more. Turning together measures what the machine
+//! with the rule's mark and without one (`ReceiverMark`: the setting is made before each read);
+//! each counts the reads that began and ended in one turn and ended in its last two thirds into
+//! the shared sums, and `PROBE_DECIDES_AFTER` the last turn the first receiver to ask decides
+//! for all: without a mark only when that carried more than `PROBE_MARGIN` more, and nothing
+//! when no counted turn had a mark above the default to test (a slow stream). Paced tests and
+//! paths slower than `PROBE_MAX_RTT` get no probe. Turning together measures what the machine
 //! does when all of them batch against when none does, which is what the choice is. The turns
 //! are in the results (they are part of what the test carried); the probe's cost is at most
 //! half of its 0.4 s at the worse setting. It runs between the sender's calibration and its
@@ -49,6 +52,7 @@
 //! there, so FreeBSD receivers keep the default.
 
 use crate::traffic::measure::LowWaterProbe;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Data time per read the mark aims at.
@@ -71,6 +75,14 @@ pub const PROBE_TURN: Duration = Duration::from_millis(50);
 pub const PROBE_TURNS: [bool; 8] = [true, false, false, true, true, false, false, true];
 /// How much more the receivers must carry without a mark for the probe to drop it.
 pub const PROBE_MARGIN: f64 = 0.05;
+/// How long after its last turn the probe decides: every receiver's count of that turn is in
+/// by then (a receiver counts right after its read returns; this is more than the read timeout,
+/// `POLL`). Until then the receivers keep the rule's mark.
+pub const PROBE_DECIDES_AFTER: Duration = Duration::from_millis(50);
+/// Paths slower to answer than this (the data sockets' round trip at the start) get no probe:
+/// 50 ms turns measure nothing there but slow start and the ACK clock, and the mark's wake-ups
+/// matter only where the CPU, not the path, is the limit.
+pub const PROBE_MAX_RTT: Duration = Duration::from_millis(5);
 /// When the probe starts: 50 ms after the sender's calibration, so that it ends (0.45 s after
 /// the calibration) before the sender's first re-check (0.7 s after it: see `sendpath`);
 /// without a calibration, after the first 0.3 s. Every moment before the probe runs at the
@@ -85,12 +97,14 @@ pub fn probe_start(calibration: Duration) -> Duration {
 }
 
 /// The probe of one test's receivers on one end: where it starts, what each setting carried,
-/// and the choice once made.
+/// whether a mark above the kernel's default was in force in a counted turn at all, and the
+/// choice once made.
 #[derive(Debug)]
 pub struct MarkProbe {
     start: Duration,
-    bytes: [std::sync::atomic::AtomicU64; PROBE_TURNS.len()],
-    choice: std::sync::OnceLock<LowWaterProbe>,
+    bytes: [AtomicU64; PROBE_TURNS.len()],
+    tested: AtomicBool,
+    choice: std::sync::OnceLock<Option<LowWaterProbe>>,
 }
 
 /// Where a receiver stands in the probe at a moment.
@@ -104,6 +118,8 @@ pub enum ProbeStep {
         marked: bool,
         counts: bool,
     },
+    /// After its last turn, until it decides (`PROBE_DECIDES_AFTER`): the rule's mark.
+    Deciding,
     /// After it.
     After,
 }
@@ -114,6 +130,7 @@ impl MarkProbe {
         MarkProbe {
             start,
             bytes: Default::default(),
+            tested: AtomicBool::new(false),
             choice: std::sync::OnceLock::new(),
         }
     }
@@ -136,27 +153,136 @@ impl MarkProbe {
                 marked,
                 counts: into - PROBE_TURN * turn as u32 >= PROBE_TURN / 3,
             },
+            None if now < self.end() + PROBE_DECIDES_AFTER => ProbeStep::Deciding,
             None => ProbeStep::After,
         }
     }
 
-    /// Counts `bytes` read in turn `turn`.
-    pub fn count(&self, turn: usize, bytes: u64) {
+    /// Counts `bytes` read in turn `turn` with a mark of `mark` bytes in force.
+    pub fn count(&self, turn: usize, bytes: u64, mark: usize) {
         if let Some(sum) = self.bytes.get(turn) {
-            sum.fetch_add(bytes, std::sync::atomic::Ordering::Relaxed);
+            sum.fetch_add(bytes, Ordering::Relaxed);
+            if PROBE_TURNS[turn] && mark > 1 {
+                self.tested.store(true, Ordering::Relaxed);
+            }
         }
     }
 
-    /// The choice, made by the first receiver to ask after the probe.
-    pub fn choice(&self) -> LowWaterProbe {
+    /// The choice, made by the first receiver to ask after the probe; `None` when no counted
+    /// turn had a mark to test (the rule kept the kernel's default: a slow stream), and the
+    /// receivers keep the rule.
+    pub fn choice(&self) -> Option<LowWaterProbe> {
         *self.choice.get_or_init(|| {
             let sums: Vec<u64> = self
                 .bytes
                 .iter()
-                .map(|b| b.load(std::sync::atomic::Ordering::Relaxed))
+                .map(|b| b.load(Ordering::Relaxed))
                 .collect();
-            decide(&sums)
+            self.tested.load(Ordering::Relaxed).then(|| decide(&sums))
         })
+    }
+}
+
+/// One receiver's mark over a test: the rule (`LowWater`) and, when there is one, the probe it
+/// shares with the test's other receivers on this end. The receive loop asks for the mark
+/// before each read and reports each read after it; a read counts for a probe turn only if it
+/// started and ended in that turn, with the turn's setting in force from its start.
+#[derive(Debug)]
+pub struct ReceiverMark {
+    rule: LowWater,
+    probe: Option<std::sync::Arc<MarkProbe>>,
+    applied: usize,
+    /// Where the probe stood when the read under way started.
+    started: Option<ProbeStep>,
+    /// The largest mark in force before the probe decided, and after it (or throughout, without
+    /// a probe).
+    largest_before: usize,
+    largest_after: usize,
+    choice: Option<Option<LowWaterProbe>>,
+}
+
+impl ReceiverMark {
+    pub fn new(rule: LowWater, probe: Option<std::sync::Arc<MarkProbe>>) -> ReceiverMark {
+        ReceiverMark {
+            rule,
+            probe,
+            applied: 1,
+            started: None,
+            largest_before: 1,
+            largest_after: 1,
+            choice: None,
+        }
+    }
+
+    /// Before a read starting at `now`: the mark to set on the socket, when it changes.
+    pub fn before_read(&mut self, now: Duration) -> Option<usize> {
+        let rule = self.rule.current();
+        let step = self.probe.as_ref().map(|p| p.step(now));
+        self.started = step;
+        let want = match step {
+            None => {
+                self.largest_after = self.largest_after.max(rule);
+                rule
+            }
+            Some(ProbeStep::Before | ProbeStep::Deciding) => {
+                self.largest_before = self.largest_before.max(rule);
+                rule
+            }
+            Some(ProbeStep::Turn { marked, .. }) => {
+                if marked {
+                    rule
+                } else {
+                    1
+                }
+            }
+            Some(ProbeStep::After) => {
+                let probe = &self.probe;
+                let choice = *self
+                    .choice
+                    .get_or_insert_with(|| probe.as_ref().and_then(|p| p.choice()));
+                let want = match choice {
+                    Some(c) if !c.kept_mark => 1,
+                    _ => rule,
+                };
+                self.largest_after = self.largest_after.max(want);
+                want
+            }
+        };
+        (want != self.applied).then(|| {
+            self.applied = want;
+            want
+        })
+    }
+
+    /// After a read that returned `bytes` at `now`, `total` read so far; `rcvbuf` as in
+    /// `LowWater::update`.
+    pub fn after_read(
+        &mut self,
+        now: Duration,
+        bytes: u64,
+        total: u64,
+        rcvbuf: impl FnOnce() -> usize,
+    ) {
+        self.rule.update(now, total, rcvbuf);
+        if let (Some(probe), Some(ProbeStep::Turn { turn: began, .. })) =
+            (&self.probe, self.started)
+            && let ProbeStep::Turn {
+                turn, counts: true, ..
+            } = probe.step(now)
+            && turn == began
+        {
+            probe.count(turn, bytes, self.applied);
+        }
+    }
+
+    /// The largest mark in force after the probe decided (1 when it dropped the mark); without
+    /// a decision (no probe, a slow stream's, or a test that ended first), the largest set. And
+    /// the probe's outcome, when this receiver saw it.
+    pub fn report(&self) -> (u64, Option<LowWaterProbe>) {
+        match self.choice {
+            Some(Some(c)) => (self.largest_after as u64, Some(c)),
+            _ => (self.largest_before.max(self.largest_after) as u64, None),
+        }
     }
 }
 
@@ -319,11 +445,56 @@ mod tests {
             }
         );
         assert_eq!(p.end(), ms(1900));
-        assert_eq!(p.step(ms(1900)), ProbeStep::After);
+        assert_eq!(p.step(ms(1900)), ProbeStep::Deciding);
+        assert_eq!(p.step(ms(1949)), ProbeStep::Deciding);
+        assert_eq!(p.step(ms(1950)), ProbeStep::After);
         // Four turns each way.
         assert_eq!(PROBE_TURNS.iter().filter(|m| **m).count(), 4);
         assert_eq!(probe_start(Duration::ZERO), ms(300));
         assert_eq!(probe_start(ms(300)), ms(350));
+    }
+
+    #[test]
+    fn a_receiver_sets_each_turns_mark_before_its_reads_and_counts_whole_reads_in_one_turn() {
+        let ms = Duration::from_millis;
+        let probe = std::sync::Arc::new(MarkProbe::new(ms(100)));
+        let mut r = ReceiverMark::new(LowWater::new(4 << 20, ms(0)), Some(probe.clone()));
+        let big = || 6 << 20;
+        // 40 Gbit/s throughout: all bytes read by `t` ms; the rule's mark is 1 MiB.
+        let total = |t: u64| 5_000_000 * t;
+        assert_eq!(r.before_read(ms(0)), None);
+        r.after_read(ms(50), 250_000_000, total(50), big);
+        assert_eq!(r.before_read(ms(50)), Some(MAX));
+        // Turn 0 (marked) from 100 ms, turn 1 (unmarked) from 150 ms.
+        assert_eq!(r.before_read(ms(120)), None);
+        r.after_read(ms(125), 1000, total(125), big);
+        assert_eq!(r.before_read(ms(150)), Some(1));
+        // A read that began in turn 1 and ended in turn 2 counts for neither.
+        r.after_read(ms(210), 5000, total(210), big);
+        assert_eq!(r.before_read(ms(210)), None);
+        r.after_read(ms(220), 2000, total(220), big);
+        let counted: Vec<u64> = probe
+            .bytes
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(counted[..3], [1000, 0, 2000]);
+        // Past the turns, until the decision: the rule's mark again.
+        assert_eq!(r.before_read(ms(510)), Some(MAX));
+        for (turn, m) in PROBE_TURNS.iter().enumerate() {
+            probe.count(turn, if *m { 0 } else { 1_000_000 }, MAX);
+        }
+        // Decided: without the mark carried more, so it goes, and the report says so.
+        assert_eq!(r.before_read(ms(560)), Some(1));
+        assert_eq!(r.before_read(ms(600)), None);
+        let (mark, outcome) = r.report();
+        assert_eq!(mark, 1);
+        assert!(!outcome.unwrap().kept_mark);
+        // A receiver whose test ended before the decision reports the marks it set.
+        let mut early = ReceiverMark::new(LowWater::new(4 << 20, ms(0)), Some(probe));
+        early.after_read(ms(50), 250_000_000, total(50), big);
+        early.before_read(ms(60));
+        assert_eq!(early.report(), (MAX as u64, None));
     }
 
     #[test]
@@ -346,11 +517,17 @@ mod tests {
         // Shared by the receivers: the first to ask decides for all.
         let p = MarkProbe::new(Duration::ZERO);
         for (turn, m) in PROBE_TURNS.iter().enumerate() {
-            p.count(turn, if *m { 10 } else { 20 });
+            p.count(turn, if *m { 10 } else { 20 }, 1 << 20);
         }
-        assert!(!p.choice().kept_mark);
-        p.count(1, 0);
-        p.count(0, 1000);
-        assert!(!p.choice().kept_mark, "decided once");
+        assert!(!p.choice().unwrap().kept_mark);
+        p.count(1, 0, 1);
+        p.count(0, 1000, 1 << 20);
+        assert!(!p.choice().unwrap().kept_mark, "decided once");
+        // No counted turn had a mark above the default: nothing was tested, the rule stands.
+        let p = MarkProbe::new(Duration::ZERO);
+        for (turn, m) in PROBE_TURNS.iter().enumerate() {
+            p.count(turn, if *m { 10 } else { 20 }, 1);
+        }
+        assert_eq!(p.choice(), None);
     }
 }

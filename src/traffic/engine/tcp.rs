@@ -4,7 +4,7 @@
 //! bytes delivered inside the measured window divided by that window: a rate-limited path can
 //! never appear faster than its rate.
 
-use super::lowater::{self, LowWater, ProbeStep};
+use super::lowater::{self, LowWater, ReceiverMark};
 use super::sendpath::{self, SendCall, SendPath, SendReport};
 use super::{POLL, Pacer, SendSource, StreamCtx, TCP_DRAIN};
 use crate::platform::sockopt;
@@ -363,9 +363,12 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
     let mut report = ctx.new_report();
     let mut buf = vec![0u8; ctx.read_bytes.max(1)];
     let _ = sock.set_read_timeout(Some(POLL));
-    let mut low_water = LowWater::new(buf.len(), ctx.elapsed());
-    // The mark on the socket, and the largest set outside the probe's turns.
-    let (mut applied, mut largest) = (1usize, 1usize);
+    let mut mark = ReceiverMark::new(
+        LowWater::new(buf.len(), ctx.elapsed()),
+        ctx.mark_probe.clone(),
+    );
+    // When the previous read returned: where the next one starts.
+    let mut last = ctx.elapsed();
     let mut received = ReceiveReport::default();
     let mut total = 0u64;
     let mut current = ctx.empty_interval(0);
@@ -389,12 +392,19 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                 clamp_checked = now.max(Duration::from_nanos(1));
             }
         }
+        if lowater::ENABLED
+            && let Some(m) = mark.before_read(last)
+        {
+            // Without the mark the reads are only smaller: nothing to report.
+            let _ = sockopt::set_rcvlowat(&sock, m);
+        }
         let got = if ctx.skip_rx_copy {
             sockopt::recv_trunc(&sock, &mut buf)
         } else {
             sock.read(&mut buf)
         };
         let now = ctx.elapsed();
+        last = now;
         close_due(&mut report, &mut current, now);
         match got {
             Ok(0) => {
@@ -419,43 +429,9 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                 received.reads += 1;
                 total += n as u64;
                 if lowater::ENABLED {
-                    low_water.update(now, total, || sockopt::buffer_sizes(&sock).1 as usize);
-                    let (want, outside_probe) = match ctx.mark_probe.as_deref() {
-                        None => (low_water.current(), true),
-                        Some(probe) => match probe.step(now) {
-                            ProbeStep::Before => (low_water.current(), true),
-                            ProbeStep::Turn {
-                                turn,
-                                marked,
-                                counts,
-                            } => {
-                                if counts {
-                                    probe.count(turn, n as u64);
-                                }
-                                (if marked { low_water.current() } else { 1 }, false)
-                            }
-                            ProbeStep::After => {
-                                let choice = probe.choice();
-                                received.low_water_probe = Some(choice);
-                                (
-                                    if choice.kept_mark {
-                                        low_water.current()
-                                    } else {
-                                        1
-                                    },
-                                    true,
-                                )
-                            }
-                        },
-                    };
-                    if want != applied {
-                        // Without the mark the reads are only smaller: nothing to report.
-                        let _ = sockopt::set_rcvlowat(&sock, want);
-                        applied = want;
-                    }
-                    if outside_probe {
-                        largest = largest.max(want);
-                    }
+                    mark.after_read(now, n as u64, total, || {
+                        sockopt::buffer_sizes(&sock).1 as usize
+                    });
                 }
             }
             Err(e)
@@ -492,10 +468,7 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                 b
             }
         });
-    received.low_water_bytes = match received.low_water_probe {
-        Some(p) if !p.kept_mark => 1,
-        _ => largest as u64,
-    };
+    (received.low_water_bytes, received.low_water_probe) = mark.report();
     report.receive = Some(received);
     report
 }
