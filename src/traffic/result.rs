@@ -7,9 +7,7 @@
 
 use crate::platform::cputime::CpuUsage;
 use crate::traffic::engine::sendpath::SendReport;
-use crate::traffic::measure::{
-    IntervalReport, LowWaterProbe, ReceiveReport, SocketInfo, StreamReport,
-};
+use crate::traffic::measure::{IntervalReport, ReceiveReport, SocketInfo, StreamReport};
 use crate::traffic::spec::{Flow, Protocol, TestSpec};
 use crate::traffic::timeline::Slot;
 use serde::{Deserialize, Serialize};
@@ -218,7 +216,7 @@ pub struct StartInfo {
     /// settled turns with the mark and without, and whether they kept it; absent when the test
     /// ended before the probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub receive_low_water_probe: Option<LowWaterProbe>,
+    pub receive_low_water_probe: Option<crate::traffic::measure::LowWaterProbe>,
     /// How the receivers of that direction received: "copy", or "skip-rx-copy" when they
     /// dropped the data in the kernel (`--skip-rx-copy`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -247,22 +247,25 @@ pub fn start_streams(
             spec.effective_calibration(),
         ));
         let ends = timeline.slots().last().map(|s| s.end).unwrap_or_default();
-        let rtt = sockets
-            .iter()
-            .filter(|(_, f, _)| role(*f, is_client) == Role::Receiver)
-            .filter_map(|(_, _, s)| match s {
-                StreamSocket::Tcp(t) => sockopt::tcp_info(t).ok(),
-                StreamSocket::Udp(_) => None,
-            })
-            .map(|i| Duration::from_micros(u64::from(i.rtt_us)))
-            .max()
-            .unwrap_or_default();
+        // Asked of the kernel only when everything else allows a probe.
+        let rtt = || {
+            sockets
+                .iter()
+                .filter(|(_, f, _)| role(*f, is_client) == Role::Receiver)
+                .filter_map(|(_, _, s)| match s {
+                    StreamSocket::Tcp(t) => sockopt::tcp_info(t).ok(),
+                    StreamSocket::Udp(_) => None,
+                })
+                .map(|i| Duration::from_micros(u64::from(i.rtt_us)))
+                .max()
+                .unwrap_or_default()
+        };
         (engine::lowater::ENABLED
             && tcp
             && receivers > 0
             && spec.bitrate_bps <= 0.0
-            && rtt <= engine::lowater::PROBE_MAX_RTT
-            && probe.end() + engine::lowater::PROBE_DECIDES_AFTER < ends)
+            && probe.end() + engine::lowater::PROBE_DECIDES_AFTER < ends
+            && rtt() <= engine::lowater::PROBE_MAX_RTT)
             .then(|| Arc::new(probe))
     };
     let cpus = spec.affinity.of(is_client);
