@@ -112,6 +112,13 @@ fn serve(mut ctrl: TcpStream, l: &TcpListener, udp: &UdpSocket, lie: Lie) -> Res
             continue;
         }
         let mut s = accept_by(l, deadline)?;
+        if let Some(w) = p.window {
+            // As iperf3's server does with `-w`: the buffer is set, autotuning ends.
+            let w = usize::try_from(w).map_err(|e| e.to_string())?;
+            socket2::SockRef::from(&s)
+                .set_recv_buffer_size(w)
+                .map_err(|e| e.to_string())?;
+        }
         s.read_exact(&mut cookie).map_err(|e| e.to_string())?;
         let (done, reverse) = (done.clone(), p.reverse);
         workers.push(std::thread::spawn(move || stream(s, reverse, &done)));
@@ -353,9 +360,14 @@ fn a_campaign_against_a_lying_iperf3_server_stores_failed_runs() {
 }
 
 /// A count test: the honest document's seconds are the client's (`honest` takes `-t`, 0 here).
+/// A `-n` test with `-w 1M`: an autotuned receive buffer on a loaded host grows to tens of MB
+/// (a 29.8 MB window was sampled in CI), and that much may then honestly wait unread, so a
+/// claim of half of 50 MB cannot be told from the truth. With the window asked, the far buffer
+/// is at most twice it.
 fn counted(mb: u64) -> TestSpec {
     TestSpec {
         count: Some(netsweep::traffic::spec::Count::Bytes(mb << 20)),
+        window_bytes: Some(1 << 20),
         ..tcp()
     }
 }

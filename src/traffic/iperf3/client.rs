@@ -288,7 +288,10 @@ fn run_on(
     local.cpu.wall_s = start.elapsed().as_secs_f64();
     let mut info = info;
     info.peer_congestion = peer.as_ref().and_then(|p| p.congestion_used.clone());
-    let far_buffer = crate::platform::sysctl::receive_buffer_max().unwrap_or(0);
+    let far_buffer = super::peer_checks::far_receive_buffer(
+        &spec,
+        crate::platform::sysctl::receive_buffer_max().unwrap_or(0),
+    );
     let mut result = assemble(
         &spec,
         info,

@@ -210,6 +210,16 @@ const UNREAD_FLOOR: u64 = 16 << 20;
 const SETTLED_FLOOR: u64 = 4 << 20;
 const UNREAD_SHARE: u64 = 20;
 
+/// The largest receive buffer an iperf3 server's kernel may fill, given `host_max`, the most
+/// autotuning can grow one to (this host's, a far end tuned like this one). An iperf3 server
+/// sets each data socket's SO_RCVBUF to the window asked (the kernel doubles it, and caps a
+/// plain request at its `rmem_max`), which also ends its autotuning: with `-w` the buffer
+/// cannot grow past twice the window.
+pub(crate) fn far_receive_buffer(spec: &TestSpec, host_max: u64) -> u64 {
+    spec.window_bytes
+        .map_or(host_max, |w| host_max.min(w.saturating_mul(2)))
+}
+
 /// What this end's own kernel says the server's kernel acknowledged (TCP_INFO bytes_acked) is
 /// the floor of what the server can have read: all of it but what still waited in its receive
 /// buffer when it stopped counting (`UNREAD_PER_WINDOW` times the largest window it
@@ -371,6 +381,16 @@ mod tests {
     use crate::traffic::measure::IntervalReport;
     use crate::traffic::spec::Flow;
     use std::time::Duration;
+
+    #[test]
+    fn an_asked_window_bounds_the_far_buffer() {
+        let mut spec = TestSpec::tcp(Duration::from_secs(2));
+        assert_eq!(far_receive_buffer(&spec, 32 << 20), 32 << 20);
+        spec.window_bytes = Some(1 << 20);
+        assert_eq!(far_receive_buffer(&spec, 32 << 20), 2 << 20);
+        spec.window_bytes = Some(64 << 20);
+        assert_eq!(far_receive_buffer(&spec, 32 << 20), 32 << 20);
+    }
 
     /// Regression: an iperf3 server claiming 1000 bytes of a -n 50M test (or half of what it
     /// got) passed, as any count within 64 MiB of this end's did.
