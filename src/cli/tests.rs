@@ -478,7 +478,7 @@ fn iperf3s_unimplemented_client_flags_are_refused_by_name() {
 }
 
 #[test]
-fn netsweeps_own_tcp_tests_skip_the_receive_copy_and_iperf3s_command_line_copies() {
+fn netsweeps_own_tcp_and_udp_tests_skip_the_receive_copy_and_iperf3s_command_line_copies() {
     let skips = |args: &[&str]| client(args).unwrap().1.skip_rx_copy;
     // Where this host's TCP can drop data unread (Linux; FreeBSD copies).
     let can = crate::platform::sockopt::RECV_TRUNC_DISCARDS;
@@ -491,9 +491,12 @@ fn netsweeps_own_tcp_tests_skip_the_receive_copy_and_iperf3s_command_line_copies
     // iperf3's command line keeps iperf3's default unless --skip-rx-copy is given.
     assert!(!skips(&["127.0.0.1", "--iperf3-cli"]));
     assert!(skips(&["127.0.0.1", "--iperf3-cli", "--skip-rx-copy"]));
-    // UDP keeps the copy (its receivers' GRO needs it) and so do request/response tests.
-    assert!(!skips(&["127.0.0.1", "-u"]));
+    // UDP skips it too (its receivers count coalesced batches from their heads); request/
+    // response tests keep the copy.
+    assert_eq!(skips(&["127.0.0.1", "-u"]), can);
+    assert!(!skips(&["127.0.0.1", "-u", "--rx-copy"]));
     assert!(skips(&["127.0.0.1", "-u", "--skip-rx-copy"]));
+    assert!(!skips(&["127.0.0.1", "-u", "--iperf3-cli"]));
     assert!(!skips(&["127.0.0.1", "--test", "rr"]));
     // Asking for both is a mistake, named.
     let err = client(&["127.0.0.1", "--rx-copy", "--skip-rx-copy"]).unwrap_err();

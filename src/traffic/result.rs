@@ -631,7 +631,8 @@ pub fn build(
             (false, false) => "copy",
             (true, false) => {
                 "skip-rx-copy asked, not confirmed: the receivers did not report skipping the \
-                 copy (an iperf3 server does not say, and iperf3 before 3.19 and FreeBSD copy)"
+                 copy (an iperf3 server does not say, iperf3 before 3.19 and FreeBSD copy, and \
+                 a UDP receiver that found a coalesced batch out of sequence copies from then)"
             }
         }
         .to_string(),

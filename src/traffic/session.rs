@@ -79,6 +79,22 @@ fn annotate(e: std::io::Error, option: &str) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{option}: {e}"))
 }
 
+/// Asks the kernel to coalesce what arrives on the UDP data sockets (UDP_GRO) as soon as they
+/// are connected, before any data is sent: a receiving thread asks again when it starts (and
+/// learns whether the kernel agreed), but what arrived before that came uncoalesced, one
+/// datagram a read (thousands of reads in a 1 s unlimited test on a loaded 2-core host,
+/// measured against the kernel's `InDatagrams`).
+pub fn coalesce_udp(sockets: &[(u16, Flow, StreamSocket)], spec: &TestSpec) {
+    if spec.protocol != Protocol::Udp || !spec.udp_offload {
+        return;
+    }
+    for (_, _, s) in sockets {
+        if let StreamSocket::Udp(u) = s {
+            let _ = crate::platform::udpbatch::enable_udp_gro(u);
+        }
+    }
+}
+
 /// What one end knows about a data socket.
 pub fn describe(stream: u16, socket: &StreamSocket, spec: &TestSpec) -> SocketInfo {
     let (local, remote, (snd, rcv), mss, cc) = match socket {

@@ -19,8 +19,19 @@ pub fn send_segmented<S: AsRawFd>(_sock: &S, _buf: &[u8], _segment: u16) -> io::
     ))
 }
 
-/// Receives one datagram; never coalesced.
-pub fn recv_coalesced<S: AsRawFd>(sock: &S, buf: &mut [u8]) -> io::Result<(usize, Option<usize>)> {
+/// Receives one datagram; never coalesced. (Never asked to truncate: receivers do not skip
+/// the copy on FreeBSD, `sockopt::RECV_TRUNC_DISCARDS`.)
+pub fn recv_coalesced<S: AsRawFd>(
+    sock: &S,
+    buf: &mut [u8],
+    truncate: bool,
+) -> io::Result<(usize, Option<usize>)> {
+    if truncate {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "FreeBSD receivers copy what they receive",
+        ));
+    }
     // SAFETY: recv writes at most buf.len() bytes into buf.
     let rc = unsafe { libc::recv(sock.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
     if rc < 0 {

@@ -49,10 +49,17 @@ pub fn send_segmented<S: AsRawFd>(sock: &S, buf: &[u8], segment: u16) -> io::Res
 }
 
 /// Receives into `buf`; returns the byte count and, when the kernel coalesced several
-/// datagrams (UDP_GRO), their segment size.
-pub fn recv_coalesced<S: AsRawFd>(sock: &S, buf: &mut [u8]) -> io::Result<(usize, Option<usize>)> {
+/// datagrams (UDP_GRO), their segment size. With `truncate` (MSG_TRUNC) the kernel copies only
+/// what fits in `buf` and returns the whole length of what it delivered (udp(7)): the rest is
+/// dropped uncopied.
+pub fn recv_coalesced<S: AsRawFd>(
+    sock: &S,
+    buf: &mut [u8],
+    truncate: bool,
+) -> io::Result<(usize, Option<usize>)> {
     let mut segment = None;
-    let n = recv_with_cmsgs(sock, buf, 0, |level, kind, data| {
+    let flags = if truncate { libc::MSG_TRUNC } else { 0 };
+    let n = recv_with_cmsgs(sock, buf, flags, |level, kind, data| {
         if level == SOL_UDP && kind == UDP_GRO && data.len() >= std::mem::size_of::<libc::c_int>() {
             // SAFETY: the kernel wrote a c_int there (length checked above).
             let v = unsafe { std::ptr::read_unaligned(data.as_ptr().cast::<libc::c_int>()) };

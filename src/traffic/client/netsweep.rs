@@ -237,12 +237,14 @@ fn open_data(
             .map(|i| protocol::udp_hello(token, i as u16))
             .collect();
         confirm_udp(&socks, &hellos, ctrl, Instant::now() + UDP_HELLO_DEADLINE)?;
-        return Ok(socks
+        let socks: Vec<_> = socks
             .into_iter()
             .zip(flows)
             .enumerate()
             .map(|(i, (s, f))| (i as u16, *f, StreamSocket::Udp(s)))
-            .collect());
+            .collect();
+        session::coalesce_udp(&socks, spec);
+        return Ok(socks);
     }
     let mut out = Vec::with_capacity(flows.len());
     for (i, flow) in flows.iter().enumerate() {

@@ -142,6 +142,7 @@ pub(super) fn control_session(
         Protocol::Tcp => collect_tcp(&rx, &spec, &setup, &mut clock, expecting.as_mut())?,
         Protocol::Udp => collect_udp(udp, &token, &setup, &mut clock)?,
     };
+    session::coalesce_udp(&sockets, &spec);
     drop(expecting);
     drop(lease);
     drop(registration);
