@@ -123,6 +123,7 @@ def cases(sec, new=None):
         },
         "udp1g": {
             "netsweep": ("netsweep", ns + ["-u", "-b", "1G", "-l", "1400"]),
+            "netsweep --rx-copy": ("netsweep", ns + ["-u", "-b", "1G", "-l", "1400", "--rx-copy"]),
             "iperf3": ("iperf3", i3 + ["-u", "-b", "1G", "-l", "1400"]),
             "nuttcp": ("nuttcp", nu + ["-u", "-R1000m", "-l1400", HOST]),
             **newest({"iperf3new --gsro": n3 and n3 + ["-u", "-b", "1G", "-l", "1400", "--gsro"]}),
@@ -140,10 +141,11 @@ def cases(sec, new=None):
             "iperf3 -> iperf3": ("iperf3", i3 + ["-u", "-b", "1G", "-l", "1400"]),
             "netsweep -> iperf3": ("netsweep", ns + ["--iperf3", "-p", "5201", "-u", "-b", "1G", "-l", "1400"], "iperf3"),
             "iperf3 -> netsweep": ("iperf3", i3[:3] + ["-p", "5310"] + i3[5:] + ["-u", "-b", "1G", "-l", "1400"], "netsweep"),
-            "netsweep -> netsweep": ("netsweep", ns + ["-u", "-b", "1G", "-l", "1400"]),
+            "netsweep -> netsweep": ("netsweep", ns + ["-u", "-b", "1G", "-l", "1400", "--rx-copy"]),
         },
         "udpmax": {
             "netsweep": ("netsweep", ns + ["-u", "-b", "0", "-l", "1400"]),
+            "netsweep --rx-copy": ("netsweep", ns + ["-u", "-b", "0", "-l", "1400", "--rx-copy"]),
             "netsweep --no-udp-offload": ("netsweep", ns + ["-u", "-b", "0", "-l", "1400", "--no-udp-offload"]),
             "iperf3": ("iperf3", i3 + ["-u", "-b", "0", "-l", "1400"]),
             **newest({"iperf3new --gsro": n3 and n3 + ["-u", "-b", "0", "-l", "1400", "--gsro"],
@@ -214,6 +216,11 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "bench-results", "peers.json"))
     ap.add_argument("--iperf3-new", default=os.environ.get("IPERF3_NEW"),
                     help="the newest iperf3 built from source (also IPERF3_NEW)")
+    ap.add_argument("--warm", type=int, default=0,
+                    help="before the rounds, run each netsweep variant of the chosen cases this "
+                         "many times unmeasured, so the host's record of send paths forms as on "
+                         "a host netsweep has been used on (0: the rounds' first tests start "
+                         "without one if the record was removed)")
     a = ap.parse_args()
     if a.iperf3_new and not os.access(a.iperf3_new, os.X_OK):
         sys.exit(f"--iperf3-new {a.iperf3_new}: not an executable")
@@ -247,6 +254,12 @@ def main():
     rng = random.Random(seed)
     print(f"seed {seed}, {a.rounds} rounds of {a.seconds} s runs, cases {','.join(chosen)}", flush=True)
     results = {c: {label: [] for label in table[c]} for c in chosen}
+    for w in range(a.warm):
+        for c in chosen:
+            for label, (tool, argv, *server) in table[c].items():
+                if tool == "netsweep" and not server:
+                    r = run_one(tool, argv, servers["netsweep"].pid, a.seconds)
+                    print(f"warm-up {w + 1} {c:7s} {label:28s} {r['bps'] / 1e9:8.2f} Gbit/s", flush=True)
     for rnd in range(a.rounds):
         order = [(c, label) for c in chosen for label in table[c]]
         rng.shuffle(order)

@@ -279,6 +279,20 @@ impl Pool {
             .map(memory::Evidence::tests)
     }
 
+    /// Whether the test's first re-check tries every candidate: unless the host's record is
+    /// confident and measured them all lately (`memory::Evidence::pair_suffices`).
+    pub fn first_full(&self) -> bool {
+        !self
+            .prior
+            .as_ref()
+            .is_some_and(memory::Evidence::pair_suffices)
+    }
+
+    /// What a first re-check of two tries against `kept`: the record's next best.
+    pub fn record_runner_up(&self, kept: SendPath) -> Option<SendPath> {
+        self.prior.as_ref()?.runner_up(kept)
+    }
+
     /// One call of `bytes` that started in candidate `idx`'s measured time.
     pub fn record(&self, idx: usize, bytes: u64) {
         if let (Some(b), Some(c)) = (self.bytes.get(idx), self.calls.get(idx)) {
@@ -326,7 +340,7 @@ impl Pool {
                 })
                 .collect();
             let verdict = judge(k, paths, &measured);
-            let observed = if k == 0 {
+            let observed = if paths.len() == CANDIDATES.len() {
                 memory::Observation::of(&verdict.trials)
             } else {
                 memory::Observation::of_pair(&verdict.trials)
@@ -392,37 +406,46 @@ pub const RECHECK_TURN_S: f64 = 0.075;
 pub const SWITCH_MARGIN: f64 = 0.05;
 
 /// How many paths re-check `k` tries: the first one every candidate (the calibration ranked
-/// them on a young connection), later ones the kept path and the first re-check's runner-up.
-pub fn contenders(k: usize) -> usize {
-    if k == 0 { CANDIDATES.len() } else { 2 }
+/// them on a young connection) unless `full` is false (the host's record ranks them,
+/// `Pool::first_full`), later ones the kept path and a runner-up.
+pub fn contenders(k: usize, full: bool) -> usize {
+    if k == 0 && full { CANDIDATES.len() } else { 2 }
 }
 
 /// When re-check `k` runs, in seconds after the calibration: its start and end (two turns per
-/// contender).
-pub fn recheck_span(k: usize) -> Option<(f64, f64)> {
+/// contender; `full` as `contenders`).
+pub fn recheck_span(k: usize, full: bool) -> Option<(f64, f64)> {
     let start = *RECHECK_AFTER_S.get(k)?;
-    Some((start, start + RECHECK_TURN_S * 2.0 * contenders(k) as f64))
+    Some((
+        start,
+        start + RECHECK_TURN_S * 2.0 * contenders(k, full) as f64,
+    ))
 }
 
 /// Which re-check's turn it is `since` the calibration ended, whose turn (an index into
 /// `paths_of`'s list: 0 is the kept path; the order is mirrored, kept first and last) and
 /// whether that moment is measured. `None` between re-checks.
-pub fn recheck_turn(since: std::time::Duration) -> Option<(usize, usize, bool)> {
+pub fn recheck_turn(since: std::time::Duration, full: bool) -> Option<(usize, usize, bool)> {
     let t = since.as_secs_f64();
     let k = (0..RECHECK_AFTER_S.len())
-        .find(|&k| recheck_span(k).is_some_and(|(a, b)| t >= a && t < b))?;
-    let (start, _) = recheck_span(k)?;
-    let n = contenders(k);
+        .find(|&k| recheck_span(k, full).is_some_and(|(a, b)| t >= a && t < b))?;
+    let (start, _) = recheck_span(k, full)?;
+    let n = contenders(k, full);
     let share = (t - start) / RECHECK_TURN_S;
     let turn = (share as usize).min(2 * n - 1);
     let who = if turn < n { turn } else { 2 * n - 1 - turn };
     Some((k, who, share.fract() >= 1.0 - MEASURED_SHARE))
 }
 
-/// The paths re-check `k` tries, the kept one first: every candidate in the first, the kept path
-/// and `runner_up` later (none without a runner-up).
-pub fn paths_of(k: usize, kept: SendPath, runner_up: Option<SendPath>) -> Vec<SendPath> {
-    if k == 0 {
+/// The paths re-check `k` tries, the kept one first: every candidate in the first (when `full`),
+/// the kept path and `runner_up` otherwise (none without a runner-up).
+pub fn paths_of(
+    k: usize,
+    full: bool,
+    kept: SendPath,
+    runner_up: Option<SendPath>,
+) -> Vec<SendPath> {
+    if k == 0 && full {
         std::iter::once(kept)
             .chain(CANDIDATES.into_iter().filter(|c| *c != kept))
             .collect()
@@ -480,7 +503,8 @@ pub fn judge(k: usize, paths: &[SendPath], measured: &[(u64, u64)]) -> Recheck {
         _ => first,
     };
     Recheck {
-        after_s: recheck_span(k).map_or(0.0, |s| s.0),
+        // The start does not depend on how many paths it tries.
+        after_s: recheck_span(k, true).map_or(0.0, |s| s.0),
         trials,
         kept,
         switched: kept != first,
@@ -593,9 +617,13 @@ mod tests {
         pool.record(CANDIDATES.len(), 1);
     }
 
+    fn kept_path() -> SendPath {
+        CANDIDATES[2]
+    }
+
     #[test]
     fn the_first_recheck_tries_every_path_mirrored_and_later_ones_two() {
-        let at = |ms: u64| recheck_turn(Duration::from_millis(ms));
+        let at = |ms: u64| recheck_turn(Duration::from_millis(ms), true);
         assert_eq!(at(0), None);
         assert_eq!(at(699), None);
         // 0.7 s: eight turns of 75 ms, kept first: 0 1 2 3 3 2 1 0.
@@ -607,7 +635,7 @@ mod tests {
         assert_eq!(at(1060), Some((0, 3, true)));
         assert_eq!(at(1120), Some((0, 2, true)));
         assert_eq!(at(1290), Some((0, 0, true)));
-        let (a, b) = recheck_span(0).unwrap();
+        let (a, b) = recheck_span(0, true).unwrap();
         assert!((a - 0.7).abs() < 1e-9 && (b - 1.3).abs() < 1e-9, "{a} {b}");
         assert_eq!(at(1310), None);
         // 3 s: kept, runner-up, runner-up, kept.
@@ -618,17 +646,29 @@ mod tests {
         assert_eq!(at(3310), None);
         assert_eq!(at(27_120), Some((3, 1, true)));
         assert_eq!(at(60_000), None);
-        assert_eq!(recheck_span(RECHECK_AFTER_S.len()), None);
-        let kept = CANDIDATES[2];
-        let all = paths_of(0, kept, None);
+        assert_eq!(recheck_span(RECHECK_AFTER_S.len(), true), None);
+        // With the record's ranking the first re-check tries two: kept, runner-up, runner-up,
+        // kept, from 0.7 s to 1.0 s; the later ones keep their times.
+        let two = |ms: u64| recheck_turn(Duration::from_millis(ms), false);
+        assert_eq!(two(760), Some((0, 0, true)));
+        assert_eq!(two(900), Some((0, 1, true)));
+        assert_eq!(two(990), Some((0, 0, true)));
+        assert_eq!(two(1010), None);
+        assert_eq!(two(3110), Some((1, 1, true)));
+        assert_eq!(
+            paths_of(0, false, kept_path(), Some(CANDIDATES[1])),
+            [kept_path(), CANDIDATES[1]]
+        );
+        let kept = kept_path();
+        let all = paths_of(0, true, kept, None);
         assert_eq!(all.len(), CANDIDATES.len());
         assert_eq!(all[0], kept);
         assert!(CANDIDATES.iter().all(|c| all.contains(c)));
         assert_eq!(
-            paths_of(1, kept, Some(CANDIDATES[0])),
+            paths_of(1, true, kept, Some(CANDIDATES[0])),
             [kept, CANDIDATES[0]]
         );
-        assert!(paths_of(2, kept, None).is_empty());
+        assert!(paths_of(2, true, kept, None).is_empty());
     }
 
     #[test]
@@ -637,7 +677,7 @@ mod tests {
         let bytes = |gbit: f64| (gbit * 1e9 / 8.0 * secs) as u64;
         // Loopback, warm, -P 2 (2026-11-27): write 1 MiB 55 Gbit/s, write 4 MiB 44, sendfile
         // 1 MiB 42, sendfile 64 KiB 40; the young connection's calibration kept write 4 MiB.
-        let paths = paths_of(0, CANDIDATES[3], None);
+        let paths = paths_of(0, true, CANDIDATES[3], None);
         let rates = [44.0, 40.0, 42.0, 55.0];
         let measured: Vec<(u64, u64)> = rates.iter().map(|g| (bytes(*g), 100)).collect();
         let r = judge(0, &paths, &measured);

@@ -78,8 +78,11 @@ struct PathChooser {
     /// What every sending stream of the test wrote in each candidate's measured turns.
     pool: Arc<sendpath::Pool>,
     chosen: Option<SendPath>,
-    /// The path later re-checks try against the kept one (the first re-check's runner-up).
+    /// The path later re-checks try against the kept one (the first re-check's runner-up, or
+    /// the record's when the first re-check tries two).
     runner_up: Option<SendPath>,
+    /// Whether the first re-check tries every candidate (`sendpath::Pool::first_full`).
+    first_full: bool,
     /// Re-checks whose verdicts this stream has applied (or passed over).
     applied: usize,
     report: SendReport,
@@ -114,6 +117,7 @@ impl PathChooser {
             pool: ctx.send_pool.clone().unwrap_or_default(),
             chosen: None,
             runner_up: None,
+            first_full: true,
             applied: 0,
             report: SendReport::default(),
         }
@@ -136,6 +140,10 @@ impl PathChooser {
                     let (path, trials) = self.pool.decision(self.calibration);
                     self.report.trials = trials.clone();
                     self.report.remembered_tests = self.pool.remembered_tests().map(|n| n as u64);
+                    self.first_full = self.pool.first_full();
+                    if !self.first_full {
+                        self.runner_up = self.pool.record_runner_up(*path);
+                    }
                     *path
                 };
                 self.chosen = Some(p);
@@ -149,14 +157,14 @@ impl PathChooser {
         let since = now.saturating_sub(self.calibration).as_secs_f64();
         // A re-check runs only if it ends inside the test (the grid's end, after calibration).
         let fits = |k: usize| {
-            sendpath::recheck_span(k)
+            sendpath::recheck_span(k, self.first_full)
                 .is_some_and(|(_, e)| self.calibration.as_secs_f64() + e <= end.as_secs_f64())
         };
         let mut kept = kept;
-        while let Some((_, e)) = sendpath::recheck_span(self.applied)
+        while let Some((_, e)) = sendpath::recheck_span(self.applied, self.first_full)
             && since >= e
         {
-            let paths = sendpath::paths_of(self.applied, kept, self.runner_up);
+            let paths = sendpath::paths_of(self.applied, self.first_full, kept, self.runner_up);
             if fits(self.applied)
                 && !paths.is_empty()
                 && let Some(verdict) = self.pool.recheck(self.applied, &paths)
@@ -178,9 +186,9 @@ impl PathChooser {
             }
             self.applied += 1;
         }
-        match sendpath::recheck_turn(Duration::from_secs_f64(since)) {
+        match sendpath::recheck_turn(Duration::from_secs_f64(since), self.first_full) {
             Some((k, who, measuring)) if k == self.applied && fits(k) => {
-                match sendpath::paths_of(k, kept, self.runner_up).get(who) {
+                match sendpath::paths_of(k, self.first_full, kept, self.runner_up).get(who) {
                     Some(path) => (*path, Use::Rechecking(k, who, measuring)),
                     None => (kept, Use::Kept),
                 }
