@@ -204,7 +204,27 @@ def run_one(tool, argv, server_pid, seconds):
     time.sleep(0.3)
     server_cpu = proc_cpu(server_pid) - before if server_pid else 0.0
     bps, loss = parse(tool, out)
-    return {"bps": bps, "loss": loss, "server_cpu_s": server_cpu, "wall_s": wall}
+    r = {"bps": bps, "loss": loss, "server_cpu_s": server_cpu, "wall_s": wall}
+    if tool == "netsweep":
+        r["choices"] = choices(json.loads(out))
+    return r
+
+
+def choices(doc):
+    """What a netsweep test chose on its own: its send path (and whether the host's record
+    chose it), its re-checks, and its receivers' low-water mark and probe."""
+    st = doc.get("start", {})
+    probe = st.get("receive_low_water_probe") or {}
+    return {
+        "send_path": st.get("send_path"),
+        "chunk_bytes": st.get("chunk_bytes"),
+        "remembered_tests": st.get("send_path_remembered_tests"),
+        "rechecks": [[t.get("path") for t in rc.get("trials", [])] + [rc.get("kept")]
+                     for rc in st.get("rechecks", [])],
+        "receive_mode": st.get("receive_mode"),
+        "low_water_bytes": st.get("receive_low_water_bytes"),
+        "probe_kept_mark": probe.get("kept_mark"),
+    }
 
 
 def main():
@@ -255,7 +275,8 @@ def main():
     print(f"seed {seed}, {a.rounds} rounds of {a.seconds} s runs, cases {','.join(chosen)}", flush=True)
     results = {c: {label: [] for label in table[c]} for c in chosen}
     for w in range(a.warm):
-        for c in chosen:
+        # Only TCP senders choose a send path (and add to the host's record).
+        for c in (c for c in chosen if c.startswith("tcp")):
             for label, (tool, argv, *server) in table[c].items():
                 if tool == "netsweep" and not server:
                     r = run_one(tool, argv, servers["netsweep"].pid, a.seconds)

@@ -511,12 +511,10 @@ impl Iperf3ClientOptions {
 /// program's memory copy: on the project's 2-core EPYC VM the copy held one stream to 0.76x and
 /// two streams to 0.51x of what the same receivers carry without it (docs/performance.md,
 /// "Against the newest iperf3 again"), and ESnet's guidance for fast hosts is iperf3's
-/// `--skip-rx-copy`. UDP receivers that skip the copy still read coalesced batches (GRO) and
-/// count them from each batch's first header, checked against whole batches (`engine::udp`):
-/// on loopback here they carried 1.4-2.3x the copying ones, without loss where the copying
-/// ones lost 19-25% (unlimited, 1400 bytes). iperf3's command line keeps iperf3's default
-/// (the copy), so a drop-in measures what iperf3 measures; request/response tests read every
-/// byte of each message.
+/// `--skip-rx-copy`. UDP receivers still read coalesced batches, counted from each one's first
+/// header (`engine::udp`): 1.4-2.3x the copying ones on loopback here, unlimited, lossless where
+/// those lost 19-25%. iperf3's command line keeps iperf3's default (the copy), so a drop-in
+/// measures what iperf3 measures; request/response tests read every byte of each message.
 /// An iperf3 server named with `--iperf3` is not asked either: before 3.19 it copies, and it
 /// never says which it did. Nor where this host's TCP cannot drop data unread (FreeBSD).
 fn default_skips_rx_copy(a: &ClientArgs) -> bool {

@@ -161,7 +161,7 @@ impl Drop for Netns {
 /// a namespace of its own, an unlimited UDP test (1400-byte datagrams, sent 46 to a segmented
 /// send, which the kernel delivers or drops whole) must count what the namespace's kernel
 /// counted: datagrams delivered (`InDatagrams`, one a read) and lost to a full receive buffer
-/// (`RcvbufErrors`), with and without the copy. (Before the data sockets asked for GRO ahead
+/// (`RcvbufErrors`), with and without the copy, and with the client receiving (`-R`). (Before the data sockets asked for GRO ahead
 /// of the data, a loaded host's receiver read thousands of early datagrams one at a time.)
 #[test]
 fn unlimited_udp_counts_agree_with_the_kernel_with_and_without_the_copy() {
@@ -172,7 +172,11 @@ fn unlimited_udp_counts_agree_with_the_kernel_with_and_without_the_copy() {
     }
     let _serial = common::loopback::serial();
     let ns = Netns::new("rxcopy");
-    for (flags, mode) in [(&[][..], "skip-rx-copy"), (&["--rx-copy"][..], "copy")] {
+    for (flags, mode) in [
+        (&[][..], "skip-rx-copy"),
+        (&["-R"][..], "skip-rx-copy"),
+        (&["--rx-copy"][..], "copy"),
+    ] {
         let mut server = ns
             .cmd(env!("CARGO_BIN_EXE_netsweep"))
             .args(["server", "--bind", "127.0.0.1", "--port", "5399", "-1"])

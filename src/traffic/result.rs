@@ -630,9 +630,8 @@ pub fn build(
             (_, true) => "skip-rx-copy",
             (false, false) => "copy",
             (true, false) => {
-                "skip-rx-copy asked, not confirmed: the receivers did not report skipping the \
-                 copy (an iperf3 server does not say, iperf3 before 3.19 and FreeBSD copy, and \
-                 a UDP receiver that found a coalesced batch out of sequence copies from then)"
+                "skip-rx-copy asked, not confirmed: no receiver said it skipped the copy (iperf3 \
+                 does not say; before 3.19, on FreeBSD, or after a UDP batch out of order, copies)"
             }
         }
         .to_string(),

@@ -77,7 +77,9 @@
 //!
 //! One test's turns are few and noisy, so a process that remembers (`memory`: `netsweep client`
 //! and `netsweep server`, through the host's record) pools every test's re-checks per peer; once
-//! the record is confident it picks the path after the calibration and judges the re-checks.
+//! the record is confident it picks the path after the calibration and judges the re-checks,
+//! and the first re-check then tries the record's best and runner-up alone, every candidate
+//! only once `memory::FULL_AFTER` observations have passed since the record last had them all.
 
 pub mod memory;
 

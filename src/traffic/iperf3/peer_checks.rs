@@ -231,7 +231,8 @@ pub(crate) fn far_receive_buffer(spec: &TestSpec, host_max: u64) -> u64 {
 /// an interval miss it, as a starved reader's window closes while its buffer grows (an
 /// iperf3 server on a busy 2-core host left 32.0 MB unread of a 1-second `--bidir` test, its
 /// largest sampled window under 6.4 MB, with `tcp_rmem`'s maximum at 32 MiB: measured in CI).
-/// The caller passes this host's maximum, a far end tuned like this one.
+/// The caller passes `far_receive_buffer`: this host's maximum (a far end tuned like this one),
+/// or twice an asked window.
 ///
 /// When the far end settled before TEST_END (`StreamReport::drained`: every byte acknowledged,
 /// its window back to half its largest, sampled every millisecond), its application was

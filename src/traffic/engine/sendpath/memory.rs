@@ -103,8 +103,8 @@ pub struct Record {
 pub struct Evidence {
     sum: [[f64; CANDIDATES.len()]; CANDIDATES.len()],
     count: [[usize; CANDIDATES.len()]; CANDIDATES.len()],
-    /// Observations since the newest of every candidate (all of them when there is none).
-    since_full: usize,
+    /// Observations since the newest of every candidate (`None` when there is none).
+    since_full: Option<usize>,
 }
 
 fn index(p: SendPath) -> Option<usize> {
@@ -113,10 +113,7 @@ fn index(p: SendPath) -> Option<usize> {
 
 impl Evidence {
     pub fn of(observations: &[Observation]) -> Evidence {
-        let mut e = Evidence {
-            since_full: usize::MAX / 2,
-            ..Evidence::default()
-        };
+        let mut e = Evidence::default();
         for o in observations {
             e.add(o);
         }
@@ -125,9 +122,9 @@ impl Evidence {
 
     pub fn add(&mut self, o: &Observation) {
         self.since_full = if o.paths.len() == CANDIDATES.len() {
-            0
+            Some(0)
         } else {
-            self.since_full + 1
+            self.since_full.map(|n| n + 1)
         };
         let known: Vec<(usize, f64)> = o
             .paths
@@ -202,7 +199,7 @@ impl Evidence {
     /// the record, once confident, already ranks them; a full one still comes every few tests,
     /// so a change of the host reaches the record.
     pub fn pair_suffices(&self) -> bool {
-        self.confident() && self.since_full < FULL_AFTER
+        self.confident() && self.since_full.is_some_and(|n| n < FULL_AFTER)
     }
 
     /// The path with the best score after `best`.
