@@ -17,6 +17,11 @@ The newest iperf3 is built from its public source (github.com/esnet/iperf: ./con
 bench says so and leaves its cases out. Its best flags per case are run: --skip-rx-copy with
 and without -Z for TCP (and -P N), --gsro for UDP; the ratios take whichever carried more.
 
+netsweep's send-path choice rests on the host's record of earlier tests (send-paths.json):
+--warm N runs each netsweep TCP variant N times, unmeasured, before the rounds, so the record
+forms as on a host netsweep has been used on (remove the record first to start from none).
+Each netsweep run's choices (send path, re-checks, low-water probe) are kept in --out.
+
 The bench also builds and runs `examples/ceiling.rs`, a bare sender/receiver pair with each
 send path and chunk size, with and without a receive low-water mark (one pair for tcp1, two at
 once for tcp2), and prints netsweep's figure as a share of the best bare figure of the same run.
