@@ -37,13 +37,9 @@ fn retrans_segs(lab: &Lab, h: Host) -> u64 {
         .output()
         .expect("cat /proc/net/snmp in the lab");
     let text = String::from_utf8_lossy(&out.stdout).to_string();
-    let mut tcp = text.lines().filter(|l| l.starts_with("Tcp:"));
-    let (names, values) = (tcp.next().unwrap_or(""), tcp.next().unwrap_or(""));
-    names
-        .split_whitespace()
-        .zip(values.split_whitespace())
-        .find(|(n, _)| *n == "RetransSegs")
-        .and_then(|(_, v)| v.parse().ok())
+    common::snmp_counters(&text, "Tcp:")
+        .get("RetransSegs")
+        .copied()
         .unwrap_or_else(|| panic!("no RetransSegs in {text}"))
 }
 

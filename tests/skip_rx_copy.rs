@@ -140,14 +140,7 @@ impl Netns {
     /// The namespace's `Udp:` counters of /proc/net/snmp, by name.
     fn udp_counters(&self) -> std::collections::HashMap<String, u64> {
         let out = self.cmd("cat").arg("/proc/net/snmp").output().expect("cat");
-        let text = String::from_utf8_lossy(&out.stdout).to_string();
-        let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
-        let (names, values) = (udp.next().unwrap_or(""), udp.next().unwrap_or(""));
-        names
-            .split_whitespace()
-            .zip(values.split_whitespace())
-            .filter_map(|(n, v)| Some((n.to_string(), v.parse().ok()?)))
-            .collect()
+        common::snmp_counters(&String::from_utf8_lossy(&out.stdout), "Udp:")
     }
 }
 

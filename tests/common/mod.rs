@@ -365,3 +365,15 @@ impl Drop for LabDown {
             .output();
     }
 }
+
+/// One group of `/proc/net/snmp` (`group` is its line's prefix, such as `"Udp:"`): each
+/// counter by name.
+pub fn snmp_counters(text: &str, group: &str) -> std::collections::HashMap<String, u64> {
+    let mut lines = text.lines().filter(|l| l.starts_with(group));
+    let (names, values) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .filter_map(|(n, v)| Some((n.to_string(), v.parse().ok()?)))
+        .collect()
+}
