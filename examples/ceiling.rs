@@ -11,7 +11,9 @@
 //! the kernel without copying it (`recv` with `MSG_TRUNC`): an experiment on where the ceiling
 //! comes from (see `traffic::engine::sendpath`), not a path netsweep uses. `--rcvlowat SIZE`
 //! sets the receiver's low-water mark (`SO_RCVLOWAT`; netsweep's receivers set one that
-//! follows their rate, see `traffic::engine::lowater`). `--source SIZE` sets the size of the data the sender cycles
+//! follows their rate, see `traffic::engine::lowater`). `--nap MICROS` makes the receiver
+//! drain the socket without blocking and then sleep that long (the napping receivers of
+//! `lowater`). `--source SIZE` sets the size of the data the sender cycles
 //! through (default: the chunk); `--read SIZE` the receiver's read size (default: the larger of
 //! 64 KiB and the chunk). Traffic goes to 127.0.0.1 only and stops after `--seconds`.
 
@@ -41,6 +43,8 @@ struct Case {
     discard: bool,
     /// SO_RCVLOWAT on the receiver (0: the kernel's default of 1 byte).
     rcvlowat: usize,
+    /// Microseconds the receiver sleeps after draining the socket (0: it blocks in `read`).
+    nap: u64,
 }
 
 /// One run: returns the receiver's rate in Gbit/s over `secs`.
@@ -50,6 +54,7 @@ fn run(case: &Case, secs: f64) -> std::io::Result<f64> {
     let read = case.read;
     let discard = case.discard;
     let lowat = case.rcvlowat;
+    let nap = case.nap;
     let receiver = std::thread::spawn(move || -> std::io::Result<(u64, Duration)> {
         let (mut s, _) = listener.accept()?;
         if lowat > 0 {
@@ -58,8 +63,33 @@ fn run(case: &Case, secs: f64) -> std::io::Result<f64> {
         let mut buf = vec![0u8; read];
         let mut total = 0u64;
         let mut t0 = None;
+        if nap > 0 {
+            s.set_nonblocking(true)?;
+        }
         loop {
-            let got = if discard {
+            let got = if nap > 0 {
+                let mut got = 0;
+                let mut eof = false;
+                std::thread::sleep(Duration::from_micros(nap));
+                loop {
+                    match netsweep::platform::sockopt::recv_trunc(&s, &mut buf) {
+                        Ok(0) => {
+                            eof = true;
+                            break;
+                        }
+                        Ok(n) => got += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                        Err(e) => return Err(e),
+                    }
+                }
+                if eof && got == 0 {
+                    Ok(0)
+                } else if got == 0 {
+                    continue;
+                } else {
+                    Ok(got)
+                }
+            } else if discard {
                 netsweep::platform::sockopt::recv_trunc(&s, &mut buf)
             } else {
                 s.read(&mut buf)
@@ -146,6 +176,12 @@ fn main() {
                 read,
                 discard: args.iter().any(|a| a == "--discard"),
                 rcvlowat: get("--rcvlowat").map_or(0, |s| size(&s)),
+                nap: get("--nap").map_or(0, |s| {
+                    s.parse().unwrap_or_else(|_| {
+                        eprintln!("ceiling: --nap takes microseconds, not {s:?}");
+                        std::process::exit(2)
+                    })
+                }),
             };
             match run_parallel(&case, secs, streams) {
                 Ok(gbps) => println!(

@@ -416,9 +416,10 @@ fn the_reported_send_path_is_the_one_used() {
 
 /// TCP receivers batch their reads with a low-water mark that follows their rate (about a
 /// millisecond of data, at most 1 MiB, at most a quarter of the receive buffer, none under
-/// 2 Gbit/s) unless their probe finds the machine carries more without it: the reads reported
-/// agree with the bytes moved, the probe's choice follows its figures, a fixed window bounds
-/// the mark, and a slow paced stream keeps the default and even intervals.
+/// 2 Gbit/s) unless their probe finds the machine carries more without it, napping between
+/// drains or reading each segment as it comes (every probe's nap turns run the napping reads):
+/// the reads reported agree with the bytes moved, the probe's choice follows its figures, a
+/// fixed window bounds the mark, and a slow paced stream keeps the default and even intervals.
 #[test]
 fn receivers_batch_their_reads_by_their_rate_and_keep_intervals_true() {
     let _serial = common::loopback::serial();
@@ -445,10 +446,18 @@ fn receivers_batch_their_reads_by_their_rate_and_keep_intervals_true() {
             .receive_low_water_probe
             .expect("a 2 s test outlasts the probe");
         assert!(
-            probe.marked_bytes > 0 && probe.unmarked_bytes > 0,
+            probe.marked_bytes > 0 && probe.unmarked_bytes > 0 && probe.napped_bytes > 0,
             "{probe:?}"
         );
-        if probe.kept_mark {
+        if probe.napped {
+            // Napping between drains: no mark, and it carried more than the mark did.
+            assert_eq!(mark, 1, "{:?}", r.start);
+            assert!(
+                probe.napped_bytes as f64 > probe.marked_bytes as f64 * 1.05
+                    && probe.napped_bytes >= probe.unmarked_bytes,
+                "{probe:?}"
+            );
+        } else if probe.kept_mark {
             assert!(mark > 64 << 10, "{:?}", r.start);
             assert!(
                 mean_read(&r) > 64.0 * 1024.0,
@@ -458,7 +467,8 @@ fn receivers_batch_their_reads_by_their_rate_and_keep_intervals_true() {
         } else {
             assert_eq!(mark, 1, "{:?}", r.start);
             assert!(
-                probe.unmarked_bytes as f64 > probe.marked_bytes as f64 * 1.05,
+                probe.unmarked_bytes as f64 > probe.marked_bytes as f64 * 1.05
+                    && probe.unmarked_bytes > probe.napped_bytes,
                 "{probe:?}"
             );
         }

@@ -171,12 +171,18 @@ pub struct ReceiveReport {
 }
 
 /// What the receivers of one test on one end read in the probe's settled turns with their
-/// low-water mark and without one, and whether they kept it.
+/// low-water mark, without one, and napping between drains (`engine::lowater::Batching`), and
+/// which they kept: the mark, napping, or neither (results written before receivers could
+/// nap lack the napping fields, which read as none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LowWaterProbe {
     pub marked_bytes: u64,
     pub unmarked_bytes: u64,
+    #[serde(default)]
+    pub napped_bytes: u64,
     pub kept_mark: bool,
+    #[serde(default)]
+    pub napped: bool,
 }
 
 impl StreamReport {

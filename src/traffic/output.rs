@@ -81,20 +81,48 @@ pub fn sockets(result: &TestResult) -> String {
 fn low_water_line(start: &crate::traffic::result::StartInfo) -> Option<String> {
     let p = start.receive_low_water_probe?;
     let ratio = |a: u64, b: u64| a as f64 / (b as f64).max(1.0);
-    Some(if p.kept_mark {
-        format!(
-            "Reads: batched (low-water mark up to {}); in the receivers' probe they carried \
-             {:.2}x what they carried without it.\n",
-            crate::units::Bytes(start.receive_low_water_bytes.unwrap_or(1)),
-            ratio(p.marked_bytes, p.unmarked_bytes)
+    // Results written before receivers could nap have no napping figure.
+    let tried_nap = p.napped_bytes > 0 || p.napped;
+    let (kept, carried, others) = if p.napped {
+        (
+            format!(
+                "napping up to {} us between drains (no low-water mark)",
+                crate::traffic::engine::lowater::NAP_MAX.as_micros()
+            ),
+            p.napped_bytes,
+            [
+                ("with the mark", p.marked_bytes),
+                ("with neither", p.unmarked_bytes),
+            ],
+        )
+    } else if p.kept_mark {
+        (
+            format!(
+                "batched (low-water mark up to {})",
+                crate::units::Bytes(start.receive_low_water_bytes.unwrap_or(1))
+            ),
+            p.marked_bytes,
+            [
+                ("without it", p.unmarked_bytes),
+                ("napping", p.napped_bytes),
+            ],
         )
     } else {
-        format!(
-            "Reads: one per wake-up (no low-water mark); in the receivers' probe they carried \
-             {:.2}x what they carried with one.\n",
-            ratio(p.unmarked_bytes, p.marked_bytes)
+        (
+            "one per wake-up (no low-water mark)".to_string(),
+            p.unmarked_bytes,
+            [("with one", p.marked_bytes), ("napping", p.napped_bytes)],
         )
-    })
+    };
+    let compared: Vec<String> = others
+        .iter()
+        .filter(|(name, _)| tried_nap || *name != "napping")
+        .map(|(name, bytes)| format!("{:.2}x what they carried {name}", ratio(carried, *bytes)))
+        .collect();
+    Some(format!(
+        "Reads: {kept}; in the receivers' probe they carried {}.\n",
+        compared.join(" and ")
+    ))
 }
 
 /// How the senders sent, and the calibration that chose it (TCP).
@@ -607,7 +635,9 @@ mod tests {
         start.receive_low_water_probe = Some(LowWaterProbe {
             marked_bytes: 1250,
             unmarked_bytes: 1000,
+            napped_bytes: 0,
             kept_mark: true,
+            napped: false,
         });
         let line = low_water_line(&start).unwrap();
         assert!(
@@ -622,10 +652,33 @@ mod tests {
         start.receive_low_water_probe = Some(LowWaterProbe {
             marked_bytes: 1000,
             unmarked_bytes: 1400,
+            napped_bytes: 1200,
             kept_mark: false,
+            napped: false,
         });
         let line = low_water_line(&start).unwrap();
         assert!(line.contains("no low-water mark"), "{line}");
-        assert!(line.contains("1.40x what they carried with one"), "{line}");
+        assert!(
+            line.contains("1.40x what they carried with one and 1.17x what they carried napping"),
+            "{line}"
+        );
+        start.receive_low_water_probe = Some(LowWaterProbe {
+            marked_bytes: 1000,
+            unmarked_bytes: 800,
+            napped_bytes: 1200,
+            kept_mark: false,
+            napped: true,
+        });
+        let line = low_water_line(&start).unwrap();
+        assert!(
+            line.contains("napping up to 100 us between drains"),
+            "{line}"
+        );
+        assert!(
+            line.contains(
+                "1.20x what they carried with the mark and 1.50x what they carried with neither"
+            ),
+            "{line}"
+        );
     }
 }

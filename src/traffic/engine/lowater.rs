@@ -1,4 +1,5 @@
-//! How a TCP receiver batches its reads: the socket's low-water mark (`SO_RCVLOWAT`).
+//! How a TCP receiver batches its reads: the socket's low-water mark (`SO_RCVLOWAT`), or
+//! naps between drains of a socket that does not block.
 //!
 //! # What was measured (loopback, one stream, 2-core VM, kernel 6.18, 2026-11-23)
 //! A reader that sleeps in `read` is woken by every segment that arrives, and on loopback a
@@ -24,6 +25,31 @@
 //! cause is the burst the pacer sends after each batched read; not traced further) against 0 to
 //! 100 without; paced at 500 Mbit/s to 20 Gbit/s, a mark retransmitted no more than the default.
 //!
+//! # Napping between drains
+//! A receiver that drops the data (`--skip-rx-copy`) left its sender slower than a copying
+//! one: one stream, 2-vCPU Intel Xeon VM, kernel 6.18, 2026-11-28, netsweep's default against
+//! `--rx-copy`, 6 interleaved rounds of 5 s: 59.6 against 63.7 Gbit/s, the same in the steady
+//! part. The sender's core did the difference: pinned apart (`-A 0,1`), its softirq share was
+//! 26-34% behind the dropping receiver and 17% behind the copying one, and `/proc/net/snmp`
+//! counted 9,400 ACKs a GB against 6,300. A receiver that drains its queue at once keeps it
+//! under the mark, and Linux acknowledges every second segment while the queue is under the
+//! mark (`__tcp_ack_snd_check`: "we want send ack now if we have not received enough bytes to
+//! satisfy the condition"), and a reader blocked in `read` is woken from the sender's core.
+//! A copying receiver is slower, so its queue passes the mark. A receiver that reads without
+//! blocking until the socket is empty and then sleeps has neither cost: nothing waits on the
+//! socket, so arriving segments wake no one, and with the mark at its default the queue is
+//! never under it. Bare pair (`examples/ceiling.rs --paths write --chunks 1M --discard`, 3 s
+//! runs, three rounds): `--rcvlowat 1M` 47-55 Gbit/s; napping 25 us 58-64, 50 us 61-68,
+//! 100 us 64-69, 150 us 58-66, 200 us 55-56, 400 us 44-45. In netsweep (one stream, 5 s, 3-5
+//! interleaved rounds, medians): dropping 60-64 napping 100 us against 53-56 with the mark;
+//! copying 42 napping against 57 with the mark; two dropping streams 146 against 133; two
+//! copying streams 101 against 80. So napping is one more setting the probe tries, not a rule:
+//! `LowWater::nap` sleeps the time the rule's mark takes to arrive, at most `NAP_MAX`, so no
+//! more than the mark (at most a quarter of the buffer) queues while the receiver sleeps, and
+//! a stream under the floor never naps. A sleep is a timer on the receiver's own core; the
+//! sleeping receiver still sees the end of the test within a nap, and reads are counted as
+//! they return, as before.
+//!
 //! # Whether to keep a mark at all: the probe
 //! The mark is not good for every receiver on every machine. Measured on a 2-vCPU Intel Xeon VM
 //! (kernel 6.18, 2026-11-28, `examples/ceiling.rs --paths write --chunks 4M`, 3 s runs,
@@ -35,16 +61,17 @@
 //! receive mode, so no rule written here could be right everywhere: the receivers of a test
 //! measure. Once, `probe_start` into the test, all receivers of the test on one end
 //! (`MarkProbe`, shared) take `PROBE_TURNS` turns of `PROBE_TURN` together, in a mirrored order,
-//! with the rule's mark and without one (`ReceiverMark`: the setting is made before each read);
-//! each counts the reads that began and ended in one turn and ended in its last two thirds into
-//! the shared sums, and `PROBE_DECIDES_AFTER` the last turn the first receiver to ask decides
-//! for all: without a mark only when that carried more than `PROBE_MARGIN` more, and nothing
+//! with the rule's mark, without one, and napping (`Batching`; `ReceiverMark`: the setting is
+//! made before each read); each counts the reads that began and ended in one turn and ended in
+//! its last two thirds into the shared sums, and `PROBE_DECIDES_AFTER` the last turn the first
+//! receiver to ask decides for all: the mark goes only when going without it, napping or not,
+//! carried more than `PROBE_MARGIN` more (then the better of those two), and nothing is decided
 //! when no counted turn had a mark above the default to test (a slow stream). Paced tests and
 //! paths slower than `PROBE_MAX_RTT` get no probe. Turning together measures what the machine
-//! does when all of them batch against when none does, which is what the choice is. The turns
+//! does when all of them batch one way against another, which is what the choice is. The turns
 //! are in the results (they are part of what the test carried); the probe's cost is at most
-//! half of its 0.4 s at the worse setting. It runs between the sender's calibration and its
-//! first re-check (`sendpath`), so the two measurements do not overlap.
+//! two thirds of its 0.48 s at the worse settings. It runs between the sender's calibration
+//! and its first re-check (`sendpath`), so the two measurements do not overlap.
 //!
 //! Linux only: there a read whose timeout passes returns what is queued below the mark. FreeBSD's
 //! `soreceive` returns `EWOULDBLOCK` instead and keeps the data until the mark is reached, which
@@ -68,12 +95,34 @@ pub const ENABLED: bool = cfg!(target_os = "linux");
 /// How often the rate behind the mark is measured.
 pub const UPDATE: Duration = Duration::from_millis(50);
 
+/// The longest nap between a napping receiver's drains (`Batching::Nap`); shorter when the
+/// rule's mark takes less time to arrive at the stream's rate, so that no more than the mark
+/// (at most a quarter of the buffer) arrives while it sleeps. 100 us carried the most of 25,
+/// 50, 100, 150, 200 and 400 in the bare pair (see above).
+pub const NAP_MAX: Duration = Duration::from_micros(100);
+
+/// How a receiver batches its reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Batching {
+    /// Blocking reads with the rule's low-water mark.
+    Mark,
+    /// Blocking reads at the kernel's default mark: one read a wake-up.
+    Off,
+    /// Non-blocking reads that drain the socket, then a nap (`LowWater::nap`).
+    Nap,
+}
+
 /// One turn of the probe.
-pub const PROBE_TURN: Duration = Duration::from_millis(50);
-/// The probe's turns, by whether the mark is set: mirrored, so a drift over the probe favours
-/// neither.
-pub const PROBE_TURNS: [bool; 8] = [true, false, false, true, true, false, false, true];
-/// How much more the receivers must carry without a mark for the probe to drop it.
+pub const PROBE_TURN: Duration = Duration::from_millis(40);
+/// The probe's turns, by setting: four each, mirrored, so a drift over the probe favours none.
+pub const PROBE_TURNS: [Batching; 12] = {
+    use Batching::{Mark, Nap, Off};
+    [
+        Mark, Off, Nap, Nap, Off, Mark, Mark, Off, Nap, Nap, Off, Mark,
+    ]
+};
+/// How much more the receivers must carry without the mark (napping or not) for the probe to
+/// drop it.
 pub const PROBE_MARGIN: f64 = 0.05;
 /// How long after its last turn the probe decides: every receiver's count of that turn is in
 /// by then (a receiver counts right after its read returns; this is more than the read timeout,
@@ -83,8 +132,9 @@ pub const PROBE_DECIDES_AFTER: Duration = Duration::from_millis(50);
 /// 50 ms turns measure nothing there but slow start and the ACK clock, and the mark's wake-ups
 /// matter only where the CPU, not the path, is the limit.
 pub const PROBE_MAX_RTT: Duration = Duration::from_millis(5);
-/// When the probe starts: 50 ms after the sender's calibration, so that it ends (0.45 s after
-/// the calibration) before the sender's first re-check (0.7 s after it: see `sendpath`);
+/// When the probe starts: 50 ms after the sender's calibration, so that it ends and decides
+/// (0.53 and 0.58 s after the calibration) before the sender's first re-check (0.7 s after it:
+/// see `sendpath`);
 /// without a calibration, after the first 0.3 s. Every moment before the probe runs at the
 /// rule's mark, which may be the worse setting (two dropping streams above: 0.72x), so it
 /// comes as early as the sender's turns allow.
@@ -112,10 +162,10 @@ pub struct MarkProbe {
 pub enum ProbeStep {
     /// Before the probe: the rule's mark.
     Before,
-    /// In turn `turn`, with the mark or without; `counts` once the turn has settled.
+    /// In turn `turn`, with its setting; `counts` once the turn has settled.
     Turn {
         turn: usize,
-        marked: bool,
+        batching: Batching,
         counts: bool,
     },
     /// After its last turn, until it decides (`PROBE_DECIDES_AFTER`): the rule's mark.
@@ -148,9 +198,9 @@ impl MarkProbe {
         let into = now - self.start;
         let turn = (into.as_nanos() / PROBE_TURN.as_nanos()) as usize;
         match PROBE_TURNS.get(turn) {
-            Some(&marked) => ProbeStep::Turn {
+            Some(&batching) => ProbeStep::Turn {
                 turn,
-                marked,
+                batching,
                 counts: into - PROBE_TURN * turn as u32 >= PROBE_TURN / 3,
             },
             None if now < self.end() + PROBE_DECIDES_AFTER => ProbeStep::Deciding,
@@ -162,7 +212,7 @@ impl MarkProbe {
     pub fn count(&self, turn: usize, bytes: u64, mark: usize) {
         if let Some(sum) = self.bytes.get(turn) {
             sum.fetch_add(bytes, Ordering::Relaxed);
-            if PROBE_TURNS[turn] && mark > 1 {
+            if PROBE_TURNS[turn] == Batching::Mark && mark > 1 {
                 self.tested.store(true, Ordering::Relaxed);
             }
         }
@@ -214,44 +264,41 @@ impl ReceiverMark {
         }
     }
 
-    /// Before a read starting at `now`: the mark to set on the socket, when it changes.
-    pub fn before_read(&mut self, now: Duration) -> Option<usize> {
+    /// Before a read starting at `now`: the mark to set on the socket, when it changes, and
+    /// how long to nap before reading when the socket is drained (zero: block in the read).
+    pub fn before_read(&mut self, now: Duration) -> Plan {
         let rule = self.rule.current();
         let step = self.probe.as_ref().map(|p| p.step(now));
         self.started = step;
-        let want = match step {
-            None => {
-                self.largest_after = self.largest_after.max(rule);
-                rule
-            }
-            Some(ProbeStep::Before | ProbeStep::Deciding) => {
-                self.largest_before = self.largest_before.max(rule);
-                rule
-            }
-            Some(ProbeStep::Turn { marked, .. }) => {
-                if marked {
-                    rule
-                } else {
-                    1
-                }
-            }
+        let batching = match step {
+            None | Some(ProbeStep::Before | ProbeStep::Deciding) => Batching::Mark,
+            Some(ProbeStep::Turn { batching, .. }) => batching,
             Some(ProbeStep::After) => {
                 let probe = &self.probe;
                 let choice = *self
                     .choice
                     .get_or_insert_with(|| probe.as_ref().and_then(|p| p.choice()));
-                let want = match choice {
-                    Some(c) if !c.kept_mark => 1,
-                    _ => rule,
-                };
-                self.largest_after = self.largest_after.max(want);
-                want
+                choice.map_or(Batching::Mark, kept)
             }
         };
-        (want != self.applied).then(|| {
+        let want = if batching == Batching::Mark { rule } else { 1 };
+        match step {
+            Some(ProbeStep::Before | ProbeStep::Deciding) => {
+                self.largest_before = self.largest_before.max(want);
+            }
+            None | Some(ProbeStep::After) => self.largest_after = self.largest_after.max(want),
+            Some(ProbeStep::Turn { .. }) => {}
+        }
+        let nap = if batching == Batching::Nap {
+            self.rule.nap()
+        } else {
+            Duration::ZERO
+        };
+        let set_mark = (want != self.applied).then(|| {
             self.applied = want;
             want
-        })
+        });
+        Plan { set_mark, nap }
     }
 
     /// After a read that returned `bytes` at `now`, `total` read so far; `rcvbuf` as in
@@ -286,21 +333,45 @@ impl ReceiverMark {
     }
 }
 
-/// What the probe's turns carried (`sums`, one per turn of `PROBE_TURNS`), and so whether the
-/// receivers keep the mark.
-pub fn decide(sums: &[u64]) -> LowWaterProbe {
-    let (mut marked, mut unmarked) = (0u64, 0u64);
-    for (&with, &sum) in PROBE_TURNS.iter().zip(sums) {
-        if with {
-            marked = marked.saturating_add(sum);
-        } else {
-            unmarked = unmarked.saturating_add(sum);
-        }
+/// The batching a probe's outcome keeps.
+pub fn kept(c: LowWaterProbe) -> Batching {
+    if c.napped {
+        Batching::Nap
+    } else if c.kept_mark {
+        Batching::Mark
+    } else {
+        Batching::Off
     }
+}
+
+/// What a receiver does before a read (`ReceiverMark::before_read`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Plan {
+    /// The mark to set on the socket, when it changes.
+    pub set_mark: Option<usize>,
+    /// Zero: a blocking read. Otherwise the receiver reads without blocking and, once a read
+    /// finds the socket empty, sleeps this long before the next.
+    pub nap: Duration,
+}
+
+/// What the probe's turns carried (`sums`, one per turn of `PROBE_TURNS`), and so how the
+/// receivers batch from then on: the mark stays unless going without it, napping or not,
+/// carried more than `PROBE_MARGIN` more; then the better of those two.
+pub fn decide(sums: &[u64]) -> LowWaterProbe {
+    let mut by = [0u64; 3];
+    for (&b, &sum) in PROBE_TURNS.iter().zip(sums) {
+        let slot = &mut by[b as usize];
+        *slot = slot.saturating_add(sum);
+    }
+    let [marked, unmarked, napped] = by;
+    let beats = |other: u64| other as f64 > marked as f64 * (1.0 + PROBE_MARGIN);
+    let nap = napped >= unmarked && beats(napped);
     LowWaterProbe {
         marked_bytes: marked,
         unmarked_bytes: unmarked,
-        kept_mark: unmarked as f64 <= marked as f64 * (1.0 + PROBE_MARGIN),
+        napped_bytes: napped,
+        kept_mark: !nap && !beats(unmarked),
+        napped: nap,
     }
 }
 
@@ -322,6 +393,8 @@ pub struct LowWater {
     since: Duration,
     since_bytes: u64,
     current: usize,
+    /// The rate measured last (bytes a second; 0 before the first measurement).
+    rate: f64,
 }
 
 impl LowWater {
@@ -333,7 +406,18 @@ impl LowWater {
             since: now,
             since_bytes: 0,
             current: 1,
+            rate: 0.0,
         }
+    }
+
+    /// How long a napping receiver sleeps between drains: the time the rule's mark takes to
+    /// arrive at the last measured rate, at most `NAP_MAX`; zero (no nap: a blocking read)
+    /// while the rule keeps the kernel's default.
+    pub fn nap(&self) -> Duration {
+        if self.current <= 1 || self.rate.is_nan() || self.rate <= 0.0 {
+            return Duration::ZERO;
+        }
+        NAP_MAX.min(Duration::from_secs_f64(self.current as f64 / self.rate))
     }
 
     /// The rule's mark now (1 before the first measurement).
@@ -354,6 +438,7 @@ impl LowWater {
             return None;
         }
         let rate = total.saturating_sub(self.since_bytes) as f64 / span.as_secs_f64();
+        self.rate = rate;
         self.since = now;
         self.since_bytes = total;
         let next = mark(rate, self.read_bytes, rcvbuf());
@@ -407,89 +492,105 @@ mod tests {
     }
 
     #[test]
+    fn a_napping_receiver_sleeps_while_the_mark_would_arrive_at_most_nap_max() {
+        let ms = Duration::from_millis;
+        let mut lw = LowWater::new(4 << 20, ms(0));
+        let big = 6 << 20;
+        assert_eq!(lw.nap(), Duration::ZERO, "not measured yet: block");
+        // 4 Gbit/s: a 500 kB mark arrives in 1 ms, longer than the cap.
+        lw.update(ms(50), 25_000_000, || big);
+        assert_eq!(lw.nap(), NAP_MAX);
+        // 64 Gbit/s (8 GB/s): the 1 MiB mark arrives in 131 us; a 128 KiB buffer bounds the
+        // mark to 32 KiB, which arrives in 4 us: the nap lets no more than that queue.
+        let mut fast = LowWater::new(4 << 20, ms(0));
+        fast.update(ms(50), 400_000_000, || 128 << 10);
+        assert_eq!(fast.current(), 32 << 10);
+        assert_eq!(fast.nap(), Duration::from_secs_f64(32768.0 / 8e9));
+        // Under the floor: no nap (a blocking read at the kernel's default).
+        lw.update(ms(100), 26_000_000, || big);
+        assert_eq!(lw.current(), 1);
+        assert_eq!(lw.nap(), Duration::ZERO);
+    }
+
+    #[test]
     fn the_probe_takes_mirrored_turns_counting_their_settled_part() {
         let ms = Duration::from_millis;
         let p = MarkProbe::new(ms(1500));
         assert_eq!(p.step(ms(1499)), ProbeStep::Before);
-        assert_eq!(
-            p.step(ms(1500)),
-            ProbeStep::Turn {
-                turn: 0,
-                marked: true,
-                counts: false
-            }
-        );
+        let turn = |turn, batching, counts| ProbeStep::Turn {
+            turn,
+            batching,
+            counts,
+        };
+        assert_eq!(p.step(ms(1500)), turn(0, Batching::Mark, false));
         // A third into the turn it counts.
-        assert_eq!(
-            p.step(ms(1517)),
-            ProbeStep::Turn {
-                turn: 0,
-                marked: true,
-                counts: true
-            }
-        );
-        assert_eq!(
-            p.step(ms(1560)),
-            ProbeStep::Turn {
-                turn: 1,
-                marked: false,
-                counts: false
-            }
-        );
-        assert_eq!(
-            p.step(ms(1899)),
-            ProbeStep::Turn {
-                turn: 7,
-                marked: true,
-                counts: true
-            }
-        );
-        assert_eq!(p.end(), ms(1900));
-        assert_eq!(p.step(ms(1900)), ProbeStep::Deciding);
-        assert_eq!(p.step(ms(1949)), ProbeStep::Deciding);
-        assert_eq!(p.step(ms(1950)), ProbeStep::After);
-        // Four turns each way.
-        assert_eq!(PROBE_TURNS.iter().filter(|m| **m).count(), 4);
+        assert_eq!(p.step(ms(1514)), turn(0, Batching::Mark, true));
+        assert_eq!(p.step(ms(1540)), turn(1, Batching::Off, false));
+        assert_eq!(p.step(ms(1580)), turn(2, Batching::Nap, false));
+        assert_eq!(p.step(ms(1979)), turn(11, Batching::Mark, true));
+        assert_eq!(p.end(), ms(1980));
+        assert_eq!(p.step(ms(1980)), ProbeStep::Deciding);
+        assert_eq!(p.step(ms(2029)), ProbeStep::Deciding);
+        assert_eq!(p.step(ms(2030)), ProbeStep::After);
+        // Four turns each, mirrored.
+        for b in [Batching::Mark, Batching::Off, Batching::Nap] {
+            assert_eq!(PROBE_TURNS.iter().filter(|t| **t == b).count(), 4);
+        }
+        let mut mirrored = PROBE_TURNS;
+        mirrored.reverse();
+        assert_eq!(mirrored, PROBE_TURNS);
         assert_eq!(probe_start(Duration::ZERO), ms(300));
         assert_eq!(probe_start(ms(300)), ms(350));
+        // It decides before the sender's first re-check (`sendpath`: 0.7 s after calibrating).
+        let p = MarkProbe::new(probe_start(ms(300)));
+        assert!(p.end() + PROBE_DECIDES_AFTER < ms(300) + ms(700));
     }
 
     #[test]
-    fn a_receiver_sets_each_turns_mark_before_its_reads_and_counts_whole_reads_in_one_turn() {
+    fn a_receiver_sets_each_turns_setting_before_its_reads_and_counts_whole_reads_in_one_turn() {
         let ms = Duration::from_millis;
         let probe = std::sync::Arc::new(MarkProbe::new(ms(100)));
         let mut r = ReceiverMark::new(LowWater::new(4 << 20, ms(0)), Some(probe.clone()));
         let big = || 6 << 20;
-        // 40 Gbit/s throughout: all bytes read by `t` ms; the rule's mark is 1 MiB.
+        // 40 Gbit/s throughout: all bytes read by `t` ms; the rule's mark is 1 MiB, which
+        // arrives in 210 us: naps are NAP_MAX.
         let total = |t: u64| 5_000_000 * t;
-        assert_eq!(r.before_read(ms(0)), None);
+        let plan = |set_mark, nap| Plan { set_mark, nap };
+        assert_eq!(r.before_read(ms(0)), plan(None, Duration::ZERO));
         r.after_read(ms(50), 250_000_000, total(50), big);
-        assert_eq!(r.before_read(ms(50)), Some(MAX));
-        // Turn 0 (marked) from 100 ms, turn 1 (unmarked) from 150 ms.
-        assert_eq!(r.before_read(ms(120)), None);
+        assert_eq!(r.before_read(ms(50)), plan(Some(MAX), Duration::ZERO));
+        // Turn 0 (mark) from 100 ms, turn 1 (off) from 140 ms, turn 2 (nap) from 180 ms.
+        assert_eq!(r.before_read(ms(110)), plan(None, Duration::ZERO));
         r.after_read(ms(125), 1000, total(125), big);
-        assert_eq!(r.before_read(ms(150)), Some(1));
+        assert_eq!(r.before_read(ms(140)), plan(Some(1), Duration::ZERO));
         // A read that began in turn 1 and ended in turn 2 counts for neither.
-        r.after_read(ms(210), 5000, total(210), big);
-        assert_eq!(r.before_read(ms(210)), None);
-        r.after_read(ms(220), 2000, total(220), big);
+        r.after_read(ms(190), 5000, total(190), big);
+        assert_eq!(r.before_read(ms(195)), plan(None, NAP_MAX));
+        r.after_read(ms(200), 2000, total(200), big);
         let counted: Vec<u64> = probe
             .bytes
             .iter()
             .map(|b| b.load(Ordering::Relaxed))
             .collect();
         assert_eq!(counted[..3], [1000, 0, 2000]);
-        // Past the turns, until the decision: the rule's mark again.
-        assert_eq!(r.before_read(ms(510)), Some(MAX));
-        for (turn, m) in PROBE_TURNS.iter().enumerate() {
-            probe.count(turn, if *m { 0 } else { 1_000_000 }, MAX);
+        // Past the turns, until the decision: the rule's mark again, no nap.
+        assert_eq!(r.before_read(ms(590)), plan(Some(MAX), Duration::ZERO));
+        for (turn, b) in PROBE_TURNS.iter().enumerate() {
+            let carried = match b {
+                Batching::Mark => 1_000_000,
+                Batching::Off => 900_000,
+                Batching::Nap => 1_200_000,
+            };
+            probe.count(turn, carried, MAX);
         }
-        // Decided: without the mark carried more, so it goes, and the report says so.
-        assert_eq!(r.before_read(ms(560)), Some(1));
-        assert_eq!(r.before_read(ms(600)), None);
+        // Decided: napping carried more, so the mark goes and the receivers nap.
+        assert_eq!(r.before_read(ms(640)), plan(Some(1), NAP_MAX));
+        assert_eq!(r.before_read(ms(700)), plan(None, NAP_MAX));
         let (mark, outcome) = r.report();
         assert_eq!(mark, 1);
-        assert!(!outcome.unwrap().kept_mark);
+        let outcome = outcome.unwrap();
+        assert!(outcome.napped && !outcome.kept_mark, "{outcome:?}");
+        assert_eq!(kept(outcome), Batching::Nap);
         // A receiver whose test ended before the decision reports the marks it set.
         let mut early = ReceiverMark::new(LowWater::new(4 << 20, ms(0)), Some(probe));
         early.after_read(ms(50), 250_000_000, total(50), big);
@@ -499,34 +600,50 @@ mod tests {
 
     #[test]
     fn the_mark_goes_only_when_going_without_it_carried_more_than_the_margin() {
-        // Turns marked: 0, 3, 4, 7.
-        let sums = |with: u64, without: u64| {
+        let sums = |mark: u64, off: u64, nap: u64| {
             PROBE_TURNS
                 .iter()
-                .map(|m| if *m { with } else { without })
+                .map(|b| match b {
+                    Batching::Mark => mark,
+                    Batching::Off => off,
+                    Batching::Nap => nap,
+                })
                 .collect::<Vec<u64>>()
         };
-        let d = decide(&sums(100, 140));
+        let d = decide(&sums(100, 140, 120));
         assert_eq!(
-            (d.marked_bytes, d.unmarked_bytes, d.kept_mark),
-            (400, 560, false)
+            (
+                d.marked_bytes,
+                d.unmarked_bytes,
+                d.napped_bytes,
+                d.kept_mark,
+                d.napped
+            ),
+            (400, 560, 480, false, false)
         );
-        assert!(decide(&sums(100, 104)).kept_mark, "within the margin");
-        assert!(decide(&sums(100, 60)).kept_mark);
-        assert!(decide(&[0; 8]).kept_mark, "nothing read: the rule stands");
+        assert_eq!(kept(d), Batching::Off);
+        let d = decide(&sums(100, 90, 130));
+        assert!(d.napped && !d.kept_mark, "{d:?}");
+        // Napping and going without both beat the mark: the better of the two.
+        assert_eq!(kept(decide(&sums(100, 120, 130))), Batching::Nap);
+        assert_eq!(kept(decide(&sums(100, 130, 120))), Batching::Off);
+        // Within the margin, or behind: the mark stays.
+        assert_eq!(kept(decide(&sums(100, 104, 104))), Batching::Mark);
+        assert_eq!(kept(decide(&sums(100, 60, 90))), Batching::Mark);
+        assert_eq!(kept(decide(&[0; 12])), Batching::Mark, "nothing read");
         // Shared by the receivers: the first to ask decides for all.
         let p = MarkProbe::new(Duration::ZERO);
-        for (turn, m) in PROBE_TURNS.iter().enumerate() {
-            p.count(turn, if *m { 10 } else { 20 }, 1 << 20);
+        for (turn, b) in PROBE_TURNS.iter().enumerate() {
+            p.count(turn, if *b == Batching::Mark { 10 } else { 20 }, 1 << 20);
         }
-        assert!(!p.choice().unwrap().kept_mark);
+        assert_eq!(p.choice().map(kept), Some(Batching::Nap));
         p.count(1, 0, 1);
         p.count(0, 1000, 1 << 20);
-        assert!(!p.choice().unwrap().kept_mark, "decided once");
+        assert_eq!(p.choice().map(kept), Some(Batching::Nap), "decided once");
         // No counted turn had a mark above the default: nothing was tested, the rule stands.
         let p = MarkProbe::new(Duration::ZERO);
-        for (turn, m) in PROBE_TURNS.iter().enumerate() {
-            p.count(turn, if *m { 10 } else { 20 }, 1);
+        for (turn, b) in PROBE_TURNS.iter().enumerate() {
+            p.count(turn, if *b == Batching::Mark { 10 } else { 20 }, 1);
         }
         assert_eq!(p.choice(), None);
     }

@@ -390,6 +390,9 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
     };
     report.skipped_rx_copy = ctx.skip_rx_copy;
     let mut clamp_checked = Duration::ZERO;
+    // Napping (`lowater::Batching::Nap`): the socket does not block, and the receiver sleeps
+    // only once a read found it empty.
+    let (mut nonblocking, mut drained) = (false, false);
     loop {
         if let Some(w) = ctx.window_clamp {
             // The kernel moves the clamp when it relearns its buffer ratio (the first full
@@ -400,11 +403,22 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                 clamp_checked = now.max(Duration::from_nanos(1));
             }
         }
-        if lowater::ENABLED
-            && let Some(m) = mark.before_read(last)
-        {
+        let plan = if lowater::ENABLED {
+            mark.before_read(last)
+        } else {
+            lowater::Plan::default()
+        };
+        if let Some(m) = plan.set_mark {
             // Without the mark the reads are only smaller: nothing to report.
             let _ = sockopt::set_rcvlowat(&sock, m);
+        }
+        let napping = !plan.nap.is_zero();
+        if napping != nonblocking && sock.set_nonblocking(napping).is_ok() {
+            nonblocking = napping;
+        }
+        if nonblocking && drained {
+            // The data arriving while it sleeps is read in one go: `lowater`.
+            std::thread::sleep(plan.nap);
         }
         let got = if ctx.skip_rx_copy {
             sockopt::recv_trunc(&sock, &mut buf)
@@ -423,6 +437,7 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                 break;
             }
             Ok(n) => {
+                drained = false;
                 ctx.arrivals.note(now);
                 if report.intervals.len() < ctx.slots().len() {
                     current.bytes += n as u64;
@@ -446,7 +461,10 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                 if matches!(
                     e.kind(),
                     ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) => {}
+                ) =>
+            {
+                drained = true;
+            }
             Err(e) => {
                 if report.intervals.len() < ctx.slots().len() {
                     report.error = Some(format!("read failed: {e}"));
