@@ -229,6 +229,8 @@ def choices(doc):
         "receive_mode": st.get("receive_mode"),
         "low_water_bytes": st.get("receive_low_water_bytes"),
         "probe_kept_mark": probe.get("kept_mark"),
+        "probe_napped": probe.get("napped"),
+        "probe_bytes": [probe.get(k) for k in ("marked_bytes", "unmarked_bytes", "napped_bytes")],
     }
 
 

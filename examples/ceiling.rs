@@ -12,8 +12,9 @@
 //! comes from (see `traffic::engine::sendpath`), not a path netsweep uses. `--rcvlowat SIZE`
 //! sets the receiver's low-water mark (`SO_RCVLOWAT`; netsweep's receivers set one that
 //! follows their rate, see `traffic::engine::lowater`). `--nap MICROS` makes the receiver
-//! drain the socket without blocking and then sleep that long (the napping receivers of
-//! `lowater`). `--source SIZE` sets the size of the data the sender cycles
+//! read without blocking and sleep that long whenever the socket is empty (the napping
+//! receivers of `lowater`; with `CEILING_TIGHT_SLACK` set, without the kernel's default timer
+//! slack of up to 50 us on each sleep). `--source SIZE` sets the size of the data the sender cycles
 //! through (default: the chunk); `--read SIZE` the receiver's read size (default: the larger of
 //! 64 KiB and the chunk). Traffic goes to 127.0.0.1 only and stops after `--seconds`.
 
@@ -65,31 +66,13 @@ fn run(case: &Case, secs: f64) -> std::io::Result<f64> {
         let mut t0 = None;
         if nap > 0 {
             s.set_nonblocking(true)?;
+            if std::env::var_os("CEILING_TIGHT_SLACK").is_some() {
+                // An experiment: a nap of its length, without the default slack of up to 50 us.
+                netsweep::platform::sockopt::tighten_timer_slack();
+            }
         }
         loop {
-            let got = if nap > 0 {
-                let mut got = 0;
-                let mut eof = false;
-                std::thread::sleep(Duration::from_micros(nap));
-                loop {
-                    match netsweep::platform::sockopt::recv_trunc(&s, &mut buf) {
-                        Ok(0) => {
-                            eof = true;
-                            break;
-                        }
-                        Ok(n) => got += n,
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                        Err(e) => return Err(e),
-                    }
-                }
-                if eof && got == 0 {
-                    Ok(0)
-                } else if got == 0 {
-                    continue;
-                } else {
-                    Ok(got)
-                }
-            } else if discard {
+            let got = if discard {
                 netsweep::platform::sockopt::recv_trunc(&s, &mut buf)
             } else {
                 s.read(&mut buf)
@@ -99,6 +82,9 @@ fn run(case: &Case, secs: f64) -> std::io::Result<f64> {
                 Ok(n) => {
                     t0.get_or_insert_with(Instant::now);
                     total += n as u64;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && nap > 0 => {
+                    std::thread::sleep(Duration::from_micros(nap));
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),

@@ -671,7 +671,10 @@ mod tests {
         });
         let line = low_water_line(&start).unwrap();
         assert!(
-            line.contains("napping up to 100 us between drains"),
+            line.contains(&format!(
+                "napping up to {} us between drains",
+                crate::traffic::engine::lowater::NAP_MAX.as_micros()
+            )),
             "{line}"
         );
         assert!(

@@ -213,8 +213,8 @@ pub struct StartInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receive_low_water_bytes: Option<u64>,
     /// The receivers' probe of that mark (`engine::lowater::MarkProbe`): what they read in its
-    /// settled turns with the mark and without, and whether they kept it; absent when the test
-    /// ended before the probe.
+    /// settled turns with the mark, without, and napping between drains, and which they kept;
+    /// absent when the test ended before the probe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receive_low_water_probe: Option<crate::traffic::measure::LowWaterProbe>,
     /// How the receivers of that direction received: "copy", or "skip-rx-copy" when they

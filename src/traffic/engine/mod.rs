@@ -9,7 +9,8 @@
 //! files); by default they spend the test's first 0.3 s choosing their send path, which
 //! `sendpath` documents with what was measured on these machines and why it varies. A TCP
 //! test's only receiving stream reads 1 MiB per call, several read 4 MiB each (`read_size`);
-//! they batch their wake-ups with a low-water mark that follows their rate (`lowater`).
+//! they batch their wake-ups with a low-water mark that follows their rate, or nap between
+//! drains, as their probe finds best (`lowater`).
 //! Receivers note when bytes last arrived (`Arrivals`), for the owner's receive timeout.
 
 pub mod arrivals;

@@ -464,6 +464,9 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                 ) =>
             {
                 drained = true;
+                if lowater::ENABLED {
+                    mark.after_empty_read(now, total, || sockopt::buffer_sizes(&sock).1 as usize);
+                }
             }
             Err(e) => {
                 if report.intervals.len() < ctx.slots().len() {
