@@ -259,9 +259,13 @@ pub fn start_streams(
     // test lasts past it, runs unpaced (a pacer holds the rate whatever the mark), and its
     // path answers within `PROBE_MAX_RTT` (`lowater`).
     let mark_probe = {
-        let probe = engine::lowater::MarkProbe::new(engine::lowater::probe_start(
-            spec.effective_calibration(),
-        ));
+        let probe = engine::lowater::MarkProbe::with_incumbent(
+            engine::lowater::probe_start(spec.effective_calibration()),
+            engine::lowater::incumbent(
+                receivers,
+                spec.skip_rx_copy && sockopt::RECV_TRUNC_DISCARDS,
+            ),
+        );
         let ends = timeline.slots().last().map(|s| s.end).unwrap_or_default();
         // Asked of the kernel only when everything else allows a probe.
         let rtt = || {
