@@ -48,7 +48,8 @@
 //! In netsweep (one stream, 5 s, 3-5 interleaved rounds, medians; 100 us naps with the
 //! default slack): dropping 60-64 napping against 53-56 with the mark; copying 42 napping
 //! against 57 with the mark; two dropping streams 146 against 133; two copying streams 101
-//! against 80. So napping is one more setting the probe tries, not a rule:
+//! against 80. So napping is one more setting the probe tries, not a rule (except as the
+//! incumbent of a test's only receiver dropping the data, `incumbent`):
 //! `LowWater::nap` sleeps the time the rule's mark takes to arrive, at most `NAP_MAX`, so no
 //! more than the mark (at most a quarter of the buffer) queues while the receiver sleeps, and
 //! a stream under the floor never naps. A sleep is a timer on the receiver's own core; the
@@ -69,8 +70,10 @@
 //! with the rule's mark, without one, and napping (`Batching`; `ReceiverMark`: the setting is
 //! made before each read); each counts the reads that began and ended in one turn and ended in
 //! its last two thirds into the shared sums, and `PROBE_DECIDES_AFTER` the last turn the first
-//! receiver to ask decides for all: the mark goes only when going without it, napping or not,
-//! carried more than `PROBE_MARGIN` more (then the better of those two), and nothing is decided
+//! receiver to ask decides for all: the incumbent (`incumbent`: the mark, or napping for a
+//! test's only receiver dropping the data; the receivers' setting until the decision) goes
+//! only when another setting carried more than `PROBE_MARGIN` more (then the one that carried
+//! the most is kept), and nothing is decided
 //! when no counted turn had a mark above the default to test (a slow stream). Paced tests and
 //! paths slower than `PROBE_MAX_RTT` get no probe. Turning together measures what the machine
 //! does when all of them batch one way against another, which is what the choice is. The turns
@@ -720,26 +723,16 @@ mod tests {
         p.count(0, 1000, 1 << 20);
         assert_eq!(p.choice().map(kept), Some(Batching::Nap), "decided once");
         // A probe napping from the start keeps napping unless another carried 5% more.
-        let sums3 = |mark: u64, off: u64, nap: u64| {
-            PROBE_TURNS
-                .iter()
-                .map(|b| match b {
-                    Batching::Mark => mark,
-                    Batching::Off => off,
-                    Batching::Nap => nap,
-                })
-                .collect::<Vec<u64>>()
-        };
         assert_eq!(
-            kept(decide_from(&sums3(104, 90, 100), Batching::Nap)),
+            kept(decide_from(&sums(104, 90, 100), Batching::Nap)),
             Batching::Nap
         );
         assert_eq!(
-            kept(decide_from(&sums3(106, 90, 100), Batching::Nap)),
+            kept(decide_from(&sums(106, 90, 100), Batching::Nap)),
             Batching::Mark
         );
         assert_eq!(
-            kept(decide_from(&sums3(106, 120, 100), Batching::Nap)),
+            kept(decide_from(&sums(106, 120, 100), Batching::Nap)),
             Batching::Off
         );
         assert_eq!(incumbent(1, true), Batching::Nap);
