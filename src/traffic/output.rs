@@ -627,18 +627,27 @@ mod tests {
     use crate::traffic::measure::LowWaterProbe;
     use crate::traffic::result::StartInfo;
 
+    /// A probe's outcome: bytes with the mark, without, napping; whether it kept the mark, napped.
+    fn probe(
+        [marked, unmarked, napped_bytes]: [u64; 3],
+        kept_mark: bool,
+        napped: bool,
+    ) -> LowWaterProbe {
+        LowWaterProbe {
+            marked_bytes: marked,
+            unmarked_bytes: unmarked,
+            napped_bytes,
+            kept_mark,
+            napped,
+        }
+    }
+
     #[test]
     fn the_reads_line_says_what_the_probe_kept_and_by_how_much() {
         let mut start = StartInfo::default();
         assert_eq!(low_water_line(&start), None, "no probe, no line");
         start.receive_low_water_bytes = Some(1 << 20);
-        start.receive_low_water_probe = Some(LowWaterProbe {
-            marked_bytes: 1250,
-            unmarked_bytes: 1000,
-            napped_bytes: 0,
-            kept_mark: true,
-            napped: false,
-        });
+        start.receive_low_water_probe = Some(probe([1250, 1000, 0], true, false));
         let line = low_water_line(&start).unwrap();
         assert!(
             line.contains("batched (low-water mark up to 1.00 MBytes)"),
@@ -649,26 +658,14 @@ mod tests {
             "{line}"
         );
         start.receive_low_water_bytes = Some(1);
-        start.receive_low_water_probe = Some(LowWaterProbe {
-            marked_bytes: 1000,
-            unmarked_bytes: 1400,
-            napped_bytes: 1200,
-            kept_mark: false,
-            napped: false,
-        });
+        start.receive_low_water_probe = Some(probe([1000, 1400, 1200], false, false));
         let line = low_water_line(&start).unwrap();
         assert!(line.contains("no low-water mark"), "{line}");
         assert!(
             line.contains("1.40x what they carried with one and 1.17x what they carried napping"),
             "{line}"
         );
-        start.receive_low_water_probe = Some(LowWaterProbe {
-            marked_bytes: 1000,
-            unmarked_bytes: 800,
-            napped_bytes: 1200,
-            kept_mark: false,
-            napped: true,
-        });
+        start.receive_low_water_probe = Some(probe([1000, 800, 1200], false, true));
         let line = low_water_line(&start).unwrap();
         assert!(
             line.contains(&format!(

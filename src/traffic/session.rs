@@ -259,7 +259,7 @@ pub fn start_streams(
     // test lasts past it, runs unpaced (a pacer holds the rate whatever the mark), and its
     // path answers within `PROBE_MAX_RTT` (`lowater`).
     let mark_probe = {
-        let probe = engine::lowater::MarkProbe::with_incumbent(
+        let probe = engine::lowater::MarkProbe::new(
             engine::lowater::probe_start(spec.effective_calibration()),
             engine::lowater::incumbent(
                 receivers,

@@ -191,14 +191,10 @@ pub enum ProbeStep {
 }
 
 impl MarkProbe {
-    /// A probe starting at `start` on the receivers' clock, the mark its incumbent.
-    pub fn new(start: Duration) -> MarkProbe {
-        MarkProbe::with_incumbent(start, Batching::Mark)
-    }
-
-    /// A probe starting at `start` whose receivers batch by `incumbent` until it decides, and
-    /// keep it unless another setting carries more than `PROBE_MARGIN` more (`decide_from`).
-    pub fn with_incumbent(start: Duration, incumbent: Batching) -> MarkProbe {
+    /// A probe starting at `start` on the receivers' clock, whose receivers batch by
+    /// `incumbent` until it decides, and keep it unless another setting carries more than
+    /// `PROBE_MARGIN` more (`decide`).
+    pub fn new(start: Duration, incumbent: Batching) -> MarkProbe {
         MarkProbe {
             incumbent,
             start,
@@ -253,7 +249,7 @@ impl MarkProbe {
                 .collect();
             self.tested
                 .load(Ordering::Relaxed)
-                .then(|| decide_from(&sums, self.incumbent))
+                .then(|| decide(&sums, self.incumbent))
         })
     }
 }
@@ -408,15 +404,9 @@ pub fn incumbent(receivers: usize, skip_rx_copy: bool) -> Batching {
 }
 
 /// What the probe's turns carried (`sums`, one per turn of `PROBE_TURNS`), and so how the
-/// receivers batch from then on: the mark stays unless going without it, napping or not,
-/// carried more than `PROBE_MARGIN` more; then the better of those two.
-pub fn decide(sums: &[u64]) -> LowWaterProbe {
-    decide_from(sums, Batching::Mark)
-}
-
-/// As `decide`, with `incumbent` in the mark's place: it stays unless another setting carried
-/// more than `PROBE_MARGIN` more, and then the setting that carried the most is kept.
-pub fn decide_from(sums: &[u64], incumbent: Batching) -> LowWaterProbe {
+/// receivers batch from then on: `incumbent` stays unless another setting carried more than
+/// `PROBE_MARGIN` more, and then the setting that carried the most is kept.
+pub fn decide(sums: &[u64], incumbent: Batching) -> LowWaterProbe {
     let (mut marked, mut unmarked, mut napped) = (0u64, 0u64, 0u64);
     for (&b, &sum) in PROBE_TURNS.iter().zip(sums) {
         let slot = match b {
@@ -592,7 +582,7 @@ mod tests {
     #[test]
     fn the_probe_takes_mirrored_turns_counting_their_settled_part() {
         let ms = Duration::from_millis;
-        let p = MarkProbe::new(ms(1500));
+        let p = MarkProbe::new(ms(1500), Batching::Mark);
         assert_eq!(p.step(ms(1499)), ProbeStep::Before);
         let turn = |turn, batching, counts| ProbeStep::Turn {
             turn,
@@ -620,7 +610,7 @@ mod tests {
         assert_eq!(probe_start(Duration::ZERO), ms(300));
         assert_eq!(probe_start(ms(300)), ms(350));
         // It decides before the sender's first re-check (`sendpath`: 0.7 s after calibrating).
-        let p = MarkProbe::new(probe_start(ms(300)));
+        let p = MarkProbe::new(probe_start(ms(300)), Batching::Mark);
         let recheck = Duration::from_secs_f64(crate::traffic::engine::sendpath::RECHECK_AFTER_S[0]);
         assert!(p.end() + PROBE_DECIDES_AFTER < ms(300) + recheck);
     }
@@ -628,7 +618,7 @@ mod tests {
     #[test]
     fn a_receiver_sets_each_turns_setting_before_its_reads_and_counts_whole_reads_in_one_turn() {
         let ms = Duration::from_millis;
-        let probe = std::sync::Arc::new(MarkProbe::new(ms(100)));
+        let probe = std::sync::Arc::new(MarkProbe::new(ms(100), Batching::Mark));
         let mut r = ReceiverMark::new(LowWater::new(4 << 20, ms(0)), Some(probe.clone()));
         let big = || 6 << 20;
         // 40 Gbit/s throughout: all bytes read by `t` ms; the rule's mark is 1 MiB, which
@@ -692,7 +682,7 @@ mod tests {
                 })
                 .collect::<Vec<u64>>()
         };
-        let d = decide(&sums(100, 140, 120));
+        let d = decide(&sums(100, 140, 120), Batching::Mark);
         assert_eq!(
             (
                 d.marked_bytes,
@@ -704,17 +694,33 @@ mod tests {
             (400, 560, 480, false, false)
         );
         assert_eq!(kept(d), Batching::Off);
-        let d = decide(&sums(100, 90, 130));
+        let d = decide(&sums(100, 90, 130), Batching::Mark);
         assert!(d.napped && !d.kept_mark, "{d:?}");
         // Napping and going without both beat the mark: the better of the two.
-        assert_eq!(kept(decide(&sums(100, 120, 130))), Batching::Nap);
-        assert_eq!(kept(decide(&sums(100, 130, 120))), Batching::Off);
+        assert_eq!(
+            kept(decide(&sums(100, 120, 130), Batching::Mark)),
+            Batching::Nap
+        );
+        assert_eq!(
+            kept(decide(&sums(100, 130, 120), Batching::Mark)),
+            Batching::Off
+        );
         // Within the margin, or behind: the mark stays.
-        assert_eq!(kept(decide(&sums(100, 104, 104))), Batching::Mark);
-        assert_eq!(kept(decide(&sums(100, 60, 90))), Batching::Mark);
-        assert_eq!(kept(decide(&[0; 12])), Batching::Mark, "nothing read");
+        assert_eq!(
+            kept(decide(&sums(100, 104, 104), Batching::Mark)),
+            Batching::Mark
+        );
+        assert_eq!(
+            kept(decide(&sums(100, 60, 90), Batching::Mark)),
+            Batching::Mark
+        );
+        assert_eq!(
+            kept(decide(&[0; 12], Batching::Mark)),
+            Batching::Mark,
+            "nothing read"
+        );
         // Shared by the receivers: the first to ask decides for all.
-        let p = MarkProbe::new(Duration::ZERO);
+        let p = MarkProbe::new(Duration::ZERO, Batching::Mark);
         for (turn, b) in PROBE_TURNS.iter().enumerate() {
             p.count(turn, if *b == Batching::Mark { 10 } else { 20 }, 1 << 20);
         }
@@ -724,21 +730,21 @@ mod tests {
         assert_eq!(p.choice().map(kept), Some(Batching::Nap), "decided once");
         // A probe napping from the start keeps napping unless another carried 5% more.
         assert_eq!(
-            kept(decide_from(&sums(104, 90, 100), Batching::Nap)),
+            kept(decide(&sums(104, 90, 100), Batching::Nap)),
             Batching::Nap
         );
         assert_eq!(
-            kept(decide_from(&sums(106, 90, 100), Batching::Nap)),
+            kept(decide(&sums(106, 90, 100), Batching::Nap)),
             Batching::Mark
         );
         assert_eq!(
-            kept(decide_from(&sums(106, 120, 100), Batching::Nap)),
+            kept(decide(&sums(106, 120, 100), Batching::Nap)),
             Batching::Off
         );
         assert_eq!(incumbent(1, true), Batching::Nap);
         assert_eq!(incumbent(1, false), Batching::Mark);
         assert_eq!(incumbent(2, true), Batching::Mark);
-        let p = MarkProbe::with_incumbent(Duration::from_millis(100), Batching::Nap);
+        let p = MarkProbe::new(Duration::from_millis(100), Batching::Nap);
         let mut r = ReceiverMark::new(LowWater::new(4 << 20, Duration::ZERO), Some(p.into()));
         r.after_read(Duration::from_millis(50), 250_000_000, 250_000_000, || {
             6 << 20
@@ -750,7 +756,7 @@ mod tests {
             "naps before the probe"
         );
         // No counted turn had a mark above the default: nothing was tested, the rule stands.
-        let p = MarkProbe::new(Duration::ZERO);
+        let p = MarkProbe::new(Duration::ZERO, Batching::Mark);
         for (turn, b) in PROBE_TURNS.iter().enumerate() {
             p.count(turn, if *b == Batching::Mark { 10 } else { 20 }, 1);
         }
