@@ -41,6 +41,7 @@ fn result(spec: &TestSpec, per_s: &[u64], retrans: u64) -> TestResult {
         tcp_total_retransmits: None,
         tcp_bytes_sent: None,
         tcp_bytes_retrans: None,
+        tcp_dsack_dups: None,
         tcp_min_rtt_us: None,
         tcp_bytes_received: None,
         skipped_rx_copy: false,

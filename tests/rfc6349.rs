@@ -227,6 +227,11 @@ fn the_rfc6349_command_runs_the_steps_across_a_lab() {
 fn a_loopback_result_carries_the_metrics_with_the_kernels_counts() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let server = common::TestServer::start(ServerLimits::default());
+    let host_resent = || {
+        let text = std::fs::read_to_string("/proc/net/snmp").expect("/proc/net/snmp");
+        common::snmp_counters(&text, "Tcp:")["RetransSegs"]
+    };
+    let resent_before = host_resent();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
         .args(["client", "127.0.0.1", "-p"])
         .arg(server.addr.port().to_string())
@@ -252,11 +257,27 @@ fn a_loopback_result_carries_the_metrics_with_the_kernels_counts() {
     let re = m["retransmitted_bytes"].as_u64().unwrap();
     let got = doc["summary"]["bytes"].as_u64().unwrap();
     assert!(sent >= got, "{sent} sent, {got} delivered");
-    // Loopback drops little but not nothing under load (the kernel counts what it resent).
+    // Loopback loses nothing, yet its sender resends: segments leave from two cores' queues
+    // (the sender's and the one handling its ACKs) and arrive out of order, the more so the
+    // faster it runs and the busier the machine (2% at 60 Gbit/s on a shared 2-core CI host;
+    // iperf3 at a third of the rate resends almost none). The efficiency is the kernel's count.
     let eff = m["tcp_efficiency_percent"].as_f64().unwrap();
     assert!(
-        (eff - 100.0 * (sent - re) as f64 / sent as f64).abs() < 1e-9 && eff > 99.0,
+        (eff - 100.0 * (sent - re) as f64 / sent as f64).abs() < 1e-9 && eff > 90.0,
         "{m:#}"
+    );
+    // The receiver's D-SACKs say which resent segments it already had: each carried a byte.
+    let spurious = doc["summary"]["tcp_dsack_dups"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("Linux 4.19+ counts D-SACKs: {doc:#}"));
+    assert!(
+        spurious <= re,
+        "{spurious} spurious segments, {re} bytes resent"
+    );
+    let host = host_resent() - resent_before;
+    assert!(
+        spurious <= host,
+        "{spurious} spurious segments, the host's kernel resent {host}"
     );
     assert!(m["transfer_time_ratio"].as_f64().unwrap() > 0.0);
     // And in text, one line naming all three.

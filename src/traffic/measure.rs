@@ -113,6 +113,10 @@ pub struct StreamReport {
     pub tcp_bytes_retrans: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_min_rtt_us: Option<u32>,
+    /// TCP sender: the retransmitted segments the receiver said it already had (D-SACK,
+    /// `tcpi_dsack_dups`, Linux 4.19+): resent after reordering or a late ACK, not a loss.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_dsack_dups: Option<u64>,
     /// TCP receiver: the bytes its kernel received over the connection (TCP_INFO at the end,
     /// Linux 4.1+; for an iperf3 client, right before it said TEST_END), what a far sender's
     /// own count is checked against.
@@ -198,6 +202,7 @@ impl StreamReport {
             bytes_acked: None,
             tcp_bytes_sent: None,
             tcp_bytes_retrans: None,
+            tcp_dsack_dups: None,
             tcp_min_rtt_us: None,
             tcp_bytes_received: None,
             drained: None,

@@ -462,6 +462,9 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     {
         out.push_str(&rfc6349_line(m));
     }
+    if let Some(line) = spurious_line(&result.summary) {
+        out.push_str(&line);
+    }
     if let Some(line) = send_path_line(result) {
         out.push_str(&line);
     }
@@ -503,6 +506,18 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
         let _ = writeln!(out, "INCONSISTENT: {problem}");
     }
     out
+}
+
+/// How many of the retransmissions were spurious, when any were: the receiver already had them
+/// (D-SACK). On loopback and between cores nearly all are: a sender's segments leave from two
+/// cores' queues (its own and the one handling ACKs) and arrive out of order, and TCP resends
+/// what it takes for lost. The Retr figures above count them all, as iperf3's do.
+fn spurious_line(s: &crate::traffic::result::Summary) -> Option<String> {
+    let dups = s.tcp_dsack_dups.filter(|d| *d > 0)?;
+    Some(format!(
+        "Spurious retransmits: {dups} of the connections' retransmitted segments were already at \
+         the receiver (D-SACK): resent after reordering or a late ACK, not lost.\n"
+    ))
 }
 
 /// The far end's own output (`--get-server-output`), under iperf3's headings.
@@ -680,5 +695,18 @@ mod tests {
             ),
             "{line}"
         );
+    }
+
+    #[test]
+    fn spurious_retransmits_get_a_line_only_when_the_kernel_counted_some() {
+        use crate::traffic::result::Summary;
+        let mut s = Summary::default();
+        assert_eq!(spurious_line(&s), None, "no count (FreeBSD, an old kernel)");
+        s.tcp_dsack_dups = Some(0);
+        assert_eq!(spurious_line(&s), None, "none spurious");
+        s.tcp_dsack_dups = Some(7438);
+        let line = spurious_line(&s).unwrap();
+        assert!(line.starts_with("Spurious retransmits: 7438 "), "{line}");
+        assert!(line.contains("D-SACK") && line.ends_with(".\n"), "{line}");
     }
 }

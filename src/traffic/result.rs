@@ -118,6 +118,10 @@ pub struct Summary {
     pub tcp_bytes_retrans: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_min_rtt_us: Option<u32>,
+    /// Of the senders' retransmitted segments, those the receivers said they already had
+    /// (D-SACK, RFC 2883; Linux 4.19+): spurious, resent after reordering or a late ACK.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_dsack_dups: Option<u64>,
     /// Largest advertised window the senders saw, bytes (summed over streams).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snd_wnd_max_bytes: Option<u64>,
@@ -451,6 +455,7 @@ fn summarize(
             // Every sender's kernel figure, or none: a partial sum would read as a total.
             s.tcp_bytes_sent = all_or_none(pairs.iter().map(|p| p.sender.tcp_bytes_sent));
             s.tcp_bytes_retrans = all_or_none(pairs.iter().map(|p| p.sender.tcp_bytes_retrans));
+            s.tcp_dsack_dups = all_or_none(pairs.iter().map(|p| p.sender.tcp_dsack_dups));
             s.tcp_min_rtt_us = pairs.iter().filter_map(|p| p.sender.tcp_min_rtt_us).min();
             s.snd_wnd_max_bytes = Some(
                 pairs

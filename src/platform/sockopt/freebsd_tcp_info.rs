@@ -46,6 +46,7 @@ pub fn decode(b: &[u8]) -> Option<TcpInfo> {
         bytes_received: None,
         bytes_sent: None,
         bytes_retrans: None,
+        dsack_dups: None,
     })
 }
 

@@ -83,6 +83,7 @@ pub fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<TcpInfo> {
     let limited_end = std::mem::offset_of!(KernelTcpInfo, sndbuf_limited) + 8;
     let acked_end = std::mem::offset_of!(KernelTcpInfo, bytes_acked) + 8;
     let retrans_end = std::mem::offset_of!(KernelTcpInfo, bytes_retrans) + 8;
+    let dsack_end = std::mem::offset_of!(KernelTcpInfo, dsack_dups) + 4;
     Ok(TcpInfo {
         total_retrans: info.total_retrans,
         rtt_us: info.rtt,
@@ -97,6 +98,7 @@ pub fn tcp_info<S: AsRawFd>(sock: &S) -> io::Result<TcpInfo> {
         bytes_received: has(acked_end + 8).then_some(info.bytes_received),
         bytes_sent: has(retrans_end).then_some(info.bytes_sent),
         bytes_retrans: has(retrans_end).then_some(info.bytes_retrans),
+        dsack_dups: has(dsack_end).then_some(info.dsack_dups),
     })
 }
 

@@ -59,6 +59,10 @@ pub struct TcpInfo {
     /// connection's life (Linux 4.19+; RFC 6349's TCP Efficiency); FreeBSD has none.
     pub bytes_sent: Option<u64>,
     pub bytes_retrans: Option<u64>,
+    /// Segments the peer reported it already had (D-SACK, RFC 2883: retransmissions that were
+    /// not needed, from reordering or an ACK late; Linux 4.19+ `tcpi_dsack_dups`); FreeBSD
+    /// has none.
+    pub dsack_dups: Option<u32>,
 }
 
 pub(crate) fn setsockopt_int<S: AsRawFd>(

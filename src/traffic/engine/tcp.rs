@@ -360,6 +360,7 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
     report.bytes_acked = info.and_then(|i| i.bytes_acked);
     report.tcp_bytes_sent = info.and_then(|i| i.bytes_sent);
     report.tcp_bytes_retrans = info.and_then(|i| i.bytes_retrans);
+    report.tcp_dsack_dups = info.and_then(|i| i.dsack_dups).map(u64::from);
     report.tcp_min_rtt_us = info.and_then(|i| i.min_rtt_us);
     report.rtt_min_us = sampler.rtt_min;
     report.rtt_max_us = sampler.rtt_max;

@@ -298,6 +298,7 @@ fn resum<'a>(
         // This end's kernel figures (RFC 6349's efficiency): every part's, or none.
         tcp_bytes_sent: result::all_or_none(parts.clone().map(|s| s.tcp_bytes_sent)),
         tcp_bytes_retrans: result::all_or_none(parts.clone().map(|s| s.tcp_bytes_retrans)),
+        tcp_dsack_dups: result::all_or_none(parts.clone().map(|s| s.tcp_dsack_dups)),
         tcp_min_rtt_us: parts.clone().filter_map(|s| s.tcp_min_rtt_us).min(),
         rwnd_limited_percent: None,
         sndbuf_limited_percent: None,

@@ -34,6 +34,7 @@ fn report(stream: u16, flow: Flow, role: Role, per_interval: &[(u64, u64)]) -> S
         tcp_total_retransmits: None,
         tcp_bytes_sent: None,
         tcp_bytes_retrans: None,
+        tcp_dsack_dups: None,
         tcp_min_rtt_us: None,
         tcp_bytes_received: None,
         skipped_rx_copy: false,
