@@ -1,4 +1,10 @@
 use super::*;
+use crate::lab::{EmulatorChoice, PathConfig};
+use crate::traffic::client::{ClientConfig, PeerProtocol};
+use crate::traffic::protocol::DEFAULT_PORT;
+use crate::traffic::spec::{Count, Direction, TestSpec};
+use std::net::IpAddr;
+use std::time::Duration;
 
 fn client(args: &[&str]) -> anyhow::Result<(ClientConfig, TestSpec)> {
     let mut v = vec!["netsweep", "client"];
