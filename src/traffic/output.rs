@@ -128,7 +128,7 @@ fn low_water_line(start: &crate::traffic::result::StartInfo) -> Option<String> {
 /// How the senders sent, and the calibration that chose it (TCP).
 fn send_path_line(result: &TestResult) -> Option<String> {
     let (path, chunk) = (result.start.send_path.as_ref()?, result.start.chunk_bytes?);
-    let how = if result.start.calibration.is_empty() {
+    let how = if result.spec.calibration.is_zero() {
         "as given".to_string()
     } else {
         let tried: Vec<String> = result
@@ -148,10 +148,20 @@ fn send_path_line(result: &TestResult) -> Option<String> {
             result.spec.calibration.as_secs_f64(),
             tried.join(", ")
         );
+        // A confident record sends on its pick from the start (`sendpath::Pool::remembered_best`):
+        // no calibration turns, the calibration's time still left out of the results.
         let record = result.start.send_path_remembered_tests.map(|n| {
+            let instead = if tried.is_empty() {
+                format!(
+                    "used from the start; the {:.1} s a calibration takes is left out of the \
+                     results",
+                    result.spec.calibration.as_secs_f64()
+                )
+            } else {
+                format!("not this test's {calibrated}")
+            };
             format!(
-                "this host's record of the re-checks of {n} earlier tests to this peer (not this \
-                 test's {calibrated})"
+                "this host's record of the re-checks of {n} earlier tests to this peer ({instead})"
             )
         });
         if result.start.rechecks.is_empty() {
@@ -708,5 +718,44 @@ mod tests {
         let line = spurious_line(&s).unwrap();
         assert!(line.starts_with("Spurious retransmits: 7438 "), "{line}");
         assert!(line.contains("D-SACK") && line.ends_with(".\n"), "{line}");
+    }
+
+    #[test]
+    fn the_send_path_line_says_whether_it_was_given_calibrated_or_the_records_from_the_start() {
+        use crate::traffic::engine::sendpath::Trial;
+        use crate::traffic::result::CpuResult;
+        use crate::traffic::spec::TestSpec;
+        let mut spec = TestSpec::tcp(std::time::Duration::from_secs(5));
+        spec.calibration = std::time::Duration::from_millis(300);
+        let start = StartInfo {
+            send_path: Some("write".into()),
+            chunk_bytes: Some(1 << 20),
+            send_path_remembered_tests: Some(6),
+            ..StartInfo::default()
+        };
+        let mut r = crate::traffic::result::build(&spec, start, &[], CpuResult::default(), None);
+        let line = send_path_line(&r).unwrap();
+        assert!(
+            line.contains(
+                "chosen by this host's record of the re-checks of 6 earlier tests to this peer \
+                 (used from the start; the 0.3 s a calibration takes is left out of the results)"
+            ),
+            "{line}"
+        );
+        r.start.calibration = crate::traffic::engine::sendpath::CANDIDATES
+            .iter()
+            .map(|p| Trial {
+                path: *p,
+                bits_per_second: Some(1e9),
+                calls: 10,
+            })
+            .collect();
+        let line = send_path_line(&r).unwrap();
+        assert!(
+            line.contains("(not this test's 0.3 s calibration left out of the results: "),
+            "{line}"
+        );
+        r.spec.calibration = std::time::Duration::ZERO;
+        assert!(send_path_line(&r).unwrap().ends_with("as given\n"));
     }
 }

@@ -126,6 +126,9 @@ impl PathChooser {
     /// The path to use at `now` in a test whose grid ends at `end`, and what the call counts for.
     fn path_at(&mut self, now: Duration, end: Duration) -> (SendPath, Use) {
         if let Some((idx, measuring)) = sendpath::turn(now, self.calibration) {
+            if let Some(best) = self.pool.remembered_best() {
+                return (best, Use::Calibrating(None));
+            }
             return (
                 sendpath::CANDIDATES[idx],
                 Use::Calibrating(measuring.then_some(idx)),

@@ -15,8 +15,9 @@
 //! `Observation`; each later re-check, of the kept path and its runner-up, is another, of that
 //! pair only. A host keeps the last `KEEP` of them per peer, stream count and receive mode
 //! (`key`) and pools them pair by pair (`Evidence`). Once `CONFIDENT` tests have compared every
-//! pair, a test starts on the path with the highest mean lead (instead of the calibration's
-//! pick) and its re-checks judge on the pooled evidence: a path takes over when the earlier
+//! pair, a test sends on the path with the highest mean lead from its start, without the
+//! calibration's turns (`Pool::remembered_best`: they cost the rest of the test under bbr), and
+//! its re-checks judge on the pooled evidence: a path takes over when the earlier
 //! tests and this one together put it `POOLED_MARGIN` ahead of the kept one.
 //! Such a test's first re-check then tries the kept path and the record's runner-up alone, as
 //! later ones do, unless the record's newest measurement of every candidate is more than
