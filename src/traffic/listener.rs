@@ -158,6 +158,17 @@ impl ListenerBuffers {
         }
     }
 
+    /// Lets go of the listener's handle when the server stops: the port is free once the
+    /// accept loop's own descriptor closes, though a test's thread may still hold these
+    /// buffers (a server started on the port again at once, as a lab's next test does, found it
+    /// in use under load). A lease after this sets nothing: the buffers go on after the
+    /// handshake.
+    pub fn close(&self) {
+        if let Ok(mut s) = self.state.lock() {
+            s.handle = None;
+        }
+    }
+
     /// The lease of a test's stream setup: its window for TCP, none for UDP (no listener);
     /// `log` hears when the buffers can only be set after the handshake.
     pub fn lease_for(&self, spec: &TestSpec, log: impl Fn(&str)) -> Option<Lease<'_>> {
@@ -324,5 +335,25 @@ mod tests {
             assert_eq!(waiter.join().unwrap(), Placed::BeforeHandshake);
         });
         assert!(rcvbuf_of_accepted(&mut l) >= 300_000);
+    }
+
+    #[test]
+    fn a_closed_server_frees_its_port_while_a_test_still_holds_the_buffers() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let buffers = std::sync::Arc::new(ListenerBuffers::new(&l));
+        let held = buffers.clone(); // a test's thread, still finishing
+        drop(l);
+        assert!(TcpListener::bind(addr).is_err(), "the kept handle listens");
+        buffers.close();
+        drop(buffers);
+        let again = TcpListener::bind(addr).expect("the port is free");
+        assert_eq!(again.local_addr().unwrap(), addr);
+        let lease = held.lease(Some((1 << 20, false)), Duration::ZERO);
+        assert_eq!(
+            lease.placed,
+            Placed::AfterHandshake,
+            "nothing to set any more"
+        );
     }
 }

@@ -238,18 +238,30 @@ fn serve_with(
 /// Accepts connections on one listener until `shutdown`; between accepts, re-opens the listener
 /// when a test's buffers are on it and no test needs them any more (`ListenerBuffers`).
 fn accept_loop(
-    mut listener: TcpListener,
+    listener: TcpListener,
     shared: &Arc<Shared>,
     shutdown: &AtomicBool,
 ) -> std::io::Result<()> {
     let buffers = Arc::new(ListenerBuffers::new(&listener));
+    let served = accept_until(listener, shared, shutdown, &buffers);
+    // The tests' threads may hold the buffers a while longer: the port is free now.
+    buffers.close();
+    served
+}
+
+fn accept_until(
+    mut listener: TcpListener,
+    shared: &Arc<Shared>,
+    shutdown: &AtomicBool,
+    buffers: &Arc<ListenerBuffers>,
+) -> std::io::Result<()> {
     let mut backoff = Duration::ZERO;
     while !shutdown.load(Ordering::Relaxed) {
         if !backoff.is_zero() {
             std::thread::sleep(backoff);
         }
         if let Err(e) = buffers.refresh(&mut listener, |conn, peer| {
-            dispatch(conn, peer, shared, &buffers)
+            dispatch(conn, peer, shared, buffers)
         }) {
             shared.log_throttled(
                 "reopen",
@@ -265,7 +277,7 @@ fn accept_loop(
         match listener.accept() {
             Ok((conn, peer)) => {
                 backoff = Duration::ZERO;
-                dispatch(conn, peer, shared, &buffers);
+                dispatch(conn, peer, shared, buffers);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => {
