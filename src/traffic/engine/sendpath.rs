@@ -310,8 +310,9 @@ impl Pool {
     /// Why (2026-11-28, one stream on loopback, 2-vCPU Intel Xeon VM, kernel 6.18, bbr): with a
     /// confident record the default ended on write 1 MiB, as `--no-zerocopy` does, yet carried
     /// 0.88-0.94x of it in interleaved rounds, steady windows included; neither the re-checks,
-    /// the sendfile turns, the sender's buffer nor the threads' placement made the difference
-    /// (docs/performance.md, "One stream against its own variants again").
+    /// the sendfile turns, the sender's buffer nor the threads' placement made the difference;
+    /// sending on the record's pick from the start carried 1.00x (docs/performance.md, "One
+    /// stream against its own variants again").
     pub fn remembered_best(&self) -> Option<SendPath> {
         self.prior.as_ref().and_then(memory::Evidence::best)
     }
