@@ -6,8 +6,7 @@
 //! `summary.bytes`; `summary.bits_per_second` is `summary.bytes * 8 / summary.seconds`.
 
 use crate::platform::cputime::CpuUsage;
-use crate::traffic::engine::sendpath::SendReport;
-use crate::traffic::measure::{IntervalReport, ReceiveReport, SocketInfo, StreamReport};
+use crate::traffic::measure::{IntervalReport, SocketInfo, StreamReport};
 use crate::traffic::spec::{Flow, Protocol, TestSpec};
 use crate::traffic::timeline::Slot;
 use serde::{Deserialize, Serialize};
@@ -606,56 +605,7 @@ pub fn build(
         });
     }
     let mut start = start;
-    // `start` describes the streams of the first direction.
-    let first_flow = pairs.first().map(|p| p.flow);
-    let first_direction = || pairs.iter().filter(|p| Some(p.flow) == first_flow);
-    if let Some(first) = pairs.first()
-        && let Some(send) = first.sender.send.as_ref()
-        && let Some(path) = send.path
-    {
-        // Every sending stream of a direction keeps the path of one shared calibration
-        // (`sendpath::Pool`): the calls of all of them are counted.
-        let same: Vec<&SendReport> = first_direction()
-            .filter_map(|p| p.sender.send.as_ref())
-            .filter(|s| s.path == Some(path))
-            .collect();
-        start.send_path = Some(path.call.name().to_string());
-        start.chunk_bytes = Some(path.chunk_bytes as u64);
-        start.calibration = send.trials.clone();
-        start.rechecks = send.rechecks.clone();
-        start.send_path_remembered_tests = send.remembered_tests;
-        start.send_calls = Some(same.iter().map(|s| s.calls).sum());
-        start.send_call_bytes = Some(same.iter().map(|s| s.bytes).sum());
-        start.send_streams = Some(same.len() as u64);
-    }
-    let skipped =
-        first_direction().count() > 0 && first_direction().all(|p| p.receiver.skipped_rx_copy);
-    start.receive_mode = Some(
-        match (spec.skip_rx_copy, skipped) {
-            (_, true) => "skip-rx-copy",
-            (false, false) => "copy",
-            (true, false) => {
-                "skip-rx-copy asked, not confirmed: no receiver said it skipped the copy (iperf3 \
-                 does not say; before 3.19, on FreeBSD, or after a UDP batch out of order, copies)"
-            }
-        }
-        .to_string(),
-    );
-    let received: Vec<ReceiveReport> = first_direction()
-        .filter_map(|p| p.receiver.receive)
-        .collect();
-    if !received.is_empty() {
-        start.receive_reads = Some(saturating_sum(received.iter().map(|r| r.reads)));
-        // Once the probe decided, the marks in force after it; a receiver that ended before
-        // the decision would speak of the time before it.
-        start.receive_low_water_probe = received.iter().find_map(|r| r.low_water_probe);
-        let decided = start.receive_low_water_probe.is_some();
-        start.receive_low_water_bytes = received
-            .iter()
-            .filter(|r| !decided || r.low_water_probe.is_some())
-            .map(|r| r.low_water_bytes)
-            .max();
-    }
+    engine_facts::describe(&mut start, spec, pairs);
     let inconsistencies = if error.is_none() {
         checks::inconsistencies(spec, pairs, &timeline)
     } else {
@@ -701,6 +651,7 @@ fn rescale(s: &mut Summary, period: f64) {
 }
 
 pub mod checks;
+mod engine_facts;
 pub mod rfc6349;
 #[cfg(test)]
 mod tests;
