@@ -77,6 +77,9 @@ struct PathChooser {
     calibration: Duration,
     /// What every sending stream of the test wrote in each candidate's measured turns.
     pool: Arc<sendpath::Pool>,
+    /// The host's record's pick, sent through the calibration's time when it is confident
+    /// (`sendpath::Pool::remembered_best`).
+    remembered: Option<SendPath>,
     chosen: Option<SendPath>,
     /// The path later re-checks try against the kept one (the first re-check's runner-up, or
     /// the record's when the first re-check tries two).
@@ -107,14 +110,17 @@ impl PathChooser {
         } else {
             SendCall::Write
         };
+        let pool: Arc<sendpath::Pool> = ctx.send_pool.clone().unwrap_or_default();
         PathChooser {
+            // Once per stream: the record does not change during the test.
+            remembered: pool.remembered_best(),
             fixed: SendPath {
                 call,
                 chunk_bytes: length,
             },
             // Already zero for paced senders (`TestSpec::effective_calibration`).
             calibration: ctx.calibration,
-            pool: ctx.send_pool.clone().unwrap_or_default(),
+            pool,
             chosen: None,
             runner_up: None,
             first_full: true,
@@ -126,7 +132,7 @@ impl PathChooser {
     /// The path to use at `now` in a test whose grid ends at `end`, and what the call counts for.
     fn path_at(&mut self, now: Duration, end: Duration) -> (SendPath, Use) {
         if let Some((idx, measuring)) = sendpath::turn(now, self.calibration) {
-            if let Some(best) = self.pool.remembered_best() {
+            if let Some(best) = self.remembered {
                 return (best, Use::Calibrating(None));
             }
             return (
