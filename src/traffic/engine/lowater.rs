@@ -92,8 +92,17 @@ use std::time::Duration;
 
 /// Data time per read the mark aims at.
 pub const TARGET: Duration = Duration::from_millis(1);
-/// The largest mark: 1 MiB carried as much as 2 and 4 MiB on loopback.
-pub const MAX: usize = 1 << 20;
+/// The largest mark. One stream reads 1 MiB at a time (`READ_ONE`), so its mark stays at 1 MiB,
+/// which carried as much as 2 and 4 MiB there (above). Several streams read 4 MiB each
+/// (`read_size`), and behind them a larger mark carried more: two-vCPU AMD EPYC VM, kernel
+/// 6.18, 2026-11-28, loopback, interleaved rounds, medians, Gbit/s. The bare pairs
+/// (`examples/ceiling.rs --paths write --chunks 4M --discard --streams 2`, 4 s, 5 rounds):
+/// `--rcvlowat` 512K 54.2, 1M 65.5, 2M 71.7, 4M 82.9. netsweep, this cap at 1 MiB against
+/// 4 MiB (5 s tests, 6 rounds for two dropping streams, else 4 s and 5 rounds): two dropping
+/// streams 66.3 against 82.1, two copying 49.2 against 54.2, eight dropping 62.4 against 67.7,
+/// eight copying 35.9 against 40.8. The rule still asks for a millisecond of data, so a slower
+/// stream's mark is smaller (eight streams at 60 Gbit/s: about 1 MB each).
+pub const MAX: usize = 4 << 20;
 /// Below this rate (2 Gbit/s) a receiver keeps the kernel's default: its wake-ups cost little
 /// there, and a mark made a paced 100-200 Mbit/s stream on loopback retransmit thousands of
 /// segments a second (a few without it; at 500 Mbit/s and above, no more than without).
@@ -528,8 +537,12 @@ mod tests {
         assert_eq!(mark(500e6, 4 << 20, 6 << 20), 500_000);
         // Below the floor (1 Gbit/s): the kernel's default.
         assert_eq!(mark(125e6, 4 << 20, 6 << 20), 1);
-        // 40 Gbit/s: capped at 1 MiB.
-        assert_eq!(mark(5e9, 4 << 20, 6 << 20), MAX);
+        // 40 Gbit/s: capped at 4 MiB, with a buffer autotuned to 32 MiB...
+        assert_eq!(mark(5e9, 4 << 20, 32 << 20), MAX);
+        // ...and at a quarter of a 6 MiB one.
+        assert_eq!(mark(5e9, 4 << 20, 6 << 20), 6 << 18);
+        // One stream reads 1 MiB (`READ_ONE`): its mark stays at 1 MiB.
+        assert_eq!(mark(5e9, 1 << 20, 32 << 20), 1 << 20);
         // A small read or a small (fixed, -w) buffer bound it.
         assert_eq!(mark(5e9, 64 << 10, 6 << 20), 64 << 10);
         assert_eq!(mark(5e9, 4 << 20, 128 << 10), 32 << 10);
@@ -567,7 +580,7 @@ mod tests {
         // 4 Gbit/s: a 500 kB mark arrives in 1 ms, longer than the cap.
         lw.update(ms(50), 25_000_000, || big);
         assert_eq!(lw.nap(), NAP_MAX);
-        // 64 Gbit/s (8 GB/s): the 1 MiB mark arrives in 131 us; a 128 KiB buffer bounds the
+        // 64 Gbit/s (8 GB/s): the 4 MiB mark arrives in 524 us; a 128 KiB buffer bounds the
         // mark to 32 KiB, which arrives in 4 us: the nap lets no more than that queue.
         let mut fast = LowWater::new(4 << 20, ms(0));
         fast.update(ms(50), 400_000_000, || 128 << 10);
@@ -620,10 +633,10 @@ mod tests {
         let ms = Duration::from_millis;
         let probe = std::sync::Arc::new(MarkProbe::new(ms(100), Batching::Mark));
         let mut r = ReceiverMark::new(LowWater::new(4 << 20, ms(0)), Some(probe.clone()));
-        let big = || 6 << 20;
-        // 40 Gbit/s throughout: all bytes read by `t` ms; the rule's mark is 1 MiB, which
-        // arrives in 210 us: naps are NAP_MAX.
-        assert!(NAP_MAX < Duration::from_micros(210));
+        let big = || 32 << 20;
+        // 40 Gbit/s throughout: all bytes read by `t` ms; the rule's mark is 4 MiB, which
+        // arrives in 839 us: naps are NAP_MAX.
+        assert!(NAP_MAX < Duration::from_micros(839));
         let total = |t: u64| 5_000_000 * t;
         let plan = |set_mark, nap| Plan { set_mark, nap };
         assert_eq!(r.before_read(ms(0)), plan(None, Duration::ZERO));
