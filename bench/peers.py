@@ -331,7 +331,7 @@ def main():
             bps = statistics.median(r["bps"] for r in runs)
             losses = [r["loss"] for r in runs if r["loss"] is not None]
             cpu = [r["cpu_s_per_gb"] for r in runs if r["cpu_s_per_gb"] is not None]
-            host = [r["host_cpu_s_per_gb"] for r in runs if r.get("host_cpu_s_per_gb") is not None]
+            host = [r["host_cpu_s_per_gb"] for r in runs if r["host_cpu_s_per_gb"] is not None]
             med[c][label] = {"bps": bps, "loss": statistics.median(losses) if losses else None,
                              "cpu_s_per_gb": statistics.median(cpu) if cpu else None,
                              "host_cpu_s_per_gb": statistics.median(host) if host else None}

@@ -92,7 +92,8 @@ use std::time::Duration;
 
 /// Data time per read the mark aims at.
 pub const TARGET: Duration = Duration::from_millis(1);
-/// The largest mark. One stream reads 1 MiB at a time (`READ_ONE`), so its mark stays at 1 MiB,
+/// The largest mark: the largest read (`READ_MAX`), so the read size is the bound that acts.
+/// One stream reads 1 MiB at a time (`READ_ONE`), so its mark stays at 1 MiB,
 /// which carried as much as 2 and 4 MiB there (above). Several streams read 4 MiB each
 /// (`read_size`), and behind them a larger mark carried more: two-vCPU AMD EPYC VM, kernel
 /// 6.18, 2026-11-28, loopback, interleaved rounds, medians, Gbit/s. The bare pairs
@@ -102,7 +103,7 @@ pub const TARGET: Duration = Duration::from_millis(1);
 /// streams 66.3 against 82.1, two copying 49.2 against 54.2, eight dropping 62.4 against 67.7,
 /// eight copying 35.9 against 40.8. The rule still asks for a millisecond of data, so a slower
 /// stream's mark is smaller (eight streams at 60 Gbit/s: about 1 MB each).
-pub const MAX: usize = 4 << 20;
+pub const MAX: usize = super::READ_MAX;
 /// Below this rate (2 Gbit/s) a receiver keeps the kernel's default: its wake-ups cost little
 /// there, and a mark made a paced 100-200 Mbit/s stream on loopback retransmit thousands of
 /// segments a second (a few without it; at 500 Mbit/s and above, no more than without).
