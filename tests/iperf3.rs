@@ -9,7 +9,7 @@ use common::TestServer;
 use netsweep::traffic::client::{self, ClientConfig, PeerProtocol, TestError};
 use netsweep::traffic::iperf3::wire::{self, State};
 use netsweep::traffic::result::TestResult;
-use netsweep::traffic::spec::{Direction, ServerLimits, TestSpec};
+use netsweep::traffic::spec::{Direction, Flow, ServerLimits, TestSpec};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -121,16 +121,30 @@ fn check_paced(r: &TestResult, rate: f64) {
     }
 }
 
-/// A paced UDP test held its rate with little loss on loopback.
+/// A paced UDP test against an iperf3 server held its rate on loopback. Every sender must keep
+/// the pace and every receiver's figures must add up: what arrived is what was sent less what
+/// was counted lost. netsweep's receiver (server to client) must lose (almost) nothing; iperf3's
+/// one-threaded receiver (client to server) drops what arrives while it is descheduled (CI at
+/// 04acb62 saw about 10% lost in each of 3 runs with the sender on pace), which is its own
+/// account, so there only the accounting is judged.
 fn paced(r: &TestResult, rate: f64) -> Result<(), String> {
     for d in &r.directions {
         let s = &d.summary;
-        let share = s.bits_per_second / rate;
-        if !(0.93..=1.03).contains(&share) {
-            return Err(format!("{:?}: {share:.3} of {rate}", d.flow));
+        let sent = s.sent_bits_per_second / rate;
+        if !(0.93..=1.03).contains(&sent) {
+            return Err(format!("{:?}: sent {sent:.3} of {rate}", d.flow));
         }
         let loss = s.lost_percent.ok_or("no loss figure")?;
-        if loss >= 2.0 {
+        let expected = s.sent_bits_per_second * (1.0 - loss / 100.0);
+        let got = s.bits_per_second / expected;
+        if !(0.97..=1.03).contains(&got) {
+            return Err(format!(
+                "{:?}: received {:.0} bit/s, {got:.3} of the {expected:.0} sent less {loss}% lost",
+                d.flow, s.bits_per_second
+            ));
+        }
+        let netsweep_receives = d.flow == Flow::ServerToClient;
+        if netsweep_receives && loss >= 2.0 {
             return Err(format!("{:?}: {loss}% lost at {rate} on loopback", d.flow));
         }
         if s.jitter_ms.is_none() {
@@ -174,9 +188,9 @@ fn netsweep_client_runs_every_mode_against_an_iperf3_server() {
     ];
     for spec in &cases {
         let udp = spec.protocol == netsweep::traffic::spec::Protocol::Udp;
-        // A paced UDP run on a shared machine can lose datagrams at iperf3's one-threaded
-        // receiver or fall short while descheduled (issue 31, 15): the rate must hold in one
-        // of up to 3 runs; every run is still checked for what no load can excuse.
+        // A paced UDP run on a shared machine can fall short while descheduled (issue 31,
+        // 15): the pace must hold in one of up to 3 runs; every run is still checked for what
+        // no load can excuse.
         let mut misses = Vec::new();
         let r = loop {
             let r = against_iperf3(addr, spec).unwrap_or_else(|e| panic!("{spec:?}: {e}"));

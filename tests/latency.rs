@@ -24,6 +24,10 @@ fn with_latency(spec: TestSpec, idle: Duration) -> TestSpec {
     }
 }
 
+/// The lab emulator's error: the token bucket's burst drains at the rate too (a few packets),
+/// plus scheduling of the delay line on a shared machine.
+const EMULATOR_ERROR_MS: f64 = 3.0;
+
 fn lab(tag: &str, dir: &tempfile::TempDir, path: PathConfig) -> Lab {
     common::lab_up(tag, dir, path, EmulatorChoice::Auto)
 }
@@ -187,8 +191,11 @@ fn the_probe_finds_the_paths_rtt_idle_and_the_queues_delay_under_load() {
     );
     let r = run(&rtt20, &spec);
     let idle = latency(&r).idle_p50_ms.unwrap();
+    // No probe returns before the path's delay has passed twice; a probe can come back late
+    // by the delay line's scheduling on a shared machine (CI at 04acb62 saw more than 1 ms
+    // with both cores loaded), the same error the queue checks below allow.
     assert!(
-        (idle - 20.0).abs() <= 1.0,
+        (19.5..=20.0 + EMULATOR_ERROR_MS).contains(&idle),
         "idle p50 {idle} ms on a 20 ms path"
     );
     // The same path, paced UDP: the delay line keeps the datagrams' spacing.
@@ -222,9 +229,7 @@ fn the_probe_finds_the_paths_rtt_idle_and_the_queues_delay_under_load() {
         let r = run(&l, &spec);
         let lat = latency(&r);
         let add = lat.added_ms.unwrap();
-        // The emulator's error: the token bucket's burst drains at the rate too (a few packets),
-        // plus scheduling of the delay line on a shared machine.
-        let error_ms = 3.0;
+        let error_ms = EMULATOR_ERROR_MS;
         assert!(
             add <= qdelay_ms + error_ms,
             "queue {queue}: added {add:.2} ms above the queue's {qdelay_ms:.2} ms: {lat:?}"
