@@ -41,15 +41,7 @@ fn edge_us(i: usize) -> f64 {
 
 impl LogHistogram {
     pub fn record_ns(&mut self, ns: u64) {
-        if ns < MIN_NS {
-            self.below += 1;
-            return;
-        }
-        let i = ((ns as f64 / MIN_NS as f64).log10() * f64::from(BINS_PER_DECADE)).floor();
-        match self.counts.get_mut(i as usize) {
-            Some(c) => *c += 1,
-            None => self.above += 1,
-        }
+        self.record_ns_n(ns, 1);
     }
 
     /// Records `n` values of `ns` at once.
@@ -169,12 +161,17 @@ pub struct UdpTiming {
     /// Each datagram's one-way delay above the lowest one seen before it on its stream
     /// (sender and receiver clocks need no synchronisation; the first datagrams set the floor).
     pub delay_above_min: LogHistogram,
+    /// The longest nap the receiver took between drains at a high rate, µs (`udpnap`): gaps
+    /// and delays shorter than it are the reads' timing, not the arrivals'.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_nap_us: Option<u64>,
 }
 
 impl UdpTiming {
     pub fn merge(&mut self, other: &UdpTiming) {
         self.inter_arrival.merge(&other.inter_arrival);
         self.delay_above_min.merge(&other.delay_above_min);
+        self.read_nap_us = self.read_nap_us.max(other.read_nap_us);
     }
 }
 

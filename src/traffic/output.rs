@@ -639,8 +639,11 @@ fn timing_line(t: &UdpTiming, flow: &str) -> String {
         ),
         _ => "-".to_string(),
     };
+    let napped = t.read_nap_us.map_or(String::new(), |us| {
+        format!("; the receiver read in naps of up to {us} us at this rate, so shorter gaps and delays are its reads'")
+    });
     format!(
-        "Receiver timing{flow}: arrival gaps peak at {}, delay above its minimum peaks at {} (JSON udp_timing has the histograms)\n",
+        "Receiver timing{flow}: arrival gaps peak at {}, delay above its minimum peaks at {}{napped} (JSON udp_timing has the histograms)\n",
         peak(&t.inter_arrival),
         peak(&t.delay_above_min)
     )

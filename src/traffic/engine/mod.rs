@@ -22,6 +22,7 @@ pub mod sendpath;
 mod sequence;
 mod tcp;
 mod udp;
+mod udpnap;
 
 pub use arrivals::Arrivals;
 pub use pacer::Pacer;
