@@ -59,6 +59,8 @@ fn run(lab: &Lab, spec: &TestSpec) -> TestResult {
 fn assert_gaps_centre_on_the_pacing_interval(r: &TestResult, what: &str) {
     const BURST_US: f64 = 10.0;
     let t = r.directions[0].udp_timing.as_ref().expect("udp_timing");
+    // At 100 Mbit/s the receiver waits to be woken by each arrival: it never naps.
+    assert_eq!(t.read_nap_us, None, "{what}");
     let gap_us = 1400.0 * 8.0 / 100e6 * 1e6;
     let paced: Vec<(f64, f64, u64)> = t
         .inter_arrival
