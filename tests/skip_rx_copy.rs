@@ -226,7 +226,10 @@ fn unlimited_udp_counts_agree_with_the_kernel_with_and_without_the_copy() {
         // A receiver reading this fast naps between drains, at most 100 us (`udpnap`).
         let nap = &doc["directions"][0]["udp_timing"]["read_nap_us"];
         if s["bits_per_second"].as_f64().unwrap() > 10e9 {
-            assert!(nap.as_u64().is_some_and(|us| us > 0 && us <= 100), "{mode}: {doc:#}");
+            assert!(
+                nap.as_u64().is_some_and(|us| us > 0 && us <= 100),
+                "{mode}: {doc:#}"
+            );
         }
         assert!(
             delivered >= received
