@@ -631,9 +631,19 @@ pub fn latency_lines(l: &LatencyResult) -> String {
 
 /// Where a UDP receiver's arrival gaps and delay variation peaked.
 fn timing_line(t: &UdpTiming, flow: &str) -> String {
+    // Bins are about 12% wide: under 10 µs whole microseconds would print 2-2.
+    let us = |v: f64| {
+        if v < 10.0 {
+            format!("{v:.1}")
+        } else {
+            format!("{v:.0}")
+        }
+    };
     let peak = |h: &LogHistogram| match h.mode() {
         Some((lo, hi, c)) if h.total() > 0 => format!(
-            "{lo:.0}-{hi:.0} us ({:.0}% of {})",
+            "{}-{} us ({:.0}% of {})",
+            us(lo),
+            us(hi),
             100.0 * c as f64 / h.total() as f64,
             h.total()
         ),
@@ -760,5 +770,24 @@ mod tests {
         );
         r.spec.calibration = std::time::Duration::ZERO;
         assert!(send_path_line(&r).unwrap().ends_with("as given\n"));
+    }
+
+    #[test]
+    fn timing_names_short_peaks_to_a_tenth_and_says_when_the_receiver_napped() {
+        let mut t = UdpTiming::default();
+        for _ in 0..3 {
+            t.inter_arrival.record_ns(1_900);
+            t.delay_above_min.record_ns(120_000);
+        }
+        let line = timing_line(&t, "");
+        assert!(
+            line.contains("gaps peak at 1.8-2.0 us (100% of 3)"),
+            "{line}"
+        );
+        assert!(line.contains("peaks at 112-126 us"), "{line}");
+        assert!(!line.contains("naps"), "{line}");
+        t.read_nap_us = Some(100);
+        let line = timing_line(&t, "");
+        assert!(line.contains("naps of up to 100 us"), "{line}");
     }
 }

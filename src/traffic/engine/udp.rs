@@ -320,6 +320,47 @@ impl<'a> Receiver<'a> {
         self.arrive(seq, send_ns, len, now);
     }
 
+    /// A read copied whole, `whole`: datagrams of `segment` bytes (the last may be shorter),
+    /// each read from its own header. Consecutive datagrams new and in order that were sent
+    /// together (one send time) are counted at once, as in `batch`.
+    fn datagrams(&mut self, whole: &[u8], segment: usize, now: Duration) {
+        // The run being gathered: first sequence number, count, send time, bytes.
+        let mut run: Option<(u64, u64, u64, usize)> = None;
+        for d in whole.chunks(segment) {
+            // As in `datagram`: a queued hello is not test data.
+            if crate::traffic::protocol::parse_udp_hello(d).is_some() {
+                continue;
+            }
+            let Some((seq, send_ns)) = read_header(self.ctx.datagrams, d) else {
+                continue;
+            };
+            let arrival = self.tracker.record(seq);
+            match run.as_mut() {
+                Some((first, count, sent, bytes))
+                    if arrival == Arrival::InOrder
+                        && *sent == send_ns
+                        && first.checked_add(*count) == Some(seq) =>
+                {
+                    *count += 1;
+                    *bytes += d.len();
+                }
+                _ => {
+                    if let Some((_, count, sent, bytes)) = run.take() {
+                        self.settle(Arrival::InOrder, count, sent, bytes, now);
+                    }
+                    if arrival == Arrival::InOrder {
+                        run = Some((seq, 1, send_ns, d.len()));
+                    } else {
+                        self.settle(arrival, 1, send_ns, d.len(), now);
+                    }
+                }
+            }
+        }
+        if let Some((_, count, sent, bytes)) = run {
+            self.settle(Arrival::InOrder, count, sent, bytes, now);
+        }
+    }
+
     /// A read of `total` bytes, datagrams of `segment` bytes coalesced by the kernel (the last
     /// may be shorter), of which only the head `head` was copied: counted as the sender wrote
     /// them, in sequence from the first datagram's header and with its send time (see
@@ -467,9 +508,7 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
                     if verify && !in_sequence(ctx.datagrams, whole, segment) {
                         skip = false;
                     }
-                    for d in whole.chunks(segment) {
-                        rx.datagram(d, d.len(), arrived);
-                    }
+                    rx.datagrams(whole, segment, arrived);
                 }
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock && nap.nap().is_some() => {
@@ -677,6 +716,7 @@ mod tests {
         let (tx, _rx) = std::sync::mpsc::channel();
         let ctx = receiver_ctx(Duration::from_secs(1), true, true, tx);
         let (mut whole, mut heads) = (Receiver::new(&ctx), Receiver::new(&ctx));
+        let mut copied = Receiver::new(&ctx);
         let batches: [Vec<u64>; 3] = [(0..46).collect(), (47..93).collect(), (93..100).collect()];
         let mut now = Duration::from_millis(2);
         for seqs in &batches {
@@ -687,6 +727,7 @@ mod tests {
             for d in buf.chunks(1400) {
                 whole.datagram(d, d.len(), now);
             }
+            copied.datagrams(&buf, 1400, now);
             assert!(heads.batch(&buf[..HEADER_READ], buf.len(), Some(1400), now));
         }
         let (a, b) = (&whole.counts[0], &heads.counts[0]);
@@ -701,6 +742,9 @@ mod tests {
         );
         // Counted at once, a batch leaves the timing and jitter that one-by-one arrivals do.
         assert_eq!(heads.timing, whole.timing);
+        assert_eq!(copied.timing, whole.timing);
+        assert_eq!(copied.counts, whole.counts);
+        assert_eq!(copied.tracker.highest(), whole.tracker.highest());
         assert_eq!(heads.timing.inter_arrival.total(), 98);
         assert_eq!(heads.timing.delay_above_min.total(), 99);
         assert_eq!(ub.jitter_ms, ua.jitter_ms);
@@ -709,6 +753,29 @@ mod tests {
         let one = datagrams(&[100]);
         assert!(heads.batch(&one[..HEADER_READ], one.len(), None, now));
         assert_eq!(heads.counts[0].packets, 100);
+    }
+
+    /// Copied whole, reordered and repeated datagrams among in-order runs are counted as they
+    /// would be one by one: runs at once, the others each by itself.
+    #[test]
+    fn a_copied_read_counts_runs_at_once_and_the_rest_one_by_one() {
+        let (tx, _rx) = std::sync::mpsc::channel();
+        let ctx = receiver_ctx(Duration::from_secs(1), true, false, tx);
+        let (mut one, mut runs) = (Receiver::new(&ctx), Receiver::new(&ctx));
+        let mut now = Duration::from_millis(2);
+        for seqs in [&[0, 1, 2, 5, 3, 3, 6, 7][..], &[4, 8, 9, 9, 12, 10]] {
+            now += Duration::from_micros(90);
+            let buf = datagrams(seqs);
+            for d in buf.chunks(1400) {
+                one.datagram(d, d.len(), now);
+            }
+            runs.datagrams(&buf, 1400, now);
+        }
+        assert_eq!(runs.counts, one.counts);
+        assert_eq!(runs.timing, one.timing);
+        let udp = runs.counts[0].udp.as_ref().unwrap();
+        assert_eq!((udp.out_of_order, udp.duplicates), (3, 2));
+        assert_eq!(runs.counts[0].packets, 12);
     }
 
     /// A NIC's coalescing can join 10, 11, 14, 15 and then 12, 13: counted from heads the first
