@@ -313,6 +313,7 @@ pub fn start_streams(
             source: source.clone(),
             send_pool: send_pool.clone(),
             read_bytes,
+            mark_target: engine::lowater::target(receivers),
             mark_probe: mark_probe.clone().filter(|_| role == Role::Receiver),
             calibration: spec.effective_calibration(),
             datagrams: wire.datagrams,

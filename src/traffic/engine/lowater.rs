@@ -14,7 +14,7 @@
 //! A fixed mark would be wrong on a slow path: at 10 Mbit/s, 1 MiB takes most of a second to
 //! arrive, and a read that waits for it reports its bytes late (the read timeout, `POLL`, bounds
 //! that, but intervals would jitter by it). So the mark follows the rate this stream received
-//! over the last `UPDATE`: about `TARGET` worth of data per read, never above `MAX`, the read
+//! over the last `UPDATE`: about `target` worth of data per read, never above `MAX`, the read
 //! size, or a quarter of the socket's receive buffer. The last bound keeps the kernel from
 //! growing the buffer and clamping the window to the mark when it is set (Linux does both when
 //! the mark needs more buffer than there is), so the mark never changes the window a path
@@ -90,8 +90,29 @@ use crate::traffic::measure::LowWaterProbe;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-/// Data time per read the mark aims at.
-pub const TARGET: Duration = Duration::from_millis(1);
+/// Data time per read the mark of a test's only receiving stream aims at.
+pub const TARGET_ONE: Duration = Duration::from_millis(1);
+/// Data time per read the marks of several receiving streams aim at. Each of them runs slower
+/// than one stream alone, so a millisecond of its data is a smaller mark (eight streams at
+/// 50 Gbit/s: 0.8 MB each), and behind several streams larger marks carried more: two-vCPU
+/// AMD EPYC VM, kernel 6.18, 2026-11-28, loopback, medians of interleaved rounds of 4 s,
+/// Gbit/s. The bare pairs of `bench/peers.py` (`write 4M ... discard x8`): 4 MiB marks 60.64
+/// against 1 MiB marks' 52.75 (run 14), 62.15 against 56.60 (run 11). netsweep with 4 ms
+/// against 1 ms: eight streams 54.50 against 49.54 (6 rounds) and 52.57 against 48.77 (6
+/// more), four 52.09 against 48.68 (5), two 66.47 against 65.64 (6: at 30 Gbit/s a stream's
+/// mark reaches the 4 MiB bound either way); then this rule built against the previous build,
+/// eight streams: 65.22 against 64.80 (5 rounds), 58.57 against 51.14 (7 rounds; CPU per byte
+/// 0.269 against 0.304 s/GB). This machine's rates move by 20% from one test to the next.
+pub const TARGET_SEVERAL: Duration = Duration::from_millis(4);
+
+/// The data time per read the marks of `receivers` streams on one end aim at.
+pub fn target(receivers: usize) -> Duration {
+    if receivers <= 1 {
+        TARGET_ONE
+    } else {
+        TARGET_SEVERAL
+    }
+}
 /// The largest mark: the largest read (`READ_MAX`), so the read size is the bound that acts.
 /// One stream reads 1 MiB at a time (`READ_ONE`), so its mark stays at 1 MiB,
 /// which carried as much as 2 and 4 MiB there (above). Several streams read 4 MiB each
@@ -452,11 +473,11 @@ pub fn decide(sums: &[u64], incumbent: Batching) -> LowWaterProbe {
     }
 }
 
-/// The mark for a receiver getting `bytes_per_sec` with reads of `read_bytes` and a receive
-/// buffer of `rcvbuf` bytes (as `SO_RCVBUF` reports it).
-pub fn mark(bytes_per_sec: f64, read_bytes: usize, rcvbuf: usize) -> usize {
+/// The mark for a receiver getting `bytes_per_sec`, aiming at `target` of data per read, with
+/// reads of `read_bytes` and a receive buffer of `rcvbuf` bytes (as `SO_RCVBUF` reports it).
+pub fn mark(bytes_per_sec: f64, target: Duration, read_bytes: usize, rcvbuf: usize) -> usize {
     let want = if bytes_per_sec.is_finite() && bytes_per_sec >= FLOOR_BYTES_PER_SEC {
-        (bytes_per_sec * TARGET.as_secs_f64()) as usize
+        (bytes_per_sec * target.as_secs_f64()) as usize
     } else {
         1
     };
@@ -470,16 +491,19 @@ pub struct LowWater {
     since: Duration,
     since_bytes: u64,
     current: usize,
+    /// The data time per read the mark aims at.
+    target: Duration,
     /// The rate measured last (bytes a second; 0 before the first measurement).
     rate: f64,
 }
 
 impl LowWater {
-    /// A stream reading `read_bytes` at a time, at the kernel's default mark, measuring from
-    /// `now`.
-    pub fn new(read_bytes: usize, now: Duration) -> LowWater {
+    /// A stream reading `read_bytes` at a time, its mark aiming at `target` of data per read
+    /// (`target`), at the kernel's default mark, measuring from `now`.
+    pub fn new(read_bytes: usize, target: Duration, now: Duration) -> LowWater {
         LowWater {
             read_bytes,
+            target,
             since: now,
             since_bytes: 0,
             current: 1,
@@ -518,7 +542,7 @@ impl LowWater {
         self.rate = rate;
         self.since = now;
         self.since_bytes = total;
-        let next = mark(rate, self.read_bytes, rcvbuf());
+        let next = mark(rate, self.target, self.read_bytes, rcvbuf());
         let (lo, hi) = (self.current.min(next), self.current.max(next));
         if hi * 4 <= lo * 5 {
             return None;
@@ -535,28 +559,35 @@ mod tests {
     #[test]
     fn the_mark_is_a_millisecond_of_data_within_its_bounds() {
         // 4 Gbit/s: 500 kB a millisecond.
-        assert_eq!(mark(500e6, 4 << 20, 6 << 20), 500_000);
+        assert_eq!(mark(500e6, TARGET_ONE, 4 << 20, 6 << 20), 500_000);
         // Below the floor (1 Gbit/s): the kernel's default.
-        assert_eq!(mark(125e6, 4 << 20, 6 << 20), 1);
+        assert_eq!(mark(125e6, TARGET_ONE, 4 << 20, 6 << 20), 1);
         // 40 Gbit/s: capped at 4 MiB, with a buffer autotuned to 32 MiB...
-        assert_eq!(mark(5e9, 4 << 20, 32 << 20), MAX);
+        assert_eq!(mark(5e9, TARGET_ONE, 4 << 20, 32 << 20), MAX);
         // ...and at a quarter of a 6 MiB one.
-        assert_eq!(mark(5e9, 4 << 20, 6 << 20), 6 << 18);
+        assert_eq!(mark(5e9, TARGET_ONE, 4 << 20, 6 << 20), 6 << 18);
         // One stream reads 1 MiB (`READ_ONE`): its mark stays at 1 MiB.
-        assert_eq!(mark(5e9, 1 << 20, 32 << 20), 1 << 20);
+        assert_eq!(mark(5e9, TARGET_ONE, 1 << 20, 32 << 20), 1 << 20);
         // A small read or a small (fixed, -w) buffer bound it.
-        assert_eq!(mark(5e9, 64 << 10, 6 << 20), 64 << 10);
-        assert_eq!(mark(5e9, 4 << 20, 128 << 10), 32 << 10);
+        assert_eq!(mark(5e9, TARGET_ONE, 64 << 10, 6 << 20), 64 << 10);
+        assert_eq!(mark(5e9, TARGET_ONE, 4 << 20, 128 << 10), 32 << 10);
         // Nothing received, or nonsense: the kernel's default.
-        assert_eq!(mark(0.0, 4 << 20, 6 << 20), 1);
-        assert_eq!(mark(f64::NAN, 4 << 20, 6 << 20), 1);
-        assert_eq!(mark(5e9, 4 << 20, 0), 1);
+        assert_eq!(mark(0.0, TARGET_ONE, 4 << 20, 6 << 20), 1);
+        // Several streams aim at 4 ms: 8 Gbit/s is a 4 MB mark, 2 Gbit/s 1 MB.
+        assert_eq!(target(1), TARGET_ONE);
+        assert_eq!(target(8), TARGET_SEVERAL);
+        assert_eq!(mark(1e9, target(8), 4 << 20, 64 << 20), 4_000_000);
+        assert_eq!(mark(250e6, target(2), 4 << 20, 64 << 20), 1_000_000);
+        // Below the floor the target changes nothing.
+        assert_eq!(mark(125e6, target(8), 4 << 20, 64 << 20), 1);
+        assert_eq!(mark(f64::NAN, TARGET_ONE, 4 << 20, 6 << 20), 1);
+        assert_eq!(mark(5e9, TARGET_ONE, 4 << 20, 0), 1);
     }
 
     #[test]
     fn the_mark_follows_the_rate_and_ignores_small_moves() {
         let ms = Duration::from_millis;
-        let mut lw = LowWater::new(4 << 20, ms(0));
+        let mut lw = LowWater::new(4 << 20, TARGET_ONE, ms(0));
         let big = 6 << 20;
         // Too soon to measure.
         assert_eq!(lw.update(ms(10), 1_000_000, || big), None);
@@ -575,7 +606,7 @@ mod tests {
     #[test]
     fn a_napping_receiver_sleeps_while_the_mark_would_arrive_at_most_nap_max() {
         let ms = Duration::from_millis;
-        let mut lw = LowWater::new(4 << 20, ms(0));
+        let mut lw = LowWater::new(4 << 20, TARGET_ONE, ms(0));
         let big = 6 << 20;
         assert_eq!(lw.nap(), Duration::ZERO, "not measured yet: block");
         // 4 Gbit/s: a 500 kB mark arrives in 1 ms, longer than the cap.
@@ -583,7 +614,7 @@ mod tests {
         assert_eq!(lw.nap(), NAP_MAX);
         // 64 Gbit/s (8 GB/s): the 4 MiB mark arrives in 524 us; a 128 KiB buffer bounds the
         // mark to 32 KiB, which arrives in 4 us: the nap lets no more than that queue.
-        let mut fast = LowWater::new(4 << 20, ms(0));
+        let mut fast = LowWater::new(4 << 20, TARGET_ONE, ms(0));
         fast.update(ms(50), 400_000_000, || 128 << 10);
         assert_eq!(fast.current(), 32 << 10);
         assert_eq!(fast.nap(), Duration::from_secs_f64(32768.0 / 8e9));
@@ -633,7 +664,10 @@ mod tests {
     fn a_receiver_sets_each_turns_setting_before_its_reads_and_counts_whole_reads_in_one_turn() {
         let ms = Duration::from_millis;
         let probe = std::sync::Arc::new(MarkProbe::new(ms(100), Batching::Mark));
-        let mut r = ReceiverMark::new(LowWater::new(4 << 20, ms(0)), Some(probe.clone()));
+        let mut r = ReceiverMark::new(
+            LowWater::new(4 << 20, TARGET_ONE, ms(0)),
+            Some(probe.clone()),
+        );
         let big = || 32 << 20;
         // 40 Gbit/s throughout: all bytes read by `t` ms; the rule's mark is 4 MiB, which
         // arrives in 839 us: naps are NAP_MAX.
@@ -678,7 +712,7 @@ mod tests {
         assert!(outcome.napped && !outcome.kept_mark, "{outcome:?}");
         assert_eq!(kept(outcome), Batching::Nap);
         // A receiver whose test ended before the decision reports the marks it set.
-        let mut early = ReceiverMark::new(LowWater::new(4 << 20, ms(0)), Some(probe));
+        let mut early = ReceiverMark::new(LowWater::new(4 << 20, TARGET_ONE, ms(0)), Some(probe));
         early.after_read(ms(50), 250_000_000, total(50), big);
         early.before_read(ms(60));
         assert_eq!(early.report(), (MAX as u64, None));
@@ -759,7 +793,10 @@ mod tests {
         assert_eq!(incumbent(1, false), Batching::Mark);
         assert_eq!(incumbent(2, true), Batching::Mark);
         let p = MarkProbe::new(Duration::from_millis(100), Batching::Nap);
-        let mut r = ReceiverMark::new(LowWater::new(4 << 20, Duration::ZERO), Some(p.into()));
+        let mut r = ReceiverMark::new(
+            LowWater::new(4 << 20, TARGET_ONE, Duration::ZERO),
+            Some(p.into()),
+        );
         r.after_read(Duration::from_millis(50), 250_000_000, 250_000_000, || {
             6 << 20
         });

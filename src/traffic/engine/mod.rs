@@ -95,6 +95,8 @@ pub struct StreamCtx {
     pub send_pool: Option<Arc<sendpath::Pool>>,
     /// TCP receiver: bytes asked for per read.
     pub read_bytes: usize,
+    /// TCP receiver: the data time per read its low-water mark aims at (`lowater::target`).
+    pub mark_target: Duration,
     /// TCP receivers on Linux: the probe of their low-water mark this test's receivers on this
     /// end share (`lowater::MarkProbe`); none when the test ends before it would.
     pub mark_probe: Option<Arc<lowater::MarkProbe>>,

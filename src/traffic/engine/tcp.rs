@@ -382,7 +382,7 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
     let mut buf = vec![0u8; ctx.read_bytes.max(1)];
     let _ = sock.set_read_timeout(Some(POLL));
     let mut mark = ReceiverMark::new(
-        LowWater::new(buf.len(), ctx.elapsed()),
+        LowWater::new(buf.len(), ctx.mark_target, ctx.elapsed()),
         ctx.mark_probe.clone(),
     );
     // When the previous read returned: where the next one starts.

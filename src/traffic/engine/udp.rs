@@ -636,6 +636,7 @@ mod tests {
             source: None,
             send_pool: None,
             read_bytes: 0,
+            mark_target: Duration::ZERO,
             mark_probe: None,
             calibration: Duration::ZERO,
             datagrams: super::Datagrams::Netsweep,
