@@ -445,7 +445,9 @@ impl<'a> Receiver<'a> {
                 .record_ns(arrival_ns.saturating_sub(last));
         }
         // The rest of a batch came with the first: no gap between them.
-        self.timing.inter_arrival.record_ns_n(0, count - 1);
+        self.timing
+            .inter_arrival
+            .record_ns_n(0, count.saturating_sub(1));
         self.last_arrival_ns = Some(arrival_ns);
         let transit = i128::from(arrival_ns) - i128::from(send_ns);
         let floor = self.min_transit_ns.map_or(transit, |m| m.min(transit));
