@@ -113,6 +113,7 @@ pub fn target(receivers: usize) -> Duration {
         TARGET_SEVERAL
     }
 }
+
 /// The largest mark: the largest read (`READ_MAX`), so the read size is the bound that acts.
 /// One stream reads 1 MiB at a time (`READ_ONE`), so its mark stays at 1 MiB,
 /// which carried as much as 2 and 4 MiB there (above). Several streams read 4 MiB each
@@ -122,8 +123,8 @@ pub fn target(receivers: usize) -> Duration {
 /// `--rcvlowat` 512K 54.2, 1M 65.5, 2M 71.7, 4M 82.9. netsweep, this cap at 1 MiB against
 /// 4 MiB (5 s tests, 6 rounds for two dropping streams, else 4 s and 5 rounds): two dropping
 /// streams 66.3 against 82.1, two copying 49.2 against 54.2, eight dropping 62.4 against 67.7,
-/// eight copying 35.9 against 40.8. The rule still asks for a millisecond of data, so a slower
-/// stream's mark is smaller (eight streams at 60 Gbit/s: about 1 MB each).
+/// eight copying 35.9 against 40.8. The rule still asks for `target` of data, so a slower
+/// stream's mark is smaller.
 pub const MAX: usize = super::READ_MAX;
 /// Below this rate (2 Gbit/s) a receiver keeps the kernel's default: its wake-ups cost little
 /// there, and a mark made a paced 100-200 Mbit/s stream on loopback retransmit thousands of
@@ -498,8 +499,8 @@ pub struct LowWater {
 }
 
 impl LowWater {
-    /// A stream reading `read_bytes` at a time, its mark aiming at `target` of data per read
-    /// (`target`), at the kernel's default mark, measuring from `now`.
+    /// A stream reading `read_bytes` at a time, its mark aiming at `target` of data per read,
+    /// at the kernel's default mark, measuring from `now`.
     pub fn new(read_bytes: usize, target: Duration, now: Duration) -> LowWater {
         LowWater {
             read_bytes,
@@ -573,6 +574,8 @@ mod tests {
         assert_eq!(mark(5e9, TARGET_ONE, 4 << 20, 128 << 10), 32 << 10);
         // Nothing received, or nonsense: the kernel's default.
         assert_eq!(mark(0.0, TARGET_ONE, 4 << 20, 6 << 20), 1);
+        assert_eq!(mark(f64::NAN, TARGET_ONE, 4 << 20, 6 << 20), 1);
+        assert_eq!(mark(5e9, TARGET_ONE, 4 << 20, 0), 1);
         // Several streams aim at 4 ms: 8 Gbit/s is a 4 MB mark, 2 Gbit/s 1 MB.
         assert_eq!(target(1), TARGET_ONE);
         assert_eq!(target(8), TARGET_SEVERAL);
@@ -580,8 +583,6 @@ mod tests {
         assert_eq!(mark(250e6, target(2), 4 << 20, 64 << 20), 1_000_000);
         // Below the floor the target changes nothing.
         assert_eq!(mark(125e6, target(8), 4 << 20, 64 << 20), 1);
-        assert_eq!(mark(f64::NAN, TARGET_ONE, 4 << 20, 6 << 20), 1);
-        assert_eq!(mark(5e9, TARGET_ONE, 4 << 20, 0), 1);
     }
 
     #[test]

@@ -513,8 +513,11 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
                     rx.datagrams(whole, segment, arrived);
                 }
             }
-            Err(e) if e.kind() == ErrorKind::WouldBlock && nap.nap().is_some() => {
-                std::thread::sleep(nap.nap().unwrap_or_default());
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                // Empty: a napping receiver sleeps; a blocking one's read timed out.
+                if let Some(d) = nap.nap() {
+                    std::thread::sleep(d);
+                }
             }
             Err(e) if transient(&e) || e.kind() == ErrorKind::ConnectionRefused => {}
             Err(e) => {
