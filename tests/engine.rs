@@ -645,3 +645,89 @@ fn the_servers_sockets_are_born_with_the_tests_window_and_later_tests_get_the_de
         server.log_text()
     );
 }
+
+/// The names of this process's threads, sampled every 50 ms until `stop`.
+fn thread_names_while(stop: &std::sync::atomic::AtomicBool) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        for task in std::fs::read_dir("/proc/self/task")
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if let Ok(n) = std::fs::read_to_string(task.path().join("comm")) {
+                names.insert(n.trim().to_string());
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    names
+}
+
+#[test]
+fn senders_beyond_one_per_cpu_share_threads_and_every_stream_counts_exactly() {
+    let _serial = common::loopback::serial();
+    let cpus = netsweep::platform::sched::allowed_cpus().map_or(1, |c| c.len());
+    // At least one thread turns two streams (`engine::sendgroup`), whatever the CPU count.
+    let streams = (2 * cpus + 1).min(64) as u16;
+    let server = TestServer::start(ServerLimits::default());
+    for direction in [Direction::Forward, Direction::Reverse] {
+        let spec = TestSpec {
+            direction,
+            streams,
+            ..tcp(1.5)
+        };
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let (r, names) = std::thread::scope(|s| {
+            let names = s.spawn(|| thread_names_while(&stop));
+            let r = server.run(&spec);
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            (r, names.join().unwrap())
+        });
+        let r = r.expect("test");
+        check_invariants(&r);
+        if direction == Direction::Forward {
+            // This process is the client, the sending end: its senders ran in groups.
+            assert!(names.iter().any(|n| n.starts_with("senders-")), "{names:?}");
+        }
+        let d = &r.directions[0];
+        assert_eq!(d.streams.len(), usize::from(streams));
+        for st in &d.streams {
+            assert!(st.error.is_none(), "{st:?}");
+            // Every stream moved data in every measured interval: none starved in its group.
+            for iv in r.intervals.iter().filter(|i| !i.omitted) {
+                let mine = iv.streams.iter().find(|x| x.stream == st.stream).unwrap();
+                assert!(mine.bytes > 0, "stream {} idle in {iv:?}", st.stream);
+            }
+            // What the receiver counted over the whole grid (warm-up and tail included) is
+            // what the sender wrote, and what the sender's kernel sent less retransmissions.
+            let of = |f: fn(&netsweep::traffic::result::StreamInterval) -> u64| -> u64 {
+                r.intervals
+                    .iter()
+                    .flat_map(|i| i.streams.iter().filter(|x| x.stream == st.stream))
+                    .map(f)
+                    .sum()
+            };
+            let (got, sent) = (of(|x| x.bytes), of(|x| x.sent_bytes));
+            assert_eq!(got + st.summary.tail_bytes, sent, "stream {}", st.stream);
+            if let (Some(k), Some(re)) = (st.summary.tcp_bytes_sent, st.summary.tcp_bytes_retrans) {
+                let preamble = match direction {
+                    Direction::Forward => netsweep::traffic::protocol::data_preamble(
+                        &netsweep::traffic::protocol::Token([0; 16]),
+                        0,
+                    )
+                    .len() as u64,
+                    _ => 0,
+                };
+                assert_eq!(
+                    k - re,
+                    sent + preamble,
+                    "stream {}: the kernel's count",
+                    st.stream
+                );
+            }
+        }
+        assert!(r.cpu.local.user_s + r.cpu.local.system_s > 0.0);
+        assert!(r.cpu.remote.user_s + r.cpu.remote.system_s > 0.0);
+    }
+}

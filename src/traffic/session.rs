@@ -291,6 +291,7 @@ pub fn start_streams(
     let cpus = spec.affinity.of(is_client);
     let end_gate = (wire.drain_senders && tcp && roles.contains(&Role::Sender))
         .then(|| Arc::new(engine::drain::EndGate::default()));
+    let mut streams = Vec::with_capacity(count);
     for (i, (stream, flow, socket)) in sockets.into_iter().enumerate() {
         let role = role(flow, is_client);
         let ctx = StreamCtx {
@@ -330,8 +331,11 @@ pub fn start_streams(
             cpu: cpus.map(|c| c.for_thread(i)),
             end_gate: end_gate.clone().filter(|_| role == Role::Sender),
         };
-        handles.push(engine::spawn_stream(ctx, socket)?);
+        streams.push((ctx, socket));
     }
+    // Senders beyond one per CPU this process may run on share threads (`engine::sendgroup`).
+    let cpus = crate::platform::sched::allowed_cpus().map_or(1, |c| c.len());
+    handles.extend(engine::spawn_streams(streams, cpus)?);
     Ok(Streams {
         events: rx,
         count,

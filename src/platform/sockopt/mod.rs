@@ -261,11 +261,27 @@ pub fn wait_readable<S: AsRawFd>(sock: &S, timeout: std::time::Duration) -> io::
 
 /// Waits until any of `fds` is readable or `timeout` passes; which ones are readable.
 pub fn poll_readable(fds: &[RawFd], timeout: std::time::Duration) -> io::Result<Vec<bool>> {
+    poll_fds(fds, libc::POLLIN, timeout)
+}
+
+/// Waits until any of `fds` can take data (a TCP socket: a third of its buffer is free) or
+/// `timeout` passes; which ones can.
+pub fn poll_writable(fds: &[RawFd], timeout: std::time::Duration) -> io::Result<Vec<bool>> {
+    poll_fds(fds, libc::POLLOUT, timeout)
+}
+
+/// poll(2) over a handful of descriptors: a wrapper of a few lines, where an event-loop crate
+/// (mio, polling) would bring registration and its own threads' conventions for one call.
+fn poll_fds(
+    fds: &[RawFd],
+    events: libc::c_short,
+    timeout: std::time::Duration,
+) -> io::Result<Vec<bool>> {
     let mut polls: Vec<libc::pollfd> = fds
         .iter()
         .map(|&fd| libc::pollfd {
             fd,
-            events: libc::POLLIN,
+            events,
             revents: 0,
         })
         .collect();

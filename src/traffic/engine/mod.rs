@@ -1,7 +1,8 @@
 //! The data plane: one thread per stream that sends or receives on one socket and reports every
-//! interval of the test's `Timeline` into a channel.
+//! interval of the test's `Timeline` into a channel; unpaced TCP senders beyond one per CPU
+//! share threads (`sendgroup`).
 //!
-//! `client` and `server` set up the sockets, then call `spawn_stream` for each; the engine knows
+//! `client` and `server` set up the sockets, then call `spawn_streams`; the engine knows
 //! nothing of terminals, JSON or control messages. Stream threads stop at the end of the grid,
 //! when the shared `stop` flag is raised, or on a socket error (reported in the stream's report).
 //!
@@ -18,6 +19,7 @@ pub mod drain;
 pub mod lowater;
 mod pacer;
 pub mod quota;
+mod sendgroup;
 pub mod sendpath;
 mod sequence;
 mod tcp;
@@ -302,6 +304,38 @@ impl StreamCtx {
         // Grows as intervals close: memory follows the time that passed, not the grid asked for.
         StreamReport::empty(self.stream, self.flow, self.role, None)
     }
+}
+
+/// Starts a test's streams on this end: a thread each, except that unpaced TCP senders beyond
+/// one per CPU (`cpus`) share threads (`sendgroup`).
+pub fn spawn_streams(
+    streams: Vec<(StreamCtx, StreamSocket)>,
+    cpus: usize,
+) -> std::io::Result<Vec<JoinHandle<()>>> {
+    let (senders, others): (Vec<_>, Vec<_>) = streams.into_iter().partition(|(ctx, s)| {
+        ctx.role == Role::Sender && matches!(s, StreamSocket::Tcp(_)) && sendgroup::groupable(ctx)
+    });
+    let mut handles = Vec::new();
+    let mut senders: Vec<Option<(StreamCtx, TcpStream)>> = senders
+        .into_iter()
+        .filter_map(|(ctx, s)| match s {
+            StreamSocket::Tcp(t) => Some((ctx, t)),
+            StreamSocket::Udp(_) => None,
+        })
+        .map(Some)
+        .collect();
+    for group in sendgroup::groups(senders.len(), cpus) {
+        let members: Vec<_> = group.iter().filter_map(|&i| senders[i].take()).collect();
+        handles.push(match <[_; 1]>::try_from(members) {
+            // A stream alone keeps the plain thread and its blocking socket.
+            Ok([(ctx, sock)]) => spawn_stream(ctx, StreamSocket::Tcp(sock))?,
+            Err(members) => sendgroup::spawn(members)?,
+        });
+    }
+    for (ctx, socket) in others {
+        handles.push(spawn_stream(ctx, socket)?);
+    }
+    Ok(handles)
 }
 
 /// Starts the thread of one stream.

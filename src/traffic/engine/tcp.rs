@@ -244,73 +244,118 @@ fn send_once(
     }
 }
 
-pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
-    let mut report = ctx.new_report();
-    let source = ctx.source.clone().unwrap_or_else(|| {
-        std::sync::Arc::new(SendSource::new(
-            ctx.length,
-            ctx.zerocopy,
-            !ctx.calibration.is_zero(),
-            ctx.repeating_payload,
-        ))
-    });
-    let mut chooser = PathChooser::new(ctx, &source);
-    let _ = sock.set_write_timeout(Some(POLL));
-    let mut sampler = InfoSampler::new(&sock);
-    let mut pacer = (!ctx.rate.is_unlimited()).then(|| {
-        sockopt::tighten_timer_slack();
-        Pacer::new(
-            ctx.rate.bits_per_second(),
-            Duration::ZERO,
-            ctx.length.max(1),
-        )
-    });
-    let whole_blocks = matches!(ctx.datagrams, super::Datagrams::Iperf3 { .. });
-    let mut current = ctx.empty_interval(0);
-    // For an iperf3 client: the far end's largest window and what was written (`drain`).
-    let mut watch = super::drain::WindowWatch::default();
-    let mut written = 0u64;
-    'run: loop {
+/// What one turn of a sender did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    /// It wrote, or waited for its pacer: turn it again.
+    Moved,
+    /// The socket took nothing (full, or its write timed out).
+    Blocked,
+    /// The stream is over: `finish` it.
+    Done,
+}
+
+/// A TCP sending stream, one write per `step`: a thread of its own turns it until it is done
+/// (`send`), or one thread turns several on sockets that do not block (`sendgroup`).
+pub(super) struct Sender<'a> {
+    ctx: &'a StreamCtx,
+    sock: TcpStream,
+    report: StreamReport,
+    source: Arc<SendSource>,
+    chooser: PathChooser,
+    sampler: InfoSampler,
+    pacer: Option<Pacer>,
+    whole_blocks: bool,
+    current: IntervalReport,
+    /// For an iperf3 client: the far end's largest window and what was written (`drain`).
+    watch: super::drain::WindowWatch,
+    written: u64,
+}
+
+impl<'a> Sender<'a> {
+    pub(super) fn new(ctx: &'a StreamCtx, sock: TcpStream) -> Sender<'a> {
+        let source = ctx.source.clone().unwrap_or_else(|| {
+            Arc::new(SendSource::new(
+                ctx.length,
+                ctx.zerocopy,
+                !ctx.calibration.is_zero(),
+                ctx.repeating_payload,
+            ))
+        });
+        let chooser = PathChooser::new(ctx, &source);
+        let _ = sock.set_write_timeout(Some(POLL));
+        let sampler = InfoSampler::new(&sock);
+        let pacer = (!ctx.rate.is_unlimited()).then(|| {
+            sockopt::tighten_timer_slack();
+            Pacer::new(
+                ctx.rate.bits_per_second(),
+                Duration::ZERO,
+                ctx.length.max(1),
+            )
+        });
+        Sender {
+            ctx,
+            sock,
+            report: ctx.new_report(),
+            source,
+            chooser,
+            sampler,
+            pacer,
+            whole_blocks: matches!(ctx.datagrams, super::Datagrams::Iperf3 { .. }),
+            current: ctx.empty_interval(0),
+            watch: super::drain::WindowWatch::default(),
+            written: 0,
+        }
+    }
+
+    pub(super) fn socket(&self) -> &TcpStream {
+        &self.sock
+    }
+
+    /// Closes the intervals that ended, then writes once (a paced sender may sleep instead).
+    pub(super) fn step(&mut self) -> Step {
+        let ctx = self.ctx;
         let now = ctx.elapsed();
         // Read on every turn: a `duration = "auto"` test may cut the grid short.
         let slots = ctx.slots();
+        let report = &mut self.report;
         while report.intervals.len() < slots.len() && now >= slots[report.intervals.len()].end {
-            current.tcp = sampler.sample(&sock);
-            ctx.emit(&current);
+            self.current.tcp = self.sampler.sample(&self.sock);
+            ctx.emit(&self.current);
             let next = ctx.empty_interval(report.intervals.len() + 1);
-            report.intervals.push(std::mem::replace(&mut current, next));
+            report
+                .intervals
+                .push(std::mem::replace(&mut self.current, next));
         }
         if report.intervals.len() >= slots.len() {
-            break;
+            return Step::Done;
         }
         if ctx.stopped() {
-            current.tcp = sampler.sample(&sock);
-            ctx.keep_open(&mut report, current);
-            break;
+            return self.stop_here();
         }
         let grid_end = slots.last().map(|s| s.end).unwrap_or_default();
-        let (path, used) = chooser.path_at(now, grid_end);
+        let (path, used) = self.chooser.path_at(now, grid_end);
         let mut chunk = path.chunk_bytes;
-        if let Some(p) = pacer.as_mut() {
+        if let Some(p) = self.pacer.as_mut() {
             let allowed = p.allowance(now) as usize;
             // An iperf3 receiver reads whole blocks of -l bytes, waiting for all of one: a
             // block the pacer split keeps it waiting for the rest at the paced rate (one
             // thread, 128 streams: an iperf3 3.12 server received 0.17 of 2 Gbit/s). So an
             // iperf3 peer gets whole blocks, each sent when the rate allows it, as iperf3's
             // own paced senders write them.
-            let need = if whole_blocks { chunk } else { 1 };
+            let need = if self.whole_blocks { chunk } else { 1 };
             if allowed < need {
                 let wake = p
-                    .next_time(if whole_blocks {
+                    .next_time(if self.whole_blocks {
                         need as u64
                     } else {
                         chunk.min(64 * 1024) as u64
                     })
                     .min(slots[report.intervals.len()].end);
                 std::thread::sleep(wake.saturating_sub(now).min(POLL));
-                continue;
+                return Step::Moved;
             }
-            if !whole_blocks {
+            if !self.whole_blocks {
                 chunk = chunk.min(allowed);
             }
         }
@@ -322,21 +367,19 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
         if let Some(q) = quota {
             chunk = q.claim(chunk as u64, 1) as usize;
             if chunk == 0 {
-                current.tcp = sampler.sample(&sock);
-                ctx.keep_open(&mut report, current);
-                break;
+                return self.stop_here();
             }
         }
         let sent = loop {
-            match send_once(&sock, &source, path, chunk) {
+            match send_once(&self.sock, &self.source, path, chunk) {
                 Ok(n) => {
-                    current.bytes += n as u64;
-                    written += n as u64;
+                    self.current.bytes += n as u64;
+                    self.written += n as u64;
                     if ctx.end_gate.is_some() {
-                        watch.after_write(&sock);
+                        self.watch.after_write(&self.sock);
                     }
-                    chooser.record(used, n);
-                    if let Some(p) = pacer.as_mut() {
+                    self.chooser.record(used, n);
+                    if let Some(p) = self.pacer.as_mut() {
                         p.record(n as u64);
                     }
                     break n;
@@ -350,7 +393,7 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
                     if let Some(q) = quota {
                         q.unclaim(chunk as u64);
                     }
-                    break 'run;
+                    return Step::Done;
                 }
             }
         };
@@ -358,23 +401,52 @@ pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
             q.unclaim((chunk - sent) as u64);
             q.count(sent as u64, ctx.elapsed());
         }
+        if sent == 0 {
+            Step::Blocked
+        } else {
+            Step::Moved
+        }
     }
-    if let Some(gate) = ctx.end_gate.as_ref().filter(|_| report.error.is_none()) {
-        report.drained = super::drain::settle(&sock, written, &mut watch, gate, &ctx.stop);
+
+    /// The stream stops before its grid's end (stopped, or its count is sent).
+    fn stop_here(&mut self) -> Step {
+        self.current.tcp = self.sampler.sample(&self.sock);
+        let current = std::mem::replace(&mut self.current, self.ctx.empty_interval(0));
+        self.ctx.keep_open(&mut self.report, current);
+        Step::Done
     }
-    // After an early stop or an error the report holds only the intervals that closed.
-    let _ = sock.shutdown(Shutdown::Write);
-    let info = sockopt::tcp_info(&sock).ok();
-    report.tcp_total_retransmits = info.as_ref().map(|i| u64::from(i.total_retrans));
-    report.bytes_acked = info.and_then(|i| i.bytes_acked);
-    report.tcp_bytes_sent = info.and_then(|i| i.bytes_sent);
-    report.tcp_bytes_retrans = info.and_then(|i| i.bytes_retrans);
-    report.tcp_dsack_dups = info.and_then(|i| i.dsack_dups).map(u64::from);
-    report.tcp_min_rtt_us = info.and_then(|i| i.min_rtt_us);
-    report.rtt_min_us = sampler.rtt_min;
-    report.rtt_max_us = sampler.rtt_max;
-    report.send = Some(chooser.report);
-    report
+
+    /// The stream's report, once `step` said `Done`: the far end settled for an iperf3 client,
+    /// the sending half shut, the kernel's totals read.
+    pub(super) fn finish(mut self) -> StreamReport {
+        let ctx = self.ctx;
+        let sock = &self.sock;
+        let report = &mut self.report;
+        if let Some(gate) = ctx.end_gate.as_ref().filter(|_| report.error.is_none()) {
+            report.drained =
+                super::drain::settle(sock, self.written, &mut self.watch, gate, &ctx.stop);
+        }
+        // After an early stop or an error the report holds only the intervals that closed.
+        let _ = sock.shutdown(Shutdown::Write);
+        let info = sockopt::tcp_info(sock).ok();
+        report.tcp_total_retransmits = info.as_ref().map(|i| u64::from(i.total_retrans));
+        report.bytes_acked = info.and_then(|i| i.bytes_acked);
+        report.tcp_bytes_sent = info.and_then(|i| i.bytes_sent);
+        report.tcp_bytes_retrans = info.and_then(|i| i.bytes_retrans);
+        report.tcp_dsack_dups = info.and_then(|i| i.dsack_dups).map(u64::from);
+        report.tcp_min_rtt_us = info.and_then(|i| i.min_rtt_us);
+        report.rtt_min_us = self.sampler.rtt_min;
+        report.rtt_max_us = self.sampler.rtt_max;
+        report.send = Some(self.chooser.report);
+        self.report
+    }
+}
+
+/// One sending stream on a thread of its own, its socket blocking (for at most `POLL`).
+pub(super) fn send(ctx: &StreamCtx, sock: TcpStream) -> StreamReport {
+    let mut sender = Sender::new(ctx, sock);
+    while sender.step() != Step::Done {}
+    sender.finish()
 }
 
 pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
