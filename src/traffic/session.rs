@@ -334,8 +334,8 @@ pub fn start_streams(
         streams.push((ctx, socket));
     }
     // Senders beyond one per CPU this process may run on share threads (`engine::sendgroup`).
-    let cpus = crate::platform::sched::allowed_cpus().map_or(1, |c| c.len());
-    handles.extend(engine::spawn_streams(streams, cpus)?);
+    let usable_cpus = crate::platform::sched::allowed_cpus().map_or(1, |c| c.len());
+    handles.extend(engine::spawn_streams(streams, usable_cpus)?);
     Ok(Streams {
         events: rx,
         count,

@@ -312,18 +312,16 @@ pub fn spawn_streams(
     streams: Vec<(StreamCtx, StreamSocket)>,
     cpus: usize,
 ) -> std::io::Result<Vec<JoinHandle<()>>> {
-    let (senders, others): (Vec<_>, Vec<_>) = streams.into_iter().partition(|(ctx, s)| {
-        ctx.role == Role::Sender && matches!(s, StreamSocket::Tcp(_)) && sendgroup::groupable(ctx)
-    });
+    let (mut senders, mut others) = (Vec::new(), Vec::new());
+    for (ctx, socket) in streams {
+        match socket {
+            StreamSocket::Tcp(t) if ctx.role == Role::Sender && sendgroup::groupable(&ctx) => {
+                senders.push(Some((ctx, t)))
+            }
+            socket => others.push((ctx, socket)),
+        }
+    }
     let mut handles = Vec::new();
-    let mut senders: Vec<Option<(StreamCtx, TcpStream)>> = senders
-        .into_iter()
-        .filter_map(|(ctx, s)| match s {
-            StreamSocket::Tcp(t) => Some((ctx, t)),
-            StreamSocket::Udp(_) => None,
-        })
-        .map(Some)
-        .collect();
     for group in sendgroup::groups(senders.len(), cpus) {
         let members: Vec<_> = group.iter().filter_map(|&i| senders[i].take()).collect();
         handles.push(match <[_; 1]>::try_from(members) {
