@@ -225,6 +225,65 @@ fn netsweep_client_runs_every_mode_against_an_iperf3_server() {
     }
 }
 
+/// Against an iperf3 server there is no calibration (its count runs from the start), yet the
+/// senders choose their path: they start on the path as given (no record in this process) and
+/// re-check every candidate on the warm connection, in the results; a path the user gives
+/// (`-l`) is kept as given.
+#[test]
+fn against_an_iperf3_server_the_senders_choose_their_path_while_the_test_runs() {
+    if !common::tool_or_skip(
+        "against_an_iperf3_server_the_senders_choose_their_path_while_the_test_runs",
+        "iperf3",
+    ) {
+        return;
+    }
+    let _s = serial();
+    let (_server, addr) = iperf3_server(&[]);
+    let spec = with(tcp(2), Direction::Forward, 2);
+    let r = against_iperf3(addr, &spec).unwrap_or_else(|e| panic!("{e}"));
+    check_common(&r, &spec, Far::Iperf3);
+    assert!(
+        r.spec.live_path_choice && r.spec.calibration.is_zero(),
+        "{:?}",
+        r.spec
+    );
+    assert!(r.start.calibration.is_empty(), "{:?}", r.start.calibration);
+    // The grid starts at once: two whole seconds of intervals, none left out.
+    assert_eq!(r.intervals.len(), 2, "{:?}", r.intervals);
+    let first = r.start.rechecks.first().expect("a re-check in a 2 s test");
+    // Every candidate, the path as given (sendfile of the 1 MiB default) first.
+    let tried: Vec<_> = first.trials.iter().map(|t| t.path).collect();
+    let candidates = netsweep::traffic::engine::sendpath::CANDIDATES;
+    assert_eq!(tried.len(), candidates.len(), "{tried:?}");
+    assert!(candidates.iter().all(|c| tried.contains(c)), "{tried:?}");
+    assert_eq!(tried[0].chunk_bytes, 1 << 20, "{tried:?}");
+    assert!(
+        first.trials.iter().all(|t| t.bits_per_second.is_some()),
+        "{first:?}"
+    );
+    let kept = r.start.send_path.as_deref().expect("send path");
+    assert_eq!(kept, first.kept.call.name(), "{first:?}");
+    let text = netsweep::traffic::output::summary(&r, Default::default());
+    assert!(
+        text.contains("first as given (no calibration against an iperf3 server)"),
+        "{text}"
+    );
+
+    // `-l` fixes the path: no re-check.
+    let given = TestSpec {
+        length_bytes: 256 << 10,
+        calibration: Duration::ZERO,
+        ..tcp(2)
+    };
+    let r = against_iperf3(addr, &given).unwrap_or_else(|e| panic!("{e}"));
+    check_common(&r, &given, Far::Iperf3);
+    assert!(!r.spec.live_path_choice);
+    assert!(r.start.rechecks.is_empty(), "{:?}", r.start.rechecks);
+    assert_eq!(r.start.chunk_bytes, Some(256 << 10));
+    let text = netsweep::traffic::output::summary(&r, Default::default());
+    assert!(text.contains("per call, as given"), "{text}");
+}
+
 /// Runs Debian's iperf3 client with `args` against `addr` and returns its JSON document.
 fn iperf3_client(addr: SocketAddr, args: &[&str]) -> Result<Value, String> {
     let out = Command::new("iperf3")

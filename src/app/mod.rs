@@ -181,7 +181,7 @@ fn run_client(a: &ClientArgs) -> anyhow::Result<ExitCode> {
     let (cfg, spec): (ClientConfig, TestSpec) = a.try_into()?;
     let view = ClientView::try_from(a)?;
     // A calibrating sender's choice also rests on this host's record of earlier tests.
-    let remembers = !spec.effective_calibration().is_zero();
+    let remembers = spec.chooses_send_path();
     if remembers {
         crate::host::sendmemory::enable();
     }

@@ -128,7 +128,8 @@ fn low_water_line(start: &crate::traffic::result::StartInfo) -> Option<String> {
 /// How the senders sent, and the calibration that chose it (TCP).
 fn send_path_line(result: &TestResult) -> Option<String> {
     let (path, chunk) = (result.start.send_path.as_ref()?, result.start.chunk_bytes?);
-    let how = if result.spec.calibration.is_zero() {
+    let live = result.spec.calibration.is_zero() && result.spec.live_path_choice;
+    let how = if result.spec.calibration.is_zero() && !live {
         "as given".to_string()
     } else {
         let tried: Vec<String> = result
@@ -151,7 +152,9 @@ fn send_path_line(result: &TestResult) -> Option<String> {
         // A confident record sends on its pick from the start (`sendpath::Pool::remembered_best`):
         // no calibration turns, the calibration's time still left out of the results.
         let record = result.start.send_path_remembered_tests.map(|n| {
-            let instead = if tried.is_empty() {
+            let instead = if live {
+                "used from the start".to_string()
+            } else if tried.is_empty() {
                 format!(
                     "used from the start; the {:.1} s a calibration takes is left out of the \
                      results",
@@ -164,10 +167,17 @@ fn send_path_line(result: &TestResult) -> Option<String> {
                 "this host's record of the re-checks of {n} earlier tests to this peer ({instead})"
             )
         });
+        // A live choice (against an iperf3 server) starts on the record's pick or as given.
+        let first = match (record, live) {
+            (Some(r), _) => format!("chosen by {r}"),
+            (None, true) => "as given (no calibration against an iperf3 server)".to_string(),
+            (None, false) => format!("chosen by a {calibrated}"),
+        };
         if result.start.rechecks.is_empty() {
-            match record {
-                Some(r) => format!("chosen by {r}"),
-                None => format!("the fastest of a {calibrated}"),
+            if live || result.start.send_path_remembered_tests.is_some() {
+                first
+            } else {
+                format!("the fastest of a {calibrated}")
             }
         } else {
             let rate = |t: &crate::traffic::engine::sendpath::Trial| match t.bits_per_second {
@@ -196,9 +206,8 @@ fn send_path_line(result: &TestResult) -> Option<String> {
                 })
                 .collect();
             format!(
-                "re-checked on the warm connection, in the results ({}); first chosen by {}",
+                "re-checked on the warm connection, in the results ({}); first {first}",
                 checks.join("; "),
-                record.unwrap_or_else(|| format!("a {calibrated}"))
             )
         }
     };

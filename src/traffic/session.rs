@@ -221,7 +221,7 @@ pub fn start_streams(
         .map(|(_, f, _)| role(*f, is_client))
         .collect();
     let tcp = spec.protocol == Protocol::Tcp;
-    let calibrate = !spec.effective_calibration().is_zero();
+    let calibrate = spec.chooses_send_path();
     let source = (tcp && roles.contains(&Role::Sender)).then(|| {
         Arc::new(engine::SendSource::new(
             spec.length_bytes as usize,
@@ -317,6 +317,7 @@ pub fn start_streams(
             mark_target: engine::lowater::target(receivers),
             mark_probe: mark_probe.clone().filter(|_| role == Role::Receiver),
             calibration: spec.effective_calibration(),
+            live_path_choice: spec.effective_live_path_choice(),
             datagrams: wire.datagrams,
             // A count ends the test anywhere in a slot: the slot under way is kept.
             open_ended: wire.open_ended || quotas.is_some(),

@@ -81,6 +81,12 @@ pub struct TestSpec {
     /// and `zerocopy` as given (`-l`, `--no-zerocopy` and `-b` set it to zero).
     #[serde(with = "micros", rename = "calibration_us", default)]
     pub calibration: Duration,
+    /// TCP senders without a calibration still choose their path: they start on the host's
+    /// record's pick (or the path as given) and re-check it on the warm connection, in the
+    /// results (`engine::sendpath`). Set against an iperf3 server, whose count leaves no time
+    /// for a calibration (`iperf3::client::adapt`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub live_path_choice: bool,
     /// Latency probes beside the test (`--latency`), with an idle baseline before the load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<crate::traffic::latency::LatencySpec>,
@@ -340,6 +346,7 @@ impl TestSpec {
             udp_offload: true,
             zerocopy: true,
             calibration: DEFAULT_CALIBRATION,
+            live_path_choice: false,
             latency: None,
             steady: None,
             transient: 0,
@@ -509,6 +516,17 @@ impl TestSpec {
         } else {
             Duration::ZERO
         }
+    }
+
+    /// Whether the TCP senders choose their send path (a calibration, or a live choice), and
+    /// so use and add to the host's record of earlier tests (`host::sendmemory`).
+    pub fn chooses_send_path(&self) -> bool {
+        !self.effective_calibration().is_zero() || self.effective_live_path_choice()
+    }
+
+    /// A live path choice where it happens: unlimited TCP, as a calibration.
+    pub fn effective_live_path_choice(&self) -> bool {
+        self.live_path_choice && self.protocol == Protocol::Tcp && self.bitrate_bps == 0.0
     }
 
     /// What comes before the measured period: the send path calibration, then `omit`.

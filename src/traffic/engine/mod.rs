@@ -104,6 +104,9 @@ pub struct StreamCtx {
     pub mark_probe: Option<Arc<lowater::MarkProbe>>,
     /// TCP sender: how long to try the send paths before keeping the fastest (`sendpath`).
     pub calibration: Duration,
+    /// TCP sender without a calibration: start on the host's record's pick and re-check the
+    /// path while the test runs (`TestSpec::live_path_choice`).
+    pub live_path_choice: bool,
     /// UDP: the header every datagram carries (netsweep's, or iperf3's for an iperf3 peer).
     pub datagrams: Datagrams,
     /// The stream runs until `stop` (an iperf3 peer ends the test when it wants), and the

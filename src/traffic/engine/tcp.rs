@@ -75,6 +75,8 @@ impl InfoSampler {
 struct PathChooser {
     fixed: SendPath,
     calibration: Duration,
+    /// Without a calibration: start on the record's pick (else `fixed`) and re-check.
+    live: bool,
     /// What every sending stream of the test wrote in each candidate's measured turns.
     pool: Arc<sendpath::Pool>,
     /// The host's record's pick, sent through the calibration's time when it is confident
@@ -120,6 +122,7 @@ impl PathChooser {
             },
             // Already zero for paced senders (`TestSpec::effective_calibration`).
             calibration: ctx.calibration,
+            live: ctx.live_path_choice,
             pool,
             chosen: None,
             runner_up: None,
@@ -127,6 +130,11 @@ impl PathChooser {
             applied: 0,
             report: SendReport::default(),
         }
+    }
+
+    /// Whether the path is chosen (calibrated or live) and re-checked, not given.
+    fn chooses(&self) -> bool {
+        !self.calibration.is_zero() || self.live
     }
 
     /// The path to use at `now` in a test whose grid ends at `end`, and what the call counts for.
@@ -143,24 +151,31 @@ impl PathChooser {
         let kept = match self.chosen {
             Some(p) => p,
             None => {
-                let p = if self.calibration.is_zero() {
-                    self.fixed
-                } else {
+                let p = if !self.calibration.is_zero() {
                     let (path, trials) = self.pool.decision(self.calibration);
                     self.report.trials = trials.clone();
-                    self.report.remembered_tests = self.pool.remembered_tests().map(|n| n as u64);
+                    *path
+                } else if self.live {
+                    self.remembered.unwrap_or(self.fixed)
+                } else {
+                    self.fixed
+                };
+                if self.chooses() {
+                    self.report.remembered_tests = self
+                        .remembered
+                        .and(self.pool.remembered_tests())
+                        .map(|n| n as u64);
                     self.first_full = self.pool.first_full();
                     if !self.first_full {
-                        self.runner_up = self.pool.record_runner_up(*path);
+                        self.runner_up = self.pool.record_runner_up(p);
                     }
-                    *path
-                };
+                }
                 self.chosen = Some(p);
                 self.report.path = Some(p);
                 p
             }
         };
-        if self.calibration.is_zero() {
+        if !self.chooses() {
             return (kept, Use::Kept);
         }
         let since = now.saturating_sub(self.calibration).as_secs_f64();
@@ -278,7 +293,7 @@ impl<'a> Sender<'a> {
             Arc::new(SendSource::new(
                 ctx.length,
                 ctx.zerocopy,
-                !ctx.calibration.is_zero(),
+                !ctx.calibration.is_zero() || ctx.live_path_choice,
                 ctx.repeating_payload,
             ))
         });

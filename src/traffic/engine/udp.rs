@@ -644,6 +644,7 @@ mod tests {
             mark_target: Duration::ZERO,
             mark_probe: None,
             calibration: Duration::ZERO,
+            live_path_choice: false,
             datagrams: super::Datagrams::Netsweep,
             open_ended: false,
             quota: None,

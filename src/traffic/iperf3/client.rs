@@ -13,7 +13,9 @@
 //!
 //! `TestResult::peer` names the far end and `TestResult::provenance` lists the three.
 //! iperf3 takes whole seconds for `-t` and `-O`, and its server counts every byte from its start,
-//! so the send path is not calibrated in this mode (the path is fixed, as with `-l`).
+//! so the send path is not calibrated in this mode: unless `-l` or `--no-zerocopy` fixes it,
+//! the senders start on the host's record's pick (else the path as given) and re-check it
+//! while the test runs, in the results (`TestSpec::live_path_choice`).
 
 use super::auth::Padding;
 use super::control::{self, ControlError};
@@ -61,9 +63,11 @@ mod refusal;
 pub use params::{NO_AUTO, params_for};
 use refusal::{control_error, expect, next_state, refused_after_params, refused_silently};
 
-/// The spec as run against iperf3: no calibration (see the module documentation).
+/// The spec as run against iperf3: no calibration (see the module documentation); senders
+/// that would have calibrated choose their path live instead.
 pub fn adapt(spec: &TestSpec) -> TestSpec {
     let mut spec = spec.clone();
+    spec.live_path_choice = !spec.effective_calibration().is_zero();
     spec.calibration = Duration::ZERO;
     spec
 }
@@ -673,6 +677,27 @@ mod tests {
         let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (server, _) = listener.accept().unwrap();
         (server, client)
+    }
+
+    #[test]
+    fn senders_that_would_calibrate_choose_their_path_live_instead() {
+        let tcp = TestSpec::tcp(Duration::from_secs(2));
+        let a = adapt(&tcp);
+        assert!(a.calibration.is_zero() && a.live_path_choice && a.chooses_send_path());
+        // A given path (`-l`, `--no-zerocopy`: no calibration), a pace or UDP: none.
+        let given = TestSpec {
+            calibration: Duration::ZERO,
+            ..tcp.clone()
+        };
+        let paced = TestSpec {
+            bitrate_bps: 1e9,
+            ..tcp.clone()
+        };
+        let udp = TestSpec::udp(Duration::from_secs(2));
+        for spec in [given, paced, udp] {
+            let a = adapt(&spec);
+            assert!(!a.live_path_choice && !a.chooses_send_path(), "{spec:?}");
+        }
     }
 
     #[test]
