@@ -199,6 +199,10 @@ pub struct Wire {
     /// TCP senders let the far end settle before the owner ends the test (an iperf3 client:
     /// `engine::drain`), through `Streams::end_gate`.
     pub drain_senders: bool,
+    /// The far end's TCP receivers read as each segment arrives (iperf3's): this end's senders
+    /// keep a thread each, never sharing one (`engine::sendgroup`), since against such
+    /// receivers fewer sending threads get a smaller share of the CPUs.
+    pub eager_receivers: bool,
 }
 
 /// Starts one thread per socket. `receiver_start` lets the client start its receiving grids
@@ -336,7 +340,12 @@ pub fn start_streams(
     }
     // Senders beyond one per CPU this process may run on share threads (`engine::sendgroup`).
     let usable_cpus = crate::platform::sched::allowed_cpus().map_or(1, |c| c.len());
-    handles.extend(engine::spawn_streams(streams, usable_cpus)?);
+    let sending_threads = if wire.eager_receivers {
+        usize::MAX
+    } else {
+        usable_cpus
+    };
+    handles.extend(engine::spawn_streams(streams, sending_threads)?);
     Ok(Streams {
         events: rx,
         count,

@@ -310,10 +310,10 @@ impl StreamCtx {
 }
 
 /// Starts a test's streams on this end: a thread each, except that unpaced TCP senders beyond
-/// one per CPU (`cpus`) share threads (`sendgroup`).
+/// `sending_threads` (one per CPU; `usize::MAX` keeps a thread each) share threads (`sendgroup`).
 pub fn spawn_streams(
     streams: Vec<(StreamCtx, StreamSocket)>,
-    cpus: usize,
+    sending_threads: usize,
 ) -> std::io::Result<Vec<JoinHandle<()>>> {
     let (mut senders, mut others) = (Vec::new(), Vec::new());
     for (ctx, socket) in streams {
@@ -325,7 +325,7 @@ pub fn spawn_streams(
         }
     }
     let mut handles = Vec::new();
-    for group in sendgroup::groups(senders.len(), cpus) {
+    for group in sendgroup::groups(senders.len(), sending_threads) {
         let members: Vec<_> = group.iter().filter_map(|&i| senders[i].take()).collect();
         handles.push(match <[_; 1]>::try_from(members) {
             // A stream alone keeps the plain thread and its blocking socket.

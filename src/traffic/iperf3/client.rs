@@ -225,6 +225,7 @@ fn run_on(
         datagrams: DATAGRAMS,
         open_ended: false,
         drain_senders: true,
+        eager_receivers: true,
     };
     let streams = session::start_streams(&spec, true, sockets, (start, start), wire)
         .map_err(|e| TestError::new(format!("cannot start stream threads: {e}")))?;

@@ -424,6 +424,7 @@ pub fn serve(
         },
         open_ended: true,
         drain_senders: false,
+        eager_receivers: true,
     };
     let streams = session::start_streams(&spec, false, sockets, (start, start), wire)?;
     // The grid's end: the asked time plus `END_GRACE`, or, with -n/-k (no time), the

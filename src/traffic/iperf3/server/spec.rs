@@ -108,6 +108,10 @@ pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> 
     // -N: TCP_NODELAY on this end's data sockets too (under -R they are the senders).
     spec.no_delay = p.nodelay && !p.udp;
     spec.repeating_payload = p.repeating_payload;
+    // As iperf3's server sends: write(2) of the block size, sendfile(2) when the client asked
+    // for -Z. (netsweep's default, sendfile, carried half as much here: iperf3 3.21 `-R -P 8`
+    // on loopback, 2-vCPU AMD EPYC VM, 2026-11-29: docs/performance.md.)
+    spec.zerocopy = p.zerocopy;
     spec.calibration = Duration::ZERO;
     // -n/-k: this end's senders stop at the count, as iperf3's server does (iperf_send stops
     // at settings->bytes or blocks), so a -R or --bidir test sends it and no more; its
@@ -163,6 +167,32 @@ pub(super) fn duration_code(client_version: Option<&str>) -> i32 {
 mod tests {
     use super::*;
     use crate::traffic::spec::Count;
+
+    /// The server sends as iperf3's does: write(2) of the block, sendfile(2) with the client's
+    /// `-Z`; never calibrated.
+    #[test]
+    fn the_server_sends_as_iperf3s_does() {
+        let limits = ServerLimits::default();
+        let p = Params {
+            time_s: 2,
+            parallel: 1,
+            reverse: true,
+            len: Some(256 << 10),
+            ..Params::default()
+        };
+        let plain = spec_for(&p, &limits).expect("-R");
+        assert!(!plain.zerocopy && plain.calibration.is_zero() && !plain.chooses_send_path());
+        assert_eq!(plain.length_bytes, 256 << 10);
+        let z = spec_for(
+            &Params {
+                zerocopy: true,
+                ..p
+            },
+            &limits,
+        )
+        .expect("-R -Z");
+        assert!(z.zerocopy && z.calibration.is_zero());
+    }
 
     /// Regression (issue 41, 1): the count of an iperf3 client's `-n`/`-k` was not the spec's,
     /// so a server that sends (`-R`, `--bidir`) kept its senders going until TEST_END

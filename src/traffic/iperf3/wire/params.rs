@@ -45,6 +45,8 @@ pub struct Params {
     /// `--repeating-payload`: senders send "0123456789..." (iperf3's
     /// `fill_with_repeating_pattern`).
     pub repeating_payload: bool,
+    /// `-Z`: senders hand the kernel pages with sendfile(2) instead of writing the block.
+    pub zerocopy: bool,
     /// iperf3 options the client asked for that a netsweep server does not implement, by
     /// their command-line names (`--fq-rate`, `-S/--tos/--dscp`, ...): such a test is refused
     /// with `code::UNIMPLEMENTED` and the server's log names them, never run without them.
@@ -53,8 +55,8 @@ pub struct Params {
 
 /// Parameters an iperf3 client sends for options a netsweep server does not implement, with
 /// the options' command-line names; a key counts when it is true or a non-zero number.
-/// (`gso`/`gro`, `zerocopy`, `pacing_timer`, `title` and `extra_data` change how a sender
-/// works or what it writes, not what is measured: accepted; `nodelay`, `repeating_payload`
+/// (`gso`/`gro`, `pacing_timer`, `title` and `extra_data` change how a sender works or what
+/// it writes, not what is measured: accepted; `nodelay`, `repeating_payload`, `zerocopy`,
 /// `skip_rx_copy` and `server_affinity` are honoured.)
 const UNIMPLEMENTED_OPTIONS: &[(&str, &str)] =
     &[("flowlabel", "-L/--flowlabel"), ("burst", "-b RATE/BURST")];
@@ -157,6 +159,10 @@ impl Params {
             // iperf3 sends it as a number (iperf_api.c, send_parameters).
             m.insert("skip_rx_copy".into(), json!(1));
         }
+        if self.zerocopy {
+            // A number too.
+            m.insert("zerocopy".into(), json!(1));
+        }
         Value::Object(m)
     }
 
@@ -251,6 +257,7 @@ impl Params {
                 }
             },
             repeating_payload: flag(m, "repeating_payload"),
+            zerocopy: flag(m, "zerocopy"),
             unimplemented: unimplemented_options(m),
         })
     }

@@ -380,4 +380,9 @@ fn options_a_server_does_not_implement_are_named() {
     ))
     .expect("parameters");
     assert!(p.unimplemented.is_empty(), "{:?}", p.unimplemented);
+    // -Z is honoured (the server's senders use sendfile), and written back as iperf3 does.
+    assert!(p.zerocopy);
+    assert_eq!(p.to_json()["zerocopy"], serde_json::json!(1));
+    let plain = Params::from_json(&doc(r#"{"tcp":true,"time":2,"parallel":1}"#)).unwrap();
+    assert!(!plain.zerocopy && plain.to_json().get("zerocopy").is_none());
 }
