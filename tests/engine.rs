@@ -646,24 +646,6 @@ fn the_servers_sockets_are_born_with_the_tests_window_and_later_tests_get_the_de
     );
 }
 
-/// The names of this process's threads, sampled every 50 ms until `stop`.
-fn thread_names_while(stop: &std::sync::atomic::AtomicBool) -> std::collections::BTreeSet<String> {
-    let mut names = std::collections::BTreeSet::new();
-    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        for task in std::fs::read_dir("/proc/self/task")
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if let Ok(n) = std::fs::read_to_string(task.path().join("comm")) {
-                names.insert(n.trim().to_string());
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    names
-}
-
 #[test]
 fn senders_beyond_one_per_cpu_share_threads_and_every_stream_counts_exactly() {
     let _serial = common::loopback::serial();
@@ -684,7 +666,7 @@ fn senders_beyond_one_per_cpu_share_threads_and_every_stream_counts_exactly() {
         };
         let stop = std::sync::atomic::AtomicBool::new(false);
         let (r, names) = std::thread::scope(|s| {
-            let names = s.spawn(|| thread_names_while(&stop));
+            let names = s.spawn(|| common::thread_names_while(&stop));
             let r = server.run(&spec);
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             (r, names.join().unwrap())

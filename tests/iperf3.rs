@@ -305,24 +305,6 @@ fn iperf3_client(addr: SocketAddr, args: &[&str]) -> Result<Value, String> {
     Ok(doc)
 }
 
-/// Thread names in this process, sampled until `stop`.
-fn thread_names_while(stop: &std::sync::atomic::AtomicBool) -> std::collections::BTreeSet<String> {
-    let mut names = std::collections::BTreeSet::new();
-    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        for task in std::fs::read_dir("/proc/self/task")
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if let Ok(n) = std::fs::read_to_string(task.path().join("comm")) {
-                names.insert(n.trim().to_string());
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    names
-}
-
 /// Serving an iperf3 client that receives (`-R`) on more streams than this process has CPUs,
 /// netsweep's senders keep a thread each, as iperf3's do: iperf3's receivers read as each
 /// segment arrives, and against them senders sharing threads got half the rate
@@ -338,7 +320,7 @@ fn senders_to_an_iperf3_client_keep_a_thread_each() {
     let server = TestServer::start(ServerLimits::default());
     let stop = AtomicBool::new(false);
     let (doc, names) = std::thread::scope(|s| {
-        let names = s.spawn(|| thread_names_while(&stop));
+        let names = s.spawn(|| common::thread_names_while(&stop));
         let doc = iperf3_client(server.addr, &["-t", "2", "-R", "-P", &streams]);
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         (doc, names.join().unwrap())

@@ -377,3 +377,23 @@ pub fn snmp_counters(text: &str, group: &str) -> std::collections::HashMap<Strin
         .filter_map(|(n, v)| Some((n.to_string(), v.parse().ok()?)))
         .collect()
 }
+
+/// Thread names in this process, sampled every 50 ms until `stop`.
+pub fn thread_names_while(
+    stop: &std::sync::atomic::AtomicBool,
+) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        for task in std::fs::read_dir("/proc/self/task")
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if let Ok(n) = std::fs::read_to_string(task.path().join("comm")) {
+                names.insert(n.trim().to_string());
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    names
+}
