@@ -200,8 +200,9 @@ pub struct Wire {
     /// `engine::drain`), through `Streams::end_gate`.
     pub drain_senders: bool,
     /// The far end's TCP receivers read as each segment arrives (iperf3's): this end's senders
-    /// keep a thread each, never sharing one (`engine::sendgroup`), since against such
-    /// receivers fewer sending threads get a smaller share of the CPUs.
+    /// keep a thread each, never sharing one (`engine::sendgroup`). Against such receivers,
+    /// which hold a thread per stream, two sending threads carried less (docs/performance.md,
+    /// "Standing in for iperf3"); the likeliest reason is the scheduler's share per thread.
     pub eager_receivers: bool,
 }
 

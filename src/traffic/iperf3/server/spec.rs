@@ -109,8 +109,9 @@ pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> 
     spec.no_delay = p.nodelay && !p.udp;
     spec.repeating_payload = p.repeating_payload;
     // As iperf3's server sends: write(2) of the block size, sendfile(2) when the client asked
-    // for -Z. (netsweep's default, sendfile, carried half as much here: iperf3 3.21 `-R -P 8`
-    // on loopback, 2-vCPU AMD EPYC VM, 2026-11-29: docs/performance.md.)
+    // for -Z. (netsweep's own default, sendfile of the block, carried 0.7x what iperf3's server
+    // does under iperf3 3.21's `-R -P 2`: 19.96 against 28.28 Gbit/s on loopback, 2-vCPU AMD
+    // EPYC VM, 2026-11-29; write(2) 28.13: docs/performance.md.)
     spec.zerocopy = p.zerocopy;
     spec.calibration = Duration::ZERO;
     // -n/-k: this end's senders stop at the count, as iperf3's server does (iperf_send stops
