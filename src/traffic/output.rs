@@ -128,8 +128,9 @@ fn low_water_line(start: &crate::traffic::result::StartInfo) -> Option<String> {
 /// How the senders sent, and the calibration that chose it (TCP).
 fn send_path_line(result: &TestResult) -> Option<String> {
     let (path, chunk) = (result.start.send_path.as_ref()?, result.start.chunk_bytes?);
+    // Chosen live (against an iperf3 server): no calibration, yet re-checked.
     let live = result.spec.calibration.is_zero() && result.spec.live_path_choice;
-    let how = if result.spec.calibration.is_zero() && !live {
+    let how = if result.spec.calibration.is_zero() && !result.spec.live_path_choice {
         "as given".to_string()
     } else {
         let tried: Vec<String> = result
