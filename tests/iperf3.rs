@@ -7,6 +7,7 @@ mod common;
 
 use common::TestServer;
 use netsweep::traffic::client::{self, ClientConfig, PeerProtocol, TestError};
+use netsweep::traffic::engine::sendpath::SendCall;
 use netsweep::traffic::iperf3::wire::{self, State};
 use netsweep::traffic::result::TestResult;
 use netsweep::traffic::spec::{Direction, Flow, ServerLimits, TestSpec};
@@ -251,12 +252,19 @@ fn against_an_iperf3_server_the_senders_choose_their_path_while_the_test_runs() 
     // The grid starts at once: two whole seconds of intervals, none left out.
     assert_eq!(r.intervals.len(), 2, "{:?}", r.intervals);
     let first = r.start.rechecks.first().expect("a re-check in a 2 s test");
-    // Every candidate, the path as given (sendfile of the 1 MiB default) first.
+    // Every candidate against iperf3's receivers, iperf3's 128 KiB block among them, the path
+    // as given (sendfile of the 1 MiB default) first.
     let tried: Vec<_> = first.trials.iter().map(|t| t.path).collect();
-    let candidates = netsweep::traffic::engine::sendpath::CANDIDATES;
+    let candidates = netsweep::traffic::engine::sendpath::IPERF3_CANDIDATES;
     assert_eq!(tried.len(), candidates.len(), "{tried:?}");
     assert!(candidates.iter().all(|c| tried.contains(c)), "{tried:?}");
     assert_eq!(tried[0].chunk_bytes, 1 << 20, "{tried:?}");
+    assert!(
+        tried
+            .iter()
+            .any(|p| p.call == SendCall::Write && p.chunk_bytes == 128 << 10),
+        "{tried:?}"
+    );
     // (A large write on a starved CI host can outlast its turns and leave its rate unknown.)
     assert!(
         first.trials.iter().any(|t| t.bits_per_second.is_some()),

@@ -227,11 +227,13 @@ pub fn start_streams(
         .collect();
     let tcp = spec.protocol == Protocol::Tcp;
     let calibrate = spec.chooses_send_path();
+    // The paths the senders choose among: against iperf3's receivers, iperf3's block too.
+    let candidates = engine::sendpath::candidates(wire.eager_receivers);
     let source = (tcp && roles.contains(&Role::Sender)).then(|| {
         Arc::new(engine::SendSource::new(
             spec.length_bytes as usize,
             spec.zerocopy,
-            calibrate,
+            calibrate.then_some(candidates),
             spec.repeating_payload,
         ))
     });
@@ -244,13 +246,19 @@ pub fn start_streams(
         StreamSocket::Udp(_) => None,
     });
     let send_pool = source.as_ref().map(|_| {
+        let receivers = if wire.eager_receivers {
+            engine::sendpath::memory::Receivers::Iperf3
+        } else {
+            engine::sendpath::memory::Receivers::Netsweep {
+                skip_rx_copy: spec.skip_rx_copy,
+            }
+        };
         Arc::new(match peer {
-            Some(p) => engine::sendpath::Pool::remembering(engine::sendpath::memory::key(
-                p.ip(),
-                senders,
-                spec.skip_rx_copy,
-            )),
-            None => engine::sendpath::Pool::default(),
+            Some(p) => engine::sendpath::Pool::remembering(
+                candidates,
+                engine::sendpath::memory::key(p.ip(), senders, receivers),
+            ),
+            None => engine::sendpath::Pool::new(candidates),
         })
     });
     let quotas = spec.count.map(|c| {

@@ -191,24 +191,23 @@ pub struct SendSource {
 
 impl SendSource {
     /// The source for writes of `length` bytes (a file too if `zerocopy` and memfd works), or
-    /// for every calibration candidate when `calibrate`.
-    pub fn new(length: usize, zerocopy: bool, calibrate: bool, repeating: bool) -> SendSource {
-        let copy_len = if calibrate {
-            sendpath::CANDIDATES
-                .iter()
-                .map(|c| c.chunk_bytes)
-                .max()
-                .unwrap_or(length)
-        } else {
-            length
+    /// for every one of the `candidates` the senders choose among.
+    pub fn new(
+        length: usize,
+        zerocopy: bool,
+        candidates: Option<&sendpath::Candidates>,
+        repeating: bool,
+    ) -> SendSource {
+        let copy_len = match candidates {
+            Some(c) => c.iter().map(|c| c.chunk_bytes).max().unwrap_or(length),
+            None => length,
         };
         let bytes = payload(
             copy_len.clamp(1, SEND_BUFFER_MAX),
             repeating.then_some(length),
         );
-        let sizes: Vec<usize> = if calibrate {
-            sendpath::CANDIDATES
-                .iter()
+        let sizes: Vec<usize> = if let Some(c) = candidates {
+            c.iter()
                 .filter(|c| c.call == sendpath::SendCall::Sendfile)
                 .map(|c| c.chunk_bytes)
                 .collect()

@@ -124,8 +124,11 @@ impl std::fmt::Display for SendPath {
     }
 }
 
-/// The paths a calibrating sender tries, cheapest in CPU per byte first.
-pub const CANDIDATES: [SendPath; 4] = [
+/// The paths a sender chooses among, cheapest in CPU per byte first (ties go to the earlier).
+pub type Candidates = [SendPath; 4];
+
+/// The paths a calibrating sender tries against netsweep's receivers.
+pub const CANDIDATES: Candidates = [
     SendPath {
         call: SendCall::Sendfile,
         chunk_bytes: 64 << 10,
@@ -143,6 +146,44 @@ pub const CANDIDATES: [SendPath; 4] = [
         chunk_bytes: 4 << 20,
     },
 ];
+
+/// The paths a sender tries against iperf3's receivers (a thread per stream, reading `-l`
+/// bytes, 128 KiB by default, as each segment arrives): write(2) of iperf3's own block in place
+/// of sendfile 64 KiB. Measured (2026-11-29, loopback, iperf3 3.21+ server, 2-vCPU AMD EPYC VM,
+/// Linux 6.18, interleaved rounds of 4 s, medians, Gbit/s): with eight streams write 128 KiB
+/// carried 42-44 where write 1 MiB carried 36 and sendfile 1 MiB 26, and iperf3's own client
+/// 43-44; with one and two streams 1 MiB writes carried 1.4-1.6x 128 KiB ones. So the block is
+/// a candidate and the senders choose while the test runs (`TestSpec::live_path_choice`),
+/// remembered per stream count (`memory::key`); sendfile 64 KiB, which lost to the others at
+/// every stream count against these receivers, gives it its place. Cheapest first: the block's
+/// writes make eight times the calls of 1 MiB ones.
+pub const IPERF3_CANDIDATES: Candidates = [
+    SendPath {
+        call: SendCall::Sendfile,
+        chunk_bytes: 1 << 20,
+    },
+    SendPath {
+        call: SendCall::Write,
+        chunk_bytes: 4 << 20,
+    },
+    SendPath {
+        call: SendCall::Write,
+        chunk_bytes: 1 << 20,
+    },
+    SendPath {
+        call: SendCall::Write,
+        chunk_bytes: crate::traffic::spec::IPERF3_TCP_LENGTH as usize,
+    },
+];
+
+/// The candidates against the far end's receivers.
+pub fn candidates(iperf3_receivers: bool) -> &'static Candidates {
+    if iperf3_receivers {
+        &IPERF3_CANDIDATES
+    } else {
+        &CANDIDATES
+    }
+}
 
 /// How close to the fastest a cheaper candidate must be to win (measurement noise).
 pub const TIE: f64 = 0.03;
@@ -228,16 +269,17 @@ pub fn measured_seconds(total: std::time::Duration) -> f64 {
 /// The path to keep, and the trials that chose it, from the bytes and calls each candidate
 /// wrote in the measured parts of a calibration of `total`.
 pub fn decide(
+    candidates: &Candidates,
     measured: [(u64, u64); CANDIDATES.len()],
     total: std::time::Duration,
 ) -> (SendPath, Vec<Trial>) {
     let secs = measured_seconds(total);
-    let trials: Vec<Trial> = CANDIDATES
+    let trials: Vec<Trial> = candidates
         .iter()
         .zip(measured)
         .map(|(path, (bytes, calls))| Trial::of(*path, bytes, calls, secs))
         .collect();
-    let path = choose(&trials).map_or(CANDIDATES[0], |i| CANDIDATES[i]);
+    let path = choose(&trials).map_or(candidates[0], |i| candidates[i]);
     (path, trials)
 }
 
@@ -249,8 +291,10 @@ pub fn decide(
 /// only one of them.) The first stream past the calibration decides; a call another stream
 /// started in the last measured turn and has not finished is left out of the sums, and that
 /// turn is the cheapest candidate's, whose calls are short.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Pool {
+    /// The paths this test's senders choose among (`candidates`).
+    candidates: &'static Candidates,
     bytes: [AtomicU64; CANDIDATES.len()],
     calls: [AtomicU64; CANDIDATES.len()],
     decision: OnceLock<(SendPath, Vec<Trial>)>,
@@ -261,16 +305,40 @@ pub struct Pool {
     prior: Option<memory::Evidence>,
 }
 
+impl Default for Pool {
+    fn default() -> Pool {
+        Pool::new(&CANDIDATES)
+    }
+}
+
 impl Pool {
+    /// A pool of senders that choose among `candidates`, each test on its own.
+    pub fn new(candidates: &'static Candidates) -> Pool {
+        Pool {
+            candidates,
+            bytes: Default::default(),
+            calls: Default::default(),
+            decision: OnceLock::new(),
+            rechecks: Default::default(),
+            key: None,
+            prior: None,
+        }
+    }
+
     /// A pool that uses and adds to what this process remembers under `key` (`memory`): with
     /// a confident record, the record picks the path after the calibration and re-checks
     /// judge on the pooled evidence.
-    pub fn remembering(key: String) -> Pool {
+    pub fn remembering(candidates: &'static Candidates, key: String) -> Pool {
         Pool {
-            prior: memory::recall(&key),
+            prior: memory::recall(&key, candidates),
             key: Some(key),
-            ..Pool::default()
+            ..Pool::new(candidates)
         }
+    }
+
+    /// The paths this test's senders choose among.
+    pub fn candidates(&self) -> &'static Candidates {
+        self.candidates
     }
 
     /// The earlier tests whose re-checks chose this test's path, when the record decided.
@@ -331,7 +399,7 @@ impl Pool {
             match best {
                 Some(b) if measured.iter().all(|(_, calls)| *calls == 0) => (b, Vec::new()),
                 _ => {
-                    let (path, trials) = decide(measured, total);
+                    let (path, trials) = decide(self.candidates, measured, total);
                     (best.unwrap_or(path), trials)
                 }
             }
@@ -362,8 +430,8 @@ impl Pool {
                 })
                 .collect();
             let verdict = judge(k, paths, &measured);
-            let observed = if paths.len() == CANDIDATES.len() {
-                memory::Observation::of(&verdict.trials)
+            let observed = if paths.len() == self.candidates.len() {
+                memory::Observation::of(self.candidates, &verdict.trials)
             } else {
                 memory::Observation::of_pair(&verdict.trials)
             };
@@ -462,6 +530,7 @@ pub fn recheck_turn(since: std::time::Duration, full: bool) -> Option<(usize, us
 /// The paths re-check `k` tries, the kept one first: every candidate in the first (when `full`),
 /// the kept path and `runner_up` otherwise (none without a runner-up).
 pub fn paths_of(
+    candidates: &Candidates,
     k: usize,
     full: bool,
     kept: SendPath,
@@ -469,7 +538,7 @@ pub fn paths_of(
 ) -> Vec<SendPath> {
     if k == 0 && full {
         std::iter::once(kept)
-            .chain(CANDIDATES.into_iter().filter(|c| *c != kept))
+            .chain(candidates.iter().copied().filter(|c| *c != kept))
             .collect()
     } else {
         runner_up.map_or_else(Vec::new, |r| vec![kept, r])
@@ -653,7 +722,9 @@ mod tests {
                 ..Pool::default()
             };
             assert_eq!(pool.remembered_best(), None, "not yet confident");
-            ev.add(&memory::Observation::of(&trials(&[20e9, 25e9, 60e9, 45e9])).unwrap());
+            ev.add(
+                &memory::Observation::of(&CANDIDATES, &trials(&[20e9, 25e9, 60e9, 45e9])).unwrap(),
+            );
         }
         let pool = Pool {
             prior: Some(ev.clone()),
@@ -713,19 +784,19 @@ mod tests {
         assert_eq!(two(1010), None);
         assert_eq!(two(3110), Some((1, 1, true)));
         assert_eq!(
-            paths_of(0, false, kept_path(), Some(CANDIDATES[1])),
+            paths_of(&CANDIDATES, 0, false, kept_path(), Some(CANDIDATES[1])),
             [kept_path(), CANDIDATES[1]]
         );
         let kept = kept_path();
-        let all = paths_of(0, true, kept, None);
+        let all = paths_of(&CANDIDATES, 0, true, kept, None);
         assert_eq!(all.len(), CANDIDATES.len());
         assert_eq!(all[0], kept);
         assert!(CANDIDATES.iter().all(|c| all.contains(c)));
         assert_eq!(
-            paths_of(1, true, kept, Some(CANDIDATES[0])),
+            paths_of(&CANDIDATES, 1, true, kept, Some(CANDIDATES[0])),
             [kept, CANDIDATES[0]]
         );
-        assert!(paths_of(2, true, kept, None).is_empty());
+        assert!(paths_of(&CANDIDATES, 2, true, kept, None).is_empty());
     }
 
     #[test]
@@ -734,7 +805,7 @@ mod tests {
         let bytes = |gbit: f64| (gbit * 1e9 / 8.0 * secs) as u64;
         // Loopback, warm, -P 2 (2026-11-27): write 1 MiB 55 Gbit/s, write 4 MiB 44, sendfile
         // 1 MiB 42, sendfile 64 KiB 40; the young connection's calibration kept write 4 MiB.
-        let paths = paths_of(0, true, CANDIDATES[3], None);
+        let paths = paths_of(&CANDIDATES, 0, true, CANDIDATES[3], None);
         let rates = [44.0, 40.0, 42.0, 55.0];
         let measured: Vec<(u64, u64)> = rates.iter().map(|g| (bytes(*g), 100)).collect();
         let r = judge(0, &paths, &measured);
@@ -793,5 +864,36 @@ mod tests {
         assert_eq!(turn(Duration::ZERO, Duration::ZERO), None);
         // Each candidate: two turns of 40 ms, two thirds measured.
         assert!((measured_seconds(total) - 0.08 * 2.0 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn against_iperf3s_receivers_the_senders_try_its_block() {
+        assert_eq!(candidates(false), &CANDIDATES);
+        let c = candidates(true);
+        let block = SendPath {
+            call: SendCall::Write,
+            chunk_bytes: 128 << 10,
+        };
+        assert!(c.contains(&block) && !CANDIDATES.contains(&block));
+        // The path as given (sendfile of the 1 MiB default) is one of them, so a live choice
+        // that starts on it re-checks it against the rest.
+        let given = SendPath {
+            call: SendCall::Sendfile,
+            chunk_bytes: 1 << 20,
+        };
+        let all = paths_of(c, 0, true, given, None);
+        assert_eq!(all.len(), c.len());
+        assert_eq!(all[0], given);
+        assert!(c.iter().all(|p| all.contains(p)), "{all:?}");
+        // A pool calibrating among them keeps what they measured (the block here).
+        let pool = Pool::new(c);
+        let total = Duration::from_millis(300);
+        for (i, rate) in [20.0, 30.0, 34.0, 43.0].into_iter().enumerate() {
+            let bytes = rate * 1e9 / 8.0 * measured_seconds(total);
+            for _ in 0..10 {
+                pool.record(i, (bytes / 10.0) as u64);
+            }
+        }
+        assert_eq!(pool.decision(total).0, block);
     }
 }

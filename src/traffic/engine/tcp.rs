@@ -143,10 +143,8 @@ impl PathChooser {
             if let Some(best) = self.remembered {
                 return (best, Use::Calibrating(None));
             }
-            return (
-                sendpath::CANDIDATES[idx],
-                Use::Calibrating(measuring.then_some(idx)),
-            );
+            let candidates = self.pool.candidates();
+            return (candidates[idx], Use::Calibrating(measuring.then_some(idx)));
         }
         let kept = match self.chosen {
             Some(p) => p,
@@ -188,7 +186,13 @@ impl PathChooser {
         while let Some((_, e)) = sendpath::recheck_span(self.applied, self.first_full)
             && since >= e
         {
-            let paths = sendpath::paths_of(self.applied, self.first_full, kept, self.runner_up);
+            let paths = sendpath::paths_of(
+                self.pool.candidates(),
+                self.applied,
+                self.first_full,
+                kept,
+                self.runner_up,
+            );
             if fits(self.applied)
                 && !paths.is_empty()
                 && let Some(verdict) = self.pool.recheck(self.applied, &paths)
@@ -212,7 +216,10 @@ impl PathChooser {
         }
         match sendpath::recheck_turn(Duration::from_secs_f64(since), self.first_full) {
             Some((k, who, measuring)) if k == self.applied && fits(k) => {
-                match sendpath::paths_of(k, self.first_full, kept, self.runner_up).get(who) {
+                let candidates = self.pool.candidates();
+                match sendpath::paths_of(candidates, k, self.first_full, kept, self.runner_up)
+                    .get(who)
+                {
                     Some(path) => (*path, Use::Rechecking(k, who, measuring)),
                     None => (kept, Use::Kept),
                 }
@@ -290,10 +297,15 @@ pub(super) struct Sender<'a> {
 impl<'a> Sender<'a> {
     pub(super) fn new(ctx: &'a StreamCtx, sock: TcpStream) -> Sender<'a> {
         let source = ctx.source.clone().unwrap_or_else(|| {
+            let candidates = ctx
+                .send_pool
+                .as_ref()
+                .map_or(&sendpath::CANDIDATES, |p| p.candidates());
+            let chooses = !ctx.calibration.is_zero() || ctx.live_path_choice;
             Arc::new(SendSource::new(
                 ctx.length,
                 ctx.zerocopy,
-                !ctx.calibration.is_zero() || ctx.live_path_choice,
+                chooses.then_some(candidates),
                 ctx.repeating_payload,
             ))
         });

@@ -32,7 +32,7 @@
 //! a process remembers at all (`enable`); a process that never enables it, such as the library's
 //! tests, chooses as before from its own test alone.
 
-use super::{CANDIDATES, SendPath, Trial};
+use super::{CANDIDATES, Candidates, SendPath, Trial};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -56,9 +56,9 @@ pub struct Observation {
 }
 
 impl Observation {
-    /// The observation of `trials`, if every candidate was measured.
-    pub fn of(trials: &[Trial]) -> Option<Observation> {
-        let logs: Vec<(SendPath, f64)> = CANDIDATES
+    /// The observation of `trials`, if every one of `candidates` was measured.
+    pub fn of(candidates: &Candidates, trials: &[Trial]) -> Option<Observation> {
+        let logs: Vec<(SendPath, f64)> = candidates
             .iter()
             .map(|c| {
                 let t = trials.iter().find(|t| t.path == *c)?;
@@ -100,29 +100,47 @@ pub struct Record {
 /// their number. An observation of every candidate (the first re-check) adds to every pair; one
 /// of two (a later re-check: the kept path and its runner-up) adds to the pair that was in
 /// question.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Evidence {
+    /// The paths compared: an observation's other paths are left out.
+    candidates: &'static Candidates,
     sum: [[f64; CANDIDATES.len()]; CANDIDATES.len()],
     count: [[usize; CANDIDATES.len()]; CANDIDATES.len()],
     /// Observations since the newest of every candidate (`None` when there is none).
     since_full: Option<usize>,
 }
 
-fn index(p: SendPath) -> Option<usize> {
-    CANDIDATES.iter().position(|c| *c == p)
+impl Default for Evidence {
+    fn default() -> Evidence {
+        Evidence::new(&CANDIDATES)
+    }
 }
 
 impl Evidence {
-    pub fn of(observations: &[Observation]) -> Evidence {
-        let mut e = Evidence::default();
+    /// No evidence yet about `candidates`.
+    pub fn new(candidates: &'static Candidates) -> Evidence {
+        Evidence {
+            candidates,
+            sum: Default::default(),
+            count: Default::default(),
+            since_full: None,
+        }
+    }
+
+    pub fn of(candidates: &'static Candidates, observations: &[Observation]) -> Evidence {
+        let mut e = Evidence::new(candidates);
         for o in observations {
             e.add(o);
         }
         e
     }
 
+    fn index(&self, p: SendPath) -> Option<usize> {
+        self.candidates.iter().position(|c| *c == p)
+    }
+
     pub fn add(&mut self, o: &Observation) {
-        self.since_full = if o.paths.len() == CANDIDATES.len() {
+        self.since_full = if o.paths.len() == self.candidates.len() {
             Some(0)
         } else {
             self.since_full.map(|n| n + 1)
@@ -131,7 +149,7 @@ impl Evidence {
             .paths
             .iter()
             .filter(|(_, l)| l.is_finite())
-            .filter_map(|(p, l)| Some((index(*p)?, *l)))
+            .filter_map(|(p, l)| Some((self.index(*p)?, *l)))
             .collect();
         for &(a, la) in &known {
             for &(b, lb) in &known {
@@ -145,9 +163,9 @@ impl Evidence {
 
     /// How many tests compared every candidate with every other (the fewest of any pair).
     pub fn tests(&self) -> usize {
-        (0..CANDIDATES.len())
+        (0..self.candidates.len())
             .flat_map(|a| {
-                (0..CANDIDATES.len())
+                (0..self.candidates.len())
                     .filter(move |b| *b != a)
                     .map(move |b| (a, b))
             })
@@ -171,7 +189,7 @@ impl Evidence {
     /// `n` times its logarithm less their mean (the leads over the others sum to
     /// `(n - 1) l_c - sum of the others' l = n l_c`, the `l` summing to zero).
     fn score(&self, c: usize) -> f64 {
-        (0..CANDIDATES.len())
+        (0..self.candidates.len())
             .filter(|o| *o != c)
             .map(|o| self.lead(o, c).unwrap_or(0.0))
             .sum::<f64>()
@@ -184,13 +202,13 @@ impl Evidence {
         if !self.confident() {
             return None;
         }
-        let n = CANDIDATES.len() as f64;
-        let top = (0..CANDIDATES.len())
+        let n = self.candidates.len() as f64;
+        let top = (0..self.candidates.len())
             .map(|c| self.score(c))
             .fold(f64::NEG_INFINITY, f64::max);
-        (0..CANDIDATES.len())
+        (0..self.candidates.len())
             .find(|c| (top - self.score(*c)) / n <= (1.0 + POOLED_MARGIN).ln())
-            .map(|c| CANDIDATES[c])
+            .map(|c| self.candidates[c])
     }
 
     /// Whether a test may begin its re-checks with the kept path and the record's runner-up
@@ -205,17 +223,17 @@ impl Evidence {
 
     /// The path with the best score after `best`.
     pub fn runner_up(&self, best: SendPath) -> Option<SendPath> {
-        (0..CANDIDATES.len())
-            .filter(|c| CANDIDATES[*c] != best)
+        (0..self.candidates.len())
+            .filter(|c| self.candidates[*c] != best)
             .max_by(|a, b| self.score(*a).total_cmp(&self.score(*b)))
-            .map(|c| CANDIDATES[c])
+            .map(|c| self.candidates[c])
     }
 
     /// Whether `challenger` should replace `kept`, given this evidence and one more comparison
     /// of the two (`ln(challenger's rate / kept's rate)` in this test, if measured): the pooled
     /// mean of the pair's comparisons must exceed `POOLED_MARGIN`.
     pub fn prefers(&self, kept: SendPath, challenger: SendPath, this_test: Option<f64>) -> bool {
-        let (Some(k), Some(c)) = (index(kept), index(challenger)) else {
+        let (Some(k), Some(c)) = (self.index(kept), self.index(challenger)) else {
             return false;
         };
         let n = self.count[k][c];
@@ -256,22 +274,37 @@ impl Memory {
         }
     }
 
-    pub fn evidence(&self, key: &str) -> Evidence {
-        self.keys
-            .get(key)
-            .map_or_else(Evidence::default, |r| Evidence::of(&r.observations))
+    pub fn evidence(&self, key: &str, candidates: &'static Candidates) -> Evidence {
+        self.keys.get(key).map_or_else(
+            || Evidence::new(candidates),
+            |r| Evidence::of(candidates, &r.observations),
+        )
     }
 }
 
-/// The key of a test's senders: the peer, one stream or several, and the far end's receive mode
-/// (each ranks the paths its own way).
-pub fn key(peer: std::net::IpAddr, streams: usize, skip_rx_copy: bool) -> String {
-    format!(
-        "{} {} {}",
-        peer.to_canonical(),
-        if streams > 1 { "streams" } else { "stream" },
-        if skip_rx_copy { "skip-rx-copy" } else { "copy" }
-    )
+/// Who receives what a test's senders send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Receivers {
+    /// netsweep's, copying the data or not (`--skip-rx-copy`).
+    Netsweep { skip_rx_copy: bool },
+    /// iperf3's (netsweep's client against an iperf3 server).
+    Iperf3,
+}
+
+/// The key of a test's senders: the peer, the streams and the far end's receivers (each ranks
+/// the paths its own way). Against netsweep's receivers one stream or several; against
+/// iperf3's the number of streams, since there the best path moved with it (1 MiB writes best
+/// at one and two streams, iperf3's 128 KiB block at eight: `super::IPERF3_CANDIDATES`).
+pub fn key(peer: std::net::IpAddr, streams: usize, receivers: Receivers) -> String {
+    let peer = peer.to_canonical();
+    let several = if streams > 1 { "streams" } else { "stream" };
+    match receivers {
+        Receivers::Netsweep { skip_rx_copy } => format!(
+            "{peer} {several} {}",
+            if skip_rx_copy { "skip-rx-copy" } else { "copy" }
+        ),
+        Receivers::Iperf3 => format!("{peer} {streams} {several} iperf3"),
+    }
 }
 
 /// This process's memory, and what it learned that is not saved yet.
@@ -339,12 +372,13 @@ pub fn save_with<E>(
     Ok(())
 }
 
-/// The evidence of earlier tests under `key` (`None`: this process does not remember).
-pub fn recall(key: &str) -> Option<Evidence> {
+/// The evidence of earlier tests under `key` about `candidates` (`None`: this process does not
+/// remember).
+pub fn recall(key: &str, candidates: &'static Candidates) -> Option<Evidence> {
     PROCESS
         .lock()
         .ok()
-        .and_then(|p| p.as_ref().map(|p| p.memory.evidence(key)))
+        .and_then(|p| p.as_ref().map(|p| p.memory.evidence(key, candidates)))
 }
 
 /// Records one test's observation under `key`, if this process remembers.
@@ -409,12 +443,12 @@ mod tests {
             let tr = trials(rates);
             let single = super::super::choose(&tr).map(|i| CANDIDATES[i]);
             single_right += usize::from(single == Some(CANDIDATES[2]));
-            let ev = mem.evidence("k");
+            let ev = mem.evidence("k", &CANDIDATES);
             if let Some(best) = ev.best() {
                 pooled_decided += 1;
                 pooled_right += usize::from(best == CANDIDATES[2]);
             }
-            mem.learn("k", Observation::of(&tr).unwrap(), test);
+            mem.learn("k", Observation::of(&CANDIDATES, &tr).unwrap(), test);
         }
         assert!(single_right < 170, "one test alone: {single_right} of 200");
         assert_eq!(pooled_decided, 200 - CONFIDENT);
@@ -429,30 +463,33 @@ mod tests {
     #[test]
     fn a_confident_record_spares_the_slow_paths_but_measures_them_all_now_and_then() {
         let mut mem = Memory::default();
-        let full = Observation::of(&trials([30.0, 37.0, 43.0, 32.0])).unwrap();
+        let full = Observation::of(&CANDIDATES, &trials([30.0, 37.0, 43.0, 32.0])).unwrap();
         for i in 0..CONFIDENT as u64 {
-            assert!(!mem.evidence("k").pair_suffices());
+            assert!(!mem.evidence("k", &CANDIDATES).pair_suffices());
             mem.learn("k", full.clone(), i);
         }
-        let ev = mem.evidence("k");
+        let ev = mem.evidence("k", &CANDIDATES);
         assert!(ev.pair_suffices());
         assert_eq!(ev.best(), Some(CANDIDATES[2]));
         assert_eq!(ev.runner_up(CANDIDATES[2]), Some(CANDIDATES[1]));
         let t = trials([30.0, 37.0, 43.0, 32.0]);
         let pair = Observation::of_pair(&[t[2], t[1]]).unwrap();
         for i in 0..FULL_AFTER as u64 {
-            assert!(mem.evidence("k").pair_suffices(), "after {i} pairs");
+            assert!(
+                mem.evidence("k", &CANDIDATES).pair_suffices(),
+                "after {i} pairs"
+            );
             mem.learn("k", pair.clone(), 10 + i);
         }
-        assert!(!mem.evidence("k").pair_suffices());
+        assert!(!mem.evidence("k", &CANDIDATES).pair_suffices());
         mem.learn("k", full, 20);
-        assert!(mem.evidence("k").pair_suffices());
+        assert!(mem.evidence("k", &CANDIDATES).pair_suffices());
     }
 
     #[test]
     fn an_observation_cancels_the_tests_overall_speed() {
-        let slow = Observation::of(&trials([10.0, 20.0, 40.0, 20.0])).unwrap();
-        let fast = Observation::of(&trials([20.0, 40.0, 80.0, 40.0])).unwrap();
+        let slow = Observation::of(&CANDIDATES, &trials([10.0, 20.0, 40.0, 20.0])).unwrap();
+        let fast = Observation::of(&CANDIDATES, &trials([20.0, 40.0, 80.0, 40.0])).unwrap();
         for (a, b) in slow.paths.iter().zip(&fast.paths) {
             assert!((a.1 - b.1).abs() < 1e-12);
         }
@@ -461,22 +498,22 @@ mod tests {
         // One candidate unmeasured: no observation.
         let mut t = trials([1.0, 2.0, 3.0, 4.0]);
         t[3].bits_per_second = None;
-        assert_eq!(Observation::of(&t), None);
+        assert_eq!(Observation::of(&CANDIDATES, &t), None);
     }
 
     #[test]
     fn the_record_decides_only_when_confident_and_prefers_the_cheaper_on_a_tie() {
         let mut mem = Memory::default();
         for i in 0..CONFIDENT as u64 {
-            assert_eq!(mem.evidence("k").best(), None);
+            assert_eq!(mem.evidence("k", &CANDIDATES).best(), None);
             // sendfile 64K and write 1M within 1%: the cheaper wins.
             mem.learn(
                 "k",
-                Observation::of(&trials([40.0, 30.0, 40.3, 20.0])).unwrap(),
+                Observation::of(&CANDIDATES, &trials([40.0, 30.0, 40.3, 20.0])).unwrap(),
                 i,
             );
         }
-        let ev = mem.evidence("k");
+        let ev = mem.evidence("k", &CANDIDATES);
         assert_eq!(ev.tests(), CONFIDENT);
         assert_eq!(ev.best(), Some(CANDIDATES[0]));
         // One test's 6% for write 1M does not outweigh four tests' tie (pooled: 1.8%) ...
@@ -492,7 +529,7 @@ mod tests {
             pair[1].path = CANDIDATES[2];
             mem.learn("k", Observation::of_pair(&pair[..2]).unwrap(), 10 + i);
         }
-        let ev = mem.evidence("k");
+        let ev = mem.evidence("k", &CANDIDATES);
         assert_eq!(ev.tests(), CONFIDENT, "pairs alone compare not every path");
         assert!(ev.prefers(CANDIDATES[0], CANDIDATES[2], None));
         assert_eq!(ev.best(), Some(CANDIDATES[2]));
@@ -500,7 +537,7 @@ mod tests {
 
     #[test]
     fn a_memory_keeps_the_newest_observations_and_keys() {
-        let o = |r: f64| Observation::of(&trials([r, 1.0, 1.0, 1.0])).unwrap();
+        let o = |r: f64| Observation::of(&CANDIDATES, &trials([r, 1.0, 1.0, 1.0])).unwrap();
         let mut mem = Memory::default();
         for i in 0..(KEEP as u64 + 5) {
             mem.learn("k", o(1.0 + i as f64), i);
@@ -516,15 +553,51 @@ mod tests {
             !mem.keys.contains_key("k"),
             "the least recently used key goes first"
         );
+        let skipping = Receivers::Netsweep { skip_rx_copy: true };
         assert_eq!(
-            key("127.0.0.1".parse().unwrap(), 2, true),
+            key("127.0.0.1".parse().unwrap(), 2, skipping),
             "127.0.0.1 streams skip-rx-copy"
         );
         // A dual-stack server sees an IPv4 client as IPv4-mapped: the same peer.
+        let copying = Receivers::Netsweep {
+            skip_rx_copy: false,
+        };
         assert_eq!(
-            key("::ffff:127.0.0.1".parse().unwrap(), 1, false),
+            key("::ffff:127.0.0.1".parse().unwrap(), 1, copying),
             "127.0.0.1 stream copy"
         );
+        // Against iperf3's receivers each stream count has its own record.
+        let lo = "127.0.0.1".parse().unwrap();
+        assert_eq!(key(lo, 8, Receivers::Iperf3), "127.0.0.1 8 streams iperf3");
+        assert_eq!(key(lo, 1, Receivers::Iperf3), "127.0.0.1 1 stream iperf3");
+        assert_ne!(key(lo, 2, Receivers::Iperf3), key(lo, 2, copying));
+    }
+
+    #[test]
+    fn evidence_about_iperf3s_candidates_ranks_iperf3s_block() {
+        // Against iperf3's receivers with eight streams (the measurements of
+        // `IPERF3_CANDIDATES`): write 128 KiB ahead of write 1 MiB and sendfile 1 MiB.
+        let c = &super::super::IPERF3_CANDIDATES;
+        let rates = [26.0, 34.0, 36.0, 43.0];
+        let tr: Vec<Trial> = c
+            .iter()
+            .zip(rates)
+            .map(|(p, r)| Trial {
+                path: *p,
+                bits_per_second: Some(r),
+                calls: 100,
+            })
+            .collect();
+        let mut mem = Memory::default();
+        for t in 0..CONFIDENT as u64 {
+            mem.learn("k", Observation::of(c, &tr).unwrap(), t);
+        }
+        let ev = mem.evidence("k", c);
+        assert_eq!(ev.best(), Some(c[3]));
+        assert_eq!(ev.runner_up(c[3]), Some(c[2]));
+        // The same record read for netsweep's candidates knows nothing of the block's path.
+        assert!(Observation::of(&CANDIDATES, &tr).is_none());
+        assert_eq!(mem.evidence("k", &CANDIDATES).best(), None);
     }
 
     #[test]
