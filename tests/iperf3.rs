@@ -479,6 +479,44 @@ fn fake_iperf3_server(reply: Vec<u8>) -> SocketAddr {
     addr
 }
 
+/// A fake iperf3 server that asks for the parameters, hands them back, and closes.
+fn params_of_client(args: &[&str]) -> Value {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port().to_string();
+    let server = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().expect("the client connects");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut cookie = [0u8; wire::COOKIE_LEN];
+        s.read_exact(&mut cookie).expect("cookie");
+        netsweep::traffic::iperf3::control::write_state(&mut s, State::ParamExchange).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let params =
+            netsweep::traffic::iperf3::control::read_json(&mut s, wire::MAX_PARAMS_BYTES, deadline)
+                .expect("parameters");
+        Value::Object(params)
+    });
+    let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["client", "127.0.0.1", "-p", &port, "--iperf3", "-t", "1"])
+        .args(args)
+        .output()
+        .expect("netsweep runs");
+    assert!(
+        !out.status.success(),
+        "the fake server closes after the parameters"
+    );
+    server.join().expect("the fake server read the parameters")
+}
+
+#[test]
+fn the_client_asks_an_iperf3_server_for_sendfile_with_z_as_iperf3_does() {
+    let z = params_of_client(&["-R", "-Z"]);
+    assert_eq!(z["zerocopy"], serde_json::json!(1), "{z}");
+    assert_eq!(z["reverse"], serde_json::json!(true), "{z}");
+    // netsweep sends with sendfile where fastest by default; only -Z asks it of the server.
+    let plain = params_of_client(&["-R"]);
+    assert!(plain.get("zerocopy").is_none(), "{plain}");
+}
+
 #[test]
 fn server_errors_and_hostile_servers_end_the_client_with_words() {
     let busy = fake_iperf3_server(vec![State::AccessDenied.byte()]);

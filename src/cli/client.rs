@@ -418,9 +418,11 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         }
         cfg.rcv_timeout = rates::rcv_timeout(a.ip.rcv_timeout)?;
         if a.zerocopy_flag {
+            cfg.far_zerocopy = true;
             cfg.notes.push(
                 "-Z: accepted; netsweep calibrates its send path and uses zero-copy sendfile(2) \
-                 where it is the fastest here (--no-zerocopy or -l fix the path)"
+                 where it is the fastest here (--no-zerocopy or -l fix the path); an iperf3 \
+                 server that sends (-R, --bidir) is asked to use sendfile(2), as by iperf3 -Z"
                     .into(),
             );
         }

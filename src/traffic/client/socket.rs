@@ -49,6 +49,10 @@ pub struct ClientConfig {
     pub cport: Option<u16>,
     /// `-m`/`--mptcp`: data connections are MPTCP (the kernel's `net.mptcp.enabled`).
     pub mptcp: bool,
+    /// `-Z`: an iperf3 server that sends (`-R`, `--bidir`) is asked to send with sendfile(2),
+    /// as iperf3's client asks it (the `zerocopy` parameter). This end's senders choose their
+    /// own path either way.
+    pub far_zerocopy: bool,
     /// `--get-server-output`: keep the far end's own account of the test in the result.
     pub server_output: bool,
     /// What the command line's conversion chose for the user and should tell them at the start
@@ -76,6 +80,7 @@ impl ClientConfig {
             connect_timeout: Duration::from_secs(5),
             cport: None,
             mptcp: false,
+            far_zerocopy: false,
             server_output: false,
             notes: Vec::new(),
             auth: None,

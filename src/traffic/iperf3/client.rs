@@ -175,6 +175,7 @@ fn run_on(
     spec.validate().map_err(|e| TestError::new(e.to_string()))?;
     let mut params = params_for(&spec).map_err(TestError::new)?;
     params.mptcp = cfg.mptcp;
+    params.zerocopy = cfg.far_zerocopy;
     // Asked for by the user, it is asked for whatever the test's size.
     params.get_server_output |= cfg.server_output;
     let server = cfg.server;
