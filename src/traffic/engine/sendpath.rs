@@ -50,7 +50,8 @@
 //!
 //! # Calibration
 //! A sender with `TestSpec::calibration` > 0 first warms up (`WARMUP_SHARE` of it, measured for
-//! no candidate), then gives each of `CANDIDATES` two turns, in the
+//! no candidate), then gives each candidate two turns (`CANDIDATES`; against iperf3's
+//! receivers, whose senders choose while the test runs instead, `IPERF3_CANDIDATES`), in the
 //! mirrored order of `ORDER` (so a drift over the calibration, such as the receiver's buffer
 //! still growing, favours no candidate), counts what it writes in the last two thirds of each
 //! turn (the first third refills the socket buffer after the switch), and keeps the fastest. A candidate within `TIE` of the fastest
@@ -154,9 +155,10 @@ pub const CANDIDATES: Candidates = [
 /// carried 42-44 where write 1 MiB carried 36 and sendfile 1 MiB 26, and iperf3's own client
 /// 43-44; with one and two streams 1 MiB writes carried 1.4-1.6x 128 KiB ones. So the block is
 /// a candidate and the senders choose while the test runs (`TestSpec::live_path_choice`),
-/// remembered per stream count (`memory::key`); sendfile 64 KiB, which lost to the others at
-/// every stream count against these receivers, gives it its place. Cheapest first: the block's
-/// writes make eight times the calls of 1 MiB ones.
+/// remembered per stream count (`memory::key`). Sendfile 64 KiB gives it its place: in the
+/// previous build's record of the same warm-up tests it came last in all four full re-checks
+/// at two streams and behind write 4 MiB in three of four at one stream. Cheapest first: the
+/// block's writes make eight times the calls of 1 MiB ones.
 pub const IPERF3_CANDIDATES: Candidates = [
     SendPath {
         call: SendCall::Sendfile,

@@ -411,7 +411,11 @@ mod tests {
     use super::*;
 
     fn trials(rates: [f64; 4]) -> Vec<Trial> {
-        CANDIDATES
+        trials_of(&CANDIDATES, rates)
+    }
+
+    fn trials_of(candidates: &Candidates, rates: [f64; 4]) -> Vec<Trial> {
+        candidates
             .iter()
             .zip(rates)
             .map(|(p, r)| Trial {
@@ -578,16 +582,7 @@ mod tests {
         // Against iperf3's receivers with eight streams (the measurements of
         // `IPERF3_CANDIDATES`): write 128 KiB ahead of write 1 MiB and sendfile 1 MiB.
         let c = &super::super::IPERF3_CANDIDATES;
-        let rates = [26.0, 34.0, 36.0, 43.0];
-        let tr: Vec<Trial> = c
-            .iter()
-            .zip(rates)
-            .map(|(p, r)| Trial {
-                path: *p,
-                bits_per_second: Some(r),
-                calls: 100,
-            })
-            .collect();
+        let tr = trials_of(c, [26.0, 34.0, 36.0, 43.0]);
         let mut mem = Memory::default();
         for t in 0..CONFIDENT as u64 {
             mem.learn("k", Observation::of(c, &tr).unwrap(), t);
