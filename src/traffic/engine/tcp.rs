@@ -255,7 +255,7 @@ fn send_once(
     path: SendPath,
     chunk: usize,
 ) -> std::io::Result<usize> {
-    let buf = &source.bytes;
+    let buf = source.write_part();
     match (path.call, source.file(path.chunk_bytes)) {
         // Zero-copy: the kernel references these pages instead of copying every write.
         (SendCall::Sendfile, Some((len, f))) => {
