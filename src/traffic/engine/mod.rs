@@ -197,8 +197,8 @@ pub struct SendSource {
 /// 6 interleaved rounds of 5 s, medians, Gbit/s and CPU-seconds per GB of both ends): eight
 /// streams on their default path 76.41 (0.212) against 67.04 (0.240) writing from the whole
 /// buffer, more in each of the six rounds; `-l 4M --no-zerocopy` 73.34 (0.209) against 63.11
-/// (0.239); one stream fixed on write 4 MiB 36.45 (0.280) against 33.07 (0.305), more in five
-/// rounds of six; one and two streams on their default paths the same within the noise. A
+/// (0.239); one stream fixed on write 4 MiB 36.45 (0.280) against 33.07 (0.305); both more in
+/// four rounds of six; one and two streams on their default paths the same within the noise. A
 /// profile of eight streams had the write's copy (`_copy_from_iter`) at 32% of both CPUs' time.
 /// The stream's bytes then repeat every 64 KiB, as iperf3's repeat its 128 KiB block and
 /// sendfile's its file; with `--repeating-payload` the pattern restarts at every block as
