@@ -484,7 +484,19 @@ fn params_of_client(args: &[&str]) -> Value {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let port = l.local_addr().unwrap().port().to_string();
     let server = std::thread::spawn(move || {
-        let (mut s, _) = l.accept().expect("the client connects");
+        // Bounded: a client that never connects fails the test instead of hanging it.
+        l.set_nonblocking(true).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let mut s = loop {
+            match l.accept() {
+                Ok((s, _)) => break s,
+                Err(_) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                Err(e) => panic!("the client did not connect: {e}"),
+            }
+        };
+        s.set_nonblocking(false).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut cookie = [0u8; wire::COOKIE_LEN];
         s.read_exact(&mut cookie).expect("cookie");
