@@ -227,8 +227,16 @@ pub fn start_streams(
         .collect();
     let tcp = spec.protocol == Protocol::Tcp;
     let calibrate = spec.chooses_send_path();
-    // The paths the senders choose among: against iperf3's receivers, iperf3's block too.
-    let candidates = engine::sendpath::candidates(wire.eager_receivers);
+    // Who receives: the paths the senders choose among (against iperf3's receivers, iperf3's
+    // block too) and the host's record of them follow it.
+    let receivers = if wire.eager_receivers {
+        engine::sendpath::memory::Receivers::Iperf3
+    } else {
+        engine::sendpath::memory::Receivers::Netsweep {
+            skip_rx_copy: spec.skip_rx_copy,
+        }
+    };
+    let candidates = engine::sendpath::candidates(receivers);
     let source = (tcp && roles.contains(&Role::Sender)).then(|| {
         Arc::new(engine::SendSource::new(
             spec.length_bytes as usize,
@@ -246,13 +254,6 @@ pub fn start_streams(
         StreamSocket::Udp(_) => None,
     });
     let send_pool = source.as_ref().map(|_| {
-        let receivers = if wire.eager_receivers {
-            engine::sendpath::memory::Receivers::Iperf3
-        } else {
-            engine::sendpath::memory::Receivers::Netsweep {
-                skip_rx_copy: spec.skip_rx_copy,
-            }
-        };
         Arc::new(match peer {
             Some(p) => engine::sendpath::Pool::remembering(
                 candidates,

@@ -179,11 +179,10 @@ pub const IPERF3_CANDIDATES: Candidates = [
 ];
 
 /// The candidates against the far end's receivers.
-pub fn candidates(iperf3_receivers: bool) -> &'static Candidates {
-    if iperf3_receivers {
-        &IPERF3_CANDIDATES
-    } else {
-        &CANDIDATES
+pub fn candidates(receivers: memory::Receivers) -> &'static Candidates {
+    match receivers {
+        memory::Receivers::Iperf3 => &IPERF3_CANDIDATES,
+        memory::Receivers::Netsweep { .. } => &CANDIDATES,
     }
 }
 
@@ -870,8 +869,9 @@ mod tests {
 
     #[test]
     fn against_iperf3s_receivers_the_senders_try_its_block() {
-        assert_eq!(candidates(false), &CANDIDATES);
-        let c = candidates(true);
+        let netsweep = memory::Receivers::Netsweep { skip_rx_copy: true };
+        assert_eq!(candidates(netsweep), &CANDIDATES);
+        let c = candidates(memory::Receivers::Iperf3);
         let block = SendPath {
             call: SendCall::Write,
             chunk_bytes: 128 << 10,
