@@ -127,7 +127,47 @@ fn low_water_line(start: &crate::traffic::result::StartInfo) -> Option<String> {
 
 /// How the senders sent, and the calibration that chose it (TCP).
 fn send_path_line(result: &TestResult) -> Option<String> {
+    let mut line = first_send_path_line(result)?;
+    if let Some(o) = &result.start.other_send {
+        let (senders, record, peer) = senders_of(Some(o.flow));
+        let how = match (o.remembered_tests, o.chosen) {
+            (Some(n), _) => {
+                format!("chosen by {record} record of the re-checks of {n} earlier tests to {peer}")
+            }
+            (None, true) => "calibrated at their end".to_string(),
+            (None, false) => "as given".to_string(),
+        };
+        let _ = writeln!(
+            line,
+            "Send path, {}{senders}: {} in {} per call, {how}",
+            direction(o.flow),
+            o.send_path,
+            Bytes(o.chunk_bytes)
+        );
+    }
+    Some(line)
+}
+
+fn direction(flow: Flow) -> &'static str {
+    match flow {
+        Flow::ClientToServer => "client to server",
+        Flow::ServerToClient => "server to client",
+    }
+}
+
+/// Whose senders a send path line describes, seen from the client that prints it: the words
+/// after "Send path", whose record chose, and the record's peer.
+fn senders_of(flow: Option<Flow>) -> (&'static str, &'static str, &'static str) {
+    match flow {
+        None | Some(Flow::ClientToServer) => ("", "this host's", "this peer"),
+        Some(Flow::ServerToClient) => (" (the server's senders)", "the server's", "this client"),
+    }
+}
+
+/// The send path of the first stream's direction.
+fn first_send_path_line(result: &TestResult) -> Option<String> {
     let (path, chunk) = (result.start.send_path.as_ref()?, result.start.chunk_bytes?);
+    let (senders, record_owner, peer) = senders_of(result.start.send_flow);
     // Chosen live (against an iperf3 server): no calibration, yet re-checked.
     let live = result.spec.calibration.is_zero() && result.spec.live_path_choice;
     let how = if result.spec.calibration.is_zero() && !result.spec.live_path_choice {
@@ -165,7 +205,7 @@ fn send_path_line(result: &TestResult) -> Option<String> {
                 format!("not this test's {calibrated}")
             };
             format!(
-                "this host's record of the re-checks of {n} earlier tests to this peer ({instead})"
+                "{record_owner} record of the re-checks of {n} earlier tests to {peer} ({instead})"
             )
         });
         // A live choice (against an iperf3 server) starts on the record's pick or as given.
@@ -212,8 +252,13 @@ fn send_path_line(result: &TestResult) -> Option<String> {
             )
         }
     };
+    // Under `--bidir` each direction's line names its direction.
+    let which = match (&result.start.other_send, result.start.send_flow) {
+        (Some(_), Some(flow)) => format!(", {}", direction(flow)),
+        _ => String::new(),
+    };
     Some(format!(
-        "Send path: {path} in {} per call, {how}\n",
+        "Send path{which}{senders}: {path} in {} per call, {how}\n",
         Bytes(chunk)
     ))
 }
@@ -780,6 +825,65 @@ mod tests {
         );
         r.spec.calibration = std::time::Duration::ZERO;
         assert!(send_path_line(&r).unwrap().ends_with("as given\n"));
+    }
+
+    #[test]
+    fn the_send_path_lines_name_the_servers_senders_and_each_direction_of_bidir() {
+        use crate::traffic::result::{CpuResult, OtherSend};
+        use crate::traffic::spec::TestSpec;
+        let mut spec = TestSpec::tcp(std::time::Duration::from_secs(5));
+        spec.calibration = std::time::Duration::from_millis(300);
+        let start = StartInfo {
+            send_path: Some("write".into()),
+            chunk_bytes: Some(1 << 20),
+            send_path_remembered_tests: Some(6),
+            send_flow: Some(Flow::ServerToClient),
+            ..StartInfo::default()
+        };
+        let mut r = crate::traffic::result::build(&spec, start, &[], CpuResult::default(), None);
+        // -R: the server's senders, chosen by the server's record.
+        let line = send_path_line(&r).unwrap();
+        assert!(
+            line.starts_with("Send path (the server's senders): write in 1.00 MBytes"),
+            "{line}"
+        );
+        assert!(
+            line.contains("the server's record of the re-checks of 6 earlier tests to this client"),
+            "{line}"
+        );
+        assert!(!line.contains("this host"), "{line}");
+        // --bidir: a line for each direction, each naming it.
+        r.start.send_flow = Some(Flow::ClientToServer);
+        r.start.other_send = Some(OtherSend {
+            flow: Flow::ServerToClient,
+            send_path: "sendfile".into(),
+            chunk_bytes: 64 << 10,
+            chosen: true,
+            remembered_tests: None,
+        });
+        let text = send_path_line(&r).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].starts_with("Send path, client to server: write in 1.00 MBytes"),
+            "{text}"
+        );
+        assert!(lines[0].contains("this host's record"), "{text}");
+        assert_eq!(
+            lines[1],
+            "Send path, server to client (the server's senders): sendfile in 64.0 KBytes per \
+             call, calibrated at their end"
+        );
+        let given = OtherSend {
+            chosen: false,
+            ..r.start.other_send.clone().unwrap()
+        };
+        r.start.other_send = Some(given);
+        assert!(
+            send_path_line(&r)
+                .unwrap()
+                .ends_with("per call, as given\n")
+        );
     }
 
     #[test]

@@ -208,6 +208,13 @@ pub struct StartInfo {
     pub send_call_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_streams: Option<u64>,
+    /// Whose senders `send_path` and the fields after it describe: the first stream's
+    /// direction (under `-R` the server's senders, chosen by the server's record).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_flow: Option<Flow>,
+    /// Under `--bidir`, the senders of the other direction (their end chose on its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_send: Option<OtherSend>,
     /// TCP: the receivers of that direction: their reads that returned data (so bytes per read
     /// can be computed), and the largest low-water mark (`SO_RCVLOWAT`) any of them set to
     /// batch its reads (`engine::lowater`; 1 is the kernel's default, FreeBSD keeps it).
@@ -228,6 +235,19 @@ pub struct StartInfo {
     /// `congestion_used`; a netsweep server's is in `server_sockets`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_congestion: Option<String>,
+}
+
+/// How the senders of a `--bidir` test's other direction sent (`StartInfo::other_send`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OtherSend {
+    pub flow: Flow,
+    pub send_path: String,
+    pub chunk_bytes: u64,
+    /// Whether their end calibrated (or re-checked) rather than sending as given.
+    pub chosen: bool,
+    /// When their end's record of earlier tests chose the path: how many tests it rests on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remembered_tests: Option<u64>,
 }
 
 /// The result of one test.

@@ -2,7 +2,7 @@
 //! send path the senders kept and their calls, how the receivers received (copy or not), and
 //! how they batched their reads.
 
-use super::{StartInfo, StreamPair, saturating_sum};
+use super::{OtherSend, StartInfo, StreamPair, saturating_sum};
 use crate::traffic::engine::sendpath::SendReport;
 use crate::traffic::measure::ReceiveReport;
 use crate::traffic::spec::TestSpec;
@@ -30,7 +30,25 @@ pub(super) fn describe(start: &mut StartInfo, spec: &TestSpec, pairs: &[StreamPa
         start.send_calls = Some(same.iter().map(|s| s.calls).sum());
         start.send_call_bytes = Some(same.iter().map(|s| s.bytes).sum());
         start.send_streams = Some(same.len() as u64);
+        start.send_flow = Some(first.flow);
     }
+    // Under `--bidir` the other direction's senders are the other end's, with their own choice.
+    start.other_send = pairs
+        .iter()
+        .filter(|p| Some(p.flow) != first_flow)
+        .find_map(|p| {
+            let send = p.sender.send.as_ref()?;
+            let path = send.path?;
+            Some(OtherSend {
+                flow: p.flow,
+                send_path: path.call.name().to_string(),
+                chunk_bytes: path.chunk_bytes as u64,
+                chosen: !send.trials.is_empty()
+                    || !send.rechecks.is_empty()
+                    || send.remembered_tests.is_some(),
+                remembered_tests: send.remembered_tests,
+            })
+        });
     let skipped =
         first_direction().count() > 0 && first_direction().all(|p| p.receiver.skipped_rx_copy);
     start.receive_mode = Some(
