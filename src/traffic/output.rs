@@ -134,7 +134,7 @@ fn send_path_line(result: &TestResult) -> Option<String> {
             (Some(n), _) => {
                 format!("chosen by {record} record of the re-checks of {n} earlier tests to {peer}")
             }
-            (None, true) => "calibrated at their end".to_string(),
+            (None, true) => "calibrated".to_string(),
             (None, false) => "as given".to_string(),
         };
         let _ = writeln!(
@@ -788,20 +788,26 @@ mod tests {
         assert!(line.contains("D-SACK") && line.ends_with(".\n"), "{line}");
     }
 
-    #[test]
-    fn the_send_path_line_says_whether_it_was_given_calibrated_or_the_records_from_the_start() {
-        use crate::traffic::engine::sendpath::Trial;
+    /// A 5 s TCP result with a 0.3 s calibration whose senders wrote 1 MiB per call on the
+    /// pick of a record of 6 tests, sending in `flow`.
+    fn result_sent_on_the_records_pick(flow: Option<Flow>) -> TestResult {
         use crate::traffic::result::CpuResult;
-        use crate::traffic::spec::TestSpec;
         let mut spec = TestSpec::tcp(std::time::Duration::from_secs(5));
         spec.calibration = std::time::Duration::from_millis(300);
         let start = StartInfo {
             send_path: Some("write".into()),
             chunk_bytes: Some(1 << 20),
             send_path_remembered_tests: Some(6),
+            send_flow: flow,
             ..StartInfo::default()
         };
-        let mut r = crate::traffic::result::build(&spec, start, &[], CpuResult::default(), None);
+        crate::traffic::result::build(&spec, start, &[], CpuResult::default(), None)
+    }
+
+    #[test]
+    fn the_send_path_line_says_whether_it_was_given_calibrated_or_the_records_from_the_start() {
+        use crate::traffic::engine::sendpath::Trial;
+        let mut r = result_sent_on_the_records_pick(None);
         let line = send_path_line(&r).unwrap();
         assert!(
             line.contains(
@@ -829,18 +835,8 @@ mod tests {
 
     #[test]
     fn the_send_path_lines_name_the_servers_senders_and_each_direction_of_bidir() {
-        use crate::traffic::result::{CpuResult, OtherSend};
-        use crate::traffic::spec::TestSpec;
-        let mut spec = TestSpec::tcp(std::time::Duration::from_secs(5));
-        spec.calibration = std::time::Duration::from_millis(300);
-        let start = StartInfo {
-            send_path: Some("write".into()),
-            chunk_bytes: Some(1 << 20),
-            send_path_remembered_tests: Some(6),
-            send_flow: Some(Flow::ServerToClient),
-            ..StartInfo::default()
-        };
-        let mut r = crate::traffic::result::build(&spec, start, &[], CpuResult::default(), None);
+        use crate::traffic::result::OtherSend;
+        let mut r = result_sent_on_the_records_pick(Some(Flow::ServerToClient));
         // -R: the server's senders, chosen by the server's record.
         let line = send_path_line(&r).unwrap();
         assert!(
@@ -872,7 +868,7 @@ mod tests {
         assert_eq!(
             lines[1],
             "Send path, server to client (the server's senders): sendfile in 64.0 KBytes per \
-             call, calibrated at their end"
+             call, calibrated"
         );
         let given = OtherSend {
             chosen: false,
