@@ -80,7 +80,7 @@ fn tcp_reverse_brings_the_servers_tcp_info_back() {
     assert_eq!(r.directions.len(), 1);
     assert_eq!(r.directions[0].flow, Flow::ServerToClient);
     // The send path reported is the server's senders', and said to be.
-    assert_eq!(r.start.send_flow, Some(Flow::ServerToClient));
+    assert_eq!(r.start.first_flow, Some(Flow::ServerToClient));
     assert!(r.start.other_send.is_none(), "{:?}", r.start.other_send);
     assert!(
         r.intervals.iter().all(|i| i.total.rtt_us.unwrap_or(0) > 0),
@@ -106,7 +106,7 @@ fn tcp_bidir_and_parallel_run_every_stream() {
     }
     assert!(r.intervals.iter().all(|i| i.streams.len() == 4));
     // Each direction's senders chose their own path: both are reported, each with its flow.
-    let first = r.start.send_flow.expect("the first direction's send path");
+    let first = r.start.first_flow.expect("the first direction's send path");
     let other = r
         .start
         .other_send

@@ -119,8 +119,13 @@ fn low_water_line(start: &crate::traffic::result::StartInfo) -> Option<String> {
         .filter(|(name, _)| tried_nap || *name != "napping")
         .map(|(name, bytes)| format!("{:.2}x what they carried {name}", ratio(carried, *bytes)))
         .collect();
+    // Under `--bidir` the line is the first direction's receivers', and says so.
+    let which = match (&start.other_send, start.first_flow) {
+        (Some(_), Some(flow)) => format!(", {}{}", direction(flow), receivers_of(flow)),
+        _ => String::new(),
+    };
     Some(format!(
-        "Reads: {kept}; in the receivers' probe they carried {}.\n",
+        "Reads{which}: {kept}; in the receivers' probe they carried {}.\n",
         compared.join(" and ")
     ))
 }
@@ -155,6 +160,14 @@ fn direction(flow: Flow) -> &'static str {
     }
 }
 
+/// Whose receivers a direction has, seen from the client.
+fn receivers_of(flow: Flow) -> &'static str {
+    match flow {
+        Flow::ClientToServer => " (the server's receivers)",
+        Flow::ServerToClient => " (this end's receivers)",
+    }
+}
+
 /// Whose senders a send path line describes, seen from the client that prints it: the words
 /// after "Send path", whose record chose, and the record's peer.
 fn senders_of(flow: Option<Flow>) -> (&'static str, &'static str, &'static str) {
@@ -167,7 +180,7 @@ fn senders_of(flow: Option<Flow>) -> (&'static str, &'static str, &'static str) 
 /// The send path of the first stream's direction.
 fn first_send_path_line(result: &TestResult) -> Option<String> {
     let (path, chunk) = (result.start.send_path.as_ref()?, result.start.chunk_bytes?);
-    let (senders, record_owner, peer) = senders_of(result.start.send_flow);
+    let (senders, record_owner, peer) = senders_of(result.start.first_flow);
     // Chosen live (against an iperf3 server): no calibration, yet re-checked.
     let live = result.spec.calibration.is_zero() && result.spec.live_path_choice;
     let how = if result.spec.calibration.is_zero() && !result.spec.live_path_choice {
@@ -253,7 +266,7 @@ fn first_send_path_line(result: &TestResult) -> Option<String> {
         }
     };
     // Under `--bidir` each direction's line names its direction.
-    let which = match (&result.start.other_send, result.start.send_flow) {
+    let which = match (&result.start.other_send, result.start.first_flow) {
         (Some(_), Some(flow)) => format!(", {}", direction(flow)),
         _ => String::new(),
     };
@@ -798,7 +811,7 @@ mod tests {
             send_path: Some("write".into()),
             chunk_bytes: Some(1 << 20),
             send_path_remembered_tests: Some(6),
-            send_flow: flow,
+            first_flow: flow,
             ..StartInfo::default()
         };
         crate::traffic::result::build(&spec, start, &[], CpuResult::default(), None)
@@ -849,7 +862,7 @@ mod tests {
         );
         assert!(!line.contains("this host"), "{line}");
         // --bidir: a line for each direction, each naming it.
-        r.start.send_flow = Some(Flow::ClientToServer);
+        r.start.first_flow = Some(Flow::ClientToServer);
         r.start.other_send = Some(OtherSend {
             flow: Flow::ServerToClient,
             send_path: "sendfile".into(),
@@ -865,6 +878,24 @@ mod tests {
             "{text}"
         );
         assert!(lines[0].contains("this host's record"), "{text}");
+        // The reads line is the first direction's receivers', and says so under --bidir.
+        r.start.receive_low_water_bytes = Some(4 << 20);
+        r.start.receive_low_water_probe = Some(LowWaterProbe {
+            marked_bytes: 300,
+            unmarked_bytes: 200,
+            napped_bytes: 250,
+            kept_mark: true,
+            napped: false,
+        });
+        let reads = low_water_line(&r.start).unwrap();
+        assert!(
+            reads.starts_with(
+                "Reads, client to server (the server's receivers): batched (low-water mark up to \
+                 4.00 MBytes); in the receivers' probe they carried 1.50x what they carried \
+                 without it and 1.20x what they carried napping."
+            ),
+            "{reads}"
+        );
         assert_eq!(
             lines[1],
             "Send path, server to client (the server's senders): sendfile in 64.0 KBytes per \
@@ -875,6 +906,14 @@ mod tests {
             ..r.start.other_send.clone().unwrap()
         };
         r.start.other_send = Some(given);
+        let other = r.start.other_send.take();
+        assert!(
+            low_water_line(&r.start)
+                .unwrap()
+                .starts_with("Reads: batched"),
+            "no label without --bidir"
+        );
+        r.start.other_send = other;
         assert!(
             send_path_line(&r)
                 .unwrap()

@@ -208,10 +208,11 @@ pub struct StartInfo {
     pub send_call_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_streams: Option<u64>,
-    /// Whose senders `send_path` and the fields after it describe: the first stream's
-    /// direction (under `-R` the server's senders, chosen by the server's record).
+    /// The direction whose senders and receivers `send_path`, `receive_mode` and the
+    /// `receive_*` fields describe: the first stream's (under `-R` the server's senders,
+    /// chosen by the server's record, and this end's receivers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub send_flow: Option<Flow>,
+    pub first_flow: Option<Flow>,
     /// Under `--bidir`, the senders of the other direction (their end chose on its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_send: Option<OtherSend>,

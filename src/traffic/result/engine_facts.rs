@@ -12,6 +12,9 @@ pub(super) fn describe(start: &mut StartInfo, spec: &TestSpec, pairs: &[StreamPa
     // `start` describes the streams of the first direction.
     let first_flow = pairs.first().map(|p| p.flow);
     let first_direction = || pairs.iter().filter(|p| Some(p.flow) == first_flow);
+    if first_flow.is_some() {
+        start.first_flow = first_flow;
+    }
     if let Some(first) = pairs.first()
         && let Some(send) = first.sender.send.as_ref()
         && let Some(path) = send.path
@@ -30,10 +33,9 @@ pub(super) fn describe(start: &mut StartInfo, spec: &TestSpec, pairs: &[StreamPa
         start.send_calls = Some(same.iter().map(|s| s.calls).sum());
         start.send_call_bytes = Some(same.iter().map(|s| s.bytes).sum());
         start.send_streams = Some(same.len() as u64);
-        start.send_flow = Some(first.flow);
     }
     // Under `--bidir` the other direction's senders are the other end's, with their own choice.
-    start.other_send = pairs
+    if let Some(other) = pairs
         .iter()
         .filter(|p| Some(p.flow) != first_flow)
         .find_map(|p| {
@@ -48,7 +50,10 @@ pub(super) fn describe(start: &mut StartInfo, spec: &TestSpec, pairs: &[StreamPa
                     || send.remembered_tests.is_some(),
                 remembered_tests: send.remembered_tests,
             })
-        });
+        })
+    {
+        start.other_send = Some(other);
+    }
     let skipped =
         first_direction().count() > 0 && first_direction().all(|p| p.receiver.skipped_rx_copy);
     start.receive_mode = Some(
