@@ -95,7 +95,7 @@ fn tcp_bidir_and_parallel_run_every_stream() {
     let spec = TestSpec {
         direction: Direction::Bidir,
         streams: 2,
-        ..tcp(1.0)
+        ..tcp(2.0)
     };
     let r = server.run(&spec).expect("test");
     check_invariants(&r);
@@ -118,6 +118,12 @@ fn tcp_bidir_and_parallel_run_every_stream() {
         ["write", "sendfile"].contains(&other.send_path.as_str()),
         "{other:?}"
     );
+    // Each end's receivers probed their batching (where receivers batch; the probe ends
+    // about 0.9 s into the grid): both outcomes are reported.
+    if netsweep::traffic::engine::lowater::ENABLED {
+        assert!(r.start.receive_low_water_probe.is_some(), "{:?}", r.start);
+        assert!(r.start.other_low_water_probe.is_some(), "{:?}", r.start);
+    }
 }
 
 #[test]

@@ -77,9 +77,38 @@ pub fn sockets(result: &TestResult) -> String {
     out
 }
 
-/// What the receivers' low-water mark probe found (`engine::lowater`), when it ran.
+/// What the receivers' low-water mark probe found (`engine::lowater`), when it ran: the first
+/// direction's receivers, and under `--bidir` each direction's, each labelled.
 fn low_water_line(start: &crate::traffic::result::StartInfo) -> Option<String> {
-    let p = start.receive_low_water_probe?;
+    let bidir = |flow: Option<Flow>| match (&start.other_send, start.other_low_water_probe, flow) {
+        (None, None, _) | (_, _, None) => String::new(),
+        (_, _, Some(flow)) => format!(", {}{}", direction(flow), receivers_of(flow)),
+    };
+    let mut out = String::new();
+    if let Some(p) = start.receive_low_water_probe {
+        out.push_str(&reads_line(
+            &bidir(start.first_flow),
+            p,
+            start.receive_low_water_bytes,
+        ));
+    }
+    if let Some(p) = start.other_low_water_probe {
+        let other = match start.first_flow {
+            Some(Flow::ClientToServer) => Some(Flow::ServerToClient),
+            Some(Flow::ServerToClient) => Some(Flow::ClientToServer),
+            None => None,
+        };
+        out.push_str(&reads_line(&bidir(other), p, start.other_low_water_bytes));
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// One direction's `Reads` line; `which` labels the direction under `--bidir`.
+fn reads_line(
+    which: &str,
+    p: crate::traffic::measure::LowWaterProbe,
+    mark_bytes: Option<u64>,
+) -> String {
     let ratio = |a: u64, b: u64| a as f64 / (b as f64).max(1.0);
     // Results written before receivers could nap have no napping figure.
     let tried_nap = p.napped_bytes > 0 || p.napped;
@@ -99,7 +128,7 @@ fn low_water_line(start: &crate::traffic::result::StartInfo) -> Option<String> {
         (
             format!(
                 "batched (low-water mark up to {})",
-                crate::units::Bytes(start.receive_low_water_bytes.unwrap_or(1))
+                crate::units::Bytes(mark_bytes.unwrap_or(1))
             ),
             p.marked_bytes,
             [
@@ -119,15 +148,10 @@ fn low_water_line(start: &crate::traffic::result::StartInfo) -> Option<String> {
         .filter(|(name, _)| tried_nap || *name != "napping")
         .map(|(name, bytes)| format!("{:.2}x what they carried {name}", ratio(carried, *bytes)))
         .collect();
-    // Under `--bidir` the line is the first direction's receivers', and says so.
-    let which = match (&start.other_send, start.first_flow) {
-        (Some(_), Some(flow)) => format!(", {}{}", direction(flow), receivers_of(flow)),
-        _ => String::new(),
-    };
-    Some(format!(
+    format!(
         "Reads{which}: {kept}; in the receivers' probe they carried {}.\n",
         compared.join(" and ")
-    ))
+    )
 }
 
 /// How the senders sent, and the calibration that chose it (TCP).
@@ -896,6 +920,25 @@ mod tests {
             ),
             "{reads}"
         );
+        // And the other direction's receivers, probed on their own end.
+        r.start.other_low_water_probe = Some(LowWaterProbe {
+            marked_bytes: 100,
+            unmarked_bytes: 100,
+            napped_bytes: 200,
+            kept_mark: false,
+            napped: true,
+        });
+        let reads = low_water_line(&r.start).unwrap();
+        let second = reads.lines().nth(1).unwrap_or_default();
+        assert!(
+            second.starts_with(
+                "Reads, server to client (this end's receivers): napping up to 100 us between \
+                 drains (no low-water mark); in the receivers' probe they carried 2.00x what \
+                 they carried with the mark"
+            ),
+            "{reads}"
+        );
+        r.start.other_low_water_probe = None;
         assert_eq!(
             lines[1],
             "Send path, server to client (the server's senders): sendfile in 64.0 KBytes per \

@@ -216,6 +216,12 @@ pub struct StartInfo {
     /// Under `--bidir`, the senders of the other direction (their end chose on its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_send: Option<OtherSend>,
+    /// Under `--bidir`, the other direction's receivers (their end probed on its own): as
+    /// `receive_low_water_probe` and `receive_low_water_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_low_water_probe: Option<crate::traffic::measure::LowWaterProbe>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_low_water_bytes: Option<u64>,
     /// TCP: the receivers of that direction: their reads that returned data (so bytes per read
     /// can be computed), and the largest low-water mark (`SO_RCVLOWAT`) any of them set to
     /// batch its reads (`engine::lowater`; 1 is the kernel's default, FreeBSD keeps it).

@@ -4,7 +4,7 @@
 
 use super::{OtherSend, StartInfo, StreamPair, saturating_sum};
 use crate::traffic::engine::sendpath::SendReport;
-use crate::traffic::measure::ReceiveReport;
+use crate::traffic::measure::{LowWaterProbe, ReceiveReport};
 use crate::traffic::spec::TestSpec;
 
 /// Fills `start` with what the streams of the first direction in `pairs` report.
@@ -72,14 +72,32 @@ pub(super) fn describe(start: &mut StartInfo, spec: &TestSpec, pairs: &[StreamPa
         .collect();
     if !received.is_empty() {
         start.receive_reads = Some(saturating_sum(received.iter().map(|r| r.reads)));
-        // Once the probe decided, the marks in force after it; a receiver that ended before
-        // the decision would speak of the time before it.
-        start.receive_low_water_probe = received.iter().find_map(|r| r.low_water_probe);
-        let decided = start.receive_low_water_probe.is_some();
-        start.receive_low_water_bytes = received
-            .iter()
-            .filter(|r| !decided || r.low_water_probe.is_some())
-            .map(|r| r.low_water_bytes)
-            .max();
+        let (probe, bytes) = batching_of(&received);
+        start.receive_low_water_probe = probe;
+        start.receive_low_water_bytes = bytes;
     }
+    // Under `--bidir` the other direction's receivers probed on their own end.
+    let other: Vec<ReceiveReport> = pairs
+        .iter()
+        .filter(|p| Some(p.flow) != first_flow)
+        .filter_map(|p| p.receiver.receive)
+        .collect();
+    if let (Some(probe), bytes) = batching_of(&other) {
+        start.other_low_water_probe = Some(probe);
+        start.other_low_water_bytes = bytes;
+    }
+}
+
+/// How one direction's receivers batched their reads: their probe's outcome and the largest
+/// mark in force. Once the probe decided, the marks in force after it; a receiver that ended
+/// before the decision would speak of the time before it.
+fn batching_of(received: &[ReceiveReport]) -> (Option<LowWaterProbe>, Option<u64>) {
+    let probe = received.iter().find_map(|r| r.low_water_probe);
+    let decided = probe.is_some();
+    let bytes = received
+        .iter()
+        .filter(|r| !decided || r.low_water_probe.is_some())
+        .map(|r| r.low_water_bytes)
+        .max();
+    (probe, bytes)
 }
