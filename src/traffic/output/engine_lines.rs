@@ -1,0 +1,433 @@
+//! The summary's lines about what the engine did: how the senders sent (`Send path`) and how
+//! the receivers batched their reads (`Reads`), each direction's under `--bidir`, naming whose
+//! senders and receivers they are, seen from the client that prints them.
+
+use crate::traffic::result::TestResult;
+use crate::traffic::spec::Flow;
+use crate::units::Bytes;
+use std::fmt::Write;
+
+/// What the receivers' low-water mark probe found (`engine::lowater`), when it ran: the first
+/// direction's receivers, and under `--bidir` each direction's, each labelled.
+pub(super) fn low_water_line(start: &crate::traffic::result::StartInfo) -> Option<String> {
+    let bidir = |flow: Option<Flow>| match (&start.other_send, start.other_low_water_probe, flow) {
+        (None, None, _) | (_, _, None) => String::new(),
+        (_, _, Some(flow)) => format!(", {}{}", direction(flow), receivers_of(flow)),
+    };
+    let mut out = String::new();
+    if let Some(p) = start.receive_low_water_probe {
+        out.push_str(&reads_line(
+            &bidir(start.first_flow),
+            p,
+            start.receive_low_water_bytes,
+        ));
+    }
+    if let Some(p) = start.other_low_water_probe {
+        let other = match start.first_flow {
+            Some(Flow::ClientToServer) => Some(Flow::ServerToClient),
+            Some(Flow::ServerToClient) => Some(Flow::ClientToServer),
+            None => None,
+        };
+        out.push_str(&reads_line(&bidir(other), p, start.other_low_water_bytes));
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// One direction's `Reads` line; `which` labels the direction under `--bidir`.
+fn reads_line(
+    which: &str,
+    p: crate::traffic::measure::LowWaterProbe,
+    mark_bytes: Option<u64>,
+) -> String {
+    let ratio = |a: u64, b: u64| a as f64 / (b as f64).max(1.0);
+    // Results written before receivers could nap have no napping figure.
+    let tried_nap = p.napped_bytes > 0 || p.napped;
+    let (kept, carried, others) = if p.napped {
+        (
+            format!(
+                "napping up to {} us between drains (no low-water mark)",
+                crate::traffic::engine::lowater::NAP_MAX.as_micros()
+            ),
+            p.napped_bytes,
+            [
+                ("with the mark", p.marked_bytes),
+                ("with neither", p.unmarked_bytes),
+            ],
+        )
+    } else if p.kept_mark {
+        (
+            format!(
+                "batched (low-water mark up to {})",
+                crate::units::Bytes(mark_bytes.unwrap_or(1))
+            ),
+            p.marked_bytes,
+            [
+                ("without it", p.unmarked_bytes),
+                ("napping", p.napped_bytes),
+            ],
+        )
+    } else {
+        (
+            "one per wake-up (no low-water mark)".to_string(),
+            p.unmarked_bytes,
+            [("with one", p.marked_bytes), ("napping", p.napped_bytes)],
+        )
+    };
+    let compared: Vec<String> = others
+        .iter()
+        .filter(|(name, _)| tried_nap || *name != "napping")
+        .map(|(name, bytes)| format!("{:.2}x what they carried {name}", ratio(carried, *bytes)))
+        .collect();
+    format!(
+        "Reads{which}: {kept}; in the receivers' probe they carried {}.\n",
+        compared.join(" and ")
+    )
+}
+
+/// How the senders sent, and the calibration that chose it (TCP).
+pub(super) fn send_path_line(result: &TestResult) -> Option<String> {
+    let mut line = first_send_path_line(result)?;
+    if let Some(o) = &result.start.other_send {
+        let (senders, record, peer) = senders_of(Some(o.flow));
+        let how = match (o.remembered_tests, o.chosen) {
+            (Some(n), _) => {
+                format!("chosen by {record} record of the re-checks of {n} earlier tests to {peer}")
+            }
+            (None, true) => "calibrated".to_string(),
+            (None, false) => "as given".to_string(),
+        };
+        let _ = writeln!(
+            line,
+            "Send path, {}{senders}: {} in {} per call, {how}",
+            direction(o.flow),
+            o.send_path,
+            Bytes(o.chunk_bytes)
+        );
+    }
+    Some(line)
+}
+
+fn direction(flow: Flow) -> &'static str {
+    match flow {
+        Flow::ClientToServer => "client to server",
+        Flow::ServerToClient => "server to client",
+    }
+}
+
+/// Whose receivers a direction has, seen from the client.
+fn receivers_of(flow: Flow) -> &'static str {
+    match flow {
+        Flow::ClientToServer => " (the server's receivers)",
+        Flow::ServerToClient => " (this end's receivers)",
+    }
+}
+
+/// Whose senders a send path line describes, seen from the client that prints it: the words
+/// after "Send path", whose record chose, and the record's peer.
+fn senders_of(flow: Option<Flow>) -> (&'static str, &'static str, &'static str) {
+    match flow {
+        None | Some(Flow::ClientToServer) => ("", "this host's", "this peer"),
+        Some(Flow::ServerToClient) => (" (the server's senders)", "the server's", "this client"),
+    }
+}
+
+/// The send path of the first stream's direction.
+fn first_send_path_line(result: &TestResult) -> Option<String> {
+    let (path, chunk) = (result.start.send_path.as_ref()?, result.start.chunk_bytes?);
+    let (senders, record_owner, peer) = senders_of(result.start.first_flow);
+    // Chosen live (against an iperf3 server): no calibration, yet re-checked.
+    let live = result.spec.calibration.is_zero() && result.spec.live_path_choice;
+    let how = if result.spec.calibration.is_zero() && !result.spec.live_path_choice {
+        "as given".to_string()
+    } else {
+        let tried: Vec<String> = result
+            .start
+            .calibration
+            .iter()
+            .map(|t| match t.bits_per_second {
+                Some(r) => format!("{} {}", t.path, crate::units::BitRate(r)),
+                None => format!(
+                    "{} not measured ({} calls: each outlasts a turn)",
+                    t.path, t.calls
+                ),
+            })
+            .collect();
+        let calibrated = format!(
+            "{:.1} s calibration left out of the results: {}",
+            result.spec.calibration.as_secs_f64(),
+            tried.join(", ")
+        );
+        // A confident record sends on its pick from the start (`sendpath::Pool::remembered_best`):
+        // no calibration turns, the calibration's time still left out of the results.
+        let record = result.start.send_path_remembered_tests.map(|n| {
+            let instead = if live {
+                "used from the start".to_string()
+            } else if tried.is_empty() {
+                format!(
+                    "used from the start; the {:.1} s a calibration takes is left out of the \
+                     results",
+                    result.spec.calibration.as_secs_f64()
+                )
+            } else {
+                format!("not this test's {calibrated}")
+            };
+            format!(
+                "{record_owner} record of the re-checks of {n} earlier tests to {peer} ({instead})"
+            )
+        });
+        // A live choice (against an iperf3 server) starts on the record's pick or as given.
+        let first = match (record, live) {
+            (Some(r), _) => format!("chosen by {r}"),
+            (None, true) => "as given (no calibration against an iperf3 server)".to_string(),
+            (None, false) => format!("chosen by a {calibrated}"),
+        };
+        if result.start.rechecks.is_empty() {
+            if live || result.start.send_path_remembered_tests.is_some() {
+                first
+            } else {
+                format!("the fastest of a {calibrated}")
+            }
+        } else {
+            let rate = |t: &crate::traffic::engine::sendpath::Trial| match t.bits_per_second {
+                Some(r) => format!("{} {}", t.path, crate::units::BitRate(r)),
+                None => format!("{} not measured", t.path),
+            };
+            let checks: Vec<String> = result
+                .start
+                .rechecks
+                .iter()
+                .map(|r| {
+                    let tried: Vec<String> = r.trials.iter().map(rate).collect();
+                    format!(
+                        "at {:.1} s {}{}",
+                        result.spec.calibration.as_secs_f64() + r.after_s,
+                        tried.join(", "),
+                        match (r.switched, r.by_record) {
+                            (true, false) => format!(": {} took over", r.kept),
+                            (true, true) => format!(
+                                ": {} took over on the host's record with these turns",
+                                r.kept
+                            ),
+                            (false, _) => String::new(),
+                        }
+                    )
+                })
+                .collect();
+            format!(
+                "re-checked on the warm connection, in the results ({}); first {first}",
+                checks.join("; "),
+            )
+        }
+    };
+    // Under `--bidir` each direction's line names its direction.
+    let which = match (&result.start.other_send, result.start.first_flow) {
+        (Some(_), Some(flow)) => format!(", {}", direction(flow)),
+        _ => String::new(),
+    };
+    Some(format!(
+        "Send path{which}{senders}: {path} in {} per call, {how}\n",
+        Bytes(chunk)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traffic::measure::LowWaterProbe;
+    use crate::traffic::result::StartInfo;
+    use crate::traffic::spec::TestSpec;
+
+    /// A probe's outcome: bytes with the mark, without, napping; whether it kept the mark, napped.
+    fn probe(
+        [marked, unmarked, napped_bytes]: [u64; 3],
+        kept_mark: bool,
+        napped: bool,
+    ) -> LowWaterProbe {
+        LowWaterProbe {
+            marked_bytes: marked,
+            unmarked_bytes: unmarked,
+            napped_bytes,
+            kept_mark,
+            napped,
+        }
+    }
+
+    #[test]
+    fn the_reads_line_says_what_the_probe_kept_and_by_how_much() {
+        let mut start = StartInfo::default();
+        assert_eq!(low_water_line(&start), None, "no probe, no line");
+        start.receive_low_water_bytes = Some(1 << 20);
+        start.receive_low_water_probe = Some(probe([1250, 1000, 0], true, false));
+        let line = low_water_line(&start).unwrap();
+        assert!(
+            line.contains("batched (low-water mark up to 1.00 MBytes)"),
+            "{line}"
+        );
+        assert!(
+            line.contains("1.25x what they carried without it"),
+            "{line}"
+        );
+        start.receive_low_water_bytes = Some(1);
+        start.receive_low_water_probe = Some(probe([1000, 1400, 1200], false, false));
+        let line = low_water_line(&start).unwrap();
+        assert!(line.contains("no low-water mark"), "{line}");
+        assert!(
+            line.contains("1.40x what they carried with one and 1.17x what they carried napping"),
+            "{line}"
+        );
+        start.receive_low_water_probe = Some(probe([1000, 800, 1200], false, true));
+        let line = low_water_line(&start).unwrap();
+        assert!(
+            line.contains(&format!(
+                "napping up to {} us between drains",
+                crate::traffic::engine::lowater::NAP_MAX.as_micros()
+            )),
+            "{line}"
+        );
+        assert!(
+            line.contains(
+                "1.20x what they carried with the mark and 1.50x what they carried with neither"
+            ),
+            "{line}"
+        );
+    }
+
+    /// A 5 s TCP result with a 0.3 s calibration whose senders wrote 1 MiB per call on the
+    /// pick of a record of 6 tests, sending in `flow`.
+    fn result_sent_on_the_records_pick(flow: Option<Flow>) -> TestResult {
+        use crate::traffic::result::CpuResult;
+        let mut spec = TestSpec::tcp(std::time::Duration::from_secs(5));
+        spec.calibration = std::time::Duration::from_millis(300);
+        let start = StartInfo {
+            send_path: Some("write".into()),
+            chunk_bytes: Some(1 << 20),
+            send_path_remembered_tests: Some(6),
+            first_flow: flow,
+            ..StartInfo::default()
+        };
+        crate::traffic::result::build(&spec, start, &[], CpuResult::default(), None)
+    }
+
+    #[test]
+    fn the_send_path_line_says_whether_it_was_given_calibrated_or_the_records_from_the_start() {
+        use crate::traffic::engine::sendpath::Trial;
+        let mut r = result_sent_on_the_records_pick(None);
+        let line = send_path_line(&r).unwrap();
+        assert!(
+            line.contains(
+                "chosen by this host's record of the re-checks of 6 earlier tests to this peer \
+                 (used from the start; the 0.3 s a calibration takes is left out of the results)"
+            ),
+            "{line}"
+        );
+        r.start.calibration = crate::traffic::engine::sendpath::CANDIDATES
+            .iter()
+            .map(|p| Trial {
+                path: *p,
+                bits_per_second: Some(1e9),
+                calls: 10,
+            })
+            .collect();
+        let line = send_path_line(&r).unwrap();
+        assert!(
+            line.contains("(not this test's 0.3 s calibration left out of the results: "),
+            "{line}"
+        );
+        r.spec.calibration = std::time::Duration::ZERO;
+        assert!(send_path_line(&r).unwrap().ends_with("as given\n"));
+    }
+
+    #[test]
+    fn the_send_path_lines_name_the_servers_senders_and_each_direction_of_bidir() {
+        use crate::traffic::result::OtherSend;
+        let mut r = result_sent_on_the_records_pick(Some(Flow::ServerToClient));
+        // -R: the server's senders, chosen by the server's record.
+        let line = send_path_line(&r).unwrap();
+        assert!(
+            line.starts_with("Send path (the server's senders): write in 1.00 MBytes"),
+            "{line}"
+        );
+        assert!(
+            line.contains("the server's record of the re-checks of 6 earlier tests to this client"),
+            "{line}"
+        );
+        assert!(!line.contains("this host"), "{line}");
+        // --bidir: a line for each direction, each naming it.
+        r.start.first_flow = Some(Flow::ClientToServer);
+        r.start.other_send = Some(OtherSend {
+            flow: Flow::ServerToClient,
+            send_path: "sendfile".into(),
+            chunk_bytes: 64 << 10,
+            chosen: true,
+            remembered_tests: None,
+        });
+        let text = send_path_line(&r).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        assert!(
+            lines[0].starts_with("Send path, client to server: write in 1.00 MBytes"),
+            "{text}"
+        );
+        assert!(lines[0].contains("this host's record"), "{text}");
+        // The reads line is the first direction's receivers', and says so under --bidir.
+        r.start.receive_low_water_bytes = Some(4 << 20);
+        r.start.receive_low_water_probe = Some(LowWaterProbe {
+            marked_bytes: 300,
+            unmarked_bytes: 200,
+            napped_bytes: 250,
+            kept_mark: true,
+            napped: false,
+        });
+        let reads = low_water_line(&r.start).unwrap();
+        assert!(
+            reads.starts_with(
+                "Reads, client to server (the server's receivers): batched (low-water mark up to \
+                 4.00 MBytes); in the receivers' probe they carried 1.50x what they carried \
+                 without it and 1.20x what they carried napping."
+            ),
+            "{reads}"
+        );
+        // And the other direction's receivers, probed on their own end.
+        r.start.other_low_water_probe = Some(LowWaterProbe {
+            marked_bytes: 100,
+            unmarked_bytes: 100,
+            napped_bytes: 200,
+            kept_mark: false,
+            napped: true,
+        });
+        let reads = low_water_line(&r.start).unwrap();
+        let second = reads.lines().nth(1).unwrap_or_default();
+        assert!(
+            second.starts_with(
+                "Reads, server to client (this end's receivers): napping up to 100 us between \
+                 drains (no low-water mark); in the receivers' probe they carried 2.00x what \
+                 they carried with the mark"
+            ),
+            "{reads}"
+        );
+        r.start.other_low_water_probe = None;
+        assert_eq!(
+            lines[1],
+            "Send path, server to client (the server's senders): sendfile in 64.0 KBytes per \
+             call, calibrated"
+        );
+        let given = OtherSend {
+            chosen: false,
+            ..r.start.other_send.clone().unwrap()
+        };
+        r.start.other_send = Some(given);
+        let other = r.start.other_send.take();
+        assert!(
+            low_water_line(&r.start)
+                .unwrap()
+                .starts_with("Reads: batched"),
+            "no label without --bidir"
+        );
+        r.start.other_send = other;
+        assert!(
+            send_path_line(&r)
+                .unwrap()
+                .ends_with("per call, as given\n")
+        );
+    }
+}
