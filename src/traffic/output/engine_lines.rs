@@ -371,13 +371,7 @@ mod tests {
         assert!(lines[0].contains("this host's record"), "{text}");
         // The reads line is the first direction's receivers', and says so under --bidir.
         r.start.receive_low_water_bytes = Some(4 << 20);
-        r.start.receive_low_water_probe = Some(LowWaterProbe {
-            marked_bytes: 300,
-            unmarked_bytes: 200,
-            napped_bytes: 250,
-            kept_mark: true,
-            napped: false,
-        });
+        r.start.receive_low_water_probe = Some(probe([300, 200, 250], true, false));
         let reads = low_water_line(&r.start).unwrap();
         assert!(
             reads.starts_with(
@@ -388,13 +382,7 @@ mod tests {
             "{reads}"
         );
         // And the other direction's receivers, probed on their own end.
-        r.start.other_low_water_probe = Some(LowWaterProbe {
-            marked_bytes: 100,
-            unmarked_bytes: 100,
-            napped_bytes: 200,
-            kept_mark: false,
-            napped: true,
-        });
+        r.start.other_low_water_probe = Some(probe([100, 100, 200], false, true));
         let reads = low_water_line(&r.start).unwrap();
         let second = reads.lines().nth(1).unwrap_or_default();
         assert!(

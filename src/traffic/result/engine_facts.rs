@@ -12,6 +12,8 @@ pub(super) fn describe(start: &mut StartInfo, spec: &TestSpec, pairs: &[StreamPa
     // `start` describes the streams of the first direction.
     let first_flow = pairs.first().map(|p| p.flow);
     let first_direction = || pairs.iter().filter(|p| Some(p.flow) == first_flow);
+    // Under `--bidir` the other direction's streams are the other end's, with their own choices.
+    let other_direction = || pairs.iter().filter(|p| Some(p.flow) != first_flow);
     if first_flow.is_some() {
         start.first_flow = first_flow;
     }
@@ -34,24 +36,19 @@ pub(super) fn describe(start: &mut StartInfo, spec: &TestSpec, pairs: &[StreamPa
         start.send_call_bytes = Some(same.iter().map(|s| s.bytes).sum());
         start.send_streams = Some(same.len() as u64);
     }
-    // Under `--bidir` the other direction's senders are the other end's, with their own choice.
-    if let Some(other) = pairs
-        .iter()
-        .filter(|p| Some(p.flow) != first_flow)
-        .find_map(|p| {
-            let send = p.sender.send.as_ref()?;
-            let path = send.path?;
-            Some(OtherSend {
-                flow: p.flow,
-                send_path: path.call.name().to_string(),
-                chunk_bytes: path.chunk_bytes as u64,
-                chosen: !send.trials.is_empty()
-                    || !send.rechecks.is_empty()
-                    || send.remembered_tests.is_some(),
-                remembered_tests: send.remembered_tests,
-            })
+    if let Some(other) = other_direction().find_map(|p| {
+        let send = p.sender.send.as_ref()?;
+        let path = send.path?;
+        Some(OtherSend {
+            flow: p.flow,
+            send_path: path.call.name().to_string(),
+            chunk_bytes: path.chunk_bytes as u64,
+            chosen: !send.trials.is_empty()
+                || !send.rechecks.is_empty()
+                || send.remembered_tests.is_some(),
+            remembered_tests: send.remembered_tests,
         })
-    {
+    }) {
         start.other_send = Some(other);
     }
     let skipped =
@@ -76,10 +73,7 @@ pub(super) fn describe(start: &mut StartInfo, spec: &TestSpec, pairs: &[StreamPa
         start.receive_low_water_probe = probe;
         start.receive_low_water_bytes = bytes;
     }
-    // Under `--bidir` the other direction's receivers probed on their own end.
-    let other: Vec<ReceiveReport> = pairs
-        .iter()
-        .filter(|p| Some(p.flow) != first_flow)
+    let other: Vec<ReceiveReport> = other_direction()
         .filter_map(|p| p.receiver.receive)
         .collect();
     if let (Some(probe), bytes) = batching_of(&other) {
