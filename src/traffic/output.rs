@@ -534,8 +534,6 @@ fn timing_line(t: &UdpTiming, flow: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::traffic::measure::LowWaterProbe;
-    use crate::traffic::result::StartInfo;
 
     #[test]
     fn spurious_retransmits_get_a_line_only_when_the_kernel_counted_some() {
