@@ -118,6 +118,19 @@ fn tcp_bidir_and_parallel_run_every_stream() {
         ["write", "sendfile"].contains(&other.send_path.as_str()),
         "{other:?}"
     );
+    // Their calls, as the first direction's (`the_reported_send_path_is_the_one_used`): each
+    // moved at most a chunk and on loopback most a whole one; both streams kept the path.
+    let (calls, bytes) = (other.calls.unwrap_or(0), other.call_bytes.unwrap_or(0));
+    assert!(calls > 0 && bytes > 0, "{other:?}");
+    let per_call = bytes as f64 / calls as f64;
+    let chunk = other.chunk_bytes as f64;
+    assert!(per_call <= chunk && per_call >= chunk / 8.0, "{other:?}");
+    assert_eq!(other.streams, Some(2), "{other:?}");
+    assert!(
+        r.start.other_receive_reads.unwrap_or(0) > 0,
+        "{:?}",
+        r.start
+    );
     // Each end's receivers probed their batching (where receivers batch; the probe ends
     // about 0.9 s into the grid): both outcomes are reported.
     if netsweep::traffic::engine::lowater::ENABLED {

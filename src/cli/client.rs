@@ -57,9 +57,10 @@ pub struct ClientArgs {
     /// TCP congestion control (cubic, bbr, reno, ...).
     #[arg(long, short = 'C')]
     pub congestion: Option<String>,
-    /// TCP write size (default: chosen by a 0.3 s calibration, which giving it skips; with -k,
-    /// iperf3's 128K; receivers read 1-4 MiB at a time either way) or UDP datagram payload
-    /// (default 1400).
+    /// TCP write size: write(2) calls of this size, sendfile(2) with -Z, as iperf3's (default:
+    /// the call and size chosen by a 0.3 s calibration, which giving it skips; with -k, iperf3's
+    /// 128K; receivers read 1-4 MiB at a time either way), or UDP datagram payload (default
+    /// 1400).
     #[arg(long, short = 'l')]
     pub length: Option<String>,
     /// Test UDP instead of TCP.
@@ -122,7 +123,9 @@ pub struct ClientArgs {
     /// Accepted for iperf3's sake: netsweep flushes every line already.
     #[arg(long)]
     pub forceflush: bool,
-    /// Accepted for iperf3's sake: the send path is calibrated, sendfile(2) where fastest.
+    /// With -l, send with sendfile(2) in calls of that size, as iperf3 -Z; without it the send
+    /// path is calibrated (sendfile(2) where fastest). An iperf3 server that sends is asked to
+    /// use sendfile(2).
     #[arg(short = 'Z', long = "zerocopy")]
     pub zerocopy_flag: bool,
     /// Receivers drop the data in the kernel instead of copying it (recv with MSG_TRUNC, as
@@ -380,7 +383,14 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         }
         rates::apply_block_length(a, &mut spec);
         spec.udp_offload = !a.no_udp_offload;
-        spec.zerocopy = !a.no_zerocopy;
+        // A size the user names is written as iperf3 writes it, with write(2); -Z asks for
+        // sendfile(2) of it, as iperf3 -Z does. (sendfile of a fixed size is the slowest path on
+        // the AMD EPYC VMs of docs/performance.md, so `-l` alone must not pick it.)
+        spec.zerocopy = if a.length.is_some() {
+            a.zerocopy_flag && !a.no_zerocopy
+        } else {
+            !a.no_zerocopy
+        };
         spec.tos = a.ip.tos_byte()?;
         if let Some(r) = &a.ip.fq_rate {
             let bps = r.parse::<BitRate>().context("--fq-rate")?.bits_per_second();
@@ -420,10 +430,16 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         if a.zerocopy_flag {
             cfg.far_zerocopy = true;
             cfg.notes.push(
-                "-Z: accepted; netsweep calibrates its send path and uses zero-copy sendfile(2) \
-                 where it is the fastest here (--no-zerocopy or -l fix the path); an iperf3 \
-                 server that sends (-R, --bidir) is asked to use sendfile(2), as by iperf3 -Z"
-                    .into(),
+                if a.length.is_some() && !a.no_zerocopy {
+                    "-Z: the senders use sendfile(2) in calls of -l, as iperf3 -Z; an iperf3 \
+                     server that sends (-R, --bidir) is asked to use sendfile(2) too"
+                } else {
+                    "-Z: accepted; netsweep calibrates its send path and uses zero-copy \
+                     sendfile(2) where it is the fastest here (-l N -Z fixes sendfile of N, \
+                     --no-zerocopy or -l alone write(2)); an iperf3 server that sends (-R, \
+                     --bidir) is asked to use sendfile(2), as by iperf3 -Z"
+                }
+                .into(),
             );
         }
         if a.rrul {

@@ -92,6 +92,27 @@ fn k_counts_iperf3s_128k_blocks_unless_l_says() {
 }
 
 #[test]
+fn l_writes_its_size_as_iperf3_does_and_l_with_z_sends_it_with_sendfile() {
+    // (calibration, zerocopy): a fixed path is sendfile when `zerocopy`, else write.
+    let path = |args: &[&str]| {
+        let mut all = vec!["127.0.0.1"];
+        all.extend_from_slice(args);
+        let (_, spec) = client(&all).unwrap();
+        (spec.calibration.is_zero(), spec.zerocopy)
+    };
+    assert_eq!(path(&["-l", "128K"]), (true, false), "iperf3 -l: write(2)");
+    assert_eq!(
+        path(&["-l", "128K", "-Z"]),
+        (true, true),
+        "iperf3 -l -Z: sendfile"
+    );
+    assert_eq!(path(&["-l", "128K", "-Z", "--no-zerocopy"]), (true, false));
+    assert_eq!(path(&["--no-zerocopy"]), (true, false));
+    // Without -l the path is calibrated, -Z or not.
+    assert!(!path(&[]).0 && !path(&["-Z"]).0);
+}
+
+#[test]
 fn rcv_timeout_is_iperf3s_milliseconds_in_both_roles() {
     let (cfg, _) = client(&["127.0.0.1"]).unwrap();
     assert_eq!(cfg.rcv_timeout, Duration::from_secs(120));

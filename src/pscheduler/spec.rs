@@ -286,7 +286,11 @@ impl Throughput {
             (None, true) => t.bitrate_bps = UDP_DEFAULT_BANDWIDTH as f64,
             (None, false) => {}
         }
-        if self.zero_copy == Some(false) {
+        // As iperf3's `-l` and `-Z`: a buffer length is written with write(2) unless zero-copy
+        // asks for sendfile(2) (`cli::client` reads the flags the same way).
+        if self.zero_copy == Some(false)
+            || (self.buffer_length.is_some() && self.zero_copy != Some(true))
+        {
             t.zerocopy = false;
             t.calibration = Duration::ZERO;
         }

@@ -222,6 +222,10 @@ pub struct StartInfo {
     pub other_low_water_probe: Option<crate::traffic::measure::LowWaterProbe>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_low_water_bytes: Option<u64>,
+    /// Under `--bidir`, the other direction's receivers' reads that returned data, as
+    /// `receive_reads`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_receive_reads: Option<u64>,
     /// TCP: the receivers of that direction: their reads that returned data (so bytes per read
     /// can be computed), and the largest low-water mark (`SO_RCVLOWAT`) any of them set to
     /// batch its reads (`engine::lowater`; 1 is the kernel's default, FreeBSD keeps it).
@@ -255,6 +259,17 @@ pub struct OtherSend {
     /// When their end's record of earlier tests chose the path: how many tests it rests on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remembered_tests: Option<u64>,
+    /// Their re-checks on the warm connection, as `StartInfo::rechecks`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rechecks: Vec<crate::traffic::engine::sendpath::Recheck>,
+    /// Their send calls after the choice, the bytes those moved and how many streams used the
+    /// path, as `StartInfo::send_calls`, `send_call_bytes` and `send_streams`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<u64>,
 }
 
 /// The result of one test.

@@ -239,6 +239,22 @@ fn zero_copy_false_fixes_the_copying_path() {
         t.map(|t| (t.zerocopy, t.calibration)),
         Ok((false, Duration::ZERO))
     );
+    // A buffer length is written, as iperf3 -l writes; with zero-copy it is sent with
+    // sendfile(2), as iperf3 -l -Z.
+    let fixed = |spec: Value| {
+        Throughput::from_json(&spec)
+            .map_err(|r| r.join("; "))
+            .and_then(|t| t.test_spec())
+            .map(|t| (t.zerocopy, t.calibration))
+    };
+    assert_eq!(
+        fixed(json!({"dest": "h", "buffer-length": 131_072})),
+        Ok((false, Duration::ZERO))
+    );
+    assert_eq!(
+        fixed(json!({"dest": "h", "buffer-length": 131_072, "zero-copy": true})),
+        Ok((true, Duration::ZERO))
+    );
 }
 
 /// Regression: can-run accepted `bandwidth` with `fq-rate`, which pScheduler's iperf3 tool

@@ -96,9 +96,21 @@ pub(super) fn send_path_line(result: &TestResult) -> Option<String> {
             (None, true) => "calibrated".to_string(),
             (None, false) => "as given".to_string(),
         };
+        let rechecked = match o.rechecks.len() {
+            0 => String::new(),
+            n => format!(
+                "; re-checked {n} time{} on the warm connection{}",
+                if n == 1 { "" } else { "s" },
+                if o.rechecks.iter().any(|r| r.switched) {
+                    ", which switched to it"
+                } else {
+                    ""
+                }
+            ),
+        };
         let _ = writeln!(
             line,
-            "Send path, {}{senders}: {} in {} per call, {how}",
+            "Send path, {}{senders}: {} in {} per call, {how}{rechecked}",
             direction(o.flow),
             o.send_path,
             Bytes(o.chunk_bytes)
@@ -136,8 +148,10 @@ fn first_send_path_line(result: &TestResult) -> Option<String> {
     let (path, chunk) = (result.start.send_path.as_ref()?, result.start.chunk_bytes?);
     let (senders, record_owner, peer) = senders_of(result.start.first_flow);
     // Chosen live (against an iperf3 server): no calibration, yet re-checked.
-    let live = result.spec.calibration.is_zero() && result.spec.live_path_choice;
-    let how = if result.spec.calibration.is_zero() && !result.spec.live_path_choice {
+    // What happened, not what was asked: a paced sender never calibrates (nor chooses live).
+    let calibration = result.spec.effective_calibration();
+    let live = calibration.is_zero() && result.spec.effective_live_path_choice();
+    let how = if calibration.is_zero() && !live {
         "as given".to_string()
     } else {
         let tried: Vec<String> = result
@@ -154,7 +168,7 @@ fn first_send_path_line(result: &TestResult) -> Option<String> {
             .collect();
         let calibrated = format!(
             "{:.1} s calibration left out of the results: {}",
-            result.spec.calibration.as_secs_f64(),
+            calibration.as_secs_f64(),
             tried.join(", ")
         );
         // A confident record sends on its pick from the start (`sendpath::Pool::remembered_best`):
@@ -166,7 +180,7 @@ fn first_send_path_line(result: &TestResult) -> Option<String> {
                 format!(
                     "used from the start; the {:.1} s a calibration takes is left out of the \
                      results",
-                    result.spec.calibration.as_secs_f64()
+                    calibration.as_secs_f64()
                 )
             } else {
                 format!("not this test's {calibrated}")
@@ -200,7 +214,7 @@ fn first_send_path_line(result: &TestResult) -> Option<String> {
                     let tried: Vec<String> = r.trials.iter().map(rate).collect();
                     format!(
                         "at {:.1} s {}{}",
-                        result.spec.calibration.as_secs_f64() + r.after_s,
+                        calibration.as_secs_f64() + r.after_s,
                         tried.join(", "),
                         match (r.switched, r.by_record) {
                             (true, false) => format!(": {} took over", r.kept),
@@ -333,6 +347,10 @@ mod tests {
             line.contains("(not this test's 0.3 s calibration left out of the results: "),
             "{line}"
         );
+        // A paced sender does not calibrate, whatever the spec's calibration says.
+        r.spec.bitrate_bps = 2e9;
+        assert!(send_path_line(&r).unwrap().ends_with("as given\n"));
+        r.spec.bitrate_bps = 0.0;
         r.spec.calibration = std::time::Duration::ZERO;
         assert!(send_path_line(&r).unwrap().ends_with("as given\n"));
     }
@@ -360,6 +378,10 @@ mod tests {
             chunk_bytes: 64 << 10,
             chosen: true,
             remembered_tests: None,
+            rechecks: Vec::new(),
+            calls: Some(40),
+            call_bytes: Some(40 << 16),
+            streams: Some(2),
         });
         let text = send_path_line(&r).unwrap();
         let lines: Vec<&str> = text.lines().collect();
@@ -416,6 +438,27 @@ mod tests {
             send_path_line(&r)
                 .unwrap()
                 .ends_with("per call, as given\n")
+        );
+        // The other direction's re-checks, and whether one of them chose its path.
+        let sendfile = crate::traffic::engine::sendpath::CANDIDATES[0];
+        let recheck = |switched| crate::traffic::engine::sendpath::Recheck {
+            after_s: 0.7,
+            trials: Vec::new(),
+            kept: sendfile,
+            switched,
+            by_record: false,
+        };
+        if let Some(o) = r.start.other_send.as_mut() {
+            o.chosen = true;
+            o.rechecks = vec![recheck(false), recheck(true)];
+        }
+        assert!(
+            send_path_line(&r).unwrap().ends_with(
+                "per call, calibrated; re-checked 2 times on the warm connection, which \
+                 switched to it\n"
+            ),
+            "{}",
+            send_path_line(&r).unwrap_or_default()
         );
     }
 }

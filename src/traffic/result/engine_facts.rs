@@ -3,7 +3,7 @@
 //! how they batched their reads.
 
 use super::{OtherSend, StartInfo, StreamPair, saturating_sum};
-use crate::traffic::engine::sendpath::SendReport;
+use crate::traffic::engine::sendpath::{SendPath, SendReport};
 use crate::traffic::measure::{LowWaterProbe, ReceiveReport};
 use crate::traffic::spec::TestSpec;
 
@@ -21,24 +21,20 @@ pub(super) fn describe(start: &mut StartInfo, spec: &TestSpec, pairs: &[StreamPa
         && let Some(send) = first.sender.send.as_ref()
         && let Some(path) = send.path
     {
-        // Every sending stream of a direction keeps the path of one shared calibration
-        // (`sendpath::Pool`): the calls of all of them are counted.
-        let same: Vec<&SendReport> = first_direction()
-            .filter_map(|p| p.sender.send.as_ref())
-            .filter(|s| s.path == Some(path))
-            .collect();
+        let calls = calls_on(path, first_direction());
         start.send_path = Some(path.call.name().to_string());
         start.chunk_bytes = Some(path.chunk_bytes as u64);
         start.calibration = send.trials.clone();
         start.rechecks = send.rechecks.clone();
         start.send_path_remembered_tests = send.remembered_tests;
-        start.send_calls = Some(same.iter().map(|s| s.calls).sum());
-        start.send_call_bytes = Some(same.iter().map(|s| s.bytes).sum());
-        start.send_streams = Some(same.len() as u64);
+        start.send_calls = Some(calls.calls);
+        start.send_call_bytes = Some(calls.bytes);
+        start.send_streams = Some(calls.streams);
     }
     if let Some(other) = other_direction().find_map(|p| {
         let send = p.sender.send.as_ref()?;
         let path = send.path?;
+        let calls = calls_on(path, other_direction());
         Some(OtherSend {
             flow: p.flow,
             send_path: path.call.name().to_string(),
@@ -47,6 +43,10 @@ pub(super) fn describe(start: &mut StartInfo, spec: &TestSpec, pairs: &[StreamPa
                 || !send.rechecks.is_empty()
                 || send.remembered_tests.is_some(),
             remembered_tests: send.remembered_tests,
+            rechecks: send.rechecks.clone(),
+            calls: Some(calls.calls),
+            call_bytes: Some(calls.bytes),
+            streams: Some(calls.streams),
         })
     }) {
         start.other_send = Some(other);
@@ -76,9 +76,36 @@ pub(super) fn describe(start: &mut StartInfo, spec: &TestSpec, pairs: &[StreamPa
     let other: Vec<ReceiveReport> = other_direction()
         .filter_map(|p| p.receiver.receive)
         .collect();
+    if !other.is_empty() {
+        start.other_receive_reads = Some(saturating_sum(other.iter().map(|r| r.reads)));
+    }
     if let (Some(probe), bytes) = batching_of(&other) {
         start.other_low_water_probe = Some(probe);
         start.other_low_water_bytes = bytes;
+    }
+}
+
+/// The send calls of one direction's streams that kept `path`.
+struct Calls {
+    calls: u64,
+    bytes: u64,
+    streams: u64,
+}
+
+/// Every sending stream of a direction keeps the path of one shared calibration
+/// (`sendpath::Pool`): the calls of all of them on `path` are counted.
+fn calls_on<'a, 'r: 'a>(
+    path: SendPath,
+    direction: impl Iterator<Item = &'a StreamPair<'r>>,
+) -> Calls {
+    let same: Vec<&SendReport> = direction
+        .filter_map(|p| p.sender.send.as_ref())
+        .filter(|s| s.path == Some(path))
+        .collect();
+    Calls {
+        calls: saturating_sum(same.iter().map(|s| s.calls)),
+        bytes: saturating_sum(same.iter().map(|s| s.bytes)),
+        streams: same.len() as u64,
     }
 }
 
