@@ -430,7 +430,10 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         if a.zerocopy_flag {
             cfg.far_zerocopy = true;
             cfg.notes.push(
-                if a.length.is_some() && !a.no_zerocopy {
+                if spec.protocol == Protocol::Udp {
+                    "-Z: accepted and ignored: it chooses TCP's sendfile(2), and UDP sends \
+                     datagrams"
+                } else if a.length.is_some() && !a.no_zerocopy {
                     "-Z: the senders use sendfile(2) in calls of -l, as iperf3 -Z; an iperf3 \
                      server that sends (-R, --bidir) is asked to use sendfile(2) too"
                 } else {

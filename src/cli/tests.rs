@@ -110,6 +110,15 @@ fn l_writes_its_size_as_iperf3_does_and_l_with_z_sends_it_with_sendfile() {
     assert_eq!(path(&["--no-zerocopy"]), (true, false));
     // Without -l the path is calibrated, -Z or not.
     assert!(!path(&[]).0 && !path(&["-Z"]).0);
+    // The note says what -Z did.
+    let note = |args: &[&str]| {
+        let mut all = vec!["127.0.0.1", "-Z"];
+        all.extend_from_slice(args);
+        client(&all).unwrap().0.notes.join("\n")
+    };
+    assert!(note(&["-l", "64K"]).contains("sendfile(2) in calls of -l"));
+    assert!(note(&[]).contains("calibrates its send path"));
+    assert!(note(&["-u", "-l", "1400"]).contains("ignored"));
 }
 
 #[test]
