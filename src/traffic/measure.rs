@@ -187,6 +187,11 @@ pub struct LowWaterProbe {
     pub kept_mark: bool,
     #[serde(default)]
     pub napped: bool,
+    /// The turns the sums are of: all of the probe's, or its first half's when that was
+    /// decisive (`lowater::PROBE_EARLY_TURNS`). 0 in results written before the probe could
+    /// decide early.
+    #[serde(default)]
+    pub turns: u32,
 }
 
 impl StreamReport {

@@ -263,6 +263,7 @@ mod tests {
             napped_bytes,
             kept_mark,
             napped,
+            turns: 12,
         }
     }
 
