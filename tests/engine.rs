@@ -484,6 +484,29 @@ fn receivers_batch_their_reads_by_their_rate_and_keep_intervals_true() {
             probe.marked_bytes > 0 && probe.unmarked_bytes > 0 && probe.napped_bytes > 0,
             "{probe:?}"
         );
+        // All its turns, or the first half's when that was clear: the kept setting then led
+        // each other one by the early margin.
+        use netsweep::traffic::engine::lowater::{self, Batching};
+        assert!(
+            [lowater::PROBE_EARLY_TURNS, lowater::PROBE_TURNS.len()]
+                .contains(&(probe.turns as usize)),
+            "{probe:?}"
+        );
+        if probe.turns as usize == lowater::PROBE_EARLY_TURNS {
+            let carried = |b| match b {
+                Batching::Mark => probe.marked_bytes,
+                Batching::Off => probe.unmarked_bytes,
+                Batching::Nap => probe.napped_bytes,
+            } as f64;
+            let kept = lowater::kept(probe);
+            for other in [Batching::Mark, Batching::Off, Batching::Nap] {
+                assert!(
+                    other == kept
+                        || carried(kept) > carried(other) * (1.0 + lowater::PROBE_EARLY_MARGIN),
+                    "{probe:?}"
+                );
+            }
+        }
         if probe.napped {
             // Napping between drains: no mark, and it carried more than the mark did.
             assert_eq!(mark, 1, "{:?}", r.start);

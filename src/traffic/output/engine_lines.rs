@@ -78,8 +78,17 @@ fn reads_line(
         .filter(|(name, _)| tried_nap || *name != "napping")
         .map(|(name, bytes)| format!("{:.2}x what they carried {name}", ratio(carried, *bytes)))
         .collect();
+    let early = crate::traffic::engine::lowater::PROBE_EARLY_TURNS;
+    let probe = if p.turns as usize == early {
+        format!(
+            "the receivers' probe (decided after {early} of its {} turns)",
+            crate::traffic::engine::lowater::PROBE_TURNS.len()
+        )
+    } else {
+        "the receivers' probe".to_string()
+    };
     format!(
-        "Reads{which}: {kept}; in the receivers' probe they carried {}.\n",
+        "Reads{which}: {kept}; in {probe} they carried {}.\n",
         compared.join(" and ")
     )
 }
@@ -303,6 +312,16 @@ mod tests {
             line.contains(
                 "1.20x what they carried with the mark and 1.50x what they carried with neither"
             ),
+            "{line}"
+        );
+        assert!(line.contains("; in the receivers' probe they"), "{line}");
+        // A probe that decided after its first half says so.
+        let mut early = probe([1000, 500, 1800], false, true);
+        early.turns = crate::traffic::engine::lowater::PROBE_EARLY_TURNS as u32;
+        start.receive_low_water_probe = Some(early);
+        let line = low_water_line(&start).unwrap();
+        assert!(
+            line.contains("in the receivers' probe (decided after 6 of its 12 turns) they carried"),
             "{line}"
         );
     }
