@@ -80,8 +80,9 @@
 //! paths slower than `PROBE_MAX_RTT` get no probe. Turning together measures what the machine
 //! does when all of them batch one way against another, which is what the choice is. The turns
 //! are in the results (they are part of what the test carried); the probe's cost is at most
-//! two thirds of its 0.48 s at the worse settings (0.24 s when the first half decides). It runs between the sender's calibration
-//! and its first re-check (`sendpath`), so the two measurements do not overlap.
+//! two thirds of its 0.48 s at the worse settings (0.24 s when the first half decides). It
+//! runs between the sender's calibration and its first re-check (`sendpath`), so the two
+//! measurements do not overlap.
 //!
 //! Linux only: there a read whose timeout passes returns what is queued below the mark. FreeBSD's
 //! `soreceive` returns `EWOULDBLOCK` instead and keeps the data until the mark is reached, which
@@ -176,14 +177,19 @@ pub const PROBE_MARGIN: f64 = 0.05;
 /// The probe's first half: each setting has had two turns, and the probe decides then
 /// (`PROBE_DECIDES_AFTER` later) when one setting carried more than `PROBE_EARLY_MARGIN` more
 /// than each other one (`decide_early`), and skips the second half's turns at the worse
-/// settings. Behind two dropping streams on loopback the mark carried 1.4-2.1x what going
+/// settings. Behind two dropping streams on loopback the mark carried 1.5-2.1x what going
 /// without it or napping did in the probe (2-vCPU AMD EPYC VM, 2026-11-29), so the eight
 /// turns at the other settings cost such a test about 3% of 5 s; the early decision halves it.
-/// Where the settings are close, the probe runs all its turns.
+/// Where the settings are close, the probe runs all its turns. The first half is not mirrored
+/// (the mark first and last, going without before napping), so under a rate that climbs
+/// through it napping's turns gain on going without; the margin is there for that too.
 pub const PROBE_EARLY_TURNS: usize = PROBE_TURNS.len() / 2;
 /// How far the setting that carried the most over the first half must lead every other one
-/// for the probe to decide then: a margin no two turns' noise on the noisiest machine measured
-/// crossed when the settings were equal (turn-to-turn spreads of 10-20%).
+/// for the probe to decide then: five times the full probe's `PROBE_MARGIN`, for half its
+/// turns and the first half's order. Chosen, not tuned: in six 2 s tests (2026-11-29) the
+/// two-stream probes, whose mark led by 1.3-2.4x, decided early, and the one- and
+/// eight-stream probes, whose two best settings were 1.17-1.29x apart, ran all turns. A probe that decides early keeps what
+/// the full probe would have kept unless the second half reversed a lead of 25%.
 pub const PROBE_EARLY_MARGIN: f64 = 0.25;
 /// How long after its last turn the probe decides: every receiver's count of that turn is in
 /// by then (a receiver counts right after its read returns; this is more than the read timeout,
@@ -910,7 +916,7 @@ mod tests {
                 })
                 .collect::<Vec<u64>>()
         };
-        // Each setting twice in the first half, in a mirrored order of its own.
+        // Each setting twice in the first half.
         for b in [Batching::Mark, Batching::Off, Batching::Nap] {
             let n = PROBE_TURNS[..PROBE_EARLY_TURNS]
                 .iter()
