@@ -189,8 +189,8 @@ pub const PROBE_EARLY_TURNS: usize = PROBE_TURNS.len() / 2;
 /// turns and the first half's order. Chosen, not tuned: in six 2 s tests (2026-11-29) the
 /// two-stream probes, whose mark led by 1.3-2.4x, decided early, and the one- and
 /// eight-stream probes, whose two best settings were 1.17-1.29x apart over all twelve turns,
-/// ran them all. A probe that decides early keeps what
-/// the full probe would have kept unless the second half reversed a lead of 25%.
+/// ran them all. A probe that decides early keeps what the full probe would have kept unless
+/// the second half reversed a lead of 25%.
 pub const PROBE_EARLY_MARGIN: f64 = 0.25;
 /// How long after its last turn the probe decides: every receiver's count of that turn is in
 /// by then (a receiver counts right after its read returns; this is more than the read timeout,
