@@ -809,18 +809,21 @@ mod tests {
         assert_eq!(early.report(), (MAX as u64, None));
     }
 
+    /// What each of `turns` carried when every turn of a setting carried the same.
+    fn carried_in(turns: &[Batching], mark: u64, off: u64, nap: u64) -> Vec<u64> {
+        turns
+            .iter()
+            .map(|b| match b {
+                Batching::Mark => mark,
+                Batching::Off => off,
+                Batching::Nap => nap,
+            })
+            .collect()
+    }
+
     #[test]
     fn the_mark_goes_only_when_going_without_it_carried_more_than_the_margin() {
-        let sums = |mark: u64, off: u64, nap: u64| {
-            PROBE_TURNS
-                .iter()
-                .map(|b| match b {
-                    Batching::Mark => mark,
-                    Batching::Off => off,
-                    Batching::Nap => nap,
-                })
-                .collect::<Vec<u64>>()
-        };
+        let sums = |mark, off, nap| carried_in(&PROBE_TURNS, mark, off, nap);
         let d = decide(&sums(100, 140, 120), Batching::Mark);
         assert_eq!(
             (
@@ -904,19 +907,11 @@ mod tests {
         }
         assert_eq!(p.choice(), None);
     }
+
     #[test]
     fn a_clear_first_half_decides_early_and_skips_the_second() {
         let ms = Duration::from_millis;
-        let half = |mark: u64, off: u64, nap: u64| {
-            PROBE_TURNS[..PROBE_EARLY_TURNS]
-                .iter()
-                .map(|b| match b {
-                    Batching::Mark => mark,
-                    Batching::Off => off,
-                    Batching::Nap => nap,
-                })
-                .collect::<Vec<u64>>()
-        };
+        let half = |mark, off, nap| carried_in(&PROBE_TURNS[..PROBE_EARLY_TURNS], mark, off, nap);
         // Each setting twice in the first half.
         for b in [Batching::Mark, Batching::Off, Batching::Nap] {
             let n = PROBE_TURNS[..PROBE_EARLY_TURNS]
