@@ -383,14 +383,12 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         }
         rates::apply_block_length(a, &mut spec);
         spec.udp_offload = !a.no_udp_offload;
-        // A size the user names is written as iperf3 writes it, with write(2); -Z asks for
-        // sendfile(2) of it, as iperf3 -Z does. (sendfile of a fixed size is the slowest path on
-        // the AMD EPYC VMs of docs/performance.md, so `-l` alone must not pick it.)
-        spec.zerocopy = if a.length.is_some() {
-            a.zerocopy_flag && !a.no_zerocopy
+        let asked = if a.no_zerocopy {
+            Some(false)
         } else {
-            !a.no_zerocopy
+            a.zerocopy_flag.then_some(true)
         };
+        spec.zerocopy = crate::traffic::spec::zerocopy_asked(a.length.is_some(), asked);
         spec.tos = a.ip.tos_byte()?;
         if let Some(r) = &a.ip.fq_rate {
             let bps = r.parse::<BitRate>().context("--fq-rate")?.bits_per_second();

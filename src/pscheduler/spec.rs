@@ -286,12 +286,10 @@ impl Throughput {
             (None, true) => t.bitrate_bps = UDP_DEFAULT_BANDWIDTH as f64,
             (None, false) => {}
         }
-        // As iperf3's `-l` and `-Z`: a buffer length is written with write(2) unless zero-copy
-        // asks for sendfile(2) (`cli::client` reads the flags the same way).
-        if self.zero_copy == Some(false)
-            || (self.buffer_length.is_some() && self.zero_copy != Some(true))
-        {
-            t.zerocopy = false;
+        // As iperf3's `-l` and `-Z` (and the command line's).
+        t.zerocopy =
+            crate::traffic::spec::zerocopy_asked(self.buffer_length.is_some(), self.zero_copy);
+        if self.zero_copy == Some(false) {
             t.calibration = Duration::ZERO;
         }
         t.tos = self.ip_tos;

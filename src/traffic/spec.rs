@@ -40,6 +40,33 @@ pub enum Flow {
     ServerToClient,
 }
 
+impl Flow {
+    /// The words for it in logs and summaries: "client to server".
+    pub fn words(self) -> &'static str {
+        match self {
+            Flow::ClientToServer => "client to server",
+            Flow::ServerToClient => "server to client",
+        }
+    }
+
+    /// The other direction.
+    pub fn other(self) -> Flow {
+        match self {
+            Flow::ClientToServer => Flow::ServerToClient,
+            Flow::ServerToClient => Flow::ClientToServer,
+        }
+    }
+}
+
+/// Whether TCP senders of a fixed path use sendfile(2) (`TestSpec::zerocopy`), as iperf3 reads
+/// its flags: `asked` is `-Z` (`Some(true)`) or `--no-zerocopy` (`Some(false)`); without either,
+/// a length the user names (`-l`) is written with write(2), as iperf3's `-l`, and otherwise
+/// sendfile stays among the calibrated choices. (sendfile of a fixed size is the slowest path on
+/// the AMD EPYC VMs of docs/performance.md, so `-l` alone must not pick it.)
+pub fn zerocopy_asked(length_given: bool, asked: Option<bool>) -> bool {
+    asked.unwrap_or(!length_given)
+}
+
 /// Everything both ends need to run one test. Sent in the client's `Request`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestSpec {

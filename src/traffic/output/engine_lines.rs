@@ -12,7 +12,7 @@ use std::fmt::Write;
 pub(super) fn low_water_line(start: &crate::traffic::result::StartInfo) -> Option<String> {
     let bidir = |flow: Option<Flow>| match (&start.other_send, start.other_low_water_probe, flow) {
         (None, None, _) | (_, _, None) => String::new(),
-        (_, _, Some(flow)) => format!(", {}{}", direction(flow), receivers_of(flow)),
+        (_, _, Some(flow)) => format!(", {}{}", flow.words(), receivers_of(flow)),
     };
     let mut out = String::new();
     if let Some(p) = start.receive_low_water_probe {
@@ -23,11 +23,7 @@ pub(super) fn low_water_line(start: &crate::traffic::result::StartInfo) -> Optio
         ));
     }
     if let Some(p) = start.other_low_water_probe {
-        let other = match start.first_flow {
-            Some(Flow::ClientToServer) => Some(Flow::ServerToClient),
-            Some(Flow::ServerToClient) => Some(Flow::ClientToServer),
-            None => None,
-        };
+        let other = start.first_flow.map(Flow::other);
         out.push_str(&reads_line(&bidir(other), p, start.other_low_water_bytes));
     }
     (!out.is_empty()).then_some(out)
@@ -120,19 +116,12 @@ pub(super) fn send_path_line(result: &TestResult) -> Option<String> {
         let _ = writeln!(
             line,
             "Send path, {}{senders}: {} in {} per call, {how}{rechecked}",
-            direction(o.flow),
+            o.flow.words(),
             o.send_path,
             Bytes(o.chunk_bytes)
         );
     }
     Some(line)
-}
-
-fn direction(flow: Flow) -> &'static str {
-    match flow {
-        Flow::ClientToServer => "client to server",
-        Flow::ServerToClient => "server to client",
-    }
 }
 
 /// Whose receivers a direction has, seen from the client.
@@ -244,7 +233,7 @@ fn first_send_path_line(result: &TestResult) -> Option<String> {
     };
     // Under `--bidir` each direction's line names its direction.
     let which = match (&result.start.other_send, result.start.first_flow) {
-        (Some(_), Some(flow)) => format!(", {}", direction(flow)),
+        (Some(_), Some(flow)) => format!(", {}", flow.words()),
         _ => String::new(),
     };
     Some(format!(

@@ -38,10 +38,8 @@ pub(super) fn summary_line(
 ) -> String {
     let flows = spec.flows();
     let mut parts = Vec::new();
-    for (flow, name) in [
-        (Flow::ClientToServer, "client to server"),
-        (Flow::ServerToClient, "server to client"),
-    ] {
+    for flow in [Flow::ClientToServer, Flow::ServerToClient] {
+        let name = flow.words();
         let (sender, receiver) = if flow == Flow::ClientToServer {
             (theirs, ours)
         } else {
