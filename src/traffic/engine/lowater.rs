@@ -548,9 +548,10 @@ pub fn decide_early(sums: &[u64], incumbent: Batching) -> Option<LowWaterProbe> 
         (Batching::Off, d.unmarked_bytes),
         (Batching::Nap, d.napped_bytes),
     ];
-    let kept_bytes = all.iter().find(|(b, _)| *b == kept(d)).map_or(0, |a| a.1);
+    let keep = kept(d);
+    let kept_bytes = all.iter().find(|(b, _)| *b == keep).map_or(0, |a| a.1);
     all.iter()
-        .filter(|(b, _)| *b != kept(d))
+        .filter(|(b, _)| *b != keep)
         .all(|(_, other)| kept_bytes as f64 > *other as f64 * (1.0 + PROBE_EARLY_MARGIN))
         .then_some(d)
 }
