@@ -116,6 +116,9 @@ pub struct Plan {
     pub source: String,
     pub target: Target,
     pub base: TestSpec,
+    /// The client options `[test]` names (a `length` there is written unless `zerocopy` is
+    /// named too, in `[test]` or the matrix).
+    pub base_options: Vec<String>,
     pub dimensions: Vec<Dimension>,
     pub repeat: Repeat,
     /// The tuning profiles the `profile` dimension names, resolved.
@@ -322,7 +325,7 @@ impl Plan {
                 read_server_tuning(&mut r, t, &kind)
             });
         let allow_host_wide = read_allow_host_wide(&mut r, root.get("target"));
-        let base = read_test(&mut r, root.get("test"));
+        let (base, base_options) = read_test(&mut r, root.get("test"));
         let lab_path = match &target {
             Target::Lab { path, .. } | Target::Auto { path, .. } => path.clone(),
             _ => PathConfig::default(),
@@ -440,6 +443,7 @@ impl Plan {
                 source: text.to_string(),
                 target,
                 base,
+                base_options,
                 dimensions,
                 repeat,
                 profiles,
@@ -523,15 +527,21 @@ impl Plan {
     /// The test of one configuration.
     pub fn spec_for(&self, cfg: &[(String, String)]) -> Result<TestSpec, String> {
         let mut spec = self.base.clone();
-        for (k, v) in cfg {
-            if self
-                .dimensions
-                .iter()
-                .any(|d| &d.name == k && !d.user && !d.path)
-            {
-                apply_option(&mut spec, k, v).map_err(|e| format!("{k} = {v}: {e}"))?;
-            }
+        let options: Vec<&str> = cfg
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| {
+                self.dimensions
+                    .iter()
+                    .any(|d| d.name == *k && !d.user && !d.path)
+            })
+            .collect();
+        for (k, v) in cfg.iter().filter(|(k, _)| options.contains(&k.as_str())) {
+            apply_option(&mut spec, k, v).map_err(|e| format!("{k} = {v}: {e}"))?;
         }
+        settle_zerocopy(&mut spec, |k| {
+            options.contains(&k) || self.base_options.iter().any(|b| b == k)
+        });
         Ok(spec)
     }
 
@@ -622,7 +632,7 @@ pub use facts::PlanFacts;
 pub use libvirt::{LibvirtTarget, ServerStart};
 use matrix::{read_matrix, read_test, read_user_dimensions};
 pub use options::{OPTIONS, apply_option};
-use options::{parse_bool, scalar};
+use options::{parse_bool, scalar, settle_zerocopy};
 use repeat::read_repeat;
 pub use target::{GUEST_DIMENSIONS, PATH_DIMENSIONS, apply_path};
 use target::{read_server_tuning, read_target, resolve_profiles};

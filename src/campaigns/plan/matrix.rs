@@ -2,31 +2,35 @@
 //! tuning profiles) and `[dimensions]` (the user's own, with setup and teardown commands).
 
 use super::{
-    DimValue, Dimension, OPTIONS, PROFILE_DIMENSION, Reader, apply_option, scalar, target,
+    DimValue, Dimension, OPTIONS, PROFILE_DIMENSION, Reader, apply_option, scalar, settle_zerocopy,
+    target,
 };
 use crate::lab::PathConfig;
 use crate::traffic::spec::TestSpec;
 use std::time::Duration;
 use toml_edit::Item;
 
-pub(super) fn read_test(r: &mut Reader, item: Option<&Item>) -> TestSpec {
+/// The base test of `[test]`, and the options it names.
+pub(super) fn read_test(r: &mut Reader, item: Option<&Item>) -> (TestSpec, Vec<String>) {
     let mut spec = TestSpec::tcp(Duration::from_secs(10));
     let Some(table) = item.and_then(Item::as_table) else {
-        return spec;
+        return (spec, Vec::new());
     };
     r.unknown_keys(table, "test", &OPTIONS);
     // Protocol first: it changes the defaults of length and bitrate; then the test's kind,
     // which keeps the request sizes whatever their place.
     let mut keys: Vec<&str> = table.iter().map(|(k, _)| k).collect();
     keys.sort_by_key(|k| (*k != "protocol", *k != "test"));
-    for k in keys.into_iter().filter(|k| OPTIONS.contains(k)) {
+    keys.retain(|k| OPTIONS.contains(k));
+    for k in &keys {
         if let Some((v, span)) = r.string(table, k)
             && let Err(msg) = apply_option(&mut spec, k, &v)
         {
             r.issue(span, format!("test {k}: {msg}"));
         }
     }
-    spec
+    settle_zerocopy(&mut spec, |k| keys.contains(&k));
+    (spec, keys.into_iter().map(str::to_string).collect())
 }
 
 pub(super) fn read_matrix(

@@ -3,7 +3,9 @@
 
 use crate::traffic::latency::LatencySpec;
 use crate::traffic::rr::{RrMode, RrTest};
-use crate::traffic::spec::{Direction, Protocol, TestSpec, UDP_DEFAULT_LENGTH, UDP_DEFAULT_RATE};
+use crate::traffic::spec::{
+    Direction, Protocol, TestSpec, UDP_DEFAULT_LENGTH, UDP_DEFAULT_RATE, zerocopy_asked,
+};
 use crate::units::{BitRate, Bytes, parse_duration};
 use toml_edit::Value;
 
@@ -52,6 +54,13 @@ pub(super) fn parse_bool(v: &str) -> Result<bool, String> {
         "false" | "no" | "0" => Ok(false),
         _ => Err(format!("{v:?} is not true or false")),
     }
+}
+
+/// `length` without `zerocopy` is written with write(2), as `client -l` (one rule,
+/// `spec::zerocopy_asked`); `named` says whether the plan sets an option for this test. Run once
+/// every option is in: `apply_option` takes them one at a time, in any order.
+pub(super) fn settle_zerocopy(spec: &mut TestSpec, named: impl Fn(&str) -> bool) {
+    spec.zerocopy = zerocopy_asked(named("length"), named("zerocopy").then_some(spec.zerocopy));
 }
 
 /// Applies one option to a spec; the error says what is accepted.

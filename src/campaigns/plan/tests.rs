@@ -393,3 +393,43 @@ fn ssh_options_that_are_not_a_list_of_options_are_reported_once() {
         assert_eq!(e.matches(words).count(), 1, "{e}");
     }
 }
+
+/// A plan's `length` means what `client -l` means: written with write(2) unless `zerocopy`
+/// (in `[test]` or the matrix) says otherwise; without `length` sendfile stays a candidate.
+#[test]
+fn a_plans_length_is_written_as_the_command_lines_unless_zerocopy_is_named() {
+    let zerocopy_of = |test: &str, matrix: &str| -> Vec<(String, bool)> {
+        let text = format!(
+            "[target]\nkind = \"loopback\"\n[test]\nduration = \"2s\"\n{test}\n[matrix]\n{matrix}\n"
+        );
+        let p = Plan::parse("p.toml", &text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+        p.resolve_all()
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.label, c.spec.zerocopy))
+            .collect()
+    };
+    let all = |v: &[(String, bool)], want: bool| v.iter().all(|(_, z)| *z == want);
+    let lengths = "length = [\"128K\", \"1M\"]";
+    assert!(all(&zerocopy_of("", "window = [\"64K\", \"1M\"]"), true));
+    assert!(all(
+        &zerocopy_of("length = \"1M\"", "window = [\"64K\", \"1M\"]"),
+        false
+    ));
+    assert!(all(&zerocopy_of("", lengths), false));
+    assert!(all(&zerocopy_of("zerocopy = true", lengths), true));
+    assert!(all(
+        &zerocopy_of("length = \"1M\"\nzerocopy = true", "window = [\"64K\"]"),
+        true
+    ));
+    assert_eq!(
+        zerocopy_of("", &format!("{lengths}\nzerocopy = [true, false]")),
+        [
+            ("length=128K zerocopy=true", true),
+            ("length=128K zerocopy=false", false),
+            ("length=1M zerocopy=true", true),
+            ("length=1M zerocopy=false", false),
+        ]
+        .map(|(l, z)| (l.to_string(), z))
+    );
+}
