@@ -14,7 +14,7 @@ mod server;
 
 pub use auth::{ClientAuthArgs, ServerAuthArgs};
 pub use client::{ClientArgs, FILE_REFUSAL, Iperf3ClientOptions, SCTP_REFUSAL};
-pub use server::{ServerArgs, ServerConfig};
+pub use server::{ServerArgs, ServerConfig, ServerOutput};
 
 pub use commands::{
     CompareArgs, DoctorArgs, ExplainArgs, ExportArgs, ImportArgs, MigrateArgs, More, PlotArgs,
@@ -208,12 +208,17 @@ pub(crate) fn key_values(items: &[String], flag: &str) -> anyhow::Result<Vec<(St
 
 /// Rewrites iperf3's command lines into netsweep's: `netsweep -s ...` is `netsweep server
 /// --iperf3-cli ...` and `netsweep -c HOST ...` is `netsweep client HOST --iperf3-cli ...` (`-c HOST` may
-/// stand anywhere; `--iperf3-cli` makes `-J` print iperf3's document).
+/// stand anywhere; `--iperf3-cli` makes `-J` print iperf3's document); `netsweep -v` is
+/// `netsweep --version`.
 pub fn iperf3_argv(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let Some((prog, rest)) = args.split_first() else {
         return args;
     };
     let first = rest.first().and_then(|a| a.to_str());
+    // iperf3's -v: the version.
+    if rest.len() == 1 && first == Some("-v") {
+        return vec![prog.clone(), "--version".into()];
+    }
     // Only when no subcommand comes first: `netsweep -c HOST -t 5`, `netsweep -t 5 -c HOST`,
     // `netsweep --use-pkcs1-padding -s -1` (pScheduler's iperf3 tool puts that flag first).
     let starts_with_flag = first.is_some_and(|a| a.starts_with('-'));

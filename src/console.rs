@@ -15,6 +15,12 @@ static LOG_FILE: std::sync::Mutex<Option<std::fs::File>> = std::sync::Mutex::new
 /// regular file: a FIFO would block the test until someone read it (opened without blocking,
 /// then checked).
 pub fn log_to(path: &std::path::Path) -> std::io::Result<()> {
+    set_log(open_log(path)?);
+    Ok(())
+}
+
+/// Opens `path` as `log_to` does (appended; a symbolic link, FIFO or device refused).
+pub fn open_log(path: &std::path::Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -38,32 +44,84 @@ pub fn log_to(path: &std::path::Path) -> std::io::Result<()> {
             "not a regular file (a FIFO or device): give a regular file",
         ));
     }
+    Ok(file)
+}
+
+/// Sends what would go to standard output to `file` from now on.
+pub fn set_log(file: std::fs::File) {
     if let Ok(mut f) = LOG_FILE.lock() {
         *f = Some(file);
     }
-    Ok(())
 }
 
-/// iperf3's `-T`/`--title`: the text every line of standard output starts with, and whether
-/// the next write starts a line.
-static TITLE: std::sync::Mutex<(Option<String>, bool)> = std::sync::Mutex::new((None, true));
+/// iperf3's `-T`/`--title` and `--timestamps`: the title and the time format every line of
+/// standard output starts with, and whether the next write starts a line.
+struct Prefix {
+    title: Option<String>,
+    timestamps: Option<String>,
+    at_start: bool,
+}
+
+static PREFIX: std::sync::Mutex<Prefix> = std::sync::Mutex::new(Prefix {
+    title: None,
+    timestamps: None,
+    at_start: true,
+});
 
 /// Starts every later line of standard output with `title` and two spaces, as iperf3's
 /// `-T TITLE` does (`None`: no prefix).
 pub fn set_title(title: Option<String>) {
-    if let Ok(mut t) = TITLE.lock() {
-        *t = (title, true);
+    if let Ok(mut p) = PREFIX.lock() {
+        (p.title, p.at_start) = (title, true);
     }
 }
 
-/// `text` with `title:  ` before each line that starts in it; `at_start` says whether the
+/// Starts every later line of standard output with the local time in strftime(3)'s `format`,
+/// as iperf3's `--timestamps[=FORMAT]` does (its default: `"%c "`); before the title, as
+/// iperf3 prints them. `None`: no time.
+pub fn set_timestamps(format: Option<String>) {
+    if let Ok(mut p) = PREFIX.lock() {
+        p.timestamps = format;
+    }
+}
+
+/// `line` after the time, when `--timestamps` asked for it (for standard error's lines, which
+/// a server's log is).
+pub fn stamped(line: &str) -> String {
+    match PREFIX.lock().ok().and_then(|p| p.timestamps.clone()) {
+        Some(format) => format!("{}{line}", local_time(&format)),
+        None => line.to_string(),
+    }
+}
+
+/// The local time now in strftime(3)'s `format`: libc's own, so `%c` and the other locale
+/// conversions print what iperf3's (which calls the same function) prints; empty when the
+/// format holds a NUL or its result is over 256 bytes.
+pub fn local_time(format: &str) -> String {
+    let Ok(format) = std::ffi::CString::new(format) else {
+        return String::new();
+    };
+    let mut buf = [0u8; 256];
+    // SAFETY: time(NULL) has no preconditions; localtime_r writes into our `tm`; strftime
+    // writes at most `buf.len()` bytes into `buf` and reads the NUL-terminated format.
+    let n = unsafe {
+        let now = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&now, &mut tm).is_null() {
+            return String::new();
+        }
+        libc::strftime(buf.as_mut_ptr().cast(), buf.len(), format.as_ptr(), &tm)
+    };
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// `text` with `prefix` before each line that starts in it; `at_start` says whether the
 /// text starts a line, and is left saying whether the next text does.
-pub fn titled(title: &str, text: &str, at_start: &mut bool) -> String {
-    let mut out = String::with_capacity(text.len() + title.len() + 3);
+pub fn prefixed(prefix: &str, text: &str, at_start: &mut bool) -> String {
+    let mut out = String::with_capacity(text.len() + prefix.len());
     for piece in text.split_inclusive('\n') {
         if *at_start {
-            out.push_str(title);
-            out.push_str(":  ");
+            out.push_str(prefix);
         }
         out.push_str(piece);
         *at_start = piece.ends_with('\n');
@@ -73,11 +131,16 @@ pub fn titled(title: &str, text: &str, at_start: &mut bool) -> String {
 
 /// Writes to standard output (or the log file); a closed pipe is remembered, not a panic.
 pub fn write_out(args: std::fmt::Arguments<'_>) {
-    if let Ok(mut t) = TITLE.lock()
-        && let (Some(title), at_start) = &mut *t
+    if let Ok(mut p) = PREFIX.lock()
+        && (p.title.is_some() || p.timestamps.is_some())
     {
-        let text = titled(title, &args.to_string(), at_start);
-        drop(t);
+        let mut prefix = p.timestamps.as_deref().map(local_time).unwrap_or_default();
+        if let Some(title) = &p.title {
+            prefix.push_str(title);
+            prefix.push_str(":  ");
+        }
+        let text = prefixed(&prefix, &args.to_string(), &mut p.at_start);
+        drop(p);
         return write_plain(format_args!("{text}"));
     }
     write_plain(args);
@@ -133,15 +196,34 @@ mod tests {
     #[test]
     fn a_title_starts_every_line_as_iperf3s_does() {
         let mut at_start = true;
-        let a = super::titled(
-            "test1",
+        let a = super::prefixed(
+            "test1:  ",
             "Connecting to host\n[  5] 0.00-1.00",
             &mut at_start,
         );
         assert_eq!(a, "test1:  Connecting to host\ntest1:  [  5] 0.00-1.00");
         assert!(!at_start);
-        let b = super::titled("test1", " sec\n\n", &mut at_start);
+        let b = super::prefixed("test1:  ", " sec\n\n", &mut at_start);
         assert_eq!(b, " sec\ntest1:  \n");
         assert!(at_start);
+    }
+
+    /// `--timestamps`: strftime(3)'s conversions, read back against the clock.
+    #[test]
+    fn the_local_time_follows_strftimes_format() {
+        let before = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let epoch: u64 = super::local_time("%s").parse().expect("%s is a number");
+        assert!(
+            epoch >= before && epoch <= before + 2,
+            "{epoch} against {before}"
+        );
+        assert_eq!(super::local_time("[%%] "), "[%] ");
+        let year = super::local_time("%Y");
+        assert!(year.len() == 4 && year.parse::<u32>().is_ok(), "{year}");
+        // A NUL cannot reach strftime; the prefix is then empty, not cut short.
+        assert_eq!(super::local_time("a\0b"), "");
     }
 }

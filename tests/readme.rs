@@ -11,7 +11,8 @@
 //! - `cargo run --release -- ARGS` runs `netsweep ARGS`; `cargo test` and `cargo install` are
 //!   not run (the suite itself, and an install into ~/.cargo: CI does both its own way).
 //! - `netsweep -s` / `netsweep server`, and any line ending in `&`, start in the background for
-//!   the rest of their block (their process group is ended then).
+//!   the rest of their block (their process group is ended then; a server started with `-D`
+//!   and `-I FILE` is ended by the process ID in FILE, even when a command after it failed).
 //! - A line with the placeholder `HOST` or the comment `# needs: peer` needs a second host and
 //!   is skipped with that reason; a command whose program is not netsweep (`pscheduler`) runs
 //!   only where that program is installed.
@@ -271,6 +272,8 @@ fn shell(command: &str, dir: &Path, path: &str) -> Command {
 /// Background servers and labs of one block, stopped and removed when it ends.
 struct BlockGuard {
     servers: Vec<Child>,
+    /// Pidfiles of `-D` servers, which leave the process group.
+    daemons: Vec<PathBuf>,
     labs: Vec<String>,
     dir: PathBuf,
     path: String,
@@ -284,6 +287,21 @@ impl Drop for BlockGuard {
                 .args(["-TERM", "--", &format!("-{}", s.id())])
                 .status();
             common::wait_bounded(s, Duration::from_secs(10), "a README server");
+        }
+        for pidfile in &self.daemons {
+            let Some(pid) = std::fs::read_to_string(pidfile)
+                .ok()
+                .and_then(|t| t.trim().parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+            let t0 = Instant::now();
+            while std::path::Path::new(&format!("/proc/{pid}")).exists()
+                && t0.elapsed() < Duration::from_secs(10)
+            {
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
         for lab in &self.labs {
             let _ = shell(&format!("netsweep lab down {lab}"), &self.dir, &self.path)
@@ -355,6 +373,7 @@ fn every_readme_command_runs() {
     for block in &blocks {
         let mut guard = BlockGuard {
             servers: Vec::new(),
+            daemons: Vec::new(),
             labs: Vec::new(),
             dir: dir.to_path_buf(),
             path: path.clone(),
@@ -399,6 +418,11 @@ fn every_readme_command_runs() {
                         .spawn()
                         .expect("start the server");
                     guard.servers.push(child);
+                    if command.split_whitespace().any(|w| w == "-D")
+                        && let Some(pidfile) = word_after(&command, "-I")
+                    {
+                        guard.daemons.push(dir.join(pidfile));
+                    }
                     // A server elsewhere (in a lab) is given a moment; a local one is waited for.
                     let listening = match port {
                         Some(port) => wait_port(port),

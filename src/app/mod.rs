@@ -2,6 +2,7 @@
 //! maps the outcome to an exit code.
 
 mod compare;
+mod daemon;
 mod db;
 mod doctor;
 mod explain;
@@ -71,6 +72,12 @@ fn listen_on(addr: std::net::SocketAddr) -> anyhow::Result<TcpListener> {
 
 fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
     let cfg = ServerConfig::try_from(a)?;
+    if a.daemon && !cfg.output.background {
+        // The options were checked above, on this terminal.
+        return daemon::start_in_background();
+    }
+    crate::console::set_timestamps(cfg.output.timestamps.clone());
+    let redirect = daemon::Redirect::open(&cfg.output)?;
     // Tests' sockets are budgeted under the open-file limit: take all the system allows.
     crate::platform::fdlimit::raise_to_hard();
     let mut listeners = vec![bind_listener(&cfg)?];
@@ -86,8 +93,9 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
         .filter_map(|l| l.local_addr().ok())
         .map(|a| a.to_string())
         .collect();
-    crate::errln!(
-        "netsweep server listening on {} (max {} tests at once; {})",
+    let mut said = vec![format!(
+        "{}{} (max {} tests at once; {})",
+        daemon::LISTENING,
         addrs.join(" and "),
         cfg.limits.max_tests,
         if cfg.auth.is_some() {
@@ -95,15 +103,41 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
         } else {
             "netsweep and iperf3 clients"
         }
-    );
-    let log: server::Log = Arc::new(|line: &str| crate::errln!("{line}"));
+    )];
     if let Some(auth) = &cfg.auth {
-        crate::errln!(
+        said.push(format!(
             "iperf3 clients log in (users in {}, {}); netsweep's own clients are refused",
             auth.users_path.display(),
             auth.padding.words()
-        );
+        ));
     }
+    if cfg.one_off {
+        said.push("serving one test, then exiting (-1)".into());
+    }
+    said.extend(
+        cfg.output
+            .notes
+            .iter()
+            .map(|n| format!("netsweep server: {n}")),
+    );
+    let said: Vec<String> = said
+        .iter()
+        .map(|line| crate::console::stamped(line))
+        .collect();
+    // Held while the server runs, removed on every way out of this function; claimed before
+    // the listening line, which -D waits for.
+    let _pidfile = cfg
+        .output
+        .pidfile
+        .as_deref()
+        .map(daemon::Pidfile::claim)
+        .transpose()?;
+    for line in &said {
+        crate::errln!("{line}");
+    }
+    redirect.apply(&said)?;
+    let log: server::Log =
+        Arc::new(|line: &str| crate::errln!("{}", crate::console::stamped(line)));
     let served = Arc::new(server::Served::default());
     let idled = Arc::new(std::sync::atomic::AtomicBool::new(false));
     crate::host::sendmemory::enable();
@@ -113,7 +147,6 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
             scope.spawn(move || save_send_memory(&served, stop));
         }
         if cfg.one_off {
-            crate::errln!("serving one test, then exiting (-1)");
             let served = served.clone();
             let (idle, idled) = (cfg.idle_timeout, idled.clone());
             // Polls the count: the server's threads end when `stop` is raised.
@@ -219,6 +252,12 @@ pub struct ClientView {
     pub logfile: Option<std::path::PathBuf>,
     /// `-T`: the text output's line prefix, iperf3's JSON's "title".
     pub title: Option<String>,
+    /// `--timestamps`: the strftime(3) format of the time before each line of text output.
+    pub timestamps: Option<String>,
+    /// `--extra-data`: iperf3's JSON's "extra_data".
+    pub extra_data: Option<String>,
+    /// `--json-stream-full-output`: the whole iperf3 document after the events.
+    pub stream_full: bool,
 }
 
 /// Which JSON a client prints.
@@ -263,6 +302,9 @@ impl TryFrom<&ClientArgs> for ClientView {
             verbose: a.verbose,
             logfile: a.logfile.clone(),
             title: a.ip.title.clone(),
+            timestamps: a.ip.timestamps.clone(),
+            extra_data: a.ip.extra_data.clone(),
+            stream_full: a.json_stream_full_output,
         })
     }
 }
@@ -289,6 +331,7 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
     let stop = signals::install();
     if view.json.is_none() {
         crate::console::set_title(view.title.clone());
+        crate::console::set_timestamps(view.timestamps.clone());
     }
     for note in &cfg.notes {
         if view.json.is_some() {
@@ -425,20 +468,31 @@ fn print_json(doc: &serde_json::Value) {
     }
 }
 
+/// iperf3's `-J` document of a result, with `-T`'s "title" and `--extra-data`'s "extra_data" at
+/// its top, where iperf3 puts them.
+fn iperf3_document(
+    cfg: &ClientConfig,
+    result: &TestResult,
+    view: &ClientView,
+) -> serde_json::Value {
+    let mut doc = iperf3_json::document(result, cfg.server);
+    if let Some(m) = doc.as_object_mut() {
+        for (key, value) in [("title", &view.title), ("extra_data", &view.extra_data)] {
+            if let Some(v) = value {
+                m.insert(key.into(), serde_json::json!(v));
+            }
+        }
+    }
+    doc
+}
+
 fn print_result(cfg: &ClientConfig, result: &TestResult, view: &ClientView, stream_started: bool) {
     match view.json {
         Some(JsonSchema::Netsweep) => match serde_json::to_value(result) {
             Ok(doc) => print_json(&doc),
             Err(e) => crate::errln!("netsweep: cannot encode the result: {e}"),
         },
-        Some(JsonSchema::Iperf3) => {
-            let mut doc = iperf3_json::document(result, cfg.server);
-            if let (Some(t), Some(m)) = (&view.title, doc.as_object_mut()) {
-                // iperf3's -T in -J: a top-level "title".
-                m.insert("title".into(), serde_json::json!(t));
-            }
-            print_json(&doc)
-        }
+        Some(JsonSchema::Iperf3) => print_json(&iperf3_document(cfg, result, view)),
         Some(JsonSchema::Iperf3Stream) => {
             if !stream_started {
                 stream_start(cfg, &result.spec, &result.start);
@@ -452,6 +506,9 @@ fn print_result(cfg: &ClientConfig, result: &TestResult, view: &ClientView, stre
             }
             let end = iperf3_json::end(result);
             crate::outln!("{}", iperf3_json::stream_event("end", &end));
+            if view.stream_full {
+                print_json(&iperf3_document(cfg, result, view));
+            }
         }
         None => {
             crate::out!("{}", output::summary(result, view.units));

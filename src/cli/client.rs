@@ -51,11 +51,11 @@ pub struct ClientArgs {
     /// otherwise advertises up to twice -w).
     #[arg(long, value_name = "ask|force|clamp")]
     pub window_mode: Option<String>,
-    /// TCP maximum segment size.
-    #[arg(long, short = 'M')]
+    /// TCP maximum segment size (iperf3's -M, --set-mss).
+    #[arg(long, short = 'M', alias = "set-mss")]
     pub mss: Option<u32>,
     /// TCP congestion control (cubic, bbr, reno, ...).
-    #[arg(long, short = 'C')]
+    #[arg(long, short = 'C', alias = "linux-congestion")]
     pub congestion: Option<String>,
     /// TCP write size: write(2) calls of this size, sendfile(2) with -Z, as iperf3's (default:
     /// the call and size chosen by a 0.3 s calibration, which giving it skips; with -k, iperf3's
@@ -68,7 +68,7 @@ pub struct ClientArgs {
     pub udp: bool,
     /// Target rate of each stream, as iperf3's -b (-P 4 -b 100M: 400 Mbit/s a direction);
     /// 0 = unlimited. UDP default: 1M per stream, iperf3's, said at the start.
-    #[arg(long, short = 'b', allow_hyphen_values = true)]
+    #[arg(long, short = 'b', alias = "bandwidth", allow_hyphen_values = true)]
     pub bitrate: Option<String>,
     /// netsweep's own: target rate of a whole direction, split evenly over its streams.
     #[arg(long, value_name = "RATE", conflicts_with = "bitrate")]
@@ -80,10 +80,10 @@ pub struct ClientArgs {
     #[arg(long)]
     pub no_zerocopy: bool,
     /// Use IPv4 only.
-    #[arg(short = '4', conflicts_with = "ipv6")]
+    #[arg(short = '4', long = "version4", conflicts_with = "ipv6")]
     pub ipv4: bool,
     /// Use IPv6 only.
-    #[arg(short = '6')]
+    #[arg(short = '6', long = "version6")]
     pub ipv6: bool,
     /// Bind to a local address or network device.
     #[arg(long, short = 'B')]
@@ -104,14 +104,18 @@ pub struct ClientArgs {
     /// interval as it ends, then end ({"event":"interval","data":{...}}).
     #[arg(long)]
     pub json_stream: bool,
+    /// With --json-stream: the whole document too, after the events (iperf3's
+    /// --json-stream-full-output).
+    #[arg(long, requires = "json_stream")]
+    pub json_stream_full_output: bool,
     /// (internal) Set when the command line was iperf3's (`netsweep -c HOST ...`).
     #[arg(long, hide = true)]
     pub iperf3_cli: bool,
     /// Units of the text output: k m g t (bits/sec) or K M G T (Bytes/sec), as iperf3's -f.
     #[arg(long, short = 'f')]
     pub format: Option<String>,
-    /// More detail: the test asked for and every socket of both ends.
-    #[arg(long, short = 'V')]
+    /// More detail: the test asked for and every socket of both ends (iperf3's -d/--debug too).
+    #[arg(long, short = 'V', short_alias = 'd', alias = "debug")]
     pub verbose: bool,
     /// Append the output to this file instead of printing it (iperf3's --logfile).
     #[arg(long)]
@@ -255,12 +259,64 @@ pub struct Iperf3ClientOptions {
     /// pins the server alone.
     #[arg(short = 'A', long, value_name = "N[,M]")]
     pub affinity: Option<String>,
+    /// Start every line of the text output with the local time in strftime(3)'s FORMAT
+    /// (default "%c ", the locale's date and time), as iperf3's --timestamps.
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "%c "
+    )]
+    pub timestamps: Option<String>,
+    /// A string iperf3's JSON document carries as "extra_data" (iperf3's --extra-data).
+    #[arg(long, value_name = "STR")]
+    pub extra_data: Option<String>,
+    /// 64-bit sequence numbers in UDP datagrams to an iperf3 server, as iperf3's
+    /// --udp-counters-64bit (32-bit ones wrap after 4.3 billion datagrams); netsweep's own
+    /// datagrams always carry 64-bit counters.
+    #[arg(long)]
+    pub udp_counters_64bit: bool,
+    /// Bind the sockets to this network device (SO_BINDTODEVICE), as iperf3's --bind-dev;
+    /// `-B DEV` does the same.
+    #[arg(long, value_name = "DEV", conflicts_with = "bind")]
+    pub bind_dev: Option<String>,
+    /// Accepted for iperf3's sake: netsweep's UDP senders and receivers use GSO/GRO unless
+    /// --no-udp-offload (a note says so).
+    #[arg(long)]
+    pub gsro: bool,
+    /// Accepted for iperf3's sake: netsweep's pacer times each send itself (a note says so).
+    #[arg(long, value_name = "USEC")]
+    pub pacing_timer: Option<String>,
+    /// Accepted for iperf3's sake (deprecated there): netsweep paces in its own threads, in
+    /// the kernel only with --fq-rate.
+    #[arg(long)]
+    pub no_fq_socket_pacing: bool,
+    /// Accepted for iperf3's sake: netsweep sets no TCP keepalive on the control connection
+    /// (a note says so).
+    #[arg(
+        long,
+        value_name = "IDLE/INTV/CNT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub cntl_ka: Option<String>,
+    /// Accepted for iperf3's sake: netsweep's senders set no TCP_USER_TIMEOUT; a stalled
+    /// test ends by the receiving end's --rcv-timeout (a note says so).
+    #[arg(long, value_name = "MS")]
+    pub snd_timeout: Option<u64>,
     /// iperf3's file transfer: refused by name (see `refusal`).
     #[arg(short = 'F', long, hide = true, value_name = "NAME")]
     pub file: Option<String>,
     /// iperf3's SCTP tests: refused by name (see `refusal`).
     #[arg(long, hide = true)]
     pub sctp: bool,
+    /// iperf3's SCTP options: refused by name with --sctp.
+    #[arg(long, hide = true, value_name = "N")]
+    pub nstreams: Option<String>,
+    #[arg(short = 'X', long, hide = true, value_name = "NAME")]
+    pub xbind: Option<String>,
 }
 
 /// Why `--sctp` is refused.
@@ -273,6 +329,44 @@ pub const FILE_REFUSAL: &str = "-F/--file: netsweep sends from memory and discar
      files: run without -F (with -n SIZE for a file's size), or with iperf3 for a file transfer";
 
 impl Iperf3ClientOptions {
+    /// What netsweep does instead of the iperf3 options it accepts without acting on them,
+    /// one note each, said at the start of the test.
+    pub fn accepted_notes(&self, udp: bool) -> Vec<String> {
+        let mut notes = Vec::new();
+        if self.gsro {
+            notes.push(if udp {
+                "--gsro: accepted; netsweep's UDP senders and receivers use GSO/GRO already \
+                 (--no-udp-offload turns them off)"
+            } else {
+                "--gsro: accepted and ignored: it applies to UDP tests (-u)"
+            });
+        }
+        if self.pacing_timer.is_some() {
+            notes.push(
+                "--pacing-timer: accepted and ignored: netsweep's pacer times each send itself",
+            );
+        }
+        if self.no_fq_socket_pacing {
+            notes.push(
+                "--no-fq-socket-pacing: accepted (deprecated in iperf3): netsweep paces in its \
+                 own threads, and in the kernel only with --fq-rate",
+            );
+        }
+        if self.cntl_ka.is_some() {
+            notes.push(
+                "--cntl-ka: accepted and ignored: netsweep sets no TCP keepalive on the \
+                 control connection",
+            );
+        }
+        if self.snd_timeout.is_some() {
+            notes.push(
+                "--snd-timeout: accepted and ignored: netsweep's senders set no \
+                 TCP_USER_TIMEOUT; a stalled test ends by the receiving end's --rcv-timeout",
+            );
+        }
+        notes.into_iter().map(String::from).collect()
+    }
+
     /// Why the test cannot run as asked: an option netsweep's client does not implement.
     pub fn refusal(&self) -> Option<String> {
         if self.flowlabel.is_some() {
@@ -282,7 +376,7 @@ impl Iperf3ClientOptions {
                     .to_string(),
             );
         }
-        if self.sctp {
+        if self.sctp || self.nstreams.is_some() || self.xbind.is_some() {
             return Some(SCTP_REFUSAL.to_string());
         }
         self.file.as_ref().map(|_| FILE_REFUSAL.to_string())
@@ -425,6 +519,9 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             cfg.connect_timeout = std::time::Duration::from_millis(ms);
         }
         cfg.rcv_timeout = rates::rcv_timeout(a.ip.rcv_timeout)?;
+        cfg.udp_counters_64bit = a.ip.udp_counters_64bit;
+        cfg.notes
+            .extend(a.ip.accepted_notes(spec.protocol == Protocol::Udp));
         if a.zerocopy_flag {
             cfg.far_zerocopy = true;
             cfg.notes.push(
@@ -490,10 +587,14 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         } else {
             PeerProtocol::Netsweep
         };
-        cfg.bind = a.bind.as_deref().map(|b| match b.parse::<IpAddr>() {
-            Ok(ip) => Bind::Address(ip),
-            Err(_) => Bind::Device(b.to_string()),
-        });
+        cfg.bind = match (&a.bind, &a.ip.bind_dev) {
+            (_, Some(dev)) => Some(Bind::Device(dev.clone())),
+            (Some(b), None) => Some(match b.parse::<IpAddr>() {
+                Ok(ip) => Bind::Address(ip),
+                Err(_) => Bind::Device(b.to_string()),
+            }),
+            (None, None) => None,
+        };
         if let Some(Bind::Address(ip)) = &cfg.bind
             && ip.is_ipv4() != server.is_ipv4()
         {

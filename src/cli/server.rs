@@ -25,6 +25,11 @@ pub struct ServerArgs {
     /// Longest test accepted (warm-up included).
     #[arg(long, default_value = "1h")]
     pub max_duration: String,
+    /// iperf3's name for --max-duration, in seconds (0: iperf3's longest test, 24 h plus the
+    /// warm-up); iperf3 ends a longer test when it passes the limit, netsweep refuses it at the
+    /// start.
+    #[arg(long, value_name = "SECONDS", conflicts_with = "max_duration")]
+    pub server_max_duration: Option<u64>,
     /// Most streams per direction accepted.
     #[arg(long, default_value_t = 128)]
     pub max_streams: u16,
@@ -74,8 +79,59 @@ pub struct ServerArgs {
     /// IPv6: listen on :: without -B (iperf3's -6; -B with an IPv6 address).
     #[arg(short = '6', long = "version6")]
     pub ipv6: bool,
+    /// Run in the background once listening (iperf3's -D): what the server says until then
+    /// (or why it cannot start) is printed here, then its messages go to --logfile, or nowhere.
+    #[arg(short = 'D', long)]
+    pub daemon: bool,
+    /// (internal) This process is -D's background server.
+    #[arg(long, hide = true)]
+    pub daemon_child: bool,
+    /// Write the server's process ID to FILE while it runs, removed at exit (iperf3's -I); a
+    /// FILE naming a running process is refused.
+    #[arg(short = 'I', long, value_name = "FILE")]
+    pub pidfile: Option<std::path::PathBuf>,
+    /// Once listening, append the server's messages (and -J's document) to FILE (iperf3's
+    /// --logfile); a symbolic link or anything but a regular file is refused.
+    #[arg(long, value_name = "FILE")]
+    pub logfile: Option<std::path::PathBuf>,
+    /// Accepted for iperf3's sake: every message is written whole as it happens.
+    #[arg(long)]
+    pub forceflush: bool,
+    /// Start every message with the local time in strftime(3)'s FORMAT (default "%c "), as
+    /// iperf3's --timestamps.
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "%c "
+    )]
+    pub timestamps: Option<String>,
+    /// Accepted for iperf3's sake (-i, -f, -V, -d): this server prints one line per test, and
+    /// the client prints the intervals (a note says so).
+    #[arg(short = 'i', long, value_name = "SECONDS", allow_hyphen_values = true)]
+    pub interval: Option<String>,
+    #[arg(short = 'f', long, hide = true)]
+    pub format: Option<String>,
+    #[arg(short = 'V', long, short_alias = 'd', alias = "debug", hide = true)]
+    pub verbose: bool,
     #[command(flatten)]
     pub auth: ServerAuthArgs,
+}
+
+/// How the server runs and where its messages go: iperf3's `-D`, `-I`, `--logfile` and
+/// `--timestamps`.
+#[derive(Debug, Clone, Default)]
+pub struct ServerOutput {
+    /// This process is `-D`'s background server: its messages go to `logfile` or nowhere once
+    /// it listens.
+    pub background: bool,
+    pub pidfile: Option<std::path::PathBuf>,
+    pub logfile: Option<std::path::PathBuf>,
+    /// strftime(3) format of the time before each message.
+    pub timestamps: Option<String>,
+    /// Options accepted without acting on them, one note each, said at the start.
+    pub notes: Vec<String>,
 }
 
 /// A validated server configuration.
@@ -94,6 +150,7 @@ pub struct ServerConfig {
     pub idle_timeout: Option<std::time::Duration>,
     /// With `one_off`: print the test's iperf3-style JSON document at exit (`--json`).
     pub json: bool,
+    pub output: ServerOutput,
 }
 
 impl TryFrom<&ServerArgs> for ServerConfig {
@@ -139,9 +196,23 @@ impl TryFrom<&ServerArgs> for ServerConfig {
                 t => t.map(std::time::Duration::from_secs),
             },
             json: a.json,
+            output: ServerOutput {
+                background: a.daemon_child,
+                pidfile: a.pidfile.clone(),
+                logfile: a.logfile.clone(),
+                timestamps: a.timestamps.clone(),
+                notes: accepted_notes(a),
+            },
             limits: ServerLimits {
                 max_tests: a.max_tests,
-                max_duration: parse_duration(&a.max_duration).context("--max-duration")?,
+                max_duration: match a.server_max_duration {
+                    Some(0) => std::time::Duration::from_secs(
+                        crate::traffic::iperf3::wire::MAX_TIME_S
+                            + crate::traffic::iperf3::wire::MAX_OMIT_S,
+                    ),
+                    Some(s) => std::time::Duration::from_secs(s),
+                    None => parse_duration(&a.max_duration).context("--max-duration")?,
+                },
                 max_streams: a.max_streams,
                 max_rate_bps,
                 max_interval_records: a.max_intervals,
@@ -152,6 +223,26 @@ impl TryFrom<&ServerArgs> for ServerConfig {
             },
         })
     }
+}
+
+/// What the server does instead of the iperf3 options it accepts without acting on them.
+fn accepted_notes(a: &ServerArgs) -> Vec<String> {
+    let named: Vec<&str> = [
+        (a.interval.is_some(), "-i"),
+        (a.format.is_some(), "-f"),
+        (a.verbose, "-V"),
+    ]
+    .into_iter()
+    .filter_map(|(given, flag)| given.then_some(flag))
+    .collect();
+    if named.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "{}: accepted and ignored: this server prints one line per test; the client prints \
+         the intervals",
+        named.join(", ")
+    )]
 }
 
 /// The server's `-A`: CPUs this process may use.

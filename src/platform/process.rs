@@ -1,7 +1,7 @@
 //! Processes, by their ids: whether one exists, signalling and reaping one, whether this one
-//! runs as root, starting a child in a session of its own, and the kernel's clock tick (the
-//! unit of `/proc` CPU counters). The only home of these libc calls; labs, guests, tuning's
-//! journal and `doctor` call them here.
+//! runs as root, starting a child in a session of its own, where standard error goes, and the
+//! kernel's clock tick (the unit of `/proc` CPU counters). The only home of these libc calls;
+//! labs, guests, tuning's journal, `doctor` and the server's `-D` call them here.
 
 use std::os::unix::process::CommandExt;
 use std::process::Command;
@@ -66,6 +66,16 @@ pub fn detach_session(cmd: &mut Command) {
             Ok(())
         });
     }
+}
+
+/// Points this process's standard error at `file` (dup2(2)): later messages go there.
+pub fn stderr_to(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: dup2 of a descriptor `file` keeps open onto 2; no memory is touched.
+    if unsafe { libc::dup2(file.as_raw_fd(), libc::STDERR_FILENO) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// The kernel's clock ticks per second (`_SC_CLK_TCK`), at least 1.

@@ -69,6 +69,9 @@ pub struct ClientConfig {
     /// What is known of the path for RFC 6349's metrics (`--path-rate`, `--baseline-rtt`, a
     /// lab's rate and RTT); the MTU is read from the route when not given.
     pub path: crate::analysis::rfc6349::PathFacts,
+    /// `--udp-counters-64bit`: UDP datagrams to an iperf3 server carry 64-bit sequence
+    /// numbers (the `udp_counters_64bit` parameter); netsweep's own always do.
+    pub udp_counters_64bit: bool,
 }
 
 impl ClientConfig {
@@ -87,6 +90,7 @@ impl ClientConfig {
             rcv_timeout: crate::traffic::session::DEFAULT_RCV_TIMEOUT,
             ticket: None,
             path: crate::analysis::rfc6349::PathFacts::default(),
+            udp_counters_64bit: false,
         }
     }
 }

@@ -54,9 +54,6 @@ pub const SENDERS_GRACE: Duration = Duration::from_millis(150);
 const RESULTS_DEADLINE: Duration = Duration::from_secs(15);
 /// How long the steps before the test may take each (iperf3 servers answer at once).
 const STEP_DEADLINE: Duration = Duration::from_secs(10);
-/// iperf3's UDP datagrams as this client sends them (32-bit sequence numbers, which every
-/// server version reads).
-const DATAGRAMS: Datagrams = Datagrams::Iperf3 { seq64: false };
 
 mod params;
 mod refusal;
@@ -176,6 +173,8 @@ fn run_on(
     let mut params = params_for(&spec).map_err(TestError::new)?;
     params.mptcp = cfg.mptcp;
     params.zerocopy = cfg.far_zerocopy;
+    // 32-bit sequence numbers, which every server version reads, unless the user asks.
+    params.udp_counters_64bit = cfg.udp_counters_64bit;
     // Asked for by the user, it is asked for whatever the test's size.
     params.get_server_output |= cfg.server_output;
     let server = cfg.server;
@@ -223,7 +222,9 @@ fn run_on(
         .unwrap_or_default();
     let start = Instant::now();
     let wire = Wire {
-        datagrams: DATAGRAMS,
+        datagrams: Datagrams::Iperf3 {
+            seq64: params.udp_counters_64bit,
+        },
         open_ended: false,
         drain_senders: true,
         eager_receivers: true,
