@@ -233,3 +233,63 @@ fn json_stream_full_output_prints_the_events_then_the_document() {
     assert_eq!(doc["extra_data"], "x");
     assert!(doc["intervals"].as_array().is_some_and(|i| !i.is_empty()));
 }
+
+/// `--udp-counters-64bit` against iperf3's own server (`-d` prints the parameters it got): it
+/// is asked for 64-bit sequence numbers and reads them; a header of the other width would show
+/// as loss or disorder in its count.
+#[test]
+fn udp_counters_64bit_are_asked_of_an_iperf3_server_and_read_by_it() {
+    let _serial = common::loopback::serial();
+    if !common::tool_or_skip("udp_counters_64bit_are_asked_of_an_iperf3_server", "iperf3") {
+        return;
+    }
+    for asked in [true, false] {
+        let port = common::free_port().to_string();
+        let mut server = Command::new("iperf3")
+            .args(["-s", "-1", "-d", "-B", "127.0.0.1", "-p", &port])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("iperf3 -s");
+        common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
+        let mut args = vec![
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--iperf3",
+            "-u",
+            "-b",
+            "50M",
+            "-l",
+            "1400",
+            "-t",
+            "2",
+        ];
+        if asked {
+            args.push("--udp-counters-64bit");
+        }
+        let out = netsweep(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        common::wait_bounded(&mut server, Duration::from_secs(20), "iperf3 -s -1");
+        let said = text(&server.wait_with_output().expect("iperf3's output").stdout);
+        assert_eq!(said.contains("\"udp_counters_64bit\""), asked, "{said}");
+        // The receiver line: "0/8928 (0%)  receiver" at 50 Mbit/s for 2 s.
+        let receiver = said
+            .lines()
+            .find(|l| l.contains("receiver"))
+            .unwrap_or_else(|| panic!("no receiver line: {said}"));
+        // The one word of two numbers around a slash ("Mbits/sec" is not it).
+        let counts = receiver
+            .split_whitespace()
+            .find_map(|w| {
+                let (lost, total) = w.split_once('/')?;
+                Some((lost.parse::<u64>().ok()?, total.parse::<u64>().ok()?))
+            })
+            .unwrap_or_else(|| panic!("{receiver}"));
+        assert!(
+            counts.0 == 0 && counts.1 > 4_000,
+            "asked {asked}: {receiver}"
+        );
+    }
+}
