@@ -149,6 +149,23 @@ pub enum PschedulerMethod {
     MergedResults,
 }
 
+/// iperf3's `--timestamps[=FORMAT]`, in both roles.
+#[derive(Debug, Args, Clone, Default)]
+pub struct Timestamps {
+    /// Start every line of output (a server's: every message) with the local time in
+    /// strftime(3)'s FORMAT (default "%c ", the locale's date and time), as iperf3's
+    /// --timestamps.
+    #[arg(
+        id = "timestamps",
+        long = "timestamps",
+        value_name = "FORMAT",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "%c "
+    )]
+    pub format: Option<String>,
+}
+
 /// Parses repeated `KEY=VALUE` options.
 pub fn pairs(items: &[String], flag: &str) -> anyhow::Result<Vec<(String, String)>> {
     key_values(items, flag)

@@ -16,6 +16,13 @@ fn netsweep(args: &[&str]) -> Output {
         .expect("run netsweep")
 }
 
+/// `netsweep -c 127.0.0.1 -p PORT -t 1 ARGS`.
+fn one_second_test(port: &str, args: &[&str]) -> Output {
+    let mut all = vec!["-c", "127.0.0.1", "-p", port, "-t", "1"];
+    all.extend_from_slice(args);
+    netsweep(&all)
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
@@ -82,17 +89,8 @@ fn a_server_in_the_background_holds_its_pidfile_logs_and_goes_cleanly() {
     assert_eq!(session, pid, "{stat}");
 
     // A test against it; the client's own time before each line, and its extra data.
-    let out = netsweep(&[
-        "-c",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "-t",
-        "1",
-        "--timestamps=%Y@ ",
-        "-T",
-        "run7",
-    ]);
+    // With -f too: both options once shared a name inside clap.
+    let out = one_second_test(&port, &["--timestamps=%Y@ ", "-T", "run7", "-f", "m"]);
     let client = text(&out.stdout);
     assert!(out.status.success(), "{client}{}", text(&out.stderr));
     let year = common_year();
@@ -102,17 +100,7 @@ fn a_server_in_the_background_holds_its_pidfile_logs_and_goes_cleanly() {
             "every line starts with the time, then the title: {line:?}"
         );
     }
-    let out = netsweep(&[
-        "-c",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "-t",
-        "1",
-        "--extra-data",
-        "batch 12",
-        "-J",
-    ]);
+    let out = one_second_test(&port, &["--extra-data", "batch 12", "-J"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doc: Value = serde_json::from_slice(&out.stdout).expect("-J's document");
     assert_eq!(doc["extra_data"], "batch 12");
@@ -207,18 +195,15 @@ fn json_stream_full_output_prints_the_events_then_the_document() {
     let _serial = common::loopback::serial();
     let server = common::TestServer::start(Default::default());
     let port = server.addr.port().to_string();
-    let out = netsweep(&[
-        "-c",
-        "127.0.0.1",
-        "-p",
+    let out = one_second_test(
         &port,
-        "-t",
-        "1",
-        "--json-stream",
-        "--json-stream-full-output",
-        "--extra-data",
-        "x",
-    ]);
+        &[
+            "--json-stream",
+            "--json-stream-full-output",
+            "--extra-data",
+            "x",
+        ],
+    );
     let all = text(&out.stdout);
     assert!(out.status.success(), "{all}{}", text(&out.stderr));
     let (events, document): (Vec<&str>, Vec<&str>) =

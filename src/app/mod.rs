@@ -302,7 +302,7 @@ impl TryFrom<&ClientArgs> for ClientView {
             verbose: a.verbose,
             logfile: a.logfile.clone(),
             title: a.ip.title.clone(),
-            timestamps: a.ip.timestamps.clone(),
+            timestamps: a.ip.timestamps.format.clone(),
             extra_data: a.ip.extra_data.clone(),
             stream_full: a.json_stream_full_output,
         })

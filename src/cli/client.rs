@@ -259,16 +259,8 @@ pub struct Iperf3ClientOptions {
     /// pins the server alone.
     #[arg(short = 'A', long, value_name = "N[,M]")]
     pub affinity: Option<String>,
-    /// Start every line of the text output with the local time in strftime(3)'s FORMAT
-    /// (default "%c ", the locale's date and time), as iperf3's --timestamps.
-    #[arg(
-        long,
-        value_name = "FORMAT",
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = "%c "
-    )]
-    pub timestamps: Option<String>,
+    #[command(flatten)]
+    pub timestamps: super::Timestamps,
     /// A string iperf3's JSON document carries as "extra_data" (iperf3's --extra-data).
     #[arg(long, value_name = "STR")]
     pub extra_data: Option<String>,

@@ -97,16 +97,8 @@ pub struct ServerArgs {
     /// Accepted for iperf3's sake: every message is written whole as it happens.
     #[arg(long)]
     pub forceflush: bool,
-    /// Start every message with the local time in strftime(3)'s FORMAT (default "%c "), as
-    /// iperf3's --timestamps.
-    #[arg(
-        long,
-        value_name = "FORMAT",
-        num_args = 0..=1,
-        require_equals = true,
-        default_missing_value = "%c "
-    )]
-    pub timestamps: Option<String>,
+    #[command(flatten)]
+    pub timestamps: super::Timestamps,
     /// Accepted for iperf3's sake (-i, -f, -V, -d): this server prints one line per test, and
     /// the client prints the intervals (a note says so).
     #[arg(short = 'i', long, value_name = "SECONDS", allow_hyphen_values = true)]
@@ -200,7 +192,7 @@ impl TryFrom<&ServerArgs> for ServerConfig {
                 background: a.daemon_child,
                 pidfile: a.pidfile.clone(),
                 logfile: a.logfile.clone(),
-                timestamps: a.timestamps.clone(),
+                timestamps: a.timestamps.format.clone(),
                 notes: accepted_notes(a),
             },
             limits: ServerLimits {
