@@ -163,7 +163,9 @@ pub(crate) fn new_socket(
             local_port.unwrap_or(0),
         )))?,
         Some(Bind::Device(dev)) => {
-            crate::platform::sockopt::bind_device(&sock, dev, cfg.server.is_ipv6())?;
+            crate::platform::sockopt::bind_device(&sock, dev, cfg.server.is_ipv6()).map_err(
+                |e| std::io::Error::new(e.kind(), format!("binding to device {dev:?}: {e}")),
+            )?;
             if let Some(port) = local_port {
                 sock.bind(&SockAddr::from(SocketAddr::new(any(), port)))?;
             }
@@ -279,4 +281,20 @@ pub(crate) fn udp_socket(
     session::prepare_udp(&sock, spec, flow == Flow::ServerToClient)?;
     sock.connect(SocketAddr::new(cfg.server.ip(), port))?;
     Ok(sock)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `--bind-dev`/`-B DEV` naming a device this host lacks says which device.
+    #[test]
+    fn a_missing_device_is_named() {
+        let mut cfg = ClientConfig::new("127.0.0.1:5201".parse().unwrap());
+        cfg.bind = Some(Bind::Device("nosuchdev0".into()));
+        let Err(e) = new_socket(&cfg, Type::STREAM, socket2::Protocol::TCP, None) else {
+            panic!("a socket bound to a device this host lacks");
+        };
+        assert!(e.to_string().contains("device \"nosuchdev0\""), "{e}");
+    }
 }
