@@ -107,6 +107,29 @@ pub struct ServerArgs {
     pub format: Option<String>,
     #[arg(short = 'V', long, short_alias = 'd', alias = "debug", hide = true)]
     pub verbose: bool,
+    /// iperf3's rate limit, RATE[/SECONDS]: taken as --max-rate RATE (netsweep refuses a test
+    /// asking more, or an unlimited one, at its start; iperf3 ends a test whose average over
+    /// SECONDS passes RATE).
+    #[arg(long, value_name = "RATE[/SECONDS]", conflicts_with = "max_rate")]
+    pub server_bitrate_limit: Option<String>,
+    /// Accepted for iperf3's sake (a note says what netsweep does instead).
+    #[arg(long, value_name = "MS", hide = true)]
+    pub snd_timeout: Option<u64>,
+    #[arg(
+        long,
+        hide = true,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = ""
+    )]
+    pub cntl_ka: Option<String>,
+    /// iperf3 server options netsweep's server does not implement: refused by name.
+    #[arg(long, hide = true, value_name = "DEV")]
+    pub bind_dev: Option<String>,
+    #[arg(short = 'm', long, hide = true)]
+    pub mptcp: bool,
+    #[arg(long, hide = true)]
+    pub json_stream: bool,
     #[command(flatten)]
     pub auth: ServerAuthArgs,
 }
@@ -163,12 +186,21 @@ impl TryFrom<&ServerArgs> for ServerConfig {
         if a.max_tests == 0 {
             bail!("--max-tests must be at least 1");
         }
-        let max_rate_bps = match &a.max_rate {
-            Some(r) => r
+        if let Some(why) = refusal(a) {
+            bail!("{why}");
+        }
+        let max_rate_bps = match (&a.max_rate, &a.server_bitrate_limit) {
+            (Some(r), _) => r
                 .parse::<BitRate>()
                 .context("--max-rate")?
                 .bits_per_second(),
-            None => 0.0,
+            (None, Some(limit)) => {
+                let rate = limit.split_once('/').map_or(limit.as_str(), |(r, _)| r);
+                rate.parse::<BitRate>()
+                    .context("--server-bitrate-limit")?
+                    .bits_per_second()
+            }
+            (None, None) => 0.0,
         };
         let extra_ports = match (a.iperf3, a.iperf3_port) {
             (_, Some(p)) => vec![p],
@@ -217,6 +249,25 @@ impl TryFrom<&ServerArgs> for ServerConfig {
     }
 }
 
+/// Why the server cannot run as asked: an iperf3 server option netsweep's does not implement.
+fn refusal(a: &ServerArgs) -> Option<&'static str> {
+    if a.bind_dev.is_some() {
+        return Some(
+            "--bind-dev: a netsweep server listens on an address (-B ADDRESS), not a device; \
+             run with -B, or with iperf3",
+        );
+    }
+    if a.mptcp {
+        return Some(
+            "-m/--mptcp: netsweep servers do not accept MPTCP connections; run iperf3 -s --mptcp",
+        );
+    }
+    a.json_stream.then_some(
+        "--json-stream: a netsweep server prints one JSON document per test with -1 -J (its \
+         clients stream theirs with --json-stream)",
+    )
+}
+
 /// What the server does instead of the iperf3 options it accepts without acting on them.
 fn accepted_notes(a: &ServerArgs) -> Vec<String> {
     let named: Vec<&str> = [
@@ -227,14 +278,36 @@ fn accepted_notes(a: &ServerArgs) -> Vec<String> {
     .into_iter()
     .filter_map(|(given, flag)| given.then_some(flag))
     .collect();
-    if named.is_empty() {
-        return Vec::new();
+    let mut notes = Vec::new();
+    if !named.is_empty() {
+        notes.push(format!(
+            "{}: accepted and ignored: this server prints one line per test; the client prints \
+             the intervals",
+            named.join(", ")
+        ));
     }
-    vec![format!(
-        "{}: accepted and ignored: this server prints one line per test; the client prints \
-         the intervals",
-        named.join(", ")
-    )]
+    if a.server_bitrate_limit.is_some() {
+        notes.push(
+            "--server-bitrate-limit: taken as --max-rate: a test asking more, or an unlimited \
+             one, is refused at its start (iperf3 ends it once its average passes the limit)"
+                .into(),
+        );
+    }
+    if a.snd_timeout.is_some() {
+        notes.push(
+            "--snd-timeout: accepted and ignored: this server's senders set no TCP_USER_TIMEOUT; \
+             a stalled test ends by the receiving end's --rcv-timeout"
+                .into(),
+        );
+    }
+    if a.cntl_ka.is_some() {
+        notes.push(
+            "--cntl-ka: accepted and ignored: this server sets no TCP keepalive on control \
+             connections"
+                .into(),
+        );
+    }
+    notes
 }
 
 /// The server's `-A`: CPUs this process may use.

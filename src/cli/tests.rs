@@ -633,6 +633,12 @@ const IPERF3_SERVER_OPTIONS: &[(&str, Option<&str>)] = &[
     ),
     ("idle-timeout", Some("10")),
     ("rcv-timeout", Some("5000")),
+    ("snd-timeout", Some("5000")),
+    ("cntl-ka", None),
+    ("server-bitrate-limit", Some("1G/5")),
+    ("bind-dev", Some("lo")),
+    ("mptcp", None),
+    ("json-stream", None),
     ("debug", None),
 ];
 
@@ -723,6 +729,24 @@ fn iperf3_options_netsweep_does_not_act_on_are_said_and_the_others_honoured() {
             .join("")
             .contains("-i, -V: accepted and ignored")
     );
+    let c = server_of(&["-s", "--server-bitrate-limit", "2G/10", "--cntl-ka"]).unwrap();
+    assert_eq!(c.limits.max_rate_bps, 2e9);
+    let notes = c.output.notes.join("\n");
+    assert!(
+        notes.contains("--server-bitrate-limit: taken as --max-rate"),
+        "{notes}"
+    );
+    assert!(notes.contains("--cntl-ka: accepted and ignored"), "{notes}");
+    for (flag, refused) in [
+        (&["-s", "--bind-dev", "lo"][..], "--bind-dev"),
+        (&["-s", "-m"][..], "-m/--mptcp"),
+        (&["-s", "--json-stream"][..], "--json-stream"),
+    ] {
+        let Err(e) = server_of(flag) else {
+            panic!("{flag:?} was not refused")
+        };
+        assert!(e.to_string().starts_with(refused), "{flag:?}: {e}");
+    }
     let c = server_of(&["-s", "--server-max-duration", "0"]).unwrap();
     assert!(c.limits.max_duration >= Duration::from_secs(86_400));
     let c = server_of(&[
