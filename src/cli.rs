@@ -228,6 +228,7 @@ pub(crate) fn key_values(items: &[String], flag: &str) -> anyhow::Result<Vec<(St
 /// stand anywhere; `--iperf3-cli` makes `-J` print iperf3's document); `netsweep -v` is
 /// `netsweep --version`.
 pub fn iperf3_argv(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let args = split_server_cluster(args);
     let Some((prog, rest)) = args.split_first() else {
         return args;
     };
@@ -267,6 +268,25 @@ pub fn iperf3_argv(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
         return out;
     }
     args
+}
+
+/// iperf3's `-sD`, `-s1`, `-sDV`: the server flag clustered with a server's flags that take no
+/// value becomes `-s` and the rest of the cluster.
+fn split_server_cluster(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    args.into_iter()
+        .enumerate()
+        .flat_map(|(i, a)| {
+            let cluster = a
+                .to_str()
+                .and_then(|t| t.strip_prefix("-s"))
+                .filter(|rest| !rest.is_empty() && rest.chars().all(|c| "D1VdJ46".contains(c)))
+                .map(|rest| vec!["-s".into(), format!("-{rest}").into()]);
+            match cluster {
+                Some(split) if i > 0 => split,
+                _ => vec![a],
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

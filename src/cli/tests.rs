@@ -190,6 +190,15 @@ fn iperf3_command_lines_are_understood() {
             "--json"
         ]
     );
+    // iperf3's clusters of the server flag and value-less server flags.
+    assert_eq!(
+        v(&["netsweep", "-sD", "-p", "5"]),
+        ["netsweep", "server", "--iperf3-cli", "-D", "-p", "5"]
+    );
+    assert_eq!(
+        v(&["netsweep", "-s1J"]),
+        ["netsweep", "server", "--iperf3-cli", "-1J"]
+    );
     assert_eq!(
         v(&["netsweep", "-c", "h", "-t", "5"]),
         ["netsweep", "client", "h", "--iperf3-cli", "-t", "5"]
