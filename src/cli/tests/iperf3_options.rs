@@ -1,0 +1,254 @@
+//! iperf3's options in each role: every one known (honoured, accepted with a note, or refused
+//! by name), and clap's own checks of the whole command line.
+
+use super::{client, server_of};
+use crate::cli::{Cli, iperf3_argv};
+use clap::Parser;
+use std::time::Duration;
+
+/// iperf3 3.21's long options (`src/iperf_api.c`'s table) that take a value, with one (and an
+/// option they need after it); the rest are flags. Options of the other role only are left out
+/// of each list.
+const IPERF3_CLIENT_OPTIONS: &[(&str, Option<&str>)] = &[
+    ("port", Some("5201")),
+    ("format", Some("m")),
+    ("interval", Some("1")),
+    ("verbose", None),
+    ("json", None),
+    ("json-stream", None),
+    ("json-stream-full-output", Some("--json-stream")),
+    ("udp", None),
+    ("bitrate", Some("1M")),
+    ("bandwidth", Some("1M")),
+    ("time", Some("2")),
+    ("bytes", Some("1M")),
+    ("blockcount", Some("10")),
+    ("length", Some("1400")),
+    ("parallel", Some("2")),
+    ("reverse", None),
+    ("bidir", None),
+    ("window", Some("1M")),
+    ("bind", Some("127.0.0.1")),
+    ("bind-dev", Some("lo")),
+    ("cport", Some("5500")),
+    ("set-mss", Some("1400")),
+    ("no-delay", None),
+    ("version4", None),
+    ("version6", None),
+    ("tos", Some("0x10")),
+    ("dscp", Some("ef")),
+    ("extra-data", Some("run-7")),
+    ("flowlabel", Some("5")),
+    ("zerocopy", None),
+    ("omit", Some("1")),
+    ("file", Some("f")),
+    ("repeating-payload", None),
+    ("timestamps", None),
+    ("affinity", Some("0")),
+    ("title", Some("t")),
+    ("congestion", Some("cubic")),
+    ("linux-congestion", Some("cubic")),
+    ("sctp", None),
+    ("nstreams", Some("2")),
+    ("xbind", Some("h")),
+    ("logfile", Some("/tmp/l")),
+    ("forceflush", None),
+    ("get-server-output", None),
+    ("udp-counters-64bit", None),
+    ("no-fq-socket-pacing", None),
+    ("dont-fragment", None),
+    ("skip-rx-copy", None),
+    ("username", Some("u --rsa-public-key-path k")),
+    ("rsa-public-key-path", Some("k --username u")),
+    ("use-pkcs1-padding", None),
+    ("fq-rate", Some("1G")),
+    ("pacing-timer", Some("1000")),
+    ("connect-timeout", Some("3000")),
+    ("rcv-timeout", Some("5000")),
+    ("snd-timeout", Some("5000")),
+    ("cntl-ka", None),
+    ("mptcp", None),
+    ("gsro", None),
+    ("debug", None),
+];
+
+const IPERF3_SERVER_OPTIONS: &[(&str, Option<&str>)] = &[
+    ("port", Some("5201")),
+    ("format", Some("m")),
+    ("interval", Some("1")),
+    ("daemon", None),
+    ("one-off", None),
+    ("verbose", None),
+    ("json", None),
+    ("server-max-duration", Some("60")),
+    ("bind", Some("127.0.0.1")),
+    ("version4", None),
+    ("affinity", Some("0")),
+    ("pidfile", Some("/tmp/p")),
+    ("logfile", Some("/tmp/l")),
+    ("forceflush", None),
+    ("timestamps", None),
+    ("rsa-private-key-path", Some("k --authorized-users-path u")),
+    ("authorized-users-path", Some("u --rsa-private-key-path k")),
+    (
+        "time-skew-threshold",
+        Some("10 --rsa-private-key-path k --authorized-users-path u"),
+    ),
+    (
+        "use-pkcs1-padding",
+        Some("--rsa-private-key-path k --authorized-users-path u"),
+    ),
+    ("idle-timeout", Some("10")),
+    ("rcv-timeout", Some("5000")),
+    ("snd-timeout", Some("5000")),
+    ("cntl-ka", None),
+    ("server-bitrate-limit", Some("1G/5")),
+    ("bind-dev", Some("lo")),
+    ("mptcp", None),
+    ("json-stream", None),
+    ("debug", None),
+];
+
+/// Every iperf3 option of each role is known to netsweep's command line as iperf3 writes it
+/// (`netsweep -c HOST --OPTION` or `netsweep -s --OPTION`): honoured, accepted with a note, or
+/// refused by name later, never clap's "unexpected argument".
+#[test]
+fn every_iperf3_option_of_each_role_is_known() {
+    for (role, options) in [("-c", IPERF3_CLIENT_OPTIONS), ("-s", IPERF3_SERVER_OPTIONS)] {
+        for (name, value) in options {
+            let mut argv: Vec<String> = vec!["netsweep".into(), role.into()];
+            if role == "-c" {
+                argv.push("127.0.0.1".into());
+            }
+            argv.push(format!("--{name}"));
+            argv.extend(value.iter().flat_map(|v| v.split(' ')).map(String::from));
+            let os: Vec<std::ffi::OsString> = argv.iter().map(Into::into).collect();
+            if let Err(e) = Cli::try_parse_from(iperf3_argv(os)) {
+                panic!("{argv:?}: {e}");
+            }
+        }
+    }
+}
+
+/// What the iperf3 options accepted without acting say, and what the honoured ones do.
+#[test]
+fn iperf3_options_netsweep_does_not_act_on_are_said_and_the_others_honoured() {
+    let (cfg, _) = client(&[
+        "127.0.0.1",
+        "-u",
+        "--gsro",
+        "--pacing-timer",
+        "500",
+        "--cntl-ka",
+    ])
+    .unwrap();
+    let notes = cfg.notes.join("\n");
+    for flag in [
+        "--gsro: accepted; netsweep's UDP",
+        "--pacing-timer",
+        "--cntl-ka",
+    ] {
+        assert!(notes.contains(flag), "{flag}: {notes}");
+    }
+    let (cfg, _) = client(&["127.0.0.1", "--gsro", "--snd-timeout", "100"]).unwrap();
+    let notes = cfg.notes.join("\n");
+    assert!(
+        notes.contains("--gsro: accepted and ignored: it applies to UDP"),
+        "{notes}"
+    );
+    assert!(notes.contains("--snd-timeout"), "{notes}");
+    let (cfg, spec) = client(&[
+        "127.0.0.1",
+        "--udp-counters-64bit",
+        "--bind-dev",
+        "lo",
+        "--bandwidth",
+        "5M",
+        "--set-mss",
+        "1200",
+        "--linux-congestion",
+        "reno",
+        "--version4",
+    ])
+    .unwrap();
+    assert!(cfg.udp_counters_64bit);
+    assert!(matches!(&cfg.bind, Some(crate::traffic::client::Bind::Device(d)) if d == "lo"));
+    assert_eq!(spec.bitrate_bps, 5e6);
+    assert_eq!(spec.mss_bytes, Some(1200));
+    assert_eq!(spec.congestion.as_deref(), Some("reno"));
+    assert!(cfg.server.is_ipv4());
+    for (args, refused) in [
+        (&["127.0.0.1", "--nstreams", "2"][..], "--sctp"),
+        (&["127.0.0.1", "--xbind", "a"][..], "--sctp"),
+    ] {
+        let Err(e) = client(args) else {
+            panic!("{args:?} was not refused")
+        };
+        let e = e.to_string();
+        assert!(e.contains(refused), "{args:?}: {e}");
+    }
+    // The server: iperf3's name for the longest test, and its notes.
+    let c = server_of(&["-s", "--server-max-duration", "90", "-i", "1", "-V"]).unwrap();
+    assert_eq!(c.limits.max_duration, Duration::from_secs(90));
+    assert!(
+        c.output
+            .notes
+            .join("")
+            .contains("-i, -V: accepted and ignored")
+    );
+    let c = server_of(&["-s", "--server-bitrate-limit", "2G/10", "--cntl-ka"]).unwrap();
+    assert_eq!(c.limits.max_rate_bps, 2e9);
+    let notes = c.output.notes.join("\n");
+    assert!(
+        notes.contains("--server-bitrate-limit: taken as --max-rate"),
+        "{notes}"
+    );
+    assert!(notes.contains("--cntl-ka: accepted and ignored"), "{notes}");
+    for (flag, refused) in [
+        (&["-s", "--bind-dev", "lo"][..], "--bind-dev"),
+        (&["-s", "-m"][..], "-m/--mptcp"),
+        (&["-s", "--json-stream"][..], "--json-stream"),
+    ] {
+        let Err(e) = server_of(flag) else {
+            panic!("{flag:?} was not refused")
+        };
+        assert!(e.to_string().starts_with(refused), "{flag:?}: {e}");
+    }
+    let c = server_of(&["-s", "--server-max-duration", "0"]).unwrap();
+    assert!(c.limits.max_duration >= Duration::from_secs(86_400));
+    let c = server_of(&[
+        "-s",
+        "-D",
+        "-I",
+        "/tmp/p",
+        "--logfile",
+        "/tmp/l",
+        "--timestamps",
+    ])
+    .unwrap();
+    assert!(
+        !c.output.background,
+        "the -D server's own flag is the child's"
+    );
+    assert_eq!(c.output.timestamps.as_deref(), Some("%c "));
+    assert_eq!(
+        c.output.pidfile.as_deref(),
+        Some(std::path::Path::new("/tmp/p"))
+    );
+}
+
+/// iperf3's `-v` prints the version.
+#[test]
+fn v_alone_is_the_version() {
+    let os: Vec<std::ffi::OsString> = ["netsweep", "-v"].iter().map(Into::into).collect();
+    let e = Cli::try_parse_from(iperf3_argv(os)).unwrap_err();
+    assert_eq!(e.kind(), clap::error::ErrorKind::DisplayVersion);
+}
+
+/// clap's own checks of the whole command line (no flag named twice in one command, every
+/// `requires` and `conflicts_with` naming an argument), which release builds skip at run time.
+#[test]
+fn the_command_line_passes_claps_checks() {
+    use clap::CommandFactory;
+    Cli::command().debug_assert();
+}
