@@ -278,3 +278,61 @@ fn udp_counters_64bit_are_asked_of_an_iperf3_server_and_read_by_it() {
         );
     }
 }
+
+/// `-L`: a labelled test over IPv6 runs against netsweep's server (TCP and UDP) and against
+/// iperf3's, which is told the label (`-d` prints the parameters); iperf3's own client with `-L`
+/// is served by netsweep's server; towards IPv4 the client says why it cannot. That the packets
+/// carry the label is checked against the kernel in `client::socket`'s tests.
+#[test]
+fn a_flow_label_is_set_sent_and_served_as_by_iperf3() {
+    let _serial = common::loopback::serial();
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        eprintln!("SKIPPED a_flow_label_is_set_sent_and_served_as_by_iperf3: no IPv6 loopback");
+        return;
+    }
+    let server = common::TestServer::start_on("[::1]:0", Default::default());
+    let port = server.addr.port().to_string();
+    for udp in [&[][..], &["-u", "-b", "20M"][..]] {
+        let mut args = vec!["-c", "::1", "-p", &port, "-t", "1", "-L", "0x12345"];
+        args.extend_from_slice(udp);
+        let out = netsweep(&args);
+        assert!(out.status.success(), "{udp:?}: {}", text(&out.stderr));
+    }
+    let out = netsweep(&["-c", "127.0.0.1", "-p", &port, "-t", "1", "-L", "5"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("not an IPv6 address"),
+        "{}",
+        text(&out.stderr)
+    );
+    if !common::tool_or_skip("a_flow_label_is_set_sent_and_served_as_by_iperf3", "iperf3") {
+        return;
+    }
+    let out = Command::new("iperf3")
+        .args(["-c", "::1", "-p", &port, "-t", "1", "-L", "74565"])
+        .output()
+        .expect("iperf3 -c");
+    assert!(
+        out.status.success(),
+        "iperf3 -L against netsweep: {}",
+        text(&out.stdout)
+    );
+    let own = common::free_port().to_string();
+    let mut iperf3 = Command::new("iperf3")
+        .args(["-s", "-1", "-d", "-B", "::1", "-p", &own])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("iperf3 -s");
+    common::wait_listening_quietly(format!("[::1]:{own}").parse().unwrap());
+    let out = netsweep(&[
+        "-c", "::1", "-p", &own, "--iperf3", "-t", "1", "-L", "74565",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    common::wait_bounded(&mut iperf3, Duration::from_secs(20), "iperf3 -s -1");
+    let said = text(&iperf3.wait_with_output().expect("iperf3's output").stdout);
+    assert!(
+        said.contains("\"flowlabel\":\t74565") || said.contains("\"flowlabel\":74565"),
+        "{said}"
+    );
+}

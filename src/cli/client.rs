@@ -209,7 +209,7 @@ pub struct ClientArgs {
 
 /// iperf3's client options for the IP header, the sockets and the far end's output, under
 /// iperf3's names. Each is honoured in both protocols (netsweep's server applies the same
-/// socket options to its ends); `-L/--flowlabel` and `-F/--file` are refused by name.
+/// socket options to its ends); `-F/--file` is refused by name.
 #[derive(Debug, Args, Clone, Default)]
 pub struct Iperf3ClientOptions {
     /// Type of service of the data packets, 0-255 (decimal, 0x hex or 0 octal), as iperf3's -S.
@@ -234,7 +234,9 @@ pub struct Iperf3ClientOptions {
     /// Print the far end's own account of the test (iperf3's text or JSON) after the result.
     #[arg(long)]
     pub get_server_output: bool,
-    #[arg(short = 'L', long, hide = true)]
+    /// IPv6 flow label of this end's data packets, 1-0xfffff (Linux; iperf3's -L), e.g.
+    /// -L 0x12345.
+    #[arg(short = 'L', long, value_name = "N")]
     pub flowlabel: Option<String>,
     /// UDP datagrams with Don't Fragment set (fail instead of fragmenting above the MTU).
     #[arg(long)]
@@ -361,17 +363,26 @@ impl Iperf3ClientOptions {
 
     /// Why the test cannot run as asked: an option netsweep's client does not implement.
     pub fn refusal(&self) -> Option<String> {
-        if self.flowlabel.is_some() {
-            return Some(
-                "-L/--flowlabel: iperf3's option, not implemented by netsweep's client; run \
-                 without it, or with iperf3"
-                    .to_string(),
-            );
-        }
         if self.sctp || self.nstreams.is_some() || self.xbind.is_some() {
             return Some(SCTP_REFUSAL.to_string());
         }
         self.file.as_ref().map(|_| FILE_REFUSAL.to_string())
+    }
+
+    /// The flow label asked for with `-L`, parsed and checked as iperf3 checks it, against the
+    /// server's address.
+    pub fn flowlabel_for(&self, server: std::net::SocketAddr) -> anyhow::Result<Option<u32>> {
+        let Some(text) = &self.flowlabel else {
+            return Ok(None);
+        };
+        let label = crate::traffic::spec::parse_flowlabel(text)
+            .map_err(|e| anyhow::anyhow!("-L/--flowlabel {text}: {e}"))?;
+        if !server.is_ipv6() {
+            bail!(crate::traffic::client::socket::flowlabel_needs_ipv6(
+                server.ip()
+            ));
+        }
+        Ok(Some(label))
     }
 
     /// The type-of-service byte asked for with `-S` or `--dscp`, parsed as iperf3 does.
@@ -512,6 +523,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         }
         cfg.rcv_timeout = rates::rcv_timeout(a.ip.rcv_timeout)?;
         cfg.udp_counters_64bit = a.ip.udp_counters_64bit;
+        cfg.flowlabel = a.ip.flowlabel_for(server)?;
         cfg.notes
             .extend(a.ip.accepted_notes(spec.protocol == Protocol::Udp));
         if a.zerocopy_flag {

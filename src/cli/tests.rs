@@ -323,9 +323,9 @@ fn lab_path_flags_map_to_the_path() {
 }
 
 /// iperf3's IP and socket options become the test's (both ends apply them) or the client's
-/// connection settings; `-L` alone is refused by name, never ignored.
+/// connection settings; what cannot be honoured is refused by name, never ignored.
 #[test]
-fn iperf3s_ip_and_socket_options_are_honoured_and_flowlabel_refused() {
+fn iperf3s_ip_and_socket_options_are_honoured() {
     let (cfg, spec) = client(&[
         "127.0.0.1",
         "--dscp",
@@ -377,12 +377,29 @@ fn iperf3s_ip_and_socket_options_are_honoured_and_flowlabel_refused() {
         (&["127.0.0.1", "--dscp", "fast"][..], "not a DSCP"),
         (&["127.0.0.1", "--dont-fragment"][..], "UDP only"),
         (&["127.0.0.1", "--connect-timeout", "0"][..], "milliseconds"),
-        (&["127.0.0.1", "-L", "7"][..], "-L/--flowlabel"),
+        (&["127.0.0.1", "-L", "7"][..], "not an IPv6 address"),
+        (&["::1", "-L", "0"][..], "1 to 1048575"),
+        (&["::1", "-L", "0x100000"][..], "1 to 1048575"),
+        (&["::1", "-L", "seven"][..], "not a number"),
     ] {
         let e = format!("{:#}", client(args).unwrap_err());
         assert!(e.contains(words), "{args:?}: {e}");
     }
     assert!(client(&["127.0.0.1", "-t", "1"]).is_ok());
+    // -L as iperf3's strtol(base 0), towards an IPv6 server.
+    for (v, label) in [
+        ("7", 7),
+        ("0x12345", 0x12345),
+        ("017", 15),
+        ("1048575", 0xfffff),
+    ] {
+        assert_eq!(
+            client(&["::1", "-L", v]).unwrap().0.flowlabel,
+            Some(label),
+            "{v}"
+        );
+    }
+    assert_eq!(client(&["::1"]).unwrap().0.flowlabel, None);
 }
 
 #[test]

@@ -430,6 +430,16 @@ fn client_config(r: &RunInput, port: Option<u16>) -> Result<ClientConfig, String
         .map_err(|e| format!("dest: {e:#}"))?;
     let mut cfg = ClientConfig::new(server);
     cfg.peer = peer;
+    if let Some(label) = r.spec.flow_label {
+        if !server.is_ipv6() {
+            return Err(format!(
+                "flow-label: the destination {} is IPv4, and flow labels are IPv6's (set \
+                 ip-version 6, or give an IPv6 dest)",
+                server.ip()
+            ));
+        }
+        cfg.flowlabel = Some(label);
+    }
     // local-address must be usable; the source is used when it has an address of the same
     // family as the destination (as the iperf3 tool does).
     if let Some(local) = &r.spec.local_address {

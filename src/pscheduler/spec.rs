@@ -23,9 +23,9 @@ pub const SERVER_SHUTDOWN: Duration = Duration::from_secs(2);
 /// the iperf3 tool expects, and which cannot flood a real path.
 pub const UDP_DEFAULT_BANDWIDTH: u64 = 1_000_000;
 
-/// The spec fields netsweep runs as asked: those pScheduler's iperf3 tool supports, less the
-/// ones netsweep does not implement (`flow-label`); everything else is
-/// refused by name in `can-run`, `no-delay` with any value as the iperf3 tool refuses it.
+/// The spec fields netsweep runs as asked: those pScheduler's iperf3 tool supports; everything
+/// else is refused by name in `can-run`, `no-delay` with any value as the iperf3 tool refuses
+/// it.
 const SUPPORTED: &[&str] = &[
     "schema",
     "source",
@@ -54,6 +54,7 @@ const SUPPORTED: &[&str] = &[
     "fq-rate",
     "client-cpu-affinity",
     "server-cpu-affinity",
+    "flow-label",
 ];
 
 /// Why a spec field is refused, for the fields pScheduler knows but netsweep does not honour.
@@ -66,7 +67,6 @@ fn refusal_of(key: &str) -> String {
     }
     let why = match key {
         "bandwidth-strict" | "burst-size" => "its pacer has no burst or strictness setting",
-        "flow-label" => "it does not set IPv6 flow labels",
         "reverse-connections" => "the client always opens the connections",
         _ => "the option is unknown to it",
     };
@@ -104,6 +104,8 @@ pub struct Throughput {
     /// The CPU each end pins its data threads to (the iperf3 tool's `-A` on each side).
     pub client_cpu: Option<u64>,
     pub server_cpu: Option<u64>,
+    /// The IPv6 flow label of the client's data packets (the iperf3 tool's `-L`).
+    pub flow_label: Option<u32>,
 }
 
 /// Reads fields of one JSON object, collecting every problem instead of stopping at the first.
@@ -210,6 +212,17 @@ impl Throughput {
                 None
             }
         });
+        let flow_label = r.integer("flow-label", 1).and_then(|l| {
+            u32::try_from(l)
+                .ok()
+                .filter(|l| *l <= 0xf_ffff)
+                .or_else(|| {
+                    r.problems.push(format!(
+                        "flow-label {l} is out of range (an IPv6 flow label is 1 to 1048575)"
+                    ));
+                    None
+                })
+        });
         let single_ended_port = r.integer("single-ended-port", 1).and_then(|p| {
             u16::try_from(p).ok().or_else(|| {
                 r.problems
@@ -242,6 +255,7 @@ impl Throughput {
             fq_rate: r.integer("fq-rate", 0).filter(|f| *f > 0),
             client_cpu: r.integer("client-cpu-affinity", 0),
             server_cpu: r.integer("server-cpu-affinity", 0),
+            flow_label,
         };
         if t.dest.is_empty() && !r.problems.iter().any(|p| p.starts_with("dest")) {
             r.problems.push("dest is missing".into());

@@ -4,7 +4,7 @@
 
 use super::{TcpInfo, freebsd_tcp_info, setsockopt_int};
 use std::io;
-use std::net::SocketAddr;
+use std::net::{Ipv6Addr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd};
 
 /// Reads TCP_INFO of a connected TCP socket.
@@ -214,4 +214,22 @@ pub fn hold_window_clamp<S: AsRawFd>(_sock: &S, _bytes: u64) -> io::Result<()> {
 /// FreeBSD has no IP_MTU socket option: the path MTU check uses ping alone.
 pub fn route_mtu(_addr: SocketAddr) -> Option<u32> {
     None
+}
+
+/// FreeBSD has no flow label manager (IPV6_FLOWLABEL_MGR); iperf3's `-L` is Linux-only too.
+pub fn lease_flowlabel<S: AsRawFd>(_sock: &S, _dst: Ipv6Addr, _label: u32) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "IPv6 flow labels are set on Linux only (as iperf3's -L)",
+    ))
+}
+
+/// See `lease_flowlabel`.
+pub fn keep_remote_flowlabel<S: AsRawFd>(sock: &S) -> io::Result<()> {
+    lease_flowlabel(sock, Ipv6Addr::UNSPECIFIED, 0)
+}
+
+/// See `lease_flowlabel`.
+pub fn remote_flowlabel<S: AsRawFd>(sock: &S) -> io::Result<u32> {
+    lease_flowlabel(sock, Ipv6Addr::UNSPECIFIED, 0).map(|()| 0)
 }

@@ -1,9 +1,10 @@
 //! Socket options of Linux: `struct tcp_info` as the kernel lays it out, forced buffer sizes
-//! (root lifts `net.core.{w,r}mem_max`), SO_TIMESTAMPNS, SO_BINDTODEVICE, IP_MTU, timer slack.
+//! (root lifts `net.core.{w,r}mem_max`), SO_TIMESTAMPNS, SO_BINDTODEVICE, IP_MTU, timer slack,
+//! IPv6 flow labels.
 
 use super::{TcpInfo, setsockopt_int};
 use std::io;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd};
 
 /// The kernel's `struct tcp_info` (include/uapi/linux/tcp.h) up to `tcpi_snd_wnd`. Declared
@@ -399,4 +400,83 @@ mod tests {
         let t = TcpStream::connect(plain.local_addr().unwrap()).unwrap();
         assert!(!is_mptcp(&t), "plain TCP");
     }
+}
+
+/// `struct in6_flowlabel_req` of linux/in6.h, which libc does not declare.
+#[repr(C)]
+#[derive(Default)]
+struct FlowlabelReq {
+    dst: [u8; 16],
+    /// Network byte order.
+    label: u32,
+    action: u8,
+    share: u8,
+    flags: u16,
+    expires: u16,
+    linger: u16,
+    pad: u32,
+}
+
+/// `IPV6_FL_A_GET`, `IPV6_FL_F_CREATE`, `IPV6_FL_S_ANY` and `IPV6_FL_F_REMOTE` (linux/in6.h).
+const FL_A_GET: u8 = 0;
+const FL_F_CREATE: u16 = 1;
+const FL_F_REMOTE: u16 = 8;
+const FL_S_ANY: u8 = 255;
+
+/// Leases IPv6 flow label `label` (20 bits) towards `dst` for `sock` and turns on sending it
+/// (IPV6_FLOWLABEL_MGR, IPV6_FLOWINFO_SEND), as iperf3's `-L` does (iperf_tcp.c): the label
+/// takes effect when the socket connects with it as the destination's flowinfo.
+pub fn lease_flowlabel<S: AsRawFd>(sock: &S, dst: Ipv6Addr, label: u32) -> io::Result<()> {
+    let req = FlowlabelReq {
+        dst: dst.octets(),
+        label: label.to_be(),
+        action: FL_A_GET,
+        share: FL_S_ANY,
+        flags: FL_F_CREATE,
+        ..FlowlabelReq::default()
+    };
+    // SAFETY: passes a pointer to a live in6_flowlabel_req and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_IPV6,
+            libc::IPV6_FLOWLABEL_MGR,
+            (&req as *const FlowlabelReq).cast(),
+            std::mem::size_of::<FlowlabelReq>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    setsockopt_int(sock, libc::IPPROTO_IPV6, libc::IPV6_FLOWINFO_SEND, 1)
+}
+
+/// Asks the kernel to keep the flow label of what arrives on `sock` (IPV6_FLOWINFO; set on a
+/// listener, its connections inherit it), for `remote_flowlabel`.
+pub fn keep_remote_flowlabel<S: AsRawFd>(sock: &S) -> io::Result<()> {
+    setsockopt_int(sock, libc::IPPROTO_IPV6, libc::IPV6_FLOWINFO, 1)
+}
+
+/// The flow label of the last in-order segment a connected TCP socket received, with
+/// `keep_remote_flowlabel` set (IPV6_FLOWLABEL_MGR with IPV6_FL_F_REMOTE: `np->rcv_flowinfo`).
+pub fn remote_flowlabel<S: AsRawFd>(sock: &S) -> io::Result<u32> {
+    let mut req = FlowlabelReq {
+        flags: FL_F_REMOTE,
+        ..FlowlabelReq::default()
+    };
+    let mut len = std::mem::size_of::<FlowlabelReq>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into the live request.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_IPV6,
+            libc::IPV6_FLOWLABEL_MGR,
+            (&mut req as *mut FlowlabelReq).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(u32::from_be(req.label) & 0xf_ffff)
 }

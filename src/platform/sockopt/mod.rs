@@ -1,7 +1,7 @@
 //! Platform leaf: socket options and system calls the engine needs beyond `std` and `socket2`:
 //! TCP_INFO, buffer sizes, receive timestamps, binding to a device, the route's MTU, the timer
-//! slack that precise pacing needs, and per-thread CPU time. Every other module calls these
-//! functions and never `libc` directly.
+//! slack that precise pacing needs, IPv6 flow labels, and per-thread CPU time. Every other
+//! module calls these functions and never `libc` directly.
 //!
 //! What differs between systems lives in one file per system (`linux.rs`, `freebsd.rs`),
 //! chosen here by `cfg(target_os)`; what POSIX shares stays in this file. FreeBSD's
@@ -21,8 +21,9 @@ use linux as os;
 
 pub use os::{
     CLAMP_HEADROOM, RECV_TRUNC_DISCARDS, bind_device, enable_rx_timestamps, hold_window_clamp,
-    is_mptcp, mptcp_protocol, raise_rcvbuf, recv_trunc, route_mtu, set_buffers, set_dont_fragment,
-    set_max_pacing_rate, tcp_info, tighten_timer_slack,
+    is_mptcp, keep_remote_flowlabel, lease_flowlabel, mptcp_protocol, raise_rcvbuf, recv_trunc,
+    remote_flowlabel, route_mtu, set_buffers, set_dont_fragment, set_max_pacing_rate, tcp_info,
+    tighten_timer_slack,
 };
 
 use socket2::SockRef;

@@ -68,7 +68,6 @@ fn unsupported_fields_are_refused_by_name_all_at_once() {
     assert_eq!(v["can-run"], json!(false));
     let r = reasons(&v);
     for name in [
-        "flow-label",
         "burst-size",
         "bandwidth-strict",
         "reverse-connections",
@@ -85,8 +84,9 @@ fn unsupported_fields_are_refused_by_name_all_at_once() {
             "{name}: {r:?}"
         );
     }
-    // The CPU affinities in the spec above are honoured (`cpu_affinities_pin_both_ends`).
-    assert_eq!(r.len(), 6, "{r:?}");
+    // The CPU affinities and the flow label in the spec above are honoured
+    // (`cpu_affinities_pin_both_ends`, `a_flow_label_is_read_and_checked`).
+    assert_eq!(r.len(), 5, "{r:?}");
 }
 
 /// `ip-tos` and `fq-rate` are honoured: both become the test's socket options.
@@ -320,4 +320,19 @@ fn cpu_affinities_pin_both_ends() {
         Throughput::from_json(&json!({"schema": 7, "dest": "h", "client-cpu-affinity": 5000}))
             .unwrap();
     assert!(far.test_spec().unwrap_err().contains("not a CPU number"));
+}
+
+/// `flow-label` is the iperf3 tool's `-L`: read, and checked as iperf3 checks it.
+#[test]
+fn a_flow_label_is_read_and_checked() {
+    let spec = |v: Value| Throughput::from_json(&v).map(|t| t.flow_label);
+    assert_eq!(
+        spec(json!({"schema": 1, "dest": "h", "flow-label": 74565})),
+        Ok(Some(0x12345))
+    );
+    assert_eq!(spec(json!({"schema": 1, "dest": "h"})), Ok(None));
+    for bad in [0, 1_048_576] {
+        let e = spec(json!({"schema": 1, "dest": "h", "flow-label": bad})).unwrap_err();
+        assert!(e.iter().any(|p| p.contains("flow-label")), "{bad}: {e:?}");
+    }
 }

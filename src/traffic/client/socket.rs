@@ -1,13 +1,13 @@
 //! The client's sockets, shared by netsweep's session and iperf3's: where they are bound, how
-//! long a connect may take, `--cport`'s numbering, MPTCP, the spec's socket options set before
-//! connect, and the words for a connection that failed.
+//! long a connect may take, `--cport`'s numbering, MPTCP, `-L`'s flow label, the spec's socket
+//! options set before connect, and the words for a connection that failed.
 
 use crate::traffic::protocol;
 use crate::traffic::result::TestResult;
 use crate::traffic::session;
 use crate::traffic::spec::{Flow, TestSpec};
 use socket2::{Domain, SockAddr, Socket, Type};
-use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::net::{IpAddr, SocketAddr, SocketAddrV6, TcpStream, UdpSocket};
 use std::time::Duration;
 
 /// Where the client's sockets are bound (`-B`).
@@ -72,6 +72,9 @@ pub struct ClientConfig {
     /// `--udp-counters-64bit`: UDP datagrams to an iperf3 server carry 64-bit sequence
     /// numbers (the `udp_counters_64bit` parameter); netsweep's own always do.
     pub udp_counters_64bit: bool,
+    /// `-L`: the IPv6 flow label of the data connections (this end's packets; as iperf3, the
+    /// control connection keeps the kernel's own).
+    pub flowlabel: Option<u32>,
 }
 
 impl ClientConfig {
@@ -91,6 +94,7 @@ impl ClientConfig {
             ticket: None,
             path: crate::analysis::rfc6349::PathFacts::default(),
             udp_counters_64bit: false,
+            flowlabel: None,
         }
     }
 }
@@ -232,8 +236,48 @@ pub(crate) fn connect_tcp(
         let stream: TcpStream = sock.try_clone()?.into();
         session::prepare_tcp(&stream, spec)?;
     }
-    sock.connect_timeout(&SockAddr::from(cfg.server), cfg.connect_timeout)?;
+    let to = match data {
+        Some(_) => data_destination(cfg, &sock, cfg.server.port())?,
+        None => cfg.server,
+    };
+    sock.connect_timeout(&SockAddr::from(to), cfg.connect_timeout)?;
     Ok(sock.into())
+}
+
+/// Where a data socket connects: the server's address and `port`, with `-L`'s flow label as
+/// the destination's flowinfo once it is leased on `sock` (iperf3's `iperf_tcp_connect`).
+fn data_destination(cfg: &ClientConfig, sock: &Socket, port: u16) -> std::io::Result<SocketAddr> {
+    let to = SocketAddr::new(cfg.server.ip(), port);
+    let Some(label) = cfg.flowlabel else {
+        return Ok(to);
+    };
+    let SocketAddr::V6(v6) = to else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            flowlabel_needs_ipv6(cfg.server.ip()),
+        ));
+    };
+    crate::platform::sockopt::lease_flowlabel(sock, *v6.ip(), label).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("-L/--flowlabel {label}: the kernel refused the flow label ({e})"),
+        )
+    })?;
+    // sockaddr_in6's flowinfo is in network byte order; socket2 copies it as given.
+    Ok(SocketAddr::V6(SocketAddrV6::new(
+        *v6.ip(),
+        port,
+        label.to_be(),
+        v6.scope_id(),
+    )))
+}
+
+/// Why `-L` cannot be used towards `server`.
+pub fn flowlabel_needs_ipv6(server: IpAddr) -> String {
+    format!(
+        "-L/--flowlabel: {server} is not an IPv6 address, and flow labels are IPv6's (give the \
+         server's IPv6 address, or -6 with its name)"
+    )
 }
 
 pub(crate) fn connect_advice(server: SocketAddr, e: &std::io::Error) -> String {
@@ -277,15 +321,65 @@ pub(crate) fn udp_socket(
         .map_err(|_| std::io::Error::other("address literal"))?;
         sock.bind(&SockAddr::from(any))?;
     }
+    let to = data_destination(cfg, &sock, port)?;
     let sock: UdpSocket = sock.into();
     session::prepare_udp(&sock, spec, flow == Flow::ServerToClient)?;
-    sock.connect(SocketAddr::new(cfg.server.ip(), port))?;
+    socket2::SockRef::from(&sock).connect(&SockAddr::from(to))?;
     Ok(sock)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `-L`'s flow label is on the data connections' packets, TCP and UDP: the receiving end
+    /// reads it back from its kernel (TCP: the label of the last segment in order, IPV6_FL_F_REMOTE;
+    /// UDP: the IPV6_FLOWINFO control message); the control connection keeps the kernel's own.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn data_sockets_carry_the_flow_label_asked() {
+        use crate::platform::sockopt;
+        use std::io::{Read, Write};
+        let Ok(listener) = std::net::TcpListener::bind("[::1]:0") else {
+            eprintln!("skipped: this host has no IPv6 loopback");
+            return;
+        };
+        sockopt::keep_remote_flowlabel(&listener).unwrap();
+        let mut cfg = ClientConfig::new(listener.local_addr().unwrap());
+        cfg.flowlabel = Some(0x12345);
+        let spec = TestSpec::tcp(Duration::from_secs(1));
+        let label_seen = |data: Option<(&TestSpec, u16)>| {
+            let mut out = connect_tcp(&cfg, data).unwrap();
+            out.write_all(b"labelled").unwrap();
+            let (mut got, _) = listener.accept().unwrap();
+            got.read_exact(&mut [0u8; 8]).unwrap();
+            sockopt::remote_flowlabel(&got).unwrap()
+        };
+        assert_eq!(label_seen(Some((&spec, 0))), 0x12345);
+        assert_ne!(label_seen(None), 0x12345);
+
+        let rx = UdpSocket::bind("[::1]:0").unwrap();
+        sockopt::keep_remote_flowlabel(&rx).unwrap();
+        let udp = TestSpec::udp(Duration::from_secs(1));
+        let port = rx.local_addr().unwrap().port();
+        let tx = udp_socket(&cfg, &udp, (Flow::ClientToServer, 0), port).unwrap();
+        tx.send(b"labelled").unwrap();
+        rx.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut label = None;
+        sockopt::recv_with_cmsgs(&rx, &mut [0u8; 64], 0, |level, kind, data| {
+            if level == libc::IPPROTO_IPV6 && kind == libc::IPV6_FLOWINFO && data.len() >= 4 {
+                label = Some(u32::from_be_bytes([data[0], data[1], data[2], data[3]]) & 0xf_ffff);
+            }
+        })
+        .unwrap();
+        assert_eq!(label, Some(0x12345));
+
+        // Towards IPv4 the label cannot be set: the error says why.
+        let mut v4 = ClientConfig::new("127.0.0.1:9".parse().unwrap());
+        v4.flowlabel = Some(7);
+        let e = connect_tcp(&v4, Some((&spec, 0))).unwrap_err();
+        assert!(e.to_string().contains("not an IPv6 address"), "{e}");
+    }
 
     /// `--bind-dev`/`-B DEV` naming a device this host lacks says which device.
     #[test]

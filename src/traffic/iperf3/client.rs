@@ -175,6 +175,7 @@ fn run_on(
     params.zerocopy = cfg.far_zerocopy;
     // 32-bit sequence numbers, which every server version reads, unless the user asks.
     params.udp_counters_64bit = cfg.udp_counters_64bit;
+    params.flowlabel = cfg.flowlabel;
     // Asked for by the user, it is asked for whatever the test's size.
     params.get_server_output |= cfg.server_output;
     let server = cfg.server;

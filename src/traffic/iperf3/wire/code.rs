@@ -18,6 +18,7 @@ pub const CLIENT_TERM: i32 = 119;
 pub const ACCESS_DENIED: i32 = 121;
 pub const SET_TOS: i32 = 125;
 pub const SET_COS: i32 = 126;
+pub const SET_FLOW: i32 = 127;
 pub const AFFINITY: i32 = 132;
 pub const SET_CONGESTION: i32 = 134;
 pub const SET_PACING: i32 = 140;
@@ -55,6 +56,7 @@ pub fn error_text(code: i32) -> String {
         124 | 130 | 141 => "the server could not set the socket buffer size",
         SET_TOS => "the server could not set the IP TOS (-S/--dscp)",
         SET_COS => "the server could not set the IPv6 traffic class (-S/--dscp)",
+        SET_FLOW => "unable to set the IPv6 flow label (-L: 1 to 0xfffff)",
         AFFINITY => "the server could not set CPU affinity (-A)",
         SET_CONGESTION => "the server could not set that congestion control algorithm",
         SET_PACING => "the server could not set the socket pacing rate (--fq-rate)",

@@ -47,6 +47,9 @@ pub struct Params {
     pub repeating_payload: bool,
     /// `-Z`: senders hand the kernel pages with sendfile(2) instead of writing the block.
     pub zerocopy: bool,
+    /// `-L`: the IPv6 flow label of the client's data connections (set by the client on its
+    /// own sockets; iperf3's server only checks it).
+    pub flowlabel: Option<u32>,
     /// iperf3 options the client asked for that a netsweep server does not implement, by
     /// their command-line names (`--fq-rate`, `-S/--tos/--dscp`, ...): such a test is refused
     /// with `code::UNIMPLEMENTED` and the server's log names them, never run without them.
@@ -57,9 +60,8 @@ pub struct Params {
 /// the options' command-line names; a key counts when it is true or a non-zero number.
 /// (`gso`/`gro`, `pacing_timer`, `title` and `extra_data` change how a sender works or what
 /// it writes, not what is measured: accepted; `nodelay`, `repeating_payload`, `zerocopy`,
-/// `skip_rx_copy` and `server_affinity` are honoured.)
-const UNIMPLEMENTED_OPTIONS: &[(&str, &str)] =
-    &[("flowlabel", "-L/--flowlabel"), ("burst", "-b RATE/BURST")];
+/// `skip_rx_copy`, `server_affinity` and `flowlabel` are honoured.)
+const UNIMPLEMENTED_OPTIONS: &[(&str, &str)] = &[("burst", "-b RATE/BURST")];
 
 /// The options of `UNIMPLEMENTED_OPTIONS` a parameter document asks for.
 fn unimplemented_options(m: &Map<String, Value>) -> Vec<&'static str> {
@@ -163,6 +165,9 @@ impl Params {
             // A number too.
             m.insert("zerocopy".into(), json!(1));
         }
+        if let Some(label) = self.flowlabel {
+            m.insert("flowlabel".into(), json!(label));
+        }
         Value::Object(m)
     }
 
@@ -258,6 +263,8 @@ impl Params {
             },
             repeating_payload: flag(m, "repeating_payload"),
             zerocopy: flag(m, "zerocopy"),
+            // iperf3's server refuses a label outside 1 to 0xfffff with IESETFLOW.
+            flowlabel: opt_u32("flowlabel", 0xf_ffff, code::SET_FLOW, "flow label")?,
             unimplemented: unimplemented_options(m),
         })
     }

@@ -351,10 +351,24 @@ fn options_a_server_does_not_implement_are_named() {
         serde_json::from_str(text).expect("a parameter document")
     };
     let p = Params::from_json(&doc(
-        r#"{"tcp":true,"time":2,"parallel":1,"flowlabel":5,"server_affinity":1,"TOS":16}"#,
+        r#"{"tcp":true,"time":2,"parallel":1,"burst":5,"server_affinity":1,"TOS":16}"#,
     ))
     .expect("parameters");
-    assert_eq!(p.unimplemented, ["-L/--flowlabel"]);
+    assert_eq!(p.unimplemented, ["-b RATE/BURST"]);
+    // -L is the client's own (its sockets carry the label): read, checked as iperf3's server
+    // checks it (IESETFLOW outside 1 to 0xfffff), and written back.
+    let labelled = Params::from_json(&doc(
+        r#"{"tcp":true,"time":2,"parallel":1,"flowlabel":74565}"#,
+    ))
+    .expect("parameters");
+    assert_eq!(labelled.flowlabel, Some(0x12345));
+    assert!(labelled.unimplemented.is_empty());
+    assert_eq!(labelled.to_json()["flowlabel"], serde_json::json!(74565));
+    let e = Params::from_json(&doc(
+        r#"{"tcp":true,"time":2,"parallel":1,"flowlabel":1048576}"#,
+    ))
+    .unwrap_err();
+    assert_eq!(e.code, code::SET_FLOW);
     // -A n,m is honoured: the server pins itself (CPU 0 too: iperf3's "none" is -1).
     assert_eq!(p.server_affinity, Some(1));
     for (v, want) in [("0", Some(0)), ("-1", None)] {
