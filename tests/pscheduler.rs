@@ -308,10 +308,10 @@ fn run_inputs_that_are_not_runs_of_this_tool_are_refused() {
             run_input(
                 0,
                 1,
-                &json!({"dest": "h", "flow-label": 5}),
+                &json!({"dest": "h", "burst-size": 5}),
                 SystemTime::now(),
             ),
-            "flow-label",
+            "burst-size",
         ),
     ] {
         match run::run(&input, &cfg, &stop) {
@@ -319,6 +319,17 @@ fn run_inputs_that_are_not_runs_of_this_tool_are_refused() {
             Ok(v) => panic!("{input} ran: {v}"),
         }
     }
+    // A flow label towards IPv4 is a run that fails with the reason, before any traffic.
+    let labelled = run_input(
+        0,
+        1,
+        &json!({"dest": "127.0.0.1", "flow-label": 5}),
+        SystemTime::now(),
+    );
+    let v = run::run(&labelled, &cfg, &stop).expect("a result");
+    assert_eq!(v["succeeded"], json!(false));
+    let error = v["error"].as_str().unwrap_or_default();
+    assert!(error.contains("flow labels are IPv6's"), "{v}");
 }
 
 // Through the binary and the plugin's scripts.
