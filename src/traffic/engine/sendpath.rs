@@ -47,6 +47,11 @@
 //! ACKs) share the same CPUs. What did move the pair is fewer wake-ups of the receiver: a
 //! low-water mark of 1 MiB took it from 40-44 to 60-66 Gbit/s (`lowater`, which netsweep's
 //! receivers use); the comparisons above were all made without one.
+//! Nor sendfile from a file much larger than the socket buffers, which keeps the sender's and
+//! the receiver's page references on different pages (2026-11-29, `examples/ceiling.rs
+//! --discard --rcvlowat 1M`, three interleaved rounds of 3 s): 1 MiB calls from 64 MiB carried
+//! 29-33 Gbit/s on one stream and 23-40 on two, 256 KiB from 256 MiB 31-35 and 25-32, where
+//! write(2) of 4 MiB carried 37-41 and 65-68.
 //!
 //! # Calibration
 //! A sender with `TestSpec::calibration` > 0 first warms up (`WARMUP_SHARE` of it, measured for
