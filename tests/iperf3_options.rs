@@ -336,3 +336,66 @@ fn a_flow_label_is_set_sent_and_served_as_by_iperf3() {
         "{said}"
     );
 }
+
+/// `-T` and `--extra-data` reach the far end's `-J` document, as between iperf3s: netsweep's
+/// client tells iperf3's server, and netsweep's server writes what iperf3's client told it.
+#[test]
+fn a_title_and_extra_data_reach_the_servers_document() {
+    let _serial = common::loopback::serial();
+    if !common::tool_or_skip(
+        "a_title_and_extra_data_reach_the_servers_document",
+        "iperf3",
+    ) {
+        return;
+    }
+    let one_off = |program: &str, extra: &[&str]| {
+        let port = common::free_port().to_string();
+        let mut args = vec!["-s", "-1", "-J", "-B", "127.0.0.1", "-p", &port];
+        args.extend_from_slice(extra);
+        let child = Command::new(program)
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("a one-off server");
+        common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
+        (port, child)
+    };
+    let document = |mut child: std::process::Child| -> Value {
+        common::wait_bounded(&mut child, Duration::from_secs(20), "the one-off server");
+        let out = child.wait_with_output().expect("the server's output");
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
+    };
+    let (port, iperf3) = one_off("iperf3", &[]);
+    let out = netsweep(&[
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--iperf3",
+        "-t",
+        "1",
+        "-T",
+        "run 7",
+        "--extra-data",
+        "site=a",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc = document(iperf3);
+    assert_eq!(
+        (&doc["title"], &doc["extra_data"]),
+        (&"run 7".into(), &"site=a".into())
+    );
+    let (port, ours) = one_off(env!("CARGO_BIN_EXE_netsweep"), &["--idle-timeout", "20"]);
+    let out = Command::new("iperf3")
+        .args(["-c", "127.0.0.1", "-p", &port, "-t", "1", "-T", "run 8"])
+        .args(["--extra-data", "site=b"])
+        .output()
+        .expect("iperf3 -c");
+    assert!(out.status.success(), "{}", text(&out.stdout));
+    let doc = document(ours);
+    assert_eq!(
+        (&doc["title"], &doc["extra_data"]),
+        (&"run 8".into(), &"site=b".into())
+    );
+}

@@ -524,6 +524,8 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         cfg.rcv_timeout = rates::rcv_timeout(a.ip.rcv_timeout)?;
         cfg.udp_counters_64bit = a.ip.udp_counters_64bit;
         cfg.flowlabel = a.ip.flowlabel_for(server)?;
+        cfg.title.clone_from(&a.ip.title);
+        cfg.extra_data.clone_from(&a.ip.extra_data);
         cfg.notes
             .extend(a.ip.accepted_notes(spec.protocol == Protocol::Udp));
         if a.zerocopy_flag {

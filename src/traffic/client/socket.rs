@@ -75,6 +75,10 @@ pub struct ClientConfig {
     /// `-L`: the IPv6 flow label of the data connections (this end's packets; as iperf3, the
     /// control connection keeps the kernel's own).
     pub flowlabel: Option<u32>,
+    /// `-T` and `--extra-data`: told to an iperf3 server (its `-J` document carries them, as
+    /// with iperf3's client).
+    pub title: Option<String>,
+    pub extra_data: Option<String>,
 }
 
 impl ClientConfig {
@@ -95,6 +99,8 @@ impl ClientConfig {
             path: crate::analysis::rfc6349::PathFacts::default(),
             udp_counters_64bit: false,
             flowlabel: None,
+            title: None,
+            extra_data: None,
         }
     }
 }

@@ -176,6 +176,8 @@ fn run_on(
     // 32-bit sequence numbers, which every server version reads, unless the user asks.
     params.udp_counters_64bit = cfg.udp_counters_64bit;
     params.flowlabel = cfg.flowlabel;
+    params.title.clone_from(&cfg.title);
+    params.extra_data.clone_from(&cfg.extra_data);
     // Asked for by the user, it is asked for whatever the test's size.
     params.get_server_output |= cfg.server_output;
     let server = cfg.server;

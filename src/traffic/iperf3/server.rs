@@ -513,7 +513,7 @@ pub fn serve(
     Ok(document::document(
         peer,
         local,
-        &spec,
+        (&spec, &params),
         (&ours, &theirs),
         &intervals,
     ))

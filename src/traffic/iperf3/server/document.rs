@@ -16,11 +16,12 @@ use crate::traffic::result::Interval;
 use serde_json::{Value, json};
 
 /// The document of a finished test: `ours` are this server's figures, `theirs` the client's,
-/// `intervals` this server's (`intervals::intervals`).
+/// `intervals` this server's (`intervals::intervals`); the client's `-T` and `--extra-data` from
+/// `params` at the top, as iperf3's server writes them.
 pub(super) fn document(
     peer: SocketAddr,
     local: Option<SocketAddr>,
-    spec: &TestSpec,
+    (spec, params): (&TestSpec, &Params),
     (ours, theirs): (&Results, &Results),
     intervals: &[Interval],
 ) -> Value {
@@ -70,7 +71,7 @@ pub(super) fn document(
             end[format!("sum_received{suffix}")] = side(&received, false);
         }
     }
-    json!({
+    let mut doc = json!({
         "start": {
             "connected": [{
                 "local_host": local.map(|a| a.ip().to_string()),
@@ -91,7 +92,13 @@ pub(super) fn document(
             .filter_map(|iv| json::interval_of(Writer::Server, spec, iv))
             .collect::<Vec<Value>>(),
         "end": end,
-    })
+    });
+    for (key, value) in [("title", &params.title), ("extra_data", &params.extra_data)] {
+        if let Some(v) = value {
+            doc[key] = json!(v);
+        }
+    }
+    doc
 }
 
 /// The streams' figures added up: bytes, retransmits and datagrams summed, the longest
@@ -201,7 +208,7 @@ mod tests {
         spec.streams = 2;
         let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         let (ours, theirs) = (results(&[900, 100], None), results(&[1000, 200], Some(3)));
-        let d = document(peer, None, &spec, (&ours, &theirs), &[]);
+        let d = document(peer, None, (&spec, &Params::default()), (&ours, &theirs), &[]);
         assert_eq!(d["end"]["sum_sent"]["bytes"], json!(1200));
         assert_eq!(d["end"]["sum_sent"]["retransmits"], json!(6));
         assert_eq!(d["end"]["sum_received"]["bytes"], json!(1000));
@@ -220,7 +227,7 @@ mod tests {
         spec.direction = Direction::Reverse;
         let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         let (ours, theirs) = (results(&[500], Some(1)), results(&[400], None));
-        let d = document(peer, None, &spec, (&ours, &theirs), &[]);
+        let d = document(peer, None, (&spec, &Params::default()), (&ours, &theirs), &[]);
         assert_eq!(d["end"]["sum_sent"]["bytes"], json!(500));
         assert_eq!(d["end"]["sum_received"]["bytes"], json!(400));
         assert_eq!(d["start"]["test_start"]["reverse"], json!(1));
@@ -240,7 +247,7 @@ mod tests {
             results(&[990, 500], Some(2)),
             results(&[1000, 480], Some(5)),
         );
-        let d = document(peer, None, &spec, (&ours, &theirs), &[]);
+        let d = document(peer, None, (&spec, &Params::default()), (&ours, &theirs), &[]);
         let end = &d["end"];
         assert_eq!(end["sum_sent"]["bytes"], json!(1000), "{end:#}");
         assert_eq!(end["sum_sent"]["retransmits"], json!(5));
@@ -252,7 +259,7 @@ mod tests {
         assert_eq!(end["streams"][1]["receiver"]["bytes"], json!(480));
         let mut udp = spec.clone();
         udp.protocol = Protocol::Udp;
-        let d = document(peer, None, &udp, (&ours, &theirs), &[]);
+        let d = document(peer, None, (&udp, &Params::default()), (&ours, &theirs), &[]);
         assert_eq!(d["end"]["sum"]["bytes"], json!(1000), "{:#}", d["end"]);
         assert_eq!(d["end"]["sum_bidir_reverse"]["bytes"], json!(500));
     }
@@ -290,7 +297,7 @@ mod tests {
         let ivs = super::super::intervals::intervals(&spec, &finished, Duration::from_secs(2));
         let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         let (ours, theirs) = (results(&[2000], Some(2)), results(&[2000], None));
-        let d = document(peer, None, &spec, (&ours, &theirs), &ivs);
+        let d = document(peer, None, (&spec, &Params::default()), (&ours, &theirs), &ivs);
         assert_eq!(d["intervals"].as_array().map(Vec::len), Some(2), "{d:#}");
         let s = &d["intervals"][1]["streams"][0];
         assert_eq!(s["sender"], json!(true), "{s:#}");

@@ -50,6 +50,10 @@ pub struct Params {
     /// `-L`: the IPv6 flow label of the client's data connections (set by the client on its
     /// own sockets; iperf3's server only checks it).
     pub flowlabel: Option<u32>,
+    /// `-T` and `--extra-data`: strings the client's document carries, which iperf3's server
+    /// puts in its own `-J` document too.
+    pub title: Option<String>,
+    pub extra_data: Option<String>,
     /// iperf3 options the client asked for that a netsweep server does not implement, by
     /// their command-line names (`--fq-rate`, `-S/--tos/--dscp`, ...): such a test is refused
     /// with `code::UNIMPLEMENTED` and the server's log names them, never run without them.
@@ -58,9 +62,9 @@ pub struct Params {
 
 /// Parameters an iperf3 client sends for options a netsweep server does not implement, with
 /// the options' command-line names; a key counts when it is true or a non-zero number.
-/// (`gso`/`gro`, `pacing_timer`, `title` and `extra_data` change how a sender works or what
-/// it writes, not what is measured: accepted; `nodelay`, `repeating_payload`, `zerocopy`,
-/// `skip_rx_copy`, `server_affinity` and `flowlabel` are honoured.)
+/// (`gso`/`gro` and `pacing_timer` change how a sender works, not what is measured: accepted;
+/// `nodelay`, `repeating_payload`, `zerocopy`, `skip_rx_copy`, `server_affinity`, `flowlabel`,
+/// `title` and `extra_data` are honoured.)
 const UNIMPLEMENTED_OPTIONS: &[(&str, &str)] = &[("burst", "-b RATE/BURST")];
 
 /// The options of `UNIMPLEMENTED_OPTIONS` a parameter document asks for.
@@ -168,6 +172,11 @@ impl Params {
         if let Some(label) = self.flowlabel {
             m.insert("flowlabel".into(), json!(label));
         }
+        for (key, value) in [("title", &self.title), ("extra_data", &self.extra_data)] {
+            if let Some(v) = value {
+                m.insert(key.into(), json!(v));
+            }
+        }
         Value::Object(m)
     }
 
@@ -265,6 +274,8 @@ impl Params {
             zerocopy: flag(m, "zerocopy"),
             // iperf3's server refuses a label outside 1 to 0xfffff with IESETFLOW.
             flowlabel: opt_u32("flowlabel", 0xf_ffff, code::SET_FLOW, "flow label")?,
+            title: text(m, "title"),
+            extra_data: text(m, "extra_data"),
             unimplemented: unimplemented_options(m),
         })
     }

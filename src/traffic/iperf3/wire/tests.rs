@@ -369,6 +369,18 @@ fn options_a_server_does_not_implement_are_named() {
     ))
     .unwrap_err();
     assert_eq!(e.code, code::SET_FLOW);
+    // -T and --extra-data travel as iperf3's client sends them.
+    let said = Params::from_json(&doc(
+        r#"{"tcp":true,"time":2,"parallel":1,"title":"run 7","extra_data":"site=a"}"#,
+    ))
+    .expect("parameters");
+    assert_eq!(said.title.as_deref(), Some("run 7"));
+    assert_eq!(said.extra_data.as_deref(), Some("site=a"));
+    let back = said.to_json();
+    assert_eq!(
+        (&back["title"], &back["extra_data"]),
+        (&json!("run 7"), &json!("site=a"))
+    );
     // -A n,m is honoured: the server pins itself (CPU 0 too: iperf3's "none" is -1).
     assert_eq!(p.server_affinity, Some(1));
     for (v, want) in [("0", Some(0)), ("-1", None)] {
