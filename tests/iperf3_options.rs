@@ -27,6 +27,37 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// A one-off server (`PROGRAM -s -1 -B HOST -p PORT EXTRA`: iperf3 or netsweep) on a free
+/// port, once it listens; its port.
+fn one_off_server(program: &str, host: &str, extra: &[&str]) -> (String, std::process::Child) {
+    let port = common::free_port().to_string();
+    let child = Command::new(program)
+        .args(["-s", "-1", "-B", host, "-p", &port])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program} -s: {e}"));
+    let bracketed = if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    };
+    common::wait_listening_quietly(bracketed.parse().unwrap());
+    (port, child)
+}
+
+/// What a one-off server printed on standard output once it ended.
+fn said_by(mut server: std::process::Child) -> String {
+    common::wait_bounded(&mut server, Duration::from_secs(20), "the one-off server");
+    text(
+        &server
+            .wait_with_output()
+            .expect("the server's output")
+            .stdout,
+    )
+}
+
 fn pid_in(path: &Path) -> Option<u32> {
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
@@ -229,14 +260,7 @@ fn udp_counters_64bit_are_asked_of_an_iperf3_server_and_read_by_it() {
         return;
     }
     for asked in [true, false] {
-        let port = common::free_port().to_string();
-        let mut server = Command::new("iperf3")
-            .args(["-s", "-1", "-d", "-B", "127.0.0.1", "-p", &port])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("iperf3 -s");
-        common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
+        let (port, server) = one_off_server("iperf3", "127.0.0.1", &["-d"]);
         let mut args = vec![
             "-c",
             "127.0.0.1",
@@ -256,8 +280,7 @@ fn udp_counters_64bit_are_asked_of_an_iperf3_server_and_read_by_it() {
         }
         let out = netsweep(&args);
         assert!(out.status.success(), "{}", text(&out.stderr));
-        common::wait_bounded(&mut server, Duration::from_secs(20), "iperf3 -s -1");
-        let said = text(&server.wait_with_output().expect("iperf3's output").stdout);
+        let said = said_by(server);
         assert_eq!(said.contains("\"udp_counters_64bit\""), asked, "{said}");
         // The receiver line: "0/8928 (0%)  receiver" at 50 Mbit/s for 2 s.
         let receiver = said
@@ -317,20 +340,12 @@ fn a_flow_label_is_set_sent_and_served_as_by_iperf3() {
         "iperf3 -L against netsweep: {}",
         text(&out.stdout)
     );
-    let own = common::free_port().to_string();
-    let mut iperf3 = Command::new("iperf3")
-        .args(["-s", "-1", "-d", "-B", "::1", "-p", &own])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("iperf3 -s");
-    common::wait_listening_quietly(format!("[::1]:{own}").parse().unwrap());
+    let (own, iperf3) = one_off_server("iperf3", "::1", &["-d"]);
     let out = netsweep(&[
         "-c", "::1", "-p", &own, "--iperf3", "-t", "1", "-L", "74565",
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    common::wait_bounded(&mut iperf3, Duration::from_secs(20), "iperf3 -s -1");
-    let said = text(&iperf3.wait_with_output().expect("iperf3's output").stdout);
+    let said = said_by(iperf3);
     assert!(
         said.contains("\"flowlabel\":\t74565") || said.contains("\"flowlabel\":74565"),
         "{said}"
@@ -348,25 +363,11 @@ fn a_title_and_extra_data_reach_the_servers_document() {
     ) {
         return;
     }
-    let one_off = |program: &str, extra: &[&str]| {
-        let port = common::free_port().to_string();
-        let mut args = vec!["-s", "-1", "-J", "-B", "127.0.0.1", "-p", &port];
-        args.extend_from_slice(extra);
-        let child = Command::new(program)
-            .args(&args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("a one-off server");
-        common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
-        (port, child)
+    let document = |server| -> Value {
+        let said = said_by(server);
+        serde_json::from_str(&said).unwrap_or_else(|e| panic!("{e}: {said}"))
     };
-    let document = |mut child: std::process::Child| -> Value {
-        common::wait_bounded(&mut child, Duration::from_secs(20), "the one-off server");
-        let out = child.wait_with_output().expect("the server's output");
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
-    };
-    let (port, iperf3) = one_off("iperf3", &[]);
+    let (port, iperf3) = one_off_server("iperf3", "127.0.0.1", &["-J"]);
     let out = netsweep(&[
         "-c",
         "127.0.0.1",
@@ -386,7 +387,12 @@ fn a_title_and_extra_data_reach_the_servers_document() {
         (&doc["title"], &doc["extra_data"]),
         (&"run 7".into(), &"site=a".into())
     );
-    let (port, ours) = one_off(env!("CARGO_BIN_EXE_netsweep"), &["--idle-timeout", "20"]);
+    let netsweep_server = env!("CARGO_BIN_EXE_netsweep");
+    let (port, ours) = one_off_server(
+        netsweep_server,
+        "127.0.0.1",
+        &["-J", "--idle-timeout", "20"],
+    );
     let out = Command::new("iperf3")
         .args(["-c", "127.0.0.1", "-p", &port, "-t", "1", "-T", "run 8"])
         .args(["--extra-data", "site=b"])

@@ -202,13 +202,43 @@ mod tests {
         }
     }
 
+    /// The document of a test whose client sent no `-T` or `--extra-data`.
+    fn without_labels(
+        peer: SocketAddr,
+        spec: &TestSpec,
+        results: (&Results, &Results),
+        intervals: &[Interval],
+    ) -> Value {
+        document(peer, None, (spec, &Params::default()), results, intervals)
+    }
+
+    /// The client's `-T` and `--extra-data` at the top, as iperf3's server writes them.
+    #[test]
+    fn the_clients_title_and_extra_data_are_at_the_top() {
+        let spec = TestSpec::tcp(Duration::from_secs(2));
+        let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
+        let (ours, theirs) = (results(&[900], None), results(&[1000], Some(0)));
+        let said = Params {
+            title: Some("run 7".into()),
+            extra_data: Some("site=a".into()),
+            ..Params::default()
+        };
+        let d = document(peer, None, (&spec, &said), (&ours, &theirs), &[]);
+        assert_eq!(
+            (&d["title"], &d["extra_data"]),
+            (&json!("run 7"), &json!("site=a"))
+        );
+        let plain = without_labels(peer, &spec, (&ours, &theirs), &[]);
+        assert!(plain.get("title").is_none() && plain.get("extra_data").is_none());
+    }
+
     #[test]
     fn a_forward_tcp_test_sums_the_clients_sending_and_the_servers_receiving() {
         let mut spec = TestSpec::tcp(Duration::from_secs(2));
         spec.streams = 2;
         let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         let (ours, theirs) = (results(&[900, 100], None), results(&[1000, 200], Some(3)));
-        let d = document(peer, None, (&spec, &Params::default()), (&ours, &theirs), &[]);
+        let d = without_labels(peer, &spec, (&ours, &theirs), &[]);
         assert_eq!(d["end"]["sum_sent"]["bytes"], json!(1200));
         assert_eq!(d["end"]["sum_sent"]["retransmits"], json!(6));
         assert_eq!(d["end"]["sum_received"]["bytes"], json!(1000));
@@ -227,7 +257,7 @@ mod tests {
         spec.direction = Direction::Reverse;
         let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         let (ours, theirs) = (results(&[500], Some(1)), results(&[400], None));
-        let d = document(peer, None, (&spec, &Params::default()), (&ours, &theirs), &[]);
+        let d = without_labels(peer, &spec, (&ours, &theirs), &[]);
         assert_eq!(d["end"]["sum_sent"]["bytes"], json!(500));
         assert_eq!(d["end"]["sum_received"]["bytes"], json!(400));
         assert_eq!(d["start"]["test_start"]["reverse"], json!(1));
@@ -247,7 +277,7 @@ mod tests {
             results(&[990, 500], Some(2)),
             results(&[1000, 480], Some(5)),
         );
-        let d = document(peer, None, (&spec, &Params::default()), (&ours, &theirs), &[]);
+        let d = without_labels(peer, &spec, (&ours, &theirs), &[]);
         let end = &d["end"];
         assert_eq!(end["sum_sent"]["bytes"], json!(1000), "{end:#}");
         assert_eq!(end["sum_sent"]["retransmits"], json!(5));
@@ -259,7 +289,7 @@ mod tests {
         assert_eq!(end["streams"][1]["receiver"]["bytes"], json!(480));
         let mut udp = spec.clone();
         udp.protocol = Protocol::Udp;
-        let d = document(peer, None, (&udp, &Params::default()), (&ours, &theirs), &[]);
+        let d = without_labels(peer, &udp, (&ours, &theirs), &[]);
         assert_eq!(d["end"]["sum"]["bytes"], json!(1000), "{:#}", d["end"]);
         assert_eq!(d["end"]["sum_bidir_reverse"]["bytes"], json!(500));
     }
@@ -297,7 +327,7 @@ mod tests {
         let ivs = super::super::intervals::intervals(&spec, &finished, Duration::from_secs(2));
         let peer: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         let (ours, theirs) = (results(&[2000], Some(2)), results(&[2000], None));
-        let d = document(peer, None, (&spec, &Params::default()), (&ours, &theirs), &ivs);
+        let d = without_labels(peer, &spec, (&ours, &theirs), &ivs);
         assert_eq!(d["intervals"].as_array().map(Vec::len), Some(2), "{d:#}");
         let s = &d["intervals"][1]["streams"][0];
         assert_eq!(s["sender"], json!(true), "{s:#}");
