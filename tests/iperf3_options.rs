@@ -405,3 +405,70 @@ fn a_title_and_extra_data_reach_the_servers_document() {
         (&"run 8".into(), &"site=b".into())
     );
 }
+
+/// `--server-bitrate-limit` as iperf3's server enforces it, checked against iperf3's own server
+/// with the same clients: a test asking more in total is refused at its start; an unlimited one
+/// runs and is ended once its average over the window passes the limit (iperf3's error 27);
+/// one within the limit runs to its end. netsweep's server tells the client why in each case
+/// (iperf3's closes the control connection at a refused start); netsweep's own client hears
+/// why too.
+#[test]
+fn a_server_bitrate_limit_refuses_and_ends_tests_as_iperf3s_does() {
+    let _serial = common::loopback::serial();
+    if !common::tool_or_skip(
+        "a_server_bitrate_limit_refuses_and_ends_tests_as_iperf3s_does",
+        "iperf3",
+    ) {
+        return;
+    }
+    let limit = ["--server-bitrate-limit", "300M/1"];
+    let over = "total required bandwidth is larger than server limit";
+    for program in ["iperf3", env!("CARGO_BIN_EXE_netsweep")] {
+        for (client, refused) in [
+            (&["-P", "2", "-b", "200M"][..], true),
+            (&[][..], true),
+            (&["-P", "2", "-b", "50M"][..], false),
+        ] {
+            let mut extra = vec!["--idle-timeout", "20"];
+            extra.extend_from_slice(&limit);
+            let (port, server) = one_off_server(program, "127.0.0.1", &extra);
+            let t0 = std::time::Instant::now();
+            let out = Command::new("iperf3")
+                .args(["-c", "127.0.0.1", "-p", &port, "-t", "4"])
+                .args(client)
+                .output()
+                .expect("iperf3 -c");
+            let took = t0.elapsed();
+            let said = format!("{}{}", text(&out.stdout), text(&out.stderr));
+            let _ = said_by(server);
+            assert_eq!(
+                !out.status.success(),
+                refused,
+                "{program} {client:?}: {said}"
+            );
+            if refused {
+                // iperf3's own server refuses at the start by closing the control connection
+                // without a word, and ends a running test by closing the streams as it says
+                // why (its client may meet the reset first); netsweep's tells the client why.
+                assert!(
+                    said.contains(over) || program == "iperf3",
+                    "{program} {client:?}: {said}"
+                );
+                // Refused at the start, or ended within a few intervals, not at the end.
+                assert!(
+                    took < Duration::from_millis(3800),
+                    "{program} {client:?}: {took:?}"
+                );
+            }
+        }
+    }
+    let (port, server) = one_off_server(env!("CARGO_BIN_EXE_netsweep"), "127.0.0.1", &limit);
+    let out = netsweep(&["-c", "127.0.0.1", "-p", &port, "-t", "4"]);
+    let _ = said_by(server);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("--server-bitrate-limit of 300 Mbits/sec"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -107,10 +107,10 @@ pub struct ServerArgs {
     pub format: Option<String>,
     #[arg(short = 'V', long, short_alias = 'd', alias = "debug", hide = true)]
     pub verbose: bool,
-    /// iperf3's rate limit, RATE[/SECONDS]: taken as --max-rate RATE (netsweep refuses a test
-    /// asking more, or an unlimited one, at its start; iperf3 ends a test whose average over
-    /// SECONDS passes RATE).
-    #[arg(long, value_name = "RATE[/SECONDS]", conflicts_with = "max_rate")]
+    /// One test's total rate, all streams and both directions, as iperf3's: a test asking
+    /// more is refused; one whose average over the last SECONDS (default 5) passes RATE is
+    /// ended (iperf3's error 27), e.g. 10G or 10G/2.
+    #[arg(long, value_name = "RATE[/SECONDS]")]
     pub server_bitrate_limit: Option<String>,
     /// Accepted for iperf3's sake (a note says what netsweep does instead).
     #[arg(long, value_name = "MS", hide = true)]
@@ -189,19 +189,21 @@ impl TryFrom<&ServerArgs> for ServerConfig {
         if let Some(why) = refusal(a) {
             bail!("{why}");
         }
-        let max_rate_bps = match (&a.max_rate, &a.server_bitrate_limit) {
-            (Some(r), _) => r
+        let max_rate_bps = match &a.max_rate {
+            Some(r) => r
                 .parse::<BitRate>()
                 .context("--max-rate")?
                 .bits_per_second(),
-            (None, Some(limit)) => {
-                let rate = limit.split_once('/').map_or(limit.as_str(), |(r, _)| r);
-                rate.parse::<BitRate>()
-                    .context("--server-bitrate-limit")?
-                    .bits_per_second()
-            }
-            (None, None) => 0.0,
+            None => 0.0,
         };
+        let bitrate_limit = a
+            .server_bitrate_limit
+            .as_deref()
+            .map(|l| {
+                l.parse()
+                    .map_err(|e| anyhow::anyhow!("--server-bitrate-limit {l}: {e}"))
+            })
+            .transpose()?;
         let extra_ports = match (a.iperf3, a.iperf3_port) {
             (_, Some(p)) => vec![p],
             (true, None) => vec![IPERF3_PORT],
@@ -244,6 +246,7 @@ impl TryFrom<&ServerArgs> for ServerConfig {
                 max_open_files: 0,
                 rcv_timeout: rates::rcv_timeout(a.rcv_timeout)?,
                 affinity: a.affinity.as_deref().map(server_affinity).transpose()?,
+                bitrate_limit,
             },
         })
     }
@@ -285,13 +288,6 @@ fn accepted_notes(a: &ServerArgs) -> Vec<String> {
              the intervals",
             named.join(", ")
         ));
-    }
-    if a.server_bitrate_limit.is_some() {
-        notes.push(
-            "--server-bitrate-limit: taken as --max-rate: a test asking more, or an unlimited \
-             one, is refused at its start (iperf3 ends it once its average passes the limit)"
-                .into(),
-        );
     }
     if a.snd_timeout.is_some() {
         notes.push(

@@ -1,15 +1,17 @@
 //! The traffic engine and its protocols: the test's description (`spec`, `timeline`), the
 //! engine's stream loops (`engine`), what each end measures (`measure`) and the merged result
-//! (`result`), where each end pins its data threads (`affinity`), netsweep's control protocol (`protocol`, `session`, `server`, `client`), what a
-//! server lets clients hold and for how long (`admission`), the listener's buffers leased to
-//! tests in setup (`listener`), iperf3's (`iperf3`), the latency
-//! probe beside a test (`latency`), iperf3-style text output (`output`), request/response
-//! tests beside the throughput engine (`rr`), and one finished test read back from its result
-//! file as a timeline to draw (`over_time`).
+//! (`result`), where each end pins its data threads (`affinity`), netsweep's control protocol
+//! (`protocol`, `session`, `server`, `client`), what a server lets clients hold and for how
+//! long (`admission`) and how fast (`bitrate_limit`), the listener's buffers leased to tests in
+//! setup (`listener`), iperf3's (`iperf3`), the latency probe beside a test (`latency`),
+//! iperf3-style text output (`output`), request/response tests beside the throughput engine
+//! (`rr`), and one finished test read back from its result file as a timeline to draw
+//! (`over_time`).
 
 pub mod address;
 pub mod admission;
 pub mod affinity;
+pub mod bitrate_limit;
 pub mod client;
 pub mod engine;
 pub mod histogram;

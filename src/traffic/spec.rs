@@ -559,6 +559,8 @@ pub struct ServerLimits {
     /// `-A`: the CPUs this server pins its tests' data threads to, unless a client's `-A N,M`
     /// asks for others.
     pub affinity: Option<crate::traffic::affinity::Cpus>,
+    /// `--server-bitrate-limit`: one test's total rate, checked as iperf3's server checks it.
+    pub bitrate_limit: Option<crate::traffic::bitrate_limit::BitrateLimit>,
 }
 
 impl Default for ServerLimits {
@@ -573,6 +575,7 @@ impl Default for ServerLimits {
             max_open_files: 0,
             rcv_timeout: DEFAULT_RCV_TIMEOUT,
             affinity: None,
+            bitrate_limit: None,
         }
     }
 }
@@ -607,6 +610,14 @@ impl ServerLimits {
                 spec.interval_records(),
                 self.max_interval_records
             ));
+        }
+        // `bitrate_bps` is one direction's total; --bidir asks it of both.
+        let directions = spec.flows().len() / usize::from(spec.streams.max(1));
+        if let Some(why) = self
+            .bitrate_limit
+            .and_then(|l| l.refusal(spec.bitrate_bps * directions as f64, spec.flows().len()))
+        {
+            return Some(why);
         }
         if self.max_rate_bps > 0.0
             && (spec.bitrate_bps == 0.0 || spec.bitrate_bps > self.max_rate_bps)

@@ -197,13 +197,18 @@ fn iperf3_options_netsweep_does_not_act_on_are_said_and_the_others_honoured() {
             .contains("-i, -V: accepted and ignored")
     );
     let c = server_of(&["-s", "--server-bitrate-limit", "2G/10", "--cntl-ka"]).unwrap();
-    assert_eq!(c.limits.max_rate_bps, 2e9);
-    let notes = c.output.notes.join("\n");
-    assert!(
-        notes.contains("--server-bitrate-limit: taken as --max-rate"),
-        "{notes}"
+    let limit = c.limits.bitrate_limit.expect("the limit");
+    assert_eq!(
+        (limit.bits_per_second, limit.window, c.limits.max_rate_bps),
+        (2e9, Duration::from_secs(10), 0.0)
     );
+    let notes = c.output.notes.join("\n");
+    assert!(!notes.contains("--server-bitrate-limit"), "{notes}");
     assert!(notes.contains("--cntl-ka: accepted and ignored"), "{notes}");
+    let Err(e) = server_of(&["-s", "--server-bitrate-limit", "2G/100"]) else {
+        panic!("an averaging time of 100 s was taken")
+    };
+    assert!(e.to_string().contains("0.1 to 60 seconds"), "{e}");
     for (flag, refused) in [
         (&["-s", "--bind-dev", "lo"][..], "--bind-dev"),
         (&["-s", "-m"][..], "-m/--mptcp"),

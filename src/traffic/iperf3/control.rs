@@ -32,6 +32,23 @@ pub fn read_state(s: &mut TcpStream, deadline: Instant) -> Result<State, Control
     State::from_byte(b[0]).ok_or(ControlError::UnknownState(b[0]))
 }
 
+/// Waits until the peer hangs up the control connection, or `limit` passes: what it sends
+/// meanwhile is read and dropped (at most 64 KiB).
+pub fn wait_hung_up(s: &mut TcpStream, limit: std::time::Duration) {
+    let deadline = Instant::now() + limit;
+    let mut sink = [0u8; 512];
+    for _ in 0..128 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || !crate::platform::sockopt::wait_readable(s, left).unwrap_or(false) {
+            return;
+        }
+        match std::io::Read::read(s, &mut sink) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
 /// The int32 after SERVER_ERROR: iperf3's error code, then the server's errno, which servers
 /// before 3.21 leave out when they refuse a login (4 bytes, then they hang up).
 pub fn read_server_error(

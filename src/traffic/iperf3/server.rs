@@ -23,6 +23,7 @@ use super::control::{self, ControlError};
 use super::login::ServerAuth;
 use super::wire::{self, Cookie, Params, Refusal, Results, State, code};
 use crate::traffic::admission::{self, Admission, Expecting, STAGE_DEADLINE, Slot, StreamClock};
+use crate::traffic::bitrate_limit::RateWatch;
 use crate::traffic::engine::{Datagrams, EngineEvent, StreamSocket};
 use crate::traffic::session::{self, Finished, Wire};
 use crate::traffic::spec::{Direction, Flow, Protocol, ServerLimits, TestSpec};
@@ -240,6 +241,9 @@ impl Drop for Registration<'_> {
 }
 
 /// Sends SERVER_ERROR with `code` and closes; the client prints the code in words.
+/// How long a client told why its running test ends has to hang up before its streams stop.
+const TOLD_WAIT: Duration = Duration::from_secs(2);
+
 fn refuse(ctrl: &mut TcpStream, r: &Refusal) -> anyhow::Error {
     use std::io::Write;
     let _ = ctrl.write_all(&wire::server_error(r.code, 0));
@@ -432,24 +436,31 @@ pub fn serve(
     let deadline = start + spec.omit + spec.duration;
     let mut finished = Finished::default();
     let ends = (deadline, ctx.limits.rcv_timeout);
-    let ended = wait_for_end(&mut ctrl, &streams, ends, &mut finished, || {
+    let watch = ctx
+        .limits
+        .bitrate_limit
+        .map(|l| RateWatch::new(l, spec.interval, flows.len()));
+    let ended = wait_for_end(&mut ctrl, &streams, ends, (&mut finished, watch), || {
         hub.contested(&cookie)
     });
     let stopped = start.elapsed();
+    // Told before the streams stop, which then run until the client hangs up (a moment): with
+    // its data connections still drained, it reads the reason instead of meeting a reset on
+    // its next write.
+    if let Err(Ended {
+        why,
+        code: Some(code),
+    }) = &ended
+    {
+        let _ = refuse(&mut ctrl, &Refusal::new(*code, why.clone()));
+        control::wait_hung_up(&mut ctrl, TOLD_WAIT);
+    }
     streams.stop_and_collect(&mut finished);
     drop(registration);
     finished.reports.sort_by_key(|r| r.stream);
     finished.cpu.wall_s = stopped.as_secs_f64();
     if let Err(e) = ended {
-        let r = Refusal::new(code::SERVER_DURATION_EXPIRED, e.clone());
-        if e.contains("did not say") {
-            let _ = refuse(&mut ctrl, &r);
-        } else if e.starts_with("idle timeout") {
-            let _ = refuse(&mut ctrl, &Refusal::new(code::NO_MSG, e.clone()));
-        } else if e.contains("raced") {
-            let _ = refuse(&mut ctrl, &Refusal::new(code::STREAM_ACCEPT, e.clone()));
-        }
-        anyhow::bail!("{e}");
+        anyhow::bail!("{}", e.why);
     }
     control::write_state(&mut ctrl, State::ExchangeResults)?;
     let cap = results_cap(flows.len());

@@ -3,6 +3,7 @@
 //! the server's log.
 
 use super::*;
+use crate::traffic::bitrate_limit::RateWatch;
 
 /// Removes the token from the registry on drop.
 pub(super) struct Registration<'a>(pub(super) &'a Registry, pub(super) Token);
@@ -168,7 +169,7 @@ pub(super) fn control_session(
         (start, start),
         session::Wire::default(),
     )?;
-    let outcome = forward_reports(&mut ctrl, (&spec, shared.limits.rcv_timeout), &streams);
+    let outcome = forward_reports(&mut ctrl, (&spec, &shared.limits), &streams);
     streams.stop_and_join();
     // The slot (and the result it holds) is kept until the client has read the result and
     // hung up, within STAGE_DEADLINE of the result's last frame; a client that starts its next
@@ -268,16 +269,32 @@ fn send_result(ctrl: &mut TcpStream, mut done: Finished) -> Result<(), ProtocolE
     )
 }
 
+/// Ends a running test for `why`, which the client is told.
+fn told(ctrl: &mut TcpStream, why: String) -> anyhow::Error {
+    let _ = write_frame(
+        ctrl,
+        &ServerMsg::Error {
+            message: why.clone(),
+        },
+    );
+    anyhow::anyhow!("{why}")
+}
+
 /// The client's messages, read on a clone of the control socket.
 type PeerRx = Receiver<Result<ClientMsg, ProtocolError>>;
 
 /// Forwards interval reports until every stream is done; returns the final reports for the
-/// client and the reader of its messages.
+/// client and the reader of its messages. A test whose data stops for `--rcv-timeout`, or whose
+/// rate passes `--server-bitrate-limit`, ends with the reason told to the client.
 fn forward_reports(
     ctrl: &mut TcpStream,
-    (spec, rcv_timeout): (&TestSpec, Duration),
+    (spec, limits): (&TestSpec, &ServerLimits),
     streams: &session::Streams,
 ) -> anyhow::Result<(Finished, PeerRx)> {
+    let rcv_timeout = limits.rcv_timeout;
+    let mut watch = limits
+        .bitrate_limit
+        .map(|l| RateWatch::new(l, spec.interval, streams.count));
     let peer_rx = crate::traffic::protocol::spawn_reader(ctrl.try_clone()?);
     let start = Instant::now();
     let give_up = start + spec.total_time() + Duration::from_secs(30);
@@ -314,17 +331,17 @@ fn forward_reports(
         if start.elapsed() < spec.total_time()
             && let Some(why) = streams.receive_timed_out(rcv_timeout)
         {
-            let _ = write_frame(
-                ctrl,
-                &ServerMsg::Error {
-                    message: why.clone(),
-                },
-            );
-            anyhow::bail!("{why}");
+            return Err(told(ctrl, why));
         }
         match streams.events.recv_timeout(Duration::from_millis(50)) {
             Ok(EngineEvent::Interval(report)) => {
-                write_frame(ctrl, &ServerMsg::Interval { report })?
+                let over = watch
+                    .as_mut()
+                    .and_then(|w| w.record(report.index, report.bytes));
+                write_frame(ctrl, &ServerMsg::Interval { report })?;
+                if let Some(why) = over {
+                    return Err(told(ctrl, why));
+                }
             }
             Ok(EngineEvent::StreamDone(report, cpu)) => finished.add(*report, cpu),
             Err(RecvTimeoutError::Timeout) => {}

@@ -68,37 +68,74 @@ pub(super) fn summary_line(
     format!("{peer}: iperf3 test done: {}", parts.join(", "))
 }
 
+/// Why a test ended before the client's TEST_END: the words for the log, and the iperf3
+/// error the client is told (none when the client itself ended it or went away).
+#[derive(Debug)]
+pub(super) struct Ended {
+    pub why: String,
+    pub code: Option<i32>,
+}
+
+impl Ended {
+    fn told(code: i32, why: String) -> Ended {
+        Ended {
+            why,
+            code: Some(code),
+        }
+    }
+
+    fn untold(why: impl Into<String>) -> Ended {
+        Ended {
+            why: why.into(),
+            code: None,
+        }
+    }
+}
+
 /// Waits for the client's TEST_END. A client that goes away, terminates, or never says it is
 /// an error (and the streams stop at once either way), and so is a test whose streams this end
-/// receives that brings nothing for `rcv_timeout` (iperf3's server: IENOMSG).
+/// receives that brings nothing for `rcv_timeout` (iperf3's server: IENOMSG), and one whose
+/// rate passes the server's `--server-bitrate-limit` (`watch`; IETOTALRATE).
 pub(super) fn wait_for_end(
     ctrl: &mut TcpStream,
     streams: &session::Streams,
     (deadline, rcv_timeout): (Instant, Duration),
-    finished: &mut Finished,
+    (finished, mut watch): (&mut Finished, Option<RateWatch>),
     contested: impl Fn() -> Option<SocketAddr>,
-) -> Result<(), String> {
+) -> Result<(), Ended> {
     loop {
         if let Some(other) = contested() {
-            return Err(format!(
-                "{other} raced the client for one of its UDP streams: the test is ended so no \
-                 stream goes to the wrong peer"
+            return Err(Ended::told(
+                code::STREAM_ACCEPT,
+                format!(
+                    "{other} raced the client for one of its UDP streams: the test is ended so \
+                     no stream goes to the wrong peer"
+                ),
             ));
         }
         if Instant::now() > deadline {
-            return Err(format!(
-                "the client did not say TEST_END {} s after the test's time",
-                END_GRACE.as_secs()
+            return Err(Ended::told(
+                code::SERVER_DURATION_EXPIRED,
+                format!(
+                    "the client did not say TEST_END {} s after the test's time",
+                    END_GRACE.as_secs()
+                ),
             ));
         }
         if let Some(why) = streams.receive_timed_out(rcv_timeout) {
-            return Err(why);
+            return Err(Ended::told(code::NO_MSG, why));
         }
-        // Interval reports are not needed (the final reports hold them); a stream that ends
-        // before TEST_END (its sender shut down its side, as netsweep's does) is kept.
+        // Interval reports count only against the rate limit (the final reports hold them); a
+        // stream that ends before TEST_END (its sender shut down its side, as netsweep's does)
+        // is kept.
         while let Ok(ev) = streams.events.try_recv() {
-            if let EngineEvent::StreamDone(r, cpu) = ev {
-                finished.add(*r, cpu);
+            match ev {
+                EngineEvent::StreamDone(r, cpu) => finished.add(*r, cpu),
+                EngineEvent::Interval(iv) => {
+                    if let Some(why) = watch.as_mut().and_then(|w| w.record(iv.index, iv.bytes)) {
+                        return Err(Ended::told(code::TOTAL_RATE, why));
+                    }
+                }
             }
         }
         if !crate::platform::sockopt::wait_readable(ctrl, Duration::from_millis(50))
@@ -108,12 +145,15 @@ pub(super) fn wait_for_end(
         }
         return match control::read_state(ctrl, Instant::now() + STAGE_DEADLINE) {
             Ok(State::TestEnd) => Ok(()),
-            Ok(State::ClientTerminate) => Err("the client terminated the test".into()),
-            Ok(s) => Err(format!("the client {} during the test", s.as_peer_act())),
+            Ok(State::ClientTerminate) => Err(Ended::untold("the client terminated the test")),
+            Ok(s) => Err(Ended::untold(format!(
+                "the client {} during the test",
+                s.as_peer_act()
+            ))),
             Err(ControlError::Io(crate::traffic::protocol::ProtocolError::Closed)) => {
-                Err("the client went away mid-test".into())
+                Err(Ended::untold("the client went away mid-test"))
             }
-            Err(e) => Err(format!("control connection: {e}")),
+            Err(e) => Err(Ended::untold(format!("control connection: {e}"))),
         };
     }
 }

@@ -64,6 +64,15 @@ pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> 
         ));
     }
     let total = p.bandwidth_bps as f64 * f64::from(p.parallel);
+    // As iperf3's server: -b per stream, times the streams of both directions with --bidir.
+    if let Some(why) = limits.bitrate_limit.and_then(|l| {
+        l.refusal(
+            p.bandwidth_bps as f64 * p.stream_count() as f64,
+            p.stream_count(),
+        )
+    }) {
+        return Err(Refusal::new(code::TOTAL_RATE, why));
+    }
     if limits.max_rate_bps > 0.0 && (total == 0.0 || total > limits.max_rate_bps) {
         return Err(Refusal::new(
             code::TOTAL_RATE,
