@@ -444,16 +444,18 @@ pub fn serve(
         hub.contested(&cookie)
     });
     let stopped = start.elapsed();
-    // Told before the streams stop, which then run until the client hangs up (a moment): with
-    // its data connections still drained, it reads the reason instead of meeting a reset on
-    // its next write.
+    // Told before the streams stop. A client over this server's limits (rate, time) is its
+    // own and keeps sending: its streams run on until it hangs up (a moment), so it reads the
+    // reason instead of meeting a reset on its next write. A raced stream stops at once.
     if let Err(Ended {
         why,
         code: Some(code),
     }) = &ended
     {
         let _ = refuse(&mut ctrl, &Refusal::new(*code, why.clone()));
-        control::wait_hung_up(&mut ctrl, TOLD_WAIT);
+        if matches!(*code, code::TOTAL_RATE | code::SERVER_DURATION_EXPIRED) {
+            control::wait_hung_up(&mut ctrl, TOLD_WAIT);
+        }
     }
     streams.stop_and_collect(&mut finished);
     drop(registration);
