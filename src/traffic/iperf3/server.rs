@@ -240,10 +240,10 @@ impl Drop for Registration<'_> {
     }
 }
 
-/// Sends SERVER_ERROR with `code` and closes; the client prints the code in words.
 /// How long a client told why its running test ends has to hang up before its streams stop.
 const TOLD_WAIT: Duration = Duration::from_secs(2);
 
+/// Sends SERVER_ERROR with `code` and closes; the client prints the code in words.
 fn refuse(ctrl: &mut TcpStream, r: &Refusal) -> anyhow::Error {
     use std::io::Write;
     let _ = ctrl.write_all(&wire::server_error(r.code, 0));
