@@ -5,7 +5,9 @@
 //! (`-b 0`, TCP's default) runs, and is ended with iperf3's error 27 ("total required bandwidth
 //! is larger than server limit") once the average of its last SECONDS (5 by default) of
 //! intervals passes the limit. The average runs over whole intervals, as many as make SECONDS
-//! (at least one), each counted once every stream has reported it.
+//! (at least one), each counted once every stream has reported it and as a whole interval's
+//! time (the grid's shorter slots, the end of a warm-up or of the test, count as more time than
+//! they took: the average can come out low there, never high).
 //!
 //! Calculation only: the servers feed it each interval report as it arrives.
 
