@@ -46,6 +46,9 @@ struct Case {
     rcvlowat: usize,
     /// Microseconds the receiver sleeps after draining the socket (0: it blocks in `read`).
     nap: u64,
+    /// SO_SNDBUF on the sender and SO_RCVBUF on the receiver (0: the kernel's autotuning).
+    sndbuf: usize,
+    rcvbuf: usize,
 }
 
 /// One run: returns the receiver's rate in Gbit/s over `secs`.
@@ -56,6 +59,10 @@ fn run(case: &Case, secs: f64) -> std::io::Result<f64> {
     let discard = case.discard;
     let lowat = case.rcvlowat;
     let nap = case.nap;
+    if case.rcvbuf > 0 {
+        // On the listener, so the accepted socket's window scale is chosen for it.
+        socket2::SockRef::from(&listener).set_recv_buffer_size(case.rcvbuf)?;
+    }
     let receiver = std::thread::spawn(move || -> std::io::Result<(u64, Duration)> {
         let (mut s, _) = listener.accept()?;
         if lowat > 0 {
@@ -93,6 +100,9 @@ fn run(case: &Case, secs: f64) -> std::io::Result<f64> {
         Ok((total, t0.map_or(Duration::ZERO, |t| t.elapsed())))
     });
     let mut sock = TcpStream::connect(addr)?;
+    if case.sndbuf > 0 {
+        socket2::SockRef::from(&sock).set_send_buffer_size(case.sndbuf)?;
+    }
     let data: Vec<u8> = (0..case.source)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
         .collect();
@@ -168,6 +178,8 @@ fn main() {
                         std::process::exit(2)
                     })
                 }),
+                sndbuf: get("--sndbuf").map_or(0, |s| size(&s)),
+                rcvbuf: get("--rcvbuf").map_or(0, |s| size(&s)),
             };
             match run_parallel(&case, secs, streams) {
                 Ok(gbps) => println!(

@@ -172,6 +172,10 @@ pub struct ReceiveReport {
     pub low_water_bytes: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub low_water_probe: Option<LowWaterProbe>,
+    /// The receive buffer it set instead of the kernel's autotuning, as the kernel reports it
+    /// (`engine::rcvbuf`: a same-host path); absent when it kept the autotuning or `-w` set one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer_bytes: Option<u64>,
 }
 
 /// What the receivers of one test on one end read in the probe's settled turns with their

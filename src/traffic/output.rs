@@ -366,6 +366,14 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     if let Some(line) = low_water_line(&result.start) {
         out.push_str(&line);
     }
+    if let Some(b) = result.start.receive_buffer_bytes {
+        let _ = writeln!(
+            out,
+            "Receive buffer: {} a stream, set instead of the kernel's autotuning (a same-host \
+             path: the window holds only memory; -w sets your own).",
+            crate::units::Bytes(b)
+        );
+    }
     if let Some(words) = result.spec.affinity.words() {
         let _ = writeln!(out, "CPU affinity (-A): {words}.");
     }

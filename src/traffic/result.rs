@@ -233,6 +233,10 @@ pub struct StartInfo {
     pub receive_reads: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receive_low_water_bytes: Option<u64>,
+    /// The receive buffer those receivers set instead of the kernel's autotuning, bytes as the
+    /// kernel reports it (the largest; `engine::rcvbuf`: a same-host path without `-w`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receive_buffer_bytes: Option<u64>,
     /// The receivers' probe of that mark (`engine::lowater::MarkProbe`): what they read in its
     /// settled turns with the mark, without, and napping between drains, and which they kept;
     /// absent when the test ended before the probe.

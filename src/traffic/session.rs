@@ -302,6 +302,17 @@ pub fn start_streams(
             && rtt() <= engine::lowater::PROBE_MAX_RTT)
             .then(|| Arc::new(probe))
     };
+    // A same-host receiver's buffer (`engine::rcvbuf`).
+    let receive_buffer = |socket: &StreamSocket| match socket {
+        StreamSocket::Tcp(t) => {
+            let same_host = match (t.local_addr(), t.peer_addr()) {
+                (Ok(l), Ok(p)) => engine::rcvbuf::same_host(l.ip(), p.ip()),
+                _ => false,
+            };
+            engine::rcvbuf::ask(spec.window_bytes.is_some(), same_host, receivers)
+        }
+        StreamSocket::Udp(_) => None,
+    };
     let cpus = spec.affinity.of(is_client);
     let end_gate = (wire.drain_senders && tcp && roles.contains(&Role::Sender))
         .then(|| Arc::new(engine::drain::EndGate::default()));
@@ -343,6 +354,9 @@ pub fn start_streams(
             arrivals: arrivals.clone(),
             skip_rx_copy: spec.skip_rx_copy && sockopt::RECV_TRUNC_DISCARDS,
             window_clamp: spec.window_clamp(),
+            receive_buffer: (role == Role::Receiver)
+                .then(|| receive_buffer(&socket))
+                .flatten(),
             cpu: cpus.map(|c| c.for_thread(i)),
             end_gate: end_gate.clone().filter(|_| role == Role::Sender),
         };

@@ -114,6 +114,12 @@ pub fn raise_rcvbuf<S: AsRawFd>(sock: &S, bytes: u64) {
     let _ = set_capped(sock, libc::SO_RCVBUF, bytes);
 }
 
+/// Linux's same-host receive buffer (`traffic::engine::rcvbuf`) was measured on Linux's
+/// autotuning only: FreeBSD keeps its own (`net.inet.tcp.recvbuf_auto`), Ok(false).
+pub fn cap_rcvbuf<S: AsRawFd>(_sock: &S, _bytes: u64) -> io::Result<bool> {
+    Ok(false)
+}
+
 /// Asks the kernel to stamp every datagram `sock` receives with its arrival time
 /// (SO_TIMESTAMP: a `struct timeval`, CLOCK_REALTIME). False when the kernel refuses.
 pub fn enable_rx_timestamps<S: AsFd>(sock: &S) -> bool {

@@ -199,6 +199,23 @@ pub fn raise_rcvbuf<S: AsRawFd>(sock: &S, bytes: u64) {
     }
 }
 
+/// Sets SO_RCVBUF to `bytes` only where the kernel grants it in full: as root past
+/// `net.core.rmem_max` (SO_RCVBUFFORCE), otherwise when that maximum allows it. A set buffer
+/// ends the kernel's autotuning for good, so when neither holds nothing is set: Ok(false).
+pub fn cap_rcvbuf<S: AsRawFd>(sock: &S, bytes: u64) -> io::Result<bool> {
+    let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    if setsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_ok() {
+        return Ok(true);
+    }
+    let max = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok());
+    if max.is_none_or(|m| m < bytes) {
+        return Ok(false);
+    }
+    setsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVBUF, v).map(|()| true)
+}
+
 /// Asks the kernel to stamp every datagram `sock` receives with its arrival time
 /// (SO_TIMESTAMPNS, read by `recv_stamped`). False when the kernel refuses.
 pub fn enable_rx_timestamps<S: AsFd>(sock: &S) -> bool {

@@ -20,10 +20,10 @@ use freebsd as os;
 use linux as os;
 
 pub use os::{
-    CLAMP_HEADROOM, RECV_TRUNC_DISCARDS, bind_device, enable_rx_timestamps, hold_window_clamp,
-    is_mptcp, keep_remote_flowlabel, lease_flowlabel, mptcp_protocol, raise_rcvbuf, recv_trunc,
-    remote_flowlabel, route_mtu, set_buffers, set_dont_fragment, set_max_pacing_rate, tcp_info,
-    tighten_timer_slack,
+    CLAMP_HEADROOM, RECV_TRUNC_DISCARDS, bind_device, cap_rcvbuf, enable_rx_timestamps,
+    hold_window_clamp, is_mptcp, keep_remote_flowlabel, lease_flowlabel, mptcp_protocol,
+    raise_rcvbuf, recv_trunc, remote_flowlabel, route_mtu, set_buffers, set_dont_fragment,
+    set_max_pacing_rate, tcp_info, tighten_timer_slack,
 };
 
 use socket2::SockRef;

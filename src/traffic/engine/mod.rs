@@ -11,7 +11,8 @@
 //! `sendpath` documents with what was measured on these machines and why it varies. A TCP
 //! test's only receiving stream reads 1 MiB per call, several read 4 MiB each (`read_size`);
 //! they batch their wake-ups with a low-water mark that follows their rate, or nap between
-//! drains, as their probe finds best (`lowater`).
+//! drains, as their probe finds best (`lowater`). On a same-host path they ask for a fixed
+//! receive buffer instead of the kernel's autotuning (`rcvbuf`).
 //! Receivers note when bytes last arrived (`Arrivals`), for the owner's receive timeout.
 
 pub mod arrivals;
@@ -19,6 +20,7 @@ pub mod drain;
 pub mod lowater;
 mod pacer;
 pub mod quota;
+pub mod rcvbuf;
 mod sendgroup;
 pub mod sendpath;
 mod sequence;
@@ -128,6 +130,9 @@ pub struct StreamCtx {
     /// TCP receiver: the advertised window it holds with TCP_WINDOW_CLAMP
     /// (`--window-mode clamp`), set again as the kernel recomputes it.
     pub window_clamp: Option<u64>,
+    /// TCP receiver: the SO_RCVBUF it asks for before its first read instead of the kernel's
+    /// autotuning (`rcvbuf`: a same-host path), where granted in full.
+    pub receive_buffer: Option<u64>,
     /// The CPU this stream's thread pins itself to (`-A`/`--affinity`), if any.
     pub cpu: Option<usize>,
     /// TCP sender of an iperf3 client: lets the far end settle before TEST_END (`drain`).

@@ -498,6 +498,11 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
         }
     };
     report.skipped_rx_copy = ctx.skip_rx_copy;
+    if let Some(b) = ctx.receive_buffer
+        && sockopt::cap_rcvbuf(&sock, b).unwrap_or(false)
+    {
+        received.buffer_bytes = Some(sockopt::buffer_sizes(&sock).1);
+    }
     let mut clamp_checked = Duration::ZERO;
     // Napping (`lowater::Batching::Nap`): the socket does not block, and the receiver sleeps
     // only once a read found it empty.

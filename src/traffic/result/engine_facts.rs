@@ -72,6 +72,7 @@ pub(super) fn describe(start: &mut StartInfo, spec: &TestSpec, pairs: &[StreamPa
         let (probe, bytes) = batching_of(&received);
         start.receive_low_water_probe = probe;
         start.receive_low_water_bytes = bytes;
+        start.receive_buffer_bytes = received.iter().filter_map(|r| r.buffer_bytes).max();
     }
     let other: Vec<ReceiveReport> = other_direction()
         .filter_map(|p| p.receiver.receive)

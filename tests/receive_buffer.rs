@@ -1,0 +1,200 @@
+//! A same-host path's receive buffer (`traffic::engine::rcvbuf`): TCP receivers whose sender is
+//! on this host set a fixed buffer instead of the kernel's autotuning when they are several;
+//! the result says which, and the receiving kernel reports that buffer on the data
+//! sockets while the test runs. A test's only receiver, a window set with
+//! `-w`, and a path that leaves the host (two namespaces joined by a veth pair) keep the
+//! autotuning. Root (namespaces); CI runs it.
+
+mod common;
+
+use serde_json::Value;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// A network namespace of this test's own, deleted on drop (with its end of a veth pair).
+struct Netns(String);
+
+impl Netns {
+    fn new(tag: &str) -> Netns {
+        let name = format!("nsw-{tag}-{}", std::process::id());
+        let _ = Command::new("ip")
+            .args(["netns", "del", &name])
+            .stderr(Stdio::null())
+            .status();
+        let ok = Command::new("ip").args(["netns", "add", &name]).status();
+        assert!(ok.is_ok_and(|s| s.success()), "ip netns add {name}");
+        let ns = Netns(name);
+        ns.ip(&["link", "set", "lo", "up"]);
+        ns
+    }
+
+    fn cmd(&self, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.0, program]);
+        c
+    }
+
+    fn ip(&self, args: &[&str]) {
+        let ok = self.cmd("ip").args(args).status();
+        assert!(ok.is_ok_and(|s| s.success()), "ip {args:?} in {}", self.0);
+    }
+
+    /// A netsweep server on `bind`:5398 for one test.
+    fn server(&self, bind: &str) -> common::KillOnDrop {
+        let child = self
+            .cmd(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["server", "--bind", bind, "--port", "5398", "-1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("server");
+        let listening = common::wait_bounded_check(Duration::from_secs(10), || {
+            self.cmd("ss")
+                .args(["-ltnH", "sport = :5398"])
+                .output()
+                .is_ok_and(|o| !o.stdout.is_empty())
+        });
+        assert!(listening, "the server in {} never listened", self.0);
+        common::KillOnDrop(child)
+    }
+
+    /// Whether the kernel's autotuning could itself stop at `bytes` (`tcp_rmem`'s maximum):
+    /// then a buffer of that size says nothing.
+    fn autotuning_reaches(&self, bytes: u64) -> bool {
+        let out = self.cmd("cat").arg("/proc/sys/net/ipv4/tcp_rmem").output();
+        let text = out.map(|o| String::from_utf8_lossy(&o.stdout).to_string());
+        text.ok()
+            .and_then(|t| {
+                t.split_whitespace()
+                    .nth(2)
+                    .and_then(|m| m.parse::<u64>().ok())
+            })
+            .is_none_or(|max| max == bytes)
+    }
+
+    /// The receive buffers (`ss -tm`'s `rb`) of the connected TCP sockets on port 5398 in this
+    /// namespace that have received more than a megabyte.
+    fn receiving_buffers(&self) -> Vec<u64> {
+        let out = self
+            .cmd("ss")
+            .args([
+                "-tmiOH",
+                "state",
+                "established",
+                "( sport = :5398 or dport = :5398 )",
+            ])
+            .output()
+            .expect("ss");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let field = |line: &str, key: &str| {
+            line.split([' ', ',', '(', ')', '\t'])
+                .find_map(|w| w.strip_prefix(key).and_then(|v| v.parse::<u64>().ok()))
+        };
+        text.lines()
+            .filter(|l| field(l, "bytes_received:").is_some_and(|b| b > 1 << 20))
+            .filter_map(|l| field(l, "rb"))
+            .collect()
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+/// One client test from `ns` to `host`:5398, and the receive buffers `ns_receiving` reported
+/// one second into it.
+fn test(ns: &Netns, ns_receiving: &Netns, host: &str, args: &[&str]) -> (Value, Vec<u64>) {
+    let client = ns
+        .cmd(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["client", host, "-p", "5398", "--json=netsweep", "-t", "2"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("client");
+    std::thread::sleep(Duration::from_millis(1200));
+    let buffers = ns_receiving.receiving_buffers();
+    let out = client.wait_with_output().expect("client output");
+    let doc: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert!(out.status.success(), "{args:?}: {doc:#}");
+    (doc, buffers)
+}
+
+#[test]
+fn same_host_receivers_set_the_buffer_the_kernel_reports_and_other_paths_keep_autotuning() {
+    if !cfg!(target_os = "linux") || !common::root_or_skip("same_host_receivers_set_the_buffer") {
+        return;
+    }
+    let _serial = common::loopback::serial();
+    let asked = netsweep::traffic::engine::rcvbuf::SAME_HOST_ASK;
+    let a = Netns::new("rba");
+    // Several receivers (the server's, then the client's under -R) and a copying one set it;
+    // the kernel's report while the data flows is the result's.
+    for args in [
+        &["-P", "2"][..],
+        &["-P", "2", "-R"],
+        &["-P", "3", "--rx-copy"],
+    ] {
+        let _server = a.server("127.0.0.1");
+        let (doc, buffers) = test(&a, &a, "127.0.0.1", args);
+        let said = doc["start"]["receive_buffer_bytes"].as_u64();
+        assert_eq!(said, Some(2 * asked), "{args:?}: {:#}", doc["start"]);
+        let streams: usize = args[1].parse().unwrap_or(0);
+        assert_eq!(
+            buffers,
+            vec![2 * asked; streams],
+            "{args:?}: the receiving sockets' rb while the test ran"
+        );
+        assert!(doc["summary"]["bytes"].as_u64().unwrap_or(0) > 0, "{doc:#}");
+    }
+    // A lone receiver, copying or not, and a window set with -w keep the autotuning.
+    for args in [&[][..], &["--rx-copy"], &["-P", "2", "-w", "1M"]] {
+        let _server = a.server("127.0.0.1");
+        let (doc, buffers) = test(&a, &a, "127.0.0.1", args);
+        assert!(
+            doc["start"].get("receive_buffer_bytes").is_none(),
+            "{args:?}: {:#}",
+            doc["start"]
+        );
+        assert!(
+            !buffers.contains(&(2 * asked)) || a.autotuning_reaches(2 * asked),
+            "{args:?}: {buffers:?}"
+        );
+    }
+    // A path off the host: a veth pair between two namespaces.
+    let b = Netns::new("rbb");
+    let (va, vb) = (
+        format!("nswa{}", std::process::id() % 100_000),
+        format!("nswb{}", std::process::id() % 100_000),
+    );
+    let made = Command::new("ip")
+        .args([
+            "link", "add", &va, "netns", &a.0, "type", "veth", "peer", "name", &vb, "netns", &b.0,
+        ])
+        .status();
+    assert!(made.is_ok_and(|s| s.success()), "veth pair");
+    a.ip(&["addr", "add", "198.18.0.1/30", "dev", &va]);
+    b.ip(&["addr", "add", "198.18.0.2/30", "dev", &vb]);
+    a.ip(&["link", "set", &va, "up"]);
+    b.ip(&["link", "set", &vb, "up"]);
+    let _server = b.server("198.18.0.2");
+    let (doc, buffers) = test(&a, &b, "198.18.0.2", &["-P", "2"]);
+    assert!(
+        doc["start"].get("receive_buffer_bytes").is_none(),
+        "{:#}",
+        doc["start"]
+    );
+    assert_eq!(
+        buffers.len(),
+        2,
+        "two receiving sockets in {}: {buffers:?}",
+        b.0
+    );
+    assert!(
+        buffers.iter().all(|&rb| rb != 2 * asked) || b.autotuning_reaches(2 * asked),
+        "autotuned buffers across the veth pair: {buffers:?}"
+    );
+}
