@@ -16,7 +16,9 @@
 //! receivers of `lowater`; with `CEILING_TIGHT_SLACK` set, without the kernel's default timer
 //! slack of up to 50 us on each sleep). `--source SIZE` sets the size of the data the sender cycles
 //! through (default: the chunk); `--read SIZE` the receiver's read size (default: the larger of
-//! 64 KiB and the chunk). Traffic goes to 127.0.0.1 only and stops after `--seconds`.
+//! 64 KiB and the chunk). `--sndbuf SIZE` and `--rcvbuf SIZE` set the sender's SO_SNDBUF and
+//! the receiver's SO_RCVBUF (the kernel grants twice each; default: its autotuning; see
+//! `traffic::engine::rcvbuf`). Traffic goes to 127.0.0.1 only and stops after `--seconds`.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
