@@ -404,6 +404,31 @@ fn a_title_and_extra_data_reach_the_servers_document() {
         (&doc["title"], &doc["extra_data"]),
         (&"run 8".into(), &"site=b".into())
     );
+    // netsweep's own client keeps them at the top of both of its documents, as iperf3's.
+    for json in ["--json", "--json=netsweep"] {
+        let (port, server) = one_off_server(netsweep_server, "127.0.0.1", &[]);
+        let out = netsweep(&[
+            "client",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "1",
+            json,
+            "-T",
+            "run 9",
+            "--extra-data",
+            "site=c",
+        ]);
+        let _ = said_by(server);
+        let doc: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{json}: {e}: {}", text(&out.stderr)));
+        assert_eq!(
+            (&doc["title"], &doc["extra_data"]),
+            (&"run 9".into(), &"site=c".into()),
+            "{json}"
+        );
+    }
 }
 
 /// `--server-bitrate-limit` as iperf3's server enforces it, checked against iperf3's own server

@@ -475,7 +475,12 @@ fn iperf3_document(
     result: &TestResult,
     view: &ClientView,
 ) -> serde_json::Value {
-    let mut doc = iperf3_json::document(result, cfg.server);
+    labelled(iperf3_json::document(result, cfg.server), view)
+}
+
+/// A JSON document with `-T`'s "title" and `--extra-data`'s "extra_data" at its top (iperf3's
+/// place for them; netsweep's own document carries them in the same place).
+fn labelled(mut doc: serde_json::Value, view: &ClientView) -> serde_json::Value {
     if let Some(m) = doc.as_object_mut() {
         for (key, value) in [("title", &view.title), ("extra_data", &view.extra_data)] {
             if let Some(v) = value {
@@ -489,7 +494,7 @@ fn iperf3_document(
 fn print_result(cfg: &ClientConfig, result: &TestResult, view: &ClientView, stream_started: bool) {
     match view.json {
         Some(JsonSchema::Netsweep) => match serde_json::to_value(result) {
-            Ok(doc) => print_json(&doc),
+            Ok(doc) => print_json(&labelled(doc, view)),
             Err(e) => crate::errln!("netsweep: cannot encode the result: {e}"),
         },
         Some(JsonSchema::Iperf3) => print_json(&iperf3_document(cfg, result, view)),
