@@ -7,100 +7,66 @@
 
 mod common;
 
+use common::netns::Netns;
 use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// A network namespace of this test's own, deleted on drop (with its end of a veth pair).
-struct Netns(String);
-
-impl Netns {
-    fn new(tag: &str) -> Netns {
-        let name = format!("nsw-{tag}-{}", std::process::id());
-        let _ = Command::new("ip")
-            .args(["netns", "del", &name])
-            .stderr(Stdio::null())
-            .status();
-        let ok = Command::new("ip").args(["netns", "add", &name]).status();
-        assert!(ok.is_ok_and(|s| s.success()), "ip netns add {name}");
-        let ns = Netns(name);
-        ns.ip(&["link", "set", "lo", "up"]);
-        ns
-    }
-
-    fn cmd(&self, program: &str) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.0, program]);
-        c
-    }
-
-    fn ip(&self, args: &[&str]) {
-        let ok = self.cmd("ip").args(args).status();
-        assert!(ok.is_ok_and(|s| s.success()), "ip {args:?} in {}", self.0);
-    }
-
-    /// A netsweep server on `bind`:5398 for one test.
-    fn server(&self, bind: &str) -> common::KillOnDrop {
-        let child = self
-            .cmd(env!("CARGO_BIN_EXE_netsweep"))
-            .args(["server", "--bind", bind, "--port", "5398", "-1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("server");
-        let listening = common::wait_bounded_check(Duration::from_secs(10), || {
-            self.cmd("ss")
-                .args(["-ltnH", "sport = :5398"])
-                .output()
-                .is_ok_and(|o| !o.stdout.is_empty())
-        });
-        assert!(listening, "the server in {} never listened", self.0);
-        common::KillOnDrop(child)
-    }
-
-    /// Whether the kernel's autotuning could itself stop at `bytes` (`tcp_rmem`'s maximum):
-    /// then a buffer of that size says nothing.
-    fn autotuning_reaches(&self, bytes: u64) -> bool {
-        let out = self.cmd("cat").arg("/proc/sys/net/ipv4/tcp_rmem").output();
-        let text = out.map(|o| String::from_utf8_lossy(&o.stdout).to_string());
-        text.ok()
-            .and_then(|t| {
-                t.split_whitespace()
-                    .nth(2)
-                    .and_then(|m| m.parse::<u64>().ok())
-            })
-            .is_none_or(|max| max == bytes)
-    }
-
-    /// The receive buffers (`ss -tm`'s `rb`) of the connected TCP sockets on port 5398 in this
-    /// namespace that have received more than a megabyte.
-    fn receiving_buffers(&self) -> Vec<u64> {
-        let out = self
-            .cmd("ss")
-            .args([
-                "-tmiOH",
-                "state",
-                "established",
-                "( sport = :5398 or dport = :5398 )",
-            ])
+/// A netsweep server in `ns` on `bind`:5398 for one test.
+fn server(ns: &Netns, bind: &str) -> common::KillOnDrop {
+    let child = ns
+        .cmd(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["server", "--bind", bind, "--port", "5398", "-1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("server");
+    let listening = common::wait_bounded_check(Duration::from_secs(10), || {
+        ns.cmd("ss")
+            .args(["-ltnH", "sport = :5398"])
             .output()
-            .expect("ss");
-        let text = String::from_utf8_lossy(&out.stdout);
-        let field = |line: &str, key: &str| {
-            line.split([' ', ',', '(', ')', '\t'])
-                .find_map(|w| w.strip_prefix(key).and_then(|v| v.parse::<u64>().ok()))
-        };
-        text.lines()
-            .filter(|l| field(l, "bytes_received:").is_some_and(|b| b > 1 << 20))
-            .filter_map(|l| field(l, "rb"))
-            .collect()
-    }
+            .is_ok_and(|o| !o.stdout.is_empty())
+    });
+    assert!(listening, "the server in {} never listened", ns.0);
+    common::KillOnDrop(child)
 }
 
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
+/// Whether the kernel's autotuning in `ns` could itself stop at `bytes` (`tcp_rmem`'s
+/// maximum): then a buffer of that size says nothing.
+fn autotuning_reaches(ns: &Netns, bytes: u64) -> bool {
+    let out = ns.cmd("cat").arg("/proc/sys/net/ipv4/tcp_rmem").output();
+    let text = out.map(|o| String::from_utf8_lossy(&o.stdout).to_string());
+    text.ok()
+        .and_then(|t| {
+            t.split_whitespace()
+                .nth(2)
+                .and_then(|m| m.parse::<u64>().ok())
+        })
+        .is_none_or(|max| max == bytes)
+}
+
+/// The receive buffers (`ss -tm`'s `rb`) of the connected TCP sockets on port 5398 in `ns`
+/// that have received more than a megabyte.
+fn receiving_buffers(ns: &Netns) -> Vec<u64> {
+    let out = ns
+        .cmd("ss")
+        .args([
+            "-tmiOH",
+            "state",
+            "established",
+            "( sport = :5398 or dport = :5398 )",
+        ])
+        .output()
+        .expect("ss");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |line: &str, key: &str| {
+        line.split([' ', ',', '(', ')', '\t'])
+            .find_map(|w| w.strip_prefix(key).and_then(|v| v.parse::<u64>().ok()))
+    };
+    text.lines()
+        .filter(|l| field(l, "bytes_received:").is_some_and(|b| b > 1 << 20))
+        .filter_map(|l| field(l, "rb"))
+        .collect()
 }
 
 /// One client test from `ns` to `host`:5398, and the receive buffers `ns_receiving` reported
@@ -115,7 +81,7 @@ fn test(ns: &Netns, ns_receiving: &Netns, host: &str, args: &[&str]) -> (Value, 
         .spawn()
         .expect("client");
     std::thread::sleep(Duration::from_millis(1200));
-    let buffers = ns_receiving.receiving_buffers();
+    let buffers = receiving_buffers(ns_receiving);
     let out = client.wait_with_output().expect("client output");
     let doc: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
@@ -138,7 +104,7 @@ fn same_host_receivers_set_the_buffer_the_kernel_reports_and_other_paths_keep_au
         &["-P", "2", "-R"],
         &["-P", "3", "--rx-copy"],
     ] {
-        let _server = a.server("127.0.0.1");
+        let _server = server(&a, "127.0.0.1");
         let (doc, buffers) = test(&a, &a, "127.0.0.1", args);
         let said = doc["start"]["receive_buffer_bytes"].as_u64();
         assert_eq!(said, Some(2 * asked), "{args:?}: {:#}", doc["start"]);
@@ -152,7 +118,7 @@ fn same_host_receivers_set_the_buffer_the_kernel_reports_and_other_paths_keep_au
     }
     // A lone receiver, copying or not, and a window set with -w keep the autotuning.
     for args in [&[][..], &["--rx-copy"], &["-P", "2", "-w", "1M"]] {
-        let _server = a.server("127.0.0.1");
+        let _server = server(&a, "127.0.0.1");
         let (doc, buffers) = test(&a, &a, "127.0.0.1", args);
         assert!(
             doc["start"].get("receive_buffer_bytes").is_none(),
@@ -160,7 +126,7 @@ fn same_host_receivers_set_the_buffer_the_kernel_reports_and_other_paths_keep_au
             doc["start"]
         );
         assert!(
-            !buffers.contains(&(2 * asked)) || a.autotuning_reaches(2 * asked),
+            !buffers.contains(&(2 * asked)) || autotuning_reaches(&a, 2 * asked),
             "{args:?}: {buffers:?}"
         );
     }
@@ -180,7 +146,7 @@ fn same_host_receivers_set_the_buffer_the_kernel_reports_and_other_paths_keep_au
     b.ip(&["addr", "add", "198.18.0.2/30", "dev", &vb]);
     a.ip(&["link", "set", &va, "up"]);
     b.ip(&["link", "set", &vb, "up"]);
-    let _server = b.server("198.18.0.2");
+    let _server = server(&b, "198.18.0.2");
     let (doc, buffers) = test(&a, &b, "198.18.0.2", &["-P", "2"]);
     assert!(
         doc["start"].get("receive_buffer_bytes").is_none(),
@@ -194,7 +160,7 @@ fn same_host_receivers_set_the_buffer_the_kernel_reports_and_other_paths_keep_au
         b.0
     );
     assert!(
-        buffers.iter().all(|&rb| rb != 2 * asked) || b.autotuning_reaches(2 * asked),
+        buffers.iter().all(|&rb| rb != 2 * asked) || autotuning_reaches(&b, 2 * asked),
         "autotuned buffers across the veth pair: {buffers:?}"
     );
 }

@@ -8,6 +8,7 @@
 
 mod common;
 
+use common::netns::Netns;
 use netsweep::traffic::spec::ServerLimits;
 use serde_json::Value;
 use std::process::Command;
@@ -113,41 +114,10 @@ fn udp_receivers_read_only_the_header_and_count_every_datagram() {
     assert_eq!(delivered / 1400, packets - lost, "{s:#}");
 }
 
-/// A network namespace of this test's own, deleted on drop.
-struct Netns(String);
-
-impl Netns {
-    fn new(tag: &str) -> Netns {
-        let name = format!("nsw-{tag}-{}", std::process::id());
-        let _ = Command::new("ip")
-            .args(["netns", "del", &name])
-            .stderr(std::process::Stdio::null())
-            .status();
-        let ok = Command::new("ip").args(["netns", "add", &name]).status();
-        assert!(ok.is_ok_and(|s| s.success()), "ip netns add {name}");
-        let ns = Netns(name);
-        let up = ns.cmd("ip").args(["link", "set", "lo", "up"]).status();
-        assert!(up.is_ok_and(|s| s.success()), "lo up in {}", ns.0);
-        ns
-    }
-
-    fn cmd(&self, program: &str) -> Command {
-        let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.0, program]);
-        c
-    }
-
-    /// The namespace's `Udp:` counters of /proc/net/snmp, by name.
-    fn udp_counters(&self) -> std::collections::HashMap<String, u64> {
-        let out = self.cmd("cat").arg("/proc/net/snmp").output().expect("cat");
-        common::snmp_counters(&String::from_utf8_lossy(&out.stdout), "Udp:")
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
-    }
+/// The namespace's `Udp:` counters of /proc/net/snmp, by name.
+fn udp_counters(ns: &Netns) -> std::collections::HashMap<String, u64> {
+    let out = ns.cmd("cat").arg("/proc/net/snmp").output().expect("cat");
+    common::snmp_counters(&String::from_utf8_lossy(&out.stdout), "Udp:")
 }
 
 /// The truth of a receiver that counts coalesced batches from their heads: on the loopback of
@@ -185,7 +155,7 @@ fn unlimited_udp_counts_agree_with_the_kernel_with_and_without_the_copy() {
                 .is_ok_and(|o| !o.stdout.is_empty())
         });
         assert!(listening, "the server in {} never listened", ns.0);
-        let before = ns.udp_counters();
+        let before = udp_counters(&ns);
         let out = ns
             .cmd(env!("CARGO_BIN_EXE_netsweep"))
             .args([
@@ -203,7 +173,7 @@ fn unlimited_udp_counts_agree_with_the_kernel_with_and_without_the_copy() {
             .output()
             .expect("client");
         let _ = server.wait();
-        let after = ns.udp_counters();
+        let after = udp_counters(&ns);
         let delta =
             |k: &str| after.get(k).copied().unwrap_or(0) - before.get(k).copied().unwrap_or(0);
         let doc: Value = serde_json::from_slice(&out.stdout)

@@ -4,6 +4,7 @@
 
 pub mod browser;
 pub mod loopback;
+pub mod netns;
 pub mod sshd;
 
 use netsweep::traffic::client::{self, ClientConfig, TestError};
