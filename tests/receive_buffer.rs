@@ -1,6 +1,6 @@
 //! A same-host path's receive buffer (`traffic::engine::rcvbuf`): TCP receivers whose sender is
 //! on this host set a fixed buffer instead of the kernel's autotuning when they are several;
-//! the result says which, and the receiving kernel reports that buffer on the data
+//! the result says which (each direction's under `--bidir`), and the receiving kernel reports that buffer on the data
 //! sockets while the test runs. A test's only receiver, a window set with
 //! `-w`, and a path that leaves the host (two namespaces joined by a veth pair) keep the
 //! autotuning. Root (namespaces); CI runs it.
@@ -115,6 +115,25 @@ fn same_host_receivers_set_the_buffer_the_kernel_reports_and_other_paths_keep_au
             "{args:?}: the receiving sockets' rb while the test ran"
         );
         assert!(doc["summary"]["bytes"].as_u64().unwrap_or(0) > 0, "{doc:#}");
+    }
+    // Under --bidir each end's two receivers set it, and the result says so for each direction.
+    {
+        let _server = server(&a, "127.0.0.1");
+        let (doc, buffers) = test(&a, &a, "127.0.0.1", &["-P", "2", "--bidir"]);
+        let start = &doc["start"];
+        assert_eq!(
+            (
+                start["receive_buffer_bytes"].as_u64(),
+                start["other_receive_buffer_bytes"].as_u64()
+            ),
+            (Some(2 * asked), Some(2 * asked)),
+            "{start:#}"
+        );
+        assert_eq!(
+            buffers,
+            vec![2 * asked; 4],
+            "both directions' receiving sockets"
+        );
     }
     // A lone receiver, copying or not, and a window set with -w keep the autotuning.
     for args in [&[][..], &["--rx-copy"], &["-P", "2", "-w", "1M"]] {

@@ -10,7 +10,7 @@ use crate::units::{Bytes, RateFormat};
 use std::fmt::Write;
 
 mod engine_lines;
-use engine_lines::{low_water_line, send_path_line};
+use engine_lines::{low_water_line, receive_buffer_line, send_path_line};
 
 /// The test asked for, in one line (`-V`).
 pub fn spec_line(spec: &TestSpec) -> String {
@@ -366,13 +366,8 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     if let Some(line) = low_water_line(&result.start) {
         out.push_str(&line);
     }
-    if let Some(b) = result.start.receive_buffer_bytes {
-        let _ = writeln!(
-            out,
-            "Receive buffer: {} a stream, set instead of the kernel's autotuning (a same-host \
-             path: the window holds only memory; -w sets your own).",
-            crate::units::Bytes(b)
-        );
+    if let Some(line) = receive_buffer_line(&result.start) {
+        out.push_str(&line);
     }
     if let Some(words) = result.spec.affinity.words() {
         let _ = writeln!(out, "CPU affinity (-A): {words}.");

@@ -226,6 +226,10 @@ pub struct StartInfo {
     /// `receive_reads`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub other_receive_reads: Option<u64>,
+    /// Under `--bidir`, the receive buffer the other direction's receivers set, as
+    /// `receive_buffer_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_receive_buffer_bytes: Option<u64>,
     /// TCP: the receivers of that direction: their reads that returned data (so bytes per read
     /// can be computed), and the largest low-water mark (`SO_RCVLOWAT`) any of them set to
     /// batch its reads (`engine::lowater`; 1 is the kernel's default, FreeBSD keeps it).

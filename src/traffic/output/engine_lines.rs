@@ -29,6 +29,33 @@ pub(super) fn low_water_line(start: &crate::traffic::result::StartInfo) -> Optio
     (!out.is_empty()).then_some(out)
 }
 
+/// The receive buffer receivers set instead of the kernel's autotuning on a same-host path
+/// (`engine::rcvbuf`): the first direction's, and under `--bidir` each direction's, labelled.
+pub(super) fn receive_buffer_line(start: &crate::traffic::result::StartInfo) -> Option<String> {
+    let bidir = start.other_send.is_some() || start.other_receive_reads.is_some();
+    let label = |flow: Option<Flow>| match flow.filter(|_| bidir) {
+        Some(f) => format!("{}{}: ", f.words(), receivers_of(f)),
+        None => String::new(),
+    };
+    let set: Vec<String> = [
+        (start.first_flow, start.receive_buffer_bytes),
+        (
+            start.first_flow.map(Flow::other),
+            start.other_receive_buffer_bytes,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(flow, bytes)| Some(format!("{}{} a stream", label(flow), Bytes(bytes?))))
+    .collect();
+    (!set.is_empty()).then(|| {
+        format!(
+            "Receive buffer: {}, set instead of the kernel's autotuning (a same-host path: the \
+             window holds only memory; -w sets your own).\n",
+            set.join("; ")
+        )
+    })
+}
+
 /// One direction's `Reads` line; `which` labels the direction under `--bidir`.
 fn reads_line(
     which: &str,
@@ -248,6 +275,35 @@ mod tests {
     use crate::traffic::measure::LowWaterProbe;
     use crate::traffic::result::StartInfo;
     use crate::traffic::spec::TestSpec;
+
+    #[test]
+    fn the_receive_buffer_line_names_each_directions_receivers_under_bidir() {
+        let mut start = StartInfo::default();
+        assert_eq!(receive_buffer_line(&start), None, "autotuned: no line");
+        start.first_flow = Some(Flow::ClientToServer);
+        start.receive_buffer_bytes = Some(4 << 20);
+        let one = receive_buffer_line(&start).unwrap();
+        assert!(
+            one.starts_with("Receive buffer: 4.00 MBytes a stream, set instead"),
+            "{one}"
+        );
+        start.other_receive_reads = Some(10);
+        start.other_receive_buffer_bytes = Some(4 << 20);
+        let both = receive_buffer_line(&start).unwrap();
+        assert!(
+            both.starts_with(
+                "Receive buffer: client to server (the server's receivers): 4.00 MBytes a \
+                 stream; server to client (this end's receivers): 4.00 MBytes a stream, set"
+            ),
+            "{both}"
+        );
+        start.receive_buffer_bytes = None;
+        let other = receive_buffer_line(&start).unwrap();
+        assert!(
+            other.starts_with("Receive buffer: server to client (this end's receivers): 4.00"),
+            "{other}"
+        );
+    }
 
     /// A probe's outcome: bytes with the mark, without, napping; whether it kept the mark, napped.
     fn probe(

@@ -79,6 +79,7 @@ pub(super) fn describe(start: &mut StartInfo, spec: &TestSpec, pairs: &[StreamPa
         .collect();
     if !other.is_empty() {
         start.other_receive_reads = Some(saturating_sum(other.iter().map(|r| r.reads)));
+        start.other_receive_buffer_bytes = other.iter().filter_map(|r| r.buffer_bytes).max();
     }
     if let (Some(probe), bytes) = batching_of(&other) {
         start.other_low_water_probe = Some(probe);
