@@ -7,11 +7,12 @@
 //! so a few megabytes cover any rate the cores can carry. Linux's autotuning grows a fast
 //! receiver's buffer to `tcp_rmem`'s maximum anyway (`ss -tm`: `rb33554432` behind a
 //! receiver dropping 40 Gbit/s, on a host whose maximum is 32 MiB), and the pages queued behind
-//! it are written by one core and freed by the other long after they left the caches. Two bare
+//! it are written by one core and freed by the other long after they left the caches (the
+//! likeliest cause of what follows; not traced further). Two bare
 //! pairs (`examples/ceiling.rs --paths write --chunks 4M --discard --streams 2`, 2 s runs, six
-//! interleaved rounds) carried 72-98 Gbit/s with a 4 MiB low-water mark and autotuning, 80-100
+//! interleaved rounds) carried 72-98 Gbit/s with a 4 MiB low-water mark and autotuning, 80-111
 //! with a 2 MiB `--rcvbuf` (4 MiB granted) whatever the batching (blocking reads, the mark,
-//! 100 us naps); eight pairs 46-61 against 55-73 (1 MiB asked: 34-52, 4 MiB: 51-61). One
+//! 100 us naps); eight pairs napping 46-61 against 55-73 (1 MiB asked: 34-52, 4 MiB: 51-61). One
 //! pair: 30-42 against 30-42, no change. In netsweep (`-w 2M` sets what this module asks,
 //! and a 2 MiB send buffer, which is what the autotuned one reaches here), medians of 8-10
 //! interleaved rounds of 3 s, Gbit/s and the test processes' CPU-s per GB:
@@ -28,9 +29,9 @@
 //! streams 72.5 against 77.1 Gbit/s, 0.232 against 0.198 CPU-s/GB; eight 67.8 against 77.5,
 //! 0.247 against 0.214; one copying stream 29.4 against 26.3 (rounds of 20-22 and 30-40 on
 //! both sides: the one-stream gain of the first run did not hold). So a lone receiver keeps
-//! the autotuning (its sender, not memory, is what it is short of); several ask. Paths that leave the host
-//! keep the autotuning: their round trip is what the window must cover, and nothing here was
-//! measured on one. The ask is made only where it is granted in full (`sockopt::cap_rcvbuf`:
+//! the autotuning (its sender, not memory, is what it is short of); several ask. Paths that
+//! leave the host keep the autotuning: their round trip is what the window must cover, and
+//! nothing here was measured on one. The ask is made only where it is granted in full (`sockopt::cap_rcvbuf`:
 //! as root past `net.core.rmem_max`, otherwise only when that maximum allows it): a buffer the
 //! kernel clamped lower would cost far more than the caches win. Results say the buffer
 //! (`StartInfo::receive_buffer_bytes`).
