@@ -256,30 +256,6 @@ pub struct StartInfo {
     pub peer_congestion: Option<String>,
 }
 
-/// How the senders of a `--bidir` test's other direction sent (`StartInfo::other_send`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OtherSend {
-    pub flow: Flow,
-    pub send_path: String,
-    pub chunk_bytes: u64,
-    /// Whether their end calibrated (or re-checked) rather than sending as given.
-    pub chosen: bool,
-    /// When their end's record of earlier tests chose the path: how many tests it rests on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remembered_tests: Option<u64>,
-    /// Their re-checks on the warm connection, as `StartInfo::rechecks`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub rechecks: Vec<crate::traffic::engine::sendpath::Recheck>,
-    /// Their send calls after the choice, the bytes those moved and how many streams used the
-    /// path, as `StartInfo::send_calls`, `send_call_bytes` and `send_streams`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub calls: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub call_bytes: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub streams: Option<u64>,
-}
-
 /// The result of one test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestResult {
@@ -702,6 +678,7 @@ fn rescale(s: &mut Summary, period: f64) {
 
 pub mod checks;
 mod engine_facts;
+pub use engine_facts::OtherSend;
 pub mod rfc6349;
 #[cfg(test)]
 mod tests;

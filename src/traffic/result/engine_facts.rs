@@ -1,11 +1,37 @@
 //! What the engine did on the streams of a test's first direction, for its `StartInfo`: the
-//! send path the senders kept and their calls, how the receivers received (copy or not), and
-//! how they batched their reads.
+//! send path the senders kept and their calls, how the receivers received (copy or not), how
+//! they batched their reads and the receive buffer they set; under `--bidir` the other
+//! direction's too (`OtherSend` for its senders).
 
-use super::{OtherSend, StartInfo, StreamPair, saturating_sum};
+use super::{StartInfo, StreamPair, saturating_sum};
 use crate::traffic::engine::sendpath::{SendPath, SendReport};
 use crate::traffic::measure::{LowWaterProbe, ReceiveReport};
-use crate::traffic::spec::TestSpec;
+use crate::traffic::spec::{Flow, TestSpec};
+use serde::{Deserialize, Serialize};
+
+/// How the senders of a `--bidir` test's other direction sent (`StartInfo::other_send`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OtherSend {
+    pub flow: Flow,
+    pub send_path: String,
+    pub chunk_bytes: u64,
+    /// Whether their end calibrated (or re-checked) rather than sending as given.
+    pub chosen: bool,
+    /// When their end's record of earlier tests chose the path: how many tests it rests on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remembered_tests: Option<u64>,
+    /// Their re-checks on the warm connection, as `StartInfo::rechecks`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rechecks: Vec<crate::traffic::engine::sendpath::Recheck>,
+    /// Their send calls after the choice, the bytes those moved and how many streams used the
+    /// path, as `StartInfo::send_calls`, `send_call_bytes` and `send_streams`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<u64>,
+}
 
 /// Fills `start` with what the streams of the first direction in `pairs` report.
 pub(super) fn describe(start: &mut StartInfo, spec: &TestSpec, pairs: &[StreamPair]) {
