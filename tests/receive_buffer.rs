@@ -7,9 +7,9 @@
 
 mod common;
 
-use common::netns::Netns;
+use common::netns::{Netns, Pair};
 use serde_json::Value;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 /// A netsweep server in `ns` on `bind`:5398 for one test.
@@ -150,21 +150,8 @@ fn same_host_receivers_set_the_buffer_the_kernel_reports_and_other_paths_keep_au
         );
     }
     // A path off the host: a veth pair between two namespaces.
-    let b = Netns::new("rbb");
-    let (va, vb) = (
-        format!("nswa{}", std::process::id() % 100_000),
-        format!("nswb{}", std::process::id() % 100_000),
-    );
-    let made = Command::new("ip")
-        .args([
-            "link", "add", &va, "netns", &a.0, "type", "veth", "peer", "name", &vb, "netns", &b.0,
-        ])
-        .status();
-    assert!(made.is_ok_and(|s| s.success()), "veth pair");
-    a.ip(&["addr", "add", "198.18.0.1/30", "dev", &va]);
-    b.ip(&["addr", "add", "198.18.0.2/30", "dev", &vb]);
-    a.ip(&["link", "set", &va, "up"]);
-    b.ip(&["link", "set", &vb, "up"]);
+    drop(a);
+    let Pair { a, b, .. } = Pair::new("rb");
     let _server = server(&b, "198.18.0.2");
     let (doc, buffers) = test(&a, &b, "198.18.0.2", &["-P", "2"]);
     assert!(

@@ -286,8 +286,9 @@ pub struct Iperf3ClientOptions {
     /// the kernel only with --fq-rate.
     #[arg(long)]
     pub no_fq_socket_pacing: bool,
-    /// Accepted for iperf3's sake: netsweep sets no TCP keepalive on the control connection
-    /// (a note says so).
+    /// TCP keepalive on the control connection, as iperf3's: idle seconds before the first
+    /// probe / seconds between probes / probes unanswered before the connection is dropped;
+    /// parts left out are the system's (e.g. --cntl-ka, --cntl-ka=60/10/3).
     #[arg(
         long,
         value_name = "IDLE/INTV/CNT",
@@ -296,8 +297,8 @@ pub struct Iperf3ClientOptions {
         default_missing_value = ""
     )]
     pub cntl_ka: Option<String>,
-    /// Accepted for iperf3's sake: netsweep's senders set no TCP_USER_TIMEOUT; a stalled
-    /// test ends by the receiving end's --rcv-timeout (a note says so).
+    /// End the test when data this end sent stays unacknowledged for MS milliseconds
+    /// (TCP_USER_TIMEOUT on the control and TCP data connections, as iperf3's; Linux only).
     #[arg(long, value_name = "MS")]
     pub snd_timeout: Option<u64>,
     /// iperf3's file transfer: refused by name (see `refusal`).
@@ -344,18 +345,6 @@ impl Iperf3ClientOptions {
             notes.push(
                 "--no-fq-socket-pacing: accepted (deprecated in iperf3): netsweep paces in its \
                  own threads, and in the kernel only with --fq-rate",
-            );
-        }
-        if self.cntl_ka.is_some() {
-            notes.push(
-                "--cntl-ka: accepted and ignored: netsweep sets no TCP keepalive on the \
-                 control connection",
-            );
-        }
-        if self.snd_timeout.is_some() {
-            notes.push(
-                "--snd-timeout: accepted and ignored: netsweep's senders set no \
-                 TCP_USER_TIMEOUT; a stalled test ends by the receiving end's --rcv-timeout",
             );
         }
         notes.into_iter().map(String::from).collect()
@@ -522,6 +511,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             cfg.connect_timeout = std::time::Duration::from_millis(ms);
         }
         cfg.rcv_timeout = rates::rcv_timeout(a.ip.rcv_timeout)?;
+        cfg.liveness = rates::liveness(a.ip.cntl_ka.as_deref(), a.ip.snd_timeout)?;
         cfg.udp_counters_64bit = a.ip.udp_counters_64bit;
         cfg.flowlabel = a.ip.flowlabel_for(server)?;
         cfg.title.clone_from(&a.ip.title);

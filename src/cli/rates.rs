@@ -76,3 +76,40 @@ pub(super) fn rcv_timeout(ms: Option<u64>) -> anyhow::Result<std::time::Duration
     }
     Ok(t)
 }
+
+/// `--cntl-ka[=IDLE/INTV/CNT]` and `--snd-timeout MS`, as iperf3 takes them (both roles): the
+/// keepalive's parts left out are the system's defaults, read once here so that a bad
+/// combination is refused before anything connects.
+pub(super) fn liveness(
+    cntl_ka: Option<&str>,
+    snd_timeout: Option<u64>,
+) -> anyhow::Result<crate::traffic::liveness::Liveness> {
+    use crate::traffic::liveness::{KeepaliveAsk, Liveness, user_timeout};
+    let control_keepalive = match cntl_ka {
+        None => None,
+        Some(text) => {
+            let ask = KeepaliveAsk::parse(text).map_err(anyhow::Error::msg)?;
+            let defaults = crate::platform::sockopt::system_keepalive().map_err(|e| {
+                anyhow::anyhow!("--cntl-ka: cannot read the system's keepalive defaults: {e}")
+            })?;
+            Some(ask.resolve(defaults).map_err(anyhow::Error::msg)?)
+        }
+    };
+    let user_timeout = match snd_timeout {
+        None => None,
+        Some(ms) => {
+            let t = user_timeout(ms).map_err(anyhow::Error::msg)?;
+            if t.is_some() && !crate::platform::sockopt::HAS_USER_TIMEOUT {
+                anyhow::bail!(
+                    "--snd-timeout: this system has no TCP_USER_TIMEOUT (iperf3 built here \
+                     refuses it too); a stalled test ends by the receiving end's --rcv-timeout"
+                );
+            }
+            t
+        }
+    };
+    Ok(Liveness {
+        control_keepalive,
+        user_timeout,
+    })
+}

@@ -112,12 +112,15 @@ pub struct ServerArgs {
     /// ended (iperf3's error 27), e.g. 10G or 10G/2.
     #[arg(long, value_name = "RATE[/SECONDS]")]
     pub server_bitrate_limit: Option<String>,
-    /// Accepted for iperf3's sake (a note says what netsweep does instead).
-    #[arg(long, value_name = "MS", hide = true)]
+    /// Close a connection whose sent data stays unacknowledged for MS milliseconds
+    /// (TCP_USER_TIMEOUT on every TCP connection accepted, as iperf3's; Linux only).
+    #[arg(long, value_name = "MS")]
     pub snd_timeout: Option<u64>,
+    /// TCP keepalive on control connections, as iperf3's: IDLE/INTERVAL/COUNT (seconds,
+    /// seconds, probes), parts left out the system's (e.g. --cntl-ka=60/10/3).
     #[arg(
         long,
-        hide = true,
+        value_name = "IDLE/INTV/CNT",
         num_args = 0..=1,
         require_equals = true,
         default_missing_value = ""
@@ -247,6 +250,7 @@ impl TryFrom<&ServerArgs> for ServerConfig {
                 rcv_timeout: rates::rcv_timeout(a.rcv_timeout)?,
                 affinity: a.affinity.as_deref().map(server_affinity).transpose()?,
                 bitrate_limit,
+                liveness: rates::liveness(a.cntl_ka.as_deref(), a.snd_timeout)?,
             },
         })
     }
@@ -288,20 +292,6 @@ fn accepted_notes(a: &ServerArgs) -> Vec<String> {
              the intervals",
             named.join(", ")
         ));
-    }
-    if a.snd_timeout.is_some() {
-        notes.push(
-            "--snd-timeout: accepted and ignored: this server's senders set no TCP_USER_TIMEOUT; \
-             a stalled test ends by the receiving end's --rcv-timeout"
-                .into(),
-        );
-    }
-    if a.cntl_ka.is_some() {
-        notes.push(
-            "--cntl-ka: accepted and ignored: this server sets no TCP keepalive on control \
-             connections"
-                .into(),
-        );
     }
     notes
 }

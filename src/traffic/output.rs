@@ -295,17 +295,7 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
             Bytes(result.summary.snd_wnd_max_bytes.unwrap_or(0))
         );
     }
-    let c = &result.cpu;
-    let _ = writeln!(
-        out,
-        "CPU: local {:.1}% (user {:.2}s, system {:.2}s), remote {:.1}% (user {:.2}s, system {:.2}s), 100% = one core",
-        c.local_percent,
-        c.local.user_s,
-        c.local.system_s,
-        c.remote_percent,
-        c.remote.user_s,
-        c.remote.system_s
-    );
+    out.push_str(&cpu_line(&result.cpu));
     if let Some(s) = result.start.client_sockets.first() {
         let server = match result.start.server_sockets.first() {
             Some(r) => format!(
@@ -397,6 +387,23 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
 /// (D-SACK). On loopback and between cores nearly all are: a sender's segments leave from two
 /// cores' queues (its own and the one handling ACKs) and arrive out of order, and TCP resends
 /// what it takes for lost. The Retr figures above count them all, as iperf3's do.
+/// Both ends' CPU. A far end that never sent its account (gone, or the test stopped first)
+/// measured no CPU of its own: not reported, rather than zero.
+fn cpu_line(c: &crate::traffic::result::CpuResult) -> String {
+    let remote = if c.remote.wall_s > 0.0 {
+        format!(
+            "remote {:.1}% (user {:.2}s, system {:.2}s)",
+            c.remote_percent, c.remote.user_s, c.remote.system_s
+        )
+    } else {
+        "remote not reported".to_string()
+    };
+    format!(
+        "CPU: local {:.1}% (user {:.2}s, system {:.2}s), {remote}, 100% = one core\n",
+        c.local_percent, c.local.user_s, c.local.system_s,
+    )
+}
+
 fn spurious_line(s: &crate::traffic::result::Summary) -> Option<String> {
     let dups = s.tcp_dsack_dups.filter(|d| *d > 0)?;
     Some(format!(
@@ -537,6 +544,27 @@ fn timing_line(t: &UdpTiming, flow: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_far_end_that_sent_no_account_has_its_cpu_not_reported_rather_than_zero() {
+        let mut c = crate::traffic::result::CpuResult::default();
+        c.local.user_s = 0.5;
+        c.local.system_s = 1.5;
+        c.local.wall_s = 4.0;
+        c.local_percent = 50.0;
+        let line = cpu_line(&c);
+        assert_eq!(
+            line,
+            "CPU: local 50.0% (user 0.50s, system 1.50s), remote not reported, 100% = one core\n"
+        );
+        c.remote = c.local;
+        c.remote_percent = 50.0;
+        assert!(
+            cpu_line(&c).contains("remote 50.0% (user 0.50s, system 1.50s),"),
+            "{}",
+            cpu_line(&c)
+        );
+    }
 
     #[test]
     fn spurious_retransmits_get_a_line_only_when_the_kernel_counted_some() {

@@ -334,6 +334,11 @@ fn handle_connection(
     (shared, buffers): (&Shared, &ListenerBuffers),
     mut pending: Pending<'_>,
 ) {
+    // --snd-timeout: on every TCP connection, control and data, as iperf3's server.
+    if let Err(e) = shared.limits.liveness.data(&conn) {
+        (shared.log)(&format!("{peer}: dropped: {e}"));
+        return;
+    }
     let deadline = Instant::now() + IO_DEADLINE;
     let mut pre = [0u8; 8];
     if let Err(e) = read_exact_by(&mut conn, &mut pre, deadline) {
@@ -381,6 +386,10 @@ fn handle_connection(
         return;
     }
     let _ = conn.set_nodelay(true);
+    if let Err(e) = shared.limits.liveness.keepalive(&conn) {
+        (shared.log)(&format!("{peer}: dropped: {e}"));
+        return;
+    }
     if let Err(e) = control_session(conn, peer, (shared, buffers), pending) {
         (shared.log)(&format!("{peer}: test ended with an error: {e:#}"));
     }
@@ -432,6 +441,10 @@ fn iperf3_connection(
             return;
         }
     };
+    if let Err(e) = shared.limits.liveness.keepalive(&conn) {
+        (shared.log)(&format!("{peer}: dropped: {e}"));
+        return;
+    }
     pending.release();
     let log = |line: &str| (shared.log)(line);
     let ctx = iperf3::server::Context {

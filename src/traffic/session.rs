@@ -169,6 +169,43 @@ pub fn rcv_timeout_words(timeout: Duration) -> String {
     )
 }
 
+/// How long an end whose stream failed while the test ran waits for the peer's own word (its
+/// error, abort or end, which says more than a broken pipe) before it ends the test with the
+/// stream's error.
+pub const STREAM_FAILURE_GRACE: Duration = Duration::from_secs(1);
+
+/// The first of this end's streams that failed while the test ran (a write or read error:
+/// `--snd-timeout`'s ETIMEDOUT, a reset), as iperf3 ends a test on one ("unable to write to
+/// stream socket").
+#[derive(Debug, Default)]
+pub struct StreamFailure(Option<(String, Instant)>);
+
+impl StreamFailure {
+    /// Notes `report`'s error if the test's time has not run out (`running`); errors after it
+    /// are the peer closing at the end, kept in the stream's result only.
+    pub fn note(&mut self, report: &StreamReport, running: bool) {
+        if self.0.is_some() || !running {
+            return;
+        }
+        if let Some(e) = &report.error {
+            self.0 = Some((format!("stream {}: {e}", report.stream), Instant::now()));
+        }
+    }
+
+    /// Whether a stream failed (the peer's grace may still run).
+    pub fn noted(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// The failure, once the peer has had `STREAM_FAILURE_GRACE` to say why.
+    pub fn due(&self) -> Option<&str> {
+        self.0
+            .as_ref()
+            .filter(|(_, at)| at.elapsed() >= STREAM_FAILURE_GRACE)
+            .map(|(why, _)| why.as_str())
+    }
+}
+
 /// A server's pinning for `spec`: the client's `-A ,M` for this test, else the server's own
 /// `-A`; and why this host cannot pin there, if it cannot (a CPU this process may not use).
 pub fn server_pinning(

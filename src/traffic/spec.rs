@@ -561,6 +561,8 @@ pub struct ServerLimits {
     pub affinity: Option<crate::traffic::affinity::Cpus>,
     /// `--server-bitrate-limit`: one test's total rate, checked as iperf3's server checks it.
     pub bitrate_limit: Option<crate::traffic::bitrate_limit::BitrateLimit>,
+    /// `--cntl-ka` and `--snd-timeout`: set on the connections this server accepts.
+    pub liveness: crate::traffic::liveness::Liveness,
 }
 
 impl Default for ServerLimits {
@@ -576,6 +578,7 @@ impl Default for ServerLimits {
             rcv_timeout: DEFAULT_RCV_TIMEOUT,
             affinity: None,
             bitrate_limit: None,
+            liveness: crate::traffic::liveness::Liveness::default(),
         }
     }
 }

@@ -34,6 +34,38 @@ impl Netns {
     }
 }
 
+/// Two namespaces of their own joined by a veth pair: `a` holds 198.18.0.1/30 on `va`, `b`
+/// holds 198.18.0.2/30 on `vb`, both up. Dropping the namespaces removes the pair.
+pub struct Pair {
+    pub a: Netns,
+    pub b: Netns,
+    pub va: String,
+    pub vb: String,
+}
+
+impl Pair {
+    pub fn new(tag: &str) -> Pair {
+        let (a, b) = (
+            Netns::new(&format!("{tag}a")),
+            Netns::new(&format!("{tag}b")),
+        );
+        let id = std::process::id() % 100_000;
+        let (va, vb) = (format!("{tag}a{id}"), format!("{tag}b{id}"));
+        let made = Command::new("ip")
+            .args([
+                "link", "add", &va, "netns", &a.0, "type", "veth", "peer", "name", &vb, "netns",
+                &b.0,
+            ])
+            .status();
+        assert!(made.is_ok_and(|s| s.success()), "veth pair {va} {vb}");
+        a.ip(&["addr", "add", "198.18.0.1/30", "dev", &va]);
+        b.ip(&["addr", "add", "198.18.0.2/30", "dev", &vb]);
+        a.ip(&["link", "set", &va, "up"]);
+        b.ip(&["link", "set", &vb, "up"]);
+        Pair { a, b, va, vb }
+    }
+}
+
 impl Drop for Netns {
     fn drop(&mut self) {
         let _ = Command::new("ip").args(["netns", "del", &self.0]).status();

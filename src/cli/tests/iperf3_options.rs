@@ -143,20 +143,51 @@ fn iperf3_options_netsweep_does_not_act_on_are_said_and_the_others_honoured() {
     ])
     .unwrap();
     let notes = cfg.notes.join("\n");
-    for flag in [
-        "--gsro: accepted; netsweep's UDP",
-        "--pacing-timer",
-        "--cntl-ka",
-    ] {
+    for flag in ["--gsro: accepted; netsweep's UDP", "--pacing-timer"] {
         assert!(notes.contains(flag), "{flag}: {notes}");
     }
+    // --cntl-ka is honoured: the system's keepalive on the control connection.
+    assert!(!notes.contains("--cntl-ka"), "{notes}");
+    let system = crate::platform::sockopt::system_keepalive().unwrap();
+    assert_eq!(cfg.liveness.control_keepalive, Some(system));
+    assert_eq!(cfg.liveness.user_timeout, None);
     let (cfg, _) = client(&["127.0.0.1", "--gsro", "--snd-timeout", "100"]).unwrap();
     let notes = cfg.notes.join("\n");
     assert!(
         notes.contains("--gsro: accepted and ignored: it applies to UDP"),
         "{notes}"
     );
-    assert!(notes.contains("--snd-timeout"), "{notes}");
+    assert!(!notes.contains("--snd-timeout"), "{notes}");
+    assert_eq!(
+        cfg.liveness.user_timeout,
+        crate::platform::sockopt::HAS_USER_TIMEOUT.then_some(Duration::from_millis(100))
+    );
+    assert_eq!(cfg.liveness.control_keepalive, None);
+    let (cfg, _) = client(&["127.0.0.1", "--cntl-ka=60/10/3", "--snd-timeout", "0"]).unwrap();
+    assert_eq!(
+        cfg.liveness,
+        crate::traffic::liveness::Liveness {
+            control_keepalive: Some(crate::platform::sockopt::Keepalive {
+                idle: Duration::from_secs(60),
+                interval: Duration::from_secs(10),
+                count: 3
+            }),
+            user_timeout: None,
+        }
+    );
+    for (args, says) in [
+        (
+            &["127.0.0.1", "--cntl-ka=5/10/3"][..],
+            "must be longer than",
+        ),
+        (&["127.0.0.1", "--cntl-ka=x"][..], "not a whole number"),
+        (&["127.0.0.1", "--snd-timeout", "86400001"][..], "at most"),
+    ] {
+        let Err(e) = client(args) else {
+            panic!("{args:?} was taken")
+        };
+        assert!(e.to_string().contains(says), "{args:?}: {e}");
+    }
     let (cfg, spec) = client(&[
         "127.0.0.1",
         "--udp-counters-64bit",
@@ -196,7 +227,15 @@ fn iperf3_options_netsweep_does_not_act_on_are_said_and_the_others_honoured() {
             .join("")
             .contains("-i, -V: accepted and ignored")
     );
-    let c = server_of(&["-s", "--server-bitrate-limit", "2G/10", "--cntl-ka"]).unwrap();
+    let c = server_of(&[
+        "-s",
+        "--server-bitrate-limit",
+        "2G/10",
+        "--cntl-ka=120/10/5",
+        "--snd-timeout",
+        "3000",
+    ])
+    .unwrap();
     let limit = c.limits.bitrate_limit.expect("the limit");
     assert_eq!(
         (limit.bits_per_second, limit.window, c.limits.max_rate_bps),
@@ -204,7 +243,19 @@ fn iperf3_options_netsweep_does_not_act_on_are_said_and_the_others_honoured() {
     );
     let notes = c.output.notes.join("\n");
     assert!(!notes.contains("--server-bitrate-limit"), "{notes}");
-    assert!(notes.contains("--cntl-ka: accepted and ignored"), "{notes}");
+    assert!(!notes.contains("--cntl-ka"), "{notes}");
+    assert_eq!(
+        c.limits.liveness.control_keepalive,
+        Some(crate::platform::sockopt::Keepalive {
+            idle: Duration::from_secs(120),
+            interval: Duration::from_secs(10),
+            count: 5
+        })
+    );
+    assert_eq!(
+        c.limits.liveness.user_timeout,
+        crate::platform::sockopt::HAS_USER_TIMEOUT.then_some(Duration::from_secs(3))
+    );
     let Err(e) = server_of(&["-s", "--server-bitrate-limit", "2G/100"]) else {
         panic!("an averaging time of 100 s was taken")
     };

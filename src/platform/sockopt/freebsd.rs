@@ -120,6 +120,16 @@ pub fn cap_rcvbuf<S: AsRawFd>(_sock: &S, _bytes: u64) -> io::Result<bool> {
     Ok(false)
 }
 
+/// FreeBSD has no TCP_USER_TIMEOUT (iperf3 built there has no `--snd-timeout` either).
+pub const HAS_USER_TIMEOUT: bool = false;
+
+pub fn set_user_timeout<S: AsFd>(_sock: &S, _timeout: std::time::Duration) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "this system has no TCP_USER_TIMEOUT",
+    ))
+}
+
 /// Asks the kernel to stamp every datagram `sock` receives with its arrival time
 /// (SO_TIMESTAMP: a `struct timeval`, CLOCK_REALTIME). False when the kernel refuses.
 pub fn enable_rx_timestamps<S: AsFd>(sock: &S) -> bool {

@@ -216,6 +216,15 @@ pub fn cap_rcvbuf<S: AsRawFd>(sock: &S, bytes: u64) -> io::Result<bool> {
     setsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVBUF, v).map(|()| true)
 }
 
+/// Linux has TCP_USER_TIMEOUT (iperf3's `--snd-timeout`).
+pub const HAS_USER_TIMEOUT: bool = true;
+
+/// TCP_USER_TIMEOUT: how long data this end sent may stay unacknowledged before the kernel
+/// closes the connection with ETIMEDOUT.
+pub fn set_user_timeout<S: AsFd>(sock: &S, timeout: std::time::Duration) -> io::Result<()> {
+    socket2::SockRef::from(sock).set_tcp_user_timeout(Some(timeout))
+}
+
 /// Asks the kernel to stamp every datagram `sock` receives with its arrival time
 /// (SO_TIMESTAMPNS, read by `recv_stamped`). False when the kernel refuses.
 pub fn enable_rx_timestamps<S: AsFd>(sock: &S) -> bool {

@@ -20,10 +20,10 @@ use freebsd as os;
 use linux as os;
 
 pub use os::{
-    CLAMP_HEADROOM, RECV_TRUNC_DISCARDS, bind_device, cap_rcvbuf, enable_rx_timestamps,
-    hold_window_clamp, is_mptcp, keep_remote_flowlabel, lease_flowlabel, mptcp_protocol,
-    raise_rcvbuf, recv_trunc, remote_flowlabel, route_mtu, set_buffers, set_dont_fragment,
-    set_max_pacing_rate, tcp_info, tighten_timer_slack,
+    CLAMP_HEADROOM, HAS_USER_TIMEOUT, RECV_TRUNC_DISCARDS, bind_device, cap_rcvbuf,
+    enable_rx_timestamps, hold_window_clamp, is_mptcp, keep_remote_flowlabel, lease_flowlabel,
+    mptcp_protocol, raise_rcvbuf, recv_trunc, remote_flowlabel, route_mtu, set_buffers,
+    set_dont_fragment, set_max_pacing_rate, set_user_timeout, tcp_info, tighten_timer_slack,
 };
 
 use socket2::SockRef;
@@ -177,6 +177,44 @@ pub fn congestion<S: AsFd>(sock: &S) -> Option<String> {
             .trim_end_matches('\0')
             .to_string()
     })
+}
+
+/// A TCP keepalive's settings: idle time before the first probe, time between probes, and
+/// unanswered probes before the connection is dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keepalive {
+    pub idle: std::time::Duration,
+    pub interval: std::time::Duration,
+    pub count: u32,
+}
+
+/// Turns TCP keepalive on with `k`'s settings (SO_KEEPALIVE, TCP_KEEPIDLE, TCP_KEEPINTVL,
+/// TCP_KEEPCNT).
+pub fn set_keepalive<S: AsFd>(sock: &S, k: Keepalive) -> io::Result<()> {
+    // socket2 sets SO_KEEPALIVE too.
+    SockRef::from(sock).set_tcp_keepalive(
+        &socket2::TcpKeepalive::new()
+            .with_time(k.idle)
+            .with_interval(k.interval)
+            .with_retries(k.count),
+    )
+}
+
+/// The keepalive settings `sock` has (the system's defaults on a new socket).
+pub fn keepalive<S: AsFd>(sock: &S) -> io::Result<Keepalive> {
+    let s = SockRef::from(sock);
+    Ok(Keepalive {
+        idle: s.tcp_keepalive_time()?,
+        interval: s.tcp_keepalive_interval()?,
+        count: s.tcp_keepalive_retries()?,
+    })
+}
+
+/// The system's keepalive defaults, read from a new TCP socket (Linux: this network
+/// namespace's `net.ipv4.tcp_keepalive_*`; FreeBSD: `net.inet.tcp.keep*`).
+pub fn system_keepalive() -> io::Result<Keepalive> {
+    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    keepalive(&s)
 }
 
 /// Receives one datagram without waiting (EWOULDBLOCK when none is queued); returns its size

@@ -359,6 +359,7 @@ fn drive(
     let mut local = Finished::default();
     let give_up = Instant::now() + spec.total_time() + Duration::from_secs(20);
     let mut error = None;
+    let mut failure = session::StreamFailure::default();
     while local.reports.len() < streams.count || remote.done.is_none() {
         if stop.load(Ordering::Relaxed) {
             let _ = write_frame(
@@ -408,8 +409,26 @@ fn drive(
         }
         match streams.events.recv_timeout(Duration::from_millis(20)) {
             Ok(EngineEvent::Interval(report)) => merger.add(report, on_interval),
-            Ok(EngineEvent::StreamDone(report, cpu)) => local.add(*report, cpu),
-            Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
+            Ok(EngineEvent::StreamDone(report, cpu)) => {
+                failure.note(&report, pace.start.elapsed() < spec.total_time());
+                local.add(*report, cpu);
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            // Every stream thread has ended: wait for the server without spinning.
+            Err(RecvTimeoutError::Disconnected) => std::thread::sleep(Duration::from_millis(20)),
+        }
+        // A stream that failed while the test ran ends it, as iperf3's client does, once
+        // the server had its moment to say why: a server gone for good (--snd-timeout's
+        // case) is not waited for.
+        if let Some(why) = failure.due() {
+            let _ = write_frame(
+                ctrl,
+                &ClientMsg::Abort {
+                    reason: why.to_string(),
+                },
+            );
+            error = Some(why.to_string());
+            break;
         }
         let cut = auto
             .borrow_mut()

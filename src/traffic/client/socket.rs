@@ -79,6 +79,8 @@ pub struct ClientConfig {
     /// with iperf3's client).
     pub title: Option<String>,
     pub extra_data: Option<String>,
+    /// `--cntl-ka` and `--snd-timeout`: set on the connections this client opens.
+    pub liveness: crate::traffic::liveness::Liveness,
 }
 
 impl ClientConfig {
@@ -101,6 +103,7 @@ impl ClientConfig {
             flowlabel: None,
             title: None,
             extra_data: None,
+            liveness: crate::traffic::liveness::Liveness::default(),
         }
     }
 }
@@ -241,6 +244,9 @@ pub(crate) fn connect_tcp(
         }
         let stream: TcpStream = sock.try_clone()?.into();
         session::prepare_tcp(&stream, spec)?;
+        cfg.liveness.data(&sock)?;
+    } else {
+        cfg.liveness.control(&sock)?;
     }
     let to = match data {
         Some(_) => data_destination(cfg, &sock, cfg.server.port())?,

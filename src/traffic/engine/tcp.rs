@@ -411,7 +411,9 @@ impl<'a> Sender<'a> {
                     }
                     break n;
                 }
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                // The send timeout's EAGAIN; ETIMEDOUT is the connection's end (TCP_USER_TIMEOUT,
+                // keepalive, retransmissions given up), not a wait.
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     break 0;
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -571,12 +573,7 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
                     });
                 }
             }
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
-                ) =>
-            {
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::Interrupted) => {
                 drained = true;
                 if lowater::ENABLED {
                     mark.after_empty_read(now, total, || sockopt::buffer_sizes(&sock).1 as usize);

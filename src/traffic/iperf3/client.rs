@@ -462,6 +462,7 @@ fn drive(
     let grid_end = start + spec.total_time();
     let give_up = grid_end + Duration::from_secs(10);
     let mut error = None;
+    let mut failure = session::StreamFailure::default();
     // When TEST_END went out: the server stops sending then, and the receiving streams get
     // what is still on its way before they stop.
     let mut ended: Option<Instant> = None;
@@ -590,6 +591,12 @@ fn drive(
             );
             break;
         }
+        // A stream that failed before the end ends the test, as iperf3's client does, once
+        // the server had its moment to say why (above).
+        if let Some(why) = failure.due() {
+            error = Some(why.to_string());
+            break;
+        }
         let wait = if ended.is_none() && now < grid_end {
             (grid_end - now).min(Duration::from_millis(20))
         } else {
@@ -608,9 +615,13 @@ fn drive(
                 if r.error.is_some() && error.is_none() {
                     error = r.error.clone();
                 }
+                failure.note(&r, ended.is_none());
                 local.add(*r, cpu);
             }
-            Err(_) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
     }
     let counted_until = quotas

@@ -299,7 +299,8 @@ fn forward_reports(
     let start = Instant::now();
     let give_up = start + spec.total_time() + Duration::from_secs(30);
     let mut finished = Finished::default();
-    while finished.reports.len() < streams.count {
+    let mut failure = session::StreamFailure::default();
+    while finished.reports.len() < streams.count || failure.noted() {
         if let Ok(msg) = peer_rx.try_recv() {
             match msg {
                 Ok(ClientMsg::Abort { reason }) => anyhow::bail!("client aborted: {reason}"),
@@ -343,9 +344,20 @@ fn forward_reports(
                     return Err(told(ctrl, why));
                 }
             }
-            Ok(EngineEvent::StreamDone(report, cpu)) => finished.add(*report, cpu),
+            Ok(EngineEvent::StreamDone(report, cpu)) => {
+                failure.note(&report, start.elapsed() < spec.total_time());
+                finished.add(*report, cpu);
+            }
             Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) if failure.noted() => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
             Err(RecvTimeoutError::Disconnected) => break,
+        }
+        // One of this end's streams failed while the test ran (a client gone for good:
+        // --snd-timeout's ETIMEDOUT), and the client did not say why: the test ends so.
+        if let Some(why) = failure.due() {
+            return Err(told(ctrl, why.to_string()));
         }
     }
     finished.reports.sort_by_key(|r| r.stream);

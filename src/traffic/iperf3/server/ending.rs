@@ -103,6 +103,7 @@ pub(super) fn wait_for_end(
     (finished, mut watch): (&mut Finished, Option<RateWatch>),
     contested: impl Fn() -> Option<SocketAddr>,
 ) -> Result<(), Ended> {
+    let mut failure = session::StreamFailure::default();
     loop {
         if let Some(other) = contested() {
             return Err(Ended::told(
@@ -130,7 +131,11 @@ pub(super) fn wait_for_end(
         // is kept.
         while let Ok(ev) = streams.events.try_recv() {
             match ev {
-                EngineEvent::StreamDone(r, cpu) => finished.add(*r, cpu),
+                EngineEvent::StreamDone(r, cpu) => {
+                    // Before TEST_END the test runs, however long the client takes.
+                    failure.note(&r, true);
+                    finished.add(*r, cpu);
+                }
                 EngineEvent::Interval(iv) => {
                     if let Some(why) = watch.as_mut().and_then(|w| w.record(iv.index, iv.bytes)) {
                         return Err(Ended::told(code::TOTAL_RATE, why));
@@ -141,6 +146,16 @@ pub(super) fn wait_for_end(
         if !crate::platform::sockopt::wait_readable(ctrl, Duration::from_millis(50))
             .unwrap_or(false)
         {
+            // A stream that failed while the test ran, and no word from the client: iperf3's
+            // server ends the test so (IESTREAMWRITE, IESTREAMREAD).
+            if let Some(why) = failure.due() {
+                let code = if why.contains("write failed") {
+                    code::STREAM_WRITE
+                } else {
+                    code::STREAM_READ
+                };
+                return Err(Ended::told(code, why.to_string()));
+            }
             continue;
         }
         return match control::read_state(ctrl, Instant::now() + STAGE_DEADLINE) {

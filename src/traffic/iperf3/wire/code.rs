@@ -27,6 +27,8 @@ pub const AUTH_TEST: i32 = 142;
 pub const NO_MSG: i32 = 144;
 pub const SERVER_DURATION_EXPIRED: i32 = 160;
 pub const STREAM_ACCEPT: i32 = 204;
+pub const STREAM_WRITE: i32 = 205;
+pub const STREAM_READ: i32 = 206;
 pub const STREAM_ID: i32 = 208;
 
 /// An iperf3 error code in words (iperf_error.c's wording for the ones users meet).
@@ -67,6 +69,8 @@ pub fn error_text(code: i32) -> String {
         }
         NO_MSG => "idle timeout for receiving data (the far end's --rcv-timeout)",
         SERVER_DURATION_EXPIRED => "the server's maximum test duration expired",
+        STREAM_WRITE => "the server was unable to write to a stream socket",
+        STREAM_READ => "the server was unable to read from a stream socket",
         200..=208 => "a data stream failed on the server",
         _ => "",
     };
