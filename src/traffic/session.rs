@@ -181,8 +181,8 @@ pub const STREAM_FAILURE_GRACE: Duration = Duration::from_secs(1);
 pub struct StreamFailure(Option<(String, Instant)>);
 
 impl StreamFailure {
-    /// Notes `report`'s error if the test's time has not run out (`running`); errors after it
-    /// are the peer closing at the end, kept in the stream's result only.
+    /// Notes `report`'s error if the test is `running`; errors at its end are the peer closing
+    /// (kept in the stream's result only).
     pub fn note(&mut self, report: &StreamReport, running: bool) {
         if self.0.is_some() || !running {
             return;
@@ -190,6 +190,13 @@ impl StreamFailure {
         if let Some(e) = &report.error {
             self.0 = Some((format!("stream {}: {e}", report.stream), Instant::now()));
         }
+    }
+
+    /// Whether a test `elapsed` into its `total` time still runs for `note`: more than the
+    /// grace is left, so the two ends' grids a moment apart (a UDP receiver closed a
+    /// millisecond before the far sender's end) never make a failure of the end.
+    pub fn running(elapsed: Duration, total: Duration) -> bool {
+        elapsed + STREAM_FAILURE_GRACE < total
     }
 
     /// Whether a stream failed (the peer's grace may still run).
@@ -471,6 +478,34 @@ impl Finished {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_failure_is_noted_while_the_test_runs_and_due_after_the_grace() {
+        let failed = StreamReport::empty(
+            3,
+            Flow::ClientToServer,
+            Role::Sender,
+            Some("write failed: Connection timed out (os error 110)".into()),
+        );
+        let fine = StreamReport::empty(1, Flow::ClientToServer, Role::Sender, None);
+        let mut f = StreamFailure::default();
+        f.note(&fine, true);
+        assert!(!f.noted());
+        // Within the last second of the test: the far end closing, not a failure.
+        let total = Duration::from_secs(10);
+        assert!(!StreamFailure::running(Duration::from_millis(9_200), total));
+        f.note(&failed, StreamFailure::running(Duration::from_millis(9_200), total));
+        assert!(!f.noted());
+        assert!(StreamFailure::running(Duration::from_secs(3), total));
+        f.note(&failed, true);
+        assert!(f.noted());
+        assert_eq!(f.due(), None, "the peer has a second to say why");
+        let f = StreamFailure(f.0.map(|(why, at)| (why, at - STREAM_FAILURE_GRACE)));
+        assert_eq!(
+            f.due(),
+            Some("stream 3: write failed: Connection timed out (os error 110)")
+        );
+    }
 
     /// iperf3's -N reaches the socket: TCP_NODELAY on, and off without it.
     #[test]

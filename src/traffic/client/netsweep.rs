@@ -410,7 +410,10 @@ fn drive(
         match streams.events.recv_timeout(Duration::from_millis(20)) {
             Ok(EngineEvent::Interval(report)) => merger.add(report, on_interval),
             Ok(EngineEvent::StreamDone(report, cpu)) => {
-                failure.note(&report, pace.start.elapsed() < spec.total_time());
+                failure.note(
+                    &report,
+                    session::StreamFailure::running(pace.start.elapsed(), spec.total_time()),
+                );
                 local.add(*report, cpu);
             }
             Err(RecvTimeoutError::Timeout) => {}

@@ -345,7 +345,10 @@ fn forward_reports(
                 }
             }
             Ok(EngineEvent::StreamDone(report, cpu)) => {
-                failure.note(&report, start.elapsed() < spec.total_time());
+                failure.note(
+                    &report,
+                    session::StreamFailure::running(start.elapsed(), spec.total_time()),
+                );
                 finished.add(*report, cpu);
             }
             Err(RecvTimeoutError::Timeout) => {}
