@@ -451,10 +451,10 @@ fn drive(
         // Collect what the stream threads measured before they stop.
         let until = Instant::now() + Duration::from_secs(2);
         while local.reports.len() < streams.count && Instant::now() < until {
-            if let Ok(EngineEvent::StreamDone(report, cpu)) =
-                streams.events.recv_timeout(Duration::from_millis(50))
-            {
-                local.add(*report, cpu);
+            match streams.events.recv_timeout(Duration::from_millis(50)) {
+                Ok(EngineEvent::StreamDone(report, cpu)) => local.add(*report, cpu),
+                Ok(EngineEvent::Interval(_)) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
             }
         }
     }
