@@ -494,7 +494,10 @@ mod tests {
         // Within the last second of the test: the far end closing, not a failure.
         let total = Duration::from_secs(10);
         assert!(!StreamFailure::running(Duration::from_millis(9_200), total));
-        f.note(&failed, StreamFailure::running(Duration::from_millis(9_200), total));
+        f.note(
+            &failed,
+            StreamFailure::running(Duration::from_millis(9_200), total),
+        );
         assert!(!f.noted());
         assert!(StreamFailure::running(Duration::from_secs(3), total));
         f.note(&failed, true);
