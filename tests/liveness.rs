@@ -11,32 +11,34 @@ use std::process::{Command, Stdio};
 
 use std::time::{Duration, Instant};
 
-const PORT: &str = "5396";
+const PORT: u16 = 5396;
 
 /// A netsweep server in `ns` on 198.18.0.2 with `args`, its stderr (the log) piped.
 fn server(ns: &Netns, args: &[&str]) -> common::KillOnDrop {
     let child = ns
         .cmd(env!("CARGO_BIN_EXE_netsweep"))
-        .args(["server", "--bind", "198.18.0.2", "--port", PORT])
+        .args([
+            "server",
+            "--bind",
+            "198.18.0.2",
+            "--port",
+            &PORT.to_string(),
+        ])
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("server");
-    let listening = common::wait_bounded_check(Duration::from_secs(10), || {
-        ns.cmd("ss")
-            .args(["-ltnH", &format!("sport = :{PORT}")])
-            .output()
-            .is_ok_and(|o| !o.stdout.is_empty())
-    });
-    assert!(listening, "the server in {} never listened", ns.0);
-    common::KillOnDrop(child)
+    let child = common::KillOnDrop(child);
+    ns.wait_listening(PORT);
+    child
 }
 
 /// A client in `ns` to the server, with `args`.
 fn client(ns: &Netns, args: &[&str]) -> Command {
     let mut c = ns.cmd(env!("CARGO_BIN_EXE_netsweep"));
-    c.args(["client", "198.18.0.2", "-p", PORT]).args(args);
+    c.args(["client", "198.18.0.2", "-p", &PORT.to_string()])
+        .args(args);
     c
 }
 

@@ -21,14 +21,9 @@ fn server(ns: &Netns, bind: &str) -> common::KillOnDrop {
         .stderr(Stdio::null())
         .spawn()
         .expect("server");
-    let listening = common::wait_bounded_check(Duration::from_secs(10), || {
-        ns.cmd("ss")
-            .args(["-ltnH", "sport = :5398"])
-            .output()
-            .is_ok_and(|o| !o.stdout.is_empty())
-    });
-    assert!(listening, "the server in {} never listened", ns.0);
-    common::KillOnDrop(child)
+    let child = common::KillOnDrop(child);
+    ns.wait_listening(5398);
+    child
 }
 
 /// Whether the kernel's autotuning in `ns` could itself stop at `bytes` (`tcp_rmem`'s

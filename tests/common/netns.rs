@@ -27,6 +27,17 @@ impl Netns {
         c
     }
 
+    /// Waits until something listens on TCP `port` in the namespace (`ss`), at most 10 s.
+    pub fn wait_listening(&self, port: u16) {
+        let listening = super::wait_bounded_check(std::time::Duration::from_secs(10), || {
+            self.cmd("ss")
+                .args(["-ltnH", &format!("sport = :{port}")])
+                .output()
+                .is_ok_and(|o| !o.stdout.is_empty())
+        });
+        assert!(listening, "nothing listened on port {port} in {}", self.0);
+    }
+
     /// `ip ARGS` inside the namespace, which must succeed.
     pub fn ip(&self, args: &[&str]) {
         let ok = self.cmd("ip").args(args).status();
