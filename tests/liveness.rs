@@ -88,15 +88,36 @@ fn server_log_until(server: &mut common::KillOnDrop, want: &str, limit: Duration
 }
 
 /// A sending client whose server's link goes down mid-test ends about `--snd-timeout` later,
-/// with the kernel's words; both protocols.
+/// with the kernel's words; both protocols, against an iperf3 server too.
 #[test]
 fn snd_timeout_ends_the_test_of_a_client_whose_server_vanished() {
     if !cfg!(target_os = "linux") || !common::root_or_skip("snd_timeout_ends_the_test") {
         return;
     }
-    for protocol in [&[][..], &["--iperf3"]] {
+    let real_iperf3 = common::tool_or_skip("snd_timeout_ends_the_test (iperf3's server)", "iperf3");
+    for (protocol, far) in [
+        (&[][..], "netsweep"),
+        (&["--iperf3"], "netsweep"),
+        (&["--iperf3"], "iperf3"),
+    ] {
+        if far == "iperf3" && !real_iperf3 {
+            continue;
+        }
         let p = Pair::new("lvc");
-        let _server = server(&p.b, &[]);
+        let _server = if far == "iperf3" {
+            let child =
+                p.b.cmd("iperf3")
+                    .args(["-s", "-B", "198.18.0.2", "-p", &PORT.to_string()])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .expect("iperf3 -s");
+            let child = common::KillOnDrop(child);
+            p.b.wait_listening(PORT);
+            child
+        } else {
+            server(&p.b, &[])
+        };
         let started = Instant::now();
         let mut c = common::KillOnDrop(
             client(
@@ -123,44 +144,56 @@ fn snd_timeout_ends_the_test_of_a_client_whose_server_vanished() {
         if let Some(mut pipe) = c.0.stderr.take() {
             let _ = std::io::Read::read_to_string(&mut pipe, &mut err);
         }
-        assert!(!status.success(), "{protocol:?}: {err}");
+        assert!(!status.success(), "{protocol:?} to {far}: {err}");
         assert!(
             err.contains("stream 0: write failed: Connection timed out"),
-            "{protocol:?}: {err}"
+            "{protocol:?} to {far}: {err}"
         );
         eprintln!(
-            "{protocol:?}: the client ended {:?} after the cut",
+            "{protocol:?} to {far}: the client ended {:?} after the cut",
             ended - cut
         );
         // 1 s unacknowledged, the RTO's step past it, and the server's moment to say why:
         // well under the test's 30 s.
         assert!(
             ended - cut < Duration::from_secs(8),
-            "{protocol:?}: cut at {cut:?}, ended at {ended:?}"
+            "{protocol:?} to {far}: cut at {cut:?}, ended at {ended:?}"
         );
     }
 }
 
 /// A server sending to a client (-R) whose link goes down mid-test ends the test about its
-/// `--snd-timeout` later and logs why; both protocols (without it, the server would hold the test to its
-/// time and past it, waiting for a client that is gone).
+/// `--snd-timeout` later and logs why; both protocols, an iperf3 client too (without it, the
+/// server would hold the test to its time and past it, waiting for a client that is gone).
 #[test]
 fn snd_timeout_ends_the_test_of_a_server_whose_client_vanished() {
     if !cfg!(target_os = "linux") || !common::root_or_skip("snd_timeout_ends_the_servers_test") {
         return;
     }
-    for protocol in [&[][..], &["--iperf3"]] {
+    let real_iperf3 = common::tool_or_skip("snd_timeout_ends_the_servers_test (iperf3)", "iperf3");
+    for protocol in ["netsweep", "netsweep --iperf3", "iperf3"] {
+        if protocol == "iperf3" && !real_iperf3 {
+            continue;
+        }
         let p = Pair::new("lvs");
         let mut srv = server(&p.b, &["--snd-timeout", "1000"]);
+        let mut c = match protocol {
+            "iperf3" => {
+                let mut c = p.a.cmd("iperf3");
+                c.args(["-c", "198.18.0.2", "-p", &PORT.to_string()]);
+                c
+            }
+            _ => client(&p.a, &[]),
+        };
+        c.args(["-t", "30", "-R", "-b", "1G"]);
+        if protocol == "netsweep --iperf3" {
+            c.arg("--iperf3");
+        }
         let _client = common::KillOnDrop(
-            client(
-                &p.a,
-                &[&["-t", "30", "-R", "-b", "1G"][..], protocol].concat(),
-            )
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("client"),
+            c.stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("client"),
         );
         flowing(&p.b);
         let cut = Instant::now();
