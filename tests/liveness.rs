@@ -269,3 +269,54 @@ fn cntl_ka_keeps_the_control_connections_alive_at_both_ends() {
         );
     }
 }
+
+/// `--cntl-ka` ends a UDP test whose server vanished (nothing on its data path tells a UDP
+/// sender): the control connection's keepalive gives up, and the client says so in the
+/// kernel's words, not as a read that waited too long; both protocols.
+#[test]
+fn cntl_ka_ends_a_udp_test_whose_server_vanished() {
+    if !cfg!(target_os = "linux") || !common::root_or_skip("cntl_ka_ends_a_udp_test") {
+        return;
+    }
+    for protocol in [&[][..], &["--iperf3"]] {
+        let p = Pair::new("lvu");
+        let _server = server(&p.b, &[]);
+        let mut c = common::KillOnDrop(
+            client(
+                &p.a,
+                &[
+                    &["-u", "-b", "50M", "-t", "30", "--cntl-ka=3/1/2"][..],
+                    protocol,
+                ]
+                .concat(),
+            )
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("client"),
+        );
+        std::thread::sleep(Duration::from_millis(1500));
+        p.b.ip(&["link", "set", &p.vb, "down"]);
+        let cut = Instant::now();
+        common::wait_bounded(&mut c.0, Duration::from_secs(25), "the client");
+        let took = cut.elapsed();
+        let status = c.0.wait().expect("the client's status");
+        let mut err = String::new();
+        if let Some(mut pipe) = c.0.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut pipe, &mut err);
+        }
+        eprintln!("{protocol:?}: the UDP client ended {took:?} after the cut");
+        assert!(!status.success(), "{protocol:?}: {err}");
+        assert!(err.contains("Connection timed out"), "{protocol:?}: {err}");
+        assert!(!err.contains("sent nothing"), "{protocol:?}: {err}");
+        assert!(
+            !err.contains("limited on the sending host"),
+            "{protocol:?}: {err}"
+        );
+        // 3 s idle, two probes a second apart, the loop's notice: well before the 30 s end.
+        assert!(
+            took < Duration::from_secs(12),
+            "{protocol:?}: {took:?}\n{err}"
+        );
+    }
+}

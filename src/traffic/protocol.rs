@@ -206,11 +206,11 @@ impl ProtocolError {
     }
 }
 
+/// A read that waited out its SO_RCVTIMEO (EAGAIN on Linux and FreeBSD). ETIMEDOUT is not
+/// one: it is the connection's end (keepalive, `--snd-timeout`, retransmissions given up) and
+/// is reported as the kernel words it.
 fn is_timeout_kind(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-    )
+    e.kind() == io::ErrorKind::WouldBlock
 }
 
 /// Fills `buf` completely or fails once `deadline` has passed.

@@ -257,3 +257,58 @@ fn a_receiver_that_never_opened_its_window_is_said() {
     assert!(checks::unopened_windows(&spec, &start, &[direction(1 << 20, 95.0)]).is_empty());
     assert!(checks::unopened_windows(&spec, &start, &[direction(64_128, 2.0)]).is_empty());
 }
+
+#[test]
+fn a_udp_sender_short_of_its_rate_is_said_unless_the_test_was_cut_short() {
+    let spec = TestSpec {
+        interval: Duration::from_secs(1),
+        bitrate_bps: 1e6,
+        ..TestSpec::udp(Duration::from_secs(2))
+    };
+    let s = report(
+        0,
+        Flow::ClientToServer,
+        Role::Sender,
+        &[(14_000, 10), (14_000, 10)],
+    );
+    let r = report(
+        0,
+        Flow::ClientToServer,
+        Role::Receiver,
+        &[(14_000, 10), (14_000, 10)],
+    );
+    let pairs = [StreamPair {
+        flow: Flow::ClientToServer,
+        sender: &s,
+        receiver: &r,
+    }];
+    let ran = build(
+        &spec,
+        StartInfo::default(),
+        &pairs,
+        CpuResult::default(),
+        None,
+    );
+    assert!(
+        ran.warnings
+            .iter()
+            .any(|w| w.contains("limited on the sending host")),
+        "{:?}",
+        ran.warnings
+    );
+    // Its far end gone mid-test: the shortfall is that, not the sending host.
+    let cut = build(
+        &spec,
+        StartInfo::default(),
+        &pairs,
+        CpuResult::default(),
+        Some("server gone mid-test (Connection timed out (os error 110))".into()),
+    );
+    assert!(
+        !cut.warnings
+            .iter()
+            .any(|w| w.contains("limited on the sending host")),
+        "{:?}",
+        cut.warnings
+    );
+}
