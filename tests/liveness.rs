@@ -42,6 +42,28 @@ fn client(ns: &Netns, args: &[&str]) -> Command {
     c
 }
 
+/// A client in `ns` with `args`, its stderr piped for `ended`.
+fn spawn_client(ns: &Netns, args: &[&str]) -> common::KillOnDrop {
+    common::KillOnDrop(
+        client(ns, args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("client"),
+    )
+}
+
+/// Waits at most 25 s for a client of `spawn_client` to end: its status and what it said.
+fn ended(c: &mut common::KillOnDrop) -> (std::process::ExitStatus, String) {
+    common::wait_bounded(&mut c.0, Duration::from_secs(25), "the client");
+    let status = c.0.wait().expect("the client's status");
+    let mut err = String::new();
+    if let Some(mut pipe) = c.0.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut err);
+    }
+    (status, err)
+}
+
 /// Waits until a test's data flows between the two (1 MB received on some connection to the
 /// port, as `ss` in `ns` reports it), at most 10 s.
 fn flowing(ns: &Netns) {
@@ -119,31 +141,20 @@ fn snd_timeout_ends_the_test_of_a_client_whose_server_vanished() {
             server(&p.b, &[])
         };
         let started = Instant::now();
-        let mut c = common::KillOnDrop(
-            client(
-                &p.a,
-                &[
-                    &["-t", "30", "-b", "1G", "--snd-timeout", "1000"][..],
-                    protocol,
-                ]
-                .concat(),
-            )
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("client"),
+        let mut c = spawn_client(
+            &p.a,
+            &[
+                &["-t", "30", "-b", "1G", "--snd-timeout", "1000"][..],
+                protocol,
+            ]
+            .concat(),
         );
         flowing(&p.a);
         // The far end goes away without a word: its link down, so nothing is acknowledged.
         p.b.ip(&["link", "set", &p.vb, "down"]);
         let cut = started.elapsed();
-        common::wait_bounded(&mut c.0, Duration::from_secs(25), "the client");
+        let (status, err) = ended(&mut c);
         let ended = started.elapsed();
-        let status = c.0.wait().expect("the client's status");
-        let mut err = String::new();
-        if let Some(mut pipe) = c.0.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut pipe, &mut err);
-        }
         assert!(!status.success(), "{protocol:?} to {far}: {err}");
         assert!(
             err.contains("stream 0: write failed: Connection timed out"),
@@ -281,30 +292,19 @@ fn cntl_ka_ends_a_udp_test_whose_server_vanished() {
     for protocol in [&[][..], &["--iperf3"]] {
         let p = Pair::new("lvu");
         let _server = server(&p.b, &[]);
-        let mut c = common::KillOnDrop(
-            client(
-                &p.a,
-                &[
-                    &["-u", "-b", "50M", "-t", "30", "--cntl-ka=3/1/2"][..],
-                    protocol,
-                ]
-                .concat(),
-            )
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("client"),
+        let mut c = spawn_client(
+            &p.a,
+            &[
+                &["-u", "-b", "50M", "-t", "30", "--cntl-ka=3/1/2"][..],
+                protocol,
+            ]
+            .concat(),
         );
         std::thread::sleep(Duration::from_millis(1500));
         p.b.ip(&["link", "set", &p.vb, "down"]);
         let cut = Instant::now();
-        common::wait_bounded(&mut c.0, Duration::from_secs(25), "the client");
+        let (status, err) = ended(&mut c);
         let took = cut.elapsed();
-        let status = c.0.wait().expect("the client's status");
-        let mut err = String::new();
-        if let Some(mut pipe) = c.0.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut pipe, &mut err);
-        }
         eprintln!("{protocol:?}: the UDP client ended {took:?} after the cut");
         assert!(!status.success(), "{protocol:?}: {err}");
         assert!(err.contains("Connection timed out"), "{protocol:?}: {err}");
