@@ -7,7 +7,7 @@
 //! the peer.
 //!
 //! Parsing and checking the values is calculation (`KeepaliveAsk`, `user_timeout`); setting
-//! them is `Liveness`'s two calls on a socket.
+//! them is `Liveness`'s calls on a socket (`control`, `data`, and `keepalive` alone).
 
 use crate::platform::sockopt::{self, Keepalive};
 use std::os::fd::AsFd;

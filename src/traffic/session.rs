@@ -178,7 +178,7 @@ pub const STREAM_FAILURE_GRACE: Duration = Duration::from_secs(1);
 /// `--snd-timeout`'s ETIMEDOUT, a reset), as iperf3 ends a test on one ("unable to write to
 /// stream socket").
 #[derive(Debug, Default)]
-pub struct StreamFailure(Option<(String, Instant)>);
+pub struct StreamFailure(Option<(String, Role, Instant)>);
 
 impl StreamFailure {
     /// Notes `report`'s error if the test is `running`; errors at its end are the peer closing
@@ -188,7 +188,11 @@ impl StreamFailure {
             return;
         }
         if let Some(e) = &report.error {
-            self.0 = Some((format!("stream {}: {e}", report.stream), Instant::now()));
+            self.0 = Some((
+                format!("stream {}: {e}", report.stream),
+                report.role,
+                Instant::now(),
+            ));
         }
     }
 
@@ -208,8 +212,13 @@ impl StreamFailure {
     pub fn due(&self) -> Option<&str> {
         self.0
             .as_ref()
-            .filter(|(_, at)| at.elapsed() >= STREAM_FAILURE_GRACE)
-            .map(|(why, _)| why.as_str())
+            .filter(|(_, _, at)| at.elapsed() >= STREAM_FAILURE_GRACE)
+            .map(|(why, _, _)| why.as_str())
+    }
+
+    /// Whether the failed stream sent (a write failed) or received (a read failed).
+    pub fn role(&self) -> Option<Role> {
+        self.0.as_ref().map(|(_, role, _)| *role)
     }
 }
 
@@ -503,7 +512,8 @@ mod tests {
         f.note(&failed, true);
         assert!(f.noted());
         assert_eq!(f.due(), None, "the peer has a second to say why");
-        let f = StreamFailure(f.0.map(|(why, at)| (why, at - STREAM_FAILURE_GRACE)));
+        assert_eq!(f.role(), Some(Role::Sender));
+        let f = StreamFailure(f.0.map(|(why, role, at)| (why, role, at - STREAM_FAILURE_GRACE)));
         assert_eq!(
             f.due(),
             Some("stream 3: write failed: Connection timed out (os error 110)")

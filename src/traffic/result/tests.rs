@@ -51,24 +51,21 @@ fn report(stream: u16, flow: Flow, role: Role, per_interval: &[(u64, u64)]) -> S
     }
 }
 
+/// One UDP stream's two ends over two 1 s intervals: (bytes, datagrams) sent and received.
+fn udp_ends(sent: &[(u64, u64)], received: &[(u64, u64)]) -> (StreamReport, StreamReport) {
+    (
+        report(0, Flow::ClientToServer, Role::Sender, sent),
+        report(0, Flow::ClientToServer, Role::Receiver, received),
+    )
+}
+
 #[test]
 fn udp_loss_is_sent_minus_received_per_interval() {
     let spec = TestSpec {
         interval: Duration::from_secs(1),
         ..TestSpec::udp(Duration::from_secs(2))
     };
-    let s = report(
-        0,
-        Flow::ClientToServer,
-        Role::Sender,
-        &[(14_000, 10), (14_000, 10)],
-    );
-    let r = report(
-        0,
-        Flow::ClientToServer,
-        Role::Receiver,
-        &[(12_600, 9), (14_000, 10)],
-    );
+    let (s, r) = udp_ends(&[(14_000, 10), (14_000, 10)], &[(12_600, 9), (14_000, 10)]);
     let pairs = [StreamPair {
         flow: Flow::ClientToServer,
         sender: &s,
@@ -265,18 +262,7 @@ fn a_udp_sender_short_of_its_rate_is_said_unless_the_test_was_cut_short() {
         bitrate_bps: 1e6,
         ..TestSpec::udp(Duration::from_secs(2))
     };
-    let s = report(
-        0,
-        Flow::ClientToServer,
-        Role::Sender,
-        &[(14_000, 10), (14_000, 10)],
-    );
-    let r = report(
-        0,
-        Flow::ClientToServer,
-        Role::Receiver,
-        &[(14_000, 10), (14_000, 10)],
-    );
+    let (s, r) = udp_ends(&[(14_000, 10), (14_000, 10)], &[(14_000, 10), (14_000, 10)]);
     let pairs = [StreamPair {
         flow: Flow::ClientToServer,
         sender: &s,

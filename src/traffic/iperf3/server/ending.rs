@@ -149,10 +149,9 @@ pub(super) fn wait_for_end(
             // A stream that failed while the test ran, and no word from the client: iperf3's
             // server ends the test so (IESTREAMWRITE, IESTREAMREAD).
             if let Some(why) = failure.due() {
-                let code = if why.contains("write failed") {
-                    code::STREAM_WRITE
-                } else {
-                    code::STREAM_READ
+                let code = match failure.role() {
+                    Some(crate::traffic::measure::Role::Sender) => code::STREAM_WRITE,
+                    _ => code::STREAM_READ,
                 };
                 return Err(Ended::told(code, why.to_string()));
             }
