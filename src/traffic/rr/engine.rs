@@ -209,7 +209,7 @@ fn transaction_failed(e: &io::Error) -> String {
         io::ErrorKind::UnexpectedEof => {
             "the server closed a connection mid-transaction: its log says why".into()
         }
-        k if k == io::ErrorKind::WouldBlock || k == io::ErrorKind::TimedOut => format!(
+        io::ErrorKind::WouldBlock => format!(
             "no response for {} s: the server or the path stalled",
             IO_DEADLINE.as_secs()
         ),
@@ -217,11 +217,11 @@ fn transaction_failed(e: &io::Error) -> String {
     }
 }
 
+/// A read or accept that waited out its deadline (EAGAIN). ETIMEDOUT is not one: it is the
+/// connection's end (retransmissions given up), reported in the kernel's words, as the
+/// control channel does (`protocol::is_timeout_kind`).
 fn is_timeout(e: &io::Error) -> bool {
-    matches!(
-        e.kind(),
-        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
-    )
+    e.kind() == io::ErrorKind::WouldBlock
 }
 
 /// Polls `sock` without sleeping for up to `spin`: `Some` with what a read brought (or its
@@ -432,6 +432,21 @@ mod tests {
         });
         assert_eq!(taken.load(Ordering::Relaxed), 10_000);
         assert!(Budget::new(None).claim());
+    }
+
+    #[test]
+    fn a_deadline_is_no_response_and_a_connection_given_up_is_the_kernels_words() {
+        let waited = io::Error::from(io::ErrorKind::WouldBlock);
+        assert!(is_timeout(&waited));
+        let no_response = format!("no response for {} s", IO_DEADLINE.as_secs());
+        assert!(transaction_failed(&waited).starts_with(&no_response));
+        let gone = io::Error::from_raw_os_error(libc::ETIMEDOUT);
+        assert!(!is_timeout(&gone));
+        let said = transaction_failed(&gone);
+        assert!(
+            said.contains("timed out") && !said.contains("no response"),
+            "{said}"
+        );
     }
 
     #[test]
