@@ -174,13 +174,24 @@ fn show(name: Option<String>, common: &TuneCommon) -> anyhow::Result<ExitCode> {
             }
         };
         crate::outln!("{}: {}", p.name, p.description);
+        if p.raise_only {
+            crate::outln!(
+                "  (raises only: a value already larger is kept, field by field; \"here\" is what \
+                 applying it would leave on this host)"
+            );
+        }
         for (k, (v, why)) in &p.linux {
             let why = if why.is_empty() {
                 String::new()
             } else {
                 format!("   # {why}")
             };
-            crate::outln!("  {k} = \"{v}\"{why}");
+            let here = crate::platform::sysctl::read(k)
+                .ok()
+                .filter(|_| p.raise_only && cfg!(target_os = "linux"))
+                .map(|now| format!("   (here: \"{}\")", profile::raised(&now, v)))
+                .unwrap_or_default();
+            crate::outln!("  {k} = \"{v}\"{here}{why}");
         }
         for (k, v) in &p.freebsd {
             let meaning = profile::FREEBSD

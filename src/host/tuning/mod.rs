@@ -74,6 +74,36 @@ mod tests {
         );
     }
 
+    /// Regression: with every limit above 2 x BDP it still said "apply with: ... high-bdp",
+    /// whose printed values (4 MiB) read as lowering a 32 MiB maximum.
+    #[test]
+    fn bdp_with_every_limit_enough_suggests_nothing() {
+        let text = bdp_text(10e9, 0.0016, &|k| {
+            Some(if k.ends_with("mem") {
+                "4096 131072 33554432".to_string()
+            } else {
+                "33554432".to_string()
+            })
+        });
+        assert!(text.contains("nothing to raise"), "{text}");
+        assert!(!text.contains("apply with"), "{text}");
+        // One limit short: the suggestion is back.
+        let text = bdp_text(10e9, 0.0016, &|k| {
+            Some(
+                if k == "net.core.rmem_max" {
+                    "212992"
+                } else {
+                    "4096 131072 33554432"
+                }
+                .into(),
+            )
+        });
+        assert!(
+            text.contains("too small") && text.contains("apply with"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn a_profile_without_the_targets_table_is_refused_before_any_command() {
         let t = Target::SshSysctl(SshHost {

@@ -18,7 +18,7 @@
 pub mod arrivals;
 pub mod drain;
 pub mod lowater;
-mod pacer;
+pub mod pacer;
 pub mod quota;
 pub mod rcvbuf;
 mod sendgroup;

@@ -14,6 +14,28 @@ use std::time::Duration;
 pub const CATCH_UP: Duration = Duration::from_secs(1);
 /// The most traffic one allowance releases, in time at the rate.
 pub const MAX_BURST: Duration = Duration::from_millis(10);
+/// A paced TCP sender writes about this much time of its traffic at once (`write_unit`).
+pub const WRITE_UNIT_TIME: Duration = Duration::from_millis(1);
+/// ...but never less than this many bytes: a full Ethernet segment's payload, so a slow paced
+/// stream still sends whole segments.
+pub const WRITE_UNIT_MIN: usize = 1448;
+
+/// How many bytes a paced TCP sender (not one writing iperf3's whole blocks) waits for before it
+/// writes: `WRITE_UNIT_TIME` of traffic at the rate, at least `WRITE_UNIT_MIN`, at most its write
+/// size `chunk`. About a thousand writes a second at any rate.
+///
+/// A sender that wrote whatever had accrued since its last write never slept: each write took
+/// longer than one byte's time, so the next found a few bytes due. Measured (2026-11-30,
+/// loopback, 2-vCPU AMD EPYC VM, `netsweep client 127.0.0.1 -t 2 -b 10M`): 603,445 sendfile
+/// calls of 4 bytes on average, the receiver woken 184,703 times, 36-75% of a core at the
+/// sender for 10 Mbit/s, and retransmissions on loopback (tiny segments fill a receive buffer
+/// accounted by their overhead, not their payload).
+pub fn write_unit(bytes_per_sec: f64, chunk: usize) -> usize {
+    let chunk = chunk.max(1);
+    let unit = bytes_per_sec * WRITE_UNIT_TIME.as_secs_f64();
+    // `as` saturates a huge or infinite product at usize::MAX, and NaN at 0.
+    (unit as usize).max(WRITE_UNIT_MIN).min(chunk)
+}
 
 /// A byte budget growing at `rate` from `origin`.
 #[derive(Debug, Clone)]
@@ -94,6 +116,21 @@ mod tests {
             p.record(u64::MAX);
             assert_eq!(p.next_time(u64::MAX), Duration::MAX);
         }
+    }
+
+    #[test]
+    fn a_paced_tcp_write_is_a_millisecond_of_traffic_within_a_segment_and_the_write_size() {
+        // 10 Mbit/s: 1,250 bytes a millisecond, under a segment.
+        assert_eq!(write_unit(1.25e6, 128 << 10), WRITE_UNIT_MIN);
+        // 1 Gbit/s: 125 kB a millisecond.
+        assert_eq!(write_unit(125e6, 1 << 20), 125_000);
+        // 10 Gbit/s: bounded by the write size.
+        assert_eq!(write_unit(1.25e9, 128 << 10), 128 << 10);
+        // A write size under a segment bounds it too; absurd rates do not panic.
+        assert_eq!(write_unit(1.25e6, 100), 100);
+        assert_eq!(write_unit(f64::INFINITY, 4096), 4096);
+        assert_eq!(write_unit(f64::NAN, 4096), WRITE_UNIT_MIN);
+        assert_eq!(write_unit(1e9, 0), 1);
     }
 
     #[test]

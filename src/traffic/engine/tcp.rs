@@ -370,14 +370,15 @@ impl<'a> Sender<'a> {
             // thread, 128 streams: an iperf3 3.12 server received 0.17 of 2 Gbit/s). So an
             // iperf3 peer gets whole blocks, each sent when the rate allows it, as iperf3's
             // own paced senders write them.
-            let need = if self.whole_blocks { chunk } else { 1 };
+            // Others write once a unit is due (`pacer::write_unit`), and then what is due.
+            let need = if self.whole_blocks {
+                chunk
+            } else {
+                super::pacer::write_unit(ctx.rate.bits_per_second() / 8.0, chunk)
+            };
             if allowed < need {
                 let wake = p
-                    .next_time(if self.whole_blocks {
-                        need as u64
-                    } else {
-                        chunk.min(64 * 1024) as u64
-                    })
+                    .next_time(need as u64)
                     .min(slots[report.intervals.len()].end);
                 std::thread::sleep(wake.saturating_sub(now).min(POLL));
                 return Step::Moved;
