@@ -358,7 +358,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     }
     drop(exec);
     printer.print_overhead();
-    let rounds_needed = print_summary(&store, campaign, &plan)?;
+    let rounds_needed = print_summary(&store, campaign, &plan, &db)?;
     if outcome.interrupted {
         crate::outln!(
             "interrupted: {} runs stored; continue with: {}",
@@ -388,14 +388,23 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         .unwrap_or_default();
     let report = db.with_file_name(format!("{stem}-campaign{campaign}.html"));
     write_report(&store, campaign, &report, crate::cli::ReportFormat::Html)?;
-    crate::outln!(
-        "compare other ways: {} --by DIMENSION",
-        crate::paste::netsweep(&[
-            std::ffi::OsStr::new("compare"),
-            "--db".as_ref(),
-            db.as_os_str()
-        ])
-    );
+    // Every suggested command pastes as printed: a dimension of the plan, not a placeholder.
+    if let Some(first) = plan.dimensions.first() {
+        crate::outln!(
+            "compare other ways: {}",
+            crate::paste::netsweep(&[
+                std::ffi::OsStr::new("compare"),
+                "--db".as_ref(),
+                db.as_os_str(),
+                "--by".as_ref(),
+                first.name.as_ref(),
+            ])
+        );
+        if plan.dimensions.len() > 1 {
+            let names: Vec<&str> = plan.dimensions.iter().map(|d| d.name.as_str()).collect();
+            crate::outln!("  (--by takes any of: {})", names.join(", "));
+        }
+    }
     crate::outln!("report: {}", report.display());
     if let Some(n) = rounds_needed {
         crate::outln!(
@@ -490,7 +499,12 @@ impl ProgressPrinter {
 /// The summary table per configuration, then the comparison by the last dimension.
 /// Prints the summary and the answer; returns the rounds that would settle the undecided
 /// comparisons, if any.
-fn print_summary(store: &Store, campaign: i64, plan: &Plan) -> anyhow::Result<Option<usize>> {
+fn print_summary(
+    store: &Store,
+    campaign: i64,
+    plan: &Plan,
+    db: &Path,
+) -> anyhow::Result<Option<usize>> {
     let runs = store.runs(campaign)?;
     let labels: Vec<String> = store
         .configurations(campaign)?
@@ -524,7 +538,12 @@ fn print_summary(store: &Store, campaign: i64, plan: &Plan) -> anyhow::Result<Op
     }
     // The answer last, where the eye lands when the campaign ends.
     let e = super::explain::explanation(store, campaign, &ask)?;
-    crate::outln!("\nThe answer (netsweep explain --db ... for the details):");
+    let details = crate::paste::netsweep(&[
+        std::ffi::OsStr::new("explain"),
+        "--db".as_ref(),
+        db.as_os_str(),
+    ]);
+    crate::outln!("\nThe answer ({details} for the details):");
     for line in e.answer.lines() {
         crate::outln!("  {line}");
     }

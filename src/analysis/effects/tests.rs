@@ -182,8 +182,28 @@ fn without_repeated_runs_nothing_is_called_significant() {
         "{}",
         e.answer
     );
+    // Regression: it began "no dimension makes a difference", a finding no test supported.
     assert!(
-        e.answer.starts_with("no dimension makes a difference"),
+        e.answer
+            .starts_with("nothing is decided yet: no dimension is shown to make a difference to goodput that matters, and window is not shown to make none"),
+        "{}",
+        e.answer
+    );
+}
+
+#[test]
+fn one_configuration_says_nothing_was_compared() {
+    let obs = campaign(&[], 3, 0.05, |_, _| 1e9);
+    let e = analyze(&obs, &order(&[]), &Options::new(Scale::Log, "goodput"));
+    assert!(e.effects.is_empty());
+    assert!(
+        e.answer
+            .starts_with("one configuration, so nothing was compared"),
+        "{}",
+        e.answer
+    );
+    assert!(
+        !e.answer.contains("makes a difference to goodput that"),
         "{}",
         e.answer
     );

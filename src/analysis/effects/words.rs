@@ -313,10 +313,36 @@ pub(super) fn answer(e: &Effects, opts: &Options) -> String {
             found.join(", and that ")
         ));
     } else if matter.is_empty() {
-        lines.push(format!(
-            "no dimension makes a difference to {} that matters beyond the noise of repeated runs",
-            opts.what
-        ));
+        // "No difference" is a finding too: said only when every dimension is shown to make
+        // none that matters (equivalence, or a decided small difference).
+        let open: Vec<&str> = e
+            .effects
+            .iter()
+            .filter(|x| !small(x, alpha) && !x.equivalence_p.is_some_and(|p| p < alpha))
+            .map(|x| x.dimension.as_str())
+            .collect();
+        lines.push(if e.effects.is_empty() {
+            format!(
+                "one configuration, so nothing was compared: nothing can be said about what \
+                 makes a difference to {}; sweep a setting (the plan's [matrix]) to ask",
+                opts.what
+            )
+        } else if open.is_empty() {
+            format!(
+                "no dimension makes a difference to {} that matters beyond the noise of repeated runs",
+                opts.what
+            )
+        } else {
+            format!(
+                "nothing is decided yet: no dimension is shown to make a difference to {} that \
+                 matters, and {} not shown to make none (below: what more rounds would settle)",
+                opts.what,
+                match open.as_slice() {
+                    [one] => format!("{one} is"),
+                    many => format!("{} are", many.join(", ")),
+                }
+            )
+        });
     }
     for x in e.effects.iter().filter(|x| small(x, alpha)) {
         lines.push(small_line(x, opts));
