@@ -44,6 +44,7 @@ pub enum ReportFormat {
     after_help = "Examples:
   netsweep server                                  # on one host
   netsweep client HOST -t 10 -P 2 --json           # on the other
+  netsweep -s  /  netsweep -c HOST -t 10 -P 2 -J   # iperf3's command line, iperf3's output
   sudo netsweep lab test --rate 1G --rtt 20ms -- -w 256K
   netsweep run examples/quickstart.toml            # a campaign, its summary and HTML report
   netsweep stats before.txt after.txt              # did the change make a difference?
@@ -59,12 +60,16 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve tests until stopped (Ctrl-C).
+    // An option given twice: the last one counts, as with iperf3's getopt (wrappers add
+    // defaults before the user's own).
     #[command(
+        args_override_self = true,
         after_help = "Examples:\n  netsweep server\n  netsweep server --bind 198.18.0.2 --max-tests 1 --max-rate 1G\n  netsweep server --iperf3          # iperf3 clients find it on 5201 too"
     )]
     Server(ServerArgs),
-    /// Run one test against a `netsweep server`.
+    /// Run one test against a `netsweep server` (or an iperf3 server: --iperf3).
     #[command(
+        args_override_self = true,
         after_help = "Examples:\n  netsweep client 127.0.0.1 -t 10\n  netsweep client 198.18.0.2 -P 4 -w 1M -C cubic --json\n  netsweep client ::1 -6 -u -b 1G -l 1400\n  netsweep client host -R -O 2 -t 30\n  netsweep client host -n 1G -P 4              # until 1 GiB is sent (-k: blocks)\n  netsweep client nas.example --iperf3 -P 4     # against an iperf3 server\n  netsweep client 198.18.0.2 --latency -t 30    # latency under load: idle and loaded RTT\n  netsweep client 198.18.0.2 --rrul -t 30       # TCP both ways, 4 streams each, plus the probe\n  netsweep client 127.0.0.1 --test rr -t 5       # transactions/s and latency percentiles\n  netsweep client 127.0.0.1 --test rr --spin 1ms # both ends poll: no wake-up per transaction\n  netsweep client 127.0.0.1 --test crr -P 4      # new TCP connection per transaction\n  netsweep client 127.0.0.1 -u --test rr -r 100,10000 --transactions 10000"
     )]
     Client(Box<ClientArgs>),
@@ -228,7 +233,7 @@ pub(crate) fn key_values(items: &[String], flag: &str) -> anyhow::Result<Vec<(St
 /// stand anywhere; `--iperf3-cli` makes `-J` print iperf3's document); `netsweep -v` is
 /// `netsweep --version`.
 pub fn iperf3_argv(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
-    let args = split_server_cluster(args);
+    let args = split_client_value(split_server_cluster(args));
     let Some((prog, rest)) = args.split_first() else {
         return args;
     };
@@ -255,19 +260,43 @@ pub fn iperf3_argv(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
         .iter()
         .position(|a| a == "-c" || a == "--client")
         .filter(|_| starts_with_flag)
-        && i + 1 < rest.len()
     {
-        let mut out = vec![
-            prog.clone(),
-            "client".into(),
-            rest[i + 1].clone(),
-            "--iperf3-cli".into(),
-        ];
+        let mut out = vec![prog.clone(), "client".into()];
+        // `-c` last, without its host: the client's parser says the host is missing.
+        out.extend(rest.get(i + 1).cloned());
+        out.push("--iperf3-cli".into());
         out.extend(rest[..i].iter().cloned());
-        out.extend(rest[i + 2..].iter().cloned());
+        out.extend(rest.iter().skip(i + 2).cloned());
         return out;
     }
     args
+}
+
+/// iperf3's `-cHOST` and `--client=HOST` (getopt's forms of an option's value) become `-c HOST`,
+/// on an iperf3 command line only (its first word a flag, not a subcommand).
+fn split_client_value(args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let iperf3_line = args
+        .get(1)
+        .and_then(|a| a.to_str())
+        .is_some_and(|a| a.starts_with('-'));
+    if !iperf3_line {
+        return args;
+    }
+    args.into_iter()
+        .enumerate()
+        .flat_map(|(i, a)| {
+            let host = a.to_str().filter(|_| i > 0).and_then(|t| {
+                t.strip_prefix("--client=")
+                    .or_else(|| t.strip_prefix("-c").filter(|h| !h.starts_with('-')))
+                    .filter(|h| !h.is_empty())
+                    .map(str::to_string)
+            });
+            match host {
+                Some(h) => vec!["-c".into(), h.into()],
+                None => vec![a],
+            }
+        })
+        .collect()
 }
 
 /// iperf3's `-sD`, `-s1`, `-sDV`: the server flag clustered with a server's flags that take no

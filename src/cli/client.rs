@@ -26,7 +26,7 @@ pub struct ClientArgs {
     /// 30 s; `auto:60s:2%` sets the ceiling and the precision; netsweep servers only).
     #[arg(long, short = 't', allow_hyphen_values = true)]
     pub time: Option<String>,
-    /// Reporting interval.
+    /// Reporting interval (0: none while the test runs, one over the whole test, as iperf3).
     #[arg(long, short = 'i', default_value = "1", allow_hyphen_values = true)]
     pub interval: String,
     /// Warm-up excluded from the results.
@@ -441,6 +441,14 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         spec.steady = steady;
         spec.count = count;
         spec.interval = parse_duration(&a.interval).context("-i/--interval")?;
+        if spec.interval.is_zero() {
+            // iperf3's -i 0: no reports while the test runs, one interval over the whole test
+            // (iperf3 3.21's text and JSON hold exactly that one).
+            if spec.steady.is_some() {
+                bail!("-i 0 with -t auto: the steady end is judged on the intervals; give -i");
+            }
+            spec.interval = spec.duration;
+        }
         spec.omit = parse_duration(&a.omit).context("-O/--omit")?;
         spec.streams = a.parallel;
         spec.direction = match (a.reverse, a.bidir) {

@@ -213,6 +213,56 @@ fn iperf3_command_lines_are_understood() {
     );
     let cli = Cli::try_parse_from(v(&["netsweep", "-c", "127.0.0.1", "-Z", "-f", "m", "-V"]));
     assert!(cli.is_ok(), "{cli:?}");
+    // getopt's forms of -c's value (regression: "unexpected argument '-c' found").
+    for line in [
+        &["netsweep", "-c127.0.0.1", "-t", "5"][..],
+        &["netsweep", "--client=127.0.0.1", "-t", "5"],
+        &["netsweep", "-t", "5", "-c127.0.0.1"],
+    ] {
+        assert_eq!(
+            v(line),
+            ["netsweep", "client", "127.0.0.1", "--iperf3-cli", "-t", "5"],
+            "{line:?}"
+        );
+    }
+    // Not on netsweep's own command lines, and not for iperf3's --cport.
+    assert_eq!(
+        v(&["netsweep", "stats", "-c99"]),
+        ["netsweep", "stats", "-c99"]
+    );
+    assert_eq!(
+        v(&["netsweep", "-c", "h", "--cport", "5"]),
+        ["netsweep", "client", "h", "--iperf3-cli", "--cport", "5"]
+    );
+    // -c without its host: the client's parser says so.
+    assert_eq!(
+        v(&["netsweep", "-c"]),
+        ["netsweep", "client", "--iperf3-cli"]
+    );
+    let e = Cli::try_parse_from(v(&["netsweep", "-c"]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("<HOST>"), "{e}");
+}
+
+/// iperf3's getopt keeps an option's last value: wrappers put defaults before the user's own.
+#[test]
+fn an_option_given_twice_keeps_its_last_value() {
+    let (_, spec) = client(&["127.0.0.1", "-t", "5", "-P", "3", "-t", "2", "-P", "1"]).unwrap();
+    assert_eq!(spec.duration, std::time::Duration::from_secs(2));
+    assert_eq!(spec.streams, 1);
+    let s = server_of(&["-s", "-p", "5", "-p", "6"]).unwrap();
+    assert_eq!(s.listen.port(), 6);
+}
+
+/// iperf3's -i 0: nothing while the test runs, one interval over the whole test.
+#[test]
+fn interval_zero_is_one_interval_over_the_test() {
+    let (_, spec) = client(&["127.0.0.1", "-t", "3", "-i", "0"]).unwrap();
+    assert_eq!(spec.interval, spec.duration);
+    let (_, spec) = client(&["127.0.0.1", "-n", "1G", "-i", "0"]).unwrap();
+    assert_eq!(spec.interval, spec.duration);
+    assert!(client(&["127.0.0.1", "-t", "auto", "-i", "0"]).is_err());
 }
 
 /// Regression: `-t -5` gave the tip "use '-- -5'".
