@@ -359,6 +359,26 @@ fn a_campaign_against_a_lying_iperf3_server_stores_failed_runs() {
     }
 }
 
+/// Regression: a test failed by the check of the two ends' reports exited 1 with a `-J`
+/// document without `error`, which perfSONAR reads as a success.
+#[test]
+fn a_json_document_of_a_test_failed_by_the_check_says_why_in_error() {
+    let server = Hostile::start(|d| first_stream(d)["end_time"] = json!(1000.0), 1);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["-c", "127.0.0.1", "-p"])
+        .arg(server.addr.port().to_string())
+        .args(["--iperf3", "-t", "1", "-J"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    let error = doc["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("contradicts") && error.contains("ends after"),
+        "{error:?} in {doc}"
+    );
+}
+
 /// A count test: the honest document's seconds are the client's (`honest` takes `-t`, 0 here).
 /// A `-n` test with `-w 1M`: an autotuned receive buffer on a loaded host grows to tens of MB
 /// (a 29.8 MB window was sampled in CI), and that much may then honestly wait unread, so a

@@ -385,6 +385,14 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
         }
         Err(e) => {
             match &e.partial {
+                // A JSON document of a failed test says why in `error` (perfSONAR reads a
+                // document without one as a success), also when the failure is the check of
+                // the two ends' reports rather than an error of either.
+                Some(partial) if view.json.is_some() && partial.error.is_none() => {
+                    let mut failed = (**partial).clone();
+                    failed.error = Some(e.message.clone());
+                    print_result(cfg, &failed, view, stream_started)
+                }
                 Some(partial) => print_result(cfg, partial, view, stream_started),
                 None => print_failure(cfg, spec, view, &e.message, stream_started),
             }

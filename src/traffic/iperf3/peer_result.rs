@@ -152,10 +152,16 @@ pub(crate) fn assemble(
                     peer_received(&mut ss.summary, t);
                 }
                 (_, Some(t)) => {
-                    if spec.omit.is_zero() && sent_total + mine[i].tail_bytes > t.bytes {
+                    // What arrived after TEST_END is no floor (`peer_checks::below_received`):
+                    // a threaded iperf3 sender (3.16+) writes on while its count is taken, and
+                    // one block may be under way then. Regression: counting the tail here
+                    // failed 1 test in about 20 against iperf3 3.21 with exactly one block more
+                    // arrived than the server said it sent.
+                    let block = u64::from(spec.length_bytes);
+                    if spec.omit.is_zero() && sent_total > t.bytes.saturating_add(block) {
                         inconsistencies.push(format!(
-                            "stream {i}: {} bytes arrived, more than the {} the iperf3 server says it sent",
-                            sent_total + mine[i].tail_bytes,
+                            "stream {i}: {sent_total} bytes arrived before TEST_END, more than \
+                             the {} the iperf3 server says it sent",
                             t.bytes
                         ));
                     }
