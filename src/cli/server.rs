@@ -19,9 +19,10 @@ pub struct ServerArgs {
     pub bind: Option<IpAddr>,
     #[arg(long, short = 'p', default_value_t = DEFAULT_PORT)]
     pub port: u16,
-    /// Tests served at once; a client over the cap is told "busy" at once.
-    #[arg(long, default_value_t = 4)]
-    pub max_tests: usize,
+    /// Tests served at once; a client over the cap is told "busy" at once (default 4; 1 on
+    /// iperf3's command line, `netsweep -s`, as iperf3 serves one test at a time).
+    #[arg(long)]
+    pub max_tests: Option<usize>,
     /// Longest test accepted (warm-up included).
     #[arg(long, default_value = "1h")]
     pub max_duration: String,
@@ -186,7 +187,10 @@ impl TryFrom<&ServerArgs> for ServerConfig {
             (None, true, _) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
             (None, _, _) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
         };
-        if a.max_tests == 0 {
+        // iperf3's server runs one test at a time and tells a second client it is busy: two
+        // tests at once share the host and skew both, with nothing in either result to say so.
+        let max_tests = a.max_tests.unwrap_or(if a.iperf3_cli { 1 } else { 4 });
+        if max_tests == 0 {
             bail!("--max-tests must be at least 1");
         }
         if let Some(why) = refusal(a) {
@@ -233,7 +237,7 @@ impl TryFrom<&ServerArgs> for ServerConfig {
                 notes: accepted_notes(a),
             },
             limits: ServerLimits {
-                max_tests: a.max_tests,
+                max_tests,
                 max_duration: match a.server_max_duration {
                     Some(0) => std::time::Duration::from_secs(
                         crate::traffic::iperf3::wire::MAX_TIME_S

@@ -255,6 +255,21 @@ fn an_option_given_twice_keeps_its_last_value() {
     assert_eq!(s.listen.port(), 6);
 }
 
+/// iperf3's server runs one test at a time; `netsweep server` serves four unless told.
+#[test]
+fn iperf3s_server_line_serves_one_test_at_a_time() {
+    assert_eq!(server_of(&["-s"]).unwrap().limits.max_tests, 1);
+    assert_eq!(
+        server_of(&["-s", "--max-tests", "3"])
+            .unwrap()
+            .limits
+            .max_tests,
+        3
+    );
+    assert_eq!(server_of(&["server"]).unwrap().limits.max_tests, 4);
+    assert!(server_of(&["server", "--max-tests", "0"]).is_err());
+}
+
 /// iperf3's -i 0: nothing while the test runs, one interval over the whole test.
 #[test]
 fn interval_zero_is_one_interval_over_the_test() {
