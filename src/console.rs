@@ -162,8 +162,26 @@ fn write_plain(args: std::fmt::Arguments<'_>) {
     }
 }
 
-/// Writes to standard error; failures are ignored (there is nowhere left to say them).
+/// Whether messages for standard error go to the `--logfile` too (`errors_to_log`).
+static ERRORS_TO_LOG: AtomicBool = AtomicBool::new(false);
+
+/// With `--logfile` and text output, errors and warnings go to the log instead of standard
+/// error, as iperf3 writes its errors there (a test run from cron leaves its reason in the
+/// log). A JSON log keeps one document: its messages stay on standard error.
+pub fn errors_to_log(on: bool) {
+    ERRORS_TO_LOG.store(on, Ordering::Relaxed);
+}
+
+/// Writes to standard error (or the log, `errors_to_log`); failures are ignored (there is
+/// nowhere left to say them).
 pub fn write_err(args: std::fmt::Arguments<'_>) {
+    if ERRORS_TO_LOG.load(Ordering::Relaxed)
+        && let Ok(mut guard) = LOG_FILE.lock()
+        && let Some(f) = guard.as_mut()
+    {
+        let _ = f.write_fmt(args);
+        return;
+    }
     let _ = std::io::stderr().lock().write_fmt(args);
 }
 

@@ -99,6 +99,36 @@ fn logfile_receives_the_output() {
     );
 }
 
+/// As iperf3's: a text run's error goes to the log too (a run from cron keeps its reason), a
+/// JSON log keeps one document (the error is its `error`, the message stays on stderr).
+#[test]
+fn logfile_receives_the_error_of_a_failed_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, json_log) = (dir.path().join("run.log"), dir.path().join("run.json"));
+    let port = common::free_port().to_string();
+    let client = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["-c", "127.0.0.1", "-p", &port, "-t", "1"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = client(&["--logfile", log.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert!(logged.contains("cannot connect"), "{logged}");
+    let o = client(&["-J", "--logfile", json_log.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_log).unwrap()).expect("one document");
+    assert!(
+        doc["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("cannot connect")),
+        "{doc}"
+    );
+}
+
 /// `--logfile` never writes through a symbolic link (the file it points to stays as it was)
 /// and never blocks on a FIFO: both are refused at once, by name.
 #[test]

@@ -318,6 +318,7 @@ fn output_to_logfile(view: &ClientView) -> bool {
         crate::errln!("netsweep: --logfile {}: {e}", path.display());
         return false;
     }
+    crate::console::errors_to_log(view.logfile.is_some() && view.json.is_none());
     true
 }
 

@@ -305,9 +305,16 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
             ),
             None => "server's not reported".to_string(),
         };
+        // Read as each connection was set up: what -w was granted, or else where the kernel's
+        // autotuning started (it grows them as the test runs; the windows above say how far).
+        let when = if result.spec.window_bytes.is_some() {
+            "Buffers granted (-w)"
+        } else {
+            "Buffers at the start (autotuned as the test runs)"
+        };
         let _ = writeln!(
             out,
-            "Buffers granted: client sndbuf {} rcvbuf {}, {server}{}",
+            "{when}: client sndbuf {} rcvbuf {}, {server}{}",
             Bytes(s.sndbuf_bytes),
             Bytes(s.rcvbuf_bytes),
             s.congestion

@@ -142,7 +142,7 @@ fn buffer_checks(
             )
             .evidence("kern.ipc.maxsockbuf", opt(maxsockbuf))
             .evidence("net.inet.tcp.recvbuf_max", opt(num(s, "net.inet.tcp.recvbuf_max")))
-            .fix("give --peer HOST (measures the RTT) and --rate, or --rtt and --rate"),
+            .fix("give --rtt and --rate, or --rate and --peer HOST[:PORT] of a running netsweep server (which measures the RTT)"),
         );
         return;
     };

@@ -304,7 +304,7 @@ fn buffer_checks(view: &HostView, ifaces: &[Iface], hints: &PathHints, out: &mut
             Finding::new("buffers.bdp_unknown", Severity::Info, "buffers not compared with the bandwidth-delay product: the path's rate or RTT is unknown")
                 .evidence("tcp_rmem max", opt(rmem))
                 .evidence("tcp_wmem max", opt(wmem))
-                .fix("give --peer HOST (measures the RTT) and --rate, or --rtt and --rate"),
+                .fix("give --rtt and --rate, or --rate and --peer HOST[:PORT] of a running netsweep server (which measures the RTT)"),
         );
         return;
     };

@@ -120,7 +120,14 @@ pub fn check(addr: SocketAddr, run_tests: bool) -> PeerCheck {
                 Severity::Problem,
                 format!("cannot connect to {addr}"),
             )
-            .fix("start `netsweep server` there and check firewalls; the peer checks need it"),
+            .fix(format!(
+                "start `netsweep server` there, or give the port it listens on (--peer {}), \
+                 and check firewalls; the peer checks need it",
+                match addr.ip() {
+                    std::net::IpAddr::V4(ip) => format!("{ip}:PORT"),
+                    std::net::IpAddr::V6(ip) => format!("[{ip}]:PORT"),
+                }
+            )),
         );
         return PeerCheck {
             findings: out,
