@@ -274,7 +274,7 @@ fn against_an_iperf3_server_the_senders_choose_their_path_while_the_test_runs() 
     assert_eq!(kept, first.kept.call.name(), "{first:?}");
     let text = netsweep::traffic::output::summary(&r, Default::default());
     assert!(
-        text.contains("first as given (no calibration against an iperf3 server)"),
+        text.contains("first fixed at the start (no calibration in iperf3's protocol)"),
         "{text}"
     );
 
@@ -290,7 +290,7 @@ fn against_an_iperf3_server_the_senders_choose_their_path_while_the_test_runs() 
     assert!(r.start.rechecks.is_empty(), "{:?}", r.start.rechecks);
     assert_eq!(r.start.chunk_bytes, Some(256 << 10));
     let text = netsweep::traffic::output::summary(&r, Default::default());
-    assert!(text.contains("per call, as given"), "{text}");
+    assert!(text.contains("per call, fixed, not calibrated"), "{text}");
 }
 
 /// Runs Debian's iperf3 client with `args` against `addr` and returns its JSON document.

@@ -116,6 +116,12 @@ fn reads_line(
     )
 }
 
+/// A path no calibration chose: the one `-l`, `-Z` or `--no-zerocopy` asked, or the default of
+/// a test that does not calibrate (paced, by count, or too short). Regression: "as given" was
+/// printed for the default too, when nothing had been given.
+const NOT_CALIBRATED: &str =
+    "fixed, not calibrated (-l, --no-zerocopy, -b, a count or a short test)";
+
 /// How the senders sent, and the calibration that chose it (TCP).
 pub(super) fn send_path_line(result: &TestResult) -> Option<String> {
     let mut line = first_send_path_line(result)?;
@@ -126,7 +132,7 @@ pub(super) fn send_path_line(result: &TestResult) -> Option<String> {
                 format!("chosen by {record} record of the re-checks of {n} earlier tests to {peer}")
             }
             (None, true) => "calibrated".to_string(),
-            (None, false) => "as given".to_string(),
+            (None, false) => NOT_CALIBRATED.to_string(),
         };
         let rechecked = match o.rechecks.len() {
             0 => String::new(),
@@ -177,7 +183,7 @@ fn first_send_path_line(result: &TestResult) -> Option<String> {
     let calibration = result.spec.effective_calibration();
     let live = calibration.is_zero() && result.spec.effective_live_path_choice();
     let how = if calibration.is_zero() && !live {
-        "as given".to_string()
+        NOT_CALIBRATED.to_string()
     } else {
         let tried: Vec<String> = result
             .start
@@ -217,7 +223,7 @@ fn first_send_path_line(result: &TestResult) -> Option<String> {
         // A live choice (against an iperf3 server) starts on the record's pick or as given.
         let first = match (record, live) {
             (Some(r), _) => format!("chosen by {r}"),
-            (None, true) => "as given (no calibration against an iperf3 server)".to_string(),
+            (None, true) => "fixed at the start (no calibration in iperf3's protocol)".to_string(),
             (None, false) => format!("chosen by a {calibrated}"),
         };
         if result.start.rechecks.is_empty() {
@@ -414,10 +420,18 @@ mod tests {
         );
         // A paced sender does not calibrate, whatever the spec's calibration says.
         r.spec.bitrate_bps = 2e9;
-        assert!(send_path_line(&r).unwrap().ends_with("as given\n"));
+        assert!(
+            send_path_line(&r)
+                .unwrap()
+                .ends_with("not calibrated (-l, --no-zerocopy, -b, a count or a short test)\n")
+        );
         r.spec.bitrate_bps = 0.0;
         r.spec.calibration = std::time::Duration::ZERO;
-        assert!(send_path_line(&r).unwrap().ends_with("as given\n"));
+        assert!(
+            send_path_line(&r)
+                .unwrap()
+                .ends_with("not calibrated (-l, --no-zerocopy, -b, a count or a short test)\n")
+        );
     }
 
     #[test]
@@ -499,11 +513,9 @@ mod tests {
             "no label without --bidir"
         );
         r.start.other_send = other;
-        assert!(
-            send_path_line(&r)
-                .unwrap()
-                .ends_with("per call, as given\n")
-        );
+        assert!(send_path_line(&r).unwrap().ends_with(
+            "per call, fixed, not calibrated (-l, --no-zerocopy, -b, a count or a short test)\n"
+        ));
         // The other direction's re-checks, and whether one of them chose its path.
         let sendfile = crate::traffic::engine::sendpath::CANDIDATES[0];
         let recheck = |switched| crate::traffic::engine::sendpath::Recheck {
