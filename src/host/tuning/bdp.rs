@@ -20,7 +20,7 @@ pub fn bdp_text(rate_bps: f64, rtt_s: f64, current: &dyn Fn(&str) -> Option<Stri
             .nth(2)
             .and_then(|x| x.parse::<u64>().ok())
     };
-    let mut short = 0;
+    let mut short = false;
     for (key, max_of) in [
         ("net.ipv4.tcp_rmem", true),
         ("net.ipv4.tcp_wmem", true),
@@ -36,7 +36,7 @@ pub fn bdp_text(rate_bps: f64, rtt_s: f64, current: &dyn Fn(&str) -> Option<Stri
                 c.trim().parse().ok()
             }
         });
-        short += usize::from(cur_max.is_none_or(|m| m < need));
+        short |= cur_max.is_none_or(|m| m < need);
         let verdict = match cur_max {
             Some(m) if m >= need => "enough".to_string(),
             Some(m) => format!(
@@ -50,7 +50,7 @@ pub fn bdp_text(rate_bps: f64, rtt_s: f64, current: &dyn Fn(&str) -> Option<Stri
             cur.map(|c| normalize(&c)).unwrap_or_default()
         ));
     }
-    if short == 0 {
+    if !short {
         s.push_str(
             "every buffer limit already allows 2 x BDP: nothing to raise for this path \
              (high-bdp only raises, so applying it would change no buffer)\n",

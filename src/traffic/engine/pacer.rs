@@ -87,6 +87,11 @@ impl Pacer {
         self.origin.saturating_add(seconds(due))
     }
 
+    /// `write_unit` at this pacer's rate.
+    pub fn write_unit(&self, chunk: usize) -> usize {
+        write_unit(self.bytes_per_sec, chunk)
+    }
+
     pub fn record(&mut self, bytes: u64) {
         self.sent += bytes;
     }

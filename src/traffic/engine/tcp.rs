@@ -374,7 +374,7 @@ impl<'a> Sender<'a> {
             let need = if self.whole_blocks {
                 chunk
             } else {
-                super::pacer::write_unit(ctx.rate.bits_per_second() / 8.0, chunk)
+                p.write_unit(chunk)
             };
             if allowed < need {
                 let wake = p
