@@ -93,6 +93,15 @@ pub fn thread_cpu() -> CpuUsage {
     }
 }
 
+/// The calling thread's CPU time so far in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`: the
+/// scheduler's own count, not ticks); `None` when the clock cannot be read.
+pub fn thread_cpu_ns() -> Option<u64> {
+    // SAFETY: clock_gettime fills the struct we pass.
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (rc == 0).then(|| (ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64)
+}
+
 /// CPU used by the calling thread since `start` (a value from `thread_cpu`).
 pub fn thread_cpu_since(start: &CpuUsage) -> CpuUsage {
     let now = thread_cpu();

@@ -196,6 +196,15 @@ pub struct LowWaterProbe {
     /// decide early.
     #[serde(default)]
     pub turns: u32,
+    /// The receiving threads' CPU time in the counted turns, nanoseconds: with the mark,
+    /// without it, napping (zero where unmeasured: other systems, older results).
+    #[serde(default)]
+    pub cpu_ns: [u64; 3],
+    /// Whether the kept setting was chosen for costing the receivers less CPU per byte than
+    /// the one that carried the most, which it carried about as much as
+    /// (`lowater::PROBE_CPU_MARGIN`).
+    #[serde(default)]
+    pub for_cpu: bool,
 }
 
 impl StreamReport {

@@ -133,11 +133,11 @@ pub const NAP_MAX: Duration = Duration::from_micros(100);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Batching {
     /// Blocking reads with the rule's low-water mark.
-    Mark,
+    Mark = 0,
     /// Blocking reads at the kernel's default mark: one read a wake-up.
-    Off,
+    Off = 1,
     /// Non-blocking reads that drain the socket, then a nap (`LowWater::nap`).
-    Nap,
+    Nap = 2,
 }
 
 /// One receiver's mark over a test: the rule (`LowWater`) and, when there is one, the probe it
@@ -156,6 +156,10 @@ pub struct ReceiverMark {
     largest_before: usize,
     largest_after: usize,
     choice: Option<Option<LowWaterProbe>>,
+    /// The thread's CPU clock (`cputime::thread_cpu_ns`; injected in tests) and, in a probe
+    /// turn, the turn and the clock when the last read ended.
+    cpu_clock: fn() -> Option<u64>,
+    cpu_seen: Option<(usize, u64)>,
 }
 
 impl ReceiverMark {
@@ -168,7 +172,37 @@ impl ReceiverMark {
             largest_before: 1,
             largest_after: 1,
             choice: None,
+            cpu_clock: crate::platform::cputime::thread_cpu_ns,
+            cpu_seen: None,
         }
+    }
+
+    /// The same with `clock` for the thread's CPU time (tests).
+    #[cfg(test)]
+    fn with_cpu_clock(mut self, clock: fn() -> Option<u64>) -> ReceiverMark {
+        self.cpu_clock = clock;
+        self
+    }
+
+    /// After a read (data or none) that ended at `now`: in a probe turn, the thread's CPU
+    /// since the last read that ended in the same turn counts for it (`MarkProbe::count_cpu`)
+    /// when this one ended in the turn's counted part. The clock is read only in the turns.
+    fn note_cpu(&mut self, now: Duration) {
+        let Some(probe) = &self.probe else { return };
+        let ProbeStep::Turn { turn, counts, .. } = probe.step(now) else {
+            self.cpu_seen = None;
+            return;
+        };
+        let Some(cpu) = (self.cpu_clock)() else {
+            return;
+        };
+        if let Some((seen_turn, seen)) = self.cpu_seen
+            && seen_turn == turn
+            && counts
+        {
+            probe.count_cpu(turn, cpu.saturating_sub(seen));
+        }
+        self.cpu_seen = Some((turn, cpu));
     }
 
     /// Before a read starting at `now`: the mark to set on the socket, when it changes, and
@@ -216,6 +250,7 @@ impl ReceiverMark {
     /// comes, so a stalled stream stops napping and blocks in its reads again.
     pub fn after_empty_read(&mut self, now: Duration, total: u64, rcvbuf: impl FnOnce() -> usize) {
         self.rule.update(now, total, rcvbuf);
+        self.note_cpu(now);
     }
 
     /// After a read that returned `bytes` at `now`, `total` read so far; `rcvbuf` as in
@@ -228,6 +263,7 @@ impl ReceiverMark {
         rcvbuf: impl FnOnce() -> usize,
     ) {
         self.rule.update(now, total, rcvbuf);
+        self.note_cpu(now);
         if let (Some(probe), Some(ProbeStep::Turn { turn: began, .. })) =
             (&self.probe, self.started)
             && let ProbeStep::Turn {
@@ -471,5 +507,47 @@ mod tests {
         early.after_read(ms(50), 250_000_000, total(50), big);
         early.before_read(ms(60));
         assert_eq!(early.report(), (MAX as u64, None));
+    }
+
+    thread_local! {
+        static CLOCK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    fn fake_clock() -> Option<u64> {
+        Some(CLOCK.with(|c| c.get()))
+    }
+
+    #[test]
+    fn a_receiver_counts_its_cpu_between_reads_that_ended_in_one_turns_counted_part() {
+        let ms = Duration::from_millis;
+        let probe = std::sync::Arc::new(MarkProbe::new(ms(100), Batching::Nap));
+        let mut r = ReceiverMark::new(
+            LowWater::new(1 << 20, TARGET_ONE, ms(0)),
+            Some(probe.clone()),
+        )
+        .with_cpu_clock(fake_clock);
+        let big = || 32 << 20;
+        let at = |cpu| CLOCK.with(|c| c.set(cpu));
+        // Before the probe the clock is not read.
+        at(10);
+        r.after_read(ms(50), 1000, 1000, big);
+        // Turn 0 runs 100-140 ms and counts from its third (113.3 ms).
+        at(1000);
+        r.after_read(ms(105), 1000, 2000, big);
+        at(1500);
+        r.after_read(ms(120), 1000, 3000, big);
+        at(1800);
+        r.after_empty_read(ms(130), 3000, big);
+        // Into turn 1 (140-180): the read that crossed counts for neither.
+        at(2500);
+        r.after_read(ms(145), 1000, 4000, big);
+        at(9000);
+        r.after_read(ms(170), 1000, 5000, big);
+        let cpu: Vec<u64> = probe
+            .cpu_ns
+            .iter()
+            .map(|c| c.load(Ordering::Relaxed))
+            .collect();
+        assert_eq!(cpu[..3], [800, 6500, 0]);
     }
 }

@@ -111,9 +111,42 @@ fn reads_line(
         "the receivers' probe".to_string()
     };
     format!(
-        "Reads{which}: {kept}; in {probe} they carried {}.\n",
-        compared.join(" and ")
+        "Reads{which}: {kept}; in {probe} they carried {}{}.\n",
+        compared.join(" and "),
+        cheaper_words(p, carried, &others)
     )
+}
+
+/// For a probe that kept a setting for its CPU (`lowater::PROBE_CPU_MARGIN`): what the kept
+/// setting cost the receivers per byte against the one of `others` that carried the most.
+fn cheaper_words(
+    p: crate::traffic::measure::LowWaterProbe,
+    carried: u64,
+    others: &[(&str, u64); 2],
+) -> String {
+    let [mark, off, nap] = p.cpu_ns;
+    let cost = |name: &str| match name {
+        "with the mark" | "with one" => mark,
+        "with neither" | "without it" => off,
+        _ => nap,
+    };
+    let kept_cost = if p.napped {
+        nap
+    } else if p.kept_mark {
+        mark
+    } else {
+        off
+    };
+    let per_byte = |cpu: u64, bytes: u64| cpu as f64 / (bytes as f64).max(1.0);
+    match others.iter().max_by_key(|(_, bytes)| *bytes) {
+        Some(&(name, bytes)) if p.for_cpu && cost(name) > 0 => format!(
+            ", at {:.2}x their CPU per byte {name} (the cheaper is kept where both carried \
+             within {:.0}%)",
+            per_byte(kept_cost, carried) / per_byte(cost(name), bytes),
+            crate::traffic::engine::lowater::PROBE_MARGIN * 100.0,
+        ),
+        _ => String::new(),
+    }
 }
 
 /// A path no calibration chose: the one `-l`, `-Z` or `--no-zerocopy` asked, or the default of
@@ -324,6 +357,8 @@ mod tests {
             kept_mark,
             napped,
             turns: 12,
+            cpu_ns: [0; 3],
+            for_cpu: false,
         }
     }
 
@@ -373,6 +408,19 @@ mod tests {
         let line = low_water_line(&start).unwrap();
         assert!(
             line.contains("in the receivers' probe (decided after 6 of its 12 turns) they carried"),
+            "{line}"
+        );
+        // A probe that kept the mark for its CPU says what it saved.
+        let mut cheaper = probe([1000, 990, 1020], true, false);
+        (cheaper.cpu_ns, cheaper.for_cpu) = ([100, 400, 500], true);
+        start.receive_low_water_bytes = Some(1 << 20);
+        start.receive_low_water_probe = Some(cheaper);
+        let line = low_water_line(&start).unwrap();
+        assert!(
+            line.contains(
+                "0.98x what they carried napping, at 0.20x their CPU per byte napping (the \
+                 cheaper is kept where both carried within 5%)."
+            ),
             "{line}"
         );
     }

@@ -47,6 +47,21 @@ pub const PROBE_TURNS: [Batching; 12] = {
 /// How much more the receivers must carry without the mark (napping or not) for the probe to
 /// drop it.
 pub const PROBE_MARGIN: f64 = 0.05;
+/// How much less CPU per byte the receivers must spend at a setting that carried no less than
+/// the kept one (within `PROBE_MARGIN`) for the probe to keep that setting instead: where the
+/// probe cannot tell two settings apart by what they carried, the receivers take the one
+/// that costs their host less. Behind one stream on loopback napping and the mark carry about
+/// the same on some machines and in some phases of one machine, and the napping receiver
+/// costs several times the marked one: 2-vCPU AMD EPYC VM, kernel 6.18, 2026-11-30, netsweep
+/// with the setting forced for the whole test, 8 interleaved rounds of 4 s, medians: napping
+/// 36.78 Gbit/s at 0.288 CPU-s/GB (both ends), the mark 35.22 at 0.266; the receiving thread
+/// alone used 26-31% of a core napping, 5% with a 4 MiB mark (2026-11-30, sampled per thread).
+/// Where napping carries more by more than the margin (other phases of the same machine:
+/// 53.7 against 45.7 in the bare pairs) it stays. Copying receivers spend about the same
+/// per byte at every setting (the copy dominates), so this decides nothing there. A quarter:
+/// chosen, not tuned, well above the turns' noise in what a thread's clock counts and well
+/// below the differences measured.
+pub const PROBE_CPU_MARGIN: f64 = 0.25;
 /// The probe's first half: each setting has had two turns, and the probe decides then
 /// (`PROBE_DECIDES_AFTER` later) when one setting carried more than `PROBE_EARLY_MARGIN` more
 /// than each other one (`decide_early`), and skips the second half's turns at the worse
@@ -95,6 +110,8 @@ pub struct MarkProbe {
     pub(super) incumbent: Batching,
     start: Duration,
     pub(super) bytes: [AtomicU64; PROBE_TURNS.len()],
+    /// The receiving threads' CPU time in each turn's counted part, in nanoseconds.
+    pub(super) cpu_ns: [AtomicU64; PROBE_TURNS.len()],
     tested: AtomicBool,
     /// After the first half: the choice when it was decisive (`decide_early`).
     early: std::sync::OnceLock<Option<LowWaterProbe>>,
@@ -127,6 +144,7 @@ impl MarkProbe {
             incumbent,
             start,
             bytes: Default::default(),
+            cpu_ns: Default::default(),
             tested: AtomicBool::new(false),
             early: std::sync::OnceLock::new(),
             choice: std::sync::OnceLock::new(),
@@ -180,12 +198,10 @@ impl MarkProbe {
     /// its counts are in.
     fn early_choice(&self) -> Option<LowWaterProbe> {
         *self.early.get_or_init(|| {
-            let sums: Vec<u64> = self.bytes[..PROBE_EARLY_TURNS]
-                .iter()
-                .map(|b| b.load(Ordering::Relaxed))
-                .collect();
+            let sums = load(&self.bytes[..PROBE_EARLY_TURNS]);
+            let cpu = load(&self.cpu_ns[..PROBE_EARLY_TURNS]);
             if self.tested.load(Ordering::Relaxed) {
-                decide_early(&sums, self.incumbent)
+                decide_early(&sums, &cpu, self.incumbent)
             } else {
                 None
             }
@@ -210,16 +226,23 @@ impl MarkProbe {
             return Some(*early);
         }
         *self.choice.get_or_init(|| {
-            let sums: Vec<u64> = self
-                .bytes
-                .iter()
-                .map(|b| b.load(Ordering::Relaxed))
-                .collect();
+            let (sums, cpu) = (load(&self.bytes), load(&self.cpu_ns));
             self.tested
                 .load(Ordering::Relaxed)
-                .then(|| decide(&sums, self.incumbent))
+                .then(|| decide(&sums, &cpu, self.incumbent))
         })
     }
+
+    /// Counts `ns` of a receiving thread's CPU time spent in turn `turn`'s counted part.
+    pub fn count_cpu(&self, turn: usize, ns: u64) {
+        if let Some(sum) = self.cpu_ns.get(turn) {
+            sum.fetch_add(ns, Ordering::Relaxed);
+        }
+    }
+}
+
+fn load(sums: &[AtomicU64]) -> Vec<u64> {
+    sums.iter().map(|b| b.load(Ordering::Relaxed)).collect()
 }
 
 /// The batching a probe's outcome keeps.
@@ -251,23 +274,31 @@ pub fn incumbent(receivers: usize, skip_rx_copy: bool) -> Batching {
     }
 }
 
-/// What the probe's turns carried (`sums`, one per turn of `PROBE_TURNS`), and so how the
-/// receivers batch from then on: `incumbent` stays unless another setting carried more than
-/// `PROBE_MARGIN` more, and then the setting that carried the most is kept.
-pub fn decide(sums: &[u64], incumbent: Batching) -> LowWaterProbe {
-    let (mut marked, mut unmarked, mut napped) = (0u64, 0u64, 0u64);
-    for (&b, &sum) in PROBE_TURNS.iter().zip(sums) {
-        let slot = match b {
-            Batching::Mark => &mut marked,
-            Batching::Off => &mut unmarked,
-            Batching::Nap => &mut napped,
-        };
-        *slot = slot.saturating_add(sum);
+/// Each setting's sum of `per_turn` (one per turn of `PROBE_TURNS`, or of its first part):
+/// the mark's, going without's, napping's.
+fn by_setting(per_turn: &[u64]) -> [u64; 3] {
+    let mut sums = [0u64; 3];
+    for (&b, &x) in PROBE_TURNS.iter().zip(per_turn) {
+        let slot = &mut sums[b as usize];
+        *slot = slot.saturating_add(x);
     }
-    let carried = |b: Batching| match b {
-        Batching::Mark => marked,
-        Batching::Off => unmarked,
-        Batching::Nap => napped,
+    sums
+}
+
+/// What the probe's turns carried (`sums`, one per turn of `PROBE_TURNS`) and what the
+/// receiving threads spent on it (`cpu_ns`, likewise; empty or zero where unmeasured), and so
+/// how the receivers batch from then on: `incumbent` stays unless another setting carried more
+/// than `PROBE_MARGIN` more, and then the setting that carried the most is kept; then, among
+/// the settings that carried no less than that one (within `PROBE_MARGIN`), the one whose
+/// receivers spent less than it per byte by more than `PROBE_CPU_MARGIN` is kept instead.
+pub fn decide(sums: &[u64], cpu_ns: &[u64], incumbent: Batching) -> LowWaterProbe {
+    let [marked, unmarked, napped] = by_setting(sums);
+    let cpu = by_setting(cpu_ns);
+    let carried = |b: Batching| [marked, unmarked, napped][b as usize];
+    // CPU-seconds a byte; none where either is unmeasured.
+    let per_byte = |b: Batching| {
+        let (c, n) = (cpu[b as usize], carried(b));
+        (c > 0 && n > 0).then(|| c as f64 / n as f64)
     };
     // The most carried; on a tie the incumbent, then the mark, then napping.
     let best = [incumbent, Batching::Mark, Batching::Nap, Batching::Off]
@@ -276,11 +307,23 @@ pub fn decide(sums: &[u64], incumbent: Batching) -> LowWaterProbe {
             incumbent,
             |best, b| if carried(b) > carried(best) { b } else { best },
         );
-    let kept = if carried(best) as f64 > carried(incumbent) as f64 * (1.0 + PROBE_MARGIN) {
+    let by_rate = if carried(best) as f64 > carried(incumbent) as f64 * (1.0 + PROBE_MARGIN) {
         best
     } else {
         incumbent
     };
+    let cheaper = per_byte(by_rate).and_then(|kept_cost| {
+        [Batching::Mark, Batching::Nap, Batching::Off]
+            .into_iter()
+            .filter(|&b| {
+                b != by_rate && carried(b) as f64 * (1.0 + PROBE_MARGIN) >= carried(by_rate) as f64
+            })
+            .filter_map(|b| Some((b, per_byte(b)?)))
+            .filter(|&(_, cost)| cost * (1.0 + PROBE_CPU_MARGIN) < kept_cost)
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(b, _)| b)
+    });
+    let kept = cheaper.unwrap_or(by_rate);
     LowWaterProbe {
         marked_bytes: marked,
         unmarked_bytes: unmarked,
@@ -288,14 +331,17 @@ pub fn decide(sums: &[u64], incumbent: Batching) -> LowWaterProbe {
         kept_mark: kept == Batching::Mark,
         napped: kept == Batching::Nap,
         turns: sums.len().min(PROBE_TURNS.len()) as u32,
+        cpu_ns: cpu,
+        for_cpu: cheaper.is_some(),
     }
 }
 
 /// The first half's decision (`sums` of its turns), when it is clear: the setting `decide`
 /// keeps carried more than `PROBE_EARLY_MARGIN` more than each other one. `None`: the probe
 /// runs its second half.
-pub fn decide_early(sums: &[u64], incumbent: Batching) -> Option<LowWaterProbe> {
-    let d = decide(&sums[..sums.len().min(PROBE_EARLY_TURNS)], incumbent);
+pub fn decide_early(sums: &[u64], cpu_ns: &[u64], incumbent: Batching) -> Option<LowWaterProbe> {
+    let half = |x: &[u64]| x[..x.len().min(PROBE_EARLY_TURNS)].to_vec();
+    let d = decide(&half(sums), &half(cpu_ns), incumbent);
     let all = [
         (Batching::Mark, d.marked_bytes),
         (Batching::Off, d.unmarked_bytes),
@@ -371,7 +417,7 @@ mod tests {
     #[test]
     fn the_mark_goes_only_when_going_without_it_carried_more_than_the_margin() {
         let sums = |mark, off, nap| carried_in(&PROBE_TURNS, mark, off, nap);
-        let d = decide(&sums(100, 140, 120), Batching::Mark);
+        let d = decide(&sums(100, 140, 120), &[], Batching::Mark);
         assert_eq!(
             (
                 d.marked_bytes,
@@ -383,28 +429,28 @@ mod tests {
             (400, 560, 480, false, false)
         );
         assert_eq!(kept(d), Batching::Off);
-        let d = decide(&sums(100, 90, 130), Batching::Mark);
+        let d = decide(&sums(100, 90, 130), &[], Batching::Mark);
         assert!(d.napped && !d.kept_mark, "{d:?}");
         // Napping and going without both beat the mark: the better of the two.
         assert_eq!(
-            kept(decide(&sums(100, 120, 130), Batching::Mark)),
+            kept(decide(&sums(100, 120, 130), &[], Batching::Mark)),
             Batching::Nap
         );
         assert_eq!(
-            kept(decide(&sums(100, 130, 120), Batching::Mark)),
+            kept(decide(&sums(100, 130, 120), &[], Batching::Mark)),
             Batching::Off
         );
         // Within the margin, or behind: the mark stays.
         assert_eq!(
-            kept(decide(&sums(100, 104, 104), Batching::Mark)),
+            kept(decide(&sums(100, 104, 104), &[], Batching::Mark)),
             Batching::Mark
         );
         assert_eq!(
-            kept(decide(&sums(100, 60, 90), Batching::Mark)),
+            kept(decide(&sums(100, 60, 90), &[], Batching::Mark)),
             Batching::Mark
         );
         assert_eq!(
-            kept(decide(&[0; 12], Batching::Mark)),
+            kept(decide(&[0; 12], &[], Batching::Mark)),
             Batching::Mark,
             "nothing read"
         );
@@ -419,15 +465,15 @@ mod tests {
         assert_eq!(p.choice().map(kept), Some(Batching::Nap), "decided once");
         // A probe napping from the start keeps napping unless another carried 5% more.
         assert_eq!(
-            kept(decide(&sums(104, 90, 100), Batching::Nap)),
+            kept(decide(&sums(104, 90, 100), &[], Batching::Nap)),
             Batching::Nap
         );
         assert_eq!(
-            kept(decide(&sums(106, 90, 100), Batching::Nap)),
+            kept(decide(&sums(106, 90, 100), &[], Batching::Nap)),
             Batching::Mark
         );
         assert_eq!(
-            kept(decide(&sums(106, 120, 100), Batching::Nap)),
+            kept(decide(&sums(106, 120, 100), &[], Batching::Nap)),
             Batching::Off
         );
         assert_eq!(incumbent(1, true), Batching::Nap);
@@ -456,6 +502,60 @@ mod tests {
     }
 
     #[test]
+    fn between_settings_that_carried_about_as_much_the_cheaper_per_byte_is_kept() {
+        let sums = |mark, off, nap| carried_in(&PROBE_TURNS, mark, off, nap);
+        // Measured at a 4 Gbit/s path (tbf on a namespace's loopback, 2026-11-30): the turns
+        // carried the same; the receivers spent 3.5 ms with the mark, 12.4 going without, 16.1
+        // napping (of 12 turns: here per turn).
+        let cpu = sums(880_000, 3_100_000, 4_000_000);
+        let d = decide(&sums(100, 100, 100), &cpu, Batching::Nap);
+        assert!(d.kept_mark && d.for_cpu, "{d:?}");
+        assert_eq!(d.cpu_ns, [3_520_000, 12_400_000, 16_000_000]);
+        // Napping carried 4% more: within the margin, so still the mark, for its CPU.
+        let d = decide(&sums(100, 100, 104), &cpu, Batching::Nap);
+        assert!(d.kept_mark && d.for_cpu, "{d:?}");
+        // Napping carried 6% more: napping, whatever it costs.
+        let d = decide(&sums(100, 100, 106), &cpu, Batching::Nap);
+        assert!(d.napped && !d.for_cpu, "{d:?}");
+        // Cheaper by less than the CPU margin: what carried the most (the incumbent) stays.
+        let close = sums(3_300_000, 3_300_000, 4_000_000);
+        let d = decide(&sums(100, 100, 100), &close, Batching::Nap);
+        assert!(d.napped && !d.for_cpu, "{d:?}");
+        // The cheapest of two cheaper ones; and a cheaper one that carried less than the
+        // margin allows is no candidate.
+        let d = decide(&sums(100, 100, 100), &sums(2, 1, 10), Batching::Nap);
+        assert_eq!((kept(d), d.for_cpu), (Batching::Off, true));
+        let d = decide(&sums(90, 100, 100), &sums(1, 9, 10), Batching::Nap);
+        assert_eq!((kept(d), d.for_cpu), (Batching::Nap, false));
+        // Without CPU figures (another system, an older peer): by rate alone.
+        let d = decide(&sums(100, 100, 100), &[], Batching::Nap);
+        assert!(d.napped && !d.for_cpu && d.cpu_ns == [0; 3], "{d:?}");
+        let d = decide(&sums(100, 100, 100), &sums(0, 9, 10), Batching::Nap);
+        assert!(
+            d.napped && !d.for_cpu,
+            "an unmeasured setting is no candidate: {d:?}"
+        );
+        // A choice made for the CPU does not lead by the early margin: the probe runs on.
+        let half = |x: Vec<u64>| x[..PROBE_EARLY_TURNS].to_vec();
+        assert_eq!(
+            decide_early(&half(sums(100, 100, 100)), &half(cpu), Batching::Nap),
+            None
+        );
+        // The probe sums what its receivers counted.
+        let p = MarkProbe::new(Duration::ZERO, Batching::Nap);
+        for (turn, b) in PROBE_TURNS.iter().enumerate() {
+            p.count(turn, 1000, 1 << 20);
+            p.count_cpu(turn, if *b == Batching::Mark { 10 } else { 40 });
+        }
+        p.count_cpu(PROBE_TURNS.len(), 1_000_000);
+        let c = p.choice().expect("decided");
+        assert!(
+            c.kept_mark && c.for_cpu && c.cpu_ns == [40, 160, 160],
+            "{c:?}"
+        );
+    }
+
+    #[test]
     fn a_clear_first_half_decides_early_and_skips_the_second() {
         let ms = Duration::from_millis;
         let half = |mark, off, nap| carried_in(&PROBE_TURNS[..PROBE_EARLY_TURNS], mark, off, nap);
@@ -468,17 +568,24 @@ mod tests {
             assert_eq!(n, 2);
         }
         // The kept setting must lead every other by more than the early margin.
-        let d = decide_early(&half(200, 100, 150), Batching::Mark).expect("clear");
+        let d = decide_early(&half(200, 100, 150), &[], Batching::Mark).expect("clear");
         assert!(d.kept_mark && d.turns == 6, "{d:?}");
-        assert_eq!(decide_early(&half(200, 100, 170), Batching::Mark), None);
         assert_eq!(
-            decide_early(&half(100, 200, 150), Batching::Mark).map(kept),
+            decide_early(&half(200, 100, 170), &[], Batching::Mark),
+            None
+        );
+        assert_eq!(
+            decide_early(&half(100, 200, 150), &[], Batching::Mark).map(kept),
             Some(Batching::Off)
         );
-        assert_eq!(decide_early(&half(100, 120, 90), Batching::Mark), None);
+        assert_eq!(decide_early(&half(100, 120, 90), &[], Batching::Mark), None);
         // The incumbent kept within PROBE_MARGIN while another carried more: not clear.
-        assert_eq!(decide_early(&half(100, 104, 50), Batching::Mark), None);
-        assert_eq!(decide_early(&[0; 6], Batching::Nap), None, "nothing read");
+        assert_eq!(decide_early(&half(100, 104, 50), &[], Batching::Mark), None);
+        assert_eq!(
+            decide_early(&[0; 6], &[], Batching::Nap),
+            None,
+            "nothing read"
+        );
         // A probe whose first half is clear ends after it, with that choice.
         let p = MarkProbe::new(ms(100), Batching::Mark);
         for (turn, b) in PROBE_TURNS[..PROBE_EARLY_TURNS].iter().enumerate() {
