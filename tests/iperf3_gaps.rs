@@ -135,3 +135,80 @@ fn a_title_starts_every_line_of_the_output() {
         assert!(line.starts_with("test1:  "), "{line:?} in\n{stdout}");
     }
 }
+
+/// `netsweep -s` where `iperf3 -s` stood: `iperf3 -c HOST` finds it on iperf3's port 5201
+/// without `-p`, and netsweep's own client on 5310; where an iperf3 server already holds 5201
+/// the server still starts, on 5310, and says how iperf3's clients reach it. In a namespace
+/// of the test's own, whose ports nothing else uses (regression: "Connection refused" from
+/// `iperf3 -c HOST` against `netsweep -s`).
+#[test]
+fn iperf3s_clients_find_netsweep_s_on_iperf3s_port() {
+    let test = "iperf3s_clients_find_netsweep_s_on_iperf3s_port";
+    if !common::tool_or_skip(test, "iperf3") || !common::root_or_skip(test) {
+        return;
+    }
+    let _s = serial();
+    let ns = common::netns::Netns::new("s5201");
+    let start_server = |ns: &common::netns::Netns| {
+        let mut child = ns
+            .cmd(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["-s", "-B", "127.0.0.1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("netsweep -s");
+        let said = child.stderr.take().expect("stderr");
+        let server = KillOnDrop(child);
+        // The listening line and the notes after it (on standard error, as iperf3's), before
+        // the first test.
+        let mut lines = std::io::BufRead::lines(std::io::BufReader::new(said));
+        let first = lines.next().and_then(Result::ok).unwrap_or_default();
+        (server, first, lines)
+    };
+    let (server, first, _lines) = start_server(&ns);
+    assert!(
+        first.contains("127.0.0.1:5310 and 127.0.0.1:5201"),
+        "{first}"
+    );
+    let out = ns
+        .cmd("iperf3")
+        .args(["-c", "127.0.0.1", "-t", "1", "-J"])
+        .output()
+        .expect("iperf3 -c");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert!(
+        out.status.success() && doc["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0) > 0,
+        "{doc:#}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The server serves one test at a time, as iperf3's; the last is over.
+    let out = ns
+        .cmd(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["client", "127.0.0.1", "-t", "0.5"])
+        .output()
+        .expect("netsweep client");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(server);
+    // iperf3's own server on 5201 first.
+    let _iperf3 = KillOnDrop(
+        ns.cmd("iperf3")
+            .args(["-s", "-B", "127.0.0.1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("iperf3 -s"),
+    );
+    ns.wait_listening(5201);
+    let (_server, first, mut lines) = start_server(&ns);
+    let note = lines.next().and_then(Result::ok).unwrap_or_default();
+    assert!(
+        first.contains("127.0.0.1:5310 (")
+            && note.contains("not on iperf3's port 5201")
+            && note.contains("iperf3 clients add -p 5310"),
+        "{first}\n{note}"
+    );
+}

@@ -87,6 +87,13 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
                 .context("the iperf3 port (is an iperf3 server running here?)")?,
         );
     }
+    let mut iperf3_port_taken = None;
+    if let Some(port) = cfg.iperf3_port_if_free {
+        match listen_on(std::net::SocketAddr::new(cfg.listen.ip(), port)) {
+            Ok(l) => listeners.push(l),
+            Err(e) => iperf3_port_taken = Some((port, e)),
+        }
+    }
     let stop = signals::install();
     let addrs: Vec<String> = listeners
         .iter()
@@ -94,10 +101,13 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
         .map(|a| a.to_string())
         .collect();
     let mut said = vec![format!(
-        "{}{} (max {} tests at once; {})",
+        "{}{} (max {} at once; {})",
         daemon::LISTENING,
         addrs.join(" and "),
-        cfg.limits.max_tests,
+        match cfg.limits.max_tests {
+            1 => "1 test".to_string(),
+            n => format!("{n} tests"),
+        },
         if cfg.auth.is_some() {
             "iperf3 clients that log in"
         } else {
@@ -109,6 +119,13 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
             "iperf3 clients log in (users in {}, {}); netsweep's own clients are refused",
             auth.users_path.display(),
             auth.padding.words()
+        ));
+    }
+    if let Some((port, e)) = &iperf3_port_taken {
+        said.push(format!(
+            "not on iperf3's port {port} ({:#}; an iperf3 server there?): iperf3 clients add -p {}",
+            e,
+            cfg.listen.port()
         ));
     }
     if cfg.one_off {

@@ -17,8 +17,10 @@ pub struct ServerArgs {
     /// Address to listen on (default: all IPv6 and IPv4 addresses).
     #[arg(long, short = 'B')]
     pub bind: Option<IpAddr>,
-    #[arg(long, short = 'p', default_value_t = DEFAULT_PORT)]
-    pub port: u16,
+    /// Port to listen on [default: 5310, netsweep's; iperf3's command line (`netsweep -s`)
+    /// also listens on iperf3's 5201 unless -p is given, as `--iperf3` does]
+    #[arg(long, short = 'p')]
+    pub port: Option<u16>,
     /// Tests served at once; a client over the cap is told "busy" at once (default 4; 1 on
     /// iperf3's command line, `netsweep -s`, as iperf3 serves one test at a time).
     #[arg(long)]
@@ -159,6 +161,10 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// More ports on the same address (iperf3's, with `--iperf3`).
     pub extra_ports: Vec<u16>,
+    /// iperf3's port, listened on when it is free (`netsweep -s` without `-p`): iperf3's
+    /// clients find the server there as they find iperf3's, and a host where an iperf3 server
+    /// already holds it keeps serving on netsweep's port.
+    pub iperf3_port_if_free: Option<u16>,
     pub limits: ServerLimits,
     /// iperf3 authentication of the clients (`--rsa-private-key-path`).
     pub auth: Option<std::sync::Arc<crate::traffic::iperf3::login::ServerAuth>>,
@@ -211,16 +217,19 @@ impl TryFrom<&ServerArgs> for ServerConfig {
                     .map_err(|e| anyhow::anyhow!("--server-bitrate-limit {l}: {e}"))
             })
             .transpose()?;
+        let port = a.port.unwrap_or(DEFAULT_PORT);
         let extra_ports = match (a.iperf3, a.iperf3_port) {
             (_, Some(p)) => vec![p],
             (true, None) => vec![IPERF3_PORT],
             (false, None) => Vec::new(),
         }
         .into_iter()
-        .filter(|p| *p != a.port)
-        .collect();
+        .filter(|p| *p != port)
+        .collect::<Vec<u16>>();
         Ok(ServerConfig {
-            listen: SocketAddr::new(ip, a.port),
+            listen: SocketAddr::new(ip, port),
+            iperf3_port_if_free: (a.iperf3_cli && a.port.is_none() && extra_ports.is_empty())
+                .then_some(IPERF3_PORT),
             extra_ports,
             auth: a.auth.load(a.iperf3_cli)?.map(std::sync::Arc::new),
             one_off: a.one_off,

@@ -563,6 +563,43 @@ fn the_pscheduler_iperf3_tools_server_line_is_a_one_off_server() {
     assert!(e.contains("at least 1 second"), "{e}");
 }
 
+/// `netsweep -s` stands where `iperf3 -s` stood: iperf3's clients find it on 5201 without
+/// `-p`, and netsweep's on 5310. `-p` means one port, as in iperf3; `netsweep server` keeps
+/// netsweep's port alone unless `--iperf3` asks for both (regression: `iperf3 -c HOST` against
+/// `netsweep -s` was refused).
+#[test]
+fn an_iperf3_style_server_listens_on_iperf3s_port_too_unless_p_says_otherwise() {
+    let c = server_of(&["-s"]).unwrap();
+    assert_eq!(c.listen.port(), DEFAULT_PORT);
+    assert_eq!(
+        (c.extra_ports.as_slice(), c.iperf3_port_if_free),
+        (&[][..], Some(5201))
+    );
+    for (args, port, extra) in [
+        (&["-s", "-p", "6000"][..], 6000, &[][..]),
+        (&["-s", "-p", "5201"][..], 5201, &[][..]),
+        (&["server"][..], DEFAULT_PORT, &[][..]),
+        (&["server", "--iperf3"][..], DEFAULT_PORT, &[5201][..]),
+        (&["-s", "--iperf3"][..], DEFAULT_PORT, &[5201][..]),
+        (
+            &["-s", "--iperf3-port", "5202"][..],
+            DEFAULT_PORT,
+            &[5202][..],
+        ),
+    ] {
+        let c = server_of(args).unwrap();
+        assert_eq!(
+            (
+                c.listen.port(),
+                c.extra_ports.as_slice(),
+                c.iperf3_port_if_free
+            ),
+            (port, extra, None),
+            "{args:?}"
+        );
+    }
+}
+
 /// iperf3's client flags netsweep does not implement are refused by name, with what to do
 /// instead, not by clap's "unexpected argument" or a unit parser's "unknown unit".
 #[test]
