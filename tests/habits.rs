@@ -72,12 +72,34 @@ fn iperf3_spellings_run_a_test() {
             .all(|l| l.contains("Mbits/sec") && l.contains("MBytes") && !l.contains("Gbits")),
         "-f m: {text}"
     );
-    assert!(text.contains("Test: Tcp Forward"), "-V: {text}");
+    assert!(
+        text.contains("Test: TCP, client to server, 1 stream per direction"),
+        "-V: {text}"
+    );
+    assert!(!text.contains("Reverse mode"), "{text}");
     assert!(
         text.contains("client stream 0:") && text.contains("server stream 0:"),
         "{text}"
     );
     assert!(text.contains("-Z: accepted"), "-Z: {text}");
+}
+
+/// `-R` says who sends in iperf3's own words, after the connecting line.
+#[test]
+fn reverse_mode_is_announced_as_iperf3_does() {
+    let s = Server::start();
+    let o = s.client(&["-t", "0.3", "-R"]);
+    let text = out(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        o.status.success()
+            && lines
+                .first()
+                .is_some_and(|l| l.starts_with("Connecting to host 127.0.0.1"))
+            && lines.get(1) == Some(&"Reverse mode, remote host 127.0.0.1 is sending"),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]

@@ -364,6 +364,10 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
             cfg.server.ip(),
             cfg.server.port()
         );
+        // iperf3's line, word for word.
+        if spec.direction == crate::traffic::spec::Direction::Reverse {
+            crate::outln!("Reverse mode, remote host {} is sending", cfg.server.ip());
+        }
         if view.verbose {
             crate::outln!("{}", output::spec_line(spec));
         }

@@ -5,7 +5,7 @@
 use crate::traffic::histogram::{LogHistogram, UdpTiming};
 use crate::traffic::latency::summary::LatencyResult;
 use crate::traffic::result::{Interval, StreamInterval, Summary, TestResult};
-use crate::traffic::spec::{Flow, Protocol, TestSpec};
+use crate::traffic::spec::{Direction, Flow, Protocol, TestSpec};
 use crate::units::{Bytes, RateFormat};
 use std::fmt::Write;
 
@@ -15,11 +15,23 @@ use engine_lines::{low_water_line, receive_buffer_line, send_path_line};
 /// The test asked for, in one line (`-V`).
 pub fn spec_line(spec: &TestSpec) -> String {
     format!(
-        "Test: {:?} {:?}, {} stream(s) per direction, {} measured after {:.1} s omitted, \
+        "Test: {}, {}, {} {} per direction, {} measured after {:.1} s omitted, \
          {} s intervals, {} per {}, rate {}, window {}, congestion control {}",
-        spec.protocol,
-        spec.direction,
+        match spec.protocol {
+            Protocol::Tcp => "TCP",
+            Protocol::Udp => "UDP",
+        },
+        match spec.direction {
+            Direction::Forward => "client to server",
+            Direction::Reverse => "server to client (-R)",
+            Direction::Bidir => "both ways (--bidir)",
+        },
         spec.streams,
+        if spec.streams == 1 {
+            "stream"
+        } else {
+            "streams"
+        },
         match spec.count {
             Some(c) => format!(
                 "{} (at most {:.0} s)",
