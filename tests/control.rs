@@ -333,3 +333,43 @@ fn an_interrupted_client_keeps_what_it_measured() {
     // The server noticed and is ready for the next test.
     server.run(&short_tcp(0.3)).expect("next test");
 }
+
+/// The server's log ends each test with what it counted, as iperf3's server prints its own
+/// figures: forward, the bytes its receivers read (the client's receiver line), reverse, the
+/// bytes its senders wrote (the client's sender line), over the measured seconds.
+#[test]
+fn the_server_logs_what_it_counted_when_a_test_is_done() {
+    let server = TestServer::start(ServerLimits::default());
+    let mut spec = short_tcp(0.5);
+    let forward = server.run(&spec).expect("forward");
+    spec.direction = netsweep::traffic::spec::Direction::Reverse;
+    let reverse = server.run(&spec).expect("reverse");
+    let words = |bytes: u64, secs: f64| {
+        format!(
+            "{} {{}} at {} over 0.5 s",
+            netsweep::units::Bytes(bytes),
+            netsweep::units::BitRate(bytes as f64 * 8.0 / secs)
+        )
+    };
+    let (f, r) = (&forward.summary, &reverse.summary);
+    for needle in [
+        format!(
+            "test done: client to server {}",
+            words(f.bytes, f.seconds).replace("{}", "received")
+        ),
+        format!(
+            "test done: server to client {}",
+            words(r.sent_bytes, r.seconds).replace("{}", "sent")
+        ),
+    ] {
+        let t0 = Instant::now();
+        while !server.log_text().contains(&needle) {
+            assert!(
+                t0.elapsed() < Duration::from_secs(3),
+                "no {needle:?} in {}",
+                server.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}

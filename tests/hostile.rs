@@ -503,7 +503,7 @@ fn a_server_stopped_mid_test_logs_the_aborted_test() {
         let _ = e.read_to_string(&mut err);
     }
     assert!(
-        err.contains("TCP forward test, 1 streams") && err.contains("aborted after"),
+        err.contains("TCP forward test, 1 stream,") && err.contains("aborted after"),
         "{err}"
     );
     let _ = client.join();

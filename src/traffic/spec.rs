@@ -356,7 +356,12 @@ impl TestSpec {
             Direction::Reverse => "reverse",
             Direction::Bidir => "bidirectional",
         };
-        format!("{protocol} {direction} test, {} streams", self.streams)
+        let streams = if self.streams == 1 {
+            "1 stream".to_string()
+        } else {
+            format!("{} streams", self.streams)
+        };
+        format!("{protocol} {direction} test, {streams}")
     }
 
     /// Checks every field; the first problem found is returned.

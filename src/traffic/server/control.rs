@@ -175,7 +175,11 @@ pub(super) fn control_session(
     // hung up, within STAGE_DEADLINE of the result's last frame; a client that starts its next
     // test at once waits for the slot briefly instead of being told "busy".
     let outcome = outcome.and_then(|(done, peer_rx)| {
+        let said = done_words(&spec, &done);
         send_result(&mut ctrl, done)?;
+        if let Some(said) = said {
+            (shared.log)(&format!("{peer}: test done: {said}"));
+        }
         let _ = peer_rx.recv_timeout(STAGE_DEADLINE);
         Ok(())
     });
@@ -209,6 +213,53 @@ fn test_words(spec: &TestSpec) -> String {
         spec.kind_words(),
         spec.total_time().as_secs_f64()
     )
+}
+
+/// What this end counted over the measured intervals, for the log: "client to server 2.36
+/// GBytes received at 20.3 Gbits/sec over 1.0 s" (this end's receivers) or "... sent ..." (its
+/// senders), each direction of the test; `None` when no measured interval closed.
+fn done_words(spec: &TestSpec, done: &crate::traffic::session::Finished) -> Option<String> {
+    let timeline = spec.timeline();
+    let slots = timeline.slots();
+    let closed = done
+        .reports
+        .iter()
+        .map(|r| r.intervals.len())
+        .max()
+        .unwrap_or(0)
+        .min(slots.len());
+    let measured = |i: usize| slots.get(i).is_some_and(|s| !s.omitted);
+    let secs: f64 = (0..closed)
+        .filter(|&i| measured(i))
+        .map(|i| (slots[i].end - slots[i].start).as_secs_f64())
+        .sum();
+    if secs <= 0.0 {
+        return None;
+    }
+    let parts: Vec<String> = [Flow::ClientToServer, Flow::ServerToClient]
+        .into_iter()
+        .filter_map(|flow| {
+            let ours: Vec<_> = done.reports.iter().filter(|r| r.flow == flow).collect();
+            let role = ours.first()?.role;
+            let bytes: u64 = ours
+                .iter()
+                .flat_map(|r| r.intervals.iter().enumerate())
+                .filter(|(i, _)| measured(*i))
+                .map(|(_, iv)| iv.bytes)
+                .sum();
+            Some(format!(
+                "{} {} {} at {}",
+                flow.words(),
+                crate::units::Bytes(bytes),
+                match role {
+                    crate::traffic::measure::Role::Sender => "sent",
+                    crate::traffic::measure::Role::Receiver => "received",
+                },
+                crate::units::BitRate(bytes as f64 * 8.0 / secs)
+            ))
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("{} over {secs:.1} s", parts.join(", ")))
 }
 
 /// A client message named in the protocol's words, not Rust's.
