@@ -10,8 +10,7 @@ use std::process::ExitCode;
 pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let store = open_existing(&a.db)?;
     let campaign = campaign_id(&store, a.campaign, &a.db)?;
-    let metric =
-        Metric::parse(&a.metric).with_context(|| format!("--metric {} is not known", a.metric))?;
+    let metric = Metric::from_flag(&a.metric).map_err(anyhow::Error::msg)?;
     let filters = pairs(&a.filters, "--where")?;
     let configs = store.configurations(campaign)?;
     let dims: Vec<String> = configs

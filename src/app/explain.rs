@@ -13,8 +13,7 @@ use std::process::ExitCode;
 pub fn run(a: &ExplainArgs) -> anyhow::Result<ExitCode> {
     let store = open_existing(&a.db)?;
     let campaign = campaign_id(&store, a.campaign, &a.db)?;
-    let metric =
-        Metric::parse(&a.metric).with_context(|| format!("--metric {} is not known", a.metric))?;
+    let metric = Metric::from_flag(&a.metric).map_err(anyhow::Error::msg)?;
     let rate = a
         .rate
         .as_deref()

@@ -169,6 +169,34 @@ pub enum Metric {
 }
 
 impl Metric {
+    /// Every metric's name, as `parse` takes it (most also have a shorter alias).
+    pub const NAMES: [&'static str; 14] = [
+        "bits_per_second",
+        "retransmits",
+        "lost_percent",
+        "jitter_ms",
+        "cpu_local_percent",
+        "cpu_remote_percent",
+        "loaded_p50_ms",
+        "loaded_p99_ms",
+        "added_latency_ms",
+        "transfer_time_ratio",
+        "tcp_efficiency_percent",
+        "buffer_delay_percent",
+        "transactions",
+        "latency_p99",
+    ];
+
+    /// `--metric NAME`: the metric, or why not, with the names there are.
+    pub fn from_flag(s: &str) -> Result<Metric, String> {
+        Metric::parse(s).ok_or_else(|| {
+            format!(
+                "--metric {s} is not known; the metrics are {}",
+                Metric::NAMES.join(", ")
+            )
+        })
+    }
+
     pub fn parse(s: &str) -> Option<Metric> {
         Some(match s {
             "bits_per_second" | "goodput" | "throughput" => Metric::BitsPerSecond,
@@ -475,6 +503,29 @@ pub fn until_met(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_metric_has_one_name_and_an_unknown_one_lists_them() {
+        let all: Vec<Metric> = Metric::NAMES
+            .iter()
+            .map(|n| Metric::parse(n).expect(n))
+            .collect();
+        for (i, m) in all.iter().enumerate() {
+            assert!(!all[..i].contains(m), "{m:?} named twice");
+            // The name is the one results and JSON use.
+            assert_eq!(
+                serde_json::to_value(m).unwrap(),
+                serde_json::Value::from(Metric::NAMES[i])
+            );
+        }
+        let e = Metric::from_flag("foo").unwrap_err();
+        assert!(
+            e.starts_with("--metric foo is not known; the metrics are bits_per_second, ")
+                && e.ends_with("transactions, latency_p99"),
+            "{e}"
+        );
+        assert_eq!(Metric::from_flag("goodput"), Ok(Metric::BitsPerSecond));
+    }
 
     fn row(dims: &[(&str, &str)], bps: f64, ok: bool) -> RunRow {
         let dims: Vec<(String, String)> = dims
