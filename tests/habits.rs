@@ -102,6 +102,33 @@ fn reverse_mode_is_announced_as_iperf3_does() {
     );
 }
 
+/// iperf3's `-I FILE` on a client: the file holds the client's process ID while it runs and
+/// is gone after (it was refused as a server-only flag).
+#[test]
+fn a_client_holds_its_pidfile_while_it_runs() {
+    let s = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("client.pid");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["-c", "127.0.0.1", "-p", &s.1.to_string(), "-t", "1", "-I"])
+        .arg(&pidfile)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let want = format!("{}\n", child.id());
+    let t0 = std::time::Instant::now();
+    while std::fs::read_to_string(&pidfile).ok().as_deref() != Some(want.as_str()) {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(5),
+            "no pid {want:?} in {}",
+            pidfile.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(child.wait().unwrap().success());
+    assert!(!pidfile.exists(), "the pidfile is removed at exit");
+}
+
 #[test]
 fn logfile_receives_the_output() {
     let s = Server::start();

@@ -84,7 +84,7 @@ impl Pidfile {
             && crate::platform::process::alive(pid)
         {
             bail!(
-                "-I {}: process {pid} is running (another server?); stop it or give another file",
+                "-I {}: process {pid} is running (another netsweep?); stop it or give another file",
                 path.display()
             );
         }

@@ -223,6 +223,12 @@ fn one_off_watch(
 }
 
 fn run_client(a: &ClientArgs) -> anyhow::Result<ExitCode> {
+    // Held while the client runs; removed on every way out of this function.
+    let _pidfile = a
+        .pidfile
+        .as_deref()
+        .map(daemon::Pidfile::claim)
+        .transpose()?;
     if a.test_kind.is_some() {
         let (cfg, spec): (ClientConfig, crate::traffic::rr::RrSpec) = a.try_into()?;
         let view = ClientView::try_from(a)?;

@@ -120,6 +120,10 @@ pub struct ClientArgs {
     /// Append the output to this file instead of printing it (iperf3's --logfile).
     #[arg(long)]
     pub logfile: Option<std::path::PathBuf>,
+    /// Write the client's process ID to FILE while it runs, removed at exit (iperf3's -I,
+    /// which a client takes too); a FILE naming a running process is refused.
+    #[arg(long, short = 'I', value_name = "FILE")]
+    pub pidfile: Option<std::path::PathBuf>,
     /// (internal) The whole test as JSON, as a campaign hands it to a guest's netsweep; the
     /// options that shape a test are then ignored.
     #[arg(long, hide = true)]

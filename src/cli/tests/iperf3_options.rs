@@ -70,6 +70,7 @@ const IPERF3_CLIENT_OPTIONS: &[(&str, Option<&str>)] = &[
     ("mptcp", None),
     ("gsro", None),
     ("debug", None),
+    ("pidfile", Some("/tmp/p")),
 ];
 
 const IPERF3_SERVER_OPTIONS: &[(&str, Option<&str>)] = &[
