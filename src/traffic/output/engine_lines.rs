@@ -65,17 +65,18 @@ fn reads_line(
     let ratio = |a: u64, b: u64| a as f64 / (b as f64).max(1.0);
     // Results written before receivers could nap have no napping figure.
     let tried_nap = p.napped_bytes > 0 || p.napped;
+    // Each setting: what it carried in the probe and what its receivers spent (ns).
+    let [mark_cpu, off_cpu, nap_cpu] = p.cpu_ns;
+    let marked = (p.marked_bytes, mark_cpu);
+    let (unmarked, napped) = ((p.unmarked_bytes, off_cpu), (p.napped_bytes, nap_cpu));
     let (kept, carried, others) = if p.napped {
         (
             format!(
                 "napping up to {} us between drains (no low-water mark)",
                 crate::traffic::engine::lowater::NAP_MAX.as_micros()
             ),
-            p.napped_bytes,
-            [
-                ("with the mark", p.marked_bytes),
-                ("with neither", p.unmarked_bytes),
-            ],
+            napped,
+            [("with the mark", marked), ("with neither", unmarked)],
         )
     } else if p.kept_mark {
         (
@@ -83,23 +84,22 @@ fn reads_line(
                 "batched (low-water mark up to {})",
                 crate::units::Bytes(mark_bytes.unwrap_or(1))
             ),
-            p.marked_bytes,
-            [
-                ("without it", p.unmarked_bytes),
-                ("napping", p.napped_bytes),
-            ],
+            marked,
+            [("without it", unmarked), ("napping", napped)],
         )
     } else {
         (
             "one per wake-up (no low-water mark)".to_string(),
-            p.unmarked_bytes,
-            [("with one", p.marked_bytes), ("napping", p.napped_bytes)],
+            unmarked,
+            [("with one", marked), ("napping", napped)],
         )
     };
     let compared: Vec<String> = others
         .iter()
         .filter(|(name, _)| tried_nap || *name != "napping")
-        .map(|(name, bytes)| format!("{:.2}x what they carried {name}", ratio(carried, *bytes)))
+        .map(|(name, (bytes, _))| {
+            format!("{:.2}x what they carried {name}", ratio(carried.0, *bytes))
+        })
         .collect();
     let early = crate::traffic::engine::lowater::PROBE_EARLY_TURNS;
     let probe = if p.turns as usize == early {
@@ -113,36 +113,24 @@ fn reads_line(
     format!(
         "Reads{which}: {kept}; in {probe} they carried {}{}.\n",
         compared.join(" and "),
-        cheaper_words(p, carried, &others)
+        if p.for_cpu {
+            cheaper_words(carried, &others)
+        } else {
+            String::new()
+        }
     )
 }
 
 /// For a probe that kept a setting for its CPU (`lowater::PROBE_CPU_MARGIN`): what the kept
-/// setting cost the receivers per byte against the one of `others` that carried the most.
-fn cheaper_words(
-    p: crate::traffic::measure::LowWaterProbe,
-    carried: u64,
-    others: &[(&str, u64); 2],
-) -> String {
-    let [mark, off, nap] = p.cpu_ns;
-    let cost = |name: &str| match name {
-        "with the mark" | "with one" => mark,
-        "with neither" | "without it" => off,
-        _ => nap,
-    };
-    let kept_cost = if p.napped {
-        nap
-    } else if p.kept_mark {
-        mark
-    } else {
-        off
-    };
-    let per_byte = |cpu: u64, bytes: u64| cpu as f64 / (bytes as f64).max(1.0);
-    match others.iter().max_by_key(|(_, bytes)| *bytes) {
-        Some(&(name, bytes)) if p.for_cpu && cost(name) > 0 => format!(
+/// setting (`kept`: bytes carried, receivers' CPU) cost per byte against the one of `others`
+/// that carried the most.
+fn cheaper_words(kept: (u64, u64), others: &[(&str, (u64, u64)); 2]) -> String {
+    let per_byte = |(bytes, cpu): (u64, u64)| cpu as f64 / (bytes as f64).max(1.0);
+    match others.iter().max_by_key(|(_, (bytes, _))| *bytes) {
+        Some(&(name, other)) if other.1 > 0 => format!(
             ", at {:.2}x their CPU per byte {name} (the cheaper is kept where both carried \
              within {:.0}%)",
-            per_byte(kept_cost, carried) / per_byte(cost(name), bytes),
+            per_byte(kept) / per_byte(other),
             crate::traffic::engine::lowater::PROBE_MARGIN * 100.0,
         ),
         _ => String::new(),

@@ -16,7 +16,9 @@
 //! receiver to ask decides for all: the incumbent (`incumbent`: the mark, or napping for a
 //! test's only receiver dropping the data; the receivers' setting until the decision) goes
 //! only when another setting carried more than `PROBE_MARGIN` more (then the one that carried
-//! the most is kept), and nothing is decided
+//! the most is kept); a setting that carried about as much (within the margin) at a quarter
+//! less of the receiving threads' CPU per byte is kept instead (`PROBE_CPU_MARGIN`: each
+//! receiver reads its thread's CPU clock after each read in the turns); and nothing is decided
 //! when no counted turn had a mark above the default to test (a slow stream). When the first
 //! half's turns (`PROBE_EARLY_TURNS`) are clear (`decide_early`), the probe decides then and
 //! skips the second half. Paced tests and
