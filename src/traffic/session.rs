@@ -482,6 +482,15 @@ impl Finished {
         self.reports.push(report);
         self.cpu.add(&cpu);
     }
+
+    /// The intervals the streams closed: the longest report's.
+    pub fn closed(&self) -> usize {
+        self.reports
+            .iter()
+            .map(|r| r.intervals.len())
+            .max()
+            .unwrap_or(0)
+    }
 }
 
 #[cfg(test)]

@@ -99,6 +99,19 @@ impl Timeline {
         (i < self.slots.len()).then_some(i)
     }
 
+    /// The measured seconds of the first `closed` slots (warm-up excluded), each cut at
+    /// `stopped` when streams were stopped early.
+    pub fn measured_of(&self, closed: usize, stopped: Option<Duration>) -> f64 {
+        self.slots[..closed.min(self.slots.len())]
+            .iter()
+            .filter(|s| !s.omitted)
+            .map(|s| {
+                let end = stopped.map_or(s.end, |t| s.end.min(t));
+                end.saturating_sub(s.start).as_secs_f64()
+            })
+            .sum()
+    }
+
     /// The measured span (excluding warm-up).
     pub fn measured(&self) -> Duration {
         self.slots

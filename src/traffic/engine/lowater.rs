@@ -187,14 +187,16 @@ impl ReceiverMark {
     /// After a read (data or none) that ended at `now`: in a probe turn, the thread's CPU
     /// since the last read that ended in the same turn counts for it (`MarkProbe::count_cpu`)
     /// when this one ended in the turn's counted part. The clock is read only in the turns.
-    fn note_cpu(&mut self, now: Duration) {
-        let Some(probe) = &self.probe else { return };
-        let ProbeStep::Turn { turn, counts, .. } = probe.step(now) else {
+    /// Returns where the probe stands at `now` (none without a probe), asked once a read.
+    fn note_cpu(&mut self, now: Duration) -> Option<ProbeStep> {
+        let probe = self.probe.as_ref()?;
+        let step = probe.step(now);
+        let ProbeStep::Turn { turn, counts, .. } = step else {
             self.cpu_seen = None;
-            return;
+            return Some(step);
         };
         let Some(cpu) = (self.cpu_clock)() else {
-            return;
+            return Some(step);
         };
         if let Some((seen_turn, seen)) = self.cpu_seen
             && seen_turn == turn
@@ -203,6 +205,7 @@ impl ReceiverMark {
             probe.count_cpu(turn, cpu.saturating_sub(seen));
         }
         self.cpu_seen = Some((turn, cpu));
+        Some(step)
     }
 
     /// Before a read starting at `now`: the mark to set on the socket, when it changes, and
@@ -250,7 +253,7 @@ impl ReceiverMark {
     /// comes, so a stalled stream stops napping and blocks in its reads again.
     pub fn after_empty_read(&mut self, now: Duration, total: u64, rcvbuf: impl FnOnce() -> usize) {
         self.rule.update(now, total, rcvbuf);
-        self.note_cpu(now);
+        let _ = self.note_cpu(now);
     }
 
     /// After a read that returned `bytes` at `now`, `total` read so far; `rcvbuf` as in
@@ -263,12 +266,12 @@ impl ReceiverMark {
         rcvbuf: impl FnOnce() -> usize,
     ) {
         self.rule.update(now, total, rcvbuf);
-        self.note_cpu(now);
+        let step = self.note_cpu(now);
         if let (Some(probe), Some(ProbeStep::Turn { turn: began, .. })) =
             (&self.probe, self.started)
-            && let ProbeStep::Turn {
+            && let Some(ProbeStep::Turn {
                 turn, counts: true, ..
-            } = probe.step(now)
+            }) = step
             && turn == began
         {
             probe.count(turn, bytes, self.applied);

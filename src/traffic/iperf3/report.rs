@@ -22,20 +22,7 @@ fn slotted<'a>(
 pub fn results(spec: &TestSpec, local: &Finished, stopped: Option<Duration>) -> Results {
     let timeline = spec.timeline();
     let slots = timeline.slots();
-    let kept = local
-        .reports
-        .iter()
-        .map(|r| r.intervals.len())
-        .max()
-        .unwrap_or(0);
-    let measured_s: f64 = slots[..kept.min(slots.len())]
-        .iter()
-        .filter(|s| !s.omitted)
-        .map(|s| {
-            let end = stopped.map_or(s.end, |t| s.end.min(t));
-            end.saturating_sub(s.start).as_secs_f64()
-        })
-        .sum();
+    let measured_s = timeline.measured_of(local.closed(), stopped);
     let sends = local.reports.iter().any(|r| r.role == Role::Sender);
     let streams = local
         .reports

@@ -220,19 +220,8 @@ fn test_words(spec: &TestSpec) -> String {
 /// senders), each direction of the test; `None` when no measured interval closed.
 fn done_words(spec: &TestSpec, done: &crate::traffic::session::Finished) -> Option<String> {
     let timeline = spec.timeline();
-    let slots = timeline.slots();
-    let closed = done
-        .reports
-        .iter()
-        .map(|r| r.intervals.len())
-        .max()
-        .unwrap_or(0)
-        .min(slots.len());
-    let measured = |i: usize| slots.get(i).is_some_and(|s| !s.omitted);
-    let secs: f64 = (0..closed)
-        .filter(|&i| measured(i))
-        .map(|i| (slots[i].end - slots[i].start).as_secs_f64())
-        .sum();
+    let measured = |i: usize| timeline.slots().get(i).is_some_and(|s| !s.omitted);
+    let secs = timeline.measured_of(done.closed(), None);
     if secs <= 0.0 {
         return None;
     }
