@@ -428,15 +428,17 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             )),
             (None, None) => None,
         };
+        // As far as iperf3 lets a test run: the grid of a test that a count or an interrupt
+        // ends.
+        let longest = std::time::Duration::from_secs(crate::traffic::iperf3::wire::MAX_TIME_S);
         let (duration, steady) = match (&a.time, count) {
-            // A count ends the test; the grid reaches as far as iperf3 lets a test run.
-            (None, Some(_)) => (
-                std::time::Duration::from_secs(crate::traffic::iperf3::wire::MAX_TIME_S),
-                None,
-            ),
+            (None, Some(_)) => (longest, None),
             (t, _) => crate::traffic::steady::parse_duration(t.as_deref().unwrap_or("10"))
                 .map_err(|e| anyhow::anyhow!("-t/--time: {e}"))?,
         };
+        // iperf3's -t 0: until interrupted (Ctrl-C), which then ends the test as its time would.
+        let until_stopped = duration.is_zero() && steady.is_none();
+        let duration = if until_stopped { longest } else { duration };
         let mut spec = if a.udp {
             TestSpec::udp(duration)
         } else {
@@ -444,6 +446,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         };
         spec.steady = steady;
         spec.count = count;
+        spec.until_stopped = until_stopped;
         spec.interval = parse_duration(&a.interval).context("-i/--interval")?;
         if spec.interval.is_zero() {
             // iperf3's -i 0: no reports while the test runs, one interval over the whole test
@@ -575,15 +578,19 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         spec.validate()?;
         // iperf3's authentication exists in iperf3's protocol only: --username speaks it.
         cfg.auth = a.auth.load(a.iperf3_cli)?.map(std::sync::Arc::new);
-        // A count runs with iperf3's protocol, whose client ends the test when it wants
-        // (netsweep's own protocol shares a grid fixed in advance); netsweep servers speak it.
-        cfg.peer = if a.iperf3 || cfg.auth.is_some() || spec.count.is_some() {
+        // A count or -t 0 runs with iperf3's protocol, whose client ends the test when it
+        // wants (netsweep's own protocol shares a grid fixed in advance); netsweep servers
+        // speak it.
+        let client_ends = spec.count.is_some() || spec.until_stopped;
+        cfg.peer = if a.iperf3 || cfg.auth.is_some() || client_ends {
             let adapted = crate::traffic::iperf3::client::adapt(&spec);
             crate::traffic::iperf3::client::params_for(&adapted).map_err(|e| {
                 let flag = if a.iperf3 {
                     "--iperf3"
                 } else if spec.count.is_some() {
                     "-n/-k (iperf3's protocol)"
+                } else if spec.until_stopped {
+                    "-t 0 (iperf3's protocol)"
                 } else {
                     "--username"
                 };

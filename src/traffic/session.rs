@@ -461,6 +461,21 @@ impl Streams {
         }
     }
 
+    /// Raises the stop flag and gathers the reports of the streams not yet in `done`, for at
+    /// most `within` (what they measured before they stop), leaving the threads to the owner.
+    pub fn stop_and_gather(&self, done: &mut Finished, within: Duration) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let until = Instant::now() + within;
+        while done.reports.len() < self.count && Instant::now() < until {
+            match self.events.recv_timeout(Duration::from_millis(50)) {
+                Ok(EngineEvent::StreamDone(report, cpu)) => done.add(*report, cpu),
+                Ok(EngineEvent::Interval(_)) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+
     /// Raises the stop flag and waits for every thread.
     pub fn stop_and_join(mut self) {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -149,6 +149,10 @@ pub struct TestSpec {
     /// warm-up; `duration` is then only its ceiling. Absent: the test runs for `duration`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub count: Option<Count>,
+    /// iperf3's `-t 0`: the test runs until the client is interrupted (or reaches its count),
+    /// and ends then at the end of the interval running; `duration` is only its ceiling.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub until_stopped: bool,
     /// TCP_NODELAY on both ends' data sockets (iperf3's `-N`): writes go out at once instead
     /// of waiting for Nagle's algorithm.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -327,6 +331,7 @@ impl TestSpec {
             dont_fragment: false,
             skip_rx_copy: false,
             count: None,
+            until_stopped: false,
             no_delay: false,
             repeating_payload: false,
             rr: None,

@@ -309,3 +309,24 @@ fn the_command_line_passes_claps_checks() {
     use clap::CommandFactory;
     Cli::command().debug_assert();
 }
+
+/// iperf3's `-t 0`: until interrupted, with iperf3's protocol (whose client says when the test
+/// ends), the grid only the ceiling iperf3 allows; it was refused ("duration must be more than
+/// 0").
+#[test]
+fn t0_runs_until_interrupted_with_iperf3s_protocol() {
+    use crate::traffic::client::PeerProtocol;
+    let (cfg, spec) = client(&["127.0.0.1", "-t", "0"]).unwrap();
+    assert!(spec.until_stopped);
+    assert_eq!(cfg.peer, PeerProtocol::Iperf3);
+    assert_eq!(spec.duration, Duration::from_secs(86_400));
+    assert!(spec.count.is_none());
+    let p = crate::traffic::iperf3::client::params_for(&spec).unwrap();
+    assert_eq!((p.time_s, p.bytes, p.blocks), (0, 0, 0));
+    // A time is still a time, and -t auto is not -t 0.
+    let (cfg, spec) = client(&["127.0.0.1", "-t", "3"]).unwrap();
+    assert!(!spec.until_stopped);
+    assert_ne!(cfg.peer, PeerProtocol::Iperf3);
+    let (_, spec) = client(&["127.0.0.1", "-t", "auto"]).unwrap();
+    assert!(!spec.until_stopped && spec.steady.is_some());
+}

@@ -447,16 +447,8 @@ fn drive(
         }
     }
     if error.is_some() {
-        streams.stop.store(true, Ordering::Relaxed);
         // Collect what the stream threads measured before they stop.
-        let until = Instant::now() + Duration::from_secs(2);
-        while local.reports.len() < streams.count && Instant::now() < until {
-            match streams.events.recv_timeout(Duration::from_millis(50)) {
-                Ok(EngineEvent::StreamDone(report, cpu)) => local.add(*report, cpu),
-                Ok(EngineEvent::Interval(_)) | Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-        }
+        streams.stop_and_gather(&mut local, Duration::from_secs(2));
     }
     Driven {
         local,

@@ -423,7 +423,9 @@ impl<'a> Sender<'a> {
                     if let Some(q) = quota {
                         q.unclaim(chunk as u64);
                     }
-                    return Step::Done;
+                    // What it wrote before the far end went (an iperf3 client interrupted
+                    // mid-interval) stays counted where the streams run open-ended.
+                    return self.stop_here();
                 }
             }
         };

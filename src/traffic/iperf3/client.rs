@@ -434,7 +434,8 @@ fn as_counted(spec: &TestSpec, at: Duration) -> TestSpec {
 }
 
 /// What `drive` hands back: this end's reports, the error that ended the test early, where a
-/// count's test ended on this end's grid, and how many merged intervals were shown live.
+/// count's test (or an interrupted `-t 0` test) ended on this end's grid, and how many merged
+/// intervals were shown live.
 struct Drove {
     local: Finished,
     error: Option<String>,
@@ -455,12 +456,13 @@ fn drive(
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Drove {
     let roles = local_roles(spec);
-    let intervals = spec.timeline().len();
+    let timeline = spec.timeline();
+    let cut = streams.cut.clone();
     let mut merger = LiveMerger::new(spec);
     let mut emitted = vec![0usize; roles.len()];
     let mut local = Finished::default();
-    let grid_end = start + spec.total_time();
-    let give_up = grid_end + Duration::from_secs(10);
+    let mut grid_end = start + spec.total_time();
+    let mut give_up = grid_end + Duration::from_secs(10);
     let mut error = None;
     let mut failure = session::StreamFailure::default();
     // When TEST_END went out: the server stops sending then, and the receiving streams get
@@ -470,7 +472,7 @@ fn drive(
         roles
             .iter()
             .zip(emitted)
-            .all(|(r, &n)| *r != role || n >= intervals)
+            .all(|(r, &n)| *r != role || n >= cut.slots())
     };
     // With a count: when either direction reached it on this end's grid. Intervals that end
     // after it are shown from the result, on the grid as it ran.
@@ -562,8 +564,22 @@ fn drive(
             break;
         }
         if stop.load(Ordering::Relaxed) {
-            error = Some("interrupted: results cover the intervals measured so far".to_string());
-            break;
+            // -t 0: the interrupt is the test's end, at the end of the interval running, as a
+            // time's would be; once.
+            if spec.until_stopped && ended.is_none() && cut.slots() == timeline.len() {
+                let slots = timeline
+                    .index_at(now.saturating_duration_since(start))
+                    .map_or(timeline.len(), |i| i + 1);
+                cut.at(slots);
+                if let Some(last) = timeline.slots().get(slots.saturating_sub(1)) {
+                    grid_end = start + last.end;
+                    give_up = grid_end + Duration::from_secs(10);
+                }
+            } else if !spec.until_stopped {
+                error =
+                    Some("interrupted: results cover the intervals measured so far".to_string());
+                break;
+            }
         }
         if Instant::now() > give_up {
             error = Some("the streams did not finish 10 s after the test's end".to_string());
@@ -624,9 +640,19 @@ fn drive(
             }
         }
     }
+    // A -t 0 test interrupted ends where its grid was cut, as a count's where it was reached.
+    let interrupted_at = (cut.slots() < timeline.len())
+        .then(|| {
+            timeline
+                .slots()
+                .get(cut.slots().saturating_sub(1))
+                .map(|s| s.end)
+        })
+        .flatten();
     let counted_until = quotas
         .is_some()
-        .then(|| cut_at.unwrap_or_else(|| start.elapsed()));
+        .then(|| cut_at.unwrap_or_else(|| start.elapsed()))
+        .or(interrupted_at);
     streams.stop_and_collect(&mut local);
     local.reports.sort_by_key(|r| r.stream);
     Drove {

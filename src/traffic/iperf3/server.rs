@@ -431,11 +431,9 @@ pub fn serve(
         eager_receivers: true,
     };
     let streams = session::start_streams(&spec, false, sockets, (start, start), wire)?;
-    // The grid's end: the asked time plus `END_GRACE`, or, with -n/-k (no time), the
-    // longest test this server accepts (a byte count's end is the client's TEST_END).
-    let deadline = start + spec.omit + spec.duration;
+    let deadline = Deadline::of(start, &spec, &params);
     let mut finished = Finished::default();
-    let ends = (deadline, ctx.limits.rcv_timeout);
+    let ends = (&deadline, ctx.limits.rcv_timeout);
     let watch = ctx
         .limits
         .bitrate_limit
@@ -462,7 +460,16 @@ pub fn serve(
     finished.reports.sort_by_key(|r| r.stream);
     finished.cpu.wall_s = stopped.as_secs_f64();
     if let Err(e) = ended {
-        anyhow::bail!("{}", e.why);
+        // What it counted is not lost with the test: a client ends a `-t 0` test so.
+        let ours = super::report::results(&spec, &finished, Some(stopped));
+        match counted_words(&spec, &ours) {
+            Some(counted) => anyhow::bail!(
+                "{} after {:.1} s; this end counted {counted}",
+                e.why,
+                stopped.as_secs_f64()
+            ),
+            None => anyhow::bail!("{}", e.why),
+        }
     }
     control::write_state(&mut ctrl, State::ExchangeResults)?;
     let cap = results_cap(flows.len());
@@ -759,6 +766,8 @@ mod tests {
         .expect("TOS and fq rate are honoured");
         assert_eq!(options.tos, Some(0xb8));
         assert_eq!(options.fq_rate_bps, Some(100_000_000));
-        assert_eq!(refuse(Params { time_s: 0, ..p }), code::DURATION);
+        // -t 0: until the client ends it, within the longest test this server serves.
+        let unlimited = spec_for(&Params { time_s: 0, ..p }, &limits).expect("-t 0 is served");
+        assert_eq!(unlimited.total_time(), limits.max_duration + END_GRACE);
     }
 }

@@ -175,7 +175,7 @@ pub(super) fn control_session(
     // hung up, within STAGE_DEADLINE of the result's last frame; a client that starts its next
     // test at once waits for the slot briefly instead of being told "busy".
     let outcome = outcome.and_then(|(done, peer_rx)| {
-        let said = done_words(&spec, &done);
+        let said = done_words(&spec, &done, None);
         send_result(&mut ctrl, done)?;
         if let Some(said) = said {
             (shared.log)(&format!("{peer}: test done: {said}"));
@@ -216,12 +216,17 @@ fn test_words(spec: &TestSpec) -> String {
 }
 
 /// What this end counted over the measured intervals, for the log: "client to server 2.36
-/// GBytes received at 20.3 Gbits/sec over 1.0 s" (this end's receivers) or "... sent ..." (its
-/// senders), each direction of the test; `None` when no measured interval closed.
-fn done_words(spec: &TestSpec, done: &crate::traffic::session::Finished) -> Option<String> {
+/// GBytes received at 20.3 Gbits/sec (2534023168 bytes) over 1.0 s" (this end's receivers) or
+/// "... sent ..." (its senders), each direction of the test, the seconds cut at `stopped`;
+/// `None` when no measured interval closed.
+fn done_words(
+    spec: &TestSpec,
+    done: &crate::traffic::session::Finished,
+    stopped: Option<Duration>,
+) -> Option<String> {
     let timeline = spec.timeline();
     let measured = |i: usize| timeline.slots().get(i).is_some_and(|s| !s.omitted);
-    let secs = timeline.measured_of(done.closed(), None);
+    let secs = timeline.measured_of(done.closed(), stopped);
     if secs <= 0.0 {
         return None;
     }
@@ -237,7 +242,7 @@ fn done_words(spec: &TestSpec, done: &crate::traffic::session::Finished) -> Opti
                 .map(|(_, iv)| iv.bytes)
                 .sum();
             Some(format!(
-                "{} {} {} at {}",
+                "{} {} {} at {} ({bytes} bytes)",
                 flow.words(),
                 crate::units::Bytes(bytes),
                 match role {
@@ -340,10 +345,14 @@ fn forward_reports(
     let give_up = start + spec.total_time() + Duration::from_secs(30);
     let mut finished = Finished::default();
     let mut failure = session::StreamFailure::default();
+    let mut aborted = None;
     while finished.reports.len() < streams.count || failure.noted() {
         if let Ok(msg) = peer_rx.try_recv() {
             match msg {
-                Ok(ClientMsg::Abort { reason }) => anyhow::bail!("client aborted: {reason}"),
+                Ok(ClientMsg::Abort { reason }) => {
+                    aborted = Some(reason);
+                    break;
+                }
                 Ok(ClientMsg::End { slots }) => {
                     let timeline = spec.timeline();
                     if slots == 0 || slots as usize > timeline.len() {
@@ -403,7 +412,36 @@ fn forward_reports(
             return Err(told(ctrl, why.to_string()));
         }
     }
+    let ended = start.elapsed();
+    // An interrupted client says Abort as its streams end, and this end's receivers may see
+    // the end of its data first: a test whose streams all ended before the grid's end waits a
+    // moment for the word.
+    let timeline = spec.timeline();
+    let grid_end = timeline
+        .slots()
+        .get(streams.cut.slots().saturating_sub(1))
+        .map_or(Duration::ZERO, |s| s.end);
+    if aborted.is_none()
+        && ended + spec.interval < grid_end
+        && let Ok(Ok(ClientMsg::Abort { reason })) = peer_rx.recv_timeout(ABORT_WAIT)
+    {
+        aborted = Some(reason);
+    }
+    if let Some(reason) = aborted {
+        // What this end counted until then is not lost with the test.
+        streams.stop_and_gather(&mut finished, Duration::from_secs(2));
+        let counted = done_words(spec, &finished, Some(ended))
+            .map(|c| format!("; this end counted {c}"))
+            .unwrap_or_default();
+        anyhow::bail!(
+            "client aborted ({reason}) after {:.1} s{counted}",
+            ended.as_secs_f64()
+        );
+    }
     finished.reports.sort_by_key(|r| r.stream);
-    finished.cpu.wall_s = start.elapsed().as_secs_f64();
+    finished.cpu.wall_s = ended.as_secs_f64();
     Ok((finished, peer_rx))
 }
+
+/// How long a test whose streams ended early waits for the client's Abort.
+const ABORT_WAIT: Duration = Duration::from_millis(500);

@@ -41,10 +41,12 @@ pub fn params_for(spec: &TestSpec) -> Result<Params, String> {
             ))
         }
     };
-    // A test with a count ends at it: the duration is only this end's ceiling.
-    let time_s = match spec.count {
-        Some(_) => 0,
-        None => whole(spec.duration, "-t")?,
+    // A test with a count ends at it, one of -t 0 when the client is interrupted: the
+    // duration is only this end's ceiling.
+    let time_s = if spec.count.is_some() || spec.until_stopped {
+        0
+    } else {
+        whole(spec.duration, "-t")?
     };
     let omit_s = whole(spec.omit, "-O")?;
     if time_s > wire::MAX_TIME_S || omit_s > wire::MAX_OMIT_S {

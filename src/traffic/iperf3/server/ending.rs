@@ -6,6 +6,7 @@ use super::*;
 /// ends it: "..., until 1048576 bytes".
 pub(super) fn test_words(spec: &TestSpec, params: &Params) -> String {
     let end = match (params.bytes, params.blocks) {
+        (0, 0) if params.time_s == 0 => "until the client ends it (-t 0)".to_string(),
         (0, 0) => format!("{} s", params.time_s + params.omit_s),
         (0, k) => format!("until {k} blocks"),
         (b, _) => format!("until {b} bytes"),
@@ -68,6 +69,68 @@ pub(super) fn summary_line(
     format!("{peer}: iperf3 test done: {}", parts.join(", "))
 }
 
+/// When a test must have ended, and the words for one that had not.
+pub(super) struct Deadline {
+    pub at: Instant,
+    pub why: String,
+}
+
+impl Deadline {
+    /// The grid's end: the asked time plus `END_GRACE`; without a time (`-t 0`, `-n`, `-k`)
+    /// the grid is the longest test this server serves, plus `END_GRACE`.
+    pub(super) fn of(start: Instant, spec: &TestSpec, params: &Params) -> Deadline {
+        let why = if params.time_s > 0 {
+            format!(
+                "the client did not say TEST_END {} s after the test's time",
+                END_GRACE.as_secs()
+            )
+        } else {
+            format!(
+                "the test ran past the longest this server serves ({} s, --max-duration)",
+                spec.total_time().saturating_sub(END_GRACE).as_secs()
+            )
+        };
+        Deadline {
+            at: start + spec.total_time(),
+            why,
+        }
+    }
+}
+
+/// What this end counted of a test that ended early, for the log: "client to server 3.62
+/// GBytes received at 12.5 Gbits/sec (3886512128 bytes in 2.490 s)" (its receivers, or "sent"
+/// for its senders),
+/// each direction; `None` when it counted nothing.
+pub(super) fn counted_words(spec: &TestSpec, ours: &Results) -> Option<String> {
+    let flows = spec.flows();
+    let parts: Vec<String> = [Flow::ClientToServer, Flow::ServerToClient]
+        .into_iter()
+        .filter_map(|flow| {
+            let (mut bytes, mut secs) = (0u64, 0f64);
+            for (i, _) in flows.iter().enumerate().filter(|(_, f)| **f == flow) {
+                if let Some(s) = ours.stream(wire::stream_id(i)) {
+                    bytes = bytes.saturating_add(s.bytes);
+                    secs = secs.max(s.seconds().unwrap_or(0.0));
+                }
+            }
+            let verb = if flow == Flow::ClientToServer {
+                "received"
+            } else {
+                "sent"
+            };
+            (secs > 0.0).then(|| {
+                format!(
+                    "{} {} {verb} at {} ({bytes} bytes in {secs:.3} s)",
+                    flow.words(),
+                    crate::units::Bytes(bytes),
+                    crate::units::BitRate(bytes as f64 * 8.0 / secs)
+                )
+            })
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
 /// Why a test ended before the client's TEST_END: the words for the log, and the iperf3
 /// error the client is told (none when the client itself ended it or went away).
 #[derive(Debug)]
@@ -99,7 +162,7 @@ impl Ended {
 pub(super) fn wait_for_end(
     ctrl: &mut TcpStream,
     streams: &session::Streams,
-    (deadline, rcv_timeout): (Instant, Duration),
+    (deadline, rcv_timeout): (&Deadline, Duration),
     (finished, mut watch): (&mut Finished, Option<RateWatch>),
     contested: impl Fn() -> Option<SocketAddr>,
 ) -> Result<(), Ended> {
@@ -114,13 +177,10 @@ pub(super) fn wait_for_end(
                 ),
             ));
         }
-        if Instant::now() > deadline {
+        if Instant::now() > deadline.at {
             return Err(Ended::told(
                 code::SERVER_DURATION_EXPIRED,
-                format!(
-                    "the client did not say TEST_END {} s after the test's time",
-                    END_GRACE.as_secs()
-                ),
+                deadline.why.clone(),
             ));
         }
         if let Some(why) = streams.receive_timed_out(rcv_timeout) {

@@ -16,9 +16,6 @@ pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> 
             ),
         ));
     }
-    if p.time_s == 0 && p.bytes == 0 && p.blocks == 0 {
-        return Err(Refusal::new(code::DURATION, "a test of no time"));
-    }
     if p.mptcp {
         // An MPTCP client's connections to this server's plain TCP listener fall back to TCP:
         // running the test would measure TCP and call it MPTCP.
@@ -31,8 +28,9 @@ pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> 
     let asked = if p.time_s > 0 {
         Duration::from_secs(p.time_s)
     } else {
-        // -n/-k: the client sends until its count, then says TEST_END; the grid is the
-        // longest test this server accepts, warm-up included, and no longer than its streams'
+        // -n/-k: the client sends until its count, then says TEST_END; -t 0 alone: until
+        // the client is interrupted (CLIENT_TERMINATE). The grid is the longest test this
+        // server accepts, warm-up included, and no longer than its streams'
         // interval reports fit under --max-intervals (64 streams at 1 s intervals: 3125 s).
         let flows = u64::from(p.parallel.max(1)) * if p.bidirectional { 2 } else { 1 };
         let fits = Duration::from_secs(limits.max_interval_records / flows)

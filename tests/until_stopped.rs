@@ -1,0 +1,247 @@
+//! iperf3's `-t 0` (a test that runs until the client is interrupted) and interrupted tests,
+//! through the real binaries on loopback: the interrupt ends a `-t 0` test as a time would,
+//! with both ends' counts, and a server says what it counted of a test its client ended early
+//! (it refused `-t 0`, and logged a whole planned test's seconds for an interrupted one).
+
+mod common;
+
+use common::TestServer;
+use netsweep::traffic::spec::ServerLimits;
+use serde_json::Value;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Interrupts `child` (SIGINT, as Ctrl-C) after `after`, then waits at most 15 s for it.
+fn interrupt_after(mut child: Child, after: Duration, what: &str) -> std::process::Output {
+    std::thread::sleep(after);
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    common::wait_bounded(&mut child, Duration::from_secs(15), what);
+    child.wait_with_output().unwrap()
+}
+
+fn json(out: &std::process::Output, what: &str) -> Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{what}: not JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// The first line of `log` holding `needle`, waited for (the server logs after the client
+/// is gone).
+fn log_line(server: &TestServer, needle: &str) -> String {
+    let t0 = Instant::now();
+    loop {
+        if let Some(l) = server.log_text().lines().find(|l| l.contains(needle)) {
+            return l.to_string();
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "no {needle:?} in the server's log:\n{}",
+            server.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The exact byte count a log line gives after `what` ("... received at R (N bytes").
+fn logged_bytes(line: &str, what: &str) -> u64 {
+    let rest = &line[line
+        .find(what)
+        .unwrap_or_else(|| panic!("{what:?} in {line}"))..];
+    let open = rest.find('(').expect("a count in parentheses") + 1;
+    let end = rest[open..].find(" bytes").expect("bytes") + open;
+    rest[open..end]
+        .parse()
+        .unwrap_or_else(|e| panic!("{line}: {e}"))
+}
+
+/// The seconds a log line says the client ran before it ended the test ("after 1.5 s").
+fn logged_after(line: &str) -> f64 {
+    let rest = &line[line.find("after ").expect("after") + 6..];
+    rest.split(' ').next().unwrap().parse().unwrap()
+}
+
+fn netsweep_client(port: u16, args: &[&str]) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["-c", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// A `-t 0` test's result: whole intervals up to the one running at the interrupt, the server's
+/// count beside this end's, and no error.
+fn check_ended_by_interrupt(doc: &Value, interrupted_at: f64, what: &str) -> (u64, u64) {
+    assert!(doc.get("error").is_none(), "{what}: {}", doc["error"]);
+    let sent = &doc["end"]["sum_sent"];
+    let secs = sent["seconds"].as_f64().unwrap();
+    // The test ends at the end of the interval running when it was interrupted (the warm-up
+    // before the first interval is at most 0.3 s).
+    assert!(
+        (secs - secs.round()).abs() < 0.05 && secs >= 1.0 && secs <= interrupted_at + 1.05,
+        "{what}: {secs} s"
+    );
+    let intervals = doc["intervals"].as_array().unwrap();
+    assert_eq!(
+        intervals.len() as f64,
+        secs.round(),
+        "{what}: one interval per second"
+    );
+    let (s, r) = (
+        sent["bytes"].as_u64().unwrap(),
+        doc["end"]["sum_received"]["bytes"].as_u64().unwrap(),
+    );
+    assert!(s > 0, "{what}: nothing sent");
+    assert!(
+        r <= s && r as f64 >= 0.99 * s as f64,
+        "{what}: the receiver counted {r} of {s} bytes sent"
+    );
+    (s, r)
+}
+
+/// `netsweep -c HOST -t 0` runs until Ctrl-C, then ends at the interval's end as a timed test
+/// does: exit 0, the receiver's count from the server, and the server's log the same.
+#[test]
+fn t0_runs_until_interrupted_against_netsweeps_server() {
+    let server = TestServer::start(ServerLimits::default());
+    for args in [&["-t", "0", "-J"][..], &["-t", "0", "-J", "-R"]] {
+        let child = netsweep_client(server.addr.port(), args);
+        let out = interrupt_after(child, Duration::from_millis(1500), "netsweep -c -t 0");
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (sent, received) = check_ended_by_interrupt(&json(&out, "-t 0"), 1.5, "-t 0");
+        // The server's log has the test as done, with what it counted: the same bytes.
+        let line = log_line(
+            &server,
+            if args.contains(&"-R") {
+                "iperf3 test done: server to client"
+            } else {
+                "iperf3 test done: client to server"
+            },
+        );
+        assert!(line.contains("until the client ends it") || line.contains("received"));
+        let counted = logged_bytes(&line, "received");
+        assert_eq!(counted, received, "{args:?}: {line}");
+        assert!(counted <= sent);
+    }
+    assert!(
+        server
+            .log_text()
+            .contains("TCP forward test, 1 stream, until the client ends it (-t 0)"),
+        "{}",
+        server.log_text()
+    );
+}
+
+/// Against iperf3's own server (Debian's), two streams: the same end, both ends' counts in the
+/// result.
+#[test]
+fn t0_runs_until_interrupted_against_iperf3s_server() {
+    if !common::tool_or_skip("t0_runs_until_interrupted_against_iperf3s_server", "iperf3") {
+        return;
+    }
+    let port = common::free_port();
+    let mut iperf3 = Command::new("iperf3")
+        .args(["-s", "-1", "-p", &port.to_string(), "--bind", "127.0.0.1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
+    let child = netsweep_client(port, &["-t", "0", "-J", "-P", "2"]);
+    let out = interrupt_after(child, Duration::from_millis(1500), "netsweep -c -t 0 -P 2");
+    common::wait_bounded(&mut iperf3, Duration::from_secs(10), "iperf3 -s -1");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_ended_by_interrupt(&json(&out, "-t 0 -P 2"), 1.5, "-t 0 -P 2 to iperf3");
+}
+
+/// An iperf3 client's `-t 0` test is served (it was refused, and iperf3 printed "test
+/// duration too long"); the client's Ctrl-C ends it, and the server logs what it counted.
+#[test]
+fn an_iperf3_clients_t0_test_is_served_and_its_end_counted() {
+    if !common::tool_or_skip(
+        "an_iperf3_clients_t0_test_is_served_and_its_end_counted",
+        "iperf3",
+    ) {
+        return;
+    }
+    let server = TestServer::start(ServerLimits::default());
+    for (reverse, what) in [(false, "received"), (true, "sent")] {
+        let mut cmd = Command::new("iperf3");
+        cmd.args(["-c", "127.0.0.1", "-p", &server.addr.port().to_string()])
+            .args(["-t", "0", "-J"]);
+        if reverse {
+            cmd.arg("-R");
+        }
+        let child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = interrupt_after(child, Duration::from_millis(1500), "iperf3 -c -t 0");
+        let doc = json(&out, "iperf3 -c -t 0");
+        // iperf3's client ends so: "interrupt - the client has terminated", its own counts.
+        assert!(
+            doc["error"].as_str().unwrap_or("").contains("interrupt"),
+            "{doc}"
+        );
+        let line = log_line(&server, "the client terminated the test after");
+        let after = logged_after(&line);
+        assert!((1.2..4.0).contains(&after), "{line}");
+        let counted = logged_bytes(&line, what);
+        let theirs = if reverse {
+            doc["end"]["sum_received"]["bytes"].as_u64().unwrap()
+        } else {
+            doc["end"]["sum_sent"]["bytes"].as_u64().unwrap()
+        };
+        // What one end counted at its interrupt and the other at its own moment: the same
+        // stream, apart by at most what was in flight (a few blocks and buffers).
+        assert!(theirs > 0, "{doc}");
+        let apart = counted.abs_diff(theirs) as f64 / theirs as f64;
+        assert!(apart < 0.1, "{line}: iperf3 counted {theirs}");
+        server.log.lock().unwrap().clear();
+    }
+}
+
+/// A netsweep client interrupted mid-test: the server says it aborted, when, and what it
+/// counted over the seconds that ran (it said "test done ... over 10.0 s" for a test of 2.5).
+#[test]
+fn an_interrupted_netsweep_test_is_counted_over_the_seconds_it_ran() {
+    let server = TestServer::start(ServerLimits::default());
+    let child = netsweep_client(server.addr.port(), &["-t", "10"]);
+    let out = interrupt_after(child, Duration::from_millis(1500), "netsweep -c -t 10");
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("interrupted"), "{text}");
+    let line = log_line(&server, "client aborted (interrupted) after");
+    let after = logged_after(&line);
+    assert!((1.2..4.0).contains(&after), "{line}");
+    assert!(!line.contains("test done"), "{line}");
+    let over: f64 = line
+        .rsplit("over ")
+        .next()
+        .and_then(|s| s.trim_end_matches(" s").parse().ok())
+        .unwrap_or_else(|| panic!("seconds in {line}"));
+    assert!(over > 0.5 && over <= after, "{line}");
+    let counted = logged_bytes(&line, "received");
+    let rate = counted as f64 * 8.0 / over;
+    assert!(rate > 1e8, "{line}");
+}
