@@ -346,7 +346,7 @@ fn the_server_logs_what_it_counted_when_a_test_is_done() {
     let reverse = server.run(&spec).expect("reverse");
     let words = |bytes: u64, secs: f64| {
         format!(
-            "{} {{}} at {} over 0.5 s",
+            "{} {{}} at {} ({bytes} bytes) over 0.5 s",
             netsweep::units::Bytes(bytes),
             netsweep::units::BitRate(bytes as f64 * 8.0 / secs)
         )

@@ -212,3 +212,64 @@ fn iperf3s_clients_find_netsweep_s_on_iperf3s_port() {
         "{first}\n{note}"
     );
 }
+
+/// `netsweep -c HOST` without `-p` where only `iperf3 -s` runs (on 5201): it was "connection
+/// refused ... add -p 5201"; it now says nothing listens on 5310 and runs the test on 5201,
+/// telling the iperf3 server apart by itself. With neither there, the error names both ports.
+#[test]
+fn netsweep_c_without_p_finds_iperf3s_server_on_5201() {
+    let test = "netsweep_c_without_p_finds_iperf3s_server_on_5201";
+    if !common::tool_or_skip(test, "iperf3") || !common::root_or_skip(test) {
+        return;
+    }
+    let _s = serial();
+    let ns = common::netns::Netns::new("fb5201");
+    let client = |args: &[&str]| {
+        ns.cmd(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["-c", "127.0.0.1", "-t", "1"])
+            .args(args)
+            .output()
+            .expect("netsweep -c")
+    };
+    let out = client(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("port 5310 (netsweep's) and 5201 (iperf3's)"),
+        "{err}"
+    );
+    let iperf3 = KillOnDrop(
+        ns.cmd("iperf3")
+            .args(["-s", "-B", "127.0.0.1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("iperf3 -s"),
+    );
+    ns.wait_listening(5201);
+    let out = client(&[]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(
+            "Nothing listens on port 5310 (netsweep's); connecting to host 127.0.0.1, port 5201 \
+             (iperf3's)"
+        ) && text.contains("receiver"),
+        "{text}"
+    );
+    // -J: the document is iperf3's server's test, and standard output is JSON alone.
+    let out = client(&["-J"]);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert!(
+        out.status.success()
+            && doc["start"]["connecting_to"]["port"] == 5201
+            && doc["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0) > 0,
+        "{doc:#}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    drop(iperf3);
+}

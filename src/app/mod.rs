@@ -379,6 +379,8 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
         }
     }
     let mut started = false;
+    // Where the test runs: the server's port, or the fallback's once it moved there.
+    let running_on = std::cell::Cell::new(cfg.server);
     // Where the measured intervals start (the end of the warm-up): their labels count from it.
     let mut origin: Option<f64> = None;
     let mut print_interval = |iv: &crate::traffic::result::Interval| match view.json {
@@ -395,7 +397,7 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
         }
         Some(JsonSchema::Iperf3Stream) => {
             if !started {
-                stream_start(cfg, spec, &now_only());
+                stream_start(running_on.get(), spec, &now_only());
                 started = true;
             }
             if let Some(data) = iperf3_json::interval(spec, iv) {
@@ -404,7 +406,38 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
         }
         Some(_) => {}
     };
-    let outcome = client::run_test(cfg, spec, stop, &mut print_interval);
+    let mut moved = None;
+    let outcome = match client::run_test(cfg, spec, stop, &mut print_interval) {
+        // Nothing on netsweep's port, and no -p: iperf3's port, where `iperf3 -s` listens.
+        Err(e) if e.refused && e.partial.is_none() && cfg.port_fallback.is_some() => {
+            let moved = moved.insert(cfg.on_port(cfg.port_fallback.unwrap_or_default()));
+            running_on.set(moved.server);
+            if view.json.is_none() {
+                crate::outln!(
+                    "Nothing listens on port {} (netsweep's); connecting to host {}, port {} \
+                     (iperf3's)",
+                    cfg.server.port(),
+                    moved.server.ip(),
+                    moved.server.port()
+                );
+            }
+            client::run_test(moved, spec, stop, &mut print_interval).map_err(|mut e| {
+                if e.refused {
+                    e.message = format!(
+                        "cannot connect to {}: connection refused on port {} (netsweep's) and \
+                         {} (iperf3's): is `netsweep server` or `iperf3 -s` running there?",
+                        cfg.server.ip(),
+                        cfg.server.port(),
+                        moved.server.port()
+                    );
+                }
+                e
+            })
+        }
+        outcome => outcome,
+    };
+    // The results name the server and port the test ran against.
+    let cfg = moved.as_ref().unwrap_or(cfg);
     let stream_started = started && view.json == Some(JsonSchema::Iperf3Stream);
     match outcome {
         Ok(result) => {
@@ -492,8 +525,8 @@ fn now_only() -> StartInfo {
     }
 }
 
-fn stream_start(cfg: &ClientConfig, spec: &TestSpec, info: &StartInfo) {
-    let data = iperf3_json::start(spec, info, cfg.server);
+fn stream_start(server: std::net::SocketAddr, spec: &TestSpec, info: &StartInfo) {
+    let data = iperf3_json::start(spec, info, server);
     crate::outln!("{}", iperf3_json::stream_event("start", &data));
 }
 
@@ -536,7 +569,7 @@ fn print_result(cfg: &ClientConfig, result: &TestResult, view: &ClientView, stre
         Some(JsonSchema::Iperf3) => print_json(&iperf3_document(cfg, result, view)),
         Some(JsonSchema::Iperf3Stream) => {
             if !stream_started {
-                stream_start(cfg, &result.spec, &result.start);
+                stream_start(cfg.server, &result.spec, &result.start);
             }
             if let Some(e) = &result.error {
                 let event = iperf3_json::stream_event("error", &serde_json::json!(e));
@@ -581,7 +614,7 @@ fn print_failure(
         })),
         Some(JsonSchema::Iperf3Stream) => {
             if !stream_started {
-                stream_start(cfg, spec, &now_only());
+                stream_start(cfg.server, spec, &now_only());
             }
             let event = iperf3_json::stream_event("error", &serde_json::json!(message));
             crate::outln!("{event}");

@@ -19,11 +19,14 @@ use std::net::IpAddr;
 pub struct ClientArgs {
     /// Server host name or address.
     pub host: String,
-    #[arg(long, short = 'p', default_value_t = DEFAULT_PORT)]
-    pub port: u16,
+    /// Server port (default 5310, netsweep's; when nothing listens there, iperf3's 5201 is
+    /// tried, telling an iperf3 server from a netsweep one by itself; with --iperf3, 5201).
+    #[arg(long, short = 'p')]
+    pub port: Option<u16>,
     /// Measured time, after the warm-up (10, 2s, 500ms; 10 s when neither -t, -n nor -k is
     /// given), or `auto`: end once the interval rates are steady (mean known to ±5%, at most
-    /// 30 s; `auto:60s:2%` sets the ceiling and the precision; netsweep servers only).
+    /// 30 s; `auto:60s:2%` sets the ceiling and the precision; netsweep servers only), or 0:
+    /// until Ctrl-C, which ends the test at the end of the interval running (iperf3's -t 0).
     #[arg(long, short = 't', allow_hyphen_values = true)]
     pub time: Option<String>,
     /// Reporting interval (0: none while the test runs, one over the whole test, as iperf3).
@@ -454,6 +457,9 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             if spec.steady.is_some() {
                 bail!("-i 0 with -t auto: the steady end is judged on the intervals; give -i");
             }
+            if spec.until_stopped {
+                bail!("-i 0 with -t 0: Ctrl-C ends the test at the end of an interval; give -i");
+            }
             spec.interval = spec.duration;
         }
         spec.omit = parse_duration(&a.omit).context("-O/--omit")?;
@@ -511,7 +517,11 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         if a.length.is_some() || a.no_zerocopy {
             spec.calibration = std::time::Duration::ZERO;
         }
-        let server = resolve(&a.host, a.port, a.ipv4, a.ipv6)?;
+        // --iperf3 without -p: iperf3's port, where its servers listen.
+        let port = a
+            .port
+            .unwrap_or(if a.iperf3 { IPERF3_PORT } else { DEFAULT_PORT });
+        let server = resolve(&a.host, port, a.ipv4, a.ipv6)?;
         let mut cfg = ClientConfig::new(server);
         cfg.cport = a.ip.cport.filter(|p| *p != 0);
         cfg.mptcp = a.ip.mptcp;
@@ -597,11 +607,12 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
                 anyhow::anyhow!("{flag}: {e}")
             })?;
             PeerProtocol::Iperf3
-        } else if a.port == IPERF3_PORT {
+        } else if a.port == Some(IPERF3_PORT) {
             PeerProtocol::Detect
         } else {
             PeerProtocol::Netsweep
         };
+        cfg.port_fallback = (a.port.is_none() && !a.iperf3).then_some(IPERF3_PORT);
         cfg.bind = match (&a.bind, &a.ip.bind_dev) {
             (_, Some(dev)) => Some(Bind::Device(dev.clone())),
             (Some(b), None) => Some(match b.parse::<IpAddr>() {

@@ -333,7 +333,7 @@ fn udp_defaults_are_1400_bytes_at_iperf3s_1_mbit() {
 fn bad_input_names_the_flag() {
     for (args, flag) in [
         (vec!["127.0.0.1", "-w", "0"], "window"),
-        (vec!["127.0.0.1", "-t", "0"], "duration"),
+        (vec!["127.0.0.1", "-t", "-0.5"], "-t/--time"),
         (vec!["127.0.0.1", "-w", "lots"], "-w/--window"),
         (vec!["127.0.0.1", "-b", "fast"], "-b/--bitrate"),
         (vec!["127.0.0.1", "-t", "10q"], "-t/--time"),

@@ -119,15 +119,14 @@ fn run_test_of_either_protocol(
             crate::traffic::iperf3::client::NO_AUTO.to_string(),
         ));
     }
-    // A count (-n/-k) ends the test when the client says: iperf3's protocol, which netsweep
-    // servers speak too (netsweep's own fixes the grid in advance).
-    if cfg.peer == PeerProtocol::Iperf3 || spec.count.is_some() {
+    // A count (-n/-k) or an interrupt (-t 0) ends the test when the client says: iperf3's
+    // protocol, which netsweep servers speak too (netsweep's own fixes the grid in advance).
+    if cfg.peer == PeerProtocol::Iperf3 || spec.count.is_some() || spec.until_stopped {
         return crate::traffic::iperf3::client::run_session(cfg, spec, stop, on_interval);
     }
     spec.validate().map_err(|e| TestError::new(e.to_string()))?;
     let server = cfg.server;
-    let mut ctrl =
-        connect_tcp(cfg, None).map_err(|e| TestError::new(connect_advice(server, &e)))?;
+    let mut ctrl = connect_tcp(cfg, None).map_err(|e| TestError::connect(server, &e))?;
     let _ = ctrl.set_nodelay(true);
     let t0 = Instant::now();
     ctrl.write_all(&protocol::control_preamble())

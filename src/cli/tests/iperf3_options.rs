@@ -329,4 +329,36 @@ fn t0_runs_until_interrupted_with_iperf3s_protocol() {
     assert_ne!(cfg.peer, PeerProtocol::Iperf3);
     let (_, spec) = client(&["127.0.0.1", "-t", "auto"]).unwrap();
     assert!(!spec.until_stopped && spec.steady.is_some());
+    // One interval over a day would hold Ctrl-C's end for the day.
+    let e = format!(
+        "{:#}",
+        client(&["127.0.0.1", "-t", "0", "-i", "0"]).unwrap_err()
+    );
+    assert!(e.contains("-i 0 with -t 0"), "{e}");
+}
+
+/// Without `-p` the client tries iperf3's 5201 when nothing listens on 5310, telling the
+/// servers apart there; with `-p` it goes where it is told.
+#[test]
+fn without_p_iperf3s_port_is_the_fallback() {
+    use crate::traffic::client::PeerProtocol;
+    let (cfg, _) = client(&["127.0.0.1"]).unwrap();
+    assert_eq!(cfg.server.port(), 5310);
+    assert_eq!(cfg.port_fallback, Some(5201));
+    let moved = cfg.on_port(5201);
+    assert_eq!(moved.server.port(), 5201);
+    assert_eq!(
+        (moved.peer, moved.port_fallback),
+        (PeerProtocol::Detect, None)
+    );
+    // A count keeps iperf3's protocol on the other port.
+    let (cfg, _) = client(&["127.0.0.1", "-n", "1M"]).unwrap();
+    assert_eq!(cfg.on_port(5201).peer, PeerProtocol::Iperf3);
+    // --iperf3 speaks to iperf3's port at once.
+    let (cfg, _) = client(&["127.0.0.1", "--iperf3"]).unwrap();
+    assert_eq!((cfg.server.port(), cfg.port_fallback), (5201, None));
+    for port in ["5310", "5201", "6000"] {
+        let (cfg, _) = client(&["127.0.0.1", "-p", port]).unwrap();
+        assert_eq!(cfg.port_fallback, None, "-p {port}");
+    }
 }

@@ -34,6 +34,7 @@ pub(crate) fn finish(
         Some(message) => Err(TestError {
             message,
             partial: Some(Box::new(result)),
+            refused: false,
         }),
     }
 }

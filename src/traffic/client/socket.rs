@@ -81,6 +81,9 @@ pub struct ClientConfig {
     pub extra_data: Option<String>,
     /// `--cntl-ka` and `--snd-timeout`: set on the connections this client opens.
     pub liveness: crate::traffic::liveness::Liveness,
+    /// `netsweep -c HOST` without `-p`: the port tried, telling either server apart, when
+    /// nothing listens on netsweep's (iperf3's 5201).
+    pub port_fallback: Option<u16>,
 }
 
 impl ClientConfig {
@@ -104,7 +107,20 @@ impl ClientConfig {
             title: None,
             extra_data: None,
             liveness: crate::traffic::liveness::Liveness::default(),
+            port_fallback: None,
         }
+    }
+
+    /// The same client towards `port` of the same server, telling an iperf3 server from a
+    /// netsweep one by itself unless iperf3's protocol was asked: `port_fallback`'s move.
+    pub fn on_port(&self, port: u16) -> ClientConfig {
+        let mut moved = self.clone();
+        moved.server.set_port(port);
+        moved.port_fallback = None;
+        if moved.peer == PeerProtocol::Netsweep {
+            moved.peer = PeerProtocol::Detect;
+        }
+        moved
     }
 }
 
@@ -114,6 +130,8 @@ impl ClientConfig {
 pub struct TestError {
     pub message: String,
     pub partial: Option<Box<TestResult>>,
+    /// The control connection was refused: nothing listens on the server's port.
+    pub refused: bool,
 }
 
 impl TestError {
@@ -121,6 +139,15 @@ impl TestError {
         TestError {
             message: message.into(),
             partial: None,
+            refused: false,
+        }
+    }
+
+    /// The control connection to `server` failed with `e`: the advice for it.
+    pub(crate) fn connect(server: SocketAddr, e: &std::io::Error) -> TestError {
+        TestError {
+            refused: e.kind() == std::io::ErrorKind::ConnectionRefused,
+            ..TestError::new(connect_advice(server, e))
         }
     }
 }

@@ -23,9 +23,7 @@ use super::login::ClientAuth;
 use super::peer_result::{assemble, blank_peer_figures, local_roles, mirror};
 use super::wire::{self, Cookie, Results, State};
 use crate::traffic::client::merge::{LiveMerger, finish};
-use crate::traffic::client::socket::{
-    ClientConfig, TestError, connect_advice, connect_tcp, udp_socket,
-};
+use crate::traffic::client::socket::{ClientConfig, TestError, connect_tcp, udp_socket};
 use crate::traffic::engine::{Datagrams, EngineEvent, StreamSocket};
 use crate::traffic::measure::Role;
 use crate::traffic::result::{Interval, StartInfo, TestResult};
@@ -99,12 +97,15 @@ pub fn run_session(
                 continue;
             }
             Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
-                return Err(TestError::new(format!(
-                    "cannot connect to {server}: connection refused: is `iperf3 -s` (or \
-                     `netsweep server`) running there?"
-                )));
+                return Err(TestError {
+                    refused: true,
+                    ..TestError::new(format!(
+                        "cannot connect to {server}: connection refused: is `iperf3 -s` (or \
+                         `netsweep server`) running there?"
+                    ))
+                });
             }
-            Err(e) => return Err(TestError::new(connect_advice(server, &e))),
+            Err(e) => return Err(TestError::connect(server, &e)),
         };
         match open(cfg, ctrl, &[]) {
             Err(e) if retry && e.message.contains("reset by peer") => std::thread::sleep(pause),

@@ -4,9 +4,7 @@
 //! test, each transaction connects to the test's own port), runs one `engine` loop per
 //! connection in its own thread, then reads the server's counts and merges the result.
 
-use crate::traffic::client::{
-    ClientConfig, TestError, confirm_udp, connect_advice, connect_tcp, new_socket,
-};
+use crate::traffic::client::{ClientConfig, TestError, confirm_udp, connect_tcp, new_socket};
 use crate::traffic::protocol::{
     self, ClientMsg, IO_DEADLINE, ServerMsg, Token, read_exact_by, read_frame, write_frame,
 };
@@ -40,8 +38,7 @@ pub fn run(cfg: &ClientConfig, spec: &RrSpec, stop: &AtomicBool) -> Result<RrRes
         return Err(TestError::new(why));
     }
     let server = cfg.server;
-    let mut ctrl =
-        connect_tcp(cfg, None).map_err(|e| TestError::new(connect_advice(server, &e)))?;
+    let mut ctrl = connect_tcp(cfg, None).map_err(|e| TestError::connect(server, &e))?;
     let _ = ctrl.set_nodelay(true);
     ctrl.write_all(&protocol::control_preamble())
         .map_err(|e| TestError::new(format!("{server}: {e}")))?;
