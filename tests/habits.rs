@@ -65,7 +65,10 @@ fn iperf3_spellings_run_a_test() {
         "{text}{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("[  0]")).collect();
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("[  0]") && l.contains(" sec "))
+        .collect();
     assert!(!rows.is_empty(), "{text}");
     assert!(
         rows.iter()
@@ -82,6 +85,47 @@ fn iperf3_spellings_run_a_test() {
         "{text}"
     );
     assert!(text.contains("-Z: accepted"), "-Z: {text}");
+}
+
+/// Each data connection gets iperf3's line once it is up, before the column header ("[  0]
+/// local 127.0.0.1 port 52314 connected to 127.0.0.1 port 5201"), and `--json-stream`'s start
+/// event lists them in `connected` (it was empty).
+#[test]
+fn data_connections_are_named_as_iperf3_names_them() {
+    let s = Server::start();
+    let o = s.client(&["-t", "1", "-P", "2"]);
+    let text = out(&o);
+    assert!(o.status.success(), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| l.starts_with("[ ID]"))
+        .expect("a header");
+    let mut ports = Vec::new();
+    for (i, stream) in ["[  0]", "[  1]"].iter().enumerate() {
+        let line = lines[1 + i];
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert!(
+            line.starts_with(stream)
+                && words[2..4] == ["local", "127.0.0.1"]
+                && words[6..9] == ["connected", "to", "127.0.0.1"]
+                && words[10] == s.1.to_string(),
+            "{text}"
+        );
+        ports.push(words[5].parse::<u16>().expect("a local port"));
+    }
+    assert!(header == 3 && ports[0] != ports[1], "{text}");
+    let o = s.client(&["-t", "1", "-P", "2", "--json-stream"]);
+    let first = out(&o).lines().next().unwrap_or_default().to_string();
+    let event: serde_json::Value = serde_json::from_str(&first).expect("a JSON event");
+    let connected = event["data"]["connected"].as_array().expect("connected");
+    assert_eq!(connected.len(), 2, "{first}");
+    assert!(
+        connected
+            .iter()
+            .all(|c| c["remote_port"] == s.1 && c["local_port"].as_u64().unwrap_or(0) > 0),
+        "{first}"
+    );
 }
 
 /// `-R` says who sends in iperf3's own words, after the connecting line.

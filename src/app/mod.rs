@@ -379,6 +379,13 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
         }
     }
     let mut started = false;
+    // The data connections, told once they are up: iperf3's "connected to" lines, and the
+    // `--json-stream` start event's `connected`.
+    let (told, connected) = std::sync::mpsc::channel();
+    let cfg = &ClientConfig {
+        connected: Some(told),
+        ..cfg.clone()
+    };
     // Where the test runs: the server's port, or the fallback's once it moved there.
     let running_on = std::cell::Cell::new(cfg.server);
     // Where the measured intervals start (the end of the warm-up): their labels count from it.
@@ -386,6 +393,9 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
     let mut print_interval = |iv: &crate::traffic::result::Interval| match view.json {
         None => {
             if !started {
+                for sockets in connected.try_iter() {
+                    crate::out!("{}", output::connected_lines(&sockets));
+                }
                 crate::outln!("{}", output::header(spec));
                 started = true;
             }
@@ -397,7 +407,11 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
         }
         Some(JsonSchema::Iperf3Stream) => {
             if !started {
-                stream_start(running_on.get(), spec, &now_only());
+                let info = StartInfo {
+                    client_sockets: connected.try_iter().last().unwrap_or_default(),
+                    ..now_only()
+                };
+                stream_start(running_on.get(), spec, &info);
                 started = true;
             }
             if let Some(data) = iperf3_json::interval(spec, iv) {

@@ -93,6 +93,30 @@ pub fn sockets(result: &TestResult) -> String {
 }
 
 /// The column header printed before the first interval.
+/// iperf3's line for each data connection once it is up: "[  0] local 127.0.0.1 port 52314
+/// connected to 127.0.0.1 port 5201" (the stream's number as the interval lines give it).
+pub fn connected_lines(sockets: &[crate::traffic::measure::SocketInfo]) -> String {
+    let mut s = String::new();
+    for sock in sockets {
+        let (Ok(local), Ok(remote)) = (
+            sock.local.parse::<std::net::SocketAddr>(),
+            sock.remote.parse::<std::net::SocketAddr>(),
+        ) else {
+            continue;
+        };
+        let _ = writeln!(
+            s,
+            "[{:>3}] local {} port {} connected to {} port {}",
+            sock.stream,
+            local.ip().to_canonical(),
+            local.port(),
+            remote.ip().to_canonical(),
+            remote.port()
+        );
+    }
+    s
+}
+
 pub fn header(spec: &TestSpec) -> String {
     match spec.protocol {
         Protocol::Tcp => "[ ID] Interval           Transfer     Bitrate           Retr   Cwnd        RTT".to_string(),
@@ -563,6 +587,28 @@ fn timing_line(t: &UdpTiming, flow: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// iperf3's words, with v4-mapped addresses (a dual-stack server's view) as plain IPv4
+    /// and IPv6 without brackets; a socket whose addresses do not parse is left out.
+    #[test]
+    fn connected_lines_are_iperf3s() {
+        let sock = |stream: u16, local: &str, remote: &str| crate::traffic::measure::SocketInfo {
+            stream,
+            local: local.into(),
+            remote: remote.into(),
+            ..Default::default()
+        };
+        let text = connected_lines(&[
+            sock(0, "127.0.0.1:52314", "127.0.0.1:5201"),
+            sock(1, "[::ffff:10.0.0.1]:40000", "[::1]:5310"),
+            sock(12, "?", "127.0.0.1:5201"),
+        ]);
+        assert_eq!(
+            text,
+            "[  0] local 127.0.0.1 port 52314 connected to 127.0.0.1 port 5201\n\
+             [  1] local 10.0.0.1 port 40000 connected to ::1 port 5310\n"
+        );
+    }
 
     #[test]
     fn a_far_end_that_sent_no_account_has_its_cpu_not_reported_rather_than_zero() {

@@ -63,10 +63,11 @@ pub(super) fn session(
                 )));
             }
         };
-    let client_sockets = sockets
+    let client_sockets: Vec<_> = sockets
         .iter()
         .map(|(i, _, s)| session::describe(*i, s, spec))
         .collect();
+    cfg.tell_connected(&client_sockets);
     let timestamp = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or_default();

@@ -2,6 +2,7 @@
 //! long a connect may take, `--cport`'s numbering, MPTCP, `-L`'s flow label, the spec's socket
 //! options set before connect, and the words for a connection that failed.
 
+use crate::traffic::measure::SocketInfo;
 use crate::traffic::protocol;
 use crate::traffic::result::TestResult;
 use crate::traffic::session;
@@ -84,6 +85,9 @@ pub struct ClientConfig {
     /// `netsweep -c HOST` without `-p`: the port tried, telling either server apart, when
     /// nothing listens on netsweep's (iperf3's 5201).
     pub port_fallback: Option<u16>,
+    /// Told this end's data connections once they are up, before the test starts (iperf3's
+    /// "local ... connected to ..." lines).
+    pub connected: Option<std::sync::mpsc::Sender<Vec<SocketInfo>>>,
 }
 
 impl ClientConfig {
@@ -108,6 +112,14 @@ impl ClientConfig {
             extra_data: None,
             liveness: crate::traffic::liveness::Liveness::default(),
             port_fallback: None,
+            connected: None,
+        }
+    }
+
+    /// Tells `connected` (when asked) this end's data connections.
+    pub(crate) fn tell_connected(&self, sockets: &[SocketInfo]) {
+        if let Some(tx) = &self.connected {
+            let _ = tx.send(sockets.to_vec());
         }
     }
 

@@ -205,10 +205,11 @@ fn run_on(
         expect(&mut ctrl, server, state, Instant::now() + STEP_DEADLINE)
             .map_err(refused_silently)?;
     }
-    let client_sockets = sockets
+    let client_sockets: Vec<_> = sockets
         .iter()
         .map(|(i, _, s)| session::describe(*i, s, &spec))
         .collect();
+    cfg.tell_connected(&client_sockets);
     let fell_back = cfg.mptcp
         && sockets.iter().any(|(_, _, s)| match s {
             StreamSocket::Tcp(t) => !crate::platform::sockopt::is_mptcp(t),
