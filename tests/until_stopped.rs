@@ -245,3 +245,43 @@ fn an_interrupted_netsweep_test_is_counted_over_the_seconds_it_ran() {
     let rate = counted as f64 * 8.0 / over;
     assert!(rate > 1e8, "{line}");
 }
+
+/// A `-t 0` test ends at the longest test the server serves (`--max-duration`), not ten
+/// seconds after it, and the server says so with what it counted.
+#[test]
+fn a_t0_test_ends_at_the_servers_longest() {
+    if !common::tool_or_skip("a_t0_test_ends_at_the_servers_longest", "iperf3") {
+        return;
+    }
+    let server = TestServer::start(ServerLimits {
+        max_duration: Duration::from_secs(2),
+        ..ServerLimits::default()
+    });
+    let t0 = Instant::now();
+    let mut child = Command::new("iperf3")
+        .args(["-c", "127.0.0.1", "-p", &server.addr.port().to_string()])
+        .args(["-t", "0", "-J"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_bounded(&mut child, Duration::from_secs(15), "iperf3 -c -t 0");
+    let took = t0.elapsed();
+    let out = child.wait_with_output().unwrap();
+    // iperf3 3.12 knows no code for it (160, from 3.20): it is told "the server has
+    // terminated" (it printed "int_errno=160:"; with -J it exits 0 either way).
+    let doc = json(&out, "iperf3 -c -t 0");
+    let said = doc["error"].as_str().unwrap_or("");
+    assert!(
+        said.contains("the server has terminated") || said.contains("duration expired"),
+        "{doc}"
+    );
+    let line = log_line(
+        &server,
+        "the test reached the longest this server serves (2 s)",
+    );
+    let after = logged_after(&line);
+    assert!((1.9..3.0).contains(&after), "{line}");
+    assert!(took < Duration::from_secs(8), "{took:?}");
+    assert!(logged_bytes(&line, "received") > 0, "{line}");
+}

@@ -451,7 +451,7 @@ pub fn serve(
     }) = &ended
     {
         let _ = refuse(&mut ctrl, &Refusal::new(*code, why.clone()));
-        if matches!(*code, code::TOTAL_RATE | code::SERVER_DURATION_EXPIRED) {
+        if *code == code::TOTAL_RATE || *code == deadline.code {
             control::wait_hung_up(&mut ctrl, TOLD_WAIT);
         }
     }
@@ -633,6 +633,17 @@ mod tests {
             code::MAX_SERVER_DURATION
         );
         assert_eq!(duration_code(None), code::DURATION);
+        // The end at the server's longest: 160 from 3.20, "the server has terminated" before.
+        use spec::expired_code;
+        assert_eq!(expired_code(Some("3.19")), code::SERVER_TERM);
+        assert_eq!(expired_code(Some("3.12")), code::SERVER_TERM);
+        assert_eq!(expired_code(Some("3.20")), code::SERVER_DURATION_EXPIRED);
+        assert_eq!(expired_code(Some("3.21+")), code::SERVER_DURATION_EXPIRED);
+        assert_eq!(
+            expired_code(Some("netsweep 0.1.0")),
+            code::SERVER_DURATION_EXPIRED
+        );
+        assert_eq!(expired_code(None), code::SERVER_TERM);
     }
 
     /// `-N` and `--repeating-payload` reach this end's data sockets and senders (under `-R`

@@ -73,26 +73,33 @@ pub(super) fn summary_line(
 pub(super) struct Deadline {
     pub at: Instant,
     pub why: String,
+    /// iperf3's error code for it, one the client knows.
+    pub code: i32,
 }
 
 impl Deadline {
-    /// The grid's end: the asked time plus `END_GRACE`; without a time (`-t 0`, `-n`, `-k`)
-    /// the grid is the longest test this server serves, plus `END_GRACE`.
+    /// The grid's end: the asked time plus `END_GRACE`. Without a time (`-t 0`, `-n`, `-k`)
+    /// the grid is the longest test this server serves plus `END_GRACE`, and the test ends
+    /// at that longest, the grace left for a client that asked a time.
     pub(super) fn of(start: Instant, spec: &TestSpec, params: &Params) -> Deadline {
-        let why = if params.time_s > 0 {
-            format!(
-                "the client did not say TEST_END {} s after the test's time",
-                END_GRACE.as_secs()
-            )
-        } else {
-            format!(
-                "the test ran past the longest this server serves ({} s, --max-duration)",
-                spec.total_time().saturating_sub(END_GRACE).as_secs()
-            )
-        };
+        if params.time_s > 0 {
+            return Deadline {
+                at: start + spec.total_time(),
+                why: format!(
+                    "the client did not say TEST_END {} s after the test's time",
+                    END_GRACE.as_secs()
+                ),
+                code: super::spec::expired_code(params.client_version.as_deref()),
+            };
+        }
+        let longest = spec.total_time().saturating_sub(END_GRACE);
         Deadline {
-            at: start + spec.total_time(),
-            why,
+            at: start + longest,
+            why: format!(
+                "the test reached the longest this server serves ({} s)",
+                longest.as_secs()
+            ),
+            code: super::spec::expired_code(params.client_version.as_deref()),
         }
     }
 }
@@ -178,10 +185,7 @@ pub(super) fn wait_for_end(
             ));
         }
         if Instant::now() > deadline.at {
-            return Err(Ended::told(
-                code::SERVER_DURATION_EXPIRED,
-                deadline.why.clone(),
-            ));
+            return Err(Ended::told(deadline.code, deadline.why.clone()));
         }
         if let Some(why) = streams.receive_timed_out(rcv_timeout) {
             return Err(Ended::told(code::NO_MSG, why));

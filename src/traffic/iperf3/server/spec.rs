@@ -148,10 +148,32 @@ pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> 
 /// IEMAXSERVERTESTDURATIONEXCEEDED; older ones print only its number, so they get IEDURATION
 /// ("test duration too long").
 pub(super) fn duration_code(client_version: Option<&str>) -> i32 {
-    if client_version.is_some_and(|v| v.starts_with("netsweep ")) {
-        return code::MAX_SERVER_DURATION;
+    if knows(client_version, (3, 13)) {
+        code::MAX_SERVER_DURATION
+    } else {
+        code::DURATION
     }
-    let newer = client_version
+}
+
+/// The code for a test ended at the longest this server serves: clients from 3.20 (and
+/// netsweep's) know IESERVERTESTDURATIONEXPIRED; older ones print "int_errno=160:" and, with
+/// `-J`, exit 0 (iperf3 3.12, measured), so they get IESERVERTERM ("the server has
+/// terminated").
+pub(super) fn expired_code(client_version: Option<&str>) -> i32 {
+    if knows(client_version, (3, 20)) {
+        code::SERVER_DURATION_EXPIRED
+    } else {
+        code::SERVER_TERM
+    }
+}
+
+/// Whether a client of `client_version` (its `client_version` parameter) is netsweep's or an
+/// iperf3 of at least `release`; an unknown version is taken as older.
+fn knows(client_version: Option<&str>, release: (u32, u32)) -> bool {
+    if client_version.is_some_and(|v| v.starts_with("netsweep ")) {
+        return true;
+    }
+    client_version
         .and_then(|v| {
             let mut parts = v.trim().split('.');
             let major: u32 = parts.next()?.parse().ok()?;
@@ -161,14 +183,9 @@ pub(super) fn duration_code(client_version: Option<&str>) -> i32 {
                 .next()?
                 .parse()
                 .ok()?;
-            Some((major, minor) >= (3, 13))
+            Some((major, minor) >= release)
         })
-        .unwrap_or(false);
-    if newer {
-        code::MAX_SERVER_DURATION
-    } else {
-        code::DURATION
-    }
+        .unwrap_or(false)
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub const MAX_SERVER_DURATION: i32 = 37;
 pub const RECV_PARAMS: i32 = 114;
 pub const RECV_RESULTS: i32 = 117;
 pub const CLIENT_TERM: i32 = 119;
+pub const SERVER_TERM: i32 = 120;
 pub const ACCESS_DENIED: i32 = 121;
 pub const SET_TOS: i32 = 125;
 pub const SET_COS: i32 = 126;
