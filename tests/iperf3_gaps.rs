@@ -194,15 +194,7 @@ fn iperf3s_clients_find_netsweep_s_on_iperf3s_port() {
     );
     drop(server);
     // iperf3's own server on 5201 first.
-    let _iperf3 = KillOnDrop(
-        ns.cmd("iperf3")
-            .args(["-s", "-B", "127.0.0.1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("iperf3 -s"),
-    );
-    ns.wait_listening(5201);
+    let _iperf3 = iperf3_on_5201(&ns);
     let (_server, first, mut lines) = start_server(&ns);
     let note = lines.next().and_then(Result::ok).unwrap_or_default();
     assert!(
@@ -211,6 +203,20 @@ fn iperf3s_clients_find_netsweep_s_on_iperf3s_port() {
             && note.contains("iperf3 clients add -p 5310"),
         "{first}\n{note}"
     );
+}
+
+/// `iperf3 -s` on its port 5201 of the namespace's loopback, listening.
+fn iperf3_on_5201(ns: &common::netns::Netns) -> KillOnDrop {
+    let server = KillOnDrop(
+        ns.cmd("iperf3")
+            .args(["-s", "-B", "127.0.0.1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("iperf3 -s"),
+    );
+    ns.wait_listening(5201);
+    server
 }
 
 /// `netsweep -c HOST` without `-p` where only `iperf3 -s` runs (on 5201): it was "connection
@@ -238,15 +244,7 @@ fn netsweep_c_without_p_finds_iperf3s_server_on_5201() {
         err.contains("port 5310 (netsweep's) and 5201 (iperf3's)"),
         "{err}"
     );
-    let iperf3 = KillOnDrop(
-        ns.cmd("iperf3")
-            .args(["-s", "-B", "127.0.0.1"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("iperf3 -s"),
-    );
-    ns.wait_listening(5201);
+    let iperf3 = iperf3_on_5201(&ns);
     let out = client(&[]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
