@@ -48,13 +48,13 @@ const RECEIVE_GRACE: Duration = Duration::from_secs(2);
 /// write (128 streams on a busy host take seconds) would stretch the server's count with idle
 /// time; the senders stop at the grid's end all the same.
 pub const SENDERS_GRACE: Duration = Duration::from_millis(150);
-/// How long the server may take from TEST_END to its results.
-const RESULTS_DEADLINE: Duration = Duration::from_secs(15);
 /// How long the steps before the test may take each (iperf3 servers answer at once).
 const STEP_DEADLINE: Duration = Duration::from_secs(10);
 
+mod exchange;
 mod params;
 mod refusal;
+use exchange::exchange;
 pub use params::{NO_AUTO, params_for};
 use refusal::{control_error, expect, next_state, refused_after_params, refused_silently};
 
@@ -664,43 +664,6 @@ fn drive(
         shown,
         received_at_end,
     }
-}
-
-/// After TEST_END: results both ways, then DISPLAY_RESULTS and IPERF_DONE.
-fn exchange(
-    ctrl: &mut TcpStream,
-    server: SocketAddr,
-    spec: &TestSpec,
-    local: &Finished,
-) -> Result<Results, TestError> {
-    let deadline = Instant::now() + RESULTS_DEADLINE;
-    expect(ctrl, server, State::ExchangeResults, deadline)?;
-    control::write_json(ctrl, &super::report::results(spec, local, None).to_json())
-        .map_err(|e| TestError::new(format!("{server}: {e}")))?;
-    let doc = control::read_json(ctrl, wire::MAX_RESULTS_BYTES, deadline)
-        .map_err(|e| control_error(server, e))?;
-    let results = Results::from_json(&doc)
-        .map_err(|e| TestError::new(format!("{server}: the iperf3 server's results: {e}")))?;
-    expect(ctrl, server, State::DisplayResults, deadline)?;
-    let _ = control::write_state(ctrl, State::IperfDone);
-    // Wait for the server to hang up: until it has read IPERF_DONE it is still in this test,
-    // and a next test that connects before then would be told "busy".
-    let mut rest = [0u8; 64];
-    let until = Instant::now() + Duration::from_secs(2);
-    let _ = ctrl.set_read_timeout(Some(Duration::from_millis(100)));
-    while Instant::now() < until {
-        match std::io::Read::read(ctrl, &mut rest) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) => {}
-            Err(_) => break,
-        }
-    }
-    Ok(results)
 }
 
 #[cfg(test)]
