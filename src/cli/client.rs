@@ -20,7 +20,7 @@ pub struct ClientArgs {
     /// Server host name or address.
     pub host: String,
     /// Server port (default 5310, netsweep's; when nothing listens there, iperf3's 5201 is
-    /// tried, telling an iperf3 server from a netsweep one by itself; with --iperf3, 5201).
+    /// tried, telling an iperf3 server from a netsweep one by itself).
     #[arg(long, short = 'p')]
     pub port: Option<u16>,
     /// Measured time, after the warm-up (10, 2s, 500ms; 10 s when neither -t, -n nor -k is
@@ -517,11 +517,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         if a.length.is_some() || a.no_zerocopy {
             spec.calibration = std::time::Duration::ZERO;
         }
-        // --iperf3 without -p: iperf3's port, where its servers listen.
-        let port = a
-            .port
-            .unwrap_or(if a.iperf3 { IPERF3_PORT } else { DEFAULT_PORT });
-        let server = resolve(&a.host, port, a.ipv4, a.ipv6)?;
+        let server = resolve(&a.host, a.port.unwrap_or(DEFAULT_PORT), a.ipv4, a.ipv6)?;
         let mut cfg = ClientConfig::new(server);
         cfg.cport = a.ip.cport.filter(|p| *p != 0);
         cfg.mptcp = a.ip.mptcp;
@@ -612,7 +608,9 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         } else {
             PeerProtocol::Netsweep
         };
-        cfg.port_fallback = (a.port.is_none() && !a.iperf3).then_some(IPERF3_PORT);
+        // Without -p, --iperf3 too: a netsweep server serves iperf3's protocol on 5310, and where
+        // nothing listens there `iperf3 -s` may on 5201.
+        cfg.port_fallback = a.port.is_none().then_some(IPERF3_PORT);
         cfg.bind = match (&a.bind, &a.ip.bind_dev) {
             (_, Some(dev)) => Some(Bind::Device(dev.clone())),
             (Some(b), None) => Some(match b.parse::<IpAddr>() {
