@@ -134,7 +134,6 @@ fn t0_runs_until_interrupted_against_netsweeps_server() {
                 "iperf3 test done: client to server"
             },
         );
-        assert!(line.contains("until the client ends it") || line.contains("received"));
         let counted = logged_bytes(&line, "received");
         assert_eq!(counted, received, "{args:?}: {line}");
         assert!(counted <= sent);
