@@ -46,17 +46,8 @@ pub(super) fn summary_line(
         } else {
             (ours, theirs)
         };
-        let (mut sent, mut bytes, mut secs) = (0u64, 0u64, 0f64);
-        for (i, _) in flows.iter().enumerate().filter(|(_, f)| **f == flow) {
-            let id = wire::stream_id(i);
-            if let Some(s) = receiver.stream(id) {
-                bytes = bytes.saturating_add(s.bytes);
-                secs = secs.max(s.seconds().unwrap_or(0.0));
-            }
-            if let Some(s) = sender.stream(id) {
-                sent = sent.saturating_add(s.bytes);
-            }
-        }
+        let (bytes, secs) = direction_total(&flows, flow, receiver);
+        let (sent, _) = direction_total(&flows, flow, sender);
         if flows.contains(&flow) && secs > 0.0 {
             parts.push(format!(
                 "{name} {} sent, {} received at {} ({bytes} bytes in {secs:.6} s)",
@@ -67,6 +58,19 @@ pub(super) fn summary_line(
         }
     }
     format!("{peer}: iperf3 test done: {}", parts.join(", "))
+}
+
+/// One end's account of one direction: the bytes of its streams in `results`, and the longest
+/// seconds any of them counted over.
+fn direction_total(flows: &[Flow], flow: Flow, results: &Results) -> (u64, f64) {
+    let (mut bytes, mut secs) = (0u64, 0f64);
+    for (i, _) in flows.iter().enumerate().filter(|(_, f)| **f == flow) {
+        if let Some(s) = results.stream(wire::stream_id(i)) {
+            bytes = bytes.saturating_add(s.bytes);
+            secs = secs.max(s.seconds().unwrap_or(0.0));
+        }
+    }
+    (bytes, secs)
 }
 
 /// When a test must have ended, and the words for one that had not.
@@ -113,13 +117,7 @@ pub(super) fn counted_words(spec: &TestSpec, ours: &Results) -> Option<String> {
     let parts: Vec<String> = [Flow::ClientToServer, Flow::ServerToClient]
         .into_iter()
         .filter_map(|flow| {
-            let (mut bytes, mut secs) = (0u64, 0f64);
-            for (i, _) in flows.iter().enumerate().filter(|(_, f)| **f == flow) {
-                if let Some(s) = ours.stream(wire::stream_id(i)) {
-                    bytes = bytes.saturating_add(s.bytes);
-                    secs = secs.max(s.seconds().unwrap_or(0.0));
-                }
-            }
+            let (bytes, secs) = direction_total(&flows, flow, ours);
             let verb = if flow == Flow::ClientToServer {
                 "received"
             } else {
