@@ -10,7 +10,7 @@ use crate::units::{Bytes, RateFormat};
 use std::fmt::Write;
 
 mod engine_lines;
-use engine_lines::{low_water_line, receive_buffer_line, send_path_line};
+use engine_lines::{low_water_line, receive_buffer_line, send_buffer_line, send_path_line};
 
 /// The test asked for, in one line (`-V`).
 pub fn spec_line(spec: &TestSpec) -> String {
@@ -399,7 +399,13 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     if let Some(line) = low_water_line(&result.start) {
         out.push_str(&line);
     }
-    if let Some(line) = receive_buffer_line(&result.start) {
+    for line in [
+        send_buffer_line(&result.start),
+        receive_buffer_line(&result.start),
+    ]
+    .into_iter()
+    .flatten()
+    {
         out.push_str(&line);
     }
     if let Some(words) = result.spec.affinity.words() {

@@ -237,6 +237,11 @@ pub struct StartInfo {
     pub receive_reads: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receive_low_water_bytes: Option<u64>,
+    /// The send buffer the first direction's senders set instead of the kernel's autotuning,
+    /// bytes as the kernel reports it (the largest; `engine::sndbuf`: a lone stream on a
+    /// same-host path without `-w`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_buffer_bytes: Option<u64>,
     /// The receive buffer those receivers set instead of the kernel's autotuning, bytes as the
     /// kernel reports it (the largest; `engine::rcvbuf`: a same-host path without `-w`).
     #[serde(default, skip_serializing_if = "Option::is_none")]

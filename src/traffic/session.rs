@@ -355,15 +355,12 @@ pub fn start_streams(
             && rtt() <= engine::lowater::PROBE_MAX_RTT)
             .then(|| Arc::new(probe))
     };
-    // A same-host receiver's buffer (`engine::rcvbuf`).
-    let receive_buffer = |socket: &StreamSocket| match socket {
-        StreamSocket::Tcp(t) => {
-            let same_host = match (t.local_addr(), t.peer_addr()) {
-                (Ok(l), Ok(p)) => engine::rcvbuf::same_host(l.ip(), p.ip()),
-                _ => false,
-            };
-            engine::rcvbuf::ask(spec.window_bytes.is_some(), same_host, receivers)
-        }
+    // A same-host receiver's and sender's buffers (`engine::rcvbuf`, `engine::sndbuf`).
+    let same_host = |socket: &StreamSocket| match socket {
+        StreamSocket::Tcp(t) => match (t.local_addr(), t.peer_addr()) {
+            (Ok(l), Ok(p)) => Some(engine::rcvbuf::same_host(l.ip(), p.ip())),
+            _ => Some(false),
+        },
         StreamSocket::Udp(_) => None,
     };
     let cpus = spec.affinity.of(is_client);
@@ -408,8 +405,21 @@ pub fn start_streams(
             skip_rx_copy: spec.skip_rx_copy && sockopt::RECV_TRUNC_DISCARDS,
             window_clamp: spec.window_clamp(),
             receive_buffer: (role == Role::Receiver)
-                .then(|| receive_buffer(&socket))
-                .flatten(),
+                .then(|| same_host(&socket))
+                .flatten()
+                .and_then(|s| engine::rcvbuf::ask(spec.window_bytes.is_some(), s, receivers)),
+            send_buffer: (role == Role::Sender)
+                .then(|| same_host(&socket))
+                .flatten()
+                .and_then(|s| {
+                    engine::sndbuf::ask(
+                        spec.window_bytes.is_some(),
+                        s,
+                        senders,
+                        receivers,
+                        wire.eager_receivers,
+                    )
+                }),
             cpu: cpus.map(|c| c.for_thread(i)),
             end_gate: end_gate.clone().filter(|_| role == Role::Sender),
         };

@@ -2,7 +2,7 @@
 //! buffer sizes capped by `kern.ipc.maxsockbuf` (no `SO_*BUFFORCE`), SO_TIMESTAMP, binding by
 //! the device's address (no SO_BINDTODEVICE), no IP_MTU and no timer slack to tighten.
 
-use super::{TcpInfo, freebsd_tcp_info, setsockopt_int};
+use super::{Buffer, TcpInfo, freebsd_tcp_info, setsockopt_int};
 use std::io;
 use std::net::{Ipv6Addr, SocketAddr};
 use std::os::fd::{AsFd, AsRawFd};
@@ -114,9 +114,10 @@ pub fn raise_rcvbuf<S: AsRawFd>(sock: &S, bytes: u64) {
     let _ = set_capped(sock, libc::SO_RCVBUF, bytes);
 }
 
-/// Linux's same-host receive buffer (`traffic::engine::rcvbuf`) was measured on Linux's
-/// autotuning only: FreeBSD keeps its own (`net.inet.tcp.recvbuf_auto`), Ok(false).
-pub fn cap_rcvbuf<S: AsRawFd>(_sock: &S, _bytes: u64) -> io::Result<bool> {
+/// Linux's same-host buffers (`traffic::engine::rcvbuf`, `traffic::engine::sndbuf`) were
+/// measured against Linux's autotuning only: FreeBSD keeps its own
+/// (`net.inet.tcp.{send,recv}buf_auto`), Ok(false).
+pub fn cap_buffer<S: AsRawFd>(_sock: &S, _which: Buffer, _bytes: u64) -> io::Result<bool> {
     Ok(false)
 }
 

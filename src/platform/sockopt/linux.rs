@@ -2,7 +2,7 @@
 //! (root lifts `net.core.{w,r}mem_max`), SO_TIMESTAMPNS, SO_BINDTODEVICE, IP_MTU, timer slack,
 //! IPv6 flow labels.
 
-use super::{TcpInfo, setsockopt_int};
+use super::{Buffer, TcpInfo, setsockopt_int};
 use std::io;
 use std::net::{Ipv6Addr, SocketAddr, UdpSocket};
 use std::os::fd::{AsFd, AsRawFd};
@@ -199,21 +199,26 @@ pub fn raise_rcvbuf<S: AsRawFd>(sock: &S, bytes: u64) {
     }
 }
 
-/// Sets SO_RCVBUF to `bytes` only where the kernel grants it in full: as root past
-/// `net.core.rmem_max` (SO_RCVBUFFORCE), otherwise when that maximum allows it. A set buffer
-/// ends the kernel's autotuning for good, so when neither holds nothing is set: Ok(false).
-pub fn cap_rcvbuf<S: AsRawFd>(sock: &S, bytes: u64) -> io::Result<bool> {
+/// Sets one of `sock`'s buffers to `bytes` only where the kernel grants it in full: as root
+/// past `net.core.{r,w}mem_max` (the `*FORCE` option), otherwise when that maximum allows it. A
+/// set buffer ends the kernel's autotuning for good, so when neither holds nothing is set:
+/// Ok(false).
+pub fn cap_buffer<S: AsRawFd>(sock: &S, which: Buffer, bytes: u64) -> io::Result<bool> {
+    let (forced, plain, max) = match which {
+        Buffer::Send => (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, "wmem_max"),
+        Buffer::Receive => (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, "rmem_max"),
+    };
     let v = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
-    if setsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_ok() {
+    if setsockopt_int(sock, libc::SOL_SOCKET, forced, v).is_ok() {
         return Ok(true);
     }
-    let max = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+    let max = std::fs::read_to_string(format!("/proc/sys/net/core/{max}"))
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok());
     if max.is_none_or(|m| m < bytes) {
         return Ok(false);
     }
-    setsockopt_int(sock, libc::SOL_SOCKET, libc::SO_RCVBUF, v).map(|()| true)
+    setsockopt_int(sock, libc::SOL_SOCKET, plain, v).map(|()| true)
 }
 
 /// Linux has TCP_USER_TIMEOUT (iperf3's `--snd-timeout`).

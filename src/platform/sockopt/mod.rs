@@ -20,13 +20,20 @@ use freebsd as os;
 use linux as os;
 
 pub use os::{
-    CLAMP_HEADROOM, HAS_USER_TIMEOUT, RECV_TRUNC_DISCARDS, bind_device, cap_rcvbuf,
+    CLAMP_HEADROOM, HAS_USER_TIMEOUT, RECV_TRUNC_DISCARDS, bind_device, cap_buffer,
     enable_rx_timestamps, hold_window_clamp, is_mptcp, keep_remote_flowlabel, lease_flowlabel,
     mptcp_protocol, raise_rcvbuf, recv_trunc, remote_flowlabel, route_mtu, set_buffers,
     set_dont_fragment, set_max_pacing_rate, set_user_timeout, tcp_info, tighten_timer_slack,
 };
 
 use socket2::SockRef;
+
+/// One of a socket's two buffers (`cap_buffer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Buffer {
+    Send,
+    Receive,
+}
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 

@@ -24,6 +24,7 @@ pub mod rcvbuf;
 mod sendgroup;
 pub mod sendpath;
 mod sequence;
+pub mod sndbuf;
 mod tcp;
 mod udp;
 mod udpnap;
@@ -133,6 +134,9 @@ pub struct StreamCtx {
     /// TCP receiver: the SO_RCVBUF it asks for before its first read instead of the kernel's
     /// autotuning (`rcvbuf`: a same-host path), where granted in full.
     pub receive_buffer: Option<u64>,
+    /// TCP sender: the SO_SNDBUF it asks for before its first write instead of the kernel's
+    /// autotuning (`sndbuf`: a same-host path), where granted in full.
+    pub send_buffer: Option<u64>,
     /// The CPU this stream's thread pins itself to (`-A`/`--affinity`), if any.
     pub cpu: Option<usize>,
     /// TCP sender of an iperf3 client: lets the far end settle before TEST_END (`drain`).

@@ -31,7 +31,7 @@
 //! both sides: the one-stream gain of the first run did not hold). So a lone receiver keeps
 //! the autotuning (its sender, not memory, is what it is short of); several ask. Paths that
 //! leave the host keep the autotuning: their round trip is what the window must cover, and
-//! nothing here was measured on one. The ask is made only where it is granted in full (`sockopt::cap_rcvbuf`:
+//! nothing here was measured on one. The ask is made only where it is granted in full (`sockopt::cap_buffer`:
 //! as root past `net.core.rmem_max`, otherwise only when that maximum allows it): a buffer the
 //! kernel clamped lower would cost far more than the caches win. Results say the buffer
 //! (`StartInfo::receive_buffer_bytes`).

@@ -633,6 +633,10 @@ pub struct SendReport {
     /// Send system calls after calibration, and the bytes they moved.
     pub calls: u64,
     pub bytes: u64,
+    /// The send buffer set instead of the kernel's autotuning (`sndbuf`), bytes as the kernel
+    /// reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffer_bytes: Option<u64>,
 }
 
 #[cfg(test)]

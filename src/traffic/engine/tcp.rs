@@ -309,7 +309,12 @@ impl<'a> Sender<'a> {
                 ctx.repeating_payload,
             ))
         });
-        let chooser = PathChooser::new(ctx, &source);
+        let mut chooser = PathChooser::new(ctx, &source);
+        if let Some(b) = ctx.send_buffer
+            && sockopt::cap_buffer(&sock, sockopt::Buffer::Send, b).unwrap_or(false)
+        {
+            chooser.report.buffer_bytes = Some(sockopt::buffer_sizes(&sock).0);
+        }
         let _ = sock.set_write_timeout(Some(POLL));
         let sampler = InfoSampler::new(&sock);
         let pacer = (!ctx.rate.is_unlimited()).then(|| {
@@ -504,7 +509,7 @@ pub(super) fn receive(ctx: &StreamCtx, mut sock: TcpStream) -> StreamReport {
     };
     report.skipped_rx_copy = ctx.skip_rx_copy;
     if let Some(b) = ctx.receive_buffer
-        && sockopt::cap_rcvbuf(&sock, b).unwrap_or(false)
+        && sockopt::cap_buffer(&sock, sockopt::Buffer::Receive, b).unwrap_or(false)
     {
         received.buffer_bytes = Some(sockopt::buffer_sizes(&sock).1);
     }

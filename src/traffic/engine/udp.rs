@@ -655,6 +655,7 @@ mod tests {
             skip_rx_copy: skip,
             window_clamp: None,
             receive_buffer: None,
+            send_buffer: None,
             cpu: None,
             end_gate: None,
         }

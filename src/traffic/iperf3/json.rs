@@ -653,6 +653,10 @@ fn extensions(result: &TestResult) -> Value {
         serde_json::to_value(&result.start.receive_mode),
     );
     put(
+        "send_buffer_bytes",
+        serde_json::to_value(result.start.send_buffer_bytes),
+    );
+    put(
         "receive_buffer_bytes",
         serde_json::to_value(result.start.receive_buffer_bytes),
     );

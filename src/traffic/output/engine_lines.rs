@@ -56,6 +56,18 @@ pub(super) fn receive_buffer_line(start: &crate::traffic::result::StartInfo) -> 
     })
 }
 
+/// The send buffer a lone sender set instead of the kernel's autotuning on a same-host path
+/// (`engine::sndbuf`), named with the end whose sender it is.
+pub(super) fn send_buffer_line(start: &crate::traffic::result::StartInfo) -> Option<String> {
+    let bytes = start.send_buffer_bytes?;
+    let (senders, _, _) = senders_of(start.first_flow);
+    Some(format!(
+        "Send buffer{senders}: {}, set instead of the kernel's autotuning (one stream on a \
+         same-host path: the window holds only memory; -w sets your own).\n",
+        Bytes(bytes)
+    ))
+}
+
 /// One direction's `Reads` line; `which` labels the direction under `--bidir`.
 fn reads_line(
     which: &str,
@@ -329,6 +341,19 @@ mod tests {
         assert!(
             other.starts_with("Receive buffer: server to client (this end's receivers): 4.00"),
             "{other}"
+        );
+    }
+
+    #[test]
+    fn the_send_buffer_line_names_the_sending_end() {
+        let mut start = StartInfo::default();
+        assert_eq!(send_buffer_line(&start), None, "autotuned: no line");
+        start.first_flow = Some(Flow::ServerToClient);
+        start.send_buffer_bytes = Some(512 << 10);
+        let line = send_buffer_line(&start).unwrap();
+        assert!(
+            line.starts_with("Send buffer (the server's senders): 512 KBytes, set instead"),
+            "{line}"
         );
     }
 

@@ -1,7 +1,7 @@
 //! What the engine did on the streams of a test's first direction, for its `StartInfo`: the
 //! send path the senders kept and their calls, how the receivers received (copy or not), how
-//! they batched their reads and the receive buffer they set; under `--bidir` the other
-//! direction's too (`OtherSend` for its senders).
+//! they batched their reads, and the send and receive buffers they set; under `--bidir` the
+//! other direction's too (`OtherSend` for its senders).
 
 use super::{StartInfo, StreamPair, saturating_sum};
 use crate::traffic::engine::sendpath::{SendPath, SendReport};
@@ -57,6 +57,9 @@ pub(super) fn describe(start: &mut StartInfo, spec: &TestSpec, pairs: &[StreamPa
         start.send_call_bytes = Some(calls.bytes);
         start.send_streams = Some(calls.streams);
     }
+    start.send_buffer_bytes = first_direction()
+        .filter_map(|p| p.sender.send.as_ref()?.buffer_bytes)
+        .max();
     if let Some(other) = other_direction().find_map(|p| {
         let send = p.sender.send.as_ref()?;
         let path = send.path?;

@@ -1,9 +1,11 @@
-//! A same-host path's receive buffer (`traffic::engine::rcvbuf`): TCP receivers whose sender is
-//! on this host set a fixed buffer instead of the kernel's autotuning when they are several;
-//! the result says which (each direction's under `--bidir`), and the receiving kernel reports that buffer on the data
-//! sockets while the test runs. A test's only receiver, a window set with
-//! `-w`, and a path that leaves the host (two namespaces joined by a veth pair) keep the
-//! autotuning. Root (namespaces); CI runs it.
+//! A same-host path's buffers. The receive buffer (`traffic::engine::rcvbuf`): TCP receivers
+//! whose sender is on this host set a fixed buffer instead of the kernel's autotuning when they
+//! are several; the result says which (each direction's under `--bidir`), and the receiving
+//! kernel reports that buffer on the data sockets while the test runs. A test's only receiver,
+//! a window set with `-w`, and a path that leaves the host (two namespaces joined by a veth
+//! pair) keep the autotuning. The send buffer (`traffic::engine::sndbuf`): a test's lone
+//! sender sets one, under the same checks, and several streams, `--bidir`, `-w` and a path off
+//! the host keep the autotuning. Root (namespaces); CI runs it.
 
 mod common;
 
@@ -43,6 +45,17 @@ fn autotuning_reaches(ns: &Netns, bytes: u64) -> bool {
 /// The receive buffers (`ss -tm`'s `rb`) of the connected TCP sockets on port 5398 in `ns`
 /// that have received more than a megabyte.
 fn receiving_buffers(ns: &Netns) -> Vec<u64> {
+    buffers(ns, "bytes_received:", "rb")
+}
+
+/// The send buffers (`ss -tm`'s `tb`) of those that have sent more than a megabyte.
+fn sending_buffers(ns: &Netns) -> Vec<u64> {
+    buffers(ns, "bytes_sent:", "tb")
+}
+
+/// `buffer` (an `ss -tm` field) of the connected TCP sockets on port 5398 in `ns` whose
+/// `counter` (an `ss -ti` field) passed a megabyte.
+fn buffers(ns: &Netns, counter: &str, buffer: &str) -> Vec<u64> {
     let out = ns
         .cmd("ss")
         .args([
@@ -59,14 +72,25 @@ fn receiving_buffers(ns: &Netns) -> Vec<u64> {
             .find_map(|w| w.strip_prefix(key).and_then(|v| v.parse::<u64>().ok()))
     };
     text.lines()
-        .filter(|l| field(l, "bytes_received:").is_some_and(|b| b > 1 << 20))
-        .filter_map(|l| field(l, "rb"))
+        .filter(|l| field(l, counter).is_some_and(|b| b > 1 << 20))
+        .filter_map(|l| field(l, buffer))
         .collect()
 }
 
 /// One client test from `ns` to `host`:5398, and the receive buffers `ns_receiving` reported
 /// one second into it.
 fn test(ns: &Netns, ns_receiving: &Netns, host: &str, args: &[&str]) -> (Value, Vec<u64>) {
+    test_seeing(ns, ns_receiving, host, args, receiving_buffers)
+}
+
+/// As `test`, with what `seen` reports of `ns_seen` one second into the test.
+fn test_seeing(
+    ns: &Netns,
+    ns_seen: &Netns,
+    host: &str,
+    args: &[&str],
+    seen: fn(&Netns) -> Vec<u64>,
+) -> (Value, Vec<u64>) {
     let client = ns
         .cmd(env!("CARGO_BIN_EXE_netsweep"))
         .args(["client", host, "-p", "5398", "--json=netsweep", "-t", "2"])
@@ -76,7 +100,7 @@ fn test(ns: &Netns, ns_receiving: &Netns, host: &str, args: &[&str]) -> (Value, 
         .spawn()
         .expect("client");
     std::thread::sleep(Duration::from_millis(1200));
-    let buffers = receiving_buffers(ns_receiving);
+    let buffers = seen(ns_seen);
     let out = client.wait_with_output().expect("client output");
     let doc: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
@@ -163,5 +187,62 @@ fn same_host_receivers_set_the_buffer_the_kernel_reports_and_other_paths_keep_au
     assert!(
         buffers.iter().all(|&rb| rb != 2 * asked) || autotuning_reaches(&b, 2 * asked),
         "autotuned buffers across the veth pair: {buffers:?}"
+    );
+}
+
+#[test]
+fn a_lone_same_host_sender_sets_the_send_buffer_the_kernel_reports_and_others_keep_autotuning() {
+    if !cfg!(target_os = "linux") || !common::root_or_skip("a_lone_same_host_sender_sets") {
+        return;
+    }
+    let _serial = common::loopback::serial();
+    let asked = netsweep::traffic::engine::sndbuf::LONE_SENDER_ASK;
+    let a = Netns::new("sba");
+    // The client's lone sender, then the server's under -R, copying receiver or not: the
+    // result's buffer is the one the sending kernel reports while the data flows.
+    for args in [&[][..], &["-R"], &["--rx-copy"]] {
+        let _server = server(&a, "127.0.0.1");
+        let (doc, buffers) = test_seeing(&a, &a, "127.0.0.1", args, sending_buffers);
+        let said = doc["start"]["send_buffer_bytes"].as_u64();
+        assert_eq!(said, Some(2 * asked), "{args:?}: {:#}", doc["start"]);
+        assert_eq!(
+            buffers,
+            vec![2 * asked],
+            "{args:?}: the sending socket's tb while the test ran"
+        );
+        assert!(doc["summary"]["bytes"].as_u64().unwrap_or(0) > 0, "{doc:#}");
+    }
+    // Several streams, --bidir and -w keep the kernel's send buffers.
+    for args in [&["-P", "2"][..], &["--bidir"], &["-w", "1M"]] {
+        let _server = server(&a, "127.0.0.1");
+        let (doc, buffers) = test_seeing(&a, &a, "127.0.0.1", args, sending_buffers);
+        assert!(
+            doc["start"].get("send_buffer_bytes").is_none(),
+            "{args:?}: {:#}",
+            doc["start"]
+        );
+        assert!(!buffers.is_empty(), "{args:?}: no sending socket seen");
+        assert!(!buffers.contains(&(2 * asked)), "{args:?}: {buffers:?}");
+    }
+    // A path off the host.
+    drop(a);
+    let Pair { a, b, .. } = Pair::new("sb");
+    let _server = server(&b, "198.18.0.2");
+    let (doc, buffers) = test_seeing(&a, &a, "198.18.0.2", &[], sending_buffers);
+    assert!(
+        doc["start"].get("send_buffer_bytes").is_none(),
+        "{:#}",
+        doc["start"]
+    );
+    assert_eq!(
+        buffers.len(),
+        1,
+        "one sending socket in {}: {buffers:?}",
+        a.0
+    );
+    assert_ne!(
+        buffers[0],
+        2 * asked,
+        "an autotuned buffer across the veth pair"
     );
 }
