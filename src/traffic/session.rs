@@ -358,11 +358,12 @@ pub fn start_streams(
     // A same-host receiver's and sender's buffers (`engine::rcvbuf`, `engine::sndbuf`).
     let same_host = |socket: &StreamSocket| match socket {
         StreamSocket::Tcp(t) => match (t.local_addr(), t.peer_addr()) {
-            (Ok(l), Ok(p)) => Some(engine::rcvbuf::same_host(l.ip(), p.ip())),
-            _ => Some(false),
+            (Ok(l), Ok(p)) => engine::rcvbuf::same_host(l.ip(), p.ip()),
+            _ => false,
         },
-        StreamSocket::Udp(_) => None,
+        StreamSocket::Udp(_) => false,
     };
+    let window_set = spec.window_bytes.is_some();
     let cpus = spec.affinity.of(is_client);
     let end_gate = (wire.drain_senders && tcp && roles.contains(&Role::Sender))
         .then(|| Arc::new(engine::drain::EndGate::default()));
@@ -405,21 +406,20 @@ pub fn start_streams(
             skip_rx_copy: spec.skip_rx_copy && sockopt::RECV_TRUNC_DISCARDS,
             window_clamp: spec.window_clamp(),
             receive_buffer: (role == Role::Receiver)
-                .then(|| same_host(&socket))
-                .flatten()
-                .and_then(|s| engine::rcvbuf::ask(spec.window_bytes.is_some(), s, receivers)),
+                .then(|| engine::rcvbuf::ask(window_set, same_host(&socket), receivers))
+                .flatten(),
             send_buffer: (role == Role::Sender)
-                .then(|| same_host(&socket))
-                .flatten()
-                .and_then(|s| {
+                .then(|| {
+                    let iperf3_receiver = wire.eager_receivers;
                     engine::sndbuf::ask(
-                        spec.window_bytes.is_some(),
-                        s,
+                        window_set,
+                        same_host(&socket),
                         senders,
                         receivers,
-                        wire.eager_receivers,
+                        iperf3_receiver,
                     )
-                }),
+                })
+                .flatten(),
             cpu: cpus.map(|c| c.for_thread(i)),
             end_gate: end_gate.clone().filter(|_| role == Role::Sender),
         };
