@@ -343,10 +343,16 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
         };
         // Read as each connection was set up: what -w was granted, or else where the kernel's
         // autotuning started (it grows them as the test runs; the windows above say how far).
-        let when = if result.spec.window_bytes.is_some() {
-            "Buffers granted (-w)"
-        } else {
-            "Buffers at the start (autotuned as the test runs)"
+        let st = &result.start;
+        let set_later = st.send_buffer_bytes.is_some()
+            || st.receive_buffer_bytes.is_some()
+            || st.other_receive_buffer_bytes.is_some();
+        let when = match (result.spec.window_bytes.is_some(), set_later) {
+            (true, _) => "Buffers granted (-w)",
+            (false, false) => "Buffers at the start (autotuned as the test runs)",
+            (false, true) => {
+                "Buffers at the start (autotuned as the test runs, except those set below)"
+            }
         };
         let _ = writeln!(
             out,
@@ -635,6 +641,40 @@ mod tests {
             "{}",
             cpu_line(&c)
         );
+    }
+
+    /// The buffers line says which of the buffers read at the start were then set instead of
+    /// autotuned, and the line naming the set one follows.
+    #[test]
+    fn buffers_set_on_a_same_host_path_are_not_called_autotuned() {
+        use crate::traffic::result::{CpuResult, StartInfo};
+        let spec = crate::traffic::spec::TestSpec::tcp(std::time::Duration::from_secs(5));
+        let sock = crate::traffic::measure::SocketInfo {
+            sndbuf_bytes: 16384,
+            rcvbuf_bytes: 131072,
+            ..Default::default()
+        };
+        let start = StartInfo {
+            client_sockets: vec![sock.clone()],
+            server_sockets: vec![sock],
+            ..StartInfo::default()
+        };
+        let mut r = crate::traffic::result::build(&spec, start, &[], CpuResult::default(), None);
+        let text = summary(&r, RateFormat::default());
+        assert!(
+            text.contains("Buffers at the start (autotuned as the test runs): client sndbuf"),
+            "{text}"
+        );
+        assert!(!text.contains("Send buffer"), "{text}");
+        r.start.send_buffer_bytes = Some(512 << 10);
+        let text = summary(&r, RateFormat::default());
+        let at = text
+            .find("Buffers at the start (autotuned as the test runs, except those set below):")
+            .unwrap_or_else(|| panic!("{text}"));
+        let set = text
+            .find("Send buffer: 512 KBytes, set instead")
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(at < set, "{text}");
     }
 
     #[test]
