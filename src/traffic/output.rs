@@ -342,7 +342,9 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
             None => "server's not reported".to_string(),
         };
         // Read as each connection was set up: what -w was granted, or else where the kernel's
-        // autotuning started (it grows them as the test runs; the windows above say how far).
+        // autotuning started (it grows them as the test runs; the windows above say how far),
+        // unless a same-host path then set one (`engine::rcvbuf`, `engine::sndbuf`: their
+        // lines follow).
         let st = &result.start;
         let set_later = st.send_buffer_bytes.is_some()
             || st.receive_buffer_bytes.is_some()

@@ -27,6 +27,8 @@ pub use os::{
 };
 
 use socket2::SockRef;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 
 /// One of a socket's two buffers (`cap_buffer`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,8 +36,6 @@ pub enum Buffer {
     Send,
     Receive,
 }
-use std::io;
-use std::os::fd::{AsFd, AsRawFd, RawFd};
 
 /// The TCP_INFO fields netsweep reports, in the same units on every system. Fields a system
 /// does not have are `None` (reported as unavailable, never as zero).
