@@ -424,6 +424,19 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         if let Some(why) = a.ip.refusal() {
             bail!("{why}");
         }
+        // iperf3's `-l 0` is its default block (iperf_api.c: a blksize of 0 takes the
+        // protocol's default), so `-l 0` here is netsweep's default, as if not given.
+        let without_length;
+        let a = match a.length.as_deref().map(str::parse::<Bytes>) {
+            Some(Ok(Bytes(0))) => {
+                without_length = ClientArgs {
+                    length: None,
+                    ..a.clone()
+                };
+                &without_length
+            }
+            _ => a,
+        };
         let count = match (&a.bytes, &a.blockcount) {
             (Some(n), _) => Some(Count::Bytes(n.parse::<Bytes>().context("-n/--bytes")?.0)),
             (None, Some(k)) => Some(Count::Blocks(

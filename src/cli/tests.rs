@@ -122,6 +122,31 @@ fn l_writes_its_size_as_iperf3_does_and_l_with_z_sends_it_with_sendfile() {
 }
 
 #[test]
+fn l_0_is_the_default_as_in_iperf3() {
+    let spec = |args: &[&str]| {
+        let mut all = vec!["127.0.0.1"];
+        all.extend_from_slice(args);
+        client(&all).unwrap().1
+    };
+    for (zero, none) in [
+        (&["-l", "0"][..], &[][..]),
+        (&["-u", "-l", "0"], &["-u"]),
+        (&["-k", "10", "-l", "0"], &["-k", "10"]),
+        (&["-l", "0", "-Z"], &["-Z"]),
+    ] {
+        let (z, n) = (spec(zero), spec(none));
+        assert_eq!(z.length_bytes, n.length_bytes, "{zero:?}");
+        assert_eq!(
+            z.calibration, n.calibration,
+            "{zero:?}: calibrated as without -l"
+        );
+        assert_eq!(z.zerocopy, n.zerocopy, "{zero:?}");
+    }
+    assert!(!spec(&["-l", "0"]).calibration.is_zero());
+    assert!(spec(&["-l", "64K"]).calibration.is_zero());
+}
+
+#[test]
 fn rcv_timeout_is_iperf3s_milliseconds_in_both_roles() {
     let (cfg, _) = client(&["127.0.0.1"]).unwrap();
     assert_eq!(cfg.rcv_timeout, Duration::from_secs(120));
