@@ -452,6 +452,16 @@ def main():
                 if k != d and k.split(" --")[0] == d:
                     r = med[c][d]["bps"] / v["bps"]
                     print(f"  {c}: default {d} / {k} = {r:.2f}x (target >= 0.95x) {'OK' if r >= 0.95 else 'MISSED'}")
+                    # The same pair round by round (both ran in every round, in shuffled
+                    # order): the ratio of medians above mixes each round's drift into both
+                    # sides, the paired ratios cancel it. Shown beside the verdict, not in it.
+                    pairs = [a_["bps"] / b_["bps"] for a_, b_ in zip(results[c][d], results[c][k])
+                             if a_["bps"] and b_["bps"]]
+                    if pairs:
+                        ahead = sum(x >= 1.0 for x in pairs)
+                        print(f"  {c}:   round by round: median {statistics.median(pairs):.2f}x, "
+                              f"ahead in {ahead} of {len(pairs)} rounds "
+                              f"({', '.join(f'{x:.2f}' for x in pairs)})")
     for c in ["interop", "interopudp"]:
         if c in med:
             base = med[c]["iperf3 -> iperf3"]

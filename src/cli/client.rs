@@ -544,6 +544,13 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             }
             cfg.connect_timeout = std::time::Duration::from_millis(ms);
         }
+        // As iperf3 (IERVRSONLYRCVTIMEOUT): a client that only sends receives no data to time.
+        if a.ip.rcv_timeout.is_some() && spec.direction == Direction::Forward {
+            bail!(
+                "--rcv-timeout: client receive timeout is valid only in receiving mode \
+                 (-R or --bidir), as iperf3's"
+            );
+        }
         cfg.rcv_timeout = rates::rcv_timeout(a.ip.rcv_timeout)?;
         cfg.liveness = rates::liveness(a.ip.cntl_ka.as_deref(), a.ip.snd_timeout)?;
         cfg.udp_counters_64bit = a.ip.udp_counters_64bit;

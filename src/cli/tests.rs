@@ -150,13 +150,21 @@ fn l_0_is_the_default_as_in_iperf3() {
 fn rcv_timeout_is_iperf3s_milliseconds_in_both_roles() {
     let (cfg, _) = client(&["127.0.0.1"]).unwrap();
     assert_eq!(cfg.rcv_timeout, Duration::from_secs(120));
-    let (cfg, _) = client(&["127.0.0.1", "--rcv-timeout", "5000"]).unwrap();
+    let (cfg, _) = client(&["127.0.0.1", "-R", "--rcv-timeout", "5000"]).unwrap();
+    assert_eq!(cfg.rcv_timeout, Duration::from_secs(5));
+    let (cfg, _) = client(&["127.0.0.1", "--bidir", "--rcv-timeout", "5000"]).unwrap();
     assert_eq!(cfg.rcv_timeout, Duration::from_secs(5));
     let e = format!(
         "{:#}",
-        client(&["127.0.0.1", "--rcv-timeout", "50"]).unwrap_err()
+        client(&["127.0.0.1", "-R", "--rcv-timeout", "50"]).unwrap_err()
     );
     assert!(e.contains("--rcv-timeout") && e.contains("100"), "{e}");
+    // As iperf3: a client that only sends has no data to time.
+    let e = format!(
+        "{:#}",
+        client(&["127.0.0.1", "--rcv-timeout", "5000"]).unwrap_err()
+    );
+    assert!(e.contains("valid only in receiving mode"), "{e}");
     let server = |args: &[&str]| {
         let mut v = vec!["netsweep", "server"];
         v.extend_from_slice(args);

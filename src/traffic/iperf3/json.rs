@@ -159,8 +159,9 @@ fn test_start(spec: &TestSpec, info: &StartInfo) -> Value {
         "num_streams": spec.streams,
         "blksize": blksize,
         "omit": spec.omit.as_secs(),
-        // As iperf3 writes a test that ends at a count: no duration, the count asked for.
-        "duration": if spec.count.is_some() { 0 } else { spec.duration.as_secs() },
+        // As iperf3 writes a test that ends at a count (no duration, the count asked for) or
+        // when interrupted (-t 0: the duration asked, 0).
+        "duration": if spec.count.is_some() || spec.until_stopped { 0 } else { spec.duration.as_secs() },
         "bytes": match spec.count { Some(Count::Bytes(b)) => b, _ => 0 },
         "blocks": match spec.count { Some(Count::Blocks(k)) => k, _ => 0 },
         "reverse": i32::from(spec.direction == Direction::Reverse),

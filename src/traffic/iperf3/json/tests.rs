@@ -235,6 +235,23 @@ fn netsweeps_own_figures_are_under_extensions_only() {
 }
 
 #[test]
+fn a_test_until_interrupted_has_iperf3s_duration_0() {
+    let mut r = fixture("netsweep-tcp-reverse.json");
+    let asked = r.spec.duration.as_secs();
+    assert!(asked > 0);
+    assert_eq!(
+        document(&r, server())["start"]["test_start"]["duration"],
+        json!(asked)
+    );
+    r.spec.until_stopped = true;
+    assert_eq!(
+        document(&r, server())["start"]["test_start"]["duration"],
+        json!(0),
+        "iperf3 -t 0 writes the duration it was given"
+    );
+}
+
+#[test]
 fn a_test_cut_short_carries_iperf3s_error_key() {
     let mut r = fixture("netsweep-tcp-reverse.json");
     r.error = Some("the server closed the connection".into());
