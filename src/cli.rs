@@ -228,6 +228,51 @@ pub(crate) fn key_values(items: &[String], flag: &str) -> anyhow::Result<Vec<(St
         .collect()
 }
 
+/// iperf3's words for an option of the other role on iperf3's command line (`netsweep -c HOST
+/// -D`, `netsweep -s -t 5`), where clap would say "unexpected argument" and suggest `-- -D`,
+/// which fails the same way: "some option you are trying to set is server only" (iperf3's
+/// IESERVERONLY, IECLIENTONLY). `None` for any other parse error, which clap reports.
+pub fn iperf3_role_error(argv: &[std::ffi::OsString], e: &clap::Error) -> Option<String> {
+    use clap::CommandFactory;
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::UnknownArgument || !argv.iter().any(|a| a == "--iperf3-cli") {
+        return None;
+    }
+    let (other, only, taker) = match argv.get(1).and_then(|a| a.to_str()) {
+        Some("client") => ("server", "server", "netsweep -s"),
+        Some("server") => ("client", "client", "netsweep -c HOST"),
+        _ => return None,
+    };
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let name = arg.split('=').next().unwrap_or(arg);
+    let cli = Cli::command();
+    let known =
+        cli.find_subcommand(other)?
+            .get_arguments()
+            .any(|a| match name.strip_prefix("--") {
+                Some(long) => a
+                    .get_long_and_visible_aliases()
+                    .is_some_and(|l| l.contains(&long)),
+                None => {
+                    let mut chars = name.chars().skip(1);
+                    let short = chars.next();
+                    chars.next().is_none()
+                        && short.is_some_and(|c| {
+                            a.get_short_and_visible_aliases()
+                                .is_some_and(|s| s.contains(&c))
+                        })
+                }
+            });
+    known.then(|| {
+        format!(
+            "parameter error - some option you are trying to set is {only} only ({name}: \
+             `{taker}` takes it)"
+        )
+    })
+}
+
 /// Rewrites iperf3's command lines into netsweep's: `netsweep -s ...` is `netsweep server
 /// --iperf3-cli ...` and `netsweep -c HOST ...` is `netsweep client HOST --iperf3-cli ...` (`-c HOST` may
 /// stand anywhere; `--iperf3-cli` makes `-J` print iperf3's document); `netsweep -v` is

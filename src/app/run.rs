@@ -87,8 +87,14 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
 /// The address of `HOST[:PORT]`, checked to accept connections (a server of `what` there).
 fn reachable(host: &str, default_port: u16, what: &str) -> anyhow::Result<std::net::SocketAddr> {
     let addr = crate::traffic::address::resolve_host_port(host, default_port)?;
-    std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(3))
-        .with_context(|| format!("target {addr} is unreachable: is `{what}` running there?"))?;
+    let port = if addr.port() == default_port {
+        String::new()
+    } else {
+        format!(" -p {}", addr.port())
+    };
+    std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(3)).with_context(
+        || format!("target {addr} is unreachable: is `{what}{port}` running there?"),
+    )?;
     Ok(addr)
 }
 

@@ -118,24 +118,37 @@ pub fn connected_lines(sockets: &[crate::traffic::measure::SocketInfo]) -> Strin
 }
 
 pub fn header(spec: &TestSpec) -> String {
+    // As iperf3: `[ ID][Role]` with `--bidir`, whose lines carry their direction there.
+    let id = if spec.direction == crate::traffic::spec::Direction::Bidir {
+        "[ ID][Role]"
+    } else {
+        "[ ID]"
+    };
     match spec.protocol {
-        Protocol::Tcp => "[ ID] Interval           Transfer     Bitrate           Retr   Cwnd        RTT".to_string(),
-        Protocol::Udp => "[ ID] Interval           Transfer     Bitrate           Jitter     Lost/Total Datagrams".to_string(),
+        Protocol::Tcp => {
+            format!("{id} Interval           Transfer     Bitrate           Retr   Cwnd        RTT")
+        }
+        Protocol::Udp => format!(
+            "{id} Interval           Transfer     Bitrate           Jitter     Lost/Total Datagrams"
+        ),
     }
 }
 
-/// The direction tag of `--bidir` lines, with its leading space (iperf3: `  receiver [TX-C]`).
-fn tag(flow: Option<Flow>, bidir: bool) -> &'static str {
+/// The direction of a `--bidir` line, right after its id as iperf3 writes it: `[  5][TX-C]`,
+/// `[SUM][RX-C]`; empty otherwise.
+fn role(flow: Option<Flow>, bidir: bool) -> &'static str {
     match (bidir, flow) {
         (false, _) | (true, None) => "",
-        (true, Some(Flow::ClientToServer)) => " [TX-C]",
-        (true, Some(Flow::ServerToClient)) => " [RX-C]",
+        (true, Some(Flow::ClientToServer)) => "[TX-C]",
+        (true, Some(Flow::ServerToClient)) => "[RX-C]",
     }
 }
 
 /// How numbers are written: the unit of `-f`.
 struct Line<'a> {
     id: &'a str,
+    /// `role`'s tag, or empty.
+    role: &'a str,
     start: f64,
     end: f64,
     proto: Protocol,
@@ -145,13 +158,14 @@ struct Line<'a> {
 fn line(l: &Line, row: &StreamInterval, suffix: &str) -> String {
     let Line {
         id,
+        role,
         start,
         end,
         proto,
         units,
     } = *l;
     let mut s = format!(
-        "[{id:>3}] {start:6.2}-{end:<6.2} sec  {:>12}  {:>16}",
+        "[{id:>3}]{role} {start:6.2}-{end:<6.2} sec  {:>12}  {:>16}",
         units.bytes(row.bytes),
         units.rate(row.bits_per_second)
     );
@@ -199,16 +213,13 @@ pub fn interval_lines(spec: &TestSpec, iv: &Interval, units: RateFormat, origin:
         let id = format!("{}", row.stream);
         let l = Line {
             id: &id,
+            role: role(row.flow, bidir),
             start,
             end,
             proto: spec.protocol,
             units,
         };
-        out.push_str(&line(
-            &l,
-            row,
-            &format!("{}{omitted}", tag(row.flow, bidir)),
-        ));
+        out.push_str(&line(&l, row, omitted));
         out.push('\n');
     }
     if iv.streams.len() > 1 {
@@ -222,15 +233,15 @@ pub fn interval_lines(spec: &TestSpec, iv: &Interval, units: RateFormat, origin:
                 .collect();
             if rows.len() > 1 || (bidir && !rows.is_empty()) {
                 let total = crate::traffic::result::total_of(&rows, secs);
-                let tagged = format!("{}{omitted}", tag(Some(flow), bidir));
                 let l = Line {
                     id: "SUM",
+                    role: role(Some(flow), bidir),
                     start,
                     end,
                     proto: spec.protocol,
                     units,
                 };
-                out.push_str(&line(&l, &total, &tagged));
+                out.push_str(&line(&l, &total, omitted));
                 out.push('\n');
             }
         }
@@ -265,7 +276,6 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     out.push_str(&header(spec));
     out.push('\n');
     for dir in &result.directions {
-        let t = tag(Some(dir.flow), bidir);
         let mut rows: Vec<(String, &Summary)> = dir
             .streams
             .iter()
@@ -277,6 +287,7 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
         for (id, s) in rows {
             let l = Line {
                 id: &id,
+                role: role(Some(dir.flow), bidir),
                 start,
                 end,
                 proto: spec.protocol,
@@ -296,12 +307,12 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
                         retransmits: s.retransmits,
                         ..StreamInterval::default()
                     };
-                    out.push_str(&line(&sent, &sender, &format!("  sender{t}\n")));
+                    out.push_str(&line(&sent, &sender, "  sender\n"));
                     let receiver = StreamInterval {
                         retransmits: None,
                         ..summary_row(s)
                     };
-                    out.push_str(&line(&l, &receiver, &format!("         receiver{t}\n")));
+                    out.push_str(&line(&l, &receiver, "         receiver\n"));
                 }
                 Protocol::Udp => {
                     // As iperf3: what the sender sent, then what arrived.
@@ -314,8 +325,8 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
                         jitter_ms: Some(0.0),
                         ..StreamInterval::default()
                     };
-                    out.push_str(&line(&sent, &sender, &format!("  sender{t}\n")));
-                    out.push_str(&line(&l, &summary_row(s), &format!("  receiver{t}\n")));
+                    out.push_str(&line(&sent, &sender, "  sender\n"));
+                    out.push_str(&line(&l, &summary_row(s), "  receiver\n"));
                 }
             }
         }
@@ -369,7 +380,7 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     }
     for dir in &result.directions {
         if let Some(t) = &dir.udp_timing {
-            out.push_str(&timing_line(t, tag(Some(dir.flow), true)));
+            out.push_str(&timing_line(t, &format!(" {}", role(Some(dir.flow), true))));
         }
     }
     if let Some(l) = &result.latency {

@@ -2,7 +2,7 @@
 //! by name), and clap's own checks of the whole command line.
 
 use super::{client, server_of};
-use crate::cli::{Cli, iperf3_argv};
+use crate::cli::{Cli, iperf3_argv, iperf3_role_error};
 use clap::Parser;
 use std::time::Duration;
 
@@ -363,4 +363,49 @@ fn without_p_iperf3s_port_is_the_fallback() {
         let (cfg, _) = client(&["127.0.0.1", "-p", port]).unwrap();
         assert_eq!(cfg.port_fallback, None, "-p {port}");
     }
+}
+
+/// An option of the other role on iperf3's command line gets iperf3's words (and a way that
+/// works), not clap's "unexpected argument" with a `-- -D` tip that fails the same way; an
+/// option neither role knows stays clap's error.
+#[test]
+fn the_other_roles_options_are_refused_in_iperf3s_words() {
+    let error = |args: &[&str]| {
+        let os: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+        let argv = iperf3_argv(os);
+        let e = Cli::try_parse_from(&argv).expect_err("refused");
+        iperf3_role_error(&argv, &e)
+    };
+    for args in [
+        &["netsweep", "-c", "127.0.0.1", "-D"][..],
+        &["netsweep", "-c", "127.0.0.1", "-1"],
+        &[
+            "netsweep",
+            "-c",
+            "127.0.0.1",
+            "--server-bitrate-limit",
+            "1G",
+        ],
+        &["netsweep", "-c", "127.0.0.1", "--idle-timeout=5"],
+    ] {
+        let why = error(args).unwrap_or_else(|| panic!("{args:?}"));
+        assert!(
+            why.contains("some option you are trying to set is server only")
+                && why.contains("`netsweep -s` takes it"),
+            "{why}"
+        );
+    }
+    for args in [
+        &["netsweep", "-s", "-t", "5"][..],
+        &["netsweep", "-s", "-P", "2"],
+        &["netsweep", "-s", "--bidir"],
+    ] {
+        let why = error(args).unwrap_or_else(|| panic!("{args:?}"));
+        assert!(why.contains("is client only"), "{why}");
+        assert!(why.contains(args[2]), "{why}");
+    }
+    assert_eq!(error(&["netsweep", "-c", "127.0.0.1", "--bogus"]), None);
+    assert_eq!(error(&["netsweep", "-s", "--bogus"]), None);
+    // netsweep's own subcommands keep clap's errors.
+    assert_eq!(error(&["netsweep", "client", "127.0.0.1", "-D"]), None);
 }

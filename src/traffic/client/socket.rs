@@ -344,7 +344,9 @@ pub(crate) fn connect_advice(server: SocketAddr, e: &std::io::Error) -> String {
         }
         std::io::ErrorKind::ConnectionRefused => {
             format!(
-                "cannot connect to {server}: connection refused: is `netsweep server` running there?"
+                "cannot connect to {server}: connection refused: is `netsweep server -p {}` \
+                 running there?",
+                server.port()
             )
         }
         std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {

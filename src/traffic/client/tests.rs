@@ -160,4 +160,6 @@ fn connection_refused_on_the_default_port_names_iperf3s() {
     );
     let other = connect_advice(SocketAddr::from(([127, 0, 0, 1], 6000)), &refused);
     assert!(!other.contains("5201"), "{other}");
+    // The server command it suggests listens where the client connects, as printed.
+    assert!(other.contains("`netsweep server -p 6000`"), "{other}");
 }

@@ -100,8 +100,13 @@ pub fn run_session(
                 return Err(TestError {
                     refused: true,
                     ..TestError::new(format!(
-                        "cannot connect to {server}: connection refused: is `iperf3 -s` (or \
-                         `netsweep server`) running there?"
+                        "cannot connect to {server}: connection refused: is {} running there?",
+                        if server.port() == super::IPERF3_PORT {
+                            "`iperf3 -s` (or `netsweep -s`)".to_string()
+                        } else {
+                            let p = server.port();
+                            format!("`iperf3 -s -p {p}` (or `netsweep server -p {p}`)")
+                        }
                     ))
                 });
             }

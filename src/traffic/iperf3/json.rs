@@ -139,7 +139,7 @@ pub fn start(spec: &TestSpec, info: &StartInfo, server: SocketAddr) -> Value {
         };
     }
     s.insert("target_bitrate".into(), json!(stream_bitrate(spec)));
-    s.insert("fq_rate".into(), json!(0));
+    s.insert("fq_rate".into(), json!(spec.fq_rate_bps.unwrap_or(0)));
     s.insert("sock_bufsize".into(), json!(spec.window_bytes.unwrap_or(0)));
     if let Some(f) = first {
         s.insert("sndbuf_actual".into(), json!(f.sndbuf_bytes));

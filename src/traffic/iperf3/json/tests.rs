@@ -252,6 +252,18 @@ fn a_test_until_interrupted_has_iperf3s_duration_0() {
 }
 
 #[test]
+fn fq_rate_is_written_where_iperf3_writes_it() {
+    let mut r = fixture("netsweep-tcp-reverse.json");
+    r.spec.fq_rate_bps = Some(5_000_000_000);
+    let doc = document(&r, server());
+    assert_eq!(doc["start"]["fq_rate"], json!(5_000_000_000u64));
+    assert_eq!(
+        doc["start"]["test_start"]["fqrate"],
+        json!(5_000_000_000u64)
+    );
+}
+
+#[test]
 fn a_test_cut_short_carries_iperf3s_error_key() {
     let mut r = fixture("netsweep-tcp-reverse.json");
     r.error = Some("the server closed the connection".into());
