@@ -271,3 +271,88 @@ fn netsweep_c_without_p_finds_iperf3s_server_on_5201() {
     );
     drop(iperf3);
 }
+
+/// iperf3's `-J --get-server-output` against `netsweep -s -1 -J`: the server's own document
+/// as `server_output_json` (`start`, `intervals`, `end`), the one the server prints, as from
+/// `iperf3 -s -J`; against a server without `-J`, its text (`server_output_text`).
+#[test]
+fn get_server_output_follows_the_servers_json_as_iperf3s() {
+    let test = "get_server_output_follows_the_servers_json_as_iperf3s";
+    if !common::tool_or_skip(test, "iperf3") {
+        return;
+    }
+    let _s = serial();
+    for server_json in [true, false] {
+        let port = common::free_port();
+        let mut args = vec!["-s", "-1", "-B", "127.0.0.1"];
+        if server_json {
+            args.push("-J");
+        }
+        let server = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(&args)
+            .args(["-p", &port.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("netsweep -s");
+        let mut server = KillOnDrop(server);
+        common::wait_listening_quietly(SocketAddr::from(([127, 0, 0, 1], port)));
+        let out = Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &port.to_string()])
+            .args(["-J", "-t", "1", "--get-server-output"])
+            .output()
+            .expect("iperf3 -c");
+        let doc: Value = serde_json::from_slice(&out.stdout).expect("iperf3's document");
+        assert!(doc.get("error").is_none(), "{doc:#}");
+        if !server_json {
+            let t = doc["server_output_text"].as_str().unwrap_or_default();
+            assert!(t.contains("received"), "{doc:#}");
+            assert!(doc.get("server_output_json").is_none());
+            continue;
+        }
+        let theirs = &doc["server_output_json"];
+        for key in ["start", "intervals", "end"] {
+            assert!(theirs.get(key).is_some(), "{key}: {theirs:#}");
+        }
+        // What the server received is what the client's document says it received.
+        assert_eq!(
+            theirs["end"]["sum_received"]["bytes"], doc["end"]["sum_received"]["bytes"],
+            "{theirs:#}"
+        );
+        // -1: the server exits after its test and prints its document.
+        let t0 = Instant::now();
+        while server.0.try_wait().ok().flatten().is_none() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "the -1 server did not exit"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let mut printed = String::new();
+        if let Some(mut out) = server.0.stdout.take() {
+            std::io::Read::read_to_string(&mut out, &mut printed).expect("its output");
+        }
+        let printed: Value = serde_json::from_str(&printed).expect("the server's document");
+        // The same document (iperf3's cJSON rewrites 1.0 as 1: the counts are compared).
+        assert_eq!(
+            printed["end"]["sum_received"]["bytes"],
+            theirs["end"]["sum_received"]["bytes"]
+        );
+        assert_eq!(
+            printed["end"]["sum_sent"]["bytes"],
+            theirs["end"]["sum_sent"]["bytes"]
+        );
+        let bytes = |d: &Value| -> Vec<Value> {
+            d["intervals"]
+                .as_array()
+                .map(|a| a.iter().map(|i| i["sum"]["bytes"].clone()).collect())
+                .unwrap_or_default()
+        };
+        assert!(!bytes(&printed).is_empty(), "{printed:#}");
+        assert_eq!(
+            bytes(&printed),
+            bytes(theirs),
+            "the document the server printed"
+        );
+    }
+}

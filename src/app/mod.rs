@@ -155,7 +155,10 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
     redirect.apply(&said)?;
     let log: server::Log =
         Arc::new(|line: &str| crate::errln!("{}", crate::console::stamped(line)));
-    let served = Arc::new(server::Served::default());
+    let served = Arc::new(server::Served {
+        json_output: cfg.json,
+        ..server::Served::default()
+    });
     let idled = Arc::new(std::sync::atomic::AtomicBool::new(false));
     crate::host::sendmemory::enable();
     std::thread::scope(|scope| -> anyhow::Result<()> {

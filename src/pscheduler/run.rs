@@ -286,6 +286,7 @@ fn serve_one(
         failed: s.failed.load(Ordering::SeqCst).into(),
         busy: 0.into(),
         last_document: Mutex::new(s.last_document()),
+        json_output: s.json_output,
     });
     (served, log)
 }

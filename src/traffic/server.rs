@@ -454,6 +454,7 @@ fn iperf3_connection(
         buffers,
         log: &log,
         auth: shared.auth.as_deref(),
+        json_output: shared.served.json_output,
     };
     let mut ending = Ending::new(&shared.served);
     match iperf3::server::serve(conn, peer, cookie, &ctx, slot) {

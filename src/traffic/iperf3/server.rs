@@ -260,6 +260,8 @@ pub struct Context<'a> {
     pub log: &'a dyn Fn(&str),
     /// The login iperf3 clients must pass (`--rsa-private-key-path`), if any.
     pub auth: Option<&'a ServerAuth>,
+    /// The server writes JSON (`-J`): `--get-server-output` sends the test's document.
+    pub json_output: bool,
 }
 
 /// Most bytes of results accepted from a client of a test of `streams` streams.
@@ -492,6 +494,8 @@ pub fn serve(
             StreamSocket::Udp(_) => None,
         });
     }
+    let intervals = intervals::intervals(&spec, &finished, stopped);
+    let document = document::document(peer, local, (&spec, &params), (&ours, &theirs), &intervals);
     let mut doc = ours.to_json();
     if let Some(m) = doc.as_object_mut() {
         // So a netsweep client names its far end truly; iperf3 ignores the key.
@@ -512,7 +516,10 @@ pub fn serve(
                 serde_json::Value::Bool(skipped),
             );
         }
-        if params.get_server_output {
+        if params.get_server_output && ctx.json_output {
+            // iperf3's --get-server-output from a server that writes JSON: its document.
+            m.insert("server_output_json".into(), document.clone());
+        } else if params.get_server_output {
             // iperf3's --get-server-output: the server's own account, as text.
             m.insert(
                 "server_output_text".into(),
@@ -529,14 +536,7 @@ pub fn serve(
     // Only now is everything the test held released: the slot goes last.
     drop(slot);
     (ctx.log)(&summary_line(peer, &spec, &ours, &theirs));
-    let intervals = intervals::intervals(&spec, &finished, stopped);
-    Ok(document::document(
-        peer,
-        local,
-        (&spec, &params),
-        (&ours, &theirs),
-        &intervals,
-    ))
+    Ok(document)
 }
 
 /// A client refused at its login: no test of this server's (iperf3's `-1` waits on for the

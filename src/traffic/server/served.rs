@@ -16,6 +16,10 @@ pub struct Served {
     pub busy: AtomicU64,
     /// The last ended test's iperf3-style JSON document (`{"error": ...}` when it failed).
     pub last_document: Mutex<Option<serde_json::Value>>,
+    /// The server writes its tests as JSON (`-J`): an iperf3 client's `--get-server-output`
+    /// then gets the test's document (`server_output_json`), as from iperf3's `-s -J`, instead
+    /// of its text.
+    pub json_output: bool,
 }
 
 impl Served {
