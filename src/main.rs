@@ -11,6 +11,11 @@ fn main() -> ExitCode {
                 netsweep::errln!("netsweep: {why}");
                 return ExitCode::FAILURE;
             }
+            // iperf3's command line exits 1 on a parameter error, as iperf3 (clap: 2).
+            None if argv.iter().any(|a| a == "--iperf3-cli") && e.use_stderr() => {
+                let _ = e.print();
+                return ExitCode::FAILURE;
+            }
             None => e.exit(),
         },
     };

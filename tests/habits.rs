@@ -355,3 +355,62 @@ fn warm_up_labels_are_iperf3s() {
         }
     }
 }
+
+/// What scripts wait for and check: `netsweep -s` says iperf3's "Server listening on PORT"
+/// on standard output once it listens; a parameter error on iperf3's command line exits 1, as
+/// iperf3's (clap's own is 2), and an option of the other role is named in iperf3's words.
+#[test]
+fn readiness_line_and_parameter_errors_are_iperf3s() {
+    use std::io::BufRead;
+    let port = common::free_port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["-s", "--bind", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let want = format!("Server listening on {port}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut seen = Vec::new();
+    while !seen.contains(&want) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => seen.push(line),
+            Err(_) => break,
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(seen.contains(&want), "{seen:?}");
+    for (args, words) in [
+        (&["-c", "127.0.0.1", "--bogus"][..], "--bogus"),
+        (
+            &["-c", "127.0.0.1", "-D"],
+            "some option you are trying to set is server only",
+        ),
+        (
+            &["-s", "-t", "5"],
+            "some option you are trying to set is client only",
+        ),
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(words), "{args:?}: {err}");
+    }
+}

@@ -153,6 +153,18 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
         crate::errln!("{line}");
     }
     redirect.apply(&said)?;
+    if cfg.iperf3_banner {
+        // iperf3's line (3.11's words; 3.12+ add the test's number), on the port iperf3's
+        // clients find: 5201 when the server listens there too.
+        let port = listeners
+            .iter()
+            .filter_map(|l| l.local_addr().ok())
+            .map(|a| a.port())
+            .find(|p| *p == crate::traffic::iperf3::IPERF3_PORT)
+            .unwrap_or(cfg.listen.port());
+        let rule = "-".repeat(59);
+        crate::outln!("{rule}\nServer listening on {port}\n{rule}");
+    }
     let log: server::Log =
         Arc::new(|line: &str| crate::errln!("{}", crate::console::stamped(line)));
     let served = Arc::new(server::Served {

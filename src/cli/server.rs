@@ -175,6 +175,9 @@ pub struct ServerConfig {
     pub idle_timeout: Option<std::time::Duration>,
     /// With `one_off`: print the test's iperf3-style JSON document at exit (`--json`).
     pub json: bool,
+    /// iperf3's "Server listening on PORT" on standard output once listening (`-s` without
+    /// `-J`), the line scripts wait for.
+    pub iperf3_banner: bool,
     pub output: ServerOutput,
 }
 
@@ -238,6 +241,7 @@ impl TryFrom<&ServerArgs> for ServerConfig {
                 t => t.map(std::time::Duration::from_secs),
             },
             json: a.json,
+            iperf3_banner: a.iperf3_cli && !a.json,
             output: ServerOutput {
                 background: a.daemon_child,
                 pidfile: a.pidfile.clone(),
