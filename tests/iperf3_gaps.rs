@@ -21,19 +21,22 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// `netsweep -c HOST -p P` against `iperf3 -s -p P`: "looks like an iperf3 server: add
-/// --iperf3", within seconds (it was 10 s and "did not answer as a netsweep server").
+/// `netsweep -c HOST -p P` against `iperf3 -s -1 -p P`: netsweep's greeting goes unanswered,
+/// the rest of an iperf3 cookie follows, and the test runs in iperf3's protocol on that
+/// connection, saying so, within seconds. It said "looks like an iperf3 server: add --iperf3"
+/// and hung up, which ended a `-1` server's one test, so the suggested command then met a
+/// refused connection.
 #[test]
-fn an_iperf3_server_on_another_port_is_named_with_the_flag_to_add() {
-    let test = "an_iperf3_server_on_another_port_is_named_with_the_flag_to_add";
+fn an_iperf3_server_on_another_port_gets_its_test_in_iperf3s_protocol() {
+    let test = "an_iperf3_server_on_another_port_gets_its_test_in_iperf3s_protocol";
     if !common::tool_or_skip(test, "iperf3") {
         return;
     }
     let _s = serial();
     let port = common::free_port();
-    let _server = KillOnDrop(
+    let mut server = KillOnDrop(
         Command::new("iperf3")
-            .args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()])
+            .args(["-s", "-1", "-B", "127.0.0.1", "-p", &port.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -43,17 +46,35 @@ fn an_iperf3_server_on_another_port_is_named_with_the_flag_to_add() {
     common::wait_listening_quietly(addr);
     let t0 = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args(["client", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
+        .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "1", "-J"])
         .output()
-        .expect("netsweep client");
+        .expect("netsweep -c");
     let took = t0.elapsed();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    assert!(out.status.success(), "{err}");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("iperf3's document");
     assert!(
-        err.contains(&format!("{addr} looks like an iperf3 server: add --iperf3")),
-        "{err}"
+        doc["end"]["sum_received"]["bytes"].as_u64().unwrap_or(0) > 0,
+        "{doc:#}"
     );
-    assert!(took < Duration::from_secs(9), "{took:?}");
+    let said = format!("{doc} {err}");
+    assert!(
+        said.contains(&format!(
+            "{addr} answered as an iperf3 server (not netsweep's greeting within 3s): the test \
+             ran with iperf3's protocol (--iperf3 skips the wait)"
+        )),
+        "{said}"
+    );
+    assert!(took < Duration::from_secs(12), "{took:?}");
+    // The -1 server's one test was this one: it exits.
+    let t1 = Instant::now();
+    while server.0.try_wait().ok().flatten().is_none() {
+        assert!(
+            t1.elapsed() < Duration::from_secs(10),
+            "iperf3 -s -1 still runs"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// iperf3 3.12's `-J` against `netsweep server` without `-C`: the server's congestion control

@@ -139,11 +139,37 @@ fn run_test_of_either_protocol(
     match read_exact_by(&mut ctrl, &mut pre, Instant::now() + wait) {
         Ok(()) => {}
         Err(protocol::ProtocolError::Timeout(_)) if cfg.peer == PeerProtocol::Netsweep => {
-            return Err(TestError::new(silent_server(
-                &mut ctrl,
-                server,
-                t0 + IO_DEADLINE,
-            )));
+            return match silent_server(&mut ctrl, server, t0 + IO_DEADLINE) {
+                // An iperf3 server asked for the parameters: the test goes on in its protocol
+                // on this connection (closing it would end a `-s -1` server's one test).
+                Silent::Iperf3 { cookie, rtt }
+                    if spec.latency.is_none() && spec.steady.is_none() =>
+                {
+                    let mut result = crate::traffic::iperf3::client::run_after_cookie(
+                        cfg,
+                        spec,
+                        stop,
+                        on_interval,
+                        (ctrl, cookie, rtt),
+                    )?;
+                    result.warnings.push(format!(
+                        "{server} answered as an iperf3 server (not netsweep's greeting within \
+                         {}s): the test ran with iperf3's protocol (--iperf3 skips the wait)",
+                        socket::IPERF3_PROBE_WAIT.as_secs()
+                    ));
+                    Ok(result)
+                }
+                Silent::Iperf3 { .. } => Err(TestError::new(format!(
+                    "{server} looks like an iperf3 server (it did not answer netsweep's greeting \
+                     and answered iperf3's cookie): {}",
+                    if spec.latency.is_some() {
+                        "--latency needs a netsweep server, which echoes its probes"
+                    } else {
+                        crate::traffic::iperf3::client::NO_AUTO
+                    }
+                ))),
+                Silent::Other(why) => Err(TestError::new(why)),
+            };
         }
         Err(protocol::ProtocolError::Timeout(_))
             if cfg.peer == PeerProtocol::Detect && spec.latency.is_some() =>
@@ -195,37 +221,52 @@ fn run_test_of_either_protocol(
     netsweep::session(cfg, spec, stop, on_interval, ctrl, control_rtt)
 }
 
+/// What a server that did not answer netsweep's greeting within `IPERF3_PROBE_WAIT` is.
+enum Silent {
+    /// An iperf3 server, which took the greeting and the rest of `cookie` as its cookie and
+    /// asked for the parameters `rtt` after the rest went out.
+    Iperf3 {
+        cookie: [u8; crate::traffic::iperf3::wire::COOKIE_LEN],
+        rtt: Duration,
+    },
+    /// Anything else, and why it is no netsweep server.
+    Other(String),
+}
+
 /// Why a server that did not answer netsweep's greeting within `IPERF3_PROBE_WAIT` is no
 /// netsweep server: the rest of an iperf3 cookie is sent, and an iperf3 server answers it
 /// with a state byte (PARAM_EXCHANGE, or ACCESS_DENIED when busy); anything else waits until
 /// `deadline` for the greeting, as before. (A netsweep server answers its greeting at once.)
-fn silent_server(ctrl: &mut TcpStream, server: SocketAddr, deadline: Instant) -> String {
+fn silent_server(ctrl: &mut TcpStream, server: SocketAddr, deadline: Instant) -> Silent {
     use crate::traffic::iperf3::wire::{COOKIE_LEN, State};
     let greeting = protocol::control_preamble();
-    let mut rest = vec![b'a'; COOKIE_LEN - greeting.len()];
-    if let Some(nul) = rest.last_mut() {
-        *nul = 0;
-    }
+    let mut cookie = [b'a'; COOKIE_LEN];
+    cookie[..greeting.len()].copy_from_slice(&greeting);
+    cookie[COOKIE_LEN - 1] = 0;
     let not_netsweep = format!(
         "{server} did not answer as a netsweep server: no answer to its greeting within {}s",
         IO_DEADLINE.as_secs()
     );
-    if ctrl.write_all(&rest).is_err() {
-        return not_netsweep;
+    let t0 = Instant::now();
+    if ctrl.write_all(&cookie[greeting.len()..]).is_err() {
+        return Silent::Other(not_netsweep);
     }
     let mut first = [0u8; 1];
-    match read_exact_by(ctrl, &mut first, deadline) {
-        Ok(())
-            if matches!(
-                State::from_byte(first[0]),
-                Some(State::ParamExchange | State::AccessDenied | State::ServerError)
-            ) =>
-        {
-            format!(
-                "{server} looks like an iperf3 server: add --iperf3 (it did not answer \
-                 netsweep's greeting and answered iperf3's cookie)"
-            )
+    Silent::Other(match read_exact_by(ctrl, &mut first, deadline) {
+        Ok(()) if State::from_byte(first[0]) == Some(State::ParamExchange) => {
+            return Silent::Iperf3 {
+                cookie,
+                rtt: t0.elapsed(),
+            };
         }
+        Ok(()) if State::from_byte(first[0]) == Some(State::AccessDenied) => format!(
+            "{server} is an iperf3 server running another test (it answered iperf3's cookie \
+             with ACCESS_DENIED): try again when it is done, with --iperf3"
+        ),
+        Ok(()) if State::from_byte(first[0]) == Some(State::ServerError) => format!(
+            "{server} looks like an iperf3 server: add --iperf3 (it did not answer \
+             netsweep's greeting and answered iperf3's cookie with an error)"
+        ),
         Ok(()) if first[0] == greeting[0] => format!(
             "{server} answered netsweep's greeting only after {}s (a busy netsweep server?): \
              try again",
@@ -233,7 +274,7 @@ fn silent_server(ctrl: &mut TcpStream, server: SocketAddr, deadline: Instant) ->
         ),
         Ok(()) => format!("{not_netsweep} (it answered with byte {:#04x})", first[0]),
         Err(_) => not_netsweep,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -111,11 +111,12 @@ fn a_closed_control_connection_names_the_server_and_the_stage() {
     assert!(e.message.contains("server's log"), "{}", e.message);
 }
 
-/// A server that waits for iperf3's 37-byte cookie and then asks for parameters (state 9),
-/// as iperf3's does, on a port other than 5201: named as an iperf3 server with the flag to
-/// add, within seconds instead of after netsweep's 10 s deadline.
+/// A server that waits for iperf3's 37-byte cookie and then refuses it as busy (state -1,
+/// ACCESS_DENIED), as iperf3's does while another test runs, on a port other than 5201: named
+/// as a busy iperf3 server, within seconds instead of after netsweep's 10 s deadline. (One
+/// that asks for the parameters, state 9, gets them: `tests/iperf3_gaps.rs`.)
 #[test]
-fn a_silent_server_that_answers_iperf3s_cookie_is_named_with_iperf3s_flag() {
+fn a_silent_server_that_refuses_iperf3s_cookie_as_busy_is_named_so() {
     use std::io::Read;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
@@ -123,7 +124,7 @@ fn a_silent_server_that_answers_iperf3s_cookie_is_named_with_iperf3s_flag() {
         let (mut s, _) = listener.accept().unwrap();
         let mut cookie = [0u8; 37];
         s.read_exact(&mut cookie).unwrap();
-        s.write_all(&[9]).unwrap();
+        s.write_all(&[0xff]).unwrap();
         // Hold the connection until the client hangs up.
         let _ = s.read(&mut [0u8; 1]);
     });
@@ -136,8 +137,10 @@ fn a_silent_server_that_answers_iperf3s_cookie_is_named_with_iperf3s_flag() {
     )
     .unwrap_err();
     assert!(
-        e.message
-            .contains(&format!("{addr} looks like an iperf3 server: add --iperf3")),
+        e.message.contains(&format!(
+            "{addr} is an iperf3 server running another test (it answered iperf3's cookie with \
+             ACCESS_DENIED): try again when it is done, with --iperf3"
+        )),
         "{}",
         e.message
     );

@@ -135,6 +135,24 @@ pub fn run_after_greeting(
     run_on(cfg, spec, stop, on_interval, opened)
 }
 
+/// Goes on as iperf3 on a control connection whose whole `cookie` went out and that the
+/// server answered with PARAM_EXCHANGE `control_rtt` after it (netsweep's probe of a server
+/// that did not answer its greeting).
+pub fn run_after_cookie(
+    cfg: &ClientConfig,
+    spec: &TestSpec,
+    stop: &AtomicBool,
+    on_interval: &mut dyn FnMut(&Interval),
+    (ctrl, cookie, control_rtt): (TcpStream, [u8; wire::COOKIE_LEN], Duration),
+) -> Result<TestResult, TestError> {
+    let opened = Opened {
+        ctrl,
+        cookie: Cookie(cookie),
+        control_rtt,
+    };
+    run_on(cfg, spec, stop, on_interval, opened)
+}
+
 /// A control connection the server asked for parameters on.
 struct Opened {
     ctrl: TcpStream,
