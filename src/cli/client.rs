@@ -476,6 +476,20 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             spec.interval = spec.duration;
         }
         spec.omit = parse_duration(&a.omit).context("-O/--omit")?;
+        // iperf3's bounds, said before connecting in its words (servers refuse past them).
+        use crate::traffic::iperf3::wire::{MAX_STREAMS, MAX_TIME_S};
+        if a.parallel > MAX_STREAMS {
+            bail!(
+                "-P {}: invalid number of parallel streams (min = 1, max = {MAX_STREAMS})",
+                a.parallel
+            );
+        }
+        if spec.steady.is_none() && spec.duration.as_secs_f64() > MAX_TIME_S as f64 {
+            bail!("-t/--time: test duration valid values are 0 to {MAX_TIME_S} seconds");
+        }
+        if a.port == Some(0) {
+            bail!("-p 0: port number must be between 1 and 65535 inclusive");
+        }
         spec.streams = a.parallel;
         spec.direction = match (a.reverse, a.bidir) {
             (true, _) => Direction::Reverse,
@@ -486,6 +500,11 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             Some(w) => crate::traffic::spec::parse_window(w).context("-w/--window")?,
             None => None,
         };
+        // iperf3's MAX_TCP_BUFFER.
+        const MAX_WINDOW: u64 = 512 << 20;
+        if spec.window_bytes.is_some_and(|w| w > MAX_WINDOW) {
+            bail!("-w/--window: socket buffer size too large (maximum = {MAX_WINDOW} bytes)");
+        }
         if let Some(m) = &a.window_mode {
             spec.window_mode = m
                 .parse()

@@ -409,3 +409,35 @@ fn the_other_roles_options_are_refused_in_iperf3s_words() {
     // netsweep's own subcommands keep clap's errors.
     assert_eq!(error(&["netsweep", "client", "127.0.0.1", "-D"]), None);
 }
+
+/// iperf3's bounds are said before connecting, in its words: streams, duration, window, port.
+#[test]
+fn iperf3s_bounds_are_refused_before_connecting() {
+    for (args, words) in [
+        (
+            &["127.0.0.1", "-P", "129"][..],
+            "invalid number of parallel streams",
+        ),
+        (
+            &["127.0.0.1", "-t", "86401"],
+            "test duration valid values are 0 to 86400",
+        ),
+        (&["127.0.0.1", "-w", "513M"], "socket buffer size too large"),
+        (
+            &["127.0.0.1", "-p", "0"],
+            "port number must be between 1 and 65535",
+        ),
+    ] {
+        let e = format!("{:#}", client(args).unwrap_err());
+        assert!(e.contains(words), "{args:?}: {e}");
+    }
+    for ok in [
+        &["127.0.0.1", "-P", "128"][..],
+        &["127.0.0.1", "-t", "86400"],
+        &["127.0.0.1", "-w", "512M"],
+        &["127.0.0.1", "-t", "0"],
+        &["127.0.0.1", "-n", "1G"],
+    ] {
+        assert!(client(ok).is_ok(), "{ok:?}");
+    }
+}
