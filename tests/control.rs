@@ -222,8 +222,10 @@ fn connection_refused_says_what_to_do() {
         &mut |_| {},
     )
     .unwrap_err();
+    // The command it suggests listens where the client connected, as printed.
     assert!(
-        err.message.contains("is `netsweep server` running"),
+        err.message
+            .contains(&format!("is `netsweep server -p {}` running", port.port())),
         "{}",
         err.message
     );
