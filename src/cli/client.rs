@@ -477,7 +477,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         }
         spec.omit = parse_duration(&a.omit).context("-O/--omit")?;
         // iperf3's bounds, said before connecting in its words (servers refuse past them).
-        use crate::traffic::iperf3::wire::{MAX_STREAMS, MAX_TIME_S};
+        use crate::traffic::iperf3::wire::{MAX_STREAMS, MAX_TIME_S, MAX_WINDOW_BYTES};
         if a.parallel > MAX_STREAMS {
             bail!(
                 "-P {}: invalid number of parallel streams (min = 1, max = {MAX_STREAMS})",
@@ -500,10 +500,8 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             Some(w) => crate::traffic::spec::parse_window(w).context("-w/--window")?,
             None => None,
         };
-        // iperf3's MAX_TCP_BUFFER.
-        const MAX_WINDOW: u64 = 512 << 20;
-        if spec.window_bytes.is_some_and(|w| w > MAX_WINDOW) {
-            bail!("-w/--window: socket buffer size too large (maximum = {MAX_WINDOW} bytes)");
+        if spec.window_bytes.is_some_and(|w| w > MAX_WINDOW_BYTES) {
+            bail!("-w/--window: socket buffer size too large (maximum = {MAX_WINDOW_BYTES} bytes)");
         }
         if let Some(m) = &a.window_mode {
             spec.window_mode = m

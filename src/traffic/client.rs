@@ -142,9 +142,7 @@ fn run_test_of_either_protocol(
             return match silent_server(&mut ctrl, server, t0 + IO_DEADLINE) {
                 // An iperf3 server asked for the parameters: the test goes on in its protocol
                 // on this connection (closing it would end a `-s -1` server's one test).
-                Silent::Iperf3 { cookie, rtt }
-                    if spec.latency.is_none() && spec.steady.is_none() =>
-                {
+                Silent::Iperf3 { cookie, rtt } if iperf3_cannot(spec).is_none() => {
                     let mut result = crate::traffic::iperf3::client::run_after_cookie(
                         cfg,
                         spec,
@@ -162,29 +160,17 @@ fn run_test_of_either_protocol(
                 Silent::Iperf3 { .. } => Err(TestError::new(format!(
                     "{server} looks like an iperf3 server (it did not answer netsweep's greeting \
                      and answered iperf3's cookie): {}",
-                    if spec.latency.is_some() {
-                        "--latency needs a netsweep server, which echoes its probes"
-                    } else {
-                        crate::traffic::iperf3::client::NO_AUTO
-                    }
+                    iperf3_cannot(spec).unwrap_or_default()
                 ))),
                 Silent::Other(why) => Err(TestError::new(why)),
             };
         }
         Err(protocol::ProtocolError::Timeout(_))
-            if cfg.peer == PeerProtocol::Detect && spec.latency.is_some() =>
-        {
-            return Err(TestError::new(format!(
-                "{server} did not answer netsweep's greeting within {DETECT_WAIT:?}: an iperf3 \
-                 server cannot echo latency probes (--latency needs a netsweep server)"
-            )));
-        }
-        Err(protocol::ProtocolError::Timeout(_))
-            if cfg.peer == PeerProtocol::Detect && spec.steady.is_some() =>
+            if cfg.peer == PeerProtocol::Detect && iperf3_cannot(spec).is_some() =>
         {
             return Err(TestError::new(format!(
                 "{server} did not answer netsweep's greeting within {DETECT_WAIT:?}: {}",
-                crate::traffic::iperf3::client::NO_AUTO
+                iperf3_cannot(spec).unwrap_or_default()
             )));
         }
         Err(protocol::ProtocolError::Timeout(_)) if cfg.peer == PeerProtocol::Detect => {
@@ -219,6 +205,18 @@ fn run_test_of_either_protocol(
     }
     let control_rtt = t0.elapsed();
     netsweep::session(cfg, spec, stop, on_interval, ctrl, control_rtt)
+}
+
+/// Why `spec` cannot run against an iperf3 server, if it cannot: latency probes need a
+/// netsweep server to echo them, `-t auto` one that ends a test early.
+fn iperf3_cannot(spec: &TestSpec) -> Option<&'static str> {
+    if spec.latency.is_some() {
+        Some("an iperf3 server cannot echo latency probes (--latency needs a netsweep server)")
+    } else if spec.steady.is_some() {
+        Some(crate::traffic::iperf3::client::NO_AUTO)
+    } else {
+        None
+    }
 }
 
 /// What a server that did not answer netsweep's greeting within `IPERF3_PROBE_WAIT` is.

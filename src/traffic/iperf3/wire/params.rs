@@ -2,7 +2,8 @@
 //! iperf3's keys, with what iperf3's own server refuses refused the same way (`Refusal`).
 
 use super::{
-    MAX_OMIT_S, MAX_STREAMS, MAX_TCP_BLOCK, MAX_TIME_S, MAX_UDP_BLOCK, code, flag, int, text,
+    MAX_OMIT_S, MAX_STREAMS, MAX_TCP_BLOCK, MAX_TIME_S, MAX_UDP_BLOCK, MAX_WINDOW_BYTES, code,
+    flag, int, text,
 };
 use serde_json::{Map, Value, json};
 
@@ -241,7 +242,7 @@ impl Params {
             parallel,
             reverse: flag(m, "reverse"),
             bidirectional: flag(m, "bidirectional"),
-            window: opt_u32("window", 512 << 20, code::BUF_SIZE, "window")?.map(u64::from),
+            window: opt_u32("window", MAX_WINDOW_BYTES, code::BUF_SIZE, "window")?.map(u64::from),
             len: opt_u32("len", u64::from(block_max), block_code, "block size")?,
             bandwidth_bps: bounded("bandwidth", u64::MAX >> 1, code::RECV_PARAMS, "bitrate")?,
             congestion: text(m, "congestion"),
