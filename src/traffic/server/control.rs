@@ -176,7 +176,14 @@ pub(super) fn control_session(
     // test at once waits for the slot briefly instead of being told "busy".
     let outcome = outcome.and_then(|(done, peer_rx)| {
         let said = done_words(&spec, &done, None);
-        send_result(&mut ctrl, done)?;
+        if let Err(e) = send_result(&mut ctrl, done) {
+            // A client that said Abort late, and exited, resets the connection.
+            let Some(reason) = abort_word(&peer_rx) else {
+                return Err(e.into());
+            };
+            let counted = said.map(|c| format!("; this end counted {c}"));
+            anyhow::bail!("client aborted ({reason}){}", counted.unwrap_or_default());
+        }
         if let Some(said) = said {
             (shared.log)(&format!("{peer}: test done: {said}"));
         }
