@@ -308,11 +308,12 @@ impl RateFormat {
     }
 }
 
-/// Three significant digits, as iperf3 prints them.
+/// Three significant digits, as iperf3's `unit_snprintf` (units.c): the thresholds are where
+/// rounding would add a digit, so 99.97 prints as `100`, not `100.0`.
 fn three_digits(v: f64) -> String {
-    if v >= 100.0 {
+    if v >= 99.95 {
         format!("{v:.0}")
-    } else if v >= 10.0 {
+    } else if v >= 9.995 {
         format!("{v:.1}")
     } else {
         format!("{v:.2}")

@@ -414,3 +414,42 @@ fn readiness_line_and_parameter_errors_are_iperf3s() {
         assert!(err.contains(words), "{args:?}: {err}");
     }
 }
+
+/// A test that ended well ends with iperf3's `iperf Done.` (scripts wait for it; not with
+/// `-J`), and every figure has iperf3's three significant digits (`100 Mbits/sec`, not
+/// `100.0`: iperf3's unit_snprintf switches format where rounding adds a digit).
+#[test]
+fn the_text_ends_as_iperf3s_with_its_digits() {
+    let s = Server::start();
+    let o = s.client(&["-t", "1", "-b", "100M", "-i", "0.5"]);
+    let text = out(&o);
+    assert!(o.status.success(), "{text}");
+    assert_eq!(text.lines().last(), Some("iperf Done."), "{text}");
+    assert!(text.contains("\n\niperf Done.\n"), "{text}");
+    let units = [
+        "KBytes",
+        "MBytes",
+        "GBytes",
+        "Kbits/sec",
+        "Mbits/sec",
+        "Gbits/sec",
+    ];
+    let mut seen = 0;
+    for line in text.lines().filter(|l| l.starts_with("[  0]")) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        for pair in words.windows(2).filter(|w| units.contains(&w[1])) {
+            let digits = pair[0].chars().filter(char::is_ascii_digit).count();
+            let ok = if pair[0].contains('.') {
+                digits == 3
+            } else {
+                (1..=3).contains(&digits)
+            };
+            assert!(ok, "{:?} in {line:?}", pair[0]);
+            seen += 1;
+        }
+    }
+    assert!(seen >= 6, "{text}");
+    let j = s.client(&["-t", "1", "-b", "10M", "-J"]);
+    assert!(j.status.success());
+    assert!(!out(&j).contains("iperf Done"), "{}", out(&j));
+}

@@ -296,6 +296,9 @@ pub struct ClientView {
     pub extra_data: Option<String>,
     /// `--json-stream-full-output`: the whole iperf3 document after the events.
     pub stream_full: bool,
+    /// iperf3's command line: a test that ended well ends its text with iperf3's
+    /// `iperf Done.` (scripts wait for it).
+    pub done_line: bool,
 }
 
 /// Which JSON a client prints.
@@ -343,6 +346,7 @@ impl TryFrom<&ClientArgs> for ClientView {
             timestamps: a.ip.timestamps.format.clone(),
             extra_data: a.ip.extra_data.clone(),
             stream_full: a.json_stream_full_output,
+            done_line: a.iperf3_cli,
         })
     }
 }
@@ -471,6 +475,9 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
     match outcome {
         Ok(result) => {
             print_result(cfg, &result, view, stream_started);
+            if view.json.is_none() && view.done_line {
+                crate::outln!("\niperf Done.");
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

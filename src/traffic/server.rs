@@ -42,12 +42,16 @@ mod rr;
 pub type Log = Arc<dyn Fn(&str) + Send + Sync>;
 
 type Registry = Arc<Mutex<HashMap<Token, Sender<(u16, TcpStream)>>>>;
+/// UDP tests of netsweep's clients waiting for their streams' hellos on the server's port:
+/// each hello (the stream's number and its sender) goes to the test of its token.
+type UdpHellos = Mutex<HashMap<Token, Sender<(u16, SocketAddr)>>>;
 
 struct Shared {
     limits: ServerLimits,
     /// Slots, pending connections, expected data connections, descriptors, running tests.
     admission: Admission,
     registry: Registry,
+    udp_hellos: UdpHellos,
     log: Log,
     /// Repeated complaints (accept errors, dropped connections) at most once a second each.
     throttled: Mutex<HashMap<&'static str, Throttle>>,
@@ -71,6 +75,19 @@ struct Throttle {
 }
 
 impl Shared {
+    /// Hands a netsweep client's UDP hello that reached the server's port to the test of its
+    /// token; anything else is dropped.
+    fn udp_hello(&self, d: &[u8], from: SocketAddr) {
+        let Some((token, stream)) = crate::traffic::protocol::parse_udp_hello(d) else {
+            return;
+        };
+        if let Ok(tests) = self.udp_hellos.lock()
+            && let Some(tx) = tests.get(&token)
+        {
+            let _ = tx.send((stream, from));
+        }
+    }
+
     /// Logs `line` under `kind` at most once a second, saying how many were held back.
     fn log_throttled(&self, kind: &'static str, line: &str) {
         let Ok(mut map) = self.throttled.lock() else {
@@ -195,6 +212,7 @@ fn serve_with(
         admission: Admission::new(&limits, crate::platform::fdlimit::soft()),
         limits,
         registry: Registry::default(),
+        udp_hellos: UdpHellos::default(),
         log,
         throttled: Mutex::new(HashMap::new()),
         iperf3: iperf3::server::Hub::default(),
@@ -212,7 +230,8 @@ fn serve_with(
                     }
                     let shared = shared.clone();
                     scope.spawn(move || {
-                        iperf3::server::dispatch_udp(&udp, &shared.iperf3, shutdown)
+                        let hello = |d: &[u8], from: SocketAddr| shared.udp_hello(d, from);
+                        iperf3::server::dispatch_udp(&udp, &shared.iperf3, shutdown, &hello)
                     });
                 }
                 Err(e) => (shared.log)(&format!(

@@ -168,7 +168,8 @@ impl Hub {
         }
     }
 
-    fn udp_addr(&self, port: u16) -> Option<SocketAddr> {
+    /// Where connect datagrams for `port` arrive (the address `bind_udp` bound), if anywhere.
+    pub fn udp_addr(&self, port: u16) -> Option<SocketAddr> {
         self.udp_addrs
             .lock()
             .ok()
@@ -210,15 +211,23 @@ fn is_connect_datagram(d: &[u8]) -> bool {
     d == wire::UDP_CONNECT_MSG || d == swapped
 }
 
-/// Reads connect datagrams until `shutdown`, handing each to its test.
-pub fn dispatch_udp(sock: &UdpSocket, hub: &Hub, shutdown: &AtomicBool) {
+/// Reads connect datagrams until `shutdown`, handing each to its test; any other datagram
+/// (up to 64 bytes of it) goes to `other` (netsweep's own clients greet the same port).
+pub fn dispatch_udp(
+    sock: &UdpSocket,
+    hub: &Hub,
+    shutdown: &AtomicBool,
+    other: &dyn Fn(&[u8], SocketAddr),
+) {
     let _ = sock.set_read_timeout(Some(Duration::from_millis(100)));
     let mut buf = [0u8; 64];
     while !shutdown.load(Ordering::Relaxed) {
-        if let Ok((n, from)) = sock.recv_from(&mut buf)
-            && is_connect_datagram(&buf[..n])
-        {
-            hub.udp_connect(from);
+        if let Ok((n, from)) = sock.recv_from(&mut buf) {
+            if is_connect_datagram(&buf[..n]) {
+                hub.udp_connect(from);
+            } else {
+                other(&buf[..n], from);
+            }
         }
     }
 }

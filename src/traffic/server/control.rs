@@ -5,10 +5,10 @@
 use super::*;
 use crate::traffic::bitrate_limit::RateWatch;
 
-/// Removes the token from the registry on drop.
-pub(super) struct Registration<'a>(pub(super) &'a Registry, pub(super) Token);
+/// Removes the token from a registry (data connections', UDP hellos') on drop.
+pub(super) struct Registration<'a, V>(pub(super) &'a Mutex<HashMap<Token, V>>, pub(super) Token);
 
-impl Drop for Registration<'_> {
+impl<V> Drop for Registration<'_, V> {
     fn drop(&mut self) {
         if let Ok(mut r) = self.0.lock() {
             r.remove(&self.1);
@@ -99,19 +99,37 @@ pub(super) fn control_session(
     if let Ok(mut r) = shared.registry.lock() {
         r.insert(token, tx);
     }
-    let registration = Registration(&shared.registry, token);
+    let registration = Registration(&*shared.registry, token);
     let mut expecting = (spec.protocol == Protocol::Tcp)
         .then(|| Expecting::new(&shared.admission, peer.ip(), flows.len()));
     let local_ip = ctrl.local_addr()?.ip();
-    let udp = if spec.protocol == Protocol::Udp {
-        bind_udp(&spec, &flows, local_ip)?
-    } else {
-        Vec::new()
+    // UDP streams greet the server's own port where it takes datagrams (as iperf3's do: one
+    // port to open in a firewall), else a port of their own each.
+    let udp = match spec.protocol {
+        Protocol::Tcp => UdpStreams::None,
+        Protocol::Udp => match shared.iperf3.udp_addr(ctrl.local_addr()?.port()) {
+            Some(at) => {
+                let (tx, rx) = mpsc::channel();
+                if let Ok(mut r) = shared.udp_hellos.lock() {
+                    r.insert(token, tx);
+                }
+                UdpStreams::OnPort {
+                    at,
+                    hellos: rx,
+                    registration: Registration(&shared.udp_hellos, token),
+                }
+            }
+            None => UdpStreams::Own(bind_udp(&spec, &flows, local_ip)?),
+        },
     };
-    let udp_ports = udp
-        .iter()
-        .map(|s| s.local_addr().map(|a| a.port()))
-        .collect::<Result<_, _>>()?;
+    let udp_ports = match &udp {
+        UdpStreams::None => Vec::new(),
+        UdpStreams::OnPort { at, .. } => vec![at.port(); flows.len()],
+        UdpStreams::Own(socks) => socks
+            .iter()
+            .map(|s| s.local_addr().map(|a| a.port()))
+            .collect::<Result<_, _>>()?,
+    };
     // The echo lives as long as this session, and never past the test's own time.
     let echo = match spec.latency {
         Some(l) => Some(EchoServer::spawn(
@@ -139,9 +157,18 @@ pub(super) fn control_session(
         flows: &flows,
         peer_ip: peer.ip(),
     };
-    let sockets = match spec.protocol {
-        Protocol::Tcp => collect_tcp(&rx, &spec, &setup, &mut clock, expecting.as_mut())?,
-        Protocol::Udp => collect_udp(udp, &token, &setup, &mut clock)?,
+    let sockets = match udp {
+        UdpStreams::None => collect_tcp(&rx, &spec, &setup, &mut clock, expecting.as_mut())?,
+        UdpStreams::OnPort {
+            at,
+            hellos,
+            registration,
+        } => {
+            let got = collect_udp_on_port((&hellos, &token), at, &spec, &setup, &mut clock);
+            drop(registration);
+            got?
+        }
+        UdpStreams::Own(socks) => collect_udp(socks, &token, &setup, &mut clock)?,
     };
     session::coalesce_udp(&sockets, &spec);
     drop(expecting);

@@ -17,6 +17,20 @@ impl Setup<'_> {
     }
 }
 
+/// Where a test's UDP streams are greeted: nowhere (TCP), on the server's port, or on a
+/// socket of their own each.
+pub(super) enum UdpStreams<'a> {
+    None,
+    /// The hellos that reach the port's socket (`at`) for this test's token, until the
+    /// registration drops.
+    OnPort {
+        at: SocketAddr,
+        hellos: Receiver<(u16, SocketAddr)>,
+        registration: super::control::Registration<'a, Sender<(u16, SocketAddr)>>,
+    },
+    Own(Vec<UdpSocket>),
+}
+
 /// Binds one UDP socket per stream on the control connection's local address.
 pub(super) fn bind_udp(
     spec: &TestSpec,
@@ -98,4 +112,50 @@ pub(super) fn collect_udp(
         out.push((i as u16, *flow, StreamSocket::Udp(sock)));
     }
     Ok(out)
+}
+
+/// Gives each stream whose hello reached the server's port (`at`) from the control peer a
+/// socket of its own on that port, connected to the sender, and echoes the hello: the kernel
+/// then delivers that sender's datagrams to it, as iperf3's server does with its streams.
+/// A hello from another address, for a stream out of range or already given, takes nothing.
+pub(super) fn collect_udp_on_port(
+    (hellos, token): (&Receiver<(u16, SocketAddr)>, &Token),
+    at: SocketAddr,
+    spec: &TestSpec,
+    setup: &Setup<'_>,
+    clock: &mut StreamClock,
+) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
+    let mut got: Vec<Option<UdpSocket>> = (0..setup.flows.len()).map(|_| None).collect();
+    let mut given = 0;
+    while given < got.len() {
+        if let Some(why) = setup.gave_up(clock, given) {
+            anyhow::bail!("{why}: is UDP blocked on the path?");
+        }
+        let wait = clock.wait(Duration::from_millis(100));
+        let Ok((i, from)) = hellos.recv_timeout(wait.max(Duration::from_millis(1))) else {
+            continue;
+        };
+        let (Some(slot @ None), Some(flow)) =
+            (got.get_mut(usize::from(i)), setup.flows.get(usize::from(i)))
+        else {
+            continue;
+        };
+        if from.ip().to_canonical() != setup.peer_ip.to_canonical() {
+            continue;
+        }
+        let sock = crate::traffic::iperf3::server::bind_udp(at)?;
+        session::prepare_udp(&sock, spec, *flow == Flow::ClientToServer)?;
+        sock.connect(from)?;
+        // The echo tells the client the path works (and opens NATs for reverse mode).
+        sock.send(&protocol::udp_hello(token, i))?;
+        *slot = Some(sock);
+        given += 1;
+        clock.progressed();
+    }
+    Ok(got
+        .into_iter()
+        .zip(setup.flows)
+        .enumerate()
+        .filter_map(|(i, (s, f))| s.map(|s| (i as u16, *f, StreamSocket::Udp(s))))
+        .collect())
 }

@@ -1,0 +1,90 @@
+//! netsweep's own UDP streams meet the server on its port (`-p`), as iperf3's do: one port
+//! to open in a firewall. A server whose UDP port another program holds gives each stream a
+//! port of its own instead, and says so in its log.
+
+mod common;
+
+use common::TestServer;
+use netsweep::traffic::result::TestResult;
+use netsweep::traffic::spec::{Direction, ServerLimits, TestSpec};
+use std::net::{SocketAddr, UdpSocket};
+use std::time::Duration;
+
+/// Two streams each way at a rate loopback carries under load.
+fn bidir_udp() -> TestSpec {
+    TestSpec {
+        direction: Direction::Bidir,
+        streams: 2,
+        bitrate_bps: 200e6,
+        ..TestSpec::udp(Duration::from_secs(1))
+    }
+}
+
+/// The server's port of each of the test's streams, as both ends saw their sockets.
+fn stream_ports(r: &TestResult) -> (Vec<u16>, Vec<u16>) {
+    let port = |a: &str| a.parse::<SocketAddr>().map(|a| a.port()).unwrap_or(0);
+    (
+        r.start
+            .client_sockets
+            .iter()
+            .map(|s| port(&s.remote))
+            .collect(),
+        r.start
+            .server_sockets
+            .iter()
+            .map(|s| port(&s.local))
+            .collect(),
+    )
+}
+
+fn every_stream_carried(r: &TestResult) {
+    assert_eq!(r.directions.len(), 2, "{:?}", r.directions);
+    for d in &r.directions {
+        assert_eq!(d.streams.len(), 2);
+        assert!(d.streams.iter().all(|s| s.summary.bytes > 0), "{d:?}");
+    }
+}
+
+#[test]
+fn udp_streams_use_the_servers_port() {
+    let _serial = common::loopback::serial();
+    let server = TestServer::start(ServerLimits::default());
+    let r = server.run(&bidir_udp()).expect("udp test");
+    every_stream_carried(&r);
+    let p = server.addr.port();
+    let (client_saw, server_saw) = stream_ports(&r);
+    assert_eq!(client_saw, vec![p; 4], "{:?}", r.start.client_sockets);
+    assert_eq!(server_saw, vec![p; 4], "{:?}", r.start.server_sockets);
+    // Two tests in a row on the port: the first test's sockets are gone, the second's work.
+    let again = server.run(&bidir_udp()).expect("second udp test");
+    every_stream_carried(&again);
+}
+
+#[test]
+fn a_udp_port_held_elsewhere_gives_streams_ports_of_their_own() {
+    let _serial = common::loopback::serial();
+    // Another program's socket on the port, without SO_REUSEPORT: the server cannot share it.
+    let (holder, port) = (0..20)
+        .find_map(|_| {
+            let port = common::free_port();
+            UdpSocket::bind(("127.0.0.1", port)).ok().map(|s| (s, port))
+        })
+        .expect("a free UDP port");
+    let server = TestServer::start_on(&format!("127.0.0.1:{port}"), ServerLimits::default());
+    let r = server.run(&bidir_udp()).expect("udp test");
+    every_stream_carried(&r);
+    let (client_saw, server_saw) = stream_ports(&r);
+    assert!(
+        client_saw.iter().all(|&p| p != port && p != 0),
+        "{client_saw:?}"
+    );
+    assert_eq!(client_saw, server_saw);
+    assert!(
+        server
+            .log_text()
+            .contains(&format!("UDP port {port} unavailable")),
+        "{}",
+        server.log_text()
+    );
+    drop(holder);
+}
