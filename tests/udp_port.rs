@@ -5,10 +5,13 @@
 mod common;
 
 use common::TestServer;
+use netsweep::traffic::client::ClientConfig;
 use netsweep::traffic::result::TestResult;
-use netsweep::traffic::spec::{Direction, ServerLimits, TestSpec};
+use netsweep::traffic::rr::{RrMode, RrSpec};
+use netsweep::traffic::spec::{Direction, Protocol, ServerLimits, TestSpec};
 use std::net::{SocketAddr, UdpSocket};
-use std::time::Duration;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
 
 /// Two streams each way at a rate loopback carries under load.
 fn bidir_udp() -> TestSpec {
@@ -37,6 +40,35 @@ fn stream_ports(r: &TestResult) -> (Vec<u16>, Vec<u16>) {
     )
 }
 
+/// Connected UDP sockets on local port `port`, as the kernel lists them (/proc/net/udp: the
+/// local address and port in hex, state 01 = established, i.e. connected).
+fn connected_on(port: u16) -> usize {
+    let want = format!(":{port:04X}");
+    ["/proc/net/udp", "/proc/net/udp6"]
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|t| t.lines().skip(1).map(str::to_string).collect::<Vec<_>>())
+        .filter(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            cols.len() > 3 && cols[1].ends_with(&want) && cols[3] == "01"
+        })
+        .count()
+}
+
+/// The most connected UDP sockets seen on `port` while `run` runs on another thread.
+fn most_connected_while<T: Send>(port: u16, run: impl FnOnce() -> T + Send) -> (T, usize) {
+    let mut most = 0;
+    let out = std::thread::scope(|s| {
+        let h = s.spawn(run);
+        while !h.is_finished() {
+            most = most.max(connected_on(port));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        h.join().unwrap()
+    });
+    (out, most)
+}
+
 fn every_stream_carried(r: &TestResult) {
     assert_eq!(r.directions.len(), 2, "{:?}", r.directions);
     for d in &r.directions {
@@ -49,9 +81,12 @@ fn every_stream_carried(r: &TestResult) {
 fn udp_streams_use_the_servers_port() {
     let _serial = common::loopback::serial();
     let server = TestServer::start(ServerLimits::default());
-    let r = server.run(&bidir_udp()).expect("udp test");
-    every_stream_carried(&r);
     let p = server.addr.port();
+    let (r, most) = most_connected_while(p, || server.run(&bidir_udp()));
+    let r = r.expect("udp test");
+    every_stream_carried(&r);
+    // The kernel's own account: four sockets on the port, each connected to its sender.
+    assert_eq!(most, 4, "connected UDP sockets on port {p}");
     let (client_saw, server_saw) = stream_ports(&r);
     assert_eq!(client_saw, vec![p; 4], "{:?}", r.start.client_sockets);
     assert_eq!(server_saw, vec![p; 4], "{:?}", r.start.server_sockets);
@@ -87,4 +122,25 @@ fn a_udp_port_held_elsewhere_gives_streams_ports_of_their_own() {
         server.log_text()
     );
     drop(holder);
+}
+
+#[test]
+fn udp_request_response_uses_the_servers_port() {
+    let _serial = common::loopback::serial();
+    let server = TestServer::start(ServerLimits::default());
+    let p = server.addr.port();
+    let spec = RrSpec {
+        protocol: Protocol::Udp,
+        concurrency: 3,
+        ..RrSpec::tcp(RrMode::Rr, Duration::from_secs(1))
+    };
+    let t0 = Instant::now();
+    let (r, most) = most_connected_while(p, || {
+        let stop = AtomicBool::new(false);
+        netsweep::traffic::rr::client::run(&ClientConfig::new(server.addr), &spec, &stop)
+    });
+    let r = r.map_err(|e| e.message).expect("udp rr");
+    assert!(r.transactions > 100, "{r:?}");
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    assert_eq!(most, 3, "connected UDP sockets on port {p}");
 }

@@ -103,32 +103,15 @@ pub(super) fn control_session(
     let mut expecting = (spec.protocol == Protocol::Tcp)
         .then(|| Expecting::new(&shared.admission, peer.ip(), flows.len()));
     let local_ip = ctrl.local_addr()?.ip();
-    // UDP streams greet the server's own port where it takes datagrams (as iperf3's do: one
-    // port to open in a firewall), else a port of their own each.
     let udp = match spec.protocol {
-        Protocol::Tcp => UdpStreams::None,
-        Protocol::Udp => match shared.iperf3.udp_addr(ctrl.local_addr()?.port()) {
-            Some(at) => {
-                let (tx, rx) = mpsc::channel();
-                if let Ok(mut r) = shared.udp_hellos.lock() {
-                    r.insert(token, tx);
-                }
-                UdpStreams::OnPort {
-                    at,
-                    hellos: rx,
-                    registration: Registration(&shared.udp_hellos, token),
-                }
-            }
-            None => UdpStreams::Own(bind_udp(&spec, &flows, local_ip)?),
-        },
+        Protocol::Tcp => None,
+        Protocol::Udp => Some(UdpStreams::open(shared, &ctrl, token, |ip| {
+            bind_udp(&spec, &flows, ip)
+        })?),
     };
     let udp_ports = match &udp {
-        UdpStreams::None => Vec::new(),
-        UdpStreams::OnPort { at, .. } => vec![at.port(); flows.len()],
-        UdpStreams::Own(socks) => socks
-            .iter()
-            .map(|s| s.local_addr().map(|a| a.port()))
-            .collect::<Result<_, _>>()?,
+        Some(u) => u.ports(flows.len())?,
+        None => Vec::new(),
     };
     // The echo lives as long as this session, and never past the test's own time.
     let echo = match spec.latency {
@@ -157,18 +140,11 @@ pub(super) fn control_session(
         flows: &flows,
         peer_ip: peer.ip(),
     };
+    let prepare =
+        |s: &UdpSocket, flow: Flow| session::prepare_udp(s, &spec, flow == Flow::ClientToServer);
     let sockets = match udp {
-        UdpStreams::None => collect_tcp(&rx, &spec, &setup, &mut clock, expecting.as_mut())?,
-        UdpStreams::OnPort {
-            at,
-            hellos,
-            registration,
-        } => {
-            let got = collect_udp_on_port((&hellos, &token), at, &spec, &setup, &mut clock);
-            drop(registration);
-            got?
-        }
-        UdpStreams::Own(socks) => collect_udp(socks, &token, &setup, &mut clock)?,
+        None => collect_tcp(&rx, &spec, &setup, &mut clock, expecting.as_mut())?,
+        Some(u) => u.collect(&token, &setup, &mut clock, &prepare)?,
     };
     session::coalesce_udp(&sockets, &spec);
     drop(expecting);

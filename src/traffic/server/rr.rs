@@ -127,20 +127,18 @@ fn connections(
             Conns::Tcp(got.into_iter().flatten().collect())
         }
         (RrMode::Rr, Protocol::Udp) => {
-            let socks = (0..n)
-                .map(|_| UdpSocket::bind(SocketAddr::new(local_ip, 0)))
-                .collect::<Result<Vec<_>, _>>()?;
-            let ports = socks
-                .iter()
-                .map(|s| s.local_addr().map(|a| a.port()))
-                .collect::<Result<_, _>>()?;
-            accepted(ctrl, token, ports, None)?;
+            let udp = UdpStreams::open(shared, ctrl, token, |ip| {
+                (0..n)
+                    .map(|_| Ok(UdpSocket::bind(SocketAddr::new(ip, 0))?))
+                    .collect()
+            })?;
+            accepted(ctrl, token, udp.ports(n)?, None)?;
             let setup = Setup {
                 ctrl: &*ctrl,
                 flows: &flows,
                 peer_ip: peer.ip(),
             };
-            let streams = collect_udp(socks, &token, &setup, &mut clock)?;
+            let streams = udp.collect(&token, &setup, &mut clock, &|_, _| Ok(()))?;
             Conns::Udp(
                 streams
                     .into_iter()

@@ -17,10 +17,8 @@ impl Setup<'_> {
     }
 }
 
-/// Where a test's UDP streams are greeted: nowhere (TCP), on the server's port, or on a
-/// socket of their own each.
+/// Where a test's UDP streams greet the server: on its port, or on a socket of their own each.
 pub(super) enum UdpStreams<'a> {
-    None,
     /// The hellos that reach the port's socket (`at`) for this test's token, until the
     /// registration drops.
     OnPort {
@@ -29,6 +27,70 @@ pub(super) enum UdpStreams<'a> {
         registration: super::control::Registration<'a, Sender<(u16, SocketAddr)>>,
     },
     Own(Vec<UdpSocket>),
+}
+
+/// How a stream's socket is made ready for its flow once it is its own.
+pub(super) type PrepareUdp<'a> = &'a dyn Fn(&UdpSocket, Flow) -> std::io::Result<()>;
+
+impl<'a> UdpStreams<'a> {
+    /// The test's UDP streams greet the server's own port where it takes datagrams there (as
+    /// iperf3's do: one port to open in a firewall), else a socket each that `own` binds.
+    pub(super) fn open(
+        shared: &'a Shared,
+        ctrl: &TcpStream,
+        token: Token,
+        own: impl FnOnce(IpAddr) -> anyhow::Result<Vec<UdpSocket>>,
+    ) -> anyhow::Result<UdpStreams<'a>> {
+        let local = ctrl.local_addr()?;
+        Ok(match shared.iperf3.udp_addr(local.port()) {
+            Some(at) => {
+                let (tx, rx) = mpsc::channel();
+                if let Ok(mut r) = shared.udp_hellos.lock() {
+                    r.insert(token, tx);
+                }
+                UdpStreams::OnPort {
+                    at,
+                    hellos: rx,
+                    registration: super::control::Registration(&shared.udp_hellos, token),
+                }
+            }
+            None => UdpStreams::Own(own(local.ip())?),
+        })
+    }
+
+    /// The port each of `n` streams greets, for the client.
+    pub(super) fn ports(&self, n: usize) -> std::io::Result<Vec<u16>> {
+        match self {
+            UdpStreams::OnPort { at, .. } => Ok(vec![at.port(); n]),
+            UdpStreams::Own(socks) => socks
+                .iter()
+                .map(|s| s.local_addr().map(|a| a.port()))
+                .collect(),
+        }
+    }
+
+    /// Waits for each stream's hello; a stream greeting the server's port gets its own socket
+    /// there, readied by `prepare`.
+    pub(super) fn collect(
+        self,
+        token: &Token,
+        setup: &Setup<'_>,
+        clock: &mut StreamClock,
+        prepare: PrepareUdp<'_>,
+    ) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
+        match self {
+            UdpStreams::OnPort {
+                at,
+                hellos,
+                registration,
+            } => {
+                let got = collect_udp_on_port((&hellos, token), at, setup, clock, prepare);
+                drop(registration);
+                got
+            }
+            UdpStreams::Own(socks) => collect_udp(socks, token, setup, clock),
+        }
+    }
 }
 
 /// Binds one UDP socket per stream on the control connection's local address.
@@ -80,7 +142,7 @@ pub(super) fn collect_tcp(
 /// Waits for each UDP socket's hello (with the test's token and the stream's number) from the
 /// control peer, then connects it to that sender: a datagram from anyone else, or without the
 /// token, never takes a stream.
-pub(super) fn collect_udp(
+fn collect_udp(
     sockets: Vec<UdpSocket>,
     token: &Token,
     setup: &Setup<'_>,
@@ -118,12 +180,12 @@ pub(super) fn collect_udp(
 /// socket of its own on that port, connected to the sender, and echoes the hello: the kernel
 /// then delivers that sender's datagrams to it, as iperf3's server does with its streams.
 /// A hello from another address, for a stream out of range or already given, takes nothing.
-pub(super) fn collect_udp_on_port(
+fn collect_udp_on_port(
     (hellos, token): (&Receiver<(u16, SocketAddr)>, &Token),
     at: SocketAddr,
-    spec: &TestSpec,
     setup: &Setup<'_>,
     clock: &mut StreamClock,
+    prepare: PrepareUdp<'_>,
 ) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
     let mut got: Vec<Option<UdpSocket>> = (0..setup.flows.len()).map(|_| None).collect();
     let mut given = 0;
@@ -144,7 +206,7 @@ pub(super) fn collect_udp_on_port(
             continue;
         }
         let sock = crate::traffic::iperf3::server::bind_udp(at)?;
-        session::prepare_udp(&sock, spec, *flow == Flow::ClientToServer)?;
+        prepare(&sock, *flow)?;
         sock.connect(from)?;
         // The echo tells the client the path works (and opens NATs for reverse mode).
         sock.send(&protocol::udp_hello(token, i))?;
