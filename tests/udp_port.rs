@@ -144,3 +144,48 @@ fn udp_request_response_uses_the_servers_port() {
     assert!(t0.elapsed() < Duration::from_secs(10));
     assert_eq!(most, 3, "connected UDP sockets on port {p}");
 }
+
+/// An iperf3 client's UDP test and a netsweep client's, at once on one port: iperf3's connect
+/// datagrams and netsweep's hellos each reach their own test, and both carry their traffic.
+#[test]
+fn iperf3_and_netsweep_udp_tests_share_the_port_at_once() {
+    if !common::tool_or_skip(
+        "iperf3_and_netsweep_udp_tests_share_the_port_at_once",
+        "iperf3",
+    ) {
+        return;
+    }
+    let _serial = common::loopback::serial();
+    let server = TestServer::start(ServerLimits::default());
+    let p = server.addr.port();
+    let (ours, theirs) = std::thread::scope(|s| {
+        let theirs = s.spawn(|| {
+            std::process::Command::new("iperf3")
+                .args(["-c", "127.0.0.1", "-p", &p.to_string()])
+                .args(["-u", "-b", "100M", "-t", "2", "-P", "2", "-J"])
+                .output()
+                .expect("iperf3 -c")
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let ours = server.run(&TestSpec {
+            duration: Duration::from_secs(1),
+            ..bidir_udp()
+        });
+        (ours, theirs.join().unwrap())
+    });
+    every_stream_carried(&ours.expect("netsweep's udp test"));
+    let doc: serde_json::Value = serde_json::from_slice(&theirs.stdout).unwrap_or_else(|e| {
+        panic!(
+            "iperf3 -J: {e}: {}",
+            String::from_utf8_lossy(&theirs.stdout)
+        )
+    });
+    assert!(doc.get("error").is_none(), "{}", doc["error"]);
+    let got = doc["end"]["sum"]["bytes"].as_f64().unwrap_or(0.0);
+    // Two streams at 100 Mbit/s for 2 s: 50 MB, less what loopback under load lost.
+    assert!(
+        got > 40e6,
+        "iperf3 counted {got} bytes: {}",
+        doc["end"]["sum"]
+    );
+}

@@ -46,6 +46,17 @@ type Registry = Arc<Mutex<HashMap<Token, Sender<(u16, TcpStream)>>>>;
 /// each hello (the stream's number and its sender) goes to the test of its token.
 type UdpHellos = Mutex<HashMap<Token, Sender<(u16, SocketAddr)>>>;
 
+/// Removes the token from a registry (data connections', UDP hellos') on drop.
+struct Registration<'a, V>(&'a Mutex<HashMap<Token, V>>, Token);
+
+impl<V> Drop for Registration<'_, V> {
+    fn drop(&mut self) {
+        if let Ok(mut r) = self.0.lock() {
+            r.remove(&self.1);
+        }
+    }
+}
+
 struct Shared {
     limits: ServerLimits,
     /// Slots, pending connections, expected data connections, descriptors, running tests.

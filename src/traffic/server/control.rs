@@ -5,17 +5,6 @@
 use super::*;
 use crate::traffic::bitrate_limit::RateWatch;
 
-/// Removes the token from a registry (data connections', UDP hellos') on drop.
-pub(super) struct Registration<'a, V>(pub(super) &'a Mutex<HashMap<Token, V>>, pub(super) Token);
-
-impl<V> Drop for Registration<'_, V> {
-    fn drop(&mut self) {
-        if let Ok(mut r) = self.0.lock() {
-            r.remove(&self.1);
-        }
-    }
-}
-
 pub(super) fn control_session(
     mut ctrl: TcpStream,
     peer: SocketAddr,

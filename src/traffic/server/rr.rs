@@ -107,7 +107,7 @@ fn connections(
             if let Ok(mut r) = shared.registry.lock() {
                 r.insert(token, tx);
             }
-            let _registration = control::Registration(&shared.registry, token);
+            let _registration = Registration(&*shared.registry, token);
             let mut expecting = Expecting::new(&shared.admission, peer.ip(), n);
             accepted(ctrl, token, Vec::new(), None)?;
             let mut got: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();

@@ -24,7 +24,7 @@ pub(super) enum UdpStreams<'a> {
     OnPort {
         at: SocketAddr,
         hellos: Receiver<(u16, SocketAddr)>,
-        registration: super::control::Registration<'a, Sender<(u16, SocketAddr)>>,
+        registration: Registration<'a, Sender<(u16, SocketAddr)>>,
     },
     Own(Vec<UdpSocket>),
 }
@@ -51,7 +51,7 @@ impl<'a> UdpStreams<'a> {
                 UdpStreams::OnPort {
                     at,
                     hellos: rx,
-                    registration: super::control::Registration(&shared.udp_hellos, token),
+                    registration: Registration(&shared.udp_hellos, token),
                 }
             }
             None => UdpStreams::Own(own(local.ip())?),
