@@ -474,6 +474,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
                 bail!("-i 0 with -t 0: Ctrl-C ends the test at the end of an interval; give -i");
             }
             spec.interval = spec.duration;
+            spec.whole_test_interval = true;
         }
         spec.omit = parse_duration(&a.omit).context("-O/--omit")?;
         // iperf3's bounds, said before connecting in its words (servers refuse past them).

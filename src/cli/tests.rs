@@ -240,8 +240,12 @@ fn iperf3s_server_line_serves_one_test_at_a_time() {
 fn interval_zero_is_one_interval_over_the_test() {
     let (_, spec) = client(&["127.0.0.1", "-t", "3", "-i", "0"]).unwrap();
     assert_eq!(spec.interval, spec.duration);
+    assert!(spec.whole_test_interval);
     let (_, spec) = client(&["127.0.0.1", "-n", "1G", "-i", "0"]).unwrap();
     assert_eq!(spec.interval, spec.duration);
+    assert!(spec.whole_test_interval);
+    let (_, spec) = client(&["127.0.0.1", "-t", "3", "-i", "3"]).unwrap();
+    assert!(!spec.whole_test_interval);
     assert!(client(&["127.0.0.1", "-t", "auto", "-i", "0"]).is_err());
 }
 

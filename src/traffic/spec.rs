@@ -153,6 +153,10 @@ pub struct TestSpec {
     /// and ends then at the end of the interval running; `duration` is only its ceiling.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub until_stopped: bool,
+    /// iperf3's `-i 0`: no reports while the test runs; `interval` is the whole test, and
+    /// iperf3's JSON says 0 as iperf3's does.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_test_interval: bool,
     /// TCP_NODELAY on both ends' data sockets (iperf3's `-N`): writes go out at once instead
     /// of waiting for Nagle's algorithm.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -332,6 +336,7 @@ impl TestSpec {
             skip_rx_copy: false,
             count: None,
             until_stopped: false,
+            whole_test_interval: false,
             no_delay: false,
             repeating_payload: false,
             rr: None,

@@ -169,7 +169,8 @@ fn test_start(spec: &TestSpec, info: &StartInfo) -> Value {
         "target_bitrate": stream_bitrate(spec),
         "bidir": i32::from(spec.direction == Direction::Bidir),
         "fqrate": spec.fq_rate_bps.unwrap_or(0),
-        "interval": spec.interval.as_secs_f64(),
+        // -i 0 (one interval over the whole test) is 0, as iperf3 writes it.
+        "interval": if spec.whole_test_interval { 0.0 } else { spec.interval.as_secs_f64() },
         "gso": 0,
         "gro": 0,
     })

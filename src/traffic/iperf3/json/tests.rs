@@ -251,6 +251,19 @@ fn a_test_until_interrupted_has_iperf3s_duration_0() {
     );
 }
 
+/// iperf3 3.21 writes `-i 0` as `"interval": 0` (its one interval spans the test).
+#[test]
+fn interval_zero_is_written_as_iperf3_writes_it() {
+    let mut r = fixture("netsweep-tcp-reverse.json");
+    let asked = r.spec.interval.as_secs_f64();
+    assert!(asked > 0.0);
+    let written = |r: &TestResult| document(r, server())["start"]["test_start"]["interval"].clone();
+    assert_eq!(written(&r), json!(asked));
+    r.spec.whole_test_interval = true;
+    r.spec.interval = r.spec.duration;
+    assert_eq!(written(&r), json!(0.0));
+}
+
 #[test]
 fn fq_rate_is_written_where_iperf3_writes_it() {
     let mut r = fixture("netsweep-tcp-reverse.json");
