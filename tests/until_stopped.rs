@@ -147,6 +147,49 @@ fn t0_runs_until_interrupted_against_netsweeps_server() {
     );
 }
 
+/// A second interrupt stops a `-t 0` test at once, where the first waits for the end of the
+/// interval running (ten seconds with `-i 10`): the client exits as an interrupted test does,
+/// within a moment of the second, and the server's slot is free again.
+#[test]
+fn a_second_interrupt_stops_a_t0_test_at_once() {
+    let server = TestServer::start(ServerLimits::default());
+    let mut child = netsweep_client(server.addr.port(), &["-t", "0", "-i", "10"]);
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = child.id().to_string();
+    for _ in 0..2 {
+        assert!(
+            Command::new("kill")
+                .args(["-INT", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    common::wait_bounded(
+        &mut child,
+        Duration::from_secs(15),
+        "netsweep -c -t 0 -i 10",
+    );
+    let took = t0.elapsed();
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("interrupted"), "{said}");
+    // The first interrupt alone ends this test at 10 s; the second, at 1.9 s, ends it then.
+    assert!(took < Duration::from_secs(7), "took {took:?}");
+    // The server is free for the next test.
+    let mut next = netsweep_client(server.addr.port(), &["-t", "1", "-J"]);
+    common::wait_bounded(&mut next, Duration::from_secs(15), "the next test");
+    let out = next.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Against iperf3's own server (Debian's), two streams: the same end, both ends' counts in the
 /// result.
 #[test]

@@ -590,8 +590,10 @@ fn drive(
         }
         if stop.load(Ordering::Relaxed) {
             // -t 0: the interrupt is the test's end, at the end of the interval running, as a
-            // time's would be; once.
+            // time's would be; once. The flag is taken down, so a second interrupt stops the
+            // test at once (a long -i is not waited out).
             if spec.until_stopped && ended.is_none() && cut.slots() == timeline.len() {
+                stop.store(false, Ordering::Relaxed);
                 let slots = timeline
                     .index_at(now.saturating_duration_since(start))
                     .map_or(timeline.len(), |i| i + 1);
@@ -600,7 +602,7 @@ fn drive(
                     grid_end = start + last.end;
                     give_up = grid_end + Duration::from_secs(10);
                 }
-            } else if !spec.until_stopped {
+            } else {
                 error =
                     Some("interrupted: results cover the intervals measured so far".to_string());
                 break;
