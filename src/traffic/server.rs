@@ -46,8 +46,18 @@ type Registry = Arc<Mutex<HashMap<Token, Sender<(u16, TcpStream)>>>>;
 /// each hello (the stream's number and its sender) goes to the test of its token.
 type UdpHellos = Mutex<HashMap<Token, Sender<(u16, SocketAddr)>>>;
 
-/// Removes the token from a registry (data connections', UDP hellos') on drop.
+/// A test's place in a registry (data connections', UDP hellos'), removed on drop.
 struct Registration<'a, V>(&'a Mutex<HashMap<Token, V>>, Token);
+
+impl<'a, V> Registration<'a, V> {
+    /// Puts `value` under `token` in `registry` until the registration drops.
+    fn new(registry: &'a Mutex<HashMap<Token, V>>, token: Token, value: V) -> Self {
+        if let Ok(mut r) = registry.lock() {
+            r.insert(token, value);
+        }
+        Registration(registry, token)
+    }
+}
 
 impl<V> Drop for Registration<'_, V> {
     fn drop(&mut self) {

@@ -85,10 +85,7 @@ pub(super) fn control_session(
     let mut clock = StreamClock::new(flows.len(), control_rtt(&ctrl));
     let token = Token::random();
     let (tx, rx) = mpsc::channel();
-    if let Ok(mut r) = shared.registry.lock() {
-        r.insert(token, tx);
-    }
-    let registration = Registration(&*shared.registry, token);
+    let registration = Registration::new(&shared.registry, token, tx);
     let mut expecting = (spec.protocol == Protocol::Tcp)
         .then(|| Expecting::new(&shared.admission, peer.ip(), flows.len()));
     let local_ip = ctrl.local_addr()?.ip();
@@ -451,7 +448,7 @@ fn forward_reports(
 const ABORT_WAIT: Duration = Duration::from_secs(2);
 
 /// The reason of the client's Abort if it comes within `ABORT_WAIT` (other messages before it
-/// are passed over); `None` when the client said something else last or is gone without it.
+/// are passed over); `None` when the client is gone without it or does not say it in time.
 fn abort_word(peer_rx: &PeerRx) -> Option<String> {
     let until = Instant::now() + ABORT_WAIT;
     while let Some(left) = until.checked_duration_since(Instant::now()) {

@@ -104,10 +104,7 @@ fn connections(
         }
         (RrMode::Rr, Protocol::Tcp) => {
             let (tx, rx) = mpsc::channel();
-            if let Ok(mut r) = shared.registry.lock() {
-                r.insert(token, tx);
-            }
-            let _registration = Registration(&*shared.registry, token);
+            let _registration = Registration::new(&shared.registry, token, tx);
             let mut expecting = Expecting::new(&shared.admission, peer.ip(), n);
             accepted(ctrl, token, Vec::new(), None)?;
             let mut got: Vec<Option<TcpStream>> = (0..n).map(|_| None).collect();

@@ -45,13 +45,10 @@ impl<'a> UdpStreams<'a> {
         Ok(match shared.iperf3.udp_addr(local.port()) {
             Some(at) => {
                 let (tx, rx) = mpsc::channel();
-                if let Ok(mut r) = shared.udp_hellos.lock() {
-                    r.insert(token, tx);
-                }
                 UdpStreams::OnPort {
                     at,
                     hellos: rx,
-                    registration: Registration(&shared.udp_hellos, token),
+                    registration: Registration::new(&shared.udp_hellos, token, tx),
                 }
             }
             None => UdpStreams::Own(own(local.ip())?),
