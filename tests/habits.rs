@@ -453,3 +453,45 @@ fn the_text_ends_as_iperf3s_with_its_digits() {
     assert!(j.status.success());
     assert!(!out(&j).contains("iperf Done"), "{}", out(&j));
 }
+
+/// The data connections' lines and the column header are printed as soon as the connections
+/// are up, as iperf3 prints them, not with the first interval (ten seconds later with `-i 10`).
+#[test]
+fn connected_lines_come_before_the_first_interval_ends() {
+    use std::io::BufRead;
+    let s = Server::start();
+    let t0 = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["-c", "127.0.0.1", "-p", &s.1.to_string()])
+        .args(["-t", "4", "-i", "10", "-b", "10M"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut arrived = Vec::new();
+    for line in std::io::BufReader::new(stdout).lines() {
+        arrived.push((t0.elapsed(), line.unwrap()));
+    }
+    common::wait_bounded(
+        &mut child,
+        std::time::Duration::from_secs(15),
+        "netsweep -c",
+    );
+    let when = |needle: &str| {
+        arrived
+            .iter()
+            .find(|(_, l)| l.contains(needle))
+            .map(|(t, _)| *t)
+            .unwrap_or_else(|| panic!("no {needle:?} in {arrived:?}"))
+    };
+    let connected = when("connected to 127.0.0.1 port");
+    let header = when("[ ID] Interval");
+    let interval = when("0.00-4.00");
+    assert!(connected <= header, "{arrived:?}");
+    // The one interval closes at the test's end (4 s); the lines came at the start.
+    assert!(
+        interval.saturating_sub(header) > std::time::Duration::from_secs(2),
+        "{arrived:?}"
+    );
+}

@@ -398,11 +398,28 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
         }
     }
     let mut started = false;
-    // The data connections, told once they are up: iperf3's "connected to" lines, and the
-    // `--json-stream` start event's `connected`.
+    // The data connections, told once they are up: iperf3's "connected to" lines and the
+    // column header at once, as iperf3 prints them (not with the first interval, seconds
+    // later with a long -i), and the `--json-stream` start event's `connected`.
+    let header_out = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (told, connected) = std::sync::mpsc::channel();
+    let on_connected = {
+        let (header_out, header, text) = (
+            header_out.clone(),
+            output::header(spec),
+            view.json.is_none(),
+        );
+        move |sockets: &[crate::traffic::measure::SocketInfo]| {
+            if !text {
+                let _ = told.send(sockets.to_vec());
+            } else if !header_out.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                crate::out!("{}", output::connected_lines(sockets));
+                crate::outln!("{header}");
+            }
+        }
+    };
     let cfg = &ClientConfig {
-        connected: Some(told),
+        connected: Some(client::OnConnected(Arc::new(on_connected))),
         ..cfg.clone()
     };
     // Where the test runs: the server's port, or the fallback's once it moved there.
@@ -411,12 +428,8 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
     let mut origin: Option<f64> = None;
     let mut print_interval = |iv: &crate::traffic::result::Interval| match view.json {
         None => {
-            if !started {
-                for sockets in connected.try_iter() {
-                    crate::out!("{}", output::connected_lines(&sockets));
-                }
+            if !header_out.swap(true, std::sync::atomic::Ordering::Relaxed) {
                 crate::outln!("{}", output::header(spec));
-                started = true;
             }
             if !iv.omitted && origin.is_none() {
                 origin = Some(iv.start_s);

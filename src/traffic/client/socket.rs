@@ -86,8 +86,18 @@ pub struct ClientConfig {
     /// nothing listens on netsweep's (iperf3's 5201).
     pub port_fallback: Option<u16>,
     /// Told this end's data connections once they are up, before the test starts (iperf3's
-    /// "local ... connected to ..." lines).
-    pub connected: Option<std::sync::mpsc::Sender<Vec<SocketInfo>>>,
+    /// "local ... connected to ..." lines, printed then).
+    pub connected: Option<OnConnected>,
+}
+
+/// Called with this end's data connections once they are up (on the test's own thread).
+#[derive(Clone)]
+pub struct OnConnected(pub std::sync::Arc<dyn Fn(&[SocketInfo]) + Send + Sync>);
+
+impl std::fmt::Debug for OnConnected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnConnected")
+    }
 }
 
 impl ClientConfig {
@@ -118,8 +128,8 @@ impl ClientConfig {
 
     /// Tells `connected` (when asked) this end's data connections.
     pub(crate) fn tell_connected(&self, sockets: &[SocketInfo]) {
-        if let Some(tx) = &self.connected {
-            let _ = tx.send(sockets.to_vec());
+        if let Some(told) = &self.connected {
+            (told.0)(sockets);
         }
     }
 
