@@ -268,43 +268,31 @@ impl FromStr for RateFormat {
 }
 
 impl RateFormat {
-    fn scale(c: char) -> (f64, &'static str) {
+    /// The power of the unit letter (k 1, m 2, g 3, t 4) and its prefix.
+    fn scale(c: char) -> (i32, &'static str) {
         match c.to_ascii_lowercase() {
-            'k' => (1e3, "K"),
-            'g' => (1e9, "G"),
-            't' => (1e12, "T"),
-            _ => (1e6, "M"),
+            'k' => (1, "K"),
+            'g' => (3, "G"),
+            't' => (4, "T"),
+            _ => (2, "M"),
         }
     }
 
-    /// A rate in this format: `941 Mbits/sec`, or `117 MBytes/sec` with `-f M`.
+    /// A rate in this format: `941 Mbits/sec`, or `112 MBytes/sec` with `-f M`. As iperf3's
+    /// unit_snprintf: bits in powers of 1000, bytes in powers of 1024. (The Transfer column
+    /// keeps its adaptive unit whatever `-f` says, as iperf3's: `Bytes`.)
     pub fn rate(self, bps: f64) -> String {
         match self {
             RateFormat::Auto => BitRate(bps).to_string(),
             RateFormat::Bits(c) => {
-                let (k, p) = Self::scale(c);
-                format!("{} {p}bits/sec", three_digits(bps / k))
+                let (n, p) = Self::scale(c);
+                format!("{} {p}bits/sec", three_digits(bps / 1000f64.powi(n)))
             }
             RateFormat::Bytes(c) => {
-                let (k, p) = Self::scale(c);
-                format!("{} {p}Bytes/sec", three_digits(bps / 8.0 / k))
+                let (n, p) = Self::scale(c);
+                format!("{} {p}Bytes/sec", three_digits(bps / 8.0 / 1024f64.powi(n)))
             }
         }
-    }
-
-    /// A byte count in this format (binary multiples, as iperf3 prints transfers).
-    pub fn bytes(self, n: u64) -> String {
-        let c = match self {
-            RateFormat::Auto => return Bytes(n).to_string(),
-            RateFormat::Bits(c) | RateFormat::Bytes(c) => c.to_ascii_lowercase(),
-        };
-        let (k, p) = match c {
-            'k' => (1024f64, "K"),
-            'g' => (1024f64.powi(3), "G"),
-            't' => (1024f64.powi(4), "T"),
-            _ => (1024f64.powi(2), "M"),
-        };
-        format!("{} {p}Bytes", three_digits(n as f64 / k))
     }
 }
 
@@ -329,9 +317,14 @@ mod tests {
         let m: RateFormat = "m".parse().unwrap();
         assert_eq!(m.rate(941e6), "941 Mbits/sec");
         assert_eq!(m.rate(25.3e9), "25300 Mbits/sec");
-        assert_eq!(m.bytes(112 << 20), "112 MBytes");
+        // Bytes per second in powers of 1024, as iperf3's -f M: 100 Mbit/s is 11.9 MBytes/sec.
+        let big_m: RateFormat = "M".parse().unwrap();
+        assert_eq!(big_m.rate(100e6), "11.9 MBytes/sec");
         let g: RateFormat = "G".parse().unwrap();
-        assert_eq!(g.rate(8e9), "1.00 GBytes/sec");
+        assert_eq!(g.rate(8.0 * 1024f64.powi(3)), "1.00 GBytes/sec");
+        assert_eq!(g.rate(8e9), "0.93 GBytes/sec");
+        let k: RateFormat = "K".parse().unwrap();
+        assert_eq!(k.rate(8.0 * 1024.0 * 500.0), "500 KBytes/sec");
         assert_eq!(RateFormat::Auto.rate(941e6), "941 Mbits/sec");
         assert!("x".parse::<RateFormat>().is_err());
     }

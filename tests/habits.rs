@@ -72,7 +72,7 @@ fn iperf3_spellings_run_a_test() {
     assert!(!rows.is_empty(), "{text}");
     assert!(
         rows.iter()
-            .all(|l| l.contains("Mbits/sec") && l.contains("MBytes") && !l.contains("Gbits")),
+            .all(|l| l.contains("Mbits/sec") && !l.contains("Gbits")),
         "-f m: {text}"
     );
     assert!(

@@ -166,7 +166,7 @@ fn line(l: &Line, row: &StreamInterval, suffix: &str) -> String {
     } = *l;
     let mut s = format!(
         "[{id:>3}]{role} {start:6.2}-{end:<6.2} sec  {:>12}  {:>16}",
-        units.bytes(row.bytes),
+        crate::units::Bytes(row.bytes).to_string(),
         units.rate(row.bits_per_second)
     );
     match proto {
