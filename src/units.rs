@@ -296,6 +296,39 @@ impl RateFormat {
     }
 }
 
+/// `v` as C's `printf("%.2g")`, iperf3's format of a loss percentage (`0`, `0.052`, `1.2`,
+/// `12`, `1e+02`): two significant digits, trailing zeros dropped, the exponent form where
+/// the exponent is below -4 or at least 2.
+pub fn c_g2(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return if v.is_nan() {
+            "nan".into()
+        } else if v == 0.0 {
+            "0".into()
+        } else {
+            format!("{v}")
+        };
+    }
+    // Rounded to two significant digits first: the exponent is the rounded value's.
+    let sci = format!("{v:.1e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: String| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
+    if !(-4..2).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa.to_string()), exp.abs())
+    } else {
+        let decimals = usize::try_from(1 - exp).unwrap_or(0);
+        trim(format!("{v:.decimals$}"))
+    }
+}
+
 /// Three significant digits, as iperf3's `unit_snprintf` (units.c): the thresholds are where
 /// rounding would add a digit, so 99.97 prints as `100`, not `100.0`.
 fn three_digits(v: f64) -> String {
@@ -311,6 +344,29 @@ fn three_digits(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Reference values from C's printf("%.2g") (glibc).
+    #[test]
+    fn loss_percentages_are_printed_as_cs_g() {
+        for (v, c) in [
+            (0.0, "0"),
+            (0.052, "0.052"),
+            (0.05249, "0.052"),
+            (1.2, "1.2"),
+            (1.25, "1.2"),
+            (1.26, "1.3"),
+            (12.0, "12"),
+            (9.96, "10"),
+            (99.4, "99"),
+            (99.6, "1e+02"),
+            (100.0, "1e+02"),
+            (0.00012, "0.00012"),
+            (0.00001234, "1.2e-05"),
+            (0.5, "0.5"),
+        ] {
+            assert_eq!(c_g2(v), c, "{v}");
+        }
+    }
 
     #[test]
     fn fixed_formats_follow_iperf3s_letters() {

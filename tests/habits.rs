@@ -449,6 +449,32 @@ fn the_text_ends_as_iperf3s_with_its_digits() {
         }
     }
     assert!(seen >= 6, "{text}");
+    // UDP's loss percentage as iperf3's %.2g: "(0%)", "(0.052%)", "(1.2%)", not "(0.00%)".
+    let u = s.client(&["-u", "-t", "1", "-b", "10M"]);
+    let utext = out(&u);
+    assert!(u.status.success(), "{utext}");
+    let mut percents = 0;
+    for line in utext
+        .lines()
+        .filter(|l| l.starts_with("[  0]") && l.contains("%)"))
+    {
+        let open = line.rfind('(').expect("(");
+        let pc = &line[open + 1..line.rfind("%)").expect("%)")];
+        let significant = pc
+            .split('e')
+            .next()
+            .unwrap_or("")
+            .trim_start_matches(['0', '.'])
+            .chars()
+            .filter(char::is_ascii_digit)
+            .count();
+        assert!(
+            pc.parse::<f64>().is_ok() && significant <= 2,
+            "{pc:?} in {line:?}"
+        );
+        percents += 1;
+    }
+    assert!(percents >= 2, "{utext}");
     let j = s.client(&["-t", "1", "-b", "10M", "-J"]);
     assert!(j.status.success());
     assert!(!out(&j).contains("iperf Done"), "{}", out(&j));

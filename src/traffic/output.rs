@@ -187,7 +187,7 @@ fn line(l: &Line, row: &StreamInterval, suffix: &str) -> String {
                 .jitter_ms
                 .map_or("      -".to_string(), |j| format!("{j:>7.3}"));
             let loss = match (row.lost_packets, row.packets, row.lost_percent) {
-                (Some(l), Some(p), Some(pc)) => format!("{l}/{p} ({pc:.2}%)"),
+                (Some(l), Some(p), Some(pc)) => format!("{l}/{p} ({}%)", crate::units::c_g2(pc)),
                 (None, Some(p), _) => format!("-/{p}"),
                 _ => "-".to_string(),
             };
