@@ -90,9 +90,12 @@ pub struct ClientConfig {
     pub connected: Option<OnConnected>,
 }
 
+/// What is called with this end's data connections once they are up.
+pub type ConnectedFn = dyn Fn(&[SocketInfo]) + Send + Sync;
+
 /// Called with this end's data connections once they are up (on the test's own thread).
 #[derive(Clone)]
-pub struct OnConnected(pub std::sync::Arc<dyn Fn(&[SocketInfo]) + Send + Sync>);
+pub struct OnConnected(pub std::sync::Arc<ConnectedFn>);
 
 impl std::fmt::Debug for OnConnected {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
