@@ -11,9 +11,8 @@ use serde_json::Value;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Interrupts `child` (SIGINT, as Ctrl-C) after `after`, then waits at most 15 s for it.
-fn interrupt_after(mut child: Child, after: Duration, what: &str) -> std::process::Output {
-    std::thread::sleep(after);
+/// Sends `child` SIGINT, as Ctrl-C.
+fn interrupt(child: &Child) {
     let pid = child.id().to_string();
     assert!(
         Command::new("kill")
@@ -22,6 +21,12 @@ fn interrupt_after(mut child: Child, after: Duration, what: &str) -> std::proces
             .unwrap()
             .success()
     );
+}
+
+/// Interrupts `child` (SIGINT, as Ctrl-C) after `after`, then waits at most 15 s for it.
+fn interrupt_after(mut child: Child, after: Duration, what: &str) -> std::process::Output {
+    std::thread::sleep(after);
+    interrupt(&child);
     common::wait_bounded(&mut child, Duration::from_secs(15), what);
     child.wait_with_output().unwrap()
 }
@@ -156,15 +161,8 @@ fn a_second_interrupt_stops_a_t0_test_at_once() {
     let mut child = netsweep_client(server.addr.port(), &["-t", "0", "-i", "10"]);
     let t0 = Instant::now();
     std::thread::sleep(Duration::from_millis(1500));
-    let pid = child.id().to_string();
     for _ in 0..2 {
-        assert!(
-            Command::new("kill")
-                .args(["-INT", &pid])
-                .status()
-                .unwrap()
-                .success()
-        );
+        interrupt(&child);
         std::thread::sleep(Duration::from_millis(400));
     }
     common::wait_bounded(
