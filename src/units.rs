@@ -300,14 +300,12 @@ impl RateFormat {
 /// `12`, `1e+02`): two significant digits, trailing zeros dropped, the exponent form where
 /// the exponent is below -4 or at least 2.
 pub fn c_g2(v: f64) -> String {
-    if v == 0.0 || !v.is_finite() {
-        return if v.is_nan() {
-            "nan".into()
-        } else if v == 0.0 {
-            "0".into()
-        } else {
-            format!("{v}")
-        };
+    if v == 0.0 {
+        return "0".into();
+    }
+    if !v.is_finite() {
+        // C's spelling: nan, inf, -inf.
+        return format!("{v}").to_lowercase();
     }
     // Rounded to two significant digits first: the exponent is the rounded value's.
     let sci = format!("{v:.1e}");

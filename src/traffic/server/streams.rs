@@ -128,12 +128,20 @@ pub(super) fn collect_tcp(
             _ => Ok(false),
         }
     })?;
-    Ok(got
-        .into_iter()
-        .zip(setup.flows)
+    Ok(numbered(got, setup.flows, StreamSocket::Tcp))
+}
+
+/// The streams that arrived, each with its number and flow.
+fn numbered<S>(
+    got: Vec<Option<S>>,
+    flows: &[Flow],
+    wrap: fn(S) -> StreamSocket,
+) -> Vec<(u16, Flow, StreamSocket)> {
+    got.into_iter()
+        .zip(flows)
         .enumerate()
-        .filter_map(|(i, (s, f))| s.map(|s| (i as u16, *f, StreamSocket::Tcp(s))))
-        .collect())
+        .filter_map(|(i, (s, f))| s.map(|s| (i as u16, *f, wrap(s))))
+        .collect()
 }
 
 /// Waits for each UDP socket's hello (with the test's token and the stream's number) from the
@@ -185,8 +193,11 @@ fn collect_udp_on_port(
     prepare: PrepareUdp<'_>,
 ) -> anyhow::Result<Vec<(u16, Flow, StreamSocket)>> {
     let mut got: Vec<Option<UdpSocket>> = (0..setup.flows.len()).map(|_| None).collect();
-    let mut given = 0;
-    while given < got.len() {
+    loop {
+        let given = got.iter().flatten().count();
+        if given == got.len() {
+            break;
+        }
         if let Some(why) = setup.gave_up(clock, given) {
             anyhow::bail!("{why}: is UDP blocked on the path?");
         }
@@ -208,13 +219,7 @@ fn collect_udp_on_port(
         // The echo tells the client the path works (and opens NATs for reverse mode).
         sock.send(&protocol::udp_hello(token, i))?;
         *slot = Some(sock);
-        given += 1;
         clock.progressed();
     }
-    Ok(got
-        .into_iter()
-        .zip(setup.flows)
-        .enumerate()
-        .filter_map(|(i, (s, f))| s.map(|s| (i as u16, *f, StreamSocket::Udp(s))))
-        .collect())
+    Ok(numbered(got, setup.flows, StreamSocket::Udp))
 }
