@@ -36,7 +36,7 @@ fn time_until_closed(mut s: TcpStream, limit: Duration) -> Duration {
 
 fn control_conn(addr: SocketAddr) -> TcpStream {
     let mut s = TcpStream::connect(addr).unwrap();
-    s.write_all(&protocol::control_preamble()).unwrap();
+    s.write_all(&protocol::client_greeting()).unwrap();
     let mut pre = [0u8; 8];
     s.read_exact(&mut pre).unwrap();
     s
@@ -135,8 +135,8 @@ fn a_server_of_another_version_gets_a_clear_message() {
     let addr = listener.local_addr().unwrap();
     let fake = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
-        let mut pre = [0u8; 8];
-        s.read_exact(&mut pre).unwrap();
+        let mut greeting = [0u8; protocol::GREETING_LEN];
+        s.read_exact(&mut greeting).unwrap();
         let mut reply = protocol::control_preamble();
         reply[6..].copy_from_slice(&(protocol::VERSION + 1).to_be_bytes());
         s.write_all(&reply).unwrap();

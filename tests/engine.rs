@@ -661,7 +661,7 @@ fn a_server_says_whether_it_would_admit_a_test() {
     });
     match client::check(&quiet, &tcp(1.0)) {
         Admission::Unknown(why) => {
-            assert!(why.contains("not answered as a netsweep server"), "{why}")
+            assert!(why.contains("did not answer as a netsweep server"), "{why}")
         }
         other => panic!("{other:?}"),
     }

@@ -262,7 +262,10 @@ fn fuzz_control_protocol() {
     let refused = br#"{"type":"refused","refusal":{"kind":"limit","reason":"x"}}"#;
     let hello = protocol::udp_hello(&protocol::Token([9; 16]), 3);
     let pre = protocol::control_preamble();
-    let seeds: Vec<&[u8]> = vec![&request, accepted, intervals, refused, &hello, &pre];
+    let greeting = protocol::client_greeting();
+    let seeds: Vec<&[u8]> = vec![
+        &request, accepted, intervals, refused, &hello, &pre, &greeting,
+    ];
     let limits = ServerLimits::default();
     let runs = fuzz("control", &seeds, |b| {
         let client = protocol::decode::<ClientMsg>(b);

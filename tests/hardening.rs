@@ -230,7 +230,7 @@ fn idle_connections_beyond_the_pending_cap_are_dropped() {
 /// Sends a request and returns the control connection after `Accepted`, never opening data.
 fn stalled_request(addr: SocketAddr) -> TcpStream {
     let mut s = TcpStream::connect(addr).unwrap();
-    s.write_all(&protocol::control_preamble()).unwrap();
+    s.write_all(&protocol::client_greeting()).unwrap();
     let mut pre = [0u8; 8];
     s.read_exact(&mut pre).unwrap();
     write_frame(
@@ -271,8 +271,8 @@ fn stalled_requests_free_their_slots_within_seconds() {
 /// A fake server's side of the handshake: accept, swap preambles, read the request.
 fn accept_request(listener: &TcpListener) -> TcpStream {
     let (mut ctrl, _) = listener.accept().unwrap();
-    let mut pre = [0u8; 8];
-    ctrl.read_exact(&mut pre).unwrap();
+    let mut greeting = [0u8; protocol::GREETING_LEN];
+    ctrl.read_exact(&mut greeting).unwrap();
     ctrl.write_all(&protocol::control_preamble()).unwrap();
     let _: ClientMsg =
         read_frame(&mut ctrl, Some(Instant::now() + Duration::from_secs(5))).unwrap();

@@ -266,7 +266,7 @@ fn iperf3_clients_that_stall_or_vanish_free_the_slot_within_seconds() {
 /// Sends a netsweep request and returns the control connection and what the server answered.
 fn netsweep_request(addr: SocketAddr, spec: TestSpec) -> (TcpStream, ServerMsg) {
     let mut s = TcpStream::connect(addr).unwrap();
-    s.write_all(&protocol::control_preamble()).unwrap();
+    s.write_all(&protocol::client_greeting()).unwrap();
     let mut pre = [0u8; 8];
     s.read_exact(&mut pre).unwrap();
     write_frame(&mut s, &ClientMsg::Request { spec, ticket: None }).unwrap();
@@ -524,7 +524,7 @@ fn a_request_with_an_option_this_server_does_not_know_is_refused_by_name() {
     request["spec"]["window_mode"] = json!("from_the_future");
     let body = serde_json::to_vec(&request).unwrap();
     let mut s = TcpStream::connect(server.addr).unwrap();
-    s.write_all(&protocol::control_preamble()).unwrap();
+    s.write_all(&protocol::client_greeting()).unwrap();
     let mut pre = [0u8; 8];
     s.read_exact(&mut pre).unwrap();
     s.write_all(&u32::try_from(body.len()).unwrap().to_be_bytes())

@@ -21,9 +21,9 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// `netsweep -c HOST -p P` against `iperf3 -s -1 -p P`: netsweep's greeting goes unanswered,
-/// the rest of an iperf3 cookie follows, and the test runs in iperf3's protocol on that
-/// connection, saying so, within seconds. It said "looks like an iperf3 server: add --iperf3"
+/// `netsweep -c HOST -p P` against `iperf3 -s -1 -p P`: the iperf3 server takes netsweep's
+/// greeting as its cookie and asks for the parameters, and the test runs in iperf3's protocol
+/// on that connection, saying so. (Before protocol 3 the greeting went unanswered for 3 s.) It said "looks like an iperf3 server: add --iperf3"
 /// and hung up, which ended a `-1` server's one test, so the suggested command then met a
 /// refused connection.
 #[test]
@@ -60,8 +60,7 @@ fn an_iperf3_server_on_another_port_gets_its_test_in_iperf3s_protocol() {
     let said = format!("{doc} {err}");
     assert!(
         said.contains(&format!(
-            "{addr} answered as an iperf3 server (not netsweep's greeting within 3s): the test \
-             ran with iperf3's protocol (--iperf3 skips the wait)"
+            "{addr} answered as an iperf3 server: the test ran with iperf3's protocol"
         )),
         "{said}"
     );

@@ -245,7 +245,7 @@ fn a_netsweep_server_ends_a_silent_netsweep_clients_test_at_its_receive_timeout(
     spec.calibration = Duration::ZERO;
     spec.direction = Direction::Forward;
     let mut ctrl = TcpStream::connect(server.addr).expect("control connection");
-    ctrl.write_all(&protocol::control_preamble())
+    ctrl.write_all(&protocol::client_greeting())
         .expect("preamble");
     let mut pre = [0u8; 8];
     ctrl.read_exact(&mut pre).expect("the server's preamble");

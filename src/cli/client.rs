@@ -149,8 +149,8 @@ pub struct ClientArgs {
     /// figure then includes the receiving host's memory copy, not only the network and stack.
     #[arg(long)]
     pub rx_copy: bool,
-    /// The server is an iperf3 server (3.1 to 3.21): speak its protocol. On port 5201 this is
-    /// detected when the server does not answer netsweep's greeting within a second.
+    /// Speak iperf3's protocol (3.1 to 3.21) from the first byte, to a netsweep server too.
+    /// Without it an iperf3 server is found at its first answer, on any port.
     #[arg(long)]
     pub iperf3: bool,
     /// Latency under load: small UDP probes echoed by the server, from an idle baseline

@@ -1,8 +1,11 @@
 //! The control protocol shared by `client` and `server`.
 //!
-//! Every TCP connection to a server starts with an 8-byte preamble: `NSCTRL` plus a big-endian
-//! protocol version for a control connection, `NSDATA01` plus the test's 16-byte token and a
-//! stream id for a data connection. Control messages then travel as frames: a 4-byte big-endian
+//! Every TCP connection to a server starts with an 8-byte preamble: `NSCTRL` plus the protocol
+//! version for a control connection, `NSDATA01` plus the test's 16-byte token and a stream id
+//! for a data connection. A client's control preamble is the start of a greeting as long as an
+//! iperf3 cookie (`GREETING_LEN`): a netsweep server answers with its own preamble, an iperf3
+//! server takes the greeting as a cookie and asks for the parameters, so the client knows at
+//! the first answer which server it reached, with no wait. Control messages then travel as frames: a 4-byte big-endian
 //! length, checked against `MAX_FRAME` before anything is allocated, and a JSON body holding a
 //! typed message (`ClientMsg`, `ServerMsg`). UDP streams open with a `NSHELLO1` datagram that
 //! carries the token, so data from any other sender is ignored. The client repeats every
@@ -25,7 +28,11 @@ pub const DEFAULT_PORT: u16 = 5310;
 /// Version of this protocol; both ends must speak the same one. Version 2 sends the server's
 /// final interval reports in `Intervals` frames of at most `INTERVALS_PER_FRAME` before `Done`
 /// (version 1 put them all in `Done`, which outgrew the frame cap on long or fine-grained tests).
-pub const VERSION: u16 = 2;
+/// Version 3: the client's greeting (`client_greeting`), written as two ASCII digits so that
+/// the greeting has no NUL before its end (iperf3 servers compare cookies as C strings).
+pub const VERSION: u16 = 3;
+/// Length of a client's greeting: an iperf3 cookie's (36 characters and a NUL).
+pub const GREETING_LEN: usize = 37;
 /// Interval reports per `Intervals` frame; at most about 400 bytes each as JSON, so a frame
 /// stays well under `MAX_FRAME` (tested).
 pub const INTERVALS_PER_FRAME: usize = 1000;
@@ -296,12 +303,37 @@ pub fn decode<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, ProtocolEr
         .map_err(|e| ProtocolError::Malformed(crate::inputs::peer_text(&e.to_string())))
 }
 
-/// The control preamble this side sends.
+/// The control preamble a server answers with (and a client's greeting starts with):
+/// `NSCTRL` and the version as two ASCII digits.
 pub fn control_preamble() -> [u8; 8] {
     let mut p = [0u8; 8];
     p[..6].copy_from_slice(CONTROL_MAGIC);
-    p[6..].copy_from_slice(&VERSION.to_be_bytes());
+    // VERSION < 100: two digits.
+    p[6] = b'0' + (VERSION / 10 % 10) as u8;
+    p[7] = b'0' + (VERSION % 10) as u8;
     p
+}
+
+/// A client's greeting: the control preamble, 28 random lowercase letters and a NUL, the shape
+/// of an iperf3 cookie. A netsweep server reads the rest after the preamble; an iperf3 server
+/// keeps it as the test's cookie, which the data connections then repeat.
+pub fn client_greeting() -> [u8; GREETING_LEN] {
+    let mut g = [0u8; GREETING_LEN];
+    g[..8].copy_from_slice(&control_preamble());
+    for b in &mut g[8..GREETING_LEN - 1] {
+        *b = b'a' + rand::random::<u8>() % 26;
+    }
+    g
+}
+
+/// The version in a peer's control preamble: two ASCII digits from version 3 on, a big-endian
+/// number before (so an older peer is told which of the two to upgrade).
+fn preamble_version(p: &[u8; 8]) -> u16 {
+    if p[6].is_ascii_digit() && p[7].is_ascii_digit() {
+        u16::from(p[6] - b'0') * 10 + u16::from(p[7] - b'0')
+    } else {
+        u16::from_be_bytes([p[6], p[7]])
+    }
 }
 
 /// Checks a peer's control preamble. `peer_is_server` picks the advice in the message.
@@ -309,7 +341,7 @@ pub fn check_control_preamble(p: &[u8; 8], peer_is_server: bool) -> Result<(), P
     if &p[..6] != CONTROL_MAGIC {
         return Err(ProtocolError::BadMagic(p.to_vec()));
     }
-    let peer = u16::from_be_bytes([p[6], p[7]]);
+    let peer = preamble_version(p);
     if peer != VERSION {
         let advice = match (peer_is_server, peer < VERSION) {
             (true, true) => "upgrade the server",
@@ -486,6 +518,30 @@ mod tests {
             check_control_preamble(b"GET / HT", false),
             Err(ProtocolError::BadMagic(_))
         ));
+    }
+
+    #[test]
+    fn a_version_2_peer_is_told_apart_both_ways() {
+        // Version 2's preamble: the version as a big-endian number.
+        let old = *b"NSCTRL\x00\x02";
+        let msg = check_control_preamble(&old, false).unwrap_err().to_string();
+        assert!(msg.contains("upgrade the client"), "{msg}");
+        assert_eq!(preamble_version(&control_preamble()), VERSION);
+        // What a version 2 peer makes of ours: 0x3033, a newer version than its own.
+        let ours = control_preamble();
+        assert!(u16::from_be_bytes([ours[6], ours[7]]) > 2);
+    }
+
+    #[test]
+    fn the_greeting_is_shaped_as_an_iperf3_cookie_with_no_early_nul() {
+        let g = client_greeting();
+        assert_eq!(GREETING_LEN, crate::traffic::iperf3::wire::COOKIE_LEN);
+        assert_eq!(&g[..8], &control_preamble());
+        assert_eq!(g[GREETING_LEN - 1], 0);
+        assert!(!g[..GREETING_LEN - 1].contains(&0), "{g:?}");
+        assert!(g[8..GREETING_LEN - 1].iter().all(u8::is_ascii_lowercase));
+        // Two greetings differ, so an iperf3 server tells two netsweep clients' tests apart.
+        assert_ne!(client_greeting(), client_greeting());
     }
 
     #[test]

@@ -425,6 +425,12 @@ fn handle_connection(
         (shared.log)(&format!("{peer}: {e}"));
         return;
     }
+    // The rest of the client's greeting, which only an iperf3 server would keep.
+    let mut rest = [0u8; protocol::GREETING_LEN - 8];
+    if let Err(e) = read_exact_by(&mut conn, &mut rest, deadline) {
+        (shared.log)(&format!("{peer}: dropped before its greeting ended: {e}"));
+        return;
+    }
     let _ = conn.set_nodelay(true);
     if let Err(e) = shared.limits.liveness.keepalive(&conn) {
         (shared.log)(&format!("{peer}: dropped: {e}"));

@@ -18,26 +18,19 @@ pub enum Bind {
     Device(String),
 }
 
-/// Which protocol the server speaks.
+/// Which protocol the server speaks. A netsweep server and an iperf3 server answer netsweep's
+/// greeting differently at once (`greeting`), so either is found without a wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum PeerProtocol {
+    /// A netsweep server; an iperf3 server that answers instead runs the test in iperf3's
+    /// protocol, with a warning.
     #[default]
     Netsweep,
-    /// An iperf3 server (`--iperf3`).
+    /// An iperf3 server (`--iperf3`): iperf3's protocol from the first byte.
     Iperf3,
-    /// netsweep, or iperf3 when the server does not answer netsweep's preamble within
-    /// `DETECT_WAIT` (used on iperf3's port 5201).
+    /// Either, as on iperf3's port 5201: an iperf3 server there is no surprise.
     Detect,
 }
-
-/// How long a server on iperf3's port has to answer netsweep's preamble before the client
-/// speaks iperf3 to it (a netsweep server answers within one round trip).
-pub const DETECT_WAIT: Duration = Duration::from_secs(1);
-
-/// How long a server on another port has to answer netsweep's preamble before the client
-/// asks whether it is an iperf3 server (by completing an iperf3 cookie), to say so instead of
-/// only "did not answer".
-pub const IPERF3_PROBE_WAIT: Duration = Duration::from_secs(3);
 
 /// How to reach the server.
 #[derive(Debug, Clone)]

@@ -112,23 +112,28 @@ fn a_closed_control_connection_names_the_server_and_the_stage() {
 }
 
 /// A server that waits for iperf3's 37-byte cookie and then refuses it as busy (state -1,
-/// ACCESS_DENIED), as iperf3's does while another test runs, on a port other than 5201: named
-/// as a busy iperf3 server, within seconds instead of after netsweep's 10 s deadline. (One
-/// that asks for the parameters, state 9, gets them: `tests/iperf3_gaps.rs`.)
+/// ACCESS_DENIED), as iperf3's does while another test runs: the greeting is a whole cookie
+/// from the first write (no wait for an answer to part of it), and the server is named as a
+/// busy iperf3 server. (One that asks for the parameters, state 9, gets them:
+/// `tests/iperf3_gaps.rs`.)
 #[test]
-fn a_silent_server_that_refuses_iperf3s_cookie_as_busy_is_named_so() {
+fn a_server_that_refuses_the_greeting_as_a_busy_iperf3_is_named_so_at_once() {
     use std::io::Read;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let fake = std::thread::spawn(move || {
         let (mut s, _) = listener.accept().unwrap();
+        // Version 2 clients sent 8 bytes and the rest only after 3 s without an answer.
+        s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
         let mut cookie = [0u8; 37];
-        s.read_exact(&mut cookie).unwrap();
+        s.read_exact(&mut cookie)
+            .expect("a whole cookie within 2 s");
         s.write_all(&[0xff]).unwrap();
         // Hold the connection until the client hangs up.
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let _ = s.read(&mut [0u8; 1]);
+        cookie
     });
-    let t0 = Instant::now();
     let e = run_test(
         &ClientConfig::new(addr),
         &TestSpec::tcp(Duration::from_secs(1)),
@@ -138,13 +143,48 @@ fn a_silent_server_that_refuses_iperf3s_cookie_as_busy_is_named_so() {
     .unwrap_err();
     assert!(
         e.message.contains(&format!(
-            "{addr} is an iperf3 server running another test (it answered iperf3's cookie with \
-             ACCESS_DENIED): try again when it is done, with --iperf3"
+            "{addr} is an iperf3 server running another test (it answered with ACCESS_DENIED): \
+             try again when it is done"
         )),
         "{}",
         e.message
     );
-    assert!(t0.elapsed() < Duration::from_secs(8), "{:?}", t0.elapsed());
+    let cookie = fake.join().unwrap();
+    assert!(
+        crate::traffic::iperf3::wire::Cookie::parse(&cookie).is_none(),
+        "netsweep's greeting starts with capitals, never taken for an iperf3 client's cookie"
+    );
+    assert_eq!(&cookie[..8], &protocol::control_preamble());
+    assert_eq!(cookie[36], 0);
+}
+
+/// What else may answer the greeting: nothing, or something that is neither server.
+#[test]
+fn a_server_that_is_neither_says_what_it_answered() {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let fake = std::thread::spawn(move || {
+        let (mut s, _) = listener.accept().unwrap();
+        let mut got = [0u8; 37];
+        s.read_exact(&mut got).unwrap();
+        s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n").unwrap();
+    });
+    let e = run_test(
+        &ClientConfig::new(addr),
+        &TestSpec::tcp(Duration::from_secs(1)),
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap_err();
+    assert!(
+        e.message.contains(&format!(
+            "{addr} did not answer as a netsweep server or an iperf3 server (its first byte \
+             was 0x48)"
+        )),
+        "{}",
+        e.message
+    );
     fake.join().unwrap();
 }
 

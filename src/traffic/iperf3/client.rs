@@ -112,7 +112,7 @@ pub fn run_session(
             }
             Err(e) => return Err(TestError::connect(server, &e)),
         };
-        match open(cfg, ctrl, &[]) {
+        match open(cfg, ctrl) {
             Err(e) if retry && e.message.contains("reset by peer") => std::thread::sleep(pause),
             other => break other?,
         }
@@ -120,24 +120,9 @@ pub fn run_session(
     run_on(cfg, spec, stop, on_interval, opened)
 }
 
-/// Goes on as iperf3 on a control connection where netsweep's `greeting` went unanswered: an
-/// iperf3 server took those bytes as the start of a cookie, so the rest of a cookie follows
-/// (the server stores the cookie without looking at it; the data connections repeat it).
-pub fn run_after_greeting(
-    cfg: &ClientConfig,
-    spec: &TestSpec,
-    stop: &AtomicBool,
-    on_interval: &mut dyn FnMut(&Interval),
-    ctrl: TcpStream,
-    greeting: &[u8],
-) -> Result<TestResult, TestError> {
-    let opened = open(cfg, ctrl, greeting)?;
-    run_on(cfg, spec, stop, on_interval, opened)
-}
-
 /// Goes on as iperf3 on a control connection whose whole `cookie` went out and that the
-/// server answered with PARAM_EXCHANGE `control_rtt` after it (netsweep's probe of a server
-/// that did not answer its greeting).
+/// server answered with PARAM_EXCHANGE `control_rtt` after it (netsweep's greeting, which an
+/// iperf3 server takes as a cookie: `client::greeting`).
 pub fn run_after_cookie(
     cfg: &ClientConfig,
     spec: &TestSpec,
@@ -160,16 +145,13 @@ struct Opened {
     control_rtt: Duration,
 }
 
-/// Sends the cookie (after the `sent` bytes that went out already) and waits for
-/// PARAM_EXCHANGE.
-fn open(cfg: &ClientConfig, mut ctrl: TcpStream, sent: &[u8]) -> Result<Opened, TestError> {
+/// Sends a cookie and waits for PARAM_EXCHANGE.
+fn open(cfg: &ClientConfig, mut ctrl: TcpStream) -> Result<Opened, TestError> {
     let server = cfg.server;
     let _ = ctrl.set_nodelay(true);
-    let mut cookie = Cookie::random();
-    let sent = &sent[..sent.len().min(wire::COOKIE_LEN - 1)];
-    cookie.0[..sent.len()].copy_from_slice(sent);
+    let cookie = Cookie::random();
     let t0 = Instant::now();
-    ctrl.write_all(&cookie.0[sent.len()..])
+    ctrl.write_all(&cookie.0)
         .map_err(|e| TestError::new(format!("{server}: {e}")))?;
     expect(&mut ctrl, server, State::ParamExchange, t0 + STEP_DEADLINE)?;
     Ok(Opened {

@@ -4,9 +4,11 @@
 //! test, each transaction connects to the test's own port), runs one `engine` loop per
 //! connection in its own thread, then reads the server's counts and merges the result.
 
-use crate::traffic::client::{ClientConfig, TestError, confirm_udp, connect_tcp, new_socket};
+use crate::traffic::client::{
+    Answered, ClientConfig, TestError, confirm_udp, connect_tcp, greet, new_socket,
+};
 use crate::traffic::protocol::{
-    self, ClientMsg, IO_DEADLINE, ServerMsg, Token, read_exact_by, read_frame, write_frame,
+    self, ClientMsg, IO_DEADLINE, ServerMsg, Token, read_frame, write_frame,
 };
 use crate::traffic::rr::engine::{self, Budget, Outcome, Plan};
 use crate::traffic::rr::result::RrResult;
@@ -40,16 +42,13 @@ pub fn run(cfg: &ClientConfig, spec: &RrSpec, stop: &AtomicBool) -> Result<RrRes
     let server = cfg.server;
     let mut ctrl = connect_tcp(cfg, None).map_err(|e| TestError::connect(server, &e))?;
     let _ = ctrl.set_nodelay(true);
-    ctrl.write_all(&protocol::control_preamble())
-        .map_err(|e| TestError::new(format!("{server}: {e}")))?;
-    let mut pre = [0u8; 8];
-    read_exact_by(&mut ctrl, &mut pre, Instant::now() + IO_DEADLINE)
-        .and_then(|()| protocol::check_control_preamble(&pre, true))
-        .map_err(|e| {
-            TestError::new(format!(
-                "{server} is not answering as a netsweep server: {e}"
-            ))
-        })?;
+    if let Answered::Iperf3 { .. } = greet(&mut ctrl, server).map_err(TestError::new)? {
+        return Err(TestError::new(format!(
+            "{server} is an iperf3 server: request/response tests need a netsweep server \
+             (`netsweep server -p {}` there)",
+            server.port()
+        )));
+    }
     write_frame(
         &mut ctrl,
         &ClientMsg::Transactions {
