@@ -175,6 +175,18 @@ fn a_second_interrupt_stops_a_t0_test_at_once() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{said}");
     assert!(said.contains("interrupted"), "{said}");
+    // The first was acknowledged when it was heard, not ten seconds later.
+    assert!(
+        said.contains(
+            "netsweep: interrupt: the test ends at the end of the interval running (within \
+             10 s), with both ends' counts; Ctrl-C again stops it at once"
+        ),
+        "{said}"
+    );
+    // Stopped before the results exchange, the far end (netsweep's server) is not called
+    // iperf3.
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("Far end: iperf3"), "{text}");
     // The first interrupt alone ends this test at 10 s; the second, at 1.9 s, ends it then.
     assert!(took < Duration::from_secs(7), "took {took:?}");
     // The server is free for the next test.

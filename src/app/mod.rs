@@ -8,6 +8,7 @@ mod doctor;
 mod explain;
 mod export;
 mod import;
+mod interrupt;
 pub(crate) mod lab;
 mod plot;
 mod pscheduler;
@@ -452,6 +453,7 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
         }
         Some(_) => {}
     };
+    let heard = interrupt::Heard::watch(spec.until_stopped, spec.interval);
     let mut moved = None;
     let outcome = match client::run_test(cfg, spec, stop, &mut print_interval) {
         // Nothing on netsweep's port, and no -p: iperf3's port, where `iperf3 -s` listens.
@@ -482,6 +484,7 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
         }
         outcome => outcome,
     };
+    drop(heard);
     // The results name the server and port the test ran against.
     let cfg = moved.as_ref().unwrap_or(cfg);
     let stream_started = started && view.json == Some(JsonSchema::Iperf3Stream);

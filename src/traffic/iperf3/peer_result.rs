@@ -178,7 +178,10 @@ pub(crate) fn assemble(
     r.peer = Some(match peer.map(|p| (&p.server_software, &p.version)) {
         Some((Some(software), _)) => format!("{software}, in iperf3's protocol"),
         Some((None, Some(v))) => format!("iperf3 {v}"),
-        _ => "iperf3".to_string(),
+        Some((None, None)) => "iperf3".to_string(),
+        // Stopped before the results exchange: the server could be netsweep's, which speaks
+        // iperf3's protocol too.
+        None => "a server in iperf3's protocol (its account did not arrive)".to_string(),
     });
     r.provenance = Some(provenance(spec, &roles));
     r
@@ -533,6 +536,18 @@ mod tests {
         assert!(r.inconsistencies.is_empty(), "{:?}", r.inconsistencies);
         let p = r.provenance.unwrap();
         assert!(p.unavailable.iter().any(|u| u.contains("RTT and cwnd")));
+    }
+
+    /// A test stopped before the results exchange (a second Ctrl-C of `-t 0`): the far end
+    /// may be a netsweep server speaking iperf3's protocol, so it is not called iperf3.
+    #[test]
+    fn a_far_end_whose_account_never_came_is_not_named_iperf3() {
+        let mine = report(Role::Sender, Flow::ClientToServer, &[(1000, 0)], false);
+        let r = assemble(&tcp(), StartInfo::default(), &finished(mine), None, None, 0);
+        assert_eq!(
+            r.peer.as_deref(),
+            Some("a server in iperf3's protocol (its account did not arrive)")
+        );
     }
 
     #[test]

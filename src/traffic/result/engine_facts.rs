@@ -87,8 +87,10 @@ pub(super) fn describe(start: &mut StartInfo, spec: &TestSpec, pairs: &[StreamPa
             (_, true) => "skip-rx-copy",
             (false, false) => "copy",
             (true, false) => {
-                "skip-rx-copy asked, not confirmed: no receiver said it skipped the copy (iperf3 \
-                 does not say; before 3.19, on FreeBSD, or after a UDP batch out of order, copies)"
+                "skip-rx-copy asked, not confirmed: no receiver said it skipped the copy (an \
+                 iperf3 receiver does not say, and copies before 3.19; a receiver on FreeBSD or \
+                 after a UDP batch out of order copies; a far end stopped before its account \
+                 says nothing)"
             }
         }
         .to_string(),
