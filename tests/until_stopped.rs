@@ -154,11 +154,16 @@ fn t0_runs_until_interrupted_against_netsweeps_server() {
 
 /// A second interrupt stops a `-t 0` test at once, where the first waits for the end of the
 /// interval running (ten seconds with `-i 10`): the client exits as an interrupted test does,
-/// within a moment of the second, and the server's slot is free again.
+/// within a moment of the second, with what it sent until then (the interval under way, as
+/// iperf3 prints it: it printed 0 bytes over 0.00-0.00), which the server's log confirms; and
+/// the server's slot is free again.
 #[test]
 fn a_second_interrupt_stops_a_t0_test_at_once() {
     let server = TestServer::start(ServerLimits::default());
-    let mut child = netsweep_client(server.addr.port(), &["-t", "0", "-i", "10"]);
+    let mut child = netsweep_client(
+        server.addr.port(),
+        &["-t", "0", "-i", "10", "--json=netsweep"],
+    );
     let t0 = Instant::now();
     std::thread::sleep(Duration::from_millis(1500));
     for _ in 0..2 {
@@ -183,12 +188,34 @@ fn a_second_interrupt_stops_a_t0_test_at_once() {
         ),
         "{said}"
     );
-    // Stopped before the results exchange, the far end (netsweep's server) is not called
-    // iperf3.
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(!text.contains("Far end: iperf3"), "{text}");
     // The first interrupt alone ends this test at 10 s; the second, at 1.9 s, ends it then.
     assert!(took < Duration::from_secs(7), "took {took:?}");
+    let doc = json(&out, "-t 0, interrupted twice");
+    // Stopped before the results exchange, the far end (netsweep's server) is not called
+    // iperf3.
+    assert_eq!(
+        doc["peer"],
+        "a server in iperf3's protocol (its account did not arrive)"
+    );
+    let summary = &doc["summary"];
+    let (sent, secs) = (
+        summary["sent_bytes"].as_u64().unwrap(),
+        summary["seconds"].as_f64().unwrap(),
+    );
+    // Until the second interrupt (1.9 s in, less the 0.3 s warm-up at most), not 0 s.
+    assert!(
+        secs >= 1.5 && secs < took.as_secs_f64(),
+        "{secs} s of {took:?}: {summary}"
+    );
+    assert_eq!(doc["intervals"].as_array().map(Vec::len), Some(1), "{doc}");
+    // What the server counted before the client terminated the test, no more than was sent
+    // (the sender's writes of the last moment may still have been on their way).
+    let line = log_line(&server, "the client terminated the test");
+    let received = logged_bytes(&line, "received");
+    assert!(
+        received <= sent && received as f64 >= 0.9 * sent as f64,
+        "sent {sent}, the server received {received}: {line}"
+    );
     // The server is free for the next test.
     let mut next = netsweep_client(server.addr.port(), &["-t", "1", "-J"]);
     common::wait_bounded(&mut next, Duration::from_secs(15), "the next test");

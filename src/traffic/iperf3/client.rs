@@ -235,7 +235,9 @@ fn run_on(
         datagrams: Datagrams::Iperf3 {
             seq64: params.udp_counters_64bit,
         },
-        open_ended: false,
+        // -t 0: a second interrupt stops the streams at once, and the interval under way
+        // is kept (it is the test's last).
+        open_ended: spec.until_stopped,
         drain_senders: true,
         eager_receivers: true,
     };
@@ -492,6 +494,7 @@ fn drive(
         }
     };
     let mut cut_at = None::<Duration>;
+    let mut stopped = false;
     // TCP senders settle before TEST_END (`engine::drain`): it waits for their final reports,
     // within `SENDERS_GRACE` of their end.
     let gate = streams.end_gate.clone();
@@ -585,8 +588,14 @@ fn drive(
                     give_up = grid_end + Duration::from_secs(10);
                 }
             } else {
-                error =
-                    Some("interrupted: results cover the intervals measured so far".to_string());
+                error = Some(if spec.until_stopped {
+                    "interrupted: results cover this end's counts until the interrupt (the far \
+                     end's did not arrive)"
+                        .to_string()
+                } else {
+                    "interrupted: results cover the intervals measured so far".to_string()
+                });
+                stopped = spec.until_stopped;
                 break;
             }
         }
@@ -658,9 +667,12 @@ fn drive(
                 .map(|s| s.end)
         })
         .flatten();
+    // Stopped at once (a second interrupt): the slot under way, which every open-ended stream
+    // keeps, ends now, as a count's does where it was reached.
     let counted_until = quotas
         .is_some()
         .then(|| cut_at.unwrap_or_else(|| start.elapsed()))
+        .or(stopped.then(|| start.elapsed()))
         .or(interrupted_at);
     streams.stop_and_collect(&mut local);
     local.reports.sort_by_key(|r| r.stream);
