@@ -8,7 +8,6 @@ mod doctor;
 mod explain;
 mod export;
 mod import;
-mod interrupt;
 pub(crate) mod lab;
 mod plot;
 mod pscheduler;
@@ -352,6 +351,17 @@ impl TryFrom<&ClientArgs> for ClientView {
     }
 }
 
+/// A first Ctrl-C ends the test at the end of the interval running, which may be seconds away
+/// with a long `-i`: said on standard error when it is heard, so no one presses again for want
+/// of an answer.
+fn interrupt_heard(ends_at: std::time::Duration) {
+    crate::errln!(
+        "netsweep: interrupt: the test ends at {:.2} s, the end of the interval running, with \
+         both ends' counts; Ctrl-C again stops it at once",
+        ends_at.as_secs_f64()
+    );
+}
+
 /// Sends standard output to `--logfile` when one is given; false, after saying why, when it
 /// cannot be opened.
 fn output_to_logfile(view: &ClientView) -> bool {
@@ -421,6 +431,7 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
     };
     let cfg = &ClientConfig {
         connected: Some(client::OnConnected(Arc::new(on_connected))),
+        interrupt: Some(client::OnInterrupt(Arc::new(interrupt_heard))),
         ..cfg.clone()
     };
     // Where the test runs: the server's port, or the fallback's once it moved there.
@@ -453,7 +464,6 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
         }
         Some(_) => {}
     };
-    let heard = interrupt::Heard::watch(spec.until_stopped, spec.interval);
     let mut moved = None;
     let outcome = match client::run_test(cfg, spec, stop, &mut print_interval) {
         // Nothing on netsweep's port, and no -p: iperf3's port, where `iperf3 -s` listens.
@@ -484,7 +494,6 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
         }
         outcome => outcome,
     };
-    drop(heard);
     // The results name the server and port the test ran against.
     let cfg = moved.as_ref().unwrap_or(cfg);
     let stream_started = started && view.json == Some(JsonSchema::Iperf3Stream);

@@ -1,16 +1,13 @@
 //! Platform leaf: turns SIGINT, SIGTERM and SIGHUP into a flag that long-running commands poll,
 //! so an interrupted client prints what it measured and a server stops cleanly.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-/// Signals received: the flag can be taken down by whoever acted on it, the count cannot.
-static RECEIVED: AtomicUsize = AtomicUsize::new(0);
 
 extern "C" fn on_signal(_: libc::c_int) {
-    // Only lock-free atomics: async-signal-safe.
+    // Only an atomic store: async-signal-safe.
     INTERRUPTED.store(true, Ordering::SeqCst);
-    RECEIVED.fetch_add(1, Ordering::SeqCst);
 }
 
 /// Installs the handlers and returns the flag they raise.
@@ -27,9 +24,4 @@ pub fn install() -> &'static AtomicBool {
 /// The flag, without installing handlers.
 pub fn flag() -> &'static AtomicBool {
     &INTERRUPTED
-}
-
-/// How many of the signals above arrived since the handlers were installed.
-pub fn received() -> usize {
-    RECEIVED.load(Ordering::SeqCst)
 }

@@ -28,7 +28,7 @@ pub mod merge;
 pub mod socket;
 pub(crate) use merge::LiveMerger;
 pub(crate) use merge::finish;
-pub use socket::{Bind, ClientConfig, OnConnected, PeerProtocol, TestError};
+pub use socket::{Bind, ClientConfig, OnConnected, OnInterrupt, PeerProtocol, TestError};
 pub(crate) use socket::{connect_advice, connect_tcp, new_socket, udp_socket};
 
 mod greeting;

@@ -89,6 +89,15 @@ impl Timeline {
         self.slots.last().map(|s| s.end).unwrap_or_default()
     }
 
+    /// The fewest slots a grid cut early keeps: through the first measured one, so a cut
+    /// during the warm-up still measures an interval.
+    pub fn least_kept(&self) -> usize {
+        self.slots
+            .iter()
+            .position(|s| !s.omitted)
+            .map_or(self.slots.len(), |i| i + 1)
+    }
+
     /// The slot containing `elapsed`, or `None` at or after the end.
     pub fn index_at(&self, elapsed: Duration) -> Option<usize> {
         if elapsed >= self.end() {

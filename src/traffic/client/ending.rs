@@ -58,16 +58,10 @@ impl AutoEnd {
     /// The test as it ran: its duration up to the cut, and the initial transient MSER found
     /// (when the rates were steady) left out like `omit`.
     pub(super) fn as_run(&self, spec: &TestSpec) -> TestSpec {
-        let mut ran = spec.clone();
-        if let Some(end) = self
-            .cut
-            .and_then(|n| self.timeline.slots().get(n.checked_sub(1)?))
-        {
-            let run = end.end.saturating_sub(spec.warmup());
-            if !run.is_zero() {
-                ran.duration = run.min(spec.duration);
-            }
-        }
+        let mut ran = match self.cut {
+            Some(slots) => cut_at(spec, &self.timeline, slots),
+            None => spec.clone(),
+        };
         if let Some(r) = self.reading.filter(|r| r.steady) {
             ran.transient = u32::try_from(r.intervals - r.used).unwrap_or(0);
         }
@@ -84,6 +78,34 @@ impl AutoEnd {
             reading: self.reading,
         }
     }
+}
+
+/// `spec` as it ran when its grid was cut after `slots`: its measured part ends there.
+pub(super) fn cut_at(spec: &TestSpec, timeline: &Timeline, slots: usize) -> TestSpec {
+    let mut ran = spec.clone();
+    if let Some(end) = slots
+        .checked_sub(1)
+        .and_then(|last| timeline.slots().get(last))
+    {
+        let run = end.end.saturating_sub(spec.warmup());
+        if !run.is_zero() {
+            ran.duration = run.min(spec.duration);
+        }
+    }
+    ran
+}
+
+/// Where the command line's first interrupt, `elapsed` into the grid, ends a timed test: the
+/// end of the interval running, or of the next when the server could not hear of it in time
+/// (`cut_slot`), and never inside the warm-up (the first measured interval is kept). `None`
+/// once the grid is over: the test is ending anyway.
+pub(super) fn interrupt_cut(
+    timeline: &Timeline,
+    elapsed: Duration,
+    rtt: Duration,
+) -> Option<usize> {
+    let slots = cut_slot(timeline, elapsed, MARGIN.max(rtt * 2))?;
+    Some(slots.max(timeline.least_kept()).min(timeline.len()))
 }
 
 /// The slot count to cut the grid at, `elapsed` into it: the end of the current slot when at
@@ -108,6 +130,29 @@ mod tests {
             Duration::from_millis(500),
             Duration::from_secs(5),
         )
+    }
+
+    #[test]
+    fn an_interrupt_cuts_at_the_interval_running_and_never_inside_the_warm_up() {
+        let ms = Duration::from_millis;
+        // 1 s warm-up, 0.5 s slots, 5 s measured: slot 2 is the first measured one.
+        assert_eq!(interrupt_cut(&grid(), ms(300), ms(1)), Some(3));
+        assert_eq!(interrupt_cut(&grid(), ms(2100), ms(1)), Some(5));
+        // Too close to the boundary for the server to hear: the next one.
+        assert_eq!(interrupt_cut(&grid(), ms(2480), ms(1)), Some(6));
+        // A long round trip widens the margin.
+        assert_eq!(interrupt_cut(&grid(), ms(2300), ms(150)), Some(6));
+        assert_eq!(interrupt_cut(&grid(), ms(5990), ms(1)), Some(12));
+        assert_eq!(interrupt_cut(&grid(), ms(6000), ms(1)), None);
+        // The test as it ran: 2.5 s into the grid is 1.5 s measured.
+        let spec = TestSpec {
+            omit: Duration::from_secs(1),
+            calibration: Duration::ZERO,
+            interval: ms(500),
+            ..TestSpec::tcp(Duration::from_secs(5))
+        };
+        assert_eq!(cut_at(&spec, &grid(), 5).duration, ms(1500));
+        assert_eq!(cut_at(&spec, &grid(), 12).duration, Duration::from_secs(5));
     }
 
     #[test]

@@ -108,6 +108,12 @@ pub(super) fn session(
         ..StartInfo::default()
     };
     let auto = AutoEnd::new(spec).filter(|_| ends_early);
+    // A server that cannot end a test early, or an auto test's own cut: an interrupt stops
+    // the test at once.
+    let interrupt = cfg
+        .interrupt
+        .as_ref()
+        .filter(|_| ends_early && auto.is_none() && spec.steady.is_none());
     let pace = Pace {
         start,
         rtt: control_rtt,
@@ -117,9 +123,10 @@ pub(super) fn session(
         remote,
         error,
         auto,
+        interrupted,
     } = drive(
         &mut ctrl,
-        (spec, cfg.rcv_timeout),
+        (spec, cfg.rcv_timeout, interrupt),
         &streams,
         stop,
         on_interval,
@@ -140,7 +147,11 @@ pub(super) fn session(
             "cpu": r.cpu,
         }))
     });
-    let ran = auto.as_ref().map(|a| a.as_run(spec));
+    let ran = match (&auto, interrupted) {
+        (Some(a), _) => Some(a.as_run(spec)),
+        (None, Some(slots)) => Some(ending::cut_at(spec, &spec.timeline(), slots)),
+        (None, None) => None,
+    };
     let mut result = assemble(
         ran.as_ref().unwrap_or(spec),
         info,
@@ -149,6 +160,14 @@ pub(super) fn session(
         start,
         error.clone(),
     );
+    if let Some(ran) = ran.as_ref().filter(|_| interrupted.is_some()) {
+        result.warnings.push(format!(
+            "interrupted (Ctrl-C): the test ended at the end of the interval running, {} s of \
+             the {} s asked, with both ends' counts",
+            ran.duration.as_secs_f64(),
+            spec.duration.as_secs_f64()
+        ));
+    }
     if let Some(auto) = &auto {
         result.ending = Some(auto.ending(&result.spec, result.summary.seconds, spec.duration));
     } else if spec.steady.is_some() {
@@ -322,13 +341,17 @@ struct Driven {
     remote: Option<Finished>,
     error: Option<String>,
     auto: Option<AutoEnd>,
+    /// The slots kept when a first interrupt cut the grid (`drive`'s `interrupt`).
+    interrupted: Option<usize>,
 }
 
 /// Pumps local and remote events until both ends are done, the server is gone, or `stop`;
-/// cuts an auto test's grid once its rates are steady.
+/// cuts an auto test's grid once its rates are steady. With `interrupt` (the command line's),
+/// a first stop cuts the grid at the end of the interval running instead, told to the server
+/// as an early end and to `interrupt`; a second stops the test at once.
 fn drive(
     ctrl: &mut TcpStream,
-    (spec, rcv_timeout): (&TestSpec, Duration),
+    (spec, rcv_timeout, interrupt): (&TestSpec, Duration, Option<&OnInterrupt>),
     streams: &session::Streams,
     stop: &AtomicBool,
     on_interval: &mut dyn FnMut(&Interval),
@@ -343,6 +366,7 @@ fn drive(
                 remote: None,
                 error: Some(format!("control connection: {e}")),
                 auto,
+                interrupted: None,
             };
         }
     };
@@ -361,7 +385,31 @@ fn drive(
     let give_up = Instant::now() + spec.total_time() + Duration::from_secs(20);
     let mut error = None;
     let mut failure = session::StreamFailure::default();
+    let mut interrupted = None;
     while local.reports.len() < streams.count || remote.done.is_none() {
+        if stop.load(Ordering::Relaxed)
+            && let Some(told) = interrupt.filter(|_| interrupted.is_none())
+        {
+            // The command line's first Ctrl-C: the test ends with the interval running, both
+            // ends' counts whole. The flag is taken down, so a second one stops it at once.
+            stop.store(false, Ordering::Relaxed);
+            let timeline = spec.timeline();
+            let slots = ending::interrupt_cut(&timeline, pace.start.elapsed(), pace.rtt)
+                .unwrap_or(timeline.len());
+            if slots < streams.cut.slots() {
+                streams.cut.at(slots);
+                let end = ClientMsg::End {
+                    slots: u32::try_from(slots).unwrap_or(u32::MAX),
+                };
+                if let Err(e) = write_frame(ctrl, &end) {
+                    error = Some(format!("control connection: {e}"));
+                    break;
+                }
+            }
+            interrupted = Some(streams.cut.slots());
+            let ran = ending::cut_at(spec, &timeline, streams.cut.slots());
+            (told.0)(ran.duration);
+        }
         if stop.load(Ordering::Relaxed) {
             let _ = write_frame(
                 ctrl,
@@ -456,5 +504,6 @@ fn drive(
         remote: remote.into_finished(spec),
         error,
         auto: auto.into_inner(),
+        interrupted,
     }
 }

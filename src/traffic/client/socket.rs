@@ -81,6 +81,25 @@ pub struct ClientConfig {
     /// Told this end's data connections once they are up, before the test starts (iperf3's
     /// "local ... connected to ..." lines, printed then).
     pub connected: Option<OnConnected>,
+    /// The interactive command line's Ctrl-C: the first ends a timed netsweep test at the end
+    /// of the interval running, with both ends' counts, as it ends a `-t 0` test, and is told
+    /// here when heard with where the measured part now ends; a second stops the test at
+    /// once. Absent (campaigns, the lab, tune): an interrupt stops the test at once and the
+    /// flag stays up for the caller (a `-t 0` test still ends at its interval's end).
+    pub interrupt: Option<OnInterrupt>,
+}
+
+/// What is called when an interrupt was heard, with where the test's measured part now ends.
+pub type InterruptFn = dyn Fn(Duration) + Send + Sync;
+
+/// Called when a first interrupt was heard (`ClientConfig::interrupt`).
+#[derive(Clone)]
+pub struct OnInterrupt(pub std::sync::Arc<InterruptFn>);
+
+impl std::fmt::Debug for OnInterrupt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnInterrupt")
+    }
 }
 
 /// What is called with this end's data connections once they are up.
@@ -119,6 +138,7 @@ impl ClientConfig {
             liveness: crate::traffic::liveness::Liveness::default(),
             port_fallback: None,
             connected: None,
+            interrupt: None,
         }
     }
 

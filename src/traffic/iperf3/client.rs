@@ -23,7 +23,9 @@ use super::login::ClientAuth;
 use super::peer_result::{assemble, blank_peer_figures, local_roles, mirror};
 use super::wire::{self, Cookie, Results, State};
 use crate::traffic::client::merge::{LiveMerger, finish};
-use crate::traffic::client::socket::{ClientConfig, TestError, connect_tcp, udp_socket};
+use crate::traffic::client::socket::{
+    ClientConfig, OnInterrupt, TestError, connect_tcp, udp_socket,
+};
 use crate::traffic::engine::{Datagrams, EngineEvent, StreamSocket};
 use crate::traffic::measure::Role;
 use crate::traffic::result::{Interval, StartInfo, TestResult};
@@ -246,12 +248,13 @@ fn run_on(
     let Drove {
         mut local,
         mut error,
+        cut_by_interrupt,
         counted_until,
         shown,
         received_at_end,
     } = drive(
         &mut ctrl,
-        (server, cfg.rcv_timeout),
+        (server, cfg.rcv_timeout, cfg.interrupt.as_ref()),
         &spec,
         (streams, start, &held),
         stop,
@@ -269,6 +272,7 @@ fn run_on(
             .find(|(i, _)| *i == r.stream)
             .map(|(_, b)| *b);
     }
+    let asked = spec.duration;
     // A count's test, as it ran: its grid ends where the count was reached (or the test
     // stopped), in the slot under way, which every stream kept.
     let spec = match counted_until {
@@ -330,6 +334,14 @@ fn run_on(
             blank_peer_figures(&mut iv, &roles, spec.protocol);
             on_interval(&iv);
         }
+    }
+    if cut_by_interrupt && result.error.is_none() {
+        result.warnings.push(format!(
+            "interrupted (Ctrl-C): the test ended at the end of the interval running, {} s of \
+             the {} s asked, with both ends' counts",
+            spec.duration.as_secs_f64(),
+            asked.as_secs_f64()
+        ));
     }
     if fell_back {
         result.warnings.push(format!(
@@ -449,6 +461,8 @@ struct Drove {
     local: Finished,
     error: Option<String>,
     counted_until: Option<Duration>,
+    /// A timed test the command line's first interrupt ended early (`-t 0`'s end is no cut).
+    cut_by_interrupt: bool,
     shown: usize,
     /// Each TCP stream's bytes received, in its kernel's count, right before TEST_END.
     received_at_end: Vec<(u16, u64)>,
@@ -458,7 +472,7 @@ struct Drove {
 /// until it is reached), then says TEST_END and stops them.
 fn drive(
     ctrl: &mut TcpStream,
-    (server, rcv_timeout): (SocketAddr, Duration),
+    (server, rcv_timeout, interrupt): (SocketAddr, Duration, Option<&OnInterrupt>),
     spec: &TestSpec,
     (streams, start, held): (session::Streams, Instant, &[(u16, StreamSocket)]),
     stop: &AtomicBool,
@@ -495,6 +509,7 @@ fn drive(
     };
     let mut cut_at = None::<Duration>;
     let mut stopped = false;
+    let mut heard = false;
     // TCP senders settle before TEST_END (`engine::drain`): it waits for their final reports,
     // within `SENDERS_GRACE` of their end.
     let gate = streams.end_gate.clone();
@@ -574,18 +589,26 @@ fn drive(
             break;
         }
         if stop.load(Ordering::Relaxed) {
-            // -t 0: the interrupt is the test's end, at the end of the interval running, as a
-            // time's would be; once. The flag is taken down, so a second interrupt stops the
-            // test at once (a long -i is not waited out).
-            if spec.until_stopped && ended.is_none() && cut.slots() == timeline.len() {
+            // -t 0 (and a timed test on the command line, not a count's): the interrupt is
+            // the test's end, at the end of the interval running, as a time's would be; once.
+            // The flag is taken down, so a second interrupt stops the test at once (a long -i
+            // is not waited out).
+            let ends_here = spec.until_stopped || (interrupt.is_some() && spec.count.is_none());
+            if ends_here && ended.is_none() && !heard {
+                heard = true;
                 stop.store(false, Ordering::Relaxed);
                 let slots = timeline
                     .index_at(now.saturating_duration_since(start))
-                    .map_or(timeline.len(), |i| i + 1);
+                    .map_or(timeline.len(), |i| i + 1)
+                    .max(timeline.least_kept())
+                    .min(timeline.len());
                 cut.at(slots);
                 if let Some(last) = timeline.slots().get(slots.saturating_sub(1)) {
                     grid_end = start + last.end;
                     give_up = grid_end + Duration::from_secs(10);
+                    if let Some(told) = interrupt {
+                        (told.0)(last.end.saturating_sub(spec.warmup()));
+                    }
                 }
             } else {
                 error = Some(if spec.until_stopped {
@@ -679,6 +702,7 @@ fn drive(
     Drove {
         local,
         error,
+        cut_by_interrupt: heard && !spec.until_stopped,
         counted_until,
         shown,
         received_at_end,
