@@ -1,6 +1,7 @@
 //! netsweep's own UDP streams meet the server on its port (`-p`), as iperf3's do: one port
-//! to open in a firewall. A server whose UDP port another program holds gives each stream a
-//! port of its own instead, and says so in its log.
+//! to open in a firewall; so do the latency probes' echo (`--latency`) and UDP rr. A server
+//! whose UDP port another program holds gives each stream (and the echo) a port of its own
+//! instead, and says so in its log.
 
 mod common;
 
@@ -95,6 +96,60 @@ fn udp_streams_use_the_servers_port() {
     every_stream_carried(&again);
 }
 
+/// A TCP test with latency probes (a short idle baseline).
+fn tcp_with_latency() -> TestSpec {
+    TestSpec {
+        latency: Some(netsweep::traffic::latency::LatencySpec {
+            probe_rate_hz: 100,
+            idle: Duration::from_millis(500),
+        }),
+        ..TestSpec::tcp(Duration::from_secs(1))
+    }
+}
+
+/// Every probe of the test answered: the echo was found, wherever it was.
+fn every_probe_answered(r: &TestResult) {
+    let l = r.latency.as_ref().expect("latency figures");
+    assert!(
+        l.idle_p50_ms.is_some() && l.loaded_p50_ms.is_some(),
+        "{l:?}"
+    );
+    assert_eq!(l.probes_lost, 0, "{l:?}");
+}
+
+/// The latency probes' echo is a socket on the server's port, connected to the prober (it
+/// was on an ephemeral port of its own, which a firewall in front of the server closes).
+#[test]
+fn latency_probes_are_echoed_on_the_servers_port() {
+    let _serial = common::loopback::serial();
+    let server = TestServer::start(ServerLimits::default());
+    let p = server.addr.port();
+    let (r, most) = most_connected_while(p, || server.run(&tcp_with_latency()));
+    let r = r.expect("tcp test with latency");
+    every_probe_answered(&r);
+    assert_eq!(most, 1, "connected UDP sockets on port {p}");
+    // The echo's socket goes with its test (the server's session ends a moment after the
+    // client's).
+    let t0 = Instant::now();
+    while connected_on(p) > 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the echo's socket stays"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // With UDP streams too: the streams' sockets and the echo's, each connected to its own.
+    let spec = TestSpec {
+        latency: tcp_with_latency().latency,
+        ..bidir_udp()
+    };
+    let (r, most) = most_connected_while(p, || server.run(&spec));
+    let r = r.expect("udp test with latency");
+    every_stream_carried(&r);
+    every_probe_answered(&r);
+    assert_eq!(most, 5, "connected UDP sockets on port {p}");
+}
+
 #[test]
 fn a_udp_port_held_elsewhere_gives_streams_ports_of_their_own() {
     let _serial = common::loopback::serial();
@@ -121,6 +176,11 @@ fn a_udp_port_held_elsewhere_gives_streams_ports_of_their_own() {
         "{}",
         server.log_text()
     );
+    // The latency echo too, on a port of its own.
+    let r = server
+        .run(&tcp_with_latency())
+        .expect("tcp test with latency");
+    every_probe_answered(&r);
     drop(holder);
 }
 

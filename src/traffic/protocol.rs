@@ -367,6 +367,10 @@ pub fn data_preamble(token: &Token, stream: u16) -> [u8; 26] {
     p
 }
 
+/// The stream id in the hello of a test's latency prober (`--latency`), which greets the
+/// server's echo as a UDP stream greets its socket (on the server's port, as UDP streams do).
+pub const LATENCY_STREAM: u16 = u16::MAX;
+
 /// The UDP hello datagram of stream `stream`.
 pub fn udp_hello(token: &Token, stream: u16) -> [u8; UDP_HELLO_LEN] {
     let mut p = [0u8; UDP_HELLO_LEN];

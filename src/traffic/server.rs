@@ -9,7 +9,7 @@ use crate::platform::sockopt;
 use crate::traffic::admission::{self, Admission, Expecting, Pending, STAGE_DEADLINE, StreamClock};
 use crate::traffic::engine::{EngineEvent, StreamSocket};
 use crate::traffic::iperf3;
-use crate::traffic::latency::echo::EchoServer;
+use crate::traffic::latency::echo::{self, EchoServer};
 use crate::traffic::listener::ListenerBuffers;
 use crate::traffic::protocol::{
     self, ClientMsg, IO_DEADLINE, ProtocolError, Refusal, ServerMsg, Token, read_exact_by,
@@ -73,6 +73,8 @@ struct Shared {
     admission: Admission,
     registry: Registry,
     udp_hellos: UdpHellos,
+    /// The same for latency probers' hellos (`protocol::LATENCY_STREAM`), by test.
+    latency_hellos: UdpHellos,
     log: Log,
     /// Repeated complaints (accept errors, dropped connections) at most once a second each.
     throttled: Mutex<HashMap<&'static str, Throttle>>,
@@ -97,12 +99,17 @@ struct Throttle {
 
 impl Shared {
     /// Hands a netsweep client's UDP hello that reached the server's port to the test of its
-    /// token; anything else is dropped.
+    /// token (a UDP stream's, or the latency prober's); anything else is dropped.
     fn udp_hello(&self, d: &[u8], from: SocketAddr) {
         let Some((token, stream)) = crate::traffic::protocol::parse_udp_hello(d) else {
             return;
         };
-        if let Ok(tests) = self.udp_hellos.lock()
+        let registry = if stream == crate::traffic::protocol::LATENCY_STREAM {
+            &self.latency_hellos
+        } else {
+            &self.udp_hellos
+        };
+        if let Ok(tests) = registry.lock()
             && let Some(tx) = tests.get(&token)
         {
             let _ = tx.send((stream, from));
@@ -234,6 +241,7 @@ fn serve_with(
         limits,
         registry: Registry::default(),
         udp_hellos: UdpHellos::default(),
+        latency_hellos: UdpHellos::default(),
         log,
         throttled: Mutex::new(HashMap::new()),
         iperf3: iperf3::server::Hub::default(),

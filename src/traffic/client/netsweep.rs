@@ -78,7 +78,7 @@ pub(super) fn session(
                     "{server} does not answer latency probes (--latency): upgrade its netsweep"
                 ))
             })?;
-            let p = start_prober(cfg, spec, l, token, port)
+            let p = start_prober(cfg, (spec, l), (token, port), &ctrl)
                 .map_err(|e| TestError::new(format!("latency probe: {e}")))?;
             // The idle baseline: probes only, before any load.
             let until = Instant::now() + l.idle;
@@ -199,12 +199,14 @@ struct Pace {
 
 /// Starts the latency prober on a UDP socket bound like the data sockets and connected to the
 /// server's echo port.
+/// The prober's socket, greeted by the server's echo on `port` (the server's own port, or one
+/// the echo has to itself): a hello repeated until it is answered, as a UDP stream's is, so a
+/// blocked path is said before the idle baseline rather than read as probes lost.
 fn start_prober(
     cfg: &ClientConfig,
-    spec: &TestSpec,
-    l: crate::traffic::latency::LatencySpec,
-    token: Token,
-    port: u16,
+    (spec, l): (&TestSpec, crate::traffic::latency::LatencySpec),
+    (token, port): (Token, u16),
+    ctrl: &TcpStream,
 ) -> std::io::Result<Prober> {
     let sock = new_socket(cfg, Type::DGRAM, socket2::Protocol::UDP, None)?;
     if cfg.bind.is_none() {
@@ -217,9 +219,17 @@ fn start_prober(
         )))?;
     }
     sock.connect(&SockAddr::from(SocketAddr::new(cfg.server.ip(), port)))?;
+    let sock: UdpSocket = sock.into();
+    let hello = protocol::udp_hello(&token, protocol::LATENCY_STREAM);
+    confirm_udp(
+        std::slice::from_ref(&sock),
+        &[hello],
+        ctrl,
+        Instant::now() + UDP_HELLO_DEADLINE,
+    )?;
     let span = spec.wall_time() + Duration::from_secs(10);
     let max = (span.as_secs_f64() * f64::from(l.probe_rate_hz)).ceil() as usize;
-    Prober::start(sock.into(), token, l.probe_rate_hz, max)
+    Prober::start(sock, token, l.probe_rate_hz, max)
 }
 
 /// Puts the probes' figures into the result and its intervals.

@@ -1,14 +1,19 @@
 //! The server's side of the latency probe: one UDP socket per test that echoes the test's
 //! probes, stamped with its own receive and send times, to the control connection's peer only.
+//! It is on the server's port where the server takes datagrams there (as the UDP streams are:
+//! one port to open in a firewall), a socket connected to the prober once its hello arrives,
+//! else on a port of its own; either way it echoes the prober's hello, which tells the client
+//! the path is open before the idle baseline starts.
 //! It stops when its owner drops it or at a deadline, whichever comes first, and answers at
 //! most twice the asked probe rate (plus a small burst), so the token's holder cannot turn it
 //! into a flood.
 
 use super::probe::{self, ECHO_LEN, Echo};
-use crate::traffic::protocol::Token;
+use crate::traffic::protocol::{self, LATENCY_STREAM, Token};
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -50,9 +55,73 @@ impl EchoServer {
         })
     }
 
+    /// Echoes on the server's own port (`on`): once the prober's hello from `peer` arrives
+    /// through `on.hellos`, from a socket `on.bind` makes there, connected to the prober.
+    pub fn on_port(
+        on: OnPort,
+        token: Token,
+        peer: IpAddr,
+        rate_hz: u32,
+        until: Instant,
+    ) -> std::io::Result<EchoServer> {
+        let port = on.at.port();
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("latency-echo".into())
+            .spawn(move || {
+                let _ = crate::platform::sched::prefer_timely();
+                match greeted((&on, &token), peer, until, &flag) {
+                    Some(sock) => serve(&sock, &token, peer, rate_hz, until, &flag),
+                    None => 0,
+                }
+            })?;
+        Ok(EchoServer {
+            port,
+            stop,
+            handle: Some(handle),
+        })
+    }
+
     pub fn port(&self) -> u16 {
         self.port
     }
+}
+
+/// Where an echo on the server's port takes its prober's hello and makes its socket.
+pub struct OnPort {
+    /// The server's UDP address (its port's socket takes the hellos).
+    pub at: SocketAddr,
+    /// Each hello of this test's prober that reached the port, with its sender.
+    pub hellos: Receiver<(u16, SocketAddr)>,
+    /// Binds a socket on `at` beside the port's own (SO_REUSEPORT).
+    pub bind: fn(SocketAddr) -> std::io::Result<UdpSocket>,
+}
+
+/// The echo's socket on the server's port, connected to the prober whose hello came from
+/// `peer`, the hello answered on it; `None` when none came before `until` or `stop`.
+fn greeted(
+    (on, token): (&OnPort, &Token),
+    peer: IpAddr,
+    until: Instant,
+    stop: &AtomicBool,
+) -> Option<UdpSocket> {
+    while !stop.load(Ordering::Relaxed) && Instant::now() < until {
+        let Ok((_, from)) = on.hellos.recv_timeout(POLL) else {
+            continue;
+        };
+        if from.ip().to_canonical() != peer.to_canonical() {
+            continue;
+        }
+        let sock = (on.bind)(on.at).ok()?;
+        sock.connect(from).ok()?;
+        sock.set_read_timeout(Some(POLL)).ok()?;
+        // The answer tells the prober the path is open; a repeat of the hello (this answer
+        // lost) reaches this socket, which answers it too (`serve`).
+        let _ = sock.send(&protocol::udp_hello(token, LATENCY_STREAM));
+        return Some(sock);
+    }
+    None
 }
 
 impl Drop for EchoServer {
@@ -84,6 +153,13 @@ fn serve(
         };
         let rx = Instant::now();
         if from.ip().to_canonical() != peer.to_canonical() {
+            continue;
+        }
+        // The prober's hello, answered so it knows the path is open (within the same budget).
+        if protocol::parse_udp_hello(&buf[..n]) == Some((*token, LATENCY_STREAM)) {
+            if bucket.take(rx) {
+                let _ = sock.send_to(&buf[..n], from);
+            }
             continue;
         }
         let Some(p) = probe::parse_probe(&buf[..n], token) else {
@@ -142,6 +218,46 @@ mod tests {
     use super::*;
     use crate::traffic::latency::probe::{Probe, encode_probe, parse_echo};
 
+    /// On the server's port: nothing is bound until the prober's hello from the peer arrives;
+    /// then a socket connected to the prober answers it, and the probes after it.
+    #[test]
+    fn an_echo_on_the_port_answers_from_a_socket_connected_to_the_prober() {
+        let token = Token::random();
+        let lo: IpAddr = "127.0.0.1".parse().unwrap();
+        let hub = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let at = hub.local_addr().unwrap();
+        let (tx, hellos) = std::sync::mpsc::channel();
+        let on = OnPort {
+            at,
+            hellos,
+            // The test's stand-in for the port's reuseport socket: one of its own, on another
+            // port, which the prober's packets then reach because it is connected to them.
+            bind: |_| UdpSocket::bind("127.0.0.1:0"),
+        };
+        let echo =
+            EchoServer::on_port(on, token, lo, 100, Instant::now() + Duration::from_secs(30))
+                .unwrap();
+        assert_eq!(echo.port(), at.port());
+        let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+        // A hello from elsewhere is not taken.
+        tx.send((LATENCY_STREAM, "127.0.0.2:9".parse().unwrap()))
+            .unwrap();
+        tx.send((LATENCY_STREAM, c.local_addr().unwrap())).unwrap();
+        let mut buf = [0u8; 128];
+        let (n, from) = c.recv_from(&mut buf).unwrap();
+        assert_eq!(
+            protocol::parse_udp_hello(&buf[..n]),
+            Some((token, LATENCY_STREAM))
+        );
+        c.connect(from).unwrap();
+        c.send(&encode_probe(&token, Probe { seq: 1, sent_ns: 3 }))
+            .unwrap();
+        let n = c.recv(&mut buf).unwrap();
+        assert_eq!(parse_echo(&buf[..n], &token).map(|e| e.probe.seq), Some(1));
+        drop(hub);
+    }
+
     #[test]
     fn the_bucket_allows_its_rate_and_no_more() {
         let t0 = Instant::now();
@@ -177,6 +293,13 @@ mod tests {
             "only the right token"
         );
         assert!(e.server_tx_ns >= e.server_rx_ns);
+        // The prober's hello is answered as it came; another test's is not.
+        c.send(&protocol::udp_hello(&other, LATENCY_STREAM))
+            .unwrap();
+        let hello = protocol::udp_hello(&token, LATENCY_STREAM);
+        c.send(&hello).unwrap();
+        let n = c.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], &hello[..]);
         let t = Instant::now();
         drop(echo);
         assert!(t.elapsed() < Duration::from_secs(1), "stops promptly");

@@ -99,15 +99,28 @@ pub(super) fn control_session(
         Some(u) => u.ports(flows.len())?,
         None => Vec::new(),
     };
-    // The echo lives as long as this session, and never past the test's own time.
+    // The echo lives as long as this session, and never past the test's own time: on the
+    // server's port where it takes datagrams there (the prober's hello reaches it through
+    // `latency_hellos` while this registration lives), else on a port of its own.
+    let mut _echo_registration = None;
     let echo = match spec.latency {
-        Some(l) => Some(EchoServer::spawn(
-            local_ip,
-            token,
-            peer.ip(),
-            l.probe_rate_hz,
-            clock.latest() + STAGE_DEADLINE + spec.wall_time() + IO_DEADLINE,
-        )?),
+        Some(l) => {
+            let until = clock.latest() + STAGE_DEADLINE + spec.wall_time() + IO_DEADLINE;
+            let (peer_ip, rate) = (peer.ip(), l.probe_rate_hz);
+            Some(match shared.iperf3.udp_addr(ctrl.local_addr()?.port()) {
+                Some(at) => {
+                    let (tx, hellos) = mpsc::channel();
+                    _echo_registration = Some(Registration::new(&shared.latency_hellos, token, tx));
+                    let on = echo::OnPort {
+                        at,
+                        hellos,
+                        bind: iperf3::server::bind_udp,
+                    };
+                    EchoServer::on_port(on, token, peer_ip, rate, until)?
+                }
+                None => EchoServer::spawn(local_ip, token, peer_ip, rate, until)?,
+            })
+        }
         None => None,
     };
     // The data connections are born with the test's buffers (or the kernel's defaults).
