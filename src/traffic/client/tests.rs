@@ -111,6 +111,17 @@ fn a_closed_control_connection_names_the_server_and_the_stage() {
     assert!(e.message.contains("server's log"), "{}", e.message);
 }
 
+/// A one-second TCP test against `addr`, which fails.
+fn a_test_that_fails(addr: SocketAddr) -> TestError {
+    run_test(
+        &ClientConfig::new(addr),
+        &TestSpec::tcp(Duration::from_secs(1)),
+        &AtomicBool::new(false),
+        &mut |_| {},
+    )
+    .unwrap_err()
+}
+
 /// A server that waits for iperf3's 37-byte cookie and then refuses it as busy (state -1,
 /// ACCESS_DENIED), as iperf3's does while another test runs: the greeting is a whole cookie
 /// from the first write (no wait for an answer to part of it), and the server is named as a
@@ -134,13 +145,7 @@ fn a_server_that_refuses_the_greeting_as_a_busy_iperf3_is_named_so_at_once() {
         let _ = s.read(&mut [0u8; 1]);
         cookie
     });
-    let e = run_test(
-        &ClientConfig::new(addr),
-        &TestSpec::tcp(Duration::from_secs(1)),
-        &AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .unwrap_err();
+    let e = a_test_that_fails(addr);
     assert!(
         e.message.contains(&format!(
             "{addr} is an iperf3 server running another test (it answered with ACCESS_DENIED): \
@@ -158,7 +163,7 @@ fn a_server_that_refuses_the_greeting_as_a_busy_iperf3_is_named_so_at_once() {
     assert_eq!(cookie[36], 0);
 }
 
-/// What else may answer the greeting: nothing, or something that is neither server.
+/// Something that is neither server answers the greeting: named by its first byte.
 #[test]
 fn a_server_that_is_neither_says_what_it_answered() {
     use std::io::Read;
@@ -170,13 +175,7 @@ fn a_server_that_is_neither_says_what_it_answered() {
         s.read_exact(&mut got).unwrap();
         s.write_all(b"HTTP/1.1 400 Bad Request\r\n\r\n").unwrap();
     });
-    let e = run_test(
-        &ClientConfig::new(addr),
-        &TestSpec::tcp(Duration::from_secs(1)),
-        &AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .unwrap_err();
+    let e = a_test_that_fails(addr);
     assert!(
         e.message.contains(&format!(
             "{addr} did not answer as a netsweep server or an iperf3 server (its first byte \

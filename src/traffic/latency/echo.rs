@@ -40,18 +40,8 @@ impl EchoServer {
         let sock = UdpSocket::bind(SocketAddr::new(ip, 0))?;
         sock.set_read_timeout(Some(POLL))?;
         let port = sock.local_addr()?.port();
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let handle = std::thread::Builder::new()
-            .name("latency-echo".into())
-            .spawn(move || {
-                let _ = crate::platform::sched::prefer_timely();
-                serve(&sock, &token, peer, rate_hz, until, &flag)
-            })?;
-        Ok(EchoServer {
-            port,
-            stop,
-            handle: Some(handle),
+        EchoServer::start(port, move |stop| {
+            serve(&sock, &token, peer, rate_hz, until, stop)
         })
     }
 
@@ -64,17 +54,27 @@ impl EchoServer {
         rate_hz: u32,
         until: Instant,
     ) -> std::io::Result<EchoServer> {
-        let port = on.at.port();
+        EchoServer::start(on.at.port(), move |stop| {
+            match greeted((&on, &token), peer, until, stop) {
+                Some(sock) => serve(&sock, &token, peer, rate_hz, until, stop),
+                None => 0,
+            }
+        })
+    }
+
+    /// Runs `echo` on its own thread, at the timely priority where the process may, until
+    /// the server drops it.
+    fn start(
+        port: u16,
+        echo: impl FnOnce(&AtomicBool) -> u64 + Send + 'static,
+    ) -> std::io::Result<EchoServer> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::Builder::new()
             .name("latency-echo".into())
             .spawn(move || {
                 let _ = crate::platform::sched::prefer_timely();
-                match greeted((&on, &token), peer, until, &flag) {
-                    Some(sock) => serve(&sock, &token, peer, rate_hz, until, &flag),
-                    None => 0,
-                }
+                echo(&flag)
             })?;
         Ok(EchoServer {
             port,
