@@ -184,7 +184,7 @@ fn a_second_interrupt_stops_a_t0_test_at_once() {
     assert!(
         said.contains(
             "netsweep: interrupt: the test ends at 10.00 s, the end of the interval running, \
-             with both ends' counts; Ctrl-C again stops it at once"
+             with both ends' counts; a second interrupt (Ctrl-C) stops it at once"
         ),
         "{said}"
     );
@@ -362,7 +362,16 @@ fn one_interrupt_ends_a_timed_test_at_the_intervals_end_with_both_counts() {
             "{args:?}: {said}"
         );
         let doc = json(&out, "-t 30, interrupted");
-        assert!(doc.get("error").is_none(), "{args:?}: {}", doc["error"]);
+        // As iperf3 3.21's document of an interrupted test: an error (exit 0) and the time
+        // asked; the figures are whole for the time that ran.
+        assert!(
+            doc["error"]
+                .as_str()
+                .is_some_and(|e| e.starts_with("interrupt - the client has terminated")),
+            "{args:?}: {}",
+            doc["error"]
+        );
+        assert_eq!(doc["start"]["test_start"]["duration"], 30, "{args:?}");
         let secs = doc["end"]["sum_sent"]["seconds"].as_f64().unwrap();
         assert!((secs - 2.0).abs() < 0.05, "{args:?}: {secs} s");
         assert_eq!(
@@ -373,7 +382,7 @@ fn one_interrupt_ends_a_timed_test_at_the_intervals_end_with_both_counts() {
         let warned = doc.to_string();
         assert!(
             warned.contains(
-                "interrupted (Ctrl-C): the test ended at the end of the interval running, 2 s \
+                "interrupted: the test ended at the end of the interval running, 2 s \
                  of the 30 s asked, with both ends' counts"
             ),
             "{args:?}: {warned}"
@@ -435,4 +444,61 @@ fn a_t0_test_ends_at_the_servers_longest() {
     assert!((1.9..3.0).contains(&after), "{line}");
     assert!(took < Duration::from_secs(8), "{took:?}");
     assert!(logged_bytes(&line, "received") > 0, "{line}");
+}
+
+/// Two interrupts of a timed test: stopped at once, with the intervals both ends closed until
+/// then (it printed 0 bytes over 0.00--0.00 and the one-interrupt warning once the first had
+/// cut the grid), against netsweep's protocol and iperf3's.
+#[test]
+fn two_interrupts_stop_a_timed_test_with_the_intervals_closed() {
+    let server = TestServer::start(ServerLimits::default());
+    for args in [&["-t", "30", "-J"][..], &["-t", "30", "-J", "--iperf3"]] {
+        let mut child = netsweep_client(server.addr.port(), args);
+        std::thread::sleep(Duration::from_millis(2500));
+        for _ in 0..2 {
+            interrupt(&child);
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        common::wait_bounded(&mut child, Duration::from_secs(15), "netsweep -c -t 30");
+        let out = child.wait_with_output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {said}");
+        assert!(said.contains("interrupted"), "{args:?}: {said}");
+        let doc = json(&out, "-t 30, interrupted twice");
+        let sent = &doc["end"]["sum_sent"];
+        let secs = sent["seconds"].as_f64().unwrap();
+        // Whole intervals of 1 s, at least the first two (the warm-up ends by 0.3 s).
+        assert!(
+            secs >= 1.95 && (secs - secs.round()).abs() < 0.05,
+            "{args:?}: {sent}"
+        );
+        assert!(sent["bytes"].as_u64().unwrap() > 0, "{args:?}: {sent}");
+        assert!(
+            !doc.to_string()
+                .contains("the test ended at the end of the interval running"),
+            "{args:?}: {doc}"
+        );
+    }
+}
+
+/// An interrupt during `--latency`'s idle baseline, before the load: no test runs (it ran a
+/// whole interval of load after the interrupt).
+#[test]
+fn an_interrupt_before_the_load_runs_no_test() {
+    let server = TestServer::start(ServerLimits::default());
+    let child = netsweep_client(
+        server.addr.port(),
+        &["-t", "10", "--latency", "--latency-idle", "5s"],
+    );
+    let t0 = Instant::now();
+    let out = interrupt_after(child, Duration::from_millis(1500), "netsweep -c --latency");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("interrupted during the idle baseline, before the load started"),
+        "{said}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    let line = log_line(&server, "client aborted before the start");
+    assert!(line.contains("interrupted"), "{line}");
 }

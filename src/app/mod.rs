@@ -357,7 +357,7 @@ impl TryFrom<&ClientArgs> for ClientView {
 fn interrupt_heard(ends_at: std::time::Duration) {
     crate::errln!(
         "netsweep: interrupt: the test ends at {:.2} s, the end of the interval running, with \
-         both ends' counts; Ctrl-C again stops it at once",
+         both ends' counts; a second interrupt (Ctrl-C) stops it at once",
         ends_at.as_secs_f64()
     );
 }

@@ -85,6 +85,18 @@ pub(super) fn session(
             while Instant::now() < until && !stop.load(Ordering::Relaxed) {
                 std::thread::sleep(until.saturating_duration_since(Instant::now()).min(POLL));
             }
+            // Interrupted before the load: no test runs (not an interval of it).
+            if stop.load(Ordering::Relaxed) {
+                let _ = write_frame(
+                    &mut ctrl,
+                    &ClientMsg::Abort {
+                        reason: "interrupted".into(),
+                    },
+                );
+                return Err(TestError::new(
+                    "interrupted during the idle baseline, before the load started: no test ran",
+                ));
+            }
             Some(p)
         }
         None => None,
@@ -147,6 +159,9 @@ pub(super) fn session(
             "cpu": r.cpu,
         }))
     });
+    // A test cut by a first interrupt and then stopped by a second is an interrupted test
+    // of the grid asked (the intervals both ends closed), not one of the cut grid.
+    let interrupted = interrupted.filter(|_| error.is_none());
     let ran = match (&auto, interrupted) {
         (Some(a), _) => Some(a.as_run(spec)),
         (None, Some(slots)) => Some(ending::cut_at(spec, &spec.timeline(), slots)),
@@ -161,12 +176,13 @@ pub(super) fn session(
         error.clone(),
     );
     if let Some(ran) = ran.as_ref().filter(|_| interrupted.is_some()) {
-        result.warnings.push(format!(
-            "interrupted (Ctrl-C): the test ended at the end of the interval running, {} s of \
-             the {} s asked, with both ends' counts",
-            ran.duration.as_secs_f64(),
-            spec.duration.as_secs_f64()
-        ));
+        let cut = crate::traffic::result::Interrupted {
+            asked_s: spec.duration.as_secs_f64(),
+        };
+        result
+            .warnings
+            .push(cut.sentence(ran.duration.as_secs_f64()));
+        result.interrupted = Some(cut);
     }
     if let Some(auto) = &auto {
         result.ending = Some(auto.ending(&result.spec, result.summary.seconds, spec.duration));

@@ -336,12 +336,13 @@ fn run_on(
         }
     }
     if cut_by_interrupt && result.error.is_none() {
-        result.warnings.push(format!(
-            "interrupted (Ctrl-C): the test ended at the end of the interval running, {} s of \
-             the {} s asked, with both ends' counts",
-            spec.duration.as_secs_f64(),
-            asked.as_secs_f64()
-        ));
+        let cut = crate::traffic::result::Interrupted {
+            asked_s: asked.as_secs_f64(),
+        };
+        result
+            .warnings
+            .push(cut.sentence(spec.duration.as_secs_f64()));
+        result.interrupted = Some(cut);
     }
     if fell_back {
         result.warnings.push(format!(
@@ -696,7 +697,9 @@ fn drive(
         .is_some()
         .then(|| cut_at.unwrap_or_else(|| start.elapsed()))
         .or(stopped.then(|| start.elapsed()))
-        .or(interrupted_at);
+        // A timed test cut by a first interrupt and stopped by a second: the grid asked, with
+        // the intervals closed (its streams keep no interval under way).
+        .or(interrupted_at.filter(|_| error.is_none() || spec.until_stopped));
     streams.stop_and_collect(&mut local);
     local.reports.sort_by_key(|r| r.stream);
     Drove {

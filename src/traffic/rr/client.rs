@@ -44,9 +44,9 @@ pub fn run(cfg: &ClientConfig, spec: &RrSpec, stop: &AtomicBool) -> Result<RrRes
     let _ = ctrl.set_nodelay(true);
     if let Answered::Iperf3 { .. } = greet(&mut ctrl, server).map_err(TestError::new)? {
         return Err(TestError::new(format!(
-            "{server} is an iperf3 server: request/response tests need a netsweep server \
-             (`netsweep server -p {}` there)",
-            server.port()
+            "{server} is an iperf3 server: request/response tests need a netsweep server (run \
+             `netsweep server` on that host, port {}, or in the iperf3 server's place)",
+            protocol::DEFAULT_PORT
         )));
     }
     write_frame(

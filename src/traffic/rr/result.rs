@@ -170,6 +170,7 @@ impl RrResult {
             provenance: None,
             latency: None,
             ending: None,
+            interrupted: None,
             rfc6349: None,
             server_output: None,
             rr: Some(self),

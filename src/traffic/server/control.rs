@@ -428,14 +428,15 @@ fn forward_reports(
     }
     let ended = start.elapsed();
     // An interrupted client says Abort as its streams end, and this end's receivers may see
-    // the end of its data first: a test whose streams all ended before the grid's end waits a
-    // moment for the word.
+    // the end of its data first: a test whose streams all ended before the grid's end (by an
+    // interval, at most a second: a grid a first interrupt cut at the end of a long `-i` ends
+    // seconds after a second interrupt) waits a moment for the word.
     let timeline = spec.timeline();
     let grid_end = timeline
         .slots()
         .get(streams.cut.slots().saturating_sub(1))
         .map_or(Duration::ZERO, |s| s.end);
-    if aborted.is_none() && ended + spec.interval < grid_end {
+    if aborted.is_none() && ended + spec.interval.min(Duration::from_secs(1)) < grid_end {
         aborted = abort_word(&peer_rx);
     }
     if let Some(reason) = aborted {
