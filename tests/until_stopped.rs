@@ -343,7 +343,7 @@ fn one_interrupt_ends_a_timed_test_at_the_intervals_end_with_both_counts() {
     for (args, done) in [
         (
             &["-t", "30", "-i", "2", "-J"][..],
-            "test done: client to server",
+            "test done (ended early by the client at 2.0 s of 30.0 s): client to server",
         ),
         (
             &["-t", "30", "-i", "2", "-J", "--iperf3"],

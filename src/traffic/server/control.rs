@@ -172,6 +172,23 @@ pub(super) fn control_session(
         session::Wire::default(),
     )?;
     let outcome = forward_reports(&mut ctrl, (&spec, &shared.limits), &streams);
+    // A grid the client cut (an auto test's steady end, an interrupt's): the log says so.
+    let timeline = spec.timeline();
+    let cut = (streams.cut.slots() < timeline.len())
+        .then(|| {
+            timeline
+                .slots()
+                .get(streams.cut.slots().checked_sub(1)?)
+                .copied()
+        })
+        .flatten()
+        .map(|last| {
+            format!(
+                " (ended early by the client at {:.1} s of {:.1} s)",
+                last.end.saturating_sub(spec.warmup()).as_secs_f64(),
+                spec.duration.as_secs_f64()
+            )
+        });
     streams.stop_and_join();
     // The slot (and the result it holds) is kept until the client has read the result and
     // hung up, within STAGE_DEADLINE of the result's last frame; a client that starts its next
@@ -187,7 +204,8 @@ pub(super) fn control_session(
             anyhow::bail!("client aborted ({reason}){}", counted.unwrap_or_default());
         }
         if let Some(said) = said {
-            (shared.log)(&format!("{peer}: test done: {said}"));
+            let cut = cut.unwrap_or_default();
+            (shared.log)(&format!("{peer}: test done{cut}: {said}"));
         }
         let _ = peer_rx.recv_timeout(STAGE_DEADLINE);
         Ok(())
