@@ -214,10 +214,9 @@ struct Pace {
 }
 
 /// Starts the latency prober on a UDP socket bound like the data sockets and connected to the
-/// server's echo port.
-/// The prober's socket, greeted by the server's echo on `port` (the server's own port, or one
-/// the echo has to itself): a hello repeated until it is answered, as a UDP stream's is, so a
-/// blocked path is said before the idle baseline rather than read as probes lost.
+/// server's echo on `port` (the server's own port, or one the echo has to itself), once the
+/// echo answered its hello (repeated until it is, as a UDP stream's): a blocked path is said
+/// before the idle baseline rather than read as probes lost.
 fn start_prober(
     cfg: &ClientConfig,
     (spec, l): (&TestSpec, crate::traffic::latency::LatencySpec),
@@ -367,7 +366,7 @@ struct Driven {
     remote: Option<Finished>,
     error: Option<String>,
     auto: Option<AutoEnd>,
-    /// The slots kept when a first interrupt cut the grid (`drive`'s `interrupt`).
+    /// The slots kept when a first interrupt cut the grid short (`drive`'s `interrupt`).
     interrupted: Option<usize>,
 }
 
@@ -412,10 +411,12 @@ fn drive(
     let mut error = None;
     let mut failure = session::StreamFailure::default();
     let mut interrupted = None;
+    let mut heard = false;
     while local.reports.len() < streams.count || remote.done.is_none() {
         if stop.load(Ordering::Relaxed)
-            && let Some(told) = interrupt.filter(|_| interrupted.is_none())
+            && let Some(told) = interrupt.filter(|_| !heard)
         {
+            heard = true;
             // The command line's first Ctrl-C: the test ends with the interval running, both
             // ends' counts whole. The flag is taken down, so a second one stops it at once.
             stop.store(false, Ordering::Relaxed);
@@ -432,7 +433,8 @@ fn drive(
                     break;
                 }
             }
-            interrupted = Some(streams.cut.slots());
+            // In the last interval the test ends as asked: nothing is cut.
+            interrupted = (streams.cut.slots() < timeline.len()).then(|| streams.cut.slots());
             let ran = ending::cut_at(spec, &timeline, streams.cut.slots());
             (told.0)(ran.duration);
         }

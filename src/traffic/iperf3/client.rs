@@ -705,7 +705,7 @@ fn drive(
     Drove {
         local,
         error,
-        cut_by_interrupt: heard && !spec.until_stopped,
+        cut_by_interrupt: heard && !spec.until_stopped && cut.slots() < timeline.len(),
         counted_until,
         shown,
         received_at_end,
