@@ -261,24 +261,6 @@ pub struct StartInfo {
     pub peer_congestion: Option<String>,
 }
 
-/// What an interrupt that ended a test early at an interval's end leaves to say.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Interrupted {
-    /// The test's time as asked.
-    pub asked_s: f64,
-}
-
-impl Interrupted {
-    /// The warning the result carries, given the measured seconds that ran.
-    pub fn sentence(&self, ran_s: f64) -> String {
-        format!(
-            "interrupted: the test ended at the end of the interval running, {ran_s} s of the {} s \
-             asked, with both ends' counts",
-            self.asked_s
-        )
-    }
-}
-
 /// The result of one test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestResult {
@@ -315,10 +297,9 @@ pub struct TestResult {
     /// How a `duration = "auto"` test ended: steady, or at its ceiling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ending: Option<crate::traffic::steady::Ending>,
-    /// A test the command line's first interrupt ended early, at the end of the interval
-    /// running, with both ends' counts (`spec` holds the time that ran).
+    /// A test a first interrupt ended at an interval's end (`spec` holds the time that ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interrupted: Option<Interrupted>,
+    pub interrupted: Option<interrupted::Interrupted>,
     /// RFC 6349's TCP throughput metrics, where the path's rate or baseline RTT is known (a lab,
     /// `--path-rate`/`--baseline-rtt`, or measured): see `result::rfc6349`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -713,6 +694,7 @@ fn rescale(s: &mut Summary, period: f64) {
 pub mod checks;
 mod engine_facts;
 pub use engine_facts::OtherSend;
+pub mod interrupted;
 pub mod rfc6349;
 #[cfg(test)]
 mod tests;

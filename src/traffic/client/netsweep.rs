@@ -176,7 +176,7 @@ pub(super) fn session(
         error.clone(),
     );
     if let Some(ran) = ran.as_ref().filter(|_| interrupted.is_some()) {
-        let cut = crate::traffic::result::Interrupted {
+        let cut = crate::traffic::result::interrupted::Interrupted {
             asked_s: spec.duration.as_secs_f64(),
         };
         result

@@ -336,7 +336,7 @@ fn run_on(
         }
     }
     if cut_by_interrupt && result.error.is_none() {
-        let cut = crate::traffic::result::Interrupted {
+        let cut = crate::traffic::result::interrupted::Interrupted {
             asked_s: asked.as_secs_f64(),
         };
         result

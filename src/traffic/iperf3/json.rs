@@ -53,19 +53,7 @@ pub fn document(result: &TestResult, server: SocketAddr) -> Value {
         // iperf3 writes "error" only when the test failed; readers test for the key.
         top.insert("error".into(), Value::String(e.clone()));
     } else if let Some(cut) = &result.interrupted {
-        // As iperf3 3.21 writes a test interrupted by a signal (exit status 0): the time asked
-        // and an error, so a reader that tests for the key does not take it for a whole test.
-        if let Some(ts) = top
-            .get_mut("start")
-            .and_then(|s| s.get_mut("test_start"))
-            .and_then(Value::as_object_mut)
-        {
-            ts.insert("duration".into(), json!(cut.asked_s.round() as u64));
-        }
-        top.insert(
-            "error".into(),
-            json!("interrupt - the client has terminated (the figures cover the test until the end of the interval running)"),
-        );
+        interrupted::mark(&mut top, cut);
     }
     if let Some((key, value)) = server_output(result) {
         top.insert(key.into(), value);
@@ -707,5 +695,6 @@ pub fn rfc1123(unix_s: u64) -> String {
     )
 }
 
+mod interrupted;
 #[cfg(test)]
 mod tests;
