@@ -11,6 +11,10 @@ use serde_json::Value;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
 /// Sends `child` SIGINT, as Ctrl-C.
 fn interrupt(child: &Child) {
     let pid = child.id().to_string();
@@ -27,6 +31,22 @@ fn interrupt(child: &Child) {
 fn interrupt_after(mut child: Child, after: Duration, what: &str) -> std::process::Output {
     std::thread::sleep(after);
     interrupt(&child);
+    common::wait_bounded(&mut child, Duration::from_secs(15), what);
+    child.wait_with_output().unwrap()
+}
+
+/// Interrupts `child` twice, `gap` apart, the first after `after` (a second Ctrl-C stops a
+/// test at once), then waits at most 15 s for it.
+fn interrupt_twice(
+    mut child: Child,
+    (after, gap): (Duration, Duration),
+    what: &str,
+) -> std::process::Output {
+    std::thread::sleep(after);
+    for _ in 0..2 {
+        interrupt(&child);
+        std::thread::sleep(gap);
+    }
     common::wait_bounded(&mut child, Duration::from_secs(15), what);
     child.wait_with_output().unwrap()
 }
@@ -160,23 +180,13 @@ fn t0_runs_until_interrupted_against_netsweeps_server() {
 #[test]
 fn a_second_interrupt_stops_a_t0_test_at_once() {
     let server = TestServer::start(ServerLimits::default());
-    let mut child = netsweep_client(
+    let child = netsweep_client(
         server.addr.port(),
         &["-t", "0", "-i", "10", "--json=netsweep"],
     );
     let t0 = Instant::now();
-    std::thread::sleep(Duration::from_millis(1500));
-    for _ in 0..2 {
-        interrupt(&child);
-        std::thread::sleep(Duration::from_millis(400));
-    }
-    common::wait_bounded(
-        &mut child,
-        Duration::from_secs(15),
-        "netsweep -c -t 0 -i 10",
-    );
+    let out = interrupt_twice(child, (ms(1500), ms(400)), "netsweep -c -t 0 -i 10");
     let took = t0.elapsed();
-    let out = child.wait_with_output().unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{said}");
     assert!(said.contains("interrupted"), "{said}");
@@ -307,14 +317,8 @@ fn an_iperf3_clients_t0_test_is_served_and_its_end_counted() {
 #[test]
 fn an_interrupted_netsweep_test_is_counted_over_the_seconds_it_ran() {
     let server = TestServer::start(ServerLimits::default());
-    let mut child = netsweep_client(server.addr.port(), &["-t", "30", "-i", "10"]);
-    std::thread::sleep(Duration::from_millis(1500));
-    for _ in 0..2 {
-        interrupt(&child);
-        std::thread::sleep(Duration::from_millis(400));
-    }
-    common::wait_bounded(&mut child, Duration::from_secs(15), "netsweep -c -t 30");
-    let out = child.wait_with_output().unwrap();
+    let child = netsweep_client(server.addr.port(), &["-t", "30", "-i", "10"]);
+    let out = interrupt_twice(child, (ms(1500), ms(400)), "netsweep -c -t 30");
     let text = String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("interrupted"), "{text}");
     let line = log_line(&server, "client aborted (interrupted) after");
@@ -453,14 +457,8 @@ fn a_t0_test_ends_at_the_servers_longest() {
 fn two_interrupts_stop_a_timed_test_with_the_intervals_closed() {
     let server = TestServer::start(ServerLimits::default());
     for args in [&["-t", "30", "-J"][..], &["-t", "30", "-J", "--iperf3"]] {
-        let mut child = netsweep_client(server.addr.port(), args);
-        std::thread::sleep(Duration::from_millis(2500));
-        for _ in 0..2 {
-            interrupt(&child);
-            std::thread::sleep(Duration::from_millis(300));
-        }
-        common::wait_bounded(&mut child, Duration::from_secs(15), "netsweep -c -t 30");
-        let out = child.wait_with_output().unwrap();
+        let child = netsweep_client(server.addr.port(), args);
+        let out = interrupt_twice(child, (ms(2500), ms(300)), "netsweep -c -t 30");
         let said = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?}: {said}");
         assert!(said.contains("interrupted"), "{args:?}: {said}");
