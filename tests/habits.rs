@@ -260,7 +260,11 @@ fn bidir_roles_follow_the_id_as_iperf3_writes_them() {
     let s = Server::start();
     let o = s.client(&["--bidir", "-t", "1", "-i", "0.5", "-P", "2"]);
     let text = out(&o);
-    assert!(o.status.success(), "{text}");
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     assert!(text.contains("[ ID][Role] Interval"), "{text}");
     for role in ["[TX-C]", "[RX-C]"] {
         for end in ["sender", "receiver"] {
@@ -356,15 +360,12 @@ fn warm_up_labels_are_iperf3s() {
     }
 }
 
-/// What scripts wait for and check: `netsweep -s` says iperf3's "Server listening on PORT"
-/// on standard output once it listens; a parameter error on iperf3's command line exits 1, as
-/// iperf3's (clap's own is 2), and an option of the other role is named in iperf3's words.
-#[test]
-fn readiness_line_and_parameter_errors_are_iperf3s() {
+/// The lines `netsweep -s -p PORT` writes to stdout up to the one `done` accepts (10 s at
+/// most), the server still running while `done` is asked (so its port can be reached).
+fn server_lines(port: &str, done: impl Fn(&str) -> bool) -> Vec<String> {
     use std::io::BufRead;
-    let port = common::free_port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args(["-s", "--bind", "127.0.0.1", "-p", &port.to_string()])
+        .args(["-s", "--bind", "127.0.0.1", "-p", port])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -381,19 +382,47 @@ fn readiness_line_and_parameter_errors_are_iperf3s() {
             }
         }
     });
-    let want = format!("Server listening on {port}");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let mut seen = Vec::new();
-    while !seen.contains(&want) {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) => seen.push(line),
-            Err(_) => break,
+    let (mut seen, mut unreached) = (Vec::new(), false);
+    while let Ok(line) =
+        rx.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+    {
+        let last = done(&line);
+        if last {
+            // The port the line names is the one listening.
+            let port = line.rsplit(' ').next().and_then(|p| p.parse::<u16>().ok());
+            unreached = !port.is_some_and(|p| {
+                std::net::TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], p))).is_ok()
+            });
+        }
+        seen.push(line);
+        if last {
+            break;
         }
     }
     let _ = child.kill();
     let _ = child.wait();
+    assert!(!unreached, "{seen:?}: nothing listens on the port named");
+    seen
+}
+
+/// What scripts wait for and check: `netsweep -s` says iperf3's "Server listening on PORT"
+/// on standard output once it listens; a parameter error on iperf3's command line exits 1, as
+/// iperf3's (clap's own is 2), and an option of the other role is named in iperf3's words.
+#[test]
+fn readiness_line_and_parameter_errors_are_iperf3s() {
+    let port = common::free_port();
+    let want = format!("Server listening on {port}");
+    let seen = server_lines(&port.to_string(), |l| l == want);
     assert!(seen.contains(&want), "{seen:?}");
+    // `-p 0`: the line names the port the kernel chose, one a client reaches.
+    let seen = server_lines("0", |l| l.starts_with("Server listening on "));
+    let chosen: u16 = seen
+        .iter()
+        .find_map(|l| l.strip_prefix("Server listening on "))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("{seen:?}"));
+    assert_ne!(chosen, 0, "{seen:?}");
     for (args, words) in [
         (&["-c", "127.0.0.1", "--bogus"][..], "--bogus"),
         (
@@ -439,12 +468,18 @@ fn the_text_ends_as_iperf3s_with_its_digits() {
         let words: Vec<&str> = line.split_whitespace().collect();
         for pair in words.windows(2).filter(|w| units.contains(&w[1])) {
             let digits = pair[0].chars().filter(char::is_ascii_digit).count();
+            // Bytes scale by 1024 (as iperf3's): 1000 to 1023 of a unit keep four digits,
+            // `1010 KBytes` (a window near 1 MByte), where iperf3 writes them too.
+            let binary = pair[1].ends_with("Bytes")
+                && pair[0]
+                    .parse::<u32>()
+                    .is_ok_and(|v| (1000..1024).contains(&v));
             let ok = if pair[0].contains('.') {
                 digits == 3
             } else {
-                (1..=3).contains(&digits)
+                (1..=3).contains(&digits) || binary
             };
-            assert!(ok, "{:?} in {line:?}", pair[0]);
+            assert!(ok, "{:?} in {line:?}: {text}", pair[0]);
             seen += 1;
         }
     }

@@ -155,12 +155,18 @@ fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
     redirect.apply(&said)?;
     if cfg.iperf3_banner {
         // iperf3's line (3.11's words; 3.12+ add the test's number), on the port iperf3's
-        // clients find: 5201 when the server listens there too.
-        let port = listeners
+        // clients find: 5201 when the server listens there too, else the port it listens on
+        // (the one the kernel chose for `-p 0`).
+        let ports: Vec<u16> = listeners
             .iter()
             .filter_map(|l| l.local_addr().ok())
             .map(|a| a.port())
+            .collect();
+        let port = ports
+            .iter()
+            .copied()
             .find(|p| *p == crate::traffic::iperf3::IPERF3_PORT)
+            .or(ports.first().copied())
             .unwrap_or(cfg.listen.port());
         let rule = "-".repeat(59);
         crate::outln!("{rule}\nServer listening on {port}\n{rule}");

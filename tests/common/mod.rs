@@ -110,12 +110,30 @@ pub fn tool_or_skip(test: &str, tool: &str) -> bool {
     found
 }
 
-/// A free TCP port on 127.0.0.1 (bound and released; good enough for a test's own server).
+/// The ports `free_port` hands out: below Linux's and FreeBSD's ephemeral ranges (32768 and
+/// 49152 on), so no connection's local port lands on one between its release and a server's
+/// bind.
+const TEST_PORTS: std::ops::Range<u16> = 20_000..32_000;
+
+/// A port free on 127.0.0.1 for TCP and UDP (bound and released) for a test's own server.
+/// Never the same twice in one test binary, whose tests run at once: the kernel's port 0 may
+/// hand two tests one port in turn, and two servers then race for it (one test's client met
+/// the other's server, busy with its test).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let span = u32::from(TEST_PORTS.end - TEST_PORTS.start);
+    // Where this process starts in the span, so binaries run one after another (or two suites
+    // at once) do not start on the same ports.
+    let offset = std::process::id().wrapping_mul(2_654_435_761) % span;
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let port = TEST_PORTS.start + u16::try_from((offset + n) % span).expect("within span");
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        if TcpListener::bind(addr).is_ok() && std::net::UdpSocket::bind(addr).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port in {TEST_PORTS:?}")
 }
 
 /// Waits until something accepts connections on `addr` (a server process starting).
