@@ -102,11 +102,13 @@ pub struct ServerArgs {
     pub forceflush: bool,
     #[command(flatten)]
     pub timestamps: super::Timestamps,
-    /// Accepted for iperf3's sake (-i, -f, -V, -d): this server prints one line per test, and
-    /// the client prints the intervals (a note says so).
+    /// Accepted for iperf3's sake (-i, -V, -d): this server's lines for a test follow the
+    /// test's intervals (a note says so). `-f` sets the unit of its text (k m g t K M G T).
     #[arg(short = 'i', long, value_name = "SECONDS", allow_hyphen_values = true)]
     pub interval: Option<String>,
-    #[arg(short = 'f', long, hide = true)]
+    /// The unit of each test's text on stdout, as iperf3's -f: k m g t (bits/sec) or
+    /// K M G T (Bytes/sec).
+    #[arg(short = 'f', long, value_name = "UNIT")]
     pub format: Option<String>,
     #[arg(short = 'V', long, short_alias = 'd', alias = "debug", hide = true)]
     pub verbose: bool,
@@ -173,11 +175,13 @@ pub struct ServerConfig {
     pub one_off: bool,
     /// With `one_off`: exit when no client has been served for this long (`--idle-timeout`).
     pub idle_timeout: Option<std::time::Duration>,
-    /// With `one_off`: print the test's iperf3-style JSON document at exit (`--json`).
+    /// Print each test's iperf3-style JSON document on stdout as it ends (`--json`).
     pub json: bool,
     /// iperf3's "Server listening on PORT" on standard output once listening (`-s` without
-    /// `-J`), the line scripts wait for.
+    /// `-J`), the line scripts wait for, and each test's text after it as iperf3's server.
     pub iperf3_banner: bool,
+    /// The unit of the tests' text (`-f`).
+    pub units: crate::units::RateFormat,
     pub output: ServerOutput,
 }
 
@@ -242,6 +246,10 @@ impl TryFrom<&ServerArgs> for ServerConfig {
             },
             json: a.json,
             iperf3_banner: a.iperf3_cli && !a.json,
+            units: match a.format.as_deref() {
+                Some(f) => f.parse().context("-f/--format")?,
+                None => crate::units::RateFormat::Auto,
+            },
             output: ServerOutput {
                 background: a.daemon_child,
                 pidfile: a.pidfile.clone(),
@@ -287,26 +295,22 @@ fn refusal(a: &ServerArgs) -> Option<&'static str> {
         );
     }
     a.json_stream.then_some(
-        "--json-stream: a netsweep server prints one JSON document per test with -1 -J (its \
+        "--json-stream: a netsweep server prints one JSON document per test with -J (its \
          clients stream theirs with --json-stream)",
     )
 }
 
 /// What the server does instead of the iperf3 options it accepts without acting on them.
 fn accepted_notes(a: &ServerArgs) -> Vec<String> {
-    let named: Vec<&str> = [
-        (a.interval.is_some(), "-i"),
-        (a.format.is_some(), "-f"),
-        (a.verbose, "-V"),
-    ]
-    .into_iter()
-    .filter_map(|(given, flag)| given.then_some(flag))
-    .collect();
+    let named: Vec<&str> = [(a.interval.is_some(), "-i"), (a.verbose, "-V")]
+        .into_iter()
+        .filter_map(|(given, flag)| given.then_some(flag))
+        .collect();
     let mut notes = Vec::new();
     if !named.is_empty() {
         notes.push(format!(
-            "{}: accepted and ignored: this server prints one line per test; the client prints \
-             the intervals",
+            "{}: accepted and ignored: this server's lines for a test follow the test's \
+             intervals (the client's -i)",
             named.join(", ")
         ));
     }

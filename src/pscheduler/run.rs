@@ -287,6 +287,7 @@ fn serve_one(
         busy: 0.into(),
         last_document: Mutex::new(s.last_document()),
         json_output: s.json_output,
+        on_document: None,
     });
     (served, log)
 }

@@ -10,7 +10,9 @@ use crate::units::{Bytes, RateFormat};
 use std::fmt::Write;
 
 mod engine_lines;
+mod served_test;
 use engine_lines::{low_water_line, receive_buffer_line, send_buffer_line, send_path_line};
+pub use served_test::served_test;
 
 /// The test asked for, in one line (`-V`).
 pub fn spec_line(spec: &TestSpec) -> String {
@@ -118,13 +120,13 @@ pub fn connected_lines(sockets: &[crate::traffic::measure::SocketInfo]) -> Strin
 }
 
 pub fn header(spec: &TestSpec) -> String {
+    header_of(spec.protocol, spec.direction == Direction::Bidir)
+}
+
+fn header_of(protocol: Protocol, bidir: bool) -> String {
     // As iperf3: `[ ID][Role]` with `--bidir`, whose lines carry their direction there.
-    let id = if spec.direction == crate::traffic::spec::Direction::Bidir {
-        "[ ID][Role]"
-    } else {
-        "[ ID]"
-    };
-    match spec.protocol {
+    let id = if bidir { "[ ID][Role]" } else { "[ ID]" };
+    match protocol {
         Protocol::Tcp => {
             format!("{id} Interval           Transfer     Bitrate           Retr   Cwnd        RTT")
         }

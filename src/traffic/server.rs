@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 mod scheduled;
 mod served;
 pub use scheduled::{Scheduled, new_ticket};
-pub use served::Served;
+pub use served::{DocumentSink, Served};
 use served::{Ending, Outcome};
 mod streams;
 use streams::*;

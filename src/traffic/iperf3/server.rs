@@ -39,6 +39,7 @@ mod document;
 mod ending;
 mod intervals;
 mod spec;
+pub use document::own_document;
 use ending::*;
 #[cfg(test)]
 use spec::duration_code;

@@ -193,8 +193,13 @@ pub(super) fn control_session(
     // The slot (and the result it holds) is kept until the client has read the result and
     // hung up, within STAGE_DEADLINE of the result's last frame; a client that starts its next
     // test at once waits for the slot briefly instead of being told "busy".
+    let local = ctrl.local_addr().ok();
     let outcome = outcome.and_then(|(done, peer_rx)| {
         let said = done_words(&spec, &done, None);
+        // This end's account, as iperf3's server writes it (`-J`, and the text from it).
+        ending.document = Some(iperf3::server::own_document(
+            peer, local, &spec, &done, None,
+        ));
         if let Err(e) = send_result(&mut ctrl, done) {
             // A client that said Abort late, and exited, resets the connection.
             let Some(reason) = abort_word(&peer_rx) else {

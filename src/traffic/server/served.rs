@@ -1,9 +1,11 @@
 //! Counting a server's ended tests: callers that serve a set number of tests (`-1`, a
 //! pScheduler server participant) stop when it is reached, or when no test has been under
-//! way for their idle timeout; `-1 --json` prints the last test's document.
+//! way for their idle timeout; `-1 --json` prints the last test's document. A server that
+//! reports each test as it ends (`netsweep -s`, as iperf3's server on its stdout) is handed
+//! each document by `on_document`.
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// How many admitted tests have ended, and how (`run_observed`): pScheduler's server
 /// participant and `netsweep server -1` stop after their one test. A refused iperf3 login
@@ -20,6 +22,18 @@ pub struct Served {
     /// then gets the test's document (`server_output_json`), as from iperf3's `-s -J`, instead
     /// of its text.
     pub json_output: bool,
+    /// Handed each ended test's document as the test ends (refused logins are not tests).
+    pub on_document: Option<DocumentSink>,
+}
+
+/// Where a server's ended tests' documents go, one call a test, from the test's thread.
+#[derive(Clone)]
+pub struct DocumentSink(pub Arc<dyn Fn(&serde_json::Value) + Send + Sync>);
+
+impl std::fmt::Debug for DocumentSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DocumentSink")
+    }
 }
 
 impl Served {
@@ -70,10 +84,13 @@ impl<'a> Ending<'a> {
 impl Drop for Ending<'_> {
     fn drop(&mut self) {
         if self.outcome != Outcome::NotATest {
-            if let (Some(doc), Ok(mut last)) =
-                (self.document.take(), self.served.last_document.lock())
-            {
-                *last = Some(doc);
+            if let Some(doc) = self.document.take() {
+                if let Some(sink) = &self.served.on_document {
+                    (sink.0)(&doc);
+                }
+                if let Ok(mut last) = self.served.last_document.lock() {
+                    *last = Some(doc);
+                }
             }
             let c = match self.outcome {
                 Outcome::Ok => &self.served.ok,

@@ -25,8 +25,47 @@ pub(super) fn document(
     (ours, theirs): (&Results, &Results),
     intervals: &[Interval],
 ) -> Value {
+    let mut doc = built(peer, local, spec, (ours, Some(theirs)), intervals);
+    for (key, value) in [("title", &params.title), ("extra_data", &params.extra_data)] {
+        if let Some(v) = value {
+            doc[key] = json!(v);
+        }
+    }
+    doc
+}
+
+/// The document of a netsweep client's test (`netsweep -s -J`): this server's own figures
+/// only, as its text shows them (a netsweep client does not send the server its counts): each
+/// stream's and sum's `sender` or `receiver` as this end was, and for UDP `sum` with the
+/// datagrams this end sent or the losses and jitter it saw. `stopped`: when open-ended streams
+/// were stopped; `None` for a test that ran its grid.
+pub fn own_document(
+    peer: SocketAddr,
+    local: Option<SocketAddr>,
+    spec: &TestSpec,
+    finished: &Finished,
+    stopped: Option<std::time::Duration>,
+) -> Value {
+    let ours = crate::traffic::iperf3::report::results(spec, finished, stopped);
+    let intervals =
+        intervals::intervals(spec, finished, stopped.unwrap_or(std::time::Duration::MAX));
+    built(peer, local, spec, (&ours, None), &intervals)
+}
+
+/// `document`'s body: with `theirs` both ends' figures, without it this end's only.
+fn built(
+    peer: SocketAddr,
+    local: Option<SocketAddr>,
+    spec: &TestSpec,
+    (ours, theirs): (&Results, Option<&Results>),
+    intervals: &[Interval],
+) -> Value {
     let server_sends = spec.direction == Direction::Reverse;
     let udp = spec.protocol == Protocol::Udp;
+    // Without the client's figures a stream's far side is this end's own, and only this end's
+    // side is written (UDP's sum takes each figure from the end that counts it).
+    let one_sided = theirs.is_none();
+    let theirs = theirs.unwrap_or(ours);
     // Each stream's sending and receiving end's figures, by the stream's own direction (both
     // directions with --bidir).
     let flows = spec.flows();
@@ -45,6 +84,10 @@ pub(super) fn document(
         .map(|(sends, s, r)| {
             if udp {
                 json!({ "udp": udp_sum(s, r, *sends) })
+            } else if one_sided && *sends {
+                json!({ "sender": side(s, true) })
+            } else if one_sided {
+                json!({ "receiver": side(r, false) })
             } else {
                 json!({ "sender": side(s, true), "receiver": side(r, false) })
             }
@@ -67,16 +110,21 @@ pub(super) fn document(
         if udp {
             end[format!("sum{suffix}")] = udp_sum(&sent, &received, sends);
         } else {
-            end[format!("sum_sent{suffix}")] = side(&sent, true);
-            end[format!("sum_received{suffix}")] = side(&received, false);
+            if sends || !one_sided {
+                end[format!("sum_sent{suffix}")] = side(&sent, true);
+            }
+            if !sends || !one_sided {
+                end[format!("sum_received{suffix}")] = side(&received, false);
+            }
         }
     }
-    let mut doc = json!({
+    json!({
         "start": {
             "connected": [{
-                "local_host": local.map(|a| a.ip().to_string()),
+                // An IPv4 client of a server on `::` as iperf3 names it: 127.0.0.1.
+                "local_host": local.map(|a| a.ip().to_canonical().to_string()),
                 "local_port": local.map(|a| a.port()),
-                "remote_host": peer.ip().to_string(),
+                "remote_host": peer.ip().to_canonical().to_string(),
                 "remote_port": peer.port(),
             }],
             "version": wire::own_software(),
@@ -85,6 +133,7 @@ pub(super) fn document(
                 // -P: the streams of one direction, as iperf3 counts them.
                 "num_streams": spec.streams,
                 "reverse": i32::from(server_sends),
+                "bidir": i32::from(spec.direction == Direction::Bidir),
             },
         },
         "intervals": intervals
@@ -92,13 +141,7 @@ pub(super) fn document(
             .filter_map(|iv| json::interval_of(Writer::Server, spec, iv))
             .collect::<Vec<Value>>(),
         "end": end,
-    });
-    for (key, value) in [("title", &params.title), ("extra_data", &params.extra_data)] {
-        if let Some(v) = value {
-            doc[key] = json!(v);
-        }
-    }
-    doc
+    })
 }
 
 /// The streams' figures added up: bytes, retransmits and datagrams summed, the longest

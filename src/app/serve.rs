@@ -1,0 +1,249 @@
+//! `netsweep server` (and iperf3's `-s`): listening, serving until stopped or for one test
+//! (`-1`), and what it prints for each test it served: iperf3's server text on stdout with
+//! `-s`, the test's document with `-J`.
+
+use super::daemon;
+use crate::cli::{ServerArgs, ServerConfig};
+use crate::traffic::output;
+use crate::{platform::signals, traffic::server};
+use anyhow::Context;
+use socket2::{Domain, Socket, Type};
+use std::net::TcpListener;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Binds the server's listener; on `::` it accepts IPv4 too.
+pub fn bind_listener(cfg: &ServerConfig) -> anyhow::Result<TcpListener> {
+    listen_on(cfg.listen)
+}
+
+fn listen_on(addr: std::net::SocketAddr) -> anyhow::Result<TcpListener> {
+    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    sock.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        let _ = sock.set_only_v6(false);
+    }
+    sock.bind(&addr.into())
+        .with_context(|| format!("cannot listen on {addr}"))?;
+    sock.listen(128)?;
+    Ok(sock.into())
+}
+
+pub(super) fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
+    let cfg = ServerConfig::try_from(a)?;
+    if a.daemon && !cfg.output.background {
+        // The options were checked above, on this terminal.
+        return daemon::start_in_background();
+    }
+    crate::console::set_timestamps(cfg.output.timestamps.clone());
+    let redirect = daemon::Redirect::open(&cfg.output)?;
+    // Tests' sockets are budgeted under the open-file limit: take all the system allows.
+    crate::platform::fdlimit::raise_to_hard();
+    let mut listeners = vec![bind_listener(&cfg)?];
+    for port in &cfg.extra_ports {
+        listeners.push(
+            listen_on(std::net::SocketAddr::new(cfg.listen.ip(), *port))
+                .context("the iperf3 port (is an iperf3 server running here?)")?,
+        );
+    }
+    let mut iperf3_port_taken = None;
+    if let Some(port) = cfg.iperf3_port_if_free {
+        match listen_on(std::net::SocketAddr::new(cfg.listen.ip(), port)) {
+            Ok(l) => listeners.push(l),
+            Err(e) => iperf3_port_taken = Some((port, e)),
+        }
+    }
+    let stop = signals::install();
+    let addrs: Vec<String> = listeners
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .map(|a| a.to_string())
+        .collect();
+    let mut said = vec![format!(
+        "{}{} (max {} at once; {})",
+        daemon::LISTENING,
+        addrs.join(" and "),
+        match cfg.limits.max_tests {
+            1 => "1 test".to_string(),
+            n => format!("{n} tests"),
+        },
+        if cfg.auth.is_some() {
+            "iperf3 clients that log in"
+        } else {
+            "netsweep and iperf3 clients"
+        }
+    )];
+    if let Some(auth) = &cfg.auth {
+        said.push(format!(
+            "iperf3 clients log in (users in {}, {}); netsweep's own clients are refused",
+            auth.users_path.display(),
+            auth.padding.words()
+        ));
+    }
+    if let Some((port, e)) = &iperf3_port_taken {
+        said.push(format!(
+            "not on iperf3's port {port} ({:#}; an iperf3 server there?): iperf3 clients add -p {}",
+            e,
+            cfg.listen.port()
+        ));
+    }
+    if cfg.one_off {
+        said.push("serving one test, then exiting (-1)".into());
+    }
+    said.extend(
+        cfg.output
+            .notes
+            .iter()
+            .map(|n| format!("netsweep server: {n}")),
+    );
+    let said: Vec<String> = said
+        .iter()
+        .map(|line| crate::console::stamped(line))
+        .collect();
+    // Held while the server runs, removed on every way out of this function; claimed before
+    // the listening line, which -D waits for.
+    let _pidfile = cfg
+        .output
+        .pidfile
+        .as_deref()
+        .map(daemon::Pidfile::claim)
+        .transpose()?;
+    for line in &said {
+        crate::errln!("{line}");
+    }
+    redirect.apply(&said)?;
+    // iperf3's line names the port iperf3's clients find: 5201 when the server listens there
+    // too, else the port it listens on (the one the kernel chose for `-p 0`).
+    let ports: Vec<u16> = listeners
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .map(|a| a.port())
+        .collect();
+    let banner_port = ports
+        .iter()
+        .copied()
+        .find(|p| *p == crate::traffic::iperf3::IPERF3_PORT)
+        .or(ports.first().copied())
+        .unwrap_or(cfg.listen.port());
+    if cfg.iperf3_banner {
+        crate::outln!("{}", listening(banner_port));
+    }
+    let log: server::Log =
+        Arc::new(|line: &str| crate::errln!("{}", crate::console::stamped(line)));
+    let served = Arc::new(server::Served {
+        json_output: cfg.json,
+        on_document: test_report(&cfg, banner_port),
+        ..server::Served::default()
+    });
+    let idled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    crate::host::sendmemory::enable();
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        {
+            let served = served.clone();
+            scope.spawn(move || save_send_memory(&served, stop));
+        }
+        if cfg.one_off {
+            let served = served.clone();
+            let (idle, idled) = (cfg.idle_timeout, idled.clone());
+            // Polls the count: the server's threads end when `stop` is raised.
+            scope.spawn(move || one_off_watch(&served, idle, stop, &idled));
+        }
+        let outcome = server::serve_all(listeners, cfg.limits, cfg.auth, stop, log, served.clone());
+        // Without -1 the watcher is not running; with it, it ends once `stop` is up.
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        outcome?;
+        Ok(())
+    })?;
+    if let Err(e) = crate::host::sendmemory::save() {
+        crate::errln!("netsweep: the send-path record was not saved: {e}");
+    }
+    if idled.load(std::sync::atomic::Ordering::SeqCst) {
+        // As iperf3: nothing printed, status 0.
+        crate::errln!(
+            "no client came within --idle-timeout {} s; exiting (-1)",
+            cfg.idle_timeout.map_or(0, |d| d.as_secs())
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if cfg.one_off && cfg.json && served.last_document().is_none() {
+        // Each test's document was printed as it ended (`test_report`); none ended.
+        let doc = serde_json::json!({ "error": "the server stopped before its test ended" });
+        crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
+    }
+    // As iperf3 -1: the exit status says how the one test went.
+    if cfg.one_off && served.failed.load(std::sync::atomic::Ordering::SeqCst) > 0 {
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `-1`: raises `stop` once a test has ended, or when no connection has been served for
+/// `idle` (then sets `idled`). Ends when `stop` is up.
+fn one_off_watch(
+    served: &server::Served,
+    idle: Option<std::time::Duration>,
+    stop: &std::sync::atomic::AtomicBool,
+    idled: &std::sync::atomic::AtomicBool,
+) {
+    use std::sync::atomic::Ordering::{Relaxed, SeqCst};
+    let mut last_busy = std::time::Instant::now();
+    while !stop.load(Relaxed) {
+        if served.ended() > 0 {
+            stop.store(true, Relaxed);
+        } else if served.busy() {
+            last_busy = std::time::Instant::now();
+        } else if idle.is_some_and(|i| last_busy.elapsed() >= i) {
+            idled.store(true, SeqCst);
+            stop.store(true, Relaxed);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Saves the server's send-path record after each test that ended (`host::sendmemory`), until
+/// `stop`.
+fn save_send_memory(served: &server::Served, stop: &std::sync::atomic::AtomicBool) {
+    let mut saved = served.ended();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let ended = served.ended();
+        if ended != saved {
+            saved = ended;
+            if let Err(e) = crate::host::sendmemory::save() {
+                crate::errln!("netsweep: the send-path record was not saved: {e}");
+            }
+        }
+    }
+}
+
+/// iperf3's listening line between its rules (3.11's words; 3.12+ add the test's number).
+fn listening(port: u16) -> String {
+    let rule = "-".repeat(59);
+    format!("{rule}\nServer listening on {port}\n{rule}")
+}
+
+/// What the server prints on stdout for each test as it ends: with `-J` the test's document
+/// (as iperf3's `-s -J`, one document a test); with iperf3's `-s` its text and then the
+/// listening line again, as iperf3's server (not after the last test of `-1`); with
+/// `netsweep server` nothing (its log line on stderr gives the test in one line).
+fn test_report(cfg: &ServerConfig, banner_port: u16) -> Option<server::DocumentSink> {
+    if cfg.json {
+        return Some(server::DocumentSink(Arc::new(|doc| {
+            if let Ok(text) = serde_json::to_string_pretty(doc) {
+                crate::outln!("{text}");
+            }
+        })));
+    }
+    if !cfg.iperf3_banner {
+        return None;
+    }
+    let (units, again) = (cfg.units, !cfg.one_off);
+    Some(server::DocumentSink(Arc::new(move |doc| {
+        let text = output::served_test(doc, units).unwrap_or_default();
+        if again {
+            crate::out!("{text}{}\n", listening(banner_port));
+        } else {
+            crate::out!("{text}");
+        }
+    })))
+}

@@ -1,0 +1,306 @@
+//! What `netsweep -s` writes on stdout for each test it served, in the layout of iperf3's
+//! server: `Accepted connection from HOST, port PORT`, this end's lines for each interval,
+//! then its summary, each stream's line ending in `sender` or `receiver` as this end was
+//! (`[  5][RX-S]` and `[  7][TX-S]` with `--bidir`). Rendered from the test's document (the
+//! one `-s -J` prints: `iperf3::server::document`), so the text and the JSON cannot disagree;
+//! the summary adds up the measured (not omitted) intervals of each stream.
+
+use super::{Line, header_of, line};
+use crate::traffic::result::{StreamInterval, total_of};
+use crate::traffic::spec::Protocol;
+use crate::units::RateFormat;
+use serde_json::Value;
+use std::fmt::Write;
+
+/// One stream's row of an interval, read from the document, with what the text needs besides.
+struct Row {
+    socket: String,
+    /// This end sent the stream's data.
+    sender: bool,
+    seconds: f64,
+    figures: StreamInterval,
+}
+
+fn row_of(v: &Value) -> Option<Row> {
+    let u = |k: &str| v.get(k).and_then(Value::as_u64);
+    let f = |k: &str| v.get(k).and_then(Value::as_f64);
+    let sender = v.get("sender").and_then(Value::as_bool).unwrap_or(false);
+    let mut row = Row {
+        socket: v.get("socket")?.to_string(),
+        sender,
+        seconds: f("seconds")?,
+        figures: StreamInterval {
+            bytes: u("bytes")?,
+            bits_per_second: f("bits_per_second")?,
+            retransmits: u("retransmits"),
+            cwnd_bytes: u("snd_cwnd"),
+            rtt_us: u("rtt").and_then(|r| u32::try_from(r).ok()),
+            packets: u("packets"),
+            lost_packets: u("lost_packets"),
+            lost_percent: f("lost_percent"),
+            jitter_ms: f("jitter_ms"),
+            ..StreamInterval::default()
+        },
+    };
+    if !sender && row.figures.jitter_ms.is_some() && row.figures.packets == Some(0) {
+        // A UDP receiver's losses are counted over the whole test (from the highest sequence
+        // number), not per interval: the document's 0 of 0 is shown as not known.
+        row.figures.packets = None;
+        row.figures.lost_packets = None;
+        row.figures.lost_percent = None;
+    }
+    Some(row)
+}
+
+/// `--bidir`'s tag for a line of this server's: what it did with the stream.
+fn tag(sender: bool, bidir: bool) -> &'static str {
+    match (bidir, sender) {
+        (false, _) => "",
+        (true, true) => "[TX-S]",
+        (true, false) => "[RX-S]",
+    }
+}
+
+/// How a line ends: an interval's, marked when it is a warm-up's, or the summary's, with the
+/// end this server was.
+#[derive(Clone, Copy)]
+enum Ending {
+    Interval { omitted: bool },
+    Summary,
+}
+
+impl Ending {
+    fn words(self, sender: bool) -> &'static str {
+        match (self, sender) {
+            (Ending::Interval { omitted: true }, _) => "  (omitted)",
+            (Ending::Interval { omitted: false }, _) => "",
+            (Ending::Summary, true) => "  sender",
+            (Ending::Summary, false) => "  receiver",
+        }
+    }
+}
+
+/// Each direction's rows (this end receiving, then sending), with a `[SUM]` where a direction
+/// has more than one stream.
+fn lines(out: &mut String, rows: &[Row], span: (f64, f64), form: Form, ending: Ending) {
+    for sender in [false, true] {
+        let these: Vec<&Row> = rows.iter().filter(|r| r.sender == sender).collect();
+        let role = tag(sender, form.bidir);
+        for r in &these {
+            let l = form.line(&r.socket, role, span);
+            out.push_str(&line(&l, &r.figures, ending.words(sender)));
+            out.push('\n');
+        }
+        if these.len() > 1 {
+            let figures: Vec<StreamInterval> = these.iter().map(|r| r.figures.clone()).collect();
+            let secs = these.iter().map(|r| r.seconds).fold(0.0, f64::max);
+            let total = total_of(&figures, secs);
+            let l = form.line("SUM", role, span);
+            out.push_str(&line(&l, &total, ending.words(sender)));
+            out.push('\n');
+        }
+    }
+}
+
+/// What every line of one test shares.
+#[derive(Clone, Copy)]
+struct Form {
+    proto: Protocol,
+    bidir: bool,
+    units: RateFormat,
+}
+
+impl Form {
+    fn line<'a>(&self, id: &'a str, role: &'a str, (start, end): (f64, f64)) -> Line<'a> {
+        Line {
+            id,
+            role,
+            start,
+            end,
+            proto: self.proto,
+            units: self.units,
+        }
+    }
+}
+
+/// The text of one served test from its document; `None` for a document without a test's
+/// figures (a test that failed: the server's log says why).
+pub fn served_test(doc: &Value, units: RateFormat) -> Option<String> {
+    let start = doc.get("start")?;
+    let test = start.get("test_start")?;
+    let form = Form {
+        proto: if test.get("protocol").and_then(Value::as_str) == Some("UDP") {
+            Protocol::Udp
+        } else {
+            Protocol::Tcp
+        },
+        bidir: test.get("bidir").and_then(Value::as_i64) == Some(1),
+        units,
+    };
+    let mut out = String::new();
+    if let Some(c) = start.get("connected").and_then(|c| c.get(0)) {
+        let host = c.get("remote_host").and_then(Value::as_str).unwrap_or("?");
+        let port = c.get("remote_port").and_then(Value::as_u64).unwrap_or(0);
+        let _ = writeln!(out, "Accepted connection from {host}, port {port}");
+    }
+    let header = header_of(form.proto, form.bidir);
+    let _ = writeln!(out, "{header}");
+    // Each stream's measured figures, added up in stream order for the summary.
+    let mut kept: Vec<(Row, Vec<StreamInterval>)> = Vec::new();
+    for iv in doc.get("intervals")?.as_array()? {
+        let rows: Vec<Row> = iv
+            .get("streams")
+            .and_then(Value::as_array)
+            .map(|s| s.iter().filter_map(row_of).collect())
+            .unwrap_or_default();
+        let omitted = iv
+            .get("sum")
+            .or_else(|| iv.get("sum_bidir_reverse"))
+            .and_then(|s| s.get("omitted"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        let f = |k: &str| iv.get("streams")?.get(0)?.get(k)?.as_f64();
+        let span = (f("start").unwrap_or(0.0), f("end").unwrap_or(0.0));
+        lines(&mut out, &rows, span, form, Ending::Interval { omitted });
+        if omitted {
+            continue;
+        }
+        for r in rows {
+            match kept.iter_mut().find(|(k, _)| k.socket == r.socket) {
+                Some((k, all)) => {
+                    k.seconds += r.seconds;
+                    all.push(r.figures);
+                }
+                None => {
+                    let figures = vec![r.figures.clone()];
+                    kept.push((r, figures));
+                }
+            }
+        }
+    }
+    out.push_str("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
+    let _ = writeln!(out, "{header}");
+    // UDP's datagrams and losses over the test, per stream in stream order, from `end`.
+    let udp_ends: Vec<&Value> = doc
+        .get("end")
+        .and_then(|e| e.get("streams"))
+        .and_then(Value::as_array)
+        .map(|s| s.iter().filter_map(|s| s.get("udp")).collect())
+        .unwrap_or_default();
+    let totals: Vec<Row> = kept
+        .into_iter()
+        .enumerate()
+        .map(|(k, (r, all))| summary_row(r, &all, udp_ends.get(k).copied()))
+        .collect();
+    let secs = totals.iter().map(|r| r.seconds).fold(0.0, f64::max);
+    lines(&mut out, &totals, (0.0, secs), form, Ending::Summary);
+    Some(out)
+}
+
+/// A stream's summary: its measured intervals added up; for UDP, the datagrams, losses and
+/// jitter of the stream's `end` entry (`udp_end`), the end that counted each.
+fn summary_row(r: Row, all: &[StreamInterval], udp_end: Option<&Value>) -> Row {
+    let mut figures = total_of(all, r.seconds);
+    figures.cwnd_bytes = None;
+    figures.rtt_us = None;
+    if let Some(u) = udp_end {
+        figures.packets = u.get("packets").and_then(Value::as_u64);
+        figures.lost_packets = u.get("lost_packets").and_then(Value::as_u64);
+        figures.lost_percent = u.get("lost_percent").and_then(Value::as_f64);
+        figures.jitter_ms = u.get("jitter_ms").and_then(Value::as_f64);
+    }
+    Row { figures, ..r }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn stream(socket: u32, (start, end): (f64, f64), bytes: u64, sender: bool) -> Value {
+        json!({
+            "socket": socket, "start": start, "end": end, "seconds": end - start,
+            "bytes": bytes, "bits_per_second": bytes as f64 * 8.0 / (end - start),
+            "sender": sender,
+        })
+    }
+
+    /// A two-second UDP test to this server with a one-second warm-up, as the document of
+    /// `iperf3::server::document` has it: the receiver's intervals carry jitter but 0 of 0
+    /// datagrams (its losses are counted over the whole test).
+    fn udp_document() -> Value {
+        let rx = |(start, end), omitted: bool| {
+            let mut s = stream(1, (start, end), 1_250_000, false);
+            s["jitter_ms"] = json!(0.25);
+            s["packets"] = json!(0);
+            s["lost_packets"] = json!(0);
+            s["lost_percent"] = json!(0.0);
+            json!({ "streams": [s], "sum": { "omitted": omitted } })
+        };
+        json!({
+            "start": {
+                "connected": [{ "remote_host": "198.18.0.1", "remote_port": 40000 }],
+                "test_start": { "protocol": "UDP", "num_streams": 1, "reverse": 0, "bidir": 0 },
+            },
+            "intervals": [rx((0.0, 1.0), true), rx((0.0, 1.0), false), rx((1.0, 2.0), false)],
+            "end": { "streams": [{ "udp": {
+                "packets": 1800, "lost_packets": 14, "lost_percent": 0.7777, "jitter_ms": 0.3,
+            } }] },
+        })
+    }
+
+    #[test]
+    fn a_udp_receivers_losses_are_the_tests_and_warm_up_is_marked() {
+        let text = served_test(&udp_document(), RateFormat::Auto).expect("a test");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "Accepted connection from 198.18.0.1, port 40000");
+        assert!(lines[2].ends_with("(omitted)"), "{text}");
+        // Per interval: jitter, and no loss figure it does not have.
+        assert!(lines[3].contains("0.250 ms  -"), "{text}");
+        let summary = lines.last().expect("a summary");
+        // Two measured seconds of 1.25 MB: 2.38 MBytes at 10.0 Mbits/sec; the end's losses.
+        assert!(
+            summary.starts_with("[  1]   0.00-2.00   sec   2.38 MBytes"),
+            "{summary}"
+        );
+        assert!(summary.contains("10.0 Mbits/sec"), "{summary}");
+        assert!(
+            summary.ends_with("0.300 ms  14/1800 (0.78%)  receiver"),
+            "{summary}"
+        );
+    }
+
+    #[test]
+    fn bidir_lines_say_what_the_server_did_and_streams_add_up_per_direction() {
+        let iv = json!({ "streams": [
+            stream(1, (0.0, 1.0), 1000, false),
+            stream(3, (0.0, 1.0), 2000, false),
+            stream(5, (0.0, 1.0), 4000, true),
+        ], "sum": { "omitted": false } });
+        let doc = json!({
+            "start": { "test_start": { "protocol": "TCP", "bidir": 1 } },
+            "intervals": [iv],
+            "end": {},
+        });
+        let text = served_test(&doc, RateFormat::Bytes('K')).expect("a test");
+        for want in ["[  1][RX-S]", "[  3][RX-S]", "[SUM][RX-S]", "[  5][TX-S]"] {
+            assert!(text.contains(want), "{want} in {text}");
+        }
+        // One stream the server sent: no sum for that direction.
+        assert!(!text.contains("[SUM][TX-S]"), "{text}");
+        let sum = text
+            .lines()
+            .find(|l| l.starts_with("[SUM][RX-S]") && l.ends_with("receiver"))
+            .expect("the receivers' sum");
+        assert!(sum.contains("2.93 KBytes"), "{sum}");
+        assert!(sum.contains("2.93 KBytes/sec"), "{sum}");
+    }
+
+    #[test]
+    fn a_failed_test_has_no_text() {
+        assert_eq!(
+            served_test(&json!({ "error": "x" }), RateFormat::Auto),
+            None
+        );
+    }
+}

@@ -1,0 +1,221 @@
+//! What `netsweep -s` prints on stdout for each test it serves, as iperf3's server does: the
+//! test's text (who connected, this end's intervals, its summary as `sender` or `receiver`)
+//! and the listening line again; with `-J` each test's document. Checked against the
+//! clients' own results of the same tests: the server's figures are the ones the clients
+//! report for the server's end.
+
+mod common;
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+/// A server process on a free port, its stdout read line by line; killed on drop.
+struct Server {
+    child: Child,
+    port: String,
+    lines: Receiver<String>,
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Server {
+        let port = common::free_port().to_string();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["-s", "-B", "127.0.0.1", "-p", &port])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
+        Server { child, port, lines }
+    }
+
+    /// The lines written until `count` more of them satisfy `until` (20 s at most).
+    fn read_until(&self, until: impl Fn(&str) -> bool, count: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let (mut seen, mut got) = (Vec::new(), 0);
+        while got < count {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Ok(line) = self.lines.recv_timeout(left) else {
+                panic!("the server wrote only {seen:#?}");
+            };
+            got += usize::from(until(&line));
+            seen.push(line);
+        }
+        seen
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A client run against `port` with `-J`: its document.
+fn client(program: &str, port: &str, args: &[&str]) -> Value {
+    let o = Command::new(program)
+        .args(["-c", "127.0.0.1", "-p", port, "-J"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    serde_json::from_slice(&o.stdout).expect("the client's document")
+}
+
+fn bytes_words(v: &Value) -> String {
+    netsweep::units::Bytes(v.as_u64().expect("bytes")).to_string()
+}
+
+/// The line of `text` that starts with `id` and ends with `end`.
+fn line_of<'a>(text: &'a [String], id: &str, end: &str) -> &'a str {
+    text.iter()
+        .find(|l| l.starts_with(id) && l.trim_end().ends_with(end))
+        .unwrap_or_else(|| panic!("no {id} ... {end} line in {text:#?}"))
+}
+
+#[test]
+fn each_test_is_told_on_stdout_as_iperf3s_server_tells_it() {
+    let s = Server::start(&[]);
+    let banner = |l: &str| l.starts_with("Server listening on ");
+    s.read_until(banner, 1);
+    let ns = env!("CARGO_BIN_EXE_netsweep");
+
+    // Two streams to the server: its receiver lines are the client's receiver figures.
+    let doc = client(ns, &s.port, &["-t", "1", "-P", "2"]);
+    let text = s.read_until(banner, 1);
+    assert!(
+        text.iter()
+            .any(|l| l.starts_with("Accepted connection from 127.0.0.1, port ")),
+        "{text:#?}"
+    );
+    let sum = line_of(&text, "[SUM]", "receiver");
+    let want = bytes_words(&doc["end"]["sum_received"]["bytes"]);
+    assert!(sum.contains(&format!(" {want} ")), "{sum} against {want}");
+    assert_eq!(
+        text.iter().filter(|l| l.ends_with("receiver")).count(),
+        3,
+        "{text:#?}"
+    );
+    assert!(text.iter().any(|l| l.starts_with("- - -")), "{text:#?}");
+
+    // Both ways: each stream tagged with what the server did with it.
+    client(ns, &s.port, &["-t", "1", "--bidir"]);
+    let text = s.read_until(banner, 1);
+    assert!(
+        text.iter().any(|l| l.starts_with("[ ID][Role]")),
+        "{text:#?}"
+    );
+    line_of(&text, "[  1][RX-S]", "receiver");
+    line_of(&text, "[  3][TX-S]", "sender");
+
+    // iperf3's client, UDP: the server's losses and datagrams are what iperf3's client reads.
+    if common::tool_or_skip(
+        "each_test_is_told_on_stdout_as_iperf3s_server_tells_it",
+        "iperf3",
+    ) {
+        let doc = client("iperf3", &s.port, &["-t", "1", "-u", "-b", "20M"]);
+        let text = s.read_until(banner, 1);
+        let sum = &doc["end"]["sum"];
+        let lost = format!(
+            " {}/{} (",
+            sum["lost_packets"].as_u64().expect("lost"),
+            sum["packets"].as_u64().expect("packets")
+        );
+        let line = line_of(&text, "[  1]", "receiver");
+        assert!(line.contains(&lost), "{line} against iperf3's {lost}");
+    }
+}
+
+/// Documents one after another on a stream: as many as `count`, 20 s at most.
+fn documents(out: impl Read + Send + 'static, count: usize) -> Vec<Value> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for doc in serde_json::Deserializer::from_reader(out).into_iter::<Value>() {
+            let Ok(doc) = doc else { break };
+            if tx.send(doc).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    (0..count)
+        .map_while(|_| {
+            rx.recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .ok()
+        })
+        .collect()
+}
+
+#[test]
+fn json_gives_each_test_its_document_and_one_off_its_one() {
+    let ns = env!("CARGO_BIN_EXE_netsweep");
+    // Without -1: a document per test, as it ends.
+    let port = common::free_port().to_string();
+    let mut server = Command::new(ns)
+        .args(["-s", "-J", "-B", "127.0.0.1", "-p", &port])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = server.stdout.take().expect("stdout");
+    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
+    let theirs = [
+        client(ns, &port, &["-t", "1"]),
+        client(ns, &port, &["-t", "1", "-R"]),
+    ];
+    let ours = documents(out, 2);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(ours.len(), 2, "{ours:#?}");
+    // The server received the first test's data and sent the second's.
+    assert_eq!(
+        ours[0]["end"]["sum_received"]["bytes"], theirs[0]["end"]["sum_received"]["bytes"],
+        "{:#}",
+        ours[0]["end"]
+    );
+    assert_eq!(ours[0]["start"]["test_start"]["reverse"], 0);
+    assert_eq!(ours[1]["start"]["test_start"]["reverse"], 1);
+    assert!(ours[1]["end"]["sum_sent"]["bytes"].as_u64() > Some(0));
+
+    // -1 -J with a netsweep client: its test's document, not an error.
+    let port = common::free_port().to_string();
+    let mut server = Command::new(ns)
+        .args(["-s", "-1", "-J", "-B", "127.0.0.1", "-p", &port])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
+    let theirs = client(ns, &port, &["-t", "1", "-P", "2"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = server.kill();
+    let done = server.wait_with_output().unwrap();
+    assert!(
+        done.status.success(),
+        "-1 did not end after its test: {done:?}"
+    );
+    let ours: Value = serde_json::from_slice(&done.stdout).expect("one document");
+    assert!(ours.get("error").is_none(), "{ours:#}");
+    assert_eq!(
+        ours["end"]["sum_received"]["bytes"],
+        theirs["end"]["sum_received"]["bytes"]
+    );
+    assert_eq!(ours["end"]["streams"].as_array().map(Vec::len), Some(2));
+}
