@@ -325,8 +325,18 @@ fn get_server_output_follows_the_servers_json_as_iperf3s() {
         let doc: Value = serde_json::from_slice(&out.stdout).expect("iperf3's document");
         assert!(doc.get("error").is_none(), "{doc:#}");
         if !server_json {
+            // The server's text as it writes it on stdout: its receiver line has the bytes
+            // the client's document says the server received.
             let t = doc["server_output_text"].as_str().unwrap_or_default();
-            assert!(t.contains("received"), "{doc:#}");
+            let received = netsweep::units::Bytes(
+                doc["end"]["sum_received"]["bytes"].as_u64().expect("bytes"),
+            );
+            assert!(
+                t.lines()
+                    .any(|l| l.ends_with("receiver") && l.contains(&format!(" {received} "))),
+                "{received} in {doc:#}"
+            );
+            assert!(t.contains("Accepted connection from 127.0.0.1"), "{t}");
             assert!(doc.get("server_output_json").is_none());
             continue;
         }

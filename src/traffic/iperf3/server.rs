@@ -533,7 +533,11 @@ pub fn serve(
             // iperf3's --get-server-output: the server's own account, as text.
             m.insert(
                 "server_output_text".into(),
-                serde_json::Value::String(server_output(peer, &spec, &ours, &theirs)),
+                serde_json::Value::String(server_output(
+                    &document,
+                    (peer, &spec),
+                    (&ours, &theirs),
+                )),
             );
         }
     }

@@ -14,17 +14,19 @@ pub(super) fn test_words(spec: &TestSpec, params: &Params) -> String {
     format!("{}, {end}", spec.kind_words())
 }
 
-/// The text an iperf3 client asked for with `--get-server-output`.
+/// The text an iperf3 client asked for with `--get-server-output`: the test as this server
+/// writes it on stdout (`output::served_test`, from the test's `document`), after a line
+/// naming the server; the log's one line if the document has no test's figures.
 pub(super) fn server_output(
-    peer: SocketAddr,
-    spec: &TestSpec,
-    ours: &Results,
-    theirs: &Results,
+    document: &serde_json::Value,
+    (peer, spec): (SocketAddr, &TestSpec),
+    (ours, theirs): (&Results, &Results),
 ) -> String {
+    let text = crate::traffic::output::served_test(document, crate::units::RateFormat::Auto)
+        .unwrap_or_else(|| format!("{}\n", summary_line(peer, spec, ours, theirs)));
     format!(
-        "netsweep {} server, iperf3 protocol\n{}\n",
-        env!("CARGO_PKG_VERSION"),
-        summary_line(peer, spec, ours, theirs)
+        "netsweep {} server, iperf3 protocol\n{text}",
+        env!("CARGO_PKG_VERSION")
     )
 }
 
