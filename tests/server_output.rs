@@ -140,6 +140,50 @@ fn each_test_is_told_on_stdout_as_iperf3s_server_tells_it() {
     }
 }
 
+/// The server's lines for an interval come when the interval closes, not when the test ends
+/// (a user watching `iperf3 -s` sees the test as it runs).
+#[test]
+fn interval_lines_come_while_the_test_runs() {
+    let s = Server::start(&[]);
+    let banner = |l: &str| l.starts_with("Server listening on ");
+    s.read_until(banner, 1);
+    let mut client = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["-c", "127.0.0.1", "-p", &s.port, "-t", "5"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let first = s.read_until(|l| l.starts_with("[  1]"), 1);
+    let running = client.try_wait().unwrap().is_none();
+    let t0 = Instant::now();
+    while client.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = client.kill();
+    let _ = client.wait();
+    assert!(
+        running,
+        "the first interval came only after the test: {first:#?}"
+    );
+    let rest = s.read_until(banner, 1);
+    // Each measured second once, then the summary.
+    let measured = |l: &&String| l.starts_with("[  1]") && !l.ends_with("(omitted)");
+    let seconds: Vec<&String> = first.iter().chain(&rest).filter(measured).collect();
+    assert!(seconds.len() >= 6, "{seconds:#?}");
+    assert!(
+        seconds.last().is_some_and(|l| l.ends_with("receiver")),
+        "{seconds:#?}"
+    );
+    assert_eq!(
+        seconds
+            .iter()
+            .filter(|l| l.contains("   4.00-5.00   sec"))
+            .count(),
+        1,
+        "{seconds:#?}"
+    );
+}
+
 /// Documents one after another on a stream: as many as `count`, 20 s at most.
 fn documents(out: impl Read + Send + 'static, count: usize) -> Vec<Value> {
     let (tx, rx) = mpsc::channel();

@@ -4,7 +4,7 @@
 
 use super::daemon;
 use crate::cli::{ServerArgs, ServerConfig};
-use crate::traffic::output;
+use crate::traffic::{iperf3, output};
 use crate::{platform::signals, traffic::server};
 use anyhow::Context;
 use socket2::{Domain, Socket, Type};
@@ -132,7 +132,8 @@ pub(super) fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
         Arc::new(|line: &str| crate::errln!("{}", crate::console::stamped(line)));
     let served = Arc::new(server::Served {
         json_output: cfg.json,
-        on_document: test_report(&cfg, banner_port),
+        on_document: test_document(&cfg),
+        live: test_text(&cfg, banner_port),
         ..server::Served::default()
     });
     let idled = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -222,28 +223,56 @@ fn listening(port: u16) -> String {
     format!("{rule}\nServer listening on {port}\n{rule}")
 }
 
-/// What the server prints on stdout for each test as it ends: with `-J` the test's document
-/// (as iperf3's `-s -J`, one document a test); with iperf3's `-s` its text and then the
-/// listening line again, as iperf3's server (not after the last test of `-1`); with
-/// `netsweep server` nothing (its log line on stderr gives the test in one line).
-fn test_report(cfg: &ServerConfig, banner_port: u16) -> Option<server::DocumentSink> {
-    if cfg.json {
-        return Some(server::DocumentSink(Arc::new(|doc| {
+/// With `-J`, each test's document on stdout as it ends (as iperf3's `-s -J`: one document a
+/// test).
+fn test_document(cfg: &ServerConfig) -> Option<server::DocumentSink> {
+    cfg.json.then(|| {
+        server::DocumentSink(Arc::new(|doc| {
             if let Ok(text) = serde_json::to_string_pretty(doc) {
                 crate::outln!("{text}");
             }
-        })));
-    }
+        }))
+    })
+}
+
+/// With iperf3's `-s`, each test's text on stdout as iperf3's server writes it: who
+/// connected and the header when its streams start, each interval as it closes, the summary
+/// and the listening line again when it ends (not after the one test of `-1`). `netsweep
+/// server` writes none: its log line on stderr gives each test in one line.
+fn test_text(cfg: &ServerConfig, banner_port: u16) -> Option<iperf3::server::LiveSink> {
     if !cfg.iperf3_banner {
         return None;
     }
-    let (units, again) = (cfg.units, !cfg.one_off);
-    Some(server::DocumentSink(Arc::new(move |doc| {
-        let text = output::served_test(doc, units).unwrap_or_default();
-        if again {
-            crate::out!("{text}{}\n", listening(banner_port));
-        } else {
-            crate::out!("{text}");
-        }
+    let (units, again) = (cfg.units, (!cfg.one_off).then_some(banner_port));
+    Some(iperf3::server::LiveSink(Arc::new(move |start| {
+        let text = output::ServedText::open(start, units).map(|(text, opening)| {
+            crate::out!("{opening}");
+            text
+        });
+        Box::new(TextReport { text, again })
     })))
+}
+
+/// One test's text under way (`test_text`).
+struct TextReport {
+    text: Option<output::ServedText>,
+    /// The port the listening line names, when it is said again after the test.
+    again: Option<u16>,
+}
+
+impl iperf3::server::LiveReport for TextReport {
+    fn interval(&mut self, interval: &serde_json::Value) {
+        if let Some(t) = &self.text {
+            crate::out!("{}", t.interval(interval));
+        }
+    }
+
+    fn ended(&mut self, document: &serde_json::Value, shown: usize) {
+        if let Some(rest) = self.text.and_then(|t| t.close(document, shown)) {
+            crate::out!("{rest}");
+        }
+        if let Some(port) = self.again {
+            crate::outln!("{}", listening(port));
+        }
+    }
 }

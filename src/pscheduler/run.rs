@@ -288,6 +288,7 @@ fn serve_one(
         last_document: Mutex::new(s.last_document()),
         json_output: s.json_output,
         on_document: None,
+        live: None,
     });
     (served, log)
 }

@@ -12,7 +12,7 @@ use std::fmt::Write;
 mod engine_lines;
 mod served_test;
 use engine_lines::{low_water_line, receive_buffer_line, send_buffer_line, send_path_line};
-pub use served_test::served_test;
+pub use served_test::{ServedText, served_test};
 
 /// The test asked for, in one line (`-V`).
 pub fn spec_line(spec: &TestSpec) -> String {

@@ -509,9 +509,10 @@ fn iperf3_connection(
         log: &log,
         auth: shared.auth.as_deref(),
         json_output: shared.served.json_output,
+        live: shared.served.live.as_ref(),
     };
     let mut ending = Ending::new(&shared.served);
-    match iperf3::server::serve(conn, peer, cookie, &ctx, slot) {
+    match iperf3::server::serve(conn, peer, cookie, &ctx, (slot, &mut ending.live)) {
         Ok(doc) => {
             ending.outcome = Outcome::Ok;
             ending.document = Some(doc);

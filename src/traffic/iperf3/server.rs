@@ -38,9 +38,11 @@ use std::time::{Duration, Instant};
 mod document;
 mod ending;
 mod intervals;
+mod live;
 mod spec;
 pub use document::own_document;
 use ending::*;
+pub use live::{LiveReport, LiveSink, LiveTest};
 #[cfg(test)]
 use spec::duration_code;
 pub use spec::spec_for;
@@ -272,6 +274,8 @@ pub struct Context<'a> {
     pub auth: Option<&'a ServerAuth>,
     /// The server writes JSON (`-J`): `--get-server-output` sends the test's document.
     pub json_output: bool,
+    /// Makes each test's account as it goes (`netsweep -s`'s text).
+    pub live: Option<&'a LiveSink>,
 }
 
 /// Most bytes of results accepted from a client of a test of `streams` streams.
@@ -351,7 +355,7 @@ pub fn serve(
     peer: SocketAddr,
     cookie: Cookie,
     ctx: &Context<'_>,
-    mut slot: Slot<'_>,
+    (mut slot, live): (Slot<'_>, &mut Option<LiveTest>),
 ) -> anyhow::Result<serde_json::Value> {
     let hub = ctx.hub;
     let local = ctrl.local_addr().ok();
@@ -443,6 +447,7 @@ pub fn serve(
         eager_receivers: true,
     };
     let streams = session::start_streams(&spec, false, sockets, (start, start), wire)?;
+    *live = ctx.live.map(|s| LiveTest::start(s, (peer, local), &spec));
     let deadline = Deadline::of(start, &spec, &params);
     let mut finished = Finished::default();
     let ends = (&deadline, ctx.limits.rcv_timeout);
@@ -450,9 +455,13 @@ pub fn serve(
         .limits
         .bitrate_limit
         .map(|l| RateWatch::new(l, spec.interval, flows.len()));
-    let ended = wait_for_end(&mut ctrl, &streams, ends, (&mut finished, watch), || {
-        hub.contested(&cookie)
-    });
+    let ended = wait_for_end(
+        &mut ctrl,
+        &streams,
+        ends,
+        (&mut finished, watch, live.as_mut()),
+        || hub.contested(&cookie),
+    );
     let stopped = start.elapsed();
     // Told before the streams stop. A client over this server's limits (rate, time) is its
     // own and keeps sending: its streams run on until it hangs up (a moment), so it reads the

@@ -126,75 +126,117 @@ impl Form {
 /// The text of one served test from its document; `None` for a document without a test's
 /// figures (a test that failed: the server's log says why).
 pub fn served_test(doc: &Value, units: RateFormat) -> Option<String> {
-    let start = doc.get("start")?;
-    let test = start.get("test_start")?;
-    let form = Form {
-        proto: if test.get("protocol").and_then(Value::as_str) == Some("UDP") {
-            Protocol::Udp
-        } else {
-            Protocol::Tcp
-        },
-        bidir: test.get("bidir").and_then(Value::as_i64) == Some(1),
-        units,
-    };
-    let mut out = String::new();
-    if let Some(c) = start.get("connected").and_then(|c| c.get(0)) {
-        let host = c.get("remote_host").and_then(Value::as_str).unwrap_or("?");
-        let port = c.get("remote_port").and_then(Value::as_u64).unwrap_or(0);
-        let _ = writeln!(out, "Accepted connection from {host}, port {port}");
-    }
-    let header = header_of(form.proto, form.bidir);
-    let _ = writeln!(out, "{header}");
-    // Each stream's measured figures, added up in stream order for the summary.
-    let mut kept: Vec<(Row, Vec<StreamInterval>)> = Vec::new();
-    for iv in doc.get("intervals")?.as_array()? {
-        let rows: Vec<Row> = iv
-            .get("streams")
-            .and_then(Value::as_array)
-            .map(|s| s.iter().filter_map(row_of).collect())
-            .unwrap_or_default();
-        let omitted = iv
-            .get("sum")
-            .or_else(|| iv.get("sum_bidir_reverse"))
-            .and_then(|s| s.get("omitted"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        let f = |k: &str| iv.get("streams")?.get(0)?.get(k)?.as_f64();
-        let span = (f("start").unwrap_or(0.0), f("end").unwrap_or(0.0));
-        lines(&mut out, &rows, span, form, Ending::Interval { omitted });
-        if omitted {
-            continue;
+    let (text, opening) = ServedText::open(doc.get("start")?, units)?;
+    Some(opening + &text.close(doc, 0)?)
+}
+
+/// One served test's text written as the test goes: `open` at the start of its streams, each
+/// `interval` as it closes, `close` with the document.
+#[derive(Clone, Copy)]
+pub struct ServedText {
+    form: Form,
+}
+
+impl ServedText {
+    /// From the document's `start`: the text and its first lines (who connected, the header).
+    pub fn open(start: &Value, units: RateFormat) -> Option<(ServedText, String)> {
+        let test = start.get("test_start")?;
+        let form = Form {
+            proto: if test.get("protocol").and_then(Value::as_str) == Some("UDP") {
+                Protocol::Udp
+            } else {
+                Protocol::Tcp
+            },
+            bidir: test.get("bidir").and_then(Value::as_i64) == Some(1),
+            units,
+        };
+        let mut out = String::new();
+        if let Some(c) = start.get("connected").and_then(|c| c.get(0)) {
+            let host = c.get("remote_host").and_then(Value::as_str).unwrap_or("?");
+            let port = c.get("remote_port").and_then(Value::as_u64).unwrap_or(0);
+            let _ = writeln!(out, "Accepted connection from {host}, port {port}");
         }
-        for r in rows {
-            match kept.iter_mut().find(|(k, _)| k.socket == r.socket) {
-                Some((k, all)) => {
-                    k.seconds += r.seconds;
-                    all.push(r.figures);
-                }
-                None => {
-                    let figures = vec![r.figures.clone()];
-                    kept.push((r, figures));
+        let _ = writeln!(out, "{}", header_of(form.proto, form.bidir));
+        Some((ServedText { form }, out))
+    }
+
+    /// The lines of one interval of the document's.
+    pub fn interval(&self, iv: &Value) -> String {
+        let mut out = String::new();
+        let (rows, span, omitted) = interval_rows(iv);
+        lines(
+            &mut out,
+            &rows,
+            span,
+            self.form,
+            Ending::Interval { omitted },
+        );
+        out
+    }
+
+    /// The lines of the document's intervals after the first `shown`, then the summary;
+    /// `None` for a document without intervals (a test that failed).
+    pub fn close(&self, doc: &Value, shown: usize) -> Option<String> {
+        let mut out = String::new();
+        // Each stream's measured figures, added up in stream order for the summary.
+        let mut kept: Vec<(Row, Vec<StreamInterval>)> = Vec::new();
+        for (k, iv) in doc.get("intervals")?.as_array()?.iter().enumerate() {
+            if k >= shown {
+                out.push_str(&self.interval(iv));
+            }
+            let (rows, _, omitted) = interval_rows(iv);
+            if omitted {
+                continue;
+            }
+            for r in rows {
+                match kept.iter_mut().find(|(k, _)| k.socket == r.socket) {
+                    Some((k, all)) => {
+                        k.seconds += r.seconds;
+                        all.push(r.figures);
+                    }
+                    None => {
+                        let figures = vec![r.figures.clone()];
+                        kept.push((r, figures));
+                    }
                 }
             }
         }
+        out.push_str("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
+        let _ = writeln!(out, "{}", header_of(self.form.proto, self.form.bidir));
+        // UDP's datagrams and losses over the test, per stream in stream order, from `end`.
+        let udp_ends: Vec<&Value> = doc
+            .get("end")
+            .and_then(|e| e.get("streams"))
+            .and_then(Value::as_array)
+            .map(|s| s.iter().filter_map(|s| s.get("udp")).collect())
+            .unwrap_or_default();
+        let totals: Vec<Row> = kept
+            .into_iter()
+            .enumerate()
+            .map(|(k, (r, all))| summary_row(r, &all, udp_ends.get(k).copied()))
+            .collect();
+        let secs = totals.iter().map(|r| r.seconds).fold(0.0, f64::max);
+        lines(&mut out, &totals, (0.0, secs), self.form, Ending::Summary);
+        Some(out)
     }
-    out.push_str("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
-    let _ = writeln!(out, "{header}");
-    // UDP's datagrams and losses over the test, per stream in stream order, from `end`.
-    let udp_ends: Vec<&Value> = doc
-        .get("end")
-        .and_then(|e| e.get("streams"))
+}
+
+/// An interval's stream rows, its span and whether it is a warm-up's.
+fn interval_rows(iv: &Value) -> (Vec<Row>, (f64, f64), bool) {
+    let rows: Vec<Row> = iv
+        .get("streams")
         .and_then(Value::as_array)
-        .map(|s| s.iter().filter_map(|s| s.get("udp")).collect())
+        .map(|s| s.iter().filter_map(row_of).collect())
         .unwrap_or_default();
-    let totals: Vec<Row> = kept
-        .into_iter()
-        .enumerate()
-        .map(|(k, (r, all))| summary_row(r, &all, udp_ends.get(k).copied()))
-        .collect();
-    let secs = totals.iter().map(|r| r.seconds).fold(0.0, f64::max);
-    lines(&mut out, &totals, (0.0, secs), form, Ending::Summary);
-    Some(out)
+    let omitted = iv
+        .get("sum")
+        .or_else(|| iv.get("sum_bidir_reverse"))
+        .and_then(|s| s.get("omitted"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let f = |k: &str| iv.get("streams")?.get(0)?.get(k)?.as_f64();
+    let span = (f("start").unwrap_or(0.0), f("end").unwrap_or(0.0));
+    (rows, span, omitted)
 }
 
 /// A stream's summary: its measured intervals added up; for UDP, the datagrams, losses and

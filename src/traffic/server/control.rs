@@ -171,7 +171,18 @@ pub(super) fn control_session(
         (start, start),
         session::Wire::default(),
     )?;
-    let outcome = forward_reports(&mut ctrl, (&spec, &shared.limits), &streams);
+    let local = ctrl.local_addr().ok();
+    ending.live = shared
+        .served
+        .live
+        .as_ref()
+        .map(|s| iperf3::server::LiveTest::start(s, (peer, local), &spec));
+    let outcome = forward_reports(
+        &mut ctrl,
+        (&spec, &shared.limits),
+        &streams,
+        ending.live.as_mut(),
+    );
     // A grid the client cut (an auto test's steady end, an interrupt's): the log says so.
     let timeline = spec.timeline();
     let cut = (streams.cut.slots() < timeline.len())
@@ -193,7 +204,6 @@ pub(super) fn control_session(
     // The slot (and the result it holds) is kept until the client has read the result and
     // hung up, within STAGE_DEADLINE of the result's last frame; a client that starts its next
     // test at once waits for the slot briefly instead of being told "busy".
-    let local = ctrl.local_addr().ok();
     let outcome = outcome.and_then(|(done, peer_rx)| {
         let said = done_words(&spec, &done, None);
         // This end's account, as iperf3's server writes it (`-J`, and the text from it).
@@ -367,6 +377,7 @@ fn forward_reports(
     ctrl: &mut TcpStream,
     (spec, limits): (&TestSpec, &ServerLimits),
     streams: &session::Streams,
+    mut live: Option<&mut iperf3::server::LiveTest>,
 ) -> anyhow::Result<(Finished, PeerRx)> {
     let rcv_timeout = limits.rcv_timeout;
     let mut watch = limits
@@ -417,6 +428,9 @@ fn forward_reports(
         }
         match streams.events.recv_timeout(Duration::from_millis(50)) {
             Ok(EngineEvent::Interval(report)) => {
+                if let Some(live) = live.as_mut() {
+                    live.interval(&report);
+                }
                 let over = watch
                     .as_mut()
                     .and_then(|w| w.record(report.index, report.bytes));

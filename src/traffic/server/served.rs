@@ -4,6 +4,7 @@
 //! reports each test as it ends (`netsweep -s`, as iperf3's server on its stdout) is handed
 //! each document by `on_document`.
 
+use crate::traffic::iperf3::server::{LiveSink, LiveTest};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -24,6 +25,8 @@ pub struct Served {
     pub json_output: bool,
     /// Handed each ended test's document as the test ends (refused logins are not tests).
     pub on_document: Option<DocumentSink>,
+    /// Makes each test's account as it goes, from the start of its streams to its document.
+    pub live: Option<LiveSink>,
 }
 
 /// Where a server's ended tests' documents go, one call a test, from the test's thread.
@@ -68,6 +71,8 @@ pub(super) struct Ending<'a> {
     served: &'a Served,
     pub(super) outcome: Outcome,
     pub(super) document: Option<serde_json::Value>,
+    /// The test's account under way, once its streams started (`Served::live`).
+    pub(super) live: Option<LiveTest>,
 }
 
 impl<'a> Ending<'a> {
@@ -77,6 +82,7 @@ impl<'a> Ending<'a> {
             served,
             outcome: Outcome::Failed,
             document: None,
+            live: None,
         }
     }
 }
@@ -84,6 +90,9 @@ impl<'a> Ending<'a> {
 impl Drop for Ending<'_> {
     fn drop(&mut self) {
         if self.outcome != Outcome::NotATest {
+            if let (Some(live), Some(doc)) = (self.live.take(), &self.document) {
+                live.ended(doc);
+            }
             if let Some(doc) = self.document.take() {
                 if let Some(sink) = &self.served.on_document {
                     (sink.0)(&doc);

@@ -60,7 +60,6 @@ fn built(
     (ours, theirs): (&Results, Option<&Results>),
     intervals: &[Interval],
 ) -> Value {
-    let server_sends = spec.direction == Direction::Reverse;
     let udp = spec.protocol == Protocol::Udp;
     // Without the client's figures a stream's far side is this end's own, and only this end's
     // side is written (UDP's sum takes each figure from the end that counts it).
@@ -119,28 +118,34 @@ fn built(
         }
     }
     json!({
-        "start": {
-            "connected": [{
-                // An IPv4 client of a server on `::` as iperf3 names it: 127.0.0.1.
-                "local_host": local.map(|a| a.ip().to_canonical().to_string()),
-                "local_port": local.map(|a| a.port()),
-                "remote_host": peer.ip().to_canonical().to_string(),
-                "remote_port": peer.port(),
-            }],
-            "version": wire::own_software(),
-            "test_start": {
-                "protocol": if udp { "UDP" } else { "TCP" },
-                // -P: the streams of one direction, as iperf3 counts them.
-                "num_streams": spec.streams,
-                "reverse": i32::from(server_sends),
-                "bidir": i32::from(spec.direction == Direction::Bidir),
-            },
-        },
+        "start": start_section(peer, local, spec),
         "intervals": intervals
             .iter()
             .filter_map(|iv| json::interval_of(Writer::Server, spec, iv))
             .collect::<Vec<Value>>(),
         "end": end,
+    })
+}
+
+/// The document's `start`: who connected, and the test asked for.
+pub(super) fn start_section(peer: SocketAddr, local: Option<SocketAddr>, spec: &TestSpec) -> Value {
+    let udp = spec.protocol == Protocol::Udp;
+    json!({
+        "connected": [{
+            // An IPv4 client of a server on `::` as iperf3 names it: 127.0.0.1.
+            "local_host": local.map(|a| a.ip().to_canonical().to_string()),
+            "local_port": local.map(|a| a.port()),
+            "remote_host": peer.ip().to_canonical().to_string(),
+            "remote_port": peer.port(),
+        }],
+        "version": wire::own_software(),
+        "test_start": {
+            "protocol": if udp { "UDP" } else { "TCP" },
+            // -P: the streams of one direction, as iperf3 counts them.
+            "num_streams": spec.streams,
+            "reverse": i32::from(spec.direction == Direction::Reverse),
+            "bidir": i32::from(spec.direction == Direction::Bidir),
+        },
     })
 }
 

@@ -162,7 +162,7 @@ impl Ended {
     }
 }
 
-/// Waits for the client's TEST_END. A client that goes away, terminates, or never says it is
+/// Waits for the client's TEST_END, giving `live` each interval report. A client that goes away, terminates, or never says it is
 /// an error (and the streams stop at once either way), and so is a test whose streams this end
 /// receives that brings nothing for `rcv_timeout` (iperf3's server: IENOMSG), and one whose
 /// rate passes the server's `--server-bitrate-limit` (`watch`; IETOTALRATE).
@@ -170,7 +170,7 @@ pub(super) fn wait_for_end(
     ctrl: &mut TcpStream,
     streams: &session::Streams,
     (deadline, rcv_timeout): (&Deadline, Duration),
-    (finished, mut watch): (&mut Finished, Option<RateWatch>),
+    (finished, mut watch, mut live): (&mut Finished, Option<RateWatch>, Option<&mut LiveTest>),
     contested: impl Fn() -> Option<SocketAddr>,
 ) -> Result<(), Ended> {
     let mut failure = session::StreamFailure::default();
@@ -201,6 +201,9 @@ pub(super) fn wait_for_end(
                     finished.add(*r, cpu);
                 }
                 EngineEvent::Interval(iv) => {
+                    if let Some(live) = live.as_mut() {
+                        live.interval(&iv);
+                    }
                     if let Some(why) = watch.as_mut().and_then(|w| w.record(iv.index, iv.bytes)) {
                         return Err(Ended::told(code::TOTAL_RATE, why));
                     }
