@@ -235,6 +235,34 @@ fn json_gives_each_test_its_document_and_one_off_its_one() {
     assert_eq!(ours[1]["start"]["test_start"]["reverse"], 1);
     assert!(ours[1]["end"]["sum_sent"]["bytes"].as_u64() > Some(0));
 
+    // -J --logfile: the file holds the documents only (a JSON reader takes it whole), as
+    // iperf3's; the server's messages stay on stderr.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("tests.json");
+    let port = common::free_port().to_string();
+    let mut server = Command::new(ns)
+        .args(["-s", "-J", "-B", "127.0.0.1", "-p", &port, "--logfile"])
+        .arg(&log)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
+    let theirs = client(ns, &port, &["-t", "1"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut logged = String::new();
+    while !logged.trim_end().ends_with('}') && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        logged = std::fs::read_to_string(&log).unwrap_or_default();
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    let ours: Value = serde_json::from_str(&logged).expect("the log is one document");
+    assert_eq!(
+        ours["end"]["sum_received"]["bytes"],
+        theirs["end"]["sum_received"]["bytes"]
+    );
+
     // -1 -J with a netsweep client: its test's document, not an error.
     let port = common::free_port().to_string();
     let mut server = Command::new(ns)

@@ -117,10 +117,14 @@ pub struct Redirect {
     file: Option<std::fs::File>,
     /// A log gets the startup lines too.
     repeat: bool,
+    /// `-J`: the log holds the documents only, as iperf3's `-s -J --logfile` (a JSON reader
+    /// takes the file whole); messages stay on stderr, or go nowhere in the background.
+    json: bool,
+    background: bool,
 }
 
 impl Redirect {
-    pub fn open(out: &ServerOutput) -> anyhow::Result<Redirect> {
+    pub fn open(out: &ServerOutput, json: bool) -> anyhow::Result<Redirect> {
         let file = match (&out.logfile, out.background) {
             (Some(path), _) => Some(
                 crate::console::open_log(path)
@@ -136,17 +140,28 @@ impl Redirect {
         };
         Ok(Redirect {
             file,
-            repeat: out.logfile.is_some(),
+            repeat: out.logfile.is_some() && !json,
+            json,
+            background: out.background,
         })
     }
 
-    /// Points standard error (the server's messages) and standard output (`-J`'s document) at
-    /// the target, and says `lines` again in a log. Without a target, nothing changes.
+    /// Points standard error (the server's messages) and standard output (the tests' text or
+    /// documents) at the target, and says `lines` again in a log; with `-J` only standard
+    /// output. Without a target, nothing changes.
     pub fn apply(self, lines: &[String]) -> anyhow::Result<()> {
         let Some(file) = self.file else {
             return Ok(());
         };
-        crate::platform::process::stderr_to(&file).context("pointing messages at the log")?;
+        if !self.json {
+            crate::platform::process::stderr_to(&file).context("pointing messages at the log")?;
+        } else if self.background {
+            let null = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/null")
+                .context("-D: /dev/null")?;
+            crate::platform::process::stderr_to(&null).context("-D: messages to /dev/null")?;
+        }
         crate::console::set_log(file);
         if self.repeat {
             for line in lines {

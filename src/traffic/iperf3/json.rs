@@ -102,26 +102,12 @@ pub fn start(spec: &TestSpec, info: &StartInfo, server: SocketAddr) -> Value {
         })
         .collect();
     s.insert("connected".into(), Value::Array(connected));
-    s.insert(
-        "version".into(),
-        Value::String(format!(
-            "iperf {SCHEMA_VERSION} (netsweep {})",
-            env!("CARGO_PKG_VERSION")
-        )),
-    );
+    s.insert("version".into(), Value::String(version()));
     s.insert(
         "system_info".into(),
         Value::String(crate::platform::system_info()),
     );
-    let millis = (info.timestamp_unix_s * 1000.0).max(0.0) as u64;
-    s.insert(
-        "timestamp".into(),
-        json!({
-            "time": rfc1123(millis / 1000),
-            "timesecs": millis / 1000,
-            "timemillisecs": millis,
-        }),
-    );
+    s.insert("timestamp".into(), timestamp(info.timestamp_unix_s));
     s.insert(
         "connecting_to".into(),
         json!({ "host": plain_ip(server), "port": server.port() }),
@@ -147,12 +133,36 @@ pub fn start(spec: &TestSpec, info: &StartInfo, server: SocketAddr) -> Value {
         s.insert("sndbuf_actual".into(), json!(f.sndbuf_bytes));
         s.insert("rcvbuf_actual".into(), json!(f.rcvbuf_bytes));
     }
-    s.insert("test_start".into(), test_start(spec, info));
+    s.insert("test_start".into(), test_start(spec, info.chunk_bytes));
     Value::Object(s)
 }
 
-fn test_start(spec: &TestSpec, info: &StartInfo) -> Value {
-    let blksize = match (spec.protocol, info.chunk_bytes) {
+/// `start.version`: iperf3's schema version, so readers that check it read on, and this
+/// program's.
+pub fn version() -> String {
+    format!(
+        "iperf {SCHEMA_VERSION} (netsweep {})",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// `start.timestamp` of a moment in Unix seconds.
+pub fn timestamp(unix_s: f64) -> Value {
+    let millis = (unix_s * 1000.0).max(0.0) as u64;
+    json!({
+        "time": rfc1123(millis / 1000),
+        "timesecs": millis / 1000,
+        "timemillisecs": millis,
+    })
+}
+
+/// `start.test_start` as a server writes it: the test asked for (its block size as asked).
+pub fn asked_test_start(spec: &TestSpec) -> Value {
+    test_start(spec, None)
+}
+
+fn test_start(spec: &TestSpec, chunk_bytes: Option<u64>) -> Value {
+    let blksize = match (spec.protocol, chunk_bytes) {
         (Protocol::Tcp, Some(c)) if spec.length_bytes == 0 || !spec.calibration.is_zero() => c,
         _ => u64::from(spec.length_bytes),
     };

@@ -26,6 +26,15 @@ pub(super) fn document(
     intervals: &[Interval],
 ) -> Value {
     let mut doc = built(peer, local, spec, (ours, Some(theirs)), intervals);
+    // The test as the client asked it (this server's own grid runs past the client's end).
+    let asked = &mut doc["start"]["test_start"];
+    asked["duration"] = json!(params.time_s);
+    asked["omit"] = json!(params.omit_s);
+    asked["bytes"] = json!(params.bytes);
+    asked["blocks"] = json!(params.blocks);
+    if let Some(len) = params.len {
+        asked["blksize"] = json!(len);
+    }
     for (key, value) in [("title", &params.title), ("extra_data", &params.extra_data)] {
         if let Some(v) = value {
             doc[key] = json!(v);
@@ -108,6 +117,13 @@ fn built(
         };
         if udp {
             end[format!("sum{suffix}")] = udp_sum(&sent, &received, sends);
+            // iperf3 3.13 on also writes each end's side.
+            if sends || !one_sided {
+                end[format!("sum_sent{suffix}")] = udp_side(&sent, true);
+            }
+            if !sends || !one_sided {
+                end[format!("sum_received{suffix}")] = udp_side(&received, false);
+            }
         } else {
             if sends || !one_sided {
                 end[format!("sum_sent{suffix}")] = side(&sent, true);
@@ -117,6 +133,39 @@ fn built(
             }
         }
     }
+    let server_sends = spec.direction == Direction::Reverse;
+    let client = if one_sided {
+        &None
+    } else {
+        &theirs.congestion_used
+    };
+    let (sends, receives) = if server_sends {
+        (&ours.congestion_used, client)
+    } else {
+        (client, &ours.congestion_used)
+    };
+    if !udp {
+        for (key, c) in [
+            ("sender_tcp_congestion", sends),
+            ("receiver_tcp_congestion", receives),
+        ] {
+            if let Some(c) = c {
+                end[key] = json!(c);
+            }
+        }
+    }
+    // This server is the host; the client is the remote end, when it told its figures.
+    let mut cpu = json!({
+        "host_total": ours.cpu_total,
+        "host_user": ours.cpu_user,
+        "host_system": ours.cpu_system,
+    });
+    if !one_sided {
+        cpu["remote_total"] = json!(theirs.cpu_total);
+        cpu["remote_user"] = json!(theirs.cpu_user);
+        cpu["remote_system"] = json!(theirs.cpu_system);
+    }
+    end["cpu_utilization_percent"] = cpu;
     json!({
         "start": start_section(peer, local, spec),
         "intervals": intervals
@@ -127,25 +176,25 @@ fn built(
     })
 }
 
-/// The document's `start`: who connected, and the test asked for.
+/// The document's `start`: who connected, when, and the test asked for, with iperf3's keys.
 pub(super) fn start_section(peer: SocketAddr, local: Option<SocketAddr>, spec: &TestSpec) -> Value {
-    let udp = spec.protocol == Protocol::Udp;
+    // An IPv4 client of a server on `::` as iperf3 names it: 127.0.0.1.
+    let peer_host = peer.ip().to_canonical().to_string();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
     json!({
         "connected": [{
-            // An IPv4 client of a server on `::` as iperf3 names it: 127.0.0.1.
             "local_host": local.map(|a| a.ip().to_canonical().to_string()),
             "local_port": local.map(|a| a.port()),
-            "remote_host": peer.ip().to_canonical().to_string(),
+            "remote_host": peer_host,
             "remote_port": peer.port(),
         }],
-        "version": wire::own_software(),
-        "test_start": {
-            "protocol": if udp { "UDP" } else { "TCP" },
-            // -P: the streams of one direction, as iperf3 counts them.
-            "num_streams": spec.streams,
-            "reverse": i32::from(spec.direction == Direction::Reverse),
-            "bidir": i32::from(spec.direction == Direction::Bidir),
-        },
+        "version": json::version(),
+        "system_info": crate::platform::system_info(),
+        "timestamp": json::timestamp(now),
+        "accepted_connection": { "host": peer_host, "port": peer.port() },
+        "test_start": json::asked_test_start(spec),
     })
 }
 
@@ -201,6 +250,27 @@ fn side(s: &StreamResult, sending: bool) -> Value {
     if sending && let Some(r) = s.retransmits {
         v["retransmits"] = json!(r);
     }
+    v
+}
+
+/// One end's side of a UDP sum (`sum_sent`, `sum_received`), iperf3's keys: the datagrams
+/// sent, or those received with the losses and jitter.
+fn udp_side(s: &StreamResult, sending: bool) -> Value {
+    let mut v = side(s, sending);
+    let packets = s.measured_packets();
+    let lost = if sending { 0 } else { s.measured_errors() };
+    v["jitter_ms"] = json!(if sending { 0.0 } else { s.jitter_s * 1000.0 });
+    v["lost_packets"] = json!(lost);
+    v["packets"] = json!(if sending {
+        packets
+    } else {
+        packets.saturating_sub(lost)
+    });
+    v["lost_percent"] = json!(if packets > 0 {
+        100.0 * lost as f64 / packets as f64
+    } else {
+        0.0
+    });
     v
 }
 
@@ -385,5 +455,52 @@ mod tests {
         let sum = &d["intervals"][1]["sum"];
         assert_eq!(sum["retransmits"], json!(1), "{sum:#}");
         assert_eq!(sum["sender"], json!(true));
+    }
+
+    /// iperf3 3.13+'s UDP sides beside `sum`, the client's test as asked (not this server's
+    /// longer grid), who was accepted, and both ends' CPU.
+    #[test]
+    fn a_udp_test_has_each_ends_side_and_the_test_as_asked() {
+        let spec = TestSpec::udp(Duration::from_secs(12));
+        let peer: SocketAddr = "[::ffff:198.18.0.1]:40000".parse().unwrap();
+        let mut theirs = results(&[1400 * 100], None);
+        theirs.streams[0].packets = 100;
+        theirs.cpu_total = 7.5;
+        let mut ours = results(&[1400 * 96], None);
+        ours.streams[0].packets = 100;
+        ours.streams[0].errors = 4;
+        ours.streams[0].jitter_s = 0.002;
+        ours.cpu_total = 2.5;
+        let said = Params {
+            time_s: 2,
+            len: Some(1400),
+            ..Params::default()
+        };
+        let d = document(peer, None, (&spec, &said), (&ours, &theirs), &[]);
+        let end = &d["end"];
+        assert_eq!(end["sum_sent"]["packets"], json!(100));
+        assert_eq!(end["sum_sent"]["lost_packets"], json!(0));
+        assert_eq!(end["sum_received"]["packets"], json!(96));
+        assert_eq!(end["sum_received"]["lost_packets"], json!(4));
+        assert_eq!(end["sum_received"]["lost_percent"], json!(4.0));
+        assert_eq!(end["sum_received"]["jitter_ms"], json!(2.0));
+        assert_eq!(end["sum_received"]["bytes"], json!(1400 * 96));
+        assert_eq!(end["sum"]["lost_packets"], json!(4));
+        assert_eq!(end["cpu_utilization_percent"]["host_total"], json!(2.5));
+        assert_eq!(end["cpu_utilization_percent"]["remote_total"], json!(7.5));
+        let start = &d["start"];
+        assert_eq!(start["test_start"]["duration"], json!(2));
+        assert_eq!(start["test_start"]["blksize"], json!(1400));
+        assert_eq!(start["test_start"]["protocol"], json!("UDP"));
+        assert_eq!(
+            start["accepted_connection"],
+            json!({ "host": "198.18.0.1", "port": 40000 })
+        );
+        assert!(
+            start["version"]
+                .as_str()
+                .is_some_and(|v| v.starts_with("iperf 3.")),
+            "{start}"
+        );
     }
 }
