@@ -291,3 +291,86 @@ fn json_gives_each_test_its_document_and_one_off_its_one() {
     );
     assert_eq!(ours["end"]["streams"].as_array().map(Vec::len), Some(2));
 }
+
+/// `netsweep -s -1 -J` while `client` (its arguments after the port) runs and is sent SIGINT
+/// `interrupts` times, 2.5 s in and 0.3 s apart: the server's exit status and document.
+fn interrupted(client: &[&str], interrupts: usize) -> (Option<i32>, Value) {
+    let port = common::free_port().to_string();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["-s", "-1", "-J", "-B", "127.0.0.1", "-p", &port])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
+    let mut client = Command::new(client[0])
+        .args(["-c", "127.0.0.1", "-p", &port])
+        .args(&client[1..])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    let pid = client.id().to_string();
+    for _ in 0..interrupts {
+        let _ = Command::new("kill").args(["-INT", &pid]).status();
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = client.kill();
+    let _ = client.wait();
+    let _ = server.kill();
+    let done = server.wait_with_output().unwrap();
+    let doc = serde_json::from_slice(&done.stdout).expect("one document");
+    (done.status.code(), doc)
+}
+
+/// What a test its client ended early leaves in the server's document: what the server
+/// counted and its intervals beside the error.
+fn keeps_the_servers_figures(doc: &Value, error: &str) {
+    assert!(
+        doc["error"].as_str().is_some_and(|e| e.contains(error)),
+        "{doc:#}"
+    );
+    assert!(
+        doc["end"]["sum_received"]["bytes"].as_u64() > Some(0),
+        "{doc:#}"
+    );
+    assert!(
+        doc["intervals"].as_array().is_some_and(|i| i.len() >= 2),
+        "{doc:#}"
+    );
+}
+
+/// iperf3's client ending a `-t 0` test (Ctrl-C: CLIENT_TERMINATE) against `netsweep -s -1
+/// -J`: the server's document has what it counted, its intervals and iperf3's error, and `-1`
+/// exits 0 as iperf3's does after such a test.
+#[test]
+fn a_test_its_iperf3_client_ended_keeps_the_servers_figures() {
+    let test = "a_test_its_iperf3_client_ended_keeps_the_servers_figures";
+    if !common::tool_or_skip(test, "iperf3") {
+        return;
+    }
+    let (code, doc) = interrupted(&["iperf3", "-t", "0"], 1);
+    assert_eq!(code, Some(0), "{doc:#}");
+    keeps_the_servers_figures(&doc, "the client terminated the test");
+}
+
+/// A netsweep client stopped at once (Ctrl-C twice) mid-test: its server's document keeps
+/// what it counted, and the last interval ends where the test stopped.
+#[test]
+fn a_test_its_netsweep_client_aborted_keeps_the_servers_figures() {
+    let ns = env!("CARGO_BIN_EXE_netsweep");
+    let (code, doc) = interrupted(&[ns, "-t", "30"], 2);
+    assert_eq!(code, Some(1), "{doc:#}");
+    keeps_the_servers_figures(&doc, "client aborted (interrupted)");
+    let last = doc["intervals"]
+        .as_array()
+        .and_then(|i| i.last())
+        .map(|i| &i["streams"][0]);
+    let seconds = last.and_then(|s| s["seconds"].as_f64()).unwrap_or(0.0);
+    assert!(seconds > 0.0 && seconds < 1.0, "{doc:#}");
+}

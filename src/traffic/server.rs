@@ -517,6 +517,19 @@ fn iperf3_connection(
             ending.outcome = Outcome::Ok;
             ending.document = Some(doc);
         }
+        Err(e) if e.is::<iperf3::server::EndedEarly>() => {
+            if let Ok(early) = e.downcast::<iperf3::server::EndedEarly>() {
+                // Ended by its client (`-t 0` stopped): a test like any other, as to iperf3.
+                let how = if early.by_client {
+                    ending.outcome = Outcome::Ok;
+                    "ended by its client"
+                } else {
+                    "ended with an error"
+                };
+                (shared.log)(&format!("{peer}: iperf3 test {how}: {}", early.why));
+                ending.document = Some(early.document);
+            }
+        }
         Err(e) if e.is::<iperf3::server::LoginRefused>() => {
             ending.outcome = Outcome::NotATest;
             (shared.log)(&format!("{peer}: iperf3 client refused: {e:#}"));

@@ -496,7 +496,7 @@ impl Streams {
 }
 
 /// Collected stream ends and their CPU time.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Finished {
     pub reports: Vec<StreamReport>,
     pub cpu: CpuUsage,

@@ -447,7 +447,9 @@ pub fn serve(
         eager_receivers: true,
     };
     let streams = session::start_streams(&spec, false, sockets, (start, start), wire)?;
-    *live = ctx.live.map(|s| LiveTest::start(s, (peer, local), &spec));
+    *live = ctx
+        .live
+        .map(|s| LiveTest::start(s, (peer, local), (&spec, start)));
     let deadline = Deadline::of(start, &spec, &params);
     let mut finished = Finished::default();
     let ends = (&deadline, ctx.limits.rcv_timeout);
@@ -481,16 +483,25 @@ pub fn serve(
     finished.reports.sort_by_key(|r| r.stream);
     finished.cpu.wall_s = stopped.as_secs_f64();
     if let Err(e) = ended {
-        // What it counted is not lost with the test: a client ends a `-t 0` test so.
+        // What it counted is not lost with the test: a client ends a `-t 0` test so. The
+        // document has this end's figures and the error, as iperf3's server writes it.
         let ours = super::report::results(&spec, &finished, Some(stopped));
-        match counted_words(&spec, &ours) {
-            Some(counted) => anyhow::bail!(
-                "{} after {:.1} s; this end counted {counted}",
-                e.why,
-                stopped.as_secs_f64()
-            ),
-            None => anyhow::bail!("{}", e.why),
+        let Some(counted) = counted_words(&spec, &ours) else {
+            anyhow::bail!("{}", e.why);
+        };
+        let why = format!(
+            "{} after {:.1} s; this end counted {counted}",
+            e.why,
+            stopped.as_secs_f64()
+        );
+        let mut document = own_document(peer, local, &spec, &finished, Some(stopped));
+        document["error"] = serde_json::json!(why);
+        return Err(EndedEarly {
+            why,
+            document,
+            by_client: e.why == CLIENT_TERMINATED,
         }
+        .into());
     }
     control::write_state(&mut ctrl, State::ExchangeResults)?;
     let cap = results_cap(flows.len());
@@ -560,6 +571,18 @@ pub fn serve(
     drop(slot);
     (ctx.log)(&summary_line(peer, &spec, &ours, &theirs));
     Ok(document)
+}
+
+/// A test that ended before the client's results were exchanged, after its streams had
+/// counted something: the client said CLIENT_TERMINATE (`by_client`: iperf3's `-t 0` stopped,
+/// its client interrupted; a test like any other to iperf3's `-1`), or went away, or broke a
+/// limit. `document`: this end's figures and the error.
+#[derive(Debug, thiserror::Error)]
+#[error("{why}")]
+pub struct EndedEarly {
+    pub why: String,
+    pub document: serde_json::Value,
+    pub by_client: bool,
 }
 
 /// A client refused at its login: no test of this server's (iperf3's `-1` waits on for the

@@ -176,7 +176,7 @@ pub(super) fn control_session(
         .served
         .live
         .as_ref()
-        .map(|s| iperf3::server::LiveTest::start(s, (peer, local), &spec));
+        .map(|s| iperf3::server::LiveTest::start(s, (peer, local), (&spec, start)));
     let outcome = forward_reports(
         &mut ctrl,
         (&spec, &shared.limits),
@@ -230,7 +230,14 @@ pub(super) fn control_session(
     ending.outcome = match &outcome {
         Ok(()) => Outcome::Ok,
         Err(e) => {
-            ending.document = Some(serde_json::json!({ "error": format!("{e:#}") }));
+            let mut doc = match e.downcast_ref::<Aborted>() {
+                Some(a) => {
+                    iperf3::server::own_document(peer, local, &spec, &a.finished, Some(a.ended))
+                }
+                None => serde_json::json!({}),
+            };
+            doc["error"] = serde_json::json!(format!("{e:#}"));
+            ending.document = Some(doc);
             Outcome::Failed
         }
     };
@@ -482,14 +489,29 @@ fn forward_reports(
         let counted = done_words(spec, &finished, Some(ended))
             .map(|c| format!("; this end counted {c}"))
             .unwrap_or_default();
-        anyhow::bail!(
-            "client aborted ({reason}) after {:.1} s{counted}",
-            ended.as_secs_f64()
-        );
+        return Err(Aborted {
+            why: format!(
+                "client aborted ({reason}) after {:.1} s{counted}",
+                ended.as_secs_f64()
+            ),
+            finished,
+            ended,
+        }
+        .into());
     }
     finished.reports.sort_by_key(|r| r.stream);
     finished.cpu.wall_s = ended.as_secs_f64();
     Ok((finished, peer_rx))
+}
+
+/// A test its client aborted mid-way, with what this end counted until then (`ended` into
+/// the test): the test's document keeps the figures beside the error.
+#[derive(Debug, thiserror::Error)]
+#[error("{why}")]
+struct Aborted {
+    why: String,
+    finished: Finished,
+    ended: Duration,
 }
 
 /// How long a test whose streams ended early, or whose client hung up, waits for the

@@ -138,6 +138,10 @@ pub(super) fn counted_words(spec: &TestSpec, ours: &Results) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
+/// Why a test ended when the client said CLIENT_TERMINATE (iperf3's client interrupted, a
+/// `-t 0` test stopped): the client's own end, as iperf3's server takes it.
+pub(super) const CLIENT_TERMINATED: &str = "the client terminated the test";
+
 /// Why a test ended before the client's TEST_END: the words for the log, and the iperf3
 /// error the client is told (none when the client itself ended it or went away).
 #[derive(Debug)]
@@ -162,10 +166,11 @@ impl Ended {
     }
 }
 
-/// Waits for the client's TEST_END, giving `live` each interval report. A client that goes away, terminates, or never says it is
-/// an error (and the streams stop at once either way), and so is a test whose streams this end
-/// receives that brings nothing for `rcv_timeout` (iperf3's server: IENOMSG), and one whose
-/// rate passes the server's `--server-bitrate-limit` (`watch`; IETOTALRATE).
+/// Waits for the client's TEST_END, giving `live` each interval report. A client that goes
+/// away, terminates, or never says it is an error (and the streams stop at once either way),
+/// and so is a test whose streams this end receives that brings nothing for `rcv_timeout`
+/// (iperf3's server: IENOMSG), and one whose rate passes the server's
+/// `--server-bitrate-limit` (`watch`; IETOTALRATE).
 pub(super) fn wait_for_end(
     ctrl: &mut TcpStream,
     streams: &session::Streams,
@@ -226,7 +231,7 @@ pub(super) fn wait_for_end(
         }
         return match control::read_state(ctrl, Instant::now() + STAGE_DEADLINE) {
             Ok(State::TestEnd) => Ok(()),
-            Ok(State::ClientTerminate) => Err(Ended::untold("the client terminated the test")),
+            Ok(State::ClientTerminate) => Err(Ended::untold(CLIENT_TERMINATED)),
             Ok(s) => Err(Ended::untold(format!(
                 "the client {} during the test",
                 s.as_peer_act()

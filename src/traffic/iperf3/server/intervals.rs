@@ -117,8 +117,11 @@ impl Live {
         }
     }
 
-    /// Takes one stream's report; returns the intervals it completed (none, or one).
-    pub fn add(&mut self, report: &IntervalReport) -> Vec<Interval> {
+    /// Takes one stream's report, `elapsed` into the test by the streams' clock; returns the
+    /// intervals it completed (none, or one). An interval whose slot has not ended by then is
+    /// a stream's last, cut short where it stopped: it is left to the document, which knows
+    /// where the test stopped.
+    pub fn add(&mut self, report: &IntervalReport, elapsed: Duration) -> Vec<Interval> {
         let Some(mine) = self.reports.get_mut(usize::from(report.stream)) else {
             return Vec::new();
         };
@@ -129,6 +132,9 @@ impl Live {
         let mut out = Vec::new();
         while self.reports.iter().all(|r| r.len() > self.given) {
             let k = self.given;
+            if self.grid.slots.get(k).is_some_and(|s| s.end > elapsed) {
+                break;
+            }
             let own: Vec<&IntervalReport> = self.reports.iter().map(|r| &r[k]).collect();
             self.given += 1;
             match self.grid.at(k, &own, Duration::MAX) {
@@ -231,18 +237,27 @@ mod tests {
             report(1, Role::Sender, &[10, 20, 30]),
         ]);
         let mut live = Live::new(&spec);
+        let at = |s: u64| Duration::from_secs(s);
         let (a, b) = (&local.reports[0].intervals, &local.reports[1].intervals);
         // Stream 0 runs ahead: nothing until stream 1 has reported the same interval.
-        assert!(live.add(&a[0]).is_empty());
-        assert!(live.add(&a[1]).is_empty());
-        let first = live.add(&b[0]);
+        assert!(live.add(&a[0], at(1)).is_empty());
+        assert!(live.add(&a[1], at(2)).is_empty());
+        let first = live.add(&b[0], at(2));
         assert_eq!(first.len(), 1);
-        let second = live.add(&b[1]);
+        let second = live.add(&b[1], at(2));
         // A report out of order is not shown (it would shift every later interval).
-        assert!(live.add(&b[0]).is_empty());
+        assert!(live.add(&b[0], at(3)).is_empty());
         let whole = intervals(&spec, &local, Duration::MAX);
         assert_eq!(first[0], whole[0]);
         assert_eq!(second[0], whole[1]);
         assert_eq!(second[0].total.sent_bytes, 220);
+        // A third interval both streams reported before its slot ended: their last, cut short
+        // where they stopped; the document has it, from where the test stopped.
+        let (a2, b2) = (
+            &local.reports[0].intervals[2],
+            &local.reports[1].intervals[2],
+        );
+        assert!(live.add(a2, Duration::from_millis(2400)).is_empty());
+        assert!(live.add(b2, Duration::from_millis(2400)).is_empty());
     }
 }

@@ -12,6 +12,7 @@ use crate::traffic::spec::TestSpec;
 use serde_json::Value;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// What the server's owner does with one test's account as it goes.
 pub trait LiveReport: Send {
@@ -40,25 +41,28 @@ pub struct LiveTest {
     live: Live,
     report: Box<dyn LiveReport>,
     shown: usize,
+    /// When the streams started: the clock of their slots.
+    start: Instant,
 }
 
 impl LiveTest {
-    /// The test from `peer` (to `local`) running `spec` has started its streams.
+    /// The test from `peer` (to `local`) running `spec` has started its streams at `start`.
     pub fn start(
         sink: &LiveSink,
         (peer, local): (SocketAddr, Option<SocketAddr>),
-        spec: &TestSpec,
+        (spec, start): (&TestSpec, Instant),
     ) -> LiveTest {
         LiveTest {
             live: Live::new(spec),
             report: (sink.0)(&start_section(peer, local, spec)),
             shown: 0,
+            start,
         }
     }
 
     /// A stream's interval report, as the engine gave it.
     pub fn interval(&mut self, report: &IntervalReport) {
-        for iv in self.live.add(report) {
+        for iv in self.live.add(report, self.start.elapsed()) {
             if let Some(v) = json::interval_of(Writer::Server, self.live.spec(), &iv) {
                 self.report.interval(&v);
                 self.shown += 1;
