@@ -111,6 +111,22 @@ fn each_test_is_told_on_stdout_as_iperf3s_server_tells_it() {
         "{text:#?}"
     );
     assert!(text.iter().any(|l| l.starts_with("- - -")), "{text:#?}");
+    // Each data connection once, as iperf3's server lists them: the client's ports.
+    let ports: Vec<u64> = doc["start"]["connected"]
+        .as_array()
+        .expect("connected")
+        .iter()
+        .filter_map(|c| c["local_port"].as_u64())
+        .collect();
+    assert_eq!(ports.len(), 2, "{}", doc["start"]);
+    for p in ports {
+        let said = format!(" connected to 127.0.0.1 port {p}");
+        assert_eq!(
+            text.iter().filter(|l| l.ends_with(&said)).count(),
+            1,
+            "{said} in {text:#?}"
+        );
+    }
 
     // Both ways: each stream tagged with what the server did with it.
     client(ns, &s.port, &["-t", "1", "--bidir"]);

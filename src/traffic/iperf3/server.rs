@@ -40,7 +40,7 @@ mod ending;
 mod intervals;
 mod live;
 mod spec;
-pub use document::own_document;
+pub use document::{Ends, own_document};
 use ending::*;
 pub use live::{LiveReport, LiveSink, LiveTest};
 #[cfg(test)]
@@ -446,10 +446,9 @@ pub fn serve(
         drain_senders: false,
         eager_receivers: true,
     };
+    let who = Ends::of(peer, local, &sockets);
     let streams = session::start_streams(&spec, false, sockets, (start, start), wire)?;
-    *live = ctx
-        .live
-        .map(|s| LiveTest::start(s, (peer, local), (&spec, start)));
+    *live = ctx.live.map(|s| LiveTest::start(s, &who, (&spec, start)));
     let deadline = Deadline::of(start, &spec, &params);
     let mut finished = Finished::default();
     let ends = (&deadline, ctx.limits.rcv_timeout);
@@ -494,7 +493,7 @@ pub fn serve(
             e.why,
             stopped.as_secs_f64()
         );
-        let mut document = own_document(peer, local, &spec, &finished, Some(stopped));
+        let mut document = own_document(&who, &spec, &finished, Some(stopped));
         document["error"] = serde_json::json!(why);
         return Err(EndedEarly {
             why,
@@ -525,7 +524,7 @@ pub fn serve(
         });
     }
     let intervals = intervals::intervals(&spec, &finished, stopped);
-    let document = document::document(peer, local, (&spec, &params), (&ours, &theirs), &intervals);
+    let document = document::document(&who, (&spec, &params), (&ours, &theirs), &intervals);
     let mut doc = ours.to_json();
     if let Some(m) = doc.as_object_mut() {
         // So a netsweep client names its far end truly; iperf3 ignores the key.

@@ -151,10 +151,39 @@ impl ServedText {
             units,
         };
         let mut out = String::new();
-        if let Some(c) = start.get("connected").and_then(|c| c.get(0)) {
-            let host = c.get("remote_host").and_then(Value::as_str).unwrap_or("?");
-            let port = c.get("remote_port").and_then(Value::as_u64).unwrap_or(0);
+        let text = |v: &Value, k: &str| {
+            v.get(k).map_or("?".into(), |x| match x.as_str() {
+                Some(s) => s.to_string(),
+                None => x.to_string(),
+            })
+        };
+        let accepted = start
+            .get("accepted_connection")
+            .map(|a| (text(a, "host"), text(a, "port")))
+            .or_else(|| {
+                let c = start.get("connected")?.get(0)?;
+                Some((text(c, "remote_host"), text(c, "remote_port")))
+            });
+        if let Some((host, port)) = accepted {
             let _ = writeln!(out, "Accepted connection from {host}, port {port}");
+        }
+        // Each stream's connection, as iperf3's server lists them.
+        for c in start
+            .get("connected")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|c| c.get("socket").is_some())
+        {
+            let _ = writeln!(
+                out,
+                "[{:>3}] local {} port {} connected to {} port {}",
+                text(c, "socket"),
+                text(c, "local_host"),
+                text(c, "local_port"),
+                text(c, "remote_host"),
+                text(c, "remote_port")
+            );
         }
         let _ = writeln!(out, "{}", header_of(form.proto, form.bidir));
         Some((ServedText { form }, out))

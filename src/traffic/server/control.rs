@@ -164,6 +164,7 @@ pub(super) fn control_session(
     let start = Instant::now();
     slot.describe(test_words(&spec));
     (shared.log)(&format!("{peer}: {} test", test_words(&spec)));
+    let ends = iperf3::server::Ends::of(peer, ctrl.local_addr().ok(), &sockets);
     let streams = session::start_streams(
         &spec,
         false,
@@ -171,12 +172,11 @@ pub(super) fn control_session(
         (start, start),
         session::Wire::default(),
     )?;
-    let local = ctrl.local_addr().ok();
     ending.live = shared
         .served
         .live
         .as_ref()
-        .map(|s| iperf3::server::LiveTest::start(s, (peer, local), (&spec, start)));
+        .map(|s| iperf3::server::LiveTest::start(s, &ends, (&spec, start)));
     let outcome = forward_reports(
         &mut ctrl,
         (&spec, &shared.limits),
@@ -207,9 +207,7 @@ pub(super) fn control_session(
     let outcome = outcome.and_then(|(done, peer_rx)| {
         let said = done_words(&spec, &done, None);
         // This end's account, as iperf3's server writes it (`-J`, and the text from it).
-        ending.document = Some(iperf3::server::own_document(
-            peer, local, &spec, &done, None,
-        ));
+        ending.document = Some(iperf3::server::own_document(&ends, &spec, &done, None));
         if let Err(e) = send_result(&mut ctrl, done) {
             // A client that said Abort late, and exited, resets the connection.
             let Some(reason) = abort_word(&peer_rx) else {
@@ -231,9 +229,7 @@ pub(super) fn control_session(
         Ok(()) => Outcome::Ok,
         Err(e) => {
             let mut doc = match e.downcast_ref::<Aborted>() {
-                Some(a) => {
-                    iperf3::server::own_document(peer, local, &spec, &a.finished, Some(a.ended))
-                }
+                Some(a) => iperf3::server::own_document(&ends, &spec, &a.finished, Some(a.ended)),
                 None => serde_json::json!({}),
             };
             doc["error"] = serde_json::json!(format!("{e:#}"));

@@ -19,13 +19,12 @@ use serde_json::{Value, json};
 /// `intervals` this server's (`intervals::intervals`); the client's `-T` and `--extra-data` from
 /// `params` at the top, as iperf3's server writes them.
 pub(super) fn document(
-    peer: SocketAddr,
-    local: Option<SocketAddr>,
+    ends: &Ends,
     (spec, params): (&TestSpec, &Params),
     (ours, theirs): (&Results, &Results),
     intervals: &[Interval],
 ) -> Value {
-    let mut doc = built(peer, local, spec, (ours, Some(theirs)), intervals);
+    let mut doc = built(ends, spec, (ours, Some(theirs)), intervals);
     // The test as the client asked it (this server's own grid runs past the client's end).
     let asked = &mut doc["start"]["test_start"];
     asked["duration"] = json!(params.time_s);
@@ -49,8 +48,7 @@ pub(super) fn document(
 /// datagrams this end sent or the losses and jitter it saw. `stopped`: when open-ended streams
 /// were stopped; `None` for a test that ran its grid.
 pub fn own_document(
-    peer: SocketAddr,
-    local: Option<SocketAddr>,
+    ends: &Ends,
     spec: &TestSpec,
     finished: &Finished,
     stopped: Option<std::time::Duration>,
@@ -58,13 +56,12 @@ pub fn own_document(
     let ours = crate::traffic::iperf3::report::results(spec, finished, stopped);
     let intervals =
         intervals::intervals(spec, finished, stopped.unwrap_or(std::time::Duration::MAX));
-    built(peer, local, spec, (&ours, None), &intervals)
+    built(ends, spec, (&ours, None), &intervals)
 }
 
 /// `document`'s body: with `theirs` both ends' figures, without it this end's only.
 fn built(
-    peer: SocketAddr,
-    local: Option<SocketAddr>,
+    ends: &Ends,
     spec: &TestSpec,
     (ours, theirs): (&Results, Option<&Results>),
     intervals: &[Interval],
@@ -167,7 +164,7 @@ fn built(
     }
     end["cpu_utilization_percent"] = cpu;
     json!({
-        "start": start_section(peer, local, spec),
+        "start": start_section(ends, spec),
         "intervals": intervals
             .iter()
             .filter_map(|iv| json::interval_of(Writer::Server, spec, iv))
@@ -176,24 +173,78 @@ fn built(
     })
 }
 
-/// The document's `start`: who connected, when, and the test asked for, with iperf3's keys.
-pub(super) fn start_section(peer: SocketAddr, local: Option<SocketAddr>, spec: &TestSpec) -> Value {
-    // An IPv4 client of a server on `::` as iperf3 names it: 127.0.0.1.
-    let peer_host = peer.ip().to_canonical().to_string();
+/// Who a test's document names: the client's control connection (`peer`, to this server's
+/// `local`) and each stream's connection, as its socket says.
+#[derive(Debug, Clone)]
+pub struct Ends {
+    pub peer: SocketAddr,
+    pub local: Option<SocketAddr>,
+    /// Each stream's number, this end's address and the client's.
+    pub connected: Vec<(u16, SocketAddr, SocketAddr)>,
+}
+
+impl Ends {
+    pub fn of(
+        peer: SocketAddr,
+        local: Option<SocketAddr>,
+        sockets: &[(u16, Flow, StreamSocket)],
+    ) -> Ends {
+        let connected = sockets
+            .iter()
+            .filter_map(|(i, _, s)| {
+                let (l, r) = match s {
+                    StreamSocket::Tcp(t) => (t.local_addr(), t.peer_addr()),
+                    StreamSocket::Udp(u) => (u.local_addr(), u.peer_addr()),
+                };
+                Some((*i, l.ok()?, r.ok()?))
+            })
+            .collect();
+        Ends {
+            peer,
+            local,
+            connected,
+        }
+    }
+}
+
+/// An address as iperf3 names it: an IPv4 client of a server on `::` is 127.0.0.1.
+fn host(a: SocketAddr) -> String {
+    a.ip().to_canonical().to_string()
+}
+
+/// The document's `start`: who connected, when, and the test asked for, with iperf3's keys
+/// (`connected`: each stream's connection, as iperf3's server lists them).
+pub(super) fn start_section(ends: &Ends, spec: &TestSpec) -> Value {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
+    let connected: Vec<Value> = if ends.connected.is_empty() {
+        vec![json!({
+            "local_host": ends.local.map(host),
+            "local_port": ends.local.map(|a| a.port()),
+            "remote_host": host(ends.peer),
+            "remote_port": ends.peer.port(),
+        })]
+    } else {
+        ends.connected
+            .iter()
+            .map(|(i, l, r)| {
+                json!({
+                    "socket": wire::stream_id(usize::from(*i)),
+                    "local_host": host(*l),
+                    "local_port": l.port(),
+                    "remote_host": host(*r),
+                    "remote_port": r.port(),
+                })
+            })
+            .collect()
+    };
     json!({
-        "connected": [{
-            "local_host": local.map(|a| a.ip().to_canonical().to_string()),
-            "local_port": local.map(|a| a.port()),
-            "remote_host": peer_host,
-            "remote_port": peer.port(),
-        }],
+        "connected": connected,
         "version": json::version(),
         "system_info": crate::platform::system_info(),
         "timestamp": json::timestamp(now),
-        "accepted_connection": { "host": peer_host, "port": peer.port() },
+        "accepted_connection": { "host": host(ends.peer), "port": ends.peer.port() },
         "test_start": json::asked_test_start(spec),
     })
 }
@@ -320,6 +371,14 @@ mod tests {
         }
     }
 
+    fn control_only(peer: SocketAddr) -> Ends {
+        Ends {
+            peer,
+            local: None,
+            connected: Vec::new(),
+        }
+    }
+
     /// The document of a test whose client sent no `-T` or `--extra-data`.
     fn without_labels(
         peer: SocketAddr,
@@ -327,7 +386,12 @@ mod tests {
         results: (&Results, &Results),
         intervals: &[Interval],
     ) -> Value {
-        document(peer, None, (spec, &Params::default()), results, intervals)
+        document(
+            &control_only(peer),
+            (spec, &Params::default()),
+            results,
+            intervals,
+        )
     }
 
     /// The client's `-T` and `--extra-data` at the top, as iperf3's server writes them.
@@ -341,7 +405,7 @@ mod tests {
             extra_data: Some("site=a".into()),
             ..Params::default()
         };
-        let d = document(peer, None, (&spec, &said), (&ours, &theirs), &[]);
+        let d = document(&control_only(peer), (&spec, &said), (&ours, &theirs), &[]);
         assert_eq!(
             (&d["title"], &d["extra_data"]),
             (&json!("run 7"), &json!("site=a"))
@@ -476,7 +540,7 @@ mod tests {
             len: Some(1400),
             ..Params::default()
         };
-        let d = document(peer, None, (&spec, &said), (&ours, &theirs), &[]);
+        let d = document(&control_only(peer), (&spec, &said), (&ours, &theirs), &[]);
         let end = &d["end"];
         assert_eq!(end["sum_sent"]["packets"], json!(100));
         assert_eq!(end["sum_sent"]["lost_packets"], json!(0));

@@ -4,13 +4,12 @@
 //! renders it (`json::interval_of`), and the document when the test has ended. Netsweep's
 //! own server and its iperf3 server feed it alike.
 
-use super::document::start_section;
+use super::document::{Ends, start_section};
 use super::intervals::Live;
 use crate::traffic::iperf3::json::{self, Writer};
 use crate::traffic::measure::IntervalReport;
 use crate::traffic::spec::TestSpec;
 use serde_json::Value;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -46,15 +45,11 @@ pub struct LiveTest {
 }
 
 impl LiveTest {
-    /// The test from `peer` (to `local`) running `spec` has started its streams at `start`.
-    pub fn start(
-        sink: &LiveSink,
-        (peer, local): (SocketAddr, Option<SocketAddr>),
-        (spec, start): (&TestSpec, Instant),
-    ) -> LiveTest {
+    /// The test between `ends` running `spec` has started its streams at `start`.
+    pub fn start(sink: &LiveSink, ends: &Ends, (spec, start): (&TestSpec, Instant)) -> LiveTest {
         LiveTest {
             live: Live::new(spec),
-            report: (sink.0)(&start_section(peer, local, spec)),
+            report: (sink.0)(&start_section(ends, spec)),
             shown: 0,
             start,
         }
