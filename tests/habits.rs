@@ -390,7 +390,9 @@ fn server_lines(port: &str, done: impl Fn(&str) -> bool) -> Vec<String> {
         let last = done(&line);
         if last {
             // The port the line names is the one listening.
-            let port = line.rsplit(' ').next().and_then(|p| p.parse::<u16>().ok());
+            let port = line
+                .strip_prefix("Server listening on ")
+                .and_then(|p| p.split_whitespace().next()?.parse::<u16>().ok());
             unreached = !port.is_some_and(|p| {
                 std::net::TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], p))).is_ok()
             });
@@ -412,7 +414,7 @@ fn server_lines(port: &str, done: impl Fn(&str) -> bool) -> Vec<String> {
 #[test]
 fn readiness_line_and_parameter_errors_are_iperf3s() {
     let port = common::free_port();
-    let want = format!("Server listening on {port}");
+    let want = format!("Server listening on {port} (test #1)");
     let seen = server_lines(&port.to_string(), |l| l == want);
     assert!(seen.contains(&want), "{seen:?}");
     // `-p 0`: the line names the port the kernel chose, one a client reaches.
@@ -420,7 +422,7 @@ fn readiness_line_and_parameter_errors_are_iperf3s() {
     let chosen: u16 = seen
         .iter()
         .find_map(|l| l.strip_prefix("Server listening on "))
-        .and_then(|p| p.parse().ok())
+        .and_then(|p| p.split_whitespace().next()?.parse().ok())
         .unwrap_or_else(|| panic!("{seen:?}"));
     assert_ne!(chosen, 0, "{seen:?}");
     for (args, words) in [

@@ -126,7 +126,7 @@ pub(super) fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
         .or(ports.first().copied())
         .unwrap_or(cfg.listen.port());
     if cfg.iperf3_banner {
-        crate::outln!("{}", listening(banner_port));
+        crate::outln!("{}", listening(banner_port, 1));
     }
     let log: server::Log =
         Arc::new(|line: &str| crate::errln!("{}", crate::console::stamped(line)));
@@ -217,10 +217,11 @@ fn save_send_memory(served: &server::Served, stop: &std::sync::atomic::AtomicBoo
     }
 }
 
-/// iperf3's listening line between its rules (3.11's words; 3.12+ add the test's number).
-fn listening(port: u16) -> String {
+/// iperf3's listening line between its rules, with the number of the test it waits for
+/// (3.12's words on; 3.11 wrote no number).
+fn listening(port: u16, test: u64) -> String {
     let rule = "-".repeat(59);
-    format!("{rule}\nServer listening on {port}\n{rule}")
+    format!("{rule}\nServer listening on {port} (test #{test})\n{rule}")
 }
 
 /// With `-J`, each test's document on stdout as it ends (as iperf3's `-s -J`: one document a
@@ -244,11 +245,14 @@ fn test_text(cfg: &ServerConfig, banner_port: u16) -> Option<iperf3::server::Liv
         return None;
     }
     let (units, again) = (cfg.units, (!cfg.one_off).then_some(banner_port));
+    // The number of the test the listening line says the server waits for.
+    let tests = Arc::new(std::sync::atomic::AtomicU64::new(1));
     Some(iperf3::server::LiveSink(Arc::new(move |start| {
         let text = output::ServedText::open(start, units).map(|(text, opening)| {
             crate::out!("{opening}");
             text
         });
+        let again = again.map(|port| (port, tests.clone()));
         Box::new(TextReport { text, again })
     })))
 }
@@ -256,8 +260,9 @@ fn test_text(cfg: &ServerConfig, banner_port: u16) -> Option<iperf3::server::Liv
 /// One test's text under way (`test_text`).
 struct TextReport {
     text: Option<output::ServedText>,
-    /// The port the listening line names, when it is said again after the test.
-    again: Option<u16>,
+    /// The port the listening line names, when it is said again after the test, and the
+    /// count of tests it numbers.
+    again: Option<(u16, Arc<std::sync::atomic::AtomicU64>)>,
 }
 
 impl iperf3::server::LiveReport for TextReport {
@@ -271,8 +276,9 @@ impl iperf3::server::LiveReport for TextReport {
         if let Some(rest) = self.text.and_then(|t| t.close(document, shown)) {
             crate::out!("{rest}");
         }
-        if let Some(port) = self.again {
-            crate::outln!("{}", listening(port));
+        if let Some((port, tests)) = &self.again {
+            let next = tests.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            crate::outln!("{}", listening(*port, next));
         }
     }
 }

@@ -65,8 +65,8 @@ pub struct ServerArgs {
     /// iperf3's --idle-timeout; without -1 there is no state to reset, and it is accepted.
     #[arg(long, value_name = "SECONDS")]
     pub idle_timeout: Option<u64>,
-    /// With -1: print the test's JSON document on standard output at exit (iperf3's -J on a
-    /// server): its figures as both ends exchanged them, or `{"error": ...}`.
+    /// Print each test's JSON document on standard output as it ends (iperf3's -J on a
+    /// server; with -1 the one test's): its figures, with the error if it failed.
     #[arg(long, short = 'J')]
     pub json: bool,
     /// Pin the data threads of every test to CPU N (iperf3's -A), or spread them over a range

@@ -108,9 +108,27 @@ struct Form {
     proto: Protocol,
     bidir: bool,
     units: RateFormat,
+    /// Streams per direction (`-P`): with more than one, each interval ends with iperf3's
+    /// separator.
+    streams: u64,
+    /// This server sends a stream (`-R`, `--bidir`): TCP's sender columns.
+    sends: bool,
 }
 
+/// iperf3's line between intervals and before the summary.
+const SEPARATOR: &str = "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
+
 impl Form {
+    /// The column header: a server that only receives TCP has no sender's columns, as
+    /// iperf3's server writes it.
+    fn header(&self) -> String {
+        if self.proto == Protocol::Tcp && !self.sends {
+            "[ ID] Interval           Transfer     Bitrate".to_string()
+        } else {
+            header_of(self.proto, self.bidir)
+        }
+    }
+
     fn line<'a>(&self, id: &'a str, role: &'a str, (start, end): (f64, f64)) -> Line<'a> {
         Line {
             id,
@@ -149,6 +167,10 @@ impl ServedText {
             },
             bidir: test.get("bidir").and_then(Value::as_i64) == Some(1),
             units,
+            streams: test.get("num_streams").and_then(Value::as_u64).unwrap_or(1),
+            sends: ["reverse", "bidir"]
+                .iter()
+                .any(|k| test.get(k).and_then(Value::as_i64) == Some(1)),
         };
         let mut out = String::new();
         let text = |v: &Value, k: &str| {
@@ -185,7 +207,7 @@ impl ServedText {
                 text(c, "remote_port")
             );
         }
-        let _ = writeln!(out, "{}", header_of(form.proto, form.bidir));
+        let _ = writeln!(out, "{}", form.header());
         Some((ServedText { form }, out))
     }
 
@@ -200,6 +222,9 @@ impl ServedText {
             self.form,
             Ending::Interval { omitted },
         );
+        if self.form.streams > 1 {
+            out.push_str(SEPARATOR);
+        }
         out
     }
 
@@ -230,8 +255,10 @@ impl ServedText {
                 }
             }
         }
-        out.push_str("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
-        let _ = writeln!(out, "{}", header_of(self.form.proto, self.form.bidir));
+        if self.form.streams <= 1 {
+            out.push_str(SEPARATOR);
+        }
+        let _ = writeln!(out, "{}", self.form.header());
         // UDP's datagrams and losses over the test, per stream in stream order, from `end`.
         let udp_ends: Vec<&Value> = doc
             .get("end")
@@ -365,6 +392,35 @@ mod tests {
             .expect("the receivers' sum");
         assert!(sum.contains("2.93 KBytes"), "{sum}");
         assert!(sum.contains("2.93 KBytes/sec"), "{sum}");
+    }
+
+    /// A server that only receives TCP has no sender's columns; with `-P 2` each interval
+    /// ends with iperf3's separator, and the summary follows the last one.
+    #[test]
+    fn a_receiving_server_has_iperf3s_columns_and_separators() {
+        let iv = |t: f64| {
+            json!({ "streams": [
+                stream(1, (t, t + 1.0), 1000, false),
+                stream(3, (t, t + 1.0), 2000, false),
+            ], "sum": { "omitted": false } })
+        };
+        let doc = json!({
+            "start": { "test_start": { "protocol": "TCP", "num_streams": 2, "reverse": 0 } },
+            "intervals": [iv(0.0), iv(1.0)],
+            "end": {},
+        });
+        let text = served_test(&doc, RateFormat::Auto).expect("a test");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "[ ID] Interval           Transfer     Bitrate");
+        assert_eq!(
+            lines.iter().filter(|l| l.starts_with("- - -")).count(),
+            2,
+            "{text}"
+        );
+        assert!(
+            lines[4].starts_with("- - -") && lines[9].starts_with("[ ID]"),
+            "{text}"
+        );
     }
 
     #[test]
