@@ -220,19 +220,36 @@ fn documents(out: impl Read + Send + 'static, count: usize) -> Vec<Value> {
         .collect()
 }
 
+/// `netsweep -s -J ARGS` on a free port, listening: the process and its port.
+fn json_server(args: &[&str], stdout: Stdio) -> (Child, String) {
+    let port = common::free_port().to_string();
+    let server = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["-s", "-J", "-B", "127.0.0.1", "-p", &port])
+        .args(args)
+        .stdout(stdout)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
+    (server, port)
+}
+
+/// What `server` wrote once it exited (20 s at most; then it is killed).
+fn exited(mut server: Child) -> std::process::Output {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while server.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = server.kill();
+    server.wait_with_output().unwrap()
+}
+
 #[test]
 fn json_gives_each_test_its_document_and_one_off_its_one() {
     let ns = env!("CARGO_BIN_EXE_netsweep");
     // Without -1: a document per test, as it ends.
-    let port = common::free_port().to_string();
-    let mut server = Command::new(ns)
-        .args(["-s", "-J", "-B", "127.0.0.1", "-p", &port])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (mut server, port) = json_server(&[], Stdio::piped());
     let out = server.stdout.take().expect("stdout");
-    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
     let theirs = [
         client(ns, &port, &["-t", "1"]),
         client(ns, &port, &["-t", "1", "-R"]),
@@ -255,15 +272,8 @@ fn json_gives_each_test_its_document_and_one_off_its_one() {
     // iperf3's; the server's messages stay on stderr.
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("tests.json");
-    let port = common::free_port().to_string();
-    let mut server = Command::new(ns)
-        .args(["-s", "-J", "-B", "127.0.0.1", "-p", &port, "--logfile"])
-        .arg(&log)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
+    let path = log.to_str().expect("a path in UTF-8");
+    let (mut server, port) = json_server(&["--logfile", path], Stdio::null());
     let theirs = client(ns, &port, &["-t", "1"]);
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut logged = String::new();
@@ -280,21 +290,9 @@ fn json_gives_each_test_its_document_and_one_off_its_one() {
     );
 
     // -1 -J with a netsweep client: its test's document, not an error.
-    let port = common::free_port().to_string();
-    let mut server = Command::new(ns)
-        .args(["-s", "-1", "-J", "-B", "127.0.0.1", "-p", &port])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
+    let (server, port) = json_server(&["-1"], Stdio::piped());
     let theirs = client(ns, &port, &["-t", "1", "-P", "2"]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while server.try_wait().unwrap().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let _ = server.kill();
-    let done = server.wait_with_output().unwrap();
+    let done = exited(server);
     assert!(
         done.status.success(),
         "-1 did not end after its test: {done:?}"
@@ -311,14 +309,7 @@ fn json_gives_each_test_its_document_and_one_off_its_one() {
 /// `netsweep -s -1 -J` while `client` (its arguments after the port) runs and is sent SIGINT
 /// `interrupts` times, 2.5 s in and 0.3 s apart: the server's exit status and document.
 fn interrupted(client: &[&str], interrupts: usize) -> (Option<i32>, Value) {
-    let port = common::free_port().to_string();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args(["-s", "-1", "-J", "-B", "127.0.0.1", "-p", &port])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
+    let (server, port) = json_server(&["-1"], Stdio::piped());
     let mut client = Command::new(client[0])
         .args(["-c", "127.0.0.1", "-p", &port])
         .args(&client[1..])
@@ -332,14 +323,9 @@ fn interrupted(client: &[&str], interrupts: usize) -> (Option<i32>, Value) {
         let _ = Command::new("kill").args(["-INT", &pid]).status();
         std::thread::sleep(Duration::from_millis(300));
     }
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while server.try_wait().unwrap().is_none() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let done = exited(server);
     let _ = client.kill();
     let _ = client.wait();
-    let _ = server.kill();
-    let done = server.wait_with_output().unwrap();
     let doc = serde_json::from_slice(&done.stdout).expect("one document");
     (done.status.code(), doc)
 }
