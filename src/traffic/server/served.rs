@@ -1,8 +1,8 @@
 //! Counting a server's ended tests: callers that serve a set number of tests (`-1`, a
 //! pScheduler server participant) stop when it is reached, or when no test has been under
 //! way for their idle timeout; `-1 --json` prints the last test's document. A server that
-//! reports each test as it ends (`netsweep -s`, as iperf3's server on its stdout) is handed
-//! each document by `on_document`.
+//! writes its tests (`netsweep -s`, as iperf3's server on its stdout) is handed each test's
+//! account as it goes (`live`) or each document as its test ends (`on_document`, `-J`).
 
 use crate::traffic::iperf3::server::{LiveSink, LiveTest};
 use std::sync::atomic::{AtomicU64, Ordering};
