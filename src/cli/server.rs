@@ -310,7 +310,8 @@ fn accepted_notes(a: &ServerArgs) -> Vec<String> {
     if !named.is_empty() {
         notes.push(format!(
             "{}: accepted and ignored: this server's lines for a test follow the test's \
-             intervals (the client's -i)",
+             intervals (a netsweep client's -i; 1 s for an iperf3 client, which does not send \
+             its -i)",
             named.join(", ")
         ));
     }

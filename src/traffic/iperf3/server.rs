@@ -494,7 +494,9 @@ pub fn serve(
             stopped.as_secs_f64()
         );
         let mut document = own_document(&who, &spec, &finished, Some(stopped));
-        document["error"] = serde_json::json!(why);
+        // iperf3's words where iperf3's server has them (scripts look for them); the log has
+        // what this end counted.
+        document["error"] = serde_json::json!(iperf3_words(&e.why).unwrap_or(&why));
         return Err(EndedEarly {
             why,
             document,

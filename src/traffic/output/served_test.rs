@@ -259,17 +259,17 @@ impl ServedText {
             out.push_str(SEPARATOR);
         }
         let _ = writeln!(out, "{}", self.form.header());
-        // UDP's datagrams and losses over the test, per stream in stream order, from `end`.
-        let udp_ends: Vec<&Value> = doc
+        // Each stream's figures over the test, in stream order, from `end`.
+        let ends: Vec<&Value> = doc
             .get("end")
             .and_then(|e| e.get("streams"))
             .and_then(Value::as_array)
-            .map(|s| s.iter().filter_map(|s| s.get("udp")).collect())
+            .map(|s| s.iter().collect())
             .unwrap_or_default();
         let totals: Vec<Row> = kept
             .into_iter()
             .enumerate()
-            .map(|(k, (r, all))| summary_row(r, &all, udp_ends.get(k).copied()))
+            .map(|(k, (r, all))| summary_row(r, &all, ends.get(k).copied()))
             .collect();
         let secs = totals.iter().map(|r| r.seconds).fold(0.0, f64::max);
         lines(&mut out, &totals, (0.0, secs), self.form, Ending::Summary);
@@ -295,19 +295,42 @@ fn interval_rows(iv: &Value) -> (Vec<Row>, (f64, f64), bool) {
     (rows, span, omitted)
 }
 
-/// A stream's summary: its measured intervals added up; for UDP, the datagrams, losses and
-/// jitter of the stream's `end` entry (`udp_end`), the end that counted each.
-fn summary_row(r: Row, all: &[StreamInterval], udp_end: Option<&Value>) -> Row {
-    let mut figures = total_of(all, r.seconds);
+/// A stream's summary: its measured intervals added up, over the seconds of the stream's
+/// `end` entry where the document has one (the test's time to where it stopped: an empty stub
+/// of an interval at the end is no line, but its time counts); this end's bytes and rate from
+/// there for TCP, and for UDP the datagrams, losses and jitter, each from the end that counted
+/// it.
+fn summary_row(r: Row, all: &[StreamInterval], end: Option<&Value>) -> Row {
+    let f = |v: &Value, k: &str| v.get(k).and_then(Value::as_f64);
+    let udp = end.and_then(|e| e.get("udp"));
+    let own = end.and_then(|e| e.get(if r.sender { "sender" } else { "receiver" }));
+    let seconds = udp
+        .or(own)
+        .and_then(|v| f(v, "seconds"))
+        .filter(|s| *s > 0.0)
+        .unwrap_or(r.seconds);
+    let mut figures = total_of(all, seconds);
     figures.cwnd_bytes = None;
     figures.rtt_us = None;
-    if let Some(u) = udp_end {
+    if let Some(o) = own {
+        if let Some(b) = o.get("bytes").and_then(Value::as_u64) {
+            figures.bytes = b;
+        }
+        if let Some(bps) = f(o, "bits_per_second") {
+            figures.bits_per_second = bps;
+        }
+    }
+    if let Some(u) = udp {
         figures.packets = u.get("packets").and_then(Value::as_u64);
         figures.lost_packets = u.get("lost_packets").and_then(Value::as_u64);
-        figures.lost_percent = u.get("lost_percent").and_then(Value::as_f64);
-        figures.jitter_ms = u.get("jitter_ms").and_then(Value::as_f64);
+        figures.lost_percent = f(u, "lost_percent");
+        figures.jitter_ms = f(u, "jitter_ms");
     }
-    Row { figures, ..r }
+    Row {
+        figures,
+        seconds,
+        ..r
+    }
 }
 
 #[cfg(test)]
@@ -421,6 +444,27 @@ mod tests {
             lines[4].starts_with("- - -") && lines[9].starts_with("[ ID]"),
             "{text}"
         );
+    }
+
+    /// A client that ended a moment past the last whole interval: the empty stub is no line
+    /// (iperf3's rule), but the summary runs to where the test stopped, with the end's rate.
+    #[test]
+    fn the_summary_runs_to_where_the_test_stopped() {
+        let iv = |t: f64| {
+            json!({ "streams": [stream(1, (t, t + 1.0), 125_000_000, false)],
+                    "sum": { "omitted": false } })
+        };
+        let doc = json!({
+            "start": { "test_start": { "protocol": "TCP", "num_streams": 1, "reverse": 0 } },
+            "intervals": [iv(0.0), iv(1.0)],
+            "end": { "streams": [{ "receiver": {
+                "bytes": 250_000_000u64, "seconds": 2.056, "bits_per_second": 972_762_645.9,
+            } }] },
+        });
+        let text = served_test(&doc, RateFormat::Auto).expect("a test");
+        let summary = text.lines().last().expect("a summary");
+        assert!(summary.starts_with("[  1]   0.00-2.06   sec"), "{summary}");
+        assert!(summary.contains(" 973 Mbits/sec"), "{summary}");
     }
 
     #[test]

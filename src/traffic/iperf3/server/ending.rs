@@ -15,19 +15,15 @@ pub(super) fn test_words(spec: &TestSpec, params: &Params) -> String {
 }
 
 /// The text an iperf3 client asked for with `--get-server-output`: the test as this server
-/// writes it on stdout (`output::served_test`, from the test's `document`), after a line
-/// naming the server; the log's one line if the document has no test's figures.
+/// writes it on stdout (`output::served_test`, from the test's `document`); the log's one line
+/// if the document has no test's figures.
 pub(super) fn server_output(
     document: &serde_json::Value,
     (peer, spec): (SocketAddr, &TestSpec),
     (ours, theirs): (&Results, &Results),
 ) -> String {
-    let text = crate::traffic::output::served_test(document, crate::units::RateFormat::Auto)
-        .unwrap_or_else(|| format!("{}\n", summary_line(peer, spec, ours, theirs)));
-    format!(
-        "netsweep {} server, iperf3 protocol\n{text}",
-        env!("CARGO_PKG_VERSION")
-    )
+    crate::traffic::output::served_test(document, crate::units::RateFormat::Auto)
+        .unwrap_or_else(|| format!("{}\n", summary_line(peer, spec, ours, theirs)))
 }
 
 /// One log line per finished test: what each direction's sender sent, and what its receiver
@@ -142,6 +138,19 @@ pub(super) fn counted_words(spec: &TestSpec, ours: &Results) -> Option<String> {
 /// `-t 0` test stopped): the client's own end, as iperf3's server takes it.
 pub(super) const CLIENT_TERMINATED: &str = "the client terminated the test";
 
+/// Why a test ended when the client's control connection closed mid-test.
+pub(super) const CLIENT_GONE: &str = "the client went away mid-test";
+
+/// iperf3's server's words for a test its client ended (IECLIENTTERM, IECTRLCLOSE), what its
+/// `-J` document's `error` says and scripts look for; `None` for other ends.
+pub(super) fn iperf3_words(why: &str) -> Option<&'static str> {
+    match why {
+        CLIENT_TERMINATED => Some("the client has terminated"),
+        CLIENT_GONE => Some("the client has unexpectedly closed the connection"),
+        _ => None,
+    }
+}
+
 /// Why a test ended before the client's TEST_END: the words for the log, and the iperf3
 /// error the client is told (none when the client itself ended it or went away).
 #[derive(Debug)]
@@ -237,7 +246,7 @@ pub(super) fn wait_for_end(
                 s.as_peer_act()
             ))),
             Err(ControlError::Io(crate::traffic::protocol::ProtocolError::Closed)) => {
-                Err(Ended::untold("the client went away mid-test"))
+                Err(Ended::untold(CLIENT_GONE))
             }
             Err(e) => Err(Ended::untold(format!("control connection: {e}"))),
         };
