@@ -1,9 +1,11 @@
-//! What `netsweep -s` writes on stdout for each test it served, in the layout of iperf3's
-//! server: `Accepted connection from HOST, port PORT`, this end's lines for each interval,
-//! then its summary, each stream's line ending in `sender` or `receiver` as this end was
-//! (`[  5][RX-S]` and `[  7][TX-S]` with `--bidir`). Rendered from the test's document (the
-//! one `-s -J` prints: `iperf3::server::document`), so the text and the JSON cannot disagree;
-//! the summary adds up the measured (not omitted) intervals of each stream.
+//! What `netsweep -s` writes on stdout for each test it serves, in the layout of iperf3's
+//! server: `Accepted connection from HOST, port PORT` and each data connection, this end's
+//! lines for each interval, then its summary, each stream's line ending in `sender` or
+//! `receiver` as this end was (`[  1][RX-S]` and `[  3][TX-S]` with `--bidir`). Rendered from
+//! the test's document (the one `-s -J` prints: `iperf3::server::document`; `ServedText` line
+//! by line as the test runs), so the text and the JSON cannot disagree: the intervals as the
+//! document has them, the summary over the measured (not omitted) ones and the time and
+//! figures of the document's `end`.
 
 use super::{Line, header_of, line};
 use crate::traffic::result::{StreamInterval, total_of};
