@@ -320,10 +320,17 @@ fn ctrl_c_on_a_guest_lab_test_leaves_nothing() {
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     use std::io::BufRead;
     for during_test in [false, true] {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
-            .args([
-                "lab", "test", "--vm", "b", "--nic", "virtio", "--", "-t", "60", "-i", "0.5",
-            ])
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"));
+        cmd.args([
+            "lab", "test", "--vm", "b", "--nic", "virtio", "--", "-t", "60", "-i", "0.5",
+        ]);
+        if !during_test {
+            // Held where QEMU has started and the guest has not yet answered: a saved boot
+            // resumes in about half a second, so a signal sent after a fixed sleep could find
+            // the test already running (CI saw an "interrupted boot" end in success).
+            cmd.env("NETSWEEP_TEST_PAUSE", "guest-started");
+        }
+        let mut child = cmd
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -349,27 +356,52 @@ fn ctrl_c_on_a_guest_lab_test_leaves_nothing() {
             }
             all
         });
-        let t0 = std::time::Instant::now();
+        let (paused_tx, paused_rx) = std::sync::mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        let err_reader = std::thread::spawn(move || {
+            let mut all = String::new();
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if line.contains("test pause at guest-started") {
+                    let _ = paused_tx.send(());
+                }
+                all.push_str(&line);
+                all.push('\n');
+            }
+            all
+        });
         if during_test {
             // The first interval line: the guest is up and the test runs.
             rx.recv_timeout(Duration::from_secs(180))
                 .expect("the guest lab test never started");
         } else {
-            // The namespaces exist: the guest is being set up or booting.
-            while !netsweep::platform::netns::exists(&ns_a) {
-                assert!(t0.elapsed() < Duration::from_secs(60), "no lab appeared");
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            std::thread::sleep(Duration::from_millis(500));
+            // QEMU runs and the guest is booting or resuming.
+            paused_rx
+                .recv_timeout(Duration::from_secs(120))
+                .expect("the guest never started");
+            assert!(
+                netsweep::platform::netns::exists(&ns_a),
+                "no lab while it boots"
+            );
         }
         // SAFETY: signalling our own child.
         unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
         let status = child.wait().unwrap();
         let out = reader.join().unwrap();
+        let err = err_reader.join().unwrap();
         if during_test {
             assert!(out.contains("receiver"), "partial results printed: {out}");
         } else {
-            assert!(!status.success(), "an interrupted boot is no success");
+            assert!(
+                !status.success(),
+                "an interrupted boot is no success: {status}\n{out}\n{err}"
+            );
+            assert!(
+                err.contains("interrupted"),
+                "the boot's end is explained: {err}"
+            );
         }
         assert_namespaces_gone(&lab, &format!(" (during_test {during_test})"));
         assert!(!pidfile.exists(), "{} left", pidfile.display());
