@@ -28,6 +28,8 @@ struct Figures {
     /// UDP: datagrams sent and lost, as the receiver counted them.
     packets: Option<u64>,
     lost_packets: Option<u64>,
+    /// UDP: the receiver's losses per interval, added up, where its intervals have them.
+    interval_lost: Option<u64>,
     /// Datagrams this host dropped during the run, not the path: the receiving namespace's
     /// kernel (socket buffer full, `Udp RcvbufErrors`) and the sending namespace's device (the
     /// userspace delay line fell behind). The delay line's own drops are the path's.
@@ -106,6 +108,12 @@ fn netsweep_client(
         lost_percent: r.summary.lost_percent,
         packets: r.summary.packets,
         lost_packets: r.summary.lost_packets,
+        interval_lost: r
+            .intervals
+            .iter()
+            .flat_map(|iv| &iv.streams)
+            .map(|s| s.lost_packets)
+            .sum(),
         host_drops: 0,
     }
 }
@@ -128,6 +136,9 @@ fn iperf3_client(lab: &Lab, port: u16, spec: &TestSpec) -> Figures {
     ]);
     if spec.direction == Direction::Reverse {
         c.arg("-R");
+    } else {
+        // The server's own document: its intervals as the receiver.
+        c.arg("--get-server-output");
     }
     if spec.protocol == netsweep::traffic::spec::Protocol::Udp {
         c.args([
@@ -162,6 +173,15 @@ fn iperf3_client(lab: &Lab, port: u16, spec: &TestSpec) -> Figures {
             lost_percent: end["sum"]["lost_percent"].as_f64(),
             packets: end["sum"]["packets"].as_u64(),
             lost_packets: end["sum"]["lost_packets"].as_u64(),
+            // The receiver's intervals: the server's text with a forward test.
+            interval_lost: match doc["server_output_text"].as_str() {
+                Some(text) => text_interval_lost(text),
+                None => doc["intervals"].as_array().and_then(|ivs| {
+                    ivs.iter()
+                        .map(|iv| iv["sum"]["lost_packets"].as_u64())
+                        .sum()
+                }),
+            },
             host_drops: 0,
         }
     } else {
@@ -170,9 +190,24 @@ fn iperf3_client(lab: &Lab, port: u16, spec: &TestSpec) -> Figures {
             lost_percent: None,
             packets: None,
             lost_packets: None,
+            interval_lost: None,
             host_drops: 0,
         }
     }
+}
+
+/// The losses of a UDP receiver's interval lines in iperf3's text (`... 0.008 ms  3/900
+/// (0.33%)`), added up; the summary lines (`... receiver`) left out.
+fn text_interval_lost(text: &str) -> Option<u64> {
+    let lost: Vec<u64> = text
+        .lines()
+        .filter(|l| l.starts_with("[  1]") && l.ends_with(')'))
+        .filter_map(|l| {
+            l.split_whitespace()
+                .find_map(|w| w.split_once('/')?.0.parse().ok())
+        })
+        .collect();
+    (!lost.is_empty()).then(|| lost.iter().sum())
 }
 
 /// The three pairings on one spec: netsweep→netsweep, netsweep→iperf3, iperf3→netsweep.
@@ -314,6 +349,22 @@ fn the_three_pairings_agree_through_a_rate_limit_and_through_loss() {
             .iter()
             .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
         assert!(hi - lo <= 0.4, "{direction:?} losses disagree: {losses:?}");
+        // Each receiver's intervals count the losses the summary has (iperf3 counts each
+        // interval's from its sequence numbers; a loss at an interval's end falls in the next):
+        // netsweep's server and client receiving from iperf3, and iperf3 receiving. Only a
+        // netsweep client sending to iperf3's server has none (iperf3 reports no intervals).
+        let [ns_ns, ns_ip, ip_ns] = &f;
+        let mut with_intervals = vec![ns_ns, ip_ns];
+        if direction == Direction::Reverse {
+            with_intervals.push(ns_ip);
+        }
+        for x in with_intervals {
+            let (per_interval, lost) = (x.interval_lost.unwrap_or(0), x.lost_packets.unwrap_or(0));
+            assert!(
+                per_interval > 0 && per_interval.abs_diff(lost) <= 2 + lost / 50,
+                "{direction:?}: {per_interval} lost by interval, {lost} in all: {f:?}"
+            );
+        }
     }
 }
 

@@ -501,6 +501,8 @@ mod tests {
                 jitter_ms: -1.234_567_890_123_456_7e-300,
                 out_of_order: u64::MAX,
                 duplicates: u64::MAX,
+                highest_seq: Some(u64::MAX),
+                sequences: Some(u64::MAX),
             }),
         };
         let msg = ServerMsg::Intervals {

@@ -10,7 +10,7 @@ use super::udpnap::ReadNap;
 use super::{Datagrams, POLL, Pacer, StreamCtx, UDP_LINGER, payload};
 use crate::platform::{sockopt, udpbatch};
 use crate::traffic::histogram::UdpTiming;
-use crate::traffic::measure::{IntervalReport, StreamReport, UdpReceived};
+use crate::traffic::measure::{IntervalReport, StreamReport, UdpReceived, count_sequences};
 use crate::traffic::spec::{Flow, UDP_HEADER_BYTES};
 use std::io::ErrorKind;
 use std::net::UdpSocket;
@@ -345,19 +345,19 @@ impl<'a> Receiver<'a> {
                     *bytes += d.len();
                 }
                 _ => {
-                    if let Some((_, count, sent, bytes)) = run.take() {
-                        self.settle(Arrival::InOrder, count, sent, bytes, now);
+                    if let Some((first, count, sent, bytes)) = run.take() {
+                        self.settle(Arrival::InOrder, (first, count), sent, bytes, now);
                     }
                     if arrival == Arrival::InOrder {
                         run = Some((seq, 1, send_ns, d.len()));
                     } else {
-                        self.settle(arrival, 1, send_ns, d.len(), now);
+                        self.settle(arrival, (seq, 1), send_ns, d.len(), now);
                     }
                 }
             }
         }
-        if let Some((_, count, sent, bytes)) = run {
-            self.settle(Arrival::InOrder, count, sent, bytes, now);
+        if let Some((first, count, sent, bytes)) = run {
+            self.settle(Arrival::InOrder, (first, count), sent, bytes, now);
         }
     }
 
@@ -394,20 +394,27 @@ impl<'a> Receiver<'a> {
         for seq in first..first.saturating_add(count) {
             self.tracker.record(seq);
         }
-        self.settle(Arrival::InOrder, count, send_ns, total, now);
+        self.settle(Arrival::InOrder, (first, count), send_ns, total, now);
         true
     }
 
     /// Datagram `seq` of `len` bytes, sent at `send_ns` (the sender's clock), read at `now`.
     fn arrive(&mut self, seq: u64, send_ns: u64, len: usize, now: Duration) {
         let arrival = self.tracker.record(seq);
-        self.settle(arrival, 1, send_ns, len, now);
+        self.settle(arrival, (seq, 1), send_ns, len, now);
     }
 
-    /// `count` datagrams of `bytes` in all, each `arrival`, sent at `send_ns` (the sender's
-    /// clock) and read at `now`: counted in their interval, their timing and jitter recorded
-    /// as `count` arrivals one after another would be.
-    fn settle(&mut self, arrival: Arrival, count: u64, send_ns: u64, bytes: usize, now: Duration) {
+    /// `count` datagrams numbered from `first`, of `bytes` in all, each `arrival`, sent at
+    /// `send_ns` (the sender's clock) and read at `now`: counted in their interval, their
+    /// timing and jitter recorded as `count` arrivals one after another would be.
+    fn settle(
+        &mut self,
+        arrival: Arrival,
+        (first, count): (u64, u64),
+        send_ns: u64,
+        bytes: usize,
+        now: Duration,
+    ) {
         let index = match self.ctx.datagrams {
             Datagrams::Netsweep => {
                 let sent_at = Duration::from_nanos(send_ns);
@@ -459,6 +466,8 @@ impl<'a> Receiver<'a> {
             self.jitter.update(send_ns, arrival_ns);
         }
         udp.jitter_ms = self.jitter.millis();
+        let last = first.saturating_add(count.saturating_sub(1));
+        udp.highest_seq = Some(udp.highest_seq.map_or(last, |h| h.max(last)));
         slot.packets += count;
         slot.bytes += bytes as u64;
         if let Some(q) = &self.ctx.quota
@@ -537,6 +546,7 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
         let slots = ctx.slots();
         while emitted < slots.len() && now >= slots[emitted].end + LIVE_GRACE {
             rx.grow_to(emitted);
+            count_sequences(&mut rx.counts, emitted + 1);
             ctx.emit(&rx.counts[emitted]);
             emitted += 1;
         }
@@ -567,6 +577,7 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
     }
     let mut counts = rx.counts;
     counts.truncate(passed);
+    count_sequences(&mut counts, passed);
     report.intervals = counts;
     report.skipped_rx_copy = skip;
     report.tail_bytes = rx.tail_bytes;
@@ -659,6 +670,59 @@ mod tests {
             cpu: None,
             end_gate: None,
         }
+    }
+
+    /// Each interval's datagrams as iperf3's receiver counts them: how far its sequence numbers
+    /// advanced, so a datagram lost at an interval's end is counted in the next, a late one
+    /// in its own, a duplicate nowhere, and an interval where nothing came has none.
+    #[test]
+    fn an_intervals_sequences_are_how_far_it_took_the_highest_seen() {
+        let (tx, _rx) = std::sync::mpsc::channel();
+        let ctx = StreamCtx {
+            cut: std::sync::Arc::new(crate::traffic::timeline::Cut::new(3)),
+            ..receiver_ctx(Duration::from_secs(3), false, false, tx)
+        };
+        let mut rx = Receiver::new(&ctx);
+        let at = |s: f64| Duration::from_secs_f64(s);
+        let send = |rx: &mut Receiver, seq: u64, sent: f64| {
+            let mut d = vec![0u8; 1400];
+            let ns = at(sent).as_nanos() as u64;
+            write_header(Datagrams::Netsweep, &mut d, seq, ns);
+            rx.datagram(&d, d.len(), at(sent + 0.01));
+        };
+        // Interval 0 sends 0-9 and loses 3 and 9 (its last); interval 1 sends 10-19, 12
+        // arriving after 15 and 14 twice; interval 2 sends nothing.
+        for seq in (0..9).filter(|s| *s != 3) {
+            send(&mut rx, seq, 0.1 * seq as f64);
+        }
+        for seq in [10, 11, 13, 14, 15, 12, 14, 16, 17, 18, 19] {
+            send(&mut rx, seq, 1.0 + 0.05 * seq as f64);
+        }
+        rx.grow_to(2);
+        count_sequences(&mut rx.counts, 3);
+        let seen: Vec<(u64, Option<u64>)> = rx
+            .counts
+            .iter()
+            .map(|c| (c.packets, c.udp.and_then(|u| u.sequences)))
+            .collect();
+        assert_eq!(seen, vec![(8, Some(9)), (10, Some(11)), (0, Some(0))]);
+        // Lost per interval, 1 and 1: the two missing of 20 sent.
+        let lost: Vec<u64> = seen.iter().map(|(got, s)| s.unwrap_or(0) - got).collect();
+        assert_eq!(lost, vec![1, 1, 0]);
+        // Counted only up to `upto` (a live report's): the intervals after it are left as
+        // they were.
+        let mut first = rx.counts.clone();
+        for c in &mut first {
+            if let Some(u) = c.udp.as_mut() {
+                u.sequences = None;
+            }
+        }
+        count_sequences(&mut first, 1);
+        let seqs: Vec<Option<u64>> = first
+            .iter()
+            .map(|c| c.udp.and_then(|u| u.sequences))
+            .collect();
+        assert_eq!(seqs, vec![Some(9), None, None]);
     }
 
     /// Regression: on a lossy path the client repeats its hello, and the extra copies wait in

@@ -24,11 +24,19 @@ pub(crate) fn local_roles(spec: &TestSpec) -> Vec<Role> {
 
 /// The peer's view of an interval, standing in for what it never reports: the same counts,
 /// without any sender or receiver detail (which `blank_peer_figures` removes from the rows).
+/// A UDP stream this end received was sent, as far as this end can tell, as the datagrams its
+/// interval's sequence numbers cover (`UdpReceived::sequences`, as iperf3's receiver counts
+/// an interval's packets), so the merged row's losses are iperf3's per interval.
 pub(crate) fn mirror(r: &IntervalReport) -> IntervalReport {
+    let sent_by_sequence = r.udp.and_then(|u| u.sequences);
     IntervalReport {
         role: match r.role {
             Role::Sender => Role::Receiver,
             Role::Receiver => Role::Sender,
+        },
+        packets: match r.role {
+            Role::Receiver => sent_by_sequence.unwrap_or(r.packets),
+            Role::Sender => r.packets,
         },
         tcp: None,
         udp: None,
@@ -37,18 +45,16 @@ pub(crate) fn mirror(r: &IntervalReport) -> IntervalReport {
 }
 
 /// Removes from a merged interval what only the iperf3 peer could have measured, and re-adds
-/// the totals.
+/// the totals. A UDP stream this end received keeps its datagrams and losses, counted from the
+/// sequence numbers (`mirror`).
 pub(crate) fn blank_peer_figures(iv: &mut Interval, roles: &[Role], proto: Protocol) {
     if proto == Protocol::Udp {
         for row in &mut iv.streams {
-            row.lost_packets = None;
-            row.lost_percent = None;
             if roles.get(usize::from(row.stream)) == Some(&Role::Sender) {
+                row.lost_packets = None;
+                row.lost_percent = None;
                 row.jitter_ms = None;
                 row.out_of_order = None;
-            } else {
-                // The mirrored "sent" count is what arrived, not what the server sent.
-                row.packets = None;
             }
         }
     }
@@ -352,7 +358,7 @@ fn provenance(spec: &TestSpec, roles: &[Role]) -> Provenance {
             .push("goodput of the streams netsweep receives".into());
         if udp {
             p.measured_here
-                .push("jitter and datagrams received on the streams netsweep receives".into());
+                .push("jitter, datagrams received and each interval's losses (from the gaps in the sequence numbers) on the streams netsweep receives".into());
         }
     }
     p.measured_here.push("CPU of this end".into());

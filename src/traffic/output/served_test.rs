@@ -27,7 +27,7 @@ fn row_of(v: &Value) -> Option<Row> {
     let u = |k: &str| v.get(k).and_then(Value::as_u64);
     let f = |k: &str| v.get(k).and_then(Value::as_f64);
     let sender = v.get("sender").and_then(Value::as_bool).unwrap_or(false);
-    let mut row = Row {
+    let row = Row {
         socket: v.get("socket")?.to_string(),
         sender,
         seconds: f("seconds")?,
@@ -44,13 +44,6 @@ fn row_of(v: &Value) -> Option<Row> {
             ..StreamInterval::default()
         },
     };
-    if !sender && row.figures.jitter_ms.is_some() && row.figures.packets == Some(0) {
-        // A UDP receiver's losses are counted over the whole test (from the highest sequence
-        // number), not per interval: the document's 0 of 0 is shown as not known.
-        row.figures.packets = None;
-        row.figures.lost_packets = None;
-        row.figures.lost_percent = None;
-    }
     Some(row)
 }
 
@@ -349,15 +342,15 @@ mod tests {
     }
 
     /// A two-second UDP test to this server with a one-second warm-up, as the document of
-    /// `iperf3::server::document` has it: the receiver's intervals carry jitter but 0 of 0
-    /// datagrams (its losses are counted over the whole test).
+    /// `iperf3::server::document` has it: the receiver's intervals carry jitter and the
+    /// datagrams their sequence numbers cover, 7 of 900 lost in each.
     fn udp_document() -> Value {
         let rx = |(start, end), omitted: bool| {
             let mut s = stream(1, (start, end), 1_250_000, false);
             s["jitter_ms"] = json!(0.25);
-            s["packets"] = json!(0);
-            s["lost_packets"] = json!(0);
-            s["lost_percent"] = json!(0.0);
+            s["packets"] = json!(900);
+            s["lost_packets"] = json!(7);
+            s["lost_percent"] = json!(7.0 / 9.0);
             json!({ "streams": [s], "sum": { "omitted": omitted } })
         };
         json!({
@@ -373,13 +366,13 @@ mod tests {
     }
 
     #[test]
-    fn a_udp_receivers_losses_are_the_tests_and_warm_up_is_marked() {
+    fn a_udp_receivers_losses_are_per_interval_and_the_tests_and_warm_up_is_marked() {
         let text = served_test(&udp_document(), RateFormat::Auto).expect("a test");
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "Accepted connection from 198.18.0.1, port 40000");
         assert!(lines[2].ends_with("(omitted)"), "{text}");
-        // Per interval: jitter, and no loss figure it does not have.
-        assert!(lines[3].contains("0.250 ms  -"), "{text}");
+        // Per interval: jitter and the interval's losses.
+        assert!(lines[3].ends_with("0.250 ms  7/900 (0.78%)"), "{text}");
         let summary = lines.last().expect("a summary");
         // Two measured seconds of 1.25 MB: 2.38 MBytes at 10.0 Mbits/sec; the end's losses.
         assert!(

@@ -27,6 +27,7 @@ fn report(stream: u16, flow: Flow, role: Role, per_interval: &[(u64, u64)]) -> S
                     jitter_ms: 0.5,
                     out_of_order: 0,
                     duplicates: 0,
+                    ..UdpReceived::default()
                 }),
             })
             .collect(),
