@@ -64,7 +64,7 @@ pub enum Command {
     // defaults before the user's own).
     #[command(
         args_override_self = true,
-        after_help = "Examples:\n  netsweep server\n  netsweep server --bind 198.18.0.2 --max-tests 1 --max-rate 1G\n  netsweep server --iperf3          # iperf3 clients find it on 5201 too\n  netsweep -s                       # iperf3's spelling: each test on stdout as iperf3 -s\n  netsweep -s -J > tests.json       # a JSON document per test, as iperf3 -s -J"
+        after_help = "Examples:\n  netsweep server\n  netsweep server --bind 198.18.0.2 --max-tests 1 --max-rate 1G\n  netsweep server --iperf3          # iperf3 clients find it on 5201 too\n  netsweep -s                       # iperf3's spelling: each test on stdout as iperf3 -s\n  netsweep -s -J > tests.json       # a JSON document per test, as iperf3 -s -J\n  netsweep -s -i 0.5                # iperf3 clients' tests reported every 0.5 s"
     )]
     Server(ServerArgs),
     /// Run one test against a `netsweep server` (or an iperf3 server: --iperf3).

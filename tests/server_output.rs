@@ -377,3 +377,62 @@ fn a_test_its_netsweep_client_aborted_keeps_the_servers_figures() {
     let seconds = last.and_then(|s| s["seconds"].as_f64()).unwrap_or(0.0);
     assert!(seconds > 0.0 && seconds < 1.0, "{doc:#}");
 }
+
+/// The server's `-i` is the interval of an iperf3 client's tests, as iperf3's server reports
+/// on its own `-i` (the client does not send its own): `-i 0.5` gives half-second lines and
+/// intervals that add up to what the server counted; `-i 0` one interval over the whole test,
+/// holding every datagram of a UDP test as the client counted them.
+#[test]
+fn the_servers_interval_is_an_iperf3_clients() {
+    let test = "the_servers_interval_is_an_iperf3_clients";
+    if !common::tool_or_skip(test, "iperf3") {
+        return;
+    }
+    let s = Server::start(&["-i", "0.5"]);
+    let banner = |l: &str| l.starts_with("Server listening on ");
+    s.read_until(banner, 1);
+    let theirs = client("iperf3", &s.port, &["-t", "2"]);
+    let text = s.read_until(banner, 1);
+    for span in ["0.00-0.50", "0.50-1.00", "1.00-1.50", "1.50-2.00"] {
+        let line = format!("{span}   sec");
+        assert!(text.iter().any(|l| l.contains(&line)), "{span}: {text:#?}");
+    }
+    let (server, port) = json_server(&["-1", "-i", "0.5"], Stdio::piped());
+    let theirs_json = client("iperf3", &port, &["-t", "2"]);
+    let doc: Value = serde_json::from_slice(&exited(server).stdout).expect("the document");
+    assert_eq!(doc["start"]["test_start"]["interval"], 0.5, "{doc:#}");
+    let intervals = doc["intervals"].as_array().expect("intervals");
+    assert!(intervals.len() >= 4, "{doc:#}");
+    for iv in &intervals[..4] {
+        let secs = iv["sum"]["seconds"].as_f64().unwrap_or(0.0);
+        assert!((secs - 0.5).abs() < 1e-6, "{iv:#}");
+    }
+    let summed: u64 = intervals
+        .iter()
+        .filter_map(|iv| iv["sum"]["bytes"].as_u64())
+        .sum();
+    let received = theirs_json["end"]["sum_received"]["bytes"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(
+        summed.abs_diff(received) <= received / 200,
+        "intervals {summed}, received {received}"
+    );
+    assert!(theirs["end"]["sum_received"]["bytes"].as_u64() > Some(0));
+    // -i 0, UDP: one interval, every datagram the client sent.
+    let (server, port) = json_server(&["-1", "-i", "0"], Stdio::piped());
+    let theirs = client("iperf3", &port, &["-t", "2", "-u", "-b", "20M"]);
+    let doc: Value = serde_json::from_slice(&exited(server).stdout).expect("the document");
+    assert_eq!(doc["start"]["test_start"]["interval"], 0.0, "{doc:#}");
+    let intervals = doc["intervals"].as_array().expect("intervals");
+    assert_eq!(intervals.len(), 1, "{doc:#}");
+    let sum = &intervals[0]["sum"];
+    let sent = theirs["end"]["sum"]["packets"]
+        .as_u64()
+        .expect("packets sent");
+    assert_eq!(sum["packets"].as_u64(), Some(sent), "{sum:#}");
+    assert_eq!(
+        sum["lost_packets"], theirs["end"]["sum"]["lost_packets"],
+        "{sum:#}"
+    );
+}

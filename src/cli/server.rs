@@ -102,8 +102,8 @@ pub struct ServerArgs {
     pub forceflush: bool,
     #[command(flatten)]
     pub timestamps: super::Timestamps,
-    /// Accepted for iperf3's sake (-i, -V, -d): this server's lines for a test follow the
-    /// test's intervals (a note says so). `-f` sets the unit of its text (k m g t K M G T).
+    /// The interval of an iperf3 client's tests, as iperf3's server (0.1 to 60 s; 0: one
+    /// interval over the whole test); default 1 s. A netsweep client's tests follow its own -i.
     #[arg(short = 'i', long, value_name = "SECONDS", allow_hyphen_values = true)]
     pub interval: Option<String>,
     /// The unit of each test's text on stdout, as iperf3's -f: k m g t (bits/sec) or
@@ -276,6 +276,12 @@ impl TryFrom<&ServerArgs> for ServerConfig {
                 affinity: a.affinity.as_deref().map(server_affinity).transpose()?,
                 bitrate_limit,
                 liveness: rates::liveness(a.cntl_ka.as_deref(), a.snd_timeout)?,
+                iperf3_interval: a
+                    .interval
+                    .as_deref()
+                    .map(iperf3_interval)
+                    .transpose()?
+                    .unwrap_or(std::time::Duration::from_secs(1)),
             },
         })
     }
@@ -300,20 +306,27 @@ fn refusal(a: &ServerArgs) -> Option<&'static str> {
     )
 }
 
+/// The server's `-i` in iperf3's bounds and words: 0.1 to 60 seconds, or 0.
+fn iperf3_interval(v: &str) -> anyhow::Result<std::time::Duration> {
+    parse_duration(v)
+        .ok()
+        .filter(|d| d.is_zero() || (0.1..=60.0).contains(&d.as_secs_f64()))
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "-i/--interval {v}: invalid report interval (min = 0.1, max = 60 seconds, or 0)"
+            )
+        })
+}
+
 /// What the server does instead of the iperf3 options it accepts without acting on them.
 fn accepted_notes(a: &ServerArgs) -> Vec<String> {
-    let named: Vec<&str> = [(a.interval.is_some(), "-i"), (a.verbose, "-V")]
-        .into_iter()
-        .filter_map(|(given, flag)| given.then_some(flag))
-        .collect();
     let mut notes = Vec::new();
-    if !named.is_empty() {
-        notes.push(format!(
-            "{}: accepted and ignored: this server's lines for a test follow the test's \
-             intervals (a netsweep client's -i; 1 s for an iperf3 client, which does not send \
-             its -i)",
-            named.join(", ")
-        ));
+    if a.verbose {
+        notes.push(
+            "-V: accepted and ignored: this server writes each test's lines and summary as \
+             iperf3's does without -V"
+                .to_string(),
+        );
     }
     notes
 }

@@ -578,6 +578,10 @@ pub struct ServerLimits {
     pub bitrate_limit: Option<crate::traffic::bitrate_limit::BitrateLimit>,
     /// `--cntl-ka` and `--snd-timeout`: set on the connections this server accepts.
     pub liveness: crate::traffic::liveness::Liveness,
+    /// `-i`: the interval of an iperf3 client's tests, which iperf3's clients do not send (its
+    /// server reports on its own `-i`); zero: one interval over the whole test (iperf3's
+    /// `-i 0`). A netsweep client's tests follow the client's `-i`.
+    pub iperf3_interval: Duration,
 }
 
 impl Default for ServerLimits {
@@ -594,6 +598,7 @@ impl Default for ServerLimits {
             affinity: None,
             bitrate_limit: None,
             liveness: crate::traffic::liveness::Liveness::default(),
+            iperf3_interval: Duration::from_secs(1),
         }
     }
 }

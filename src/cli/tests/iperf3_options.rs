@@ -220,14 +220,25 @@ fn iperf3_options_netsweep_does_not_act_on_are_said_and_the_others_honoured() {
         assert!(e.contains(refused), "{args:?}: {e}");
     }
     // The server: iperf3's name for the longest test, and its notes.
-    let c = server_of(&["-s", "--server-max-duration", "90", "-i", "1", "-V"]).unwrap();
+    let c = server_of(&["-s", "--server-max-duration", "90", "-i", "2", "-V"]).unwrap();
     assert_eq!(c.limits.max_duration, Duration::from_secs(90));
-    assert!(
-        c.output
-            .notes
-            .join("")
-            .contains("-i, -V: accepted and ignored")
+    assert!(c.output.notes.join("").contains("-V: accepted and ignored"));
+    // -i is the interval of iperf3 clients' tests, in iperf3's bounds (0.1 to 60, or 0).
+    assert_eq!(c.limits.iperf3_interval, Duration::from_secs(2));
+    let interval = |v: &str| server_of(&["-s", "-i", v]).map(|c| c.limits.iperf3_interval);
+    assert_eq!(interval("0.5").unwrap(), Duration::from_millis(500));
+    assert_eq!(interval("0").unwrap(), Duration::ZERO);
+    assert_eq!(
+        server_of(&["-s"]).unwrap().limits.iperf3_interval,
+        Duration::from_secs(1)
     );
+    for bad in ["0.05", "61", "-1"] {
+        let e = format!("{:#}", interval(bad).unwrap_err());
+        assert!(
+            e.contains("invalid report interval (min = 0.1, max = 60"),
+            "{bad}: {e}"
+        );
+    }
     let c = server_of(&[
         "-s",
         "--server-bitrate-limit",

@@ -828,4 +828,48 @@ mod tests {
         let unlimited = spec_for(&Params { time_s: 0, ..p }, &limits).expect("-t 0 is served");
         assert_eq!(unlimited.total_time(), limits.max_duration + END_GRACE);
     }
+
+    /// The server's `-i` sets an iperf3 client's grid (the client does not send its own);
+    /// `-i 0` is one interval over the whole test, and a count's grid still fits the reports.
+    #[test]
+    fn the_servers_interval_is_an_iperf3_clients_grid() {
+        let p = Params {
+            time_s: 3,
+            parallel: 2,
+            ..Params::default()
+        };
+        let with = |interval: Duration| ServerLimits {
+            iperf3_interval: interval,
+            ..ServerLimits::default()
+        };
+        let half = spec_for(&p, &with(Duration::from_millis(500))).unwrap();
+        assert_eq!(half.interval, Duration::from_millis(500));
+        assert!(!half.whole_test_interval);
+        assert_eq!(
+            half.interval_count(),
+            (half.duration.as_secs_f64() / 0.5).ceil() as u64
+        );
+        let whole = spec_for(&p, &with(Duration::ZERO)).unwrap();
+        assert!(whole.whole_test_interval);
+        assert_eq!(
+            (whole.interval, whole.interval_count()),
+            (whole.duration, 1)
+        );
+        // A count at 0.1 s intervals: the grid is as long as its reports fit.
+        let tight = ServerLimits {
+            max_interval_records: 10_000,
+            ..with(Duration::from_millis(100))
+        };
+        let counted = spec_for(
+            &Params {
+                time_s: 0,
+                bytes: 1 << 30,
+                ..p
+            },
+            &tight,
+        )
+        .expect("a count at short intervals is served");
+        assert!(counted.interval_records() <= 10_000, "{counted:?}");
+        assert!(counted.duration >= Duration::from_secs(400), "{counted:?}");
+    }
 }

@@ -33,8 +33,14 @@ pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> 
         // server accepts, warm-up included, and no longer than its streams'
         // interval reports fit under --max-intervals (64 streams at 1 s intervals: 3125 s).
         let flows = u64::from(p.parallel.max(1)) * if p.bidirectional { 2 } else { 1 };
-        let fits = Duration::from_secs(limits.max_interval_records / flows)
-            .saturating_sub(Duration::from_secs(p.omit_s + 1) + END_GRACE);
+        let step = if limits.iperf3_interval.is_zero() {
+            Duration::from_secs(1)
+        } else {
+            limits.iperf3_interval
+        };
+        let fits = step
+            .saturating_mul(u32::try_from(limits.max_interval_records / flows).unwrap_or(u32::MAX))
+            .saturating_sub(Duration::from_secs(p.omit_s) + step + END_GRACE);
         limits
             .max_duration
             .saturating_sub(Duration::from_secs(p.omit_s))
@@ -91,7 +97,12 @@ pub fn spec_for(p: &Params, limits: &ServerLimits) -> Result<TestSpec, Refusal> 
         TestSpec::tcp(asked + END_GRACE)
     };
     spec.omit = omit;
-    spec.interval = Duration::from_secs(1);
+    // The server's -i, as iperf3's server reports on its own; 0: the whole test.
+    spec.interval = limits.iperf3_interval;
+    if spec.interval.is_zero() {
+        spec.interval = spec.duration;
+        spec.whole_test_interval = true;
+    }
     spec.streams = p.parallel;
     spec.direction = match (p.reverse, p.bidirectional) {
         (_, true) => Direction::Bidir,
