@@ -543,8 +543,51 @@ fn the_servers_json_has_an_interval_a_second_for_its_streams() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let reverse = server_document_of(&["-t", "2", "-i", "1", "-R", "-P", "2"]);
     check_server_intervals(&reverse, true, "sum_sent");
+    check_end_streams(&reverse, true);
     let forward = server_document_of(&["-t", "2", "-i", "1", "-P", "2"]);
     check_server_intervals(&forward, false, "sum_received");
+    check_end_streams(&forward, false);
+}
+
+/// The end's streams as pScheduler's iperf3 parser reads them (`rename_json` of each stream's
+/// `udp` or `sender`): `socket` becomes the summary stream's `stream-id`, which the esmond
+/// archiver sorts by with several streams (a stream without one is a KeyError there), and
+/// `mean_rtt` its `rtt`. Regression: a netsweep server's document had neither, so a reverse
+/// test (whose result is the server's document) lost both. The sender's RTTs of a stream the
+/// server sent are its own, in order: min <= mean <= max.
+fn check_end_streams(doc: &Value, server_sends: bool) {
+    let connected: Vec<&Value> = doc["start"]["connected"]
+        .as_array()
+        .expect("start.connected")
+        .iter()
+        .map(|c| &c["socket"])
+        .collect();
+    let streams = doc["end"]["streams"].as_array().expect("end.streams");
+    assert_eq!(streams.len(), 2, "{streams:#?}");
+    for s in streams {
+        let sender = &s["sender"];
+        assert!(sender["socket"].is_i64(), "no socket: {s:#}");
+        assert!(
+            connected.contains(&&sender["socket"]),
+            "{s:#} of {connected:?}"
+        );
+        assert_eq!(s["receiver"]["socket"], sender["socket"], "{s:#}");
+        let rtt = |k: &str| sender[k].as_u64();
+        if server_sends {
+            let (min, mean, max) = (rtt("min_rtt"), rtt("mean_rtt"), rtt("max_rtt"));
+            assert!(
+                min > Some(0) && min <= mean && mean <= max,
+                "RTTs {min:?} {mean:?} {max:?}: {s:#}"
+            );
+            assert!(rtt("max_snd_cwnd") > Some(0), "{s:#}");
+        } else {
+            assert_eq!(
+                rtt("mean_rtt"),
+                None,
+                "the client's RTT is not the server's: {s:#}"
+            );
+        }
+    }
 }
 
 /// With `--bidir` the server's document sums each direction apart, as iperf3's server does:

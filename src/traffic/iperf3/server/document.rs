@@ -87,14 +87,26 @@ fn built(
     let streams: Vec<Value> = pairs
         .iter()
         .map(|(sends, s, r)| {
+            // Each side names its stream as `start.connected` and the intervals do.
+            let socket = s.id;
             if udp {
-                json!({ "udp": udp_sum(s, r, *sends) })
-            } else if one_sided && *sends {
-                json!({ "sender": side(s, true) })
+                let mut u = udp_sum(s, r, *sends);
+                u["socket"] = json!(socket);
+                return json!({ "udp": u });
+            }
+            let mut sender = side(s, true);
+            sender["socket"] = json!(socket);
+            if *sends {
+                sender_extremes(intervals, wire::stream_index(socket), &mut sender);
+            }
+            let mut receiver = side(r, false);
+            receiver["socket"] = json!(socket);
+            if one_sided && *sends {
+                json!({ "sender": sender })
             } else if one_sided {
-                json!({ "receiver": side(r, false) })
+                json!({ "receiver": receiver })
             } else {
-                json!({ "sender": side(s, true), "receiver": side(r, false) })
+                json!({ "sender": sender, "receiver": receiver })
             }
         })
         .collect();
@@ -325,6 +337,34 @@ fn udp_side(s: &StreamResult, sending: bool) -> Value {
     v
 }
 
+/// The end-of-test TCP figures iperf3's server writes for a stream it sent (`max_snd_cwnd`,
+/// `max_snd_wnd`, `max_rtt`, `min_rtt`, `mean_rtt`), from this end's TCP_INFO samples of the
+/// stream (`stream`: its index), one per measured interval as iperf3's `iperf_stats_callback`
+/// takes them; the mean in whole microseconds, as iperf3 divides. Nothing without samples.
+fn sender_extremes(intervals: &[Interval], stream: Option<usize>, side: &mut Value) {
+    let rows: Vec<&crate::traffic::result::StreamInterval> = intervals
+        .iter()
+        .filter(|iv| !iv.omitted)
+        .flat_map(|iv| &iv.streams)
+        .filter(|r| Some(usize::from(r.stream)) == stream)
+        .collect();
+    let rtts: Vec<u64> = rows
+        .iter()
+        .filter_map(|r| r.rtt_us.map(u64::from))
+        .collect();
+    let (Some(max), Some(min)) = (rtts.iter().max(), rtts.iter().min()) else {
+        return;
+    };
+    let max_of = |f: fn(&crate::traffic::result::StreamInterval) -> Option<u64>| {
+        rows.iter().filter_map(|r| f(r)).max().unwrap_or(0)
+    };
+    side["max_snd_cwnd"] = json!(max_of(|r| r.cwnd_bytes));
+    side["max_snd_wnd"] = json!(max_of(|r| r.snd_wnd_bytes));
+    side["max_rtt"] = json!(max);
+    side["min_rtt"] = json!(min);
+    side["mean_rtt"] = json!(rtts.iter().sum::<u64>() / rtts.len() as u64);
+}
+
 /// A UDP stream or sum: the sender's rate and datagrams, the receiver's losses and jitter.
 fn udp_sum(s: &StreamResult, r: &StreamResult, server_sends: bool) -> Value {
     let (secs, bps) = rate(s);
@@ -494,7 +534,9 @@ mod tests {
                     packets: 0,
                     tcp: Some(TcpSample {
                         retransmits: 1,
-                        rtt_us: 50,
+                        rtt_us: 50 + 25 * k,
+                        cwnd_bytes: 1000 + 2000 * u64::from(k),
+                        snd_wnd_bytes: 4000,
                         ..TcpSample::default()
                     }),
                     udp: None,
@@ -514,11 +556,35 @@ mod tests {
         let s = &d["intervals"][1]["streams"][0];
         assert_eq!(s["sender"], json!(true), "{s:#}");
         assert_eq!(s["bytes"], json!(1000));
-        assert_eq!(s["rtt"], json!(50));
+        assert_eq!(s["rtt"], json!(75));
         assert_eq!(s["start"], json!(1.0));
         let sum = &d["intervals"][1]["sum"];
         assert_eq!(sum["retransmits"], json!(1), "{sum:#}");
         assert_eq!(sum["sender"], json!(true));
+        // The end's stream: each side named by its socket, and the sender's TCP figures over
+        // its interval samples, as iperf3's server writes them (pScheduler's iperf3 tool takes
+        // `socket` as the stream's id and `mean_rtt` as its RTT).
+        let stream = &d["end"]["streams"][0];
+        let sender = &stream["sender"];
+        assert_eq!(
+            (&sender["socket"], &stream["receiver"]["socket"]),
+            (&json!(1), &json!(1)),
+            "{stream:#}"
+        );
+        for (key, want) in [
+            ("max_rtt", 75),
+            ("min_rtt", 50),
+            ("mean_rtt", 62),
+            ("max_snd_cwnd", 3000),
+            ("max_snd_wnd", 4000),
+        ] {
+            assert_eq!(sender[key], json!(want), "{key}: {stream:#}");
+        }
+        // A stream the server received has no sender's TCP figures of its own.
+        let mut forward = spec.clone();
+        forward.direction = Direction::Forward;
+        let d = without_labels(peer, &forward, (&ours, &theirs), &ivs);
+        assert!(d["end"]["streams"][0]["sender"].get("max_rtt").is_none());
     }
 
     /// iperf3 3.13+'s UDP sides beside `sum`, the client's test as asked (not this server's
@@ -550,6 +616,7 @@ mod tests {
         assert_eq!(end["sum_received"]["jitter_ms"], json!(2.0));
         assert_eq!(end["sum_received"]["bytes"], json!(1400 * 96));
         assert_eq!(end["sum"]["lost_packets"], json!(4));
+        assert_eq!(end["streams"][0]["udp"]["socket"], json!(1), "{end:#}");
         assert_eq!(end["cpu_utilization_percent"]["host_total"], json!(2.5));
         assert_eq!(end["cpu_utilization_percent"]["remote_total"], json!(7.5));
         let start = &d["start"];
