@@ -6,7 +6,7 @@
 
 mod common;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
@@ -435,4 +435,45 @@ fn the_servers_interval_is_an_iperf3_clients() {
         sum["lost_packets"], theirs["end"]["sum"]["lost_packets"],
         "{sum:#}"
     );
+}
+
+/// A client's document and its server's name the same test: `start.cookie` is the test's own
+/// on both ends (iperf3's cookie; a netsweep client's token), where the client's document
+/// once held a random one. The server's `start` has iperf3's keys for what it had: the MSS,
+/// the `-w` asked and the buffers the kernel granted.
+#[test]
+fn the_servers_document_and_its_clients_name_one_cookie() {
+    let mut clients = vec![env!("CARGO_BIN_EXE_netsweep")];
+    if common::tool_or_skip("the cookie with an iperf3 client", "iperf3") {
+        clients.push("iperf3");
+    }
+    for program in clients {
+        let (server, port) = json_server(&["-1"], Stdio::piped());
+        let theirs = client(program, &port, &["-t", "1", "-w", "512K"]);
+        let ours: Value = serde_json::from_slice(&exited(server).stdout).expect("the document");
+        let cookie = theirs["start"]["cookie"]
+            .as_str()
+            .expect("the client's cookie");
+        assert!(cookie.len() >= 32, "{program}: {cookie}");
+        assert_eq!(
+            ours["start"]["cookie"],
+            json!(cookie),
+            "{program}: {:#}",
+            ours["start"]
+        );
+        let start = &ours["start"];
+        assert!(
+            start["tcp_mss_default"].as_u64() > Some(0),
+            "{program}: {start:#}"
+        );
+        assert_eq!(
+            start["sock_bufsize"],
+            json!(512 * 1024),
+            "{program}: {start:#}"
+        );
+        assert!(
+            start["rcvbuf_actual"].as_u64() >= Some(512 * 1024),
+            "{program}: {start:#}"
+        );
+    }
 }

@@ -56,6 +56,11 @@ impl Token {
     pub fn random() -> Token {
         Token(rand::random())
     }
+
+    /// The token in lowercase hex, as it goes on the wire in JSON.
+    pub fn hex(&self) -> String {
+        hex16::encode(&self.0)
+    }
 }
 
 /// Why a server turned a test down.
@@ -393,8 +398,12 @@ pub fn parse_udp_hello(d: &[u8]) -> Option<(Token, u16)> {
 mod hex16 {
     use serde::{Deserialize, Deserializer, Serializer, de::Error};
 
+    pub fn encode(b: &[u8; 16]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
     pub fn serialize<S: Serializer>(b: &[u8; 16], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&b.iter().map(|x| format!("{x:02x}")).collect::<String>())
+        s.serialize_str(&encode(b))
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 16], D::Error> {

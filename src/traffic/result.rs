@@ -178,6 +178,11 @@ pub struct CpuResult {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct StartInfo {
     pub timestamp_unix_s: f64,
+    /// The test's cookie as iperf3's JSON names it, so a client's document and its server's
+    /// can be matched: an iperf3-protocol test's 36 characters, a netsweep-protocol test's
+    /// token in hex (as iperf3's, it was the test's only while the test ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cookie: Option<String>,
     pub server: String,
     pub control_rtt_us: u64,
     pub client_sockets: Vec<SocketInfo>,

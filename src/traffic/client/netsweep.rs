@@ -117,6 +117,7 @@ pub(super) fn session(
         control_rtt_us: control_rtt.as_micros() as u64,
         client_sockets,
         server_sockets,
+        cookie: Some(token.hex()),
         ..StartInfo::default()
     };
     let auto = AutoEnd::new(spec).filter(|_| ends_early);

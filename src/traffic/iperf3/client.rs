@@ -211,6 +211,7 @@ fn run_on(
         server: server.to_string(),
         control_rtt_us: control_rtt.as_micros() as u64,
         client_sockets,
+        cookie: Some(format!("{cookie:?}")),
         ..StartInfo::default()
     };
     local.cpu.wall_s = start.elapsed().as_secs_f64();

@@ -567,6 +567,6 @@ fn extensions(result: &TestResult) -> Value {
 
 mod interrupted;
 mod start;
-pub use start::{asked_test_start, rfc1123, start, timestamp, version};
+pub use start::{asked_test_start, rfc1123, start, this_end, timestamp, version};
 #[cfg(test)]
 mod tests;

@@ -446,7 +446,7 @@ pub fn serve(
         drain_senders: false,
         eager_receivers: true,
     };
-    let who = Ends::of(peer, local, &sockets);
+    let who = Ends::of(peer, local, &sockets, &spec).with_cookie(format!("{cookie:?}"));
     let streams = session::start_streams(&spec, false, sockets, (start, start), wire)?;
     *live = ctx.live.map(|s| LiveTest::start(s, &who, (&spec, start)));
     let deadline = Deadline::of(start, &spec, &params);

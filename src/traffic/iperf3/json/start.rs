@@ -1,7 +1,8 @@
 //! The `start` object of iperf3's document: who connected, when, and the test asked for,
 //! for the client's document and (`asked_test_start`, `version`, `timestamp`) the server's.
 
-use super::{SCHEMA_VERSION, socket_id, wire};
+use super::{SCHEMA_VERSION, socket_id};
+use crate::traffic::measure::SocketInfo;
 use crate::traffic::result::StartInfo;
 use crate::traffic::spec::{Count, Direction, Protocol, TestSpec};
 use serde_json::{Map, Value, json};
@@ -37,11 +38,28 @@ pub fn start(spec: &TestSpec, info: &StartInfo, server: SocketAddr) -> Value {
         "connecting_to".into(),
         json!({ "host": plain_ip(server), "port": server.port() }),
     );
-    s.insert(
-        "cookie".into(),
-        Value::String(format!("{:?}", wire::Cookie::random())),
-    );
-    let first = info.client_sockets.first();
+    s.extend(this_end(
+        spec,
+        info.cookie.as_deref(),
+        info.client_sockets.first(),
+    ));
+    s.insert("test_start".into(), test_start(spec, info.chunk_bytes));
+    Value::Object(s)
+}
+
+/// The keys of `start` that say what this end had, in iperf3's order: the test's `cookie`,
+/// the MSS (`tcp_mss` as asked, else `tcp_mss_default` as the connection has it), the rates
+/// asked per stream, `-w` (`sock_bufsize`) and the buffers the kernel granted its first data
+/// socket (`first`).
+pub fn this_end(
+    spec: &TestSpec,
+    cookie: Option<&str>,
+    first: Option<&SocketInfo>,
+) -> Map<String, Value> {
+    let mut s = Map::new();
+    if let Some(c) = cookie {
+        s.insert("cookie".into(), json!(c));
+    }
     if spec.protocol == Protocol::Tcp {
         match spec.mss_bytes {
             Some(m) => s.insert("tcp_mss".into(), json!(m)),
@@ -58,8 +76,7 @@ pub fn start(spec: &TestSpec, info: &StartInfo, server: SocketAddr) -> Value {
         s.insert("sndbuf_actual".into(), json!(f.sndbuf_bytes));
         s.insert("rcvbuf_actual".into(), json!(f.rcvbuf_bytes));
     }
-    s.insert("test_start".into(), test_start(spec, info.chunk_bytes));
-    Value::Object(s)
+    s
 }
 
 /// `start.version`: iperf3's schema version, so readers that check it read on, and this

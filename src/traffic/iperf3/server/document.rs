@@ -186,13 +186,16 @@ fn built(
 }
 
 /// Who a test's document names: the client's control connection (`peer`, to this server's
-/// `local`) and each stream's connection, as its socket says.
+/// `local`) and each stream's connection, as its socket says; the test's cookie and this
+/// end's first data socket (its MSS and buffers).
 #[derive(Debug, Clone)]
 pub struct Ends {
     pub peer: SocketAddr,
     pub local: Option<SocketAddr>,
     /// Each stream's number, this end's address and the client's.
     pub connected: Vec<(u16, SocketAddr, SocketAddr)>,
+    pub cookie: Option<String>,
+    pub first: Option<crate::traffic::measure::SocketInfo>,
 }
 
 impl Ends {
@@ -200,6 +203,7 @@ impl Ends {
         peer: SocketAddr,
         local: Option<SocketAddr>,
         sockets: &[(u16, Flow, StreamSocket)],
+        spec: &TestSpec,
     ) -> Ends {
         let connected = sockets
             .iter()
@@ -215,6 +219,18 @@ impl Ends {
             peer,
             local,
             connected,
+            cookie: None,
+            first: sockets
+                .first()
+                .map(|(i, _, s)| crate::traffic::session::describe(*i, s, spec)),
+        }
+    }
+
+    /// The test's cookie, as the document names it (`start.cookie`).
+    pub fn with_cookie(self, cookie: String) -> Ends {
+        Ends {
+            cookie: Some(cookie),
+            ..self
         }
     }
 }
@@ -251,14 +267,22 @@ pub(super) fn start_section(ends: &Ends, spec: &TestSpec) -> Value {
             })
             .collect()
     };
-    json!({
+    let mut start = json!({
         "connected": connected,
         "version": json::version(),
         "system_info": crate::platform::system_info(),
         "timestamp": json::timestamp(now),
         "accepted_connection": { "host": host(ends.peer), "port": ends.peer.port() },
-        "test_start": json::asked_test_start(spec),
-    })
+    });
+    if let Value::Object(m) = &mut start {
+        m.extend(json::this_end(
+            spec,
+            ends.cookie.as_deref(),
+            ends.first.as_ref(),
+        ));
+        m.insert("test_start".into(), json::asked_test_start(spec));
+    }
+    start
 }
 
 /// The streams' figures added up: bytes, retransmits and datagrams summed, the longest
@@ -416,6 +440,8 @@ mod tests {
             peer,
             local: None,
             connected: Vec::new(),
+            cookie: None,
+            first: None,
         }
     }
 
