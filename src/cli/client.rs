@@ -343,6 +343,13 @@ impl Iperf3ClientOptions {
                 "--gsro: accepted and ignored: it applies to UDP tests (-u)"
             });
         }
+        if self.dont_fragment && !udp {
+            // As iperf3, which sets DF on IPv4 UDP sockets only and runs the TCP test.
+            notes.push(
+                "--dont-fragment: accepted and ignored: it applies to UDP tests (-u); TCP sends \
+                 with Don't Fragment set already (path MTU discovery)",
+            );
+        }
         if self.pacing_timer.is_some() {
             notes.push(
                 "--pacing-timer: accepted and ignored: netsweep's pacer times each send itself",
@@ -533,7 +540,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
             // 0 means no cap, as iperf3's --fq-rate 0.
             spec.fq_rate_bps = (bps >= 1.0).then_some(bps.round() as u64);
         }
-        spec.dont_fragment = a.ip.dont_fragment;
+        spec.dont_fragment = a.ip.dont_fragment && a.udp;
         spec.skip_rx_copy = a.skip_rx_copy || default_skips_rx_copy(a);
         spec.no_delay = a.ip.no_delay;
         spec.repeating_payload = a.ip.repeating_payload;

@@ -89,7 +89,10 @@ fn the_cookie_is_the_tests_or_none() {
     let r = fixture("netsweep-udp-P2.json");
     assert!(document(&r, server())["start"].get("cookie").is_none());
     let doc = document(&with_cookie(r), server());
-    assert_eq!(doc["start"]["cookie"], "5j53cbvvnfnqhetitomz25i5ts7t4mof4eva");
+    assert_eq!(
+        doc["start"]["cookie"],
+        "5j53cbvvnfnqhetitomz25i5ts7t4mof4eva"
+    );
 }
 
 /// Each rate is its object's bytes over its object's seconds (one end's time base).
