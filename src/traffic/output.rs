@@ -155,7 +155,14 @@ struct Line<'a> {
     end: f64,
     proto: Protocol,
     units: RateFormat,
+    /// A UDP sender's interval that only its own end counted: the datagrams sent, as
+    /// iperf3's sender writes them (`UDP_SENT_HEADER`), rather than `-` for the far end's.
+    sent_only: bool,
 }
+
+/// The column header of iperf3's UDP sender's intervals (its server's with `-R`).
+const UDP_SENT_HEADER: &str =
+    "[ ID] Interval           Transfer     Bitrate           Total Datagrams";
 
 fn line(l: &Line, row: &StreamInterval, suffix: &str) -> String {
     let Line {
@@ -165,6 +172,7 @@ fn line(l: &Line, row: &StreamInterval, suffix: &str) -> String {
         end,
         proto,
         units,
+        ..
     } = *l;
     let mut s = format!(
         "[{id:>3}]{role} {start:6.2}-{end:<6.2} sec  {:>12}  {:>16}",
@@ -182,6 +190,10 @@ fn line(l: &Line, row: &StreamInterval, suffix: &str) -> String {
             if let Some(rtt) = row.rtt_us {
                 let _ = write!(s, "  {:>6} us", rtt);
             }
+        }
+        Protocol::Udp if l.sent_only => {
+            // iperf3's sender's interval: the datagrams sent, under "Total Datagrams".
+            let _ = write!(s, "  {}", row.packets.unwrap_or(0));
         }
         Protocol::Udp => {
             // Figures only the far end has (an iperf3 peer's, per interval) are shown as "-".
@@ -220,6 +232,7 @@ pub fn interval_lines(spec: &TestSpec, iv: &Interval, units: RateFormat, origin:
             end,
             proto: spec.protocol,
             units,
+            sent_only: false,
         };
         out.push_str(&line(&l, row, omitted));
         out.push('\n');
@@ -242,6 +255,7 @@ pub fn interval_lines(spec: &TestSpec, iv: &Interval, units: RateFormat, origin:
                     end,
                     proto: spec.protocol,
                     units,
+                    sent_only: false,
                 };
                 out.push_str(&line(&l, &total, omitted));
                 out.push('\n');
@@ -294,6 +308,7 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
                 end,
                 proto: spec.protocol,
                 units,
+                sent_only: false,
             };
             // The sender's line over the sender's own counted seconds (a far end that is not
             // netsweep counts the other side by its clock).

@@ -82,7 +82,8 @@ fn lines(out: &mut String, rows: &[Row], span: (f64, f64), form: Form, ending: E
         let these: Vec<&Row> = rows.iter().filter(|r| r.sender == sender).collect();
         let role = tag(sender, form.bidir);
         for r in &these {
-            let l = form.line(&r.socket, role, span);
+            let mut l = form.line(&r.socket, role, span);
+            l.sent_only = form.udp_sends_only() && !matches!(ending, Ending::Summary);
             out.push_str(&line(&l, &r.figures, ending.words(sender)));
             out.push('\n');
         }
@@ -90,7 +91,8 @@ fn lines(out: &mut String, rows: &[Row], span: (f64, f64), form: Form, ending: E
             let figures: Vec<StreamInterval> = these.iter().map(|r| r.figures.clone()).collect();
             let secs = these.iter().map(|r| r.seconds).fold(0.0, f64::max);
             let total = total_of(&figures, secs);
-            let l = form.line("SUM", role, span);
+            let mut l = form.line("SUM", role, span);
+            l.sent_only = form.udp_sends_only() && !matches!(ending, Ending::Summary);
             out.push_str(&line(&l, &total, ending.words(sender)));
             out.push('\n');
         }
@@ -114,14 +116,23 @@ struct Form {
 const SEPARATOR: &str = "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
 
 impl Form {
-    /// The column header: a server that only receives TCP has no sender's columns, as
-    /// iperf3's server writes it.
-    fn header(&self) -> String {
+    /// The column header of the intervals (`summary`: of the summary): a server that only
+    /// receives TCP has no sender's columns, and one that only sends UDP counts its datagrams
+    /// in its intervals, as iperf3's server writes them.
+    fn header(&self, summary: bool) -> String {
         if self.proto == Protocol::Tcp && !self.sends {
             "[ ID] Interval           Transfer     Bitrate".to_string()
+        } else if self.udp_sends_only() && !summary {
+            super::UDP_SENT_HEADER.to_string()
         } else {
             header_of(self.proto, self.bidir)
         }
+    }
+
+    /// This server only sends the test's UDP streams (`-R`): it knows its datagrams sent
+    /// per interval, not the client's losses.
+    fn udp_sends_only(&self) -> bool {
+        self.proto == Protocol::Udp && self.sends && !self.bidir
     }
 
     fn line<'a>(&self, id: &'a str, role: &'a str, (start, end): (f64, f64)) -> Line<'a> {
@@ -132,6 +143,7 @@ impl Form {
             end,
             proto: self.proto,
             units: self.units,
+            sent_only: false,
         }
     }
 }
@@ -202,7 +214,7 @@ impl ServedText {
                 text(c, "remote_port")
             );
         }
-        let _ = writeln!(out, "{}", form.header());
+        let _ = writeln!(out, "{}", form.header(false));
         Some((ServedText { form }, out))
     }
 
@@ -253,7 +265,7 @@ impl ServedText {
         if self.form.streams <= 1 {
             out.push_str(SEPARATOR);
         }
-        let _ = writeln!(out, "{}", self.form.header());
+        let _ = writeln!(out, "{}", self.form.header(true));
         // Each stream's figures over the test, in stream order, from `end`.
         let ends: Vec<&Value> = doc
             .get("end")
@@ -439,6 +451,34 @@ mod tests {
             lines[4].starts_with("- - -") && lines[9].starts_with("[ ID]"),
             "{text}"
         );
+    }
+
+    /// A server that only sends UDP (`-R`) writes its intervals as iperf3's sender does: the
+    /// datagrams it sent under "Total Datagrams"; the summary has iperf3's loss columns.
+    #[test]
+    fn a_server_sending_udp_counts_its_datagrams_per_interval() {
+        let tx = |t: f64| {
+            let mut s = stream(1, (t, t + 1.0), 1_400_000, true);
+            s["packets"] = json!(1000);
+            json!({ "streams": [s], "sum": { "omitted": false } })
+        };
+        let doc = json!({
+            "start": { "test_start": { "protocol": "UDP", "num_streams": 1, "reverse": 1 } },
+            "intervals": [tx(0.0), tx(1.0)],
+            "end": { "streams": [{ "udp": {
+                "bytes": 2_800_000u64, "seconds": 2.0, "packets": 2000, "lost_packets": 0,
+                "lost_percent": 0.0, "jitter_ms": 0.0,
+            } }] },
+        });
+        let text = served_test(&doc, RateFormat::Auto).expect("a test");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[0],
+            "[ ID] Interval           Transfer     Bitrate           Total Datagrams"
+        );
+        assert!(lines[1].ends_with("11.2 Mbits/sec  1000"), "{text}");
+        assert!(lines[4].contains("Jitter     Lost/Total Datagrams"), "{text}");
+        assert!(lines[5].ends_with("0/2000 (0%)  sender"), "{text}");
     }
 
     /// A client that ended a moment past the last whole interval: the empty stub is no line
