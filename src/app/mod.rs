@@ -214,17 +214,13 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
     let header_out = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (told, connected) = std::sync::mpsc::channel();
     let on_connected = {
-        let (header_out, header, text) = (
-            header_out.clone(),
-            output::header(spec),
-            view.json.is_none(),
-        );
-        move |sockets: &[crate::traffic::measure::SocketInfo]| {
+        let (header_out, spec, text) = (header_out.clone(), spec.clone(), view.json.is_none());
+        move |sockets: &[crate::traffic::measure::SocketInfo], far_intervals: bool| {
             if !text {
                 let _ = told.send(sockets.to_vec());
             } else if !header_out.swap(true, std::sync::atomic::Ordering::Relaxed) {
                 crate::out!("{}", output::connected_lines(sockets));
-                crate::outln!("{header}");
+                crate::outln!("{}", output::client_header(&spec, far_intervals));
             }
         }
     };

@@ -123,6 +123,17 @@ pub fn header(spec: &TestSpec) -> String {
     header_of(spec.protocol, spec.direction == Direction::Bidir)
 }
 
+/// The client's column header of its intervals: `far_intervals`, whether the far end reports
+/// its figures each interval (a netsweep server does; iperf3's does not, so a UDP sender has
+/// only its datagrams sent, under iperf3's sender's header).
+pub fn client_header(spec: &TestSpec, far_intervals: bool) -> String {
+    if spec.protocol == Protocol::Udp && spec.direction == Direction::Forward && !far_intervals {
+        UDP_SENT_HEADER.to_string()
+    } else {
+        header(spec)
+    }
+}
+
 fn header_of(protocol: Protocol, bidir: bool) -> String {
     // As iperf3: `[ ID][Role]` with `--bidir`, whose lines carry their direction there.
     let id = if bidir { "[ ID][Role]" } else { "[ ID]" };
@@ -155,12 +166,10 @@ struct Line<'a> {
     end: f64,
     proto: Protocol,
     units: RateFormat,
-    /// A UDP sender's interval that only its own end counted: the datagrams sent, as
-    /// iperf3's sender writes them (`UDP_SENT_HEADER`), rather than `-` for the far end's.
-    sent_only: bool,
 }
 
-/// The column header of iperf3's UDP sender's intervals (its server's with `-R`).
+/// The column header of iperf3's UDP sender's intervals, when the far end does not report
+/// its own (an iperf3 server's to its client; a server's with `-R`).
 const UDP_SENT_HEADER: &str =
     "[ ID] Interval           Transfer     Bitrate           Total Datagrams";
 
@@ -191,9 +200,16 @@ fn line(l: &Line, row: &StreamInterval, suffix: &str) -> String {
                 let _ = write!(s, "  {:>6} us", rtt);
             }
         }
-        Protocol::Udp if l.sent_only => {
-            // iperf3's sender's interval: the datagrams sent, under "Total Datagrams".
-            let _ = write!(s, "  {}", row.packets.unwrap_or(0));
+        Protocol::Udp if row.jitter_ms.is_none() && row.lost_packets.is_none() => {
+            // A sender's interval that only its own end counted (an iperf3 peer's, or a
+            // server's for its netsweep client): the datagrams sent, as iperf3's sender writes
+            // them, under `UDP_SENT_HEADER` or, with --bidir, beside an empty jitter column.
+            let blank = if role.is_empty() {
+                ""
+            } else {
+                "              "
+            };
+            let _ = write!(s, "{blank}  {}", row.packets.unwrap_or(0));
         }
         Protocol::Udp => {
             // Figures only the far end has (an iperf3 peer's, per interval) are shown as "-".
@@ -232,7 +248,6 @@ pub fn interval_lines(spec: &TestSpec, iv: &Interval, units: RateFormat, origin:
             end,
             proto: spec.protocol,
             units,
-            sent_only: false,
         };
         out.push_str(&line(&l, row, omitted));
         out.push('\n');
@@ -246,7 +261,8 @@ pub fn interval_lines(spec: &TestSpec, iv: &Interval, units: RateFormat, origin:
                 .filter(|r| r.flow == Some(flow))
                 .cloned()
                 .collect();
-            if rows.len() > 1 || (bidir && !rows.is_empty()) {
+            // As iperf3: a direction's sum only over several streams (none with --bidir -P 1).
+            if rows.len() > 1 {
                 let total = crate::traffic::result::total_of(&rows, secs);
                 let l = Line {
                     id: "SUM",
@@ -255,15 +271,21 @@ pub fn interval_lines(spec: &TestSpec, iv: &Interval, units: RateFormat, origin:
                     end,
                     proto: spec.protocol,
                     units,
-                    sent_only: false,
                 };
                 out.push_str(&line(&l, &total, omitted));
                 out.push('\n');
             }
         }
     }
+    // As iperf3 with -P: each interval ends with its separator (the summary's then).
+    if spec.streams > 1 {
+        out.push_str(SEPARATOR);
+    }
     out
 }
+
+/// iperf3's line between intervals with several streams, and before the summary.
+pub(crate) const SEPARATOR: &str = "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
 
 fn summary_row(s: &Summary) -> StreamInterval {
     StreamInterval {
@@ -288,7 +310,8 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     // labels them: 0.00-2.00 for `-O 1 -t 2`.
     let start = 0.0;
     let end = result.summary.seconds;
-    let mut out = String::from("- - - - - - - - - - - - - - - - - - - - - - - - -\n");
+    // With -P the last interval's separator came before it.
+    let mut out = String::from(if spec.streams > 1 { "" } else { SEPARATOR });
     out.push_str(&header(spec));
     out.push('\n');
     for dir in &result.directions {
@@ -308,7 +331,6 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
                 end,
                 proto: spec.protocol,
                 units,
-                sent_only: false,
             };
             // The sender's line over the sender's own counted seconds (a far end that is not
             // netsweep counts the other side by its clock).

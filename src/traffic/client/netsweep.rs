@@ -67,7 +67,7 @@ pub(super) fn session(
         .iter()
         .map(|(i, _, s)| session::describe(*i, s, spec))
         .collect();
-    cfg.tell_connected(&client_sockets);
+    cfg.tell_connected(&client_sockets, true);
     let timestamp = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
         .unwrap_or_default();

@@ -102,8 +102,9 @@ impl std::fmt::Debug for OnInterrupt {
     }
 }
 
-/// What is called with this end's data connections once they are up.
-pub type ConnectedFn = dyn Fn(&[SocketInfo]) + Send + Sync;
+/// What is called with this end's data connections once they are up, and whether the far
+/// end reports its figures each interval (a netsweep server does, iperf3's does not).
+pub type ConnectedFn = dyn Fn(&[SocketInfo], bool) + Send + Sync;
 
 /// Called with this end's data connections once they are up (on the test's own thread).
 #[derive(Clone)]
@@ -143,9 +144,9 @@ impl ClientConfig {
     }
 
     /// Tells `connected` (when asked) this end's data connections.
-    pub(crate) fn tell_connected(&self, sockets: &[SocketInfo]) {
+    pub(crate) fn tell_connected(&self, sockets: &[SocketInfo], far_intervals: bool) {
         if let Some(told) = &self.connected {
-            (told.0)(sockets);
+            (told.0)(sockets, far_intervals);
         }
     }
 

@@ -121,7 +121,7 @@ fn run_on(
         .iter()
         .map(|(i, _, s)| session::describe(*i, s, &spec))
         .collect();
-    cfg.tell_connected(&client_sockets);
+    cfg.tell_connected(&client_sockets, false);
     let fell_back = cfg.mptcp
         && sockets.iter().any(|(_, _, s)| match s {
             StreamSocket::Tcp(t) => !crate::platform::sockopt::is_mptcp(t),

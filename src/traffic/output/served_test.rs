@@ -7,7 +7,7 @@
 //! document has them, the summary over the measured (not omitted) ones and the time and
 //! figures of the document's `end`.
 
-use super::{Line, header_of, line};
+use super::{Line, SEPARATOR, header_of, line};
 use crate::traffic::result::{StreamInterval, total_of};
 use crate::traffic::spec::Protocol;
 use crate::units::RateFormat;
@@ -82,8 +82,7 @@ fn lines(out: &mut String, rows: &[Row], span: (f64, f64), form: Form, ending: E
         let these: Vec<&Row> = rows.iter().filter(|r| r.sender == sender).collect();
         let role = tag(sender, form.bidir);
         for r in &these {
-            let mut l = form.line(&r.socket, role, span);
-            l.sent_only = form.udp_sends_only() && !matches!(ending, Ending::Summary);
+            let l = form.line(&r.socket, role, span);
             out.push_str(&line(&l, &r.figures, ending.words(sender)));
             out.push('\n');
         }
@@ -91,8 +90,7 @@ fn lines(out: &mut String, rows: &[Row], span: (f64, f64), form: Form, ending: E
             let figures: Vec<StreamInterval> = these.iter().map(|r| r.figures.clone()).collect();
             let secs = these.iter().map(|r| r.seconds).fold(0.0, f64::max);
             let total = total_of(&figures, secs);
-            let mut l = form.line("SUM", role, span);
-            l.sent_only = form.udp_sends_only() && !matches!(ending, Ending::Summary);
+            let l = form.line("SUM", role, span);
             out.push_str(&line(&l, &total, ending.words(sender)));
             out.push('\n');
         }
@@ -111,9 +109,6 @@ struct Form {
     /// This server sends a stream (`-R`, `--bidir`): TCP's sender columns.
     sends: bool,
 }
-
-/// iperf3's line between intervals and before the summary.
-const SEPARATOR: &str = "- - - - - - - - - - - - - - - - - - - - - - - - -\n";
 
 impl Form {
     /// The column header of the intervals (`summary`: of the summary): a server that only
@@ -143,7 +138,6 @@ impl Form {
             end,
             proto: self.proto,
             units: self.units,
-            sent_only: false,
         }
     }
 }
@@ -477,7 +471,10 @@ mod tests {
             "[ ID] Interval           Transfer     Bitrate           Total Datagrams"
         );
         assert!(lines[1].ends_with("11.2 Mbits/sec  1000"), "{text}");
-        assert!(lines[4].contains("Jitter     Lost/Total Datagrams"), "{text}");
+        assert!(
+            lines[4].contains("Jitter     Lost/Total Datagrams"),
+            "{text}"
+        );
         assert!(lines[5].ends_with("0/2000 (0%)  sender"), "{text}");
     }
 
