@@ -477,3 +477,113 @@ fn the_servers_document_and_its_clients_name_one_cookie() {
         );
     }
 }
+
+/// Regression (a trial's finding): the server's UDP jitter read 0.000 ms for every iperf3
+/// client, taken from the empty intervals of the grid the server keeps past the client's end.
+/// It is the estimate where datagrams last arrived, in the server's document and in what the
+/// client was told.
+#[test]
+fn the_servers_udp_jitter_is_measured_for_an_iperf3_client() {
+    if !common::tool_or_skip(
+        "the_servers_udp_jitter_is_measured_for_an_iperf3_client",
+        "iperf3",
+    ) {
+        return;
+    }
+    let (server, port) = json_server(&["-1"], Stdio::piped());
+    let theirs = client("iperf3", &port, &["-t", "2", "-u", "-b", "20M"]);
+    let ours: Value = serde_json::from_slice(&exited(server).stdout).expect("the document");
+    let jitter = ours["end"]["sum"]["jitter_ms"].as_f64().unwrap_or(0.0);
+    assert!(jitter > 0.0, "{:#}", ours["end"]);
+    let last = ours["intervals"]
+        .as_array()
+        .and_then(|ivs| {
+            ivs.iter()
+                .rev()
+                .find(|iv| iv["sum"]["packets"].as_u64() > Some(0))
+        })
+        .map(|iv| iv["sum"]["jitter_ms"].clone());
+    assert_eq!(last, Some(json!(jitter)), "{:#}", ours["intervals"]);
+    assert_eq!(
+        theirs["end"]["sum"]["jitter_ms"],
+        json!(jitter),
+        "{:#}",
+        theirs["end"]
+    );
+}
+
+/// A server stopped (SIGINT) while an iperf3 client's test runs does as iperf3's: the client
+/// hears SERVER_TERMINATE ("the server has terminated", and exits 1 with what it had), the
+/// server writes the test's text to where it stopped and its summary, and exits 1 saying so;
+/// stopped idle it exits 1 too. (Before: no summary, a client left with "control socket has
+/// closed unexpectedly", and exit 0.)
+#[test]
+fn a_server_stopped_mid_test_tells_its_iperf3_client_and_writes_what_it_counted() {
+    let test = "a_server_stopped_mid_test_tells_its_iperf3_client_and_writes_what_it_counted";
+    if !common::tool_or_skip(test, "iperf3") {
+        return;
+    }
+    let mut s = Server::start(&[]);
+    let banner = |l: &str| l.starts_with("Server listening on ");
+    s.read_until(banner, 1);
+    let client = Command::new("iperf3")
+        .args([
+            "-c",
+            "127.0.0.1",
+            "-p",
+            &s.port,
+            "-t",
+            "20",
+            "-u",
+            "-b",
+            "5M",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Two intervals, then the signal.
+    s.read_until(|l| l.contains("1.00-2.00"), 1);
+    let pid = s.child.id().to_string();
+    let _ = Command::new("kill").args(["-INT", &pid]).status();
+    let text = s.read_until(|l| l.ends_with("receiver"), 1);
+    let theirs = client.wait_with_output().unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&theirs.stdout),
+        String::from_utf8_lossy(&theirs.stderr)
+    );
+    assert!(said.contains("the server has terminated"), "{said}");
+    assert_eq!(theirs.status.code(), Some(1), "{said}");
+    // The summary covers the test to where it stopped: past the two whole seconds.
+    let summary = text.last().expect("a summary");
+    let secs: f64 = summary
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("0.00-")?.parse().ok())
+        .expect("the summary's span");
+    assert!(secs > 2.0 && secs < 10.0, "{summary}");
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the server did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(1));
+    // Idle: the same status.
+    let mut idle = Server::start(&[]);
+    let pid = idle.child.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    let t0 = Instant::now();
+    while idle.child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        idle.child.try_wait().unwrap().and_then(|s| s.code()),
+        Some(1)
+    );
+}

@@ -175,6 +175,12 @@ pub(super) fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
     if cfg.one_off && served.failed.load(std::sync::atomic::Ordering::SeqCst) > 0 {
         return Ok(ExitCode::FAILURE);
     }
+    // Stopped by a signal (not by -1's end): iperf3's -s says so and exits 1.
+    let by_signal = !(cfg.one_off && served.ended() > 0);
+    if cfg.iperf3_cli && by_signal {
+        crate::errln!("netsweep: interrupt - the server has terminated");
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -276,7 +282,9 @@ impl iperf3::server::LiveReport for TextReport {
         if let Some(rest) = self.text.and_then(|t| t.close(document, shown)) {
             crate::out!("{rest}");
         }
-        if let Some((port, tests)) = &self.again {
+        // A server stopping (a signal) waits for no next test.
+        let stopping = crate::platform::signals::flag().load(std::sync::atomic::Ordering::SeqCst);
+        if let Some((port, tests)) = self.again.as_ref().filter(|_| !stopping) {
             let next = tests.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
             crate::outln!("{}", listening(*port, next));
         }

@@ -180,6 +180,9 @@ pub struct ServerConfig {
     /// iperf3's "Server listening on PORT" on standard output once listening (`-s` without
     /// `-J`), the line scripts wait for, and each test's text after it as iperf3's server.
     pub iperf3_banner: bool,
+    /// Started as iperf3's `-s`: stopped by a signal, it says so in iperf3's words and exits
+    /// 1, as iperf3 does (`netsweep server` exits 0).
+    pub iperf3_cli: bool,
     /// The unit of the tests' text (`-f`).
     pub units: crate::units::RateFormat,
     pub output: ServerOutput,
@@ -246,6 +249,7 @@ impl TryFrom<&ServerArgs> for ServerConfig {
             },
             json: a.json,
             iperf3_banner: a.iperf3_cli && !a.json,
+            iperf3_cli: a.iperf3_cli,
             units: match a.format.as_deref() {
                 Some(f) => f.parse().context("-f/--format")?,
                 None => crate::units::RateFormat::Auto,

@@ -54,18 +54,21 @@ pub struct UdpReceived {
     /// less that of the intervals before): the datagrams sent as far as the receiver alone can
     /// tell, iperf3's per-interval packet count (`iperf_udp_recv`'s `packet_count`), so a
     /// loss at an interval's end is counted in the next. Set by the receiver for each interval
-    /// it reports (`count_sequences`).
+    /// it reports where datagrams arrived (`count_sequences`); none arrived, none advanced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequences: Option<u64>,
 }
 
 /// Sets `sequences` on the first `upto` intervals of one UDP receiver from their
-/// `highest_seq`: each interval's advance of the highest sequence number seen so far.
+/// `highest_seq`: each interval's advance of the highest sequence number seen so far. An
+/// interval where nothing arrived keeps no UDP figures (its jitter is not a measured 0).
 pub fn count_sequences(intervals: &mut [IntervalReport], upto: usize) {
     // Sequence numbers covered so far: the highest seen plus one.
     let mut through = 0u64;
     for r in intervals.iter_mut().take(upto) {
-        let udp = r.udp.get_or_insert_with(UdpReceived::default);
+        let Some(udp) = r.udp.as_mut() else {
+            continue;
+        };
         let now = through.max(udp.highest_seq.map_or(0, |h| h.saturating_add(1)));
         udp.sequences = Some(now - through);
         through = now;

@@ -89,7 +89,16 @@ struct Shared {
     auth: Option<Arc<iperf3::login::ServerAuth>>,
     /// The one scheduled test this server waits for, when it serves no one else.
     scheduled: Option<Scheduled>,
+    /// Raised once the server stops: its iperf3 tests end, their clients told
+    /// SERVER_TERMINATE (`iperf3::server::Context::stopping`).
+    stopping: AtomicBool,
+    /// iperf3 tests under way, which the server waits for (`STOP_WAIT`) once it stops.
+    iperf3_running: std::sync::atomic::AtomicUsize,
 }
+
+/// How long a stopping server waits for its iperf3 tests to tell their clients and write
+/// what they counted.
+const STOP_WAIT: Duration = Duration::from_secs(3);
 
 /// When a repeated log line was last written, and how many were held back since.
 struct Throttle {
@@ -247,6 +256,8 @@ fn serve_with(
         iperf3: iperf3::server::Hub::default(),
         accepted: std::sync::atomic::AtomicU64::new(0),
         served,
+        stopping: AtomicBool::new(false),
+        iperf3_running: std::sync::atomic::AtomicUsize::new(0),
     });
     std::thread::scope(|scope| {
         let mut loops = Vec::new();
@@ -275,7 +286,13 @@ fn serve_with(
             l.join()
                 .map_err(|_| std::io::Error::other("accept loop panicked"))??;
         }
-        // Stopped (a signal, or the caller): tests still running end with the process.
+        // Stopped (a signal, or the caller): iperf3 tests end and tell their clients, as
+        // iperf3's server does; the rest end with the process.
+        shared.stopping.store(true, Ordering::SeqCst);
+        let t0 = Instant::now();
+        while shared.iperf3_running.load(Ordering::SeqCst) > 0 && t0.elapsed() < STOP_WAIT {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         for line in shared.admission.running_tests() {
             (shared.log)(&line);
         }
@@ -510,7 +527,10 @@ fn iperf3_connection(
         auth: shared.auth.as_deref(),
         json_output: shared.served.json_output,
         live: shared.served.live.as_ref(),
+        stopping: &shared.stopping,
     };
+    shared.iperf3_running.fetch_add(1, Ordering::SeqCst);
+    let _running = Running(&shared.iperf3_running);
     let mut ending = Ending::new(&shared.served);
     match iperf3::server::serve(conn, peer, cookie, &ctx, (slot, &mut ending.live)) {
         Ok(doc) => {
@@ -538,5 +558,15 @@ fn iperf3_connection(
             (shared.log)(&format!("{peer}: iperf3 test ended with an error: {e:#}"));
             ending.document = Some(serde_json::json!({ "error": format!("{e:#}") }));
         }
+    }
+}
+
+/// One iperf3 test under way, counted while it lives (its `Ending`, dropped first, has
+/// written what it counted by then).
+struct Running<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }

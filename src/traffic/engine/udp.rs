@@ -674,7 +674,7 @@ mod tests {
 
     /// Each interval's datagrams as iperf3's receiver counts them: how far its sequence numbers
     /// advanced, so a datagram lost at an interval's end is counted in the next, a late one
-    /// in its own, a duplicate nowhere, and an interval where nothing came has none.
+    /// in its own, a duplicate nowhere, and an interval where nothing came has no figures.
     #[test]
     fn an_intervals_sequences_are_how_far_it_took_the_highest_seen() {
         let (tx, _rx) = std::sync::mpsc::channel();
@@ -705,7 +705,9 @@ mod tests {
             .iter()
             .map(|c| (c.packets, c.udp.and_then(|u| u.sequences)))
             .collect();
-        assert_eq!(seen, vec![(8, Some(9)), (10, Some(11)), (0, Some(0))]);
+        // Nothing arrived in interval 2: no UDP figures there (a jitter of 0 would be false).
+        assert_eq!(seen, vec![(8, Some(9)), (10, Some(11)), (0, None)]);
+        assert!(rx.counts[2].udp.is_none());
         // Lost per interval, 1 and 1: the two missing of 20 sent.
         let lost: Vec<u64> = seen.iter().map(|(got, s)| s.unwrap_or(0) - got).collect();
         assert_eq!(lost, vec![1, 1, 0]);

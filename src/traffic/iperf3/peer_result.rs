@@ -171,7 +171,7 @@ pub(crate) fn assemble(
                             t.bytes
                         ));
                     }
-                    peer_sent(&mut ss.summary, t, mine[i], spec.length_bytes);
+                    peer_sent(&mut ss.summary, t, mine[i], spec);
                 }
             }
         }
@@ -234,8 +234,10 @@ fn peer_received(s: &mut result::Summary, t: &StreamResult) {
 
 /// A stream the server sent: what it sent and its retransmits. UDP loss is counted here as
 /// iperf3's receivers count it, by the gaps in the sequence numbers that arrived (the server's
-/// own count runs until it reads TEST_END, after this end's grid).
-fn peer_sent(s: &mut result::Summary, t: &StreamResult, mine: &StreamReport, length: u32) {
+/// own count runs until it reads TEST_END, after this end's grid), after the warm-up as
+/// iperf3 counts it: less the sequence numbers the warm-up's intervals covered and the
+/// datagrams that arrived in them.
+fn peer_sent(s: &mut result::Summary, t: &StreamResult, mine: &StreamReport, spec: &TestSpec) {
     s.sent_bytes = t.bytes;
     s.sent_seconds = t.seconds();
     s.sent_bits_per_second = rate(t.bytes, t.seconds().unwrap_or(s.seconds));
@@ -243,9 +245,26 @@ fn peer_sent(s: &mut result::Summary, t: &StreamResult, mine: &StreamReport, len
         s.retransmits = t.retransmits;
     }
     if s.packets.is_some() {
-        let received = result::saturating_sum(mine.intervals.iter().map(|i| i.packets))
-            + mine.tail_bytes / u64::from(length.max(1));
-        let sent = mine.highest_seq.map_or(0, |h| h + 1);
+        let timeline = spec.timeline();
+        let warm_up = |i: &&IntervalReport| {
+            timeline
+                .slots()
+                .get(i.index as usize)
+                .is_some_and(|s| s.omitted)
+        };
+        let (omitted, measured): (Vec<&IntervalReport>, Vec<&IntervalReport>) =
+            mine.intervals.iter().partition(warm_up);
+        let received = result::saturating_sum(measured.iter().map(|i| i.packets))
+            + mine.tail_bytes / u64::from(spec.length_bytes.max(1));
+        let covered_in_warm_up = result::saturating_sum(
+            omitted
+                .iter()
+                .map(|i| i.udp.and_then(|u| u.sequences).unwrap_or(0)),
+        );
+        let sent = mine
+            .highest_seq
+            .map_or(0, |h| h + 1)
+            .saturating_sub(covered_in_warm_up);
         let lost = sent.saturating_sub(received);
         s.packets = Some(sent);
         s.lost_packets = Some(lost);

@@ -39,18 +39,31 @@ pub fn results(spec: &TestSpec, local: &Finished, stopped: Option<Duration>) -> 
             let packets = sum(true, &|i| i.packets);
             let omitted_packets = sum(false, &|i| i.packets);
             let sender = r.role == Role::Sender;
-            let (packets, errors, omitted) = if sender {
-                (packets + omitted_packets, 0, omitted_packets)
+            let (packets, errors, omitted, omitted_errors) = if sender {
+                (packets + omitted_packets, 0, omitted_packets, 0)
             } else {
-                // iperf3's receiver reports the highest sequence number (from 1) and the gaps.
+                // iperf3's receiver reports the highest sequence number (from 1) and the gaps,
+                // and both as they stood when the warm-up ended: the sequence numbers its
+                // intervals covered and those of them that did not arrive. Regression: the
+                // warm-up's arrivals stood for its count and its losses for none, so a lossy
+                // warm-up's losses were the test's (79% for 53%).
                 let highest = r.highest_seq.map_or(0, |h| h + 1);
                 let received = packets + omitted_packets;
-                (highest, highest.saturating_sub(received), omitted_packets)
+                let covered = sum(false, &|i| i.udp.and_then(|u| u.sequences).unwrap_or(0));
+                (
+                    highest,
+                    highest.saturating_sub(received),
+                    covered,
+                    covered.saturating_sub(omitted_packets),
+                )
             };
+            // The estimate where datagrams last arrived (a server's grid runs on past the
+            // test: regression, its jitter read 0.000 ms from an empty interval).
             let jitter_ms = r
                 .intervals
                 .iter()
                 .rev()
+                .filter(|i| i.packets > 0)
                 .find_map(|i| i.udp.map(|u| u.jitter_ms))
                 .unwrap_or(0.0);
             StreamResult {
@@ -60,7 +73,7 @@ pub fn results(spec: &TestSpec, local: &Finished, stopped: Option<Duration>) -> 
                     .then(|| sum(true, &|i| i.tcp.map_or(0, |t| t.retransmits))),
                 jitter_s: jitter_ms / 1000.0,
                 errors: i64::try_from(errors).unwrap_or(i64::MAX),
-                omitted_errors: Some(0),
+                omitted_errors: Some(i64::try_from(omitted_errors).unwrap_or(i64::MAX)),
                 packets: i64::try_from(packets).unwrap_or(i64::MAX),
                 omitted_packets: Some(i64::try_from(omitted).unwrap_or(i64::MAX)),
                 start_time: Some(0.0),
@@ -90,5 +103,99 @@ pub fn results(spec: &TestSpec, local: &Finished, stopped: Option<Duration>) -> 
         server_software: None,
         skipped_rx_copy: None,
         server_output: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::traffic::measure::UdpReceived;
+    use crate::traffic::spec::Flow;
+
+    /// Regression (a trial's finding): a server's UDP jitter read 0.000 ms for iperf3 clients,
+    /// taken from the empty intervals of the grid it keeps past the client's end. The
+    /// estimate is the one where datagrams last arrived.
+    #[test]
+    fn a_receivers_jitter_is_where_datagrams_last_arrived() {
+        let spec = TestSpec::udp(Duration::from_secs(3));
+        let interval = |index: u32, packets: u64, jitter_ms: f64| IntervalReport {
+            stream: 0,
+            index,
+            role: Role::Receiver,
+            bytes: packets * 1400,
+            packets,
+            tcp: None,
+            udp: (packets > 0).then_some(UdpReceived {
+                jitter_ms,
+                highest_seq: Some(packets * u64::from(index + 1) - 1),
+                ..UdpReceived::default()
+            }),
+        };
+        let mut report = StreamReport::empty(0, Flow::ClientToServer, Role::Receiver, None);
+        report.intervals = vec![
+            interval(0, 10, 0.25),
+            interval(1, 10, 0.5),
+            interval(2, 0, 0.0),
+        ];
+        // An empty interval that still carries a UDP record (as receivers once wrote them).
+        report.intervals.push(IntervalReport {
+            udp: Some(UdpReceived::default()),
+            ..interval(3, 0, 0.0)
+        });
+        report.highest_seq = Some(19);
+        let finished = Finished {
+            reports: vec![report],
+            ..Finished::default()
+        };
+        let r = results(&spec, &finished, None);
+        assert_eq!(r.streams[0].jitter_s, 0.5 / 1000.0);
+        assert_eq!((r.streams[0].packets, r.streams[0].errors), (20, 0));
+    }
+
+    /// As iperf3's receiver: `packets` and `errors` from the start, and as they stood when
+    /// the warm-up ended in `omitted_packets` and `omitted_errors`, so the test's figures
+    /// leave the warm-up's losses out. Regression: the warm-up's arrivals stood for its count
+    /// and none of its losses, so they were the test's.
+    #[test]
+    fn a_warm_ups_losses_are_not_the_tests() {
+        let mut spec = TestSpec::udp(Duration::from_secs(2));
+        spec.omit = Duration::from_secs(1);
+        // Sequence numbers 0-99 in the warm-up (10 lost), 100-199 after it (5 lost).
+        let interval = |index: u32, got: u64, through: u64| IntervalReport {
+            stream: 0,
+            index,
+            role: Role::Receiver,
+            bytes: got * 1400,
+            packets: got,
+            tcp: None,
+            udp: Some(UdpReceived {
+                highest_seq: Some(through - 1),
+                sequences: Some(100),
+                ..UdpReceived::default()
+            }),
+        };
+        let mut report = StreamReport::empty(0, Flow::ClientToServer, Role::Receiver, None);
+        report.intervals = vec![
+            interval(0, 90, 100),
+            interval(1, 50, 150),
+            interval(2, 45, 200),
+        ];
+        report.intervals[1].udp = report.intervals[1].udp.map(|u| UdpReceived {
+            sequences: Some(50),
+            ..u
+        });
+        report.intervals[2].udp = report.intervals[2].udp.map(|u| UdpReceived {
+            sequences: Some(50),
+            ..u
+        });
+        report.highest_seq = Some(199);
+        let finished = Finished {
+            reports: vec![report],
+            ..Finished::default()
+        };
+        let s = &results(&spec, &finished, None).streams[0];
+        assert_eq!((s.packets, s.errors), (200, 15));
+        assert_eq!((s.omitted_packets, s.omitted_errors), (Some(100), Some(10)));
+        assert_eq!((s.measured_packets(), s.measured_errors()), (100, 5));
     }
 }

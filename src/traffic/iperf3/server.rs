@@ -276,6 +276,9 @@ pub struct Context<'a> {
     pub json_output: bool,
     /// Makes each test's account as it goes (`netsweep -s`'s text).
     pub live: Option<&'a LiveSink>,
+    /// Raised when the server stops (a signal): a running test ends at once, its client told
+    /// SERVER_TERMINATE, and what it counted is kept.
+    pub stopping: &'a AtomicBool,
 }
 
 /// Most bytes of results accepted from a client of a test of `streams` streams.
@@ -451,7 +454,7 @@ pub fn serve(
     *live = ctx.live.map(|s| LiveTest::start(s, &who, (&spec, start)));
     let deadline = Deadline::of(start, &spec, &params);
     let mut finished = Finished::default();
-    let ends = (&deadline, ctx.limits.rcv_timeout);
+    let ends = (&deadline, ctx.limits.rcv_timeout, ctx.stopping);
     let watch = ctx
         .limits
         .bitrate_limit
@@ -476,6 +479,11 @@ pub fn serve(
         if *code == code::TOTAL_RATE || *code == deadline.code {
             control::wait_hung_up(&mut ctrl, TOLD_WAIT);
         }
+    }
+    if ended.as_ref().is_err_and(|e| e.why == SERVER_TERMINATED) {
+        // As iperf3's server on SIGINT: the client hears SERVER_TERMINATE and prints what it
+        // has ("the server has terminated").
+        let _ = control::write_state(&mut ctrl, State::ServerTerminate);
     }
     streams.stop_and_collect(&mut finished);
     drop(registration);

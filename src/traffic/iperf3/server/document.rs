@@ -92,6 +92,12 @@ fn built(
             if udp {
                 let mut u = udp_sum(s, r, *sends);
                 u["socket"] = json!(socket);
+                // This end's count, as iperf3's server writes its own (0 for a stream it sent).
+                u["out_of_order"] = json!(if *sends {
+                    0
+                } else {
+                    out_of_order(intervals, wire::stream_index(socket))
+                });
                 return json!({ "udp": u });
             }
             let mut sender = side(s, true);
@@ -389,10 +395,29 @@ fn sender_extremes(intervals: &[Interval], stream: Option<usize>, side: &mut Val
     side["mean_rtt"] = json!(rtts.iter().sum::<u64>() / rtts.len() as u64);
 }
 
+/// The datagrams of a stream this server received (`stream`: its index) that came after a
+/// higher sequence number, over its measured intervals.
+fn out_of_order(intervals: &[Interval], stream: Option<usize>) -> u64 {
+    intervals
+        .iter()
+        .filter(|iv| !iv.omitted)
+        .flat_map(|iv| &iv.streams)
+        .filter(|r| Some(usize::from(r.stream)) == stream)
+        .filter_map(|r| r.out_of_order)
+        .fold(0, u64::saturating_add)
+}
+
 /// A UDP stream or sum: the sender's rate and datagrams, the receiver's losses and jitter.
 fn udp_sum(s: &StreamResult, r: &StreamResult, server_sends: bool) -> Value {
     let (secs, bps) = rate(s);
-    let packets = s.measured_packets();
+    // A sender that does not say what it sent in the warm-up (iperf3 before 3.13): the
+    // sequence numbers the receiver had seen by its end.
+    let packets = match s.omitted_packets {
+        Some(_) => s.measured_packets(),
+        None => s
+            .packets
+            .saturating_sub(r.omitted_packets.unwrap_or(0).max(0)),
+    };
     let lost = r.measured_errors();
     let lost_percent = if packets > 0 {
         100.0 * lost as f64 / packets as f64
@@ -643,6 +668,11 @@ mod tests {
         assert_eq!(end["sum_received"]["bytes"], json!(1400 * 96));
         assert_eq!(end["sum"]["lost_packets"], json!(4));
         assert_eq!(end["streams"][0]["udp"]["socket"], json!(1), "{end:#}");
+        assert_eq!(
+            end["streams"][0]["udp"]["out_of_order"],
+            json!(0),
+            "{end:#}"
+        );
         assert_eq!(end["cpu_utilization_percent"]["host_total"], json!(2.5));
         assert_eq!(end["cpu_utilization_percent"]["remote_total"], json!(7.5));
         let start = &d["start"];

@@ -137,6 +137,8 @@ pub(super) fn counted_words(spec: &TestSpec, ours: &Results) -> Option<String> {
 /// Why a test ended when the client said CLIENT_TERMINATE (iperf3's client interrupted, a
 /// `-t 0` test stopped): the client's own end, as iperf3's server takes it.
 pub(super) const CLIENT_TERMINATED: &str = "the client terminated the test";
+/// The server was stopped (a signal) while the test ran: the client is told SERVER_TERMINATE.
+pub(super) const SERVER_TERMINATED: &str = "the server was stopped while the test ran";
 
 /// Why a test ended when the client's control connection closed mid-test.
 pub(super) const CLIENT_GONE: &str = "the client went away mid-test";
@@ -146,6 +148,7 @@ pub(super) const CLIENT_GONE: &str = "the client went away mid-test";
 pub(super) fn iperf3_words(why: &str) -> Option<&'static str> {
     match why {
         CLIENT_TERMINATED => Some("the client has terminated"),
+        SERVER_TERMINATED => Some("the server has terminated"),
         CLIENT_GONE => Some("the client has unexpectedly closed the connection"),
         _ => None,
     }
@@ -179,16 +182,20 @@ impl Ended {
 /// away, terminates, or never says it is an error (and the streams stop at once either way),
 /// and so is a test whose streams this end receives that brings nothing for `rcv_timeout`
 /// (iperf3's server: IENOMSG), and one whose rate passes the server's
-/// `--server-bitrate-limit` (`watch`; IETOTALRATE).
+/// `--server-bitrate-limit` (`watch`; IETOTALRATE). A server stopped (`stopping`) ends it
+/// at once.
 pub(super) fn wait_for_end(
     ctrl: &mut TcpStream,
     streams: &session::Streams,
-    (deadline, rcv_timeout): (&Deadline, Duration),
+    (deadline, rcv_timeout, stopping): (&Deadline, Duration, &AtomicBool),
     (finished, mut watch, mut live): (&mut Finished, Option<RateWatch>, Option<&mut LiveTest>),
     contested: impl Fn() -> Option<SocketAddr>,
 ) -> Result<(), Ended> {
     let mut failure = session::StreamFailure::default();
     loop {
+        if stopping.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(Ended::untold(SERVER_TERMINATED));
+        }
         if let Some(other) = contested() {
             return Err(Ended::told(
                 code::STREAM_ACCEPT,
