@@ -277,8 +277,9 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
             client::run_test(moved, spec, stop, &mut print_interval).map_err(|mut e| {
                 if e.refused {
                     e.message = format!(
-                        "cannot connect to {}: connection refused on port {} (netsweep's) and \
-                         {} (iperf3's): is `netsweep server` or `iperf3 -s` running there?",
+                        "unable to connect to server {}: connection refused on port {} \
+                         (netsweep's) and {} (iperf3's): is `netsweep server` or `iperf3 -s` \
+                         running there?",
                         cfg.server.ip(),
                         cfg.server.port(),
                         moved.server.port()

@@ -364,22 +364,24 @@ pub(crate) fn connect_advice(server: SocketAddr, e: &std::io::Error) -> String {
             if server.port() == crate::traffic::protocol::DEFAULT_PORT =>
         {
             format!(
-                "cannot connect to {server}: connection refused: nothing listens on {server} \
-                 (netsweep's default port; iperf3's is 5201: add -p 5201 --iperf3 to test an \
-                 iperf3 server); is `netsweep server` running there?"
+                "unable to connect to server {server}: connection refused: nothing listens on \
+                 {server} (netsweep's default port; iperf3's is 5201: add -p 5201 --iperf3 to \
+                 test an iperf3 server); is `netsweep server` running there?"
             )
         }
         std::io::ErrorKind::ConnectionRefused => {
             format!(
-                "cannot connect to {server}: connection refused: is `netsweep server -p {}` \
-                 running there?",
+                "unable to connect to server {server}: connection refused: is `netsweep server \
+                 -p {}` running there?",
                 server.port()
             )
         }
         std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
-            format!("cannot connect to {server}: timed out: check the address and any firewall")
+            format!(
+                "unable to connect to server {server}: timed out: check the address and any firewall"
+            )
         }
-        _ => format!("cannot connect to {server}: {e}"),
+        _ => format!("unable to connect to server {server}: {e}"),
     }
 }
 

@@ -107,6 +107,9 @@ fn built(
             }
             let mut receiver = side(r, false);
             receiver["socket"] = json!(socket);
+            // iperf3's `sender` on both sides: whether this end sent the stream.
+            receiver["sender"] = json!(*sends);
+            sender["sender"] = json!(*sends);
             if one_sided && *sends {
                 json!({ "sender": sender })
             } else if one_sided {
@@ -145,6 +148,12 @@ fn built(
             }
             if !sends || !one_sided {
                 end[format!("sum_received{suffix}")] = side(&received, false);
+            }
+        }
+        // iperf3's `sender` on each sum: whether this end sent that direction.
+        for key in ["sum_sent", "sum_received"] {
+            if let Some(v) = end.get_mut(format!("{key}{suffix}")) {
+                v["sender"] = json!(sends);
             }
         }
     }
@@ -631,11 +640,23 @@ mod tests {
         ] {
             assert_eq!(sender[key], json!(want), "{key}: {stream:#}");
         }
+        // iperf3's `sender` on every side and sum: whether this end sent (true with -R).
+        let end = &d["end"];
+        for v in [
+            &stream["receiver"],
+            sender,
+            &end["sum_sent"],
+            &end["sum_received"],
+        ] {
+            assert_eq!(v["sender"], json!(true), "{end:#}");
+        }
         // A stream the server received has no sender's TCP figures of its own.
         let mut forward = spec.clone();
         forward.direction = Direction::Forward;
         let d = without_labels(peer, &forward, (&ours, &theirs), &ivs);
         assert!(d["end"]["streams"][0]["sender"].get("max_rtt").is_none());
+        assert_eq!(d["end"]["streams"][0]["sender"]["sender"], json!(false));
+        assert_eq!(d["end"]["sum_sent"]["sender"], json!(false));
     }
 
     /// iperf3 3.13+'s UDP sides beside `sum`, the client's test as asked (not this server's
