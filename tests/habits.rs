@@ -303,7 +303,12 @@ fn no_header_before_a_connection_error() {
         .unwrap();
     assert!(!o.status.success());
     assert!(!out(&o).contains("[ ID]"), "{}", out(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("connection refused"));
+    // iperf3's words first (scripts grep them), then what to do.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("unable to connect to server") && err.contains("connection refused"),
+        "{err}"
+    );
 }
 
 /// UDP without -b says which rate it chose: iperf3's 1 Mbit/s per stream, even to loopback.

@@ -318,7 +318,6 @@ fn ctrl_c_on_a_guest_lab_test_leaves_nothing() {
         return;
     }
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    use std::io::BufRead;
     for during_test in [false, true] {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"));
         cmd.args([
@@ -341,37 +340,13 @@ fn ctrl_c_on_a_guest_lab_test_leaves_nothing() {
         let pidfile =
             std::path::Path::new(netsweep::lab::STATE_DIR).join(format!("{lab}.qemu.pid"));
         let (tx, rx) = std::sync::mpsc::channel();
-        let stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut all = String::new();
-            for line in std::io::BufReader::new(stdout)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if line.contains("sec") {
-                    let _ = tx.send(());
-                }
-                all.push_str(&line);
-                all.push('\n');
-            }
-            all
-        });
+        let reader = read_lines(child.stdout.take().unwrap(), "sec", tx);
         let (paused_tx, paused_rx) = std::sync::mpsc::channel();
-        let stderr = child.stderr.take().unwrap();
-        let err_reader = std::thread::spawn(move || {
-            let mut all = String::new();
-            for line in std::io::BufReader::new(stderr)
-                .lines()
-                .map_while(Result::ok)
-            {
-                if line.contains("test pause at guest-started") {
-                    let _ = paused_tx.send(());
-                }
-                all.push_str(&line);
-                all.push('\n');
-            }
-            all
-        });
+        let err_reader = read_lines(
+            child.stderr.take().unwrap(),
+            "test pause at guest-started",
+            paused_tx,
+        );
         if during_test {
             // The first interval line: the guest is up and the test runs.
             rx.recv_timeout(Duration::from_secs(180))
@@ -410,6 +385,27 @@ fn ctrl_c_on_a_guest_lab_test_leaves_nothing() {
             "a QEMU of lab {lab} still runs (during_test {during_test})"
         );
     }
+}
+
+/// Reads `from` line by line on a thread of its own, saying on `seen` each line that contains
+/// `marker`; the thread returns everything read.
+fn read_lines(
+    from: impl std::io::Read + Send + 'static,
+    marker: &'static str,
+    seen: std::sync::mpsc::Sender<()>,
+) -> std::thread::JoinHandle<String> {
+    use std::io::BufRead;
+    std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufReader::new(from).lines().map_while(Result::ok) {
+            if line.contains(marker) {
+                let _ = seen.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    })
 }
 
 /// A guest's kernel counters, read inside it through the lab's command channel.
