@@ -587,3 +587,51 @@ fn a_server_stopped_mid_test_tells_its_iperf3_client_and_writes_what_it_counted(
         Some(1)
     );
 }
+
+/// `-s --logfile F` (text) keeps F to what iperf3's log holds, in order: the listening lines,
+/// then each test's text; the server's own line per test stays on standard error. (Before,
+/// those lines were in F too, a test's `test done` before its last interval.)
+#[test]
+fn a_text_logfile_holds_the_tests_text_in_order() {
+    if !common::tool_or_skip("a_text_logfile_holds_the_tests_text_in_order", "iperf3") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("server.log");
+    let path = log.to_str().unwrap();
+    let port = common::free_port().to_string();
+    let server = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args([
+            "-s",
+            "-1",
+            "-B",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--logfile",
+            path,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::wait_listening_quietly(format!("127.0.0.1:{port}").parse().unwrap());
+    client("iperf3", &port, &["-t", "2", "-u", "-b", "5M"]);
+    let out = exited(server);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let at = |want: &str| lines.iter().position(|l| l.contains(want));
+    let (listening, accepted, last, summary) = (
+        at("Server listening on"),
+        at("Accepted connection from"),
+        at("1.00-2.00"),
+        at("receiver"),
+    );
+    assert!(
+        listening < accepted && accepted < last && last < summary && listening.is_some(),
+        "{text}"
+    );
+    assert!(!text.contains("test done"), "{text}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("iperf3 test done"), "{err}");
+}

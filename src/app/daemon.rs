@@ -120,11 +120,15 @@ pub struct Redirect {
     /// `-J`: the log holds the documents only, as iperf3's `-s -J --logfile` (a JSON reader
     /// takes the file whole); messages stay on stderr, or go nowhere in the background.
     json: bool,
+    /// `-s`'s text: the log holds the startup lines and the tests' text, as iperf3's; the
+    /// server's own line per test stays on the terminal's stderr (in the background, with
+    /// no terminal, it goes to the log too).
+    text: bool,
     background: bool,
 }
 
 impl Redirect {
-    pub fn open(out: &ServerOutput, json: bool) -> anyhow::Result<Redirect> {
+    pub fn open(out: &ServerOutput, (json, text): (bool, bool)) -> anyhow::Result<Redirect> {
         let file = match (&out.logfile, out.background) {
             (Some(path), _) => Some(
                 crate::console::open_log(path)
@@ -142,6 +146,7 @@ impl Redirect {
             file,
             repeat: out.logfile.is_some() && !json,
             json,
+            text,
             background: out.background,
         })
     }
@@ -153,7 +158,8 @@ impl Redirect {
         let Some(file) = self.file else {
             return Ok(());
         };
-        if !self.json {
+        let messages_to_log = !self.json && (!self.text || self.background);
+        if messages_to_log {
             crate::platform::process::stderr_to(&file).context("pointing messages at the log")?;
         } else if self.background {
             let null = std::fs::OpenOptions::new()
@@ -165,7 +171,11 @@ impl Redirect {
         crate::console::set_log(file);
         if self.repeat {
             for line in lines {
-                crate::errln!("{line}");
+                if messages_to_log {
+                    crate::errln!("{line}");
+                } else {
+                    crate::outln!("{line}");
+                }
             }
         }
         Ok(())

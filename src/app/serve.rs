@@ -36,7 +36,7 @@ pub(super) fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
         return daemon::start_in_background();
     }
     crate::console::set_timestamps(cfg.output.timestamps.clone());
-    let redirect = daemon::Redirect::open(&cfg.output, cfg.json)?;
+    let redirect = daemon::Redirect::open(&cfg.output, (cfg.json, cfg.iperf3_banner))?;
     // Tests' sockets are budgeted under the open-file limit: take all the system allows.
     crate::platform::fdlimit::raise_to_hard();
     let mut listeners = vec![bind_listener(&cfg)?];
