@@ -232,10 +232,42 @@ pub(crate) fn key_values(items: &[String], flag: &str) -> anyhow::Result<Vec<(St
 /// -D`, `netsweep -s -t 5`), where clap would say "unexpected argument" and suggest `-- -D`,
 /// which fails the same way: "some option you are trying to set is server only" (iperf3's
 /// IESERVERONLY, IECLIENTONLY). `None` for any other parse error, which clap reports.
+/// Two options iperf3 refuses together, in iperf3's words (`iperf_parse_arguments`):
+/// reverse with bidirectional, and more than one of the test's ends (`-t`, `-n`, `-k`).
+fn iperf3_conflict(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue};
+    let mut names = Vec::new();
+    for kind in [ContextKind::InvalidArg, ContextKind::PriorArg] {
+        match e.get(kind) {
+            Some(ContextValue::String(s)) => names.push(s.clone()),
+            Some(ContextValue::Strings(v)) => names.extend(v.iter().cloned()),
+            _ => {}
+        }
+    }
+    let has = |long: &str| {
+        names
+            .iter()
+            .any(|n| n.split([' ', '=']).next() == Some(long))
+    };
+    if has("--reverse") && has("--bidir") {
+        return Some("parameter error - cannot be both reverse and bidirectional".into());
+    }
+    let ends = ["--time", "--bytes", "--blockcount"];
+    (ends.iter().filter(|l| has(l)).count() >= 2).then(|| {
+        "parameter error - only one test end condition (-t, -n, -k) may be specified".into()
+    })
+}
+
 pub fn iperf3_role_error(argv: &[std::ffi::OsString], e: &clap::Error) -> Option<String> {
     use clap::CommandFactory;
     use clap::error::{ContextKind, ContextValue, ErrorKind};
-    if e.kind() != ErrorKind::UnknownArgument || !argv.iter().any(|a| a == "--iperf3-cli") {
+    if !argv.iter().any(|a| a == "--iperf3-cli") {
+        return None;
+    }
+    if e.kind() == ErrorKind::ArgumentConflict {
+        return iperf3_conflict(e);
+    }
+    if e.kind() != ErrorKind::UnknownArgument {
         return None;
     }
     let (other, only, taker) = match argv.get(1).and_then(|a| a.to_str()) {

@@ -376,6 +376,35 @@ fn without_p_iperf3s_port_is_the_fallback() {
     }
 }
 
+/// Options iperf3 refuses together get iperf3's words on its command line (clap's own on
+/// netsweep's spelling).
+#[test]
+fn conflicting_options_are_refused_in_iperf3s_words() {
+    let error = |args: &[&str]| {
+        let os: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+        let argv = iperf3_argv(os);
+        let e = Cli::try_parse_from(&argv).expect_err("refused");
+        iperf3_role_error(&argv, &e)
+    };
+    assert_eq!(
+        error(&["netsweep", "-c", "127.0.0.1", "-R", "--bidir"]).as_deref(),
+        Some("parameter error - cannot be both reverse and bidirectional")
+    );
+    for ends in [["-n", "1M", "-t", "2"], ["-k", "10", "-n", "1M"]] {
+        let mut args = vec!["netsweep", "-c", "127.0.0.1"];
+        args.extend(ends);
+        assert_eq!(
+            error(&args).as_deref(),
+            Some("parameter error - only one test end condition (-t, -n, -k) may be specified"),
+            "{args:?}"
+        );
+    }
+    assert_eq!(
+        error(&["netsweep", "client", "127.0.0.1", "-R", "--bidir"]),
+        None
+    );
+}
+
 /// An option of the other role on iperf3's command line gets iperf3's words (and a way that
 /// works), not clap's "unexpected argument" with a `-- -D` tip that fails the same way; an
 /// option neither role knows stays clap's error.
