@@ -153,3 +153,28 @@ fn k_counts_blocks_of_iperf3s_length() {
         "iperf3 -s received {got}: {theirs:#}"
     );
 }
+
+/// A trial's finding: `-R` without `-l` asked an iperf3 server for netsweep's 1 MiB blocks,
+/// so the same command had iperf3's server write other blocks (at another rate) than iperf3's
+/// client has it write. It asks for iperf3's 128 KiB, as iperf3's client does; `-l` as given.
+#[test]
+fn reverse_asks_an_iperf3_server_for_iperf3s_blocks() {
+    if !common::tool_or_skip("reverse_asks_an_iperf3_server_for_iperf3s_blocks", "iperf3") {
+        return;
+    }
+    let _s = serial();
+    for (extra, block) in [(&[][..], 128u64 << 10), (&["-l", "1M"], 1 << 20)] {
+        let mut args = vec!["-t", "1", "-R"];
+        args.extend_from_slice(extra);
+        let (ours, theirs) = against_iperf3(&args);
+        for doc in [&ours, &theirs] {
+            assert_eq!(
+                doc["start"]["test_start"]["blksize"].as_u64(),
+                Some(block),
+                "{extra:?}: {:#}",
+                doc["start"]["test_start"]
+            );
+        }
+        assert!(sum(&ours, "sum_received", "bytes") > 0.0, "{ours:#}");
+    }
+}

@@ -584,6 +584,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         cfg.extra_data.clone_from(&a.ip.extra_data);
         cfg.notes
             .extend(a.ip.accepted_notes(spec.protocol == Protocol::Udp));
+        cfg.iperf3_blocks = a.length.is_none() && spec.protocol == Protocol::Tcp;
         if a.zerocopy_flag {
             cfg.far_zerocopy = true;
             cfg.notes.push(

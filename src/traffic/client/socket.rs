@@ -47,6 +47,10 @@ pub struct ClientConfig {
     /// as iperf3's client asks it (the `zerocopy` parameter). This end's senders choose their
     /// own path either way.
     pub far_zerocopy: bool,
+    /// No `-l` on iperf3's command line: an iperf3 server that sends (`-R`) is asked for
+    /// iperf3's 128 KiB blocks, as iperf3's client asks it, not netsweep's 1 MiB writes (the
+    /// same command gave it other writes, and another rate, than iperf3's client does).
+    pub iperf3_blocks: bool,
     /// `--get-server-output`: keep the far end's own account of the test in the result.
     pub server_output: bool,
     /// What the command line's conversion chose for the user and should tell them at the start
@@ -126,6 +130,7 @@ impl ClientConfig {
             cport: None,
             mptcp: false,
             far_zerocopy: false,
+            iperf3_blocks: false,
             server_output: false,
             notes: Vec::new(),
             auth: None,

@@ -81,7 +81,10 @@ fn run_on(
         cookie,
         control_rtt,
     } = opened;
-    let spec = adapt(spec);
+    let mut spec = adapt(spec);
+    if cfg.iperf3_blocks && spec.direction == crate::traffic::spec::Direction::Reverse {
+        spec.length_bytes = crate::traffic::spec::IPERF3_TCP_LENGTH;
+    }
     spec.validate().map_err(|e| TestError::new(e.to_string()))?;
     let mut params = params_for(&spec).map_err(TestError::new)?;
     params.mptcp = cfg.mptcp;
