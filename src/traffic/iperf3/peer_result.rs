@@ -376,8 +376,11 @@ fn provenance(spec: &TestSpec, roles: &[Role]) -> Provenance {
         p.measured_here
             .push("goodput of the streams netsweep receives".into());
         if udp {
-            p.measured_here
-                .push("jitter, datagrams received and each interval's losses (from the gaps in the sequence numbers) on the streams netsweep receives".into());
+            p.measured_here.push(
+                "jitter, datagrams received and each interval's losses (from the gaps in the \
+                 sequence numbers) on the streams netsweep receives"
+                    .into(),
+            );
         }
     }
     p.measured_here.push("CPU of this end".into());
