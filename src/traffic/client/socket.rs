@@ -383,7 +383,8 @@ pub(crate) fn connect_advice(server: SocketAddr, e: &std::io::Error) -> String {
         }
         std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock => {
             format!(
-                "unable to connect to server {server}: timed out: check the address and any firewall"
+                "unable to connect to server {server}: timed out: check the address and any \
+                 firewall"
             )
         }
         _ => format!("unable to connect to server {server}: {e}"),
