@@ -181,7 +181,6 @@ fn line(l: &Line, row: &StreamInterval, suffix: &str) -> String {
         end,
         proto,
         units,
-        ..
     } = *l;
     let mut s = format!(
         "[{id:>3}]{role} {start:6.2}-{end:<6.2} sec  {:>12}  {:>16}",
