@@ -112,7 +112,7 @@ fn has_cpu_2() -> bool {
 const BOTH_REFUSE: &[(&str, &str, &str)] = &[(
     "-n 5M -t 5",
     "only one test end condition (-t, -n, -k) may be specified",
-    "cannot be used with",
+    "parameter error - only one test end condition (-t, -n, -k) may be specified",
 )];
 
 /// The arguments as run: `-t 5` is `-t 1`, and a line without an end condition gets `-t 1`.

@@ -376,16 +376,18 @@ fn without_p_iperf3s_port_is_the_fallback() {
     }
 }
 
+/// iperf3's words for a command line clap refuses (`netsweep ARGS`), if they differ.
+fn error(args: &[&str]) -> Option<String> {
+    let os: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+    let argv = iperf3_argv(os);
+    let e = Cli::try_parse_from(&argv).expect_err("refused");
+    iperf3_role_error(&argv, &e)
+}
+
 /// Options iperf3 refuses together get iperf3's words on its command line (clap's own on
 /// netsweep's spelling).
 #[test]
 fn conflicting_options_are_refused_in_iperf3s_words() {
-    let error = |args: &[&str]| {
-        let os: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
-        let argv = iperf3_argv(os);
-        let e = Cli::try_parse_from(&argv).expect_err("refused");
-        iperf3_role_error(&argv, &e)
-    };
     assert_eq!(
         error(&["netsweep", "-c", "127.0.0.1", "-R", "--bidir"]).as_deref(),
         Some("parameter error - cannot be both reverse and bidirectional")
@@ -410,12 +412,6 @@ fn conflicting_options_are_refused_in_iperf3s_words() {
 /// option neither role knows stays clap's error.
 #[test]
 fn the_other_roles_options_are_refused_in_iperf3s_words() {
-    let error = |args: &[&str]| {
-        let os: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
-        let argv = iperf3_argv(os);
-        let e = Cli::try_parse_from(&argv).expect_err("refused");
-        iperf3_role_error(&argv, &e)
-    };
     for args in [
         &["netsweep", "-c", "127.0.0.1", "-D"][..],
         &["netsweep", "-c", "127.0.0.1", "-1"],

@@ -178,6 +178,24 @@ pub(crate) fn assemble(
         dir.summary = resum(dir.streams.iter().map(|s| &s.summary), spec.protocol);
     }
     r.summary = resum(r.directions.iter().map(|d| &d.summary), spec.protocol);
+    // iperf3 before 3.13 reports its losses from the start, without the warm-up's apart (as
+    // iperf3 3.13+'s client, which then calls the loss unknown): said, not hidden.
+    let losses_from_start = spec.protocol == Protocol::Udp
+        && !spec.omit.is_zero()
+        && roles.iter().enumerate().any(|(i, role)| {
+            *role == Role::Sender
+                && peer
+                    .and_then(|p| p.stream(wire::stream_id(i)))
+                    .is_some_and(|t| t.omitted_errors.is_none())
+        });
+    if losses_from_start {
+        r.warnings.push(
+            "the iperf3 server does not say which of its losses were in the warm-up (-O; \
+             iperf3 before 3.13): the loss of the streams it received includes the warm-up's; \
+             run without -O for the test's own"
+                .into(),
+        );
+    }
     if r.error.is_none() {
         r.inconsistencies.extend(inconsistencies);
     }

@@ -112,44 +112,55 @@ mod tests {
     use crate::traffic::measure::UdpReceived;
     use crate::traffic::spec::Flow;
 
+    /// Interval `index` of a receiver: `got` datagrams of 1400 bytes, and its UDP figures.
+    fn received(index: u32, got: u64, udp: Option<UdpReceived>) -> IntervalReport {
+        IntervalReport {
+            stream: 0,
+            index,
+            role: Role::Receiver,
+            bytes: got * 1400,
+            packets: got,
+            tcp: None,
+            udp,
+        }
+    }
+
+    /// The results of one receiving stream's `intervals`, the highest sequence `highest`.
+    fn results_of(spec: &TestSpec, intervals: Vec<IntervalReport>, highest: u64) -> StreamResult {
+        let mut report = StreamReport::empty(0, Flow::ClientToServer, Role::Receiver, None);
+        report.intervals = intervals;
+        report.highest_seq = Some(highest);
+        let finished = Finished {
+            reports: vec![report],
+            ..Finished::default()
+        };
+        results(spec, &finished, None).streams.remove(0)
+    }
+
     /// Regression (a trial's finding): a server's UDP jitter read 0.000 ms for iperf3 clients,
     /// taken from the empty intervals of the grid it keeps past the client's end. The
     /// estimate is the one where datagrams last arrived.
     #[test]
     fn a_receivers_jitter_is_where_datagrams_last_arrived() {
         let spec = TestSpec::udp(Duration::from_secs(3));
-        let interval = |index: u32, packets: u64, jitter_ms: f64| IntervalReport {
-            stream: 0,
-            index,
-            role: Role::Receiver,
-            bytes: packets * 1400,
-            packets,
-            tcp: None,
-            udp: (packets > 0).then_some(UdpReceived {
-                jitter_ms,
-                highest_seq: Some(packets * u64::from(index + 1) - 1),
-                ..UdpReceived::default()
-            }),
+        let with = |jitter_ms: f64, highest: u64| UdpReceived {
+            jitter_ms,
+            highest_seq: Some(highest),
+            ..UdpReceived::default()
         };
-        let mut report = StreamReport::empty(0, Flow::ClientToServer, Role::Receiver, None);
-        report.intervals = vec![
-            interval(0, 10, 0.25),
-            interval(1, 10, 0.5),
-            interval(2, 0, 0.0),
-        ];
-        // An empty interval that still carries a UDP record (as receivers once wrote them).
-        report.intervals.push(IntervalReport {
-            udp: Some(UdpReceived::default()),
-            ..interval(3, 0, 0.0)
-        });
-        report.highest_seq = Some(19);
-        let finished = Finished {
-            reports: vec![report],
-            ..Finished::default()
-        };
-        let r = results(&spec, &finished, None);
-        assert_eq!(r.streams[0].jitter_s, 0.5 / 1000.0);
-        assert_eq!((r.streams[0].packets, r.streams[0].errors), (20, 0));
+        let s = results_of(
+            &spec,
+            vec![
+                received(0, 10, Some(with(0.25, 9))),
+                received(1, 10, Some(with(0.5, 19))),
+                received(2, 0, None),
+                // An empty interval that still carries a UDP record (as receivers once wrote).
+                received(3, 0, Some(UdpReceived::default())),
+            ],
+            19,
+        );
+        assert_eq!(s.jitter_s, 0.5 / 1000.0);
+        assert_eq!((s.packets, s.errors), (20, 0));
     }
 
     /// As iperf3's receiver: `packets` and `errors` from the start, and as they stood when
@@ -161,39 +172,22 @@ mod tests {
         let mut spec = TestSpec::udp(Duration::from_secs(2));
         spec.omit = Duration::from_secs(1);
         // Sequence numbers 0-99 in the warm-up (10 lost), 100-199 after it (5 lost).
-        let interval = |index: u32, got: u64, through: u64| IntervalReport {
-            stream: 0,
-            index,
-            role: Role::Receiver,
-            bytes: got * 1400,
-            packets: got,
-            tcp: None,
-            udp: Some(UdpReceived {
-                highest_seq: Some(through - 1),
-                sequences: Some(100),
+        let covered = |sequences: u64, highest: u64| {
+            Some(UdpReceived {
+                highest_seq: Some(highest),
+                sequences: Some(sequences),
                 ..UdpReceived::default()
-            }),
+            })
         };
-        let mut report = StreamReport::empty(0, Flow::ClientToServer, Role::Receiver, None);
-        report.intervals = vec![
-            interval(0, 90, 100),
-            interval(1, 50, 150),
-            interval(2, 45, 200),
-        ];
-        report.intervals[1].udp = report.intervals[1].udp.map(|u| UdpReceived {
-            sequences: Some(50),
-            ..u
-        });
-        report.intervals[2].udp = report.intervals[2].udp.map(|u| UdpReceived {
-            sequences: Some(50),
-            ..u
-        });
-        report.highest_seq = Some(199);
-        let finished = Finished {
-            reports: vec![report],
-            ..Finished::default()
-        };
-        let s = &results(&spec, &finished, None).streams[0];
+        let s = results_of(
+            &spec,
+            vec![
+                received(0, 90, covered(100, 99)),
+                received(1, 50, covered(50, 149)),
+                received(2, 45, covered(50, 199)),
+            ],
+            199,
+        );
         assert_eq!((s.packets, s.errors), (200, 15));
         assert_eq!((s.omitted_packets, s.omitted_errors), (Some(100), Some(10)));
         assert_eq!((s.measured_packets(), s.measured_errors()), (100, 5));
