@@ -59,19 +59,34 @@ pub struct UdpReceived {
     pub sequences: Option<u64>,
 }
 
-/// Sets `sequences` on the first `upto` intervals of one UDP receiver from their
-/// `highest_seq`: each interval's advance of the highest sequence number seen so far. An
-/// interval where nothing arrived keeps no UDP figures (its jitter is not a measured 0).
-pub fn count_sequences(intervals: &mut [IntervalReport], upto: usize) {
-    // Sequence numbers covered so far: the highest seen plus one.
-    let mut through = 0u64;
-    for r in intervals.iter_mut().take(upto) {
+/// Sets `sequences` on one UDP receiver's intervals in turn from their `highest_seq`: each
+/// interval's advance of the highest sequence number seen so far. An interval where nothing
+/// arrived keeps no UDP figures (its jitter is not a measured 0).
+#[derive(Debug, Default)]
+pub struct SequenceCount {
+    /// Sequence numbers covered so far: the highest seen plus one.
+    through: u64,
+}
+
+impl SequenceCount {
+    /// Counts the interval after the ones counted so far.
+    pub fn count(&mut self, r: &mut IntervalReport) {
         let Some(udp) = r.udp.as_mut() else {
-            continue;
+            return;
         };
-        let now = through.max(udp.highest_seq.map_or(0, |h| h.saturating_add(1)));
-        udp.sequences = Some(now - through);
-        through = now;
+        let now = self
+            .through
+            .max(udp.highest_seq.map_or(0, |h| h.saturating_add(1)));
+        udp.sequences = Some(now - self.through);
+        self.through = now;
+    }
+}
+
+/// `SequenceCount` over the first `upto` intervals of one UDP receiver, from the first.
+pub fn count_sequences(intervals: &mut [IntervalReport], upto: usize) {
+    let mut count = SequenceCount::default();
+    for r in intervals.iter_mut().take(upto) {
+        count.count(r);
     }
 }
 

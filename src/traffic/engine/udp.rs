@@ -10,7 +10,9 @@ use super::udpnap::ReadNap;
 use super::{Datagrams, POLL, Pacer, StreamCtx, UDP_LINGER, payload};
 use crate::platform::{sockopt, udpbatch};
 use crate::traffic::histogram::UdpTiming;
-use crate::traffic::measure::{IntervalReport, StreamReport, UdpReceived, count_sequences};
+use crate::traffic::measure::{
+    IntervalReport, SequenceCount, StreamReport, UdpReceived, count_sequences,
+};
 use crate::traffic::spec::{Flow, UDP_HEADER_BYTES};
 use std::io::ErrorKind;
 use std::net::UdpSocket;
@@ -498,6 +500,8 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
     let mut nap = ReadNap::new(rcvbuf as u64, ctx.elapsed());
     let mut rx = Receiver::new(ctx);
     let mut emitted = 0;
+    // Each interval's sequences as it is emitted, counted on from the last (once each).
+    let mut live_count = SequenceCount::default();
     let mut stopped_early = false;
     loop {
         let verify = skip && gro && reads.is_multiple_of(VERIFY_EVERY);
@@ -546,7 +550,7 @@ pub(super) fn receive(ctx: &StreamCtx, sock: UdpSocket) -> StreamReport {
         let slots = ctx.slots();
         while emitted < slots.len() && now >= slots[emitted].end + LIVE_GRACE {
             rx.grow_to(emitted);
-            count_sequences(&mut rx.counts, emitted + 1);
+            live_count.count(&mut rx.counts[emitted]);
             ctx.emit(&rx.counts[emitted]);
             emitted += 1;
         }

@@ -12,7 +12,7 @@
 use super::*;
 use crate::traffic::iperf3::json::{self, Writer};
 use crate::traffic::iperf3::wire::StreamResult;
-use crate::traffic::result::Interval;
+use crate::traffic::result::{Interval, StreamInterval};
 use serde_json::{Value, json};
 
 /// The document of a finished test: `ours` are this server's figures, `theirs` the client's,
@@ -381,12 +381,7 @@ fn udp_side(s: &StreamResult, sending: bool) -> Value {
 /// stream (`stream`: its index), one per measured interval as iperf3's `iperf_stats_callback`
 /// takes them; the mean in whole microseconds, as iperf3 divides. Nothing without samples.
 fn sender_extremes(intervals: &[Interval], stream: Option<usize>, side: &mut Value) {
-    let rows: Vec<&crate::traffic::result::StreamInterval> = intervals
-        .iter()
-        .filter(|iv| !iv.omitted)
-        .flat_map(|iv| &iv.streams)
-        .filter(|r| Some(usize::from(r.stream)) == stream)
-        .collect();
+    let rows: Vec<&StreamInterval> = measured_rows(intervals, stream).collect();
     let rtts: Vec<u64> = rows
         .iter()
         .filter_map(|r| r.rtt_us.map(u64::from))
@@ -394,9 +389,8 @@ fn sender_extremes(intervals: &[Interval], stream: Option<usize>, side: &mut Val
     let (Some(max), Some(min)) = (rtts.iter().max(), rtts.iter().min()) else {
         return;
     };
-    let max_of = |f: fn(&crate::traffic::result::StreamInterval) -> Option<u64>| {
-        rows.iter().filter_map(|r| f(r)).max().unwrap_or(0)
-    };
+    let max_of =
+        |f: fn(&StreamInterval) -> Option<u64>| rows.iter().filter_map(|r| f(r)).max().unwrap_or(0);
     side["max_snd_cwnd"] = json!(max_of(|r| r.cwnd_bytes));
     side["max_snd_wnd"] = json!(max_of(|r| r.snd_wnd_bytes));
     side["max_rtt"] = json!(max);
@@ -407,13 +401,21 @@ fn sender_extremes(intervals: &[Interval], stream: Option<usize>, side: &mut Val
 /// The datagrams of a stream this server received (`stream`: its index) that came after a
 /// higher sequence number, over its measured intervals.
 fn out_of_order(intervals: &[Interval], stream: Option<usize>) -> u64 {
+    measured_rows(intervals, stream)
+        .filter_map(|r| r.out_of_order)
+        .fold(0, u64::saturating_add)
+}
+
+/// The rows of one stream (`stream`: its index) in the measured intervals.
+fn measured_rows(
+    intervals: &[Interval],
+    stream: Option<usize>,
+) -> impl Iterator<Item = &StreamInterval> {
     intervals
         .iter()
         .filter(|iv| !iv.omitted)
         .flat_map(|iv| &iv.streams)
-        .filter(|r| Some(usize::from(r.stream)) == stream)
-        .filter_map(|r| r.out_of_order)
-        .fold(0, u64::saturating_add)
+        .filter(move |r| Some(usize::from(r.stream)) == stream)
 }
 
 /// A UDP stream or sum: the sender's rate and datagrams, the receiver's losses and jitter.
