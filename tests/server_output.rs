@@ -502,14 +502,12 @@ fn the_servers_udp_jitter_is_measured_for_an_iperf3_client() {
                 .rev()
                 .find(|iv| iv["sum"]["packets"].as_u64() > Some(0))
         })
-        .map(|iv| iv["sum"]["jitter_ms"].clone());
-    assert_eq!(last, Some(json!(jitter)), "{:#}", ours["intervals"]);
-    assert_eq!(
-        theirs["end"]["sum"]["jitter_ms"],
-        json!(jitter),
-        "{:#}",
-        theirs["end"]
-    );
+        .and_then(|iv| iv["sum"]["jitter_ms"].as_f64());
+    // The same estimate, through a division by 1000 and back (the last digit may differ).
+    let near = |x: Option<f64>| x.is_some_and(|x| (x - jitter).abs() < 1e-9);
+    assert!(near(last), "{last:?} {jitter}: {:#}", ours["intervals"]);
+    let told = theirs["end"]["sum"]["jitter_ms"].as_f64();
+    assert!(near(told), "{told:?} {jitter}: {:#}", theirs["end"]);
 }
 
 /// A server stopped (SIGINT) while an iperf3 client's test runs does as iperf3's: the client
@@ -562,30 +560,15 @@ fn a_server_stopped_mid_test_tells_its_iperf3_client_and_writes_what_it_counted(
         .find_map(|w| w.strip_prefix("0.00-")?.parse().ok())
         .expect("the summary's span");
     assert!(secs > 2.0 && secs < 10.0, "{summary}");
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = s.child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "the server did not stop"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(status.code(), Some(1));
-    // Idle: the same status.
+    // Stopped, it exits 1; idle, the same.
     let mut idle = Server::start(&[]);
     let pid = idle.child.id().to_string();
     let _ = Command::new("kill").args(["-TERM", &pid]).status();
-    let t0 = Instant::now();
-    while idle.child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(50));
+    for server in [&mut s, &mut idle] {
+        common::wait_bounded(&mut server.child, Duration::from_secs(10), "the server");
+        let status = server.child.try_wait().unwrap().and_then(|st| st.code());
+        assert_eq!(status, Some(1));
     }
-    assert_eq!(
-        idle.child.try_wait().unwrap().and_then(|s| s.code()),
-        Some(1)
-    );
 }
 
 /// `-s --logfile F` (text) keeps F to what iperf3's log holds, in order: the listening lines,
