@@ -153,6 +153,15 @@ fn each_test_is_told_on_stdout_as_iperf3s_server_tells_it() {
         );
         let line = line_of(&text, "[  1]", "receiver");
         assert!(line.contains(&lost), "{line} against iperf3's {lost}");
+
+        // Reversed, the server sends: its line is iperf3's sender's, the datagrams it sent with
+        // no jitter and no losses (those are the client's to tell).
+        let doc = client("iperf3", &s.port, &["-t", "1", "-u", "-b", "20M", "-R"]);
+        let text = s.read_until(banner, 1);
+        let sent = doc["end"]["sum"]["packets"].as_u64().expect("packets");
+        let line = line_of(&text, "[  1]", "sender");
+        let want = format!(" 0.000 ms  0/{sent} (0%)  sender");
+        assert!(line.ends_with(&want), "{line} against {want}");
     }
 }
 

@@ -89,15 +89,16 @@ struct Shared {
     auth: Option<Arc<iperf3::login::ServerAuth>>,
     /// The one scheduled test this server waits for, when it serves no one else.
     scheduled: Option<Scheduled>,
-    /// Raised once the server stops: its iperf3 tests end, their clients told
-    /// SERVER_TERMINATE (`iperf3::server::Context::stopping`).
+    /// Raised once the server stops: its tests end, their clients told (an iperf3 client
+    /// SERVER_TERMINATE, `iperf3::server::Context::stopping`; a netsweep client an error).
     stopping: AtomicBool,
-    /// iperf3 tests under way, which the server waits for (`STOP_WAIT`) once it stops.
-    iperf3_running: std::sync::atomic::AtomicUsize,
+    /// Tests under way (either protocol's), which the server waits for (`STOP_WAIT`) once it
+    /// stops.
+    tests_running: std::sync::atomic::AtomicUsize,
 }
 
-/// How long a stopping server waits for its iperf3 tests to tell their clients and write
-/// what they counted.
+/// How long a stopping server waits for its tests to tell their clients and write what they
+/// counted.
 const STOP_WAIT: Duration = Duration::from_secs(3);
 
 /// When a repeated log line was last written, and how many were held back since.
@@ -257,7 +258,7 @@ fn serve_with(
         accepted: std::sync::atomic::AtomicU64::new(0),
         served,
         stopping: AtomicBool::new(false),
-        iperf3_running: std::sync::atomic::AtomicUsize::new(0),
+        tests_running: std::sync::atomic::AtomicUsize::new(0),
     });
     std::thread::scope(|scope| {
         let mut loops = Vec::new();
@@ -286,11 +287,11 @@ fn serve_with(
             l.join()
                 .map_err(|_| std::io::Error::other("accept loop panicked"))??;
         }
-        // Stopped (a signal, or the caller): iperf3 tests end and tell their clients, as
-        // iperf3's server does; the rest end with the process.
+        // Stopped (a signal, or the caller): tests end and tell their clients, as iperf3's
+        // server does; request/response tests end with the process.
         shared.stopping.store(true, Ordering::SeqCst);
         let t0 = Instant::now();
-        while shared.iperf3_running.load(Ordering::SeqCst) > 0 && t0.elapsed() < STOP_WAIT {
+        while shared.tests_running.load(Ordering::SeqCst) > 0 && t0.elapsed() < STOP_WAIT {
             std::thread::sleep(Duration::from_millis(20));
         }
         for line in shared.admission.running_tests() {
@@ -529,13 +530,15 @@ fn iperf3_connection(
         live: shared.served.live.as_ref(),
         stopping: &shared.stopping,
     };
-    shared.iperf3_running.fetch_add(1, Ordering::SeqCst);
-    let _running = Running(&shared.iperf3_running);
+    let _running = Running::new(&shared.tests_running);
     let mut ending = Ending::new(&shared.served);
     match iperf3::server::serve(conn, peer, cookie, &ctx, (slot, &mut ending.live)) {
-        Ok(doc) => {
+        Ok(done) => {
             ending.outcome = Outcome::Ok;
-            ending.document = Some(doc);
+            ending.document = Some(done.document);
+            // The test's text first (its last interval and summary), then the log's line.
+            ending.write_live();
+            (shared.log)(&done.said);
         }
         Err(e) if e.is::<iperf3::server::EndedEarly>() => {
             if let Ok(early) = e.downcast::<iperf3::server::EndedEarly>() {
@@ -561,9 +564,16 @@ fn iperf3_connection(
     }
 }
 
-/// One iperf3 test under way, counted while it lives (its `Ending`, dropped first, has
-/// written what it counted by then).
+/// One test under way, counted while it lives (its `Ending`, declared after it and so dropped
+/// first, has written what it counted by then).
 struct Running<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Running<'a> {
+    fn new(count: &'a std::sync::atomic::AtomicUsize) -> Running<'a> {
+        count.fetch_add(1, Ordering::SeqCst);
+        Running(count)
+    }
+}
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {

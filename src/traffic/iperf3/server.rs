@@ -350,16 +350,23 @@ fn login(ctrl: &TcpStream, ctx: &Context<'_>, token: Option<&str>) -> Result<(),
     }
 }
 
-/// Serves one iperf3 client whose cookie was read; the test's JSON document when it ran
-/// (`LoginRefused` when it did not log in). `slot` holds the test's place among
-/// `--max-tests` until its results are exchanged and its data sockets closed.
+/// A test an iperf3 client ran to its end: its JSON document, and the log's line of it (for the
+/// caller to log once the test's own account is written).
+pub struct Served {
+    pub document: serde_json::Value,
+    pub said: String,
+}
+
+/// Serves one iperf3 client whose cookie was read; the test when it ran (`LoginRefused` when
+/// it did not log in). `slot` holds the test's place among `--max-tests` until its results are
+/// exchanged and its data sockets closed.
 pub fn serve(
     mut ctrl: TcpStream,
     peer: SocketAddr,
     cookie: Cookie,
     ctx: &Context<'_>,
     (mut slot, live): (Slot<'_>, &mut Option<LiveTest>),
-) -> anyhow::Result<serde_json::Value> {
+) -> anyhow::Result<Served> {
     let hub = ctx.hub;
     let local = ctrl.local_addr().ok();
     let _ = ctrl.set_nodelay(true);
@@ -578,8 +585,8 @@ pub fn serve(
     drop(ctrl);
     // Only now is everything the test held released: the slot goes last.
     drop(slot);
-    (ctx.log)(&summary_line(peer, &spec, &ours, &theirs));
-    Ok(document)
+    let said = summary_line(peer, &spec, &ours, &theirs);
+    Ok(Served { document, said })
 }
 
 /// A test that ended before the client's results were exchanged, after its streams had

@@ -299,8 +299,8 @@ fn interval_rows(iv: &Value) -> (Vec<Row>, (f64, f64), bool) {
 /// A stream's summary: its measured intervals added up, over the seconds of the stream's
 /// `end` entry where the document has one (the test's time to where it stopped: an empty stub
 /// of an interval at the end is no line, but its time counts); this end's bytes and rate from
-/// there for TCP, and for UDP the datagrams, losses and jitter, each from the end that counted
-/// it.
+/// there for TCP, and for UDP the datagrams, and a receiver's losses and jitter (a sender's
+/// line has none, as iperf3's).
 fn summary_row(r: Row, all: &[StreamInterval], end: Option<&Value>) -> Row {
     let f = |v: &Value, k: &str| v.get(k).and_then(Value::as_f64);
     let udp = end.and_then(|e| e.get("udp"));
@@ -323,9 +323,17 @@ fn summary_row(r: Row, all: &[StreamInterval], end: Option<&Value>) -> Row {
     }
     if let Some(u) = udp {
         figures.packets = u.get("packets").and_then(Value::as_u64);
-        figures.lost_packets = u.get("lost_packets").and_then(Value::as_u64);
-        figures.lost_percent = f(u, "lost_percent");
-        figures.jitter_ms = f(u, "jitter_ms");
+        if r.sender {
+            // iperf3's sender line is what the sender knows: the datagrams it sent, no jitter
+            // and no losses (the receiver's line has those; the document keeps them).
+            figures.lost_packets = Some(0);
+            figures.lost_percent = Some(0.0);
+            figures.jitter_ms = Some(0.0);
+        } else {
+            figures.lost_packets = u.get("lost_packets").and_then(Value::as_u64);
+            figures.lost_percent = f(u, "lost_percent");
+            figures.jitter_ms = f(u, "jitter_ms");
+        }
     }
     Row {
         figures,
@@ -460,8 +468,8 @@ mod tests {
             "start": { "test_start": { "protocol": "UDP", "num_streams": 1, "reverse": 1 } },
             "intervals": [tx(0.0), tx(1.0)],
             "end": { "streams": [{ "udp": {
-                "bytes": 2_800_000u64, "seconds": 2.0, "packets": 2000, "lost_packets": 0,
-                "lost_percent": 0.0, "jitter_ms": 0.0,
+                "bytes": 2_800_000u64, "seconds": 2.0, "packets": 2000, "lost_packets": 30,
+                "lost_percent": 1.5, "jitter_ms": 0.016,
             } }] },
         });
         let text = served_test(&doc, RateFormat::Auto).expect("a test");
@@ -475,7 +483,8 @@ mod tests {
             lines[4].contains("Jitter     Lost/Total Datagrams"),
             "{text}"
         );
-        assert!(lines[5].ends_with("0/2000 (0%)  sender"), "{text}");
+        // The client's losses and jitter (in the document) are not the sender's line's.
+        assert!(lines[5].ends_with("0.000 ms  0/2000 (0%)  sender"), "{text}");
     }
 
     /// A client that ended a moment past the last whole interval: the empty stub is no line

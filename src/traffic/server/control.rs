@@ -73,6 +73,7 @@ pub(super) fn control_session(
         Ok(s) => s,
         Err(running) => return refuse(&mut ctrl, Refusal::Busy { running }),
     };
+    let _running = Running::new(&shared.tests_running);
     let mut ending = Ending::new(&shared.served);
     let flows = spec.flows();
     if let Err(reason) = slot.reserve_streams(flows.len()) {
@@ -181,7 +182,7 @@ pub(super) fn control_session(
     let outcome = forward_reports(
         &mut ctrl,
         (&spec, &shared.limits),
-        &streams,
+        (&streams, &shared.stopping),
         ending.live.as_mut(),
     );
     // A grid the client cut (an auto test's steady end, an interrupt's): the log says so.
@@ -218,6 +219,8 @@ pub(super) fn control_session(
             anyhow::bail!("client aborted ({reason}){}", counted.unwrap_or_default());
         }
         if let Some(said) = said {
+            // The test's text first (its last interval and summary), then the log's line.
+            ending.write_live();
             let cut = cut.unwrap_or_default();
             (shared.log)(&format!("{peer}: test done{cut}: {said}"));
         }
@@ -376,11 +379,12 @@ type PeerRx = Receiver<Result<ClientMsg, ProtocolError>>;
 
 /// Forwards interval reports until every stream is done; returns the final reports for the
 /// client and the reader of its messages. A test whose data stops for `--rcv-timeout`, or whose
-/// rate passes `--server-bitrate-limit`, ends with the reason told to the client.
+/// rate passes `--server-bitrate-limit`, ends with the reason told to the client; so does one
+/// whose server stops (`stopping`), keeping what this end counted.
 fn forward_reports(
     ctrl: &mut TcpStream,
     (spec, limits): (&TestSpec, &ServerLimits),
-    streams: &session::Streams,
+    (streams, stopping): (&session::Streams, &AtomicBool),
     mut live: Option<&mut iperf3::server::LiveTest>,
 ) -> anyhow::Result<(Finished, PeerRx)> {
     let rcv_timeout = limits.rcv_timeout;
@@ -423,6 +427,24 @@ fn forward_reports(
         }
         if Instant::now() > give_up {
             anyhow::bail!("streams did not finish 30 s after the test's end");
+        }
+        if stopping.load(Ordering::Relaxed) {
+            let ended = start.elapsed();
+            let why = format!(
+                "the server has terminated (it was stopped {:.1} s into the test)",
+                ended.as_secs_f64()
+            );
+            let _ = write_frame(ctrl, &ServerMsg::Error { message: why.clone() });
+            streams.stop_and_gather(&mut finished, Duration::from_secs(2));
+            let counted = done_words(spec, &finished, Some(ended))
+                .map(|c| format!("; this end counted {c}"))
+                .unwrap_or_default();
+            return Err(Aborted {
+                why: format!("{why}{counted}"),
+                finished,
+                ended,
+            }
+            .into());
         }
         // The client's data stopped mid-test (--rcv-timeout): it hears why, in iperf3's words.
         if start.elapsed() < spec.total_time()

@@ -85,14 +85,20 @@ impl<'a> Ending<'a> {
             live: None,
         }
     }
+
+    /// Ends the test's account under way with its document now (the text's last interval and
+    /// summary): what is logged after this comes after it.
+    pub(super) fn write_live(&mut self) {
+        if let (Some(live), Some(doc)) = (self.live.take(), &self.document) {
+            live.ended(doc);
+        }
+    }
 }
 
 impl Drop for Ending<'_> {
     fn drop(&mut self) {
         if self.outcome != Outcome::NotATest {
-            if let (Some(live), Some(doc)) = (self.live.take(), &self.document) {
-                live.ended(doc);
-            }
+            self.write_live();
             if let Some(doc) = self.document.take() {
                 if let Some(sink) = &self.served.on_document {
                     (sink.0)(&doc);
