@@ -18,10 +18,15 @@
 //! through (default: the chunk); `--read SIZE` the receiver's read size (default: the larger of
 //! 64 KiB and the chunk). `--sndbuf SIZE` and `--rcvbuf SIZE` set the sender's SO_SNDBUF and
 //! the receiver's SO_RCVBUF (the kernel grants twice each; default: its autotuning; see
-//! `traffic::engine::rcvbuf`). Traffic goes to 127.0.0.1 only and stops after `--seconds`.
+//! `traffic::engine::rcvbuf`). The path `udp-gso` is the UDP ceiling: `--chunks` is then the
+//! datagram size, sent in batches of up to 65000 bytes per call with UDP_SEGMENT, to a receiver
+//! with UDP_GRO and a 64 MiB buffer that drops the data (`--discard`: `MSG_TRUNC` into a 64-byte
+//! buffer, which for UDP copies those bytes and drops the rest) or copies it. Traffic goes to
+//! 127.0.0.1 only and stops after `--seconds`.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 fn size(s: &str) -> usize {
@@ -133,11 +138,70 @@ fn run(case: &Case, secs: f64) -> std::io::Result<f64> {
     Ok(bytes as f64 * 8.0 / took.as_secs_f64().max(1e-9) / 1e9)
 }
 
+/// One UDP run (`udp-gso`): datagrams of `chunk` bytes; the receiver's rate in Gbit/s from its
+/// first datagram to the sender's deadline.
+fn run_udp(case: &Case, secs: f64) -> std::io::Result<f64> {
+    use netsweep::platform::{sockopt, udpbatch};
+    let rx = UdpSocket::bind("127.0.0.1:0")?;
+    udpbatch::enable_udp_gro(&rx);
+    sockopt::raise_rcvbuf(&rx, 64 << 20);
+    rx.set_read_timeout(Some(Duration::from_millis(100)))?;
+    let addr = rx.local_addr()?;
+    let done = AtomicBool::new(false);
+    let len = case.chunk.clamp(64, 65_000);
+    let batch = (65_000 / len).clamp(1, 64);
+    std::thread::scope(|scope| {
+        let discard = case.discard;
+        let done = &done;
+        let receiver = scope.spawn(move || {
+            let mut buf = vec![0u8; if discard { 64 } else { 65_536 }];
+            let (mut total, mut t0) = (0u64, None);
+            while !done.load(Ordering::Relaxed) {
+                let got = if discard {
+                    sockopt::recv_trunc(&rx, &mut buf)
+                } else {
+                    rx.recv(&mut buf)
+                };
+                if let Ok(n) = got {
+                    t0.get_or_insert_with(Instant::now);
+                    total += n as u64;
+                }
+            }
+            (total, t0)
+        });
+        let tx = UdpSocket::bind("127.0.0.1:0")?;
+        tx.connect(addr)?;
+        let data = vec![0x5au8; len * batch];
+        let end = Instant::now() + Duration::from_secs_f64(secs);
+        while Instant::now() < end {
+            for _ in 0..64 {
+                // A full receive buffer drops datagrams; the receiver counts what it got.
+                let _ = udpbatch::send_segmented(&tx, &data, len as u16);
+            }
+        }
+        let stopped = Instant::now();
+        std::thread::sleep(Duration::from_millis(50));
+        done.store(true, Ordering::Relaxed);
+        let (bytes, t0) = receiver
+            .join()
+            .map_err(|_| std::io::Error::other("receiver panicked"))?;
+        let took = t0.map_or(Duration::ZERO, |t| stopped.saturating_duration_since(t));
+        Ok(bytes as f64 * 8.0 / took.as_secs_f64().max(1e-9) / 1e9)
+    })
+}
+
 /// `streams` pairs at once; the sum of their rates (each measured over its own receiving time,
 /// which all but coincide: they start together and stop at the same deadline).
 fn run_parallel(case: &Case, secs: f64, streams: usize) -> std::io::Result<f64> {
     std::thread::scope(|s| {
-        let pairs: Vec<_> = (0..streams).map(|_| s.spawn(|| run(case, secs))).collect();
+        let one = || {
+            if case.path == "udp-gso" {
+                run_udp(case, secs)
+            } else {
+                run(case, secs)
+            }
+        };
+        let pairs: Vec<_> = (0..streams).map(|_| s.spawn(one)).collect();
         pairs.into_iter().try_fold(0.0, |sum, p| {
             p.join()
                 .map_err(|_| std::io::Error::other("stream panicked"))?
