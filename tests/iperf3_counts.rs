@@ -65,7 +65,7 @@ fn a_sender_sends_exactly_the_count_and_the_grid_ends_there() {
         (&["-n", "100000007", "-P", "4"], 100_000_007),
         (&["-k", "500", "-l", "100K"], 500 * 102_400),
         // UDP in whole datagrams: 5 MiB is 3744.9 datagrams of 1400 bytes, so 3745 go.
-        (&["-u", "-b", "200M", "-n", "5M"], 3745 * 1400),
+        (&["-u", "-b", "200M", "-l", "1400", "-n", "5M"], 3745 * 1400),
     ];
     for (args, want) in cases {
         let (ours, theirs) = against_iperf3(args);

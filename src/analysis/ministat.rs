@@ -389,12 +389,19 @@ pub fn render(a: &Analysis, values: &[Vec<f64>], plot_opts: Option<PlotOptions>)
     {
         out.push_str(&plot(values, opts));
     }
-    // As ministat: the baseline's row, then each set's row followed by its comparison.
+    // As ministat: the baseline's row, then each set's row followed by its comparison, against
+    // the first set or, stepwise (`Pairs::Steps`), the one before it: its percentages are of
+    // that set's mean.
     out.push_str(TABLE_HEAD);
     out.push_str(&vitals(a, 0));
-    for k in 0..a.comparisons.len() {
+    for (k, c) in a.comparisons.iter().enumerate() {
+        let base = a
+            .sets
+            .iter()
+            .position(|s| s.name == c.baseline)
+            .unwrap_or(0);
         out.push_str(&vitals(a, k + 1));
-        out.push_str(&student_block(a, k, &values[0], &values[k + 1]));
+        out.push_str(&student_block(a, k, &values[base], &values[k + 1]));
         out.push_str(&extra_block(a, k));
     }
     out.push_str(&set_notes(a));
@@ -491,6 +498,39 @@ mod tests {
             text.contains("Runs per set to detect a 10% change (the configured change)"),
             "{text}"
         );
+    }
+
+    /// Regression (a trial's finding): with stepwise pairs (`compare` on a campaign's ordered
+    /// values) each block's percentage was of the first set's mean: 1536K against 256K read
+    /// "22.7979 +/- ... 365.594%" (of 64K's 6.24) where it is 89.6% (of 256K's 25.45).
+    #[test]
+    fn stepwise_differences_are_percentages_of_their_own_baseline() {
+        let sets = vec![
+            ("64K".to_string(), vec![6.22, 6.24, 6.25]),
+            ("256K".to_string(), vec![25.4, 25.45, 25.5]),
+            ("1536K".to_string(), vec![48.2, 48.25, 48.3]),
+        ];
+        let cfg = crate::analysis::sets::Config {
+            pairs: crate::analysis::sets::Pairs::Steps,
+            ..Default::default()
+        };
+        let a = crate::analysis::sets::analyze(&sets, &cfg).unwrap();
+        let values: Vec<Vec<f64>> = sets.iter().map(|(_, v)| v.clone()).collect();
+        let text = render(&a, &values, None);
+        let percent = |block: &str| -> f64 {
+            let line = block.lines().nth(2).expect("the percent line");
+            line.trim().split('%').next().unwrap().parse().unwrap()
+        };
+        let blocks: Vec<&str> = text.split("Difference at").skip(1).collect();
+        assert_eq!(blocks.len(), 2, "{text}");
+        // 256K against 64K, then 1536K against 256K: (48.25 - 25.45) / 25.45 = 89.6%.
+        assert!((percent(blocks[0]) - (25.45 - 6.236_667) / 6.236_667 * 100.0).abs() < 0.01);
+        assert!((percent(blocks[1]) - 22.8 / 25.45 * 100.0).abs() < 0.01, "{text}");
+        // Against the first (ministat's pairs), the percentages stay of the first's mean.
+        let a = crate::analysis::sets::analyze(&sets, &Default::default()).unwrap();
+        let text = render(&a, &values, None);
+        let blocks: Vec<&str> = text.split("Difference at").skip(1).collect();
+        assert!((percent(blocks[1]) - (48.25 - 6.236_667) / 6.236_667 * 100.0).abs() < 0.01);
     }
 
     /// Regression: one value read "one:0: only 1 values": a line 0 that no file has, and a

@@ -585,6 +585,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         cfg.notes
             .extend(a.ip.accepted_notes(spec.protocol == Protocol::Udp));
         cfg.iperf3_blocks = a.length.is_none() && spec.protocol == Protocol::Tcp;
+        cfg.udp_path_datagrams = a.length.is_none() && spec.protocol == Protocol::Udp;
         if a.zerocopy_flag {
             cfg.far_zerocopy = true;
             cfg.notes.push(

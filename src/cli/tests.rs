@@ -288,14 +288,28 @@ fn byte_and_block_counts_end_the_test_with_iperf3s_protocol() {
     }
 }
 
+/// UDP without `-l`: the control connection's MSS once it is open, as iperf3's client
+/// (`udp_path_datagrams`; 1400 until then); `-l` is kept as given, TCP is untouched.
 #[test]
-fn udp_defaults_are_1400_bytes_at_iperf3s_1_mbit() {
-    let (_, spec) = client(&["127.0.0.1", "-u"]).unwrap();
+fn udp_defaults_are_the_paths_datagrams_at_iperf3s_1_mbit() {
+    let (cfg, spec) = client(&["127.0.0.1", "-u"]).unwrap();
+    assert!(cfg.udp_path_datagrams);
     assert_eq!(spec.length_bytes, 1400);
     assert_eq!(spec.bitrate_bps, 1e6);
-    let (_, spec) = client(&["127.0.0.1", "-u", "-b", "0", "-l", "8K"]).unwrap();
+    let (cfg, spec) = client(&["127.0.0.1", "-u", "-b", "0", "-l", "8K"]).unwrap();
+    assert!(!cfg.udp_path_datagrams);
     assert_eq!(spec.bitrate_bps, 0.0);
     assert_eq!(spec.length_bytes, 8192);
+    let (cfg, _) = client(&["127.0.0.1"]).unwrap();
+    assert!(!cfg.udp_path_datagrams);
+    // Once connected: the control connection's MSS (loopback's, here), -l's size untouched.
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let ctrl = std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let mss = crate::platform::sockopt::tcp_info(&ctrl).unwrap().snd_mss;
+    let (cfg, spec) = client(&["127.0.0.1", "-u"]).unwrap();
+    assert_eq!(cfg.path_datagrams(&spec, &ctrl).length_bytes, mss);
+    let (cfg, spec) = client(&["127.0.0.1", "-u", "-l", "8K"]).unwrap();
+    assert_eq!(cfg.path_datagrams(&spec, &ctrl).length_bytes, 8192);
 }
 
 #[test]

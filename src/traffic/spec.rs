@@ -231,6 +231,9 @@ pub const TCP_MAX_LENGTH: u32 = 64 << 20;
 pub const TCP_DEFAULT_LENGTH: u32 = 1 << 20;
 /// Default UDP payload: fits a 1500-byte MTU over IPv4 and IPv6.
 pub const UDP_DEFAULT_LENGTH: u32 = 1400;
+/// iperf3's UDP payload without `-l` when its control connection's MSS is unknown
+/// (`DEFAULT_UDP_BLKSIZE`); known, it takes the MSS (`ClientConfig::udp_path_datagrams`).
+pub const IPERF3_UDP_LENGTH: u32 = 1460;
 /// UDP target rate of a spec built without one (`TestSpec::udp`, a campaign plan's
 /// `protocol = "udp"`): netsweep's own default, 1 Gbit/s per direction. The command line's `-u`
 /// takes iperf3's `IPERF3_UDP_RATE` instead.

@@ -14,6 +14,7 @@ pub(super) fn session(
     mut ctrl: TcpStream,
     control_rtt: Duration,
 ) -> Result<TestResult, TestError> {
+    let spec = &*cfg.path_datagrams(spec, &ctrl);
     let server = cfg.server;
     let asking = "before answering the test request";
     write_frame(

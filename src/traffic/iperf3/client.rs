@@ -81,7 +81,7 @@ fn run_on(
         cookie,
         control_rtt,
     } = opened;
-    let mut spec = adapt(spec);
+    let mut spec = adapt(&cfg.path_datagrams(spec, &ctrl));
     if cfg.iperf3_blocks && spec.direction == crate::traffic::spec::Direction::Reverse {
         spec.length_bytes = crate::traffic::spec::IPERF3_TCP_LENGTH;
     }
