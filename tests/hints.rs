@@ -225,3 +225,28 @@ fn the_lab_up_hints_run_as_printed() {
         "lab {name} left"
     );
 }
+
+/// Regression (a trial's finding): `lab up NAME --vm b` hinted `lab exec NAME a -- netsweep
+/// client ...`, which failed pasted ("exec of \"netsweep\" failed": namespace a has no netsweep on
+/// its PATH, only the guest has). The hint names this binary, and runs as printed.
+#[test]
+fn the_vm_lab_up_client_hint_runs_as_printed() {
+    let test = "the_vm_lab_up_client_hint_runs_as_printed";
+    if !common::root_or_skip(test) || !common::tool_or_skip(test, "qemu-system-x86_64") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let name = format!("hv{}", std::process::id() % 100_000);
+    let _down = common::LabDown(name.clone());
+    let up = common::netsweep_ok(dir.path(), &["lab", "up", &name, "--vm", "b"]);
+    let tryline = hint_after(&up, "try:");
+    let client = tryline
+        .split_once("     (")
+        .map_or(tryline, |(c, _)| c)
+        .trim();
+    let ran = shell(dir.path(), &format!("{client} -t 1"));
+    assert!(ran.status.success(), "{client}: {}", text(&ran));
+    assert!(text(&ran).contains("receiver"), "{}", text(&ran));
+    let down = shell(dir.path(), hint_after(&up, "remove it with:"));
+    assert!(down.status.success(), "{}", text(&down));
+}

@@ -946,3 +946,21 @@ fn check_refuses_a_read_only_key_on_a_namespace_lab_with_the_true_reason() {
         .collect();
     assert!(left.is_empty(), "namespaces left: {left:?}");
 }
+
+/// Regression (a trial's finding): `tune bdp --rate 50M --rtt 80` took 80 s (a 477 MB window)
+/// where ping's 80 ms was meant, and `--rate 0` sized buffers of 0 bytes. Both are refused with
+/// what to write; with the unit the figures are the arithmetic's (50 Mbit/s x 80 ms = 500000 B).
+#[test]
+fn tune_bdp_refuses_an_rtt_without_its_unit_and_a_zero_rate() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = tune(dir.path(), &["bdp", "--rate", "50M", "--rtt", "80"]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("--rtt 80: give its unit, e.g. 80ms"), "{}", text(&o));
+    for (rate, rtt) in [("0", "10ms"), ("1G", "0ms")] {
+        let o = tune(dir.path(), &["bdp", "--rate", rate, "--rtt", rtt]);
+        assert!(!o.status.success(), "{rate} {rtt}: {}", text(&o));
+    }
+    let o = tune(dir.path(), &["bdp", "--rate", "50M", "--rtt", "80ms"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("= 488 KBytes (500000 bytes)"), "{}", text(&o));
+}

@@ -178,14 +178,18 @@ fn up(name: &str, path: &PathArgs, vm: &VmArgs, state_dir: PathBuf) -> anyhow::R
             Host::B.ipv4(),
             crate::traffic::protocol::DEFAULT_PORT
         );
+        // A guest has netsweep on its PATH; namespace a runs this very binary.
+        let (client, note) = if lab.guest_at(Host::A).is_some() {
+            (
+                "netsweep".to_string(),
+                "the client in guest a, the server in guest b; -R for guest b to guest a",
+            )
+        } else {
+            (crate::paste::program(), "-R for guest to host")
+        };
         crate::outln!(
-            "try: {} -- netsweep client 198.18.0.2     ({})",
+            "try: {} -- {client} client 198.18.0.2     ({note})",
             crate::paste::netsweep(&["lab", "exec", name, "a"]),
-            if lab.guest_at(Host::A).is_some() {
-                "the client in guest a, the server in guest b; -R for guest b to guest a"
-            } else {
-                "-R for guest to host"
-            }
         );
     } else {
         crate::outln!(

@@ -10,13 +10,27 @@ use std::sync::atomic::Ordering;
 
 fn rate_rtt(c: &TuneCommon) -> anyhow::Result<Option<(f64, f64)>> {
     match (&c.rate, &c.rtt) {
-        (Some(r), Some(t)) => Ok(Some((
-            r.parse::<BitRate>().context("--rate")?.bits_per_second(),
-            parse_duration(t).context("--rtt")?.as_secs_f64(),
-        ))),
+        (Some(r), Some(t)) => path(r, t).map(Some),
         (None, None) => Ok(None),
         _ => bail!("--rate and --rtt go together"),
     }
+}
+
+/// A path's rate (bit/s) and round-trip time (s), both above zero. The RTT must carry its
+/// unit: `--rtt 80` read as 80 s sized buffers for a 477 MB window where ping's 80 ms was meant.
+fn path(rate: &str, rtt: &str) -> anyhow::Result<(f64, f64)> {
+    let r = rate.parse::<BitRate>().context("--rate")?.bits_per_second();
+    if r.is_nan() || r <= 0.0 {
+        bail!("--rate {rate}: give the path's rate, e.g. 10G (0 is no path)");
+    }
+    if rtt.trim().parse::<f64>().is_ok() {
+        bail!("--rtt {rtt}: give its unit, e.g. {}ms as ping prints it (or {rtt}s)", rtt.trim());
+    }
+    let t = parse_duration(rtt).context("--rtt")?.as_secs_f64();
+    if t <= 0.0 {
+        bail!("--rtt {rtt}: give the path's round-trip time, e.g. 20ms");
+    }
+    Ok((r, t))
 }
 
 /// A profile by name: from --profiles first, then the built-ins.
@@ -146,8 +160,7 @@ enum Action {
 }
 
 fn bdp(rate: &str, rtt: &str) -> anyhow::Result<ExitCode> {
-    let r = rate.parse::<BitRate>().context("--rate")?.bits_per_second();
-    let t = parse_duration(rtt).context("--rtt")?.as_secs_f64();
+    let (r, t) = path(rate, rtt)?;
     crate::out!(
         "{}",
         tuning::bdp_text(r, t, &|k| crate::platform::sysctl::read(k).ok())

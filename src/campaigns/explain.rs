@@ -259,6 +259,14 @@ fn words(
 ) -> String {
     let mut lines: Vec<String> = Vec::new();
     let serious: Vec<&Flag> = trust.iter().filter(|f| f.serious).collect();
+    if effects.runs == 0 && broken.is_empty() {
+        // No result and no failure: the campaign stopped before its first run ended (a trial
+        // saw "every run failed" for a campaign interrupted at 8 s, where none had).
+        return "no run has a result yet, so nothing can be said about what makes a difference: \
+                the campaign stopped before its first run ended (no run failed); the line that \
+                resumes it is the one its `netsweep run` printed as it stopped"
+            .to_string();
+    }
     lines.extend(effects.answer.lines().map(str::to_string));
     // After the headline: what the reader must know before believing it.
     let at = 1.min(lines.len());

@@ -284,6 +284,23 @@ fn a_configuration_whose_runs_all_fail_is_broken_not_slow() {
     );
 }
 
+/// Regression (a trial's finding): a campaign interrupted before its first run ended was
+/// answered "every run failed (each configuration's failure is below)", with none below.
+#[test]
+fn a_campaign_with_no_run_yet_is_not_one_whose_runs_failed() {
+    let e = answer(&[], &ask());
+    assert!(e.answer.starts_with("no run has a result yet"), "{}", e.answer);
+    assert!(!e.answer.contains("failed ("), "{}", e.answer);
+    // Every run failed: that is said, with each configuration's failure.
+    let mut runs = sweep("window", &["64K", "1M"], 2, 0.02, window_rate);
+    for r in &mut runs {
+        r.status = "failed".into();
+        r.bits_per_second = None;
+    }
+    let e = answer(&runs, &ask());
+    assert!(e.answer.contains("every run failed"), "{}", e.answer);
+}
+
 /// Under CPU load the lab test's 4M window had a 95% CI of 358 Mbit/s to 2.6 Gbit/s on a
 /// 1 Gbit/s path and nothing said the host was the limit.
 #[test]
