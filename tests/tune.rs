@@ -955,12 +955,20 @@ fn tune_bdp_refuses_an_rtt_without_its_unit_and_a_zero_rate() {
     let dir = tempfile::tempdir().unwrap();
     let o = tune(dir.path(), &["bdp", "--rate", "50M", "--rtt", "80"]);
     assert!(!o.status.success());
-    assert!(text(&o).contains("--rtt 80: give its unit, e.g. 80ms"), "{}", text(&o));
+    assert!(
+        text(&o).contains("--rtt 80: give its unit, e.g. 80ms"),
+        "{}",
+        text(&o)
+    );
     for (rate, rtt) in [("0", "10ms"), ("1G", "0ms")] {
         let o = tune(dir.path(), &["bdp", "--rate", rate, "--rtt", rtt]);
         assert!(!o.status.success(), "{rate} {rtt}: {}", text(&o));
     }
     let o = tune(dir.path(), &["bdp", "--rate", "50M", "--rtt", "80ms"]);
     assert!(o.status.success(), "{}", text(&o));
-    assert!(text(&o).contains("= 488 KBytes (500000 bytes)"), "{}", text(&o));
+    assert!(
+        text(&o).contains("= 488 KBytes (500000 bytes)"),
+        "{}",
+        text(&o)
+    );
 }

@@ -15,7 +15,12 @@ use serde_json::Value;
 fn blksize(lab: &netsweep::lab::Lab, program: &str, port: u16, extra: &[&str]) -> (u64, u64) {
     let out = lab
         .command(Host::A, program)
-        .args(["-c", &Host::B.address().to_string(), "-p", &port.to_string()])
+        .args([
+            "-c",
+            &Host::B.address().to_string(),
+            "-p",
+            &port.to_string(),
+        ])
         .args(["-u", "-t", "1", "-J"])
         .args(extra)
         .output()

@@ -525,7 +525,10 @@ mod tests {
         assert_eq!(blocks.len(), 2, "{text}");
         // 256K against 64K, then 1536K against 256K: (48.25 - 25.45) / 25.45 = 89.6%.
         assert!((percent(blocks[0]) - (25.45 - 6.236_667) / 6.236_667 * 100.0).abs() < 0.01);
-        assert!((percent(blocks[1]) - 22.8 / 25.45 * 100.0).abs() < 0.01, "{text}");
+        assert!(
+            (percent(blocks[1]) - 22.8 / 25.45 * 100.0).abs() < 0.01,
+            "{text}"
+        );
         // Against the first (ministat's pairs), the percentages stay of the first's mean.
         let a = crate::analysis::sets::analyze(&sets, &Default::default()).unwrap();
         let text = render(&a, &values, None);

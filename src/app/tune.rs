@@ -24,7 +24,10 @@ fn path(rate: &str, rtt: &str) -> anyhow::Result<(f64, f64)> {
         bail!("--rate {rate}: give the path's rate, e.g. 10G (0 is no path)");
     }
     if rtt.trim().parse::<f64>().is_ok() {
-        bail!("--rtt {rtt}: give its unit, e.g. {}ms as ping prints it (or {rtt}s)", rtt.trim());
+        bail!(
+            "--rtt {rtt}: give its unit, e.g. {}ms as ping prints it (or {rtt}s)",
+            rtt.trim()
+        );
     }
     let t = parse_duration(rtt).context("--rtt")?.as_secs_f64();
     if t <= 0.0 {

@@ -257,10 +257,13 @@ pub struct Wire {
     /// which hold a thread per stream, two sending threads carried less (docs/performance.md,
     /// "Standing in for iperf3"); the likeliest reason is the scheduler's share per thread.
     pub eager_receivers: bool,
+    /// This end's receivers start their grid when their first data arrives, at most this long
+    /// after `receiver_start` (a netsweep client: `StreamCtx::starts_at_data`).
+    pub receivers_start_at_data: Option<Duration>,
 }
 
-/// Starts one thread per socket. `receiver_start` lets the client start its receiving grids
-/// one control round trip later, when the server's first bytes can arrive.
+/// Starts one thread per socket. `receiver_start` and `Wire::receivers_start_at_data` let the
+/// client start its receiving grids when the server's first bytes arrive.
 pub fn start_streams(
     spec: &TestSpec,
     is_client: bool,
@@ -422,6 +425,9 @@ pub fn start_streams(
                 .flatten(),
             cpu: cpus.map(|c| c.for_thread(i)),
             end_gate: end_gate.clone().filter(|_| role == Role::Sender),
+            starts_at_data: wire
+                .receivers_start_at_data
+                .filter(|_| role == Role::Receiver),
         };
         streams.push((ctx, socket));
     }

@@ -289,7 +289,11 @@ fn a_configuration_whose_runs_all_fail_is_broken_not_slow() {
 #[test]
 fn a_campaign_with_no_run_yet_is_not_one_whose_runs_failed() {
     let e = answer(&[], &ask());
-    assert!(e.answer.starts_with("no run has a result yet"), "{}", e.answer);
+    assert!(
+        e.answer.starts_with("no run has a result yet"),
+        "{}",
+        e.answer
+    );
     assert!(!e.answer.contains("failed ("), "{}", e.answer);
     // Every run failed: that is said, with each configuration's failure.
     let mut runs = sweep("window", &["64K", "1M"], 2, 0.02, window_rate);

@@ -104,14 +104,15 @@ pub(super) fn session(
     };
     write_frame(&mut ctrl, &ClientMsg::Start)?;
     let start = Instant::now();
-    let streams = session::start_streams(
-        spec,
-        true,
-        sockets,
-        (start, start + control_rtt),
-        session::Wire::default(),
-    )
-    .map_err(|e| TestError::new(format!("cannot start stream threads: {e}")))?;
+    // The receivers' grids start with the server's first data (its senders start when Start
+    // reaches it): within twice the control round trip and a second, whatever the server's
+    // first answers took.
+    let wire = session::Wire {
+        receivers_start_at_data: Some(control_rtt * 2 + Duration::from_secs(1)),
+        ..session::Wire::default()
+    };
+    let streams = session::start_streams(spec, true, sockets, (start, start), wire)
+        .map_err(|e| TestError::new(format!("cannot start stream threads: {e}")))?;
     let info = StartInfo {
         timestamp_unix_s: timestamp.as_secs_f64(),
         server: server.to_string(),

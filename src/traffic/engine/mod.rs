@@ -141,6 +141,13 @@ pub struct StreamCtx {
     pub cpu: Option<usize>,
     /// TCP sender of an iperf3 client: lets the far end settle before TEST_END (`drain`).
     pub end_gate: Option<Arc<drain::EndGate>>,
+    /// A client's receiver: its grid's time zero is when the server's first data arrives,
+    /// from `start` (when the client said Start) to at most this long after it, as iperf3's
+    /// client starts its timers when the server says it runs. A zero fixed by a round trip
+    /// guessed at the start was a second late behind a QEMU guest whose first answers were
+    /// slow: a reverse test's receiver counted 20% of the data in its warm-up and its last
+    /// second nearly empty.
+    pub starts_at_data: Option<Duration>,
 }
 
 /// The header UDP datagrams carry.
@@ -382,6 +389,10 @@ pub fn spawn_stream(ctx: StreamCtx, socket: StreamSocket) -> std::io::Result<Joi
     std::thread::Builder::new()
         .name(format!("stream-{}", ctx.stream))
         .spawn(move || {
+            let mut ctx = ctx;
+            if let Some(within) = ctx.starts_at_data.filter(|_| ctx.role == Role::Receiver) {
+                ctx.start = first_data(&ctx, &socket, within);
+            }
             let pinned = ctx.cpu.map(|cpu| {
                 crate::platform::sched::pin_current_thread(cpu)
                     .map_err(|e| format!("could not pin the stream to CPU {cpu}: {e}"))
@@ -402,6 +413,26 @@ pub fn spawn_stream(ctx: StreamCtx, socket: StreamSocket) -> std::io::Result<Joi
                 .events
                 .send(EngineEvent::StreamDone(Box::new(report), cpu));
         })
+}
+
+/// When the first data reached `socket` (`StreamCtx::starts_at_data`): the moment it became
+/// readable, from `ctx.start` to `within` after it (a stop ends the wait there).
+fn first_data(ctx: &StreamCtx, socket: &StreamSocket, within: Duration) -> Instant {
+    let deadline = ctx.start + within;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() || ctx.stop.load(std::sync::atomic::Ordering::Relaxed) {
+            return deadline.min(Instant::now());
+        }
+        let wait = left.min(Duration::from_millis(50));
+        let readable = match socket {
+            StreamSocket::Tcp(s) => crate::platform::sockopt::wait_readable(s, wait),
+            StreamSocket::Udp(s) => crate::platform::sockopt::wait_readable(s, wait),
+        };
+        if readable.unwrap_or(false) {
+            return Instant::now().max(ctx.start);
+        }
+    }
 }
 
 /// The fill pattern of data buffers: not all zeroes, so compressing links cannot flatter us;

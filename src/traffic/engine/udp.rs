@@ -673,6 +673,7 @@ mod tests {
             send_buffer: None,
             cpu: None,
             end_gate: None,
+            starts_at_data: None,
         }
     }
 

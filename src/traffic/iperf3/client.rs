@@ -150,6 +150,7 @@ fn run_on(
         open_ended: spec.until_stopped,
         drain_senders: true,
         eager_receivers: true,
+        receivers_start_at_data: None,
     };
     let streams = session::start_streams(&spec, true, sockets, (start, start), wire)
         .map_err(|e| TestError::new(format!("cannot start stream threads: {e}")))?;

@@ -455,6 +455,7 @@ pub fn serve(
         open_ended: true,
         drain_senders: false,
         eager_receivers: true,
+        receivers_start_at_data: None,
     };
     let who = Ends::of(peer, local, &sockets, &spec).with_cookie(format!("{cookie:?}"));
     let streams = session::start_streams(&spec, false, sockets, (start, start), wire)?;

@@ -484,7 +484,10 @@ mod tests {
             "{text}"
         );
         // The client's losses and jitter (in the document) are not the sender's line's.
-        assert!(lines[5].ends_with("0.000 ms  0/2000 (0%)  sender"), "{text}");
+        assert!(
+            lines[5].ends_with("0.000 ms  0/2000 (0%)  sender"),
+            "{text}"
+        );
     }
 
     /// A client that ended a moment past the last whole interval: the empty stub is no line

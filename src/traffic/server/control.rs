@@ -434,7 +434,12 @@ fn forward_reports(
                 "the server has terminated (it was stopped {:.1} s into the test)",
                 ended.as_secs_f64()
             );
-            let _ = write_frame(ctrl, &ServerMsg::Error { message: why.clone() });
+            let _ = write_frame(
+                ctrl,
+                &ServerMsg::Error {
+                    message: why.clone(),
+                },
+            );
             streams.stop_and_gather(&mut finished, Duration::from_secs(2));
             let counted = done_words(spec, &finished, Some(ended))
                 .map(|c| format!("; this end counted {c}"))
