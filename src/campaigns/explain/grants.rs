@@ -43,19 +43,27 @@ fn cut_at(s: &SocketInfo, asked: u64) -> Option<(u64, String)> {
     Some((window, caps.join(" and ")))
 }
 
-/// The cut of one run, if any: its smallest grant over both ends.
+/// The cut of one run, if any: its smallest grant over both ends, and whose kernel granted it
+/// (both, when both cut the window to the same size: raising one end's maxima lifts nothing).
 fn run_cut(t: &TestResult) -> Option<(u64, &'static str, String)> {
     let asked = t.spec.window_bytes?;
-    [
-        ("client", &t.start.client_sockets),
-        ("server", &t.start.server_sockets),
+    let ends: Vec<(u64, &'static str, String)> = [
+        ("the client's kernel", &t.start.client_sockets),
+        ("the server's kernel", &t.start.server_sockets),
     ]
     .into_iter()
     .filter_map(|(end, socks)| {
         let (w, limit) = socks.first().and_then(|s| cut_at(s, asked))?;
         Some((w, end, limit))
     })
-    .min_by_key(|(w, _, _)| *w)
+    .collect();
+    let least = ends.iter().map(|(w, _, _)| *w).min()?;
+    let at_least: Vec<&(u64, &'static str, String)> =
+        ends.iter().filter(|(w, _, _)| *w == least).collect();
+    match at_least.as_slice() {
+        [one] => Some((*one).clone()),
+        _ => Some((least, "both ends' kernels", at_least[0].2.clone())),
+    }
 }
 
 /// The stored results of each configuration's successful runs.
@@ -130,7 +138,7 @@ fn said(
                 format!("; {} lets it through (granted in full)", lifts.join(", "))
             };
             Some(format!(
-                "{}: -w asked {} but the {}'s kernel granted a window of {} (capped by {}), so \
+                "{}: -w asked {} but {} granted a window of {} (capped by {}), so \
                  its runs measured {}{lift}",
                 cut.configuration,
                 Bytes(cut.asked),
@@ -240,6 +248,30 @@ mod tests {
         );
     }
 
+    /// Regression (a trial's finding): both ends cut to 208 KBytes read "the client's
+    /// kernel granted", and a user raising the client's maxima alone would gain nothing.
+    #[test]
+    fn a_cut_at_both_ends_names_both_and_one_end_alone_names_it() {
+        let mut t = crate::traffic::result::build(
+            &crate::traffic::spec::TestSpec::tcp(std::time::Duration::from_secs(1)),
+            crate::traffic::result::StartInfo::default(),
+            &[],
+            crate::traffic::result::CpuResult::default(),
+            None,
+        );
+        t.spec.window_bytes = Some(1536 << 10);
+        t.start.client_sockets = vec![linux(1536 << 10, 212992)];
+        t.start.server_sockets = vec![linux(1536 << 10, 212992)];
+        let (w, end, _) = run_cut(&t).expect("a cut");
+        assert_eq!((w, end), (212992, "both ends' kernels"));
+        t.start.client_sockets = vec![linux(1536 << 10, 4 << 20)];
+        let (_, end, limit) = run_cut(&t).expect("a cut");
+        assert_eq!(end, "the server's kernel");
+        assert_eq!(limit, "net.core.rmem_max and net.core.wmem_max");
+        t.start.server_sockets = vec![linux(1536 << 10, 4 << 20)];
+        assert_eq!(run_cut(&t), None);
+    }
+
     #[test]
     fn the_configuration_one_dimension_away_that_was_granted_in_full_is_named() {
         let row = |label: &str, dims: &[(&str, &str)]| ConfigRow {
@@ -270,7 +302,7 @@ mod tests {
             configuration: configs[0].label.clone(),
             asked: 1536 << 10,
             granted: 212992,
-            end: "server",
+            end: "the server's kernel",
             limit: "net.core.rmem_max".into(),
         };
         let w = said(&[cut], &configs, &|l, asked| {

@@ -312,7 +312,7 @@ fn cpu_bound_runs_and_intervals_past_the_path_are_flagged() {
     let mut runs = sweep("window", &["64K", "4M"], 3, 0.02, |w| {
         if w == "4M" { 940e6 } else { 26e6 }
     });
-    let wild = [500e6, 1.4e9, 900e6];
+    let wild = [500e6, 1.4e9, 700e6];
     for (r, v) in runs.iter_mut().filter(|r| r.dims[0].1 == "4M").zip(wild) {
         r.bits_per_second = Some(v);
     }
@@ -364,6 +364,102 @@ fn cpu_bound_runs_and_intervals_past_the_path_are_flagged() {
         &ask(),
     );
     assert!(e.trust.iter().all(|f| f.kind != "cpu"), "{:?}", e.trust);
+}
+
+/// Regression (a trial's finding): runs at the path's rate (19.3 Mbit/s of 20) on a busy
+/// host were "CPU-bound: these figures measure the host, not the path"; the path limited them.
+/// Those below it stay flagged.
+#[test]
+fn runs_at_the_paths_rate_are_not_cpu_bound() {
+    let runs = sweep("window", &["64K", "1M"], 3, 0.01, |w| {
+        if w == "1M" { 19.3e6 } else { 6.2e6 }
+    });
+    let counters: Vec<(i64, serde_json::Value)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r.id,
+                serde_json::json!({"host_cpu": {"busy_percent": 99.0}}),
+            )
+        })
+        .collect();
+    let mut a = ask();
+    a.rate = Some(20e6);
+    let e = explain(
+        &runs,
+        &configs(&runs),
+        &[],
+        &counters,
+        &PlanFacts::default(),
+        &a,
+    );
+    let cpu = e
+        .trust
+        .iter()
+        .find(|f| f.kind == "cpu")
+        .expect("a CPU flag");
+    assert_eq!(cpu.configurations, vec!["window=64K".to_string()]);
+    assert!(
+        cpu.text.contains("3 of 6 runs were CPU-bound")
+            && cpu.text.contains("3 runs at the path's rate left out"),
+        "{}",
+        cpu.text
+    );
+}
+
+/// Regression (a trial's finding): an rtl8139 guest's runs resent 23% of their bytes (its
+/// receive ring dropped them) and the answer blamed the emulated CPU alone. A configuration
+/// whose runs resend 1% or more is named with the share; D-SACK's spurious resends are not
+/// losses.
+#[test]
+fn a_configuration_whose_runs_resend_much_is_named_with_the_share() {
+    let runs = sweep("nic", &["virtio", "rtl8139"], 3, 0.02, |n| {
+        if n == "rtl8139" { 600e6 } else { 4e9 }
+    });
+    let results: Vec<(i64, TestResult)> = runs
+        .iter()
+        .map(|r| {
+            let mut t = crate::traffic::result::build(
+                &crate::traffic::spec::TestSpec::tcp(std::time::Duration::from_secs(4)),
+                crate::traffic::result::StartInfo::default(),
+                &[],
+                crate::traffic::result::CpuResult::default(),
+                None,
+            );
+            let sent = 300_000_000u64;
+            t.summary.tcp_bytes_sent = Some(sent);
+            // rtl8139: a quarter resent; virtio: 1000 segments, all spurious (D-SACK).
+            if r.dims[0].1 == "rtl8139" {
+                t.summary.tcp_bytes_retrans = Some(sent / 4);
+                t.summary.tcp_dsack_dups = Some(0);
+            } else {
+                t.summary.tcp_bytes_retrans = Some(1000 * 1448);
+                t.summary.tcp_dsack_dups = Some(1000);
+            }
+            (r.id, t)
+        })
+        .collect();
+    let e = explain(
+        &runs,
+        &configs(&runs),
+        &results,
+        &[],
+        &PlanFacts::default(),
+        &ask(),
+    );
+    let loss: Vec<_> = e.trust.iter().filter(|f| f.kind == "loss").collect();
+    assert_eq!(loss.len(), 1, "{:?}", e.trust);
+    assert_eq!(loss[0].configurations, vec!["nic=rtl8139".to_string()]);
+    assert!(
+        loss[0].text.contains("resent 25.0% of their TCP bytes"),
+        "{}",
+        loss[0].text
+    );
+    assert!(
+        e.answer.contains("nic=rtl8139: its runs resent 25.0%"),
+        "{}",
+        e.answer
+    );
 }
 
 /// Regression: a Ctrl-C'd campaign's partial answer said "CIs all within 12786.4% of each

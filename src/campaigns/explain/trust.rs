@@ -15,13 +15,20 @@ pub const HOST_BUSY_PERCENT: f64 = 90.0;
 pub const END_BUSY_PERCENT: f64 = 95.0;
 /// CPU-bound runs at or above this share of all make the flag serious (said first).
 const SERIOUS_SHARE: f64 = 0.25;
+/// A run at or above this share of its path's rate was limited by the path, whatever the CPUs
+/// did: not CPU-bound (a trial saw 7 of 18 link-limited runs, 19.3 Mbit/s of a 20 Mbit/s path,
+/// called "CPU-bound: these figures measure the host").
+const LINK_LIMITED_SHARE: f64 = 0.9;
+/// TCP bytes resent, as a share of those sent, at or above which a configuration's runs lost
+/// packets worth naming (D-SACK's spurious ones left out).
+const LOSSY_SHARE: f64 = 0.01;
 /// A configuration's interval wider than this factor (high over low) is too noisy to mean much.
 const NOISY_FACTOR: f64 = 2.0;
 
 /// One reason for doubt.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Flag {
-    /// "cpu", "ceiling" or "noise".
+    /// "cpu", "loss", "ceiling" or "noise".
     pub kind: String,
     pub runs: Vec<i64>,
     pub configurations: Vec<String>,
@@ -50,17 +57,31 @@ pub fn flags(
 ) -> Vec<Flag> {
     let ok: Vec<&RunRow> = runs.iter().filter(|r| r.status == "ok").collect();
     let mut out = Vec::new();
-    if let Some(f) = cpu_flag(&ok, results, counters) {
+    let link_limited = |r: &RunRow| {
+        let link = configs
+            .iter()
+            .find(|c| c.label == r.configuration)
+            .and_then(link_of);
+        // Past the path's rate (with room for its framing) is no path's limit: an impossible
+        // figure stays in the CPU's count.
+        matches!((r.bits_per_second, link),
+            (Some(b), Some(l)) if b >= LINK_LIMITED_SHARE * l && b <= 1.05 * l)
+    };
+    let paths: Vec<&RunRow> = ok.iter().copied().filter(|r| !link_limited(r)).collect();
+    if let Some(f) = cpu_flag(&paths, ok.len(), results, counters) {
         out.push(f);
     }
+    out.extend(loss_flags(&ok, configs, results));
     if metric == Metric::BitsPerSecond {
         out.extend(interval_flags(&ok, configs, link_of, confidence));
     }
     out
 }
 
+/// `ok`: the runs the path did not limit, of `all` that succeeded.
 fn cpu_flag(
     ok: &[&RunRow],
+    all: usize,
     results: &[(i64, TestResult)],
     counters: &[(i64, serde_json::Value)],
 ) -> Option<Flag> {
@@ -94,7 +115,7 @@ fn cpu_flag(
     if flagged.is_empty() {
         return None;
     }
-    let serious = flagged.len() as f64 >= SERIOUS_SHARE * ok.len() as f64;
+    let serious = flagged.len() as f64 >= SERIOUS_SHARE * all as f64;
     let mut why = Vec::new();
     if by_host > 0 {
         why.push(format!(
@@ -108,11 +129,19 @@ fn cpu_flag(
         kind: "cpu".into(),
         serious,
         text: format!(
-            "{}{} of {} runs were CPU-bound ({}): {}",
+            "{}{} of {} runs were CPU-bound ({}{}): {}",
             if serious { "CAUTION: " } else { "note: " },
             flagged.len(),
-            ok.len(),
+            all,
             why.join("; "),
+            if all > ok.len() {
+                format!(
+                    "; {} runs at the path's rate left out: the path limited them",
+                    all - ok.len()
+                )
+            } else {
+                String::new()
+            },
             if serious {
                 "these figures measure the host, not the path; rerun with the host otherwise \
                  idle (or a lower rate, fewer streams) before trusting the ranking"
@@ -123,6 +152,61 @@ fn cpu_flag(
         runs: flagged,
         configurations,
     })
+}
+
+/// Configurations whose runs resent at least `LOSSY_SHARE` of their TCP bytes (not counting
+/// D-SACK's spurious resends): packets were lost on the path or dropped by a receiver, and
+/// the rate is the losses' as much as the NIC's or the CPU's (a trial's rtl8139 guest resent
+/// 23% while the answer blamed the emulated CPU alone).
+fn loss_flags(ok: &[&RunRow], configs: &[ConfigRow], results: &[(i64, TestResult)]) -> Vec<Flag> {
+    let mut out = Vec::new();
+    for c in configs {
+        let mut shares = Vec::new();
+        let mut runs = Vec::new();
+        for r in ok.iter().filter(|r| r.configuration == c.label) {
+            let Some((_, t)) = results.iter().find(|(id, _)| *id == r.id) else {
+                continue;
+            };
+            let s = &t.summary;
+            let (Some(sent), Some(resent)) = (s.tcp_bytes_sent, s.tcp_bytes_retrans) else {
+                continue;
+            };
+            let mss = t
+                .start
+                .client_sockets
+                .first()
+                .and_then(|k| k.mss_bytes)
+                .unwrap_or(1448);
+            let spurious = s.tcp_dsack_dups.unwrap_or(0) * u64::from(mss);
+            let share = resent.saturating_sub(spurious) as f64 / sent.max(1) as f64;
+            shares.push(share);
+            runs.push(r.id);
+        }
+        if shares.is_empty() {
+            continue;
+        }
+        use crate::analysis::stats::describe;
+        let median = describe::median_sorted(&describe::sorted(&shares));
+        if median < LOSSY_SHARE {
+            continue;
+        }
+        out.push(Flag {
+            kind: "loss".into(),
+            runs,
+            configurations: vec![c.label.clone()],
+            serious: false,
+            text: format!(
+                "note: {}: its runs resent {:.1}% of their TCP bytes (median of {}; D-SACK's \
+                 spurious resends left out): packets were lost on the path or dropped at a \
+                 receiver, and its rate is the losses' as much as the hosts': `netsweep doctor` \
+                 on the receiver names drops (rx_dropped, its NIC)",
+                c.label,
+                median * 100.0,
+                shares.len()
+            ),
+        });
+    }
+    out
 }
 
 /// Configurations whose mean's interval reaches past the path's rate, or spans more than
