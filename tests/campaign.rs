@@ -671,6 +671,24 @@ fn repeat_until_stops_when_the_answer_is_clear_and_not_before() {
     );
     assert!(out.contains("known within ±1000.0%"), "{out}");
     assert_eq!(runs.len(), 6);
+    // Regression (a trial's finding): `--more 2` on a campaign `until` stopped after 3 of at
+    // most 8 rounds said "8 + 2 = 10 rounds in all" and ran one, `until` stopping it again.
+    // It runs the two rounds asked, on from those that ran.
+    let (plan, db) = (dir.path().join("loose.toml"), dir.path().join("loose.db"));
+    let (ok, out) = netsweep(&[
+        "run",
+        plan.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+        "--more",
+        "2",
+    ]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("adding 2 rounds to campaign 1 (5 rounds in all)"),
+        "{out}"
+    );
+    assert_eq!(stored(&db).len(), 10, "{out}");
     // Never met: all rounds up to max run.
     let (out, runs) = run("tight", "until = \"0.0001%\"\nmin = 2\nmax = 4");
     assert!(!out.contains("stopping after"), "{out}");

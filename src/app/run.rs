@@ -211,8 +211,15 @@ fn more_rounds(
             db.display()
         );
     };
-    let rounds = c
-        .repetitions
+    // On from the rounds that ran: a campaign `until` stopped early ran fewer than it planned
+    // (a trial's `--more 2` after 3 of at most 5 rounds ran one, `until` stopping it again).
+    let done = store
+        .runs(c.id)?
+        .iter()
+        .map(|r| r.round + 1)
+        .max()
+        .unwrap_or(c.repetitions);
+    let rounds = done
         .checked_add(n)
         .filter(|r| {
             u64::from(*r) * plan.configurations().len() as u64 <= crate::campaigns::plan::MAX_RUNS
@@ -264,7 +271,8 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             let Some(n) = rounds_to_add(&store, &plan, more)? else {
                 return Ok(ExitCode::SUCCESS);
             };
-            Some(more_rounds(&store, &plan, &db, unfinished.as_ref(), n)?)
+            let (c, rounds) = more_rounds(&store, &plan, &db, unfinished.as_ref(), n)?;
+            Some((c, n, rounds))
         }
         None => {
             check_resume(a, &db, unfinished.as_ref())?;
@@ -272,8 +280,10 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let mut plan = plan;
-    if let Some((_, rounds)) = &extended {
+    if let Some((_, _, rounds)) = &extended {
+        // Every round asked for runs: `until` decides only past them.
         plan.repeat.count = *rounds;
+        plan.repeat.min = *rounds;
     }
     // Every warning and every refusal at once, before any traffic.
     for w in runner::value_warnings(&plan, &host_limits()) {
@@ -316,16 +326,17 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    if let Some((c, rounds)) = &extended {
+    if let Some((c, n, rounds)) = &extended {
         store.extend_campaign(c.id, *rounds)?;
         crate::outln!(
-            "adding {} rounds to campaign {} ({} rounds in all)",
-            rounds - c.repetitions,
-            c.id,
-            rounds
+            "adding {n} rounds to campaign {} ({rounds} rounds in all)",
+            c.id
         );
     }
-    let (campaign, seed) = match unfinished.filter(|_| a.resume).or(extended.map(|(c, _)| c)) {
+    let (campaign, seed) = match unfinished
+        .filter(|_| a.resume)
+        .or(extended.map(|(c, _, _)| c))
+    {
         Some(c) => {
             crate::outln!("resuming campaign {} (seed {})", c.id, c.seed);
             (c.id, c.seed)
