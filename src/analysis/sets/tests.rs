@@ -25,6 +25,22 @@ fn verdict_says_faster_with_interval_and_p() {
     );
 }
 
+/// Regression (a trial's finding): the verdict's percent interval was Welch's difference over
+/// the baseline's mean (339.6% to 343.7%) beside the block's Fieller interval (334.5% to
+/// 348.9%) for the same pair. It is Fieller's, at the verdict's level.
+#[test]
+fn the_verdicts_percent_interval_is_the_blocks_fieller_interval() {
+    let a = analyze(
+        &[("a".into(), A.to_vec()), ("b".into(), B.to_vec())],
+        &Config::default(),
+    )
+    .unwrap();
+    let c = &a.comparisons[0];
+    let (lo, hi) = (c.percent_ci_low.unwrap(), c.percent_ci_high.unwrap());
+    let want = format!("(95% CI {lo:.1}% to {hi:.1}%, Fieller)");
+    assert!(c.verdict.contains(&want), "{} against {want}", c.verdict);
+}
+
 #[test]
 fn no_difference_says_how_many_runs_would_settle_it() {
     let a = [100.0, 108.0, 92.0, 101.0];
