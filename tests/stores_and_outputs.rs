@@ -91,6 +91,34 @@ fn report_outputs_through_a_symlink_leave_its_target_untouched() {
     for svg in &svgs {
         assert!(std::fs::read_to_string(svg).unwrap().contains("<svg"));
     }
+    // Regression (a trial's finding): `-o NAME.md` without --format wrote HTML into it. The
+    // name says the format; --format still wins.
+    let (ok, out) = netsweep(d, &["report", "--db", "c.db", "-o", "plain.md"]);
+    assert!(ok, "{out}");
+    let md = std::fs::read_to_string(d.join("plain.md")).unwrap();
+    assert!(
+        md.starts_with("# netsweep report"),
+        "{}",
+        &md[..md.len().min(200)]
+    );
+    let (ok, out) = netsweep(
+        d,
+        &[
+            "report",
+            "--db",
+            "c.db",
+            "--format",
+            "html",
+            "-o",
+            "forced.md",
+        ],
+    );
+    assert!(ok, "{out}");
+    assert!(
+        std::fs::read_to_string(d.join("forced.md"))
+            .unwrap()
+            .contains("<html")
+    );
 }
 
 #[test]

@@ -28,12 +28,21 @@ pub fn write_report(
 pub fn report(a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
     let store = open_existing(&a.db)?;
     let campaign = campaign_id(&store, a.campaign, &a.db)?;
-    let path = a.output.clone().unwrap_or_else(|| match a.format {
+    // The output's name says the format when --format does not (a trial's `-o vt.md` got
+    // HTML without a word).
+    let format = a.format.unwrap_or_else(|| {
+        let ext = a.output.as_ref().and_then(|p| p.extension());
+        match ext.and_then(|e| e.to_str()).map(str::to_ascii_lowercase) {
+            Some(e) if e == "md" || e == "markdown" => ReportFormat::Md,
+            _ => ReportFormat::Html,
+        }
+    });
+    let path = a.output.clone().unwrap_or_else(|| match format {
         ReportFormat::Md => "report.md".into(),
         ReportFormat::Html => "report.html".into(),
     });
     if a.run_pictures {
-        if !matches!(a.format, ReportFormat::Html) {
+        if !matches!(format, ReportFormat::Html) {
             bail!("--run-pictures links each run's page from the HTML report: drop --format md");
         }
         let links = run_pictures(&store, campaign, &path, &a.db)?;
@@ -42,7 +51,7 @@ pub fn report(a: &crate::cli::ReportArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot write {}", path.display()))?;
         crate::outln!("report: {} ({} run pictures)", path.display(), links.len());
     } else {
-        write_report(&store, campaign, &path, a.format)?;
+        write_report(&store, campaign, &path, format)?;
         crate::outln!("report: {}", path.display());
     }
     Ok(ExitCode::SUCCESS)

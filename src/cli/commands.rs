@@ -219,8 +219,9 @@ pub struct ReportArgs {
     /// Output file (default: report.html, or report.md with --format md).
     #[arg(short = 'o', long)]
     pub output: Option<std::path::PathBuf>,
-    #[arg(long, value_enum, default_value_t = super::ReportFormat::Html)]
-    pub format: super::ReportFormat,
+    /// html or md (default: md for an output file ending in .md or .markdown, else html).
+    #[arg(long, value_enum)]
+    pub format: Option<super::ReportFormat>,
     /// Also draw each stored run over time (as `netsweep plot`), one HTML page per run in a
     /// directory beside the report (report.html: report-runs/run-ID.html), linked from it.
     #[arg(long)]
