@@ -10,7 +10,7 @@ use crate::units::{BitRate, Bytes, parse_duration};
 use toml_edit::Value;
 
 /// The client options a plan can set in `[test]` or sweep in `[matrix]`.
-pub const OPTIONS: [&str; 24] = [
+pub const OPTIONS: [&str; 25] = [
     "protocol",
     "duration",
     "interval",
@@ -27,6 +27,7 @@ pub const OPTIONS: [&str; 24] = [
     "length",
     "bitrate",
     "zerocopy",
+    "skip_rx_copy",
     "latency",
     "probe_rate",
     "latency_idle",
@@ -134,6 +135,9 @@ pub fn apply_option(spec: &mut TestSpec, key: &str, v: &str) -> Result<(), Strin
             spec.zerocopy = parse_bool(v)?;
             spec.calibration = std::time::Duration::ZERO;
         }
+        // Receivers that drop the data in the kernel (iperf3's --skip-rx-copy): a plan's
+        // receivers copy it unless told, as iperf3's do, so its figures compare with theirs.
+        "skip_rx_copy" => spec.skip_rx_copy = parse_bool(v)?,
         "latency" => {
             spec.latency = if parse_bool(v)? {
                 Some(spec.latency.unwrap_or_default())

@@ -394,6 +394,39 @@ fn ssh_options_that_are_not_a_list_of_options_are_reported_once() {
     }
 }
 
+/// A plan's receivers copy the data, as iperf3's do, unless `skip_rx_copy` (iperf3's name) says
+/// otherwise, in `[test]` or as a dimension that compares both.
+#[test]
+fn a_plans_receivers_copy_unless_skip_rx_copy_is_named() {
+    let skips = |test: &str, matrix: &str| -> Vec<(String, bool)> {
+        let text = format!(
+            "[target]\nkind = \"loopback\"\n[test]\nduration = \"2s\"\n{test}\n[matrix]\n{matrix}\n"
+        );
+        let p = Plan::parse("p.toml", &text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+        p.resolve_all()
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.label, c.spec.skip_rx_copy))
+            .collect()
+    };
+    let windows = "window = [\"64K\", \"1M\"]";
+    assert!(skips("", windows).iter().all(|(_, s)| !s));
+    assert!(
+        skips("skip_rx_copy = true", windows)
+            .iter()
+            .all(|(_, s)| *s)
+    );
+    let both = skips("", "skip_rx_copy = [false, true]");
+    assert_eq!(both.iter().filter(|(_, s)| *s).count(), 1, "{both:?}");
+    assert!(
+        Plan::parse(
+            "p.toml",
+            "[target]\nkind = \"loopback\"\n[test]\nskip_rx_copy = \"maybe\"\n"
+        )
+        .is_err()
+    );
+}
+
 /// A plan's `length` means what `client -l` means: written with write(2) unless `zerocopy`
 /// (in `[test]` or the matrix) says otherwise; without `length` sendfile stays a candidate.
 #[test]
