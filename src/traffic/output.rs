@@ -382,11 +382,20 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     }
     out.push_str(&cpu_line(&result.cpu));
     if let Some(s) = result.start.client_sockets.first() {
+        // Linux reports twice what it grants: the window the buffers allow beside them, or
+        // "-w 8M" granted 4 MiB read as "sndbuf 8.00 MBytes" in full (a trial's finding).
+        let window = |k: &crate::traffic::measure::SocketInfo| match k.window_bytes {
+            Some(w) if result.spec.window_bytes.is_some() && w != k.rcvbuf_bytes => {
+                format!(" (a window of {})", Bytes(w))
+            }
+            _ => String::new(),
+        };
         let server = match result.start.server_sockets.first() {
             Some(r) => format!(
-                "server sndbuf {} rcvbuf {}",
+                "server sndbuf {} rcvbuf {}{}",
                 Bytes(r.sndbuf_bytes),
-                Bytes(r.rcvbuf_bytes)
+                Bytes(r.rcvbuf_bytes),
+                window(r)
             ),
             None => "server's not reported".to_string(),
         };
@@ -407,9 +416,10 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
         };
         let _ = writeln!(
             out,
-            "{when}: client sndbuf {} rcvbuf {}, {server}{}",
+            "{when}: client sndbuf {} rcvbuf {}{}, {server}{}",
             Bytes(s.sndbuf_bytes),
             Bytes(s.rcvbuf_bytes),
+            window(s),
             s.congestion
                 .as_ref()
                 .map(|c| format!(", congestion control {c}"))
@@ -726,6 +736,37 @@ mod tests {
             .find("Send buffer: 512 KBytes, set instead")
             .unwrap_or_else(|| panic!("{text}"));
         assert!(at < set, "{text}");
+    }
+
+    /// Regression (a trial's finding): `-w 8M` capped to a 4 MiB window read "Buffers granted
+    /// (-w): client sndbuf 8.00 MBytes rcvbuf 8.00 MBytes", Linux's doubled figures, as if in
+    /// full. The window they allow stands beside them.
+    #[test]
+    fn granted_buffers_say_the_window_they_allow() {
+        use crate::traffic::result::{CpuResult, StartInfo};
+        let mut spec = crate::traffic::spec::TestSpec::tcp(std::time::Duration::from_secs(5));
+        spec.window_bytes = Some(8 << 20);
+        let sock = crate::traffic::measure::SocketInfo {
+            sndbuf_bytes: 8 << 20,
+            rcvbuf_bytes: 8 << 20,
+            window_bytes: Some(4 << 20),
+            ..Default::default()
+        };
+        let start = StartInfo {
+            client_sockets: vec![sock.clone()],
+            server_sockets: vec![sock],
+            ..StartInfo::default()
+        };
+        let r = crate::traffic::result::build(&spec, start, &[], CpuResult::default(), None);
+        let text = summary(&r, RateFormat::default());
+        assert!(
+            text.contains(
+                "Buffers granted (-w): client sndbuf 8.00 MBytes rcvbuf 8.00 MBytes (a window of \
+                 4.00 MBytes), server sndbuf 8.00 MBytes rcvbuf 8.00 MBytes (a window of 4.00 \
+                 MBytes)"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
