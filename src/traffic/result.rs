@@ -443,6 +443,12 @@ fn summarize(
     s
 }
 
+/// A test's result with nothing measured, for tests of what reads results.
+#[cfg(test)]
+pub fn unmeasured(spec: &TestSpec) -> TestResult {
+    build(spec, StartInfo::default(), &[], CpuResult::default(), None)
+}
+
 /// Builds the full result from both ends' reports. `pairs` is in stream-id order. Intervals
 /// that only one end reported (a test cut short) are left out.
 pub fn build(

@@ -252,13 +252,9 @@ mod tests {
     /// kernel granted", and a user raising the client's maxima alone would gain nothing.
     #[test]
     fn a_cut_at_both_ends_names_both_and_one_end_alone_names_it() {
-        let mut t = crate::traffic::result::build(
-            &crate::traffic::spec::TestSpec::tcp(std::time::Duration::from_secs(1)),
-            crate::traffic::result::StartInfo::default(),
-            &[],
-            crate::traffic::result::CpuResult::default(),
-            None,
-        );
+        let mut t = crate::traffic::result::unmeasured(&crate::traffic::spec::TestSpec::tcp(
+            std::time::Duration::from_secs(1),
+        ));
         t.spec.window_bytes = Some(1536 << 10);
         t.start.client_sockets = vec![linux(1536 << 10, 212992)];
         t.start.server_sockets = vec![linux(1536 << 10, 212992)];

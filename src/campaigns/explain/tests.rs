@@ -305,6 +305,29 @@ fn a_campaign_with_no_run_yet_is_not_one_whose_runs_failed() {
     assert!(e.answer.contains("every run failed"), "{}", e.answer);
 }
 
+/// The answer for `runs` on a path of `rate` bit/s, the host's CPUs 99% busy around each run.
+fn on_a_busy_host(runs: &[RunRow], rate: f64) -> Explanation {
+    let counters: Vec<(i64, serde_json::Value)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r.id,
+                serde_json::json!({"host_cpu": {"busy_percent": 99.0, "cores": 2}}),
+            )
+        })
+        .collect();
+    let mut a = ask();
+    a.rate = Some(rate);
+    explain(
+        runs,
+        &configs(runs),
+        &[],
+        &counters,
+        &PlanFacts::default(),
+        &a,
+    )
+}
+
 /// Under CPU load the lab test's 4M window had a 95% CI of 358 Mbit/s to 2.6 Gbit/s on a
 /// 1 Gbit/s path and nothing said the host was the limit.
 #[test]
@@ -316,25 +339,7 @@ fn cpu_bound_runs_and_intervals_past_the_path_are_flagged() {
     for (r, v) in runs.iter_mut().filter(|r| r.dims[0].1 == "4M").zip(wild) {
         r.bits_per_second = Some(v);
     }
-    let counters: Vec<(i64, serde_json::Value)> = runs
-        .iter()
-        .map(|r| {
-            (
-                r.id,
-                serde_json::json!({"host_cpu": {"busy_percent": 99.0, "cores": 2}}),
-            )
-        })
-        .collect();
-    let mut a = ask();
-    a.rate = Some(1e9);
-    let e = explain(
-        &runs,
-        &configs(&runs),
-        &[],
-        &counters,
-        &PlanFacts::default(),
-        &a,
-    );
+    let e = on_a_busy_host(&runs, 1e9);
     let cpu = e
         .trust
         .iter()
@@ -374,25 +379,7 @@ fn runs_at_the_paths_rate_are_not_cpu_bound() {
     let runs = sweep("window", &["64K", "1M"], 3, 0.01, |w| {
         if w == "1M" { 19.3e6 } else { 6.2e6 }
     });
-    let counters: Vec<(i64, serde_json::Value)> = runs
-        .iter()
-        .map(|r| {
-            (
-                r.id,
-                serde_json::json!({"host_cpu": {"busy_percent": 99.0}}),
-            )
-        })
-        .collect();
-    let mut a = ask();
-    a.rate = Some(20e6);
-    let e = explain(
-        &runs,
-        &configs(&runs),
-        &[],
-        &counters,
-        &PlanFacts::default(),
-        &a,
-    );
+    let e = on_a_busy_host(&runs, 20e6);
     let cpu = e
         .trust
         .iter()
@@ -419,13 +406,9 @@ fn a_configuration_whose_runs_resend_much_is_named_with_the_share() {
     let results: Vec<(i64, TestResult)> = runs
         .iter()
         .map(|r| {
-            let mut t = crate::traffic::result::build(
-                &crate::traffic::spec::TestSpec::tcp(std::time::Duration::from_secs(4)),
-                crate::traffic::result::StartInfo::default(),
-                &[],
-                crate::traffic::result::CpuResult::default(),
-                None,
-            );
+            let mut t = crate::traffic::result::unmeasured(&crate::traffic::spec::TestSpec::tcp(
+                std::time::Duration::from_secs(4),
+            ));
             let sent = 300_000_000u64;
             t.summary.tcp_bytes_sent = Some(sent);
             // rtl8139: a quarter resent; virtio: 1000 segments, all spurious (D-SACK).

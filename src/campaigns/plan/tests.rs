@@ -394,21 +394,25 @@ fn ssh_options_that_are_not_a_list_of_options_are_reported_once() {
     }
 }
 
+/// A loopback plan of 2 s tests with `test` in `[test]` and `matrix` in `[matrix]`: each
+/// configuration's label and `field` of its resolved test.
+fn resolved<T>(test: &str, matrix: &str, field: impl Fn(&TestSpec) -> T) -> Vec<(String, T)> {
+    let text = format!(
+        "[target]\nkind = \"loopback\"\n[test]\nduration = \"2s\"\n{test}\n[matrix]\n{matrix}\n"
+    );
+    let p = Plan::parse("p.toml", &text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
+    p.resolve_all()
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.label, field(&c.spec)))
+        .collect()
+}
+
 /// A plan's receivers copy the data, as iperf3's do, unless `skip_rx_copy` (iperf3's name) says
 /// otherwise, in `[test]` or as a dimension that compares both.
 #[test]
 fn a_plans_receivers_copy_unless_skip_rx_copy_is_named() {
-    let skips = |test: &str, matrix: &str| -> Vec<(String, bool)> {
-        let text = format!(
-            "[target]\nkind = \"loopback\"\n[test]\nduration = \"2s\"\n{test}\n[matrix]\n{matrix}\n"
-        );
-        let p = Plan::parse("p.toml", &text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
-        p.resolve_all()
-            .unwrap()
-            .into_iter()
-            .map(|c| (c.label, c.spec.skip_rx_copy))
-            .collect()
-    };
+    let skips = |test: &str, matrix: &str| resolved(test, matrix, |s| s.skip_rx_copy);
     let windows = "window = [\"64K\", \"1M\"]";
     assert!(skips("", windows).iter().all(|(_, s)| !s));
     assert!(
@@ -431,17 +435,7 @@ fn a_plans_receivers_copy_unless_skip_rx_copy_is_named() {
 /// (in `[test]` or the matrix) says otherwise; without `length` sendfile stays a candidate.
 #[test]
 fn a_plans_length_is_written_as_the_command_lines_unless_zerocopy_is_named() {
-    let zerocopy_of = |test: &str, matrix: &str| -> Vec<(String, bool)> {
-        let text = format!(
-            "[target]\nkind = \"loopback\"\n[test]\nduration = \"2s\"\n{test}\n[matrix]\n{matrix}\n"
-        );
-        let p = Plan::parse("p.toml", &text).unwrap_or_else(|e| panic!("{text}: {e:?}"));
-        p.resolve_all()
-            .unwrap()
-            .into_iter()
-            .map(|c| (c.label, c.spec.zerocopy))
-            .collect()
-    };
+    let zerocopy_of = |test: &str, matrix: &str| resolved(test, matrix, |s| s.zerocopy);
     let all = |v: &[(String, bool)], want: bool| v.iter().all(|(_, z)| *z == want);
     let lengths = "length = [\"128K\", \"1M\"]";
     assert!(all(&zerocopy_of("", "window = [\"64K\", \"1M\"]"), true));
