@@ -421,6 +421,7 @@ fn drive(
     let mut cut_at = None::<Duration>;
     let mut stopped = false;
     let mut heard = false;
+    let presses = crate::platform::signals::Presses::from_now();
     // TCP senders settle before TEST_END (`engine::drain`): it waits for their final reports,
     // within `SENDERS_GRACE` of their end.
     let gate = streams.end_gate.clone();
@@ -505,9 +506,13 @@ fn drive(
             // The flag is taken down, so a second interrupt stops the test at once (a long -i
             // is not waited out).
             let ends_here = spec.until_stopped || (interrupt.is_some() && spec.count.is_none());
-            if ends_here && ended.is_none() && !heard {
+            if ends_here && ended.is_none() && !heard && presses.count() < 2 {
                 heard = true;
                 stop.store(false, Ordering::Relaxed);
+                if presses.count() >= 2 {
+                    // The second came as the flag went down.
+                    stop.store(true, Ordering::Relaxed);
+                }
                 let slots = timeline
                     .index_at(now.saturating_duration_since(start))
                     .map_or(timeline.len(), |i| i + 1)
