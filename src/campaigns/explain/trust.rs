@@ -8,6 +8,7 @@ use crate::campaigns::store::{ConfigRow, RunRow};
 use crate::traffic::result::TestResult;
 use crate::units::BitRate;
 use serde::Serialize;
+use std::collections::HashMap;
 
 /// The host's CPUs at or above this share busy (all cores) during a run: CPU-bound.
 pub const HOST_BUSY_PERCENT: f64 = 90.0;
@@ -56,6 +57,8 @@ pub fn flags(
     confidence: f64,
 ) -> Vec<Flag> {
     let ok: Vec<&RunRow> = runs.iter().filter(|r| r.status == "ok").collect();
+    // Each run's result by id, once: a search per run would be quadratic in a campaign's size.
+    let result_of: HashMap<i64, &TestResult> = results.iter().map(|(id, t)| (*id, t)).collect();
     let mut out = Vec::new();
     let link_limited = |r: &RunRow| {
         let link = configs
@@ -68,10 +71,10 @@ pub fn flags(
             (Some(b), Some(l)) if b >= LINK_LIMITED_SHARE * l && b <= 1.05 * l)
     };
     let paths: Vec<&RunRow> = ok.iter().copied().filter(|r| !link_limited(r)).collect();
-    if let Some(f) = cpu_flag(&paths, ok.len(), results, counters) {
+    if let Some(f) = cpu_flag(&paths, ok.len(), &result_of, counters) {
         out.push(f);
     }
-    out.extend(loss_flags(&ok, configs, results));
+    out.extend(loss_flags(&ok, configs, &result_of));
     if metric == Metric::BitsPerSecond {
         out.extend(interval_flags(&ok, configs, link_of, confidence));
     }
@@ -82,7 +85,7 @@ pub fn flags(
 fn cpu_flag(
     ok: &[&RunRow],
     all: usize,
-    results: &[(i64, TestResult)],
+    result_of: &HashMap<i64, &TestResult>,
     counters: &[(i64, serde_json::Value)],
 ) -> Option<Flag> {
     let (mut by_host, mut by_end) = (0usize, 0usize);
@@ -90,10 +93,9 @@ fn cpu_flag(
     let mut configurations: Vec<String> = Vec::new();
     let mut peak_host: f64 = 0.0;
     for r in ok {
-        let streams = results
-            .iter()
-            .find(|(id, _)| *id == r.id)
-            .map_or(1.0, |(_, t)| f64::from(t.spec.streams.max(1)));
+        let streams = result_of
+            .get(&r.id)
+            .map_or(1.0, |t| f64::from(t.spec.streams.max(1)));
         let host = host_busy(counters, r.id).filter(|b| *b >= HOST_BUSY_PERCENT);
         let end = [r.cpu_local_percent, r.cpu_remote_percent]
             .into_iter()
@@ -158,13 +160,17 @@ fn cpu_flag(
 /// D-SACK's spurious resends): packets were lost on the path or dropped by a receiver, and
 /// the rate is the losses' as much as the NIC's or the CPU's (a trial's rtl8139 guest resent
 /// 23% while the answer blamed the emulated CPU alone).
-fn loss_flags(ok: &[&RunRow], configs: &[ConfigRow], results: &[(i64, TestResult)]) -> Vec<Flag> {
+fn loss_flags(
+    ok: &[&RunRow],
+    configs: &[ConfigRow],
+    result_of: &HashMap<i64, &TestResult>,
+) -> Vec<Flag> {
     let mut out = Vec::new();
     for c in configs {
         let mut shares = Vec::new();
         let mut runs = Vec::new();
         for r in ok.iter().filter(|r| r.configuration == c.label) {
-            let Some((_, t)) = results.iter().find(|(id, _)| *id == r.id) else {
+            let Some(t) = result_of.get(&r.id) else {
                 continue;
             };
             let s = &t.summary;
