@@ -28,6 +28,20 @@ impl Presses {
     pub fn count(&self) -> usize {
         HEARD.load(Ordering::SeqCst).saturating_sub(self.0)
     }
+
+    /// Takes a raised `stop` as a first interrupt: lowers it, so a second raises it again,
+    /// and says true. False, `stop` left raised, when two were heard already (or the second
+    /// came as it went down).
+    pub fn take_first(&self, stop: &AtomicBool) -> bool {
+        if self.count() >= 2 {
+            return false;
+        }
+        stop.store(false, Ordering::SeqCst);
+        if self.count() >= 2 {
+            stop.store(true, Ordering::SeqCst);
+        }
+        true
+    }
 }
 
 /// Installs the handlers and returns the flag they raise.

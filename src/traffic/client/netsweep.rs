@@ -417,17 +417,13 @@ fn drive(
     let mut heard = false;
     let presses = crate::platform::signals::Presses::from_now();
     while local.reports.len() < streams.count || remote.done.is_none() {
+        // The command line's first Ctrl-C: the test ends with the interval running, both
+        // ends' counts whole. The flag is taken down, so a second one stops it at once.
         if stop.load(Ordering::Relaxed)
-            && let Some(told) = interrupt.filter(|_| !heard && presses.count() < 2)
+            && let Some(told) = interrupt.filter(|_| !heard)
+            && presses.take_first(stop)
         {
             heard = true;
-            // The command line's first Ctrl-C: the test ends with the interval running, both
-            // ends' counts whole. The flag is taken down, so a second one stops it at once.
-            stop.store(false, Ordering::Relaxed);
-            if presses.count() >= 2 {
-                // The second came as the flag went down.
-                stop.store(true, Ordering::Relaxed);
-            }
             let timeline = spec.timeline();
             let slots = ending::interrupt_cut(&timeline, pace.start.elapsed(), pace.rtt)
                 .unwrap_or(timeline.len());

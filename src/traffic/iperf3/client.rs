@@ -506,13 +506,8 @@ fn drive(
             // The flag is taken down, so a second interrupt stops the test at once (a long -i
             // is not waited out).
             let ends_here = spec.until_stopped || (interrupt.is_some() && spec.count.is_none());
-            if ends_here && ended.is_none() && !heard && presses.count() < 2 {
+            if ends_here && ended.is_none() && !heard && presses.take_first(stop) {
                 heard = true;
-                stop.store(false, Ordering::Relaxed);
-                if presses.count() >= 2 {
-                    // The second came as the flag went down.
-                    stop.store(true, Ordering::Relaxed);
-                }
                 let slots = timeline
                     .index_at(now.saturating_duration_since(start))
                     .map_or(timeline.len(), |i| i + 1)

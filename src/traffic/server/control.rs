@@ -440,16 +440,7 @@ fn forward_reports(
                     message: why.clone(),
                 },
             );
-            streams.stop_and_gather(&mut finished, Duration::from_secs(2));
-            let counted = done_words(spec, &finished, Some(ended))
-                .map(|c| format!("; this end counted {c}"))
-                .unwrap_or_default();
-            return Err(Aborted {
-                why: format!("{why}{counted}"),
-                finished,
-                ended,
-            }
-            .into());
+            return Err(Aborted::gathered(why, (spec, streams), finished, ended).into());
         }
         // The client's data stopped mid-test (--rcv-timeout): it hears why, in iperf3's words.
         if start.elapsed() < spec.total_time()
@@ -508,20 +499,11 @@ fn forward_reports(
         aborted = abort_word(&peer_rx);
     }
     if let Some(reason) = aborted {
-        // What this end counted until then is not lost with the test.
-        streams.stop_and_gather(&mut finished, Duration::from_secs(2));
-        let counted = done_words(spec, &finished, Some(ended))
-            .map(|c| format!("; this end counted {c}"))
-            .unwrap_or_default();
-        return Err(Aborted {
-            why: format!(
-                "client aborted ({reason}) after {:.1} s{counted}",
-                ended.as_secs_f64()
-            ),
-            finished,
-            ended,
-        }
-        .into());
+        let why = format!(
+            "client aborted ({reason}) after {:.1} s",
+            ended.as_secs_f64()
+        );
+        return Err(Aborted::gathered(why, (spec, streams), finished, ended).into());
     }
     finished.reports.sort_by_key(|r| r.stream);
     finished.cpu.wall_s = ended.as_secs_f64();
@@ -536,6 +518,27 @@ struct Aborted {
     why: String,
     finished: Finished,
     ended: Duration,
+}
+
+impl Aborted {
+    /// A test ended `ended` into it for `why`: its streams stopped and what they counted
+    /// gathered (not lost with the test), and said after `why`.
+    fn gathered(
+        why: String,
+        (spec, streams): (&TestSpec, &session::Streams),
+        mut finished: Finished,
+        ended: Duration,
+    ) -> Aborted {
+        streams.stop_and_gather(&mut finished, Duration::from_secs(2));
+        let counted = done_words(spec, &finished, Some(ended))
+            .map(|c| format!("; this end counted {c}"))
+            .unwrap_or_default();
+        Aborted {
+            why: format!("{why}{counted}"),
+            finished,
+            ended,
+        }
+    }
 }
 
 /// How long a test whose streams ended early, or whose client hung up, waits for the
