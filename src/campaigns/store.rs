@@ -516,6 +516,17 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
+    /// TCP retransmissions the campaign's finished runs counted in their omitted intervals
+    /// (`-O`: the warm-up, slow start's losses among them), which no run's figures include.
+    pub fn omitted_retransmits(&self, campaign: i64) -> anyhow::Result<i64> {
+        Ok(self.conn.query_row(
+            "SELECT coalesce(sum(i.retransmits), 0) FROM interval i JOIN run r ON r.id = i.run_id
+             WHERE r.campaign_id = ?1 AND r.status = 'ok' AND i.stream = -1 AND i.omitted",
+            params![campaign],
+            |r| r.get(0),
+        )?)
+    }
+
     /// The engine result stored with each run (JSON), by run id.
     pub fn run_results(&self, campaign: i64) -> anyhow::Result<Vec<(i64, Option<String>)>> {
         let mut st = self.conn.prepare("SELECT id, result_json FROM run WHERE campaign_id = ?1 AND status = 'ok' ORDER BY sequence")?;

@@ -79,6 +79,8 @@ pub struct ReportModel {
     pub outliers_kept: bool,
     /// How comparisons are judged (the plan's `[answer]`).
     pub judging: campaign::Judging,
+    /// TCP retransmissions the runs counted in their omitted intervals (in no figure).
+    pub omitted_retransmits: i64,
 }
 
 fn mean_ci(v: &[f64]) -> Option<(f64, f64)> {
@@ -159,6 +161,7 @@ impl ReportModel {
             outliers,
             outliers_kept,
             judging,
+            omitted_retransmits: store.omitted_retransmits(campaign)?,
         };
         let configs_for_answer = configs_rows;
         let results: Vec<(i64, crate::traffic::result::TestResult)> = store
@@ -476,46 +479,64 @@ fn findings(m: &ReportModel) -> Vec<String> {
             m.total_runs
         ));
     }
-    let moved: i64 = m
-        .counters
-        .iter()
-        .filter(|c| c.counter.contains("Retrans"))
-        .map(|c| c.total)
-        .sum();
-    if moved > 0 {
-        let sockets: f64 = m
-            .configs
-            .iter()
-            .filter_map(|c| c.retransmits_mean.map(|r| r * c.values.len() as f64))
-            .sum();
-        let mut sides: Vec<&str> = m
-            .counters
-            .iter()
-            .filter(|c| c.counter.contains("Retrans"))
-            .filter_map(|c| c.counter.split_once(':').map(|(side, _)| side))
-            .collect();
-        sides.sort_unstable();
-        sides.dedup();
-        let why = match (moved as f64).total_cmp(&sockets.round()) {
-            std::cmp::Ordering::Greater => {
-                "more: those counters include every other TCP connection of the hosts".to_string()
-            }
-            std::cmp::Ordering::Less => format!(
-                "fewer: the kernel's counters were read on the {} side only, so they miss the \
-                 streams sent from elsewhere",
-                sides.join(" and ")
-            ),
-            std::cmp::Ordering::Equal => "the same".to_string(),
-        };
-        out.push(format!(
-            "The kernel counted {moved} TCP retransmissions during the runs (host-wide counters of \
-             /proc/net/snmp on the {} side: every TCP connection there, control connections \
-             included); the tests' own data sockets counted {sockets:.0} (TCP_INFO of each \
-             sending stream): {why}.",
-            sides.join(" and ")
-        ));
-    }
+    out.extend(retransmission_finding(
+        &m.counters,
+        &m.configs,
+        m.omitted_retransmits,
+    ));
     out
+}
+
+/// The kernel's TCP retransmission counters beside the tests' own: where they differ, why
+/// (the omitted warm-up's retransmissions, which no run's figures hold, are counted apart).
+fn retransmission_finding(
+    counters: &[CounterMove],
+    configs: &[ConfigView],
+    omitted: i64,
+) -> Option<String> {
+    let retrans = || counters.iter().filter(|c| c.counter.contains("Retrans"));
+    let moved: i64 = retrans().map(|c| c.total).sum();
+    if moved <= 0 {
+        return None;
+    }
+    let sockets = configs
+        .iter()
+        .filter_map(|c| c.retransmits_mean.map(|r| r * c.values.len() as f64))
+        .sum::<f64>()
+        .round() as i64;
+    let mut sides: Vec<&str> = retrans()
+        .filter_map(|c| c.counter.split_once(':').map(|(side, _)| side))
+        .collect();
+    sides.sort_unstable();
+    sides.dedup();
+    let sides = sides.join(" and ");
+    let warm_up = omitted.clamp(0, (moved - sockets).max(0));
+    let others = moved - sockets - warm_up;
+    let why = match moved.cmp(&sockets) {
+        std::cmp::Ordering::Greater if warm_up > 0 && others > 0 => format!(
+            "more: {warm_up} of them fell in the runs' omitted first seconds (-O, slow start \
+             among them), which the tests' figures leave out, and the other {others} are other \
+             TCP connections of the hosts'"
+        ),
+        std::cmp::Ordering::Greater if warm_up > 0 => format!(
+            "more: the {warm_up} more fell in the runs' omitted first seconds (-O, slow start \
+             among them), which the tests' figures leave out"
+        ),
+        std::cmp::Ordering::Greater => {
+            "more: those counters include every other TCP connection of the hosts".to_string()
+        }
+        std::cmp::Ordering::Less => format!(
+            "fewer: the kernel's counters were read on the {sides} side only, so they miss the \
+             streams sent from elsewhere"
+        ),
+        std::cmp::Ordering::Equal => "the same".to_string(),
+    };
+    Some(format!(
+        "The kernel counted {moved} TCP retransmissions during the runs (host-wide counters of \
+         /proc/net/snmp on the {sides} side: every TCP connection there, control connections \
+         included); the tests' own data sockets counted {sockets} (TCP_INFO of each sending \
+         stream, omitted intervals left out): {why}."
+    ))
 }
 
 #[cfg(test)]
@@ -565,6 +586,46 @@ mod tests {
             })
             .collect();
         config_view(&row, summary, &runs)
+    }
+
+    /// Regression (a trial's vt report): 580 kernel retransmissions against the sockets' 6 were
+    /// put on "every other TCP connection of the hosts", where 513 of one run's 518 fell in its
+    /// omitted first interval (slow start overshooting the path's queue).
+    #[test]
+    fn retransmissions_of_the_omitted_warm_up_are_told_apart_from_other_connections() {
+        let moved = |total| CounterMove {
+            configuration: "window=64K".into(),
+            counter: "client: RetransSegs".into(),
+            total,
+            runs: 3,
+        };
+        let mut config = view("window=64K", &[6e6, 6.1e6, 6.2e6]);
+        config.retransmits_mean = Some(2.0);
+        let line = |total, omitted| {
+            retransmission_finding(&[moved(total)], std::slice::from_ref(&config), omitted)
+                .expect("a finding")
+        };
+        let all_warm_up = line(519, 513);
+        assert!(
+            all_warm_up.contains("counted 519 TCP")
+                && all_warm_up.contains("data sockets counted 6 ")
+                && all_warm_up.contains("the 513 more fell in the runs' omitted first seconds")
+                && !all_warm_up.contains("other TCP connections"),
+            "{all_warm_up}"
+        );
+        let both = line(580, 513);
+        assert!(
+            both.contains("513 of them fell in the runs' omitted")
+                && both.contains("the other 61 are other TCP connections"),
+            "{both}"
+        );
+        let none_omitted = line(580, 0);
+        assert!(
+            none_omitted.contains("every other TCP connection of the hosts"),
+            "{none_omitted}"
+        );
+        assert!(line(5, 513).contains("fewer: the kernel's counters were read on the client side"));
+        assert!(retransmission_finding(&[moved(0)], &[config.clone()], 9).is_none());
     }
 
     /// Regression: "Fastest configuration: window=4M congestion=bbr at 813 Mbits/sec (95% CI

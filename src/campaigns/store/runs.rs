@@ -181,4 +181,51 @@ mod tests {
         store.insert_run(campaign, &run(2)).unwrap();
         assert_eq!(store.runs(campaign).unwrap().len(), 3);
     }
+
+    /// The report's account of the kernel's retransmissions: those of the omitted warm-up are
+    /// summed over finished runs from the stored totals (stream -1), never the streams' rows.
+    #[test]
+    fn omitted_retransmits_sum_the_warm_up_totals_of_finished_runs() {
+        use crate::traffic::result::{Interval, StreamInterval};
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("x.db")).unwrap();
+        let campaign = store.create_import_campaign("t").unwrap();
+        let config = store.configuration_for(campaign, &[]).unwrap();
+        let interval = |index, omitted, retransmits| {
+            let row = StreamInterval {
+                retransmits: Some(retransmits),
+                ..StreamInterval::default()
+            };
+            Interval {
+                index,
+                start_s: f64::from(index),
+                end_s: f64::from(index + 1),
+                omitted,
+                total: row.clone(),
+                streams: vec![row.clone(), StreamInterval { stream: 1, ..row }],
+                latency: None,
+            }
+        };
+        let run = |sequence, error: Option<&str>| {
+            let spec = crate::traffic::spec::TestSpec::tcp(std::time::Duration::from_secs(2));
+            let mut result = crate::traffic::result::unmeasured(&spec);
+            result.intervals = vec![interval(0, true, 513), interval(1, false, 5)];
+            NewRun {
+                configuration_id: config,
+                round: sequence as u32 + 1,
+                sequence,
+                result: Some(result),
+                error: error.map(String::from),
+                ..NewRun::default()
+            }
+        };
+        store.insert_run(campaign, &run(0, None)).unwrap();
+        store.insert_run(campaign, &run(1, None)).unwrap();
+        store
+            .insert_run(campaign, &run(2, Some("refused")))
+            .unwrap();
+        assert_eq!(store.omitted_retransmits(campaign).unwrap(), 1026);
+        let other = store.create_import_campaign("u").unwrap();
+        assert_eq!(store.omitted_retransmits(other).unwrap(), 0);
+    }
 }
