@@ -590,6 +590,19 @@ fn a_guest_to_guest_campaign_tunes_and_counts_inside_the_guests() {
             );
         }
     }
+    // Both hosts' facts are their guests' (a trial's report showed host a's namespace: this
+    // machine's kernel and rmem_max, where guest a's own limit had clipped the window).
+    let facts: String = conn
+        .query_row("SELECT host_facts_json FROM campaign", [], |r| r.get(0))
+        .unwrap();
+    let facts: serde_json::Value = serde_json::from_str(&facts).unwrap();
+    for h in ["a", "b"] {
+        assert!(facts[h]["guest"]["driver"].is_string(), "{h}: {facts}");
+        assert!(
+            facts[h]["doctor"].to_string().contains("eth0"),
+            "{h}: {facts}"
+        );
+    }
 }
 
 /// Both namespaces of lab `lab` are gone (`why` is added to the failure message).

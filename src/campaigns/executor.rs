@@ -201,7 +201,7 @@ impl LabExecutor {
         // is measured yet).
         let welcome = |lab: &Lab| {
             warm_up(lab);
-            guest_facts(lab)
+            guest_facts(lab, Host::B)
         };
         let (labs, facts, problems) = LabPool::start(name, path, others, opts, &welcome)?;
         for p in problems {
@@ -218,14 +218,12 @@ impl LabExecutor {
     }
 }
 
-/// A lab's guest's facts: its state and what its own doctor says (run inside it).
-fn guest_facts(lab: &Lab) -> Option<(String, serde_json::Value)> {
-    let g = lab.guest()?;
+/// The facts of a lab host's guest: its state and what its own doctor says (run inside it),
+/// under its NIC model's name.
+fn guest_facts(lab: &Lab, h: Host) -> Option<(String, serde_json::Value)> {
+    let g = lab.guest_at(h)?;
     let doctor = lab
-        .exec_in_guest(
-            Host::B,
-            &["netsweep".into(), "doctor".into(), "--json".into()],
-        )
+        .exec_in_guest(h, &["netsweep".into(), "doctor".into(), "--json".into()])
         .ok()
         .and_then(|(out, _)| serde_json::from_str::<serde_json::Value>(&out).ok())
         .unwrap_or(serde_json::Value::Null);
@@ -262,7 +260,7 @@ impl LabExecutor {
         warm_up(self.lab());
         let nic = self.lab().guest().map(|g| g.spec.nic.name().to_string());
         if nic.is_some_and(|n| !self.guests.contains_key(&n))
-            && let Some((k, v)) = guest_facts(self.lab())
+            && let Some((k, v)) = guest_facts(self.lab(), Host::B)
         {
             self.guests.insert(k, v);
         }
@@ -377,14 +375,16 @@ impl Executor for LabExecutor {
     }
 
     fn host_facts(&mut self) -> serde_json::Value {
-        let facts = |h| {
-            self.lab()
-                .run_in(h, hostfacts::collect_live)
-                .unwrap_or_default()
+        // A namespace's facts are read in it; a guest's are what it was given, the driver it
+        // bound and its own doctor's findings (run inside it through the lab's command
+        // channel), never the namespace that holds it: its kernel and buffer limits are its
+        // own. Host b's later guests are in `facts_gathered`.
+        let lab = self.lab();
+        let facts = |h| match guest_facts(lab, h) {
+            Some((_, guest)) => guest,
+            None => lab.run_in(h, hostfacts::collect_live).unwrap_or_default(),
         };
-        // A guest: what it was given, the driver it bound, and its own doctor's findings (run
-        // inside it through the lab's command channel); later guests in `facts_gathered`.
-        let current = self.lab().guest().map(|g| g.spec.nic.name());
+        let current = lab.guest().map(|g| g.spec.nic.name());
         let b = match current.and_then(|n| self.guests.get(n)) {
             Some(g) => g.clone(),
             None => facts(Host::B),
