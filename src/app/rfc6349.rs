@@ -176,12 +176,22 @@ fn procedure(
             interrupted(stop)?;
             let r = client::run_test(&base, &spec(cfg, ESTIMATE_STREAMS, None), stop, &mut |_| {})
                 .map_err(|e| anyhow::anyhow!("{server}: the bottleneck estimate failed: {e}"))?;
+            let whole: Vec<f64> = r
+                .intervals
+                .iter()
+                .filter(|i| {
+                    !i.omitted && i.end_s - i.start_s >= 0.9 * r.spec.interval.as_secs_f64()
+                })
+                .map(|i| i.total.bits_per_second)
+                .collect();
+            let goodput = rfc6349::sustained_goodput(&whole, r.summary.bits_per_second);
             (
-                rfc6349::bottleneck_from_goodput(r.summary.bits_per_second, mtu, ipv6, framing),
+                rfc6349::bottleneck_from_goodput(goodput, mtu, ipv6, framing),
                 format!(
-                    "estimated from {ESTIMATE_STREAMS} TCP streams' goodput of {} (give \
-                     --path-rate for the contracted rate)",
-                    BitRate(r.summary.bits_per_second)
+                    "estimated from {ESTIMATE_STREAMS} TCP streams' goodput of {} (the median \
+                     of their {} whole seconds; give --path-rate for the contracted rate)",
+                    BitRate(goodput),
+                    whole.len()
                 ),
             )
         }
