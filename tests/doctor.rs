@@ -272,7 +272,7 @@ fn doctor_and_tune_bdp_advise_the_same_buffers() {
         let doctor = fix.split_once(&format!("{key}='")).unwrap().1;
         let doctor = &doctor[..doctor.find('\'').unwrap()];
         assert!(
-            bdp.contains(&format!("{key} = \"{doctor}\"")),
+            bdp.contains(&format!("{key}='{doctor}'")),
             "doctor {doctor:?}, tune bdp: {bdp}"
         );
     }

@@ -333,7 +333,7 @@ fn buffer_checks(view: &HostView, ifaces: &[Iface], hints: &PathHints, out: &mut
                 path_bps: rate,
             };
             out.push(
-                ev(Finding::new(id, Severity::Problem, format!("{key} max {} is below 2 x BDP ({}): one TCP flow's {side} window caps it near {}", Bytes(max), Bytes(need), BitRate(ceiling))))
+                ev(Finding::new(id, Severity::Problem, format!("{key} max {} is below 2 x BDP ({}): one TCP flow's {side} window caps it near {}{}", Bytes(max), Bytes(need), BitRate(ceiling), advice.cap_note(rtt.as_secs_f64()).map(|n| format!(" ({n})")).unwrap_or_default())))
                     .evidence(key, max)
                     .bound(bound)
                     .fix(format!(

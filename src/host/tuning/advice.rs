@@ -11,30 +11,54 @@ pub const RMEM_MIDDLE: u64 = 131_072;
 /// The middle value of `net.ipv4.tcp_wmem` netsweep suggests: Linux's own.
 pub const WMEM_MIDDLE: u64 = 16_384;
 
+/// The largest buffer Linux takes in these keys: they are C `int`s (`sysctl -w
+/// net.ipv4.tcp_rmem='4096 131072 5000000000'` fails with "Invalid argument"), and a socket's
+/// buffer is an `int` too.
+pub const KERNEL_MAX: u64 = i32::MAX as u64;
+
 /// What one TCP flow over a path of `rate_bps` and `rtt_s` needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BufferAdvice {
     /// Bandwidth-delay product, bytes.
     pub bdp: u64,
-    /// Buffers that keep a window of one BDP: 2 x BDP, bytes.
+    /// Buffers that keep a window of one BDP: 2 x BDP, bytes, at most `KERNEL_MAX`.
     pub need: u64,
+    /// 2 x BDP is more than Linux holds (`KERNEL_MAX`): one flow cannot fill the path.
+    pub capped: bool,
 }
 
 impl BufferAdvice {
     pub fn for_path(rate_bps: f64, rtt_s: f64) -> BufferAdvice {
         let bdp = (rate_bps / 8.0 * rtt_s).ceil().max(0.0) as u64;
+        let twice = bdp.saturating_mul(2);
         BufferAdvice {
             bdp,
-            need: bdp.saturating_mul(2),
+            need: twice.min(KERNEL_MAX),
+            capped: twice > KERNEL_MAX,
         }
     }
 
-    /// The value advised for `key` with an autotuning maximum of `max` bytes; `None` for keys
-    /// this advice does not cover.
+    /// Where 2 x BDP is past what Linux holds: the sentence that says so, with the most one
+    /// flow then carries over `rtt_s` (half the largest buffer as its window).
+    pub fn cap_note(&self, rtt_s: f64) -> Option<String> {
+        self.capped.then(|| {
+            format!(
+                "2 x BDP is more than Linux holds in one socket buffer ({KERNEL_MAX} bytes, a C \
+                 int): the advice is that limit, with which one TCP flow's window tops out near \
+                 {} over this RTT; fill the path with several streams (-P)",
+                BitRate(KERNEL_MAX as f64 / 2.0 * 8.0 / rtt_s)
+            )
+        })
+    }
+
+    /// The value advised for `key` with an autotuning maximum of `max` bytes (never below the
+    /// triple's middle value, never past `KERNEL_MAX`); `None` for keys this advice does not
+    /// cover.
     pub fn value(key: &str, max: u64) -> Option<String> {
+        let max = max.min(KERNEL_MAX);
         match key {
-            "net.ipv4.tcp_rmem" => Some(format!("4096 {RMEM_MIDDLE} {max}")),
-            "net.ipv4.tcp_wmem" => Some(format!("4096 {WMEM_MIDDLE} {max}")),
+            "net.ipv4.tcp_rmem" => Some(format!("4096 {RMEM_MIDDLE} {}", max.max(RMEM_MIDDLE))),
+            "net.ipv4.tcp_wmem" => Some(format!("4096 {WMEM_MIDDLE} {}", max.max(WMEM_MIDDLE))),
             "net.core.rmem_max" | "net.core.wmem_max" => Some(max.to_string()),
             _ => None,
         }
@@ -123,5 +147,40 @@ mod tests {
             a.sysctl_line("net.core.rmem_max").unwrap(),
             "sysctl -w net.core.rmem_max=5000000"
         );
+    }
+
+    /// A trial's findings: `tune bdp --rate 1G --rtt 0.5ms` advised tcp_rmem "4096 131072
+    /// 125000" (the maximum below the default), and `--rate 100G --rtt 200ms` 5000000000, which
+    /// the kernel refuses.
+    #[test]
+    fn triples_stay_ordered_and_values_within_what_linux_takes() {
+        let small = BufferAdvice::for_path(1e9, 0.0005);
+        assert_eq!(small.need, 125_000);
+        assert_eq!(
+            BufferAdvice::value("net.ipv4.tcp_rmem", small.need).unwrap(),
+            "4096 131072 131072"
+        );
+        assert_eq!(
+            BufferAdvice::value("net.ipv4.tcp_wmem", 5000).unwrap(),
+            "4096 16384 16384"
+        );
+        let huge = BufferAdvice::for_path(100e9, 0.2);
+        assert_eq!(huge.bdp, 2_500_000_000);
+        assert!(huge.capped && huge.need == KERNEL_MAX);
+        assert_eq!(
+            huge.sysctl_line("net.ipv4.tcp_rmem").unwrap(),
+            "sysctl -w net.ipv4.tcp_rmem='4096 131072 2147483647'"
+        );
+        assert_eq!(
+            BufferAdvice::value("net.core.rmem_max", 30_000_000_000).unwrap(),
+            "2147483647"
+        );
+        // 2^31-1 bytes as a window of half of it over 200 ms: 42.9 Gbit/s.
+        let note = huge.cap_note(0.2).unwrap();
+        assert!(
+            note.contains("42.9 Gbits/sec") && note.contains("-P"),
+            "{note}"
+        );
+        assert!(!small.capped && small.cap_note(0.0005).is_none());
     }
 }

@@ -15,6 +15,9 @@ pub fn bdp_text(rate_bps: f64, rtt_s: f64, current: &dyn Fn(&str) -> Option<Stri
         rtt_s * 1e3,
         Bytes(bdp)
     );
+    if let Some(note) = advice.cap_note(rtt_s) {
+        s.push_str(&format!("{note}\n"));
+    }
     let third = |v: &str| {
         v.split_whitespace()
             .nth(2)
@@ -37,18 +40,30 @@ pub fn bdp_text(rate_bps: f64, rtt_s: f64, current: &dyn Fn(&str) -> Option<Stri
             }
         });
         short |= cur_max.is_none_or(|m| m < need);
+        // The triples' maxima bound every autotuned flow; rmem_max/wmem_max only programs
+        // that set their buffers (-w).
+        let capped = BitRate(cur_max.unwrap_or(0) as f64 / 2.0 * 8.0 / rtt_s);
         let verdict = match cur_max {
             Some(m) if m >= need => "enough".to_string(),
-            Some(m) => format!(
-                "too small: a flow is capped near {}",
-                BitRate(m as f64 / 2.0 * 8.0 / rtt_s)
+            Some(_) if max_of => format!("too small: a flow is capped near {capped}"),
+            Some(_) => format!(
+                "too small for -w: a flow that sets its buffers (iperf3 -w) is capped near \
+                 {capped}; autotuned flows are not"
             ),
             None => "unknown".into(),
         };
-        s.push_str(&format!(
-            "  {key} = \"{want}\"   (now \"{}\": {verdict})\n",
-            cur.map(|c| normalize(&c)).unwrap_or_default()
-        ));
+        // Each line pastes as printed: a key to raise as its command with the current value
+        // after `#`; a key that is enough as a comment only (its command would lower it).
+        let now = cur
+            .map(|c| normalize(&c))
+            .unwrap_or_else(|| "unknown".into());
+        s.push_str(&match cur_max {
+            Some(m) if m >= need => format!("  # {key} = {now}: {verdict}\n"),
+            _ => format!(
+                "  {}   # now {now}: {verdict}\n",
+                crate::platform::sysctl::sysctl_line(key, &want)
+            ),
+        });
     }
     if !short {
         s.push_str(

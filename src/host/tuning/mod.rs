@@ -62,9 +62,15 @@ mod tests {
             (k == "net.ipv4.tcp_rmem").then(|| "4096\t131072\t6291456".to_string())
         });
         assert!(text.contains("2000000 bytes"), "{text}");
-        assert!(text.contains("net.ipv4.tcp_rmem = \"4096 131072 4000000\"   (now \"4096 131072 6291456\": enough)"), "{text}");
+        // Each line pastes into a shell: the command, the current value after `#`.
         assert!(
-            text.contains("net.ipv4.tcp_wmem = \"4096 16384 4000000\"   (now \"\": unknown)"),
+            text.contains("  # net.ipv4.tcp_rmem = 4096 131072 6291456: enough"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "  sysctl -w net.ipv4.tcp_wmem='4096 16384 4000000'   # now unknown: unknown"
+            ),
             "{text}"
         );
         // Regression: the hint ended with `--rate RATE --rtt RTT` placeholders.
@@ -87,6 +93,8 @@ mod tests {
         });
         assert!(text.contains("nothing to raise"), "{text}");
         assert!(!text.contains("apply with"), "{text}");
+        // No command that would lower a limit: 4000000 against 33554432.
+        assert!(!text.contains("sysctl -w"), "{text}");
         // One limit short: the suggestion is back.
         let text = bdp_text(10e9, 0.0016, &|k| {
             Some(
@@ -99,7 +107,22 @@ mod tests {
             )
         });
         assert!(
-            text.contains("too small") && text.contains("apply with"),
+            text.contains("too small for -w") && text.contains("autotuned flows are not"),
+            "{text}"
+        );
+        assert!(text.contains("apply with"), "{text}");
+    }
+
+    /// A trial's finding: for 100G over 200 ms `tune bdp` advised 5000000000, which Linux
+    /// refuses; it advises Linux's limit and says what one flow then carries.
+    #[test]
+    fn bdp_past_what_linux_holds_advises_the_limit_and_says_so() {
+        let text = bdp_text(100e9, 0.2, &|_| None);
+        assert!(
+            text.contains("more than Linux holds in one socket buffer (2147483647 bytes")
+                && text.contains("net.ipv4.tcp_rmem='4096 131072 2147483647'")
+                && text.contains("net.core.rmem_max=2147483647")
+                && !text.contains("5000000000"),
             "{text}"
         );
     }
