@@ -492,7 +492,10 @@ fn end_sums(spec: &TestSpec, dir: &DirectionResult, end: &mut Map<String, Value>
             sent.insert("sender".into(), json!(true));
             received.insert("jitter_ms".into(), json!(jitter));
             received.insert("lost_packets".into(), json!(lost));
-            received.insert("packets".into(), json!(packets.saturating_sub(lost)));
+            // iperf3's receiver counts the sequence numbers it saw up to (`packet_count` is the
+            // highest, iperf_udp.c): datagrams received and lost, as its intervals do, so that
+            // lost_packets / packets is lost_percent.
+            received.insert("packets".into(), json!(packets));
             received.insert("lost_percent".into(), json!(percent(lost, packets)));
             received.insert("sender".into(), json!(false));
         }

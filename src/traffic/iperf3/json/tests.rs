@@ -229,6 +229,18 @@ fn udp_end_has_the_original_sum_and_both_sides() {
     assert_eq!(end["sum"]["lost_packets"].as_u64(), r.summary.lost_packets);
     assert_eq!(end["sum_sent"]["sender"], json!(true));
     assert_eq!(end["sum_received"]["sender"], json!(false));
+    // A trial's finding: iperf3's receiver counts the datagrams it saw and lost (the highest
+    // sequence number): lost_packets / packets is lost_percent, as in the intervals.
+    let received = &end["sum_received"];
+    assert_eq!(received["packets"].as_u64(), r.summary.packets);
+    let (lost, packets) = (
+        received["lost_packets"].as_f64().unwrap(),
+        received["packets"].as_f64().unwrap(),
+    );
+    assert!(
+        (received["lost_percent"].as_f64().unwrap() - 100.0 * lost / packets).abs() < 1e-9,
+        "{received}"
+    );
     assert!(end["streams"][0]["udp"]["jitter_ms"].is_number());
     // iperf3's -b is per stream: 50M over two streams.
     assert_eq!(

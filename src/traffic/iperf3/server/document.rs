@@ -127,7 +127,10 @@ fn built(
         if these().next().is_none() {
             continue;
         }
-        let (sent, received) = (total(these().map(|p| p.1)), total(these().map(|p| p.2)));
+        let (mut sent, received) = (total(these().map(|p| p.1)), total(these().map(|p| p.2)));
+        // Each stream's sent datagrams after the warm-up, as its own line says (a trial's
+        // finding: an iperf3 3.12 client's -O datagrams were in the sum, 6250 for 4168).
+        sent.packets = these().map(|p| sent_packets(p.1, p.2)).sum();
         let suffix = if sends && spec.direction == Direction::Bidir {
             "_bidir_reverse"
         } else {
@@ -363,11 +366,8 @@ fn udp_side(s: &StreamResult, sending: bool) -> Value {
     let lost = if sending { 0 } else { s.measured_errors() };
     v["jitter_ms"] = json!(if sending { 0.0 } else { s.jitter_s * 1000.0 });
     v["lost_packets"] = json!(lost);
-    v["packets"] = json!(if sending {
-        packets
-    } else {
-        packets.saturating_sub(lost)
-    });
+    // A receiver's count is iperf3's: the sequence numbers it saw up to, received and lost.
+    v["packets"] = json!(packets);
     v["lost_percent"] = json!(if packets > 0 {
         100.0 * lost as f64 / packets as f64
     } else {
@@ -418,17 +418,22 @@ fn measured_rows(
         .filter(move |r| Some(usize::from(r.stream)) == stream)
 }
 
-/// A UDP stream or sum: the sender's rate and datagrams, the receiver's losses and jitter.
-fn udp_sum(s: &StreamResult, r: &StreamResult, server_sends: bool) -> Value {
-    let (secs, bps) = rate(s);
-    // A sender that does not say what it sent in the warm-up (iperf3 before 3.13): the
-    // sequence numbers the receiver had seen by its end.
-    let packets = match s.omitted_packets {
+/// The datagrams a UDP stream's sender `s` sent after the warm-up: its own count, or for a
+/// sender that does not say what it sent in the warm-up (iperf3 before 3.13), its total less
+/// the sequence numbers its receiver `r` had seen by the warm-up's end.
+fn sent_packets(s: &StreamResult, r: &StreamResult) -> i64 {
+    match s.omitted_packets {
         Some(_) => s.measured_packets(),
         None => s
             .packets
             .saturating_sub(r.omitted_packets.unwrap_or(0).max(0)),
-    };
+    }
+}
+
+/// A UDP stream or sum: the sender's rate and datagrams, the receiver's losses and jitter.
+fn udp_sum(s: &StreamResult, r: &StreamResult, server_sends: bool) -> Value {
+    let (secs, bps) = rate(s);
+    let packets = sent_packets(s, r);
     let lost = r.measured_errors();
     let lost_percent = if packets > 0 {
         100.0 * lost as f64 / packets as f64
@@ -661,6 +666,39 @@ mod tests {
         assert_eq!(d["end"]["sum_sent"]["sender"], json!(false));
     }
 
+    /// A trial's finding: an iperf3 3.12 client (which does not say what it sent in the
+    /// warm-up) with `-O`: the sum counted its warm-up datagrams (6250) where its streams
+    /// said 4168.
+    #[test]
+    fn a_udp_sum_leaves_out_the_warm_up_of_a_client_that_does_not_count_it() {
+        let spec = TestSpec {
+            streams: 2,
+            ..TestSpec::udp(Duration::from_secs(2))
+        };
+        let peer: SocketAddr = "[::ffff:198.18.0.1]:40000".parse().unwrap();
+        let mut theirs = results(&[1200 * 3125, 1200 * 3125], None);
+        let mut ours = results(&[1200 * 2084, 1200 * 2084], None);
+        for (t, o) in theirs.streams.iter_mut().zip(ours.streams.iter_mut()) {
+            t.packets = 3125;
+            t.omitted_packets = None;
+            o.packets = 3125;
+            o.omitted_packets = Some(1041);
+        }
+        let said = Params {
+            time_s: 2,
+            len: Some(1200),
+            ..Params::default()
+        };
+        let d = document(&control_only(peer), (&spec, &said), (&ours, &theirs), &[]);
+        let end = &d["end"];
+        let streams: i64 = (0..2)
+            .map(|i| end["streams"][i]["udp"]["packets"].as_i64().unwrap())
+            .sum();
+        assert_eq!(streams, 4168, "{end:#}");
+        assert_eq!(end["sum"]["packets"], json!(4168), "{end:#}");
+        assert_eq!(end["sum_sent"]["packets"], json!(4168), "{end:#}");
+    }
+
     /// iperf3 3.13+'s UDP sides beside `sum`, the client's test as asked (not this server's
     /// longer grid), who was accepted, and both ends' CPU.
     #[test]
@@ -684,7 +722,8 @@ mod tests {
         let end = &d["end"];
         assert_eq!(end["sum_sent"]["packets"], json!(100));
         assert_eq!(end["sum_sent"]["lost_packets"], json!(0));
-        assert_eq!(end["sum_received"]["packets"], json!(96));
+        // iperf3's receiver counts the sequence numbers it saw up to: received and lost.
+        assert_eq!(end["sum_received"]["packets"], json!(100));
         assert_eq!(end["sum_received"]["lost_packets"], json!(4));
         assert_eq!(end["sum_received"]["lost_percent"], json!(4.0));
         assert_eq!(end["sum_received"]["jitter_ms"], json!(2.0));
