@@ -361,53 +361,68 @@ fn the_path_mtu_probe_flags_a_lab_with_jumbo_frames_on_one_side() {
         return;
     }
     use netsweep::lab::{Host, Lab, LabOptions, PathConfig};
-    let dir = tempfile::tempdir().unwrap();
-    let opts = LabOptions {
-        state_dir: dir.path().to_path_buf(),
-        ..LabOptions::default()
-    };
-    let name = format!("mtu{}", std::process::id() % 100_000);
-    let lab = Lab::up(
-        &name,
-        PathConfig {
-            mtu_a: 9000,
-            mtu_b: 1500,
-            ..PathConfig::default()
-        },
-        &opts,
-    )
-    .unwrap();
-    let server = lab
-        .start_server(Host::B, netsweep::traffic::spec::ServerLimits::default())
+    // On veth, and through the delay line (a trial's finding: its TUN devices took any size,
+    // so the mismatch lab delivered 9000-byte packets to the 1500-byte host).
+    for (which, delay) in [
+        ("veth", std::time::Duration::ZERO),
+        ("delay line", std::time::Duration::from_millis(1)),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = LabOptions {
+            state_dir: dir.path().to_path_buf(),
+            ..LabOptions::default()
+        };
+        let name = format!("mtu{}", std::process::id() % 100_000);
+        let lab = Lab::up(
+            &name,
+            PathConfig {
+                mtu_a: 9000,
+                mtu_b: 1500,
+                delay,
+                ..PathConfig::default()
+            },
+            &opts,
+        )
         .unwrap();
-    let checked = lab
-        .run_in(Host::A, || {
-            netsweep::host::doctor::peer::check(server.addr, false)
-        })
-        .unwrap();
-    assert!(checked.rtt.is_some());
-    let p = checked
-        .findings
-        .iter()
-        .find(|f| f.id == "peer.pmtu")
-        .expect("probed");
-    assert_eq!(p.severity, Severity::Problem, "{p:?}");
-    // veth accepts 4 bytes over the MTU (room for a VLAN tag), so 1504 passes and 1505 does not.
-    let pmtu: u32 = p
-        .evidence
-        .iter()
-        .find(|(k, _)| k == "path_mtu")
-        .unwrap()
-        .1
-        .parse()
-        .unwrap();
-    assert!((1500..=1504).contains(&pmtu), "{p:?}");
-    assert!(
-        p.evidence
-            .contains(&("interface_mtu".to_string(), "9000".to_string())),
-        "{p:?}"
-    );
-    drop(server);
+        let server = lab
+            .start_server(Host::B, netsweep::traffic::spec::ServerLimits::default())
+            .unwrap();
+        let checked = lab
+            .run_in(Host::A, || {
+                netsweep::host::doctor::peer::check(server.addr, false)
+            })
+            .unwrap();
+        assert!(checked.rtt.is_some(), "{which}");
+        let p = checked
+            .findings
+            .iter()
+            .find(|f| f.id == "peer.pmtu")
+            .expect("probed");
+        assert_eq!(p.severity, Severity::Problem, "{which}: {p:?}");
+        // veth accepts 4 bytes over the MTU (room for a VLAN tag), so 1504 passes and 1505
+        // does not; the delay line takes the MTU itself.
+        let pmtu: u32 = p
+            .evidence
+            .iter()
+            .find(|(k, _)| k == "path_mtu")
+            .unwrap()
+            .1
+            .parse()
+            .unwrap();
+        assert!((1500..=1504).contains(&pmtu), "{which}: {p:?}");
+        assert!(
+            p.evidence
+                .contains(&("interface_mtu".to_string(), "9000".to_string())),
+            "{which}: {p:?}"
+        );
+        // The fix names host a's device, pasteable as printed.
+        let fix = p.fix.clone().unwrap_or_default();
+        assert!(
+            fix.contains(&format!("ip link set dev {} mtu", lab.device(Host::A))),
+            "{which}: {fix}"
+        );
+        drop(server);
+    }
 }
 
 /// Regression: `doctor --watch` blamed the running netsweep test itself as a CPU hog.
@@ -553,4 +568,61 @@ fn doctor_never_reports_a_buffer_cap_its_own_test_exceeds() {
         "the lab path never passed more than the bound in 3 tries"
     );
     drop(server);
+}
+
+/// A trial's finding: "connection tracking is active: every packet is looked up", with a fix,
+/// where the table was empty with connections open (the module loaded, no rule using it).
+#[test]
+fn connection_tracking_is_a_cost_only_when_it_tracks_something() {
+    let f = Fixture::new(false);
+    f.iface("eth0", Some("ixgbe"), 1500, None);
+    f.sysctl("net.netfilter.nf_conntrack_max", "262144");
+    f.sysctl("net.netfilter.nf_conntrack_count", "0");
+    let d = f.diagnose(&gig_1ms());
+    let c = d.get("firewall.conntrack").expect("the module's state");
+    assert_eq!(c.severity, Severity::Ok, "{c:?}");
+    assert!(
+        c.fix.is_none() && c.title.contains("tracks no connection"),
+        "{c:?}"
+    );
+    f.sysctl("net.netfilter.nf_conntrack_count", "120");
+    let d = f.diagnose(&gig_1ms());
+    let c = d.get("firewall.conntrack").unwrap();
+    assert_eq!(c.severity, Severity::Info);
+    assert!(c.title.contains("tracks 120 connections"), "{c:?}");
+    f.sysctl("net.netfilter.nf_conntrack_count", "250000");
+    let d = f.diagnose(&gig_1ms());
+    assert_eq!(
+        d.get("firewall.conntrack").unwrap().severity,
+        Severity::Problem
+    );
+}
+
+/// A trial's finding: inside a lab's namespace the retransmission warning said "since boot"
+/// for counters the namespace started when it was made.
+#[test]
+fn counters_of_another_network_namespace_are_not_since_boot() {
+    let f = Fixture::new(false);
+    f.iface("eth0", Some("ixgbe"), 1500, None);
+    f.file(
+        "proc/net/snmp",
+        "Tcp: RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors\nTcp: 1 200 120000 -1 10 10 0 0 1 1000 100000 5000 0 0 0\n",
+    );
+    let title = |f: &Fixture| {
+        f.diagnose(&gig_1ms())
+            .get("tcp.retransmits")
+            .map(|x| x.title.clone())
+            .expect("the warning")
+    };
+    assert!(title(&f).ends_with("since boot"), "{}", title(&f));
+    for (pid, ns) in [("self", "net:[4026532999]"), ("1", "net:[4026531840]")] {
+        let dir = f.dir.path().join("proc").join(pid).join("ns");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink(ns, dir.join("net")).unwrap();
+    }
+    assert!(
+        title(&f).ends_with("since this network namespace was made"),
+        "{}",
+        title(&f)
+    );
 }

@@ -34,6 +34,12 @@ pub struct Impairment {
     pub loss: f64,
     /// The bottleneck's rate and queue, when the path has a rate.
     pub shaper: Option<Shaper>,
+    /// The largest packet each direction's receiving host takes (its MTU): a->b, b->a. A
+    /// larger one is dropped as that host's NIC would drop an oversize frame, so a lab with
+    /// `--mtu 9000 --mtu-b 1500` shows the mismatch (a TUN device takes any size: a trial's
+    /// lab delivered 9000-byte packets to a 1500-byte host, and `rfc6349` read a path MTU of
+    /// 9000).
+    pub mtu: [u32; 2],
 }
 
 /// A link of `rate_bps` fed by a tail-drop queue of at most `queue_bytes`.
@@ -58,6 +64,7 @@ impl Impairment {
                         .max(1500.0) as u64
                 }),
             }),
+            mtu: [path.mtu_b, path.mtu_a],
         }
     }
 }
@@ -71,11 +78,15 @@ pub enum Fate {
     Lost,
     /// Dropped at the tail of a full queue.
     QueueFull,
+    /// Larger than the receiving host's MTU.
+    Oversize,
 }
 
 /// Decides each packet's fate: dropped, or released at a time.
 pub struct Schedule {
     imp: Impairment,
+    /// The largest packet the receiving host takes, bytes.
+    max_len: usize,
     rng: StdRng,
     last_release: Option<Instant>,
     /// When the link finishes sending what is queued.
@@ -83,8 +94,10 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    pub fn new(imp: Impairment, seed: u64) -> Schedule {
+    /// The schedule of direction `dir` (0: a->b, 1: b->a).
+    pub fn new(imp: Impairment, dir: usize, seed: u64) -> Schedule {
         Schedule {
+            max_len: imp.mtu.get(dir).map_or(usize::MAX, |m| *m as usize),
             imp,
             rng: StdRng::seed_from_u64(seed),
             last_release: None,
@@ -94,6 +107,9 @@ impl Schedule {
 
     /// The fate of a packet of `len` bytes that arrived at `now`.
     pub fn admit(&mut self, now: Instant, len: usize) -> Fate {
+        if len > self.max_len {
+            return Fate::Oversize;
+        }
         if self.imp.loss > 0.0 && self.rng.gen_bool(self.imp.loss.min(1.0)) {
             return Fate::Lost;
         }
@@ -126,6 +142,7 @@ pub struct Counters {
     pub forwarded: AtomicU64,
     pub dropped_loss: AtomicU64,
     pub dropped_queue: AtomicU64,
+    pub dropped_oversize: AtomicU64,
     pub bytes: AtomicU64,
 }
 
@@ -163,6 +180,10 @@ pub fn forward(
                         }
                         Fate::Lost => {
                             counters.dropped_loss.fetch_add(1, Ordering::Relaxed);
+                            spare.push(buf);
+                        }
+                        Fate::Oversize => {
+                            counters.dropped_oversize.fetch_add(1, Ordering::Relaxed);
                             spare.push(buf);
                         }
                     }
@@ -209,6 +230,7 @@ mod tests {
             jitter: Duration::from_millis(jitter_ms),
             loss,
             shaper: None,
+            mtu: [65_535; 2],
         }
     }
 
@@ -221,7 +243,7 @@ mod tests {
 
     #[test]
     fn fixed_delay_is_exact() {
-        let mut s = Schedule::new(imp(10, 0, 0.0), 1);
+        let mut s = Schedule::new(imp(10, 0, 0.0), 0, 1);
         let t = Instant::now();
         assert_eq!(
             s.admit(t, 1500),
@@ -229,9 +251,33 @@ mod tests {
         );
     }
 
+    /// A mismatch lab (`--mtu 9000 --mtu-b 1500`): host a's jumbo packets are dropped on
+    /// their way to b, as b's NIC would; b's own 1500-byte packets reach a.
+    #[test]
+    fn packets_past_the_receiving_hosts_mtu_are_dropped() {
+        let mismatch = Impairment {
+            mtu: [1500, 9000],
+            ..imp(1, 0, 0.0)
+        };
+        let t = Instant::now();
+        let mut to_b = Schedule::new(mismatch, 0, 1);
+        assert_eq!(to_b.admit(t, 9000), Fate::Oversize);
+        assert_eq!(to_b.admit(t, 1501), Fate::Oversize);
+        assert!(matches!(to_b.admit(t, 1500), Fate::Release(_)));
+        let mut to_a = Schedule::new(mismatch, 1, 1);
+        assert!(matches!(to_a.admit(t, 9000), Fate::Release(_)));
+        // From a lab's own path: a->b takes host b's MTU.
+        let path = crate::lab::PathConfig {
+            mtu_a: 9000,
+            mtu_b: 1500,
+            ..crate::lab::PathConfig::default()
+        };
+        assert_eq!(Impairment::of(&path).mtu, [1500, 9000]);
+    }
+
     #[test]
     fn loss_rate_matches_the_probability() {
-        let mut s = Schedule::new(imp(0, 0, 0.01), 7);
+        let mut s = Schedule::new(imp(0, 0, 0.01), 0, 7);
         let t = Instant::now();
         let lost = (0..200_000)
             .filter(|_| s.admit(t, 1500) == Fate::Lost)
@@ -242,7 +288,7 @@ mod tests {
 
     #[test]
     fn jitter_stays_in_bounds_and_never_reorders() {
-        let mut s = Schedule::new(imp(10, 3, 0.0), 3);
+        let mut s = Schedule::new(imp(10, 3, 0.0), 0, 3);
         let t0 = Instant::now();
         let mut last = t0;
         for i in 0..10_000u64 {
@@ -265,6 +311,7 @@ mod tests {
                 }),
                 ..imp(5, 0, 0.0)
             },
+            0,
             1,
         );
         let t0 = Instant::now();

@@ -6,11 +6,13 @@
 
 use crate::host::counters::Delta;
 
-/// Packets one direction of the delay line dropped: to the loss setting, and at its full queue.
+/// Packets one direction of the delay line dropped: to the loss setting, at its full queue,
+/// and larger than the receiving host's MTU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PathDrops {
     pub loss: u64,
     pub queue: u64,
+    pub oversize: u64,
 }
 
 /// Where `lost` datagrams sent from the host whose counters are `sender` to the one whose
@@ -42,6 +44,13 @@ pub fn account(
     if p.queue > 0 {
         parts.push(format!("{} at the path's full queue (its rate)", p.queue));
     }
+    if p.oversize > 0 {
+        parts.push(format!(
+            "{} larger than the receiving host's MTU (its interface drops them, as a NIC \
+             drops oversize frames)",
+            p.oversize
+        ));
+    }
     if kernel > 0 {
         parts.push(format!(
             "{kernel} by the receiving host's kernel (its socket buffer was full: the receiver \
@@ -54,7 +63,7 @@ pub fn account(
              emulator fell behind on this busy host, not the path)"
         ));
     }
-    let named = p.loss + p.queue + kernel + device;
+    let named = p.loss + p.queue + p.oversize + kernel + device;
     let Some(lost) = lost else {
         return (named > 0).then(|| format!("packets dropped on the way: {}", parts.join("; ")));
     };
@@ -81,11 +90,11 @@ pub fn qdisc_drops(tc_json: &str) -> Option<PathDrops> {
         let d = match q.get("kind").and_then(serde_json::Value::as_str) {
             Some("netem") => PathDrops {
                 loss: drops,
-                queue: 0,
+                ..PathDrops::default()
             },
             Some("tbf") => PathDrops {
-                loss: 0,
                 queue: drops,
+                ..PathDrops::default()
             },
             _ => continue,
         };
@@ -106,6 +115,7 @@ pub fn between(
         Some(PathDrops {
             loss: a.loss.saturating_sub(b.loss),
             queue: a.queue.saturating_sub(b.queue),
+            oversize: a.oversize.saturating_sub(b.oversize),
         })
     })
 }
@@ -144,11 +154,18 @@ mod tests {
             qdisc_drops(netem),
             Some(PathDrops {
                 loss: 91,
-                queue: 40
+                queue: 40,
+                oversize: 0
             })
         );
         let tbf = r#"[{"kind":"tbf","handle":"10:","root":true,"refcnt":3,"options":{"rate":31250000,"burst":31250,"lat":1000},"bytes":10,"packets":1,"drops":7,"overlimits":0,"requeues":0,"backlog":0,"qlen":0}]"#;
-        assert_eq!(qdisc_drops(tbf), Some(PathDrops { loss: 0, queue: 7 }));
+        assert_eq!(
+            qdisc_drops(tbf),
+            Some(PathDrops {
+                queue: 7,
+                ..PathDrops::default()
+            })
+        );
         let plain = r#"[{"kind":"noqueue","handle":"0:","root":true,"refcnt":2,"options":{}}]"#;
         assert_eq!(qdisc_drops(plain), None);
         assert_eq!(qdisc_drops("not json"), None);
@@ -161,6 +178,7 @@ mod tests {
             Some(PathDrops {
                 loss: 100,
                 queue: 200,
+                oversize: 50,
             }),
             &delta(&[], Some(("nsw-x-a", 300))),
             &delta(&[("Udp.RcvbufErrors", 350), ("Udp.InErrors", 350)], None),
@@ -174,7 +192,10 @@ mod tests {
         assert!(s.contains("200 at the path's full queue"), "{s}");
         assert!(s.contains("350 by the receiving host's kernel"), "{s}");
         assert!(s.contains("300 before the path"), "{s}");
-        assert!(s.contains("50 not counted"), "{s}");
+        assert!(
+            s.contains("50 larger than the receiving host's MTU") && !s.contains("not counted"),
+            "{s}"
+        );
         assert_eq!(
             account(Some(0), None, &delta(&[], None), &delta(&[], None), "x"),
             None
@@ -182,7 +203,10 @@ mod tests {
         // Without the test's own count: the drops alone, or nothing when there were none.
         let d = account(
             None,
-            Some(PathDrops { loss: 3, queue: 0 }),
+            Some(PathDrops {
+                loss: 3,
+                ..PathDrops::default()
+            }),
             &delta(&[], None),
             &delta(&[], None),
             "x",

@@ -553,7 +553,7 @@ impl Lab {
     /// tail of its full queue (or when the far device refused them).
     pub fn delay_line_drops(&self) -> Option<u64> {
         self.delay_line_drops_by_direction()
-            .map(|d| d.iter().map(|x| x.loss + x.queue).sum())
+            .map(|d| d.iter().map(|x| x.loss + x.queue + x.oversize).sum())
     }
 
     /// Host `h`'s end of the path (a veth or the delay line's TUN device, in its namespace).
@@ -569,6 +569,7 @@ impl Lab {
             Relay::Threads { counters, .. } => Some([0, 1].map(|i| loss::PathDrops {
                 loss: counters[i].dropped_loss.load(Ordering::Relaxed),
                 queue: counters[i].dropped_queue.load(Ordering::Relaxed),
+                oversize: counters[i].dropped_oversize.load(Ordering::Relaxed),
             })),
             Relay::None if matches!(self.emulator(), Emulator::Netem | Emulator::None) => {
                 let of = |h: Host| {

@@ -37,7 +37,7 @@ pub fn spawn_delay_line(names: &LabNames, imp: Impairment) -> anyhow::Result<Del
     let mut handles = Vec::new();
     for (dir, (from, to)) in [(a.clone(), b.clone()), (b, a)].into_iter().enumerate() {
         let (stop, counters) = (stop.clone(), counters.clone());
-        let schedule = Schedule::new(imp, seed.wrapping_add(dir as u64));
+        let schedule = Schedule::new(imp, dir, seed.wrapping_add(dir as u64));
         handles.push(
             std::thread::Builder::new()
                 .name(format!("delay-line-{dir}"))

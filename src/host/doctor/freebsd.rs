@@ -300,7 +300,7 @@ pub fn check(c: &Capture, hints: &PathHints) -> Vec<Finding> {
     let nics = freebsd::nics(c, &s);
     let mut out = Vec::new();
     nic_checks(&nics, in_vm, &mut out);
-    counter_checks(&sample(c), &mut out);
+    counter_checks(&sample(c), None, &mut out);
     for f in out.iter_mut() {
         if let Some(name) = f.id.strip_prefix("counters.drops.") {
             f.fix = Some(format!(

@@ -83,7 +83,11 @@ pub fn sample(view: &HostView) -> Sample {
     }
 }
 
-pub(super) fn counter_checks(s: &Sample, out: &mut Vec<Finding>) {
+/// The counters' findings; `view` (Linux) says since when they count and what the host's
+/// limits are, for the fixes.
+pub(super) fn counter_checks(s: &Sample, view: Option<&HostView>, out: &mut Vec<Finding>) {
+    let since = view.map_or("since boot", HostView::counted_since);
+    let sysctl = |k: &str| view.and_then(|v| v.sysctl(k));
     for (name, c) in &s.counters.interfaces {
         if name == "lo" || name == "lo0" {
             continue;
@@ -91,7 +95,7 @@ pub(super) fn counter_checks(s: &Sample, out: &mut Vec<Finding>) {
         let bad = c.rx_errors + c.rx_dropped + c.tx_errors + c.tx_dropped;
         if bad > 0 {
             out.push(
-                Finding::new(format!("counters.drops.{name}"), Severity::Warning, format!("{name} has dropped or failed packets since boot (rx drop {}, rx err {}, tx drop {}, tx err {})", c.rx_dropped, c.rx_errors, c.tx_dropped, c.tx_errors))
+                Finding::new(format!("counters.drops.{name}"), Severity::Warning, format!("{name} has dropped or failed packets {} (rx drop {}, rx err {}, tx drop {}, tx err {})", since, c.rx_dropped, c.rx_errors, c.tx_dropped, c.tx_errors))
                     .evidence("rx_dropped", c.rx_dropped)
                     .evidence("tx_dropped", c.tx_dropped)
                     .fix("run `netsweep doctor --watch 10` during a test to see whether they grow; check ethtool -S for the cause"),
@@ -112,7 +116,7 @@ pub(super) fn counter_checks(s: &Sample, out: &mut Vec<Finding>) {
             Finding::new(
                 "tcp.retransmits",
                 sev,
-                format!("TCP retransmitted {share:.2}% of segments since boot"),
+                format!("TCP retransmitted {share:.2}% of segments {since}"),
             )
             .evidence("RetransSegs", r)
             .evidence("OutSegs", o),
@@ -123,10 +127,19 @@ pub(super) fn counter_checks(s: &Sample, out: &mut Vec<Finding>) {
             Finding::new(
                 "tcp.listen_overflows",
                 Severity::Warning,
-                format!("{v} listen queue overflows: a server accepts too slowly"),
+                format!(
+                    "{v} listen queue overflows {since}: a server accepts too slowly"
+                ),
             )
             .evidence("ListenOverflows", v)
-            .fix("raise net.core.somaxconn and the server's listen backlog"),
+            .fix(match sysctl("net.core.somaxconn").and_then(|m| m.parse::<u64>().ok()) {
+                Some(m) if m >= 4096 => format!(
+                    "net.core.somaxconn is already {m}: raise the accepting server's own listen \
+                     backlog (its listen() argument), or make it accept faster"
+                ),
+                _ => "sysctl -w net.core.somaxconn=4096, and raise the server's own listen backlog"
+                    .to_string(),
+            }),
         );
     }
     // Reordering and SACK recovery: the signs of a path that reorders or loses in bursts.
@@ -144,7 +157,7 @@ pub(super) fn counter_checks(s: &Sample, out: &mut Vec<Finding>) {
         let mut f = Finding::new(
             "tcp.reordering",
             Severity::Info,
-            "TCP saw reordering or SACK recoveries since boot",
+            format!("TCP saw reordering or SACK recoveries {since}"),
         );
         for (k, v) in sack {
             f = f.evidence(k.trim_start_matches("TcpExt."), v);
@@ -172,7 +185,7 @@ pub(super) fn counter_checks(s: &Sample, out: &mut Vec<Finding>) {
                 format!("receive processing ran out of budget {squeezed} times"),
             )
             .evidence("time_squeeze", squeezed)
-            .fix("consider net.core.netdev_budget=600 and netdev_budget_usecs=8000"),
+            .fix(budget_fix(&sysctl)),
         );
     }
 }
@@ -410,28 +423,70 @@ fn tcp_checks(view: &HostView, out: &mut Vec<Finding>) {
     }
 }
 
+/// What to do about receive processing out of budget: raise the budgets still below 600
+/// packets and 8 ms (one pasteable `sysctl -w`), else spread the work over more cores.
+fn budget_fix(sysctl: &dyn Fn(&str) -> Option<String>) -> String {
+    let raise: Vec<String> = [
+        ("net.core.netdev_budget", 600),
+        ("net.core.netdev_budget_usecs", 8000),
+    ]
+    .into_iter()
+    .filter(|(k, want)| {
+        sysctl(k)
+            .and_then(|v| v.parse::<u64>().ok())
+            .is_none_or(|v| v < *want)
+    })
+    .map(|(k, want)| format!("{k}={want}"))
+    .collect();
+    if raise.is_empty() {
+        "the budgets are already raised (net.core.netdev_budget, netdev_budget_usecs): spread \
+         receive processing over more cores (RSS queues, or RPS)"
+            .to_string()
+    } else {
+        format!(
+            "sysctl -w {}, or spread receive processing over more cores (RSS queues, or RPS)",
+            raise.join(" ")
+        )
+    }
+}
+
 fn system_checks(view: &HostView, out: &mut Vec<Finding>) {
     if let (Some(c), Some(m)) = (
         view.sysctl("net.netfilter.nf_conntrack_count"),
         view.sysctl("net.netfilter.nf_conntrack_max"),
     ) {
         let (c, m): (f64, f64) = (c.parse().unwrap_or(0.0), m.parse().unwrap_or(1.0));
-        let (sev, title) = if m > 0.0 && c / m > 0.8 {
-            (
+        // The module's keys exist once it is loaded, but it looks packets up only where a rule
+        // or NAT asks for it: an empty table (a trial's host and lab, with connections open)
+        // costs nothing.
+        let finding = if m > 0.0 && c / m > 0.8 {
+            Finding::new(
+                "firewall.conntrack",
                 Severity::Problem,
                 format!(
                     "the connection tracking table is {:.0}% full: new flows get dropped",
                     c / m * 100.0
                 ),
             )
-        } else {
-            (
+            .fix("raise net.netfilter.nf_conntrack_max, or exempt test traffic with a NOTRACK rule")
+        } else if c > 0.0 {
+            Finding::new(
+                "firewall.conntrack",
                 Severity::Info,
-                "connection tracking (firewall/NAT) is active: every packet is looked up"
-                    .to_string(),
+                format!(
+                    "connection tracking (firewall/NAT) tracks {c:.0} connections: each of \
+                     their packets is looked up"
+                ),
+            )
+            .fix("exempt test traffic with a NOTRACK rule (the raw table) where it need not be tracked")
+        } else {
+            Finding::new(
+                "firewall.conntrack",
+                Severity::Ok,
+                "connection tracking is loaded but tracks no connection here: no lookups",
             )
         };
-        out.push(Finding::new("firewall.conntrack", sev, title).evidence("count", c).evidence("max", m).fix("raise net.netfilter.nf_conntrack_max, or exempt test traffic with a NOTRACK rule"));
+        out.push(finding.evidence("count", c).evidence("max", m));
     }
     if let Some(t) = view
         .read("proc/net/ip_tables_names")
@@ -492,7 +547,7 @@ pub fn check(view: &HostView, hints: &PathHints) -> Vec<Finding> {
     let mut out = Vec::new();
     let ifaces = interfaces(view);
     nic_checks(view, &ifaces, &mut out);
-    counter_checks(&sample_counters(view), &mut out);
+    counter_checks(&sample_counters(view), Some(view), &mut out);
     buffer_checks(view, &ifaces, hints, &mut out);
     tcp_checks(view, &mut out);
     system_checks(view, &mut out);

@@ -199,6 +199,16 @@ impl HostView {
     pub fn sysctl(&self, key: &str) -> Option<String> {
         crate::host::hostfacts::sysctl(&self.proc_root, key)
     }
+
+    /// Since when the network counters of `/proc/net` count: a network namespace other than
+    /// init's (a lab host) has its own, from when it was made, not since boot.
+    pub fn counted_since(&self) -> &'static str {
+        let ns = |pid: &str| std::fs::read_link(self.proc_root.join(pid).join("ns/net")).ok();
+        match (ns("self"), ns("1")) {
+            (Some(me), Some(init)) if me != init => "since this network namespace was made",
+            _ => "since boot",
+        }
+    }
 }
 
 /// What the user told us about the path.

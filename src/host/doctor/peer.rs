@@ -99,6 +99,22 @@ fn short_test(addr: SocketAddr, direction: Direction) -> Result<f64, String> {
     .map_err(|e| e.message)
 }
 
+/// The device the route to `ip` leaves by (`ip route get`), for a fix that pastes as printed.
+fn route_device(ip: &str) -> Option<String> {
+    let out = std::process::Command::new("ip")
+        .args(["route", "get", ip])
+        .output()
+        .ok()?;
+    device_of_route(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// The word after `dev` in `ip route get`'s answer.
+fn device_of_route(text: &str) -> Option<String> {
+    let mut words = text.split_whitespace();
+    words.find(|w| *w == "dev")?;
+    words.next().map(str::to_string)
+}
+
 /// What the path checks found.
 #[derive(Debug, Clone)]
 pub struct PeerCheck {
@@ -121,8 +137,9 @@ pub fn check(addr: SocketAddr, run_tests: bool) -> PeerCheck {
                 format!("cannot connect to {addr}"),
             )
             .fix(format!(
-                "start `netsweep server` there, or give the port it listens on (--peer {}), \
-                 and check firewalls; the peer checks need it",
+                "start `netsweep server -p {}` there, or give the port its server listens on \
+                 (--peer {}), and check firewalls; the peer checks need it",
+                addr.port(),
                 match addr.ip() {
                     std::net::IpAddr::V4(ip) => format!("{ip}:PORT"),
                     std::net::IpAddr::V6(ip) => format!("[{ip}]:PORT"),
@@ -153,7 +170,7 @@ pub fn check(addr: SocketAddr, run_tests: bool) -> PeerCheck {
                 Finding::new("peer.pmtu", Severity::Problem, format!("packets larger than {p} bytes do not reach {ip} although this host sends up to {mtu}: an MTU mismatch on the path (jumbo frames on one side only?)"))
                     .evidence("interface_mtu", mtu)
                     .evidence("path_mtu", p)
-                    .fix(format!("use the same MTU on both ends (ip link set dev IFACE mtu {p} here, or raise the peer's and every hop's MTU to {mtu})")),
+                    .fix(format!("use the same MTU on both ends (ip link set dev {} mtu {p} here, or raise the peer's and every hop's MTU to {mtu})", route_device(&ip).unwrap_or_else(|| "IFACE".into()))),
             ),
             Some(p) => out.push(Finding::new("peer.pmtu", Severity::Ok, format!("packets of the full {p}-byte MTU reach {ip} unfragmented")).evidence("path_mtu", p)),
             None => out.push(Finding::new("peer.pmtu", Severity::Info, "path MTU not probed: the ping command is missing").fix("apt-get install iputils-ping")),
@@ -220,6 +237,18 @@ mod tests {
 
     /// Regression: one ping per size, so a single lost reply on a lossy path read as "too big"
     /// and the doctor reported a smaller path MTU than the real one.
+    #[test]
+    fn the_route_names_its_device() {
+        assert_eq!(
+            device_of_route("198.18.0.2 dev nsw-zm-a src 198.18.0.1 uid 0 \n    cache \n"),
+            Some("nsw-zm-a".into())
+        );
+        assert_eq!(
+            device_of_route("RTNETLINK answers: Network is unreachable"),
+            None
+        );
+    }
+
     #[test]
     fn lost_probes_do_not_shrink_the_path_mtu() {
         // A 1504-byte path where the first two tries of every size are lost.
