@@ -338,3 +338,46 @@ fn a_failed_test_still_gives_iperf3s_readers_an_error_key() {
     );
     assert!(d["start"]["test_start"].is_object());
 }
+
+/// A trial's findings: where iperf3 writes a document with its `error` (an address of the
+/// other family, a listener that cannot start), pScheduler's iperf3 tool read an empty
+/// standard output from netsweep. Option errors stay refusals on standard error, as iperf3's.
+#[test]
+fn failures_iperf3_writes_as_json_are_json() {
+    let port = common::free_port().to_string();
+    let netsweep = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(args)
+            .output()
+            .expect("netsweep")
+    };
+    for args in [
+        vec!["-c", "::1", "-4", "-p", &port, "-t", "1", "-J"],
+        vec!["-c", "127.0.0.1", "-6", "-p", &port, "-t", "1", "-J"],
+        vec!["-c", "127.0.0.1", "-B", "::1", "-p", &port, "-t", "1", "-J"],
+    ] {
+        let out = netsweep(&args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let doc: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {:?}", out.stdout));
+        let error = doc["error"].as_str().unwrap_or_default();
+        assert!(error.contains("address"), "{args:?}: {doc}");
+        assert_eq!(doc["intervals"], serde_json::json!([]), "{args:?}");
+    }
+    // The listener: the port held by a socket of this test.
+    let held = std::net::TcpListener::bind("[::]:0").expect("a port");
+    let taken = held.local_addr().expect("its address").port().to_string();
+    let out = netsweep(&["-s", "-1", "-p", &taken, "-J"]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("a document");
+    assert!(
+        doc["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("unable to start listener for connections")),
+        "{doc}"
+    );
+    // An option error is refused before any document, as iperf3 does.
+    let out = netsweep(&["-c", "127.0.0.1", "-p", &port, "-R", "--bidir", "-J"]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty(), "{:?}", out.stdout);
+}

@@ -64,8 +64,11 @@ fn run_client(a: &ClientArgs) -> anyhow::Result<ExitCode> {
         let view = ClientView::try_from(a)?;
         return Ok(rr_and_print(&cfg, &spec, &view));
     }
-    let (cfg, spec): (ClientConfig, TestSpec) = a.try_into()?;
     let view = ClientView::try_from(a)?;
+    let (cfg, spec): (ClientConfig, TestSpec) = match a.try_into() {
+        Ok(both) => both,
+        Err(e) => return unusable_address(e, &view),
+    };
     // A calibrating sender's choice also rests on this host's record of earlier tests.
     let remembers = spec.chooses_send_path();
     if remembers {
@@ -451,6 +454,33 @@ fn print_result(cfg: &ClientConfig, result: &TestResult, view: &ClientView, stre
             }
         }
     }
+}
+
+/// A server address that cannot be used (`address::AddressError`): in iperf3's JSON, a
+/// document (or event) with its `error`, as iperf3 writes one (a trial's finding: `-c ::1 -4
+/// -J` printed nothing on standard output for pScheduler to read); any other error as is.
+fn unusable_address(e: anyhow::Error, view: &ClientView) -> anyhow::Result<ExitCode> {
+    if e.downcast_ref::<crate::traffic::address::AddressError>()
+        .is_none()
+    {
+        return Err(e);
+    }
+    let message = format!("{e:#}");
+    match view.json {
+        Some(JsonSchema::Iperf3) => print_json(&serde_json::json!({
+            "start": {},
+            "intervals": [],
+            "end": {},
+            "error": message,
+        })),
+        Some(JsonSchema::Iperf3Stream) => {
+            let event = iperf3_json::stream_event("error", &serde_json::json!(message));
+            crate::outln!("{event}");
+        }
+        Some(JsonSchema::Netsweep) | None => return Err(e),
+    }
+    crate::errln!("netsweep: {message}");
+    Ok(ExitCode::FAILURE)
 }
 
 /// A test that failed before measuring anything: iperf3's JSON readers still get a document

@@ -39,7 +39,20 @@ pub(super) fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
     let redirect = daemon::Redirect::open(&cfg.output, (cfg.json, cfg.iperf3_banner))?;
     // Tests' sockets are budgeted under the open-file limit: take all the system allows.
     crate::platform::fdlimit::raise_to_hard();
-    let mut listeners = vec![bind_listener(&cfg)?];
+    let mut listeners = match bind_listener(&cfg) {
+        Ok(l) => vec![l],
+        // iperf3's -s -J writes its listener's failure as a document with an "error" (a
+        // trial's finding: pScheduler's iperf3 tool read an empty standard output).
+        Err(e) if cfg.json => {
+            let doc = serde_json::json!({
+                "error": format!("unable to start listener for connections: {e:#}")
+            });
+            crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
+            crate::errln!("netsweep: {e:#}");
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(e) => return Err(e),
+    };
     for port in &cfg.extra_ports {
         listeners.push(
             listen_on(std::net::SocketAddr::new(cfg.listen.ip(), *port))

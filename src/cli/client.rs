@@ -669,7 +669,10 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         if let Some(Bind::Address(ip)) = &cfg.bind
             && ip.is_ipv4() != server.is_ipv4()
         {
-            bail!("-B {ip} and server {server} are of different address families");
+            return Err(crate::traffic::address::AddressError(format!(
+                "-B {ip} and server {server} are of different address families"
+            ))
+            .into());
         }
         cfg.path = a.path.facts()?;
         Ok((cfg, spec))

@@ -2,26 +2,33 @@
 //! Called by `cli` for the client's server, by `app` for peers and plan targets, by the
 //! libvirt executor and by `pscheduler`.
 
-use anyhow::Context;
 use std::net::{SocketAddr, ToSocketAddrs};
+
+/// A server address that cannot be used: a name that does not resolve, no address of the
+/// family asked (`-4`/`-6`), a `-B` of the other family. iperf3 meets these when it connects,
+/// so its `-J` document carries them as the test's `error`; a client in iperf3's mode does the
+/// same (`app`), where option errors are refused before any document.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct AddressError(pub String);
 
 /// Resolves `host:port`, honouring `-4`/`-6`.
 pub fn resolve(host: &str, port: u16, v4: bool, v6: bool) -> anyhow::Result<SocketAddr> {
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
-        .with_context(|| format!("cannot resolve {host:?}"))?
+        .map_err(|e| AddressError(format!("cannot resolve {host:?}: {e}")))?
         .collect();
-    addrs
+    Ok(addrs
         .iter()
         .find(|a| (!v4 || a.is_ipv4()) && (!v6 || a.is_ipv6()))
         .copied()
         .ok_or_else(|| {
-            anyhow::anyhow!(
+            AddressError(format!(
                 "{host:?} has no {} address",
                 if v4 { "IPv4" } else { "IPv6" }
-            )
-        })
+            ))
+        })?)
 }
 
 /// Resolves `HOST[:PORT]` (a name, an IPv4 address, a bare IPv6 address, or `[IPv6]:PORT`),
