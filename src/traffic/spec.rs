@@ -648,15 +648,23 @@ impl ServerLimits {
         if self.max_rate_bps > 0.0
             && (spec.bitrate_bps == 0.0 || spec.bitrate_bps > self.max_rate_bps)
         {
+            // -b is each stream's rate: the advice divides the limit among them (a trial's
+            // `-P 2 -b 300M` was told "-b 500 Mbits/sec or less", which asks 1 Gbit/s).
+            let streams = spec.streams.max(1);
             return Some(format!(
-                "rate {} exceeds this server's --max-rate of {}: ask for -b {} or less",
+                "rate {} exceeds this server's --max-rate of {}: ask for -b {} or less{}",
                 if spec.bitrate_bps == 0.0 {
                     "unlimited".to_string()
                 } else {
                     BitRate(spec.bitrate_bps).to_string()
                 },
                 BitRate(self.max_rate_bps),
-                BitRate(self.max_rate_bps)
+                BitRate(self.max_rate_bps / f64::from(streams)),
+                if streams > 1 {
+                    format!(" (-b is each stream's rate: {streams} streams)")
+                } else {
+                    String::new()
+                }
             ));
         }
         None
@@ -788,6 +796,17 @@ mod tests {
             ..spec.clone()
         };
         assert!(limits.refusal(&fast).unwrap().contains("--max-rate"));
+        // -P 2 -b 600M: the advice is per stream, as -b is (a trial read "-b 1.00 Gbits/sec").
+        let two_streams = TestSpec {
+            streams: 2,
+            bitrate_bps: 1.2e9,
+            ..spec.clone()
+        };
+        let why = limits.refusal(&two_streams).unwrap();
+        assert!(
+            why.contains("ask for -b 500 Mbits/sec or less (-b is each stream's rate: 2 streams)"),
+            "{why}"
+        );
         let long = TestSpec {
             duration: Duration::from_secs(7200),
             ..spec.clone()
