@@ -224,8 +224,10 @@ fn connection_refused_says_what_to_do() {
     .unwrap_err();
     // The command it suggests listens where the client connected, as printed.
     assert!(
-        err.message
-            .contains(&format!("is `netsweep server -p {}` running", port.port())),
+        err.message.contains(&format!(
+            "(`netsweep server -p {0}`, or `iperf3 -s -p {0}`) running",
+            port.port()
+        )),
         "{}",
         err.message
     );

@@ -403,9 +403,10 @@ pub(crate) fn connect_advice(server: SocketAddr, e: &std::io::Error) -> String {
             )
         }
         std::io::ErrorKind::ConnectionRefused => {
+            // Either program may be the server a client in iperf3's mode meets.
             format!(
-                "unable to connect to server {server}: connection refused: is `netsweep server \
-                 -p {}` running there?",
+                "unable to connect to server {server}: connection refused: is a server \
+                 (`netsweep server -p {0}`, or `iperf3 -s -p {0}`) running there?",
                 server.port()
             )
         }
