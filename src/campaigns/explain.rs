@@ -524,11 +524,10 @@ fn classify_udp(
 /// The "something else limits it" of a configuration whose server is a QEMU guest: its
 /// emulated NIC and virtual CPU come first.
 fn in_a_guest(text: &str) -> String {
-    text.replace(
-        "something else limits it (CPU, loss, congestion control)",
-        "the guest limits it (its NIC model's emulation and its virtual CPU; under TCG the \
-         emulated CPU first)",
-    )
+    let guest = "the guest limits it (its NIC model's emulation and its virtual CPU; under TCG \
+                 the emulated CPU first)";
+    text.replace(ceiling::SOMETHING_ELSE, guest)
+        .replace(ceiling::SOMETHING_ELSE_OR_THE_PATH, guest)
 }
 
 /// "window=64K, window=1M: window-limited at 95-99% of window/RTT; window=1536K: link-limited

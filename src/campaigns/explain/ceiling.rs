@@ -225,12 +225,25 @@ pub fn classify(goodput: f64, c: &Ceilings) -> (&'static str, String) {
             "no ceiling known (no path rate, no TCP_INFO)".into()
         } else {
             format!(
-                "below its ceilings ({}): something else limits it (CPU, loss, congestion control)",
-                below.join(", ")
+                "below its ceilings ({}): {}",
+                below.join(", "),
+                if c.link_bps.is_some() {
+                    SOMETHING_ELSE
+                } else {
+                    SOMETHING_ELSE_OR_THE_PATH
+                }
             )
         },
     )
 }
+
+/// What limits a flow below every ceiling known.
+pub const SOMETHING_ELSE: &str = "something else limits it (CPU, loss, congestion control)";
+/// The same where the path's rate is not known: it comes first (a trial's campaign at 99% of
+/// its 100 Mbit/s path was put on CPU, loss or congestion control).
+pub const SOMETHING_ELSE_OR_THE_PATH: &str = "something else limits it: the path's own rate, \
+    which netsweep was not told (explain --rate RATE, or a lab target, says it), or CPU, loss, \
+    congestion control";
 
 #[cfg(test)]
 mod tests {
@@ -265,6 +278,22 @@ mod tests {
             asked_bps: asked,
             ..Ceilings::default()
         }
+    }
+
+    /// A trial's campaign to an address (no path rate known): 96.5 Mbit/s, 37% of window/RTT,
+    /// was put on "CPU, loss, congestion control" on a 100 Mbit/s path.
+    #[test]
+    fn below_every_known_ceiling_an_unknown_path_rate_comes_first() {
+        let w = 1048576.0 * 8.0 / 0.0403;
+        let (limit, text) = classify(96.5e6, &c(Some(w), None, None));
+        assert_eq!(limit, "other", "{text}");
+        assert!(
+            text.contains("the path's own rate, which netsweep was not told")
+                && text.contains("explain --rate RATE"),
+            "{text}"
+        );
+        let (_, known) = classify(50e6, &c(Some(w), Some(100e6), None));
+        assert!(known.ends_with(SOMETHING_ELSE), "{known}");
     }
 
     #[test]
