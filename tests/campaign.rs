@@ -1044,3 +1044,22 @@ fn rr_plan_values_are_checked_with_their_line() {
         "{out}"
     );
 }
+
+/// A trial's finding: `run --check` of a new plan left `netsweep.db` and its lock beside it.
+#[test]
+fn checking_a_plan_creates_no_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"loopback\"\n[test]\nduration = \"1s\"\n[matrix]\nwindow = [\"64K\", \"1M\"]\n",
+    )
+    .unwrap();
+    let (ok, out) = netsweep(&["run", plan.to_str().unwrap(), "--check"]);
+    assert!(ok && out.contains("is valid"), "{out}");
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("p.toml")]);
+}

@@ -263,8 +263,17 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or(Path::new("."))
             .join("netsweep.db")
     });
-    let _lock = RunnerLock::acquire(&db)?;
-    let mut store = Store::open(&db)?;
+    // A check reads the database that is there and creates none (a trial's `run --check`
+    // left an empty campaign database and its lock beside the plan).
+    let checking_anew = a.check && !db.exists();
+    let _lock = (!checking_anew)
+        .then(|| RunnerLock::acquire(&db))
+        .transpose()?;
+    let mut store = if checking_anew {
+        Store::in_memory()?
+    } else {
+        Store::open(&db)?
+    };
     let unfinished = store.unfinished_campaign(&plan.source)?;
     let extended = match a.more {
         Some(more) => {

@@ -154,6 +154,19 @@ impl Store {
         Ok(store)
     }
 
+    /// An empty store in memory, at `SCHEMA_VERSION`: what `run --check` reads where no
+    /// database is yet, so that checking a plan creates no file.
+    pub fn in_memory() -> anyhow::Result<Store> {
+        let conn = Connection::open_in_memory()?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let mut store = Store {
+            conn,
+            legacy: legacy::Derived::default(),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
     /// Opens an existing store to read it only: SQLite's read-only mode, no WAL switch, no
     /// migration. A store older than `READABLE_FROM` is refused with the command that
     /// upgrades it.
