@@ -1063,3 +1063,28 @@ fn checking_a_plan_creates_no_database() {
         .collect();
     assert_eq!(left, vec![std::ffi::OsString::from("p.toml")]);
 }
+
+/// A trial's finding: after a campaign of two runs per configuration, `--more auto` said every
+/// comparison was decided, where none could be made (three runs are the least).
+#[test]
+fn more_auto_first_brings_every_configuration_to_the_runs_a_comparison_needs() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("two.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"loopback\"\n[test]\nduration = \"200ms\"\ninterval = \"100ms\"\n\
+         bitrate = \"100M\"\n[matrix]\nparallel = [1, 2]\n[repeat]\ncount = 2\nseed = 3\n",
+    )
+    .unwrap();
+    let db = dir.path().join("two.db");
+    let (p, d) = (plan.to_str().unwrap(), db.to_str().unwrap());
+    let (ok, out) = netsweep(&["run", p, "--db", d]);
+    assert!(ok, "{out}");
+    let (ok, out) = netsweep(&["run", p, "--db", d, "--more", "auto"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("fewer than the 3 a comparison needs: adding 1 round(s) first"),
+        "{out}"
+    );
+    assert_eq!(stored(&db).len(), 6, "{out}");
+}

@@ -151,6 +151,28 @@ fn rounds_to_add(store: &Store, plan: &Plan, more: More) -> anyhow::Result<Optio
             // more_rounds says why there is nothing to extend.
             return Ok(Some(1));
         };
+        // Configurations with too few runs to compare are in no comparison at all (a trial's
+        // `--more auto` after count = 2 said every comparison was decided): they need the
+        // rounds that bring each to the minimum first.
+        let mut ok_runs: std::collections::BTreeMap<String, usize> = store
+            .configurations(c.id)?
+            .into_iter()
+            .map(|row| (row.label, 0))
+            .collect();
+        for r in store.runs(c.id)?.iter().filter(|r| r.status == "ok") {
+            *ok_runs.entry(r.configuration.clone()).or_default() += 1;
+        }
+        let fewest = ok_runs.values().copied().min().unwrap_or(0);
+        let min = crate::analysis::sets::MIN_RUNS;
+        if fewest < min {
+            let n = min - fewest;
+            crate::outln!(
+                "campaign {} has configurations with {fewest} successful run(s), fewer than \
+                 the {min} a comparison needs: adding {n} round(s) first",
+                c.id
+            );
+            return Ok(Some(u32::try_from(n).unwrap_or(u32::MAX)));
+        }
         let ask = crate::campaigns::explain::Ask::new(Metric::BitsPerSecond);
         let e = super::explain::explanation(store, c.id, &ask)?;
         let undecided = e
