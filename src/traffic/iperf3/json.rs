@@ -48,7 +48,18 @@ pub fn document(result: &TestResult, server: SocketAddr) -> Value {
                 .collect(),
         ),
     );
-    top.insert("end".into(), end(result));
+    // A test that failed before the server's account arrived: iperf3's client writes an empty
+    // end then, rather than totals half of which nobody measured (a trial's document read
+    // sum_sent 0 bytes and the server's CPU 0 after a receive timeout).
+    let unreported = result.error.is_some()
+        && result
+            .provenance
+            .as_ref()
+            .is_some_and(|p| p.from_peer.is_empty());
+    top.insert(
+        "end".into(),
+        if unreported { json!({}) } else { end(result) },
+    );
     if let Some(e) = &result.error {
         // iperf3 writes "error" only when the test failed; readers test for the key.
         top.insert("error".into(), Value::String(e.clone()));

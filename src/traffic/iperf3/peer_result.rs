@@ -207,7 +207,7 @@ pub(crate) fn assemble(
         // iperf3's protocol too.
         None => "a server in iperf3's protocol (its account did not arrive)".to_string(),
     });
-    r.provenance = Some(provenance(spec, &roles));
+    r.provenance = Some(provenance(spec, &roles, peer.is_some()));
     r
 }
 
@@ -376,7 +376,9 @@ fn resum<'a>(
 }
 
 /// Which figures come from where, for this test's directions.
-fn provenance(spec: &TestSpec, roles: &[Role]) -> Provenance {
+/// Which figure came from where; `reported`: whether the server's account arrived (a test
+/// ended before the results exchange has none of its figures).
+fn provenance(spec: &TestSpec, roles: &[Role], reported: bool) -> Provenance {
     let sends = roles.contains(&Role::Sender);
     let receives = roles.contains(&Role::Receiver);
     let udp = spec.protocol == Protocol::Udp;
@@ -435,6 +437,12 @@ fn provenance(spec: &TestSpec, roles: &[Role]) -> Provenance {
     }
     p.unavailable
         .push("the server's socket buffers and kernel counters".into());
+    if !reported {
+        let missing = std::mem::take(&mut p.from_peer)
+            .into_iter()
+            .map(|f| format!("{f} (the server's account did not arrive)"));
+        p.unavailable.splice(0..0, missing);
+    }
     p
 }
 
@@ -594,6 +602,31 @@ mod tests {
             r.peer.as_deref(),
             Some("a server in iperf3's protocol (its account did not arrive)")
         );
+    }
+
+    /// A trial's finding: a test a receive timeout ended before the results exchange wrote
+    /// the server's figures as measured (sum_sent 0 bytes, its CPU 0); iperf3's client writes
+    /// an empty end, and the provenance says what never arrived.
+    #[test]
+    fn a_failed_test_without_the_servers_account_claims_none_of_its_figures() {
+        let mine = report(Role::Receiver, Flow::ServerToClient, &[(1000, 0)], false);
+        let spec = TestSpec {
+            direction: crate::traffic::spec::Direction::Reverse,
+            ..tcp()
+        };
+        let error = Some("idle timeout for receiving data".to_string());
+        let r = assemble(&spec, StartInfo::default(), &finished(mine), None, error, 0);
+        let p = r.provenance.clone().unwrap();
+        assert!(p.from_peer.is_empty(), "{p:?}");
+        assert!(
+            p.unavailable
+                .iter()
+                .any(|u| u.starts_with("CPU of the server") && u.contains("did not arrive")),
+            "{p:?}"
+        );
+        let doc = super::super::json::document(&r, "127.0.0.1:5201".parse().unwrap());
+        assert_eq!(doc["end"], serde_json::json!({}), "{doc}");
+        assert!(doc["error"].is_string());
     }
 
     #[test]
