@@ -84,6 +84,29 @@ pub fn clock_ticks_per_second() -> f64 {
     unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64
 }
 
+/// How to install `package` on this system, as a command where its package manager is on the
+/// PATH (`apt-get`, `dnf`, `pkg`, `apk`), else in words: a lab's busybox guest has none of them
+/// (a trial's doctor there said `apt-get install ethtool`).
+pub fn install_hint(package: &str) -> String {
+    install_hint_on(package, &std::env::var_os("PATH").unwrap_or_default())
+}
+
+fn install_hint_on(package: &str, path: &std::ffi::OsStr) -> String {
+    let has = |tool: &str| std::env::split_paths(path).any(|d| d.join(tool).is_file());
+    [
+        ("apt-get", "apt-get install"),
+        ("dnf", "dnf install"),
+        ("pkg", "pkg install"),
+        ("apk", "apk add"),
+    ]
+    .into_iter()
+    .find(|(tool, _)| has(tool))
+    .map_or_else(
+        || format!("install {package} (no package manager known here is on the PATH)"),
+        |(_, install)| format!("{install} {package}"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -146,5 +169,25 @@ mod tests {
     #[test]
     fn the_clock_tick_is_positive() {
         assert!(clock_ticks_per_second() >= 1.0);
+    }
+
+    #[test]
+    fn the_install_hint_names_the_package_manager_on_the_path_or_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let none = install_hint_on("ethtool", dir.path().as_os_str());
+        assert!(
+            none.starts_with("install ethtool (no package manager"),
+            "{none}"
+        );
+        std::fs::write(dir.path().join("apk"), "").unwrap();
+        assert_eq!(
+            install_hint_on("ethtool", dir.path().as_os_str()),
+            "apk add ethtool"
+        );
+        std::fs::write(dir.path().join("apt-get"), "").unwrap();
+        assert_eq!(
+            install_hint_on("ethtool", dir.path().as_os_str()),
+            "apt-get install ethtool"
+        );
     }
 }

@@ -220,7 +220,7 @@ fn offloads(iface: &str) -> Finding {
             Severity::Info,
             "offloads not checked: ethtool is not installed",
         )
-        .fix("apt-get install ethtool");
+        .fix(crate::platform::process::install_hint("ethtool"));
     };
     let text = String::from_utf8_lossy(&out.stdout);
     let mut f = Finding::new(

@@ -173,7 +173,7 @@ pub fn check(addr: SocketAddr, run_tests: bool) -> PeerCheck {
                     .fix(format!("use the same MTU on both ends (ip link set dev {} mtu {p} here, or raise the peer's and every hop's MTU to {mtu})", route_device(&ip).unwrap_or_else(|| "IFACE".into()))),
             ),
             Some(p) => out.push(Finding::new("peer.pmtu", Severity::Ok, format!("packets of the full {p}-byte MTU reach {ip} unfragmented")).evidence("path_mtu", p)),
-            None => out.push(Finding::new("peer.pmtu", Severity::Info, "path MTU not probed: the ping command is missing").fix("apt-get install iputils-ping")),
+            None => out.push(Finding::new("peer.pmtu", Severity::Info, "path MTU not probed: the ping command is missing").fix(crate::platform::process::install_hint("iputils-ping"))),
         },
         None => out.push(Finding::new("peer.pmtu", Severity::Info, "path MTU not probed: no route MTU")),
     }
