@@ -301,6 +301,25 @@ fn a_campaign_sweeps_nic_models_of_a_guest() {
         html.contains("nic=rtl8139, as a libvirt guest (doctor --libvirt-xml)"),
         "libvirt advice missing from the report"
     );
+    // The Markdown report has the same diagnostics (a trial's had none).
+    let md = dir.path().join("nic.md");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args([
+            "report",
+            "--db",
+            db.to_str().unwrap(),
+            "-o",
+            md.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let md = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        md.contains("## Host diagnostics (netsweep doctor)")
+            && md.contains("eth0 is an emulated Realtek RTL8139"),
+        "{md}"
+    );
     // Nothing of either lab is left: namespaces, and no QEMU with its pidfile.
     for lab in [lab.clone(), format!("{lab}1")] {
         assert_namespaces_gone(&lab, "");

@@ -172,14 +172,7 @@ fn kernel_sections(m: &ReportModel) -> String {
     }
     s.push_str("</section>");
     if !m.doctor.is_empty() {
-        let mut rows = vec![vec!["severity".to_string(), "finding".into(), "fix".into()]];
-        rows.extend(m.doctor.iter().map(|f| {
-            vec![
-                format!("{:?}", f.severity).to_lowercase(),
-                f.title.clone(),
-                f.fix.clone().unwrap_or_default(),
-            ]
-        }));
+        let rows = super::doctor_rows(m);
         let _ = write!(
             s,
             "<section id=\"doctor\"><h2>Host diagnostics (netsweep doctor)</h2>{}</section>",

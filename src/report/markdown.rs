@@ -80,6 +80,14 @@ pub fn render(m: &ReportModel, stem: &str) -> (String, Vec<(String, String)>) {
         let rows = super::counter_rows(m);
         let _ = writeln!(s, "{}", md_table(&rows));
     }
+    // The same sections as the HTML's (a trial's Markdown report had no doctor's findings).
+    if !m.doctor.is_empty() {
+        let _ = writeln!(
+            s,
+            "## Host diagnostics (netsweep doctor)\n\n{}",
+            md_table(&super::doctor_rows(m))
+        );
+    }
     if !m.failed.is_empty() {
         let rows = super::failure_rows(m);
         let _ = writeln!(s, "## Failed runs\n\n{}", md_table(&rows));

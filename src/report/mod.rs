@@ -372,6 +372,19 @@ pub fn counter_rows(m: &ReportModel) -> Vec<Vec<String>> {
     rows
 }
 
+/// The doctor's findings recorded with the campaign, as rows of cells (header first).
+pub fn doctor_rows(m: &ReportModel) -> Vec<Vec<String>> {
+    let mut rows = vec![vec!["severity".to_string(), "finding".into(), "fix".into()]];
+    rows.extend(m.doctor.iter().map(|f| {
+        vec![
+            format!("{:?}", f.severity).to_lowercase(),
+            f.title.clone(),
+            f.fix.clone().unwrap_or_default(),
+        ]
+    }));
+    rows
+}
+
 /// The failed runs, as rows of cells (header first).
 pub fn failure_rows(m: &ReportModel) -> Vec<Vec<String>> {
     let mut rows = vec![vec![
