@@ -49,21 +49,23 @@ fn provenance(t: &TestTimeline) -> String {
 }
 
 /// The lines of `lines` that have `value` in some interval, each point at its interval's end;
-/// with their names, colour by position.
+/// with their names. Each line's colour is its place among all the test's lines (`lines`
+/// numbered so), so a stream has one colour on every chart (a trial saw stream 0 orange on
+/// the rate chart and blue on the RTT chart, where the total was left out).
 fn series<'a>(
-    lines: impl Iterator<Item = &'a StreamLine>,
+    lines: impl Iterator<Item = (usize, &'a StreamLine)>,
     value: impl Fn(&Point) -> Option<f64>,
 ) -> (Vec<Line>, Vec<String>) {
     let mut out = Vec::new();
     let mut names = Vec::new();
-    for l in lines {
+    for (colour, l) in lines {
         let pts: Vec<(f64, f64)> = l
             .points
             .iter()
             .filter_map(|p| value(p).map(|v| (p.end_s, v)))
             .collect();
         if !pts.is_empty() {
-            out.push((l.name.clone(), out.len(), pts));
+            out.push((l.name.clone(), colour, pts));
             names.push(l.name.clone());
         }
     }
@@ -89,12 +91,13 @@ fn time_chart(
 
 /// The charts of one test, in the order shown.
 pub fn charts(t: &TestTimeline) -> Vec<Chart> {
-    let all = || t.totals.iter().chain(&t.streams);
+    let all = || t.totals.iter().chain(&t.streams).enumerate();
+    let streams = || all().skip(t.totals.len());
     // RTT and window are a sender's per stream; the totals' only when no stream has them.
     let per_stream = |value: fn(&Point) -> Option<f64>| {
-        let s = series(t.streams.iter(), value);
+        let s = series(streams(), value);
         if s.0.is_empty() {
-            series(t.totals.iter(), value)
+            series(all().take(t.totals.len()), value)
         } else {
             s
         }
@@ -175,7 +178,7 @@ pub fn charts(t: &TestTimeline) -> Vec<Chart> {
 fn probe_chart(t: &TestTimeline) -> Option<Chart> {
     let total = t.totals.first()?;
     let one = |name: &str, v: fn(&Point) -> Option<f64>| {
-        let s = series(std::iter::once(total), v);
+        let s = series(std::iter::once((0, total)), v);
         s.0.into_iter()
             .next()
             .map(|(_, _, pts)| (name.to_string(), pts))
@@ -323,6 +326,19 @@ mod tests {
         );
         let c = charts(&t);
         assert!(c[3].2.contains("cwnd (MB)"), "{}", c[3].2);
+        // Stream 5 has one colour on every chart, whether the total is drawn beside it or not.
+        let colour_of_stream = |svg: &str| {
+            let at = svg.find("\"><title>stream 5:").expect("stream 5's point");
+            svg[..at]
+                .rsplit("fill=\"")
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        };
+        let rate = colour_of_stream(&c[0].2);
+        for chart in &c[1..4] {
+            assert_eq!(colour_of_stream(&chart.2), rate, "{}", chart.0);
+        }
         assert!(c[4].2.contains("round trip (ms)") && c[4].2.contains("under load"));
     }
 
