@@ -253,7 +253,7 @@ pub fn builtin(name: &str, rate_rtt: Option<(f64, f64)>) -> Result<Profile, Stri
             let (rate, rtt) =
                 rate_rtt.ok_or_else(|| format!("the {name} profile needs --rate and --rtt"))?;
             let bdp = (rate / 8.0 * rtt).ceil() as u64;
-            let max = (2 * bdp).max(4 << 20).min(super::advice::KERNEL_MAX);
+            let max = (2 * bdp).clamp(4 << 20, super::advice::KERNEL_MAX);
             bsd(max);
             let host_wide = name == "high-bdp";
             if host_wide {
