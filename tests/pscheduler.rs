@@ -319,17 +319,18 @@ fn run_inputs_that_are_not_runs_of_this_tool_are_refused() {
             Ok(v) => panic!("{input} ran: {v}"),
         }
     }
-    // A flow label towards IPv4 is a run that fails with the reason, before any traffic.
+    // A flow label towards an IPv4 address is refused with the reason, before any traffic
+    // (as can-run refuses it, so that pScheduler picks another tool).
     let labelled = run_input(
         0,
         1,
         &json!({"dest": "127.0.0.1", "flow-label": 5}),
         SystemTime::now(),
     );
-    let v = run::run(&labelled, &cfg, &stop).expect("a result");
-    assert_eq!(v["succeeded"], json!(false));
-    let error = v["error"].as_str().unwrap_or_default();
-    assert!(error.contains("flow labels are IPv6's"), "{v}");
+    match run::run(&labelled, &cfg, &stop) {
+        Err(e) => assert!(e.0.contains("flow labels are IPv6's"), "{e}"),
+        Ok(v) => panic!("ran: {v}"),
+    }
 }
 
 // Through the binary and the plugin's scripts.

@@ -260,6 +260,30 @@ impl Throughput {
         if t.dest.is_empty() && !r.problems.iter().any(|p| p.starts_with("dest")) {
             r.problems.push("dest is missing".into());
         }
+        // A dest written as an address says its family: a spec that asks the other, or a flow
+        // label of IPv4, cannot run, and can-run says so (a trial's can-run accepted both and
+        // the runs failed), so that pScheduler picks another tool.
+        let literal = t
+            .dest
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>();
+        if let Ok(ip) = literal {
+            let family = if ip.is_ipv4() { 4 } else { 6 };
+            if t.ip_version.is_some_and(|v| v != family) {
+                r.problems.push(format!(
+                    "ip-version {} and dest {} (an IPv{family} address) disagree",
+                    t.ip_version.unwrap_or(0),
+                    t.dest
+                ));
+            }
+            if t.flow_label.is_some() && ip.is_ipv4() {
+                r.problems.push(format!(
+                    "flow-label: dest {} is IPv4, and flow labels are IPv6's",
+                    t.dest
+                ));
+            }
+        }
         if r.problems.is_empty() {
             Ok(t)
         } else {

@@ -336,3 +336,24 @@ fn a_flow_label_is_read_and_checked() {
         assert!(e.iter().any(|p| p.contains("flow-label")), "{bad}: {e:?}");
     }
 }
+
+/// A trial's finding: can-run accepted a flow label towards an IPv4 address and an ip-version
+/// against a dest of the other family, and the runs then failed.
+#[test]
+fn a_dest_address_of_the_other_family_is_refused_before_the_run() {
+    let problems = |v: Value| Throughput::from_json(&v).err().unwrap_or_default();
+    let e = problems(json!({"schema": 1, "dest": "127.0.0.1", "flow-label": 5}));
+    assert!(
+        e.iter().any(|p| p.contains("flow labels are IPv6's")),
+        "{e:?}"
+    );
+    let e = problems(json!({"schema": 1, "dest": "127.0.0.1", "ip-version": 6}));
+    assert!(e.iter().any(|p| p.contains("disagree")), "{e:?}");
+    let e = problems(json!({"schema": 1, "dest": "::1", "ip-version": 4}));
+    assert!(e.iter().any(|p| p.contains("IPv6 address")), "{e:?}");
+    // Names and matching families stay accepted.
+    assert!(
+        problems(json!({"schema": 1, "dest": "::1", "flow-label": 5, "ip-version": 6})).is_empty()
+    );
+    assert!(problems(json!({"schema": 1, "dest": "h", "flow-label": 5})).is_empty());
+}
