@@ -274,23 +274,21 @@ fn a_campaign_sweeps_nic_models_of_a_guest() {
         );
     }
     // The report shows the rtl8139 guest's own finding, with its fix, beside the comparison.
-    let html = dir.path().join("nic.html");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args([
-            "report",
-            "--db",
-            db.to_str().unwrap(),
-            "-o",
-            html.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let html = std::fs::read_to_string(&html).unwrap();
+    let report = |name: &str| {
+        let file = dir.path().join(name);
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["report", "--db", db.to_str().unwrap(), "-o"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::read_to_string(&file).unwrap()
+    };
+    let html = report("nic.html");
     assert!(
         html.contains("host b (the lab&#39;s guest): eth0 is an emulated Realtek RTL8139")
             || html.contains("host b (the lab's guest): eth0 is an emulated Realtek RTL8139"),
@@ -302,19 +300,7 @@ fn a_campaign_sweeps_nic_models_of_a_guest() {
         "libvirt advice missing from the report"
     );
     // The Markdown report has the same diagnostics (a trial's had none).
-    let md = dir.path().join("nic.md");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args([
-            "report",
-            "--db",
-            db.to_str().unwrap(),
-            "-o",
-            md.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let md = std::fs::read_to_string(&md).unwrap();
+    let md = report("nic.md");
     assert!(
         md.contains("## Host diagnostics (netsweep doctor)")
             && md.contains("eth0 is an emulated Realtek RTL8139"),
