@@ -627,6 +627,12 @@ mod tests {
         let doc = super::super::json::document(&r, "127.0.0.1:5201".parse().unwrap());
         assert_eq!(doc["end"], serde_json::json!({}), "{doc}");
         assert!(doc["error"].is_string());
+        // An interrupt keeps this end's sums, as iperf3's client prints its own on SIGINT.
+        let mine = report(Role::Receiver, Flow::ServerToClient, &[(1000, 0)], false);
+        let cut = Some("interrupted: results cover the intervals measured so far".to_string());
+        let r = assemble(&spec, StartInfo::default(), &finished(mine), None, cut, 0);
+        let doc = super::super::json::document(&r, "127.0.0.1:5201".parse().unwrap());
+        assert!(doc["end"]["sum_received"]["bytes"].is_u64(), "{doc}");
     }
 
     #[test]
