@@ -276,16 +276,14 @@ fn a_campaign_sweeps_nic_models_of_a_guest() {
     // The report shows the rtl8139 guest's own finding, with its fix, beside the comparison.
     let report = |name: &str| {
         let file = dir.path().join(name);
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
-            .args(["report", "--db", db.to_str().unwrap(), "-o"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let args = [
+            "report",
+            "--db",
+            db.to_str().unwrap(),
+            "-o",
+            file.to_str().unwrap(),
+        ];
+        common::netsweep_ok(dir.path(), &args);
         std::fs::read_to_string(&file).unwrap()
     };
     let html = report("nic.html");
