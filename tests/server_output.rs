@@ -462,8 +462,9 @@ fn the_servers_interval_is_an_iperf3_clients() {
 
 /// A client's document and its server's name the same test: `start.cookie` is the test's own
 /// on both ends (iperf3's cookie; a netsweep client's token), where the client's document
-/// once held a random one. The server's `start` has iperf3's keys for what it had: the MSS,
-/// the `-w` asked and the buffers the kernel granted.
+/// once held a random one. The server's `start` has iperf3's keys for what it had: the MSS
+/// (the control connection's, as iperf3's client gives it), the `-w` asked and the buffers
+/// the kernel granted.
 #[test]
 fn the_servers_document_and_its_clients_name_one_cookie() {
     let mut clients = vec![env!("CARGO_BIN_EXE_netsweep")];
@@ -487,6 +488,12 @@ fn the_servers_document_and_its_clients_name_one_cookie() {
         let start = &ours["start"];
         assert!(
             start["tcp_mss_default"].as_u64() > Some(0),
+            "{program}: {start:#}"
+        );
+        // The control connection's MSS on both ends, as iperf3's client reads it (the data
+        // sockets' is larger on loopback with -w 512K: 65483 against 32768).
+        assert_eq!(
+            start["tcp_mss_default"], theirs["start"]["tcp_mss_default"],
             "{program}: {start:#}"
         );
         assert_eq!(

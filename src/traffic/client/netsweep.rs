@@ -117,6 +117,9 @@ pub(super) fn session(
         timestamp_unix_s: timestamp.as_secs_f64(),
         server: server.to_string(),
         control_rtt_us: control_rtt.as_micros() as u64,
+        control_mss_bytes: crate::platform::sockopt::tcp_info(&ctrl)
+            .ok()
+            .map(|i| i.snd_mss),
         client_sockets,
         server_sockets,
         cookie: Some(token.hex()),

@@ -214,6 +214,9 @@ fn run_on(
         timestamp_unix_s: timestamp.as_secs_f64(),
         server: server.to_string(),
         control_rtt_us: control_rtt.as_micros() as u64,
+        control_mss_bytes: crate::platform::sockopt::tcp_info(&ctrl)
+            .ok()
+            .map(|i| i.snd_mss),
         client_sockets,
         cookie: Some(format!("{cookie:?}")),
         ..StartInfo::default()

@@ -457,7 +457,9 @@ pub fn serve(
         eager_receivers: true,
         receivers_start_at_data: None,
     };
-    let who = Ends::of(peer, local, &sockets, &spec).with_cookie(format!("{cookie:?}"));
+    let who = Ends::of(peer, local, &sockets, &spec)
+        .with_cookie(format!("{cookie:?}"))
+        .with_control(&ctrl);
     let streams = session::start_streams(&spec, false, sockets, (start, start), wire)?;
     *live = ctx.live.map(|s| LiveTest::start(s, &who, (&spec, start)));
     let deadline = Deadline::of(start, &spec, &params);

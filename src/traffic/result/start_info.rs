@@ -17,6 +17,10 @@ pub struct StartInfo {
     pub cookie: Option<String>,
     pub server: String,
     pub control_rtt_us: u64,
+    /// The control connection's MSS, as iperf3's `start.tcp_mss_default` gives it (its
+    /// client's `ctrl_sck_mss`): the path's MSS before any data socket's buffers moved it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control_mss_bytes: Option<u32>,
     pub client_sockets: Vec<SocketInfo>,
     pub server_sockets: Vec<SocketInfo>,
     /// TCP: how the senders of the first stream's direction sent ("sendfile" or "write"),

@@ -166,7 +166,8 @@ pub(super) fn control_session(
     slot.describe(test_words(&spec));
     (shared.log)(&format!("{peer}: {} test", test_words(&spec)));
     let ends = iperf3::server::Ends::of(peer, ctrl.local_addr().ok(), &sockets, &spec)
-        .with_cookie(token.hex());
+        .with_cookie(token.hex())
+        .with_control(&ctrl);
     let streams = session::start_streams(
         &spec,
         false,

@@ -41,6 +41,7 @@ pub fn start(spec: &TestSpec, info: &StartInfo, server: SocketAddr) -> Value {
     s.extend(this_end(
         spec,
         info.cookie.as_deref(),
+        info.control_mss_bytes,
         info.client_sockets.first(),
     ));
     s.insert("test_start".into(), test_start(spec, info.chunk_bytes));
@@ -48,12 +49,13 @@ pub fn start(spec: &TestSpec, info: &StartInfo, server: SocketAddr) -> Value {
 }
 
 /// The keys of `start` that say what this end had, in iperf3's order: the test's `cookie`,
-/// the MSS (`tcp_mss` as asked, else `tcp_mss_default` as the connection has it), the rates
-/// asked per stream, `-w` (`sock_bufsize`) and the buffers the kernel granted its first data
-/// socket (`first`).
+/// the MSS (`tcp_mss` as asked, else `tcp_mss_default`: the control connection's,
+/// `control_mss`, as iperf3's client reads it; 0 unknown), the rates asked per stream, `-w`
+/// (`sock_bufsize`) and the buffers the kernel granted its first data socket (`first`).
 pub fn this_end(
     spec: &TestSpec,
     cookie: Option<&str>,
+    control_mss: Option<u32>,
     first: Option<&SocketInfo>,
 ) -> Map<String, Value> {
     let mut s = Map::new();
@@ -63,10 +65,7 @@ pub fn this_end(
     if spec.protocol == Protocol::Tcp {
         match spec.mss_bytes {
             Some(m) => s.insert("tcp_mss".into(), json!(m)),
-            None => s.insert(
-                "tcp_mss_default".into(),
-                json!(first.and_then(|f| f.mss_bytes).unwrap_or(0)),
-            ),
+            None => s.insert("tcp_mss_default".into(), json!(control_mss.unwrap_or(0))),
         };
     }
     s.insert("target_bitrate".into(), json!(stream_bitrate(spec)));

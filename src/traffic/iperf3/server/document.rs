@@ -214,6 +214,9 @@ pub struct Ends {
     pub connected: Vec<(u16, SocketAddr, SocketAddr)>,
     pub cookie: Option<String>,
     pub first: Option<crate::traffic::measure::SocketInfo>,
+    /// The control connection's MSS (`start.tcp_mss_default`; iperf3's server writes 0 there,
+    /// never having read it).
+    pub control_mss: Option<u32>,
 }
 
 impl Ends {
@@ -238,9 +241,20 @@ impl Ends {
             local,
             connected,
             cookie: None,
+            control_mss: None,
             first: sockets
                 .first()
                 .map(|(i, _, s)| crate::traffic::session::describe(*i, s, spec)),
+        }
+    }
+
+    /// The control connection's MSS, read from `ctrl`.
+    pub fn with_control(self, ctrl: &std::net::TcpStream) -> Ends {
+        Ends {
+            control_mss: crate::platform::sockopt::tcp_info(ctrl)
+                .ok()
+                .map(|i| i.snd_mss),
+            ..self
         }
     }
 
@@ -296,6 +310,7 @@ pub(super) fn start_section(ends: &Ends, spec: &TestSpec) -> Value {
         m.extend(json::this_end(
             spec,
             ends.cookie.as_deref(),
+            ends.control_mss,
             ends.first.as_ref(),
         ));
         m.insert("test_start".into(), json::asked_test_start(spec));
@@ -483,6 +498,7 @@ mod tests {
             connected: Vec::new(),
             cookie: None,
             first: None,
+            control_mss: None,
         }
     }
 
