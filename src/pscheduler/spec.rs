@@ -5,7 +5,8 @@
 
 use crate::pscheduler::config::ToolConfig;
 use crate::pscheduler::iso8601;
-use crate::traffic::spec::{Direction, TestSpec};
+use crate::traffic::spec::{Direction, Refusal, TestSpec};
+use crate::units::BitRate;
 use serde_json::{Map, Value};
 use std::time::Duration;
 
@@ -388,11 +389,50 @@ pub fn can_run(input: &Value, config: &ToolConfig) -> Value {
         && let Some(reason) = config.limits().refusal(&test)
     {
         return refuse(vec![format!(
-            "{reason} (set in {})",
+            "{} (set in {})",
+            limit_words(&reason),
             config.source.as_deref().unwrap_or("the defaults")
         )]);
     }
     serde_json::json!({"can-run": true})
+}
+
+/// A limit of this host's tool configuration in the spec's and the configuration's words
+/// (`parallel`, `bandwidth`; `max_streams`, `max_rate`), not the command line's.
+fn limit_words(r: &Refusal) -> String {
+    match r {
+        Refusal::Duration { asked, max } => format!(
+            "a test of {:.1} s (omit and duration) exceeds this host's max_duration of {:.1} s",
+            asked.as_secs_f64(),
+            max.as_secs_f64()
+        ),
+        Refusal::Streams { asked, max } => {
+            format!("parallel {asked} exceeds this host's max_streams of {max}")
+        }
+        Refusal::Intervals {
+            flows,
+            intervals,
+            max,
+        } => format!(
+            "{flows} streams x {intervals} intervals make {} interval reports, more than the \
+             {max} this host keeps: give a longer interval",
+            intervals.saturating_mul(*flows as u64)
+        ),
+        // The spec's bandwidth is the test's total (`Throughput::test_spec`).
+        Refusal::Rate {
+            asked_bps, max_bps, ..
+        } => format!(
+            "bandwidth {} exceeds this host's max_rate of {}: give bandwidth {} or less",
+            if *asked_bps == 0.0 {
+                "unlimited (none given)".to_string()
+            } else {
+                format!("{asked_bps:.0}")
+            },
+            BitRate(*max_bps),
+            max_bps.floor()
+        ),
+        Refusal::BitrateLimit(why) => why.clone(),
+    }
 }
 
 /// `duration`'s answer, `{"duration": "PT17S"}`, from the test's input (`{"spec": ...}`).

@@ -8,8 +8,10 @@
 use crate::units::BitRate;
 
 mod ip_header;
+mod limits;
 mod window;
 pub use ip_header::{parse_dscp, parse_flowlabel, parse_tos};
+pub use limits::Refusal;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 pub use window::{WindowMode, parse_window};
@@ -606,71 +608,6 @@ impl Default for ServerLimits {
     }
 }
 
-impl ServerLimits {
-    /// Why this server refuses `spec`, if it does.
-    pub fn refusal(&self, spec: &TestSpec) -> Option<String> {
-        // The asked time (idle baseline, warm-up, duration): the send path calibration is
-        // netsweep's own and not the user's to count (`-t 2` under `--max-duration 2`).
-        let asked = spec
-            .wall_time()
-            .saturating_sub(spec.effective_calibration());
-        if asked > self.max_duration {
-            return Some(format!(
-                "test of {:.1}s exceeds this server's --max-duration of {:.1}s",
-                asked.as_secs_f64(),
-                self.max_duration.as_secs_f64()
-            ));
-        }
-        if spec.streams > self.max_streams {
-            return Some(format!(
-                "{} streams exceed this server's --max-streams of {}",
-                spec.streams, self.max_streams
-            ));
-        }
-        if spec.interval_records() > self.max_interval_records {
-            return Some(format!(
-                "{} streams x {} intervals make {} interval reports, more than this server's \
-                 --max-intervals of {}: use a longer -i",
-                spec.flows().len(),
-                spec.interval_count(),
-                spec.interval_records(),
-                self.max_interval_records
-            ));
-        }
-        // `bitrate_bps` is one direction's total; --bidir asks it of both.
-        let directions = spec.flows().len() / usize::from(spec.streams.max(1));
-        if let Some(why) = self
-            .bitrate_limit
-            .and_then(|l| l.refusal(spec.bitrate_bps * directions as f64, spec.flows().len()))
-        {
-            return Some(why);
-        }
-        if self.max_rate_bps > 0.0
-            && (spec.bitrate_bps == 0.0 || spec.bitrate_bps > self.max_rate_bps)
-        {
-            // -b is each stream's rate: the advice divides the limit among them (a trial's
-            // `-P 2 -b 300M` was told "-b 500 Mbits/sec or less", which asks 1 Gbit/s).
-            let streams = spec.streams.max(1);
-            return Some(format!(
-                "rate {} exceeds this server's --max-rate of {}: ask for -b {} or less{}",
-                if spec.bitrate_bps == 0.0 {
-                    "unlimited".to_string()
-                } else {
-                    BitRate(spec.bitrate_bps).to_string()
-                },
-                BitRate(self.max_rate_bps),
-                BitRate(self.max_rate_bps / f64::from(streams)),
-                if streams > 1 {
-                    format!(" (-b is each stream's rate: {streams} streams)")
-                } else {
-                    String::new()
-                }
-            ));
-        }
-        None
-    }
-}
-
 /// Serde helper: a `Duration` as whole microseconds.
 pub mod micros {
     use serde::{Deserialize, Deserializer, Serializer};
@@ -781,56 +718,6 @@ mod tests {
                 Flow::ServerToClient
             ]
         );
-    }
-
-    #[test]
-    fn limits_refuse_before_traffic() {
-        let limits = ServerLimits {
-            max_rate_bps: 1e9,
-            ..ServerLimits::default()
-        };
-        let spec = TestSpec::udp(Duration::from_secs(1));
-        assert!(limits.refusal(&spec).is_none());
-        let fast = TestSpec {
-            bitrate_bps: 0.0,
-            ..spec.clone()
-        };
-        assert!(limits.refusal(&fast).unwrap().contains("--max-rate"));
-        // -P 2 -b 600M: the advice is per stream, as -b is (a trial read "-b 1.00 Gbits/sec").
-        let two_streams = TestSpec {
-            streams: 2,
-            bitrate_bps: 1.2e9,
-            ..spec.clone()
-        };
-        let why = limits.refusal(&two_streams).unwrap();
-        assert!(
-            why.contains("ask for -b 500 Mbits/sec or less (-b is each stream's rate: 2 streams)"),
-            "{why}"
-        );
-        let long = TestSpec {
-            duration: Duration::from_secs(7200),
-            ..spec.clone()
-        };
-        assert!(limits.refusal(&long).unwrap().contains("--max-duration"));
-        // The 0.3 s send path calibration is not the user's: -t 2 fits --max-duration 2.
-        let two = ServerLimits {
-            max_duration: Duration::from_secs(2),
-            ..ServerLimits::default()
-        };
-        let t2 = TestSpec::tcp(Duration::from_secs(2));
-        assert!(!t2.effective_calibration().is_zero());
-        assert_eq!(two.refusal(&t2), None);
-        let t3 = TestSpec::tcp(Duration::from_secs(3));
-        assert!(two.refusal(&t3).unwrap().contains("test of 3.0s"));
-        // Regression: UDP, an hour at 10 ms with 32 streams made the server commit 1.27 GB.
-        let many = TestSpec {
-            duration: Duration::from_secs(3600),
-            interval: Duration::from_millis(10),
-            streams: 32,
-            ..spec
-        };
-        assert_eq!(many.interval_records(), 360_000 * 32);
-        assert!(limits.refusal(&many).unwrap().contains("--max-intervals"));
     }
 
     #[test]

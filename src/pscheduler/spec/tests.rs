@@ -181,12 +181,20 @@ fn the_hosts_configured_limits_refuse_in_can_run() {
     for (spec, needle) in [
         (
             json!({"dest": "h", "parallel": 8, "bandwidth": 100_000_000u64}),
-            "max-streams",
+            "parallel 8 exceeds this host's max_streams of 4",
         ),
-        (json!({"dest": "h"}), "max-rate"),
+        (
+            json!({"dest": "h"}),
+            "bandwidth unlimited (none given) exceeds this host's max_rate of 1.00 Gbits/sec: \
+             give bandwidth 1000000000 or less",
+        ),
+        (
+            json!({"dest": "h", "bandwidth": 2_000_000_000u64}),
+            "bandwidth 2000000000 exceeds",
+        ),
         (
             json!({"dest": "h", "duration": "PT2M", "bandwidth": 100_000_000u64}),
-            "max-duration",
+            "a test of 120.0 s (omit and duration) exceeds this host's max_duration of 60.0 s",
         ),
     ] {
         let v = ask(spec.clone());

@@ -39,7 +39,7 @@ pub(super) fn admission(spec: &mut TestSpec, shared: &Shared) -> Option<String> 
         ));
     }
     if let Some(reason) = shared.limits.refusal(spec) {
-        return Some(reason);
+        return Some(reason.to_string());
     }
     if let Err(reason) =
         crate::traffic::session::server_pinning(&mut spec.affinity, shared.limits.affinity)
