@@ -408,15 +408,39 @@ fn verdict(
         None => c.percent,
     };
     let runs = words::runs_text(d);
+    // A percent of a baseline whose mean is not clearly above 0 has no meaning (and its sign
+    // turns with the mean's): the difference itself then, its direction its own sign (a
+    // trial's retransmits 0 -> 60 read "lower by NaN%"; -2.5 -> -11.5 "higher by 360%").
+    let linear = d.scale == crate::analysis::decide::Scale::Linear;
+    let unbounded = fieller.as_ref().is_some_and(|f| f.ci_low.is_none());
+    let absolute = linear && (base.description.mean <= 0.0 || unbounded);
+    let up = match d.ratio {
+        Some(r) if !linear => r > 1.0,
+        _ => c.difference > 0.0,
+    };
     let mut line = match d.outcome {
         Outcome::Different | Outcome::SmallDifference => {
-            let word = if pct > 0.0 { &cfg.more } else { &cfg.less };
-            let mut l = format!(
-                "{} is {word} than {} by {:.1}%{ci}; {p}; {runs}",
-                c.other,
-                c.baseline,
-                pct.abs()
-            );
+            let word = if up { &cfg.more } else { &cfg.less };
+            let mut l = if absolute {
+                format!(
+                    "{} is {word} than {} by {} ({lvl} CI {} to {}; no percent: {}'s mean, {}, \
+                     is not clearly above 0); {p}; {runs}",
+                    c.other,
+                    c.baseline,
+                    words::value_text(c.difference.abs()),
+                    words::value_text(d.ci_low),
+                    words::value_text(d.ci_high),
+                    c.baseline,
+                    words::value_text(base.description.mean)
+                )
+            } else {
+                format!(
+                    "{} is {word} than {} by {:.1}%{ci}; {p}; {runs}",
+                    c.other,
+                    c.baseline,
+                    pct.abs()
+                )
+            };
             if d.outcome == Outcome::SmallDifference {
                 l.push_str(&format!("; real, but within the {change} that matters"));
             }
@@ -510,7 +534,8 @@ fn verdict(
             .map(|n| format!("; {n} runs each could"))
             .unwrap_or_default();
         line.push_str(&format!(
-            "; Mann-Whitney cannot reach p < {alpha:.2} with {} (its smallest p is {floor:.3}{enough})",
+            "; Mann-Whitney cannot reach p < {} with {} (its smallest p is {floor:.3}{enough})",
+            crate::analysis::decide::words::value_text(alpha),
             runs_text(nb, no)
         ));
     } else if mw_significant != c.significant {

@@ -68,6 +68,20 @@ pub fn percent_text(x: f64) -> String {
     }
 }
 
+/// A plain value to six significant digits, trailing zeros dropped: "6", "35.1586", "-0.002".
+pub fn value_text(x: f64) -> String {
+    if !x.is_finite() || x == 0.0 {
+        return format!("{x}");
+    }
+    let digits = 5 - x.abs().log10().floor() as i32;
+    let s = format!("{x:.*}", digits.clamp(0, 15) as usize);
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
 /// The size of the change: "30.9x", "0.13x" or "+12.5".
 pub fn size_text(d: &Decision, unit: &dyn Fn(f64) -> String) -> String {
     match (d.ratio, d.difference) {

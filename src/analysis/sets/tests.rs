@@ -207,3 +207,71 @@ fn a_mann_whitney_test_that_cannot_reach_significance_is_not_said_to_disagree() 
         w.verdict
     );
 }
+
+/// Regression (a trial's finding): a baseline whose mean is 0 or below has no percent (0 -> 6
+/// read "lower by NaN%", -2.5 -> -11.5 "higher by 360%"): the difference itself, its
+/// direction its own sign.
+#[test]
+fn a_baseline_not_above_zero_gets_the_difference_not_a_percent() {
+    let verdict = |a: &[f64], b: &[f64]| {
+        let r = analyze(
+            &[("before".into(), a.to_vec()), ("after".into(), b.to_vec())],
+            &Config::default(),
+        )
+        .unwrap();
+        r.comparisons[0].verdict.clone()
+    };
+    let v = verdict(&[0.0, 0.0, 0.0], &[5.0, 6.0, 7.0]);
+    assert!(
+        v.starts_with("after is higher than before by 6 (95% CI "),
+        "{v}"
+    );
+    assert!(
+        v.contains("no percent: before's mean, 0, is not clearly above 0"),
+        "{v}"
+    );
+    assert!(!v.contains("NaN") && !v.contains("by 6%"), "{v}");
+    let v = verdict(&[-1.0, -2.0, -3.0, -4.0], &[-10.0, -12.0, -11.0, -13.0]);
+    assert!(
+        v.starts_with("after is lower than before by 9 (95% CI -11.2"),
+        "{v}"
+    );
+    // A positive baseline keeps its percent.
+    let v = verdict(&[100.0, 101.0, 99.0], &[90.0, 91.0, 89.0]);
+    assert!(
+        v.starts_with("after is lower than before by 10.0% (95% CI"),
+        "{v}"
+    );
+}
+
+#[test]
+fn plain_values_print_to_six_significant_digits() {
+    use crate::analysis::decide::words::value_text;
+    assert_eq!(value_text(6.0), "6");
+    assert_eq!(value_text(35.158_634), "35.1586");
+    assert_eq!(value_text(-11.233_71), "-11.2337");
+    assert_eq!(value_text(1_234_567.0), "1234567");
+    assert_eq!(value_text(0.000_123_456_7), "0.000123457");
+    assert_eq!(value_text(0.0), "0");
+}
+
+/// Regression (a trial's finding): at 99.5% the note read "cannot reach p < 0.01 ... its
+/// smallest p is 0.008", the level's 0.005 rounded.
+#[test]
+fn the_mann_whitney_floor_names_the_levels_own_threshold() {
+    let a = [9400.0, 9420.0, 9390.0, 9410.0, 9405.0];
+    let b: Vec<f64> = a.iter().map(|x| x + 100.0).collect();
+    let r = analyze(
+        &[("a".into(), a.to_vec()), ("b".into(), b)],
+        &Config {
+            confidence: 0.995,
+            ..Config::default()
+        },
+    )
+    .unwrap();
+    let v = &r.comparisons[0].verdict;
+    assert!(
+        v.contains("Mann-Whitney cannot reach p < 0.005 with 5 runs each (its smallest p is 0.008"),
+        "{v}"
+    );
+}
