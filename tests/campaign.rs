@@ -1088,3 +1088,82 @@ fn more_auto_first_brings_every_configuration_to_the_runs_a_comparison_needs() {
     );
     assert_eq!(stored(&db).len(), 6, "{out}");
 }
+
+/// Regression (a trial's finding): imported files became "rounds" by their place on the
+/// command line, and `compare` paired before-k with after-k: the same eight files gave
+/// p = 5.6e-07 or p = 0.72 by the order of the after files. Imported runs are of no round now,
+/// so the order changes nothing. And one test imported twice (in one batch, or again) is
+/// refused: it counted twice and narrowed the intervals.
+#[test]
+fn imported_runs_are_unpaired_and_each_test_is_imported_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let doc = |cookie: &str, bps: f64| {
+        let bytes = bps / 8.0;
+        format!(
+            r#"{{"start": {{"cookie": "{cookie}"}}, "end": {{"sum_sent": {{"bits_per_second": {bps}, "retransmits": 0}}, "sum_received": {{"bits_per_second": {bps}, "bytes": {bytes}, "seconds": 1}}}}}}"#
+        )
+    };
+    let file = |name: &str, bps: f64| {
+        let p = dir.path().join(format!("{name}.json"));
+        std::fs::write(&p, doc(name, bps)).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let before: Vec<String> = (0..4)
+        .map(|i| file(&format!("before-{i}"), 1000e6 + 10e6 * f64::from(i)))
+        .collect();
+    let after: Vec<String> = (0..4)
+        .map(|i| file(&format!("after-{i}"), 1005e6 + 10e6 * f64::from(i)))
+        .collect();
+    let mut reversed = after.clone();
+    reversed.reverse();
+    let mut answers = Vec::new();
+    for (name, afters) in [("a.db", &after), ("b.db", &reversed)] {
+        let db = dir.path().join(name);
+        let dbs = db.to_str().unwrap();
+        for (set, files) in [("sysctl=before", &before), ("sysctl=after", afters)] {
+            let mut args = vec!["import", "--db", dbs, "--set", set];
+            args.extend(files.iter().map(String::as_str));
+            let (ok, out) = netsweep(&args);
+            assert!(ok, "{out}");
+        }
+        let (ok, out) = netsweep(&["compare", "--db", dbs]);
+        assert!(ok, "{out}");
+        assert!(out.contains("runs unpaired: no rounds"), "{out}");
+        let verdict = out
+            .lines()
+            .find(|l| l.starts_with("Verdict:"))
+            .unwrap_or_else(|| panic!("no verdict in {out}"))
+            .to_string();
+        // 0.5% between sets whose runs spread by 3%: no difference that matters.
+        assert!(!verdict.contains("faster"), "{verdict}");
+        answers.push(verdict);
+    }
+    assert_eq!(
+        answers[0], answers[1],
+        "the files' order changed the answer"
+    );
+    // One test twice in a batch, and a test imported again: refused, nothing stored.
+    let db = dir.path().join("a.db");
+    let dbs = db.to_str().unwrap();
+    let (ok, out) = netsweep(&["import", "--db", dbs, "--set", "sysctl=after", &after[0]]);
+    assert!(
+        !ok && out.contains("already imported into campaign 1"),
+        "{out}"
+    );
+    let fresh = file("after-9", 1040e6);
+    let (ok, out) = netsweep(&[
+        "import",
+        "--db",
+        dbs,
+        "--set",
+        "sysctl=after",
+        &fresh,
+        &fresh,
+    ]);
+    assert!(!ok && out.contains("the same test as"), "{out}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let runs: i64 = conn
+        .query_row("SELECT count(*) FROM run", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(runs, 8);
+}

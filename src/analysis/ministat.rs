@@ -339,9 +339,14 @@ fn design_line(a: &Analysis, k: usize) -> Option<String> {
         (_, Some(x)) => format!("difference {}", fmt_g(x, 6)),
         _ => String::new(),
     };
+    let blocks = if rounds > 1 {
+        format!("{rounds} rounds as blocks")
+    } else {
+        "runs unpaired: no rounds".to_string()
+    };
     Some(format!(
-        "\tt on the campaign's design ({configurations} configurations, {rounds} rounds as blocks, \
-         error pooled): df = {}, {}{adjusted}; {size} ({} CI {} to {})\n",
+        "\tt on the campaign's design ({configurations} configurations, {blocks}, error \
+         pooled): df = {}, {}{adjusted}; {size} ({} CI {} to {})\n",
         fmt_g(d.df, 5),
         p_value(d.p),
         words::interval_level(d.ci_level),

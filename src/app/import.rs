@@ -27,6 +27,20 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
             Err(e) => refused.push(e),
         }
     }
+    // One test imported twice counts its runs twice and narrows every interval (a trial
+    // imported the same files again and got "equivalence shown" from no new data).
+    for (i, (f, n)) in a.files.iter().zip(&numbers).enumerate() {
+        if let Some(first) = numbers[..i]
+            .iter()
+            .position(|m| m.identity() == n.identity())
+        {
+            refused.push(format!(
+                "{}: the same test as {} (one iperf3 result, given twice)",
+                f.display(),
+                a.files[first].display()
+            ));
+        }
+    }
     if !refused.is_empty() {
         bail!(
             "{}\nnothing was imported: {} of {} file(s) refused, and an import stores all its \
@@ -77,18 +91,36 @@ fn store_runs(
             }
         }
     };
+    let stored = store.imported_identities(campaign)?;
+    let again: Vec<String> = a
+        .files
+        .iter()
+        .zip(&numbers)
+        .filter(|(_, n)| stored.iter().any(|s| s == n.identity()))
+        .map(|(f, _)| f.display().to_string())
+        .collect();
+    if !again.is_empty() {
+        bail!(
+            "already imported into campaign {campaign}: {} (each test is imported once; \
+             give only the new files)",
+            again.join(", ")
+        );
+    }
     let config = store.configuration_for(campaign, dims)?;
     for imported in numbers {
+        // Numbered for the store's key only: the store reads an imported campaign's runs as of
+        // no round (`Store::runs`), so nothing pairs one file with another by its place.
         let (round, sequence) = store.next_slot(campaign, config)?;
         let now = now_unix();
+        let started = imported.started_unix.unwrap_or(now);
         store.insert_run(
             campaign,
             &NewRun {
                 configuration_id: config,
                 round,
                 sequence,
-                started_unix: now,
-                finished_unix: now,
+                started_unix: started,
+                finished_unix: started,
                 imported: Some(imported),
                 ..NewRun::default()
             },

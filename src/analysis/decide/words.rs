@@ -151,6 +151,15 @@ pub fn runs_text(d: &Decision) -> String {
         Design::Paired { pairs, .. } => format!("{pairs} rounds paired"),
         Design::Independent { n_from, n_to, .. } if n_from == n_to => format!("{n_from} runs each"),
         Design::Independent { n_from, n_to, .. } => format!("{n_from} and {n_to} runs"),
+        // No rounds (imported runs): the configurations' runs, unpaired.
+        Design::Blocked {
+            configurations,
+            rounds: 0 | 1,
+            ..
+        } => format!(
+            "{configurations} configurations' runs, unpaired, error pooled: {}",
+            dof_text(d.df)
+        ),
         Design::Blocked {
             configurations,
             rounds,
@@ -191,6 +200,11 @@ pub fn degrees_text(d: &Decision) -> String {
         Design::Independent { n_from, n_to, .. } => {
             format!("{n_from} and {n_to} runs give Welch's test {dof}")
         }
+        Design::Blocked {
+            configurations,
+            rounds: 0 | 1,
+            ..
+        } => format!("{configurations} configurations' runs, unpaired, give the test {dof}"),
         Design::Blocked {
             configurations,
             rounds,

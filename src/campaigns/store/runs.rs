@@ -103,17 +103,40 @@ impl Store {
         done
     }
 
-    /// Every run of a campaign, in run order.
+    /// The tests imported into a campaign, each as `Imported::identity` names it.
+    pub fn imported_identities(&self, campaign: i64) -> anyhow::Result<Vec<String>> {
+        let mut st = self.conn.prepare(
+            "SELECT r.result_json FROM run r JOIN campaign k ON k.id = r.campaign_id
+             WHERE r.campaign_id = ?1 AND k.target = ?2 AND r.result_json IS NOT NULL",
+        )?;
+        let rows = st.query_map(params![campaign, super::legacy::IMPORTED], |r| {
+            r.get::<_, String>(0)
+        })?;
+        let mut out = Vec::new();
+        for text in rows {
+            let text = text?;
+            let cookie = serde_json::from_str(&text)
+                .ok()
+                .and_then(|v| crate::traffic::iperf3::import::cookie_of(&v));
+            out.push(cookie.unwrap_or(text));
+        }
+        Ok(out)
+    }
+
+    /// Every run of a campaign, in run order. An imported campaign's runs are of no round
+    /// (older stores numbered them by their place on the command line).
     pub fn runs(&self, campaign: i64) -> anyhow::Result<Vec<RunRow>> {
         let mut st = self.conn.prepare(
-            "SELECT r.id, c.label, c.dims_json, r.round, r.sequence, r.status, r.error, r.bits_per_second, r.retransmits,
+            "SELECT r.id, c.label, c.dims_json,
+                    CASE WHEN (SELECT target FROM campaign WHERE id = r.campaign_id) = ?2 THEN 0 ELSE r.round END,
+                    r.sequence, r.status, r.error, r.bits_per_second, r.retransmits,
                     r.lost_percent, r.jitter_ms, r.cpu_local_percent, r.cpu_remote_percent, c.position,
                     r.latency_loaded_p50_ms, r.latency_loaded_p99_ms, r.latency_added_ms,
                     r.rfc6349_transfer_time_ratio, r.rfc6349_tcp_efficiency_percent, r.rfc6349_buffer_delay_percent,
                     r.rr_transactions_per_second, r.rr_latency_p99_us
              FROM run r JOIN configuration c ON c.id = r.configuration_id WHERE r.campaign_id = ?1 ORDER BY r.sequence",
         )?;
-        let rows = st.query_map(params![campaign], |r| {
+        let rows = st.query_map(params![campaign, super::legacy::IMPORTED], |r| {
             Ok(RunRow {
                 id: r.get(0)?,
                 configuration: r.get(1)?,

@@ -22,7 +22,19 @@ pub struct Imported {
     pub jitter_ms: Option<f64>,
     pub cpu_local_percent: Option<f64>,
     pub cpu_remote_percent: Option<f64>,
+    /// The test's `start.cookie` (one per test, the same in its client's and server's
+    /// documents), so a test is imported once.
+    pub cookie: Option<String>,
+    /// When the test started (`start.timestamp.timesecs`).
+    pub started_unix: Option<f64>,
     pub raw_json: String,
+}
+
+impl Imported {
+    /// The test a document is of: its cookie, else its whole text.
+    pub fn identity(&self) -> &str {
+        self.cookie.as_deref().unwrap_or(&self.raw_json)
+    }
 }
 
 /// Largest iperf3 -J document read (an hour at 0.1 s intervals with 8 streams is about 60 MB).
@@ -44,6 +56,14 @@ fn in_range(end: &Value, path: &str, lo: f64, hi: f64) -> Result<Option<f64>, St
         )),
         other => Ok(other),
     }
+}
+
+/// A document's `start.cookie`, when it has one.
+pub fn cookie_of(v: &Value) -> Option<String> {
+    v.pointer("/start/cookie")
+        .and_then(Value::as_str)
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
 }
 
 /// Reads the numbers of one iperf3 -J document.
@@ -97,6 +117,13 @@ pub fn parse_json_result(text: &str) -> Result<Imported, String> {
         jitter_ms,
         cpu_local_percent,
         cpu_remote_percent,
+        cookie: cookie_of(&v),
+        started_unix: v
+            .pointer("/start/timestamp/timemillisecs")
+            .and_then(lenient_f64)
+            .map(|ms| ms / 1000.0)
+            .or_else(|| v.pointer("/start/timestamp/timesecs").and_then(lenient_f64))
+            .filter(|t| *t > 0.0),
         raw_json: text.to_string(),
     })
 }
