@@ -180,6 +180,26 @@ mod tests {
     const TCP_P2: &str = include_str!("../../../tests/fixtures/iperf3-json/iperf3.12-tcp-P2.json");
     const UDP: &str = include_str!("../../../tests/fixtures/iperf3-json/iperf3.12-udp.json");
 
+    /// `iperf3 -s -1 -J` of a test it received: its `sum_sent` is 0 bytes (that end knows no
+    /// sender's count).
+    const SERVER_TCP: &str =
+        include_str!("../../../tests/fixtures/iperf3-json/iperf3.12-server-tcp.json");
+
+    /// Regression (a trial's finding): a server's document was refused as contradicting
+    /// itself ("end.sum_received.bytes is 2491285504 but end.sum_sent.bytes is 0").
+    #[test]
+    fn an_iperf3_servers_document_imports_its_receivers_figures() {
+        let v: Value = serde_json::from_str(SERVER_TCP).unwrap();
+        assert_eq!(v["end"]["sum_sent"]["bytes"], serde_json::json!(0));
+        let r = parse_json_result(SERVER_TCP).expect("a server's document");
+        let want = v["end"]["sum_received"]["bits_per_second"]
+            .as_f64()
+            .unwrap();
+        assert!(want > 0.0);
+        assert_eq!(r.bits_per_second, want);
+        assert!(r.cookie.is_some() && r.started_unix.is_some_and(|t| t > 1.7e9));
+    }
+
     fn edited(text: &str, edit: impl Fn(&mut Value)) -> String {
         let mut v: Value = serde_json::from_str(text).unwrap();
         edit(&mut v);

@@ -93,8 +93,10 @@ fn received_within_sent(end: &Value, omit: bool) -> Checked {
         RECEIVED_SLACK
     };
     for key in ["bytes", "packets"] {
+        // A sender's count of 0 is an iperf3 server's document of a test it only received:
+        // that end knows no sender's count (a trial's `iperf3 -s -1 -J` file was refused).
         let (Some(sent), Some(got)) = (
-            figure(end, "/sum_sent", key),
+            figure(end, "/sum_sent", key).filter(|s| *s > 0.0),
             figure(end, "/sum_received", key),
         ) else {
             continue;
