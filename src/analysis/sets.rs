@@ -461,19 +461,7 @@ fn verdict(
             relative(d.equivalence_ci_high, d) * 100.0
         ),
         Outcome::Undecided => {
-            let more = match (d.rounds_needed, d.design) {
-                (Some(n), crate::analysis::decide::Design::Independent { .. }) => format!(
-                    "; about {n} more run{} of each would settle it",
-                    if n == 1 { "" } else { "s" }
-                ),
-                (Some(n), _) => format!(
-                    "; about {n} more round{} would settle it",
-                    if n == 1 { "" } else { "s" }
-                ),
-                (None, _) => format!(
-                    "; a change this close to {change} would take more runs than are practical"
-                ),
-            };
+            let more = words::settle_text(d);
             format!(
                 "no difference shown between {} and {} ({p}){ci}, but the data cannot rule out a change of up to {}: {}{more}",
                 c.other,

@@ -249,15 +249,7 @@ pub fn verdict(d: &Decision, what: &str, unit: &dyn Fn(f64) -> String, adjusted:
             } else {
                 "the data cannot bound the change".into()
             };
-            let more = match (d.rounds_needed, d.design) {
-                (Some(n), Design::Independent { .. }) => {
-                    format!("; about {n} more run{} of each would settle it", plural(n))
-                }
-                (Some(n), _) => format!("; about {n} more round{} would settle it", plural(n)),
-                (None, _) => format!(
-                    "; a change this close to the {change} threshold would take more rounds than are practical"
-                ),
-            };
+            let more = settle_text(d);
             format!(
                 "no difference in {what} shown ({}), but {bound}: {}{more}",
                 p_of(d, adjusted, false),
@@ -265,6 +257,23 @@ pub fn verdict(d: &Decision, what: &str, unit: &dyn Fn(f64) -> String, adjusted:
             )
         }
         Outcome::TooFew => format!("too few runs to compare {what} ({})", runs_text(d)),
+    }
+}
+
+/// What would settle an undecided comparison: "; about 4 more runs of each would settle it"
+/// (unpaired runs), "; about 3 more rounds would settle it" (rounds paired or as blocks).
+pub fn settle_text(d: &Decision) -> String {
+    let unpaired = matches!(
+        d.design,
+        Design::Independent { .. } | Design::Blocked { rounds: 0 | 1, .. }
+    );
+    match d.rounds_needed {
+        Some(n) if unpaired => format!("; about {n} more run{} of each would settle it", plural(n)),
+        Some(n) => format!("; about {n} more round{} would settle it", plural(n)),
+        None => format!(
+            "; a change this close to the {} threshold would take more runs than are practical",
+            percent_text(d.change)
+        ),
     }
 }
 
