@@ -538,6 +538,7 @@ mod tests {
             configuration: crate::campaigns::plan::label(&dims),
             dims,
             round: 0,
+            started_unix: None,
             sequence: 0,
             status: if ok { "ok".into() } else { "failed".into() },
             error: None,

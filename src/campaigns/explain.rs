@@ -15,6 +15,7 @@ use serde::Serialize;
 
 pub mod ceiling;
 mod grants;
+mod sessions;
 mod trust;
 pub use trust::Flag;
 
@@ -196,7 +197,7 @@ pub fn explain(
         }
     }
     let broken = broken(runs, configs);
-    let trust = trust::flags(
+    let mut trust = trust::flags(
         used,
         configs,
         results,
@@ -205,6 +206,8 @@ pub fn explain(
         metric,
         judging.confidence,
     );
+    let ok: Vec<&RunRow> = used.iter().filter(|r| r.status == "ok").collect();
+    trust.splice(0..0, sessions::flag(&ok));
     let cannot_matter = cannot_matter(facts, configs, results);
     let runs_of = grants::RunsOf::new(used, results);
     let mut grants = grants::words(configs, &runs_of);

@@ -100,6 +100,9 @@ pub struct RunRow {
     pub config_position: u32,
     pub dims: Vec<(String, String)>,
     pub round: u32,
+    /// When the run started (Unix seconds; an imported run's test's own start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_unix: Option<f64>,
     pub sequence: u64,
     pub status: String,
     pub error: Option<String>,

@@ -101,6 +101,7 @@ mod tests {
             config_position: 0,
             dims: vec![("cc".into(), "bbr, v2".into())],
             round: 1,
+            started_unix: None,
             sequence: 2,
             status: "failed".into(),
             error: Some("timeout\r".into()),

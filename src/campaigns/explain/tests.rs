@@ -29,6 +29,7 @@ fn run(id: i64, dims: &[(&str, &str)], round: u32, bps: Option<f64>) -> RunRow {
         config_position: 0,
         dims,
         round,
+        started_unix: None,
         sequence: id as u64,
         status: if bps.is_some() { "ok" } else { "failed" }.into(),
         error: bps

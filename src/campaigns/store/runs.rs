@@ -133,7 +133,7 @@ impl Store {
                     r.lost_percent, r.jitter_ms, r.cpu_local_percent, r.cpu_remote_percent, c.position,
                     r.latency_loaded_p50_ms, r.latency_loaded_p99_ms, r.latency_added_ms,
                     r.rfc6349_transfer_time_ratio, r.rfc6349_tcp_efficiency_percent, r.rfc6349_buffer_delay_percent,
-                    r.rr_transactions_per_second, r.rr_latency_p99_us
+                    r.rr_transactions_per_second, r.rr_latency_p99_us, r.started_unix
              FROM run r JOIN configuration c ON c.id = r.configuration_id WHERE r.campaign_id = ?1 ORDER BY r.sequence",
         )?;
         let rows = st.query_map(params![campaign, super::legacy::IMPORTED], |r| {
@@ -142,6 +142,7 @@ impl Store {
                 configuration: r.get(1)?,
                 dims: serde_json::from_str(&r.get::<_, String>(2)?).unwrap_or_default(),
                 round: r.get(3)?,
+                started_unix: r.get::<_, Option<f64>>(22)?,
                 sequence: r.get::<_, i64>(4)? as u64,
                 status: r.get(5)?,
                 error: r.get(6)?,
