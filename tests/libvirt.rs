@@ -412,7 +412,10 @@ fn doctor_names_the_emulated_nic_and_its_printed_fix_works() {
         .take_while(|l| !l.starts_with(|c: char| c.is_ascii_digit()))
         .collect::<Vec<_>>()
         .join("\n");
-    assert!(fix.contains("update-device") && fix.ends_with(&format!("start {}", lv.domain)));
+    assert!(
+        fix.contains("update-device") && fix.ends_with(&format!("start {}; fi", lv.domain)),
+        "{fix}"
+    );
     // This guest has no ACPI daemon: the test powers it off when asked to shut down, as a
     // guest that honours the request would.
     let mut sh = Command::new("sh").args(["-c", &fix]).spawn().unwrap();
@@ -506,6 +509,56 @@ fn a_domain_left_changed_by_ctrl_c_or_kill_9_is_put_back() {
     assert_eq!(lv.live_model(), "rtl8139");
     assert_eq!(lv.state(), "running");
     assert!(!lv.journal().exists());
+    // Regression (a trial's findings): a `run --check` put such a domain back (powering it
+    // off), and a later `doctor` undid the admin's edits made after the kill. A check only
+    // says so; an edited domain is left as it is, with the recovery by hand printed.
+    let mut child = common::paused_at(
+        lv.netsweep(&["run", &plan, "--db", "kill2.db"]),
+        "libvirt-switched",
+        Duration::from_secs(120),
+    );
+    common::kill9(&mut child);
+    let swept = lv.definition();
+    let check = lv
+        .netsweep(&["run", &plan, "--db", "check.db", "--check"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&check.stderr).to_string()
+        + &String::from_utf8_lossy(&check.stdout);
+    assert!(
+        !check.status.success()
+            && text.contains("nothing was done to it")
+            && text.contains("puts it back"),
+        "{text}"
+    );
+    assert_eq!(lv.definition(), swept, "a check changed the domain");
+    assert!(lv.journal().exists());
+    let (ok, out) = virsh(&[
+        "desc",
+        &lv.domain,
+        "--config",
+        "--new-desc",
+        "an admin's edit",
+    ]);
+    assert!(ok, "{out}");
+    let edited = lv.definition();
+    let (_, err) = lv.doctor();
+    assert!(
+        err.contains("changed since beyond the NIC model") && err.contains("define"),
+        "{err}"
+    );
+    assert_eq!(lv.definition(), edited, "the admin's edit was undone");
+    // The recovery as printed: the saved original back, then the journal removed.
+    let saved = netsweep::host::libvirt::journal::saved_definition(&lv.journal());
+    let (ok, out) = virsh(&["define", &saved.display().to_string()]);
+    assert!(ok, "{out}");
+    std::fs::remove_file(lv.journal()).unwrap();
+    std::fs::remove_file(&saved).unwrap();
+    assert_eq!(lv.definition(), lv.original);
+    let _ = virsh(&["destroy", &lv.domain]);
+    let (ok, out) = virsh(&["start", &lv.domain]);
+    assert!(ok, "{out}");
+    lv.wait_server();
     // Ctrl-C at the same point: the campaign stops and puts the domain back itself.
     let mut child = common::paused_at(
         lv.netsweep(&["run", &plan, "--db", "int.db"]),

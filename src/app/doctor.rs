@@ -60,7 +60,12 @@ fn libvirt_domain(
     guest_ssh: Option<&str>,
 ) -> anyhow::Result<Vec<doctor::Finding>> {
     use crate::host::libvirt::{journal, virsh::Virsh, xml};
-    for line in journal::recover_stale(std::time::Duration::from_secs(60)) {
+    let say = |l: &str| crate::errln!("{l}");
+    for line in journal::recover_stale(
+        std::time::Duration::from_secs(60),
+        journal::Stale::Restore,
+        &say,
+    ) {
         crate::errln!("netsweep: {line}");
     }
     let virsh = Virsh::new(uri);

@@ -17,13 +17,17 @@ use std::path::Path;
 use std::process::ExitCode;
 
 /// Builds the executor of a plan's target; this is also the reachability check.
-fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
+fn executor_for(plan: &Plan, check: bool) -> anyhow::Result<Box<dyn Executor>> {
     if matches!(plan.target, Target::Lab { .. } | Target::Auto { .. }) {
         // A campaign killed before (kill -9) left its lab and the tuning inside it.
         super::lab::reap(std::path::Path::new(crate::lab::STATE_DIR));
     }
-    // A campaign killed before (kill -9) left a libvirt domain redefined: put it back first.
-    for line in crate::host::libvirt::journal::recover_stale(std::time::Duration::from_secs(60)) {
+    // A campaign killed before (kill -9) left a libvirt domain redefined: put it back first
+    // (a check only says so: it does nothing to a guest).
+    use crate::host::libvirt::journal::{self, Stale};
+    let mode = if check { Stale::Report } else { Stale::Restore };
+    let say = |l: &str| crate::errln!("{l}");
+    for line in journal::recover_stale(std::time::Duration::from_secs(60), mode, &say) {
         crate::errln!("netsweep: {line}");
     }
     // Eight characters at most: a campaign keeping several labs appends a digit (`pool`).
@@ -71,7 +75,7 @@ fn executor_for(plan: &Plan) -> anyhow::Result<Box<dyn Executor>> {
             peer: crate::traffic::client::PeerProtocol::Netsweep,
         }),
         Target::Libvirt(t) => {
-            let exec = LibvirtExecutor::start(t)?;
+            let exec = LibvirtExecutor::start(t, check)?;
             for line in &exec.notes {
                 crate::errln!("netsweep: {line}");
             }
@@ -325,7 +329,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         crate::errln!("{file}: {}, nothing was run", cc.join("; "));
         return Ok(ExitCode::from(2));
     }
-    let mut exec = executor_for(&plan)?;
+    let mut exec = executor_for(&plan, a.check)?;
     if stop.load(std::sync::atomic::Ordering::SeqCst) {
         drop(exec);
         crate::errln!("interrupted before the campaign started: nothing was run");

@@ -26,14 +26,22 @@ pub struct LibvirtExecutor {
 impl LibvirtExecutor {
     /// Opens the domain, starts it as it is when it is off, and waits for its server (the
     /// first configuration then sets its model, if it sweeps one).
-    pub fn start(t: &LibvirtTarget) -> anyhow::Result<LibvirtExecutor> {
+    /// A `check` does nothing to a domain a killed campaign left changed: it stops, saying so.
+    pub fn start(t: &LibvirtTarget, check: bool) -> anyhow::Result<LibvirtExecutor> {
         // Resolved, not yet reachable: the guest may be off.
         let addr = crate::traffic::address::resolve_host_port(&t.host, t.default_port())?;
         let (session, notes) = Session::open(
             Virsh::new(t.uri.clone()),
             &t.domain,
             t.interface.as_deref(),
-            t.shutdown_timeout,
+            (
+                t.shutdown_timeout,
+                if check {
+                    crate::host::libvirt::journal::Stale::Report
+                } else {
+                    crate::host::libvirt::journal::Stale::Restore
+                },
+            ),
         )
         .map_err(anyhow::Error::msg)?;
         crate::lab::test_pause("libvirt-opened");

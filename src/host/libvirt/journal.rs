@@ -26,6 +26,10 @@ pub struct Journal {
     /// SHA-256 of `original`, hex: checked when the journal is read.
     #[serde(default)]
     pub original_sha256: String,
+    /// The campaign's `shutdown_timeout`, seconds: how long a restore after a crash waits for
+    /// the guest to shut down before powering it off (absent in older journals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grace_s: Option<f64>,
 }
 
 pub use super::dir;
@@ -212,9 +216,100 @@ pub fn restore(path: &Path, j: &Journal, grace: std::time::Duration) -> Result<S
     })
 }
 
+/// What a command does with a journal whose owner is gone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stale {
+    /// Put the domain back (`run`, `doctor --libvirt`).
+    Restore,
+    /// Only say it is pending, and which command puts it back (`run --check`: a check stops
+    /// before anything is done, and a restore may shut a guest down).
+    Report,
+}
+
+/// The recovery by hand of a journal netsweep does not restore itself: the saved original's
+/// `virsh define`, and the files to remove once done.
+fn by_hand(path: &Path, j: &Journal) -> String {
+    let xml = saved_definition(path);
+    let connect = j
+        .uri
+        .as_deref()
+        .map(|u| format!("-c {} ", crate::paste::quote(u)))
+        .unwrap_or_default();
+    format!(
+        "to put back the definition netsweep found: `virsh {connect}define {}`; then (or to \
+         leave the domain as it is) `rm {} {}`",
+        crate::paste::quote(&xml.to_string_lossy()),
+        crate::paste::quote(&path.to_string_lossy()),
+        crate::paste::quote(&xml.to_string_lossy())
+    )
+}
+
+/// One journal at `path` whose owner is gone (its lock held by the caller), as `mode` says:
+/// `Ok` with what was done, `Err` with why nothing was and how to do it by hand. A domain
+/// whose definition changed since beyond the NIC model netsweep set is not put back (a
+/// trial's admin edit, made after a kill -9, was silently undone by the next `doctor`).
+pub fn stale(
+    path: &Path,
+    j: &Journal,
+    (grace, mode): (std::time::Duration, Stale),
+    say: &dyn Fn(&str),
+) -> Result<String, String> {
+    let pending = format!(
+        "libvirt domain {} was left changed by process {} that ended without restoring it",
+        j.domain, j.owner_pid
+    );
+    if mode == Stale::Report {
+        return Err(format!(
+            "{pending}; nothing was done to it: `netsweep doctor --libvirt {}{}` (or the next \
+             `netsweep run`) puts it back",
+            crate::paste::quote(&j.domain),
+            j.uri
+                .as_deref()
+                .map(|u| format!(" --connect {}", crate::paste::quote(u)))
+                .unwrap_or_default()
+        ));
+    }
+    let cannot = |e: String| {
+        format!(
+            "could not restore libvirt domain {} left changed by process {}: {e}; {}",
+            j.domain,
+            j.owner_pid,
+            by_hand(path, j)
+        )
+    };
+    let now = Virsh::new(j.uri.clone())
+        .dumpxml(&j.domain, true)
+        .map_err(cannot)?;
+    if now != j.original && super::xml::changed_beyond_models(&now, &j.original) != Ok(false) {
+        return Err(format!(
+            "{pending}, and its definition has changed since beyond the NIC model netsweep set \
+             (edited by someone): not put back, nothing was done to it; {}",
+            by_hand(path, j)
+        ));
+    }
+    let grace = j
+        .grace_s
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(std::time::Duration::from_secs_f64)
+        .unwrap_or(grace);
+    say(&format!(
+        "netsweep: {pending}: putting it back (a restart waits up to {} s for the guest to shut \
+         down)",
+        grace.as_secs()
+    ));
+    let line = restore(path, j, grace).map_err(cannot)?;
+    Ok(format!(
+        "{line} (left changed by process {} that ended without restoring it)",
+        j.owner_pid
+    ))
+}
+
 /// Restores every journal whose owner is gone (its lock is free: it dies with its holder, so a
-/// reused PID does not keep a domain changed); one line per domain (errors too).
-pub fn recover_stale(grace: std::time::Duration) -> Vec<String> {
+/// reused PID does not keep a domain changed); one line per domain (errors too). A domain
+/// whose definition changed since beyond the NIC model netsweep set (its admin's edits) is not
+/// put back: the line says how, by hand. `say` tells of a restore before it waits for a
+/// shutdown (up to the campaign's `shutdown_timeout`, else `grace`).
+pub fn recover_stale(grace: std::time::Duration, mode: Stale, say: &dyn Fn(&str)) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir()) else {
         return Vec::new();
     };
@@ -235,18 +330,8 @@ pub fn recover_stale(grace: std::time::Duration) -> Vec<String> {
                 continue;
             }
         };
-        out.push(match restore(&p, &j, grace) {
-            Ok(line) => format!(
-                "{line} (left changed by process {} that ended without restoring it)",
-                j.owner_pid
-            ),
-            Err(e) => format!(
-                "could not restore libvirt domain {} left changed by process {}: {e}; its \
-                 original definition is in {}",
-                j.domain,
-                j.owner_pid,
-                p.display()
-            ),
+        out.push(match stale(&p, &j, (grace, mode), say) {
+            Ok(line) | Err(line) => line,
         });
     }
     out
@@ -281,6 +366,7 @@ mod tests {
             owner_pid: 7,
             created_unix: 1.5,
             original_sha256: String::new(),
+            grace_s: None,
         };
         write(&p, &j).unwrap();
         let back = load(&p).unwrap().unwrap();
@@ -336,6 +422,7 @@ mod tests {
             owner_pid: 7,
             created_unix: 1.5,
             original_sha256: String::new(),
+            grace_s: None,
         };
         write(&p, &j).unwrap();
         let whole = std::fs::read_to_string(&p).unwrap();

@@ -42,13 +42,14 @@ pub struct Session {
 impl Session {
     /// Opens `domain` and holds it: a second campaign on it is refused by name (two campaigns
     /// changing one domain would undo each other and store runs under the wrong model). A
-    /// journal left by a process that died is restored first; one that does not read back
+    /// journal left by a process that died is restored first (`journal::stale`: not when the
+    /// domain was edited since, nor by a check, which stops there); one that does not read back
     /// whole stops it, with the recovery by hand.
     pub fn open(
         virsh: Virsh,
         domain: &str,
         mac: Option<&str>,
-        grace: Duration,
+        (grace, stale): (Duration, journal::Stale),
     ) -> Result<(Session, Vec<String>), String> {
         let journal = journal::path_of(virsh.uuid(domain).as_deref(), domain, virsh.uri.as_deref());
         let lock = journal::lock_path(&journal);
@@ -73,11 +74,8 @@ impl Session {
             journal::orphaned_original(&journal)?;
         }
         if let Some(j) = found {
-            notes.push(format!(
-                "{} (left changed by process {} that ended without restoring it)",
-                journal::restore(&journal, &j, grace)?,
-                j.owner_pid
-            ));
+            let say = |l: &str| crate::errln!("{l}");
+            notes.push(journal::stale(&journal, &j, (grace, stale), &say)?);
         }
         let original = virsh.dumpxml(domain, true)?;
         let ifaces = xml::interfaces(&original)?;
@@ -128,6 +126,7 @@ impl Session {
                 owner_pid: std::process::id(),
                 created_unix: crate::platform::clock::now_unix(),
                 original_sha256: String::new(),
+                grace_s: Some(self.grace.as_secs_f64()),
             },
         )?;
         self.journaled = true;

@@ -189,6 +189,25 @@ pub fn with_model(xml: &str, index: usize, model: &str) -> Result<String, String
     Ok(out)
 }
 
+/// Whether `now` differs from `original` by more than its interfaces' models (what a campaign
+/// changes): `now` with each interface given the original's model, against `original`.
+pub fn changed_beyond_models(now: &str, original: &str) -> Result<bool, String> {
+    let (was, is) = (interfaces(original)?, interfaces(now)?);
+    if was.len() != is.len() {
+        return Ok(true);
+    }
+    let mut back = now.to_string();
+    for (i, (w, n)) in was.iter().zip(&is).enumerate() {
+        match (&w.model, &n.model) {
+            (Some(m), b) if Some(m) != b.as_ref() => back = with_model(&back, i, m)?,
+            // A model netsweep added where there was none cannot be told from an edit.
+            (None, Some(_)) => return Ok(true),
+            _ => {}
+        }
+    }
+    Ok(back != original)
+}
+
 /// The text of interface number `index`, as the definition writes it.
 pub fn interface_text(xml: &str, index: usize) -> Result<String, String> {
     let doc = parse(xml)?;
@@ -238,6 +257,29 @@ mod tests {
         // And back: the original model restores the original text of the first interface.
         let there = with_model(DOMAIN, 0, "e1000e").unwrap();
         assert_eq!(with_model(&there, 0, "rtl8139").unwrap(), DOMAIN);
+    }
+
+    /// Regression (a trial's finding): after a kill -9, the next command put the journaled
+    /// definition back over an admin's later edit. Only a definition that differs from the
+    /// original by its models (what a campaign changes) is put back.
+    #[test]
+    fn a_definition_edited_beyond_its_models_is_told_apart() {
+        let swept = with_model(DOMAIN, 0, "virtio").unwrap();
+        assert_eq!(changed_beyond_models(&swept, DOMAIN), Ok(false));
+        assert_eq!(changed_beyond_models(DOMAIN, DOMAIN), Ok(false));
+        let edited = swept.replace(
+            "<name>vm1</name>",
+            "<name>vm1</name>\n  <description>an admin's edit</description>",
+        );
+        assert_eq!(changed_beyond_models(&edited, DOMAIN), Ok(true));
+        // A model given where the original had none cannot be told from an edit.
+        let added = with_model(DOMAIN, 1, "virtio").unwrap();
+        assert_eq!(changed_beyond_models(&added, DOMAIN), Ok(true));
+        let one_less = DOMAIN.replace("<interface type='network'>", "<x>").replace(
+            "<source network='default'/>\n    </interface>",
+            "<source network='default'/>\n    </x>",
+        );
+        assert_eq!(changed_beyond_models(&one_less, DOMAIN), Ok(true));
     }
 
     #[test]
