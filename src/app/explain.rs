@@ -100,24 +100,29 @@ pub fn render(e: &Explanation) -> String {
         e.effects.runs, e.effects.configurations
     );
     for x in &e.effects.effects {
-        let p = x.p.map_or("-".to_string(), |p| format!("{p:.3}"));
+        // "p < 0.001" where "p 0.000" read as no chance at all (a trial's finding).
+        let p =
+            x.p.map_or("p -".to_string(), crate::analysis::decide::words::p_text);
         let _ = writeln!(
             out,
-            "  {:<14} share {:>5.1}%  p {p}",
+            "  {:<14} share {:>5.1}%  {p}",
             x.dimension,
             x.share * 100.0
         );
         for m in &x.means {
-            let _ = writeln!(
-                out,
-                "    {:<12} {:>16}  ({} CI {} to {}, {} runs)",
-                m.value,
-                fmt(m.mean),
-                crate::analysis::decide::words::level(e.effects.confidence),
-                fmt(m.ci_low),
-                fmt(m.ci_high),
-                m.n
-            );
+            let runs = format!("{} run{}", m.n, if m.n == 1 { "" } else { "s" });
+            // One run, or runs without spread, have no interval: said, not "NaN to NaN".
+            let ci = if m.ci_low.is_finite() && m.ci_high.is_finite() {
+                format!(
+                    "{} CI {} to {}, {runs}",
+                    crate::analysis::decide::words::level(e.effects.confidence),
+                    fmt(m.ci_low),
+                    fmt(m.ci_high)
+                )
+            } else {
+                format!("{runs}, no interval")
+            };
+            let _ = writeln!(out, "    {:<12} {:>16}  ({ci})", m.value, fmt(m.mean));
         }
     }
     if let Some(d) = &e.effects.drift {

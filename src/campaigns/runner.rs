@@ -294,7 +294,10 @@ pub fn run_campaign(
             break;
         }
         host_cpu_into(&mut counters, cpu_before);
-        let error = result.as_ref().err().cloned();
+        let error = match &result {
+            Err(e) => Some(e.clone()),
+            Ok(r) => no_data(r),
+        };
         let bps = result.as_ref().ok().map(|r| r.summary.bits_per_second);
         store.insert_run(
             campaign,
@@ -519,6 +522,19 @@ fn switch_path(
         t.targets = exec.tuning_targets();
     }
     Ok(())
+}
+
+/// Why a finished throughput test is no measurement: nothing arrived in its measured time (a
+/// trial's guest stopped passing traffic, and the run was stored as a valid 0 bits/sec, then
+/// ranked among "the fastest"). The result is kept beside the failure.
+pub fn no_data(r: &crate::traffic::result::TestResult) -> Option<String> {
+    (r.rr.is_none() && r.summary.bytes == 0).then(|| {
+        format!(
+            "no data arrived in the test's {:.1} s: the path or the far end stalled (the run \
+             counts as failed, not as 0 bits/sec)",
+            r.summary.seconds
+        )
+    })
 }
 
 fn run_configuration(

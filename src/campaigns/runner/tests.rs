@@ -97,6 +97,8 @@ struct Mock {
     stop_after: Option<usize>,
     /// Runs of this window (bytes; 0 = every run) fail with an error that names the run.
     broken_window: Option<u64>,
+    /// Every k-th run ends without an error but with nothing arrived (a stalled path).
+    silent_every: Option<usize>,
 }
 
 impl Executor for Mock {
@@ -126,7 +128,10 @@ impl Executor for Mock {
                 engine_time: Duration::ZERO,
             };
         }
-        let bps = spec.window_bytes.unwrap_or(1) * u64::from(spec.streams);
+        let bps = match self.silent_every {
+            Some(k) if n.is_multiple_of(k) => 0,
+            _ => spec.window_bytes.unwrap_or(1) * u64::from(spec.streams),
+        };
         ExecOutcome {
             result: Ok(fake_result(spec, bps)),
             counters: Some(serde_json::json!({"n": n})),
@@ -275,6 +280,37 @@ fn failures_are_stored_and_the_campaign_goes_on() {
             .as_deref()
             .unwrap()
             .starts_with("mock failure")
+    );
+}
+
+/// Regression (a trial's finding): a test in which nothing arrived (the guest stopped passing
+/// traffic) was stored as a successful 0 bits/sec and ranked among "the fastest". It is a
+/// failed run, its result kept beside the failure.
+#[test]
+fn a_test_in_which_nothing_arrived_is_a_failed_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, mut store, id) = setup(&dir);
+    let mut mock = Mock {
+        silent_every: Some(6),
+        ..Mock::default()
+    };
+    let out = run_uninterrupted(&plan, &mut store, id, &mut mock);
+    assert_eq!((out.ran, out.failed), (24, 4));
+    let runs = store.runs(id).unwrap();
+    let failed: Vec<_> = runs.iter().filter(|r| r.status == "failed").collect();
+    assert_eq!(failed.len(), 4);
+    assert!(
+        failed.iter().all(|r| r
+            .error
+            .as_deref()
+            .unwrap()
+            .starts_with("no data arrived in the test's")),
+        "{failed:?}"
+    );
+    assert!(
+        runs.iter()
+            .filter(|r| r.status == "ok")
+            .all(|r| r.bits_per_second > Some(0.0))
     );
 }
 
