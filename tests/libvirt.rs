@@ -391,6 +391,21 @@ fn a_nic_sweep_of_a_users_domain_measures_each_model_and_puts_it_back() {
         text.contains(&format!("libvirt domain {}", lv.domain)),
         "{text}"
     );
+    // The report's fix for the emulated models is this domain's doctor, pasteable (a trial's
+    // report printed a template for a domain "guest" on network "default").
+    let out = lv
+        .netsweep(&["report", "--db", "vm1.db", "-o", "vm1.md"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let md = std::fs::read_to_string(lv.dir.path().join("vm1.md")).unwrap();
+    assert!(
+        md.contains(&format!(
+            "netsweep doctor --libvirt {} --connect {URI}",
+            lv.domain
+        )) && !md.contains("virsh edit guest"),
+        "{md}"
+    );
 }
 
 #[test]

@@ -292,9 +292,12 @@ fn a_campaign_sweeps_nic_models_of_a_guest() {
             || html.contains("host b (the lab's guest): eth0 is an emulated Realtek RTL8139"),
         "guest finding missing from the report"
     );
-    // And what `doctor --libvirt-xml` tells a libvirt user with the same model, with its fix.
+    // And what `doctor --libvirt` tells a libvirt user with the same model: its fix is that
+    // command (a template's domain "guest" failed when pasted).
     assert!(
-        html.contains("nic=rtl8139, as a libvirt guest (doctor --libvirt-xml)"),
+        html.contains("nic=rtl8139, as a libvirt guest: interface 1 uses the emulated rtl8139")
+            && html.contains("netsweep doctor --libvirt NAME")
+            && !html.contains("virsh edit guest"),
         "libvirt advice missing from the report"
     );
     // The Markdown report has the same diagnostics (a trial's had none).

@@ -322,19 +322,36 @@ fn doctor_warnings(
     let facts = host_facts
         .and_then(|j| serde_json::from_str::<serde_json::Value>(j).ok())
         .unwrap_or_default();
+    // The fix of a model's advice: the exact commands come from the domain's own definition
+    // (its interface's type, source and MAC), which `doctor --libvirt` reads; a template's
+    // (domain "guest" on network "default") failed when pasted (a trial's finding).
+    let fix = match facts["libvirt"]["domain"].as_str() {
+        Some(domain) => {
+            let connect = facts["libvirt"]["uri"]
+                .as_str()
+                .map(|u| format!(" --connect {}", crate::paste::quote(u)))
+                .unwrap_or_default();
+            format!(
+                "netsweep doctor --libvirt {}{connect}   (prints this domain's exact commands: \
+                 virsh update-device of its interface with the virtio model, then a restart)",
+                crate::paste::quote(domain)
+            )
+        }
+        None => "for a libvirt domain: netsweep doctor --libvirt NAME (NAME as `virsh list \
+                 --all` shows it) prints its exact commands"
+            .to_string(),
+    };
     let guests: Vec<serde_json::Value> = match facts["guests"].as_object() {
         Some(g) => {
-            // What `doctor --libvirt-xml` would tell a libvirt user with each model measured.
+            // What `doctor --libvirt` would tell a libvirt user with each model measured.
             for nic in g.keys() {
                 out.extend(
                     crate::host::doctor::libvirt::advice_for_model(nic)
                         .into_iter()
                         .filter(|f| f.severity >= Severity::Warning)
                         .map(|mut f| {
-                            f.title = format!(
-                                "nic={nic}, as a libvirt guest (doctor --libvirt-xml): {}",
-                                f.title
-                            );
+                            f.title = format!("nic={nic}, as a libvirt guest: {}", f.title);
+                            f.fix = Some(fix.clone());
                             f
                         }),
                 );
