@@ -406,6 +406,29 @@ fn a_nic_sweep_of_a_users_domain_measures_each_model_and_puts_it_back() {
         )) && !md.contains("virsh edit guest"),
         "{md}"
     );
+    // Regression (a trial's finding): a wrong port on a domain found running was waited out
+    // for the whole boot_timeout (180 s), silently, and said "of its start". At most 30 s now,
+    // saying it waits, and why it gave up.
+    let plan = lv.plan("typo", "netsweep", "\"rtl8139\"", 1);
+    let typo = std::fs::read_to_string(&plan)
+        .unwrap()
+        .replace("198.18.0.2:5201", "198.18.0.2:5299");
+    std::fs::write(&plan, typo).unwrap();
+    let t0 = std::time::Instant::now();
+    let out = lv
+        .netsweep(&["run", &plan, "--db", "typo.db", "--check"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("waiting for the server in libvirt domain")
+            && said.contains("(the domain was running already)")
+            && said.contains("refused"),
+        "{said}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+    assert_eq!(lv.definition(), lv.original);
 }
 
 #[test]

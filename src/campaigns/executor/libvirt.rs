@@ -13,6 +13,11 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+/// How long the server of a domain found running may take to answer (it has booted; a
+/// guest's init may still be starting it): the plan's `boot_timeout` is for a domain netsweep
+/// starts.
+const RUNNING_GRACE: Duration = Duration::from_secs(30);
+
 pub struct LibvirtExecutor {
     session: Session,
     target: LibvirtTarget,
@@ -64,7 +69,8 @@ impl LibvirtExecutor {
     /// it with a short unmeasured test when the domain has just started.
     fn ready(&mut self, started: bool) -> Result<(), String> {
         let t = &self.target;
-        let deadline = Instant::now() + t.boot_timeout;
+        let since = Instant::now();
+        let deadline = since + t.boot_timeout;
         let accepts =
             |addr: &SocketAddr| TcpStream::connect_timeout(addr, Duration::from_secs(1)).is_ok();
         // Ctrl-C ends a wait for a booting guest at once (the session then puts it back).
@@ -95,14 +101,30 @@ impl LibvirtExecutor {
                 }
             }
         }
-        while !accepts(&self.far.addr) {
+        // A domain that ran already has booted: its server answers at once or soon, and an
+        // address with no route never will (a trial waited out 180 s, silently, for a typo).
+        let limit = if started {
+            t.boot_timeout
+        } else {
+            t.boot_timeout.min(RUNNING_GRACE)
+        };
+        let mut said = false;
+        loop {
+            let last = match TcpStream::connect_timeout(&self.far.addr, Duration::from_secs(1)) {
+                Ok(_) => break,
+                Err(e) => e,
+            };
             if interrupted() {
                 return Err(stopped());
             }
-            if Instant::now() >= deadline {
+            // No route in this host's table (a host that does not answer ARP yet is
+            // EHOSTUNREACH, a booting guest's, and waited for); a domain netsweep starts may
+            // bring the route's device up with it.
+            let unroutable = !started && last.raw_os_error() == Some(libc::ENETUNREACH);
+            if unroutable || since.elapsed() >= limit || Instant::now() >= deadline {
                 return Err(format!(
-                    "the {} server in libvirt domain {} did not answer at {} within {} s of its \
-                     start (boot_timeout): is the guest's address right, and its server started?",
+                    "the {} server in libvirt domain {} did not answer at {} within {} s {} \
+                     ({last}): is the guest's address right, and its server started?",
                     if self.far.peer == client::PeerProtocol::Iperf3 {
                         "iperf3"
                     } else {
@@ -110,8 +132,22 @@ impl LibvirtExecutor {
                     },
                     t.domain,
                     self.far.addr,
-                    t.boot_timeout.as_secs()
+                    since.elapsed().as_secs(),
+                    if started {
+                        "of the domain's start (boot_timeout)"
+                    } else {
+                        "(the domain was running already)"
+                    }
                 ));
+            }
+            if !said && since.elapsed() >= Duration::from_secs(3) {
+                said = true;
+                crate::errln!(
+                    "netsweep: waiting for the server in libvirt domain {} at {} (up to {} s): {last}",
+                    t.domain,
+                    self.far.addr,
+                    limit.as_secs()
+                );
             }
             std::thread::sleep(Duration::from_millis(200));
         }
