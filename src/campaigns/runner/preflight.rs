@@ -115,12 +115,16 @@ pub(super) fn render_refusals(problems: Vec<(String, String)>) -> Vec<String> {
         .collect()
 }
 
-/// A warning for plans whose runs per configuration are too few for any comparison.
+/// A warning for plans whose runs per configuration are too few for `compare`'s pairs
+/// (`explain` contrasts the whole design with the error pooled over every configuration, which
+/// two rounds of several configurations can give: a trial was told "none will be made" and
+/// then read explain's p-values).
 pub fn count_warning(plan: &Plan) -> Option<String> {
     (plan.repeat.count < crate::analysis::sets::MIN_RUNS as u32).then(|| {
         format!(
-            "[repeat] count = {}: comparisons need at least {} runs per configuration, so none \
-             will be made; raise count",
+            "[repeat] count = {}: `compare` needs at least {} runs per configuration and will \
+             compare none; `explain` pools the error over the whole design and may decide with \
+             fewer, on less evidence; raise count for both",
             plan.repeat.count,
             crate::analysis::sets::MIN_RUNS
         )
