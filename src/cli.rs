@@ -209,8 +209,8 @@ pub struct StatsArgs {
     pub json: bool,
 }
 
-/// `-c 99.5` or `-c 99.5%`.
-fn parse_confidence(s: &str) -> Result<f64, String> {
+/// `-c 99.5` or `-c 99.5%` (stats, compare and explain alike).
+pub(crate) fn parse_confidence(s: &str) -> Result<f64, String> {
     s.trim()
         .trim_end_matches('%')
         .parse::<f64>()

@@ -61,7 +61,7 @@ pub enum StatsError {
     TooFew { name: String, n: usize },
     #[error("set {name:?} holds a value that is not finite ({value})")]
     NotFinite { name: String, value: f64 },
-    #[error("confidence must be between 0 and 100% (exclusive), got {0}")]
+    #[error("confidence must be between 0 and 100% (exclusive), got {}%", .0 * 100.0)]
     Confidence(f64),
 }
 

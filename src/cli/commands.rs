@@ -61,8 +61,8 @@ pub struct CompareArgs {
     /// request/response tests (`test = "rr"`) transactions (per second), latency_p99 (µs).
     #[arg(long, default_value = "bits_per_second")]
     pub metric: String,
-    /// Confidence level in percent.
-    #[arg(short = 'c', long, default_value_t = 95.0)]
+    /// Confidence level in percent (e.g. 95, 99.5 or 99.5%).
+    #[arg(short = 'c', long, default_value = "95", value_parser = crate::cli::parse_confidence)]
     pub confidence: f64,
     /// Keep runs far outside their configuration's siblings (set aside and named by default).
     #[arg(long)]
@@ -97,8 +97,8 @@ pub struct ExplainArgs {
     /// The smallest change that matters, e.g. 5% (default: the plan's [answer] change, or 5%).
     #[arg(long)]
     pub change: Option<String>,
-    /// Confidence level in percent.
-    #[arg(short = 'c', long, default_value_t = 95.0)]
+    /// Confidence level in percent (e.g. 95, 99.5 or 99.5%).
+    #[arg(short = 'c', long, default_value = "95", value_parser = crate::cli::parse_confidence)]
     pub confidence: f64,
     #[arg(long)]
     pub json: bool,

@@ -661,3 +661,23 @@ fn netsweeps_own_tcp_and_udp_tests_skip_the_receive_copy_and_iperf3s_command_lin
 
 mod iperf3_options;
 mod lengths;
+
+/// Regression (a trial's finding): `-c 99.5%` worked in `stats` and was "invalid float
+/// literal" in `compare` and `explain`.
+#[test]
+fn every_statistics_command_takes_a_level_with_or_without_percent() {
+    for args in [
+        ["netsweep", "compare", "-c", "99.5%"],
+        ["netsweep", "explain", "-c", "99.5%"],
+        ["netsweep", "stats", "-c", "99.5%"],
+        ["netsweep", "compare", "-c", "99.5"],
+    ] {
+        let level = match Cli::try_parse_from(args).unwrap().command {
+            Command::Compare(a) => a.confidence,
+            Command::Explain(a) => a.confidence,
+            Command::Stats(a) => a.confidence,
+            _ => unreachable!("{args:?}"),
+        };
+        assert_eq!(level, 99.5, "{args:?}");
+    }
+}
