@@ -460,9 +460,16 @@ pub fn parse_values(
                 format!("no column {column} (the line has {})", upto_comment.len()),
             ));
         };
-        let v: f64 = field
-            .parse()
-            .map_err(|_| err(Some(line), format!("{field:?} is not a number")))?;
+        let v: f64 = field.parse().map_err(|_| {
+            // A JSON document (iperf3 -J) is read by `import`, not as numbers.
+            let json = if field.starts_with(['{', '[']) {
+                " (a JSON document? iperf3 -J results go through `netsweep import`, then \
+                 `netsweep compare`)"
+            } else {
+                ""
+            };
+            err(Some(line), format!("{field:?} is not a number{json}"))
+        })?;
         if !v.is_finite() {
             return Err(err(Some(line), format!("{field:?} is not a finite number")));
         }

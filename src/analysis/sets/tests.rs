@@ -275,3 +275,25 @@ fn the_mann_whitney_floor_names_the_levels_own_threshold() {
         "{v}"
     );
 }
+
+/// Regression (a trial's finding): rounded figures (9.41 x5 against 9.42 x5) gave "p < 1e-16,
+/// 95% CI 0.1% to 0.1%" without a word; the verdict now says the sets have no spread.
+#[test]
+fn sets_without_spread_are_named_as_probably_rounded() {
+    let r = analyze(
+        &[("g1".into(), vec![9.41; 5]), ("g2".into(), vec![9.42; 5])],
+        &Config::default(),
+    )
+    .unwrap();
+    let v = &r.comparisons[0].verdict;
+    assert!(
+        v.contains("g1 and g2 have no spread at all (rounded figures?)"),
+        "{v}"
+    );
+    let r = analyze(
+        &[("a".into(), A.to_vec()), ("b".into(), B.to_vec())],
+        &Config::default(),
+    )
+    .unwrap();
+    assert!(!r.comparisons[0].verdict.contains("no spread"));
+}
