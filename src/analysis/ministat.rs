@@ -560,6 +560,8 @@ mod tests {
         assert_eq!(e.to_string(), "empty: no values (empty file?)");
         let e = parse_values("bad", "1\n2\nx\n", 1, " ").unwrap_err();
         assert_eq!(e.to_string(), "bad:3: \"x\" is not a number");
+        let e = parse_values("r.json", "{\n  \"start\": {}\n}\n", 1, " ").unwrap_err();
+        assert!(e.to_string().contains("`netsweep import`"), "{e}");
     }
 
     #[test]
