@@ -22,7 +22,7 @@ pub struct Measured {
 pub enum RttOrigin {
     /// `--rtt`, as the user gave it.
     Given,
-    /// The median of the TCP connects to the peer.
+    /// The fastest of the TCP connects to the peer.
     Connects,
 }
 
@@ -30,7 +30,7 @@ impl RttOrigin {
     fn words(self) -> &'static str {
         match self {
             RttOrigin::Given => "given with --rtt",
-            RttOrigin::Connects => "the median of 5 TCP connects to the peer",
+            RttOrigin::Connects => "the fastest of 5 TCP connects to the peer",
         }
     }
 }
@@ -141,7 +141,7 @@ mod tests {
         );
         assert!(t.contains("believe the measurement"), "{t}");
         assert!(
-            t.contains("20.534 ms, the median of 5 TCP connects to the peer"),
+            t.contains("20.534 ms, the fastest of 5 TCP connects to the peer"),
             "{t}"
         );
         assert!(f[0].fix.is_some());
