@@ -1167,3 +1167,38 @@ fn imported_runs_are_unpaired_and_each_test_is_imported_once() {
         .unwrap();
     assert_eq!(runs, 8);
 }
+
+/// Regression (a trial's finding): a set of TCP, UDP, -P and -R tests was imported and compared
+/// as one kind without a word. The import says which kinds it holds.
+#[test]
+fn an_import_of_different_kinds_of_test_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = |name: &str| {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/iperf3-json/").to_string() + name
+    };
+    let db = dir.path().join("k.db");
+    let (ok, out) = netsweep(&[
+        "import",
+        "--db",
+        db.to_str().unwrap(),
+        "--set",
+        "s=x",
+        &fixture("iperf3.12-tcp-P2.json"),
+        &fixture("iperf3.12-udp.json"),
+    ]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("warning: the files are of different tests: 1 x TCP, 2 streams, forward")
+            && out.contains("1 x UDP, 1 stream, forward"),
+        "{out}"
+    );
+    let (ok, out) = netsweep(&[
+        "import",
+        "--db",
+        db.to_str().unwrap(),
+        "--set",
+        "s=y",
+        &fixture("iperf3.12-server-tcp.json"),
+    ]);
+    assert!(ok && !out.contains("warning"), "{out}");
+}

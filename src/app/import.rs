@@ -50,6 +50,9 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
             a.files.len()
         );
     }
+    for w in kind_warnings(&a.files, &numbers) {
+        crate::errln!("warning: {w}");
+    }
     let _lock = RunnerLock::acquire(&a.db)?;
     let mut store = Store::open(&a.db)?;
     let campaign = store
@@ -67,6 +70,63 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
         a.db.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the files of one set are, when they are not all one kind of test (a trial's set held
+/// TCP, UDP, -P 3 and -R tests, compared as one without a word), and the `--bidir` tests of
+/// which only one direction is taken.
+fn kind_warnings(files: &[std::path::PathBuf], numbers: &[Imported]) -> Vec<String> {
+    let mut kinds: Vec<(&str, Vec<String>)> = Vec::new();
+    for (f, n) in files.iter().zip(numbers) {
+        let kind = n
+            .kind
+            .as_deref()
+            .unwrap_or("a test whose kind the file does not say");
+        let name = f.display().to_string();
+        match kinds.iter_mut().find(|(k, _)| *k == kind) {
+            Some((_, names)) => names.push(name),
+            None => kinds.push((kind, vec![name])),
+        }
+    }
+    let mut out = Vec::new();
+    if kinds.len() > 1 {
+        let listed: Vec<String> = kinds
+            .iter()
+            .map(|(k, names)| {
+                let shown: Vec<&str> = names.iter().take(3).map(String::as_str).collect();
+                let more = names.len().saturating_sub(shown.len());
+                format!(
+                    "{} x {k} ({}{})",
+                    names.len(),
+                    shown.join(", "),
+                    if more > 0 {
+                        format!(", {more} more")
+                    } else {
+                        String::new()
+                    }
+                )
+            })
+            .collect();
+        out.push(format!(
+            "the files are of different tests: {}; one set's runs are compared as one kind: \
+             import each kind under its own --set value",
+            listed.join("; ")
+        ));
+    }
+    let bidir: Vec<String> = files
+        .iter()
+        .zip(numbers)
+        .filter(|(_, n)| n.bidir)
+        .map(|(f, _)| f.display().to_string())
+        .collect();
+    if !bidir.is_empty() {
+        out.push(format!(
+            "{} {} --bidir: only the forward direction (end.sum_received) is imported",
+            bidir.join(", "),
+            if bidir.len() == 1 { "is" } else { "are" }
+        ));
+    }
+    out
 }
 
 /// Stores the runs (creating the campaign and configuration as needed); the campaign's id.

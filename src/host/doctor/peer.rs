@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// connect takes beyond it is this host's and the peer's scheduling: a trial's median read
 /// 10.7 ms to a guest that ping put at 0.67 ms, and a buffer "PROBLEM" came and went with it.
 fn connect_rtt(addr: SocketAddr) -> Option<Duration> {
-    let mut v: Vec<Duration> = (0..5)
+    let v: Vec<Duration> = (0..5)
         .filter_map(|_| {
             let t = Instant::now();
             TcpStream::connect_timeout(&addr, Duration::from_secs(2))

@@ -27,6 +27,11 @@ pub struct Imported {
     pub cookie: Option<String>,
     /// When the test started (`start.timestamp.timesecs`).
     pub started_unix: Option<f64>,
+    /// The test it was, in words ("TCP, 1 stream, reverse, unlimited"), from
+    /// `start.test_start`: runs of one set should be of one kind.
+    pub kind: Option<String>,
+    /// A `--bidir` test, of which only the forward direction (`sum_received`) is taken.
+    pub bidir: bool,
     pub raw_json: String,
 }
 
@@ -56,6 +61,31 @@ fn in_range(end: &Value, path: &str, lo: f64, hi: f64) -> Result<Option<f64>, St
         )),
         other => Ok(other),
     }
+}
+
+/// A test's kind in words, from its `start.test_start`: protocol, streams, direction, rate.
+fn kind_of(v: &Value) -> Option<String> {
+    let t = v.pointer("/start/test_start")?;
+    let protocol = t.get("protocol")?.as_str()?;
+    let streams = t.get("num_streams").and_then(Value::as_u64).unwrap_or(1);
+    let bidir = t.get("bidir").and_then(Value::as_u64) == Some(1)
+        || v.pointer("/end/sum_received_bidir_reverse").is_some();
+    let direction = if bidir {
+        "bidir"
+    } else if t.get("reverse").and_then(Value::as_u64) == Some(1) {
+        "reverse"
+    } else {
+        "forward"
+    };
+    let rate = match t.get("target_bitrate").and_then(lenient_f64) {
+        Some(b) if b > 0.0 => format!("-b {} per stream", crate::units::BitRate(b)),
+        _ => "unlimited".to_string(),
+    };
+    Some(format!(
+        "{}, {streams} stream{}, {direction}, {rate}",
+        crate::inputs::peer_text(protocol),
+        if streams == 1 { "" } else { "s" }
+    ))
 }
 
 /// A document's `start.cookie`, when it has one.
@@ -118,6 +148,8 @@ pub fn parse_json_result(text: &str) -> Result<Imported, String> {
         cpu_local_percent,
         cpu_remote_percent,
         cookie: cookie_of(&v),
+        kind: kind_of(&v),
+        bidir: end.get("sum_received_bidir_reverse").is_some(),
         started_unix: v
             .pointer("/start/timestamp/timemillisecs")
             .and_then(lenient_f64)
