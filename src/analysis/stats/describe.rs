@@ -113,7 +113,11 @@ pub fn describe(values: &[f64]) -> Description {
     }
 }
 
-/// Values flagged by either rule, in ascending order.
+/// Values far out by both rules, in ascending order: beyond Tukey's outer fences (3 IQR past
+/// the quartiles: "far out", Tukey 1977, *Exploratory Data Analysis*) and with a modified
+/// z-score above 3.5 (Iglewicz and Hoaglin 1993). Either rule alone, with the inner 1.5 IQR
+/// fences, flagged a third of normal samples of 5 to 20 values (a trial's 200 seeded draws;
+/// `a_normal_sample_is_seldom_flagged` measures this rule's rate).
 fn outliers_sorted(v: &[f64]) -> Vec<f64> {
     // Quartiles and the MAD of fewer than five values say nothing about outliers.
     if v.len() < MIN_FOR_OUTLIERS {
@@ -122,7 +126,7 @@ fn outliers_sorted(v: &[f64]) -> Vec<f64> {
     let q1 = quantile_sorted(v, 0.25);
     let q3 = quantile_sorted(v, 0.75);
     let iqr = q3 - q1;
-    let (lo, hi) = (q1 - 1.5 * iqr, q3 + 1.5 * iqr);
+    let (lo, hi) = (q1 - 3.0 * iqr, q3 + 3.0 * iqr);
     let med = median_sorted(v);
     let mut dev: Vec<f64> = v.iter().map(|x| (x - med).abs()).collect();
     dev.sort_by(|a, b| a.total_cmp(b));
@@ -132,7 +136,7 @@ fn outliers_sorted(v: &[f64]) -> Vec<f64> {
         .filter(|&x| {
             let tukey = iqr > 0.0 && (x < lo || x > hi);
             let z = mad > 0.0 && (0.6745 * (x - med) / mad).abs() > 3.5;
-            tukey || z
+            tukey && z
         })
         .collect()
 }
@@ -175,8 +179,33 @@ mod tests {
         assert_eq!(d.cv, Some(0.5));
     }
 
+    /// The share of normal samples in which some value is flagged: seeded draws through the
+    /// real rule. Measured (4000 samples each): n = 5 11.6%, 8 4.0%, 12 3.6%, 20 2.0%; the
+    /// inner fences or either rule alone gave 28-41%.
     #[test]
-    fn outliers_are_flagged_by_either_rule() {
+    fn a_normal_sample_is_seldom_flagged() {
+        use rand::{Rng, SeedableRng, rngs::StdRng};
+        let mut rng = StdRng::seed_from_u64(7);
+        let mut normal = || {
+            let u1: f64 = rng.gen_range(f64::MIN_POSITIVE..1.0);
+            let u2: f64 = rng.r#gen();
+            (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+        };
+        for (n, most) in [(5, 0.15), (8, 0.06), (12, 0.06), (20, 0.04)] {
+            let draws = 4000;
+            let flagged = (0..draws)
+                .filter(|_| {
+                    let v: Vec<f64> = (0..n).map(|_| 9400.0 + 50.0 * normal()).collect();
+                    !describe(&v).outliers.is_empty()
+                })
+                .count();
+            let share = flagged as f64 / draws as f64;
+            assert!(share <= most, "n = {n}: {share}");
+        }
+    }
+
+    #[test]
+    fn outliers_are_flagged_by_both_rules() {
         let d = describe(&[10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 25.0]);
         assert_eq!(d.outliers, vec![25.0]);
         assert_eq!(d.n, 7, "never removed");
