@@ -73,6 +73,10 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let keep = ask.keeps_outliers(&row.facts);
     let runs = if keep { all_runs } else { screened };
     let groups = campaign::compare(&runs, &by, &values, &filters, metric, &judging);
+    // Sessions apart (explain's flag too): no comparison can tell them from the change.
+    let ok: Vec<&crate::campaigns::store::RunRow> =
+        runs.iter().filter(|r| r.status == "ok").collect();
+    let sessions = crate::campaigns::explain::sessions::flag(&ok);
     if a.json {
         crate::outln!(
             "{}",
@@ -80,9 +84,13 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
                 "groups": groups,
                 "outliers": outliers,
                 "outliers_kept": keep,
+                "sessions": sessions,
             }))?
         );
         return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(f) = &sessions {
+        crate::outln!("{}", f.text);
     }
     let target = row.target;
     if target.starts_with("iperf3 server") {

@@ -15,7 +15,7 @@ use serde::Serialize;
 
 pub mod ceiling;
 mod grants;
-mod sessions;
+pub mod sessions;
 mod trust;
 pub use trust::Flag;
 
