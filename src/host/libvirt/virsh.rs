@@ -130,16 +130,16 @@ fn failure_words(stderr: &str) -> String {
         .filter(|l| !l.is_empty())
         .collect();
     let text = crate::inputs::peer_text(&lines.join("; "));
-    let unreachable = [
-        "failed to connect to the hypervisor",
-        "Failed to connect socket",
-    ]
-    .iter()
-    .any(|w| text.contains(w));
-    if unreachable {
+    // No daemon behind the socket: start it. A connection refused for its URI (a typo such
+    // as qemu:///sytem) is the URI's: a trial was told to start a libvirtd that ran.
+    if text.contains("Failed to connect socket") {
         format!(
             "{text}: is libvirtd running? Start it (`systemctl start libvirtd`, or `libvirtd -d` \
              and `virtlogd -d` where there is no systemd), or check --connect"
+        )
+    } else if text.contains("failed to connect to the hypervisor") {
+        format!(
+            "{text}: check the connection URI (--connect, or the plan's uri; e.g. qemu:///system)"
         )
     } else {
         text
@@ -284,6 +284,14 @@ mod tests {
         assert!(
             w.contains("is libvirtd running?") && w.contains("libvirtd -d"),
             "{w}"
+        );
+        let typo = failure_words(
+            "error: failed to connect to the hypervisor\nerror: internal error: unexpected qemu \
+             URI path '/sytem', try qemu:///system\n",
+        );
+        assert!(
+            !typo.contains("libvirtd running") && typo.contains("check the connection URI"),
+            "{typo}"
         );
         let other = failure_words("error: failed to get domain 'vm9'\n");
         assert_eq!(other, "error: failed to get domain 'vm9'");
