@@ -190,11 +190,13 @@ pub struct DoctorArgs {
     #[arg(long)]
     pub root: Option<std::path::PathBuf>,
     /// Check a libvirt domain definition (file, or - for standard input) instead of this host.
-    #[arg(long, conflicts_with = "libvirt")]
+    /// (The host's and the path's checks are not made: their flags are refused with it.)
+    #[arg(long, conflicts_with_all = ["libvirt", "peer", "rate", "rtt", "watch", "root", "no_tests"])]
     pub libvirt_xml: Option<String>,
     /// Check a libvirt domain as it runs (virsh dumpxml), with the exact virsh commands of
-    /// the fix. Example: netsweep doctor --libvirt vm1 --guest-ssh root@192.0.2.10
-    #[arg(long, value_name = "DOMAIN")]
+    /// the fix, instead of this host. Example: netsweep doctor --libvirt vm1 --guest-ssh
+    /// root@192.0.2.10
+    #[arg(long, value_name = "DOMAIN", conflicts_with_all = ["peer", "rate", "rtt", "watch", "root", "no_tests"])]
     pub libvirt: Option<String>,
     /// With --libvirt: libvirt's connection URI (virsh -c), e.g. qemu:///system.
     #[arg(long, value_name = "URI", requires = "libvirt")]

@@ -681,3 +681,42 @@ fn every_statistics_command_takes_a_level_with_or_without_percent() {
         assert_eq!(level, 99.5, "{args:?}");
     }
 }
+
+/// Regression (a trial's finding): `doctor --libvirt` ran without the `--peer` and `--rate`
+/// it was given, and `--libvirt-xml` without `--watch`: refused by name now.
+#[test]
+fn doctor_refuses_host_flags_beside_a_libvirt_check() {
+    for args in [
+        vec![
+            "netsweep",
+            "doctor",
+            "--libvirt",
+            "vm1",
+            "--peer",
+            "198.18.0.2",
+        ],
+        vec!["netsweep", "doctor", "--libvirt", "vm1", "--rate", "1G"],
+        vec![
+            "netsweep",
+            "doctor",
+            "--libvirt-xml",
+            "d.xml",
+            "--watch",
+            "2",
+        ],
+    ] {
+        let e = Cli::try_parse_from(&args).unwrap_err().to_string();
+        assert!(e.contains("cannot be used with"), "{args:?}: {e}");
+    }
+    assert!(
+        Cli::try_parse_from([
+            "netsweep",
+            "doctor",
+            "--libvirt",
+            "vm1",
+            "--connect",
+            "qemu:///system"
+        ])
+        .is_ok()
+    );
+}
