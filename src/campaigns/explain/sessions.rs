@@ -81,31 +81,11 @@ pub fn flag(ok: &[&RunRow]) -> Option<Flag> {
 mod tests {
     use super::*;
 
-    fn run(id: i64, config: &str, t: Option<f64>) -> RunRow {
+    /// A run of configuration "s=VALUE" that started at `t`.
+    fn run(id: i64, value: &str, t: Option<f64>) -> RunRow {
         RunRow {
-            id,
-            configuration: config.into(),
-            config_position: 0,
-            dims: Vec::new(),
-            round: 0,
             started_unix: t,
-            sequence: id as u64,
-            status: "ok".into(),
-            error: None,
-            bits_per_second: Some(1e9),
-            retransmits: None,
-            lost_percent: None,
-            jitter_ms: None,
-            cpu_local_percent: None,
-            cpu_remote_percent: None,
-            loaded_p50_ms: None,
-            loaded_p99_ms: None,
-            added_latency_ms: None,
-            transfer_time_ratio: None,
-            tcp_efficiency_percent: None,
-            buffer_delay_percent: None,
-            transactions_per_second: None,
-            latency_p99_us: None,
+            ..crate::campaigns::explain::tests::run(id, &[("s", value)], 0, Some(1e9))
         }
     }
 
@@ -118,12 +98,12 @@ mod tests {
         let t = |s: f64| Some(1.8e9 + s);
         // Before at 0, 10, 20 s; after at 100, 110, 120 s.
         let apart = [
-            run(1, "s=before", t(0.0)),
-            run(2, "s=before", t(10.0)),
-            run(3, "s=before", t(20.0)),
-            run(4, "s=after", t(100.0)),
-            run(5, "s=after", t(110.0)),
-            run(6, "s=after", t(120.0)),
+            run(1, "before", t(0.0)),
+            run(2, "before", t(10.0)),
+            run(3, "before", t(20.0)),
+            run(4, "after", t(100.0)),
+            run(5, "after", t(110.0)),
+            run(6, "after", t(120.0)),
         ];
         let f = flag_of(&apart).expect("flagged");
         assert!(f.serious);
@@ -136,18 +116,18 @@ mod tests {
         assert_eq!(f.runs, vec![1, 2, 3, 4, 5, 6]);
         // Alternating runs: spans overlap.
         let interleaved = [
-            run(1, "s=before", t(0.0)),
-            run(2, "s=after", t(10.0)),
-            run(3, "s=before", t(20.0)),
-            run(4, "s=after", t(30.0)),
+            run(1, "before", t(0.0)),
+            run(2, "after", t(10.0)),
+            run(3, "before", t(20.0)),
+            run(4, "after", t(30.0)),
         ];
         assert_eq!(flag_of(&interleaved), None);
         // Runs stored with one time per batch (an older import): not judged.
         let batches = [
-            run(1, "s=before", t(0.0)),
-            run(2, "s=before", t(0.0)),
-            run(3, "s=after", t(50.0)),
-            run(4, "s=after", t(50.0)),
+            run(1, "before", t(0.0)),
+            run(2, "before", t(0.0)),
+            run(3, "after", t(50.0)),
+            run(4, "after", t(50.0)),
         ];
         assert_eq!(flag_of(&batches), None);
         let untimed = [run(1, "a", None), run(2, "b", None)];

@@ -18,7 +18,8 @@ impl Noise {
     }
 }
 
-fn run(id: i64, dims: &[(&str, &str)], round: u32, bps: Option<f64>) -> RunRow {
+/// A run of the configuration `dims`: failed without a rate (`bps`).
+pub(super) fn run(id: i64, dims: &[(&str, &str)], round: u32, bps: Option<f64>) -> RunRow {
     let dims: Vec<(String, String)> = dims
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
