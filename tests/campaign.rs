@@ -560,7 +560,7 @@ fn check_refuses_unknown_congestion_controls_and_warns_of_too_few_runs() {
     let (ok, out) = check();
     assert!(ok, "{out}");
     assert!(
-        out.contains("count = 2: comparisons need at least 3 runs"),
+        out.contains("count = 2: `compare` needs at least 3 runs per configuration"),
         "{out}"
     );
     write("reno", 3);
