@@ -527,16 +527,22 @@ fn run_with_closed_stdout(args: &[&str]) -> (std::process::ExitStatus, String) {
 #[test]
 fn a_reader_that_goes_away_is_not_a_panic() {
     let dir = tempfile::tempdir().unwrap();
-    let doc = dir.path().join("i.json");
-    std::fs::write(
-        &doc,
-        r#"{"end":{"sum_received":{"bits_per_second":9.4e8,"bytes":117500000,"seconds":1}}}"#,
-    )
-    .unwrap();
+    // Thirty tests (each its own cookie: one test is imported once).
+    let docs: Vec<String> = (0..30)
+        .map(|i| {
+            let doc = dir.path().join(format!("i{i}.json"));
+            std::fs::write(
+                &doc,
+                format!(
+                    r#"{{"start":{{"cookie":"t{i}"}},"end":{{"sum_received":{{"bits_per_second":9.4e8,"bytes":117500000,"seconds":1}}}}}}"#
+                ),
+            )
+            .unwrap();
+            doc.to_str().unwrap().to_string()
+        })
+        .collect();
     let db = dir.path().join("x.db");
     let db = db.to_str().unwrap();
-    let doc = doc.to_str().unwrap();
-    let docs: Vec<&str> = vec![doc; 30];
     let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
         .args(["import", "--db", db])
         .args(&docs)
