@@ -117,7 +117,7 @@ pub enum Command {
     Plot(PlotArgs),
     /// Explain what limits throughput on this host and path, and how to fix it.
     #[command(
-        after_help = "Examples:\n  netsweep doctor\n  netsweep doctor --peer 198.18.0.2 --rate 10G\n  netsweep doctor --watch 10 --json\n  netsweep doctor --rate 100G --json   # the 100G host checklist (host100g.*) judged at 100 Gbit/s\n  virsh dumpxml vm1 | netsweep doctor --libvirt-xml -\n  netsweep doctor --root /path/to/fixture   # proc/ and sys/ of another host\n  netsweep doctor --root ./bsd --rate 1G --rtt 20ms   # a FreeBSD host's saved sysctl/netstat/ifconfig outputs"
+        after_help = "Examples:\n  netsweep doctor\n  netsweep doctor --peer 198.18.0.2 --rate 10G\n  netsweep doctor --watch 10 --json\n  netsweep doctor --rate 100G --json   # the 100G host checklist (host100g.*) judged at 100 Gbit/s\n  virsh dumpxml vm1 | netsweep doctor --libvirt-xml -\n  netsweep doctor --root /path/to/fixture   # proc/ and sys/ of another host\n  netsweep doctor --root ./bsd --rate 1G --rtt 20ms   # a FreeBSD host's saved sysctl/netstat/ifconfig outputs\n\nExit status: 0 when no finding is a problem (warnings and notes included), 2 when one is, 1 when the host could not be diagnosed."
     )]
     Doctor(DoctorArgs),
     /// RFC 6349's TCP throughput test against a `netsweep server`: path MTU, baseline RTT,

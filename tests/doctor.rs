@@ -298,12 +298,7 @@ fn json_ids_are_stable_and_libvirt_xml_reads_from_a_file_or_stdin() {
         .arg(f.dir.path())
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let d: Diagnosis = serde_json::from_slice(&out.stdout).unwrap();
+    let d: Diagnosis = common::doctor_diagnosis(&out);
     let ids: Vec<&str> = d.findings.iter().map(|x| x.id.as_str()).collect();
     for id in [
         "nic.emulated.eth0",
@@ -462,12 +457,7 @@ fn a_freebsd_capture_is_diagnosed_with_freebsd_fixes() {
         .arg(&root)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let d: Diagnosis = serde_json::from_slice(&out.stdout).unwrap();
+    let d: Diagnosis = common::doctor_diagnosis(&out);
     let nic = d.get("nic.emulated.re0").expect("re0 flagged");
     assert_eq!(nic.severity, Severity::Problem);
     assert!(
@@ -530,12 +520,7 @@ fn doctor_never_reports_a_buffer_cap_its_own_test_exceeds() {
             .args(["doctor", "--peer", &peer, "--rate", "100M", "--json"])
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let d: Diagnosis = serde_json::from_slice(&out.stdout).unwrap();
+        let d: Diagnosis = common::doctor_diagnosis(&out);
         let f = d
             .get("buffers.tcp_wmem")
             .expect("the send buffer is checked")

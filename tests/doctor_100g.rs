@@ -37,12 +37,7 @@ fn doctor(args: &[&str]) -> Diagnosis {
         .args(args)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    common::doctor_diagnosis(&out)
 }
 
 fn on_root(name: &str, extra: &[&str]) -> Diagnosis {

@@ -249,8 +249,9 @@ impl Drop for Libvirt {
 }
 
 impl Libvirt {
-    /// `netsweep doctor --libvirt` of this domain: (standard output, standard error).
-    fn doctor(&self) -> (String, String) {
+    /// `netsweep doctor --libvirt` of this domain: (standard output, standard error, exit
+    /// status).
+    fn doctor(&self) -> (String, String, Option<i32>) {
         let out = self
             .netsweep(&["doctor", "--libvirt", &self.domain, "--connect", URI])
             .output()
@@ -258,6 +259,7 @@ impl Libvirt {
         (
             String::from_utf8_lossy(&out.stdout).into_owned(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
+            out.status.code(),
         )
     }
 }
@@ -343,9 +345,12 @@ fn a_nic_sweep_of_a_users_domain_measures_each_model_and_puts_it_back() {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(out.status.success(), "README line {args:?}: {said}");
         if args[0] == "doctor" {
+            // The emulated NIC is a problem: doctor's exit status says so.
+            assert_eq!(out.status.code(), Some(2), "README line {args:?}: {said}");
             assert!(said.contains("uses the emulated rtl8139"), "{said}");
+        } else {
+            assert!(out.status.success(), "README line {args:?}: {said}");
         }
         text.push_str(&said);
     }
@@ -436,13 +441,14 @@ fn doctor_names_the_emulated_nic_and_its_printed_fix_works() {
     let test = "doctor_names_the_emulated_nic_and_its_printed_fix_works";
     let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let Some(lv) = Libvirt::up(test) else { return };
-    let (text, _) = lv.doctor();
+    let (text, _, code) = lv.doctor();
     assert!(
         text.contains(&format!(
             "PROBLEM interface {MAC} uses the emulated rtl8139"
         )),
         "{text}"
     );
+    assert_eq!(code, Some(2), "a problem found: {text}");
     // The fix as printed: from the `virsh ... update-device` line to the restart line.
     let start = text.find("virsh -c").expect("a virsh command");
     let fix: String = text[start..]
@@ -470,7 +476,8 @@ fn doctor_names_the_emulated_nic_and_its_printed_fix_works() {
     common::wait_bounded_until(Duration::from_secs(60), "virtio_net bound", || {
         lv.console().contains("driver=virtio_net")
     });
-    let (text, _) = lv.doctor();
+    let (text, _, code) = lv.doctor();
+    assert_eq!(code, Some(0), "no problem left: {text}");
     assert!(
         text.contains(&format!("ok      interface {MAC} uses virtio"))
             || text.contains(&format!("interface {MAC} uses virtio")),
@@ -535,7 +542,7 @@ fn a_domain_left_changed_by_ctrl_c_or_kill_9_is_put_back() {
     assert_ne!(lv.definition(), lv.original, "the model was not changed");
     assert!(lv.journal().exists());
     // The next start puts it back, and says so.
-    let (_, err) = lv.doctor();
+    let (_, err, _) = lv.doctor();
     assert!(
         err.contains(&format!(
             "left changed by process {} that ended without restoring it",
@@ -580,7 +587,7 @@ fn a_domain_left_changed_by_ctrl_c_or_kill_9_is_put_back() {
     ]);
     assert!(ok, "{out}");
     let edited = lv.definition();
-    let (_, err) = lv.doctor();
+    let (_, err, _) = lv.doctor();
     assert!(
         err.contains("changed since beyond the NIC model") && err.contains("define"),
         "{err}"

@@ -159,8 +159,22 @@ pub fn run(a: &DoctorArgs) -> anyhow::Result<ExitCode> {
     } else {
         crate::out!("{}", doctor::render(&d));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(exit_status(d.worst()))
 }
+
+/// Exit 2 when a finding is a problem, so a script or a monitoring check can act on it (`diff`
+/// and `grep` keep 1 for trouble as well; netsweep exits 1 when it could not diagnose at all);
+/// warnings and notes exit 0, as a host without problems.
+fn exit_status(worst: doctor::Severity) -> ExitCode {
+    if worst == doctor::Severity::Problem {
+        ExitCode::from(PROBLEM_EXIT)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `netsweep doctor`'s exit status when at least one finding is a problem.
+const PROBLEM_EXIT: u8 = 2;
 
 /// A fixture for `--root`: a FreeBSD capture (`sysctl.txt` and the other files of
 /// `host::freebsd::FILES`), or a Linux tree holding `proc/` or `sys/`; anything else would read

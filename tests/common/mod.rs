@@ -416,3 +416,19 @@ pub fn thread_names_while(
     }
     names
 }
+
+/// `netsweep doctor --json`'s diagnosis, after checking its exit status against it: 2 when a
+/// finding is a problem, 0 otherwise (1 would be a doctor that could not diagnose).
+pub fn doctor_diagnosis(out: &std::process::Output) -> netsweep::host::doctor::Diagnosis {
+    let d: netsweep::host::doctor::Diagnosis = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let problem = d.worst() == netsweep::host::doctor::Severity::Problem;
+    assert_eq!(
+        out.status.code(),
+        Some(if problem { 2 } else { 0 }),
+        "worst finding {:?}: {}",
+        d.worst(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    d
+}
