@@ -9,7 +9,7 @@
 //! runs that would settle it. ministat's pooled Student's t is kept beside it, and the verdict
 //! says when the two disagree and why. The statistics themselves are `analysis::stats`.
 
-use crate::analysis::stats::{Description, describe, holm, rank, runs_needed, ttest};
+use crate::analysis::stats::{Description, describe, holm, rank, runs_needed_welch, ttest};
 use serde::{Deserialize, Serialize};
 
 /// Settings of an analysis.
@@ -297,11 +297,7 @@ fn compare(
     let (name, other, _) = other_set;
     let welch = ttest::welch(base, other, cfg.confidence);
     let percent = ttest::percent_difference(base, other, cfg.confidence, welch.df);
-    let (nb, no) = (base.len() as f64, other.len() as f64);
-    let pooled_sd = (((nb - 1.0) * describe::variance(base)
-        + (no - 1.0) * describe::variance(other))
-        / (nb + no - 2.0))
-        .sqrt();
+    let variances = (describe::variance(base), describe::variance(other));
     let delta = cfg.detect_change * describe::mean(base).abs();
     Comparison {
         baseline: base_name.to_string(),
@@ -316,7 +312,7 @@ fn compare(
         welch,
         mann_whitney: rank::mann_whitney(base, other),
         hodges_lehmann: rank::hodges_lehmann(base, other, cfg.confidence),
-        runs_needed: runs_needed(pooled_sd, delta, cfg.confidence, cfg.power),
+        runs_needed: runs_needed_welch(variances, delta, cfg.confidence, cfg.power),
         decision: match from_design {
             Some(e) => {
                 let logs: Option<Vec<f64>> = base.iter().map(|x| cfg.scale.to(*x)).collect();

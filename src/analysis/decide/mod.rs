@@ -99,11 +99,19 @@ pub const DEFAULT_CHANGE: f64 = 0.05;
 pub enum Design {
     /// `pairs` rounds in which both were run; `sd` the differences' standard deviation.
     Paired { pairs: usize, sd: f64 },
-    /// Independent samples (Welch): runs of each side, and the sum of the two per-run variances.
+    /// Independent samples (Welch): runs of each side (per context, averaged), and the
+    /// estimate's variance per run: the sum of the sides' per-run variances over the squared
+    /// number of contexts (so n runs per side in every context give an error of
+    /// sqrt(var_sum / n)).
     Independent {
         n_from: usize,
         n_to: usize,
         var_sum: f64,
+        /// Satterthwaite's degrees of freedom at n runs per side are this times n - 1: the
+        /// squared sum of the sides' per-run variances over the sum of their squares (2 for
+        /// two equally noisy sides, 1 when one side's noise is all of it).
+        #[serde(skip)]
+        df_per_run: f64,
     },
     /// A contrast of the campaign's design (`blocked`): `configurations` run in `rounds` (the
     /// rounds as blocks), the error pooled over all of them with `df` degrees of freedom and
@@ -161,12 +169,13 @@ pub fn combined(contexts: &[(&[f64], &[f64])]) -> Option<Estimate> {
     let value = usable.iter().map(|(a, b)| mean(b) - mean(a)).sum::<f64>() / k;
     let mut var = 0.0;
     let mut df_den = 0.0;
-    let (mut n_from, mut n_to, mut var_sum) = (0, 0, 0.0);
+    let (mut n_from, mut n_to, mut var_sum, mut var_squares) = (0, 0, 0.0, 0.0);
     for (a, b) in &usable {
         for s in [*a, *b] {
             let v = variance(s) / s.len() as f64;
             var += v;
             df_den += v * v / (s.len() - 1) as f64;
+            var_squares += variance(s) * variance(s);
         }
         n_from += a.len();
         n_to += b.len();
@@ -185,7 +194,12 @@ pub fn combined(contexts: &[(&[f64], &[f64])]) -> Option<Estimate> {
         design: Design::Independent {
             n_from: n_from / usable.len(),
             n_to: n_to / usable.len(),
-            var_sum: var_sum / k,
+            var_sum: var_sum / (k * k),
+            df_per_run: if var_squares > 0.0 {
+                var_sum * var_sum / var_squares
+            } else {
+                2.0 * k
+            },
         },
     })
 }
@@ -381,6 +395,7 @@ pub fn too_few(from: &str, to: &str, n_from: usize, n_to: usize, s: &Settings) -
             n_from,
             n_to,
             var_sum: f64::NAN,
+            df_per_run: f64::NAN,
         },
         change: s.change,
         confidence: s.confidence,
@@ -393,6 +408,7 @@ pub fn too_few(from: &str, to: &str, n_from: usize, n_to: usize, s: &Settings) -
                 n_from,
                 n_to,
                 var_sum: f64::NAN,
+                df_per_run: f64::NAN,
             },
         },
         margin: f64::NAN,
@@ -497,13 +513,15 @@ fn rounds_needed(e: &Estimate, margin: f64, levels: (f64, f64)) -> Option<usize>
             n_from,
             n_to,
             var_sum,
+            ..
         } => (n_from.min(n_to), var_sum.sqrt()),
         Design::Blocked { rounds, .. } => (rounds, e.se * (rounds as f64).sqrt()),
     };
     let df_of = |n: usize| -> f64 {
         match e.design {
             Design::Paired { .. } => (n - 1) as f64,
-            Design::Independent { .. } => (2 * n - 2) as f64,
+            // Welch's test: Satterthwaite's degrees of freedom at n runs per side.
+            Design::Independent { df_per_run, .. } => df_per_run * (n - 1) as f64,
             Design::Blocked {
                 configurations,
                 rounds,

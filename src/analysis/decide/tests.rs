@@ -87,6 +87,34 @@ fn welch_and_its_tost_match_scipy_and_statsmodels() {
     assert!(close(d.ci_high, 10.376256766489863, 1e-6), "{}", d.ci_high);
 }
 
+/// What `rounds_needed` plans with is the estimate's own error at today's runs: the per-run
+/// variance over n, and Satterthwaite's degrees of freedom, for one context and several.
+#[test]
+fn the_independent_design_predicts_its_own_error() {
+    let a = [100.0, 93.0, 108.0, 99.0];
+    let b = [103.0, 96.0, 110.0, 97.0];
+    let c = [50.0, 50.5, 49.0, 51.0];
+    let d = [70.0, 71.0, 69.5, 70.5];
+    for contexts in [
+        vec![(&a[..], &b[..])],
+        vec![(&a[..], &b[..]), (&c[..], &d[..])],
+    ] {
+        let e = combined(&contexts).unwrap();
+        let Design::Independent {
+            n_from,
+            var_sum,
+            df_per_run,
+            ..
+        } = e.design
+        else {
+            panic!("{e:?}")
+        };
+        assert_eq!(n_from, 4);
+        assert!(close((var_sum / 4.0).sqrt(), e.se, 1e-12), "{e:?}");
+        assert!(close(df_per_run * 3.0, e.df, 1e-12), "{e:?}");
+    }
+}
+
 #[test]
 fn a_null_measured_tightly_is_equivalent_and_noisily_is_not() {
     let a = [100.0, 100.2, 99.9, 100.1];

@@ -1,6 +1,7 @@
 //! Verdicts of `analyze` in plain words, and its bounds on time and bad input.
 
 use super::*;
+use crate::analysis::stats::runs_needed;
 
 const A: [f64; 6] = [10.0, 11.0, 12.0, 11.5, 10.5, 11.2];
 const B: [f64; 5] = [12.0, 13.5, 12.8, 14.1, 13.0];

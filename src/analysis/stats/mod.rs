@@ -11,41 +11,74 @@ pub mod ttest;
 
 pub use describe::{Description, describe};
 
-/// Runs per set needed to detect a difference `delta` with standard deviation `sigma`
-/// (two-sided, equal group sizes), by the t-based iteration of the normal formula.
+/// Runs per set needed to detect a difference `delta` with standard deviation `sigma` in
+/// both sets (two-sided, equal group sizes): `runs_needed_welch` with equal variances.
 pub fn runs_needed(sigma: f64, delta: f64, confidence: f64, power: f64) -> Option<usize> {
-    if !delta.is_finite() || delta == 0.0 || !sigma.is_finite() {
+    runs_needed_welch((sigma * sigma, sigma * sigma), delta, confidence, power)
+}
+
+/// Runs per set needed for Welch's test to detect a difference `delta` between sets of per-run
+/// variances `variances` (two-sided, equal group sizes): the t-based iteration of the normal
+/// formula n = (t_a + t_b)^2 (s1^2 + s2^2) / delta^2, its degrees of freedom Welch and
+/// Satterthwaite's at n runs each, (n - 1)(s1^2 + s2^2)^2 / (s1^4 + s2^4): 2n - 2 at equal
+/// variances (Student's), n - 1 when one set's noise is all of it (Chow, Shao & Wang, "Sample
+/// Size Calculations in Clinical Research", 3.2; checked by simulation of Welch's test in the
+/// tests).
+pub fn runs_needed_welch(
+    variances: (f64, f64),
+    delta: f64,
+    confidence: f64,
+    power: f64,
+) -> Option<usize> {
+    let (a, b) = variances;
+    if !delta.is_finite() || delta == 0.0 || !(a.is_finite() && b.is_finite()) {
         return None;
     }
-    if !(confidence > 0.0 && confidence < 1.0 && power > 0.0 && power < 1.0) {
+    if !(confidence > 0.0 && confidence < 1.0 && power > 0.0 && power < 1.0) || a < 0.0 || b < 0.0 {
         return None;
     }
-    if sigma == 0.0 {
+    if a + b == 0.0 {
         return Some(3);
     }
     let za = ttest::normal_quantile(1.0 - (1.0 - confidence) / 2.0);
     let zb = ttest::normal_quantile(power);
-    let ratio = (sigma / delta).powi(2);
-    let mut n = 2.0 * (za + zb).powi(2) * ratio;
-    // Beyond this the answer is "far too many" whatever its digits: stop before iterating.
-    const MAX_RUNS: f64 = 1e9;
-    if !n.is_finite() || n > MAX_RUNS {
+    let ratio = (a + b) / (delta * delta);
+    // Welch's degrees of freedom per run beyond the first, (a + b)^2 / (a^2 + b^2) in [1, 2],
+    // from the shares of the variance (so variances near f64's limits are never squared).
+    let (pa, pb) = (a / (a + b), b / (a + b));
+    let share = 1.0 / (pa * pa + pb * pb);
+    // Beyond this the answer is "far too many" whatever its digits.
+    const MAX_RUNS: usize = 1_000_000_000;
+    let normal = (za + zb).powi(2) * ratio;
+    if !normal.is_finite() || normal > MAX_RUNS as f64 {
         return None;
     }
-    for _ in 0..50 {
-        let df = (2.0 * n - 2.0).max(1.0);
+    // The smallest n with n >= (t_a + t_b)^2 ratio at n's degrees of freedom: the right side
+    // only falls as n grows, so doubling then bisection finds it (a fixed-point iteration
+    // oscillates where few degrees of freedom make the t quantiles steep).
+    let enough = |n: usize| {
+        let df = (share * (n as f64 - 1.0)).max(1.0);
         let ta = ttest::t_critical(confidence, df);
         let tb = ttest::t_critical(2.0 * power - 1.0, df);
-        let next = 2.0 * (ta + tb).powi(2) * ratio;
-        if !next.is_finite() || (next - n).abs() < 1e-6 {
-            break;
+        n as f64 >= (ta + tb).powi(2) * ratio
+    };
+    let mut hi = 2;
+    while !enough(hi) {
+        if hi >= MAX_RUNS {
+            return None;
         }
-        n = next;
+        hi = (hi * 2).min(MAX_RUNS);
     }
-    if !n.is_finite() || n > MAX_RUNS {
-        return None;
+    let mut lo = 2;
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if enough(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
     }
-    Some((n.ceil() as usize).max(3))
+    Some(lo.max(3))
 }
 
 /// Holm's step-down adjustment of p-values (order preserved).

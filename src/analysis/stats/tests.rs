@@ -134,3 +134,75 @@ fn runs_needed_matches_the_textbook_case() {
     assert_eq!(runs_needed(0.0, 1.0, 0.95, 0.8), Some(3));
     assert_eq!(runs_needed(1.0, 0.0, 0.95, 0.8), None);
 }
+
+#[test]
+fn runs_needed_with_unequal_variances_follows_welch() {
+    // One set without noise leaves the other's: a one-sample t test's size, G*Power's
+    // "difference from constant" at d = 1, 5% two-sided, 80%: 10.
+    assert_eq!(runs_needed_welch((0.0, 1.0), 1.0, 0.95, 0.8), Some(10));
+    assert_eq!(runs_needed_welch((1.0, 0.0), 1.0, 0.95, 0.8), Some(10));
+    // Equal variances: Student's, as `runs_needed`.
+    assert_eq!(runs_needed_welch((1.0, 1.0), 1.0, 0.95, 0.8), Some(17));
+    // A trial's sets of SDs 1.15 and 200: Student's degrees of freedom (2n - 2) said one run
+    // fewer than Welch's test needs (n - 1 here; the simulation below checks 5).
+    let (a, b) = (1.15f64.powi(2), 200f64.powi(2));
+    assert_eq!(
+        runs_needed(((a + b) / 2.0).sqrt(), 350.0, 0.95, 0.8),
+        Some(4)
+    );
+    assert_eq!(runs_needed_welch((a, b), 350.0, 0.95, 0.8), Some(5));
+    // Few degrees of freedom: the answer falls as the difference grows, never below 3.
+    let sizes: Vec<usize> = [200.0, 250.0, 300.0, 350.0, 400.0, 450.0, 500.0, 2000.0]
+        .iter()
+        .map(|d| runs_needed_welch((a, b), *d, 0.95, 0.8).unwrap())
+        .collect();
+    assert!(sizes.windows(2).all(|w| w[0] >= w[1]), "{sizes:?}");
+    assert_eq!(sizes.last(), Some(&3));
+    assert_eq!(runs_needed_welch((f64::NAN, 1.0), 1.0, 0.95, 0.8), None);
+    assert_eq!(runs_needed_welch((-1.0, 1.0), 1.0, 0.95, 0.8), None);
+}
+
+/// The runs Welch's test is said to need give it the power asked: seeded simulations of
+/// normal sets with the variances and difference given, through the crate's own Welch test.
+#[test]
+fn runs_needed_welch_gives_the_power_asked_in_simulation() {
+    use rand::{Rng, SeedableRng, rngs::StdRng};
+    let mut rng = StdRng::seed_from_u64(40);
+    let mut normal = move || {
+        let u1: f64 = rng.gen_range(f64::MIN_POSITIVE..1.0);
+        let u2: f64 = rng.r#gen();
+        (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+    };
+    for (sd_a, sd_b, delta) in [
+        (1.0, 1.0, 1.0),
+        (1.0, 5.0, 3.0),
+        (0.1, 3.0, 2.0),
+        (2.0, 0.5, 1.5),
+        (1.15, 200.0, 350.0),
+    ] {
+        let n = runs_needed_welch((sd_a * sd_a, sd_b * sd_b), delta, 0.95, 0.8).unwrap();
+        let power_at = |n: usize, normal: &mut dyn FnMut() -> f64| {
+            let trials = 4000;
+            let hits = (0..trials)
+                .filter(|_| {
+                    let a: Vec<f64> = (0..n).map(|_| sd_a * normal()).collect();
+                    let b: Vec<f64> = (0..n).map(|_| delta + sd_b * normal()).collect();
+                    ttest::welch(&a, &b, 0.95).significant
+                })
+                .count();
+            hits as f64 / trials as f64
+        };
+        let at_n = power_at(n, &mut normal);
+        let below = power_at(n - 1, &mut normal);
+        // 4000 draws: a standard error of 0.6 points at 80%.
+        assert!(
+            (0.78..0.90).contains(&at_n),
+            "{sd_a} {sd_b} {delta}: n {n}, power {at_n}"
+        );
+        assert!(
+            below < 0.82,
+            "{sd_a} {sd_b} {delta}: n - 1 = {} has {below}",
+            n - 1
+        );
+    }
+}
