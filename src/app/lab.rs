@@ -188,7 +188,7 @@ fn up(name: &str, path: &PathArgs, vm: &VmArgs, state_dir: PathBuf) -> anyhow::R
             (crate::paste::program(), "-R for guest to host")
         };
         crate::outln!(
-            "try: {} -- {client} client 198.18.0.2     ({note})",
+            "try: {} -- {client} client 198.18.0.2     # {note}",
             crate::paste::netsweep(&["lab", "exec", name, "a"]),
         );
     } else {

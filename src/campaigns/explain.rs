@@ -15,6 +15,7 @@ use serde::Serialize;
 
 pub mod ceiling;
 mod grants;
+mod senders;
 pub mod sessions;
 mod trust;
 pub use trust::Flag;
@@ -210,6 +211,7 @@ pub fn explain(
     trust.splice(0..0, sessions::flag(&ok));
     let cannot_matter = cannot_matter(facts, configs, results);
     let runs_of = grants::RunsOf::new(used, results);
+    trust.splice(0..0, senders::flag(configs, &runs_of));
     let mut grants = grants::words(configs, &runs_of);
     grants.extend(grants::unopened(configs, &runs_of));
     let comparisons = effects

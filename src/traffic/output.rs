@@ -382,20 +382,33 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     }
     out.push_str(&cpu_line(&result.cpu));
     if let Some(s) = result.start.client_sockets.first() {
-        // Linux reports twice what it grants: the window the buffers allow beside them, or
-        // "-w 8M" granted 4 MiB read as "sndbuf 8.00 MBytes" in full (a trial's finding).
+        // Linux reports twice what it grants: what -w was granted beside them, or "-w 8M"
+        // granted 4 MiB read as "sndbuf 8.00 MBytes" in full (a trial's finding). Not "a
+        // window": the window each kernel advertises from it differs (a 6.18 host advertised
+        // 79 KB for -w 64K where a 6.1 guest advertised 63 KB; the largest advertised window
+        // line has the figure).
         let window = |k: &crate::traffic::measure::SocketInfo| match k.window_bytes {
             Some(w) if result.spec.window_bytes.is_some() && w != k.rcvbuf_bytes => {
-                format!(" (a window of {})", Bytes(w))
+                format!(" (-w granted {})", Bytes(w))
             }
             _ => String::new(),
         };
+        // Each end's own congestion control: under -R the server sends, and a guest's kernel
+        // may run another one than the host's (a trial's campaign compared bbr with cubic
+        // senders, the line naming only the client's).
+        let congestion = |k: &crate::traffic::measure::SocketInfo| {
+            k.congestion
+                .as_ref()
+                .map(|c| format!(", congestion control {c}"))
+                .unwrap_or_default()
+        };
         let server = match result.start.server_sockets.first() {
             Some(r) => format!(
-                "server sndbuf {} rcvbuf {}{}",
+                "server sndbuf {} rcvbuf {}{}{}",
                 Bytes(r.sndbuf_bytes),
                 Bytes(r.rcvbuf_bytes),
-                window(r)
+                window(r),
+                congestion(r)
             ),
             None => "server's not reported".to_string(),
         };
@@ -416,14 +429,11 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
         };
         let _ = writeln!(
             out,
-            "{when}: client sndbuf {} rcvbuf {}{}, {server}{}",
+            "{when}: client sndbuf {} rcvbuf {}{}{}; {server}",
             Bytes(s.sndbuf_bytes),
             Bytes(s.rcvbuf_bytes),
             window(s),
-            s.congestion
-                .as_ref()
-                .map(|c| format!(", congestion control {c}"))
-                .unwrap_or_default()
+            congestion(s),
         );
     }
     for dir in &result.directions {
@@ -750,20 +760,26 @@ mod tests {
             sndbuf_bytes: 8 << 20,
             rcvbuf_bytes: 8 << 20,
             window_bytes: Some(4 << 20),
+            congestion: Some("bbr".into()),
             ..Default::default()
         };
+        // A guest's server with its kernel's own congestion control (each end says its own).
+        let guest = crate::traffic::measure::SocketInfo {
+            congestion: Some("cubic".into()),
+            ..sock.clone()
+        };
         let start = StartInfo {
-            client_sockets: vec![sock.clone()],
-            server_sockets: vec![sock],
+            client_sockets: vec![sock],
+            server_sockets: vec![guest],
             ..StartInfo::default()
         };
         let r = crate::traffic::result::build(&spec, start, &[], CpuResult::default(), None);
         let text = summary(&r, RateFormat::default());
         assert!(
             text.contains(
-                "Buffers granted (-w): client sndbuf 8.00 MBytes rcvbuf 8.00 MBytes (a window of \
-                 4.00 MBytes), server sndbuf 8.00 MBytes rcvbuf 8.00 MBytes (a window of 4.00 \
-                 MBytes)"
+                "Buffers granted (-w): client sndbuf 8.00 MBytes rcvbuf 8.00 MBytes (-w granted \
+                 4.00 MBytes), congestion control bbr; server sndbuf 8.00 MBytes rcvbuf 8.00 \
+                 MBytes (-w granted 4.00 MBytes), congestion control cubic"
             ),
             "{text}"
         );

@@ -82,7 +82,7 @@ impl<'a> RunsOf<'a> {
         RunsOf(m)
     }
 
-    fn of(&self, label: &str) -> &[&'a TestResult] {
+    pub(super) fn of(&self, label: &str) -> &[&'a TestResult] {
         self.0.get(label).map_or(&[], Vec::as_slice)
     }
 }
