@@ -198,12 +198,18 @@ pub fn explain(
         }
     }
     let broken = broken(runs, configs);
+    let window_limited: Vec<&str> = limits
+        .iter()
+        .filter(|l| l.limit == "window")
+        .map(|l| l.configuration.as_str())
+        .collect();
     let mut trust = trust::flags(
         used,
         configs,
         results,
         counters,
         &link,
+        &window_limited,
         metric,
         judging.confidence,
     );

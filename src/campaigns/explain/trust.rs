@@ -47,12 +47,16 @@ fn host_busy(counters: &[(i64, serde_json::Value)], run: i64) -> Option<f64> {
         .filter(|x| x.is_finite())
 }
 
+/// `window_limited`: the configurations whose runs the answer finds at their window's ceiling
+/// (`explain::limits`): a busy host did not set their rate, their window did.
+#[allow(clippy::too_many_arguments)]
 pub fn flags(
     runs: &[RunRow],
     configs: &[ConfigRow],
     results: &[(i64, TestResult)],
     counters: &[(i64, serde_json::Value)],
     link_of: &dyn Fn(&ConfigRow) -> Option<f64>,
+    window_limited: &[&str],
     metric: Metric,
     confidence: f64,
 ) -> Vec<Flag> {
@@ -70,7 +74,13 @@ pub fn flags(
         matches!((r.bits_per_second, link),
             (Some(b), Some(l)) if b >= LINK_LIMITED_SHARE * l && b <= 1.05 * l)
     };
-    let paths: Vec<&RunRow> = ok.iter().copied().filter(|r| !link_limited(r)).collect();
+    // A trial's 64K runs at 93% of window/RTT on a host another program kept busy were
+    // "CPU-bound: these figures measure the host", beside the answer's own "window-limited".
+    let paths: Vec<&RunRow> = ok
+        .iter()
+        .copied()
+        .filter(|r| !link_limited(r) && !window_limited.contains(&r.configuration.as_str()))
+        .collect();
     if let Some(f) = cpu_flag(&paths, ok.len(), &result_of, counters) {
         out.push(f);
     }
@@ -121,7 +131,8 @@ fn cpu_flag(
     let mut why = Vec::new();
     if by_host > 0 {
         why.push(format!(
-            "the host's CPUs at least {HOST_BUSY_PERCENT:.0}% busy in {by_host} (up to {peak_host:.0}%)"
+            "the host's CPUs at least {HOST_BUSY_PERCENT:.0}% busy in {by_host} (up to {peak_host:.0}%, \
+             every program on it counted)"
         ));
     }
     if by_end > 0 {
@@ -138,7 +149,7 @@ fn cpu_flag(
             why.join("; "),
             if all > ok.len() {
                 format!(
-                    "; {} runs at the path's rate left out: the path limited them",
+                    "; {} runs at the path's rate or their window's left out: those limited them",
                     all - ok.len()
                 )
             } else {
