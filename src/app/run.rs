@@ -179,12 +179,26 @@ fn rounds_to_add(store: &Store, plan: &Plan, more: More) -> anyhow::Result<Optio
         }
         let ask = crate::campaigns::explain::Ask::new(Metric::BitsPerSecond);
         let e = super::explain::explanation(store, c.id, &ask)?;
-        let undecided = e
-            .comparisons
-            .iter()
-            .filter(|d| d.decision.outcome == crate::analysis::decide::Outcome::Undecided)
-            .count();
-        if undecided > 0 && e.effects.rounds_needed.is_none() {
+        // The comparisons the run printed count too (`until = "decided"` waits for them).
+        let facts = plan.facts();
+        let runs = store.runs(c.id)?;
+        let used = if ask.keeps_outliers(&facts) {
+            runs
+        } else {
+            campaign::screen(&runs, Metric::BitsPerSecond).0
+        };
+        let (open, rounds) = campaign::open_in(&campaign::summary_groups(
+            &used,
+            &plan.order(),
+            &ask.judging(&facts),
+        ));
+        let undecided = open
+            + e.comparisons
+                .iter()
+                .filter(|d| d.decision.outcome == crate::analysis::decide::Outcome::Undecided)
+                .count();
+        let needed = e.effects.rounds_needed.max(rounds);
+        if undecided > 0 && needed.is_none() {
             bail!(
                 "--more auto: {undecided} comparison(s) of campaign {}'s answer are undecided, \
                  and at this noise no practical number of rounds would settle them: make the \
@@ -192,7 +206,7 @@ fn rounds_to_add(store: &Store, plan: &Plan, more: More) -> anyhow::Result<Optio
                 c.id
             );
         }
-        return Ok(match e.effects.rounds_needed {
+        return Ok(match needed {
             Some(n) => {
                 crate::outln!(
                     "the answer of campaign {} needs about {n} more rounds to settle its \
@@ -568,25 +582,15 @@ fn print_summary(
         summary_table(&campaign::summary(&runs, &labels, Metric::BitsPerSecond))
     );
     let ask = crate::campaigns::explain::Ask::new(Metric::BitsPerSecond);
-    if let Some(d) = plan.dimensions.last().filter(|d| d.values.len() > 1) {
-        let values: Vec<String> = d.values.iter().map(|v| v.label.clone()).collect();
-        let facts = plan.facts();
-        let used = if ask.keeps_outliers(&facts) {
-            runs.clone()
-        } else {
-            campaign::screen(&runs, Metric::BitsPerSecond).0
-        };
-        crate::out!(
-            "{}",
-            groups_text(&campaign::compare(
-                &used,
-                &d.name,
-                &values,
-                &[],
-                Metric::BitsPerSecond,
-                &ask.judging(&facts)
-            ))
-        );
+    let facts = plan.facts();
+    let used = if ask.keeps_outliers(&facts) {
+        runs.clone()
+    } else {
+        campaign::screen(&runs, Metric::BitsPerSecond).0
+    };
+    let groups = campaign::summary_groups(&used, &plan.order(), &ask.judging(&facts));
+    if !groups.is_empty() {
+        crate::out!("{}", groups_text(&groups));
     }
     // The answer last, where the eye lands when the campaign ends.
     let e = super::explain::explanation(store, campaign, &ask)?;

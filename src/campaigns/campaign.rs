@@ -437,9 +437,46 @@ pub fn compare(
         .collect()
 }
 
+/// The comparisons `run` prints when a campaign ends: the last dimension's values, the other
+/// dimensions fixed (`runs` screened as the caller judges them).
+pub fn summary_groups(
+    runs: &[RunRow],
+    order: &[(String, Vec<String>)],
+    judging: &Judging,
+) -> Vec<Group> {
+    order
+        .last()
+        .filter(|(_, values)| values.len() > 1)
+        .map(|(name, values)| compare(runs, name, values, &[], Metric::BitsPerSecond, judging))
+        .unwrap_or_default()
+}
+
+/// The groups' comparisons still open (a group too small to compare counts as one), and the
+/// most rounds any of them says would settle it.
+pub fn open_in(groups: &[Group]) -> (usize, Option<usize>) {
+    let mut open = 0;
+    let mut rounds: Option<usize> = None;
+    for g in groups {
+        let Some(a) = &g.analysis else {
+            open += 1;
+            continue;
+        };
+        for c in a
+            .comparisons
+            .iter()
+            .filter(|c| !c.decision.outcome.decided())
+        {
+            open += 1;
+            rounds = rounds.max(c.decision.rounds_needed);
+        }
+    }
+    (open, rounds)
+}
+
 /// Whether a campaign has enough rounds for `[repeat] until` (the reason, in words), judged
 /// on goodput with outliers set aside: `decided` when every comparison of the answer
-/// (`explain`'s) shows a difference or an equivalence within the change.
+/// (`explain`'s) and of the summary `run` prints (the last dimension's values compared with
+/// the others fixed, `compare`) shows a difference or an equivalence within the change.
 pub fn until_met(
     runs: &[RunRow],
     until: crate::campaigns::plan::Until,
@@ -490,9 +527,25 @@ pub fn until_met(
             opts.baselines = judging.baselines.clone();
             let e = effects::analyze(&obs, order, &opts);
             let n: usize = e.effects.iter().map(|x| x.comparisons.len()).sum();
-            e.decided().then(|| {
+            // The main effects average over the other dimensions: where they interact, one
+            // context's comparison can stay open under a decided average (a trial's campaign
+            // stopped on "decided" above "window=256K: ... about 4 more rounds would settle
+            // it"). The comparisons the run prints must be decided too.
+            let printed = summary_groups(&runs, order, judging);
+            let m: usize = printed
+                .iter()
+                .filter_map(|g| g.analysis.as_ref())
+                .map(|a| a.comparisons.len())
+                .sum();
+            (e.decided() && open_in(&printed).0 == 0).then(|| {
+                let by = match order.last() {
+                    Some((name, _)) if !printed.is_empty() => {
+                        format!(" and of the summary by {name} ({m})")
+                    }
+                    _ => String::new(),
+                };
                 format!(
-                    "every comparison of the answer ({n}) is decided: a difference shown, or a change of {} ruled out",
+                    "every comparison of the answer ({n}){by} is decided: a difference shown, or a change of {} ruled out",
                     crate::analysis::decide::words::percent_text(judging.change)
                 )
             })
@@ -638,5 +691,58 @@ mod tests {
         // A configuration with a single run has no CI: not met.
         let single = runs_with(&[100.0], &[100.0, 100.0]);
         assert_eq!(until_met(&single, Until::Precision(0.5), by, j), None);
+    }
+
+    /// Regression (a trial's finding): the profile's main effect (+44% at one window, none at
+    /// the other) was decided while the summary's comparison at the second window was not, and
+    /// `until = "decided"` stopped there.
+    #[test]
+    fn decided_waits_for_the_comparisons_the_run_prints() {
+        use crate::campaigns::plan::Until;
+        let order: &[(String, Vec<String>)] = &[
+            ("window".into(), vec!["auto".into(), "256K".into()]),
+            ("profile".into(), vec!["default".into(), "big".into()]),
+        ];
+        let cells: [(&str, &str, [f64; 3]); 4] = [
+            ("auto", "default", [100.0, 104.0, 96.0]),
+            ("auto", "big", [144.0, 150.0, 140.0]),
+            ("256K", "default", [100.0, 106.0, 95.0]),
+            ("256K", "big", [101.0, 94.0, 104.0]),
+        ];
+        let mut runs = Vec::new();
+        for (w, p, values) in cells {
+            for (round, v) in values.into_iter().enumerate() {
+                let mut r = row(&[("window", w), ("profile", p)], v * 1e6, true);
+                r.round = round as u32 + 1;
+                runs.push(r);
+            }
+        }
+        let j = &Judging::default();
+        // The answer alone is decided ...
+        let obs = observations(&runs, Metric::BitsPerSecond);
+        let mut opts = effects::Options::new(scale_of(Metric::BitsPerSecond, &obs), "goodput");
+        opts.settings.change = j.change;
+        assert!(effects::analyze(&obs, order, &opts).decided());
+        // ... the summary's window=256K comparison is not: not met.
+        let groups = compare(&runs, "profile", &order[1].1, &[], Metric::BitsPerSecond, j);
+        let open = groups.iter().find(|g| g.context == "window=256K").unwrap();
+        assert!(
+            open.analysis.as_ref().unwrap().comparisons[0]
+                .decision
+                .outcome
+                == crate::analysis::decide::Outcome::Undecided
+        );
+        assert_eq!(until_met(&runs, Until::Decided(0.05), order, j), None);
+        // The same 256K cells measured tightly: decided, and said of both.
+        let tight = [100.0, 100.4, 99.8];
+        for r in runs.iter_mut().filter(|r| r.dims[0].1 == "256K") {
+            r.bits_per_second = Some(tight[r.round as usize - 1] * 1e6);
+        }
+        let why = until_met(&runs, Until::Decided(0.05), order, j).expect("decided");
+        assert!(
+            why.contains("every comparison of the answer (")
+                && why.contains("and of the summary by profile (2) is decided"),
+            "{why}"
+        );
     }
 }

@@ -418,16 +418,7 @@ fn round_settles(
         return Ok(None);
     }
     let runs = store.runs(campaign)?;
-    let order: Vec<(String, Vec<String>)> = plan
-        .dimensions
-        .iter()
-        .map(|d| {
-            (
-                d.name.clone(),
-                d.values.iter().map(|v| v.label.clone()).collect::<Vec<_>>(),
-            )
-        })
-        .collect();
+    let order = plan.order();
     let judging =
         crate::campaigns::explain::Ask::new(crate::campaigns::campaign::Metric::BitsPerSecond)
             .judging(&plan.facts());

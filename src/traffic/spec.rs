@@ -255,6 +255,11 @@ pub const IPERF3_TCP_LENGTH: u32 = 128 << 10;
 /// Streams per direction of `--rrul` when -P is not given.
 pub const RRUL_STREAMS: u16 = 4;
 
+/// The largest `-w`: iperf3's (its servers refuse more, `SERVER_ERROR` "socket buffer size too
+/// large"), kept by a plan, a pScheduler test and both netsweep ends alike (a plan's 600M ran
+/// where the client refused 1G).
+pub const MAX_WINDOW_BYTES: u64 = 512 << 20;
+
 /// Why a spec is not runnable. The message names the option and what would be accepted.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SpecError {
@@ -268,7 +273,9 @@ pub enum SpecError {
         "window must be more than 0 (-w); leave it out or write auto to keep the kernel's autotuning"
     )]
     ZeroWindow,
-    #[error("window {0} bytes is larger than 2 GiB")]
+    #[error(
+        "window {0} bytes is larger than {MAX_WINDOW_BYTES} bytes (512 MiB: iperf3's limit, which every netsweep end keeps) (-w)"
+    )]
     HugeWindow(u64),
     #[error("MSS must be between 88 and 65535 bytes (-M), got {0}")]
     Mss(u32),
@@ -397,7 +404,7 @@ impl TestSpec {
         }
         match self.window_bytes {
             Some(0) => return Err(SpecError::ZeroWindow),
-            Some(w) if w > (2 << 30) => return Err(SpecError::HugeWindow(w)),
+            Some(w) if w > MAX_WINDOW_BYTES => return Err(SpecError::HugeWindow(w)),
             _ => {}
         }
         let (proto, min, max) = match self.protocol {

@@ -65,6 +65,19 @@ impl PlanFacts {
 }
 
 impl Plan {
+    /// Each dimension's name and its values' labels, in the plan's order.
+    pub fn order(&self) -> Vec<(String, Vec<String>)> {
+        self.dimensions
+            .iter()
+            .map(|d| {
+                (
+                    d.name.clone(),
+                    d.values.iter().map(|v| v.label.clone()).collect(),
+                )
+            })
+            .collect()
+    }
+
     /// The facts the read commands keep of this plan.
     pub fn facts(&self) -> PlanFacts {
         let path = match &self.target {

@@ -36,7 +36,7 @@ pub const MAX_UDP_BLOCK: u32 = 65_535 - 8 - 20;
 pub const MAX_TIME_S: u64 = 86_400;
 pub const MAX_OMIT_S: u64 = 600;
 /// iperf3's MAX_TCP_BUFFER: the largest socket buffer (`-w`) it asks for, bytes.
-pub const MAX_WINDOW_BYTES: u64 = 512 << 20;
+pub const MAX_WINDOW_BYTES: u64 = crate::traffic::spec::MAX_WINDOW_BYTES;
 /// The UDP "connect" datagram of a little-endian client (0x36373839 in host order: "9876").
 pub const UDP_CONNECT_MSG: [u8; 4] = 0x3637_3839u32.to_le_bytes();
 /// The reply every client from 3.1 to 3.21 accepts: the legacy value 987654321 as a
