@@ -307,7 +307,7 @@ pub fn extra_block(a: &Analysis, k: usize) -> String {
     if let Some(n) = c.runs_needed {
         let _ = writeln!(
             out,
-            "\tRuns per set to detect a {}% change (the configured change) at 80% power: about {n}",
+            "\tRuns per set to detect a {}% change (the configured change) at 80% power, planning a new experiment at this noise (Welch): about {n}",
             fmt_g(c.detect_change * 100.0, 4)
         );
     }

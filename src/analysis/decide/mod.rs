@@ -1,5 +1,5 @@
 //! The decision engine: one verdict for one pair of samples, shared by `sets` (`stats`, `compare`),
-//! `explain`, the end of `run` and the report, so the same data never gets two verdicts.
+//! `explain`, the end of `run` and the report, so a campaign's pair never gets two verdicts.
 //!
 //! A comparison is an estimate of `to` against `from` on the analysis scale (`Scale::Log` for
 //! rates: ratios; `Scale::Linear` otherwise: differences) with its standard error and degrees

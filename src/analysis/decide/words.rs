@@ -260,16 +260,24 @@ pub fn verdict(d: &Decision, what: &str, unit: &dyn Fn(f64) -> String, adjusted:
     }
 }
 
-/// What would settle an undecided comparison: "; about 4 more runs of each would settle it"
-/// (unpaired runs), "; about 3 more rounds would settle it" (rounds paired or as blocks).
+/// What would settle an undecided comparison: "; about 4 more runs of each would settle it at
+/// this noise" (unpaired runs), "; about 3 more rounds ..." (rounds paired or as blocks).
 pub fn settle_text(d: &Decision) -> String {
     let unpaired = matches!(
         d.design,
         Design::Independent { .. } | Design::Blocked { rounds: 0 | 1, .. }
     );
     match d.rounds_needed {
-        Some(n) if unpaired => format!("; about {n} more run{} of each would settle it", plural(n)),
-        Some(n) => format!("; about {n} more round{} would settle it", plural(n)),
+        // A projection from this noise, not a promise (a trial's "4 more" became "8 more" when
+        // the added rounds were noisier).
+        Some(n) if unpaired => format!(
+            "; about {n} more run{} of each would settle it at this noise",
+            plural(n)
+        ),
+        Some(n) => format!(
+            "; about {n} more round{} would settle it at this noise",
+            plural(n)
+        ),
         None => format!(
             "; a change this close to the {} threshold would take more runs than are practical",
             percent_text(d.change)

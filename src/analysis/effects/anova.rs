@@ -1,19 +1,7 @@
 //! The arithmetic of the analysis of variance: the F distribution's upper tail, least squares
 //! by modified Gram-Schmidt, indicator columns of factors and of their interactions. Pure.
 
-/// Upper tail of the F distribution (bounded: statrs' regularised beta has a fixed number of
-/// continued-fraction steps).
-pub fn f_sf(f: f64, d1: f64, d2: f64) -> Option<f64> {
-    if !(f.is_finite() && f >= 0.0 && d1 > 0.0 && d2 > 0.0) {
-        return None;
-    }
-    // The regularised beta's continued fraction stops converging beyond about 1e5 degrees of
-    // freedom (see `ttest`); there the F distribution has long since reached its limit.
-    let (d1, d2) = (d1.min(1e5), d2.min(1e5));
-    let x = d2 / (d2 + d1 * f);
-    let p = statrs::function::beta::beta_reg(d2 / 2.0, d1 / 2.0, x);
-    p.is_finite().then_some(p.clamp(0.0, 1.0))
-}
+pub use crate::analysis::stats::variances::f_sf;
 
 /// Groups `ys` by a key, keeping the first-seen order of keys.
 pub fn group<K: PartialEq + Clone>(keys: &[K], ys: &[f64]) -> Vec<(K, Vec<f64>)> {

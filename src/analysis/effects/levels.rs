@@ -26,6 +26,8 @@ pub(super) struct Data<'a> {
     cells: Vec<Vec<(String, String)>>,
     /// The whole design, when it leaves error to pool.
     fit: Option<blocked::Fit>,
+    /// Brown and Forsythe's p when the configurations are shown not to be equally noisy.
+    unequal: Option<f64>,
 }
 
 /// The other dimensions of a run than `dim`: its context.
@@ -47,12 +49,25 @@ impl<'a> Data<'a> {
                 .zip(ys)
                 .map(|(o, y)| (o.dims.clone(), o.round, *y)),
         );
+        let unequal = blocked::unequal_noise(
+            obs.iter()
+                .zip(ys)
+                .filter_map(|(o, y)| Some((cells.iter().position(|c| *c == o.dims)?, *y))),
+            cells.len(),
+        );
         Data {
             obs,
             ys,
             cells,
             fit,
+            unequal,
         }
+    }
+
+    /// Brown and Forsythe's p when the configurations are shown not to be equally noisy (no
+    /// error pooled then).
+    pub(super) fn unequal_noise(&self) -> Option<f64> {
+        self.unequal
     }
 
     /// Every run of `dim` = `v` on the analysis scale.

@@ -110,6 +110,10 @@ pub struct Effects {
     /// as blocks) that every comparison uses; `None` when one run per configuration leaves
     /// none, and comparisons fall back to each pair's own runs.
     pub pooled_df: Option<f64>,
+    /// Brown and Forsythe's p when it shows the configurations are not equally noisy (below
+    /// `blocked::UNEQUAL_NOISE_P`): no error is pooled, each pair is judged on its own runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unequal_noise_p: Option<f64>,
     pub method: String,
     /// The effects in words (`campaigns::explain` adds limits and facts to make the answer).
     #[serde(skip)]
@@ -330,7 +334,13 @@ pub fn analyze(obs: &[Observation], order: &[(String, Vec<String>)], opts: &Opti
         .map(|d| d.rounds_needed)
         .try_fold(0usize, |m, r| r.map(|r| m.max(r)))
         .filter(|m| *m > 0);
-    let method = words::method(opts, n, cells.len(), unbalanced, data.pooled_df());
+    let method = words::method(
+        opts,
+        n,
+        cells.len(),
+        unbalanced,
+        (data.pooled_df(), data.unequal_noise()),
+    );
     let mut e = Effects {
         scale: s.scale,
         runs: n,
@@ -343,6 +353,7 @@ pub fn analyze(obs: &[Observation], order: &[(String, Vec<String>)], opts: &Opti
         confidence: s.confidence,
         rounds_needed,
         pooled_df: data.pooled_df(),
+        unequal_noise_p: data.unequal_noise(),
         method,
         answer: String::new(),
     };

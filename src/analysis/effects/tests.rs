@@ -411,6 +411,7 @@ fn a_null_dimension_shown_within_the_change_as_a_whole_is_decided_and_worded_rig
         confidence: 0.95,
         rounds_needed: None,
         pooled_df: None,
+        unequal_noise_p: None,
         method: String::new(),
         answer: String::new(),
     };

@@ -228,7 +228,7 @@ fn null_line(x: &Effect, opts: &Options) -> String {
         .unwrap_or_default();
     let more = match needed {
         Some(n) if n > 0 => format!(
-            "{why}; about {n} more round{} would settle it",
+            "{why}; about {n} more round{} would settle it at this noise",
             if n == 1 { "" } else { "s" }
         ),
         Some(_) => why,
@@ -374,7 +374,15 @@ pub(super) fn answer(e: &Effects, opts: &Options) -> String {
                  error pooled over all of them ({}; Montgomery ch. 4)",
                 crate::analysis::decide::words::dof_text(df)
             ),
-            None => "runs of one round paired where they can be".to_string(),
+            None => match e.unequal_noise_p {
+                Some(p) => format!(
+                    "each pair's own runs, runs of one round paired where they can be: the \
+                     configurations are not equally noisy (Brown and Forsythe 1974, {}), so \
+                     one noisy configuration does not decide the others' comparisons",
+                    say::p_text(p)
+                ),
+                None => "runs of one round paired where they can be".to_string(),
+            },
         };
         lines.push(format!(
             "(each comparison: {design}, a difference by t test at {}, 'no difference larger than \
@@ -401,16 +409,21 @@ pub(super) fn method(
     n: usize,
     cells: usize,
     unbalanced: bool,
-    pooled_df: Option<f64>,
+    (pooled_df, unequal): (Option<f64>, Option<f64>),
 ) -> String {
-    let comparisons = match pooled_df {
-        Some(df) => format!(
+    let comparisons = match (pooled_df, unequal) {
+        (Some(df), _) => format!(
             "contrasts of the whole design, configurations with rounds as blocks (randomized \
              complete block design, Montgomery ch. 4), the error pooled over every configuration \
              ({df:.0} degrees of freedom)"
         ),
-        None => "t tests, runs of one round paired (one run per configuration leaves no error \
-                 to pool)"
+        (None, Some(p)) => format!(
+            "t tests on each pair's own runs, runs of one round paired (the configurations are \
+             not equally noisy, Brown and Forsythe 1974 {}: no error pooled)",
+            say::p_text(p)
+        ),
+        (None, None) => "t tests, runs of one round paired (one run per configuration leaves \
+                         no error to pool)"
             .to_string(),
     };
     format!(

@@ -1,6 +1,7 @@
 //! Statistics over per-run values, pure functions over slices: ministat's vitals (`describe`),
 //! Student's and Welch's t and Fieller's percent interval (`ttest`), Mann-Whitney U and
-//! Hodges-Lehmann (`rank`), runs needed for a given power and Holm's correction.
+//! Hodges-Lehmann (`rank`), Brown and Forsythe's test of equal variances and the F
+//! distribution (`variances`), runs needed for a given power and Holm's correction.
 //!
 //! This is the ground floor of `analysis`: the decision engine (`analysis::decide`) and the
 //! comparison of named sets (`analysis::sets`) are built on it, and it knows neither.
@@ -8,6 +9,7 @@
 pub mod describe;
 pub mod rank;
 pub mod ttest;
+pub mod variances;
 
 pub use describe::{Description, describe};
 
