@@ -13,6 +13,7 @@ use crate::traffic::result::TestResult;
 use crate::units::BitRate;
 use serde::Serialize;
 
+mod advertised;
 pub mod ceiling;
 mod grants;
 mod senders;
@@ -218,6 +219,7 @@ pub fn explain(
     let cannot_matter = cannot_matter(facts, configs, results);
     let runs_of = grants::RunsOf::new(used, results);
     trust.splice(0..0, senders::flag(configs, &runs_of));
+    trust.splice(0..0, advertised::flag(configs, &runs_of));
     let mut grants = grants::words(configs, &runs_of);
     grants.extend(grants::unopened(configs, &runs_of));
     let comparisons = effects
