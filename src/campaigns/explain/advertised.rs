@@ -36,11 +36,13 @@ fn advertised(t: &TestResult) -> Option<(u64, f64)> {
     Some((asked, seen as f64 / f64::from(t.spec.streams.max(1))))
 }
 
+/// A configuration, its `-w` and the median window its receivers advertised, per stream.
+type Seen<'a> = (&'a ConfigRow, u64, f64);
+
 /// A flag when configurations of one `-w` had their windows advertised more than `APART`
 /// apart: the widest pair named.
 pub fn flag(configs: &[ConfigRow], runs_of: &RunsOf<'_>) -> Option<Flag> {
-    // (configuration, -w, median advertised window per stream)
-    let each: Vec<(&ConfigRow, u64, f64)> = configs
+    let each: Vec<Seen> = configs
         .iter()
         .filter_map(|c| {
             let runs: Vec<(u64, f64)> = runs_of
@@ -56,7 +58,7 @@ pub fn flag(configs: &[ConfigRow], runs_of: &RunsOf<'_>) -> Option<Flag> {
             Some((c, asked, median_sorted(&sorted(&seen))))
         })
         .collect();
-    let mut widest: Option<(&(&ConfigRow, u64, f64), &(&ConfigRow, u64, f64))> = None;
+    let mut widest: Option<(&Seen, &Seen)> = None;
     for (i, a) in each.iter().enumerate() {
         for b in &each[i + 1..] {
             if a.1 != b.1 {
