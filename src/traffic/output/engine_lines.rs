@@ -292,7 +292,9 @@ fn first_send_path_line(result: &TestResult) -> Option<String> {
                 })
                 .collect();
             format!(
-                "re-checked on the warm connection, in the results ({}); first {first}",
+                "re-checked on the warm connection, in the results (each option's rate written \
+                 into its socket over its turn, which a socket buffer can hold above the path's \
+                 rate: {}); first {first}",
                 checks.join("; "),
             )
         }
