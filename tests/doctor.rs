@@ -211,6 +211,15 @@ fn growing_drops_are_a_problem() {
             .severity,
         Severity::Warning
     );
+    // One drop in 300,000 packets (a guest's since its boot) is a note.
+    f.file(
+        "proc/net/dev",
+        "Inter-| Receive | Transmit\n face |bytes packets errs drop fifo frame compressed multicast|bytes packets errs drop fifo colls carrier compressed\n  eth0: 1000 100000 0 1 0 0 0 0 2000 200000 0 0 0 0 0 0\n",
+    );
+    let rare = f.diagnose(&gig_1ms());
+    let d = rare.get("counters.drops.eth0").unwrap();
+    assert_eq!(d.severity, Severity::Info, "{d:?}");
+    assert!(d.title.contains("1 of 300000 packets"), "{}", d.title);
 }
 
 #[test]
