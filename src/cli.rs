@@ -96,9 +96,9 @@ pub enum Command {
     Explain(ExplainArgs),
     /// Print one row per stored run (CSV or JSON).
     Export(ExportArgs),
-    /// Read iperf3 -J result files into a campaign, to compare old results with new ones.
+    /// Read iperf3 -J result files (or netsweep's own --json) into a campaign, to compare old results with new ones.
     #[command(
-        after_help = "Example:\n  netsweep import --db old.db --set nic=e1000 e1000-*.json\n  netsweep import --db old.db --campaign 1 --set nic=virtio virtio-*.json"
+        after_help = "Example:\n  netsweep import --db old.db --set nic=e1000 e1000-*.json\n  netsweep import --db old.db --campaign 1 --set nic=virtio virtio-*.json\n  netsweep client 198.18.0.2 -t 10 --json > run1.json && netsweep import --db mine.db --set sysctl=after run1.json"
     )]
     Import(ImportArgs),
     /// Upgrade a results database to this netsweep's schema (read commands never do).

@@ -1254,3 +1254,83 @@ fn sessions_apart_are_named_by_compare_and_explain() {
         }
     }
 }
+
+/// netsweep's own `--json` documents import as iperf3's do: the rate the client printed, once
+/// per test, a `--bidir` test's forward direction, and a test that failed refused.
+#[test]
+fn netsweep_json_results_import() {
+    let server = common::TestServer::start(netsweep::traffic::spec::ServerLimits::default());
+    let port = server.addr.port().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let test = |name: &str, extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["client", "127.0.0.1", "-p", &port, "-t", "0.5", "--json"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let path = dir.path().join(name);
+        std::fs::write(&path, &out.stdout).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (path.to_str().unwrap().to_string(), doc)
+    };
+    let (one, one_doc) = test("one.json", &[]);
+    let (two, _) = test("two.json", &[]);
+    let (three, _) = test("three.json", &[]);
+    let (bidir, bidir_doc) = test("bidir.json", &["--bidir"]);
+    let db = dir.path().join("own.db");
+    let dbs = db.to_str().unwrap();
+    let (ok, out) = netsweep(&["import", "--db", dbs, "--set", "run=a", &one, &two, &three]);
+    assert!(ok && out.contains("imported 3 runs"), "{out}");
+    // The stored rate is the document's own, and its intervals are stored with it.
+    let rates: Vec<f64> = stored(&db).values().filter_map(|(_, b, _)| *b).collect();
+    let printed = one_doc["summary"]["bits_per_second"].as_f64().unwrap();
+    assert!(
+        rates.iter().any(|r| (r - printed).abs() < 1e-6 * printed),
+        "{rates:?} {printed}"
+    );
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let intervals: i64 = conn
+        .query_row("SELECT count(*) FROM interval", [], |r| r.get(0))
+        .unwrap();
+    assert!(intervals > 0);
+    // Once per test.
+    let (ok, out) = netsweep(&["import", "--db", dbs, "--set", "run=a", &one]);
+    assert!(!ok && out.contains("already imported"), "{out}");
+    // --bidir: the forward direction's rate.
+    let (ok, out) = netsweep(&["import", "--db", dbs, "--set", "run=b", &bidir]);
+    assert!(ok && out.contains("only the forward direction"), "{out}");
+    let forward = bidir_doc["directions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["flow"] == "client_to_server")
+        .unwrap()["summary"]["bits_per_second"]
+        .as_f64()
+        .unwrap();
+    let b: Vec<f64> = stored(&db)
+        .iter()
+        .filter(|((label, _), _)| label == "run=b")
+        .filter_map(|(_, (_, r, _))| *r)
+        .collect();
+    assert_eq!(b.len(), 1);
+    assert!((b[0] - forward).abs() < 1e-6 * forward, "{b:?} {forward}");
+    // A test that ended early is no run.
+    let mut failed = one_doc.clone();
+    failed["error"] = "the server stopped".into();
+    failed["start"]["cookie"] = "another".into();
+    let bad = dir.path().join("failed.json");
+    std::fs::write(&bad, failed.to_string()).unwrap();
+    let (ok, out) = netsweep(&[
+        "import",
+        "--db",
+        dbs,
+        "--set",
+        "run=c",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(
+        !ok && out.contains("the test ended early: the server stopped"),
+        "{out}"
+    );
+}

@@ -6,24 +6,120 @@ use crate::campaigns::store::{NewRun, RunnerLock, Store};
 use crate::cli::{ImportArgs, pairs};
 use crate::platform::clock::now_unix;
 use crate::traffic::iperf3::{self, import::Imported};
+use crate::traffic::result::TestResult;
+use crate::traffic::spec::{Direction, Protocol};
 use anyhow::{Context, bail};
 use std::path::Path;
 use std::process::ExitCode;
 
-/// One file's numbers, or why it cannot be imported (the file named).
-fn checked(f: &Path) -> Result<Imported, String> {
+/// One file's numbers (and netsweep's own result, for its intervals), or why it cannot be
+/// imported (the file named).
+fn checked(f: &Path) -> Result<(Imported, Option<TestResult>), String> {
     let text = crate::inputs::read_file(f, iperf3::MAX_JSON_BYTES)
         .map_err(|e| format!("cannot read {}: {e}", f.display()))?;
-    iperf3::parse_json_result(&text).map_err(|e| format!("{}: {e}", f.display()))
+    let own = serde_json::from_str::<serde_json::Value>(&text)
+        .is_ok_and(|v| v.get("netsweep_version").is_some());
+    if own {
+        return netsweep_result(&text).map_err(|e| format!("{}: {e}", f.display()));
+    }
+    iperf3::parse_json_result(&text)
+        .map(|i| (i, None))
+        .map_err(|e| format!("{}: {e}", f.display()))
+}
+
+/// netsweep's own `--json` document: its figures as an import's, checked as the client
+/// checked them (a test that failed or whose figures contradicted each other is refused).
+fn netsweep_result(text: &str) -> Result<(Imported, Option<TestResult>), String> {
+    let t: TestResult =
+        serde_json::from_str(text).map_err(|e| format!("not a netsweep --json document: {e}"))?;
+    if let Some(e) = &t.error {
+        return Err(format!(
+            "the test ended early: {}",
+            crate::inputs::peer_text(e)
+        ));
+    }
+    if let Some(first) = t.inconsistencies.first() {
+        return Err(format!(
+            "its figures contradict each other: {}",
+            crate::inputs::peer_text(first)
+        ));
+    }
+    // A --bidir test's forward direction, as iperf3's documents are taken (its summary is of
+    // both directions).
+    let bidir = t.spec.direction == Direction::Bidir;
+    let summary = if bidir {
+        &t.directions
+            .iter()
+            .find(|d| d.flow == crate::traffic::spec::Flow::ClientToServer)
+            .ok_or("a --bidir test without its forward direction: the document is damaged")?
+            .summary
+    } else {
+        &t.summary
+    };
+    let bps = summary.bits_per_second;
+    if !(bps.is_finite() && (0.0..=1e13).contains(&bps)) {
+        return Err(format!(
+            "summary.bits_per_second is {bps}: the document is damaged"
+        ));
+    }
+    if t.rr.is_some() {
+        return Err("a request/response test: import takes throughput tests".into());
+    }
+    let s = &t.spec;
+    let streams = s.streams.max(1);
+    let direction = match s.direction {
+        Direction::Forward => "forward",
+        Direction::Reverse => "reverse",
+        Direction::Bidir => "bidir",
+    };
+    let rate = if s.bitrate_bps > 0.0 {
+        format!(
+            "-b {} per stream",
+            crate::units::BitRate(s.bitrate_bps / f64::from(streams))
+        )
+    } else {
+        "unlimited".to_string()
+    };
+    let kind = format!(
+        "{}, {streams} stream{}, {direction}, {rate}",
+        if s.protocol == Protocol::Udp {
+            "UDP"
+        } else {
+            "TCP"
+        },
+        if streams == 1 { "" } else { "s" }
+    );
+    let imported = Imported {
+        bits_per_second: bps,
+        retransmits: summary
+            .retransmits
+            .map(|r| i64::try_from(r).unwrap_or(i64::MAX)),
+        lost_percent: summary.lost_percent,
+        jitter_ms: summary.jitter_ms,
+        cpu_local_percent: Some(t.cpu.local_percent),
+        cpu_remote_percent: Some(t.cpu.remote_percent),
+        cookie: t.start.cookie.clone().filter(|c| !c.is_empty()),
+        started_unix: Some(t.start.timestamp_unix_s).filter(|x| x.is_finite() && *x > 0.0),
+        kind: Some(kind),
+        bidir,
+        raw_json: text.to_string(),
+    };
+    // The store takes a result's figures before an import's: a --bidir test's (of both
+    // directions) stays out, its numbers above being the forward direction's.
+    Ok((imported, (!bidir).then_some(t)))
 }
 
 pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     let dims = pairs(&a.set, "--set")?;
     let mut numbers = Vec::with_capacity(a.files.len());
+    let mut results = Vec::with_capacity(a.files.len());
     let mut refused = Vec::new();
     for f in &a.files {
         match checked(f) {
-            Ok(n) => numbers.push(n),
+            Ok((n, t)) => {
+                numbers.push(n);
+                results.push(t);
+            }
             Err(e) => refused.push(e),
         }
     }
@@ -56,7 +152,7 @@ pub fn import(a: &ImportArgs) -> anyhow::Result<ExitCode> {
     let _lock = RunnerLock::acquire(&a.db)?;
     let mut store = Store::open(&a.db)?;
     let campaign = store
-        .all_or_nothing(|store| store_runs(store, a, &dims, numbers))
+        .all_or_nothing(|store| store_runs(store, a, &dims, numbers, results))
         .with_context(|| {
             format!(
                 "nothing was imported into {}: the import is one transaction",
@@ -135,6 +231,7 @@ fn store_runs(
     a: &ImportArgs,
     dims: &[(String, String)],
     numbers: Vec<Imported>,
+    results: Vec<Option<TestResult>>,
 ) -> anyhow::Result<i64> {
     let campaign = match a.campaign {
         Some(id) => {
@@ -167,7 +264,7 @@ fn store_runs(
         );
     }
     let config = store.configuration_for(campaign, dims)?;
-    for imported in numbers {
+    for (imported, result) in numbers.into_iter().zip(results) {
         // Numbered for the store's key only: the store reads an imported campaign's runs as of
         // no round (`Store::runs`), so nothing pairs one file with another by its place.
         let (round, sequence) = store.next_slot(campaign, config)?;
@@ -182,6 +279,8 @@ fn store_runs(
                 started_unix: started,
                 finished_unix: started,
                 imported: Some(imported),
+                // netsweep's own result: stored as a campaign's run is, intervals and all.
+                result,
                 ..NewRun::default()
             },
         )?;

@@ -278,7 +278,7 @@ pub struct ImportArgs {
     /// Dimension values of these files, DIM=VALUE (repeatable).
     #[arg(long = "set")]
     pub set: Vec<String>,
-    /// iperf3 -J output files.
+    /// iperf3 -J output files, or netsweep's own --json.
     #[arg(required = true)]
     pub files: Vec<std::path::PathBuf>,
 }
