@@ -444,6 +444,17 @@ fn print_result(cfg: &ClientConfig, result: &TestResult, view: &ClientView, stre
                 print_json(&iperf3_document(cfg, result, view));
             }
         }
+        // iperf3's command line prints iperf3's rows on standard output and netsweep's own lines
+        // on standard error (the terminal shows both), unless -V asks for them there too or a
+        // --logfile takes everything: `grep receiver | tail -1` read "1.00" from a line of
+        // netsweep's ("... low-water mark up to 1.00 MBytes") in a trial's script.
+        None if view.done_line && !view.verbose && view.logfile.is_none() => {
+            crate::out!("{}", output::summary_rows(result, view.units));
+            crate::errln!("{}", output::summary_notes(result).trim_end());
+            if let Some(text) = output::server_output(result) {
+                crate::out!("{text}");
+            }
+        }
         None => {
             crate::out!("{}", output::summary(result, view.units));
             if view.verbose {

@@ -302,6 +302,13 @@ fn summary_row(s: &Summary) -> StreamInterval {
 
 /// Sender and receiver lines per stream and per direction, then CPU use.
 pub fn summary(result: &TestResult, units: RateFormat) -> String {
+    let mut out = summary_rows(result, units);
+    out.push_str(&summary_notes(result));
+    out
+}
+
+/// The summary's sender and receiver rows, as iperf3 prints them.
+pub fn summary_rows(result: &TestResult, units: RateFormat) -> String {
     let spec = &result.spec;
     let bidir = spec.direction == crate::traffic::spec::Direction::Bidir;
     // The summary covers the measured intervals (after the warm-up, and after the initial
@@ -311,9 +318,19 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
     let end = result.summary.seconds;
     // With -P the last interval's separator came before it.
     let mut out = String::from(if spec.streams > 1 { "" } else { SEPARATOR });
-    out.push_str(&header(spec));
-    out.push('\n');
-    for dir in &result.directions {
+    // A test that ended in error before its first interval closed has no figures: rows of 0
+    // bytes over 0 s would read as a measurement to a script (iperf3 prints only its error).
+    let unmeasured = result.error.is_some() && end <= 0.0;
+    if unmeasured {
+        out.push_str(
+            "No interval closed before the test ended: no sender or receiver figures (the \
+             error follows).\n",
+        );
+    } else {
+        out.push_str(&header(spec));
+        out.push('\n');
+    }
+    for dir in result.directions.iter().filter(|_| !unmeasured) {
         let mut rows: Vec<(String, &Summary)> = dir
             .streams
             .iter()
@@ -369,6 +386,13 @@ pub fn summary(result: &TestResult, units: RateFormat) -> String {
             }
         }
     }
+    out
+}
+
+/// What netsweep says beyond iperf3's rows: the window and buffer limits, CPU, buffers, send
+/// path and reads, the far end, warnings and contradictions, one line each.
+pub fn summary_notes(result: &TestResult) -> String {
+    let mut out = String::new();
     if let (Some(rw), Some(sb)) = (
         result.summary.rwnd_limited_percent,
         result.summary.sndbuf_limited_percent,

@@ -330,7 +330,7 @@ pub(crate) fn all_or_none(values: impl Iterator<Item = Option<u64>>) -> Option<u
 
 fn mean_opt(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     let v: Vec<f64> = values.flatten().collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    (!v.is_empty()).then(|| crate::units::total(v.iter().copied()) / v.len() as f64)
 }
 
 /// Adds up stream rows of one interval (goodput sums; RTT and jitter average).
@@ -370,10 +370,11 @@ fn summarize(
     measured: &[(&Slot, &StreamInterval)],
     pairs: &[&StreamPair],
 ) -> Summary {
-    let seconds: f64 = measured
-        .iter()
-        .map(|(s, _)| (s.end - s.start).as_secs_f64())
-        .sum();
+    let seconds = crate::units::total(
+        measured
+            .iter()
+            .map(|(s, _)| (s.end - s.start).as_secs_f64()),
+    );
     let rows: Vec<StreamInterval> = measured.iter().map(|(_, r)| (*r).clone()).collect();
     let t = total_of(&rows, seconds);
     let mut s = Summary {
@@ -510,11 +511,12 @@ pub fn build(
     let all_pairs: Vec<&StreamPair> = pairs.iter().collect();
     let mut summary = summarize(spec.protocol, &measured_of(&all), &all_pairs);
     // Streams run side by side: the period is the grid's, not the sum over streams.
-    let period = slots
-        .iter()
-        .filter(|s| !s.omitted)
-        .map(|s| (s.end - s.start).as_secs_f64())
-        .sum::<f64>();
+    let period = crate::units::total(
+        slots
+            .iter()
+            .filter(|s| !s.omitted)
+            .map(|s| (s.end - s.start).as_secs_f64()),
+    );
     rescale(&mut summary, period);
     let mut directions = Vec::new();
     for flow in [Flow::ClientToServer, Flow::ServerToClient] {
