@@ -339,7 +339,6 @@ fn three_digits(v: f64) -> String {
     }
 }
 
-
 /// The sum of `xs`, 0 (not -0) when there are none: Rust's `Sum` for floats starts from -0.0
 /// (since 1.83), so an empty sum of seconds printed "0.00--0.00 sec" and `"seconds": -0.0`
 /// for a test that failed before its first interval.

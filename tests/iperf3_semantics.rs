@@ -178,3 +178,40 @@ fn reverse_asks_an_iperf3_server_for_iperf3s_blocks() {
         assert!(sum(&ours, "sum_received", "bytes") > 0.0, "{ours:#}");
     }
 }
+
+/// iperf3's command line keeps standard output as iperf3's: a script's `grep receiver | tail -1
+/// | awk '{print $7}'` reads the rate (a trial's read "1.00" from a line of netsweep's own),
+/// netsweep's lines go to standard error, and `-V` brings them back to standard output.
+#[test]
+fn iperf3s_command_line_keeps_its_rows_alone_on_standard_output() {
+    let server = TestServer::start(ServerLimits::default());
+    let port = server.addr.port().to_string();
+    let run = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["-c", "127.0.0.1", "-p", &port, "-t", "1"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (stdout, stderr) = run(&[]);
+    let receivers: Vec<&str> = stdout.lines().filter(|l| l.contains("receiver")).collect();
+    assert_eq!(receivers.len(), 1, "{stdout}");
+    let senders = stdout.lines().filter(|l| l.contains("sender")).count();
+    assert_eq!(senders, 1, "{stdout}");
+    let rate: f64 = receivers[0]
+        .split_whitespace()
+        .nth(6)
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(rate > 0.0, "{stdout}");
+    assert!(stdout.trim_end().ends_with("iperf Done."), "{stdout}");
+    assert!(!stdout.contains("CPU: local"), "{stdout}");
+    assert!(stderr.contains("CPU: local"), "{stderr}");
+    let (verbose, _) = run(&["-V"]);
+    assert!(verbose.contains("CPU: local"), "{verbose}");
+}

@@ -809,6 +809,34 @@ mod tests {
         );
     }
 
+    /// Regression (a trial's finding): a test the server ended before its first interval
+    /// closed printed "0.00--0.00 sec 0.00 Bytes 0.00 bits/sec receiver", which a script reads
+    /// as a measurement.
+    #[test]
+    fn a_test_that_failed_before_its_first_interval_has_no_rows() {
+        use crate::traffic::result::{CpuResult, StartInfo};
+        let spec = crate::traffic::spec::TestSpec::tcp(std::time::Duration::from_secs(3));
+        let mut r = crate::traffic::result::build(
+            &spec,
+            StartInfo::default(),
+            &[],
+            CpuResult::default(),
+            None,
+        );
+        assert!(
+            !r.summary.seconds.is_sign_negative(),
+            "{}",
+            r.summary.seconds
+        );
+        r.error = Some("server error: above --server-bitrate-limit".into());
+        let text = summary(&r, RateFormat::default());
+        assert!(
+            text.contains("No interval closed before the test ended") && !text.contains("bits/sec"),
+            "{text}"
+        );
+        assert!(!text.contains("-0.00"), "{text}");
+    }
+
     #[test]
     fn spurious_retransmits_get_a_line_only_when_the_kernel_counted_some() {
         use crate::traffic::result::Summary;
