@@ -67,7 +67,8 @@ fn a_client_over_the_cap_is_told_busy_at_once() {
         t0.elapsed()
     );
     assert!(
-        err.message.contains("busy, 1 tests running"),
+        err.message
+            .contains("the server is busy running a test. try again later (1 tests running"),
         "{}",
         err.message
     );

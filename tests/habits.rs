@@ -316,7 +316,7 @@ fn no_header_before_a_connection_error() {
     // iperf3's words first (scripts grep them), then what to do.
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains("unable to connect to server") && err.contains("connection refused"),
+        err.contains("unable to connect to server") && err.contains("Connection refused"),
         "{err}"
     );
 }

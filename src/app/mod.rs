@@ -280,7 +280,7 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
             client::run_test(moved, spec, stop, &mut print_interval).map_err(|mut e| {
                 if e.refused {
                     e.message = format!(
-                        "unable to connect to server {}: connection refused on port {} \
+                        "unable to connect to server {}: Connection refused on port {} \
                          (netsweep's) and {} (iperf3's): is `netsweep server` or `iperf3 -s` \
                          running there?",
                         cfg.server.ip(),

@@ -80,7 +80,12 @@ impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Refusal::Busy { running } => {
-                write!(f, "server busy, {running} tests running: try again later")
+                // iperf3's words first, for the scripts that retry on them.
+                write!(
+                    f,
+                    "the server is busy running a test. try again later ({running} tests \
+                     running, its limit)"
+                )
             }
             Refusal::Limit { reason } => write!(f, "server refused the test: {reason}"),
         }

@@ -50,7 +50,7 @@ pub(crate) fn greet(ctrl: &mut TcpStream, server: SocketAddr) -> Result<Answered
             }),
             Some(State::AccessDenied) => Err(format!(
                 "{server} is an iperf3 server running another test (it answered with \
-                 ACCESS_DENIED): try again when it is done"
+                 ACCESS_DENIED): the server is busy running a test. try again later"
             )),
             Some(State::ServerError) => Err(format!(
                 "{server} is an iperf3 server that answered the greeting with an error (its \

@@ -397,7 +397,7 @@ pub(crate) fn connect_advice(server: SocketAddr, e: &std::io::Error) -> String {
             if server.port() == crate::traffic::protocol::DEFAULT_PORT =>
         {
             format!(
-                "unable to connect to server {server}: connection refused: nothing listens on \
+                "unable to connect to server {server}: Connection refused: nothing listens on \
                  {server} (netsweep's default port; iperf3's is 5201: add -p 5201 --iperf3 to \
                  test an iperf3 server); is `netsweep server` running there?"
             )
@@ -405,7 +405,7 @@ pub(crate) fn connect_advice(server: SocketAddr, e: &std::io::Error) -> String {
         std::io::ErrorKind::ConnectionRefused => {
             // Either program may be the server a client in iperf3's mode meets.
             format!(
-                "unable to connect to server {server}: connection refused: is a server \
+                "unable to connect to server {server}: Connection refused: is a server \
                  (`netsweep server -p {0}`, or `iperf3 -s -p {0}`) running there?",
                 server.port()
             )

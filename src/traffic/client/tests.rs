@@ -149,7 +149,7 @@ fn a_server_that_refuses_the_greeting_as_a_busy_iperf3_is_named_so_at_once() {
     assert!(
         e.message.contains(&format!(
             "{addr} is an iperf3 server running another test (it answered with ACCESS_DENIED): \
-             try again when it is done"
+             the server is busy running a test. try again later"
         )),
         "{}",
         e.message

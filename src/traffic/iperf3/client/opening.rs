@@ -41,7 +41,7 @@ pub fn run_session(
                 return Err(TestError {
                     refused: true,
                     ..TestError::new(format!(
-                        "unable to connect to server {server}: connection refused: is {} \
+                        "unable to connect to server {server}: Connection refused: is {} \
                          running there?",
                         if server.port() == crate::traffic::iperf3::IPERF3_PORT {
                             "`iperf3 -s` (or `netsweep -s`)".to_string()

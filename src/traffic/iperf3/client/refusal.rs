@@ -12,8 +12,9 @@ pub(super) fn next_state(
     let state = control::read_state(ctrl, deadline).map_err(|e| control_error(server, e))?;
     match state {
         State::AccessDenied => Err(TestError::new(format!(
-            "{server}: iperf3 server busy (it serves one test at a time); try again when its \
-             test ends, or run `netsweep server` there, which serves several"
+            "{server}: iperf3 server busy (it serves one test at a time): the server is busy \
+             running a test. try again later, or run `netsweep server` there, which serves \
+             several"
         ))),
         State::ServerError => {
             let (code, errno) = control::read_server_error(ctrl, Instant::now() + STEP_DEADLINE)
