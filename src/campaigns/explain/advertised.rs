@@ -95,7 +95,7 @@ pub fn flag(configs: &[ConfigRow], runs_of: &RunsOf<'_>) -> Option<Flag> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::campaigns::explain::tests::run;
+    use crate::campaigns::explain::tests::direction_sweep;
     use crate::traffic::measure::SocketInfo;
 
     fn result(direction: Direction, mode: WindowMode, advertised: u64) -> TestResult {
@@ -115,28 +115,10 @@ mod tests {
         t
     }
 
-    fn config(id: i64, dims: &[(&str, &str)]) -> ConfigRow {
-        let r = run(id, dims, 0, Some(1e9));
-        ConfigRow {
-            id,
-            position: id as usize,
-            label: r.configuration,
-            dims: r.dims,
-            resolved: None,
-        }
-    }
-
     /// The trial's direction sweep: 62.6 KB forward (a 6.1 guest receiving), 79.2 KB reverse.
     #[test]
     fn one_window_advertised_differently_by_two_kernels_is_flagged_unless_clamped() {
-        let configs = vec![
-            config(1, &[("direction", "forward")]),
-            config(2, &[("direction", "reverse")]),
-        ];
-        let rows = vec![
-            run(1, &[("direction", "forward")], 0, Some(1e9)),
-            run(2, &[("direction", "reverse")], 0, Some(1e9)),
-        ];
+        let (configs, rows) = direction_sweep();
         let with = |mode: WindowMode, forward: u64, reverse: u64| {
             vec![
                 (1, result(Direction::Forward, mode, forward)),

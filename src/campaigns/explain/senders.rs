@@ -79,7 +79,7 @@ pub fn flag(configs: &[ConfigRow], runs_of: &RunsOf<'_>) -> Option<Flag> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::campaigns::explain::tests::run;
+    use crate::campaigns::explain::tests::{config, direction_sweep, run};
     use crate::traffic::measure::SocketInfo;
 
     fn result(direction: Direction, client: &str, server: &str) -> TestResult {
@@ -96,28 +96,10 @@ mod tests {
         t
     }
 
-    fn config(id: i64, dims: &[(&str, &str)]) -> ConfigRow {
-        let r = run(id, dims, 0, Some(1e9));
-        ConfigRow {
-            id,
-            position: id as usize,
-            label: r.configuration,
-            dims: r.dims,
-            resolved: None,
-        }
-    }
-
     /// The trial's campaign: forward from the host (bbr), reverse from the guest (cubic).
     #[test]
     fn a_direction_sweep_between_kernels_of_different_defaults_is_flagged() {
-        let configs = vec![
-            config(1, &[("direction", "forward")]),
-            config(2, &[("direction", "reverse")]),
-        ];
-        let rows = vec![
-            run(1, &[("direction", "forward")], 0, Some(1e9)),
-            run(2, &[("direction", "reverse")], 0, Some(1e9)),
-        ];
+        let (configs, rows) = direction_sweep();
         let results = vec![
             (1, result(Direction::Forward, "bbr", "cubic")),
             (2, result(Direction::Reverse, "bbr", "cubic")),

@@ -53,6 +53,31 @@ pub(super) fn run(id: i64, dims: &[(&str, &str)], round: u32, bps: Option<f64>) 
     }
 }
 
+/// The store's row of a configuration of `dims` (id `id`).
+pub(super) fn config(id: i64, dims: &[(&str, &str)]) -> ConfigRow {
+    let r = run(id, dims, 0, Some(1e9));
+    ConfigRow {
+        id,
+        position: id as usize,
+        label: r.configuration,
+        dims: r.dims,
+        resolved: None,
+    }
+}
+
+/// A direction sweep, one run each way: its configurations and runs (ids 1 and 2).
+pub(super) fn direction_sweep() -> (Vec<ConfigRow>, Vec<RunRow>) {
+    let configs = vec![
+        config(1, &[("direction", "forward")]),
+        config(2, &[("direction", "reverse")]),
+    ];
+    let rows = vec![
+        run(1, &[("direction", "forward")], 0, Some(1e9)),
+        run(2, &[("direction", "reverse")], 0, Some(1e9)),
+    ];
+    (configs, rows)
+}
+
 fn configs(runs: &[RunRow]) -> Vec<ConfigRow> {
     let mut out: Vec<ConfigRow> = Vec::new();
     for r in runs {
