@@ -450,7 +450,10 @@ fn print_result(cfg: &ClientConfig, result: &TestResult, view: &ClientView, stre
         // netsweep's ("... low-water mark up to 1.00 MBytes") in a trial's script.
         None if view.done_line && !view.verbose && view.logfile.is_none() => {
             crate::out!("{}", output::summary_rows(result, view.units));
-            crate::errln!("{}", output::summary_notes(result).trim_end());
+            let notes = output::summary_notes(result);
+            if !notes.trim().is_empty() {
+                crate::errln!("{}", notes.trim_end());
+            }
             if let Some(text) = output::server_output(result) {
                 crate::out!("{text}");
             }
