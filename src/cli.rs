@@ -305,6 +305,20 @@ pub fn iperf3_role_error(argv: &[std::ffi::OsString], e: &clap::Error) -> Option
     })
 }
 
+/// iperf3's `-v` alone: the version as iperf3's first line gives it, which version probes read
+/// (`iperf3 -v | awk '{print $2}'`; netsweep printed "netsweep 0.1.0"), the netsweep
+/// behind it in parentheses, as `-J`'s `start.version` says it. `--version` stays netsweep's.
+pub fn iperf3_version(args: &[std::ffi::OsString]) -> Option<String> {
+    (args.len() == 2 && args[1] == "-v").then(|| {
+        format!(
+            "iperf {} (netsweep {}): iperf3's command line, JSON and protocol\n\
+             netsweep --version gives netsweep's own",
+            crate::traffic::iperf3::json::SCHEMA_VERSION,
+            env!("CARGO_PKG_VERSION")
+        )
+    })
+}
+
 /// Rewrites iperf3's command lines into netsweep's: `netsweep -s ...` is `netsweep server
 /// --iperf3-cli ...` and `netsweep -c HOST ...` is `netsweep client HOST --iperf3-cli ...` (`-c HOST` may
 /// stand anywhere; `--iperf3-cli` makes `-J` print iperf3's document); `netsweep -v` is

@@ -2,7 +2,12 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let argv = netsweep::cli::iperf3_argv(std::env::args_os().collect());
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(version) = netsweep::cli::iperf3_version(&args) {
+        netsweep::outln!("{version}");
+        return ExitCode::SUCCESS;
+    }
+    let argv = netsweep::cli::iperf3_argv(args);
     let cli = match netsweep::cli::Cli::try_parse_from(&argv) {
         Ok(cli) => cli,
         // iperf3's command line exits 1 on a parameter error, as iperf3 (clap: 2), and names

@@ -305,11 +305,24 @@ fn iperf3_options_netsweep_does_not_act_on_are_said_and_the_others_honoured() {
     );
 }
 
-/// iperf3's `-v` prints the version.
+/// iperf3's `-v` prints the version as iperf3's first line gives it ("iperf 3.21 ..."), so a
+/// probe that reads its second word reads iperf3's version; `--version` is netsweep's.
 #[test]
 fn v_alone_is_the_version() {
-    let os: Vec<std::ffi::OsString> = ["netsweep", "-v"].iter().map(Into::into).collect();
-    let e = Cli::try_parse_from(iperf3_argv(os)).unwrap_err();
+    let os = |a: &[&str]| -> Vec<std::ffi::OsString> { a.iter().map(Into::into).collect() };
+    let text = crate::cli::iperf3_version(&os(&["netsweep", "-v"])).expect("-v");
+    let first = text.lines().next().unwrap();
+    assert!(first.starts_with("iperf 3.21 (netsweep "), "{first}");
+    assert_eq!(first.split_whitespace().nth(1), Some("3.21"));
+    assert_eq!(
+        crate::cli::iperf3_version(&os(&["netsweep", "--version"])),
+        None
+    );
+    assert_eq!(
+        crate::cli::iperf3_version(&os(&["netsweep", "-c", "h", "-v"])),
+        None
+    );
+    let e = Cli::try_parse_from(iperf3_argv(os(&["netsweep", "--version"]))).unwrap_err();
     assert_eq!(e.kind(), clap::error::ErrorKind::DisplayVersion);
 }
 
