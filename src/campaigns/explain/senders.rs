@@ -79,7 +79,7 @@ pub fn flag(configs: &[ConfigRow], runs_of: &RunsOf<'_>) -> Option<Flag> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::campaigns::explain::tests::{config, direction_sweep, run};
+    use crate::campaigns::explain::tests::{direction_sweep, two_value_sweep};
     use crate::traffic::measure::SocketInfo;
 
     fn result(direction: Direction, client: &str, server: &str) -> TestResult {
@@ -124,14 +124,7 @@ mod tests {
     /// A plan that sweeps `congestion` compares congestion controls on purpose.
     #[test]
     fn a_congestion_sweep_is_not_flagged() {
-        let configs = vec![
-            config(1, &[("congestion", "cubic")]),
-            config(2, &[("congestion", "bbr")]),
-        ];
-        let rows = vec![
-            run(1, &[("congestion", "cubic")], 0, Some(1e9)),
-            run(2, &[("congestion", "bbr")], 0, Some(1e9)),
-        ];
+        let (configs, rows) = two_value_sweep("congestion", ["cubic", "bbr"]);
         let results = vec![
             (1, result(Direction::Forward, "cubic", "cubic")),
             (2, result(Direction::Forward, "bbr", "bbr")),

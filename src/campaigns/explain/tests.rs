@@ -65,17 +65,22 @@ pub(super) fn config(id: i64, dims: &[(&str, &str)]) -> ConfigRow {
     }
 }
 
-/// A direction sweep, one run each way: its configurations and runs (ids 1 and 2).
-pub(super) fn direction_sweep() -> (Vec<ConfigRow>, Vec<RunRow>) {
+/// A sweep of `dim` over two values, one run each: its configurations and runs (ids 1 and 2).
+pub(super) fn two_value_sweep(dim: &str, values: [&str; 2]) -> (Vec<ConfigRow>, Vec<RunRow>) {
     let configs = vec![
-        config(1, &[("direction", "forward")]),
-        config(2, &[("direction", "reverse")]),
+        config(1, &[(dim, values[0])]),
+        config(2, &[(dim, values[1])]),
     ];
     let rows = vec![
-        run(1, &[("direction", "forward")], 0, Some(1e9)),
-        run(2, &[("direction", "reverse")], 0, Some(1e9)),
+        run(1, &[(dim, values[0])], 0, Some(1e9)),
+        run(2, &[(dim, values[1])], 0, Some(1e9)),
     ];
     (configs, rows)
+}
+
+/// A direction sweep, one run each way (ids 1 and 2).
+pub(super) fn direction_sweep() -> (Vec<ConfigRow>, Vec<RunRow>) {
+    two_value_sweep("direction", ["forward", "reverse"])
 }
 
 fn configs(runs: &[RunRow]) -> Vec<ConfigRow> {
