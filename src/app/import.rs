@@ -17,10 +17,11 @@ use std::process::ExitCode;
 fn checked(f: &Path) -> Result<(Imported, Option<TestResult>), String> {
     let text = crate::inputs::read_file(f, iperf3::MAX_JSON_BYTES)
         .map_err(|e| format!("cannot read {}: {e}", f.display()))?;
-    let own = serde_json::from_str::<serde_json::Value>(&text)
-        .is_ok_and(|v| v.get("netsweep_version").is_some());
-    if own {
-        return netsweep_result(&text).map_err(|e| format!("{}: {e}", f.display()));
+    // netsweep's own document, read once; anything else goes to iperf3's reader as text.
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text)
+        && v.get("netsweep_version").is_some()
+    {
+        return netsweep_result(v, &text).map_err(|e| format!("{}: {e}", f.display()));
     }
     iperf3::parse_json_result(&text)
         .map(|i| (i, None))
@@ -29,9 +30,12 @@ fn checked(f: &Path) -> Result<(Imported, Option<TestResult>), String> {
 
 /// netsweep's own `--json` document: its figures as an import's, checked as the client
 /// checked them (a test that failed or whose figures contradicted each other is refused).
-fn netsweep_result(text: &str) -> Result<(Imported, Option<TestResult>), String> {
+fn netsweep_result(
+    doc: serde_json::Value,
+    text: &str,
+) -> Result<(Imported, Option<TestResult>), String> {
     let t: TestResult =
-        serde_json::from_str(text).map_err(|e| format!("not a netsweep --json document: {e}"))?;
+        serde_json::from_value(doc).map_err(|e| format!("not a netsweep --json document: {e}"))?;
     if let Some(e) = &t.error {
         return Err(format!(
             "the test ended early: {}",
@@ -72,22 +76,15 @@ fn netsweep_result(text: &str) -> Result<(Imported, Option<TestResult>), String>
         Direction::Reverse => "reverse",
         Direction::Bidir => "bidir",
     };
-    let rate = if s.bitrate_bps > 0.0 {
-        format!(
-            "-b {} per stream",
-            crate::units::BitRate(s.bitrate_bps / f64::from(streams))
-        )
-    } else {
-        "unlimited".to_string()
-    };
-    let kind = format!(
-        "{}, {streams} stream{}, {direction}, {rate}",
+    let kind = iperf3::import::kind_words(
         if s.protocol == Protocol::Udp {
             "UDP"
         } else {
             "TCP"
         },
-        if streams == 1 { "" } else { "s" }
+        u64::from(streams),
+        direction,
+        Some(s.bitrate_bps / f64::from(streams)),
     );
     let imported = Imported {
         bits_per_second: bps,

@@ -77,15 +77,30 @@ fn kind_of(v: &Value) -> Option<String> {
     } else {
         "forward"
     };
-    let rate = match t.get("target_bitrate").and_then(lenient_f64) {
+    Some(kind_words(
+        &crate::inputs::peer_text(protocol),
+        streams,
+        direction,
+        t.get("target_bitrate").and_then(lenient_f64),
+    ))
+}
+
+/// A test's kind in words: "TCP, 2 streams, reverse, -b 100 Mbits/sec per stream" (`per_stream`
+/// 0 or none: "unlimited").
+pub fn kind_words(
+    protocol: &str,
+    streams: u64,
+    direction: &str,
+    per_stream: Option<f64>,
+) -> String {
+    let rate = match per_stream {
         Some(b) if b > 0.0 => format!("-b {} per stream", crate::units::BitRate(b)),
         _ => "unlimited".to_string(),
     };
-    Some(format!(
-        "{}, {streams} stream{}, {direction}, {rate}",
-        crate::inputs::peer_text(protocol),
+    format!(
+        "{protocol}, {streams} stream{}, {direction}, {rate}",
         if streams == 1 { "" } else { "s" }
-    ))
+    )
 }
 
 /// A document's `start.cookie`, when it has one.
