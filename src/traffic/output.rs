@@ -320,17 +320,16 @@ pub fn summary_rows(result: &TestResult, units: RateFormat) -> String {
     let mut out = String::from(if spec.streams > 1 { "" } else { SEPARATOR });
     // A test that ended in error before its first interval closed has no figures: rows of 0
     // bytes over 0 s would read as a measurement to a script (iperf3 prints only its error).
-    let unmeasured = result.error.is_some() && end <= 0.0;
-    if unmeasured {
+    if result.error.is_some() && end <= 0.0 {
         out.push_str(
             "No interval closed before the test ended: no sender or receiver figures (the \
              error follows).\n",
         );
-    } else {
-        out.push_str(&header(spec));
-        out.push('\n');
+        return out;
     }
-    for dir in result.directions.iter().filter(|_| !unmeasured) {
+    out.push_str(&header(spec));
+    out.push('\n');
+    for dir in &result.directions {
         let mut rows: Vec<(String, &Summary)> = dir
             .streams
             .iter()
