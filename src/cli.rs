@@ -305,11 +305,25 @@ pub fn iperf3_role_error(argv: &[std::ffi::OsString], e: &clap::Error) -> Option
     })
 }
 
+/// The name netsweep runs under, as iperf3 names itself in its messages: "iperf3" when it
+/// stands in for iperf3 under that name (a link `iperf3` to netsweep), else "netsweep".
+pub fn program_name(args: &[std::ffi::OsString]) -> &'static str {
+    let named = args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        .is_some_and(|n| n.to_string_lossy().starts_with("iperf3"));
+    if named { "iperf3" } else { "netsweep" }
+}
+
 /// iperf3's `-v` alone: the version as iperf3's first line gives it, which version probes read
 /// (`iperf3 -v | awk '{print $2}'`; netsweep printed "netsweep 0.1.0"), the netsweep
-/// behind it in parentheses, as `-J`'s `start.version` says it. `--version` stays netsweep's.
+/// behind it in parentheses, as `-J`'s `start.version` says it. `--version` stays netsweep's,
+/// except under the name iperf3, where it is iperf3's `-v` too (pScheduler's iperf3 tool reads
+/// `iperf3 --version` to choose the peers' login padding).
 pub fn iperf3_version(args: &[std::ffi::OsString]) -> Option<String> {
-    (args.len() == 2 && args[1] == "-v").then(|| {
+    let asked = args.len() == 2
+        && (args[1] == "-v" || (args[1] == "--version" && program_name(args) == "iperf3"));
+    asked.then(|| {
         format!(
             "iperf {} (netsweep {}): iperf3's command line, JSON and protocol\n\
              netsweep --version gives netsweep's own",

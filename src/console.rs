@@ -185,6 +185,27 @@ pub fn write_err(args: std::fmt::Arguments<'_>) {
     let _ = std::io::stderr().lock().write_fmt(args);
 }
 
+/// How the line of a failure begins (`failure_prefix`): netsweep's "netsweep: ", or iperf3's
+/// "iperf3: error - " under iperf3's command line (`set_failure_prefix`).
+static FAILURE_PREFIX: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// Makes failures begin as iperf3's do under its command line ("iperf3: error - unable to
+/// connect to server: ..."), which wrappers of iperf3 match; `program` is the name run.
+pub fn set_failure_prefix(program: &str) {
+    if let Ok(mut p) = FAILURE_PREFIX.lock() {
+        *p = Some(format!("{program}: error - "));
+    }
+}
+
+/// The start of a failure's line: "netsweep: ", or what `set_failure_prefix` made it.
+pub fn failure_prefix() -> String {
+    FAILURE_PREFIX
+        .lock()
+        .ok()
+        .and_then(|p| p.clone())
+        .unwrap_or_else(|| "netsweep: ".to_string())
+}
+
 /// True once standard output's reader has gone.
 pub fn stdout_closed() -> bool {
     STDOUT_CLOSED.load(Ordering::Relaxed)

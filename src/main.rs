@@ -7,14 +7,21 @@ fn main() -> ExitCode {
         netsweep::outln!("{version}");
         return ExitCode::SUCCESS;
     }
+    // iperf3's messages under its command line: "iperf3: error - ..." under iperf3's name, as
+    // wrappers match them ("iperf3: error - the server is busy ...").
+    let program = netsweep::cli::program_name(&args);
     let argv = netsweep::cli::iperf3_argv(args);
+    let iperf3_cli = argv.iter().any(|a| a == "--iperf3-cli");
+    if iperf3_cli {
+        netsweep::console::set_failure_prefix(program);
+    }
     let cli = match netsweep::cli::Cli::try_parse_from(&argv) {
         Ok(cli) => cli,
         // iperf3's command line exits 1 on a parameter error, as iperf3 (clap: 2), and names
         // an option of the other role in iperf3's words.
-        Err(e) if argv.iter().any(|a| a == "--iperf3-cli") && e.use_stderr() => {
+        Err(e) if iperf3_cli && e.use_stderr() => {
             match netsweep::cli::iperf3_role_error(&argv, &e) {
-                Some(why) => netsweep::errln!("netsweep: {why}"),
+                Some(why) => netsweep::errln!("{program}: {why}"),
                 None => {
                     let _ = e.print();
                 }
@@ -26,7 +33,7 @@ fn main() -> ExitCode {
     match netsweep::app::run(cli) {
         Ok(code) => code,
         Err(e) => {
-            netsweep::errln!("netsweep: {e:#}");
+            netsweep::errln!("{}{e:#}", netsweep::console::failure_prefix());
             ExitCode::FAILURE
         }
     }

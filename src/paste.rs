@@ -24,8 +24,17 @@ pub fn quote(word: &str) -> String {
 pub fn program() -> String {
     std::env::current_exe()
         .ok()
-        .map(|p| quote(&p.to_string_lossy()))
+        .map(|p| quote(&installed(&p.to_string_lossy())))
         .unwrap_or_else(|| "netsweep".into())
+}
+
+/// Linux names a binary replaced while it runs (an upgrade during a campaign) "PATH
+/// (deleted)": the path, where the new one stands and pastes.
+fn installed(path: &str) -> String {
+    match path.strip_suffix(" (deleted)") {
+        Some(p) if std::path::Path::new(p).exists() => p.to_string(),
+        _ => path.to_string(),
+    }
 }
 
 /// `ARGS` as a command line of the running netsweep: `/path/to/netsweep ARG ...`.
@@ -41,6 +50,20 @@ pub fn netsweep<S: AsRef<OsStr>>(args: &[S]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A binary replaced while it ran reads "PATH (deleted)"; the hint names PATH, where the
+    /// new one stands (a campaign's hints after a rebuild read `'.../netsweep (deleted)'`).
+    #[test]
+    fn a_binary_replaced_while_it_runs_is_named_by_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("netsweep");
+        std::fs::write(&bin, b"").unwrap();
+        let shown = format!("{} (deleted)", bin.display());
+        assert_eq!(installed(&shown), bin.display().to_string());
+        // Gone for good: as the system says it.
+        std::fs::remove_file(&bin).unwrap();
+        assert_eq!(installed(&shown), shown);
+    }
 
     #[test]
     fn words_a_shell_would_change_are_quoted() {

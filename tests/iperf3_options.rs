@@ -496,3 +496,45 @@ fn a_server_bitrate_limit_refuses_and_ends_tests_as_iperf3s_does() {
         text(&out.stderr)
     );
 }
+
+/// Standing in for iperf3 under its name (a link `iperf3` to netsweep): `iperf3 --version`
+/// is iperf3's first line, which pScheduler's iperf3 tool reads, and an error reads as
+/// iperf3's ("iperf3: error - unable to connect to server: ..."), which wrappers match.
+#[test]
+fn under_iperf3s_name_the_version_and_errors_are_iperf3s() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("iperf3");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_netsweep"), &link).unwrap();
+    let out = std::process::Command::new(&link)
+        .arg("--version")
+        .output()
+        .unwrap();
+    let said = text(&out.stdout);
+    assert!(
+        out.status.success() && said.starts_with("iperf 3."),
+        "{said}"
+    );
+    // A port nothing listens on (bound, never listening): refused at once.
+    let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = held.local_addr().unwrap().port().to_string();
+    drop(held);
+    let out = std::process::Command::new(&link)
+        .args(["-c", "127.0.0.1", "-p", &port, "-t", "1"])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("iperf3: error - unable to connect to server"),
+        "{err}"
+    );
+    // Under netsweep's own name, netsweep's --version and its own name in the message.
+    let out = netsweep(&["--version"]);
+    assert!(text(&out.stdout).starts_with("netsweep "), "{out:?}");
+    let out = netsweep(&["-c", "127.0.0.1", "-p", &port, "-t", "1"]);
+    let err = text(&out.stderr);
+    assert!(
+        err.starts_with("netsweep: error - unable to connect to server"),
+        "{err}"
+    );
+}

@@ -128,8 +128,11 @@ fn on_a_1g_20ms_lab_the_metrics_match_physics_with_and_without_loss() {
                 "retransmissions on a path that dropped nothing"
             );
         }
-        // The lab says its baseline (2 x 10 ms); the queue holds at most its time at the rate.
-        assert_eq!(m.baseline_rtt_ms, Some(20.0));
+        // The lab's baseline (2 x 10 ms), or the longer one measured idle (the hosts' own
+        // latency on top, a fraction of a millisecond); the queue holds at most its time at the
+        // rate.
+        let base = m.baseline_rtt_ms.unwrap();
+        assert!((20.0..20.5).contains(&base), "baseline {base} ms");
         let bd = m.buffer_delay_percent.unwrap();
         let queue_share = queue_ms as f64 * 100.0 / 20.0;
         assert!(

@@ -16,9 +16,15 @@ use std::time::Duration;
 
 /// A netsweep server in `ns` on `bind`:5398 for one test.
 fn server(ns: &Netns, bind: &str) -> common::KillOnDrop {
+    server_with(ns, bind, &["-1"])
+}
+
+/// A netsweep server in `ns` on `bind`:5398 with `args`.
+fn server_with(ns: &Netns, bind: &str, args: &[&str]) -> common::KillOnDrop {
     let child = ns
         .cmd(env!("CARGO_BIN_EXE_netsweep"))
-        .args(["server", "--bind", bind, "--port", "5398", "-1"])
+        .args(["server", "--bind", bind, "--port", "5398"])
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -244,5 +250,52 @@ fn a_lone_same_host_sender_sets_the_send_buffer_the_kernel_reports_and_others_ke
         buffers[0],
         2 * asked,
         "an autotuned buffer across the veth pair"
+    );
+}
+
+/// A server left running while its host's profile changes (a campaign's `server_tuning`):
+/// its data connections start from the kernel's defaults in force, not from the ones its
+/// listener was made under (`traffic::listener`). A newcomer's trial measured 128 KiB
+/// receive buffers and a 124 KB window under a profile whose `tcp_rmem` maximum was 64 KiB.
+#[test]
+fn a_server_left_running_takes_the_defaults_of_a_profile_applied_after_it_started() {
+    if !cfg!(target_os = "linux") || !common::root_or_skip("a_server_left_running_takes") {
+        return;
+    }
+    let ns = Netns::new("prof");
+    // Serving test after test, as a server left running does.
+    let _server = server_with(&ns, "127.0.0.1", &[]);
+    let client = || test(&ns, &ns, "127.0.0.1", &[]).0;
+    let server_rcvbuf = |doc: &Value| {
+        doc["start"]["server_sockets"][0]["rcvbuf_bytes"]
+            .as_u64()
+            .unwrap()
+    };
+    // A first test under the defaults the server started with.
+    let before = client();
+    assert!(server_rcvbuf(&before) > 16384, "{before:#}");
+    for (key, value) in [
+        ("net.ipv4.tcp_rmem", "4096 16384 65536"),
+        ("net.ipv4.tcp_wmem", "4096 8192 65536"),
+    ] {
+        let ok = ns
+            .cmd("sysctl")
+            .args(["-qw", &format!("{key}={value}")])
+            .status();
+        assert!(ok.is_ok_and(|s| s.success()), "{key}");
+    }
+    let after = client();
+    assert_eq!(server_rcvbuf(&after), 16384, "{:#}", after["start"]);
+    // The window the server advertised keeps within the profile's maximum (Linux advertises
+    // at most about the buffer's maximum less its overhead share).
+    let window = after["summary"]["snd_wnd_max_bytes"].as_u64().unwrap();
+    assert!(
+        window <= 65536,
+        "advertised {window} under a 64 KiB tcp_rmem"
+    );
+    let before_window = before["summary"]["snd_wnd_max_bytes"].as_u64().unwrap();
+    assert!(
+        before_window > 65536,
+        "the first test's window: {before_window}"
     );
 }

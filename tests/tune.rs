@@ -46,6 +46,16 @@ impl Ns {
     fn target(&self) -> String {
         format!("netns:{}", self.0)
     }
+
+    /// Sets `key` to `value` in the namespace (by hand, as a user would), which must succeed.
+    fn set(&self, key: &str, value: &str) {
+        let ok = Command::new("ip")
+            .args(["netns", "exec", &self.0, "sysctl", "-qw"])
+            .arg(format!("{key}={value}"))
+            .status()
+            .unwrap();
+        assert!(ok.success(), "{key}={value}");
+    }
 }
 
 impl Drop for Ns {
@@ -117,8 +127,15 @@ fn apply_status_restore_in_a_namespace() {
         "{}",
         text(&o)
     );
+    // Someone changes a key after the apply: the restore puts it back and says so.
+    ns.set("net.ipv4.tcp_wmem", "4096 20000 5000000");
     let o = tune(dir.path(), &["restore", "--target", &t]);
     assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("note: net.ipv4.tcp_wmem held \"4096 20000 5000000\""),
+        "{}",
+        text(&o)
+    );
     assert_eq!(snapshot(&ns), before);
     let o = tune(dir.path(), &["restore", "--target", &t]);
     assert!(
@@ -244,6 +261,101 @@ fn sigint_sigterm_and_sighup_restore_a_holder() {
             "journal removed"
         );
     }
+}
+
+/// Root is refused a host-wide key from inside a network namespace (the file is read-only
+/// there): the reason says so, not "needs root" (what a remote netsweep running in a
+/// namespace told a root user).
+#[test]
+fn root_refused_a_read_only_key_is_told_why() {
+    if !common::root_or_skip("root_refused_a_read_only_key_is_told_why") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ns = Ns::new("ro");
+    let file = profile_file(
+        dir.path(),
+        "[profiles.hw.linux]\n\"net.core.rmem_max\" = \"16777216\"\n\"net.ipv4.tcp_rmem\" = \"4096 131072 16777216\"\n",
+    );
+    let before = snapshot(&ns);
+    let o = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns.0,
+            env!("CARGO_BIN_EXE_netsweep"),
+            "tune",
+        ])
+        .args(["apply", "hw", "--profiles", &file, "--target", "local"])
+        .env("NETSWEEP_RUNTIME_DIR", dir.path())
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(!o.status.success(), "{t}");
+    assert!(
+        t.contains("net.core.rmem_max cannot be changed")
+            && t.contains("read-only here, even for root"),
+        "{t}"
+    );
+    assert!(!t.contains("needs root"), "{t}");
+    assert_eq!(snapshot(&ns), before, "nothing written");
+}
+
+/// `tune show` of a raising profile with a target reads that target's values (an ssh
+/// target's showed this host's and called them the server's).
+#[test]
+fn show_reads_the_values_of_the_target_it_is_given() {
+    if !common::root_or_skip("show_reads_the_values_of_the_target_it_is_given") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ns = Ns::new("sh");
+    let big = "4096 16384 9000000";
+    ns.set("net.ipv4.tcp_wmem", big);
+    ns.set("net.ipv4.tcp_rmem", "4096 131072 1048576");
+    ns.set("net.ipv4.tcp_no_metrics_save", "0");
+    let o = tune(
+        dir.path(),
+        &[
+            "show",
+            "high-bdp-ns",
+            "--rate",
+            "1G",
+            "--rtt",
+            "20ms",
+            "--target",
+            &ns.target(),
+        ],
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let line = t
+        .lines()
+        .find(|l| l.trim_start().starts_with("net.ipv4.tcp_wmem"))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(
+        line.contains(&format!("(on {}: \"{big}\")", ns.target())),
+        "{line}"
+    );
+    // Applied, the key already above the profile's value is counted and marked as kept.
+    let profile = ["high-bdp-ns", "--rate", "1G", "--rtt", "20ms"];
+    let o = tune(
+        dir.path(),
+        &[&["apply"], &profile[..], &["--target", &ns.target()]].concat(),
+    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("(2 settings changed, 1 kept;"), "{t}");
+    let o = tune(dir.path(), &["status", "--target", &ns.target()]);
+    let t = text(&o);
+    let line = t
+        .lines()
+        .find(|l| l.trim_start().starts_with("net.ipv4.tcp_wmem"))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(line.contains("[kept]"), "{line}");
+    let o = tune(dir.path(), &["restore", "--target", &ns.target()]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(ns.read("net.ipv4.tcp_wmem"), big);
 }
 
 #[test]
@@ -479,12 +591,41 @@ fn ssh_tools(test: &str) -> bool {
         && common::tool_or_skip(test, "/usr/sbin/sshd")
 }
 
+/// The command after `restore with:` in a tune's output.
+fn restore_hint(o: &Output) -> String {
+    let out = String::from_utf8_lossy(&o.stdout);
+    out.lines()
+        .find_map(|l| l.strip_prefix("restore with: "))
+        .unwrap_or_else(|| panic!("no restore hint: {}", text(o)))
+        .to_string()
+}
+
+/// `command` run by a shell in lab host a, as a user pastes it there.
+fn pasted_in_a(lab: &netsweep::lab::Lab, command: &str) -> Output {
+    Command::new("ip")
+        .args(["netns", "exec", &lab.namespace(netsweep::lab::Host::A)])
+        .args(["sh", "-c", command])
+        .output()
+        .unwrap()
+}
+
 /// `netsweep tune ARGS --target ssh:root@198.18.0.2` run in lab host a, with `remote` as
 /// the netsweep command on host b and `runtime` (if any) as this end's runtime directory.
 fn tune_over_ssh(
     lab: &netsweep::lab::Lab,
     sshd: &Sshd,
     remote: &str,
+    runtime: Option<&Path>,
+    args: &[&str],
+) -> Output {
+    tune_over_ssh_as(lab, sshd, (remote, "ssh:root@198.18.0.2"), runtime, args)
+}
+
+/// `tune_over_ssh` with the target named `target`.
+fn tune_over_ssh_as(
+    lab: &netsweep::lab::Lab,
+    sshd: &Sshd,
+    (remote, target): (&str, &str),
     runtime: Option<&Path>,
     args: &[&str],
 ) -> Output {
@@ -497,12 +638,7 @@ fn tune_over_ssh(
         "tune",
     ])
     .args(args)
-    .args([
-        "--target",
-        "ssh:root@198.18.0.2",
-        "--remote-netsweep",
-        remote,
-    ]);
+    .args(["--target", target, "--remote-netsweep", remote]);
     for o in sshd.options() {
         c.args(["--ssh-option", &o]);
     }
@@ -532,10 +668,20 @@ fn a_remote_host_without_netsweep_is_tuned_with_plain_sysctl() {
     let o = run(&["apply", "bigbuf", "--profiles", &file]);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("plain sysctl commands"), "{}", text(&o));
+    // The restore it suggests reaches the host through the same ssh options (it dropped
+    // them, and ssh went to port 22).
+    let hint = restore_hint(&o);
+    for o in sshd.options() {
+        assert!(hint.contains(&format!("--ssh-option {o}")), "{hint}");
+    }
     assert_eq!(nb.read("net.ipv4.tcp_rmem"), "4096 131072 16777216");
     assert_eq!(nb.read("net.ipv4.tcp_no_metrics_save"), "1");
-    // The journal is on this end, under this end's runtime directory.
-    let journal = rt.join("tuning/ssh-root_198.18.0.2.json");
+    // The journal is on this end, under this end's runtime directory, named by the login ssh
+    // resolves (its user, address and port).
+    let journal = rt.join(format!(
+        "tuning/ssh-root_198.18.0.2_{}.json",
+        common::sshd::PORT
+    ));
     let j = std::fs::read_to_string(&journal).expect("local journal");
     assert!(j.contains("net.ipv4.tcp_wmem"), "{j}");
     assert!(
@@ -544,6 +690,22 @@ fn a_remote_host_without_netsweep_is_tuned_with_plain_sysctl() {
     );
     let o = run(&["status"]);
     assert!(text(&o).contains("4096 131072 16777216"), "{}", text(&o));
+    // The same login named without its user (ssh's `User` option gives it): the same journal
+    // (it was another, and said the host was not tuned).
+    let o = tune_over_ssh_as(
+        &lab,
+        &sshd,
+        ("/nonexistent/netsweep", "ssh:198.18.0.2"),
+        Some(&rt),
+        &["status", "--ssh-option", "User=root"],
+    );
+    assert!(text(&o).contains("profile bigbuf applied"), "{}", text(&o));
+    // netsweep installed there since (or named right): the journal here still answers
+    // (the remote's own said "not tuned" of a host that was).
+    let now_with =
+        |args: &[&str]| tune_over_ssh(&lab, &sshd, env!("CARGO_BIN_EXE_netsweep"), Some(&rt), args);
+    let o = now_with(&["status"]);
+    assert!(text(&o).contains("profile bigbuf applied"), "{}", text(&o));
     let o = run(&["restore"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(snapshot(&nb), before);
@@ -567,6 +729,10 @@ fn the_ssh_target_tunes_and_restores_a_remote_host() {
     let file = profile_file(d, BIGBUF);
     let ssh_tune =
         |args: &[&str]| tune_over_ssh(&lab, &sshd, env!("CARGO_BIN_EXE_netsweep"), None, args);
+    // The profile file is this end's, sent over (the remote opened the path on its side).
+    let o = ssh_tune(&["apply", "bigbuf", "--profiles", "p.toml"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("cannot read p.toml"), "{}", text(&o));
     let o = ssh_tune(&["apply", "bigbuf", "--profiles", &file]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(
@@ -576,9 +742,50 @@ fn the_ssh_target_tunes_and_restores_a_remote_host() {
     );
     let o = ssh_tune(&["status"]);
     assert!(text(&o).contains("profile bigbuf applied"), "{}", text(&o));
+    // The restore the remote suggests, printed as it reaches host b from here (the remote's
+    // own `--target local` restored host a, "nothing to restore"), pasted as printed.
+    let o = ssh_tune(&["apply", "bigbuf", "--profiles", &file]);
+    assert!(text(&o).contains("already tuned"), "{}", text(&o));
     let o = ssh_tune(&["restore"]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(snapshot(&nb), before);
+    let o = ssh_tune(&["apply", "bigbuf", "--profiles", &file]);
+    let hint = restore_hint(&o);
+    assert!(hint.contains("--target ssh:root@198.18.0.2"), "{hint}");
+    let pasted = pasted_in_a(&lab, &hint);
+    assert!(pasted.status.success(), "{hint}: {}", text(&pasted));
+    assert!(
+        text(&pasted).contains("restored profile bigbuf"),
+        "{}",
+        text(&pasted)
+    );
+    assert_eq!(snapshot(&nb), before, "restored by the pasted command");
+    // `--hold` holds here and restores there on Ctrl-C (the remote holder outlived this end).
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", &lab.namespace(Host::A)])
+        .args([env!("CARGO_BIN_EXE_netsweep"), "tune", "apply", "bigbuf"])
+        .args([
+            "--profiles",
+            &file,
+            "--hold",
+            "--target",
+            "ssh:root@198.18.0.2",
+        ])
+        .args(["--remote-netsweep", env!("CARGO_BIN_EXE_netsweep")]);
+    for o in sshd.options() {
+        c.args(["--ssh-option", &o]);
+    }
+    let holder = c.stdout(Stdio::piped()).spawn().unwrap();
+    let held = common::wait_bounded_check(Duration::from_secs(20), || {
+        nb.read("net.ipv4.tcp_rmem") == "4096 131072 16777216"
+    });
+    assert!(held, "applied while holding");
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: signalling our own child (ip netns exec runs netsweep in its place).
+    unsafe { libc::kill(holder.id() as i32, libc::SIGINT) };
+    let out = holder.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(snapshot(&nb), before, "restored there: {}", text(&out));
 }
 
 /// A campaign against a remote `netsweep server` tunes both ends: this host directly, the
@@ -612,20 +819,25 @@ fn a_campaign_tunes_the_server_of_an_address_target_over_ssh() {
     )
     .unwrap();
     let db = d.join("c.db");
-    let out = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &na.0,
-            env!("CARGO_BIN_EXE_netsweep"),
-            "run",
-        ])
-        .arg(&plan)
-        .arg("--db")
-        .arg(&db)
-        .env("NETSWEEP_RUNTIME_DIR", d.join("rt"))
-        .output()
-        .unwrap();
+    // `netsweep run PLAN --db DB [EXTRA]` in host a.
+    let run = |db: &Path, extra: &[&str]| {
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &na.0,
+                env!("CARGO_BIN_EXE_netsweep"),
+                "run",
+            ])
+            .arg(&plan)
+            .arg("--db")
+            .arg(db)
+            .args(extra)
+            .env("NETSWEEP_RUNTIME_DIR", d.join("rt"))
+            .output()
+            .unwrap()
+    };
+    let out = run(&db, &[]);
     assert!(out.status.success(), "{}", text(&out));
     assert_eq!(snapshot(&na), before_a, "client side restored");
     assert_eq!(snapshot(&nb), before_b, "server side restored");
@@ -634,6 +846,38 @@ fn a_campaign_tunes_the_server_of_an_address_target_over_ssh() {
         .query_row("SELECT count(*) FROM run WHERE tuning_json LIKE '%\"profile\":\"bigbuf\"%' AND tuning_json LIKE '%ssh:root@198.18.0.2%16777216%'", [], |r| r.get(0))
         .unwrap();
     assert_eq!(tuned, 2, "bigbuf runs record the server's values too");
+    // Every run records the server's values in force as the kernel reads them, the default
+    // profile's runs too (they held a status text, or ssh's error where netsweep was absent).
+    let mut stmt = conn.prepare("SELECT tuning_json FROM run").unwrap();
+    let rows: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(rows.len(), 4);
+    for row in &rows {
+        let v: serde_json::Value = serde_json::from_str(row).unwrap();
+        let server = &v["ssh:root@198.18.0.2"];
+        let rmem = server["net.ipv4.tcp_rmem"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{v:#}"));
+        let want = if v["profile"] == "bigbuf" {
+            "4096 131072 16777216".to_string()
+        } else {
+            let i = KEYS.iter().position(|k| *k == "net.ipv4.tcp_rmem").unwrap();
+            before_b[i].clone()
+        };
+        assert_eq!(rmem, want, "{v:#}");
+    }
+    // With the server's sshd gone, `--check` says so before any traffic.
+    drop(sshd);
+    let out = run(&d.join("check.db"), &["--check"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("server_tuning ssh:root@198.18.0.2:"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// Starts `netsweep run` on a plan in `dir`: a lab of 100 Mbit/s and 40 ms, one 1 s run each of

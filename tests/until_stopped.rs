@@ -521,3 +521,28 @@ fn one_signal_delivered_twice_by_timeout_is_one_interrupt() {
         assert!(!said.contains("interrupted: results cover"), "{said}");
     }
 }
+
+/// The same signal twice from one process, 100 ms apart, as `timeout` sends it when it is
+/// preempted between its two `kill` calls on a busy host (CI saw it stop a client at once): one
+/// interrupt. The shell's `kill` is a builtin, so both come from the shell's process.
+#[test]
+fn one_signal_sent_twice_by_one_process_a_moment_apart_is_one_interrupt() {
+    let server = TestServer::start(ServerLimits::default());
+    let mut child = netsweep_client(server.addr.port(), &["-t", "8"]);
+    std::thread::sleep(ms(1500));
+    let pid = child.id();
+    let sent = Command::new("sh")
+        .args([
+            "-c",
+            &format!("kill -INT {pid}; sleep 0.1; kill -INT {pid}"),
+        ])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    common::wait_bounded(&mut child, Duration::from_secs(15), "netsweep -c -t 8");
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("interrupt: the test ends at"), "{said}");
+    assert!(!said.contains("interrupted: results cover"), "{said}");
+}

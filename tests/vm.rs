@@ -102,6 +102,23 @@ fn each_nic_model_binds_its_driver_and_carries_traffic_both_ways() {
             NicModel::Rtl8139 => "eth0 is an emulated Realtek RTL8139 NIC (8139cp)",
         };
         assert!(doctor.contains(expected), "{}: {doctor}", nic.name());
+        // The guest has this machine's ethtool and tc (`image::GUEST_TOOLS`): its doctor reads
+        // the NIC's offloads and qdisc instead of saying "not checked".
+        let offload = doctor
+            .lines()
+            .find(|l| l.contains("[nic.offload.eth0]"))
+            .unwrap_or_else(|| panic!("{}: no offload finding: {doctor}", nic.name()));
+        assert!(
+            !offload.contains("not checked"),
+            "{}: {offload}",
+            nic.name()
+        );
+        assert!(
+            !doctor.contains("cannot run `tc") && !doctor.contains("cannot run `ethtool"),
+            "{}: {doctor}",
+            nic.name()
+        );
+        eprintln!("{}: {offload}", nic.name());
         let (_, rc) = lab
             .exec_in_guest(Host::B, &["sh".into(), "-c".into(), "exit 7".into()])
             .unwrap();
@@ -1316,6 +1333,73 @@ fn the_virtio_tuning_posts_experiment_gets_the_true_answer() {
         }
     }
     assert!(answer.contains("net.core.rmem_max"), "{answer}");
+}
+
+/// Regression (a VM trial): with host b a guest and host a a namespace of this machine, a
+/// profile of `net.core.rmem_max`/`wmem_max` (the seeds' knob) was refused on a, where those
+/// keys are host-wide and read-only. They are the guest's alone, said before any traffic; the
+/// guest's cap is lifted, and where this machine's own caps allow the window (host a's), the
+/// raised profile carries it.
+#[test]
+fn a_guests_buffer_caps_are_swept_beside_a_namespace() {
+    if !ready("a_guests_buffer_caps_are_swept_beside_a_namespace") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("caps.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"lab\"\nvm = \"b\"\nrate = \"50M\"\nrtt = \"80ms\"\n\
+         [test]\nduration = \"3s\"\nomit = \"1s\"\nwindow_mode = \"ask\"\n\
+         [matrix]\nwindow = [\"1536K\"]\nprofile = [\"default\", \"raised\"]\n\
+         [profiles.raised.linux]\n\"net.core.rmem_max\" = \"4194304\"\n\
+         \"net.core.wmem_max\" = \"4194304\"\n[repeat]\ncount = 2\nseed = 3\n",
+    )
+    .unwrap();
+    let db = dir.path().join("caps.db");
+    let (p, d) = (plan.to_str().unwrap(), db.to_str().unwrap());
+    let out = common::netsweep_ok(dir.path(), &["run", p, "--db", d]);
+    assert!(
+        out.contains(
+            "note: profile raised: net.core.rmem_max, net.core.wmem_max written on the guest only"
+        ),
+        "{out}"
+    );
+    let e: serde_json::Value = serde_json::Deserializer::from_str(&common::netsweep_ok(
+        dir.path(),
+        &["explain", "--db", d, "--json"],
+    ))
+    .into_iter()
+    .next()
+    .unwrap()
+    .unwrap();
+    let goodput = |c: &str| {
+        e["limits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["configuration"] == c)
+            .and_then(|l| l["goodput_bps"].as_f64())
+            .unwrap_or_else(|| panic!("{c}: {e}"))
+    };
+    let (raised, default) = (
+        goodput("window=1536K profile=raised"),
+        goodput("window=1536K profile=default"),
+    );
+    // The guest's default caps hold 1536K to 208 KBytes (21 Mbit/s over 80 ms); this machine's
+    // own (host a's) decide whether the raised guest's window carries more.
+    let cap = |k: &str| {
+        std::fs::read_to_string(format!("/proc/sys/net/core/{k}"))
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    if cap("rmem_max").min(cap("wmem_max")) >= 2 * 1536 * 1024 {
+        assert!(raised > 1.5 * default, "raised {raised}, default {default}");
+    } else {
+        eprintln!("this machine's caps hold host a's buffers: raised {raised}, default {default}");
+    }
 }
 
 /// Regression (a trial's finding): a reverse test between two guests had its receiver count

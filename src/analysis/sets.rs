@@ -57,8 +57,12 @@ impl Default for Config {
 /// Why an analysis could not run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum StatsError {
-    #[error("set {name:?} has {n} values; at least 3 are needed")]
-    TooFew { name: String, n: usize },
+    #[error("set {name:?} has {n} values; at least {least} are needed")]
+    TooFew {
+        name: String,
+        n: usize,
+        least: usize,
+    },
     #[error("set {name:?} holds a value that is not finite ({value})")]
     NotFinite { name: String, value: f64 },
     #[error("confidence must be between 0 and 100% (exclusive), got {}%", .0 * 100.0)]
@@ -112,14 +116,21 @@ pub struct Analysis {
     pub family: usize,
 }
 
-/// Fewest values per set an analysis accepts.
+/// Fewest values per set an analysis accepts (ministat's minimum).
 pub const MIN_RUNS: usize = 3;
 
-fn check(name: &str, values: &[f64]) -> Result<(), StatsError> {
-    if values.len() < MIN_RUNS {
+/// Fewest values per set a campaign's comparison accepts, whose error is pooled over the
+/// whole design as `explain` pools it: two, or the comparisons would refuse runs the answer
+/// decides on (a VM trial read "not enough runs to compare" above "window matters most ...
+/// p = 0.025", on the runs of a campaign whose guest died).
+pub const MIN_RUNS_IN_DESIGN: usize = 2;
+
+fn check(name: &str, values: &[f64], least: usize) -> Result<(), StatsError> {
+    if values.len() < least {
         return Err(StatsError::TooFew {
             name: name.to_string(),
             n: values.len(),
+            least,
         });
     }
     if let Some(v) = values.iter().find(|v| !v.is_finite()) {
@@ -163,8 +174,12 @@ pub fn analyze_in_design(
     if !(cfg.confidence > 0.0 && cfg.confidence < 1.0) {
         return Err(StatsError::Confidence(cfg.confidence));
     }
+    let least = match design {
+        Some(_) => MIN_RUNS_IN_DESIGN,
+        None => MIN_RUNS,
+    };
     for (name, values) in sets {
-        check(name, values)?;
+        check(name, values, least)?;
     }
     let summaries: Vec<SetSummary> = sets
         .iter()

@@ -73,6 +73,13 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     let keep = ask.keeps_outliers(&row.facts);
     let runs = if keep { all_runs } else { screened };
     let groups = campaign::compare(&runs, &by, &values, &filters, metric, &judging);
+    // Where the profile cannot matter by construction, the same statement as `run`, `explain`
+    // and the report (a VM trial found compare alone without it).
+    let settled = if by == crate::campaigns::plan::PROFILE_DIMENSION {
+        super::explain::explanation(&store, campaign, &ask)?.settled
+    } else {
+        campaign::Settled::default()
+    };
     // Sessions apart (explain's flag too): no comparison can tell them from the change.
     let ok: Vec<&crate::campaigns::store::RunRow> =
         runs.iter().filter(|r| r.status == "ok").collect();
@@ -85,6 +92,7 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
                 "outliers": outliers,
                 "outliers_kept": keep,
                 "sessions": sessions,
+                "settled": settled,
             }))?
         );
         return Ok(ExitCode::SUCCESS);
@@ -109,14 +117,26 @@ pub fn compare(a: &CompareArgs) -> anyhow::Result<ExitCode> {
     for g in &groups {
         let ctx = g.title();
         crate::outln!("== {ctx}");
+        if settled.context(&g.context) {
+            crate::outln!(
+                "profile cannot matter here by construction (`netsweep explain` says why): a \
+                 difference below is noise or drift, and no rounds settle it"
+            );
+        }
         match &g.analysis {
             Some(an) => {
                 // Rates in a unit (as the report shows them), not raw bit/s like 9.41e+08.
-                let text = if metric == Metric::BitsPerSecond {
+                let mut text = if metric == Metric::BitsPerSecond {
                     crate::report::comparison_text(an, &g.values)
                 } else {
                     ministat::render(an, &g.values, None)
                 };
+                // A verdict that cannot matter here, as `run` prints it (no rounds settle it).
+                for c in &an.comparisons {
+                    if settled.covers(&g.context, &c.baseline, &c.other) {
+                        text = text.replace(&c.verdict, &settled.verdict(c, &g.context));
+                    }
+                }
                 crate::out!("{text}");
                 if an.family > 1 {
                     crate::outln!(

@@ -317,7 +317,7 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
                 Some(partial) => print_result(cfg, partial, view, stream_started),
                 None => print_failure(cfg, spec, view, &e.message, stream_started),
             }
-            crate::errln!("netsweep: {}", e.message);
+            crate::errln!("{}{}", crate::console::failure_prefix(), e.message);
             ExitCode::FAILURE
         }
     }
@@ -369,7 +369,7 @@ pub fn rr_and_print(
             if view.json.is_some() {
                 crate::outln!("{}", serde_json::json!({ "error": e.message }));
             }
-            crate::errln!("netsweep: {}", e.message);
+            crate::errln!("{}{}", crate::console::failure_prefix(), e.message);
             ExitCode::FAILURE
         }
     }
@@ -493,7 +493,7 @@ fn unusable_address(e: anyhow::Error, view: &ClientView) -> anyhow::Result<ExitC
         }
         Some(JsonSchema::Netsweep) | None => return Err(e),
     }
-    crate::errln!("netsweep: {message}");
+    crate::errln!("{}{message}", crate::console::failure_prefix());
     Ok(ExitCode::FAILURE)
 }
 

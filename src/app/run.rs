@@ -12,9 +12,13 @@ use crate::lab::LabOptions;
 use crate::platform::signals;
 use crate::units::BitRate;
 use anyhow::{Context, bail};
-use std::fmt::Write as _;
+use hints::{first_difference, more_command, resume_command};
 use std::path::Path;
 use std::process::ExitCode;
+use summary::print_summary;
+
+mod hints;
+mod summary;
 
 /// Builds the executor of a plan's target; this is also the reachability check.
 fn executor_for(plan: &Plan, check: bool) -> anyhow::Result<Box<dyn Executor>> {
@@ -104,13 +108,51 @@ fn reachable(host: &str, default_port: u16, what: &str) -> anyhow::Result<std::n
 
 /// `--resume` needs an unfinished campaign of the plan; without `--resume` or `--new` one is an
 /// error, so a campaign is never continued or abandoned by accident.
-fn check_resume(a: &RunArgs, db: &Path, unfinished: Option<&CampaignRow>) -> anyhow::Result<()> {
+fn check_resume(
+    a: &RunArgs,
+    (db, store, plan): (&Path, &Store, &Plan),
+    unfinished: Option<&CampaignRow>,
+) -> anyhow::Result<()> {
     match unfinished {
-        None if a.resume => bail!(
-            "nothing to resume: {} has no unfinished campaign of this plan (to add rounds to a \
-             finished one, keep its plan as it was and use --more N)",
-            db.display()
-        ),
+        // An unfinished campaign of an edited plan: said, with the line that differs (a trial
+        // changed one line and read "no unfinished campaign").
+        None if a.resume => match store.newest_unfinished()? {
+            // Its plan as it was, written beside this one, and the command that resumes it (a
+            // VM trial was told to resume "with its plan as it was", with no way to get it).
+            Some(other) => match hints::saved_plan(&a.plan, other.id, &other.plan_toml) {
+                Some(saved) => bail!(
+                    "cannot resume with this plan: {} holds unfinished campaign {} of a plan that \
+                     differs from {} ({}); that plan as it was is now in {}: resume it with: {}; \
+                     or start this one with --new",
+                    db.display(),
+                    other.id,
+                    a.plan.display(),
+                    first_difference(&other.plan_toml, &plan.source),
+                    saved.display(),
+                    crate::paste::netsweep(&[
+                        std::ffi::OsStr::new("run"),
+                        saved.as_os_str(),
+                        "--db".as_ref(),
+                        db.as_os_str(),
+                        "--resume".as_ref(),
+                    ])
+                ),
+                None => bail!(
+                    "cannot resume with this plan: {} holds unfinished campaign {} of a plan \
+                     that differs from {} ({}); resume it with its plan as it was, or start this \
+                     one with --new",
+                    db.display(),
+                    other.id,
+                    a.plan.display(),
+                    first_difference(&other.plan_toml, &plan.source)
+                ),
+            },
+            None => bail!(
+                "nothing to resume: {} has no unfinished campaign of this plan (to add rounds \
+                 to a finished one, keep its plan as it was and use --more N)",
+                db.display()
+            ),
+        },
         Some(c) if !a.resume && !a.new => bail!(
             "{} has an unfinished campaign {} of this plan: continue it with --resume, or start over with --new",
             db.display(),
@@ -187,11 +229,10 @@ fn rounds_to_add(store: &Store, plan: &Plan, more: More) -> anyhow::Result<Optio
         } else {
             campaign::screen(&runs, Metric::BitsPerSecond).0
         };
-        let (open, rounds) = campaign::open_in(&campaign::summary_groups(
-            &used,
-            &plan.order(),
-            &ask.judging(&facts),
-        ));
+        let (open, rounds) = campaign::open_in(
+            &campaign::summary_groups(&used, &plan.order(), &ask.judging(&facts)),
+            &e.settled,
+        );
         let undecided = open
             + e.comparisons
                 .iter()
@@ -324,7 +365,7 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
             Some((c, n, rounds))
         }
         None => {
-            check_resume(a, &db, unfinished.as_ref())?;
+            check_resume(a, (&db, &store, &plan), unfinished.as_ref())?;
             None
         }
     };
@@ -357,7 +398,11 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         crate::errln!("{file}: {}, nothing was run", far.join("; "));
         return Ok(ExitCode::from(2));
     }
-    let problems = runner::tuning_problems(&plan, &exec.tuning_targets());
+    let targets = exec.tuning_targets();
+    for note in runner::guest_only_notes(&plan, &targets) {
+        crate::errln!("note: {note}");
+    }
+    let problems = runner::tuning_problems(&plan, &targets);
     if !problems.is_empty() {
         crate::errln!(
             "{file}: the plan's tuning profiles cannot be applied on {}, nothing was run:\n  {}",
@@ -433,13 +478,36 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::from(130));
     }
-    if outcome.skipped > 0 {
+    if outcome.skipped > 0 && outcome.skipped_left == 0 {
+        crate::outln!(
+            "{} configuration(s) failed the same way to the campaign's last round (the notes \
+             above say why), so none of their runs is left to retry; after a fix, add the rounds \
+             they need with: {}",
+            outcome.skipped,
+            more_command(a, "auto")
+        );
+    } else if outcome.skipped > 0 {
         crate::outln!(
             "{} configuration(s) were skipped for failing the same way round after round (the \
              notes above say why); after a fix, retry them with: {}",
             outcome.skipped,
             resume_command(a)
         );
+    } else {
+        // Failures short of a skip (a guest that died in the last round, a VM trial's 4 runs):
+        // said, with the command that adds a round in their place.
+        let failed = store
+            .runs(campaign)?
+            .iter()
+            .filter(|r| r.status != "ok")
+            .count();
+        if failed > 0 {
+            crate::outln!(
+                "{failed} run(s) failed (the lines above say why) and are left out of the \
+                 answer; after a fix, add a round of every configuration with: {}",
+                more_command(a, "1")
+            );
+        }
     }
     if outcome.all_failing {
         crate::errln!(
@@ -475,35 +543,10 @@ pub fn run(a: &RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(n) = rounds_needed {
         crate::outln!(
             "to settle the undecided comparisons: {}",
-            more_command(a, n)
+            more_command(a, &n.to_string())
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The command that adds `n` rounds to this campaign, as the user would paste it.
-pub fn more_command(a: &RunArgs, n: usize) -> String {
-    let mut args: Vec<std::ffi::OsString> = vec!["run".into(), a.plan.clone().into()];
-    if let Some(db) = &a.db {
-        args.push("--db".into());
-        args.push(db.clone().into());
-    }
-    args.push("--more".into());
-    args.push(n.to_string().into());
-    crate::paste::netsweep(&args)
-}
-
-/// The command that continues this campaign, as the user would paste it: the running binary,
-/// the plan as given, and `--db` when the user named one (without it the database beside the
-/// plan is meant).
-pub fn resume_command(a: &RunArgs) -> String {
-    let mut args: Vec<std::ffi::OsString> = vec!["run".into(), a.plan.clone().into()];
-    if let Some(db) = &a.db {
-        args.push("--db".into());
-        args.push(db.clone().into());
-    }
-    args.push("--resume".into());
-    crate::paste::netsweep(&args)
 }
 
 /// Prints a campaign's progress, one line per finished run, and keeps the runner's overhead.
@@ -560,107 +603,4 @@ impl ProgressPrinter {
             mean * 1000.0
         );
     }
-}
-
-/// The summary table per configuration, then the comparison by the last dimension.
-/// Prints the summary and the answer; returns the rounds that would settle the undecided
-/// comparisons, if any.
-fn print_summary(
-    store: &Store,
-    campaign: i64,
-    plan: &Plan,
-    db: &Path,
-) -> anyhow::Result<Option<usize>> {
-    let runs = store.runs(campaign)?;
-    let labels: Vec<String> = store
-        .configurations(campaign)?
-        .into_iter()
-        .map(|c| c.label)
-        .collect();
-    crate::out!(
-        "{}",
-        summary_table(&campaign::summary(&runs, &labels, Metric::BitsPerSecond))
-    );
-    let ask = crate::campaigns::explain::Ask::new(Metric::BitsPerSecond);
-    let facts = plan.facts();
-    let used = if ask.keeps_outliers(&facts) {
-        runs.clone()
-    } else {
-        campaign::screen(&runs, Metric::BitsPerSecond).0
-    };
-    let groups = campaign::summary_groups(&used, &plan.order(), &ask.judging(&facts));
-    if !groups.is_empty() {
-        crate::out!("{}", groups_text(&groups));
-    }
-    // The answer last, where the eye lands when the campaign ends.
-    let e = super::explain::explanation(store, campaign, &ask)?;
-    let details = crate::paste::netsweep(&[
-        std::ffi::OsStr::new("explain"),
-        "--db".as_ref(),
-        db.as_os_str(),
-    ]);
-    crate::outln!("\nThe answer ({details} for the details):");
-    for line in e.answer.lines() {
-        crate::outln!("  {line}");
-    }
-    Ok(e.effects.rounds_needed)
-}
-
-fn summary_table(rows: &[campaign::ConfigSummary]) -> String {
-    let width = rows
-        .iter()
-        .map(|r| r.label.len())
-        .max()
-        .unwrap_or(13)
-        .max(13);
-    let mut out = format!(
-        "\n{:<width$}  {:>3} {:>4}  {:>10} {:>10} {:>10} {:>10} {:>10} {:>6}   (Mbit/s)\n",
-        "configuration", "N", "fail", "mean", "median", "min", "max", "stddev", "CV"
-    );
-    for r in rows {
-        match &r.description {
-            Some(d) => {
-                let _ = writeln!(
-                    out,
-                    "{:<width$}  {:>3} {:>4}  {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>10.2} {:>5.1}%",
-                    r.label,
-                    d.n,
-                    r.failed,
-                    d.mean / 1e6,
-                    d.median / 1e6,
-                    d.min / 1e6,
-                    d.max / 1e6,
-                    d.stddev / 1e6,
-                    d.cv.unwrap_or(0.0) * 100.0
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    out,
-                    "{:<width$}  {:>3} {:>4}  (no successful runs)",
-                    r.label, 0, r.failed
-                );
-            }
-        }
-    }
-    out
-}
-
-fn groups_text(groups: &[campaign::Group]) -> String {
-    let mut out = String::new();
-    for g in groups {
-        let ctx = g.title();
-        let _ = writeln!(out, "\n== {ctx}");
-        match &g.analysis {
-            Some(a) => {
-                for c in &a.comparisons {
-                    let _ = writeln!(out, "  {}", c.verdict);
-                }
-            }
-            None => {
-                let _ = writeln!(out, "  {}", g.note.clone().unwrap_or_default());
-            }
-        }
-    }
-    out
 }

@@ -48,7 +48,7 @@ pub(super) fn serve(a: &ServerArgs) -> anyhow::Result<ExitCode> {
                 "error": format!("unable to start listener for connections: {e:#}")
             });
             crate::outln!("{}", serde_json::to_string_pretty(&doc)?);
-            crate::errln!("netsweep: {e:#}");
+            crate::errln!("{}{e:#}", crate::console::failure_prefix());
             return Ok(ExitCode::FAILURE);
         }
         Err(e) => return Err(e),

@@ -451,21 +451,76 @@ pub fn summary_groups(
         .unwrap_or_default()
 }
 
+/// Where the profile's comparisons are settled by construction: no rounds settle noise.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Settled {
+    /// The contexts (the other dimensions' values, as `compare` heads its groups) where the
+    /// profile cannot matter at all: their comparisons of the profile are noise or drift.
+    pub cannot_matter_at: Vec<String>,
+    /// Pairs of profiles that cannot differ at a context: they differ only in keys that cannot
+    /// act there (`tcp_rmem` at a fixed window, `rmem_max` where the kernel autotunes).
+    pub cannot_matter_pairs: Vec<SettledPair>,
+}
+
+/// Two profiles (`profile=A`, `profile=B`, as comparisons name them) at a context.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SettledPair {
+    pub context: String,
+    pub from: String,
+    pub to: String,
+}
+
+impl Settled {
+    /// Whether the profile cannot matter at all at `context`.
+    pub fn context(&self, context: &str) -> bool {
+        self.cannot_matter_at.iter().any(|c| c == context)
+    }
+
+    /// A comparison's verdict; where it cannot matter by construction, without the rounds that
+    /// would settle it (a trial read "no rounds settle it" above "about 42 more rounds would
+    /// settle it"), and a pair of profiles that cannot differ there says so after it. `run`'s
+    /// summary, `compare` and the report print it alike.
+    pub fn verdict(&self, c: &crate::analysis::sets::Comparison, context: &str) -> String {
+        if !self.covers(context, &c.baseline, &c.other) {
+            return c.verdict.clone();
+        }
+        let verdict = c.verdict.replace(
+            &crate::analysis::decide::words::settle_text(&c.decision),
+            "",
+        );
+        if self.context(context) {
+            verdict
+        } else {
+            format!(
+                "{verdict}; these two profiles cannot differ here by construction (the answer \
+                 says why): a difference is noise or drift, and no rounds settle it"
+            )
+        }
+    }
+
+    /// Whether the comparison of `a` and `b` (either order) at `context` cannot matter.
+    pub fn covers(&self, context: &str, a: &str, b: &str) -> bool {
+        self.context(context)
+            || self.cannot_matter_pairs.iter().any(|p| {
+                p.context == context && ((p.from == a && p.to == b) || (p.from == b && p.to == a))
+            })
+    }
+}
+
 /// The groups' comparisons still open (a group too small to compare counts as one), and the
-/// most rounds any of them says would settle it.
-pub fn open_in(groups: &[Group]) -> (usize, Option<usize>) {
+/// most rounds any of them says would settle it; groups whose context is in `settled` (where
+/// the compared dimension cannot matter by construction) are left out: no rounds settle noise.
+pub fn open_in(groups: &[Group], settled: &Settled) -> (usize, Option<usize>) {
     let mut open = 0;
     let mut rounds: Option<usize> = None;
-    for g in groups {
+    for g in groups.iter().filter(|g| !settled.context(&g.context)) {
         let Some(a) = &g.analysis else {
             open += 1;
             continue;
         };
-        for c in a
-            .comparisons
-            .iter()
-            .filter(|c| !c.decision.outcome.decided())
-        {
+        for c in a.comparisons.iter().filter(|c| {
+            !c.decision.outcome.decided() && !settled.covers(&g.context, &c.baseline, &c.other)
+        }) {
             open += 1;
             rounds = rounds.max(c.decision.rounds_needed);
         }
@@ -477,10 +532,12 @@ pub fn open_in(groups: &[Group]) -> (usize, Option<usize>) {
 /// on goodput with outliers set aside: `decided` when every comparison of the answer
 /// (`explain`'s) and of the summary `run` prints (the last dimension's values compared with
 /// the others fixed, `compare`) shows a difference or an equivalence within the change.
+/// `settled`: the contexts of the summary where the compared dimension cannot matter by
+/// construction (`explain::cannot_matter`), left out: no rounds settle noise.
 pub fn until_met(
     runs: &[RunRow],
     until: crate::campaigns::plan::Until,
-    order: &[(String, Vec<String>)],
+    (order, settled): (&[(String, Vec<String>)], &Settled),
     judging: &Judging,
 ) -> Option<String> {
     use crate::campaigns::plan::Until;
@@ -537,7 +594,7 @@ pub fn until_met(
                 .filter_map(|g| g.analysis.as_ref())
                 .map(|a| a.comparisons.len())
                 .sum();
-            (e.decided() && open_in(&printed).0 == 0).then(|| {
+            (e.decided() && open_in(&printed, settled).0 == 0).then(|| {
                 let by = match order.last() {
                     Some((name, _)) if !printed.is_empty() => {
                         format!(" and of the summary by {name} ({m})")
@@ -678,19 +735,28 @@ mod tests {
         };
         // A clear difference is decided.
         let clear = runs_with(&[120.0, 121.0, 119.0], &[100.0, 101.0, 99.0]);
-        assert!(until_met(&clear, Until::Decided(0.05), by, j).is_some());
+        assert!(until_met(&clear, Until::Decided(0.05), (by, &Settled::default()), j).is_some());
         // No difference, measured tightly enough to rule out 5%: decided.
         let same = runs_with(&[100.0, 100.2, 99.9, 100.1], &[100.1, 99.8, 100.0, 100.2]);
-        assert!(until_met(&same, Until::Decided(0.05), by, j).is_some());
+        assert!(until_met(&same, Until::Decided(0.05), (by, &Settled::default()), j).is_some());
         // No difference shown and 5% not ruled out: not yet.
         let noisy = runs_with(&[80.0, 120.0, 100.0], &[90.0, 125.0, 95.0]);
-        assert_eq!(until_met(&noisy, Until::Decided(0.05), by, j), None);
+        assert_eq!(
+            until_met(&noisy, Until::Decided(0.05), (by, &Settled::default()), j),
+            None
+        );
         // Precision: within 1% for the tight runs, not for the noisy ones.
-        assert!(until_met(&same, Until::Precision(0.01), by, j).is_some());
-        assert_eq!(until_met(&noisy, Until::Precision(0.01), by, j), None);
+        assert!(until_met(&same, Until::Precision(0.01), (by, &Settled::default()), j).is_some());
+        assert_eq!(
+            until_met(&noisy, Until::Precision(0.01), (by, &Settled::default()), j),
+            None
+        );
         // A configuration with a single run has no CI: not met.
         let single = runs_with(&[100.0], &[100.0, 100.0]);
-        assert_eq!(until_met(&single, Until::Precision(0.5), by, j), None);
+        assert_eq!(
+            until_met(&single, Until::Precision(0.5), (by, &Settled::default()), j),
+            None
+        );
     }
 
     /// Regression (a trial's finding): the profile's main effect (+44% at one window, none at
@@ -732,13 +798,17 @@ mod tests {
                 .outcome
                 == crate::analysis::decide::Outcome::Undecided
         );
-        assert_eq!(until_met(&runs, Until::Decided(0.05), order, j), None);
+        assert_eq!(
+            until_met(&runs, Until::Decided(0.05), (order, &Settled::default()), j),
+            None
+        );
         // The same 256K cells measured tightly: decided, and said of both.
         let tight = [100.0, 100.4, 99.8];
         for r in runs.iter_mut().filter(|r| r.dims[0].1 == "256K") {
             r.bits_per_second = Some(tight[r.round as usize - 1] * 1e6);
         }
-        let why = until_met(&runs, Until::Decided(0.05), order, j).expect("decided");
+        let why = until_met(&runs, Until::Decided(0.05), (order, &Settled::default()), j)
+            .expect("decided");
         assert!(
             why.contains("every comparison of the answer (")
                 && why.contains("and of the summary by profile (2) is decided"),

@@ -434,10 +434,33 @@ impl Executor for LabExecutor {
             // Discarded by the runner; a guest may still be busy with the test it was given.
             return ExecOutcome::failed("interrupted".into());
         }
-        // A failed test with a guest's server: where that server logged, and its last words.
-        let mut result = result.map_err(|e| match self.lab().guest_at(Host::B) {
-            Some(g) => format!("{e}\n{}", g.console_tail()),
-            None => e,
+        // A failed test with a guest's server: a guest whose QEMU is gone, said first (a trial
+        // killed one and read "No route to host" five times); where the server logged, and its
+        // last words.
+        let mut result = result.map_err(|e| {
+            let lab = self.lab();
+            let gone: Vec<String> = [Host::A, Host::B]
+                .into_iter()
+                .filter_map(|h| Some((h, lab.guest_at(h)?)))
+                .filter(|(_, g)| g.gone())
+                .map(|(h, g)| {
+                    format!(
+                        "host {}'s guest ({} NIC, QEMU pid {}) is no longer running",
+                        h.letter(),
+                        g.spec.nic.name(),
+                        g.pid
+                    )
+                })
+                .collect();
+            let e = if gone.is_empty() {
+                e
+            } else {
+                format!("{}: {e}", gone.join("; "))
+            };
+            match lab.guest_at(Host::B) {
+                Some(g) => format!("{e}\n{}", g.console_tail()),
+                None => e,
+            }
         });
         // RFC 6349's metrics against the lab's own path, wherever the client ran.
         if let Ok(r) = &mut result

@@ -3,8 +3,8 @@
 //! its RTT, from TCP_INFO), and what cannot matter by construction, read from the plan and the
 //! stored results, never guessed. Pure: takes stored rows and results, returns values.
 
-use super::campaign::{self, Judging, Metric, OutlierRun};
-use super::plan::PlanFacts;
+use super::campaign::{self, Judging, Metric, OutlierRun, Settled};
+use super::plan::{PROFILE_DIMENSION as PROFILE, PlanFacts};
 use super::store::{ConfigRow, RunRow};
 use crate::analysis::decide::Decision;
 use crate::analysis::effects::{self, Effects, Options};
@@ -16,10 +16,12 @@ use serde::Serialize;
 mod advertised;
 pub mod ceiling;
 mod grants;
+mod inert;
 mod limits;
 mod senders;
 pub mod sessions;
 mod trust;
+pub use inert::{cannot_matter, profile_cannot_matter};
 pub use trust::Flag;
 
 /// One configuration against its ceilings.
@@ -33,14 +35,19 @@ pub struct Limit {
     /// TCP: the window the runs had over the path's idle RTT (medians of the runs), bit/s: the
     /// most a flow can carry (`ceiling`).
     pub window_bps: Option<f64>,
+    /// TCP: the same window over the senders' mean RTT under load, bit/s: what a
+    /// window-limited flow short of `window_bps` is stated against when a queue lengthened its
+    /// round trip.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loaded_window_bps: Option<f64>,
     /// That window in `-w`'s terms, over all streams, and where it came from: "asked" (granted
     /// in full), "granted" (cut by an end's maxima) or "advertised" (no `-w`: the largest
     /// window the receivers advertised).
     pub window_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub window_source: Option<String>,
-    /// The idle RTT the window is judged over: the lab's, else the smallest the senders
-    /// measured.
+    /// The idle RTT the window is judged over: the lab's, or the smallest the senders measured
+    /// when longer.
     pub rtt_ms: Option<f64>,
     /// Mean share of time the sender waited for the receiver's window / its own buffer.
     pub rwnd_limited_percent: Option<f64>,
@@ -78,8 +85,13 @@ pub struct Explanation {
     /// and granted, the limit that cut it, and the configurations granted in full; then those
     /// whose receivers never opened the window their buffers allow.
     pub grants: Vec<String>,
-    /// Dimensions that cannot matter by construction, and why.
+    /// Dimensions that cannot matter by construction, and why: in the whole campaign, or at
+    /// some values of the other dimensions (each sentence then names them).
     pub cannot_matter: Vec<String>,
+    /// Where the profile's comparisons cannot matter by construction (contexts, and pairs of
+    /// profiles at a context): noise or drift, which no rounds settle.
+    #[serde(flatten)]
+    pub settled: Settled,
     /// The whole answer in words (effects, limits, facts).
     pub answer: String,
 }
@@ -198,6 +210,12 @@ pub fn explain(
         }
     }
     let broken = broken(runs, configs);
+    // Said after the headline with the broken: the runs left out of the answer.
+    let warned: Vec<String> = broken
+        .iter()
+        .cloned()
+        .chain(failed_runs(runs, configs))
+        .collect();
     let window_limited: Vec<&str> = limits
         .iter()
         .filter(|l| l.limit == "window")
@@ -215,7 +233,7 @@ pub fn explain(
     );
     let ok: Vec<&RunRow> = used.iter().filter(|r| r.status == "ok").collect();
     trust.splice(0..0, sessions::flag(&ok));
-    let cannot_matter = cannot_matter(facts, configs, results);
+    let (cannot_matter, settled) = cannot_matter(facts, configs, used, results);
     let runs_of = grants::RunsOf::new(used, results);
     trust.splice(0..0, senders::flag(configs, &runs_of));
     trust.splice(0..0, advertised::flag(configs, &runs_of));
@@ -238,11 +256,18 @@ pub fn explain(
         &effects,
         &outliers,
         keep,
-        &broken,
+        &warned,
         &trust,
         &limits,
         (&grants, &cannot_matter),
     );
+    let headline = effects
+        .effects
+        .iter()
+        .find(|x| x.dimension == PROFILE)
+        .and_then(crate::analysis::effects::headline)
+        .map(|d| (d.from.as_str(), d.to.as_str()));
+    let answer = inert::where_an_effect_cannot_matter(&answer, &settled, headline);
     Explanation {
         metric,
         effects,
@@ -254,6 +279,7 @@ pub fn explain(
         limits,
         grants,
         cannot_matter,
+        settled,
         answer,
     }
 }
@@ -311,6 +337,35 @@ fn words(
     lines.join("\n")
 }
 
+/// Failed runs of configurations that also have good ones, left out of the answer: a VM
+/// trial's guest died in the last round and the answer said nothing of its 4 failed runs.
+fn failed_runs(runs: &[RunRow], configs: &[ConfigRow]) -> Option<String> {
+    let mut parts = Vec::new();
+    let (mut failed, mut last) = (0, None);
+    for c in configs {
+        let mine: Vec<&RunRow> = runs.iter().filter(|r| r.configuration == c.label).collect();
+        let bad: Vec<&&RunRow> = mine.iter().filter(|r| r.status != "ok").collect();
+        if bad.is_empty() || bad.len() == mine.len() {
+            continue;
+        }
+        failed += bad.len();
+        parts.push(format!("{} ({} of {})", c.label, bad.len(), mine.len()));
+        if let Some(e) = bad.iter().rev().find_map(|r| r.error.clone()) {
+            last = Some(e);
+        }
+    }
+    (failed > 0).then(|| {
+        format!(
+            "{failed} run{} failed and {} left out of the answer, which rests on the rest: {}{}",
+            if failed == 1 { "" } else { "s" },
+            if failed == 1 { "is" } else { "are" },
+            parts.join(", "),
+            last.map(|e| format!(" (the last: {})", crate::inputs::peer_text(&e)))
+                .unwrap_or_default()
+        )
+    })
+}
+
 /// Configurations with runs, none of which succeeded: broken, not slow.
 fn broken(runs: &[RunRow], configs: &[ConfigRow]) -> Vec<String> {
     configs
@@ -349,13 +404,25 @@ fn in_a_guest(text: &str) -> String {
 /// at 88% of 1.00 Gbits/sec": neighbours at one ceiling are said together, with the range of
 /// their shares.
 fn limit_summary(limits: &[Limit]) -> Vec<String> {
+    // Whether a window-limited share is stated over the loaded RTT (`ceiling`).
+    let over_loaded = |l: &Limit| {
+        let c = ceiling::Ceilings {
+            window_bps: l.window_bps,
+            loaded_window_bps: l.loaded_window_bps,
+            ..Default::default()
+        };
+        ceiling::window_ceiling_used(l.goodput_bps, &c) != l.window_bps
+    };
     let mut groups: Vec<Vec<&Limit>> = Vec::new();
     for l in limits {
         match groups.last_mut() {
-            // Link-limited configurations share a line only when they share the link.
+            // Link-limited configurations share a line only when they share the link, and
+            // window-limited ones when their shares are over the same RTT (a VM trial read one
+            // line "at 93% of window/RTT (the RTT under load ...)" for one share over the idle
+            // RTT and one over the loaded).
             Some(v)
                 if v[0].limit == l.limit
-                    && (l.limit == "window"
+                    && ((l.limit == "window" && over_loaded(v[0]) == over_loaded(l))
                         || (l.limit == "link" && v[0].link_bps == l.link_bps)) =>
             {
                 v.push(l)
@@ -370,16 +437,24 @@ fn limit_summary(limits: &[Limit]) -> Vec<String> {
             if v.len() == 1 {
                 return format!("{}: {}", names[0], v[0].text);
             }
+            // Each share against the ceiling its own sentence states (`ceiling`).
+            let against = |l: &Limit| {
+                if l.limit == "link" {
+                    return l.link_bps;
+                }
+                let c = ceiling::Ceilings {
+                    window_bps: l.window_bps,
+                    loaded_window_bps: l.loaded_window_bps,
+                    ..Default::default()
+                };
+                ceiling::window_ceiling_used(l.goodput_bps, &c)
+            };
+            let loaded = v
+                .iter()
+                .any(|l| l.limit == "window" && against(l) != l.window_bps);
             let shares: Vec<f64> = v
                 .iter()
-                .filter_map(|l| {
-                    let ceiling = if l.limit == "link" {
-                        l.link_bps
-                    } else {
-                        l.window_bps
-                    }?;
-                    Some(l.goodput_bps / ceiling * 100.0)
-                })
+                .filter_map(|l| Some(l.goodput_bps / against(l)? * 100.0))
                 .collect();
             let lo = shares.iter().cloned().fold(f64::INFINITY, f64::min);
             let hi = shares.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
@@ -390,120 +465,15 @@ fn limit_summary(limits: &[Limit]) -> Vec<String> {
             };
             let of = match (v[0].limit.as_str(), v[0].link_bps) {
                 ("link", Some(l)) => format!("link-limited at {range} of {}", BitRate(l)),
+                _ if loaded => format!(
+                    "window-limited at {range} of window/RTT (the RTT under load where a queue \
+                     lengthened it)"
+                ),
                 _ => format!("window-limited at {range} of window/RTT"),
             };
             format!("{}: {of}", names.join(", "))
         })
         .collect()
-}
-
-/// Sysctls `-w` makes irrelevant: with fixed socket buffers Linux does not autotune, which is
-/// all `tcp_rmem`/`tcp_wmem` steer. `rmem_max`/`wmem_max` cap what SO_RCVBUF/SO_SNDBUF may ask
-/// (not autotuning); in force mode root passes them with SO_*BUFFORCE.
-const OVERRIDDEN_BY_WINDOW: [&str; 2] = ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"];
-const CAPS_OF_WINDOW: [&str; 2] = ["net.core.rmem_max", "net.core.wmem_max"];
-
-/// Why each of a profile's keys cannot matter when every run fixes its buffers.
-fn inert_words(names: &[&str]) -> String {
-    let tuning: Vec<&str> = names
-        .iter()
-        .copied()
-        .filter(|n| OVERRIDDEN_BY_WINDOW.contains(n))
-        .collect();
-    let caps: Vec<&str> = names
-        .iter()
-        .copied()
-        .filter(|n| CAPS_OF_WINDOW.contains(n))
-        .collect();
-    let mut out = String::new();
-    if !tuning.is_empty() {
-        out.push_str(&format!(
-            ", which turns off Linux's buffer autotuning, the only thing {} steer",
-            tuning.join(" and ")
-        ));
-    }
-    if !caps.is_empty() {
-        out.push_str(&format!(
-            "{}{} cap only what SO_RCVBUF/SO_SNDBUF may ask",
-            if tuning.is_empty() { ": " } else { "; " },
-            caps.join(" and ")
-        ));
-    }
-    out
-}
-
-/// Dimensions that cannot change the result by construction, read from the plan's profiles, the
-/// tests as resolved and what the runs were granted.
-fn cannot_matter(
-    facts: &PlanFacts,
-    configs: &[ConfigRow],
-    results: &[(i64, TestResult)],
-) -> Vec<String> {
-    let mut out = Vec::new();
-    if facts.profile_keys.is_empty() {
-        return out;
-    }
-    let specs: Vec<_> = configs
-        .iter()
-        .filter_map(|c| c.resolved.as_ref().map(|r| &r.spec))
-        .collect();
-    let all_fixed = !specs.is_empty()
-        && specs.len() == configs.len()
-        && specs.iter().all(|s| s.window_bytes.is_some());
-    if !all_fixed {
-        return out;
-    }
-    let all_forced = specs.iter().all(|s| s.window_mode.forced());
-    // Were the buffers granted as asked (root, or caps high enough)? Then the caps did not bind.
-    let granted = !results.is_empty()
-        && results.iter().all(|(_, t)| {
-            t.spec.window_bytes.is_none_or(|w| {
-                t.start
-                    .client_sockets
-                    .iter()
-                    .chain(&t.start.server_sockets)
-                    .all(|s| {
-                        // The end's own account, else the reported sizes (older records).
-                        s.window_bytes
-                            .map_or(s.rcvbuf_bytes >= w && s.sndbuf_bytes >= w, |g| g >= w)
-                    })
-            })
-        });
-    out.extend(profile_cannot_matter(
-        &facts.profile_keys,
-        all_forced,
-        granted,
-    ));
-    out
-}
-
-/// The sentence for a swept profile whose every key is inert when every run fixes its buffers
-/// with `-w`: `all_forced` (force mode everywhere), `granted` (every run was granted its window
-/// in full, so the caps did not bind). `run --check` says it before any run (forced windows).
-pub fn profile_cannot_matter(keys: &[String], all_forced: bool, granted: bool) -> Option<String> {
-    // Forced windows pass the caps by construction; asked ones only when granted in full.
-    let inert = |k: &str| {
-        OVERRIDDEN_BY_WINDOW.contains(&k)
-            || ((granted || all_forced) && CAPS_OF_WINDOW.contains(&k))
-    };
-    if keys.is_empty() || !keys.iter().all(|k| inert(k)) {
-        return None;
-    }
-    // Sorted and each once (`Plan::facts`).
-    let names: Vec<&str> = keys.iter().map(String::as_str).collect();
-    Some(format!(
-        "profile cannot matter here by construction: every run fixes its socket buffers with \
-         -w (window) in --window-mode {}{}{}",
-        if all_forced { "force" } else { "ask" },
-        inert_words(&names),
-        match (all_forced, names.iter().any(|n| CAPS_OF_WINDOW.contains(n))) {
-            (true, true) =>
-                "; forced windows pass net.core.rmem_max/wmem_max, so the caps cannot bind \
-                 (window_mode = \"ask\" lets them)",
-            (false, true) => "; the buffers were granted in full, so the caps did not bind",
-            _ => "",
-        }
-    ))
 }
 
 #[cfg(test)]
@@ -550,6 +520,38 @@ mod unit_tests {
         assert!(t.contains("30% of the link") && t.contains("CPU"), "{t}");
         let (_, t) = classify(300e6, None, None, None, None);
         assert!(t.contains("no ceiling known"), "{t}");
+    }
+
+    /// Regression (a VM trial): an autotuned guest at 421 Mbit/s on a 500 Mbit/s path, its
+    /// senders waiting for the receiver's window 57% of the time, its advertised 719552 bytes
+    /// over the 11.5 ms loaded RTT 502 Mbit/s (over the 8.3 ms idle RTT 693), was called
+    /// "link-limited at 84%", where raising tcp_rmem lifted it 16%. Below 90% of the link with
+    /// the senders held by the window most of the time, the link is not what holds it.
+    #[test]
+    fn a_flow_waiting_for_the_window_most_of_the_time_below_the_link_is_not_link_limited() {
+        let c = ceiling::Ceilings {
+            link_bps: Some(500e6),
+            window_bps: Some(693e6),
+            loaded_window_bps: Some(502e6),
+            asked_bps: None,
+            rwnd_percent: Some(57.3),
+            sndbuf_percent: Some(0.0),
+        };
+        let (k, t) = ceiling::classify(421e6, &c);
+        assert_eq!(k, "window", "{t}");
+        assert!(
+            t.starts_with("window-limited at 84% of window/loaded RTT"),
+            "{t}"
+        );
+        // Waiting as long at 95% of the link: the link holds it.
+        let (k, _) = ceiling::classify(475e6, &c);
+        assert_eq!(k, "link");
+        // Waiting little: the link at 84%.
+        let quiet = ceiling::Ceilings {
+            rwnd_percent: Some(5.0),
+            ..c
+        };
+        assert_eq!(ceiling::classify(421e6, &quiet).0, "link");
     }
 
     #[test]
@@ -600,6 +602,7 @@ mod unit_tests {
             goodput_bps: pct,
             link_bps: Some(100.0),
             window_bps: Some(100.0),
+            loaded_window_bps: None,
             window_bytes: None,
             window_source: None,
             rtt_ms: None,
@@ -640,5 +643,30 @@ mod unit_tests {
         );
         assert_eq!(lines[1], "window=1536K: link-limited at 88% of 1 Gbit/s");
         assert_eq!(lines[3], "window=4M: below its ceilings too");
+        // One share over the idle RTT, one over the loaded: a line each (a VM trial's).
+        let loaded = Limit {
+            goodput_bps: 80.0,
+            loaded_window_bps: Some(85.0),
+            ..l(
+                "window=64K direction=reverse",
+                "window",
+                80.0,
+                "window-limited at 94% of window/loaded RTT",
+            )
+        };
+        let lines = limit_summary(&[
+            l(
+                "window=64K direction=forward",
+                "window",
+                93.0,
+                "window-limited at 93% of window/RTT",
+            ),
+            loaded,
+        ]);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(
+            lines[0],
+            "window=64K direction=forward: window-limited at 93% of window/RTT"
+        );
     }
 }

@@ -208,6 +208,20 @@ impl Reader<'_> {
         }
     }
 
+    /// Records `what: detail` unless `detail` was already said of another line: a check of
+    /// the whole (the lab's path, a matrix value applied to it) meets the fault of one key
+    /// that its own line already reported (a guest's memory, out of range, said once).
+    fn issue_unsaid(&mut self, span: Option<std::ops::Range<usize>>, what: &str, detail: &str) {
+        let said = self.issues.iter().any(|i| {
+            i.message
+                .strip_suffix(detail)
+                .is_some_and(|m| m.ends_with(": "))
+        });
+        if !said {
+            self.issue(span, format!("{what}: {detail}"));
+        }
+    }
+
     /// `ssh_options = ["Port=2222", ...]`: what ssh is given with `-o`, for `server_tuning` and
     /// a libvirt target's `server_start` alike (read by both, said once: `issue` drops a
     /// repeat).
@@ -344,13 +358,14 @@ impl Plan {
             }
             dimensions.push(d);
         }
-        let file_profiles = match crate::host::tuning::profile::parse_file(text) {
-            Ok(p) => p,
-            Err(e) => {
-                r.issue(root.get("profiles").and_then(Item::span), e);
-                Vec::new()
-            }
-        };
+        // Every problem of the profiles at once, each at its line.
+        let (file_profiles, problems) = crate::host::tuning::profile::parse_all(text);
+        for (why, span) in problems {
+            r.issue(
+                span.or_else(|| root.get("profiles").and_then(Item::span)),
+                why,
+            );
+        }
         let profiles = resolve_profiles(
             &mut r,
             root.get("matrix"),

@@ -116,9 +116,11 @@ pub struct Outcome {
     pub ran: usize,
     pub failed: usize,
     pub interrupted: bool,
-    /// Configurations skipped for failing the same way in consecutive rounds (`failfast`);
-    /// the campaign is left unfinished so `--resume` retries them.
+    /// Configurations skipped for failing the same way in consecutive rounds (`failfast`).
     pub skipped: usize,
+    /// Their runs left unrun: the campaign is left unfinished so `--resume` retries them. None
+    /// (they failed to the last round): the campaign is finished, and `--more` adds rounds.
+    pub skipped_left: usize,
     /// Every configuration was skipped, so the campaign stopped.
     pub all_failing: bool,
 }
@@ -235,10 +237,20 @@ pub fn run_campaign(
         failed: 0,
         interrupted: false,
         skipped: 0,
+        skipped_left: 0,
         all_failing: false,
     };
     let earlier = store.skipped(campaign)?;
-    if !earlier.is_empty() {
+    // Configurations skipped earlier with none of their runs left (they failed to the last
+    // round) have nothing to retry here: a trial's --resume said "retrying" and ran nothing.
+    let left = |id: i64| {
+        configs.iter().position(|c| c.id == id).is_some_and(|pos| {
+            order
+                .iter()
+                .any(|&(p, r)| p == pos && !done.contains(&(p, r)))
+        })
+    };
+    if earlier.iter().any(|(id, _)| left(*id)) {
         let names: Vec<String> = earlier
             .iter()
             .filter_map(|(id, _)| configs.iter().find(|c| c.id == *id))
@@ -255,7 +267,11 @@ pub fn run_campaign(
     let mut finished = done.len();
     let mut spent = Duration::ZERO;
     for (sequence, &(pos, round)) in order.iter().enumerate() {
-        if done.contains(&(pos, round)) || failfast.is_skipped(pos) {
+        if done.contains(&(pos, round)) {
+            continue;
+        }
+        if failfast.is_skipped(pos) {
+            outcome.skipped_left += 1;
             continue;
         }
         if stop.load(Ordering::Relaxed) {
@@ -348,6 +364,7 @@ pub fn run_campaign(
             )));
             if failfast.skipped_count() == configs.len() {
                 outcome.all_failing = true;
+                outcome.skipped_left += remaining;
                 on_progress(&Progress::Note(
                     "every configuration is failing round after round: the campaign stops here; \
                      fix the cause named above and retry them with --resume"
@@ -370,8 +387,9 @@ pub fn run_campaign(
             on_progress(&Progress::Note(note));
         }
     }
-    // A campaign with skipped configurations stays open, so `--resume` can retry them.
-    if !outcome.interrupted && outcome.skipped == 0 {
+    // A campaign with skipped configurations' runs left stays open, so `--resume` can retry
+    // them.
+    if !outcome.interrupted && outcome.skipped_left == 0 {
         store.finish_campaign(campaign)?;
     }
     Ok(outcome)
@@ -419,16 +437,32 @@ fn round_settles(
     }
     let runs = store.runs(campaign)?;
     let order = plan.order();
+    let facts = plan.facts();
     let judging =
         crate::campaigns::explain::Ask::new(crate::campaigns::campaign::Metric::BitsPerSecond)
-            .judging(&plan.facts());
+            .judging(&facts);
+    // Only a swept profile can be settled by construction: the stored results are read for it
+    // alone, at each round's end.
+    let settled = if facts.profile_keys.is_empty() {
+        crate::campaigns::campaign::Settled::default()
+    } else {
+        let results: Vec<(i64, crate::traffic::result::TestResult)> = store
+            .run_results(campaign)?
+            .into_iter()
+            .filter_map(|(id, json)| Some((id, serde_json::from_str(json.as_deref()?).ok()?)))
+            .collect();
+        let configs = store.configurations(campaign)?;
+        crate::campaigns::explain::cannot_matter(&facts, &configs, &runs, &results).1
+    };
     Ok(
-        crate::campaigns::campaign::until_met(&runs, until, &order, &judging).map(|why| {
-            format!(
-                "stopping after {rounds} of at most {} rounds: {why}",
-                plan.repeat.count
-            )
-        }),
+        crate::campaigns::campaign::until_met(&runs, until, (&order, &settled), &judging).map(
+            |why| {
+                format!(
+                    "stopping after {rounds} of at most {} rounds: {why}",
+                    plan.repeat.count
+                )
+            },
+        ),
     )
 }
 

@@ -305,6 +305,19 @@ impl Store {
         self.campaign_of_plan(plan_text, false)
     }
 
+    /// The newest unfinished campaign of any plan.
+    pub fn newest_unfinished(&self) -> anyhow::Result<Option<CampaignRow>> {
+        let id: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT id FROM campaign WHERE finished_unix IS NULL ORDER BY id DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional()?;
+        id.map(|id| self.campaign(id)).transpose()
+    }
+
     fn campaign_of_plan(
         &self,
         plan_text: &str,

@@ -62,8 +62,9 @@ pub struct ClientArgs {
     pub congestion: Option<String>,
     /// TCP write size: write(2) calls of this size, sendfile(2) with -Z, as iperf3's (default:
     /// the call and size chosen by a 0.3 s calibration, which giving it skips; with -k, iperf3's
-    /// 128K; receivers read 1-4 MiB at a time either way), or UDP datagram payload (default
-    /// 1400).
+    /// 128K; receivers read 1-4 MiB at a time either way), or UDP datagram payload (default:
+    /// the control connection's MSS, as iperf3's client: 1448 over a 1500-byte MTU with TCP
+    /// timestamps; 1400 where the MSS cannot be read).
     #[arg(long, short = 'l')]
     pub length: Option<String>,
     /// Test UDP instead of TCP.

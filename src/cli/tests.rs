@@ -662,3 +662,30 @@ fn netsweeps_own_tcp_and_udp_tests_skip_the_receive_copy_and_iperf3s_command_lin
 mod analysis_flags;
 mod iperf3_options;
 mod lengths;
+
+/// Under the name iperf3 (a link to netsweep standing in for it), `--version` is iperf3's `-v`:
+/// pScheduler's iperf3 tool reads `iperf3 --version`; under netsweep's own name it stays
+/// netsweep's. Messages name the program as it was started.
+#[test]
+fn the_version_under_iperf3s_name_is_iperf3s() {
+    let os = |v: &[&str]| -> Vec<std::ffi::OsString> { v.iter().map(|s| s.into()).collect() };
+    for argv in [
+        os(&["/usr/bin/iperf3", "--version"]),
+        os(&["iperf3", "-v"]),
+        os(&["netsweep", "-v"]),
+    ] {
+        let v = iperf3_version(&argv).unwrap_or_default();
+        assert!(v.starts_with("iperf 3."), "{argv:?}: {v}");
+    }
+    assert_eq!(iperf3_version(&os(&["netsweep", "--version"])), None);
+    assert_eq!(iperf3_version(&os(&["iperf3", "--version", "-c"])), None);
+    assert_eq!(
+        program_name(&os(&["/usr/local/bin/iperf3", "-c", "h"])),
+        "iperf3"
+    );
+    assert_eq!(
+        program_name(&os(&["./target/release/netsweep"])),
+        "netsweep"
+    );
+    assert_eq!(program_name(&[]), "netsweep");
+}

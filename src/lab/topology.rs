@@ -252,7 +252,7 @@ impl PathConfig {
     /// and a TUN device count IP packets; a `tbf` on a veth counts the Ethernet header too).
     pub fn rfc6349_facts(&self, emulator: Emulator) -> crate::analysis::rfc6349::PathFacts {
         use crate::analysis::rfc6349::{Framing, PathFacts};
-        let lab = || "the lab".to_string();
+        let lab = || crate::analysis::rfc6349::LAB_SOURCE.to_string();
         PathFacts {
             bottleneck_bps: self.rate_bps.map(|r| (r, lab())),
             baseline_rtt_s: (!self.delay.is_zero()).then(|| (self.rtt().as_secs_f64(), lab())),

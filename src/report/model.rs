@@ -185,6 +185,14 @@ impl ReportModel {
             &ask,
         );
         model.answer = explanation.answer.lines().map(str::to_string).collect();
+        // A comparison that cannot matter by construction reads as `run` and `compare` print it.
+        for g in &mut model.groups {
+            if let Some(a) = g.analysis.as_mut() {
+                for c in &mut a.comparisons {
+                    c.verdict = explanation.settled.verdict(c, &g.context);
+                }
+            }
+        }
         for c in &mut model.configs {
             c.ceiling_bps = explanation
                 .limits

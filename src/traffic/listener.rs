@@ -15,6 +15,14 @@
 //! to connect; leases of one window share the listener, others wait (bounded). When the last
 //! lease of a window ends, the accept loop re-opens the listener (`reopen`) so later tests get
 //! the kernel's defaults and autotuning again: a buffer set once cannot be unset.
+//!
+//! The kernel's defaults are the listener's too: it took `tcp_rmem`'s and `tcp_wmem`'s middle
+//! values when it was made, and accepted sockets start from those, not from the values in
+//! force. A server left running while its host's profile changes (a campaign's
+//! `server_tuning`, or the seeds' "change a sysctl on both hosts, repeat") kept the old ones: a
+//! newcomer's trial measured 128 KiB receive buffers under a profile whose `tcp_rmem` maximum
+//! was 16 KiB (a server started after the change: 16 KiB). So the accept loop re-opens a
+//! listener whose buffers are no longer the kernel's defaults when no test is setting up.
 
 use crate::traffic::spec::{Protocol, TestSpec};
 use socket2::{Domain, SockRef, Socket, Type};
@@ -57,12 +65,19 @@ struct State {
     /// A handle on the listening socket for setting its options (a duplicate of the accept
     /// loop's descriptor; replaced when the listener is re-opened).
     handle: Option<TcpListener>,
+    /// The kernel's defaults the listener was last re-opened for: a listener whose buffers
+    /// still differ from them (a kernel that sets a listener's otherwise) is not re-opened
+    /// again, every 100 ms, until they change.
+    renewed_for: Option<(u64, u64)>,
 }
 
 /// The listener's buffers, leased to tests in stream setup (see the module's text).
 pub struct ListenerBuffers {
     state: Mutex<State>,
     changed: Condvar,
+    /// The receive and send buffers a new socket starts with now
+    /// (`sysctl::tcp_socket_defaults`; injected by tests).
+    kernel_defaults: fn() -> Option<(u64, u64)>,
 }
 
 /// How a lease ended up: whether the test's data connections are born with what it asked.
@@ -101,10 +116,31 @@ impl ListenerBuffers {
             state: Mutex::new(State {
                 mode: Mode::Defaults,
                 holders: 0,
+                renewed_for: None,
                 handle: listener.try_clone().ok(),
             }),
             changed: Condvar::new(),
+            kernel_defaults: crate::platform::sysctl::tcp_socket_defaults,
         }
+    }
+
+    /// As `new`, with the kernel's defaults read by `kernel_defaults`.
+    pub fn with_kernel_defaults(
+        listener: &TcpListener,
+        kernel_defaults: fn() -> Option<(u64, u64)>,
+    ) -> ListenerBuffers {
+        ListenerBuffers {
+            kernel_defaults,
+            ..ListenerBuffers::new(listener)
+        }
+    }
+
+    /// The kernel's defaults now, when a listener on the defaults was made under other ones
+    /// (see the module's text): its buffers are not what a new socket would start with.
+    fn defaults_moved(&self, listener: &TcpListener) -> Option<(u64, u64)> {
+        let now = (self.kernel_defaults)()?;
+        let (snd, rcv) = crate::platform::sockopt::buffer_sizes(listener);
+        (snd > 0 && rcv > 0 && (rcv, snd) != now).then_some(now)
     }
 
     /// A lease for `want` (window bytes and force, or the defaults), waiting at most `wait`
@@ -183,18 +219,31 @@ impl ListenerBuffers {
     }
 
     /// Called by the accept loop between accepts: when the listener carries buffers nobody
-    /// needs, drains its queue into `dispatch` and re-opens it with the kernel's defaults.
-    /// A listener that could not be re-opened stays as it is, and the error says why.
+    /// needs, or (`after_accept`: a connection, perhaps a test's, just came) defaults the
+    /// kernel no longer has, drains its queue into `dispatch` and re-opens it with the
+    /// kernel's defaults. The defaults are read only after an accept, not on every idle turn
+    /// of the loop. A listener that could not be re-opened stays as it is, and the error says
+    /// why.
     pub fn refresh(
         &self,
         listener: &mut TcpListener,
+        after_accept: bool,
         dispatch: impl FnMut(std::net::TcpStream, std::net::SocketAddr),
     ) -> std::io::Result<()> {
         let Ok(mut s) = self.state.lock() else {
             return Ok(());
         };
-        if s.mode != Mode::Stale || s.holders > 0 {
+        let moved = match s.mode {
+            Mode::Defaults if after_accept => self
+                .defaults_moved(listener)
+                .filter(|now| s.renewed_for != Some(*now)),
+            _ => None,
+        };
+        if (s.mode != Mode::Stale && moved.is_none()) || s.holders > 0 {
             return Ok(());
+        }
+        if moved.is_some() {
+            s.renewed_for = moved;
         }
         drain(listener, dispatch);
         let fresh = reopen(listener);
@@ -304,13 +353,50 @@ mod tests {
             assert_eq!(other.placed, Placed::AfterHandshake);
         }
         let mut drained = 0;
-        bufs.refresh(&mut l, |_, _| drained += 1).unwrap();
+        bufs.refresh(&mut l, true, |_, _| drained += 1).unwrap();
         assert_eq!(l.local_addr().unwrap().port(), port, "the same port");
         assert_eq!(rcvbuf_of_accepted(&mut l), defaults, "the defaults again");
         assert_eq!(
             bufs.lease(None, Duration::ZERO).placed,
             Placed::BeforeHandshake
         );
+    }
+
+    /// A listener made under other kernel defaults than the ones in force is re-opened (its
+    /// queue handed on first); one on the defaults in force is left alone.
+    #[test]
+    fn a_listener_made_under_other_kernel_defaults_is_renewed() {
+        fn moved() -> Option<(u64, u64)> {
+            Some((4096, 4096))
+        }
+        let queued = |l: &TcpListener| TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let mut l = TcpListener::bind("127.0.0.1:0").unwrap();
+        if cfg!(target_os = "linux") {
+            let kept = ListenerBuffers::new(&l);
+            let _c = queued(&l);
+            let mut drained = 0;
+            kept.refresh(&mut l, true, |_, _| drained += 1).unwrap();
+            assert_eq!(drained, 0, "the defaults in force: left alone");
+        }
+        let port = l.local_addr().unwrap().port();
+        let renewed = ListenerBuffers::with_kernel_defaults(&l, moved);
+        let _c = queued(&l);
+        let mut drained = 0;
+        renewed.refresh(&mut l, true, |_, _| drained += 1).unwrap();
+        assert!(drained >= 1, "re-opened, its queue handed on first");
+        assert_eq!(l.local_addr().unwrap().port(), port, "the same port");
+        // Once re-opened for those defaults, a listener that still differs (a kernel that
+        // sets a listener's buffers otherwise) is not re-opened again and again.
+        let _c = queued(&l);
+        let mut drained = 0;
+        renewed.refresh(&mut l, true, |_, _| drained += 1).unwrap();
+        assert_eq!(drained, 0, "re-opened once for one change of the defaults");
+        // Without the kernel's word nothing is renewed.
+        let unknown = ListenerBuffers::with_kernel_defaults(&l, || None);
+        let _c = queued(&l);
+        let mut drained = 0;
+        unknown.refresh(&mut l, true, |_, _| drained += 1).unwrap();
+        assert_eq!(drained, 0);
     }
 
     #[test]
@@ -329,7 +415,7 @@ mod tests {
             // The accept loop renews the listener between accepts.
             let until = Instant::now() + Duration::from_secs(5);
             while !waiter.is_finished() && Instant::now() < until {
-                bufs.refresh(&mut l, |_, _| {}).unwrap();
+                bufs.refresh(&mut l, true, |_, _| {}).unwrap();
                 std::thread::sleep(Duration::from_millis(10));
             }
             assert_eq!(waiter.join().unwrap(), Placed::BeforeHandshake);

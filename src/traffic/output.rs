@@ -9,9 +9,13 @@ use crate::traffic::spec::{Direction, Flow, Protocol, TestSpec};
 use crate::units::{Bytes, RateFormat};
 use std::fmt::Write;
 
+mod buffers;
 mod engine_lines;
 mod served_test;
-use engine_lines::{low_water_line, receive_buffer_line, send_buffer_line, send_path_line};
+use engine_lines::{
+    low_water_line, queued_warmup_line, receive_buffer_line, send_buffer_line, send_path_line,
+    spurious_line, tail_retransmits_line,
+};
 pub use served_test::{ServedText, served_test};
 
 /// The test asked for, in one line (`-V`).
@@ -404,60 +408,8 @@ pub fn summary_notes(result: &TestResult) -> String {
         );
     }
     out.push_str(&cpu_line(&result.cpu));
-    if let Some(s) = result.start.client_sockets.first() {
-        // Linux reports twice what it grants: what -w was granted beside them, or "-w 8M"
-        // granted 4 MiB read as "sndbuf 8.00 MBytes" in full (a trial's finding). Not "a
-        // window": the window each kernel advertises from it differs (a 6.18 host advertised
-        // 79 KB for -w 64K where a 6.1 guest advertised 63 KB; the largest advertised window
-        // line has the figure).
-        let window = |k: &crate::traffic::measure::SocketInfo| match k.window_bytes {
-            Some(w) if result.spec.window_bytes.is_some() && w != k.rcvbuf_bytes => {
-                format!(" (-w granted {})", Bytes(w))
-            }
-            _ => String::new(),
-        };
-        // Each end's own congestion control: under -R the server sends, and a guest's kernel
-        // may run another one than the host's (a trial's campaign compared bbr with cubic
-        // senders, the line naming only the client's).
-        let congestion = |k: &crate::traffic::measure::SocketInfo| {
-            k.congestion
-                .as_ref()
-                .map(|c| format!(", congestion control {c}"))
-                .unwrap_or_default()
-        };
-        let server = match result.start.server_sockets.first() {
-            Some(r) => format!(
-                "server sndbuf {} rcvbuf {}{}{}",
-                Bytes(r.sndbuf_bytes),
-                Bytes(r.rcvbuf_bytes),
-                window(r),
-                congestion(r)
-            ),
-            None => "server's not reported".to_string(),
-        };
-        // Read as each connection was set up: what -w was granted, or else where the kernel's
-        // autotuning started (it grows them as the test runs; the windows above say how far),
-        // unless a same-host path then set one (`engine::rcvbuf`, `engine::sndbuf`: their
-        // lines follow).
-        let st = &result.start;
-        let set_later = st.send_buffer_bytes.is_some()
-            || st.receive_buffer_bytes.is_some()
-            || st.other_receive_buffer_bytes.is_some();
-        let when = match (result.spec.window_bytes.is_some(), set_later) {
-            (true, _) => "Buffers granted (-w)",
-            (false, false) => "Buffers at the start (autotuned as the test runs)",
-            (false, true) => {
-                "Buffers at the start (autotuned as the test runs, except those set below)"
-            }
-        };
-        let _ = writeln!(
-            out,
-            "{when}: client sndbuf {} rcvbuf {}{}{}; {server}",
-            Bytes(s.sndbuf_bytes),
-            Bytes(s.rcvbuf_bytes),
-            window(s),
-            congestion(s),
-        );
+    if let Some(line) = buffers::buffers_line(result) {
+        out.push_str(&line);
     }
     for dir in &result.directions {
         if let Some(t) = &dir.udp_timing {
@@ -477,7 +429,14 @@ pub fn summary_notes(result: &TestResult) -> String {
     {
         out.push_str(&rfc6349_line(m));
     }
-    if let Some(line) = spurious_line(&result.summary) {
+    for line in [
+        spurious_line(&result.summary),
+        tail_retransmits_line(&result.summary),
+        queued_warmup_line(result),
+    ]
+    .into_iter()
+    .flatten()
+    {
         out.push_str(&line);
     }
     if let Some(line) = send_path_line(result) {
@@ -553,14 +512,6 @@ fn cpu_line(c: &crate::traffic::result::CpuResult) -> String {
     )
 }
 
-fn spurious_line(s: &crate::traffic::result::Summary) -> Option<String> {
-    let dups = s.tcp_dsack_dups.filter(|d| *d > 0)?;
-    Some(format!(
-        "Spurious retransmits: {dups} of the connections' retransmitted segments were already at \
-         the receiver (D-SACK): resent after reordering or a late ACK, not lost.\n"
-    ))
-}
-
 /// The far end's own output (`--get-server-output`), under iperf3's headings.
 pub fn server_output(result: &TestResult) -> Option<String> {
     use crate::traffic::result::ServerOutput;
@@ -579,8 +530,8 @@ pub fn rfc6349_line(m: &crate::analysis::rfc6349::Rfc6349) -> String {
     use crate::units::BitRate;
     let ratio = match (m.transfer_time_ratio, m.max_achievable_bits_per_second) {
         (Some(r), Some(max)) => format!(
-            "transfer time ratio {r:.3} ({:.2} s against the ideal {:.2} s at {}: {} {}, MTU {}, \
-             {} framing)",
+            "transfer time ratio {r:.4} ({:.2} s against the ideal {:.2} s at {}: {} {}, MTU {}, \
+             {} framing){}",
             m.actual_transfer_seconds,
             m.ideal_transfer_seconds.unwrap_or(0.0),
             BitRate(max),
@@ -588,6 +539,7 @@ pub fn rfc6349_line(m: &crate::analysis::rfc6349::Rfc6349) -> String {
             m.bottleneck_source.as_deref().unwrap_or("?"),
             m.mtu_bytes.unwrap_or(0),
             m.framing.map_or("ethernet", |f| f.name()),
+            segments_words(m),
         ),
         _ => "transfer time ratio unknown (no path rate: give --path-rate)".to_string(),
     };
@@ -607,6 +559,23 @@ pub fn rfc6349_line(m: &crate::analysis::rfc6349::Rfc6349) -> String {
         _ => "buffer delay unknown (no baseline RTT: give --baseline-rtt)".to_string(),
     };
     format!("RFC 6349: {ratio}; {efficiency}; {delay}.\n")
+}
+
+/// What the connection's segments carry when TCP options make them smaller than the RFC's
+/// payload: ", its 1448-byte segments carry at most X: a ratio of 1.0083 at best".
+pub fn segments_words(m: &crate::analysis::rfc6349::Rfc6349) -> String {
+    // The RFC's payload over the segment's: 1460 / 1448.
+    let best = crate::analysis::rfc6349::best_ratio(m);
+    match (m.segment_bytes, m.segments_max_bits_per_second) {
+        (Some(s), Some(seg)) => format!(
+            ", its {s}-byte segments (TCP options beside the RFC's {} bytes) carry at most {}: a \
+             ratio of {:.4} at best",
+            (f64::from(s) * best).round(),
+            crate::units::BitRate(seg),
+            best
+        ),
+        _ => String::new(),
+    }
 }
 
 /// The latency probe's summary: idle and loaded round trips, what the load added, probe loss
@@ -769,43 +738,6 @@ mod tests {
             .find("Send buffer: 512 KBytes, set instead")
             .unwrap_or_else(|| panic!("{text}"));
         assert!(at < set, "{text}");
-    }
-
-    /// Regression (a trial's finding): `-w 8M` capped to a 4 MiB window read "Buffers granted
-    /// (-w): client sndbuf 8.00 MBytes rcvbuf 8.00 MBytes", Linux's doubled figures, as if in
-    /// full. The window they allow stands beside them.
-    #[test]
-    fn granted_buffers_say_the_window_they_allow() {
-        use crate::traffic::result::{CpuResult, StartInfo};
-        let mut spec = crate::traffic::spec::TestSpec::tcp(std::time::Duration::from_secs(5));
-        spec.window_bytes = Some(8 << 20);
-        let sock = crate::traffic::measure::SocketInfo {
-            sndbuf_bytes: 8 << 20,
-            rcvbuf_bytes: 8 << 20,
-            window_bytes: Some(4 << 20),
-            congestion: Some("bbr".into()),
-            ..Default::default()
-        };
-        // A guest's server with its kernel's own congestion control (each end says its own).
-        let guest = crate::traffic::measure::SocketInfo {
-            congestion: Some("cubic".into()),
-            ..sock.clone()
-        };
-        let start = StartInfo {
-            client_sockets: vec![sock],
-            server_sockets: vec![guest],
-            ..StartInfo::default()
-        };
-        let r = crate::traffic::result::build(&spec, start, &[], CpuResult::default(), None);
-        let text = summary(&r, RateFormat::default());
-        assert!(
-            text.contains(
-                "Buffers granted (-w): client sndbuf 8.00 MBytes rcvbuf 8.00 MBytes (-w granted \
-                 4.00 MBytes), congestion control bbr; server sndbuf 8.00 MBytes rcvbuf 8.00 \
-                 MBytes (-w granted 4.00 MBytes), congestion control cubic"
-            ),
-            "{text}"
-        );
     }
 
     /// Regression (a trial's finding): a test the server ended before its first interval

@@ -123,7 +123,8 @@ pub enum ClientMsg {
     /// included). Sent only to a server that said `ends_early`; a cut already passed ends at
     /// the end of the server's current slot.
     End { slots: u32 },
-    /// The client's side has finished; carries its reports for the server's log.
+    /// The client has read the result (the server keeps the test's slot until it says so or
+    /// hangs up). It carries no reports: the server's log and document are its own account.
     Done,
     /// The client gives up (Ctrl-C, local error); the server stops its streams.
     Abort {

@@ -100,6 +100,11 @@ pub struct Summary {
     pub sent_seconds: Option<f64>,
     /// Bytes delivered after the measured window (the pipe draining); in no rate.
     pub tail_bytes: u64,
+    /// TCP: segments the senders' kernels retransmitted after their last interval (of the
+    /// tail; in no row and not in `retransmits`), when every sender's final count is known and
+    /// some were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tail_retransmits: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retransmits: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -403,6 +408,16 @@ fn summarize(
             s.tcp_bytes_sent = all_or_none(pairs.iter().map(|p| p.sender.tcp_bytes_sent));
             s.tcp_bytes_retrans = all_or_none(pairs.iter().map(|p| p.sender.tcp_bytes_retrans));
             s.tcp_dsack_dups = all_or_none(pairs.iter().map(|p| p.sender.tcp_dsack_dups));
+            s.tail_retransmits = all_or_none(pairs.iter().map(|p| {
+                let rows: u64 = p
+                    .sender
+                    .intervals
+                    .iter()
+                    .filter_map(|i| i.tcp.map(|t| t.retransmits))
+                    .sum();
+                Some(p.sender.tcp_total_retransmits?.saturating_sub(rows))
+            }))
+            .filter(|n| *n > 0);
             s.tcp_min_rtt_us = pairs.iter().filter_map(|p| p.sender.tcp_min_rtt_us).min();
             s.snd_wnd_max_bytes = Some(
                 pairs

@@ -322,11 +322,13 @@ fn accept_until(
     buffers: &Arc<ListenerBuffers>,
 ) -> std::io::Result<()> {
     let mut backoff = Duration::ZERO;
+    let mut accepted = false;
     while !shutdown.load(Ordering::Relaxed) {
         if !backoff.is_zero() {
             std::thread::sleep(backoff);
         }
-        if let Err(e) = buffers.refresh(&mut listener, |conn, peer| {
+        let after_accept = std::mem::take(&mut accepted);
+        if let Err(e) = buffers.refresh(&mut listener, after_accept, |conn, peer| {
             dispatch(conn, peer, shared, buffers)
         }) {
             shared.log_throttled(
@@ -343,6 +345,7 @@ fn accept_until(
         match listener.accept() {
             Ok((conn, peer)) => {
                 backoff = Duration::ZERO;
+                accepted = true;
                 dispatch(conn, peer, shared, buffers);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,

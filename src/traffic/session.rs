@@ -313,7 +313,12 @@ pub fn start_streams(
         Arc::new(match peer {
             Some(p) => engine::sendpath::Pool::remembering(
                 candidates,
-                engine::sendpath::memory::key(p.ip(), senders, receivers),
+                engine::sendpath::memory::key(
+                    p.ip(),
+                    crate::platform::netns::this_threads().as_deref(),
+                    senders,
+                    receivers,
+                ),
             ),
             None => engine::sendpath::Pool::new(candidates),
         })

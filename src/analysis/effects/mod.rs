@@ -23,6 +23,7 @@ mod anova;
 mod levels;
 pub use levels::ordered_values;
 mod words;
+pub use words::headline;
 
 use super::decide::{Decision, Outcome, Settings};
 use crate::analysis::stats::describe::mean;
@@ -86,6 +87,10 @@ pub struct Interaction {
     pub p: Option<f64>,
     /// How `a`'s effect differs across `b`'s values.
     pub text: String,
+    /// Of `a` and `b`, those whose highest value changes with the other's value: a main
+    /// effect of such a dimension is an average of effects that go opposite ways.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub crossing: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -496,6 +501,41 @@ fn drift(noise: &Noise, share: &dyn Fn(f64) -> f64) -> Option<Effect> {
     })
 }
 
+/// Whether a dimension's highest value changes with the other's value, each way by at least
+/// `margin` (on the design's scale): in some context value `x` beats `y` by the margin, and in
+/// another `y` beats `x` by it. `joint` holds the pair's means by (a's value, b's value); `of_a`
+/// asks it of `a` across `b`'s values, else of `b` across `a`'s.
+fn flips(joint: &[((String, String), f64)], of_a: bool, margin: f64) -> bool {
+    fn split(k: &(String, String), of_a: bool) -> (&String, &String) {
+        if of_a { (&k.0, &k.1) } else { (&k.1, &k.0) }
+    }
+    let mean = |value: &String, context: &String| {
+        joint
+            .iter()
+            .find(|(k, _)| split(k, of_a) == (value, context))
+            .map(|(_, m)| *m)
+    };
+    let best = |context: &String| {
+        joint
+            .iter()
+            .filter(|(k, _)| split(k, of_a).1 == context)
+            .max_by(|x, y| x.1.total_cmp(&y.1))
+            .map(|(k, _)| split(k, of_a).0)
+    };
+    let contexts: Vec<&String> = joint.iter().map(|(k, _)| split(k, of_a).1).collect();
+    contexts.iter().any(|c1| {
+        contexts.iter().any(|c2| {
+            let (Some(x), Some(y)) = (best(c1), best(c2)) else {
+                return false;
+            };
+            let ahead = |winner: &String, loser: &String, at: &String| {
+                matches!((mean(winner, at), mean(loser, at)), (Some(w), Some(l)) if w - l >= margin)
+            };
+            x != y && ahead(x, y, c1) && ahead(y, x, c2)
+        })
+    })
+}
+
 /// Interactions of every pair of dimensions that are significant and large enough to matter.
 #[allow(clippy::too_many_arguments)]
 fn interactions(
@@ -533,12 +573,24 @@ fn interactions(
             if p.is_some_and(|p| p < ALPHA)
                 && words::interaction_size(b_values, &joint, scale, grand) >= opts.settings.change
             {
+                // A practical change each way, on the design's scale.
+                let margin = match scale {
+                    Scale::Log => (1.0 + opts.settings.change).ln(),
+                    Scale::Linear => opts.settings.change * grand.abs(),
+                };
+                let flipped = |first: bool| flips(&joint, first, margin);
+                let crossing = [(a, flipped(true)), (b, flipped(false))]
+                    .into_iter()
+                    .filter(|(_, f)| *f)
+                    .map(|(d, _)| d.to_string())
+                    .collect();
                 out.push(Interaction {
                     a: a.to_string(),
                     b: b.to_string(),
                     share: share(ss),
                     p,
                     text: words::interaction_text(a, b, b_values, &joint, scale, &opts.what),
+                    crossing,
                 });
             }
         }

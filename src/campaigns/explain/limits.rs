@@ -43,8 +43,8 @@ pub(super) fn limits(
 }
 
 /// A TCP configuration against its ceilings (`ceiling`): the window its runs had over the
-/// path's idle RTT (the lab's, else the smallest the senders measured), the link, the rate
-/// asked of paced runs.
+/// path's idle RTT (the lab's, or the smallest the senders measured when longer: the ends add
+/// their own time, a TCG guest's half a millisecond), the link, the rate asked of paced runs.
 fn tcp_limit(
     c: &ConfigRow,
     goodput: f64,
@@ -52,13 +52,15 @@ fn tcp_limit(
     tcp: &[&TestResult],
     facts: &PlanFacts,
 ) -> Limit {
-    let idle_rtt_s = facts.rtt_of(c.resolved.as_ref()).or_else(|| {
-        median(
-            tcp.iter()
-                .filter_map(|t| ceiling::measured_idle_rtt_s(t))
-                .collect(),
-        )
-    });
+    let measured = median(
+        tcp.iter()
+            .filter_map(|t| ceiling::measured_idle_rtt_s(t))
+            .collect(),
+    );
+    let idle_rtt_s = match (facts.rtt_of(c.resolved.as_ref()), measured) {
+        (Some(lab), Some(m)) => Some(lab.max(m)),
+        (lab, m) => lab.or(m),
+    };
     let windows: Vec<(u64, ceiling::WindowSource)> =
         tcp.iter().filter_map(|t| ceiling::run_window(t)).collect();
     let window = median(windows.iter().map(|(w, _)| *w as f64).collect());
@@ -90,6 +92,7 @@ fn tcp_limit(
         goodput_bps: goodput,
         link_bps: link,
         window_bps: ceilings.window_bps,
+        loaded_window_bps: ceilings.loaded_window_bps,
         window_bytes: window.map(|w| w as u64),
         window_source: source.map(|s| s.words().to_string()),
         rtt_ms: idle_rtt_s.map(|r| r * 1000.0),
@@ -126,6 +129,7 @@ fn udp_limit(c: &ConfigRow, goodput: f64, link: Option<f64>, udp: &[&TestResult]
         goodput_bps: goodput,
         link_bps: link,
         window_bps: None,
+        loaded_window_bps: None,
         window_bytes: None,
         window_source: None,
         rtt_ms: None,

@@ -316,6 +316,32 @@ fn a_configuration_whose_runs_all_fail_is_broken_not_slow() {
     );
 }
 
+/// Regression (a VM trial): a guest that died in the last round failed 4 runs, and the answer,
+/// "over 14 runs", said nothing of them. Failed runs of configurations that have good ones are
+/// named after the headline, with how many of each and the last error.
+#[test]
+fn failed_runs_left_out_of_the_answer_are_said() {
+    let mut runs = sweep("window", &["64K", "1M", "4M"], 4, 0.02, window_rate);
+    for r in runs
+        .iter_mut()
+        .filter(|r| r.round == 3 && r.dims[0].1 != "64K")
+    {
+        r.status = "failed".into();
+        r.bits_per_second = None;
+        r.error = Some("host b's guest is no longer running".into());
+    }
+    let e = answer(&runs, &ask());
+    assert!(e.broken.is_empty());
+    let line = e.answer.lines().nth(1).unwrap_or_default().to_string();
+    assert_eq!(
+        line,
+        "2 runs failed and are left out of the answer, which rests on the rest: window=1M (1 of \
+         4), window=4M (1 of 4) (the last: host b's guest is no longer running)",
+        "{}",
+        e.answer
+    );
+}
+
 /// Regression (a trial's finding): a campaign interrupted before its first run ended was
 /// answered "every run failed (each configuration's failure is below)", with none below.
 #[test]
@@ -600,10 +626,12 @@ fn every_virtio_run_beating_every_e1000_run_is_not_called_no_difference() {
 }
 
 /// compare and explain judge the same pair of one dimension with one test in one family: the
-/// same p, adjusted p, interval and outcome (issue 39: no two of them may disagree).
+/// same p, adjusted p, interval and outcome (issue 39: no two of them may disagree). Two rounds
+/// too: a VM trial's campaign, its guest dead after round 2, read "not enough runs to compare"
+/// above the answer's verdict on the same runs.
 #[test]
 fn compare_and_explain_give_one_verdict_for_one_pair() {
-    for (cv, rounds) in [(0.02, 3), (0.08, 3), (0.3, 5)] {
+    for (cv, rounds) in [(0.02, 3), (0.08, 3), (0.3, 5), (0.02, 2), (0.08, 2)] {
         let runs = sweep(
             "profile",
             &["default", "tcpsmall", "high-bdp-ns"],

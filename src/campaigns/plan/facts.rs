@@ -5,6 +5,7 @@
 
 use super::{AnswerSettings, Configuration, PROFILE_DIMENSION, Plan, Target};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Stored as JSON (`campaign.plan_facts_json`). A key this version does not know is refused,
 /// not skipped: a renamed or misspelt key would otherwise read as its default and change the
@@ -29,6 +30,10 @@ pub struct PlanFacts {
     /// The Linux sysctl keys of the tuning profiles, sorted, when the plan sweeps `profile`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub profile_keys: Vec<String>,
+    /// Each swept profile's Linux settings (key to value), so a pair of profiles is known by
+    /// the keys it differs in (`explain`'s cannot-matter rule; stores before it have none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub profile_settings: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl Default for PlanFacts {
@@ -40,6 +45,7 @@ impl Default for PlanFacts {
             rtt_s: None,
             guest: false,
             profile_keys: Vec::new(),
+            profile_settings: BTreeMap::new(),
         }
     }
 }
@@ -95,6 +101,21 @@ impl Plan {
         };
         profile_keys.sort_unstable();
         profile_keys.dedup();
+        let profile_settings = if sweeps_profiles {
+            self.profiles
+                .iter()
+                .map(|p| {
+                    let keys = p
+                        .linux
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.0.clone()))
+                        .collect();
+                    (p.name.clone(), keys)
+                })
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
         PlanFacts {
             answer: self.answer.clone(),
             link_bps: path.and_then(|p| p.rate_bps),
@@ -103,6 +124,7 @@ impl Plan {
                 .map(|p| p.rtt().as_secs_f64()),
             guest: matches!(&self.target, Target::Lab { path, .. } if path.guest.is_some()),
             profile_keys,
+            profile_settings,
         }
     }
 }

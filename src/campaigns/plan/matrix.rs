@@ -103,7 +103,7 @@ pub(super) fn read_matrix(
                         apply_option(&mut base.clone(), k, &s)
                     };
                     if let Err(msg) = checked {
-                        r.issue(val.span(), format!("matrix {k}: {msg}"));
+                        r.issue_unsaid(val.span(), &format!("matrix {k}"), &msg);
                     }
                     values.push(DimValue {
                         label: s,

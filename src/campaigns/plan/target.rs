@@ -184,7 +184,7 @@ pub(super) fn read_target(r: &mut Reader, item: Option<&Item>) -> Target {
         }
     }
     if let Err(msg) = path.validate() {
-        r.issue(span.clone(), format!("target path: {msg}"));
+        r.issue_unsaid(span.clone(), "target path", &msg);
     }
     if kind != "libvirt" {
         for k in super::libvirt::LIBVIRT_KEYS {

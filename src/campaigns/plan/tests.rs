@@ -80,6 +80,39 @@ order = "random"
     );
 }
 
+/// Every problem of the profiles at once, each at its own line (a VM trial's plan with two
+/// misspelt keys and a bad value took three `--check`s, one problem each).
+#[test]
+fn every_profile_problem_is_reported_at_once_at_its_line() {
+    let text = r#"[target]
+kind = "loopback"
+[matrix]
+profile = ["default", "bad", "range"]
+[profiles.bad.linux]
+"net.ipv4.tcp_rmem_max" = "4194304"
+"net.ipv4.tcp_wmen" = "4096 65536 4194304"
+[profiles.range.linux]
+"net.ipv4.tcp_rmem" = "4096 131072 -5"
+"net.ipv4.tcp_congestion_control" = "cubicc"
+"net.ipv4.tcp_window_scaling" = "1"
+"#;
+    let err = Plan::parse("typo.toml", text).unwrap_err();
+    let lines: Vec<(usize, &str)> = err
+        .issues
+        .iter()
+        .map(|i| (i.line, i.message.as_str()))
+        .collect();
+    let has = |line: usize, word: &str| lines.iter().any(|(l, m)| *l == line && m.contains(word));
+    assert!(
+        has(6, "did you mean net.core.rmem_max or net.ipv4.tcp_rmem?"),
+        "{lines:?}"
+    );
+    assert!(has(7, "did you mean net.ipv4.tcp_wmem?"), "{lines:?}");
+    assert!(has(9, "does not parse"), "{lines:?}");
+    assert!(has(10, "did you mean cubic?"), "{lines:?}");
+    assert_eq!(lines.len(), 4, "{lines:?}");
+}
+
 #[test]
 fn toml_syntax_errors_have_a_line_too() {
     let err = Plan::parse("x.toml", "[target]\nkind = \n").unwrap_err();
@@ -362,6 +395,35 @@ fn duplicate_values_in_a_dimension_are_refused_at_parse() {
 
 /// `ssh_options` serves both `server_start` and `server_tuning` of a libvirt target: one
 /// reader, and one report of a mistake in it.
+/// A guest's setting out of range is one mistake, said at its own line: the lab path's check
+/// and each swept NIC model applied to the path met it again and said it at the `[target]`
+/// line and at the matrix's (a newcomer's trial read three problems for one), and a wrong
+/// model beside it is still reported.
+#[test]
+fn a_guest_setting_out_of_range_is_reported_once_at_its_line_beside_a_wrong_model() {
+    let e = Plan::parse(
+        "p.toml",
+        "[target]\nkind = \"lab\"\nvm = \"b\"\nmemory = 16\n[matrix]\nnic = [\"virtio\", \"rtl8193\"]\n",
+    )
+    .unwrap_err();
+    let lines: Vec<(usize, &str)> = e
+        .issues
+        .iter()
+        .map(|i| (i.line, i.message.as_str()))
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            (4, "target memory: memory 16 MiB is out of range 128..16384"),
+            (
+                6,
+                "matrix nic: unknown NIC model \"rtl8193\": use virtio, e1000 or rtl8139"
+            ),
+        ],
+        "{e}"
+    );
+}
+
 #[test]
 fn ssh_options_that_are_not_a_list_of_options_are_reported_once() {
     let plan = |options: &str| {

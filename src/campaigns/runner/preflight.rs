@@ -10,9 +10,26 @@ pub fn tuning_problems(plan: &Plan, targets: &[crate::host::tuning::Target]) -> 
         owner_pid: None,
     };
     let mut problems = Vec::new();
+    if let Some(r) = &plan.server_tuning {
+        match r.reachable() {
+            Err(e) => problems.push(format!("server_tuning {}: {e}", r.id())),
+            Ok(()) => {
+                for p in &plan.profiles {
+                    if let Err(errors) = r.validate(p, &opts) {
+                        problems.extend(
+                            errors
+                                .into_iter()
+                                .map(|e| format!("profile {} on {}: {e}", p.name, r.id())),
+                        );
+                    }
+                }
+            }
+        }
+    }
     for p in &plan.profiles {
         for t in targets {
-            if let Err(errors) = crate::host::tuning::validate(t, p, &opts) {
+            let (p, _) = crate::host::tuning::as_on(t, p, targets);
+            if let Err(errors) = crate::host::tuning::validate(t, &p, &opts) {
                 problems.extend(
                     errors
                         .into_iter()
@@ -22,6 +39,29 @@ pub fn tuning_problems(plan: &Plan, targets: &[crate::host::tuning::Target]) -> 
         }
     }
     problems
+}
+
+/// The keys each profile writes on a lab's guest alone (`tuning::as_on`): host-wide keys that
+/// the namespace beside it cannot hold, said before any traffic.
+pub fn guest_only_notes(plan: &Plan, targets: &[crate::host::tuning::Target]) -> Vec<String> {
+    let mut out = Vec::new();
+    for p in &plan.profiles {
+        for t in targets {
+            let (_, left) = crate::host::tuning::as_on(t, p, targets);
+            if !left.is_empty() {
+                out.push(format!(
+                    "profile {}: {} written on the guest only: {} is a network namespace of \
+                     this machine, where {} host-wide (it holds the machine's value, which the \
+                     campaign leaves as it is)",
+                    p.name,
+                    left.join(", "),
+                    t.id(),
+                    if left.len() == 1 { "it is" } else { "they are" }
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// Congestion controls of the plan that this host's kernel will not set on a socket (a typo such
@@ -120,15 +160,25 @@ pub(super) fn render_refusals(problems: Vec<(String, String)>) -> Vec<String> {
 /// two rounds of several configurations can give: a trial was told "none will be made" and
 /// then read explain's p-values).
 pub fn count_warning(plan: &Plan) -> Option<String> {
-    (plan.repeat.count < crate::analysis::sets::MIN_RUNS as u32).then(|| {
-        format!(
-            "[repeat] count = {}: `compare` needs at least {} runs per configuration and will \
-             compare none; `explain` pools the error over the whole design and may decide with \
-             fewer, on less evidence; raise count for both",
-            plan.repeat.count,
-            crate::analysis::sets::MIN_RUNS
-        )
-    })
+    use crate::analysis::sets::{MIN_RUNS, MIN_RUNS_IN_DESIGN};
+    let count = plan.repeat.count;
+    let pooled = "`explain` pools the error over the whole design and may decide with fewer, \
+                  on less evidence";
+    if count < MIN_RUNS_IN_DESIGN as u32 {
+        Some(format!(
+            "[repeat] count = {count}: `compare` needs at least {MIN_RUNS_IN_DESIGN} runs per \
+             configuration and will compare none; {pooled}; raise count to {MIN_RUNS} or more"
+        ))
+    } else if count < MIN_RUNS as u32 {
+        Some(format!(
+            "[repeat] count = {count}: `compare` and `explain` decide on the error pooled over \
+             the whole design, on less evidence; no run can be checked against its siblings \
+             and `stats` compares none of one configuration's runs (each needs {MIN_RUNS}); \
+             raise count to {MIN_RUNS} or more"
+        ))
+    } else {
+        None
+    }
 }
 
 /// Plans above this many configurations are questioned (`size_warning`).

@@ -220,6 +220,7 @@ fn every_run_is_stored_with_its_configuration_and_commands_run_on_switches() {
             failed: 0,
             interrupted: false,
             skipped: 0,
+            skipped_left: 0,
             all_failing: false,
         }
     );

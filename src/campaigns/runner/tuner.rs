@@ -8,10 +8,13 @@ pub(super) struct Tuner {
     pub(super) targets: Vec<crate::host::tuning::Target>,
     /// The server side of an address target, through ssh.
     remote: Option<crate::host::tuning::Remote>,
-    /// The remote's `tune status`, read once per profile switch (an ssh round trip per run
-    /// would be overhead).
-    remote_status: Option<String>,
+    /// The values of `keys` in force on the remote (or why they could not be read), read once
+    /// per profile switch (an ssh round trip per run would be overhead).
+    remote_values: Option<serde_json::Value>,
     profiles: Vec<crate::host::tuning::profile::Profile>,
+    /// Each profile as written on each target (`tuning::as_on`, by target then profile):
+    /// worked out once, not at every switch.
+    written: Vec<Vec<crate::host::tuning::profile::Profile>>,
     current: Option<String>,
     /// Keys recorded with every run: those of every profile of the plan.
     keys: Vec<String>,
@@ -28,11 +31,21 @@ impl Tuner {
             .collect();
         keys.sort();
         keys.dedup();
+        let written = targets
+            .iter()
+            .map(|t| {
+                plan.profiles
+                    .iter()
+                    .map(|p| crate::host::tuning::as_on(t, p, &targets).0)
+                    .collect()
+            })
+            .collect();
         Tuner {
             targets,
             remote: plan.server_tuning.clone(),
-            remote_status: None,
+            remote_values: None,
             profiles: plan.profiles.clone(),
+            written,
             current: None,
             keys,
             allow_host_wide: plan.allow_host_wide,
@@ -78,17 +91,18 @@ impl Tuner {
             r.restore()?;
         }
         self.current = None;
-        let p = self
+        let at = self
             .profiles
             .iter()
-            .find(|p| p.name == name)
+            .position(|p| p.name == name)
             .ok_or(format!("no profile {name}"))?;
+        let p = &self.profiles[at];
         let opts = crate::host::tuning::ApplyOptions {
             allow_host_wide: self.allow_host_wide,
             owner_pid: Some(std::process::id()),
         };
-        for t in &self.targets {
-            if let Err(e) = crate::host::tuning::apply(t, p, &opts) {
+        for (t, written) in self.targets.iter().zip(&self.written) {
+            if let Err(e) = crate::host::tuning::apply(t, &written[at], &opts) {
                 for u in &self.targets {
                     let _ = crate::host::tuning::restore(u);
                 }
@@ -101,10 +115,10 @@ impl Tuner {
             self.restore_all();
             return Err(format!("applying profile {name} on {}: {e}", r.id()));
         }
-        self.remote_status = self
-            .remote
-            .as_ref()
-            .map(|r| r.status().unwrap_or_else(|e| e));
+        self.remote_values = self.remote.as_ref().map(|r| match r.values(&self.keys) {
+            Ok(values) => serde_json::json!(values),
+            Err(e) => serde_json::json!({ "error": e }),
+        });
         self.current = Some(name.to_string());
         Ok(())
     }
@@ -128,8 +142,8 @@ impl Tuner {
                 .collect();
             out.insert(t.id(), serde_json::Value::Object(vals));
         }
-        if let (Some(r), Some(status)) = (&self.remote, &self.remote_status) {
-            out.insert(r.id(), serde_json::Value::from(status.clone()));
+        if let (Some(r), Some(values)) = (&self.remote, &self.remote_values) {
+            out.insert(r.id(), values.clone());
         }
         serde_json::Value::Object(out)
     }

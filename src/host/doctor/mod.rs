@@ -201,11 +201,20 @@ impl HostView {
     }
 
     /// Since when the network counters of `/proc/net` count: a network namespace other than
-    /// init's (a lab host) has its own, from when it was made, not since boot.
+    /// init's (a lab host) has its own, from when it was made, not since boot. Where init's
+    /// cannot be read (a container's PID 1 hidden from `ip netns exec`; a numbers audit read
+    /// "since boot" in a lab host), a namespace named under `/run/netns` is one.
     pub fn counted_since(&self) -> &'static str {
+        const NAMESPACE: &str = "since this network namespace was made";
         let ns = |pid: &str| std::fs::read_link(self.proc_root.join(pid).join("ns/net")).ok();
         match (ns("self"), ns("1")) {
-            (Some(me), Some(init)) if me != init => "since this network namespace was made",
+            (Some(me), Some(init)) if me != init => NAMESPACE,
+            (Some(me), None)
+                if self.live
+                    && crate::platform::netns::name_of(&me.to_string_lossy()).is_some() =>
+            {
+                NAMESPACE
+            }
             _ => "since boot",
         }
     }

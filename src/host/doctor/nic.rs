@@ -223,33 +223,121 @@ fn offloads(iface: &str) -> Finding {
         .fix(crate::platform::process::install_hint("ethtool"));
     };
     let text = String::from_utf8_lossy(&out.stdout);
-    let mut f = Finding::new(
-        id,
-        Severity::Ok,
-        format!("{iface}: segmentation, receive and checksum offloads are on"),
-    );
-    let mut off = Vec::new();
-    for key in [
-        "tcp-segmentation-offload",
-        "generic-segmentation-offload",
-        "generic-receive-offload",
-        "rx-checksumming",
-        "tx-checksumming",
-    ] {
-        if let Some(line) = text.lines().find(|l| l.trim_start().starts_with(key)) {
-            let on = line.contains(": on");
-            f = f.evidence(key, if on { "on" } else { "off" });
-            if !on && !line.contains("[fixed]") {
-                off.push(key);
+    offload_finding(iface, &super::host100g::parse::ethtool_features(&text), id)
+}
+
+/// The offloads `ethtool -k` lists: off where the driver lets them be turned on is a warning
+/// with the command that does it (for those only); off and fixed by the driver (an emulated
+/// NIC's) is a note that no command changes; all on is fine.
+fn offload_finding(
+    iface: &str,
+    features: &std::collections::BTreeMap<String, super::host100g::parse::Feature>,
+    id: String,
+) -> Finding {
+    let keys = [
+        ("tcp-segmentation-offload", "tso"),
+        ("generic-segmentation-offload", "gso"),
+        ("generic-receive-offload", "gro"),
+        ("rx-checksumming", "rx"),
+        ("tx-checksumming", "tx"),
+    ];
+    let mut evidence = Vec::new();
+    let (mut settable, mut fixed) = (Vec::new(), Vec::new());
+    for (key, short) in keys {
+        let Some(f) = features.get(key) else {
+            continue;
+        };
+        let state = match (f.on, f.fixed) {
+            (true, _) => "on",
+            (false, false) => {
+                settable.push((key, short));
+                "off"
             }
-        }
+            (false, true) => {
+                fixed.push(key);
+                "off [fixed]"
+            }
+        };
+        evidence.push((key, state));
     }
-    if !off.is_empty() {
-        f.severity = Severity::Warning;
-        f.title = format!("{iface}: {} off: every packet costs CPU", off.join(", "));
-        f.fix = Some(format!(
-            "ethtool -K {iface} tso on gso on gro on rx on tx on"
-        ));
+    let names = |v: &[&str]| v.join(", ");
+    let mut f = if evidence.is_empty() {
+        Finding::new(
+            id,
+            Severity::Info,
+            format!("offloads not checked: `ethtool -k {iface}` lists none"),
+        )
+    } else if !settable.is_empty() {
+        let keys: Vec<&str> = settable.iter().map(|(k, _)| *k).collect();
+        let args: Vec<String> = settable.iter().map(|(_, s)| format!("{s} on")).collect();
+        Finding::new(
+            id,
+            Severity::Warning,
+            format!("{iface}: {} off: every packet costs CPU", names(&keys)),
+        )
+        .fix(format!("ethtool -K {iface} {}", args.join(" ")))
+    } else if !fixed.is_empty() {
+        Finding::new(
+            id,
+            Severity::Info,
+            format!(
+                "{iface}: {} off, and its driver cannot turn them on: every packet costs CPU \
+                 (a NIC or NIC model that offloads them would not)",
+                names(&fixed)
+            ),
+        )
+    } else {
+        Finding::new(
+            id,
+            Severity::Ok,
+            format!("{iface}: segmentation, receive and checksum offloads are on"),
+        )
+    };
+    for (key, state) in evidence {
+        f = f.evidence(key, state);
     }
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::host::doctor::host100g::parse::ethtool_features;
+
+    fn finding(text: &str) -> Finding {
+        offload_finding("eth0", &ethtool_features(text), "nic.offload.eth0".into())
+    }
+
+    /// An emulated RTL8139 (8139cp): TSO "off" over sub-features the driver fixes. It was
+    /// called a warning with `ethtool -K eth0 tso on ...`, which that driver refuses.
+    #[test]
+    fn offloads_the_driver_cannot_turn_on_are_a_note_without_a_command() {
+        let f = finding(
+            "Features for eth0:\nrx-checksumming: on\ntx-checksumming: on\n\ttx-checksum-ipv4: on\ntcp-segmentation-offload: off\n\ttx-tcp-segmentation: off [fixed]\n\ttx-tcp6-segmentation: off [fixed]\ngeneric-segmentation-offload: on\ngeneric-receive-offload: on\n",
+        );
+        assert_eq!(f.severity, Severity::Info, "{f:?}");
+        assert!(
+            f.title
+                .contains("tcp-segmentation-offload off, and its driver cannot")
+        );
+        assert!(f.fix.is_none(), "{f:?}");
+        assert!(
+            f.evidence
+                .contains(&("tcp-segmentation-offload".into(), "off [fixed]".into()))
+        );
+    }
+
+    #[test]
+    fn offloads_turned_off_get_the_command_for_those_only() {
+        let f = finding(
+            "rx-checksumming: on\ntx-checksumming: on\ntcp-segmentation-offload: on\n\ttx-tcp-segmentation: on\ngeneric-segmentation-offload: off\ngeneric-receive-offload: off\n",
+        );
+        assert_eq!(f.severity, Severity::Warning, "{f:?}");
+        assert_eq!(f.fix.as_deref(), Some("ethtool -K eth0 gso on gro on"));
+        let on = finding(
+            "rx-checksumming: on [fixed]\ntx-checksumming: on\ntcp-segmentation-offload: on\ngeneric-segmentation-offload: on\ngeneric-receive-offload: on\n",
+        );
+        assert_eq!(on.severity, Severity::Ok, "{on:?}");
+        assert_eq!(finding("Features for eth0:\n").severity, Severity::Info);
+    }
 }

@@ -12,6 +12,34 @@ pub struct ApplyOptions {
     pub owner_pid: Option<u32>,
 }
 
+/// The profile as it is written on `t`, one of a lab's hosts `all`: where another host is a
+/// guest (a kernel of its own, `Target::Place`) and `t` a network namespace of this machine,
+/// the keys that cannot act in a namespace (host-wide ones such as `net.core.rmem_max`,
+/// read-only there) are the guest's alone, and the keys left out of `t`'s. A VM trial could
+/// not sweep the seeds' `rmem_max` with host b a guest: host a's namespace refused it, though
+/// a already read the machine's value and only b's kernel had its own.
+pub fn as_on(t: &Target, p: &Profile, all: &[Target]) -> (Profile, Vec<String>) {
+    let beside_a_kernel = all.iter().any(|o| matches!(o, Target::Place(_)));
+    if !beside_a_kernel || !matches!(t, Target::Netns(_)) {
+        return (p.clone(), Vec::new());
+    }
+    let mut mine = p.clone();
+    let mut left = Vec::new();
+    mine.linux.retain(|k, _| {
+        let acts = trial::in_namespace(k).is_none();
+        if !acts {
+            left.push(k.clone());
+        }
+        acts
+    });
+    // A namespace is Linux's: a FreeBSD table beside keys all left out is not "a profile
+    // without settings for this system".
+    if mine.linux.is_empty() {
+        mine.freebsd.clear();
+    }
+    (mine, left)
+}
+
 /// Checks everything a profile would write on a target; every problem at once.
 pub fn validate(t: &Target, p: &Profile, opts: &ApplyOptions) -> Result<(), Vec<String>> {
     let mut errors = Vec::new();
@@ -45,10 +73,15 @@ pub fn validate(t: &Target, p: &Profile, opts: &ApplyOptions) -> Result<(), Vec<
         if let Err(e) = t.read(k) {
             errors.push(format!("{e:#}"));
         } else if !t.writable(k) {
-            errors.push(format!(
-                "{k} cannot be changed by this user on {}: changing sysctls needs root",
-                t.id()
-            ));
+            // Root is refused where the file is read-only: a host-wide key inside a network
+            // namespace (a remote netsweep tuning the namespace it runs in said "needs root").
+            let why = if crate::platform::process::is_root() {
+                "it is read-only here, even for root (inside a network namespace, host-wide keys \
+                 such as net.core.* are)"
+            } else {
+                "changing sysctls needs root"
+            };
+            errors.push(format!("{k} cannot be changed on {}: {why}", t.id()));
         } else if matches!(t, Target::Place(_))
             && let Some(why) = trial::read_back(t, k)
         {
@@ -71,7 +104,7 @@ pub fn apply(t: &Target, p: &Profile, opts: &ApplyOptions) -> anyhow::Result<Vec
             t.id(),
             j.profile,
             j.entries.len(),
-            crate::paste::netsweep(&["tune", "restore", "--target", &target_arg(t)])
+            restore_command(t)
         );
     }
     validate(t, p, opts).map_err(|e| {

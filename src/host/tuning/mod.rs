@@ -133,6 +133,7 @@ mod tests {
             dest: "root@198.18.0.9".into(),
             ssh_options: Vec::new(),
             os: Os::FreeBsd,
+            login: None,
         });
         assert_eq!(t.os(), Os::FreeBsd);
         assert_eq!(t.id(), "ssh-root_198.18.0.9");

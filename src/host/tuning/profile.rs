@@ -19,8 +19,11 @@ pub enum Scope {
 
 /// Network sysctls netsweep may change, with their scope (measured on Linux 6.x; see
 /// shared/KERNEL-FACTS.md) and whether the value is text (a name) rather than numbers.
-const ALLOWED: [(&str, Scope, bool); 24] = [
+const ALLOWED: [(&str, Scope, bool); 25] = [
     ("net.core.rmem_max", Scope::HostWide, false),
+    // Per namespace since Linux 6.8 (written in a namespace on 6.18, the host's unchanged);
+    // the ancillary and zero-copy notification memory a socket may hold.
+    ("net.core.optmem_max", Scope::Namespace, false),
     ("net.core.wmem_max", Scope::HostWide, false),
     ("net.core.rmem_default", Scope::HostWide, false),
     ("net.core.wmem_default", Scope::HostWide, false),
@@ -69,11 +72,88 @@ pub fn check(key: &str, value: &str) -> Result<(), String> {
         return Err(format!("value for {key} contains a line break or NUL"));
     }
     let Some((_, _, text)) = ALLOWED.iter().find(|(k, _, _)| *k == key) else {
-        return Err(format!(
-            "{key} is not on netsweep's allowlist of network sysctls"
-        ));
+        return Err(not_allowed(key));
     };
-    check_value(key, value, *text)
+    check_value(key, value, *text)?;
+    if *text {
+        return Ok(());
+    }
+    check_linux_numbers(key, value)
+}
+
+/// Linux keys whose value is three numbers, each at least the one before (min, default or
+/// pressure, max).
+const TRIPLES: [&str; 4] = [
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_mem",
+    "net.ipv4.udp_mem",
+];
+/// Linux keys the kernel holds in a long; the other numeric keys are C ints.
+const LONGS: [&str; 2] = ["net.ipv4.tcp_mem", "net.ipv4.udp_mem"];
+
+/// What a Linux kernel would refuse or misread, said before anything is written: a number past
+/// the kernel's int (a trial's `net.core.rmem_max = "99999999999"` passed `--check` and failed
+/// every run in the guest), and a triple out of order or short (`tcp_rmem = "4096 131072 1"`).
+fn check_linux_numbers(key: &str, value: &str) -> Result<(), String> {
+    let parts: Vec<u64> = value
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    let most = if LONGS.contains(&key) {
+        i64::MAX as u64
+    } else {
+        i32::MAX as u64
+    };
+    if let Some(big) = parts.iter().find(|p| **p > most) {
+        return Err(format!(
+            "value {value:?} for {key}: {big} is past what Linux holds there ({most})"
+        ));
+    }
+    if TRIPLES.contains(&key) {
+        let ordered = parts.len() == 3 && parts[0] <= parts[1] && parts[1] <= parts[2];
+        if !ordered {
+            return Err(format!(
+                "value {value:?} for {key}: three numbers are expected, each at least the one \
+                 before (min, default, max)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Why `key` is refused, with what was probably meant: the Linux keys a FreeBSD name means, or
+/// an allowed key a few letters away.
+fn not_allowed(key: &str) -> String {
+    let refused = format!("{key} is not on netsweep's allowlist of network sysctls");
+    if let Some((_, linux)) = FREEBSD.iter().find(|(k, _)| *k == key) {
+        return format!(
+            "{refused}: it is FreeBSD's, and means {} on Linux (a profile's freebsd table takes \
+             FreeBSD's names)",
+            linux.join(" and ")
+        );
+    }
+    let near = ALLOWED
+        .iter()
+        .map(|(k, _, _)| *k)
+        .map(|k| (strsim::levenshtein(k, key), k))
+        .min();
+    if let Some((_, k)) = near.filter(|(d, _)| *d <= 3) {
+        return format!("{refused} (did you mean {k}?)");
+    }
+    // Farther, but an allowed key begins it or ends its last part (a VM trial's
+    // `net.ipv4.tcp_rmem_max`: net.ipv4.tcp_rmem, or net.core.rmem_max).
+    let last = |k: &str| k.rsplit('.').next().unwrap_or(k).to_string();
+    let mut like: Vec<&str> = ALLOWED
+        .iter()
+        .map(|(k, _, _)| *k)
+        .filter(|k| key.starts_with(k) || last(key).ends_with(&last(k)))
+        .collect();
+    like.truncate(2);
+    match like.as_slice() {
+        [] => refused,
+        some => format!("{refused} (did you mean {}?)", some.join(" or ")),
+    }
 }
 
 /// FreeBSD sysctls netsweep may change, and whether the value is text (a name). All are
@@ -139,7 +219,85 @@ fn check_value(key: &str, value: &str, text: bool) -> Result<(), String> {
             }
         ));
     }
-    Ok(())
+    check_name(key, value)
+}
+
+/// The names a text key takes on a stock kernel: Linux's congestion control modules
+/// (`net/ipv4/tcp_*.c`) and queueing disciplines, FreeBSD's `cc_*` modules.
+const NAMES: [(&str, &[&str]); 3] = [
+    (
+        "net.ipv4.tcp_congestion_control",
+        &[
+            "bbr",
+            "bic",
+            "cdg",
+            "cubic",
+            "dctcp",
+            "highspeed",
+            "htcp",
+            "hybla",
+            "illinois",
+            "lp",
+            "nv",
+            "reno",
+            "scalable",
+            "vegas",
+            "veno",
+            "westwood",
+            "yeah",
+        ],
+    ),
+    (
+        "net.core.default_qdisc",
+        &[
+            "pfifo_fast",
+            "pfifo",
+            "bfifo",
+            "fq",
+            "fq_codel",
+            "fq_pie",
+            "codel",
+            "cake",
+            "sfq",
+            "pie",
+            "noqueue",
+        ],
+    ),
+    (
+        "net.inet.tcp.cc.algorithm",
+        &[
+            "newreno", "cubic", "htcp", "vegas", "cdg", "chd", "dctcp", "hd",
+        ],
+    ),
+];
+
+/// A name one or two letters from a known one is a typo, said before anything is written (a
+/// VM trial's `tcp_congestion_control = "cubicc"` passed `--check` and failed every run with
+/// "No such file or directory"); a name far from all of them may be a module of its own and
+/// is left to the kernel.
+fn check_name(key: &str, value: &str) -> Result<(), String> {
+    let Some((_, known)) = NAMES.iter().find(|(k, _)| *k == key) else {
+        return Ok(());
+    };
+    if known.contains(&value) {
+        return Ok(());
+    }
+    match known
+        .iter()
+        .map(|k| (strsim::levenshtein(k, value), *k))
+        .min()
+        .filter(|(d, _)| *d <= 2)
+    {
+        Some((_, near)) => Err(format!(
+            "value {value:?} for {key} is no {} a stock kernel knows (did you mean {near}?)",
+            if key.ends_with("qdisc") {
+                "queueing discipline"
+            } else {
+                "congestion control"
+            }
+        )),
+        None => Ok(()),
+    }
 }
 
 /// FreeBSD names and the Linux keys they mean. Values carry over unchanged except where
@@ -368,22 +526,40 @@ pub fn to_toml(p: &Profile) -> String {
     s
 }
 
-/// Reads `[profiles.NAME.linux]` / `[profiles.NAME.freebsd]` tables (a profile file or a plan).
+/// Reads `[profiles.NAME.linux]` / `[profiles.NAME.freebsd]` tables (a profile file or a plan):
+/// the first problem, if any (`parse_all` has every one).
 pub fn parse_file(text: &str) -> Result<Vec<Profile>, String> {
-    let doc: toml_edit::Document<String> =
-        toml_edit::Document::parse(text.to_string()).map_err(|e| e.to_string())?;
+    let (profiles, problems) = parse_all(text);
+    match problems.into_iter().next() {
+        Some((why, _)) => Err(why),
+        None => Ok(profiles),
+    }
+}
+
+/// A problem of a profile table and where it is in the text (a byte range), when known.
+pub type Problem = (String, Option<std::ops::Range<usize>>);
+
+/// Every profile that reads, and every problem at once, each where it is: a VM trial's plan
+/// with two misspelt keys and a bad value took three `--check`s, one problem each.
+pub fn parse_all(text: &str) -> (Vec<Profile>, Vec<Problem>) {
+    let doc = match toml_edit::Document::parse(text.to_string()) {
+        Ok(d) => d,
+        Err(e) => return (Vec::new(), vec![(e.to_string(), None)]),
+    };
     let Some(profiles) = doc
         .as_table()
         .get("profiles")
         .and_then(|p| p.as_table_like())
     else {
-        return Ok(Vec::new());
+        return (Vec::new(), Vec::new());
     };
     let mut out = Vec::new();
+    let mut problems: Vec<Problem> = Vec::new();
     for (name, body) in profiles.iter() {
-        let table = body
-            .as_table_like()
-            .ok_or(format!("profiles.{name} must be a table"))?;
+        let Some(table) = body.as_table_like() else {
+            problems.push((format!("profiles.{name} must be a table"), body.span()));
+            continue;
+        };
         let mut p = Profile {
             name: name.to_string(),
             description: "from a profile file".into(),
@@ -391,50 +567,114 @@ pub fn parse_file(text: &str) -> Result<Vec<Profile>, String> {
             freebsd: BTreeMap::new(),
             raise_only: false,
         };
+        let before = problems.len();
         for (os, kv) in table.iter() {
             if os == "raise_only" {
-                p.raise_only = kv
-                    .as_bool()
-                    .ok_or(format!("profiles.{name}.raise_only must be true or false"))?;
+                match kv.as_bool() {
+                    Some(b) => p.raise_only = b,
+                    None => problems.push((
+                        format!("profiles.{name}.raise_only must be true or false"),
+                        kv.span(),
+                    )),
+                }
                 continue;
             }
-            let kv = kv
-                .as_table_like()
-                .ok_or(format!("profiles.{name}.{os} must be a table of sysctls"))?;
-            for (k, v) in kv.iter() {
-                let v = v
+            let Some(pairs) = kv.as_table_like() else {
+                problems.push((
+                    format!("profiles.{name}.{os} must be a table of sysctls"),
+                    kv.span(),
+                ));
+                continue;
+            };
+            if os != "linux" && os != "freebsd" {
+                problems.push((
+                    format!("profiles.{name}: unknown operating system {os:?} (linux or freebsd)"),
+                    kv.span(),
+                ));
+                continue;
+            }
+            for (k, v) in pairs.iter() {
+                let Some(value) = v
                     .as_str()
                     .map(String::from)
                     .or_else(|| v.as_integer().map(|i| i.to_string()))
-                    .ok_or(format!(
-                        "profiles.{name}.{os}.{k}: value must be a string or integer"
-                    ))?;
-                match os {
-                    "linux" => {
-                        check(k, &v).map_err(|e| format!("profiles.{name}.linux: {e}"))?;
-                        p.linux.insert(k.to_string(), (v, String::new()));
+                else {
+                    problems.push((
+                        format!("profiles.{name}.{os}.{k}: value must be a string or integer"),
+                        v.span(),
+                    ));
+                    continue;
+                };
+                let checked = if os == "linux" {
+                    check(k, &value)
+                } else {
+                    check_freebsd(k, &value)
+                };
+                match checked {
+                    Err(e) => problems.push((format!("profiles.{name}.{os}: {e}"), v.span())),
+                    Ok(()) if os == "linux" => {
+                        p.linux.insert(k.to_string(), (value, String::new()));
                     }
-                    "freebsd" => {
-                        check_freebsd(k, &v)
-                            .map_err(|e| format!("profiles.{name}.freebsd: {e}"))?;
-                        p.freebsd.insert(k.to_string(), v);
-                    }
-                    other => {
-                        return Err(format!(
-                            "profiles.{name}: unknown operating system {other:?} (linux or freebsd)"
-                        ));
+                    Ok(()) => {
+                        p.freebsd.insert(k.to_string(), value);
                     }
                 }
             }
         }
-        out.push(p);
+        if problems.len() == before {
+            out.push(p);
+        }
     }
-    Ok(out)
+    (out, problems)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A trial's plan passed `--check` with values a kernel refuses or misreads, and got no
+    /// pointer for a FreeBSD name or a typo.
+    #[test]
+    fn values_a_kernel_refuses_and_names_a_user_meant_are_said_before_any_write() {
+        let e = check("net.core.rmem_max", "99999999999").unwrap_err();
+        assert!(
+            e.contains("past what Linux holds there (2147483647)"),
+            "{e}"
+        );
+        assert!(check("net.core.rmem_max", "2147483647").is_ok());
+        let e = check("net.ipv4.tcp_rmem", "4096 131072 1").unwrap_err();
+        assert!(e.contains("each at least the one before"), "{e}");
+        assert!(check("net.ipv4.tcp_rmem", "4096").is_err());
+        assert!(check("net.ipv4.tcp_rmem", "4096 131072 16777216").is_ok());
+        // tcp_mem is in pages, held in a long.
+        assert!(check("net.ipv4.tcp_mem", "3000000000 4000000000 5000000000").is_ok());
+        let e = check("kern.ipc.maxsockbuf", "16777216").unwrap_err();
+        assert!(
+            e.contains(
+                "it is FreeBSD's, and means net.core.rmem_max and net.core.wmem_max on Linux"
+            ),
+            "{e}"
+        );
+        let e = check("net.ipv4.tcp_rmme", "4096 131072 16777216").unwrap_err();
+        assert!(e.ends_with("(did you mean net.ipv4.tcp_rmem?)"), "{e}");
+        let e = check("net.ipv4.ip_forward", "1").unwrap_err();
+        assert!(!e.contains("did you mean"), "{e}");
+        assert!(check("net.core.optmem_max", "81920").is_ok());
+        // Farther from an allowed key, but begun or ended by one (a VM trial's).
+        let e = check("net.ipv4.tcp_rmem_max", "4194304").unwrap_err();
+        assert!(
+            e.ends_with("(did you mean net.core.rmem_max or net.ipv4.tcp_rmem?)"),
+            "{e}"
+        );
+        // A congestion control or qdisc a letter or two from a stock one is a typo; a name far
+        // from all of them may be a module of its own.
+        let e = check("net.ipv4.tcp_congestion_control", "cubicc").unwrap_err();
+        assert!(e.ends_with("(did you mean cubic?)"), "{e}");
+        assert!(check("net.ipv4.tcp_congestion_control", "bbr").is_ok());
+        assert!(check("net.ipv4.tcp_congestion_control", "prague").is_ok());
+        let e = check("net.core.default_qdisc", "fq_codle").unwrap_err();
+        assert!(e.contains("queueing discipline") && e.ends_with("(did you mean fq_codel?)"));
+    }
 
     #[test]
     fn the_issue_profile_file_is_accepted() {

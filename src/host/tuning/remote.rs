@@ -18,9 +18,10 @@ pub struct Remote {
     pub probed: Probed,
 }
 
-/// The first successful probe of a remote host (shared by clones; not part of equality).
+/// The first successful probe of a remote host: whether its netsweep runs, and the host for
+/// plain `sysctl` commands (shared by clones; not part of equality).
 #[derive(Debug, Clone, Default)]
-pub struct Probed(std::sync::Arc<std::sync::OnceLock<Option<SshHost>>>);
+pub struct Probed(std::sync::Arc<std::sync::OnceLock<(bool, SshHost)>>);
 
 impl PartialEq for Probed {
     fn eq(&self, _: &Probed) -> bool {
@@ -74,16 +75,44 @@ impl Remote {
         format!("ssh:{}", self.dest)
     }
 
+    /// The probe's finding, probing once it succeeds (a failed probe, a network blip, is not
+    /// kept: the next call asks again).
+    fn probe(&self) -> Result<&(bool, SshHost), String> {
+        if let Some(found) = self.probed.0.get() {
+            return Ok(found);
+        }
+        let found = SshHost::probe(&self.dest, &self.ssh_options, &self.netsweep)
+            .map_err(|e| format!("{e:#}"))?;
+        Ok(self.probed.0.get_or_init(|| found))
+    }
+
     /// The host as a plain-sysctl target when it has no netsweep; `None` when it has one.
     fn without_netsweep(&self) -> Result<Option<Target>, String> {
-        if let Some(found) = self.probed.0.get() {
-            return Ok(found.clone().map(Target::SshSysctl));
-        }
-        let (has, host) = SshHost::probe(&self.dest, &self.ssh_options, &self.netsweep)
-            .map_err(|e| format!("{e:#}"))?;
-        // A failed probe (a network blip) is not kept: the next call asks again.
-        let found = self.probed.0.get_or_init(|| (!has).then_some(host));
-        Ok(found.clone().map(Target::SshSysctl))
+        let (has, host) = self.probe()?;
+        Ok((!has).then(|| Target::SshSysctl(host.clone())))
+    }
+
+    /// Whether ssh reaches it and it runs a system netsweep tunes (its first probe).
+    pub fn reachable(&self) -> Result<(), String> {
+        self.probe().map(|_| ())
+    }
+
+    /// Every reason `p` cannot be applied there (ssh does not reach it, a key its kernel
+    /// lacks, a bad value), found with plain `sysctl` reads before any traffic: a campaign's
+    /// `--check` said an unreachable server's plan was valid, and the runs then failed.
+    pub fn validate(&self, p: &Profile, opts: &ApplyOptions) -> Result<(), Vec<String>> {
+        let (_, host) = self.probe().map_err(|e| vec![e])?;
+        validate(&Target::SshSysctl(host.clone()), p, opts)
+    }
+
+    /// The values of `keys` in force there, read with `sysctl` whether or not netsweep tunes
+    /// it (a key the kernel lacks is left out), for the record of a campaign's runs.
+    pub fn values(
+        &self,
+        keys: &[String],
+    ) -> Result<std::collections::BTreeMap<String, String>, String> {
+        let (_, host) = self.probe()?;
+        host.read_all(keys).map_err(|e| format!("{e:#}"))
     }
 
     /// Applies `p` there: through the remote netsweep (sent as a profile file on standard
@@ -122,8 +151,59 @@ impl Remote {
         self.run(&["restore", "--target", "local"], None)
             .map(|t| t.contains("restored profile"))
     }
+}
 
-    pub fn status(&self) -> Result<String, String> {
-        self.run(&["status", "--target", "local"], None)
+/// A line the remote netsweep printed, with the command it suggests for its own host
+/// (`PROGRAM tune ... --target local`, as `restore with:` and `status` print it) made the
+/// command that reaches that host from here: `program` and `target` are this end's (its
+/// binary, and `--target ssh:USER@HOST` with its ssh options). A user pasted the remote's
+/// `--target local` here and restored this host instead, told "nothing to restore".
+pub fn localize_hint(line: &str, program: &str, target: &str) -> String {
+    const LOCAL: &str = "--target local";
+    let Some(end) = line.find(LOCAL) else {
+        return line.to_string();
+    };
+    let Some(tune) = line[..end].rfind(" tune ") else {
+        return line.to_string();
+    };
+    let start = line[..tune].rfind([' ', '`']).map_or(0, |i| i + 1);
+    format!(
+        "{}{program} tune {}{target}{}",
+        &line[..start],
+        &line[tune + " tune ".len()..end],
+        &line[end + LOCAL.len()..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::localize_hint;
+
+    #[test]
+    fn the_remotes_own_restore_command_is_printed_as_it_reaches_it_from_here() {
+        let target = "--target ssh:root@198.18.77.2 --ssh-option Port=47722";
+        assert_eq!(
+            localize_hint(
+                "restore with: /opt/n/netsweep tune restore --target local",
+                "/usr/bin/netsweep",
+                target
+            ),
+            "restore with: /usr/bin/netsweep tune restore --target ssh:root@198.18.77.2 \
+             --ssh-option Port=47722"
+        );
+        assert_eq!(
+            localize_hint(
+                "x: profile p PARTIALLY applied (kept); `netsweep tune restore --target local` puts the originals back",
+                "ns",
+                target
+            ),
+            format!(
+                "x: profile p PARTIALLY applied (kept); `ns tune restore {target}` puts the originals back"
+            )
+        );
+        assert_eq!(
+            localize_hint("  net.ipv4.tcp_rmem = \"1 2 3\"", "ns", target),
+            "  net.ipv4.tcp_rmem = \"1 2 3\""
+        );
     }
 }

@@ -67,23 +67,29 @@ pub fn profile_state(keys: &[(Entry, KeyState)]) -> ProfileState {
     }
 }
 
-/// The status line of a journal's profile on `target`.
-pub fn headline(target: &str, j: &Journal, state: &ProfileState, owner: &str) -> String {
+/// The status line of a journal's profile on `target`; `restore` is the command that puts
+/// its originals back there.
+pub fn headline(
+    target: &str,
+    j: &Journal,
+    state: &ProfileState,
+    owner: &str,
+    restore: &str,
+) -> String {
     match state {
         ProfileState::Applied => format!("{target}: profile {} applied ({owner})", j.profile),
         ProfileState::Partial { applied, total } => format!(
             "{target}: profile {} PARTIALLY applied: {} of {total} keys ({}); an apply was \
-             interrupted or the others changed since ({owner}); `{}` puts the originals back",
+             interrupted or the others changed since ({owner}); `{restore}` puts the originals \
+             back",
             j.profile,
             applied.len(),
             applied.join(", "),
-            crate::paste::netsweep(&["tune", "restore"])
         ),
         ProfileState::NotApplied => format!(
             "{target}: profile {} NOT applied: no key holds its value (an apply interrupted \
-             before its first write, or changed since) ({owner}); `{}` clears the journal",
+             before its first write, or changed since) ({owner}); `{restore}` clears the journal",
             j.profile,
-            crate::paste::netsweep(&["tune", "restore"])
         ),
     }
 }
@@ -156,8 +162,18 @@ mod tests {
                 total: 5
             }
         );
-        let line = headline("local", &journal(), &state, "kept until `tune restore`");
+        let line = headline(
+            "local",
+            &journal(),
+            &state,
+            "kept until `tune restore`",
+            "netsweep tune restore --target ssh:root@h --ssh-option Port=2222",
+        );
         assert!(line.contains("PARTIALLY applied: 3 of 5 keys"), "{line}");
+        assert!(
+            line.contains("`netsweep tune restore --target ssh:root@h --ssh-option Port=2222`"),
+            "{line}"
+        );
         assert!(!line.contains("profile atkp applied"), "{line}");
         assert_eq!(keys[4].1, KeyState::Original);
     }
@@ -171,6 +187,7 @@ mod tests {
             &journal(),
             &ProfileState::Applied,
             "held by process 7",
+            "netsweep tune restore",
         );
         assert_eq!(line, "local: profile atkp applied (held by process 7)");
     }

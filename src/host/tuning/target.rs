@@ -147,6 +147,25 @@ impl Target {
 }
 
 /// How to name a target on the command line.
+/// The words that name `t` on a `tune` command line, ssh's options included, so a suggested
+/// command reaches the same host as printed.
+pub fn target_words(t: &Target) -> Vec<String> {
+    let mut words = vec!["--target".to_string(), target_arg(t)];
+    if let Target::SshSysctl(h) = t {
+        for o in &h.ssh_options {
+            words.extend(["--ssh-option".to_string(), o.clone()]);
+        }
+    }
+    words
+}
+
+/// `netsweep tune restore` of `t`, as it pastes.
+pub fn restore_command(t: &Target) -> String {
+    let mut words = vec!["tune".to_string(), "restore".to_string()];
+    words.extend(target_words(t));
+    crate::paste::netsweep(&words)
+}
+
 pub fn target_arg(t: &Target) -> String {
     match t {
         Target::Local => "local".into(),

@@ -541,6 +541,11 @@ impl GuestState {
     /// Where the guest's console is and its last lines: the guest's server logs there, so a
     /// test its server ended is explained there (a run failed with "the server closed the
     /// control connection" and no word of where to look).
+    /// Whether its QEMU is no longer running (exited, or killed).
+    pub fn gone(&self) -> bool {
+        !is_our_qemu(self.pid, &self.pidfile)
+    }
+
     pub fn console_tail(&self) -> String {
         let text = crate::inputs::read_regular(&self.console, 1 << 20).unwrap_or_default();
         format!(

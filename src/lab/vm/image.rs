@@ -32,6 +32,20 @@ pub const MODULES: [&str; 13] = [
     "tcp_bbr",
 ];
 
+/// This machine's tools the guest gets beside busybox where this machine has them (in the
+/// guest's /bin, with their libraries), so `netsweep doctor` inside the guest can read its
+/// NIC's offloads, rings and coalescing (`ethtool`) and its qdisc (`tc`; busybox's lacks
+/// `-s`), which it otherwise reported as "not checked". `.ci/run` installs both packages.
+pub const GUEST_TOOLS: [&str; 2] = ["ethtool", "tc"];
+
+/// Where this machine keeps a guest tool, if it has it.
+fn host_tool(name: &str) -> Option<PathBuf> {
+    ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
+        .iter()
+        .map(|d| Path::new(d).join(name))
+        .find(|p| p.is_file())
+}
+
 /// What to install when a tool is missing.
 pub const PACKAGES: &str = "qemu-system-x86 busybox-static xz-utils";
 
@@ -451,10 +465,29 @@ fn initramfs(modules: &Path, netsweep: &Path) -> anyhow::Result<Vec<Entry>> {
         anyhow::Ok(())
     };
     add_file(&mut entries, Path::new("/bin/busybox"), busybox, true)?;
-    add_file(&mut entries, Path::new("/bin/netsweep"), netsweep, true)?;
-    let ldd = output("ldd", &[&netsweep.to_string_lossy()], None)?;
-    for lib in ldd_libraries(&ldd) {
-        add_file(&mut entries, &lib, &lib, true)?;
+    // Before busybox installs its applets, which leaves a name already taken to the tool.
+    // Each program, where it goes, and whether the guest cannot do without it.
+    let mut programs = vec![(PathBuf::from("/bin/netsweep"), netsweep.to_path_buf(), true)];
+    programs.extend(
+        GUEST_TOOLS
+            .iter()
+            .filter_map(|t| Some((Path::new("/bin").join(t), host_tool(t)?, false))),
+    );
+    let mut libs: Vec<PathBuf> = Vec::new();
+    for (at, from, required) in &programs {
+        let ldd = match output("ldd", &[&from.to_string_lossy()], None) {
+            Ok(ldd) => ldd,
+            Err(e) if *required => return Err(e),
+            // A tool whose libraries are unknown stays out; doctor then says it is missing.
+            Err(_) => continue,
+        };
+        add_file(&mut entries, at, from, true)?;
+        for lib in ldd_libraries(&ldd) {
+            if !libs.contains(&lib) {
+                add_file(&mut entries, &lib, &lib, true)?;
+                libs.push(lib);
+            }
+        }
     }
     for m in MODULES {
         let from = modules.join(format!("{m}.ko"));

@@ -58,6 +58,38 @@ pub fn pids(ns: &str) -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// The name under `/run/netns` of the namespace `link` (`net:[INODE]`, as `/proc/PID/ns/net`
+/// reads), when `ip netns` named it.
+pub fn name_of(link: &str) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let inode = link
+        .strip_prefix("net:[")
+        .and_then(|r| r.strip_suffix(']'))
+        .and_then(|n| n.parse::<u64>().ok())?;
+    std::fs::read_dir(NETNS_DIR).ok()?.flatten().find_map(|e| {
+        std::fs::metadata(e.path())
+            .is_ok_and(|m| m.ino() == inode)
+            .then(|| e.file_name().to_string_lossy().to_string())
+    })
+}
+
+/// The network namespace the calling thread is in, when it is not init's: its name under
+/// `/run/netns` (a lab host's), else its link (`net:[INODE]`). `None` in init's namespace, or
+/// where init's cannot be read and the namespace has no name.
+pub fn this_threads() -> Option<String> {
+    let link = |p: &str| {
+        std::fs::read_link(p)
+            .ok()
+            .map(|l| l.to_string_lossy().to_string())
+    };
+    let me = link("/proc/thread-self/ns/net")?;
+    match link("/proc/1/ns/net") {
+        Some(init) if init == me => None,
+        Some(_) => Some(name_of(&me).unwrap_or(me)),
+        None => name_of(&me),
+    }
+}
+
 /// Names of all namespaces `ip netns` knows.
 pub fn list() -> Vec<String> {
     std::fs::read_dir(NETNS_DIR)
@@ -202,4 +234,46 @@ pub fn wait_readable(fd: &File, timeout: std::time::Duration) -> bool {
     };
     // SAFETY: one pollfd and a timespec, both live for the call.
     unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) > 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A namespace named under /run/netns is known by its inode (root: `ip netns add`).
+    #[test]
+    fn a_named_network_namespace_is_known_by_its_inode() {
+        assert_eq!(name_of("net:[1]"), None);
+        assert_eq!(name_of("not a link"), None);
+        if !crate::platform::process::is_root() {
+            eprintln!("skipped the named namespace: needs root");
+            return;
+        }
+        let name = format!("nsd{}", std::process::id() % 100_000);
+        let made = std::process::Command::new("ip")
+            .args(["netns", "add", &name])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !made {
+            eprintln!("skipped the named namespace: `ip netns add` failed");
+            return;
+        }
+        use std::os::unix::fs::MetadataExt;
+        let inode = std::fs::metadata(format!("/run/netns/{name}")).map(|m| m.ino());
+        let known = inode
+            .as_ref()
+            .is_ok_and(|i| name_of(&format!("net:[{i}]")).as_deref() == Some(name.as_str()));
+        // A thread inside it is there by that name; this one, in init's, is nowhere.
+        let inside = run_in(&name, this_threads);
+        let outside = this_threads();
+        let _ = std::process::Command::new("ip")
+            .args(["netns", "del", &name])
+            .status();
+        let inode = inode.expect("the namespace's file");
+        assert!(known, "inode {inode} under /run/netns");
+        assert_eq!(inside.ok().flatten().as_deref(), Some(name.as_str()));
+        assert_eq!(outside, None);
+        // Gone with its file once deleted.
+        assert_eq!(name_of(&format!("net:[{inode}]")), None);
+    }
 }

@@ -26,6 +26,14 @@ pub fn list() -> Vec<String> {
     Vec::new()
 }
 
+pub fn name_of(_link: &str) -> Option<String> {
+    None
+}
+
+pub fn this_threads() -> Option<String> {
+    None
+}
+
 pub fn pids(_ns: &str) -> Vec<u32> {
     Vec::new()
 }

@@ -32,6 +32,18 @@ pub fn sysctl_line(key: &str, value: &str) -> String {
     format!("sysctl -w {key}={}", crate::paste::quote(value))
 }
 
+/// The receive and send buffers a new TCP socket of this host starts with, in bytes (Linux:
+/// `net.ipv4.tcp_rmem`'s and `tcp_wmem`'s middle values, what SO_RCVBUF and SO_SNDBUF read on
+/// a socket nobody set them on). `None` elsewhere or when they cannot be read.
+pub fn tcp_socket_defaults() -> Option<(u64, u64)> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let middle =
+        |key: &str| -> Option<u64> { read(key).ok()?.split_whitespace().nth(1)?.parse().ok() };
+    Some((middle("net.ipv4.tcp_rmem")?, middle("net.ipv4.tcp_wmem")?))
+}
+
 /// The largest receive buffer a TCP socket of this host can reach, in bytes: what autotuning
 /// may grow it to (Linux `net.ipv4.tcp_rmem`'s maximum, FreeBSD `net.inet.tcp.recvbuf_max`)
 /// or what SO_RCVBUF may set (Linux doubles the asked size up to `net.core.rmem_max`;

@@ -1,4 +1,5 @@
-//! An iperf3 client's TCP senders let the far end settle before TEST_END.
+//! A TCP sender's end: an iperf3 client's senders let the far end settle before TEST_END, and
+//! senders between netsweep's ends wait for the tail's acknowledgement (`await_tail`).
 //!
 //! An iperf3 server counts what its application read when TEST_END arrives: what still waits in
 //! its receive buffer is left out, so its count can fall short of what its kernel acknowledged
@@ -34,6 +35,10 @@ use std::time::{Duration, Instant};
 
 /// How long a sender waits for the far end to settle after its last write.
 pub const WAIT: Duration = Duration::from_millis(100);
+/// Longest a netsweep sender waits after its last write for the receiver to acknowledge the
+/// tail, so the kernel's final counts hold the tail's retransmissions (its receiver reads the
+/// tail anyway before the test's end).
+const TAIL_WAIT: Duration = Duration::from_secs(5);
 /// How often a settling sender reads TCP_INFO.
 const POLL: Duration = Duration::from_millis(1);
 /// How often a sender reads the far end's window while it writes: often enough to see the
@@ -123,6 +128,20 @@ pub fn settle(
             return None;
         }
         std::thread::sleep(POLL);
+    }
+}
+
+/// Waits at most `TAIL_WAIT` (or until `stop`) for the far end to acknowledge the `written`
+/// bytes. The kernel retransmits lost segments of the tail after the last interval: on a
+/// 100 Mbit/s lab with 1% loss, 27 of 366 segments of a 3 s test, which the counts read at once
+/// left out. Nothing to wait for where the kernel gives no acknowledged count (FreeBSD).
+pub fn await_tail(sock: &TcpStream, written: u64, stop: &AtomicBool) {
+    let until = Instant::now() + TAIL_WAIT;
+    while !stop.load(Ordering::Relaxed) && Instant::now() < until {
+        match sockopt::tcp_info(sock).ok().and_then(|i| i.bytes_acked) {
+            Some(acked) if acked < written => std::thread::sleep(Duration::from_millis(5)),
+            _ => return,
+        }
     }
 }
 

@@ -465,6 +465,10 @@ impl<'a> Sender<'a> {
         }
         // After an early stop or an error the report holds only the intervals that closed.
         let _ = sock.shutdown(Shutdown::Write);
+        // Between netsweep's ends (an iperf3 server may stop reading at its end).
+        if !self.whole_blocks && report.error.is_none() {
+            super::drain::await_tail(sock, self.written, &ctx.stop);
+        }
         let info = sockopt::tcp_info(sock).ok();
         report.tcp_total_retransmits = info.as_ref().map(|i| u64::from(i.total_retrans));
         report.bytes_acked = info.and_then(|i| i.bytes_acked);

@@ -3,7 +3,11 @@
 //! datagrams at the target rate, as one UDP_SEGMENT send where the kernel allows; the receiver
 //! reads coalesced batches (UDP_GRO) and attributes every datagram to the interval in which it
 //! was *sent*, so per-interval loss is sent in interval k minus received of interval k (exact
-//! when the receiver reads every header; see `VERIFY_EVERY` for one that skips the copy).
+//! when the receiver reads every header; see `VERIFY_EVERY` for one that skips the copy). Its
+//! bytes count in the interval in which they *arrived*, the receiver's own seconds, as iperf3's
+//! receiver counts them: by send time, the first interval behind a full queue also held the
+//! queue's worth that arrived after it ended (a numbers audit read 103 Mbit/s on a path whose
+//! payload ceiling was 98.1), and the summary what was still in flight at the end.
 
 use super::quota::TopUp;
 use super::udpnap::ReadNap;
@@ -432,6 +436,14 @@ impl<'a> Receiver<'a> {
         if let Some(i) = index {
             self.grow_to(i);
         }
+        // Bytes by arrival (read at `now`, on this end's grid); what arrives outside the
+        // grid, before it or in the linger after it, is in no interval's bytes.
+        if arrival != Arrival::Duplicate
+            && let Some(a) = self.ctx.index_at(now)
+        {
+            self.grow_to(a);
+            self.counts[a].bytes += bytes as u64;
+        }
         let Some(slot) = index.and_then(|i| self.counts.get_mut(i)) else {
             if arrival != Arrival::Duplicate {
                 self.tail_bytes += bytes as u64;
@@ -471,7 +483,6 @@ impl<'a> Receiver<'a> {
         let last = first.saturating_add(count.saturating_sub(1));
         udp.highest_seq = Some(udp.highest_seq.map_or(last, |h| h.max(last)));
         slot.packets += count;
-        slot.bytes += bytes as u64;
         if let Some(q) = &self.ctx.quota
             && index.is_some_and(|i| self.ctx.counts_in(i))
         {
@@ -744,18 +755,48 @@ mod tests {
         };
         let hello =
             crate::traffic::protocol::udp_hello(&crate::traffic::protocol::Token([7; 16]), 0);
-        rx.datagram(&hello, hello.len(), Duration::from_secs(1));
+        let at = Duration::from_millis(500);
+        rx.datagram(&hello, hello.len(), at);
         for seq in 0..3 {
             let mut d = vec![0u8; 1400];
             write_header(Datagrams::Netsweep, &mut d, seq, 1_000_000 * (seq + 1));
-            rx.datagram(&d, d.len(), Duration::from_secs(1));
-            rx.datagram(&hello, hello.len(), Duration::from_secs(1));
+            rx.datagram(&d, d.len(), at);
+            rx.datagram(&hello, hello.len(), at);
         }
         let c = &rx.counts[0];
         assert_eq!((c.packets, c.bytes), (3, 3 * 1400));
         let udp = c.udp.as_ref().expect("udp counts");
         assert_eq!((udp.out_of_order, udp.duplicates), (0, 0));
         assert_eq!(rx.tail_bytes, 0);
+    }
+
+    /// Regression (a numbers audit): behind a full 50 ms queue on a 100 Mbit/s path, the first
+    /// interval read 103 Mbit/s, its bytes counted by send time with the queue's worth that
+    /// arrived after it ended. Datagrams count where they were sent (loss), their bytes where
+    /// they arrived; what arrives after the grid, in the linger, is in no interval's bytes.
+    #[test]
+    fn bytes_count_where_they_arrived_and_datagrams_where_they_were_sent() {
+        let (tx, _rx) = std::sync::mpsc::channel();
+        let ctx = StreamCtx {
+            cut: std::sync::Arc::new(crate::traffic::timeline::Cut::new(2)),
+            ..receiver_ctx(Duration::from_secs(2), false, false, tx)
+        };
+        let mut rx = Receiver::new(&ctx);
+        let ms = Duration::from_millis;
+        // (sequence, sent at, read at): queued 50 ms, across the first interval's end; then
+        // the last one read in the linger after the grid.
+        for (seq, sent, read) in [(0, 100, 150), (1, 980, 1030), (2, 1990, 2040)] {
+            let mut d = vec![0u8; 1400];
+            write_header(Datagrams::Netsweep, &mut d, seq, sent * 1_000_000);
+            rx.datagram(&d, d.len(), ms(read));
+        }
+        let got: Vec<(u64, u64)> = rx.counts.iter().map(|c| (c.packets, c.bytes)).collect();
+        assert_eq!(got, vec![(2, 1400), (1, 1400)]);
+        // A duplicate adds neither.
+        let mut d = vec![0u8; 1400];
+        write_header(Datagrams::Netsweep, &mut d, 1, 980_000_000);
+        rx.datagram(&d, d.len(), ms(1500));
+        assert_eq!((rx.counts[1].packets, rx.counts[1].bytes), (1, 1400));
     }
 
     /// `n` datagrams of 1400 bytes with headers of `seqs`, sent at 1 ms, back to back.

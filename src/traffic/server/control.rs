@@ -213,8 +213,10 @@ pub(super) fn control_session(
         ending.document = Some(iperf3::server::own_document(&ends, &spec, &done, None));
         if let Err(e) = send_result(&mut ctrl, done) {
             // A client that said Abort late, and exited, resets the connection.
-            let Some(reason) = abort_word(&peer_rx) else {
-                return Err(e.into());
+            let reason = match abort_word(&peer_rx) {
+                PeerWord::Abort(reason) => reason,
+                PeerWord::Gone(why) => anyhow::bail!("client gone: {why}"),
+                PeerWord::Silent => return Err(e.into()),
             };
             let counted = said.map(|c| format!("; this end counted {c}"));
             anyhow::bail!("client aborted ({reason}){}", counted.unwrap_or_default());
@@ -459,8 +461,14 @@ fn forward_reports(
                     .and_then(|w| w.record(report.index, report.bytes));
                 if let Err(e) = write_frame(ctrl, &ServerMsg::Interval { report }) {
                     // A client that said Abort and exited resets the connection when a
-                    // report reaches it: the word may be read after the write failed.
-                    aborted = Some(abort_word(&peer_rx).ok_or(e)?);
+                    // report reaches it: the word may be read after the write failed. A
+                    // connection the kernel gave up on (--snd-timeout) tells its reason once:
+                    // the reader may have taken it, leaving this write "Broken pipe".
+                    match abort_word(&peer_rx) {
+                        PeerWord::Abort(reason) => aborted = Some(reason),
+                        PeerWord::Gone(why) => anyhow::bail!("client gone mid-test: {why}"),
+                        PeerWord::Silent => return Err(e.into()),
+                    }
                     break;
                 }
                 if let Some(why) = over {
@@ -496,8 +504,11 @@ fn forward_reports(
         .slots()
         .get(streams.cut.slots().saturating_sub(1))
         .map_or(Duration::ZERO, |s| s.end);
-    if aborted.is_none() && ended + spec.interval.min(Duration::from_secs(1)) < grid_end {
-        aborted = abort_word(&peer_rx);
+    if aborted.is_none()
+        && ended + spec.interval.min(Duration::from_secs(1)) < grid_end
+        && let PeerWord::Abort(reason) = abort_word(&peer_rx)
+    {
+        aborted = Some(reason);
     }
     if let Some(reason) = aborted {
         let why = format!(
@@ -550,16 +561,28 @@ const ABORT_WAIT: Duration = Duration::from_secs(2);
 
 /// The reason of the client's Abort if it comes within `ABORT_WAIT` (other messages before it
 /// are passed over); `None` when the client is gone without it or does not say it in time.
-fn abort_word(peer_rx: &PeerRx) -> Option<String> {
+fn abort_word(peer_rx: &PeerRx) -> PeerWord {
     let until = Instant::now() + ABORT_WAIT;
     while let Some(left) = until.checked_duration_since(Instant::now()) {
         match peer_rx.recv_timeout(left) {
-            Ok(Ok(ClientMsg::Abort { reason })) => return Some(reason),
+            Ok(Ok(ClientMsg::Abort { reason })) => return PeerWord::Abort(reason),
             Ok(Ok(_)) => {}
-            Ok(Err(_)) | Err(_) => return None,
+            Ok(Err(e)) => return PeerWord::Gone(e.to_string()),
+            Err(_) => return PeerWord::Silent,
         }
     }
-    None
+    PeerWord::Silent
+}
+
+/// What the control connection's reader heard last, when a write to the client failed.
+#[derive(Debug, PartialEq)]
+enum PeerWord {
+    /// The client said Abort, with its reason.
+    Abort(String),
+    /// The reader's own error: the connection's reason (a timeout, a reset).
+    Gone(String),
+    /// Nothing in time, or the reader ended without a word.
+    Silent,
 }
 
 #[cfg(test)]
@@ -575,7 +598,7 @@ mod tests {
             reason: "interrupted".into(),
         }))
         .unwrap();
-        assert_eq!(abort_word(&rx).as_deref(), Some("interrupted"));
+        assert_eq!(abort_word(&rx), PeerWord::Abort("interrupted".into()));
     }
 
     #[test]
@@ -583,15 +606,34 @@ mod tests {
         let (tx, rx) = sync_channel(4);
         tx.send(Err(ProtocolError::Malformed("reset".into())))
             .unwrap();
-        assert_eq!(abort_word(&rx), None);
+        assert_eq!(
+            abort_word(&rx),
+            PeerWord::Gone("peer sent a malformed message: reset".into())
+        );
         drop(tx);
         let (tx, rx) = sync_channel::<Result<ClientMsg, ProtocolError>>(1);
         drop(tx);
-        assert_eq!(abort_word(&rx), None);
+        assert_eq!(abort_word(&rx), PeerWord::Silent);
         // Silence for the whole wait is no word either, and the wait is bounded.
         let (_tx, rx) = sync_channel::<Result<ClientMsg, ProtocolError>>(1);
         let t0 = Instant::now();
-        assert_eq!(abort_word(&rx), None);
+        assert_eq!(abort_word(&rx), PeerWord::Silent);
         assert!(t0.elapsed() < ABORT_WAIT * 4);
+    }
+
+    /// The kernel tells a timed-out connection's reason once: when the reader took it, the
+    /// reason the test ends with is the reader's, not the writer's later "Broken pipe".
+    #[test]
+    fn a_connection_timed_out_under_the_reader_keeps_its_reason() {
+        let (tx, rx) = sync_channel(4);
+        tx.send(Ok(ClientMsg::End { slots: 3 })).unwrap();
+        tx.send(Err(ProtocolError::Io(std::io::Error::from_raw_os_error(
+            110,
+        ))))
+        .unwrap();
+        match abort_word(&rx) {
+            PeerWord::Gone(why) => assert!(why.contains("Connection timed out"), "{why}"),
+            other => panic!("{other:?}"),
+        }
     }
 }

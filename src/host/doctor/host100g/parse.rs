@@ -133,17 +133,45 @@ pub fn ethtool_pause(text: &str) -> Pause {
 }
 
 /// Parses `ethtool -k`: `name: on|off [fixed]` (sub-features indented, kept under their own
-/// names).
+/// names). ethtool never marks a group's line (`tcp-segmentation-offload`) fixed, only its
+/// sub-features: a group whose sub-features are all fixed is fixed too (8139cp's TSO is
+/// "off" over three "off [fixed]" lines, and `ethtool -K tso on` fails there).
 pub fn ethtool_features(text: &str) -> BTreeMap<String, Feature> {
-    text.lines()
-        .filter_map(|line| {
-            let (k, v) = line.trim().split_once(':')?;
-            let mut words = v.split_whitespace();
-            let on = on_off(words.next()?)?;
-            let fixed = words.any(|w| w == "[fixed]");
-            Some((k.trim().to_string(), Feature { on, fixed }))
-        })
-        .collect()
+    let mut out = BTreeMap::new();
+    // The group line before the indented lines, and whether all of those were fixed.
+    let mut group: Option<(String, bool, usize)> = None;
+    let close = |out: &mut BTreeMap<String, Feature>, g: Option<(String, bool, usize)>| {
+        if let Some((name, all_fixed, n)) = g
+            && n > 0
+            && all_fixed
+            && let Some(f) = out.get_mut(&name)
+        {
+            f.fixed = true;
+        }
+    };
+    for line in text.lines() {
+        let Some((k, v)) = line.trim().split_once(':') else {
+            continue;
+        };
+        let mut words = v.split_whitespace();
+        let Some(on) = words.next().and_then(on_off) else {
+            continue;
+        };
+        let fixed = words.any(|w| w == "[fixed]");
+        let name = k.trim().to_string();
+        if line.starts_with(char::is_whitespace) {
+            if let Some((_, all_fixed, n)) = group.as_mut() {
+                *all_fixed &= fixed;
+                *n += 1;
+            }
+        } else {
+            close(&mut out, group.take());
+            group = Some((name.clone(), true, 0));
+        }
+        out.insert(name, Feature { on, fixed });
+    }
+    close(&mut out, group.take());
+    out
 }
 
 /// Parses `ip -d link show IF` (text): the value after each keyword it knows.
@@ -339,6 +367,25 @@ mod tests {
             }
         );
         assert!(!f.contains_key("Features for vd0"));
+    }
+
+    /// A group over sub-features the driver fixes is fixed (8139cp's TSO: `ethtool -K eth0
+    /// tso on` says "Could not change any device features"); one with a settable sub-feature
+    /// is not, and a group without sub-features is as its own line says.
+    #[test]
+    fn a_group_whose_sub_features_are_all_fixed_is_fixed() {
+        let f = ethtool_features(
+            "Features for eth0:\nrx-checksumming: on\ntx-checksumming: on\n\ttx-checksum-ipv4: on\n\ttx-checksum-ipv6: off [fixed]\ntcp-segmentation-offload: off\n\ttx-tcp-segmentation: off [fixed]\n\ttx-tcp6-segmentation: off [fixed]\ngeneric-segmentation-offload: off\ngeneric-receive-offload: on\nlarge-receive-offload: off [fixed]\n",
+        );
+        let fixed = |k: &str| f[k].fixed;
+        assert!(fixed("tcp-segmentation-offload"), "{f:?}");
+        assert!(!f["tcp-segmentation-offload"].on);
+        assert!(!fixed("tx-checksumming") && !fixed("rx-checksumming"));
+        assert!(!fixed("generic-segmentation-offload") && fixed("large-receive-offload"));
+        // The captured virtio NIC: its TSO group has settable sub-features.
+        let v = ethtool_features(&read("captured/ethtool-k.virtio.txt"));
+        assert!(!v["tcp-segmentation-offload"].fixed && !v["tx-checksumming"].fixed);
+        assert!(v["rx-checksumming"].fixed);
     }
 
     #[test]

@@ -295,8 +295,19 @@ pub enum Receivers {
 /// the paths its own way). Against netsweep's receivers one stream or several; against
 /// iperf3's the number of streams, since there the best path moved with it (1 MiB writes best
 /// at one and two streams, iperf3's 128 KiB block at eight: `super::IPERF3_CANDIDATES`).
-pub fn key(peer: std::net::IpAddr, streams: usize, receivers: Receivers) -> String {
-    let peer = peer.to_canonical();
+/// A peer seen from a network namespace other than init's is that namespace's (`place`: its
+/// name): every lab's far host is 198.18.0.2, behind its own rate, delay and NIC model, and a
+/// VM trial found one record pooling its guests, other labs' hosts and emulated NICs.
+pub fn key(
+    peer: std::net::IpAddr,
+    place: Option<&str>,
+    streams: usize,
+    receivers: Receivers,
+) -> String {
+    let peer = match place {
+        Some(ns) => format!("{} in {ns}", peer.to_canonical()),
+        None => peer.to_canonical().to_string(),
+    };
     let several = if streams > 1 { "streams" } else { "stream" };
     match receivers {
         Receivers::Netsweep { skip_rx_copy } => format!(
@@ -559,7 +570,7 @@ mod tests {
         );
         let skipping = Receivers::Netsweep { skip_rx_copy: true };
         assert_eq!(
-            key("127.0.0.1".parse().unwrap(), 2, skipping),
+            key("127.0.0.1".parse().unwrap(), None, 2, skipping),
             "127.0.0.1 streams skip-rx-copy"
         );
         // A dual-stack server sees an IPv4 client as IPv4-mapped: the same peer.
@@ -567,14 +578,33 @@ mod tests {
             skip_rx_copy: false,
         };
         assert_eq!(
-            key("::ffff:127.0.0.1".parse().unwrap(), 1, copying),
+            key("::ffff:127.0.0.1".parse().unwrap(), None, 1, copying),
             "127.0.0.1 stream copy"
         );
         // Against iperf3's receivers each stream count has its own record.
         let lo = "127.0.0.1".parse().unwrap();
-        assert_eq!(key(lo, 8, Receivers::Iperf3), "127.0.0.1 8 streams iperf3");
-        assert_eq!(key(lo, 1, Receivers::Iperf3), "127.0.0.1 1 stream iperf3");
-        assert_ne!(key(lo, 2, Receivers::Iperf3), key(lo, 2, copying));
+        assert_eq!(
+            key(lo, None, 8, Receivers::Iperf3),
+            "127.0.0.1 8 streams iperf3"
+        );
+        assert_eq!(
+            key(lo, None, 1, Receivers::Iperf3),
+            "127.0.0.1 1 stream iperf3"
+        );
+        assert_ne!(
+            key(lo, None, 2, Receivers::Iperf3),
+            key(lo, None, 2, copying)
+        );
+        // Each lab's far host is its own peer, though all of them are 198.18.0.2.
+        let far = "198.18.0.2".parse().unwrap();
+        assert_eq!(
+            key(far, Some("nsw-seeds-a"), 1, skipping),
+            "198.18.0.2 in nsw-seeds-a stream skip-rx-copy"
+        );
+        assert_ne!(
+            key(far, Some("nsw-seeds-a"), 1, skipping),
+            key(far, Some("nsw-nic-a"), 1, skipping)
+        );
     }
 
     #[test]
