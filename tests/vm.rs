@@ -1439,3 +1439,111 @@ fn a_reverse_test_between_guests_counts_what_was_sent() {
         assert!(rate < 55e6, "{rate} bit/s in {iv}");
     }
 }
+
+/// A guest that dies mid-campaign (its QEMU killed after the first run) is not the end of the
+/// campaign: the runner names it, builds the lab again with a new guest, puts the profile of
+/// the next run on the new guest's kernel, and the runs after it are measured; nothing of
+/// either lab is left afterwards.
+#[test]
+fn a_guest_that_dies_mid_campaign_is_booted_again() {
+    if !ready("a_guest_that_dies_mid_campaign_is_booted_again") {
+        return;
+    }
+    let _s = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("dies.toml");
+    std::fs::write(
+        &plan,
+        "[target]\nkind = \"lab\"\nvm = \"b\"\nrate = \"100M\"\nrtt = \"4ms\"\n\
+         [test]\nduration = \"2s\"\n[matrix]\nprofile = [\"default\", \"high-bdp-ns\"]\n\
+         [repeat]\ncount = 3\nseed = 7\n",
+    )
+    .unwrap();
+    let db = dir.path().join("dies.db");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let lab = format!("r{}", child.id() % 10_000_000);
+    let (seen_tx, seen) = std::sync::mpsc::channel();
+    let out = read_lines(child.stdout.take().unwrap(), "   1/6 ", seen_tx);
+    let first = seen.recv_timeout(Duration::from_secs(300));
+    let pidfile = std::path::Path::new(netsweep::lab::STATE_DIR).join(format!("{lab}.qemu.pid"));
+    let pid: Option<u32> = std::fs::read_to_string(&pidfile)
+        .ok()
+        .and_then(|t| t.trim().parse().ok());
+    if let Some(pid) = pid.filter(|p| is_our_qemu(*p, &pidfile)) {
+        // SAFETY: the QEMU of this test's own campaign, checked by its pidfile.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(300) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = child.kill();
+    let status = child.wait().unwrap();
+    let text = out.join().unwrap();
+    let second = format!("{lab}1");
+    assert_namespaces_gone(&lab, &format!(": {text}"));
+    assert_namespaces_gone(&second, &format!(": {text}"));
+    assert!(
+        !qemu_of_lab_runs(&lab) && !qemu_of_lab_runs(&second),
+        "{text}"
+    );
+    assert!(first.is_ok(), "the first run never finished: {text}");
+    assert!(pid.is_some(), "no pidfile {}: {text}", pidfile.display());
+    assert!(status.success(), "{text}");
+    assert!(
+        text.contains("host b's guest (virtio NIC")
+            && text.contains("is no longer running: the lab was built again with a new guest"),
+        "{text}"
+    );
+    // The dead guest's console is quoted (its file goes with the old lab).
+    let console = text
+        .split_once("host b's dead guest's console ended with:\n")
+        .map(|(_, after)| after.lines().next().unwrap_or_default());
+    assert!(console.is_some_and(|l| !l.trim().is_empty()), "{text}");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT c.label, r.status, r.tuning_json FROM run r \
+             JOIN configuration c ON c.id = r.configuration_id ORDER BY r.sequence",
+        )
+        .unwrap();
+    let rows: Vec<(String, String, Option<String>)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(rows.len(), 6, "{text}");
+    // At most the run the kill landed in failed; the last ones ran on the new guest.
+    let failed = rows.iter().filter(|r| r.1 != "ok").count();
+    assert!(failed <= 1, "{rows:?}\n{text}");
+    assert!(rows[4..].iter().all(|r| r.1 == "ok"), "{rows:?}\n{text}");
+    // Each measured high-bdp-ns run, on the first guest or the new one, had the profile's
+    // tcp_rmem in the guest's kernel; each default run had another.
+    let rmem = |tuning: &Option<String>| -> String {
+        let t: serde_json::Value =
+            serde_json::from_str(tuning.as_deref().unwrap_or("null")).unwrap();
+        t.as_object()
+            .and_then(|o| o.iter().find(|(k, _)| k.starts_with("guest-")))
+            .map(|(_, v)| v["net.ipv4.tcp_rmem"].to_string())
+            .unwrap_or_default()
+    };
+    let of = |profile: &str| -> Vec<String> {
+        rows.iter()
+            .filter(|r| r.1 == "ok" && r.0.contains(profile))
+            .map(|r| rmem(&r.2))
+            .collect()
+    };
+    let (tuned, default) = (of("high-bdp-ns"), of("default"));
+    assert!(!tuned.is_empty() && !default.is_empty(), "{rows:?}");
+    assert!(
+        tuned
+            .iter()
+            .all(|v| v == &tuned[0] && !v.is_empty() && !default.contains(v)),
+        "high-bdp-ns {tuned:?} against default {default:?}"
+    );
+}

@@ -218,6 +218,23 @@ impl LabExecutor {
     }
 }
 
+/// Each guest of `lab` whose QEMU no longer runs, said in a sentence.
+fn dead_guests(lab: &Lab) -> Vec<String> {
+    [Host::A, Host::B]
+        .into_iter()
+        .filter_map(|h| Some((h, lab.guest_at(h)?)))
+        .filter(|(_, g)| g.gone())
+        .map(|(h, g)| {
+            format!(
+                "host {}'s guest ({} NIC, QEMU pid {}) is no longer running",
+                h.letter(),
+                g.spec.nic.name(),
+                g.pid
+            )
+        })
+        .collect()
+}
+
 /// The facts of a lab host's guest: its state and what its own doctor says (run inside it),
 /// under its NIC model's name.
 fn guest_facts(lab: &Lab, h: Host) -> Option<(String, serde_json::Value)> {
@@ -439,19 +456,7 @@ impl Executor for LabExecutor {
         // last words.
         let mut result = result.map_err(|e| {
             let lab = self.lab();
-            let gone: Vec<String> = [Host::A, Host::B]
-                .into_iter()
-                .filter_map(|h| Some((h, lab.guest_at(h)?)))
-                .filter(|(_, g)| g.gone())
-                .map(|(h, g)| {
-                    format!(
-                        "host {}'s guest ({} NIC, QEMU pid {}) is no longer running",
-                        h.letter(),
-                        g.spec.nic.name(),
-                        g.pid
-                    )
-                })
-                .collect();
+            let gone = dead_guests(lab);
             let e = if gone.is_empty() {
                 e
             } else {
@@ -495,6 +500,30 @@ impl Executor for LabExecutor {
 
     fn shell(&mut self, command: &str) -> Result<(), String> {
         shell(command)
+    }
+
+    fn dead_guests(&self) -> Vec<String> {
+        dead_guests(self.lab())
+    }
+
+    fn revive(&mut self) -> Result<String, String> {
+        let lab = self.lab();
+        // Said now: the console files go down with the old lab.
+        let tails: Vec<String> = [Host::A, Host::B]
+            .into_iter()
+            .filter_map(|h| Some((h, lab.guest_at(h)?)))
+            .filter(|(_, g)| g.gone())
+            .map(|(h, g)| {
+                format!(
+                    "host {}'s dead guest's console ended with:\n{}",
+                    h.letter(),
+                    g.last_words()
+                )
+            })
+            .collect();
+        self.labs.rebuild_current()?;
+        self.welcome();
+        Ok(tails.join("\n"))
     }
 
     fn facts_gathered(&mut self) -> Option<serde_json::Value> {

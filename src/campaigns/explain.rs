@@ -360,7 +360,7 @@ fn failed_runs(runs: &[RunRow], configs: &[ConfigRow]) -> Option<String> {
             if failed == 1 { "" } else { "s" },
             if failed == 1 { "is" } else { "are" },
             parts.join(", "),
-            last.map(|e| format!(" (the last: {})", crate::inputs::peer_text(&e)))
+            last.map(|e| format!(" (the last: {})", first_line(&e)))
                 .unwrap_or_default()
         )
     })
@@ -385,10 +385,16 @@ fn broken(runs: &[RunRow], configs: &[ConfigRow]) -> Vec<String> {
                  the effects",
                 c.label,
                 mine.len(),
-                crate::inputs::peer_text(&last)
+                first_line(&last)
             ))
         })
         .collect()
+}
+
+/// A stored error's first line, for a line of the answer: what follows it (a guest's console)
+/// stays with the run (`export`, the report), and would print here as escaped line breaks.
+fn first_line(error: &str) -> String {
+    crate::inputs::peer_text(error.lines().next().unwrap_or_default())
 }
 
 /// The "something else limits it" of a configuration whose server is a QEMU guest: its

@@ -50,6 +50,17 @@ pub trait Executor {
     fn run_test(&mut self, spec: &TestSpec, stop: &AtomicBool) -> ExecOutcome;
     /// Runs a setup or teardown command of a user dimension.
     fn shell(&mut self, command: &str) -> Result<(), String>;
+    /// Each guest of the lab in use whose QEMU no longer runs (killed, out of memory,
+    /// crashed), said in a sentence; none on targets without guests.
+    fn dead_guests(&self) -> Vec<String> {
+        Vec::new()
+    }
+    /// Builds the lab in use again with new guests (`dead_guests` named some): its tuning
+    /// targets are then the new lab's, without the tuning. What the dead guests' consoles said
+    /// last.
+    fn revive(&mut self) -> Result<String, String> {
+        Err("this target has no lab to build again".into())
+    }
     /// Where tuning profiles are applied (client and, when reachable, server side).
     fn tuning_targets(&self) -> Vec<crate::host::tuning::Target> {
         vec![crate::host::tuning::Target::Local]
@@ -264,6 +275,7 @@ pub fn run_campaign(
         store.clear_skips(campaign)?;
     }
     let mut failfast = failfast::FailFast::default();
+    let mut revived = 0;
     let mut finished = done.len();
     let mut spent = Duration::ZERO;
     for (sequence, &(pos, round)) in order.iter().enumerate() {
@@ -281,6 +293,9 @@ pub fn run_campaign(
         let t0 = Instant::now();
         let cfg = &configs[pos];
         let started_unix = now_unix();
+        if let Some(note) = revive(exec, tuner.as_mut(), &mut revived) {
+            on_progress(&Progress::Note(note));
+        }
         // The lab first (its tuning targets may change with it), then the profile on them.
         let this = resolved[pos].clone();
         let tuned = this.as_ref().map_err(String::clone).and_then(|c| {
@@ -547,6 +562,51 @@ fn switch_path(
         t.targets = exec.tuning_targets();
     }
     Ok(())
+}
+
+/// Most times a campaign builds its lab again for guests that died: a guest that dies again
+/// and again (out of memory in every boot) is a fault to fix, not to wait through.
+const MAX_REVIVALS: u32 = 3;
+
+/// A guest of the lab in use died (killed, out of memory, crashed: each later run would fail
+/// on it): the lab is built again with new guests, at most `MAX_REVIVALS` times a campaign.
+/// The tuning goes back first, while the lab's other host still exists (the dead guest's went
+/// with its kernel), and the tuner then works on the new lab's targets, where the caller
+/// applies the configuration's profile. What to tell the user; `None` while every guest runs.
+fn revive(exec: &mut dyn Executor, tuner: Option<&mut Tuner>, revived: &mut u32) -> Option<String> {
+    let dead = exec.dead_guests();
+    if dead.is_empty() || *revived > MAX_REVIVALS {
+        return None;
+    }
+    let dead = dead.join("; ");
+    *revived += 1;
+    if *revived > MAX_REVIVALS {
+        return Some(format!(
+            "{dead}: its lab is not built again (guests died {MAX_REVIVALS} times in this \
+             campaign already); its runs fail until the cause is fixed (see the guests' \
+             consoles) and --resume builds the lab anew"
+        ));
+    }
+    let mut tuner = tuner;
+    let restored = tuner
+        .as_deref_mut()
+        .map(Tuner::restore_all)
+        .unwrap_or_default();
+    let rebuilt = exec.revive();
+    if let Some(t) = tuner {
+        t.targets = exec.tuning_targets();
+    }
+    let restored = match restored.is_empty() {
+        true => String::new(),
+        false => format!(" (putting the tuning back: {})", restored.join("; ")),
+    };
+    Some(match rebuilt {
+        Ok(consoles) => format!(
+            "{dead}: the lab was built again with a new guest, and the campaign goes on{restored}\n\
+             {consoles}"
+        ),
+        Err(e) => format!("{dead}: building its lab again failed: {e}{restored}"),
+    })
 }
 
 /// Why a finished throughput test is no measurement: nothing arrived in its measured time (a

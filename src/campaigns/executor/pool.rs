@@ -162,15 +162,7 @@ impl LabPool {
                 .down()
                 .map_err(|e| format!("cannot take the lab down: {e:#}"))?;
         }
-        let used: Vec<String> = self
-            .slots
-            .iter()
-            .map(|s| s.lab.name().to_string())
-            .collect();
-        let name = (0..=MAX_LABS)
-            .map(|k| lab_name(&self.base, k))
-            .find(|n| !used.contains(n))
-            .ok_or("no lab name left")?;
+        let name = self.free_name()?;
         let lab = Lab::up(&name, path.clone(), &self.opts)
             .map_err(|e| format!("cannot build the lab: {e:#}"))?;
         let server = serve(&lab)?;
@@ -181,6 +173,39 @@ impl LabPool {
         });
         self.current = self.slots.len() - 1;
         Ok(Switch::ToNew)
+    }
+
+    /// Builds the lab in use again, with its path, under a name no lab up has, and takes the
+    /// old one down once the new one is up (a guest of the old one died: the new lab boots its
+    /// guests anew). When the new lab cannot be built, the old one stays in use.
+    pub(super) fn rebuild_current(&mut self) -> Result<(), String> {
+        let name = self.free_name()?;
+        let lab = Lab::up(&name, self.lab().path().clone(), &self.opts)
+            .map_err(|e| format!("cannot build the lab again: {e:#}"))?;
+        let server = serve(&lab)?;
+        let old = std::mem::replace(
+            &mut self.slots[self.current],
+            Slot {
+                lab,
+                server,
+                used: self.clock,
+            },
+        );
+        // The server thread first, then the namespaces it lives in.
+        drop(old.server);
+        old.lab
+            .down()
+            .map(drop)
+            .map_err(|e| format!("the new lab is up, but the old one did not go down: {e:#}"))
+    }
+
+    /// The first of the pool's names no lab up has (there is one more name than labs).
+    fn free_name(&self) -> Result<String, String> {
+        let used: Vec<&str> = self.slots.iter().map(|s| s.lab.name()).collect();
+        (0..=MAX_LABS)
+            .map(|k| lab_name(&self.base, k))
+            .find(|n| !used.contains(&n.as_str()))
+            .ok_or_else(|| "no lab name left".to_string())
     }
 }
 

@@ -328,7 +328,8 @@ fn failed_runs_left_out_of_the_answer_are_said() {
     {
         r.status = "failed".into();
         r.bits_per_second = None;
-        r.error = Some("host b's guest is no longer running".into());
+        r.error =
+            Some("host b's guest is no longer running\nthe guest's console ended with:".into());
     }
     let e = answer(&runs, &ask());
     assert!(e.broken.is_empty());

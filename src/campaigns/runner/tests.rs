@@ -99,6 +99,10 @@ struct Mock {
     broken_window: Option<u64>,
     /// Every k-th run ends without an error but with nothing arrived (a stalled path).
     silent_every: Option<usize>,
+    /// The lab's guest dies after every k-th run (its runs fail until it is built again).
+    dies_every: Option<usize>,
+    dead: bool,
+    rebuilt: usize,
 }
 
 impl Executor for Mock {
@@ -121,6 +125,12 @@ impl Executor for Mock {
                 "run {n}: setsockopt: Permission denied (os error 13)"
             ));
         }
+        if self.dead {
+            return ExecOutcome::failed("host b's guest is no longer running".into());
+        }
+        if self.dies_every.is_some_and(|k| n.is_multiple_of(k)) {
+            self.dead = true;
+        }
         if self.fail_every.is_some_and(|k| n.is_multiple_of(k)) {
             return ExecOutcome {
                 result: Err(format!("mock failure {n}")),
@@ -142,6 +152,59 @@ impl Executor for Mock {
         self.shell.push(command.to_string());
         Ok(())
     }
+    fn dead_guests(&self) -> Vec<String> {
+        match self.dead {
+            true => vec!["host b's guest (mock) is no longer running".into()],
+            false => Vec::new(),
+        }
+    }
+    fn revive(&mut self) -> Result<String, String> {
+        self.dead = false;
+        self.rebuilt += 1;
+        Ok("its console".into())
+    }
+}
+
+/// A guest that dies is built again before the next run, at most `MAX_REVIVALS` times; the
+/// fourth death is said once, and its runs then fail until fail-fast stops the campaign.
+#[test]
+fn a_dead_guest_is_built_again_a_bounded_number_of_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let (plan, mut store, id) = setup(&dir);
+    let mut mock = Mock {
+        dies_every: Some(2),
+        ..Mock::default()
+    };
+    let mut notes = Vec::new();
+    let out = run_campaign(
+        &plan,
+        &mut store,
+        id,
+        7,
+        &mut mock,
+        &AtomicBool::new(false),
+        &mut |p| {
+            if let Progress::Note(n) = p {
+                notes.push(n.clone());
+            }
+        },
+    )
+    .unwrap();
+    assert_eq!(mock.rebuilt, MAX_REVIVALS as usize);
+    let again = "host b's guest (mock) is no longer running: the lab was built again with a new \
+                 guest, and the campaign goes on\nits console";
+    assert_eq!(notes.iter().filter(|n| *n == again).count(), 3, "{notes:?}");
+    let not = notes
+        .iter()
+        .filter(|n| n.contains("its lab is not built again (guests died 3 times"))
+        .count();
+    assert_eq!(not, 1, "{notes:?}");
+    // Runs 1-8 ran on live guests (each death after an even run, each revival before the next);
+    // from the fourth death on every run failed, until every configuration was skipped.
+    let runs = store.runs(id).unwrap();
+    assert!(runs[..8].iter().all(|r| r.status == "ok"), "{runs:?}");
+    assert!(runs[8..].iter().all(|r| r.status != "ok"), "{runs:?}");
+    assert!(out.all_failing, "{out:?}");
 }
 
 fn setup(dir: &tempfile::TempDir) -> (Plan, Store, i64) {

@@ -164,8 +164,11 @@ impl SysctlPlace for GuestKernel {
         guest_sysctl_write(&self.state_dir, &self.lab, self.host, key, value)
     }
 
+    /// Gone with its lab, or with its QEMU (killed, out of memory, crashed): what was written
+    /// there went with the kernel.
     fn gone(&self) -> bool {
-        read_state(&self.state_dir, &self.lab).is_none_or(|s| s.guest_at(self.host).is_none())
+        read_state(&self.state_dir, &self.lab)
+            .is_none_or(|s| s.guest_at(self.host).is_none_or(|g| g.gone()))
     }
 }
 

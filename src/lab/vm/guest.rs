@@ -538,21 +538,26 @@ fn last_lines(text: &str, n: usize) -> String {
 }
 
 impl GuestState {
-    /// Where the guest's console is and its last lines: the guest's server logs there, so a
-    /// test its server ended is explained there (a run failed with "the server closed the
-    /// control connection" and no word of where to look).
     /// Whether its QEMU is no longer running (exited, or killed).
     pub fn gone(&self) -> bool {
         !is_our_qemu(self.pid, &self.pidfile)
     }
 
+    /// Where the guest's console is and its last lines: the guest's server logs there, so a
+    /// test its server ended is explained there (a run failed with "the server closed the
+    /// control connection" and no word of where to look).
     pub fn console_tail(&self) -> String {
-        let text = crate::inputs::read_regular(&self.console, 1 << 20).unwrap_or_default();
         format!(
             "the guest's console ({}), where its server logs, ended with:\n{}",
             self.console.display(),
-            last_lines(&text, 8)
+            self.last_words()
         )
+    }
+
+    /// The console's last lines, for a guest whose console file goes with its lab.
+    pub fn last_words(&self) -> String {
+        let text = crate::inputs::read_regular(&self.console, 1 << 20).unwrap_or_default();
+        last_lines(&text, 8)
     }
 }
 
