@@ -218,6 +218,41 @@ impl LabExecutor {
     }
 }
 
+/// Runs `test` with a stop flag of its own, raised by the user's `stop` or, checked every
+/// 100 ms, by a guest of `lab` whose QEMU exited: the test then ends at once, where its client
+/// waited 20 s for a final result from a server that was gone. Whether a guest died.
+fn watching_guests<T>(
+    lab: &Lab,
+    stop: &AtomicBool,
+    test: impl FnOnce(&AtomicBool) -> T,
+) -> (T, bool) {
+    if lab.guest().is_none() {
+        return (test(stop), false);
+    }
+    let (mine, over, died) = (
+        AtomicBool::new(false),
+        AtomicBool::new(false),
+        AtomicBool::new(false),
+    );
+    let out = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !over.load(Ordering::Relaxed) {
+                if !dead_guests(lab).is_empty() {
+                    died.store(true, Ordering::Relaxed);
+                }
+                if stop.load(Ordering::Relaxed) || died.load(Ordering::Relaxed) {
+                    mine.store(true, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let out = test(&mine);
+        over.store(true, Ordering::Relaxed);
+        out
+    });
+    (out, died.load(Ordering::Relaxed))
+}
+
 /// Each guest of `lab` whose QEMU no longer runs, said in a sentence.
 fn dead_guests(lab: &Lab) -> Vec<String> {
     [Host::A, Host::B]
@@ -440,12 +475,18 @@ impl Executor for LabExecutor {
         let drops0 = self.lab().delay_line_drops_by_direction();
         let (a0, b0) = self.snapshot();
         let addr = SocketAddr::new(Host::B.address(), crate::traffic::protocol::DEFAULT_PORT);
-        let (result, engine_time) = match self.lab().guest_at(Host::A) {
-            Some(_) => self.run_in_guest_a(spec, stop),
-            None => self
-                .lab()
-                .run_in(Host::A, || client_run(&ClientConfig::new(addr), spec, stop))
-                .unwrap_or_else(|e| (Err(e.to_string()), Duration::ZERO)),
+        let ((result, engine_time), died) = watching_guests(self.lab(), stop, |mine| {
+            match self.lab().guest_at(Host::A) {
+                Some(_) => self.run_in_guest_a(spec, mine),
+                None => self
+                    .lab()
+                    .run_in(Host::A, || client_run(&ClientConfig::new(addr), spec, mine))
+                    .unwrap_or_else(|e| (Err(e.to_string()), Duration::ZERO)),
+            }
+        });
+        let result = match died {
+            true => Err("the test was stopped when the guest's QEMU exited".to_string()),
+            false => result,
         };
         if stop.load(Ordering::Relaxed) {
             // Discarded by the runner; a guest may still be busy with the test it was given.
