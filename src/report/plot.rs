@@ -49,9 +49,11 @@ fn provenance(t: &TestTimeline) -> String {
 }
 
 /// The lines of `lines` that have `value` in some interval, each point at its interval's end;
-/// with their names. Each line's colour is its place among all the test's lines (`lines`
-/// numbered so), so a stream has one colour on every chart (a trial saw stream 0 orange on
-/// the rate chart and blue on the RTT chart, where the total was left out).
+/// with the legend's names by colour (empty for a colour not drawn). Each line's colour is its
+/// place among all the test's lines (`lines` numbered so), so a stream has one colour on every
+/// chart (a trial saw stream 0 orange on the rate chart and blue on the RTT chart, where the
+/// total was left out), and its legend entry that colour (another trial's RTT legend still
+/// counted from the total's blue: stream 0 read as stream 1).
 fn series<'a>(
     lines: impl Iterator<Item = (usize, &'a StreamLine)>,
     value: impl Fn(&Point) -> Option<f64>,
@@ -66,7 +68,10 @@ fn series<'a>(
             .collect();
         if !pts.is_empty() {
             out.push((l.name.clone(), colour, pts));
-            names.push(l.name.clone());
+            if names.len() <= colour {
+                names.resize(colour + 1, String::new());
+            }
+            names[colour] = l.name.clone();
         }
     }
     (out, names)
@@ -335,10 +340,25 @@ mod tests {
                 .unwrap_or_default()
                 .to_string()
         };
+        // Its legend entry has that colour too (the RTT and cwnd charts, drawn without the
+        // total, gave stream 5 the total's colour in the legend).
+        let legend_colour = |svg: &str| {
+            let at = svg
+                .find("class=\"lg\">stream 5</text>")
+                .expect("its legend");
+            svg[..at]
+                .rsplit("fill=\"")
+                .next()
+                .and_then(|f| f.split('"').next())
+                .unwrap_or_default()
+                .to_string()
+        };
         let rate = colour_of_stream(&c[0].2);
-        for chart in &c[1..4] {
+        for chart in &c[..4] {
             assert_eq!(colour_of_stream(&chart.2), rate, "{}", chart.0);
+            assert!(rate.starts_with(&legend_colour(&chart.2)), "{}", chart.2);
         }
+        assert!(!c[2].2.contains(">total</text>"), "{}", c[2].2);
         assert!(c[4].2.contains("round trip (ms)") && c[4].2.contains("under load"));
     }
 

@@ -261,9 +261,13 @@ fn trim_num(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// The legend: `names[i]` beside colour `i`; an empty name (a colour not drawn) is left out.
 fn legend(s: &mut String, names: &[String]) {
     let (mut x, mut y) = (LEFT, H - 38.0);
     for (i, n) in names.iter().enumerate() {
+        if n.is_empty() {
+            continue;
+        }
         let width = 24.0 + 6.5 * n.chars().count() as f64;
         if x + width > W - RIGHT && x > LEFT {
             // Wrap onto the next row.
