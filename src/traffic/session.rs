@@ -46,12 +46,43 @@ pub fn prepare_tcp(sock: &TcpStream, spec: &TestSpec) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Applies the window (or the UDP receive default), type of service, Don't Fragment and the
-/// pacing cap to a UDP data socket.
-pub fn prepare_udp(sock: &UdpSocket, spec: &TestSpec, receiving: bool) -> std::io::Result<()> {
+/// What a UDP data socket does in its test, for its receive buffer when `-w` sets none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UdpEnd {
+    Sender,
+    /// A receiver of netsweep's protocol: `UDP_RCVBUF_DEFAULT`.
+    Receiver,
+    /// A receiver of iperf3's protocol keeps the kernel's default buffer, as iperf3's does: an
+    /// iperf3 test's loss then counts what that buffer drops, as iperf3's own figures on the
+    /// same host do (a trial's iperf3 client at 1.5 Gbit/s lost 1.6-2% to iperf3's server and
+    /// none to netsweep's 64 MiB one: a perfSONAR history would have stepped down).
+    Iperf3Receiver,
+}
+
+impl UdpEnd {
+    /// A receiver of netsweep's protocol when `receiving`, else a sender.
+    pub fn netsweep(receiving: bool) -> UdpEnd {
+        match receiving {
+            true => UdpEnd::Receiver,
+            false => UdpEnd::Sender,
+        }
+    }
+
+    /// A receiver of iperf3's protocol when `receiving`, else a sender.
+    pub fn iperf3(receiving: bool) -> UdpEnd {
+        match receiving {
+            true => UdpEnd::Iperf3Receiver,
+            false => UdpEnd::Sender,
+        }
+    }
+}
+
+/// Applies the window (or netsweep's UDP receive default), type of service, Don't Fragment and
+/// the pacing cap to a UDP data socket.
+pub fn prepare_udp(sock: &UdpSocket, spec: &TestSpec, end: UdpEnd) -> std::io::Result<()> {
     match spec.window_bytes {
         Some(w) => sockopt::set_buffers(sock, w, spec.window_mode.forced())?,
-        None if receiving => sockopt::raise_rcvbuf(sock, UDP_RCVBUF_DEFAULT),
+        None if end == UdpEnd::Receiver => sockopt::raise_rcvbuf(sock, UDP_RCVBUF_DEFAULT),
         None => {}
     }
     let v6 = is_v6(sock.local_addr());
@@ -532,6 +563,32 @@ impl Finished {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without `-w` an iperf3 receiver keeps the kernel's default buffer (iperf3's loss
+    /// figures), netsweep's is raised, and a sender's is left alone; `-w` is set for all.
+    #[test]
+    fn a_udp_receivers_buffer_is_its_protocols() {
+        let rcvbuf = |end: UdpEnd, spec: &TestSpec| {
+            let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+            let before = socket2::SockRef::from(&s).recv_buffer_size().unwrap();
+            prepare_udp(&s, spec, end).unwrap();
+            (before, socket2::SockRef::from(&s).recv_buffer_size().unwrap())
+        };
+        let spec = TestSpec::udp(std::time::Duration::from_secs(1));
+        let (default, iperf3) = rcvbuf(UdpEnd::Iperf3Receiver, &spec);
+        assert_eq!(iperf3, default);
+        assert_eq!(rcvbuf(UdpEnd::Sender, &spec).1, default);
+        // Raised as far as this host lets (root passes rmem_max).
+        let (_, ours) = rcvbuf(UdpEnd::Receiver, &spec);
+        assert!(ours > default || ours >= 2 * UDP_RCVBUF_DEFAULT as usize, "{ours} {default}");
+        let windowed = TestSpec {
+            window_bytes: Some(100_000),
+            ..spec
+        };
+        for end in [UdpEnd::Iperf3Receiver, UdpEnd::Receiver] {
+            assert_eq!(rcvbuf(end, &windowed).1, 200_000, "{end:?}");
+        }
+    }
 
     #[test]
     fn a_stream_failure_is_noted_while_the_test_runs_and_due_after_the_grace() {

@@ -282,7 +282,8 @@ fn open_data(
                     "server sent too few UDP ports",
                 )
             })?;
-            socks.push(udp_socket(cfg, spec, (*flow, i as u16), port)?);
+            let end = crate::traffic::session::UdpEnd::netsweep;
+            socks.push(udp_socket(cfg, spec, (*flow, i as u16), port, end)?);
         }
         let hellos: Vec<_> = (0..socks.len())
             .map(|i| protocol::udp_hello(token, i as u16))

@@ -420,12 +420,15 @@ pub(crate) fn connect_advice(server: SocketAddr, e: &std::io::Error) -> String {
     }
 }
 
-/// A UDP socket of one stream, connected to the server's port for it.
+/// A UDP socket of one stream, connected to the server's port for it; `end` says whose
+/// receive buffer a receiving stream keeps (`UdpEnd::netsweep` or `UdpEnd::iperf3` of
+/// whether the stream is the server's to send).
 pub(crate) fn udp_socket(
     cfg: &ClientConfig,
     spec: &TestSpec,
     (flow, stream): (Flow, u16),
     port: u16,
+    end: fn(bool) -> session::UdpEnd,
 ) -> std::io::Result<UdpSocket> {
     let local = stream_port(cfg, stream)?;
     let sock = new_socket(cfg, Type::DGRAM, socket2::Protocol::UDP, local)?;
@@ -440,7 +443,7 @@ pub(crate) fn udp_socket(
     }
     let to = data_destination(cfg, &sock, port)?;
     let sock: UdpSocket = sock.into();
-    session::prepare_udp(&sock, spec, flow == Flow::ServerToClient)?;
+    session::prepare_udp(&sock, spec, end(flow == Flow::ServerToClient))?;
     socket2::SockRef::from(&sock).connect(&SockAddr::from(to))?;
     Ok(sock)
 }
@@ -479,7 +482,8 @@ mod tests {
         sockopt::keep_remote_flowlabel(&rx).unwrap();
         let udp = TestSpec::udp(Duration::from_secs(1));
         let port = rx.local_addr().unwrap().port();
-        let tx = udp_socket(&cfg, &udp, (Flow::ClientToServer, 0), port).unwrap();
+        let end = session::UdpEnd::netsweep;
+        let tx = udp_socket(&cfg, &udp, (Flow::ClientToServer, 0), port, end).unwrap();
         tx.send(b"labelled").unwrap();
         rx.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let mut label = None;

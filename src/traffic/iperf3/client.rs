@@ -287,7 +287,8 @@ fn open_streams(
                 StreamSocket::Tcp(s)
             }
             Protocol::Udp => {
-                let s = udp_socket(cfg, spec, (flow, i as u16), cfg.server.port())?;
+                let end = crate::traffic::session::UdpEnd::iperf3;
+                let s = udp_socket(cfg, spec, (flow, i as u16), cfg.server.port(), end)?;
                 udp_connect(&s, flow == Flow::ServerToClient, UDP_CONNECT_WAIT, ctrl)?;
                 StreamSocket::Udp(s)
             }

@@ -675,7 +675,8 @@ fn collect_udp(
         };
         let i = out.len();
         let sock = bind_udp(bind_to)?;
-        session::prepare_udp(&sock, setup.spec, flows[i] == Flow::ClientToServer)?;
+        let end = session::UdpEnd::iperf3(flows[i] == Flow::ClientToServer);
+        session::prepare_udp(&sock, setup.spec, end)?;
         sock.connect(from)?;
         sock.send(&wire::UDP_CONNECT_REPLY)?;
         clock.progressed();

@@ -140,8 +140,13 @@ pub(super) fn control_session(
         flows: &flows,
         peer_ip: peer.ip(),
     };
-    let prepare =
-        |s: &UdpSocket, flow: Flow| session::prepare_udp(s, &spec, flow == Flow::ClientToServer);
+    let prepare = |s: &UdpSocket, flow: Flow| {
+        session::prepare_udp(
+            s,
+            &spec,
+            session::UdpEnd::netsweep(flow == Flow::ClientToServer),
+        )
+    };
     let sockets = match udp {
         None => collect_tcp(&rx, &spec, &setup, &mut clock, expecting.as_mut())?,
         Some(u) => u.collect(&token, &setup, &mut clock, &prepare)?,

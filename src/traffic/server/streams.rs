@@ -100,7 +100,8 @@ pub(super) fn bind_udp(
         .iter()
         .map(|flow| {
             let s = UdpSocket::bind(SocketAddr::new(ip, 0))?;
-            session::prepare_udp(&s, spec, *flow == Flow::ClientToServer)?;
+            let end = session::UdpEnd::netsweep(*flow == Flow::ClientToServer);
+            session::prepare_udp(&s, spec, end)?;
             Ok(s)
         })
         .collect()
