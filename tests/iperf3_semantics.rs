@@ -210,8 +210,66 @@ fn iperf3s_command_line_keeps_its_rows_alone_on_standard_output() {
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(rate > 0.0, "{stdout}");
     assert!(stdout.trim_end().ends_with("iperf Done."), "{stdout}");
+    // Without -O the send path's calibration is no row, as it is no interval of -J's.
+    assert!(!stdout.contains("(omitted)"), "{stdout}");
     assert!(!stdout.contains("CPU: local"), "{stdout}");
     assert!(stderr.contains("CPU: local"), "{stderr}");
     let (verbose, _) = run(&["-V"]);
     assert!(verbose.contains("CPU: local"), "{verbose}");
+}
+
+/// A test whose server is killed mid-way, under iperf3's command line, is told as iperf3 tells
+/// one: no summary rows (a trial read a dead server's "receiver" row as the test's rate), `-J`'s
+/// `"end": {}` beside `error` and the intervals measured, nothing on standard error (`iperf3
+/// -J ... 2>&1 | jq` reads one document), exit status 1.
+#[test]
+fn a_test_whose_server_died_has_no_summary_under_iperf3s_command_line() {
+    let run = |extra: &[&str]| {
+        let port = common::free_port();
+        let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["server", "-p", &port.to_string()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        common::wait_listening(([127, 0, 0, 1], port).into(), "the server");
+        let client = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["-c", "127.0.0.1", "-p", &port.to_string(), "-t", "5"])
+            .args(extra)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(2000));
+        common::kill9(&mut server);
+        let out = client.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = run(&[]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(stdout.contains(" sec "), "the intervals measured: {stdout}");
+    assert!(
+        !stdout.contains("receiver")
+            && !stdout.contains("sender")
+            && !stdout.contains("iperf Done."),
+        "{stdout}"
+    );
+    assert!(stderr.contains("error - server gone mid-test"), "{stderr}");
+    let (code, stdout, stderr) = run(&["-J"]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(!stderr.contains("error"), "{stderr}");
+    let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(doc["end"], serde_json::json!({}), "{doc:#}");
+    assert!(
+        doc["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{doc:#}"
+    );
+    assert!(
+        doc["intervals"].as_array().is_some_and(|i| !i.is_empty()),
+        "{doc:#}"
+    );
 }

@@ -244,6 +244,11 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
             if !iv.omitted && origin.is_none() {
                 origin = Some(iv.start_s);
             }
+            // iperf3's command line without -O: the send path's calibration is no iperf3
+            // interval, in text as in its -J document (a trial counted one row too many).
+            if view.done_line && iv.omitted && spec.omit.is_zero() {
+                return;
+            }
             let from = origin.unwrap_or(0.0);
             crate::out!("{}", output::interval_lines(spec, iv, view.units, from));
         }
@@ -305,7 +310,16 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
             ExitCode::SUCCESS
         }
         Err(e) => {
+            // iperf3's client gives no summary of a test that failed (its server gone, an
+            // error of either end): no rows, and `"end": {}` beside `error` in its document
+            // (a trial's script read a dead server's "receiver" row as the test's rate). A
+            // test the user stopped keeps its summary, as iperf3's does.
+            let failed_iperf3_way =
+                view.done_line && !stop.load(std::sync::atomic::Ordering::SeqCst);
             match &e.partial {
+                Some(partial) if failed_iperf3_way => {
+                    print_failed_iperf3_test(cfg, partial, view, &e.message, stream_started)
+                }
                 // A JSON document of a failed test says why in `error` (perfSONAR reads a
                 // document without one as a success), also when the failure is the check of
                 // the two ends' reports rather than an error of either.
@@ -317,7 +331,10 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
                 Some(partial) => print_result(cfg, partial, view, stream_started),
                 None => print_failure(cfg, spec, view, &e.message, stream_started),
             }
-            crate::errln!("{}{}", crate::console::failure_prefix(), e.message);
+            // iperf3's -J says it in the document alone: `iperf3 -J ... 2>&1 | jq` reads one.
+            if !(view.done_line && view.json.is_some()) {
+                crate::errln!("{}{}", crate::console::failure_prefix(), e.message);
+            }
             ExitCode::FAILURE
         }
     }
@@ -499,6 +516,39 @@ fn unusable_address(e: anyhow::Error, view: &ClientView) -> anyhow::Result<ExitC
 
 /// A test that failed before measuring anything: iperf3's JSON readers still get a document
 /// (or an event) with the `error` they look for.
+/// A test that failed mid-way under iperf3's command line, as iperf3 tells one: its document
+/// with the intervals measured, `"end": {}` and the error; in text, nothing more (the intervals
+/// were printed as they closed).
+fn print_failed_iperf3_test(
+    cfg: &ClientConfig,
+    partial: &TestResult,
+    view: &ClientView,
+    message: &str,
+    stream_started: bool,
+) {
+    match view.json {
+        Some(JsonSchema::Iperf3) => {
+            let mut doc = iperf3_document(cfg, partial, view);
+            doc["end"] = serde_json::json!({});
+            doc["error"] = serde_json::json!(message);
+            print_json(&doc);
+        }
+        Some(JsonSchema::Iperf3Stream) => {
+            if !stream_started {
+                stream_start(cfg.server, &partial.spec, &partial.start);
+            }
+            let event = iperf3_json::stream_event("error", &serde_json::json!(message));
+            crate::outln!("{event}");
+        }
+        Some(JsonSchema::Netsweep) => {
+            let mut failed = partial.clone();
+            failed.error.get_or_insert_with(|| message.to_string());
+            print_result(cfg, &failed, view, stream_started)
+        }
+        None => {}
+    }
+}
+
 fn print_failure(
     cfg: &ClientConfig,
     spec: &TestSpec,

@@ -472,6 +472,16 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         spec.count = count;
         spec.until_stopped = until_stopped;
         spec.interval = parse_duration(&a.interval).context("-i/--interval")?;
+        // iperf3's bounds under its command line (3.12 and 3.21 refuse -i 0.05).
+        if a.iperf3_cli
+            && !spec.interval.is_zero()
+            && !(0.1..=60.0).contains(&spec.interval.as_secs_f64())
+        {
+            bail!(
+                "-i/--interval {}: invalid report interval (min = 0.1, max = 60 seconds)",
+                a.interval
+            );
+        }
         if spec.interval.is_zero() {
             // iperf3's -i 0: no reports while the test runs, one interval over the whole test
             // (iperf3 3.21's text and JSON hold exactly that one).
@@ -487,7 +497,7 @@ impl TryFrom<&ClientArgs> for (ClientConfig, TestSpec) {
         spec.omit = parse_duration(&a.omit).context("-O/--omit")?;
         // iperf3's bounds, said before connecting in its words (servers refuse past them).
         use crate::traffic::iperf3::wire::{MAX_STREAMS, MAX_TIME_S, MAX_WINDOW_BYTES};
-        if a.parallel > MAX_STREAMS {
+        if a.parallel == 0 || a.parallel > MAX_STREAMS {
             bail!(
                 "-P {}: invalid number of parallel streams (min = 1, max = {MAX_STREAMS})",
                 a.parallel

@@ -572,7 +572,10 @@ mod tests {
             let s = UdpSocket::bind("127.0.0.1:0").unwrap();
             let before = socket2::SockRef::from(&s).recv_buffer_size().unwrap();
             prepare_udp(&s, spec, end).unwrap();
-            (before, socket2::SockRef::from(&s).recv_buffer_size().unwrap())
+            (
+                before,
+                socket2::SockRef::from(&s).recv_buffer_size().unwrap(),
+            )
         };
         let spec = TestSpec::udp(std::time::Duration::from_secs(1));
         let (default, iperf3) = rcvbuf(UdpEnd::Iperf3Receiver, &spec);
@@ -580,7 +583,10 @@ mod tests {
         assert_eq!(rcvbuf(UdpEnd::Sender, &spec).1, default);
         // Raised as far as this host lets (root passes rmem_max).
         let (_, ours) = rcvbuf(UdpEnd::Receiver, &spec);
-        assert!(ours > default || ours >= 2 * UDP_RCVBUF_DEFAULT as usize, "{ours} {default}");
+        assert!(
+            ours > default || ours >= 2 * UDP_RCVBUF_DEFAULT as usize,
+            "{ours} {default}"
+        );
         let windowed = TestSpec {
             window_bytes: Some(100_000),
             ..spec

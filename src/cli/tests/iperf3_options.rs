@@ -3,6 +3,8 @@
 
 use super::{client, server_of};
 use crate::cli::{Cli, iperf3_argv, iperf3_role_error};
+use crate::traffic::client::ClientConfig;
+use crate::traffic::spec::TestSpec;
 use clap::Parser;
 use std::time::Duration;
 
@@ -489,4 +491,34 @@ fn iperf3s_bounds_are_refused_before_connecting() {
     ] {
         assert!(client(ok).is_ok(), "{ok:?}");
     }
+}
+
+/// iperf3's command line keeps iperf3's report interval bounds (0.1 to 60 s, or 0) and says
+/// `-P 0` in the words of `-P 129`; netsweep's own spelling keeps its finer intervals.
+#[test]
+fn iperf3s_interval_and_stream_bounds_on_its_command_line() {
+    let iperf3 = |args: &[&str]| -> anyhow::Result<(ClientConfig, TestSpec)> {
+        let argv = ["netsweep", "-c", "127.0.0.1"]
+            .iter()
+            .chain(args)
+            .map(std::ffi::OsString::from)
+            .collect();
+        match Cli::try_parse_from(iperf3_argv(argv))?.command {
+            crate::cli::Command::Client(c) => <(ClientConfig, TestSpec)>::try_from(&*c),
+            _ => anyhow::bail!("not a client"),
+        }
+    };
+    for bad in ["0.05", "61"] {
+        let e = format!("{:#}", iperf3(&["-i", bad]).unwrap_err());
+        assert!(
+            e.contains("invalid report interval (min = 0.1, max = 60 seconds)"),
+            "{bad}: {e}"
+        );
+    }
+    for ok in ["0", "0.1", "0.5", "60"] {
+        assert!(iperf3(&["-i", ok]).is_ok(), "{ok}");
+    }
+    let e = format!("{:#}", iperf3(&["-P", "0"]).unwrap_err());
+    assert!(e.contains("(min = 1, max = 128)"), "{e}");
+    assert!(client(&["127.0.0.1", "-i", "0.05"]).is_ok());
 }
