@@ -192,6 +192,51 @@ fn common_year() -> String {
     .to_string()
 }
 
+/// Under the name iperf3 (a link), `-D` is as quiet as iperf3's and the background server
+/// keeps the name: `pgrep -x iperf3`, `pidof` and `killall` find it by the process name the
+/// kernel gives it (the path it was started by), not netsweep's. A server that cannot listen
+/// still says why.
+#[test]
+fn a_background_server_started_as_iperf3_is_quiet_and_named_iperf3() {
+    let _serial = common::loopback::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("iperf3");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_netsweep"), &link).unwrap();
+    let pidfile = dir.path().join("d.pid");
+    let port = common::free_port().to_string();
+    let args = ["-s", "-p", &port, "-D", "-I", pidfile.to_str().unwrap()];
+    let out = Command::new(&link).args(args).output().unwrap();
+    let _daemon = Daemon(pidfile.clone());
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "");
+    assert_eq!(text(&out.stderr), "");
+    let pid = pid_in(&pidfile).expect("the pidfile holds the server's ID");
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+    assert_eq!(comm.trim(), "iperf3");
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    assert!(cmdline.starts_with(link.to_str().unwrap().as_bytes()));
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = taken.local_addr().unwrap().port().to_string();
+    let other = dir.path().join("other.pid");
+    let args = [
+        "-s",
+        "-B",
+        "127.0.0.1",
+        "-p",
+        &busy,
+        "-D",
+        "-I",
+        other.to_str().unwrap(),
+    ];
+    let out = Command::new(&link).args(args).output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("cannot listen on"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn a_server_that_cannot_listen_fails_d_on_the_terminal_and_leaves_no_pidfile() {
     let _serial = common::loopback::serial();

@@ -32,11 +32,15 @@ pub fn child_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
 }
 
 /// `-D`: starts the server in the background and returns once it listens and has said its
-/// startup lines, having printed them; fails with its exit status when it ends first.
+/// startup lines, having printed them (under the name iperf3, silently as iperf3's `-D`); fails
+/// with its exit status when it ends first, and with what it said.
 pub fn start_in_background() -> anyhow::Result<ExitCode> {
-    let exe = std::env::current_exe().context("-D: cannot find this program to start it again")?;
-    let mut cmd = Command::new(exe);
-    cmd.args(child_args(std::env::args_os().skip(1)))
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let quiet = crate::cli::program_name(&args) == "iperf3";
+    let (program, arg0) = invoked_as(&args)?;
+    let mut cmd = Command::new(program);
+    std::os::unix::process::CommandExt::arg0(&mut cmd, arg0);
+    cmd.args(child_args(args.into_iter().skip(1)))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -46,19 +50,51 @@ pub fn start_in_background() -> anyhow::Result<ExitCode> {
     // Until the server points its messages elsewhere (`Redirect::apply`, after its startup
     // lines) or ends: the pipe closes either way, and the listening line tells which.
     let mut listening = false;
+    let mut held = Vec::new();
     if let Some(said) = child.stderr.take() {
         for line in std::io::BufReader::new(said).lines() {
             let Ok(line) = line else { break };
-            crate::errln!("{line}");
             listening |= line.contains(LISTENING);
+            match quiet {
+                true => held.push(line),
+                false => crate::errln!("{line}"),
+            }
         }
     }
     if listening {
-        crate::errln!("netsweep server: running in the background as process {pid}");
+        if !quiet {
+            crate::errln!("netsweep server: running in the background as process {pid}");
+        }
         return Ok(ExitCode::SUCCESS);
+    }
+    for line in held {
+        crate::errln!("{line}");
     }
     let status = child.wait().context("-D: waiting for the server")?;
     bail!("-D: the server ended before it listened ({status})")
+}
+
+/// The path this program was started by and its `argv[0]`, for the background server: a link
+/// named iperf3 keeps its name there (the kernel names a process after the path it was
+/// started by), so `pidof iperf3`, `pgrep -x iperf3` and `killall iperf3` find it (a trial's
+/// init script found no iperf3: the server ran as netsweep, from the link's target).
+fn invoked_as(args: &[OsString]) -> anyhow::Result<(PathBuf, OsString)> {
+    let exe = std::env::current_exe().context("-D: cannot find this program to start it again")?;
+    let Some(arg0) = args.first().cloned() else {
+        return Ok((exe.clone(), exe.into_os_string()));
+    };
+    let named = Path::new(&arg0);
+    let path = if named.components().count() > 1 {
+        Some(named.to_path_buf())
+    } else {
+        std::env::var_os("PATH").and_then(|dirs| {
+            std::env::split_paths(&dirs)
+                .map(|d| d.join(named))
+                .find(|p| p.is_file())
+        })
+    };
+    let same = |p: &PathBuf| p.canonicalize().ok() == exe.canonicalize().ok();
+    Ok((path.filter(same).unwrap_or(exe), arg0))
 }
 
 /// `-I FILE`: the file holding this server's process ID, removed when dropped if it still
