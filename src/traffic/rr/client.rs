@@ -95,7 +95,12 @@ pub fn run(cfg: &ClientConfig, spec: &RrSpec, stop: &AtomicBool) -> Result<RrRes
         spin: spec.spin(),
     };
     let outcomes = drive(cfg, opened, spec, &plan);
-    let elapsed = start.elapsed();
+    // Start to the last transaction's end (a wait abandoned after the end is no test time).
+    let elapsed = outcomes
+        .iter()
+        .filter_map(|o| o.last_end)
+        .max()
+        .map_or_else(|| start.elapsed(), |end| end.duration_since(start));
     write_frame(&mut ctrl, &ClientMsg::Done)?;
     let counts = match read_frame::<ServerMsg>(&mut ctrl, Some(Instant::now() + IO_DEADLINE))? {
         ServerMsg::RrDone { counts } => counts,

@@ -79,6 +79,9 @@ pub struct Outcome {
     pub latency: LatencyHistogram,
     /// What ended this connection's loop early, if something did.
     pub error: Option<String>,
+    /// When its last transaction ended: the test's time runs to the last of these, not to
+    /// a wait for a response that came no more after the end.
+    pub last_end: Option<Instant>,
 }
 
 impl Outcome {
@@ -89,6 +92,7 @@ impl Outcome {
         self.bytes_received += plan.response_bytes as u64;
         self.latency
             .record_ns(u64::try_from(t1.duration_since(t0).as_nanos()).unwrap_or(u64::MAX));
+        self.last_end = Some(t1);
     }
 }
 
@@ -159,7 +163,8 @@ pub fn client_crr(connect: &dyn Fn() -> io::Result<TcpStream>, plan: &Plan<'_>) 
 
 /// Client, UDP rr: one datagram each way per transaction on the connected `sock`; a request
 /// unanswered for `UDP_RESPONSE_WAIT` counts as lost and is sent again (its transaction is
-/// timed from the first send). Datagrams of another size, and hello echoes, are skipped.
+/// timed from the first send), unless the test has ended: the transaction is then abandoned,
+/// neither lost nor timed. Datagrams of another size, and hello echoes, are skipped.
 pub fn client_udp(sock: &UdpSocket, plan: &Plan<'_>) -> Outcome {
     let mut out = Outcome::default();
     let request = vec![REQUEST_FILL; plan.request_bytes];
@@ -182,10 +187,12 @@ pub fn client_udp(sock: &UdpSocket, plan: &Plan<'_>) -> Outcome {
                 }
                 Ok(_) => {}
                 Err(e) if is_timeout(&e) => {
-                    out.lost += 1;
+                    // Past the end the request is not sent again: a trial's "lost 6 requests
+                    // sent again" held one that was not, and the rate the 200 ms wait.
                     if Instant::now() >= plan.end || plan.stop.load(Ordering::Relaxed) {
                         break 'test;
                     }
+                    out.lost += 1;
                     if let Err(e) = sock.send(&request) {
                         out.error = Some(transaction_failed(&e));
                         break 'test;
@@ -508,6 +515,49 @@ mod tests {
             assert_eq!(out.error, None);
             assert_eq!(out.transactions, 300);
             assert_eq!(served.transactions, 300 + out.lost);
+        });
+    }
+
+    /// A request whose response never comes, and whose wait ends after the test's end, is
+    /// abandoned: not counted as lost (it is not sent again), and the test's time ends with
+    /// the last transaction, not with the wait.
+    #[test]
+    fn a_udp_request_unanswered_at_the_end_is_abandoned_not_lost() {
+        let server_sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let client_sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+        client_sock
+            .connect(server_sock.local_addr().unwrap())
+            .unwrap();
+        let stop = AtomicBool::new(false);
+        let start = Instant::now();
+        std::thread::scope(|s| {
+            // Answers 20 requests, then none.
+            s.spawn(|| {
+                let mut buf = [0u8; 64];
+                for _ in 0..20 {
+                    let Ok((_, from)) = server_sock.recv_from(&mut buf) else {
+                        return;
+                    };
+                    let _ = server_sock.send_to(&[0u8; 16], from);
+                }
+            });
+            let budget = Budget::new(None);
+            let plan = Plan {
+                request_bytes: 8,
+                response_bytes: 16,
+                end: start + UDP_RESPONSE_WAIT / 2,
+                budget: &budget,
+                stop: &stop,
+                spin: None,
+            };
+            let out = client_udp(&client_sock, &plan);
+            assert_eq!(out.error, None);
+            assert_eq!((out.transactions, out.lost), (20, 0));
+            let last = out
+                .last_end
+                .expect("a last transaction")
+                .duration_since(start);
+            assert!(last < UDP_RESPONSE_WAIT / 2, "{last:?}");
         });
     }
 
