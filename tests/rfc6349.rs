@@ -226,6 +226,53 @@ fn the_rfc6349_command_runs_the_steps_across_a_lab() {
     );
 }
 
+/// Without `--path-rate` the bottleneck is estimated from four streams' goodput, with the
+/// framing of the segments they carried (1448 bytes with timestamps): a 200 Mbit/s lab of
+/// 1500-byte IP packets is estimated at about 200, not 198.4 (1460 bytes each), and no test
+/// carries more than its segments' ceiling on that estimate (a trial read a ratio of 1.0000
+/// beside "1.0083 at best").
+#[test]
+fn the_estimated_bottleneck_counts_the_segments_the_streams_carried() {
+    if !common::root_or_skip("the_estimated_bottleneck_counts_the_segments_the_streams_carried") {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let slow = PathConfig {
+        rate_bps: Some(200e6),
+        delay: Duration::from_millis(5),
+        queue: Duration::from_millis(50),
+        ..PathConfig::default()
+    };
+    let lab = common::lab_up("rfce", &dir, slow, EmulatorChoice::Userspace);
+    let server = lab
+        .start_server(Host::B, ServerLimits::default())
+        .expect("server on b");
+    let out = lab
+        .command(Host::A, env!("CARGO_BIN_EXE_netsweep"))
+        .args(["rfc6349", &server.addr.ip().to_string(), "-p"])
+        .arg(server.addr.port().to_string())
+        .args(["--framing", "ip", "-t", "3", "-O", "1", "--windows", "4M"])
+        .arg("--json")
+        .output()
+        .expect("netsweep rfc6349 in host a");
+    drop(server);
+    lab.down().expect("lab down");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let doc: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{e}: {text}{}", String::from_utf8_lossy(&out.stderr)));
+    let rate = doc["bottleneck_bits_per_second"].as_f64().unwrap_or(0.0);
+    assert!((190e6..=201e6).contains(&rate), "estimate {rate}: {doc:#}");
+    for t in doc["tests"].as_array().unwrap() {
+        let m = &t["rfc6349"];
+        let (bps, best) = (
+            t["bits_per_second"].as_f64().unwrap_or(0.0),
+            m["segments_max_bits_per_second"].as_f64().unwrap_or(0.0),
+        );
+        assert!(best > 0.0 && bps <= best * 1.005, "{t:#}");
+    }
+}
+
 #[test]
 fn a_loopback_result_carries_the_metrics_with_the_kernels_counts() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

@@ -27,13 +27,7 @@ pub fn of(r: &TestResult, path: &PathFacts) -> Option<Rfc6349> {
         transmitted_bytes: s.tcp_bytes_sent,
         retransmitted_bytes: s.tcp_bytes_retrans,
         rtt_during_s: s.rtt_mean_us.map(|us| us / 1e6),
-        // The sending end's: the client's forward, the server's under -R.
-        segment_bytes: match r.spec.direction {
-            Direction::Reverse => &r.start.server_sockets,
-            _ => &r.start.client_sockets,
-        }
-        .iter()
-        .find_map(|k| k.mss_bytes),
+        segment_bytes: sending_segment(r),
     };
     let mut path = path.clone();
     path.baseline_rtt_s = match (path.baseline_rtt_s.take(), measured_baseline(r)) {
@@ -52,6 +46,17 @@ pub fn of(r: &TestResult, path: &PathFacts) -> Option<Rfc6349> {
         (given, _) => given,
     };
     rfc6349::metrics(&path, &transfer)
+}
+
+/// The payload of the sending end's segments (its MSS): the client's forward, the server's
+/// under -R.
+pub fn sending_segment(r: &TestResult) -> Option<u32> {
+    match r.spec.direction {
+        Direction::Reverse => &r.start.server_sockets,
+        _ => &r.start.client_sockets,
+    }
+    .iter()
+    .find_map(|k| k.mss_bytes)
 }
 
 /// The baseline RTT this result measured itself, seconds, and how.
