@@ -432,20 +432,32 @@ fn tcp_checks(view: &HostView, out: &mut Vec<Finding>) {
 }
 
 /// What to do about receive processing out of budget: raise the budgets still below 600
-/// packets and 8 ms (one pasteable `sysctl -w`), else spread the work over more cores.
+/// packets and 8 ms (one pasteable `sysctl -w`), else spread the work over more cores. The
+/// budgets are the host's: a network namespace has no such keys (a trial in a lab namespace
+/// was told a `sysctl -w` that failed there with "cannot stat"), so from one the command is
+/// for the host's own namespace.
 fn budget_fix(sysctl: &dyn Fn(&str) -> Option<String>) -> String {
-    let raise: Vec<String> = [
+    let keys = [
         ("net.core.netdev_budget", 600),
         ("net.core.netdev_budget_usecs", 8000),
-    ]
-    .into_iter()
-    .filter(|(k, want)| {
-        sysctl(k)
-            .and_then(|v| v.parse::<u64>().ok())
-            .is_none_or(|v| v < *want)
-    })
-    .map(|(k, want)| format!("{k}={want}"))
-    .collect();
+    ];
+    if keys.iter().all(|(k, _)| sysctl(k).is_none()) {
+        let all: Vec<String> = keys.iter().map(|(k, w)| format!("{k}={w}")).collect();
+        return format!(
+            "the budgets are the host's, not in this network namespace: in the host's own, \
+             sysctl -w {}, or spread receive processing over more cores (RSS queues, or RPS)",
+            all.join(" ")
+        );
+    }
+    let raise: Vec<String> = keys
+        .into_iter()
+        .filter(|(k, want)| {
+            sysctl(k)
+                .and_then(|v| v.parse::<u64>().ok())
+                .is_some_and(|v| v < *want)
+        })
+        .map(|(k, want)| format!("{k}={want}"))
+        .collect();
     if raise.is_empty() {
         "the budgets are already raised (net.core.netdev_budget, netdev_budget_usecs): spread \
          receive processing over more cores (RSS queues, or RPS)"
@@ -561,4 +573,34 @@ pub fn check(view: &HostView, hints: &PathHints) -> Vec<Finding> {
     system_checks(view, &mut out);
     super::host100g::check(view, &ifaces, hints, &mut out);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::budget_fix;
+
+    #[test]
+    fn the_budget_fix_raises_what_is_low_and_is_for_the_host_from_a_namespace() {
+        let host = |k: &str| match k {
+            "net.core.netdev_budget" => Some("300".to_string()),
+            "net.core.netdev_budget_usecs" => Some("8000".to_string()),
+            _ => None,
+        };
+        assert!(
+            budget_fix(&host).starts_with("sysctl -w net.core.netdev_budget=600, or spread"),
+            "{}",
+            budget_fix(&host)
+        );
+        let raised = |_: &str| Some("10000".to_string());
+        assert!(budget_fix(&raised).starts_with("the budgets are already raised"));
+        let namespace = |_: &str| None;
+        let fix = budget_fix(&namespace);
+        assert!(
+            fix.starts_with("the budgets are the host's, not in this network namespace")
+                && fix.contains(
+                    "sysctl -w net.core.netdev_budget=600 net.core.netdev_budget_usecs=8000"
+                ),
+            "{fix}"
+        );
+    }
 }

@@ -285,9 +285,22 @@ pub fn rings(nic: &str, r: &Rings) -> Verdict {
     )
 }
 
+/// Whether a NIC's interrupt coalescing can be set from this host: a virtio_net device offers
+/// it only with `VIRTIO_NET_F_VQ_NOTF_COAL` or `VIRTIO_NET_F_NOTF_COAL` (feature bits 52 and
+/// 53 of sysfs's `device/features`), and Linux's virtio_net refuses `ethtool -C` without them
+/// (a trial's guest was told `ethtool -C eth0 adaptive-rx on`). Other drivers answer for
+/// themselves (`ethtool -c`).
+pub fn coalescing_settable(driver: Option<&str>, virtio_features: Option<&str>) -> bool {
+    if driver != Some("virtio_net") {
+        return true;
+    }
+    let bit = |n: usize| virtio_features.and_then(|f| f.as_bytes().get(n).copied()) == Some(b'1');
+    bit(52) || bit(53)
+}
+
 /// Interrupt coalescing on receive: adaptive, or some microseconds, not one interrupt per
-/// packet.
-pub fn coalescing(nic: &str, c: &Coalesce) -> Verdict {
+/// packet; a device that offers none to set (`coalescing_settable`) is said without a fix.
+pub fn coalescing(nic: &str, c: &Coalesce, settable: bool) -> Verdict {
     if c.adaptive_rx == Some(true) {
         return Verdict::Ok(format!("{nic}: adaptive receive coalescing is on"));
     }
@@ -299,6 +312,17 @@ pub fn coalescing(nic: &str, c: &Coalesce) -> Verdict {
             "{nic}: receive interrupts coalesced (rx-usecs {usecs}, rx-frames {})",
             crate::host::doctor::opt(c.rx_frames)
         ));
+    }
+    if !settable {
+        return wrong(
+            format!(
+                "{nic}: one interrupt per received packet, and its virtio device offers no \
+                 coalescing to set (neither VIRTIO_NET_F_NOTF_COAL nor VQ_NOTF_COAL): the \
+                 hypervisor's virtio backend decides"
+            ),
+            Severity::Info,
+            None,
+        );
     }
     let fix = if c.adaptive_rx.is_some() {
         format!("ethtool -C {} adaptive-rx on", quote(nic))

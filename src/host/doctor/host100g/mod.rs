@@ -299,12 +299,14 @@ fn nic_items(view: &HostView, nic: &Iface, rate: Option<f64>, out: &mut Vec<Find
         rate,
         judge::numa_threads(name, &numa, &server),
     ));
-    ethtool_items(view, name, rate, out);
+    ethtool_items(view, nic, rate, out);
     link_items(view, nic, rate, out);
 }
 
 /// The items read from `ethtool -g/-c/-a/-k`.
-fn ethtool_items(view: &HostView, name: &str, rate: Option<f64>, out: &mut Vec<Finding>) {
+fn ethtool_items(view: &HostView, nic: &Iface, rate: Option<f64>, out: &mut Vec<Finding>) {
+    let name = nic.name.as_str();
+    let settable = judge::coalescing_settable(nic.driver.as_deref(), nic.features.as_deref());
     let id = |item: &str| format!("host100g.{item}.{name}");
     out.push(finding(
         id("rings"),
@@ -323,7 +325,7 @@ fn ethtool_items(view: &HostView, name: &str, rate: Option<f64>, out: &mut Vec<F
         with(
             run(view, name, "ethtool", &["-c"]),
             parse::ethtool_coalesce,
-            |c| judge::coalescing(name, &c),
+            |c| judge::coalescing(name, &c, settable),
         ),
     ));
     out.push(finding(

@@ -187,7 +187,7 @@ fn an_interrupt_per_packet_is_coalesced() {
         rx_frames: Some(1),
     };
     assert_eq!(
-        wrong_fix(&coalescing("eth0", &per_packet)),
+        wrong_fix(&coalescing("eth0", &per_packet, true)),
         Some("ethtool -C eth0 adaptive-rx on")
     );
     let no_adaptive = Coalesce {
@@ -195,18 +195,36 @@ fn an_interrupt_per_packet_is_coalesced() {
         ..per_packet.clone()
     };
     assert_eq!(
-        wrong_fix(&coalescing("eth0", &no_adaptive)),
+        wrong_fix(&coalescing("eth0", &no_adaptive, true)),
         Some("ethtool -C eth0 rx-usecs 8")
     );
     let adaptive = Coalesce {
         adaptive_rx: Some(true),
         ..per_packet
     };
-    assert!(matches!(coalescing("eth0", &adaptive), Verdict::Ok(_)));
     assert!(matches!(
-        coalescing("eth0", &Coalesce::default()),
+        coalescing("eth0", &adaptive, true),
+        Verdict::Ok(_)
+    ));
+    assert!(matches!(
+        coalescing("eth0", &Coalesce::default(), true),
         Verdict::Unknown(_)
     ));
+    // A virtio_net device without the notification-coalescing features: no fix to paste.
+    let mut features = "0".repeat(64);
+    assert!(!coalescing_settable(Some("virtio_net"), Some(&features)));
+    assert!(coalescing_settable(Some("mlx5_core"), None));
+    match coalescing("eth0", &per_packet, false) {
+        Verdict::Wrong { fix, severity, .. } => {
+            assert_eq!((fix, severity), (None, Severity::Info));
+        }
+        v => panic!("{v:?}"),
+    }
+    for bit in [52, 53] {
+        features.replace_range(bit..=bit, "1");
+        assert!(coalescing_settable(Some("virtio_net"), Some(&features)));
+        features.replace_range(bit..=bit, "0");
+    }
 }
 
 #[test]
