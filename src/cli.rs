@@ -319,19 +319,70 @@ pub fn program_name(args: &[std::ffi::OsString]) -> &'static str {
 /// (`iperf3 -v | awk '{print $2}'`; netsweep printed "netsweep 0.1.0"), the netsweep
 /// behind it in parentheses, as `-J`'s `start.version` says it. `--version` stays netsweep's,
 /// except under the name iperf3, where it is iperf3's `-v` too (pScheduler's iperf3 tool reads
-/// `iperf3 --version` to choose the peers' login padding).
+/// `iperf3 --version` to choose the peers' login padding). Then iperf3's second and third
+/// lines: the system, and the optional features this build has in iperf3's words, which
+/// feature probes grep (`iperf3 -v | grep -q authentication`).
 pub fn iperf3_version(args: &[std::ffi::OsString]) -> Option<String> {
     let asked = args.len() == 2
         && (args[1] == "-v" || (args[1] == "--version" && program_name(args) == "iperf3"));
     asked.then(|| {
         format!(
-            "iperf {} (netsweep {}): iperf3's command line, JSON and protocol\n\
+            "iperf {} (netsweep {}): iperf3's command line, JSON and protocol\n{}\n\
+             Optional features available: {}\n\
              netsweep --version gives netsweep's own",
             crate::traffic::iperf3::json::SCHEMA_VERSION,
-            env!("CARGO_PKG_VERSION")
+            env!("CARGO_PKG_VERSION"),
+            crate::platform::system_info(),
+            IPERF3_FEATURES.join(", ")
         )
     })
 }
+
+/// Under the name iperf3, `-h`/`--help` alone, or no arguments at all: iperf3's usage line and
+/// every option of both roles (clap's help of `server` and `client`, whose flags are iperf3's),
+/// so `iperf3 --help | grep -q -- --bidir` finds what this build has (it showed netsweep's
+/// subcommands). The text, and whether it is the error of no arguments (iperf3 then says
+/// "must either be a client (-c) or server (-s)" and exits 1).
+pub fn iperf3_help(args: &[std::ffi::OsString]) -> Option<(String, bool)> {
+    if program_name(args) != "iperf3" {
+        return None;
+    }
+    let no_role = args.len() == 1;
+    if !no_role && !(args.len() == 2 && (args[1] == "-h" || args[1] == "--help")) {
+        return None;
+    }
+    use clap::CommandFactory;
+    let mut cli = Cli::command();
+    let mut role = |name: &str| {
+        cli.find_subcommand_mut(name)
+            .map(|c| c.render_long_help().to_string())
+            .unwrap_or_default()
+    };
+    let (server, client) = (role("server"), role("client"));
+    let text = format!(
+        "Usage: iperf3 [-s|-c host] [options]\n       iperf3 [-h|--help] [-v|--version]\n\n\
+         Server (iperf3 -s [options]):\n{server}\n\
+         Client (iperf3 -c host [options]):\n{client}\n\
+         This is netsweep under iperf3's name: iperf3's options, protocol and JSON \
+         (netsweep --help for its own commands)."
+    );
+    Some((text, no_role))
+}
+
+/// The optional features of iperf3's `-v` this build has (iperf3's names; no SCTP).
+const IPERF3_FEATURES: &[&str] = &[
+    "CPU affinity setting",
+    #[cfg(target_os = "linux")]
+    "IPv6 flow label",
+    "TCP congestion algorithm",
+    "sendfile / zerocopy",
+    "socket pacing",
+    "authentication",
+    #[cfg(target_os = "linux")]
+    "bind to device",
+    "support IPv4 don't fragment",
+    "POSIX threads",
+];
 
 /// Rewrites iperf3's command lines into netsweep's: `netsweep -s ...` is `netsweep server
 /// --iperf3-cli ...` and `netsweep -c HOST ...` is `netsweep client HOST --iperf3-cli ...` (`-c HOST` may

@@ -9,6 +9,16 @@ fn main() -> ExitCode {
     }
     // iperf3's messages under its command line: "iperf3: error - ..." under iperf3's name, as
     // wrappers match them ("iperf3: error - the server is busy ...").
+    if let Some((usage, no_role)) = netsweep::cli::iperf3_help(&args) {
+        netsweep::outln!("{usage}");
+        if no_role {
+            netsweep::errln!(
+                "iperf3: parameter error - must either be a client (-c) or server (-s)"
+            );
+            return ExitCode::FAILURE;
+        }
+        return ExitCode::SUCCESS;
+    }
     let program = netsweep::cli::program_name(&args);
     let argv = netsweep::cli::iperf3_argv(args);
     let iperf3_cli = argv.iter().any(|a| a == "--iperf3-cli");

@@ -583,3 +583,54 @@ fn under_iperf3s_name_the_version_and_errors_are_iperf3s() {
         "{err}"
     );
 }
+
+/// Under the name iperf3: `-h` is iperf3's usage with every option of both roles (feature
+/// probes grep it: `iperf3 --help | grep -q -- --bidir`), no arguments is iperf3's parameter
+/// error with exit status 1, and `-v` has iperf3's features line.
+#[test]
+fn iperf3s_help_and_version_under_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("iperf3");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_netsweep"), &link).unwrap();
+    let run = |args: &[&str]| Command::new(&link).args(args).output().unwrap();
+    for flag in ["-h", "--help"] {
+        let out = run(&[flag]);
+        let help = text(&out.stdout);
+        assert!(out.status.success(), "{help}");
+        assert!(
+            help.starts_with("Usage: iperf3 [-s|-c host] [options]"),
+            "{help}"
+        );
+        for option in [
+            "--bidir",
+            "--rcv-timeout",
+            "--get-server-output",
+            "--one-off",
+        ] {
+            assert!(help.contains(option), "{option}: {help}");
+        }
+    }
+    let out = run(&[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr)
+            .contains("iperf3: parameter error - must either be a client (-c) or server (-s)"),
+        "{}",
+        text(&out.stderr)
+    );
+    let version = text(&run(&["-v"]).stdout);
+    assert!(
+        version.contains("\nOptional features available: "),
+        "{version}"
+    );
+    // netsweep's own name keeps netsweep's help.
+    let own = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .arg("-h")
+        .output()
+        .unwrap();
+    assert!(
+        text(&own.stdout).contains("Commands:"),
+        "{}",
+        text(&own.stdout)
+    );
+}

@@ -316,6 +316,18 @@ fn v_alone_is_the_version() {
     let first = text.lines().next().unwrap();
     assert!(first.starts_with("iperf 3.21 (netsweep "), "{first}");
     assert_eq!(first.split_whitespace().nth(1), Some("3.21"));
+    let features = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Optional features available: "))
+        .expect("iperf3's features line");
+    for f in [
+        "authentication",
+        "TCP congestion algorithm",
+        "CPU affinity setting",
+    ] {
+        assert!(features.split(", ").any(|x| x == f), "{features}");
+    }
+    assert!(!features.contains("SCTP"), "{features}");
     assert_eq!(
         crate::cli::iperf3_version(&os(&["netsweep", "--version"])),
         None
