@@ -216,6 +216,26 @@ fn iperf3s_command_line_keeps_its_rows_alone_on_standard_output() {
     assert!(stderr.contains("CPU: local"), "{stderr}");
     let (verbose, _) = run(&["-V"]);
     assert!(verbose.contains("CPU: local"), "{verbose}");
+    // iperf3's own -V lines, which scripts read, in iperf3's format.
+    for line in [
+        "Time: ",
+        "Test Complete. Summary Results:",
+        "snd_tcp_congestion ",
+        "rcv_tcp_congestion ",
+    ] {
+        assert!(
+            verbose.lines().any(|l| l.starts_with(line)),
+            "{line}: {verbose}"
+        );
+    }
+    let cpu = verbose
+        .lines()
+        .find_map(|l| l.strip_prefix("CPU Utilization: local/sender "))
+        .unwrap_or_else(|| panic!("{verbose}"));
+    assert!(
+        cpu.contains("%u/") && cpu.contains(", remote/receiver "),
+        "{cpu}"
+    );
 }
 
 /// A test whose server is killed mid-way, under iperf3's command line, is told as iperf3 tells

@@ -207,6 +207,12 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
             crate::outln!("Reverse mode, remote host {} is sending", cfg.server.ip());
         }
         if view.verbose {
+            if view.done_line {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0.0, |d| d.as_secs_f64());
+                crate::outln!("{}", crate::traffic::iperf3::verbose::time_line(now));
+            }
             crate::outln!("{}", output::spec_line(spec));
         }
     }
@@ -476,7 +482,15 @@ fn print_result(cfg: &ClientConfig, result: &TestResult, view: &ClientView, stre
             }
         }
         None => {
+            // iperf3's -V words around its summary, which scripts read (CPU Utilization).
+            let iperf3_verbose = view.done_line && view.verbose;
+            if iperf3_verbose {
+                crate::outln!("Test Complete. Summary Results:");
+            }
             crate::out!("{}", output::summary(result, view.units));
+            if iperf3_verbose {
+                crate::out!("{}", crate::traffic::iperf3::verbose::end_lines(result));
+            }
             if view.verbose {
                 crate::out!("{}", output::sockets(result));
             }

@@ -16,6 +16,7 @@ pub mod peer_checks;
 pub mod peer_result;
 pub mod report;
 pub mod server;
+pub mod verbose;
 pub mod wire;
 
 /// iperf3's port: a client aimed at it detects an iperf3 server (`PeerProtocol::Detect`).
