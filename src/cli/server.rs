@@ -310,8 +310,8 @@ fn refusal(a: &ServerArgs) -> Option<&'static str> {
     )
 }
 
-/// The server's `-i` in iperf3's bounds and words: 0.1 to 60 seconds, or 0.
-fn iperf3_interval(v: &str) -> anyhow::Result<std::time::Duration> {
+/// `-i` in iperf3's bounds and words, both roles: 0.1 to 60 seconds, or 0.
+pub(super) fn iperf3_interval(v: &str) -> anyhow::Result<std::time::Duration> {
     parse_duration(v)
         .ok()
         .filter(|d| d.is_zero() || (0.1..=60.0).contains(&d.as_secs_f64()))

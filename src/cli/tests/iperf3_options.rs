@@ -523,7 +523,7 @@ fn iperf3s_interval_and_stream_bounds_on_its_command_line() {
     for bad in ["0.05", "61"] {
         let e = format!("{:#}", iperf3(&["-i", bad]).unwrap_err());
         assert!(
-            e.contains("invalid report interval (min = 0.1, max = 60 seconds)"),
+            e.contains("invalid report interval (min = 0.1, max = 60 seconds"),
             "{bad}: {e}"
         );
     }
