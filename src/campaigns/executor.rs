@@ -4,6 +4,7 @@
 
 use crate::campaigns::plan::Plan;
 use crate::campaigns::runner::{self, ExecOutcome, Executor};
+use crate::lab::vm::guest::GuestState;
 use crate::lab::{Host, Lab, LabOptions, PathConfig};
 
 mod libvirt;
@@ -253,12 +254,17 @@ fn watching_guests<T>(
     (out, died.load(Ordering::Relaxed))
 }
 
-/// Each guest of `lab` whose QEMU no longer runs, said in a sentence.
-fn dead_guests(lab: &Lab) -> Vec<String> {
+/// The guests of `lab` whose QEMU no longer runs, with their hosts.
+fn gone_guests(lab: &Lab) -> impl Iterator<Item = (Host, &GuestState)> {
     [Host::A, Host::B]
         .into_iter()
         .filter_map(|h| Some((h, lab.guest_at(h)?)))
         .filter(|(_, g)| g.gone())
+}
+
+/// Each guest of `lab` whose QEMU no longer runs, said in a sentence.
+fn dead_guests(lab: &Lab) -> Vec<String> {
+    gone_guests(lab)
         .map(|(h, g)| {
             format!(
                 "host {}'s guest ({} NIC, QEMU pid {}) is no longer running",
@@ -550,10 +556,7 @@ impl Executor for LabExecutor {
     fn revive(&mut self) -> Result<String, String> {
         let lab = self.lab();
         // Said now: the console files go down with the old lab.
-        let tails: Vec<String> = [Host::A, Host::B]
-            .into_iter()
-            .filter_map(|h| Some((h, lab.guest_at(h)?)))
-            .filter(|(_, g)| g.gone())
+        let tails: Vec<String> = gone_guests(lab)
             .map(|(h, g)| {
                 format!(
                     "host {}'s dead guest's console ended with:\n{}",
