@@ -338,7 +338,11 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
                 None => print_failure(cfg, spec, view, &e.message, stream_started),
             }
             // iperf3's -J says it in the document alone: `iperf3 -J ... 2>&1 | jq` reads one.
-            if !(view.done_line && view.json.is_some()) {
+            let iperf3_document = matches!(
+                view.json,
+                Some(JsonSchema::Iperf3 | JsonSchema::Iperf3Stream)
+            );
+            if !(view.done_line && iperf3_document) {
                 crate::errln!("{}{}", crate::console::failure_prefix(), e.message);
             }
             ExitCode::FAILURE
