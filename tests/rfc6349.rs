@@ -142,6 +142,28 @@ fn on_a_1g_20ms_lab_the_metrics_match_physics_with_and_without_loss() {
     }
 }
 
+/// `netsweep rfc6349 B ARGS --json` from host a of `lab` to a server on host b; the lab is
+/// taken down after it. Its output and document.
+fn rfc6349_across(lab: Lab, args: &[&str]) -> (std::process::Output, Value) {
+    let server = lab
+        .start_server(Host::B, ServerLimits::default())
+        .expect("server on b");
+    let out = lab
+        .command(Host::A, env!("CARGO_BIN_EXE_netsweep"))
+        .args(["rfc6349", &server.addr.ip().to_string(), "-p"])
+        .arg(server.addr.port().to_string())
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("netsweep rfc6349 in host a");
+    drop(server);
+    lab.down().expect("lab down");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let doc: Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{e}: {text}{}", String::from_utf8_lossy(&out.stderr)));
+    (out, doc)
+}
+
 #[test]
 fn the_rfc6349_command_runs_the_steps_across_a_lab() {
     if !common::root_or_skip("the_rfc6349_command_runs_the_steps_across_a_lab") {
@@ -150,22 +172,21 @@ fn the_rfc6349_command_runs_the_steps_across_a_lab() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     let lab = common::lab_up("rfcc", &dir, path(0.0, 200), EmulatorChoice::Userspace);
-    let server = lab
-        .start_server(Host::B, ServerLimits::default())
-        .expect("server on b");
-    let out = lab
-        .command(Host::A, env!("CARGO_BIN_EXE_netsweep"))
-        .args(["rfc6349", &server.addr.ip().to_string(), "-p"])
-        .arg(server.addr.port().to_string())
-        .args(["--path-rate", "1G", "--framing", "ip", "-t", "3", "-O", "1"])
-        .args(["--windows", "50%,150%", "--json"])
-        .output()
-        .expect("netsweep rfc6349 in host a");
-    drop(server);
-    lab.down().expect("lab down");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let doc: Value = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{e}: {text}{}", String::from_utf8_lossy(&out.stderr)));
+    let (out, doc) = rfc6349_across(
+        lab,
+        &[
+            "--path-rate",
+            "1G",
+            "--framing",
+            "ip",
+            "-t",
+            "3",
+            "-O",
+            "1",
+            "--windows",
+            "50%,150%",
+        ],
+    );
     eprintln!("{doc:#}");
     assert_eq!(doc["mtu_bytes"], 1500, "{doc:#}");
     let rtt = doc["baseline_rtt_ms"].as_f64().unwrap();
@@ -245,22 +266,8 @@ fn the_estimated_bottleneck_counts_the_segments_the_streams_carried() {
         ..PathConfig::default()
     };
     let lab = common::lab_up("rfce", &dir, slow, EmulatorChoice::Userspace);
-    let server = lab
-        .start_server(Host::B, ServerLimits::default())
-        .expect("server on b");
-    let out = lab
-        .command(Host::A, env!("CARGO_BIN_EXE_netsweep"))
-        .args(["rfc6349", &server.addr.ip().to_string(), "-p"])
-        .arg(server.addr.port().to_string())
-        .args(["--framing", "ip", "-t", "3", "-O", "1", "--windows", "4M"])
-        .arg("--json")
-        .output()
-        .expect("netsweep rfc6349 in host a");
-    drop(server);
-    lab.down().expect("lab down");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let doc: Value = serde_json::from_str(&text)
-        .unwrap_or_else(|e| panic!("{e}: {text}{}", String::from_utf8_lossy(&out.stderr)));
+    let args = ["--framing", "ip", "-t", "3", "-O", "1", "--windows", "4M"];
+    let (_, doc) = rfc6349_across(lab, &args);
     let rate = doc["bottleneck_bits_per_second"].as_f64().unwrap_or(0.0);
     assert!((190e6..=201e6).contains(&rate), "estimate {rate}: {doc:#}");
     for t in doc["tests"].as_array().unwrap() {
