@@ -61,11 +61,7 @@ count = 0
 order = "random"
 "#;
     let err = Plan::parse("bad.toml", text).unwrap_err();
-    let lines: Vec<(usize, &str)> = err
-        .issues
-        .iter()
-        .map(|i| (i.line, i.message.as_str()))
-        .collect();
+    let lines = issue_lines(&err);
     let has = |line: usize, word: &str| lines.iter().any(|(l, m)| *l == line && m.contains(word));
     assert!(has(4, "colour"), "{lines:?}");
     assert!(has(7, "duration"), "{lines:?}");
@@ -78,6 +74,14 @@ order = "random"
         text.contains("bad.toml:4:") && text.contains("6 problem(s)"),
         "{text}"
     );
+}
+
+/// A refused plan's problems: (line, message).
+fn issue_lines(err: &PlanError) -> Vec<(usize, &str)> {
+    err.issues
+        .iter()
+        .map(|i| (i.line, i.message.as_str()))
+        .collect()
 }
 
 /// Every problem of the profiles at once, each at its own line (a VM trial's plan with two
@@ -97,11 +101,7 @@ profile = ["default", "bad", "range"]
 "net.ipv4.tcp_window_scaling" = "1"
 "#;
     let err = Plan::parse("typo.toml", text).unwrap_err();
-    let lines: Vec<(usize, &str)> = err
-        .issues
-        .iter()
-        .map(|i| (i.line, i.message.as_str()))
-        .collect();
+    let lines = issue_lines(&err);
     let has = |line: usize, word: &str| lines.iter().any(|(l, m)| *l == line && m.contains(word));
     assert!(
         has(6, "did you mean net.core.rmem_max or net.ipv4.tcp_rmem?"),
