@@ -319,9 +319,15 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
             // iperf3's client gives no summary of a test that failed (its server gone, an
             // error of either end): no rows, and `"end": {}` beside `error` in its document
             // (a trial's script read a dead server's "receiver" row as the test's rate). A
-            // test the user stopped keeps its summary, as iperf3's does.
-            let failed_iperf3_way =
-                view.done_line && !stop.load(std::sync::atomic::Ordering::SeqCst);
+            // test the user stopped keeps its summary, as iperf3's does. netsweep's own
+            // document keeps what was measured.
+            let iperf3_document = matches!(
+                view.json,
+                Some(JsonSchema::Iperf3 | JsonSchema::Iperf3Stream)
+            );
+            let failed_iperf3_way = view.done_line
+                && (iperf3_document || view.json.is_none())
+                && !stop.load(std::sync::atomic::Ordering::SeqCst);
             match &e.partial {
                 Some(partial) if failed_iperf3_way => {
                     print_failed_iperf3_test(cfg, partial, view, &e.message, stream_started)
@@ -338,10 +344,6 @@ pub fn client_and_print(cfg: &ClientConfig, spec: &TestSpec, view: &ClientView) 
                 None => print_failure(cfg, spec, view, &e.message, stream_started),
             }
             // iperf3's -J says it in the document alone: `iperf3 -J ... 2>&1 | jq` reads one.
-            let iperf3_document = matches!(
-                view.json,
-                Some(JsonSchema::Iperf3 | JsonSchema::Iperf3Stream)
-            );
             if !(view.done_line && iperf3_document) {
                 crate::errln!("{}{}", crate::console::failure_prefix(), e.message);
             }
@@ -536,7 +538,7 @@ fn unusable_address(e: anyhow::Error, view: &ClientView) -> anyhow::Result<ExitC
 /// (or an event) with the `error` they look for.
 /// A test that failed mid-way under iperf3's command line, as iperf3 tells one: its document
 /// with the intervals measured, `"end": {}` and the error; in text, nothing more (the intervals
-/// were printed as they closed).
+/// were printed as they closed). netsweep's own document is not iperf3's (the caller's).
 fn print_failed_iperf3_test(
     cfg: &ClientConfig,
     partial: &TestResult,
@@ -558,12 +560,7 @@ fn print_failed_iperf3_test(
             let event = iperf3_json::stream_event("error", &serde_json::json!(message));
             crate::outln!("{event}");
         }
-        Some(JsonSchema::Netsweep) => {
-            let mut failed = partial.clone();
-            failed.error.get_or_insert_with(|| message.to_string());
-            print_result(cfg, &failed, view, stream_started)
-        }
-        None => {}
+        Some(JsonSchema::Netsweep) | None => {}
     }
 }
 
