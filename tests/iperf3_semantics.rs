@@ -126,6 +126,45 @@ fn udp_without_b_sends_1_mbit_per_stream() {
     );
 }
 
+/// A trial's finding (F14): receiving from iperf3's server at 4 Gbit/s, the datagrams in flight
+/// when this end's grid ended were in `sum_received.packets` but not in its bytes. Now the
+/// received bytes are `packets - lost_packets` datagrams, and `sum_sent.packets` is every
+/// datagram the server sent, as in iperf3's own client's document.
+#[test]
+fn udp_from_an_iperf3_server_counts_the_same_datagrams_in_bytes_and_packets() {
+    let _s = serial();
+    if !common::tool_or_skip(
+        "udp_from_an_iperf3_server_counts_the_same_datagrams_in_bytes_and_packets",
+        "iperf3",
+    ) {
+        return;
+    }
+    let (ours, theirs) = against_iperf3(&["-u", "-b", "2G", "-l", "1400", "-t", "2", "-R"]);
+    let count = |doc: &Value, which: &str, key: &str| doc["end"][which][key].as_u64().unwrap_or(0);
+    let received = count(&ours, "sum_received", "bytes");
+    assert!(received > 0, "{ours}");
+    assert_eq!(received % 1400, 0, "{ours}");
+    assert_eq!(
+        received / 1400,
+        count(&ours, "sum_received", "packets") - count(&ours, "sum_received", "lost_packets"),
+        "{}",
+        ours["end"]
+    );
+    let sent = count(&ours, "sum_sent", "bytes");
+    assert_eq!(
+        sent,
+        count(&theirs, "sum_sent", "bytes"),
+        "{}",
+        theirs["end"]
+    );
+    assert_eq!(
+        count(&ours, "sum_sent", "packets"),
+        sent / 1400,
+        "{}",
+        ours["end"]
+    );
+}
+
 /// Regression: `-k 1K` sent 1,073,741,824 bytes (netsweep's 1 MiB writes) where iperf3 sends
 /// 134,217,728 (its 128 KiB blocks). `-k 100` is 100 blocks of 128 KiB; with `-l`, of `-l`.
 #[test]

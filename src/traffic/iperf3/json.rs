@@ -502,7 +502,11 @@ fn end_sums(spec: &TestSpec, dir: &DirectionResult, end: &mut Map<String, Value>
             end.insert(sum_name("sum", spec, dir.flow), Value::Object(sum));
             sent.insert("jitter_ms".into(), json!(0.0));
             sent.insert("lost_packets".into(), json!(0));
-            sent.insert("packets".into(), json!(packets));
+            // The sender's count, as iperf3's (`sender_total_packets`): every datagram carries
+            // one -l block, and the datagrams in flight when the receiver's grid ended are in
+            // the sender's bytes but not in the receiver's `packets`.
+            let block = u64::from(spec.length_bytes.max(1));
+            sent.insert("packets".into(), json!(s.sent_bytes / block));
             sent.insert("lost_percent".into(), json!(0.0));
             sent.insert("sender".into(), json!(true));
             received.insert("jitter_ms".into(), json!(jitter));
