@@ -77,19 +77,29 @@ fn series<'a>(
     (out, names)
 }
 
-/// An over-time chart of `lines`, or none when no line has the figure.
+/// The end of the test's last omitted interval (calibration or `-O`), when it had one.
+fn warm_up_end(t: &TestTimeline) -> Option<f64> {
+    t.totals
+        .iter()
+        .chain(&t.streams)
+        .flat_map(|l| l.points.iter())
+        .filter(|p| p.omitted)
+        .map(|p| p.end_s)
+        .reduce(f64::max)
+}
+
+/// An over-time chart of `lines` with the warm-up shaded, or none when no line has the figure.
 fn time_chart(
-    stem: &str,
-    caption: &str,
-    title: &str,
+    (stem, caption, title): (&str, &str, &str),
     y: (&str, &str),
     (lines, names): (Vec<Line>, Vec<String>),
+    warm_up: Option<f64>,
 ) -> Option<Chart> {
     (!lines.is_empty()).then(|| {
         (
             stem.to_string(),
             caption.to_string(),
-            svg::xy(title, y, TIME, &lines, &names, true),
+            svg::xy_with_warm_up(title, y, TIME, (&lines, &names), true, warm_up),
         )
     })
 }
@@ -97,6 +107,7 @@ fn time_chart(
 /// The charts of one test, in the order shown.
 pub fn charts(t: &TestTimeline) -> Vec<Chart> {
     let all = || t.totals.iter().chain(&t.streams).enumerate();
+    let warm_up = warm_up_end(t);
     let streams = || all().skip(t.totals.len());
     // RTT and window are a sender's per stream; the totals' only when no stream has them.
     let per_stream = |value: fn(&Point) -> Option<f64>| {
@@ -109,39 +120,54 @@ pub fn charts(t: &TestTimeline) -> Vec<Chart> {
     };
     let mut out: Vec<Chart> = [
         time_chart(
-            "rate",
-            "Rate of every stream and the total per interval, each point at its interval's end",
-            "Rate over time",
+            (
+                "rate",
+                "Rate of every stream and the total per interval, each point at its interval's end",
+                "Rate over time",
+            ),
             ("rate", "bit/s"),
             series(all(), |p| Some(p.bits_per_second)),
+            warm_up,
         ),
         time_chart(
-            "retransmits",
-            "TCP segments the senders retransmitted in each interval",
-            "Retransmits per interval",
+            (
+                "retransmits",
+                "TCP segments the senders retransmitted in each interval",
+                "Retransmits per interval",
+            ),
             ("retransmits", "segments"),
             series(all(), |p| p.retransmits.map(|r| r as f64)),
+            warm_up,
         ),
         time_chart(
-            "rtt",
-            "Smoothed RTT the sender's kernel reported (TCP_INFO) at each interval's end",
-            "RTT over time",
+            (
+                "rtt",
+                "Smoothed RTT the sender's kernel reported (TCP_INFO) at each interval's end",
+                "RTT over time",
+            ),
             ("RTT", "ms"),
             per_stream(|p| p.rtt_ms),
+            warm_up,
         ),
         time_chart(
-            "cwnd",
-            "Sender's congestion window (TCP_INFO) at each interval's end",
-            "Congestion window over time",
+            (
+                "cwnd",
+                "Sender's congestion window (TCP_INFO) at each interval's end",
+                "Congestion window over time",
+            ),
             ("cwnd", "B"),
             per_stream(|p| p.cwnd_bytes.map(|b| b as f64)),
+            warm_up,
         ),
         time_chart(
-            "loss",
-            "UDP datagrams lost in each interval",
-            "UDP loss per interval",
+            (
+                "loss",
+                "UDP datagrams lost in each interval",
+                "UDP loss per interval",
+            ),
             ("loss", "%"),
             series(all(), |p| p.lost_percent),
+            warm_up,
         ),
         probe_chart(t),
     ]
@@ -182,6 +208,7 @@ pub fn charts(t: &TestTimeline) -> Vec<Chart> {
 /// The probe's median and 99th percentile per interval, when the test had `--latency`.
 fn probe_chart(t: &TestTimeline) -> Option<Chart> {
     let total = t.totals.first()?;
+    let warm_up = warm_up_end(t);
     let one = |name: &str, v: fn(&Point) -> Option<f64>| {
         let s = series(std::iter::once((0, total)), v);
         s.0.into_iter()
@@ -202,11 +229,14 @@ fn probe_chart(t: &TestTimeline) -> Option<Chart> {
         .map(|(i, (n, pts))| (n, i, pts))
         .collect();
     time_chart(
-        "probe",
-        "Round trips of the latency probes sent in each interval (median and 99th percentile)",
-        "Latency probe per interval",
+        (
+            "probe",
+            "Round trips of the latency probes sent in each interval (median and 99th percentile)",
+            "Latency probe per interval",
+        ),
         ("round trip", "ms"),
         (lines, names),
+        warm_up,
     )
 }
 
@@ -231,7 +261,7 @@ pub fn page(t: &TestTimeline) -> String {
         );
     }
     if t.totals.iter().any(|l| l.points.iter().any(|p| p.omitted)) {
-        s.push_str("<p class=\"meta\">The first intervals are the warm-up (calibration or <code>-O</code>): drawn, but in no summary.</p>");
+        s.push_str("<p class=\"meta\">The first intervals are the warm-up (calibration or <code>-O</code>), shaded grey: drawn, but in no summary.</p>");
     }
     for (stem, caption, svg) in &charts {
         let _ = write!(
@@ -304,6 +334,24 @@ mod tests {
         assert!(rate.contains("<circle cx=\"840.0\" cy=\"36.0\""), "{rate}");
         assert!(rate.contains("rate (Gbit/s)") && rate.contains("time in test (s)"));
         assert!(rate.contains(">total</text>"), "legend: {rate}");
+    }
+
+    /// A trial's finding: the SVG marked no warm-up, so its first points read as measured. The
+    /// omitted intervals are a grey band on every time chart, from 0 to the last one's end
+    /// (1 s of 2: the left half of the plot, 70 to 455 in the view box), in the SVG too.
+    #[test]
+    fn the_warm_up_is_shaded_on_the_time_charts() {
+        let mut t = timeline();
+        assert!(!svg_document(&t).contains("warm-up"));
+        t.totals[0].points[0].omitted = true;
+        let rate = &charts(&t)[0].2;
+        assert!(
+            rate.contains("<rect x=\"70.0\" y=\"36\" width=\"385.0\" height=\"224\" fill=\"#eee\"><title>warm-up to 1 s"),
+            "{rate}"
+        );
+        // The band is drawn under the lines, so the points stay visible.
+        assert!(rate.find("<rect").unwrap() < rate.find("<circle").unwrap());
+        assert!(svg_document(&t).contains(">warm-up</text>"));
     }
 
     #[test]

@@ -84,13 +84,7 @@ impl Axis {
             (1.0, base_unit.to_string())
         };
         let m = (max / scale).max(1e-9);
-        let raw = m / 5.0;
-        let mag = 10f64.powf(raw.log10().floor());
-        let step = [1.0, 2.0, 2.5, 5.0, 10.0]
-            .iter()
-            .map(|f| f * mag)
-            .find(|s| *s >= raw)
-            .unwrap_or(10.0 * mag);
+        let step = nice_step(m / 5.0);
         let top = (m / step).ceil().max(1.0) * step;
         Axis {
             max: top,
@@ -514,6 +508,16 @@ pub fn means_ci(
     s
 }
 
+/// The smallest "nice" step (1, 2, 2.5 or 5 times a power of ten) of at least `raw` (> 0).
+fn nice_step(raw: f64) -> f64 {
+    let mag = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|f| f * mag)
+        .find(|s| *s >= raw)
+        .unwrap_or(10.0 * mag)
+}
+
 /// The horizontal axis of `xy`: its label (with the unit) and whether it is logarithmic.
 #[derive(Debug, Clone, Copy)]
 pub struct XAxis<'a> {
@@ -534,7 +538,29 @@ pub fn xy(
     legend_names: &[String],
     connect: bool,
 ) -> String {
-    xy_scaled(title, y, x, series, series, legend_names, connect)
+    xy_scaled(title, y, x, series, series, legend_names, connect, None)
+}
+
+/// `xy` over time with the warm-up shaded: from the axis's start to `warm_up_end` (the end of
+/// the last omitted interval), a grey band named "warm-up", whose points are in no summary.
+pub fn xy_with_warm_up(
+    title: &str,
+    y: (&str, &str),
+    x: XAxis,
+    (series, legend_names): (&[Line], &[String]),
+    connect: bool,
+    warm_up_end: Option<f64>,
+) -> String {
+    xy_scaled(
+        title,
+        y,
+        x,
+        series,
+        series,
+        legend_names,
+        connect,
+        warm_up_end,
+    )
 }
 
 /// Small multiples: one small `xy` chart per panel (a title and its lines), all on the axes
@@ -548,7 +574,7 @@ pub fn small_multiples(y: (&str, &str), x: XAxis, panels: &[Panel], connect: boo
     let mut s = String::from("<div class=\"multiples\">");
     for p in panels {
         s.push_str(&xy_scaled(
-            &p.title, y, x, &p.lines, &all, &p.legend, connect,
+            &p.title, y, x, &p.lines, &all, &p.legend, connect, None,
         ));
     }
     s.push_str("</div>");
@@ -563,7 +589,9 @@ pub struct Panel {
     pub legend: Vec<String>,
 }
 
-/// `xy` with the axes fitted to the points of `scale_from` (a superset of `series`).
+/// `xy` with the axes fitted to the points of `scale_from` (a superset of `series`), and the
+/// warm-up shaded up to `warm_up_end` when given.
+#[allow(clippy::too_many_arguments)] // one private body behind `xy`, `xy_with_warm_up` and `small_multiples`
 fn xy_scaled(
     title: &str,
     y: (&str, &str),
@@ -572,6 +600,7 @@ fn xy_scaled(
     scale_from: &[Line],
     legend_names: &[String],
     connect: bool,
+    warm_up_end: Option<f64>,
 ) -> String {
     let (y_label, unit) = y;
     let finite = |p: &&(f64, f64)| {
@@ -620,11 +649,32 @@ fn xy_scaled(
         for e in lo..=hi {
             x_tick(&mut s, px(10f64.powi(e)), &trim_num(10f64.powi(e)));
         }
-    } else {
+    } else if xmin > 0.0 {
         for k in 0..=4 {
             let t = xmin + (xmax - xmin) * k as f64 / 4.0;
             x_tick(&mut s, px(t), &trim_num((t * 10.0).round() / 10.0));
         }
+    } else {
+        // From 0: ticks at whole steps (0, 1, 2, 3, 4 s for a test of 4.3 s, where quarters
+        // of the span read 1.1, 2.2, 3.2).
+        let step = nice_step(xmax / 5.0);
+        let ticks = ((xmax / step + 1e-9).floor() as usize).min(MAX_TICKS);
+        for k in 0..=ticks {
+            let t = step * k as f64;
+            x_tick(&mut s, px(t), &trim_num(t));
+        }
+    }
+    if let Some(end) = warm_up_end.filter(|e| e.is_finite() && *e > xmin && !x.log) {
+        let (from, to) = (px(xmin), px(end));
+        let _ = write!(
+            s,
+            "<rect x=\"{from:.1}\" y=\"{TOP}\" width=\"{:.1}\" height=\"{}\" fill=\"#eee\"><title>warm-up to {} s: drawn, in no summary</title></rect><text x=\"{:.1}\" y=\"{}\" class=\"lg\">warm-up</text>",
+            to - from,
+            H - BOTTOM - TOP,
+            trim_num(end),
+            from + 4.0,
+            TOP + 12.0
+        );
     }
     for (name, colour, pts) in series {
         // A point with no finite place on the chart is left out.
@@ -747,6 +797,32 @@ mod tests {
             true,
         );
         assert!(!from_zero.contains("<circle cx=\"70.0\""), "{from_zero}");
+    }
+
+    /// A trial's picture of a 4.3 s test read 0, 1.1, 2.2, 3.2, 4.3 under its time axis: an axis
+    /// from 0 has ticks at whole steps now.
+    #[test]
+    fn a_time_axis_from_zero_ticks_at_whole_steps() {
+        let time = XAxis {
+            label: "time in test (s)",
+            log: false,
+            from_data: false,
+        };
+        let pts = vec![(1.3, 9e8), (2.3, 9.5e8), (4.3, 9.4e8)];
+        let svg = xy(
+            "t",
+            ("rate", "bit/s"),
+            time,
+            &[("a".into(), 0, pts)],
+            &[],
+            true,
+        );
+        let ticks: Vec<&str> = svg
+            .split("class=\"xt\">")
+            .skip(1)
+            .filter_map(|t| t.split('<').next())
+            .collect();
+        assert_eq!(ticks, ["0", "1", "2", "3", "4"], "{svg}");
     }
 
     #[test]
