@@ -281,3 +281,57 @@ fn the_report_links_each_stored_run_to_its_picture() {
         "{e}"
     );
 }
+
+/// A trial's finding: `plot` refused a request/response result ("not a test result netsweep
+/// can plot"). A real `--test rr` result is drawn: the title says the test and its rate, the
+/// histogram and the CDF draw in Chromium, the CDF ends at 100% and the p50 mark is the
+/// result's own p50.
+#[test]
+fn a_real_request_response_test_is_drawn() {
+    let _serial = common::loopback::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let server = common::TestServer::start(ServerLimits::default());
+    let port = server.addr.port().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
+        .args(["client", "127.0.0.1", "-p", &port, "--test", "rr", "-t", "1"])
+        .args(["-r", "64,128", "--json"])
+        .output()
+        .expect("netsweep client");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let file = dir.path().join("rr.json");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let count = doc["rr"]["transactions"].as_u64().unwrap();
+    assert!(count > 100, "{doc}");
+    let page = plot(dir.path(), &file, "rr.html");
+    assert!(
+        page.contains(&format!(
+            "rr.json: TCP rr, 64-byte requests, 128-byte responses, 1 connection, {count} transactions in"
+        )),
+        "{page}"
+    );
+    let svg = plot(dir.path(), &file, "rr.svg");
+    let p50 = doc["rr"]["latency_us"]["p50"].as_f64().unwrap();
+    assert!(svg.contains(&format!("p50 {p50:.1} µs")), "{svg}");
+    // The last point of the CDF is every transaction.
+    let cdf = &svg[svg.find("Transaction latency (CDF)").unwrap()..];
+    let last = cdf
+        .split("<title>at or below: ")
+        .last()
+        .and_then(|t| t.split("</title>").next())
+        .unwrap();
+    assert!(last.ends_with(", 100 %"), "{last}");
+    if !common::tool_or_skip("a_real_request_response_test_is_drawn", "chromium") {
+        return;
+    }
+    check_in_chromium(
+        dir.path(),
+        &dir.path().join("rr.html"),
+        &["rr-histogram", "rr-cdf"],
+        &["transactions", "p99 ", "p99.9 ", "max "],
+    );
+}

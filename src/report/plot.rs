@@ -8,6 +8,7 @@
 
 use super::svg::{self, Line, XAxis, esc};
 use super::{Chart, utc};
+use crate::traffic::over_time::rr::Transactions;
 use crate::traffic::over_time::{Point, StreamLine, TestTimeline};
 use std::fmt::Write;
 
@@ -20,6 +21,20 @@ const TIME: XAxis = XAxis {
 /// The test in one line: what, to where, how long, how many streams, from which file format.
 pub fn title(t: &TestTimeline) -> String {
     let f = &t.test;
+    if let Some(x) = &t.transactions {
+        let n = x.concurrency;
+        return format!(
+            "{}: {}, {}-byte requests, {}-byte responses, {n} connection{}, {} transactions in {} s ({:.0}/s)",
+            t.source,
+            x.test,
+            x.request_bytes,
+            x.response_bytes,
+            if n == 1 { "" } else { "s" },
+            x.transactions,
+            (f.duration_s * 100.0).round() / 100.0,
+            x.per_second
+        );
+    }
     let mut s = format!("{}: {} {}", t.source, f.protocol, f.direction);
     if let Some(h) = &f.host {
         let _ = write!(s, " to {h}");
@@ -174,6 +189,9 @@ pub fn charts(t: &TestTimeline) -> Vec<Chart> {
     .into_iter()
     .flatten()
     .collect();
+    if let Some(x) = &t.transactions {
+        out.extend(transaction_charts(x));
+    }
     if let Some(cdf) = t.latency.as_ref() {
         let mut lines: Vec<Line> = Vec::new();
         let mut names = Vec::new();
@@ -203,6 +221,82 @@ pub fn charts(t: &TestTimeline) -> Vec<Chart> {
         ));
     }
     out
+}
+
+/// A request/response test's latency distribution: transactions per histogram bin (each at its
+/// bin's geometric middle) and the share at or below each latency with the reported
+/// percentiles marked, on a logarithmic latency axis.
+fn transaction_charts(x: &Transactions) -> Vec<Chart> {
+    let latency = XAxis {
+        label: "transaction latency (µs, log scale)",
+        log: true,
+        from_data: false,
+    };
+    let mut out = Vec::new();
+    let bins: Vec<(f64, f64)> = x
+        .bins_us
+        .iter()
+        .map(|(lo, hi, n)| ((lo * hi).sqrt(), *n as f64))
+        .collect();
+    if !bins.is_empty() {
+        let name = vec!["transactions".to_string()];
+        out.push((
+            "rr-histogram".to_string(),
+            "Transactions in each latency bin (20 a decade), each point at its bin's middle"
+                .to_string(),
+            svg::xy(
+                "Transactions per latency bin",
+                ("transactions", "per bin"),
+                latency,
+                &[(name[0].clone(), 0, bins)],
+                &name,
+                true,
+            ),
+        ));
+    }
+    let cdf = x.cdf();
+    if !cdf.is_empty() {
+        let mut lines: Vec<Line> = vec![("at or below".into(), 0, cdf)];
+        let mut names = vec!["at or below".to_string()];
+        for (k, (label, us)) in x.percentiles_us.iter().enumerate() {
+            if *us > 0.0 {
+                let share = match *label {
+                    "p50" => 50.0,
+                    "p90" => 90.0,
+                    "p99" => 99.0,
+                    "p99.9" => 99.9,
+                    _ => 100.0,
+                };
+                let name = format!("{label} {}", latency_text(*us));
+                lines.push((name.clone(), k + 1, vec![(*us, share)]));
+                names.push(name);
+            }
+        }
+        out.push((
+            "rr-cdf".to_string(),
+            "The share of transactions at or below each latency (each bin's upper edge), with the \
+             result's percentiles"
+                .to_string(),
+            svg::xy(
+                "Transaction latency (CDF)",
+                ("transactions at or below", "%"),
+                latency,
+                &lines,
+                &names,
+                true,
+            ),
+        ));
+    }
+    out
+}
+
+/// A latency in µs as a legend reads it: "53.5 µs", "1.20 ms".
+fn latency_text(us: f64) -> String {
+    if us >= 1000.0 {
+        format!("{:.2} ms", us / 1000.0)
+    } else {
+        format!("{us:.1} µs")
+    }
 }
 
 /// The probe's median and 99th percentile per interval, when the test had `--latency`.
@@ -320,6 +414,7 @@ mod tests {
             streams: vec![],
             latency: None,
             error: None,
+            transactions: None,
         }
     }
 

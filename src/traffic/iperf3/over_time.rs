@@ -83,6 +83,7 @@ pub fn read_document(source: &str, doc: &Value) -> Result<TestTimeline, String> 
         streams,
         latency: None,
         error,
+        transactions: None,
     })
 }
 

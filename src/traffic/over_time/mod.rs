@@ -10,6 +10,7 @@
 //! Reading only; `report::plot` draws.
 
 pub mod netsweep;
+pub mod rr;
 
 use serde_json::Value;
 use std::fmt;
@@ -106,6 +107,8 @@ pub struct TestTimeline {
     pub latency: Option<LatencyCdf>,
     /// The test ended with an error the file records.
     pub error: Option<String>,
+    /// A request/response test's transactions (it has no intervals).
+    pub transactions: Option<rr::Transactions>,
 }
 
 /// Why a file cannot be drawn.
@@ -137,6 +140,9 @@ pub fn read(source: &str, text: &str) -> Result<TestTimeline, ReadError> {
         Ok(doc) => {
             if doc.get("netsweep_version").is_some() && doc.get("intervals").is_some() {
                 return netsweep::read(source, doc).map_err(damaged(Format::Netsweep));
+            }
+            if let Some(rr) = doc.get("rr").filter(|_| doc.get("intervals").is_none()) {
+                return rr::read(source, rr).map_err(damaged(Format::Netsweep));
             }
             if doc.get("start").is_some()
                 && (doc.get("intervals").is_some() || doc.get("end").is_some())

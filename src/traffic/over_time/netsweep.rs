@@ -89,6 +89,7 @@ pub fn from_result(source: &str, r: &TestResult) -> TestTimeline {
         streams: streams.into_iter().map(|(_, _, l)| l).collect(),
         latency,
         error: r.error.clone(),
+        transactions: r.rr.as_ref().map(super::rr::Transactions::of),
     }
 }
 
