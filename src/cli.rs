@@ -235,6 +235,18 @@ pub(crate) fn key_values(items: &[String], flag: &str) -> anyhow::Result<Vec<(St
 /// Two options iperf3 refuses together, in iperf3's words (`iperf_parse_arguments`):
 /// reverse with bidirectional, and more than one of the test's ends (`-t`, `-n`, `-k`).
 fn iperf3_conflict(e: &clap::Error) -> Option<String> {
+    let has = conflicting(e);
+    if has("--reverse") && has("--bidir") {
+        return Some("parameter error - cannot be both reverse and bidirectional".into());
+    }
+    let ends = ["--time", "--bytes", "--blockcount"];
+    (ends.iter().filter(|l| has(l)).count() >= 2).then(|| {
+        "parameter error - only one test end condition (-t, -n, -k) may be specified".into()
+    })
+}
+
+/// Whether a clap conflict error names the option `long` ("--time") on either side.
+fn conflicting(e: &clap::Error) -> impl Fn(&str) -> bool {
     use clap::error::{ContextKind, ContextValue};
     let mut names = Vec::new();
     for kind in [ContextKind::InvalidArg, ContextKind::PriorArg] {
@@ -244,18 +256,36 @@ fn iperf3_conflict(e: &clap::Error) -> Option<String> {
             _ => {}
         }
     }
-    let has = |long: &str| {
+    move |long: &str| {
         names
             .iter()
             .any(|n| n.split([' ', '=']).next() == Some(long))
-    };
-    if has("--reverse") && has("--bidir") {
-        return Some("parameter error - cannot be both reverse and bidirectional".into());
     }
-    let ends = ["--time", "--bytes", "--blockcount"];
-    (ends.iter().filter(|l| has(l)).count() >= 2).then(|| {
-        "parameter error - only one test end condition (-t, -n, -k) may be specified".into()
-    })
+}
+
+/// A request/response test given a throughput test's count beside `-t` (`--test rr -t 1 -n
+/// 10`): clap's "'--time' cannot be used with '--bytes'" said nothing of what to use; this says
+/// what the same count says without `-t`.
+pub fn rr_count_conflict(argv: &[std::ffi::OsString], e: &clap::Error) -> Option<String> {
+    if e.kind() != clap::error::ErrorKind::ArgumentConflict {
+        return None;
+    }
+    let args: Vec<&str> = argv.iter().filter_map(|a| a.to_str()).collect();
+    let mode = args.iter().enumerate().find_map(|(i, a)| match *a {
+        "--test" => args.get(i + 1).copied(),
+        _ => a.strip_prefix("--test="),
+    })?;
+    let has = conflicting(e);
+    let flag = if has("--bytes") {
+        "-n"
+    } else if has("--blockcount") {
+        "-k"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "--test {mode}: {flag} (use --transactions) does not apply to a request/response test"
+    ))
 }
 
 pub fn iperf3_role_error(argv: &[std::ffi::OsString], e: &clap::Error) -> Option<String> {

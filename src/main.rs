@@ -38,7 +38,13 @@ fn main() -> ExitCode {
             }
             return ExitCode::FAILURE;
         }
-        Err(e) => e.exit(),
+        Err(e) => match netsweep::cli::rr_count_conflict(&argv, &e) {
+            Some(why) => {
+                netsweep::errln!("netsweep: {why}");
+                return ExitCode::FAILURE;
+            }
+            None => e.exit(),
+        },
     };
     match netsweep::app::run(cli) {
         Ok(code) => code,

@@ -293,7 +293,16 @@ fn a_real_request_response_test_is_drawn() {
     let server = common::TestServer::start(ServerLimits::default());
     let port = server.addr.port().to_string();
     let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args(["client", "127.0.0.1", "-p", &port, "--test", "rr", "-t", "1"])
+        .args([
+            "client",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "--test",
+            "rr",
+            "-t",
+            "1",
+        ])
         .args(["-r", "64,128", "--json"])
         .output()
         .expect("netsweep client");

@@ -307,3 +307,39 @@ fn the_kernel_counts_at_least_the_bytes_the_json_reports() {
         "kernel saw {moved} octets, the JSON {payload}"
     );
 }
+
+/// A trial's finding: `--test rr -t 1 -n 10` got clap's "'--time' cannot be used with
+/// '--bytes'", which says nothing of the count a request/response test takes; it now says what
+/// `-n` alone says, and a throughput test keeps clap's message.
+#[test]
+fn a_throughput_count_beside_t_names_transactions() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_netsweep"))
+            .args(["client", "127.0.0.1", "-p", "9"])
+            .args(args)
+            .output()
+            .expect("netsweep");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for (args, flag) in [
+        (&["--test", "rr", "-t", "1", "-n", "10"][..], "-n"),
+        (&["--test=crr", "-k", "3", "-t", "1"], "-k"),
+        (&["--test", "rr", "-n", "10"], "-n"),
+    ] {
+        let (code, err) = run(args);
+        assert_eq!(code, Some(1), "{args:?}: {err}");
+        let mode = if args[0] == "--test=crr" { "crr" } else { "rr" };
+        assert!(
+            err.contains(&format!(
+                "--test {mode}: {flag} (use --transactions) does not apply to a request/response test"
+            )),
+            "{args:?}: {err}"
+        );
+    }
+    let (code, err) = run(&["-t", "1", "-n", "10"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("cannot be used with"), "{err}");
+}

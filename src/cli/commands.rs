@@ -233,8 +233,9 @@ pub struct ReportArgs {
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["file", "run"])))]
 pub struct PlotArgs {
-    /// The result file: netsweep's `client --json` document, iperf3's `-J` document or
-    /// iperf3's `--json-stream` lines (the format is found from the text).
+    /// The result file: netsweep's `client --json` document (a throughput or `--test rr|crr`
+    /// test), iperf3's `-J` document or iperf3's `--json-stream` lines (the format is found
+    /// from the text).
     pub file: Option<std::path::PathBuf>,
     /// Output file: .html for a page, .svg for one SVG picture (default: FILE's name with
     /// .html, or run-ID.html).

@@ -116,7 +116,7 @@ pub struct TestTimeline {
 pub enum ReadError {
     #[error(
         "{file} is not a test result netsweep can plot: expected netsweep's `client --json` \
-         document, iperf3's `-J` document or iperf3's `--json-stream` lines, found {found}"
+         document (throughput or request/response), iperf3's `-J` document or iperf3's `--json-stream` lines, found {found}"
     )]
     UnknownFormat { file: String, found: String },
     #[error("{file} looks like {format} output but {problem}")]
