@@ -302,7 +302,7 @@ fn buffer_checks(view: &HostView, ifaces: &[Iface], hints: &PathHints, out: &mut
     let rate = hints.rate_bps.or_else(|| {
         ifaces
             .iter()
-            .filter_map(|i| i.speed_mbit)
+            .filter_map(Iface::link_speed_mbit)
             .max()
             .map(|m| m as f64 * 1e6)
     });

@@ -18,6 +18,18 @@ pub struct Iface {
     pub features: Option<String>,
     /// PCI vendor:device of the NIC, e.g. `10ec:8139` (RTL8139), `1af4:1000` (virtio-net).
     pub pci_id: Option<String>,
+    /// Backed by a device (`device` in sysfs: PCI, virtio, USB); a veth, TUN/TAP, bridge or
+    /// dummy has none, and the speed it reports is nominal (tun and veth say 10000 Mbit/s
+    /// whatever the path behind them carries: a trial's lab at 200 Mbit/s read as 10G).
+    pub has_device: bool,
+}
+
+impl Iface {
+    /// The link's rate in Mbit/s, when a device reports one (not a virtual device's nominal
+    /// figure).
+    pub fn link_speed_mbit(&self) -> Option<i64> {
+        self.speed_mbit.filter(|_| self.has_device)
+    }
 }
 
 fn link_name(p: &std::path::Path) -> Option<String> {
@@ -54,6 +66,7 @@ pub fn interfaces(view: &HostView) -> Vec<Iface> {
                 speed_mbit: rd("speed")
                     .and_then(|v| v.parse().ok())
                     .filter(|v: &i64| *v > 0),
+                has_device: base.join("device").exists(),
                 duplex: rd("duplex").filter(|d| d != "unknown"),
                 master: link_name(&base.join("master")),
                 ifindex: rd("ifindex").and_then(|v| v.parse().ok()),
@@ -137,22 +150,27 @@ pub(super) fn nic_checks(view: &HostView, ifaces: &[Iface], out: &mut Vec<Findin
             Some(d) => out.push(Finding::new(id("driver"), Severity::Info, format!("{} uses driver {d}", i.name)).evidence("driver", d)),
             None => {}
         }
-        let mut f = Finding::new(
-            id("link"),
-            Severity::Info,
-            format!(
-                "{}: MTU {}, txqueuelen {}, {}",
-                i.name,
-                opt(i.mtu),
-                opt(i.txqueuelen),
-                i.speed_mbit.map_or("speed unknown".into(), |s| format!(
-                    "{s} Mbit/s {}",
-                    i.duplex.clone().unwrap_or_default()
-                ))
-            ),
-        )
-        .evidence("mtu", opt(i.mtu))
-        .evidence("txqueuelen", opt(i.txqueuelen));
+        let mut f =
+            Finding::new(
+                id("link"),
+                Severity::Info,
+                format!(
+                    "{}: MTU {}, txqueuelen {}, {}",
+                    i.name,
+                    opt(i.mtu),
+                    opt(i.txqueuelen),
+                    match (i.speed_mbit, i.has_device) {
+                        (None, _) => "speed unknown".into(),
+                        (Some(s), true) =>
+                            format!("{s} Mbit/s {}", i.duplex.clone().unwrap_or_default()),
+                        (Some(s), false) => format!(
+                            "a virtual device (its {s} Mbit/s is nominal, not the path's rate)"
+                        ),
+                    }
+                ),
+            )
+            .evidence("mtu", opt(i.mtu))
+            .evidence("txqueuelen", opt(i.txqueuelen));
         if i.duplex.as_deref() == Some("half") {
             f.severity = Severity::Problem;
             f.title = format!("{} runs half duplex: collisions cap throughput", i.name);
@@ -161,7 +179,7 @@ pub(super) fn nic_checks(view: &HostView, ifaces: &[Iface], out: &mut Vec<Findin
                 i.name
             ));
         } else if i.txqueuelen.is_some_and(|q| q < 1000)
-            && i.speed_mbit.is_some_and(|s| s >= 10_000)
+            && i.link_speed_mbit().is_some_and(|s| s >= 10_000)
         {
             f.severity = Severity::Warning;
             f.title = format!(
@@ -306,6 +324,50 @@ mod tests {
 
     fn finding(text: &str) -> Finding {
         offload_finding("eth0", &ethtool_features(text), "nic.offload.eth0".into())
+    }
+
+    /// A trial's finding: a lab's TUN device read "10000 Mbit/s full" on a 200 Mbit/s path. A
+    /// device without `device` in sysfs (veth, TUN) says its speed is nominal, its txqueuelen
+    /// is not judged against it, and it is no link rate; a NIC's speed stays the link's.
+    #[test]
+    fn a_virtual_devices_speed_is_nominal() {
+        let root = tempfile::tempdir().unwrap();
+        let w = |rel: &str, v: &str| {
+            let p = root.path().join("sys/class/net").join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, format!("{v}\n")).unwrap();
+        };
+        for dev in ["tun0", "eth0"] {
+            w(&format!("{dev}/speed"), "10000");
+            w(&format!("{dev}/tx_queue_len"), "500");
+            w(&format!("{dev}/duplex"), "full");
+        }
+        w("eth0/device/vendor", "0x8086");
+        let view = HostView::fixture(root.path());
+        let ifaces = interfaces(&view);
+        let speeds: Vec<_> = ifaces.iter().map(Iface::link_speed_mbit).collect();
+        assert_eq!(speeds, [Some(10_000), None]);
+        let mut out = Vec::new();
+        nic_checks(&view, &ifaces, &mut out);
+        let link = |dev: &str| {
+            out.iter()
+                .find(|f| f.id == format!("nic.link.{dev}"))
+                .unwrap()
+        };
+        assert_eq!(link("tun0").severity, Severity::Info);
+        assert!(
+            link("tun0")
+                .title
+                .contains("a virtual device (its 10000 Mbit/s is nominal, not the path's rate)"),
+            "{:?}",
+            link("tun0")
+        );
+        assert_eq!(link("eth0").severity, Severity::Warning);
+        assert!(
+            link("eth0")
+                .title
+                .contains("txqueuelen 500 on a 10000 Mbit/s link")
+        );
     }
 
     /// An emulated RTL8139 (8139cp): TSO "off" over sub-features the driver fixes. It was
