@@ -37,6 +37,17 @@ pub fn exec_in_guest(
                 state_dir.display()
             )
         })?;
+    let alive = || {
+        read_state(state_dir, name)
+            .and_then(|s| s.guest_at(h).map(|g| !g.gone()))
+            .unwrap_or(false)
+    };
+    if !alive() {
+        bail!(
+            "host {}'s guest in lab {name} is not running (its QEMU has exited)",
+            h.letter()
+        );
+    }
     let addr = std::net::SocketAddr::new(h.control_ipv4().into(), vm::channel::EXEC_PORT);
     // A few tries: a guest that has just booted may still be starting its channel.
     let stream = netns::run_in(&names.namespace(h), || {
@@ -52,7 +63,7 @@ pub fn exec_in_guest(
         }
     })?
     .with_context(|| format!("cannot reach the guest's command channel at {addr}"))?;
-    vm::channel::exec(stream, &token, argv, GUEST_EXEC_SILENCE)
+    vm::channel::exec(stream, &token, argv, GUEST_EXEC_SILENCE, &alive)
 }
 
 /// Runs a shell script in a guest and returns its output, or an error with the output when it

@@ -155,23 +155,56 @@ pub fn exec_reply(text: &str) -> (String, Option<i32>) {
     }
 }
 
+/// How often a command's wait looks whether its guest still runs.
+const LIVENESS_POLL: Duration = Duration::from_millis(250);
+
 /// Runs `argv` in the guest over `stream` (connected to its `EXEC_PORT`), sending `token`
-/// first; returns its output and exit status. Waits at most `timeout` for each read.
+/// first; returns its output and exit status. Waits at most `silence` without a byte, and
+/// fails at once when `alive` says the guest's QEMU has exited: a dead guest sends no reset,
+/// so its connection would have waited out the silence (a profile written while a guest was
+/// killed waited about 20 s before its run failed).
 pub fn exec(
     mut stream: std::net::TcpStream,
     token: &str,
     argv: &[String],
-    timeout: Duration,
+    silence: Duration,
+    alive: &dyn Fn() -> bool,
 ) -> anyhow::Result<(String, i32)> {
-    use std::io::{Read, Write};
-    stream.set_read_timeout(Some(timeout))?;
+    use std::io::{ErrorKind, Read, Write};
+    stream.set_read_timeout(Some(LIVENESS_POLL.min(silence)))?;
     stream.write_all(format!("{token}\n{}", exec_script(argv)).as_bytes())?;
     let mut out = Vec::new();
-    // The guest's output is bounded like any file netsweep reads.
-    (&mut stream)
-        .take(crate::inputs::MAX_CONFIG_BYTES)
-        .read_to_end(&mut out)
-        .context("reading the guest's answer")?;
+    let mut buf = [0u8; 16 * 1024];
+    let mut quiet_since = std::time::Instant::now();
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                out.extend_from_slice(&buf[..n]);
+                // The guest's output is bounded like any file netsweep reads.
+                if out.len() as u64 > crate::inputs::MAX_CONFIG_BYTES {
+                    bail!(
+                        "the guest's answer is larger than {} bytes",
+                        crate::inputs::MAX_CONFIG_BYTES
+                    );
+                }
+                quiet_since = std::time::Instant::now();
+            }
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                if !alive() {
+                    bail!("the guest's QEMU exited while the command ran in it");
+                }
+                if quiet_since.elapsed() >= silence {
+                    bail!(
+                        "the guest's command channel said nothing for {} s",
+                        silence.as_secs()
+                    );
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e).context("reading the guest's answer"),
+        }
+    }
     let (text, rc) = exec_reply(&String::from_utf8_lossy(&out));
     if rc.is_none() && text.starts_with(REFUSED) {
         bail!("the guest's command channel refused the lab's token (a guest of another lab?)");
@@ -199,6 +232,50 @@ mod tests {
         assert!(!admit(router, Some(router), &token, &token.as_bytes()[1..]));
         assert!(!admit(router, Some(router), &token, b"echo hi"));
         assert!(!valid_token("") && !valid_token("short") && !valid_token(&"z".repeat(32)));
+    }
+
+    /// A guest that dies mid-command sends no reset: the wait ends at the next look at its
+    /// QEMU, not after the channel's silence; a live guest's answer is read whole.
+    #[test]
+    fn a_command_ends_when_its_guest_dies_and_reads_a_live_guests_answer() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let answer = std::thread::spawn(move || {
+            use std::io::{Read, Write};
+            // The first connection hears nothing back (a dead guest); the second is answered
+            // once its script is read (closing on unread bytes would reset it).
+            let (silent, _) = listener.accept().unwrap();
+            let (mut live, _) = listener.accept().unwrap();
+            let mut script = Vec::new();
+            let mut byte = [0u8; 1];
+            while !script.ends_with(b"exit\n") && live.read(&mut byte).unwrap() == 1 {
+                script.push(byte[0]);
+            }
+            live.write_all(format!("hello\n{RC_MARK}3\n").as_bytes())
+                .unwrap();
+            drop(live);
+            silent
+        });
+        let token = new_token();
+        let argv = ["true".to_string()];
+        let started = std::time::Instant::now();
+        let looks = std::cell::Cell::new(0);
+        let dies = || {
+            looks.set(looks.get() + 1);
+            looks.get() < 3
+        };
+        let stream = std::net::TcpStream::connect(addr).unwrap();
+        let e = exec(stream, &token, &argv, Duration::from_secs(300), &dies).unwrap_err();
+        assert!(e.to_string().contains("QEMU exited"), "{e:#}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        let stream = std::net::TcpStream::connect(addr).unwrap();
+        let (text, rc) = exec(stream, &token, &argv, Duration::from_secs(30), &|| true).unwrap();
+        assert_eq!((text.as_str(), rc), ("hello\n", 3));
+        drop(answer.join().unwrap());
     }
 
     #[test]
