@@ -60,15 +60,12 @@ fn check_in_chromium(dir: &Path, page: &Path, ids: &[&str], series: &[&str]) {
     );
 }
 
-#[test]
-fn a_real_netsweep_test_is_drawn_and_chromium_shows_every_chart() {
-    let _serial = common::loopback::serial();
-    let dir = tempfile::tempdir().unwrap();
-    let server = common::TestServer::start(ServerLimits::default());
-    let port = server.addr.port().to_string();
+/// `netsweep client 127.0.0.1 -p PORT ARGS` (which must succeed), its standard output written
+/// to `dir/name`; the file's path.
+fn client_result(dir: &Path, port: &str, args: &[&str], name: &str) -> PathBuf {
     let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args(["client", "127.0.0.1", "-p", &port, "-t", "2", "-P", "2"])
-        .args(["--latency", "--json"])
+        .args(["client", "127.0.0.1", "-p", port])
+        .args(args)
         .output()
         .expect("netsweep client");
     assert!(
@@ -76,8 +73,19 @@ fn a_real_netsweep_test_is_drawn_and_chromium_shows_every_chart() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let file = dir.path().join("netsweep.json");
+    let file = dir.join(name);
     std::fs::write(&file, &out.stdout).unwrap();
+    file
+}
+
+#[test]
+fn a_real_netsweep_test_is_drawn_and_chromium_shows_every_chart() {
+    let _serial = common::loopback::serial();
+    let dir = tempfile::tempdir().unwrap();
+    let server = common::TestServer::start(ServerLimits::default());
+    let port = server.addr.port().to_string();
+    let args = ["-t", "2", "-P", "2", "--latency", "--json"];
+    let file = client_result(dir.path(), &port, &args, "netsweep.json");
     let page = plot(dir.path(), &file, "netsweep.html");
     assert!(page.contains("netsweep --json file written by netsweep"));
     assert!(page.contains(&format!("TCP forward to 127.0.0.1:{port}, 2 s, 2 streams")));
@@ -292,28 +300,9 @@ fn a_real_request_response_test_is_drawn() {
     let dir = tempfile::tempdir().unwrap();
     let server = common::TestServer::start(ServerLimits::default());
     let port = server.addr.port().to_string();
-    let out = Command::new(env!("CARGO_BIN_EXE_netsweep"))
-        .args([
-            "client",
-            "127.0.0.1",
-            "-p",
-            &port,
-            "--test",
-            "rr",
-            "-t",
-            "1",
-        ])
-        .args(["-r", "64,128", "--json"])
-        .output()
-        .expect("netsweep client");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let file = dir.path().join("rr.json");
-    std::fs::write(&file, &out.stdout).unwrap();
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let args = ["--test", "rr", "-t", "1", "-r", "64,128", "--json"];
+    let file = client_result(dir.path(), &port, &args, "rr.json");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
     let count = doc["rr"]["transactions"].as_u64().unwrap();
     assert!(count > 100, "{doc}");
     let page = plot(dir.path(), &file, "rr.html");

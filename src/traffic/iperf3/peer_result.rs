@@ -505,6 +505,18 @@ mod tests {
         f
     }
 
+    /// This end's report `mine` with the server's `theirs`, of a test that ran to its end.
+    fn with_peer(spec: &TestSpec, mine: StreamReport, theirs: &Results) -> TestResult {
+        assemble(
+            spec,
+            StartInfo::default(),
+            &finished(mine),
+            Some(theirs),
+            None,
+            0,
+        )
+    }
+
     fn peer(stream: StreamResult, sender_has_retransmits: i64) -> Results {
         Results {
             cpu_total: 10.0,
@@ -542,14 +554,7 @@ mod tests {
             },
             -1,
         );
-        let r = assemble(
-            &spec,
-            StartInfo::default(),
-            &finished(mine.clone()),
-            Some(&theirs),
-            None,
-            0,
-        );
+        let r = with_peer(&spec, mine.clone(), &theirs);
         let s = &r.summary;
         assert_eq!(s.bytes, 1990 * 1400);
         assert_eq!((s.packets, s.lost_packets), (Some(2000), Some(10)));
@@ -567,14 +572,7 @@ mod tests {
             },
             -1,
         );
-        let t = assemble(
-            &spec,
-            StartInfo::default(),
-            &finished(mine),
-            Some(&tail_lost),
-            None,
-            0,
-        );
+        let t = with_peer(&spec, mine, &tail_lost);
         assert_eq!(
             (t.summary.packets, t.summary.lost_packets),
             (Some(2000), Some(15))
@@ -623,14 +621,7 @@ mod tests {
             },
             0,
         );
-        let r = assemble(
-            &spec,
-            StartInfo::default(),
-            &finished(mine),
-            Some(&theirs),
-            None,
-            0,
-        );
+        let r = with_peer(&spec, mine, &theirs);
         let s = &r.summary;
         assert_eq!((s.packets, s.lost_packets), (Some(2020), Some(30)));
         assert_eq!(s.bytes / 1400, 2020 - 30);
@@ -672,14 +663,7 @@ mod tests {
             },
             1,
         );
-        let r = assemble(
-            &spec,
-            StartInfo::default(),
-            &finished(mine),
-            Some(&theirs),
-            None,
-            0,
-        );
+        let r = with_peer(&spec, mine, &theirs);
         let s = &r.summary;
         assert_eq!(s.bytes, 2_000_000_000);
         assert_eq!(s.sent_bytes, 2_050_000_000);
@@ -752,14 +736,7 @@ mod tests {
             },
             -1,
         );
-        let r = assemble(
-            &spec,
-            StartInfo::default(),
-            &finished(mine),
-            Some(&theirs),
-            None,
-            0,
-        );
+        let r = with_peer(&spec, mine, &theirs);
         assert_eq!(r.inconsistencies.len(), 1, "{:?}", r.inconsistencies);
         assert!(r.inconsistencies[0].contains("more than the 2000 sent"));
     }
@@ -781,14 +758,7 @@ mod tests {
             },
             -1,
         );
-        let r = assemble(
-            &spec,
-            StartInfo::default(),
-            &finished(mine),
-            Some(&theirs),
-            None,
-            0,
-        );
+        let r = with_peer(&spec, mine, &theirs);
         let stream = &r.directions[0].streams[0];
         assert_eq!(stream.summary.bytes, 0);
         assert!(
